@@ -1,0 +1,89 @@
+# axc — one Makefile for the compiler, the runtime, the tests and the demo.
+# Build outputs go under build/ (same layout as an install: bin/ include/ lib/).
+
+CC      ?= cc
+ifeq ($(origin CC),default)
+CC      := cc
+endif
+PYTHON  ?= /usr/bin/python3
+PREFIX  ?= /usr/local
+B       := build
+SAN     ?=
+
+WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
+CFLAGS_AXC := -std=c11 -O2 -g $(WARN) $(SAN) -D_GNU_SOURCE \
+              -Icompiler -Iir -Igrammar -Icodegen -Iruntime -I$(B)/gen
+CFLAGS_RT  := -std=c99 -O2 -g -fPIC -Wall -Wextra -Wpedantic $(SAN) -Iruntime
+LDLIBS_AXC := $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c) -ldl -lm
+
+GRAMMAR_C := $(B)/gen/axc.tab.c $(B)/gen/axc.lex.c
+GRAMMAR_H := $(B)/gen/axc.tab.h $(B)/gen/axc.lex.h
+AXC_SRC   := $(wildcard compiler/*.c ir/*.c grammar/*.c codegen/*.c)
+AXC_OBJ   := $(patsubst %.c,$(B)/obj/%.o,$(AXC_SRC)) $(B)/obj/gen/axc.tab.o $(B)/obj/gen/axc.lex.o
+LIB_OBJ   := $(filter-out $(B)/obj/compiler/main.o,$(AXC_OBJ))
+RT_SRC    := $(wildcard runtime/*.c)
+RT_OBJ    := $(patsubst %.c,$(B)/obj/%.o,$(RT_SRC))
+HEADERS   := $(wildcard compiler/*.h ir/*.h ir/*.def grammar/*.h codegen/*.h runtime/*.h)
+
+AXC    := $(B)/bin/axc
+LIBAXRT := $(B)/lib/libaxrt.a
+
+.PHONY: all deps demo test test-unit install clean
+all: $(AXC) $(LIBAXRT) $(B)/include/axrt.h
+
+# Installs missing Debian packages (idempotent; does nothing when all are present).
+deps:
+	@sh scripts/deps.sh
+
+$(B)/gen/axc.tab.c $(B)/gen/axc.tab.h: grammar/axc.y
+	@mkdir -p $(B)/gen
+	bison -Wall -Werror -d -o $(B)/gen/axc.tab.c $<
+
+# The lexer includes the parser header, hence the order.
+$(B)/gen/axc.lex.c $(B)/gen/axc.lex.h: grammar/axc.l $(B)/gen/axc.tab.h
+	@mkdir -p $(B)/gen
+	flex --header-file=$(B)/gen/axc.lex.h -o $(B)/gen/axc.lex.c $<
+
+$(B)/obj/gen/%.o: $(B)/gen/%.c $(GRAMMAR_H) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_AXC) -Wno-shadow -Wno-sign-compare -c $< -o $@
+
+$(B)/obj/runtime/%.o: runtime/%.c $(wildcard runtime/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_RT) -c $< -o $@
+
+$(B)/obj/%.o: %.c $(HEADERS) $(GRAMMAR_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_AXC) -c $< -o $@
+
+$(B)/lib/libaxcc.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(AXC): $(B)/obj/compiler/main.o $(B)/lib/libaxcc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $^ $(LDLIBS_AXC)
+
+$(LIBAXRT): $(RT_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/include/axrt.h: runtime/axrt.h
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+include tests/tests.mk
+
+demo: deps all
+	@sh examples/demo.sh $(B)
+
+install: all
+	install -d $(PREFIX)/bin $(PREFIX)/include $(PREFIX)/lib/pkgconfig $(PREFIX)/share/axc/runtime
+	install -m 755 $(AXC) $(PREFIX)/bin/axc
+	install -m 644 runtime/axrt.h $(PREFIX)/include/axrt.h
+	install -m 644 $(LIBAXRT) $(PREFIX)/lib/libaxrt.a
+	install -m 644 runtime/axrt.h $(RT_SRC) $(PREFIX)/share/axc/runtime/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' runtime/axrt.pc.in > $(PREFIX)/lib/pkgconfig/axrt.pc
+
+clean:
+	rm -rf $(B)

@@ -1,0 +1,26 @@
+/* lower.h — from the syntax tree to the graph IR (language.md §2, §3, §6, §7).
+ * Resolves const names (with -D overrides), layer constructors and their
+ * keyword arguments, layer/value naming (PyTorch state_dict names), calls,
+ * pipes and operators; creates one IR_OP_param node per parameter with its
+ * name, shape and initialisation role.  Shapes of computed nodes are left for
+ * pass_shape.  Errors are located and collected (unknown names get a
+ * did-you-mean suggestion). */
+#ifndef AX_LOWER_H
+#define AX_LOWER_H
+
+#include "ast.h"
+#include "ir.h"
+
+typedef struct ax_define {  /* -D NAME=VALUE */
+    const char *name;
+    const char *value;      /* as written: an integer or a float */
+} ax_define;
+
+/* Lowers f->models[index].  Returns NULL if errors were reported. */
+ir_graph *lower_model(ax_ctx *ctx, const ast_file *f, int index,
+                      const ax_define *defs, int ndefs);
+
+/* Checks that every -D names a const of the file (warning otherwise). */
+void lower_check_defines(ax_ctx *ctx, const ast_file *f, const ax_define *defs, int ndefs);
+
+#endif

@@ -1,0 +1,117 @@
+/* ir.h — the graph IR: a flat array of nodes in topological order, referring
+ * to each other by integer id.  Every node carries a static shape, a dtype and
+ * the source location it came from.  Op properties come from ops.def. */
+#ifndef AX_IR_H
+#define AX_IR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "axrt.h"
+#include "ax.h"
+
+#define IR_MAX_RANK AXRT_MAX_RANK
+#define IR_MAX_SRC 16
+#define IR_NONE (-1)
+
+typedef enum ir_op {
+#define OP(name, min, max, kind, inplace, shape) IR_OP_##name,
+#include "ops.def"
+#undef OP
+    IR_OP_COUNT
+} ir_op;
+
+typedef enum ir_kind { IR_SOURCE, IR_UNARY, IR_BINARY, IR_REDUCE, IR_SHAPE, IR_LAYER } ir_kind;
+
+typedef struct ir_opinfo {
+    const char *name;
+    int min_src, max_src;
+    ir_kind kind;
+    bool can_inplace;
+} ir_opinfo;
+
+extern const ir_opinfo ir_ops[IR_OP_COUNT];
+
+/* Initial value of a parameter when no --weights are given (interface.md §1). */
+typedef enum ir_param_role {
+    IR_PARAM_GLOROT = 0, /* weight matrices and kernels: Glorot-uniform */
+    IR_PARAM_ZEROS,      /* biases, norm shifts, running means */
+    IR_PARAM_ONES        /* norm scales, running variances */
+} ir_param_role;
+
+/* Operator attributes; which fields mean something depends on the op. */
+typedef struct ir_attrs {
+    int axis;                 /* softmax, log_softmax, sum/mean/maximum, concat: normalised to 0..rank-1 by pass_shape */
+    int perm[IR_MAX_RANK];    /* transpose */
+    int nperm;
+    int64_t newshape[IR_MAX_RANK]; /* reshape as written (one -1 allowed); pass_shape resolves */
+    int nnewshape;            /* 0 with flatten=true means Flatten(): [N, prod(rest)] */
+    bool flatten;
+    int kernel[2];            /* conv, pools: kh, kw */
+    int stride[2];
+    int dilation[2];
+    int pad[4];               /* top, left, bottom, right */
+    bool pad_same;            /* pass_shape computes pad[] */
+    int groups;               /* conv */
+    int heads;                /* mha */
+    bool causal;              /* mha */
+    double eps;               /* layernorm, batchnorm */
+    double alpha;             /* leaky_relu, elu */
+    double scalar;            /* scalar: the value */
+    int act;                  /* IR_NONE, or a UNARY ir_op applied as an epilogue (set by fusion passes) */
+} ir_attrs;
+
+typedef struct ir_node {
+    ir_op op;
+    axrt_dtype dtype;
+    int rank;
+    int64_t shape[IR_MAX_RANK];
+    int nsrc;
+    int src[IR_MAX_SRC];
+    ir_attrs attrs;
+    ax_loc loc;
+    const char *name;    /* param: state_dict name; input: argument name; else layer name or NULL */
+    ir_param_role role;  /* param only */
+    void *data;          /* param only: rank/shape elements of dtype, filled by weights.c */
+    bool dead;           /* removed by a pass; skipped everywhere */
+    int64_t offset;      /* byte offset in the arena (pass_memplan), -1 = not in the arena */
+} ir_node;
+
+typedef struct ir_graph {
+    const char *name;          /* model name = C symbol prefix */
+    axrt_dtype dtype;          /* model dtype (parameters and compute) */
+    const char *backend;       /* "c", "cuda", "hip" as the model's option says */
+    ax_loc loc;
+    ir_node *nodes;
+    int nnodes, cap;
+    int inputs[IR_MAX_SRC];    /* node ids of IR_OP_input, signature order */
+    int ninputs;
+    int outputs[IR_MAX_SRC];   /* node ids, return order */
+    const char *output_names[IR_MAX_SRC];
+    int noutputs;
+    size_t arena_bytes;        /* planned peak (pass_memplan), multiple of 64 */
+    ax_ctx *ctx;               /* owner: arena and diagnostics */
+} ir_graph;
+
+ir_graph *ir_graph_new(ax_ctx *ctx, const char *name, ax_loc loc);
+/* Appends a node; returns its id.  Operands must already exist (ids < new id). */
+int ir_add(ir_graph *g, ir_op op, const int *src, int nsrc, ax_loc loc);
+static inline ir_node *ir_at(ir_graph *g, int id) { return &g->nodes[id]; }
+
+int64_t ir_numel(const ir_node *n);
+size_t ir_nbytes(const ir_node *n);
+/* "[1, 784]" into buf (always NUL-terminated); returns buf. */
+const char *ir_shape_str(const int64_t *shape, int rank, char *buf, size_t size);
+const char *ir_dtype_name(axrt_dtype dtype);     /* "Float32" ... */
+/* Accepts long and short spellings; returns false for an unknown name. */
+bool ir_dtype_parse(const char *name, axrt_dtype *out);
+
+/* Checks the structural invariants (operand counts and order, ranks, dtypes
+ * of params, outputs exist).  Returns the number of problems, printed as
+ * internal errors through ctx diagnostics. */
+int ir_verify(const ir_graph *g);
+/* Text dump as printed by --emit=ir. */
+void ir_dump(const ir_graph *g, ax_buf *out);
+
+#endif

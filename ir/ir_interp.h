@@ -1,0 +1,15 @@
+/* ir_interp.h — the reference interpreter (`axc run --interp`).  Naive and
+ * independent of the code generators: it evaluates the graph node by node in
+ * double precision and converts to each node's dtype only at the outputs.
+ * Tests use it to cross-check generated code. */
+#ifndef AX_IR_INTERP_H
+#define AX_IR_INTERP_H
+
+#include "ir.h"
+
+/* inputs[i] holds graph input i in its declared dtype (g->nodes[g->inputs[i]]);
+ * outputs[i] receives output i in its node's dtype.  Params must have data.
+ * Returns 0, or -1 after an internal failure (out of memory). */
+int ir_interp_run(const ir_graph *g, const void *const *inputs, void *const *outputs);
+
+#endif

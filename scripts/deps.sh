@@ -1,0 +1,27 @@
+#!/bin/sh
+# Installs the Debian packages axc needs to build and test, and only those
+# missing.  Idempotent: with everything present it prints one line and exits.
+set -eu
+
+PKGS="make gcc g++ clang pkg-config flex bison libfl-dev libjson-c-dev \
+libcmocka-dev libopenblas-dev llvm-dev python3 python3-numpy python3-torch"
+
+missing=""
+for p in $PKGS; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+
+if [ -z "$missing" ]; then
+    echo "deps: all packages present"
+    exit 0
+fi
+
+echo "deps: installing:$missing"
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get -o DPkg::Lock::Timeout=900 update -q
+# shellcheck disable=SC2086
+$SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends $missing

@@ -1,0 +1,17 @@
+# Test build rules, included by the top-level Makefile.
+#
+# Every suite prints one line per case, "PASS: name" or "FAIL: name" (details
+# follow on lines indented by two spaces); tests/run.sh runs the suites,
+# counts those lines and ends with "N passed, N failed".
+
+UNIT_SRC  := $(wildcard tests/unit/test_*.c)
+UNIT_BIN  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
+
+$(B)/tests/%: tests/unit/%.c $(B)/lib/libaxcc.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_AXC) -Wno-unused-function -o $@ $< $(B)/lib/libaxcc.a -lcmocka $(LDLIBS_AXC)
+
+test-unit: $(UNIT_BIN)
+
+test: deps all test-unit
+	@bash tests/run.sh $(B)
