@@ -76,6 +76,7 @@ typedef struct ir_node {
     void *data;          /* param only: rank/shape elements of dtype, filled by weights.c */
     bool dead;           /* removed by a pass; skipped everywhere */
     int64_t offset;      /* byte offset in the arena (pass_memplan), -1 = not in the arena */
+    int64_t scratch_offset; /* arena offset of this node's scratch (ir_scratch_bytes > 0), else -1 */
 } ir_node;
 
 typedef struct ir_graph {
@@ -106,6 +107,12 @@ const char *ir_shape_str(const int64_t *shape, int rank, char *buf, size_t size)
 const char *ir_dtype_name(axrt_dtype dtype);     /* "Float32" ... */
 /* Accepts long and short spellings; returns false for an unknown name. */
 bool ir_dtype_parse(const char *name, axrt_dtype *out);
+
+/* Scratch bytes the C backend's kernel for n needs while computing n (e.g.
+ * attention's projections and scores); 0 for most ops.  pass_memplan gives
+ * such a node a separate scratch buffer, live only while n is computed.
+ * Implemented beside the backend (codegen/cg_scratch.c). */
+size_t ir_scratch_bytes(const ir_node *n, const ir_graph *g);
 
 /* Checks the structural invariants (operand counts and order, ranks, dtypes
  * of params, outputs exist).  Returns the number of problems, printed as
