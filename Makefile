@@ -60,7 +60,8 @@ $(B)/lib/libaxcc.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(AXC): $(B)/obj/compiler/main.o $(B)/lib/libaxcc.a
+# The compiler shares the runtime's dtype table and scratch-size helpers.
+$(AXC): $(B)/obj/compiler/main.o $(B)/lib/libaxcc.a $(LIBAXRT)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) -o $@ $^ $(LDLIBS_AXC)
 
@@ -74,7 +75,9 @@ $(B)/include/axrt.h: runtime/axrt.h
 
 include tests/tests.mk
 
-demo: deps all
+demo:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory all
 	@sh examples/demo.sh $(B)
 
 install: all

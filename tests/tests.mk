@@ -7,11 +7,14 @@
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BIN  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 
-$(B)/tests/%: tests/unit/%.c $(B)/lib/libaxcc.a $(HEADERS)
+$(B)/tests/%: tests/unit/%.c $(B)/lib/libaxcc.a $(LIBAXRT) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_AXC) -Wno-unused-function -o $@ $< $(B)/lib/libaxcc.a -lcmocka $(LDLIBS_AXC)
+	$(CC) $(CFLAGS_AXC) -Wno-unused-function -o $@ $< $(B)/lib/libaxcc.a $(LIBAXRT) -lcmocka $(LDLIBS_AXC)
 
 test-unit: $(UNIT_BIN)
 
-test: deps all test-unit
+# deps first (it may install the toolchain), then the build, then the suites.
+test:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory all test-unit
 	@bash tests/run.sh $(B)

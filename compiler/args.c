@@ -1,0 +1,229 @@
+/* args.c — command-line parsing (interface.md §1).  Long options take their
+ * value as `--opt=VALUE` or `--opt VALUE`; -D/-MF/-MT/-o accept the value
+ * attached or as the next argument, as cc does. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+
+static const char usage_text[] =
+    "usage: axc [options] FILE.ax -o OUT          compile\n"
+    "       axc run [options] FILE.ax [run options] compile, build, run once (or benchmark)\n"
+    "       axc --help | --version\n"
+    "\n"
+    "options:\n"
+    "  -o OUT                  output; .c writes C source and a header\n"
+    "  --target=c|cuda|hip|llvm  code generator (default: the model's backend= option, else c)\n"
+    "  --header=FILE           where the C header goes (default: OUT with .h)\n"
+    "  --model=NAME            compile one model of a multi-model file\n"
+    "  --weights=FILE          parameters from a safetensors file\n"
+    "  --seed=N                deterministic initialisation without --weights (default 0)\n"
+    "  --save-weights=FILE     write the parameters used, as safetensors\n"
+    "  -D NAME=VALUE           override a const\n"
+    "  -O0 -O1 -O2 -O3         optimisation level (default -O2)\n"
+    "  --emit=ir|dot|mem       print the IR, a Graphviz graph or the memory plan\n"
+    "  --print-after-all       print the IR after every pass to stderr\n"
+    "  --mem-report            print the arena plan\n"
+    "  --eltype-mismatch=warn|convert|error|promote\n"
+    "  -MD, -MF FILE, -MT TARGET  write a make dependency file\n"
+    "  -Werror, -w             warnings as errors / no warnings\n"
+    "\n"
+    "run options:\n"
+    "  --input NAME=FILE.npy   one per model input (default: filled from --seed)\n"
+    "  --output FILE.npy       the output of a single-output model\n"
+    "  --output-dir DIR        one DIR/NAME.npy per output\n"
+    "  --bench N               time N runs after warm-up\n"
+    "  --interp                use the reference interpreter\n"
+    "  --cc=CC                 C compiler for the generated code (default $CC or cc)\n";
+
+void axc_fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("axc: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || end == s || *end || *s == '-') return -1;
+    *out = v;
+    return 0;
+}
+
+static int set_eltype(axc_opts *o, const char *v)
+{
+    static const char *const names[] = {"warn", "convert", "error", "promote"};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(v, names[i])) { o->eltype = (eltype_mode)i; return 0; }
+    axc_fail("--eltype-mismatch expects warn, convert, error or promote, not '%s'", v);
+    return -1;
+}
+
+/* Copies the NAME of NAME=VALUE (eq points at '=') into o's storage. */
+static const char *keep_name(axc_opts *o, const char *v, const char *eq, const char *opt)
+{
+    size_t len = (size_t)(eq - v);
+    if (len >= sizeof o->names[0]) { axc_fail("%s: name too long in '%s'", opt, v); return NULL; }
+    char *dst = o->names[o->nnames++];
+    memcpy(dst, v, len);
+    dst[len] = 0;
+    return dst;
+}
+
+static int add_define(axc_opts *o, const char *v)
+{
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v || !eq[1]) { axc_fail("-D expects NAME=VALUE, not '%s'", v); return -1; }
+    if (o->ndefines == AXC_MAX_DEFINES) { axc_fail("too many -D options"); return -1; }
+    ax_define *d = &o->defines[o->ndefines];
+    if (!(d->name = keep_name(o, v, eq, "-D"))) return -1;
+    d->value = eq + 1;
+    o->ndefines++;
+    return 0;
+}
+
+static int add_input(axc_opts *o, const char *v)
+{
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v || !eq[1]) { axc_fail("--input expects NAME=FILE.npy, not '%s'", v); return -1; }
+    if (o->ninputs == AXC_MAX_RUN_TENSORS) { axc_fail("too many --input options"); return -1; }
+    if (!(o->inputs[o->ninputs].name = keep_name(o, v, eq, "--input"))) return -1;
+    o->inputs[o->ninputs].path = eq + 1;
+    o->ninputs++;
+    return 0;
+}
+
+/* Options that take a value.  `run` marks the ones only `axc run` accepts. */
+typedef enum {
+    V_OUT, V_TARGET, V_HEADER, V_MODEL, V_WEIGHTS, V_SEED, V_SAVE, V_EMIT, V_ELTYPE,
+    V_MF, V_MT, V_D, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC
+} value_opt;
+
+static const struct { const char *name; value_opt id; bool run; } value_opts[] = {
+    {"-o", V_OUT, false},          {"--target", V_TARGET, false},
+    {"--header", V_HEADER, false}, {"--model", V_MODEL, false},
+    {"--weights", V_WEIGHTS, false}, {"--seed", V_SEED, false},
+    {"--save-weights", V_SAVE, false}, {"--emit", V_EMIT, false},
+    {"--eltype-mismatch", V_ELTYPE, false}, {"-MF", V_MF, false},
+    {"-MT", V_MT, false},          {"-D", V_D, false},
+    {"--input", V_INPUT, true},    {"--output", V_OUTPUT, true},
+    {"--output-dir", V_OUTDIR, true}, {"--bench", V_BENCH, true},
+    {"--cc", V_CC, true},
+};
+
+static int set_value(axc_opts *o, value_opt id, const char *v)
+{
+    uint64_t n;
+    switch (id) {
+    case V_OUT: o->output = v; return 0;
+    case V_TARGET: o->target = v; return 0;
+    case V_HEADER: o->header = v; return 0;
+    case V_MODEL: o->model = v; return 0;
+    case V_WEIGHTS: o->weights = v; return 0;
+    case V_SAVE: o->save_weights = v; return 0;
+    case V_EMIT: o->emit = v; return 0;
+    case V_MF: o->depfile = v; return 0;
+    case V_MT: o->deptarget = v; return 0;
+    case V_OUTPUT: o->run_output = v; return 0;
+    case V_OUTDIR: o->run_output_dir = v; return 0;
+    case V_CC: o->cc = v; return 0;
+    case V_ELTYPE: return set_eltype(o, v);
+    case V_D: return add_define(o, v);
+    case V_INPUT: return add_input(o, v);
+    case V_SEED:
+        if (parse_u64(v, &o->seed)) { axc_fail("--seed expects a non-negative integer, not '%s'", v); return -1; }
+        return 0;
+    case V_BENCH:
+        if (parse_u64(v, &n) || n < 1 || n > 100000000) {
+            axc_fail("--bench expects a run count from 1 to 100000000, not '%s'", v);
+            return -1;
+        }
+        o->bench_runs = (long)n;
+        return 0;
+    }
+    return -1;
+}
+
+/* Matches argv[*i] against the value options; 1 = consumed, 0 = not a
+ * value option, -1 = error. */
+static int try_value_opt(int argc, char **argv, int *i, axc_opts *o)
+{
+    const char *a = argv[*i];
+    for (size_t k = 0; k < sizeof value_opts / sizeof value_opts[0]; k++) {
+        const char *name = value_opts[k].name;
+        size_t len = strlen(name);
+        if (strncmp(a, name, len)) continue;
+        const char *v = NULL;
+        bool is_short = name[1] != '-';
+        if (a[len] == '=' && !is_short) v = a + len + 1;
+        else if (a[len] && is_short) v = a + len; /* -DN=1, -ofile */
+        else if (a[len]) continue;               /* --outputx: another option */
+        else if (*i + 1 < argc) v = argv[++*i];
+        else { axc_fail("option '%s' needs a value", name); return -1; }
+        if (value_opts[k].run && !o->run) {
+            axc_fail("option '%s' is only valid with 'axc run'", name);
+            return -1;
+        }
+        return set_value(o, value_opts[k].id, v) ? -1 : 1;
+    }
+    return 0;
+}
+
+static int try_flag(const char *a, axc_opts *o)
+{
+    if (!strcmp(a, "-MD")) o->make_deps = true;
+    else if (!strcmp(a, "--mem-report")) o->mem_report = true;
+    else if (!strcmp(a, "--print-after-all")) o->print_after_all = true;
+    else if (!strcmp(a, "-Werror")) o->werror = true;
+    else if (!strcmp(a, "-w")) o->no_warnings = true;
+    else if (!strcmp(a, "--interp") && o->run) o->interp = true;
+    else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) o->opt_level = a[2] - '0';
+    else return 0;
+    return 1;
+}
+
+static int check_emit(const axc_opts *o)
+{
+    static const char *const kinds[] = {"ir", "dot", "mem"};
+    if (!o->emit) return 0;
+    for (int i = 0; i < 3; i++) if (!strcmp(o->emit, kinds[i])) return 0;
+    axc_fail("--emit expects ir, dot or mem, not '%s'", o->emit);
+    return -1;
+}
+
+int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
+{
+    memset(o, 0, sizeof *o);
+    o->opt_level = 2;
+    *exit_now = false;
+    int i = 1;
+    if (argc > 1 && !strcmp(argv[1], "run")) { o->run = true; i = 2; }
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage_text, stdout); *exit_now = true; return AXC_OK; }
+        if (!strcmp(a, "--version")) { printf("axc %s\n", AXC_VERSION); *exit_now = true; return AXC_OK; }
+        int r = try_value_opt(argc, argv, &i, o);
+        if (r < 0) return AXC_EUSAGE;
+        if (r > 0 || try_flag(a, o)) continue;
+        if (a[0] == '-' && a[1]) { axc_fail("unknown option '%s' (see axc --help)", a); return AXC_EUSAGE; }
+        if (o->input) { axc_fail("more than one input file ('%s' and '%s')", o->input, a); return AXC_EUSAGE; }
+        o->input = a;
+    }
+    if (!o->input) { axc_fail("no input file (see axc --help)"); return AXC_EUSAGE; }
+    if (check_emit(o)) return AXC_EUSAGE;
+    if (!o->run && !o->output && !o->emit && !o->mem_report && !o->save_weights) {
+        axc_fail("no output: give -o OUT or --emit=ir|dot|mem");
+        return AXC_EUSAGE;
+    }
+    if (o->run_output && o->run_output_dir) { axc_fail("--output and --output-dir exclude each other"); return AXC_EUSAGE; }
+    return AXC_OK;
+}

@@ -1,0 +1,151 @@
+/* compile.c — `axc FILE.ax -o OUT`: code generation, --emit views, saved
+ * weights and the make dependency file.  Every file is staged and the set
+ * is committed at the end, so a failure leaves no output behind and an
+ * existing output untouched (interface.md §1). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cg.h"
+#include "driver.h"
+#include "weights.h"
+
+/* path with its extension (after the last '/') replaced by ext. */
+static char *with_ext(ax_arena *a, const char *path, const char *ext)
+{
+    const char *slash = strrchr(path, '/');
+    const char *dot = strrchr(path, '.');
+    size_t stem = (dot && (!slash || dot > slash + 1)) ? (size_t)(dot - path) : strlen(path);
+    return ax_sprintf(a, "%.*s%s", (int)stem, path, ext);
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+static const char *ext_of(const char *path)
+{
+    const char *b = base_name(path), *dot = strrchr(b, '.');
+    return dot && dot != b ? dot : "";
+}
+
+/* The code generator: --target, else the output's extension, else the
+ * first model's backend= option. */
+static const char *pick_target(const axc_opts *o, ir_graph **models)
+{
+    if (o->target) return o->target;
+    const char *e = o->output ? ext_of(o->output) : "";
+    if (!strcmp(e, ".c") || !strcmp(e, ".h")) return "c";
+    if (!strcmp(e, ".cu")) return "cuda";
+    if (!strcmp(e, ".hip")) return "hip";
+    if (!strcmp(e, ".ll") || !strcmp(e, ".o")) return "llvm";
+    return models[0]->backend ? models[0]->backend : "c";
+}
+
+/* Make's escaping for a path in a dependency rule. */
+static void put_make_path(ax_buf *b, const char *p)
+{
+    for (; *p; p++) {
+        if (*p == ' ' || *p == '#') ax_buf_puts(b, "\\");
+        if (*p == '$') ax_buf_puts(b, "$");
+        ax_buf_put(b, p, 1);
+    }
+}
+
+static void dep_rule(ax_buf *b, const axc_opts *o, const char *header)
+{
+    if (o->deptarget) {
+        ax_buf_puts(b, o->deptarget);
+    } else {
+        put_make_path(b, o->output);
+        if (header) { ax_buf_puts(b, " "); put_make_path(b, header); }
+    }
+    ax_buf_puts(b, ":");
+    const char *deps[2] = {o->input, o->weights};
+    for (int i = 0; i < 2; i++)
+        if (deps[i]) { ax_buf_puts(b, " "); put_make_path(b, deps[i]); }
+    ax_buf_puts(b, "\n");
+}
+
+static void emit_view(const axc_opts *o, ir_graph **models, int n, ax_buf *out)
+{
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(o->emit, "ir")) ir_dump(models[i], out);
+        else if (!strcmp(o->emit, "dot")) ir_dump_dot(models[i], out);
+        else pass_memplan_report(models[i], out);
+    }
+}
+
+static int stage(ax_outset *set, const char *path, const ax_buf *b)
+{
+    if (ax_stage(set, path, b->data ? b->data : "", b->len) == 0) return 0;
+    axc_fail("cannot write '%s': %m", path);
+    return -1;
+}
+
+/* Generates code into c/h (C only for now).  Returns an exit status. */
+static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n,
+                    const char *header, ax_buf *c, ax_buf *h)
+{
+    const char *target = pick_target(o, models);
+    if (strcmp(target, "c")) {
+        if (strcmp(target, "cuda") && strcmp(target, "hip") && strcmp(target, "llvm")) {
+            axc_fail("unknown target '%s' (expected c, cuda, hip or llvm)", target);
+        } else {
+            axc_fail("the %s backend is not implemented yet; use --target=c (a .c output)", target);
+        }
+        return AXC_EUSAGE;
+    }
+    cg_request req = {models, n, base_name(header), o->input};
+    return cg_c_emit(&req, c, h) ? AXC_EINPUT : AXC_OK;
+}
+
+static int write_outputs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, ax_outset *set)
+{
+    ax_buf view = {0}, c = {0}, h = {0}, w = {0}, d = {0};
+    int rc = AXC_OK;
+    const char *header = NULL;
+    if (o->emit) {
+        emit_view(o, models, n, &view);
+        if (o->output) rc = stage(set, o->output, &view) ? AXC_EUSAGE : AXC_OK;
+        else fwrite(view.data ? view.data : "", 1, view.len, stdout);
+    } else if (o->output) {
+        header = o->header ? o->header : with_ext(ctx->arena, o->output, ".h");
+        rc = generate(ctx, o, models, n, header, &c, &h);
+        if (!rc && (stage(set, o->output, &c) || stage(set, header, &h))) rc = AXC_EUSAGE;
+    }
+    if (!rc && o->save_weights) {
+        if (n > 1) { axc_fail("--save-weights needs a single model (choose one with --model)"); rc = AXC_EUSAGE; }
+        else { weights_save(models[0], &w); rc = stage(set, o->save_weights, &w) ? AXC_EUSAGE : AXC_OK; }
+    }
+    if (!rc && (o->make_deps || o->depfile) && o->output) {
+        dep_rule(&d, o, header);
+        const char *dpath = o->depfile ? o->depfile : with_ext(ctx->arena, o->output, ".d");
+        rc = stage(set, dpath, &d) ? AXC_EUSAGE : AXC_OK;
+    }
+    ax_buf_free(&view); ax_buf_free(&c); ax_buf_free(&h); ax_buf_free(&w); ax_buf_free(&d);
+    return rc;
+}
+
+int axc_compile(ax_ctx *ctx, const axc_opts *o)
+{
+    ir_graph *models[AXC_MAX_MODELS];
+    int n;
+    int rc = axc_build_models(ctx, o, models, &n);
+    if (rc) { axc_free_models(models, n); return rc; }
+    if (o->mem_report) {
+        ax_buf b = {0};
+        for (int i = 0; i < n; i++) pass_memplan_report(models[i], &b);
+        fwrite(b.data ? b.data : "", 1, b.len, stdout);
+        ax_buf_free(&b);
+    }
+    ax_outset set = {0};
+    rc = write_outputs(ctx, o, models, n, &set);
+    if (rc == AXC_OK && ctx->errors) rc = AXC_EINPUT;
+    axc_free_models(models, n);
+    if (rc) { ax_abort(&set); return rc; }
+    if (ax_commit(&set)) { axc_fail("cannot write outputs: %m"); return AXC_EUSAGE; }
+    return AXC_OK;
+}

@@ -1,0 +1,91 @@
+/* pipeline.c — the front end and passes shared by `axc` and `axc run`:
+ * parse, lower each selected model, then shapes, dtypes, parameters and the
+ * memory plan.  Diagnostics are collected across models; any error stops
+ * the pipeline before code generation. */
+#include <stdio.h>
+#include <string.h>
+
+#include "driver.h"
+#include "weights.h"
+
+/* --print-after-all: the IR after each pass, to stderr. */
+static void print_after(const axc_opts *o, const ir_graph *g, const char *pass)
+{
+    if (!o->print_after_all) return;
+    ax_buf b = {0};
+    ir_dump(g, &b);
+    fprintf(stderr, "*** IR after %s ***\n%.*s", pass, (int)b.len, b.data ? b.data : "");
+    ax_buf_free(&b);
+}
+
+/* Picks the models to build: all, or the one --model names. */
+static int select_models(ax_ctx *ctx, const axc_opts *o, const ast_file *f, int *idx, int *n)
+{
+    *n = 0;
+    for (int i = 0; i < f->nmodels; i++)
+        if (!o->model || !strcmp(o->model, f->models[i].name)) idx[(*n)++] = i;
+    if (f->nmodels == 0) { ax_error(ctx, ax_noloc(), "no @axiom model in this file"); return AXC_EINPUT; }
+    if (*n > 0) return AXC_OK;
+    const char *names[AXC_MAX_MODELS];
+    int k = f->nmodels < AXC_MAX_MODELS ? f->nmodels : AXC_MAX_MODELS;
+    for (int i = 0; i < k; i++) names[i] = f->models[i].name;
+    const char *s = ax_suggest(o->model, names, k);
+    axc_fail("--model=%s: no such model in %s%s%s%s", o->model, o->input,
+             s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
+    return AXC_EUSAGE;
+}
+
+/* Shapes and dtypes of one lowered model; 0 on success. */
+static int check_model(const axc_opts *o, ir_graph *g)
+{
+    print_after(o, g, "lower");
+    if (pass_shape(g)) return -1;
+    print_after(o, g, "shape");
+    if (pass_dtype(g, o->eltype)) return -1;
+    print_after(o, g, "dtype");
+    return 0;
+}
+
+static int load_params(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n)
+{
+    if (!o->weights) {
+        for (int i = 0; i < n; i++) weights_init(models[i], o->seed);
+        return 0;
+    }
+    if (n > 1) {
+        axc_fail("--weights needs a single model; this file has %d (choose one with --model)", n);
+        return AXC_EUSAGE;
+    }
+    return weights_load(models[0], o->weights) ? AXC_EINPUT : 0;
+}
+
+void axc_free_models(ir_graph **models, int n)
+{
+    for (int i = 0; i < n; i++) ir_graph_free_nodes(models[i]);
+}
+
+int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
+{
+    *n = 0;
+    ast_file *f = ast_parse(ctx);
+    if (!f) return AXC_EINPUT;
+    lower_check_defines(ctx, f, o->defines, o->ndefines);
+    int idx[AXC_MAX_MODELS], nsel;
+    if (f->nmodels > AXC_MAX_MODELS) { axc_fail("more than %d models in one file", AXC_MAX_MODELS); return AXC_EUSAGE; }
+    int rc = select_models(ctx, o, f, idx, &nsel);
+    if (rc) return rc;
+    for (int i = 0; i < nsel; i++) {
+        ir_graph *g = lower_model(ctx, f, idx[i], o->defines, o->ndefines);
+        if (g && check_model(o, g) == 0) models[(*n)++] = g;
+        else if (g) ir_graph_free_nodes(g);
+    }
+    if (ctx->errors) return AXC_EINPUT;
+    rc = load_params(ctx, o, models, *n);
+    if (rc) return rc;
+    for (int i = 0; i < *n; i++) {
+        if (pass_memplan(models[i])) return AXC_EINPUT;
+        print_after(o, models[i], "memplan");
+        if (ir_verify(models[i])) return AXC_EINPUT;
+    }
+    return ctx->errors ? AXC_EINPUT : AXC_OK;
+}

@@ -1,0 +1,400 @@
+/* run.c — `axc run`: compile one model, build its generated C into a shared
+ * object with $CC (or evaluate it with the reference interpreter), feed it
+ * .npy inputs (or deterministic ones from --seed), write .npy outputs or
+ * print them, and optionally time it (--bench). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cg.h"
+#include "driver.h"
+#include "ir_interp.h"
+#include "tensorfile.h"
+#include "weights.h"
+
+typedef struct run_io {
+    void *in[IR_MAX_SRC];
+    void *out[IR_MAX_SRC];
+} run_io;
+
+typedef struct runner {
+    const ir_graph *g;
+    const axrt_model *model;  /* compiled; NULL with --interp */
+    void *arena;
+    void *dl;
+    char *tmpdir;
+} runner;
+
+const char *axc_home(ax_arena *a)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return NULL;
+    exe[n] = 0;
+    for (int up = 0; up < 2; up++) {
+        char *slash = strrchr(exe, '/');
+        if (!slash) return NULL;
+        *slash = 0;
+    }
+    return ax_strdup(a, exe[0] ? exe : "/");
+}
+
+/* ---- inputs -------------------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Smallest Embedding vocabulary fed by input node id (indices stay valid). */
+static int64_t index_limit(const ir_graph *g, int id)
+{
+    int64_t limit = 10;
+    for (int i = 0; i < g->nnodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (!n->dead && n->op == IR_OP_embedding && n->src[0] == id) {
+            int64_t vocab = g->nodes[n->src[1]].shape[0];
+            if (vocab < limit) limit = vocab;
+        }
+    }
+    return limit;
+}
+
+/* Deterministic input: uniform [-1, 1) floats, or valid indices. */
+static void *fill_input(const ir_graph *g, int id, uint64_t seed)
+{
+    const ir_node *n = &g->nodes[id];
+    size_t count = (size_t)ir_numel(n);
+    double *vals = malloc(count * sizeof *vals);
+    void *data = malloc(ir_nbytes(n) ? ir_nbytes(n) : 1);
+    if (!vals || !data) ax_die("out of memory");
+    uint64_t s = seed ^ 0xA0761D6478BD642Full;
+    for (const char *p = n->name; *p; p++) s = (s ^ (unsigned char)*p) * 0x100000001B3ull;
+    bool is_int = n->dtype == AXRT_I8 || n->dtype == AXRT_I32 || n->dtype == AXRT_I64;
+    int64_t limit = is_int ? index_limit(g, id) : 0;
+    for (size_t i = 0; i < count; i++) {
+        uint64_t r = splitmix64(&s);
+        vals[i] = is_int ? (double)(r % (uint64_t)limit) : (double)(r >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+    }
+    tf_convert(data, n->dtype, vals, AXRT_F64, count);
+    free(vals);
+    return data;
+}
+
+static bool is_float(axrt_dtype d) { return d == AXRT_F32 || d == AXRT_F64 || d == AXRT_F16 || d == AXRT_BF16; }
+
+/* Reads --input FILE for input node id; checks shape and kind; converts.
+ * An unreadable file is an I/O error (*rc = 2), a wrong one an input error. */
+static void *read_input(ax_ctx *ctx, const ir_graph *g, int id, const char *path, int *rc)
+{
+    const ir_node *n = &g->nodes[id];
+    size_t len;
+    char err[256];
+    *rc = AXC_EINPUT;
+    uint8_t *buf = (uint8_t *)ax_read_file(ctx->arena, path, &len);
+    if (!buf) { axc_fail("cannot read '%s': %s", path, strerror(errno)); *rc = AXC_EUSAGE; return NULL; }
+    tf_tensor t;
+    if (tf_npy_parse(buf, len, &t, err, sizeof err)) { axc_fail("%s: %s", path, err); return NULL; }
+    char want[128], got[128];
+    ir_shape_str(n->shape, n->rank, want, sizeof want);
+    ir_shape_str(t.shape, t.rank, got, sizeof got);
+    if (strcmp(want, got)) {
+        axc_fail("input '%s' expects %s%s but %s holds %s%s", n->name, ir_dtype_name(n->dtype), want,
+                 path, ir_dtype_name(t.dtype), got);
+        return NULL;
+    }
+    if (is_float(t.dtype) != is_float(n->dtype)) {
+        axc_fail("input '%s' expects %s values but %s holds %s", n->name, ir_dtype_name(n->dtype), path,
+                 ir_dtype_name(t.dtype));
+        return NULL;
+    }
+    void *data = malloc(ir_nbytes(n) ? ir_nbytes(n) : 1);
+    if (!data) ax_die("out of memory");
+    tf_convert(data, n->dtype, t.data, t.dtype, (size_t)ir_numel(n));
+    return data;
+}
+
+static int prepare_inputs(ax_ctx *ctx, const axc_opts *o, const ir_graph *g, run_io *io)
+{
+    for (int k = 0; k < o->ninputs; k++) {
+        int found = 0;
+        const char *names[IR_MAX_SRC];
+        for (int i = 0; i < g->ninputs; i++) {
+            names[i] = g->nodes[g->inputs[i]].name;
+            found |= !strcmp(names[i], o->inputs[k].name);
+        }
+        if (!found) {
+            const char *s = ax_suggest(o->inputs[k].name, names, g->ninputs);
+            axc_fail("--input %s: model '%s' has no input of that name%s%s%s", o->inputs[k].name, g->name,
+                     s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
+            return AXC_EUSAGE;
+        }
+    }
+    for (int i = 0; i < g->ninputs; i++) {
+        int id = g->inputs[i];
+        const char *path = NULL;
+        for (int k = 0; k < o->ninputs; k++)
+            if (!strcmp(o->inputs[k].name, g->nodes[id].name)) path = o->inputs[k].path;
+        int rc = AXC_OK;
+        io->in[i] = path ? read_input(ctx, g, id, path, &rc) : fill_input(g, id, o->seed);
+        if (!io->in[i]) return rc;
+    }
+    return AXC_OK;
+}
+
+/* ---- building and loading the generated code ----------------------------- */
+
+/* Runs argv (no shell); returns its exit status, or -1 if it could not start. */
+static int spawn(char **argv)
+{
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        execvp(argv[0], argv);
+        fprintf(stderr, "axc: error: cannot run '%s': %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Splits the compiler command ("ccache gcc") into argv words. */
+static int split_words(char *s, char **argv, int max)
+{
+    int n = 0;
+    for (char *w = strtok(s, " \t"); w && n < max; w = strtok(NULL, " \t")) argv[n++] = w;
+    return n;
+}
+
+static int compile_shared(ax_ctx *ctx, const axc_opts *o, const char *dir, const char *home)
+{
+    ax_arena *a = ctx->arena;
+    const char *cc = o->cc ? o->cc : getenv("CC");
+    char *words = ax_strdup(a, cc && *cc ? cc : "cc");
+    char *argv[32];
+    int n = split_words(words, argv, 16);
+    const char *rest[] = {"-std=c99", "-O2", "-fPIC", "-shared", "-o", ax_sprintf(a, "%s/model.so", dir),
+                          ax_sprintf(a, "%s/model.c", dir), ax_sprintf(a, "-I%s/include", home),
+                          ax_sprintf(a, "%s/lib/libaxrt.a", home), "-lm", NULL};
+    for (int i = 0; rest[i]; i++) argv[n++] = (char *)rest[i];
+    argv[n] = NULL;
+    int st = spawn(argv);
+    if (st == 0) return AXC_OK;
+    axc_fail("building the generated code with '%s' failed (status %d)", argv[0], st);
+    return AXC_EUSAGE;
+}
+
+static int stage_sources(ax_ctx *ctx, const axc_opts *o, ir_graph *g, const char *dir)
+{
+    ax_buf c = {0}, h = {0};
+    ir_graph *models[1] = {g};
+    cg_request req = {models, 1, "model.h", o->input};
+    int rc = cg_c_emit(&req, &c, &h) ? AXC_EINPUT : AXC_OK;
+    if (!rc && (ax_write_file_atomic(ax_sprintf(ctx->arena, "%s/model.c", dir), c.data, c.len) ||
+                ax_write_file_atomic(ax_sprintf(ctx->arena, "%s/model.h", dir), h.data, h.len))) {
+        axc_fail("cannot write into '%s': %s", dir, strerror(errno));
+        rc = AXC_EUSAGE;
+    }
+    ax_buf_free(&c);
+    ax_buf_free(&h);
+    return rc;
+}
+
+static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
+{
+    const char *home = axc_home(ctx->arena);
+    if (!home) { axc_fail("cannot locate the axc runtime (include/ and lib/ beside bin/axc)"); return AXC_EUSAGE; }
+    const char *tmp = getenv("TMPDIR");
+    r->tmpdir = ax_sprintf(ctx->arena, "%s/axc-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(r->tmpdir)) { axc_fail("cannot create a temporary directory: %s", strerror(errno)); r->tmpdir = NULL; return AXC_EUSAGE; }
+    int rc = stage_sources(ctx, o, g, r->tmpdir);
+    if (!rc) rc = compile_shared(ctx, o, r->tmpdir, home);
+    if (rc) return rc;
+    r->dl = dlopen(ax_sprintf(ctx->arena, "%s/model.so", r->tmpdir), RTLD_NOW | RTLD_LOCAL);
+    if (!r->dl) { axc_fail("cannot load the generated code: %s", dlerror()); return AXC_EUSAGE; }
+    r->model = dlsym(r->dl, ax_sprintf(ctx->arena, "%s_model", g->name));
+    if (!r->model) { axc_fail("generated code lacks '%s_model'", g->name); return AXC_EUSAGE; }
+    size_t bytes = (r->model->arena_bytes + 63) / 64 * 64;
+    r->arena = aligned_alloc(64, bytes ? bytes : 64);
+    if (!r->arena) ax_die("out of memory");
+    return AXC_OK;
+}
+
+static void runner_close(ax_ctx *ctx, runner *r)
+{
+    if (r->dl) dlclose(r->dl);
+    free(r->arena);
+    if (r->tmpdir) {
+        const char *files[] = {"model.c", "model.h", "model.so"};
+        for (int i = 0; i < 3; i++) unlink(ax_sprintf(ctx->arena, "%s/%s", r->tmpdir, files[i]));
+        rmdir(r->tmpdir);
+    }
+}
+
+static int run_once(const runner *r, run_io *io)
+{
+    if (r->model) return r->model->run((const void *const *)io->in, io->out, r->arena);
+    return ir_interp_run(r->g, (const void *const *)io->in, io->out);
+}
+
+/* ---- timing ---------------------------------------------------------------- */
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Warm-up (a tenth of the runs, 1 to 10), then N timed runs; prints
+ * "NAME: min X us, median Y us, max Z us over N runs". */
+static int bench(const runner *r, run_io *io, long runs)
+{
+    long warm = runs / 10 < 1 ? 1 : runs / 10 > 10 ? 10 : runs / 10;
+    for (long i = 0; i < warm; i++)
+        if (run_once(r, io)) return -1;
+    double *t = malloc((size_t)runs * sizeof *t);
+    if (!t) ax_die("out of memory");
+    for (long i = 0; i < runs; i++) {
+        double t0 = now_us();
+        int st = run_once(r, io);
+        t[i] = now_us() - t0;
+        if (st) { free(t); return -1; }
+    }
+    qsort(t, (size_t)runs, sizeof *t, cmp_double);
+    double median = runs % 2 ? t[runs / 2] : (t[runs / 2 - 1] + t[runs / 2]) / 2;
+    printf("%s: min %.2f us, median %.2f us, max %.2f us over %ld runs\n", r->g->name, t[0], median,
+           t[runs - 1], runs);
+    free(t);
+    return 0;
+}
+
+/* ---- outputs ----------------------------------------------------------------- */
+
+static tf_tensor output_tensor(const ir_graph *g, int k, const void *data)
+{
+    const ir_node *n = &g->nodes[g->outputs[k]];
+    tf_tensor t = {.name = g->output_names[k], .dtype = n->dtype, .rank = n->rank, .data = data,
+                   .nbytes = ir_nbytes(n)};
+    memcpy(t.shape, n->shape, sizeof t.shape);
+    return t;
+}
+
+/* Without --output/--output-dir: a readable listing on stdout. */
+static void print_outputs(const ir_graph *g, const run_io *io)
+{
+    for (int k = 0; k < g->noutputs; k++) {
+        tf_tensor t = output_tensor(g, k, io->out[k]);
+        char shape[128];
+        ir_shape_str(t.shape, t.rank, shape, sizeof shape);
+        printf("%s: %s%s\n ", t.name, ir_dtype_name(t.dtype), shape);
+        size_t count = t.nbytes / axrt_dtype_size(t.dtype), shown = count < 64 ? count : 64;
+        double *v = malloc((shown ? shown : 1) * sizeof *v);
+        if (!v) ax_die("out of memory");
+        tf_convert(v, AXRT_F64, t.data, t.dtype, shown);
+        for (size_t i = 0; i < shown; i++) printf(" %.6g", v[i]);
+        printf("%s\n", shown < count ? " ..." : "");
+        free(v);
+    }
+}
+
+static int write_outputs(ax_ctx *ctx, const axc_opts *o, const ir_graph *g, const run_io *io)
+{
+    if (!o->run_output && !o->run_output_dir) { print_outputs(g, io); return AXC_OK; }
+    if (o->run_output && g->noutputs != 1) {
+        axc_fail("--output needs a single-output model; '%s' has %d outputs (use --output-dir)", g->name, g->noutputs);
+        return AXC_EUSAGE;
+    }
+    if (o->run_output_dir && mkdir(o->run_output_dir, 0777) && errno != EEXIST) {
+        axc_fail("cannot create '%s': %s", o->run_output_dir, strerror(errno));
+        return AXC_EUSAGE;
+    }
+    ax_outset set = {0};
+    for (int k = 0; k < g->noutputs; k++) {
+        tf_tensor t = output_tensor(g, k, io->out[k]);
+        ax_buf b = {0};
+        tf_npy_write(&b, &t);
+        const char *path = o->run_output ? o->run_output : ax_sprintf(ctx->arena, "%s/%s.npy", o->run_output_dir, t.name);
+        int bad = ax_stage(&set, path, b.data, b.len);
+        ax_buf_free(&b);
+        if (bad) { axc_fail("cannot write '%s': %s", path, strerror(errno)); ax_abort(&set); return AXC_EUSAGE; }
+    }
+    if (ax_commit(&set)) { axc_fail("cannot write outputs: %s", strerror(errno)); return AXC_EUSAGE; }
+    return AXC_OK;
+}
+
+static int save_weights(const axc_opts *o, const ir_graph *g)
+{
+    ax_buf b = {0};
+    weights_save(g, &b);
+    int bad = ax_write_file_atomic(o->save_weights, b.data, b.len);
+    ax_buf_free(&b);
+    if (!bad) return AXC_OK;
+    axc_fail("cannot write '%s': %s", o->save_weights, strerror(errno));
+    return AXC_EUSAGE;
+}
+
+static void alloc_outputs(const ir_graph *g, run_io *io)
+{
+    for (int k = 0; k < g->noutputs; k++) {
+        size_t bytes = ir_nbytes(&g->nodes[g->outputs[k]]);
+        io->out[k] = calloc(1, bytes ? bytes : 1);
+        if (!io->out[k]) ax_die("out of memory");
+    }
+}
+
+static int execute(ax_ctx *ctx, const axc_opts *o, ir_graph *g, run_io *io)
+{
+    runner r = {.g = g};
+    int rc = o->interp ? AXC_OK : load_compiled(ctx, o, g, &r);
+    if (!rc && run_once(&r, io)) {
+        axc_fail("model '%s' failed at run time (an Embedding index out of range?)", g->name);
+        rc = AXC_EINPUT;
+    }
+    if (!rc && o->bench_runs && bench(&r, io, o->bench_runs)) rc = AXC_EINPUT;
+    runner_close(ctx, &r);
+    return rc;
+}
+
+int axc_run(ax_ctx *ctx, const axc_opts *o)
+{
+    ir_graph *models[AXC_MAX_MODELS];
+    int n;
+    int rc = axc_build_models(ctx, o, models, &n);
+    if (!rc && n != 1) {
+        axc_fail("'axc run' runs one model; %s has %d (choose one with --model)", o->input, n);
+        rc = AXC_EUSAGE;
+    }
+    if (rc) { axc_free_models(models, n); return rc; }
+    ir_graph *g = models[0];
+    run_io io = {{0}, {0}};
+    rc = prepare_inputs(ctx, o, g, &io);
+    if (!rc) {
+        alloc_outputs(g, &io);
+        rc = execute(ctx, o, g, &io);
+    }
+    /* with --bench and no output option, the timing line is the whole output */
+    if (!rc && (!o->bench_runs || o->run_output || o->run_output_dir)) rc = write_outputs(ctx, o, g, &io);
+    if (!rc && o->save_weights) rc = save_weights(o, g);
+    for (int i = 0; i < IR_MAX_SRC; i++) { free(io.in[i]); free(io.out[i]); }
+    axc_free_models(models, n);
+    return rc;
+}
