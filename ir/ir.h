@@ -98,6 +98,12 @@ typedef struct ir_graph {
 ir_graph *ir_graph_new(ax_ctx *ctx, const char *name, ax_loc loc);
 /* Appends a node; returns its id.  Operands must already exist (ids < new id). */
 int ir_add(ir_graph *g, ir_op op, const int *src, int nsrc, ax_loc loc);
+/* Inserts a node at index pos (operands must be < pos), shifting later nodes
+ * up by one and renumbering every operand, g->inputs and g->outputs that
+ * referred to them.  Returns pos.  Used to put a cast right after an input. */
+int ir_insert(ir_graph *g, int pos, ir_op op, const int *src, int nsrc, ax_loc loc);
+/* Frees the nodes array (heap); the context arena owns everything else. */
+void ir_graph_free_nodes(ir_graph *g);
 static inline ir_node *ir_at(ir_graph *g, int id) { return &g->nodes[id]; }
 
 int64_t ir_numel(const ir_node *n);
@@ -105,6 +111,9 @@ size_t ir_nbytes(const ir_node *n);
 /* "[1, 784]" into buf (always NUL-terminated); returns buf. */
 const char *ir_shape_str(const int64_t *shape, int rank, char *buf, size_t size);
 const char *ir_dtype_name(axrt_dtype dtype);     /* "Float32" ... */
+/* The .ax constructor of a layer op ("Dense", "Conv", ...), for messages;
+ * the op name for ops that are not layers. */
+const char *ir_layer_ctor(ir_op op);
 /* Accepts long and short spellings; returns false for an unknown name. */
 bool ir_dtype_parse(const char *name, axrt_dtype *out);
 
@@ -120,5 +129,7 @@ size_t ir_scratch_bytes(const ir_node *n, const ir_graph *g);
 int ir_verify(const ir_graph *g);
 /* Text dump as printed by --emit=ir. */
 void ir_dump(const ir_graph *g, ax_buf *out);
+/* Graphviz digraph as printed by --emit=dot (ir_dot.c). */
+void ir_dump_dot(const ir_graph *g, ax_buf *out);
 
 #endif

@@ -1,0 +1,175 @@
+/* pass_dtype.c — settles element types (language.md §5).
+ *
+ * Parameters and compute use the model dtype.  An input of another float
+ * type gets a cast to the model dtype right after it, so no layer ever mixes
+ * types; an input wider than the model is the spurious-promotion trap and
+ * is handled per --eltype-mismatch (warn and convert, convert, refuse, or
+ * promote the whole model).  Integer inputs are accepted only as Embedding
+ * indices.  Runs after pass_shape, so casts get their shapes here. */
+#include "passes.h"
+
+#include <string.h>
+
+static bool is_float(axrt_dtype t)
+{
+    return t == AXRT_F32 || t == AXRT_F64 || t == AXRT_F16 || t == AXRT_BF16;
+}
+
+/* Rank of float widths: F16 and BF16 < F32 < F64. */
+static int float_width(axrt_dtype t)
+{
+    return t == AXRT_F64 ? 2 : t == AXRT_F32 ? 1 : 0;
+}
+
+static bool uses(const ir_node *n, int id)
+{
+    for (int i = 0; i < n->nsrc; i++)
+        if (n->src[i] == id)
+            return true;
+    return false;
+}
+
+/* The first node that consumes the input's values as a layer (not through
+ * elementwise or shape-only ops), or the first consumer at all; -1 if the
+ * input is unused. */
+static int first_layer_consumer(const ir_graph *g, int input)
+{
+    bool *reaches = ax_alloc(g->ctx->arena, (size_t)g->nnodes * sizeof *reaches);
+    reaches[input] = true;
+    int first_consumer = -1;
+    for (int id = input + 1; id < g->nnodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        bool consumes = false;
+        for (int i = 0; !n->dead && i < n->nsrc; i++)
+            consumes |= n->src[i] != IR_NONE && reaches[n->src[i]];
+        if (!consumes)
+            continue;
+        if (first_consumer < 0)
+            first_consumer = id;
+        ir_kind kind = ir_ops[n->op].kind;
+        if (kind != IR_UNARY && kind != IR_BINARY && kind != IR_SHAPE)
+            return id;
+        reaches[id] = true;
+    }
+    return first_consumer;
+}
+
+/* "Dense '0'", "Dense", "matmul"; "its consumer" when there is none. */
+static const char *consumer_text(const ir_graph *g, int id)
+{
+    if (id < 0)
+        return "its consumer";
+    const ir_node *n = &g->nodes[id];
+    if (n->name && ir_ops[n->op].kind == IR_LAYER)
+        return ax_sprintf(g->ctx->arena, "%s '%s'", ir_layer_ctor(n->op), n->name);
+    return ir_layer_ctor(n->op);
+}
+
+/* "input 'x' is Float64 but model 'mlp' computes in Float32; Dense '0'
+ * would promote every layer to Float64" */
+static const char *promotion_text(const ir_graph *g, int input)
+{
+    const ir_node *in = &g->nodes[input];
+    return ax_sprintf(g->ctx->arena,
+                      "input '%s' is %s but model '%s' computes in %s; %s would promote every "
+                      "layer to %s",
+                      in->name, ir_dtype_name(in->dtype), g->name, ir_dtype_name(g->dtype),
+                      consumer_text(g, first_layer_consumer(g, input)), ir_dtype_name(in->dtype));
+}
+
+/* Puts a cast to the model dtype right after the input and points every
+ * consumer at it.  Graph outputs keep the input itself. */
+static void insert_cast(ir_graph *g, int input)
+{
+    int cast = ir_insert(g, input + 1, IR_OP_cast, &input, 1, g->nodes[input].loc);
+    ir_node *c = &g->nodes[cast];
+    const ir_node *in = &g->nodes[input];
+    c->dtype = g->dtype;
+    c->rank = in->rank;
+    memcpy(c->shape, in->shape, sizeof c->shape);
+    for (int id = cast + 1; id < g->nnodes; id++) {
+        ir_node *n = &g->nodes[id];
+        for (int i = 0; i < n->nsrc; i++)
+            if (n->src[i] == input)
+                n->src[i] = cast;
+    }
+}
+
+static bool integer_input_ok(const ir_graph *g, int input)
+{
+    for (int id = input + 1; id < g->nnodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        if (n->dead || !uses(n, input))
+            continue;
+        if (n->op != IR_OP_embedding || n->src[1] == input)
+            return false;
+    }
+    return true;
+}
+
+/* Handles one input; returns the number of errors reported. */
+static int settle_input(ir_graph *g, int input, eltype_mode mode)
+{
+    const ir_node *in = &g->nodes[input];
+    if (in->dtype == g->dtype)
+        return 0;
+    if (!is_float(in->dtype)) {
+        if (integer_input_ok(g, input))
+            return 0;
+        ax_error(g->ctx, in->loc, "input '%s' is %s; integer inputs are only accepted as Embedding "
+                 "indices", in->name, ir_dtype_name(in->dtype));
+        return 1;
+    }
+    if (float_width(in->dtype) > float_width(g->dtype)) {
+        if (mode == ELTYPE_ERROR) {
+            ax_error(g->ctx, in->loc, "%s (--eltype-mismatch=error)", promotion_text(g, input));
+            return 1;
+        }
+        if (mode == ELTYPE_WARN)
+            ax_warning(g->ctx, in->loc, "%s \xe2\x80\x94 converting '%s' to %s at the boundary "
+                       "(--eltype-mismatch=convert|error|promote)", promotion_text(g, input),
+                       in->name, ir_dtype_name(g->dtype));
+    }
+    insert_cast(g, input);
+    return 0;
+}
+
+/* PROMOTE: the model computes in the widest float type among its inputs. */
+static void promote_model(ir_graph *g)
+{
+    for (int i = 0; i < g->ninputs; i++) {
+        axrt_dtype t = g->nodes[g->inputs[i]].dtype;
+        if (is_float(t) && float_width(t) > float_width(g->dtype))
+            g->dtype = t;
+    }
+}
+
+/* Everything but inputs and casts (and params already holding data) takes
+ * the model dtype. */
+static void apply_model_dtype(ir_graph *g)
+{
+    for (int id = 0; id < g->nnodes; id++) {
+        ir_node *n = &g->nodes[id];
+        if (n->op == IR_OP_input || n->op == IR_OP_cast || (n->op == IR_OP_param && n->data))
+            continue;
+        n->dtype = g->dtype;
+    }
+}
+
+int pass_dtype(ir_graph *g, eltype_mode mode)
+{
+    if (g->dtype != AXRT_F32 && g->dtype != AXRT_F64) {
+        ax_error(g->ctx, g->loc, "dtype=%s is not supported by the C backend yet",
+                 ir_dtype_name(g->dtype));
+        return 1;
+    }
+    if (mode == ELTYPE_PROMOTE)
+        promote_model(g);
+    int errors = 0;
+    /* Each cast shifts later ids by one; g->inputs is remapped by ir_insert. */
+    for (int i = 0; i < g->ninputs; i++)
+        errors += settle_input(g, g->inputs[i], mode);
+    if (errors == 0)
+        apply_model_dtype(g);
+    return errors;
+}

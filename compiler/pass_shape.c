@@ -1,0 +1,614 @@
+/* pass_shape.c — static shapes for every node, and the attributes that depend
+ * on them (normalised axes, reshape's -1, Flatten, pad=same).
+ *
+ * One shape function per `shape` suffix of ops.def, in a table generated from
+ * it, so a new op without a shape rule does not compile.  A shape function
+ * returns false after reporting a located error that names the layer and
+ * the shapes involved (language.md §8).  A failed node is marked with rank
+ * -1 and every node depending on it is skipped silently, so one mistake
+ * gives one error while independent mistakes are all reported. */
+#include "passes.h"
+
+#include <stdarg.h>
+
+#define FAILED_RANK (-1)
+
+typedef bool (*shape_fn)(ir_graph *g, ir_node *n);
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static ir_node *operand(ir_graph *g, const ir_node *n, int i)
+{
+    return n->src[i] == IR_NONE ? NULL : &g->nodes[n->src[i]];
+}
+
+static const char *shape_text(const ir_node *n, char *buf, size_t size)
+{
+    return ir_shape_str(n->shape, n->rank, buf, size);
+}
+
+static bool fail(ir_graph *g, const ir_node *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static bool fail(ir_graph *g, const ir_node *n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ax_vdiag(g->ctx, AX_ERROR, n->loc, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static void set_shape(ir_node *n, const int64_t *shape, int rank)
+{
+    n->rank = rank;
+    for (int i = 0; i < rank; i++)
+        n->shape[i] = shape[i];
+}
+
+static bool is_float(axrt_dtype t)
+{
+    return t == AXRT_F32 || t == AXRT_F64 || t == AXRT_F16 || t == AXRT_BF16;
+}
+
+/* Positional names ("0", "1.2") are not worth showing; labels are. */
+static bool is_label(const char *name)
+{
+    if (!name || !*name)
+        return false;
+    for (const char *c = name; *c; c++)
+        if ((*c < '0' || *c > '9') && *c != '.')
+            return true;
+    return false;
+}
+
+static int64_t dim(const ir_node *n, int i)
+{
+    return n && i >= 0 && i < n->rank ? n->shape[i] : 0;
+}
+
+/* The constructor arguments of a layer as written in .ax, from its params. */
+static void layer_args(ir_graph *g, const ir_node *n, char *buf, size_t size)
+{
+    const ir_node *w = n->nsrc > 1 ? operand(g, n, n->op == IR_OP_mha ? 3 : 1) : NULL;
+    const int *k = n->attrs.kernel;
+    switch (n->op) {
+    case IR_OP_dense: /* weight [out, in] */
+        snprintf(buf, size, "(%lld => %lld)", (long long)dim(w, 1), (long long)dim(w, 0));
+        break;
+    case IR_OP_embedding: /* weight [vocab, dim] */
+        snprintf(buf, size, "(%lld => %lld)", (long long)dim(w, 0), (long long)dim(w, 1));
+        break;
+    case IR_OP_conv:
+        snprintf(buf, size, "((%lld, %lld), %lld => %lld)", (long long)dim(w, 2),
+                 (long long)dim(w, 3), (long long)(dim(w, 1) * n->attrs.groups),
+                 (long long)dim(w, 0));
+        break;
+    case IR_OP_layernorm: case IR_OP_batchnorm:
+        snprintf(buf, size, "(%lld)", (long long)dim(w, 0));
+        break;
+    case IR_OP_maxpool: case IR_OP_meanpool:
+        snprintf(buf, size, "((%d, %d))", k[0], k[1]);
+        break;
+    case IR_OP_mha:
+        snprintf(buf, size, "(%lld => %d)", (long long)dim(w, 1), n->attrs.heads);
+        break;
+    default:
+        snprintf(buf, size, "()");
+        break;
+    }
+}
+
+/* "Dense(784 => 256)", or "Dense 'fc1' (784 => 256)" for a labelled layer. */
+static const char *layer_desc(ir_graph *g, const ir_node *n, char *buf, size_t size)
+{
+    char args[96];
+    layer_args(g, n, args, sizeof args);
+    if (is_label(n->name))
+        snprintf(buf, size, "%s '%s' %s", ir_layer_ctor(n->op), n->name, args);
+    else
+        snprintf(buf, size, "%s%s", ir_layer_ctor(n->op), args);
+    return buf;
+}
+
+/* "Dense(784 => 256) expects input [..., 784] but gets [1, 512]" */
+static bool fail_expects(ir_graph *g, const ir_node *n, const char *what, const char *expected,
+                         const ir_node *got)
+{
+    char desc[160], shape[160];
+    return fail(g, n, "%s expects %s %s but gets %s", layer_desc(g, n, desc, sizeof desc), what,
+                expected, shape_text(got, shape, sizeof shape));
+}
+
+/* Normalises attrs.axis against rank (negative counts from the end). */
+static bool normalise_axis(ir_graph *g, ir_node *n, const ir_node *x, int rank)
+{
+    int axis = n->attrs.axis;
+    if (axis < 0)
+        axis += rank;
+    if (axis < 0 || axis >= rank) {
+        char shape[160];
+        return fail(g, n, "%s: dims=%d is out of range for input %s", ir_ops[n->op].name,
+                    n->attrs.axis, shape_text(x, shape, sizeof shape));
+    }
+    n->attrs.axis = axis;
+    return true;
+}
+
+/* NumPy broadcasting of two shapes into out; false when they do not. */
+static bool broadcast(const int64_t *a, int ra, const int64_t *b, int rb, int64_t *out, int *rout)
+{
+    int r = ra > rb ? ra : rb;
+    for (int i = 0; i < r; i++) {
+        int64_t da = i < r - ra ? 1 : a[i - (r - ra)];
+        int64_t db = i < r - rb ? 1 : b[i - (r - rb)];
+        if (da != db && da != 1 && db != 1)
+            return false;
+        out[i] = da == 1 ? db : da;
+    }
+    *rout = r;
+    return true;
+}
+
+/* ---- shape functions (named after the ops.def column) ------------------- */
+
+static bool shape_source(ir_graph *g, ir_node *n)
+{
+    char shape[160];
+    for (int i = 0; i < n->rank; i++)
+        if (n->shape[i] <= 0)
+            return fail(g, n, "%s '%s' has non-positive dimension in %s", ir_ops[n->op].name,
+                        n->name ? n->name : "?", shape_text(n, shape, sizeof shape));
+    return true;
+}
+
+static bool shape_unary(ir_graph *g, ir_node *n)
+{
+    const ir_node *x = operand(g, n, 0);
+    set_shape(n, x->shape, x->rank);
+    return true;
+}
+
+static const char *binary_symbol(ir_op op)
+{
+    switch (op) {
+    case IR_OP_add: return "+";
+    case IR_OP_sub: return "-";
+    case IR_OP_mul: return ".*";
+    default: return "./";
+    }
+}
+
+static bool shape_binary(ir_graph *g, ir_node *n)
+{
+    const ir_node *a = operand(g, n, 0), *b = operand(g, n, 1);
+    int64_t out[IR_MAX_RANK];
+    int rank;
+    if (!broadcast(a->shape, a->rank, b->shape, b->rank, out, &rank)) {
+        char sa[160], sb[160];
+        return fail(g, n, "cannot broadcast %s and %s in '%s'", shape_text(a, sa, sizeof sa),
+                    shape_text(b, sb, sizeof sb), binary_symbol(n->op));
+    }
+    set_shape(n, out, rank);
+    return true;
+}
+
+static bool shape_reduce(ir_graph *g, ir_node *n)
+{
+    const ir_node *x = operand(g, n, 0);
+    if (!normalise_axis(g, n, x, x->rank))
+        return false;
+    set_shape(n, x->shape, x->rank);
+    n->shape[n->attrs.axis] = 1;
+    return true;
+}
+
+static bool shape_softmax(ir_graph *g, ir_node *n)
+{
+    const ir_node *x = operand(g, n, 0);
+    if (!normalise_axis(g, n, x, x->rank))
+        return false;
+    set_shape(n, x->shape, x->rank);
+    return true;
+}
+
+static void newshape_text(const ir_attrs *a, char *buf, size_t size)
+{
+    size_t used = (size_t)snprintf(buf, size, "(");
+    for (int i = 0; i < a->nnewshape && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "",
+                                 (long long)a->newshape[i]);
+    if (used < size)
+        snprintf(buf + used, size - used, ")");
+}
+
+static bool shape_flatten(ir_graph *g, ir_node *n, const ir_node *x)
+{
+    if (x->rank < 2) {
+        char shape[160];
+        return fail(g, n, "Flatten() expects input [N, ...] with rank >= 2 but gets %s",
+                    shape_text(x, shape, sizeof shape));
+    }
+    int64_t out[2] = {x->shape[0], ir_numel(x) / x->shape[0]};
+    set_shape(n, out, 2);
+    return true;
+}
+
+static bool shape_reshape(ir_graph *g, ir_node *n)
+{
+    const ir_node *x = operand(g, n, 0);
+    if (n->attrs.flatten && n->attrs.nnewshape == 0)
+        return shape_flatten(g, n, x);
+    char to[200], from[160];
+    newshape_text(&n->attrs, to, sizeof to);
+    int unknown = -1;
+    int64_t known = 1;
+    for (int i = 0; i < n->attrs.nnewshape; i++) {
+        int64_t d = n->attrs.newshape[i];
+        if (d == -1 && unknown < 0)
+            unknown = i;
+        else if (d == -1)
+            return fail(g, n, "reshape to %s: at most one dimension may be -1", to);
+        else if (d <= 0)
+            return fail(g, n, "reshape to %s: dimensions must be positive or -1", to);
+        else
+            known *= d;
+    }
+    int64_t total = ir_numel(x);
+    if (unknown < 0 ? known != total : total % known != 0)
+        return fail(g, n, "cannot reshape %s (%lld elements) to %s", shape_text(x, from, sizeof from),
+                    (long long)total, to);
+    set_shape(n, n->attrs.newshape, n->attrs.nnewshape);
+    if (unknown >= 0)
+        n->shape[unknown] = total / known;
+    return true;
+}
+
+static bool shape_transpose(ir_graph *g, ir_node *n)
+{
+    const ir_node *x = operand(g, n, 0);
+    const ir_attrs *a = &n->attrs;
+    bool seen[IR_MAX_RANK] = {false};
+    bool ok = a->nperm == x->rank;
+    for (int i = 0; ok && i < a->nperm; i++) {
+        int p = a->perm[i];
+        ok = p >= 0 && p < x->rank && !seen[p];
+        if (ok)
+            seen[p] = true;
+    }
+    if (!ok) {
+        char shape[160], perm[160];
+        size_t used = (size_t)snprintf(perm, sizeof perm, "(");
+        for (int i = 0; i < a->nperm && used < sizeof perm; i++)
+            used += (size_t)snprintf(perm + used, sizeof perm - used, "%s%d", i ? ", " : "", a->perm[i]);
+        if (used < sizeof perm)
+            snprintf(perm + used, sizeof perm - used, ")");
+        return fail(g, n, "transpose of %s by %s: not a permutation of 0..%d",
+                    shape_text(x, shape, sizeof shape), perm, x->rank - 1);
+    }
+    n->rank = x->rank;
+    for (int i = 0; i < x->rank; i++)
+        n->shape[i] = x->shape[a->perm[i]];
+    return true;
+}
+
+static bool shape_concat(ir_graph *g, ir_node *n)
+{
+    const ir_node *first = operand(g, n, 0);
+    if (!normalise_axis(g, n, first, first->rank))
+        return false;
+    int axis = n->attrs.axis;
+    set_shape(n, first->shape, first->rank);
+    for (int i = 1; i < n->nsrc; i++) {
+        const ir_node *x = operand(g, n, i);
+        char sa[160], sb[160];
+        if (x->rank != first->rank)
+            return fail(g, n, "concat along dims=%d: %s and %s differ in rank", axis,
+                        shape_text(first, sa, sizeof sa), shape_text(x, sb, sizeof sb));
+        for (int d = 0; d < x->rank; d++)
+            if (d != axis && x->shape[d] != first->shape[d])
+                return fail(g, n, "concat along dims=%d: %s and %s differ in dimension %d", axis,
+                            shape_text(first, sa, sizeof sa), shape_text(x, sb, sizeof sb), d);
+        n->shape[axis] += x->shape[axis];
+    }
+    return true;
+}
+
+/* torch.matmul: 1-D operands get a dimension added then removed; the
+ * leading (batch) dimensions broadcast. */
+static bool shape_matmul(ir_graph *g, ir_node *n)
+{
+    const ir_node *a = operand(g, n, 0), *b = operand(g, n, 1);
+    char sa[160], sb[160];
+    shape_text(a, sa, sizeof sa);
+    shape_text(b, sb, sizeof sb);
+    if (a->rank == 0 || b->rank == 0)
+        return fail(g, n, "matmul of %s and %s: operands must have at least one dimension", sa, sb);
+    int64_t ka = a->shape[a->rank - 1];
+    int64_t kb = b->rank == 1 ? b->shape[0] : b->shape[b->rank - 2];
+    if (ka != kb)
+        return fail(g, n, "matmul of %s and %s: inner dimensions %lld and %lld differ", sa, sb,
+                    (long long)ka, (long long)kb);
+    int ba = a->rank > 2 ? a->rank - 2 : 0, bb = b->rank > 2 ? b->rank - 2 : 0;
+    int64_t out[IR_MAX_RANK + 2];
+    int rank;
+    if (!broadcast(a->shape, ba, b->shape, bb, out, &rank)) {
+        char xa[160], xb[160];
+        return fail(g, n, "matmul of %s and %s: batch dimensions %s and %s do not broadcast", sa, sb,
+                    ir_shape_str(a->shape, ba, xa, sizeof xa), ir_shape_str(b->shape, bb, xb, sizeof xb));
+    }
+    if (a->rank >= 2)
+        out[rank++] = a->shape[a->rank - 2];
+    if (b->rank >= 2)
+        out[rank++] = b->shape[b->rank - 1];
+    set_shape(n, out, rank);
+    return true;
+}
+
+static bool shape_dense(ir_graph *g, ir_node *n)
+{
+    const ir_node *x = operand(g, n, 0), *w = operand(g, n, 1), *bias = operand(g, n, 2);
+    char expected[64];
+    snprintf(expected, sizeof expected, "[..., %lld]", (long long)dim(w, 1));
+    if (w->rank != 2 || x->rank < 1 || x->shape[x->rank - 1] != w->shape[1])
+        return fail_expects(g, n, "input", expected, x);
+    if (bias && (bias->rank != 1 || bias->shape[0] != w->shape[0])) {
+        snprintf(expected, sizeof expected, "[%lld]", (long long)w->shape[0]);
+        return fail_expects(g, n, "bias", expected, bias);
+    }
+    set_shape(n, x->shape, x->rank);
+    n->shape[x->rank - 1] = w->shape[0];
+    return true;
+}
+
+/* Shared by layernorm and batchnorm: every parameter is [D], D = last dim. */
+static bool shape_norm(ir_graph *g, ir_node *n)
+{
+    const ir_node *x = operand(g, n, 0), *w = operand(g, n, 1);
+    char expected[64];
+    snprintf(expected, sizeof expected, "[..., %lld]", (long long)dim(w, 0));
+    if (x->rank < 1 || w->rank != 1 || x->shape[x->rank - 1] != w->shape[0])
+        return fail_expects(g, n, "input", expected, x);
+    for (int i = 2; i < n->nsrc; i++) {
+        const ir_node *p = operand(g, n, i);
+        if (p->rank != 1 || p->shape[0] != w->shape[0]) {
+            snprintf(expected, sizeof expected, "[%lld]", (long long)w->shape[0]);
+            return fail_expects(g, n, "parameter", expected, p);
+        }
+    }
+    set_shape(n, x->shape, x->rank);
+    return true;
+}
+
+static bool shape_layernorm(ir_graph *g, ir_node *n) { return shape_norm(g, n); }
+static bool shape_batchnorm(ir_graph *g, ir_node *n) { return shape_norm(g, n); }
+
+/* One spatial dimension of a window op; pad_same fills pad_lo/pad_hi. */
+static int64_t window_out(int64_t size, int k, int stride, int dilation, bool same, int *pad_lo,
+                          int *pad_hi)
+{
+    int64_t span = (int64_t)dilation * (k - 1) + 1;
+    if (same) {
+        int64_t total = ((size + stride - 1) / stride - 1) * stride + span - size;
+        if (total < 0)
+            total = 0;
+        *pad_lo = (int)(total / 2);
+        *pad_hi = (int)(total - total / 2);
+    }
+    int64_t padded = size + *pad_lo + *pad_hi - span;
+    return padded < 0 ? 0 : padded / stride + 1;
+}
+
+/* NHWC window geometry shared by conv and the pools: fills out[1..2]. */
+static bool window_shape(ir_graph *g, ir_node *n, const ir_node *x, int dilation0, int dilation1,
+                         int64_t *out)
+{
+    ir_attrs *a = &n->attrs;
+    char desc[160], shape[160];
+    if (a->kernel[0] < 1 || a->kernel[1] < 1 || a->stride[0] < 1 || a->stride[1] < 1 ||
+        dilation0 < 1 || dilation1 < 1 || a->pad[0] < 0 || a->pad[1] < 0 || a->pad[2] < 0 ||
+        a->pad[3] < 0)
+        return fail(g, n, "%s: kernel, stride and dilation must be positive and padding not negative",
+                    layer_desc(g, n, desc, sizeof desc));
+    out[1] = window_out(x->shape[1], a->kernel[0], a->stride[0], dilation0, a->pad_same, &a->pad[0],
+                        &a->pad[2]);
+    out[2] = window_out(x->shape[2], a->kernel[1], a->stride[1], dilation1, a->pad_same, &a->pad[1],
+                        &a->pad[3]);
+    if (out[1] < 1 || out[2] < 1)
+        return fail(g, n, "%s on input %s gives an empty output (H' = %lld, W' = %lld)",
+                    layer_desc(g, n, desc, sizeof desc), shape_text(x, shape, sizeof shape),
+                    (long long)out[1], (long long)out[2]);
+    return true;
+}
+
+static bool check_conv_channels(ir_graph *g, ir_node *n, const ir_node *x, const ir_node *w)
+{
+    char desc[160], expected[96];
+    int groups = n->attrs.groups;
+    int64_t in = x->rank == 4 ? x->shape[3] : 0, out = w->shape[0];
+    if (groups < 1 || in % groups != 0 || out % groups != 0)
+        return fail(g, n, "%s: groups=%d must divide the input channels (%lld) and the output "
+                    "channels (%lld)", layer_desc(g, n, desc, sizeof desc), groups,
+                    (long long)in, (long long)out);
+    if (w->shape[1] * groups != in) {
+        snprintf(expected, sizeof expected, "[N, H, W, %lld]", (long long)(w->shape[1] * groups));
+        return fail_expects(g, n, "input", expected, x);
+    }
+    return true;
+}
+
+static bool shape_conv(ir_graph *g, ir_node *n)
+{
+    const ir_node *x = operand(g, n, 0), *w = operand(g, n, 1), *bias = operand(g, n, 2);
+    char expected[96];
+    if (w->rank != 4)
+        return fail_expects(g, n, "weight", "[out, in/groups, kh, kw]", w);
+    snprintf(expected, sizeof expected, "[N, H, W, %lld]", (long long)(w->shape[1] * n->attrs.groups));
+    if (x->rank != 4)
+        return fail_expects(g, n, "input", expected, x);
+    if (!check_conv_channels(g, n, x, w))
+        return false;
+    if (bias && (bias->rank != 1 || bias->shape[0] != w->shape[0])) {
+        snprintf(expected, sizeof expected, "[%lld]", (long long)w->shape[0]);
+        return fail_expects(g, n, "bias", expected, bias);
+    }
+    n->attrs.kernel[0] = (int)w->shape[2];
+    n->attrs.kernel[1] = (int)w->shape[3];
+    int64_t out[4] = {x->shape[0], 0, 0, w->shape[0]};
+    if (!window_shape(g, n, x, n->attrs.dilation[0], n->attrs.dilation[1], out))
+        return false;
+    set_shape(n, out, 4);
+    return true;
+}
+
+static bool shape_pool(ir_graph *g, ir_node *n)
+{
+    const ir_node *x = operand(g, n, 0);
+    if (x->rank != 4)
+        return fail_expects(g, n, "input", "[N, H, W, C]", x);
+    int64_t out[4] = {x->shape[0], 0, 0, x->shape[3]};
+    if (!window_shape(g, n, x, 1, 1, out))
+        return false;
+    const ir_attrs *a = &n->attrs;
+    if (a->pad[0] > a->kernel[0] / 2 || a->pad[2] > a->kernel[0] / 2 ||
+        a->pad[1] > a->kernel[1] / 2 || a->pad[3] > a->kernel[1] / 2) {
+        char desc[160];
+        return fail(g, n, "%s has padding (%d, %d, %d, %d) but padding must be at most half the "
+                    "kernel", layer_desc(g, n, desc, sizeof desc), a->pad[0], a->pad[1], a->pad[2],
+                    a->pad[3]);
+    }
+    set_shape(n, out, 4);
+    return true;
+}
+
+static bool shape_globalpool(ir_graph *g, ir_node *n)
+{
+    const ir_node *x = operand(g, n, 0);
+    if (x->rank != 4)
+        return fail_expects(g, n, "input", "[N, H, W, C]", x);
+    int64_t out[2] = {x->shape[0], x->shape[3]};
+    set_shape(n, out, 2);
+    return true;
+}
+
+/* Projections: in_proj_weight [3d, d], out_proj.weight [d, d], biases [3d], [d]. */
+static bool check_mha_params(ir_graph *g, ir_node *n, int64_t d)
+{
+    static const int param_index[4] = {3, 4, 5, 6};
+    const int64_t rows[4] = {3 * d, 3 * d, d, d};
+    const int ranks[4] = {2, 1, 2, 1};
+    for (int i = 0; i < 4; i++) {
+        const ir_node *p = operand(g, n, param_index[i]);
+        if (!p)
+            continue;
+        bool ok = p->rank == ranks[i] && p->shape[0] == rows[i] && (ranks[i] == 1 || p->shape[1] == d);
+        if (!ok) {
+            char expected[64];
+            if (ranks[i] == 2)
+                snprintf(expected, sizeof expected, "[%lld, %lld]", (long long)rows[i], (long long)d);
+            else
+                snprintf(expected, sizeof expected, "[%lld]", (long long)rows[i]);
+            return fail_expects(g, n, "parameter", expected, p);
+        }
+    }
+    return true;
+}
+
+static bool shape_mha(ir_graph *g, ir_node *n)
+{
+    const ir_node *q = operand(g, n, 0), *k = operand(g, n, 1), *v = operand(g, n, 2);
+    int64_t d = dim(operand(g, n, 3), 1);
+    char desc[160], expected[96], sk[160], sv[160];
+    if (!check_mha_params(g, n, d))
+        return false;
+    snprintf(expected, sizeof expected, "[N, L, %lld]", (long long)d);
+    if (q->rank != 3 || q->shape[2] != d)
+        return fail_expects(g, n, "query", expected, q);
+    snprintf(expected, sizeof expected, "[%lld, S, %lld]", (long long)q->shape[0], (long long)d);
+    if (k->rank != 3 || k->shape[2] != d || k->shape[0] != q->shape[0])
+        return fail_expects(g, n, "key", expected, k);
+    if (v->rank != 3 || v->shape[2] != d || v->shape[0] != q->shape[0])
+        return fail_expects(g, n, "value", expected, v);
+    if (k->shape[1] != v->shape[1])
+        return fail(g, n, "%s: key %s and value %s differ in length", layer_desc(g, n, desc, sizeof desc),
+                    shape_text(k, sk, sizeof sk), shape_text(v, sv, sizeof sv));
+    if (n->attrs.heads < 1 || d % n->attrs.heads != 0)
+        return fail(g, n, "%s: embedding dim %lld is not divisible by %d heads",
+                    layer_desc(g, n, desc, sizeof desc), (long long)d, n->attrs.heads);
+    set_shape(n, q->shape, 3);
+    return true;
+}
+
+static bool shape_embedding(ir_graph *g, ir_node *n)
+{
+    const ir_node *idx = operand(g, n, 0), *w = operand(g, n, 1);
+    char desc[160], shape[160];
+    if (is_float(idx->dtype))
+        return fail(g, n, "%s expects integer indices but gets %s%s",
+                    layer_desc(g, n, desc, sizeof desc), ir_dtype_name(idx->dtype),
+                    shape_text(idx, shape, sizeof shape));
+    if (w->rank != 2)
+        return fail_expects(g, n, "weight", "[vocab, dim]", w);
+    if (idx->rank + 1 > IR_MAX_RANK)
+        return fail(g, n, "%s: indices %s leave no room for the embedding dimension (rank limit %d)",
+                    layer_desc(g, n, desc, sizeof desc), shape_text(idx, shape, sizeof shape),
+                    IR_MAX_RANK);
+    set_shape(n, idx->shape, idx->rank);
+    n->shape[n->rank++] = w->shape[1];
+    return true;
+}
+
+static const shape_fn shape_fns[IR_OP_COUNT] = {
+#define OP(name, min, max, kind, inplace, shape) shape_##shape,
+#include "ops.def"
+#undef OP
+};
+
+/* ---- driver ------------------------------------------------------------- */
+
+/* Compute nodes take the dtype of their first float operand (pass_dtype
+ * settles the rest); casts keep the target they were created with. */
+static void settle_dtype(ir_graph *g, ir_node *n)
+{
+    if (ir_ops[n->op].kind == IR_SOURCE || n->op == IR_OP_cast)
+        return;
+    n->dtype = g->dtype;
+    for (int i = 0; i < n->nsrc; i++) {
+        const ir_node *s = operand(g, n, i);
+        if (s && is_float(s->dtype)) {
+            n->dtype = s->dtype;
+            return;
+        }
+    }
+}
+
+static bool depends_on_failure(ir_graph *g, const ir_node *n)
+{
+    for (int i = 0; i < n->nsrc; i++) {
+        const ir_node *s = operand(g, n, i);
+        if (s && s->rank == FAILED_RANK)
+            return true;
+    }
+    return false;
+}
+
+int pass_shape(ir_graph *g)
+{
+    int errors = 0;
+    for (int id = 0; id < g->nnodes; id++) {
+        ir_node *n = &g->nodes[id];
+        if (n->dead)
+            continue;
+        if (depends_on_failure(g, n)) {
+            n->rank = FAILED_RANK;
+            continue;
+        }
+        if (!shape_fns[n->op](g, n)) {
+            n->rank = FAILED_RANK;
+            errors++;
+            continue;
+        }
+        settle_dtype(g, n);
+    }
+    return errors;
+}

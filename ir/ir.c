@@ -1,0 +1,193 @@
+/* ir.c — the op property table (generated from ops.def), graph construction
+ * and small helpers on nodes (sizes, shape text, dtype names).
+ *
+ * The nodes array is heap memory grown with realloc so that graphs of any
+ * size fit; node ids are indices, so they stay valid across growth (pointers
+ * into the array do not).  Everything else a graph owns lives in the context
+ * arena. */
+#include "ir.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const ir_opinfo ir_ops[IR_OP_COUNT] = {
+#define OP(name, min, max, kind, inplace, shape) {#name, min, max, IR_##kind, inplace},
+#include "ops.def"
+#undef OP
+};
+
+ir_graph *ir_graph_new(ax_ctx *ctx, const char *name, ax_loc loc)
+{
+    ir_graph *g = ax_alloc(ctx->arena, sizeof *g);
+    g->name = name;
+    g->dtype = AXRT_F32;
+    g->backend = "c";
+    g->loc = loc;
+    g->ctx = ctx;
+    return g;
+}
+
+void ir_graph_free_nodes(ir_graph *g)
+{
+    free(g->nodes);
+    g->nodes = NULL;
+    g->nnodes = g->cap = 0;
+}
+
+static void reserve_node(ir_graph *g)
+{
+    if (g->nnodes < g->cap)
+        return;
+    int cap = g->cap ? 2 * g->cap : 64;
+    ir_node *nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
+    if (!nodes)
+        ax_die("out of memory growing the IR to %d nodes", cap);
+    g->nodes = nodes;
+    g->cap = cap;
+}
+
+/* A fresh node with every attribute at its "not set" value. */
+static ir_node blank_node(ir_op op, ax_loc loc)
+{
+    ir_node n;
+    memset(&n, 0, sizeof n);
+    n.op = op;
+    n.dtype = AXRT_F32;
+    n.loc = loc;
+    n.offset = -1;
+    n.scratch_offset = -1;
+    n.attrs.act = IR_NONE;
+    n.attrs.groups = 1;
+    n.attrs.stride[0] = n.attrs.stride[1] = 1;
+    n.attrs.dilation[0] = n.attrs.dilation[1] = 1;
+    return n;
+}
+
+static void check_operands(const ir_graph *g, ir_op op, const int *src, int nsrc, int limit)
+{
+    if ((unsigned)op >= IR_OP_COUNT)
+        ax_die("ir_add: bad op %d", (int)op);
+    if (nsrc < 0 || nsrc > IR_MAX_SRC)
+        ax_die("ir_add: %s with %d operands", ir_ops[op].name, nsrc);
+    for (int i = 0; i < nsrc; i++)
+        if (src[i] != IR_NONE && (src[i] < 0 || src[i] >= limit))
+            ax_die("ir_add: %s operand %d is %%%d, not defined before %%%d (graph %s)",
+                   ir_ops[op].name, i, src[i], limit, g->name ? g->name : "?");
+}
+
+int ir_add(ir_graph *g, ir_op op, const int *src, int nsrc, ax_loc loc)
+{
+    check_operands(g, op, src, nsrc, g->nnodes);
+    reserve_node(g);
+    ir_node n = blank_node(op, loc);
+    n.nsrc = nsrc;
+    for (int i = 0; i < nsrc; i++)
+        n.src[i] = src[i];
+    g->nodes[g->nnodes] = n;
+    return g->nnodes++;
+}
+
+static int shifted_id(int id, int pos)
+{
+    return id != IR_NONE && id >= pos ? id + 1 : id;
+}
+
+/* Renumbers every reference after an insertion at pos. */
+static void remap_after_insert(ir_graph *g, int pos)
+{
+    for (int i = 0; i < g->nnodes; i++) {
+        if (i == pos)
+            continue;
+        ir_node *n = &g->nodes[i];
+        for (int s = 0; s < n->nsrc; s++)
+            n->src[s] = shifted_id(n->src[s], pos);
+    }
+    for (int i = 0; i < g->ninputs; i++)
+        g->inputs[i] = shifted_id(g->inputs[i], pos);
+    for (int i = 0; i < g->noutputs; i++)
+        g->outputs[i] = shifted_id(g->outputs[i], pos);
+}
+
+int ir_insert(ir_graph *g, int pos, ir_op op, const int *src, int nsrc, ax_loc loc)
+{
+    if (pos < 0 || pos > g->nnodes)
+        ax_die("ir_insert: position %d outside 0..%d", pos, g->nnodes);
+    check_operands(g, op, src, nsrc, pos);
+    reserve_node(g);
+    memmove(&g->nodes[pos + 1], &g->nodes[pos], (size_t)(g->nnodes - pos) * sizeof *g->nodes);
+    ir_node n = blank_node(op, loc);
+    n.nsrc = nsrc;
+    for (int i = 0; i < nsrc; i++)
+        n.src[i] = src[i];
+    g->nodes[pos] = n;
+    g->nnodes++;
+    remap_after_insert(g, pos);
+    return pos;
+}
+
+int64_t ir_numel(const ir_node *n)
+{
+    int64_t count = 1;
+    for (int i = 0; i < n->rank; i++)
+        count *= n->shape[i];
+    return count;
+}
+
+size_t ir_nbytes(const ir_node *n)
+{
+    return (size_t)ir_numel(n) * axrt_dtype_size(n->dtype);
+}
+
+const char *ir_shape_str(const int64_t *shape, int rank, char *buf, size_t size)
+{
+    if (size == 0)
+        return buf;
+    size_t used = 0;
+    buf[0] = '\0';
+    used += (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < rank && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "",
+                                 (long long)shape[i]);
+    if (used < size)
+        snprintf(buf + used, size - used, "]");
+    return buf;
+}
+
+static const char *const dtype_long[AXRT_DTYPE_COUNT] = {
+    "Float32", "Float64", "Float16", "BFloat16", "Int8", "Int32", "Int64",
+};
+static const char *const dtype_short[AXRT_DTYPE_COUNT] = {
+    "f32", "f64", "f16", "bf16", "i8", "i32", "i64",
+};
+
+const char *ir_dtype_name(axrt_dtype dtype)
+{
+    return (unsigned)dtype < AXRT_DTYPE_COUNT ? dtype_long[dtype] : "?";
+}
+
+bool ir_dtype_parse(const char *name, axrt_dtype *out)
+{
+    for (int i = 0; i < AXRT_DTYPE_COUNT; i++) {
+        if (strcmp(name, dtype_long[i]) == 0 || strcmp(name, dtype_short[i]) == 0) {
+            *out = (axrt_dtype)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+const char *ir_layer_ctor(ir_op op)
+{
+    switch (op) {
+    case IR_OP_dense: return "Dense";
+    case IR_OP_conv: return "Conv";
+    case IR_OP_layernorm: return "LayerNorm";
+    case IR_OP_batchnorm: return "BatchNorm";
+    case IR_OP_maxpool: return "MaxPool";
+    case IR_OP_meanpool: return "MeanPool";
+    case IR_OP_globalmeanpool: return "GlobalMeanPool";
+    case IR_OP_mha: return "MultiHeadAttention";
+    case IR_OP_embedding: return "Embedding";
+    default: return (unsigned)op < IR_OP_COUNT ? ir_ops[op].name : "?";
+    }
+}

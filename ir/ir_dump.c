@@ -1,0 +1,171 @@
+/* ir_dump.c — the text form of a graph printed by --emit=ir and compared by
+ * golden tests, so it must be stable: one line per live node, operands as
+ * %id (`_` for an absent optional operand), attributes only where they differ
+ * from a fresh node's defaults, then the type, the arena placement and the
+ * source location (file base name, so goldens do not depend on the
+ * directory the compiler ran in). */
+#include "ir.h"
+
+#include <string.h>
+
+static void put_int_tuple(ax_buf *out, const char *key, const int *v, int n)
+{
+    ax_buf_printf(out, " %s=(", key);
+    for (int i = 0; i < n; i++)
+        ax_buf_printf(out, "%s%d", i ? ", " : "", v[i]);
+    ax_buf_puts(out, ")");
+}
+
+static void put_type(ax_buf *out, const ir_node *n)
+{
+    char shape[160];
+    ax_buf_printf(out, "%s%s", ir_dtype_name(n->dtype),
+                  ir_shape_str(n->shape, n->rank, shape, sizeof shape));
+}
+
+static void put_reshape_attrs(ax_buf *out, const ir_attrs *a)
+{
+    if (a->flatten && a->nnewshape == 0) {
+        ax_buf_puts(out, " flatten");
+        return;
+    }
+    ax_buf_puts(out, " shape=(");
+    for (int i = 0; i < a->nnewshape; i++)
+        ax_buf_printf(out, "%s%lld", i ? ", " : "", (long long)a->newshape[i]);
+    ax_buf_puts(out, ")");
+}
+
+/* Kernel geometry of conv and the pools; stride/dilation/pad/groups only
+ * when they are not the identity values a fresh node starts with. */
+static void put_window_attrs(ax_buf *out, const ir_node *n)
+{
+    const ir_attrs *a = &n->attrs;
+    put_int_tuple(out, "kernel", a->kernel, 2);
+    if (a->stride[0] != 1 || a->stride[1] != 1)
+        put_int_tuple(out, "stride", a->stride, 2);
+    if (a->pad_same)
+        ax_buf_puts(out, " pad=same");
+    if (a->pad[0] || a->pad[1] || a->pad[2] || a->pad[3])
+        put_int_tuple(out, a->pad_same ? "padding" : "pad", a->pad, 4);
+    if (a->dilation[0] != 1 || a->dilation[1] != 1)
+        put_int_tuple(out, "dilation", a->dilation, 2);
+    if (a->groups != 1)
+        ax_buf_printf(out, " groups=%d", a->groups);
+}
+
+static void put_attrs(ax_buf *out, const ir_node *n)
+{
+    const ir_attrs *a = &n->attrs;
+    switch (n->op) {
+    case IR_OP_softmax: case IR_OP_log_softmax:
+    case IR_OP_sum: case IR_OP_mean: case IR_OP_maximum: case IR_OP_concat:
+        ax_buf_printf(out, " axis=%d", a->axis);
+        break;
+    case IR_OP_transpose:
+        put_int_tuple(out, "perm", a->perm, a->nperm);
+        break;
+    case IR_OP_reshape:
+        put_reshape_attrs(out, a);
+        break;
+    case IR_OP_conv: case IR_OP_maxpool: case IR_OP_meanpool:
+        put_window_attrs(out, n);
+        break;
+    case IR_OP_layernorm: case IR_OP_batchnorm:
+        ax_buf_printf(out, " eps=%g", a->eps);
+        break;
+    case IR_OP_leaky_relu: case IR_OP_elu:
+        ax_buf_printf(out, " alpha=%g", a->alpha);
+        break;
+    case IR_OP_mha:
+        ax_buf_printf(out, " heads=%d%s", a->heads, a->causal ? " causal" : "");
+        break;
+    default:
+        break;
+    }
+    if (a->act != IR_NONE && (unsigned)a->act < IR_OP_COUNT)
+        ax_buf_printf(out, " act=%s", ir_ops[a->act].name);
+}
+
+static void put_operands_or_source(ax_buf *out, const ir_node *n)
+{
+    switch (n->op) {
+    case IR_OP_input:
+        ax_buf_printf(out, " %s", n->name ? n->name : "?");
+        return;
+    case IR_OP_param:
+        ax_buf_printf(out, " \"%s\"", n->name ? n->name : "?");
+        return;
+    case IR_OP_scalar:
+        ax_buf_printf(out, " %g", n->attrs.scalar);
+        return;
+    default:
+        break;
+    }
+    for (int i = 0; i < n->nsrc; i++) {
+        ax_buf_puts(out, i ? ", " : " ");
+        if (n->src[i] == IR_NONE)
+            ax_buf_puts(out, "_");
+        else
+            ax_buf_printf(out, "%%%d", n->src[i]);
+    }
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    return slash ? slash + 1 : path;
+}
+
+static void put_node(ax_buf *out, const ir_graph *g, int id)
+{
+    const ir_node *n = &g->nodes[id];
+    ax_buf_printf(out, "  %%%d = %s", id, ir_ops[n->op].name);
+    put_operands_or_source(out, n);
+    put_attrs(out, n);
+    if (n->name && n->op != IR_OP_input && n->op != IR_OP_param)
+        ax_buf_printf(out, " layer=\"%s\"", n->name);
+    ax_buf_puts(out, " : ");
+    put_type(out, n);
+    if (n->offset >= 0)
+        ax_buf_printf(out, " offset=%lld", (long long)n->offset);
+    if (n->scratch_offset >= 0)
+        ax_buf_printf(out, " scratch=%lld", (long long)n->scratch_offset);
+    if (n->loc.line > 0)
+        ax_buf_printf(out, "  @%s:%d:%d", g->ctx && g->ctx->path ? base_name(g->ctx->path) : "",
+                      n->loc.line, n->loc.col);
+    ax_buf_puts(out, "\n");
+}
+
+static void put_header(ax_buf *out, const ir_graph *g)
+{
+    ax_buf_printf(out, "model %s(", g->name ? g->name : "?");
+    for (int i = 0; i < g->ninputs; i++) {
+        const ir_node *in = &g->nodes[g->inputs[i]];
+        ax_buf_printf(out, "%s%s: ", i ? ", " : "", in->name ? in->name : "?");
+        put_type(out, in);
+    }
+    ax_buf_printf(out, ") dtype=%s arena=%zu\n", ir_dtype_name(g->dtype), g->arena_bytes);
+}
+
+static void put_return(ax_buf *out, const ir_graph *g)
+{
+    ax_buf_puts(out, "  return");
+    for (int i = 0; i < g->noutputs; i++) {
+        const char *name = g->output_names[i];
+        ax_buf_puts(out, i ? ", " : " ");
+        if (name)
+            ax_buf_printf(out, "%s = %%%d", name, g->outputs[i]);
+        else
+            ax_buf_printf(out, "out%d = %%%d", i, g->outputs[i]);
+    }
+    ax_buf_puts(out, "\n");
+}
+
+void ir_dump(const ir_graph *g, ax_buf *out)
+{
+    put_header(out, g);
+    for (int id = 0; id < g->nnodes; id++)
+        if (!g->nodes[id].dead)
+            put_node(out, g, id);
+    put_return(out, g);
+}

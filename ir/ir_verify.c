@@ -1,0 +1,121 @@
+/* ir_verify.c — structural invariants of a graph, checked between passes so
+ * that a pass which breaks the IR is caught where it happened rather than as
+ * wrong generated code.  Every problem is an internal error reported through
+ * the context diagnostics ("internal: IR verification failed: ..."); the
+ * function returns how many there were. */
+#include "ir.h"
+
+#include <stdarg.h>
+
+typedef struct verifier {
+    const ir_graph *g;
+    int problems;
+} verifier;
+
+static void problem(verifier *v, ax_loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void problem(verifier *v, ax_loc loc, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    ax_error(v->g->ctx, loc, "internal: IR verification failed: %s", msg);
+    v->problems++;
+}
+
+/* Operand i of an op is optional when it lies beyond the required count. */
+static void verify_operands(verifier *v, int id, const ir_node *n)
+{
+    const ir_opinfo *info = &ir_ops[n->op];
+    bool variadic = n->op == IR_OP_concat;
+    bool count_ok = variadic ? n->nsrc >= info->min_src && n->nsrc <= info->max_src
+                             : n->nsrc == info->max_src;
+    if (!count_ok)
+        problem(v, n->loc, "%%%d %s has %d operands, expected %d..%d", id, info->name, n->nsrc,
+                variadic ? info->min_src : info->max_src, info->max_src);
+    for (int i = 0; i < n->nsrc && i < IR_MAX_SRC; i++) {
+        int s = n->src[i];
+        if (s == IR_NONE) {
+            if (i < info->min_src)
+                problem(v, n->loc, "%%%d %s: required operand %d is missing", id, info->name, i);
+        } else if (s < 0 || s >= id) {
+            problem(v, n->loc, "%%%d %s: operand %d is %%%d, not defined before use", id,
+                    info->name, i, s);
+        } else if (v->g->nodes[s].dead) {
+            problem(v, n->loc, "%%%d %s: operand %d is the dead node %%%d", id, info->name, i, s);
+        }
+    }
+}
+
+static void verify_shape(verifier *v, int id, const ir_node *n)
+{
+    if (n->rank < 0 || n->rank > IR_MAX_RANK) {
+        problem(v, n->loc, "%%%d %s has rank %d (limit %d)", id, ir_ops[n->op].name, n->rank,
+                IR_MAX_RANK);
+        return;
+    }
+    for (int d = 0; d < n->rank; d++)
+        if (n->shape[d] <= 0)
+            problem(v, n->loc, "%%%d %s: dimension %d is %lld", id, ir_ops[n->op].name, d,
+                    (long long)n->shape[d]);
+    if ((unsigned)n->dtype >= AXRT_DTYPE_COUNT)
+        problem(v, n->loc, "%%%d %s has dtype %d", id, ir_ops[n->op].name, (int)n->dtype);
+}
+
+static void verify_node(verifier *v, int id)
+{
+    const ir_node *n = &v->g->nodes[id];
+    if ((unsigned)n->op >= IR_OP_COUNT) {
+        problem(v, n->loc, "%%%d has op %d", id, (int)n->op);
+        return;
+    }
+    if (n->dead)
+        return;
+    verify_operands(v, id, n);
+    verify_shape(v, id, n);
+    if (n->data && n->op != IR_OP_param)
+        problem(v, n->loc, "%%%d %s carries data; only params do", id, ir_ops[n->op].name);
+    if (n->attrs.act != IR_NONE &&
+        ((unsigned)n->attrs.act >= IR_OP_COUNT || ir_ops[n->attrs.act].kind != IR_UNARY))
+        problem(v, n->loc, "%%%d %s: fused act %d is not a unary op", id, ir_ops[n->op].name,
+                n->attrs.act);
+}
+
+/* The signature and return lists point at live nodes of the right kind. */
+static void verify_boundary(verifier *v)
+{
+    const ir_graph *g = v->g;
+    if (g->ninputs < 0 || g->ninputs > IR_MAX_SRC || g->noutputs < 0 || g->noutputs > IR_MAX_SRC) {
+        problem(v, g->loc, "%d inputs and %d outputs", g->ninputs, g->noutputs);
+        return;
+    }
+    for (int i = 0; i < g->ninputs; i++) {
+        int id = g->inputs[i];
+        if (id < 0 || id >= g->nnodes || g->nodes[id].op != IR_OP_input)
+            problem(v, g->loc, "input %d refers to %%%d, not an input node", i, id);
+    }
+    int input_nodes = 0;
+    for (int id = 0; id < g->nnodes; id++)
+        input_nodes += g->nodes[id].op == IR_OP_input;
+    if (input_nodes != g->ninputs)
+        problem(v, g->loc, "%d input nodes but %d signature inputs", input_nodes, g->ninputs);
+    if (g->noutputs == 0)
+        problem(v, g->loc, "the model returns nothing");
+    for (int i = 0; i < g->noutputs; i++) {
+        int id = g->outputs[i];
+        if (id < 0 || id >= g->nnodes || g->nodes[id].dead)
+            problem(v, g->loc, "output %d refers to %%%d, not a live node", i, id);
+    }
+}
+
+int ir_verify(const ir_graph *g)
+{
+    verifier v = {g, 0};
+    for (int id = 0; id < g->nnodes; id++)
+        verify_node(&v, id);
+    verify_boundary(&v);
+    return v.problems;
+}

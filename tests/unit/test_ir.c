@@ -1,0 +1,372 @@
+/* test_ir.c — the IR core: the op table generated from ops.def, graph
+ * construction and insertion (id remapping), helpers, the text dump (exact
+ * golden text) and the verifier on malformed graphs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ir.h"
+
+/* ---- fixtures ----------------------------------------------------------- */
+
+static ax_ctx *new_ctx(void)
+{
+    ax_ctx *ctx = ax_ctx_new();
+    ctx->diag_out = tmpfile();
+    return ctx;
+}
+
+static void free_ctx(ax_ctx *ctx)
+{
+    fclose(ctx->diag_out);
+    ax_ctx_free(ctx);
+}
+
+/* Everything printed through ctx diagnostics so far (arena string). */
+static const char *diagnostics(ax_ctx *ctx)
+{
+    FILE *f = ctx->diag_out;
+    long len = ftell(f);
+    char *text = ax_alloc(ctx->arena, (size_t)len + 1);
+    rewind(f);
+    size_t got = fread(text, 1, (size_t)len, f);
+    text[got] = '\0';
+    return text;
+}
+
+static int add_source(ir_graph *g, ir_op op, const char *name, int rank, const int64_t *shape)
+{
+    int id = ir_add(g, op, NULL, 0, ax_noloc());
+    ir_node *n = ir_at(g, id);
+    n->name = name;
+    n->rank = rank;
+    memcpy(n->shape, shape, (size_t)rank * sizeof *shape);
+    if (op == IR_OP_input)
+        g->inputs[g->ninputs++] = id;
+    return id;
+}
+
+static void set_shape2(ir_graph *g, int id, int64_t d0, int64_t d1)
+{
+    ir_node *n = ir_at(g, id);
+    n->rank = 2;
+    n->shape[0] = d0;
+    n->shape[1] = d1;
+}
+
+/* ---- op table ----------------------------------------------------------- */
+
+static void test_ops_table_sane(void **state)
+{
+    (void)state;
+    for (int op = 0; op < IR_OP_COUNT; op++) {
+        const ir_opinfo *info = &ir_ops[op];
+        assert_non_null(info->name);
+        assert_true(info->min_src <= info->max_src);
+        assert_true(info->max_src <= IR_MAX_SRC);
+        for (int other = 0; other < op; other++)
+            assert_string_not_equal(info->name, ir_ops[other].name);
+        switch (info->kind) {
+        case IR_SOURCE: assert_int_equal(info->max_src, 0); break;
+        case IR_UNARY: case IR_REDUCE: assert_int_equal(info->max_src, 1); break;
+        case IR_BINARY: assert_int_equal(info->min_src, 2); assert_int_equal(info->max_src, 2); break;
+        default: assert_true(info->max_src >= 1); break;
+        }
+    }
+    assert_string_equal(ir_ops[IR_OP_dense].name, "dense");
+    assert_int_equal(ir_ops[IR_OP_dense].kind, IR_LAYER);
+    assert_int_equal(ir_ops[IR_OP_dense].min_src, 2);
+    assert_int_equal(ir_ops[IR_OP_dense].max_src, 3);
+    assert_int_equal(ir_ops[IR_OP_concat].max_src, 16);
+    assert_true(ir_ops[IR_OP_relu].can_inplace);
+    assert_false(ir_ops[IR_OP_matmul].can_inplace);
+    assert_int_equal(ir_ops[IR_OP_input].kind, IR_SOURCE);
+    assert_string_equal(ir_layer_ctor(IR_OP_mha), "MultiHeadAttention");
+    assert_string_equal(ir_layer_ctor(IR_OP_add), "add");
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static void test_dtype_names(void **state)
+{
+    (void)state;
+    static const char *const longs[] = {"Float32", "Float64", "Float16", "BFloat16", "Int8", "Int32", "Int64"};
+    static const char *const shorts[] = {"f32", "f64", "f16", "bf16", "i8", "i32", "i64"};
+    for (int t = 0; t < AXRT_DTYPE_COUNT; t++) {
+        axrt_dtype parsed = AXRT_DTYPE_COUNT;
+        assert_string_equal(ir_dtype_name((axrt_dtype)t), longs[t]);
+        assert_true(ir_dtype_parse(longs[t], &parsed));
+        assert_int_equal(parsed, t);
+        parsed = AXRT_DTYPE_COUNT;
+        assert_true(ir_dtype_parse(shorts[t], &parsed));
+        assert_int_equal(parsed, t);
+    }
+    axrt_dtype unused;
+    assert_false(ir_dtype_parse("float32", &unused));
+    assert_false(ir_dtype_parse("Float", &unused));
+    assert_false(ir_dtype_parse("", &unused));
+}
+
+static void test_shape_str_and_sizes(void **state)
+{
+    (void)state;
+    char buf[64];
+    int64_t shape[3] = {1, 784, 3};
+    assert_string_equal(ir_shape_str(shape, 2, buf, sizeof buf), "[1, 784]");
+    assert_string_equal(ir_shape_str(shape, 0, buf, sizeof buf), "[]");
+    char tiny[5];
+    ir_shape_str(shape, 3, tiny, sizeof tiny);
+    assert_int_equal(strlen(tiny), 4);
+    assert_string_equal(tiny, "[1, ");
+
+    ir_node n;
+    memset(&n, 0, sizeof n);
+    n.rank = 3;
+    memcpy(n.shape, shape, sizeof shape);
+    n.dtype = AXRT_F64;
+    assert_int_equal(ir_numel(&n), 2352);
+    assert_int_equal(ir_nbytes(&n), 2352 * 8);
+    n.rank = 0;
+    assert_int_equal(ir_numel(&n), 1);
+}
+
+/* ---- construction ------------------------------------------------------- */
+
+static void test_add_defaults_and_growth(void **state)
+{
+    (void)state;
+    ax_ctx *ctx = new_ctx();
+    ir_graph *g = ir_graph_new(ctx, "m", ax_noloc());
+    int64_t shape[1] = {4};
+    int prev = add_source(g, IR_OP_input, "x", 1, shape);
+    for (int i = 0; i < 1000; i++)
+        prev = ir_add(g, IR_OP_relu, &prev, 1, ax_noloc());
+    assert_int_equal(g->nnodes, 1001);
+    const ir_node *last = ir_at(g, prev);
+    assert_int_equal(last->src[0], 999);
+    assert_int_equal(last->attrs.act, IR_NONE);
+    assert_int_equal(last->offset, -1);
+    assert_int_equal(last->scratch_offset, -1);
+    assert_false(last->dead);
+    ir_graph_free_nodes(g);
+    free_ctx(ctx);
+}
+
+static void test_insert_remaps_ids(void **state)
+{
+    (void)state;
+    ax_ctx *ctx = new_ctx();
+    ir_graph *g = ir_graph_new(ctx, "m", ax_noloc());
+    int64_t shape[2] = {2, 3};
+    int x = add_source(g, IR_OP_input, "x", 2, shape);      /* %0 */
+    int y = add_source(g, IR_OP_input, "y", 2, shape);      /* %1 */
+    int xy[2] = {x, y};
+    int sum = ir_add(g, IR_OP_add, xy, 2, ax_noloc());      /* %2 */
+    int opt[3] = {sum, y, IR_NONE};
+    int dense = ir_add(g, IR_OP_dense, opt, 3, ax_noloc()); /* %3 */
+    g->outputs[g->noutputs++] = dense;
+    g->outputs[g->noutputs++] = sum;
+
+    int cast = ir_insert(g, 1, IR_OP_cast, &x, 1, ax_noloc());
+    assert_int_equal(cast, 1);
+    assert_int_equal(g->nnodes, 5);
+    assert_int_equal(ir_at(g, 1)->op, IR_OP_cast);
+    assert_int_equal(ir_at(g, 1)->src[0], 0);
+    assert_int_equal(ir_at(g, 1)->scratch_offset, -1);
+    assert_int_equal(g->inputs[0], 0);
+    assert_int_equal(g->inputs[1], 2);
+    assert_int_equal(ir_at(g, 3)->src[0], 0);
+    assert_int_equal(ir_at(g, 3)->src[1], 2);
+    assert_int_equal(ir_at(g, 4)->src[0], 3);
+    assert_int_equal(ir_at(g, 4)->src[1], 2);
+    assert_int_equal(ir_at(g, 4)->src[2], IR_NONE);
+    assert_int_equal(g->outputs[0], 4);
+    assert_int_equal(g->outputs[1], 3);
+
+    int end = ir_insert(g, g->nnodes, IR_OP_relu, &cast, 1, ax_noloc());
+    assert_int_equal(end, 5);
+    assert_int_equal(g->outputs[0], 4);
+    ir_graph_free_nodes(g);
+    free_ctx(ctx);
+}
+
+/* ax_die aborts: run the violation in a child and check it did not exit 0. */
+static void test_add_rejects_forward_reference(void **state)
+{
+    (void)state;
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        freopen("/dev/null", "w", stderr);
+        ax_ctx *ctx = new_ctx();
+        ir_graph *g = ir_graph_new(ctx, "m", ax_noloc());
+        int ahead = 0;
+        ir_add(g, IR_OP_relu, &ahead, 1, ax_noloc());
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    assert_false(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* ---- dump --------------------------------------------------------------- */
+
+static ir_graph *small_graph(ax_ctx *ctx)
+{
+    ir_graph *g = ir_graph_new(ctx, "mlp", ax_noloc());
+    int64_t xs[2] = {1, 784}, ws[2] = {256, 784}, bs[1] = {256};
+    int x = add_source(g, IR_OP_input, "x", 2, xs);
+    int w = add_source(g, IR_OP_param, "0.weight", 2, ws);
+    add_source(g, IR_OP_param, "0.bias", 1, bs);
+    ax_loc loc = {2, 5, 17};
+    int dense_src[3] = {x, w, IR_NONE};
+    int dense = ir_add(g, IR_OP_dense, dense_src, 3, loc);
+    ir_at(g, dense)->name = "0";
+    ir_at(g, dense)->attrs.act = IR_OP_relu;
+    ir_at(g, dense)->offset = 0;
+    set_shape2(g, dense, 1, 256);
+    int soft = ir_add(g, IR_OP_softmax, &dense, 1, ax_noloc());
+    ir_at(g, soft)->attrs.axis = 1;
+    ir_at(g, soft)->offset = 1024;
+    set_shape2(g, soft, 1, 256);
+    int dead = ir_add(g, IR_OP_relu, &soft, 1, ax_noloc());
+    ir_at(g, dead)->dead = true;
+    int tr = ir_add(g, IR_OP_transpose, &soft, 1, ax_noloc());
+    ir_at(g, tr)->attrs.nperm = 2;
+    ir_at(g, tr)->attrs.perm[0] = 1;
+    set_shape2(g, tr, 256, 1);
+    g->outputs[0] = tr;
+    g->output_names[0] = "y";
+    g->noutputs = 1;
+    g->arena_bytes = 2048;
+    return g;
+}
+
+static void test_dump_golden(void **state)
+{
+    (void)state;
+    ax_ctx *ctx = new_ctx();
+    ctx->path = "models/mlp.ax";
+    ir_graph *g = small_graph(ctx);
+    ax_buf out = {0};
+    ir_dump(g, &out);
+    ax_buf_put(&out, "", 1);
+    assert_string_equal(out.data,
+        "model mlp(x: Float32[1, 784]) dtype=Float32 arena=2048\n"
+        "  %0 = input x : Float32[1, 784]\n"
+        "  %1 = param \"0.weight\" : Float32[256, 784]\n"
+        "  %2 = param \"0.bias\" : Float32[256]\n"
+        "  %3 = dense %0, %1, _ act=relu layer=\"0\" : Float32[1, 256] offset=0  @mlp.ax:2:5\n"
+        "  %4 = softmax %3 axis=1 : Float32[1, 256] offset=1024\n"
+        "  %6 = transpose %4 perm=(1, 0) : Float32[256, 1]\n"
+        "  return y = %6\n");
+    ax_buf_free(&out);
+    ir_graph_free_nodes(g);
+    free_ctx(ctx);
+}
+
+static void test_dump_window_attrs(void **state)
+{
+    (void)state;
+    ax_ctx *ctx = new_ctx();
+    ir_graph *g = ir_graph_new(ctx, "c", ax_noloc());
+    int64_t xs[4] = {1, 8, 8, 4};
+    int x = add_source(g, IR_OP_input, "img", 4, xs);
+    int pool = ir_add(g, IR_OP_maxpool, &x, 1, ax_noloc());
+    ir_attrs *a = &ir_at(g, pool)->attrs;
+    a->kernel[0] = a->kernel[1] = 2;
+    a->stride[0] = a->stride[1] = 2;
+    a->pad[2] = 1;
+    ir_at(g, pool)->rank = 4;
+    memcpy(ir_at(g, pool)->shape, (int64_t[4]){1, 4, 4, 4}, 4 * sizeof(int64_t));
+    int ln_src[3] = {pool, IR_NONE, IR_NONE};
+    int norm = ir_add(g, IR_OP_layernorm, ln_src, 3, ax_noloc());
+    ir_at(g, norm)->attrs.eps = 1e-5;
+    g->outputs[g->noutputs++] = norm;
+    ax_buf out = {0};
+    ir_dump(g, &out);
+    ax_buf_put(&out, "", 1);
+    assert_non_null(strstr(out.data, "%1 = maxpool %0 kernel=(2, 2) stride=(2, 2) pad=(0, 0, 1, 0) : Float32[1, 4, 4, 4]\n"));
+    assert_non_null(strstr(out.data, "%2 = layernorm %1, _, _ eps=1e-05 : Float32[]\n"));
+    assert_non_null(strstr(out.data, "  return out0 = %2\n"));
+    ax_buf_free(&out);
+    ir_graph_free_nodes(g);
+    free_ctx(ctx);
+}
+
+/* ---- verify ------------------------------------------------------------- */
+
+static void test_verify_accepts_good_graph(void **state)
+{
+    (void)state;
+    ax_ctx *ctx = new_ctx();
+    ir_graph *g = small_graph(ctx);
+    assert_int_equal(ir_verify(g), 0);
+    assert_int_equal(ctx->errors, 0);
+    ir_graph_free_nodes(g);
+    free_ctx(ctx);
+}
+
+static void test_verify_catches_malformed(void **state)
+{
+    (void)state;
+    ax_ctx *ctx = new_ctx();
+    ir_graph *g = small_graph(ctx);
+    ir_at(g, 3)->src[0] = IR_NONE;    /* dense without its input */
+    ir_at(g, 4)->nsrc = 2;            /* softmax with two operands */
+    ir_at(g, 4)->src[1] = 0;
+    ir_at(g, 6)->src[0] = 5;          /* reads the dead node */
+    ir_at(g, 1)->shape[1] = 0;        /* non-positive dimension */
+    g->outputs[0] = 42;               /* no such node */
+    assert_int_equal(ir_verify(g), 5);
+    const char *text = diagnostics(ctx);
+    assert_non_null(strstr(text, "<input>:2:5: error: internal: IR verification failed: %3 dense: required operand 0 is missing\n"));
+    assert_non_null(strstr(text, "internal: IR verification failed: %4 softmax has 2 operands, expected 1..1\n"));
+    assert_non_null(strstr(text, "internal: IR verification failed: %6 transpose: operand 0 is the dead node %5\n"));
+    assert_non_null(strstr(text, "internal: IR verification failed: %1 param: dimension 1 is 0\n"));
+    assert_non_null(strstr(text, "internal: IR verification failed: output 0 refers to %42, not a live node\n"));
+    ir_graph_free_nodes(g);
+    free_ctx(ctx);
+}
+
+static void test_verify_catches_bad_rank_and_inputs(void **state)
+{
+    (void)state;
+    ax_ctx *ctx = new_ctx();
+    ir_graph *g = small_graph(ctx);
+    ir_at(g, 4)->rank = IR_MAX_RANK + 1;
+    g->ninputs = 0;
+    assert_int_equal(ir_verify(g), 2);
+    const char *text = diagnostics(ctx);
+    assert_non_null(strstr(text, "%4 softmax has rank 9 (limit 8)"));
+    assert_non_null(strstr(text, "1 input nodes but 0 signature inputs"));
+    ir_graph_free_nodes(g);
+    free_ctx(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ops_table_sane),
+        cmocka_unit_test(test_dtype_names),
+        cmocka_unit_test(test_shape_str_and_sizes),
+        cmocka_unit_test(test_add_defaults_and_growth),
+        cmocka_unit_test(test_insert_remaps_ids),
+        cmocka_unit_test(test_add_rejects_forward_reference),
+        cmocka_unit_test(test_dump_golden),
+        cmocka_unit_test(test_dump_window_attrs),
+        cmocka_unit_test(test_verify_accepts_good_graph),
+        cmocka_unit_test(test_verify_catches_malformed),
+        cmocka_unit_test(test_verify_catches_bad_rank_and_inputs),
+    };
+    return cmocka_run_group_tests_name("ir", tests, NULL, NULL);
+}
