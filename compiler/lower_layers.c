@@ -1,0 +1,633 @@
+/* lower_layers.c — the layer constructors (language.md §6) and functions
+ * (§7) as data tables: each constructor has its positional usage, its
+ * keyword list and a builder that validates arguments and creates the
+ * parameter nodes (PyTorch state_dict names and shapes); each function has
+ * its op, operand counts and keyword category.  Applying a layer or function
+ * appends compute nodes; shapes are left to pass_shape. */
+#include <string.h>
+
+#include "lower_internal.h"
+
+typedef bool (*ctor_build)(lower_state *st, lower_layer *l, const lower_args *a);
+
+struct lower_ctor {
+    const char *name;
+    int npos;                       /* positional arguments */
+    const char *usage;              /* positional usage, for "X expects ..." */
+    const char *const *keywords;    /* NULL-terminated */
+    ctor_build build;
+};
+
+typedef enum fn_tuple { FN_NO_TUPLE, FN_SHAPE_TUPLE, FN_PERM_TUPLE } fn_tuple;
+typedef enum fn_kw { KW_NONE, KW_ALPHA, KW_DIMS, KW_DIMS_REQUIRED } fn_kw;
+
+struct lower_fn {
+    const char *name;
+    ir_op op;                       /* IR_OP_COUNT: identity (no node) */
+    int min_in, max_in;             /* tensor operands */
+    fn_tuple tuple;                 /* a tuple argument after the tensors */
+    fn_kw kw;
+    double alpha;                   /* KW_ALPHA default */
+    bool activation;                /* accepted by activation= */
+    const char *usage;
+};
+
+/* ---- argument helpers ---------------------------------------------------- */
+
+/* The value of keyword name in a, or NULL when not given. */
+static const ast_node *kw_value(const lower_args *a, const char *name)
+{
+    for (int i = 0; i < a->nkw; i++)
+        if (strcmp(a->kw[i]->name, name) == 0) return a->kw[i]->lhs;
+    return NULL;
+}
+
+/* Reports keywords not in allowed (with a suggestion) and repeated ones. */
+static bool check_keywords(lower_state *st, const char *owner, const char *const *allowed,
+                           const lower_args *a)
+{
+    static const char *const none[] = {NULL};
+    if (!allowed) allowed = none;
+    int nallowed = 0;
+    while (allowed[nallowed]) nallowed++;
+    bool ok = true;
+    for (int i = 0; i < a->nkw; i++) {
+        const ast_node *k = a->kw[i];
+        int j = 0;
+        while (j < nallowed && strcmp(allowed[j], k->name) != 0) j++;
+        if (j == nallowed) {
+            lower_unknown(st, k->loc, ax_sprintf(st->ctx->arena, "%s has no keyword '%s'",
+                          owner, k->name), k->name, allowed, nallowed);
+            ok = false;
+        }
+        for (j = 0; j < i; j++)
+            if (strcmp(a->kw[j]->name, k->name) == 0) {
+                ax_error(st->ctx, k->loc, "keyword '%s' given twice", k->name);
+                ok = false;
+            }
+    }
+    return ok;
+}
+
+/* An integer constant >= min; what names it in the message. */
+static bool eval_int_min(lower_state *st, const ast_node *e, const char *what, int64_t min,
+                         int64_t *out)
+{
+    lower_num v;
+    if (!lower_eval_num(st, e, &v)) return false;
+    if (!v.is_int || v.i < min || v.i > INT32_MAX) {
+        ax_error(st->ctx, e->loc, "%s must be an integer >= %lld", what, (long long)min);
+        return false;
+    }
+    *out = v.i;
+    return true;
+}
+
+/* `in => out` with both positive integers. */
+static bool eval_pair(lower_state *st, const ast_node *e, const char *ctor, const char *usage,
+                      int64_t *lhs, int64_t *rhs)
+{
+    if (e->kind != AST_PAIR) {
+        ax_error(st->ctx, e->loc, "%s expects %s", ctor, usage);
+        return false;
+    }
+    bool ok = eval_int_min(st, e->lhs, ax_sprintf(st->ctx->arena, "%s: the left side of =>", ctor),
+                           1, lhs);
+    return eval_int_min(st, e->rhs, ax_sprintf(st->ctx->arena, "%s: the right side of =>", ctor),
+                        1, rhs) && ok;
+}
+
+/* An integer or a tuple of n integers (each >= min) into out[0..n);
+ * a single integer is repeated.  what names the accepted forms. */
+static bool eval_int_or_tuple(lower_state *st, const ast_node *e, int n, int64_t min,
+                              const char *what, int *out)
+{
+    lower_num v;
+    if (e->kind != AST_TUPLE) {
+        if (!lower_eval_num(st, e, &v)) return false;
+        if (!v.is_int || v.i < min || v.i > INT32_MAX) goto bad;
+        for (int i = 0; i < n; i++) out[i] = (int)v.i;
+        return true;
+    }
+    if (e->nargs != n) goto bad;
+    for (int i = 0; i < n; i++) {
+        if (!lower_eval_num(st, e->args[i], &v)) return false;
+        if (!v.is_int || v.i < min || v.i > INT32_MAX) goto bad;
+        out[i] = (int)v.i;
+    }
+    return true;
+bad:
+    ax_error(st->ctx, e->loc, "%s", what);
+    return false;
+}
+
+static bool is_ident(const ast_node *e, const char *name)
+{
+    return e->kind == AST_IDENT && strcmp(e->name, name) == 0;
+}
+
+static bool kw_bool(lower_state *st, const lower_args *a, const char *name, bool *out)
+{
+    const ast_node *v = kw_value(a, name);
+    if (!v) return true;
+    if (is_ident(v, "true") || is_ident(v, "false")) {
+        *out = is_ident(v, "true");
+        return true;
+    }
+    ax_error(st->ctx, v->loc, "%s expects true or false", name);
+    return false;
+}
+
+/* A number keyword into *out (left as is when absent); positive demands > 0. */
+static bool kw_float(lower_state *st, const lower_args *a, const char *name, bool positive,
+                     double *out)
+{
+    const ast_node *v = kw_value(a, name);
+    lower_num n;
+    if (!v) return true;
+    if (!lower_eval_num(st, v, &n)) return false;
+    if (positive && !(n.f > 0)) {
+        ax_error(st->ctx, v->loc, "%s must be > 0, got %g", name, n.f);
+        return false;
+    }
+    *out = n.f;
+    return true;
+}
+
+/* An axis (dims=k, negative counts from the end) into *axis. */
+static bool kw_dims(lower_state *st, const lower_args *a, bool required, const char *owner,
+                    int *axis)
+{
+    const ast_node *v = kw_value(a, "dims");
+    lower_num n;
+    if (!v) {
+        if (required) ax_error(st->ctx, a->loc, "%s needs dims=k (the axis)", owner);
+        return !required;
+    }
+    if (!lower_eval_num(st, v, &n)) return false;
+    if (!n.is_int || n.i < -IR_MAX_RANK || n.i >= IR_MAX_RANK) {
+        ax_error(st->ctx, v->loc, "dims expects an integer axis in [-%d, %d)", IR_MAX_RANK,
+                 IR_MAX_RANK);
+        return false;
+    }
+    *axis = (int)n.i;
+    return true;
+}
+
+/* ---- functions ----------------------------------------------------------- */
+
+#define UNARY(n, o, act) {n, IR_OP_##o, 1, 1, FN_NO_TUPLE, KW_NONE, 0, act, "(x)"}
+static const lower_fn functions[] = {
+    {"identity", IR_OP_COUNT, 1, 1, FN_NO_TUPLE, KW_NONE, 0, true, "(x)"},
+    UNARY("relu", relu, true),
+    UNARY("relu6", relu6, true),
+    UNARY("sigmoid", sigmoid, true),
+    UNARY("tanh", tanh, true),
+    UNARY("swish", swish, true),
+    UNARY("silu", swish, true),
+    UNARY("gelu", gelu, true),
+    UNARY("gelu_tanh", gelu_tanh, true),
+    UNARY("softplus", softplus, true),
+    {"elu", IR_OP_elu, 1, 1, FN_NO_TUPLE, KW_ALPHA, 1.0, true, "(x; alpha=1.0)"},
+    {"leaky_relu", IR_OP_leaky_relu, 1, 1, FN_NO_TUPLE, KW_ALPHA, 0.01, true, "(x; alpha=0.01)"},
+    {"softmax", IR_OP_softmax, 1, 1, FN_NO_TUPLE, KW_DIMS, 0, true, "(x; dims=-1)"},
+    {"log_softmax", IR_OP_log_softmax, 1, 1, FN_NO_TUPLE, KW_DIMS, 0, true, "(x; dims=-1)"},
+    UNARY("exp", exp, false),
+    UNARY("log", log, false),
+    UNARY("sqrt", sqrt, false),
+    UNARY("abs", abs, false),
+    UNARY("neg", neg, false),
+    UNARY("erf", erf, false),
+    {"reshape", IR_OP_reshape, 1, 1, FN_SHAPE_TUPLE, KW_NONE, 0, false, "(x, (d0, d1, ...))"},
+    {"transpose", IR_OP_transpose, 1, 1, FN_PERM_TUPLE, KW_NONE, 0, false, "(x, (p0, p1, ...))"},
+    {"concat", IR_OP_concat, 1, IR_MAX_SRC, FN_NO_TUPLE, KW_DIMS_REQUIRED, 0, false,
+     "(a, b, ...; dims=k)"},
+    {"sum", IR_OP_sum, 1, 1, FN_NO_TUPLE, KW_DIMS_REQUIRED, 0, false, "(x; dims=k)"},
+    {"mean", IR_OP_mean, 1, 1, FN_NO_TUPLE, KW_DIMS_REQUIRED, 0, false, "(x; dims=k)"},
+    {"maximum", IR_OP_maximum, 1, 1, FN_NO_TUPLE, KW_DIMS_REQUIRED, 0, false, "(x; dims=k)"},
+    {"matmul", IR_OP_matmul, 2, 2, FN_NO_TUPLE, KW_NONE, 0, false, "(a, b)"},
+};
+#undef UNARY
+#define NFUNCTIONS ((int)(sizeof functions / sizeof functions[0]))
+
+static const char *const kw_alpha[] = {"alpha", NULL};
+static const char *const kw_dims_only[] = {"dims", NULL};
+
+const lower_fn *lower_find_fn(const char *name)
+{
+    for (int i = 0; i < NFUNCTIONS; i++)
+        if (strcmp(functions[i].name, name) == 0) return &functions[i];
+    return NULL;
+}
+
+/* Keyword attributes of fn (alpha, dims) into attrs. */
+static bool fn_keywords(lower_state *st, const lower_fn *fn, const lower_args *a, ir_attrs *attrs)
+{
+    const char *const *allowed = fn->kw == KW_ALPHA ? kw_alpha
+                               : fn->kw == KW_NONE  ? NULL : kw_dims_only;
+    if (!check_keywords(st, fn->name, allowed, a)) return false;
+    if (fn->kw == KW_ALPHA) {
+        attrs->alpha = fn->alpha;
+        return kw_float(st, a, "alpha", false, &attrs->alpha);
+    }
+    if (fn->kw == KW_DIMS || fn->kw == KW_DIMS_REQUIRED)
+        return kw_dims(st, a, fn->kw == KW_DIMS_REQUIRED, fn->name, &attrs->axis);
+    return true;
+}
+
+/* reshape's (d0, d1, ...): one -1 allowed, others >= 1. */
+static bool shape_tuple(lower_state *st, const ast_node *e, ir_attrs *attrs)
+{
+    ast_node *const *dims = e->kind == AST_TUPLE ? e->args : (ast_node *const *)&e;
+    int n = e->kind == AST_TUPLE ? e->nargs : 1, wild = 0;
+    if (n > IR_MAX_RANK) {
+        ax_error(st->ctx, e->loc, "reshape: at most %d dimensions", IR_MAX_RANK);
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        lower_num v;
+        if (!lower_eval_num(st, dims[i], &v)) return false;
+        if (!v.is_int || v.i == 0 || v.i < -1 || (v.i == -1 && wild++)) {
+            ax_error(st->ctx, dims[i]->loc,
+                     "reshape dimensions must be positive integers (one -1 allowed)");
+            return false;
+        }
+        attrs->newshape[i] = v.i;
+    }
+    attrs->nnewshape = n;
+    return true;
+}
+
+/* transpose's (p0, p1, ...): a permutation of 0..n-1, negative entries
+ * counting from the end (normalised here: n is the rank). */
+static bool perm_tuple(lower_state *st, const ast_node *e, ir_attrs *attrs)
+{
+    int n = e->kind == AST_TUPLE ? e->nargs : 0;
+    bool seen[IR_MAX_RANK] = {false};
+    if (n < 1 || n > IR_MAX_RANK) {
+        ax_error(st->ctx, e->loc, "transpose expects a permutation tuple (p0, p1, ...)");
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        lower_num v;
+        if (!lower_eval_num(st, e->args[i], &v)) return false;
+        int64_t p = v.is_int && v.i < 0 ? v.i + n : v.i;
+        if (!v.is_int || p < 0 || p >= n || seen[p]) {
+            ax_error(st->ctx, e->loc, "transpose expects a permutation of 0..%d", n - 1);
+            return false;
+        }
+        seen[p] = true;
+        attrs->perm[i] = (int)p;
+    }
+    attrs->nperm = n;
+    return true;
+}
+
+int lower_apply_fn(lower_state *st, const lower_fn *fn, const lower_args *a)
+{
+    int ntuple = fn->tuple != FN_NO_TUPLE, total = a->nin + a->npos;
+    int ntensor = total - ntuple;
+    if (ntensor < fn->min_in || ntensor > fn->max_in || ntensor < a->nin) {
+        ax_error(st->ctx, a->loc, "%s expects %s", fn->name, fn->usage);
+        return IR_NONE;
+    }
+    int src[IR_MAX_SRC];
+    bool ok = true;
+    for (int i = 0; i < ntensor; i++) {
+        src[i] = i < a->nin ? a->in[i] : lower_expr(st, a->pos[i - a->nin]);
+        ok = ok && src[i] != IR_NONE;
+    }
+    ir_attrs attrs = lower_attrs();
+    ok = fn_keywords(st, fn, a, &attrs) && ok;
+    if (fn->tuple == FN_SHAPE_TUPLE) ok = ok && shape_tuple(st, a->pos[a->npos - 1], &attrs);
+    if (fn->tuple == FN_PERM_TUPLE) ok = ok && perm_tuple(st, a->pos[a->npos - 1], &attrs);
+    if (!ok) return IR_NONE;
+    if (fn->op == IR_OP_COUNT) return src[0];
+    return lower_add(st, fn->op, src, ntensor, &attrs, a->loc, NULL);
+}
+
+/* ---- layers -------------------------------------------------------------- */
+
+/* Appends parameter "<layer>.<pname>" (model dtype, declaration loc). */
+static void add_param(lower_state *st, lower_layer *l, const char *pname, ir_param_role role,
+                      int rank, const int64_t *shape)
+{
+    int id = ir_add(st->g, IR_OP_param, NULL, 0, l->loc);
+    ir_node *n = ir_at(st->g, id);
+    n->attrs = lower_attrs();
+    n->name = ax_sprintf(st->ctx->arena, "%s.%s", l->name, pname);
+    n->dtype = st->g->dtype;
+    n->role = role;
+    n->rank = rank;
+    memcpy(n->shape, shape, (size_t)rank * sizeof *shape);
+    l->params[l->nparams++] = id;
+}
+
+static void add_vector_param(lower_state *st, lower_layer *l, const char *pname,
+                             ir_param_role role, int64_t len)
+{
+    add_param(st, l, pname, role, 1, &len);
+}
+
+static void add_absent_param(lower_layer *l) { l->params[l->nparams++] = IR_NONE; }
+
+/* activation=NAME: an activation function applied after the layer. */
+static bool kw_activation(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    const ast_node *v = kw_value(a, "activation");
+    if (!v) return true;
+    const lower_fn *fn = v->kind == AST_IDENT ? lower_find_fn(v->name) : NULL;
+    if (!fn || !fn->activation) {
+        const char *names[NFUNCTIONS];
+        int n = 0;
+        for (int i = 0; i < NFUNCTIONS; i++)
+            if (functions[i].activation) names[n++] = functions[i].name;
+        const char *name = v->kind == AST_IDENT ? v->name : "";
+        lower_unknown(st, v->loc, ax_sprintf(st->ctx->arena,
+                      "activation expects an activation function name (relu, gelu, ...)%s%s%s",
+                      *name ? ", not '" : "", name, *name ? "'" : ""), name, names, n);
+        return false;
+    }
+    l->act = fn->op;
+    l->act_attrs = lower_attrs();
+    l->act_attrs.alpha = fn->alpha;
+    return true;
+}
+
+static bool build_dense(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    int64_t in = 1, out = 1;
+    bool bias = true;
+    bool ok = eval_pair(st, a->pos[0], "Dense", "(in => out)", &in, &out);
+    ok = kw_bool(st, a, "bias", &bias) && ok;
+    ok = kw_activation(st, l, a) && ok;
+    if (!ok) return false;
+    l->op = IR_OP_dense;
+    add_param(st, l, "weight", IR_PARAM_GLOROT, 2, (int64_t[]){out, in});
+    if (bias) add_vector_param(st, l, "bias", IR_PARAM_ZEROS, out);
+    else add_absent_param(l);
+    return true;
+}
+
+/* pad=: int, (h, w), (top, bottom, left, right) or same. */
+static bool kw_pad(lower_state *st, const lower_args *a, ir_attrs *attrs)
+{
+    const ast_node *v = kw_value(a, "pad");
+    int p[4];
+    if (!v) return true;
+    if (is_ident(v, "same")) {
+        attrs->pad_same = true;
+        return true;
+    }
+    const char *what = "pad expects an integer, an (h, w) tuple, a (top, bottom, left, right)"
+                       " tuple or same";
+    if (v->kind == AST_TUPLE && v->nargs == 4) {
+        if (!eval_int_or_tuple(st, v, 4, 0, what, p)) return false;
+        int tlbr[4] = {p[0], p[2], p[1], p[3]};
+        memcpy(attrs->pad, tlbr, sizeof tlbr);
+        return true;
+    }
+    if (!eval_int_or_tuple(st, v, 2, 0, what, p)) return false;
+    int tlbr[4] = {p[0], p[1], p[0], p[1]};
+    memcpy(attrs->pad, tlbr, sizeof tlbr);
+    return true;
+}
+
+static bool kw_pair(lower_state *st, const lower_args *a, const char *name, int *out)
+{
+    const ast_node *v = kw_value(a, name);
+    if (!v) return true;
+    return eval_int_or_tuple(st, v, 2, 1, ax_sprintf(st->ctx->arena,
+                             "%s expects a positive integer or an (h, w) tuple", name), out);
+}
+
+/* groups=: a positive integer or `in` (depthwise); must divide in and out. */
+static bool kw_groups(lower_state *st, const lower_args *a, int64_t in, int64_t out, int *groups)
+{
+    const ast_node *v = kw_value(a, "groups");
+    int64_t g = 1;
+    if (!v) return true;
+    if (is_ident(v, "in")) g = in;
+    else if (!eval_int_min(st, v, "groups (an integer or in)", 1, &g)) return false;
+    if (in % g != 0 || out % g != 0) {
+        ax_error(st->ctx, v->loc, "groups=%lld must divide both in (%lld) and out (%lld) channels",
+                 (long long)g, (long long)in, (long long)out);
+        return false;
+    }
+    *groups = (int)g;
+    return true;
+}
+
+static bool build_conv(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    int64_t in = 1, out = 1;
+    bool bias = true;
+    ir_attrs *at = &l->attrs;
+    bool ok = eval_int_or_tuple(st, a->pos[0], 2, 1,
+                                "Conv kernel expects a positive integer or a (kh, kw) tuple",
+                                at->kernel);
+    ok = eval_pair(st, a->pos[1], "Conv", "((kh, kw), in => out)", &in, &out) && ok;
+    ok = kw_pair(st, a, "stride", at->stride) && ok;
+    ok = kw_pair(st, a, "dilation", at->dilation) && ok;
+    ok = kw_pad(st, a, at) && ok;
+    ok = ok && kw_groups(st, a, in, out, &at->groups);
+    ok = kw_bool(st, a, "bias", &bias) && ok;
+    ok = kw_activation(st, l, a) && ok;
+    if (!ok) return false;
+    l->op = IR_OP_conv;
+    add_param(st, l, "weight", IR_PARAM_GLOROT, 4,
+              (int64_t[]){out, in / at->groups, at->kernel[0], at->kernel[1]});
+    if (bias) add_vector_param(st, l, "bias", IR_PARAM_ZEROS, out);
+    else add_absent_param(l);
+    return true;
+}
+
+/* MaxPool / MeanPool: stride defaults to the kernel. */
+static bool build_pool(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    ir_attrs *at = &l->attrs;
+    bool ok = eval_int_or_tuple(st, a->pos[0], 2, 1, ax_sprintf(st->ctx->arena,
+                                "%s kernel expects a positive integer or a (kh, kw) tuple",
+                                lower_ctor_name(l->ctor)), at->kernel);
+    if (!ok) return false;
+    at->stride[0] = at->kernel[0];
+    at->stride[1] = at->kernel[1];
+    ok = kw_pair(st, a, "stride", at->stride);
+    ok = kw_pad(st, a, at) && ok;
+    l->op = strcmp(lower_ctor_name(l->ctor), "MaxPool") == 0 ? IR_OP_maxpool : IR_OP_meanpool;
+    return ok;
+}
+
+static bool build_globalpool(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    l->op = IR_OP_globalmeanpool;
+    return true;
+}
+
+static bool build_batchnorm(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    int64_t c = 1;
+    l->attrs.eps = 1e-5;
+    bool ok = eval_int_min(st, a->pos[0], "BatchNorm channels", 1, &c);
+    ok = kw_float(st, a, "eps", true, &l->attrs.eps) && ok;
+    ok = kw_activation(st, l, a) && ok;
+    if (!ok) return false;
+    l->op = IR_OP_batchnorm;
+    add_vector_param(st, l, "weight", IR_PARAM_ONES, c);
+    add_vector_param(st, l, "bias", IR_PARAM_ZEROS, c);
+    add_vector_param(st, l, "running_mean", IR_PARAM_ZEROS, c);
+    add_vector_param(st, l, "running_var", IR_PARAM_ONES, c);
+    return true;
+}
+
+static bool build_layernorm(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    int64_t d = 1;
+    l->attrs.eps = 1e-5;
+    bool ok = eval_int_min(st, a->pos[0], "LayerNorm size", 1, &d);
+    ok = kw_float(st, a, "eps", true, &l->attrs.eps) && ok;
+    if (!ok) return false;
+    l->op = IR_OP_layernorm;
+    add_vector_param(st, l, "weight", IR_PARAM_ONES, d);
+    add_vector_param(st, l, "bias", IR_PARAM_ZEROS, d);
+    return true;
+}
+
+static bool build_dropout(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    lower_num p;
+    if (!lower_eval_num(st, a->pos[0], &p)) return false;
+    if (p.f < 0 || p.f >= 1) {
+        ax_error(st->ctx, a->pos[0]->loc, "Dropout probability must be in [0, 1), got %g", p.f);
+        return false;
+    }
+    l->op = IR_OP_COUNT;
+    return true;
+}
+
+static bool build_flatten(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    l->op = IR_OP_reshape;
+    l->attrs.flatten = true;
+    return true;
+}
+
+static bool build_embedding(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    int64_t vocab = 1, dim = 1;
+    if (!eval_pair(st, a->pos[0], "Embedding", "(vocab => dim)", &vocab, &dim)) return false;
+    l->op = IR_OP_embedding;
+    add_param(st, l, "weight", IR_PARAM_GLOROT, 2, (int64_t[]){vocab, dim});
+    return true;
+}
+
+/* torch.nn.MultiheadAttention's parameters; applied to x or (q, k, v). */
+static bool build_mha(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    int64_t d = 1, heads = 1;
+    bool bias = true, causal = false;
+    bool ok = eval_pair(st, a->pos[0], "MultiHeadAttention", "(d => heads)", &d, &heads);
+    ok = kw_bool(st, a, "bias", &bias) && ok;
+    ok = kw_bool(st, a, "causal", &causal) && ok;
+    if (!ok) return false;
+    if (d % heads != 0) {
+        ax_error(st->ctx, a->pos[0]->loc,
+                 "MultiHeadAttention: d (%lld) must be a multiple of heads (%lld)",
+                 (long long)d, (long long)heads);
+        return false;
+    }
+    l->op = IR_OP_mha;
+    l->attrs.heads = (int)heads;
+    l->attrs.causal = causal;
+    l->max_in = 3;
+    add_param(st, l, "in_proj_weight", IR_PARAM_GLOROT, 2, (int64_t[]){3 * d, d});
+    if (bias) add_vector_param(st, l, "in_proj_bias", IR_PARAM_ZEROS, 3 * d);
+    else add_absent_param(l);
+    add_param(st, l, "out_proj.weight", IR_PARAM_GLOROT, 2, (int64_t[]){d, d});
+    if (bias) add_vector_param(st, l, "out_proj.bias", IR_PARAM_ZEROS, d);
+    else add_absent_param(l);
+    return true;
+}
+
+static const char *const kw_dense[] = {"activation", "bias", NULL};
+static const char *const kw_conv[] = {"stride", "pad", "dilation", "groups", "activation",
+                                      "bias", NULL};
+static const char *const kw_pool[] = {"stride", "pad", NULL};
+static const char *const kw_batchnorm[] = {"eps", "activation", NULL};
+static const char *const kw_eps[] = {"eps", NULL};
+static const char *const kw_mha[] = {"bias", "causal", NULL};
+
+static const lower_ctor ctors[] = {
+    {"Dense", 1, "(in => out)", kw_dense, build_dense},
+    {"Conv", 2, "((kh, kw), in => out)", kw_conv, build_conv},
+    {"MaxPool", 1, "((kh, kw))", kw_pool, build_pool},
+    {"MeanPool", 1, "((kh, kw))", kw_pool, build_pool},
+    {"GlobalMeanPool", 0, "()", NULL, build_globalpool},
+    {"BatchNorm", 1, "(channels)", kw_batchnorm, build_batchnorm},
+    {"LayerNorm", 1, "(size)", kw_eps, build_layernorm},
+    {"Dropout", 1, "(p)", NULL, build_dropout},
+    {"Flatten", 0, "()", NULL, build_flatten},
+    {"Embedding", 1, "(vocab => dim)", NULL, build_embedding},
+    {"MultiHeadAttention", 1, "(d => heads)", kw_mha, build_mha},
+};
+#define NCTORS ((int)(sizeof ctors / sizeof ctors[0]))
+
+const lower_ctor *lower_find_ctor(const char *name)
+{
+    for (int i = 0; i < NCTORS; i++)
+        if (strcmp(ctors[i].name, name) == 0) return &ctors[i];
+    return NULL;
+}
+
+const char *lower_ctor_name(const lower_ctor *c) { return c->name; }
+
+int lower_ncallables(void) { return NCTORS + NFUNCTIONS; }
+
+int lower_callable_names(const char **names)
+{
+    int n = 0;
+    for (int i = 0; i < NCTORS; i++) names[n++] = ctors[i].name;
+    for (int i = 0; i < NFUNCTIONS; i++) names[n++] = functions[i].name;
+    return n;
+}
+
+lower_layer *lower_make_layer(lower_state *st, const lower_ctor *c, const ast_node *call,
+                              const char *name, ax_loc decl)
+{
+    lower_args a;
+    lower_split_args(st, call, &a);
+    bool ok = check_keywords(st, c->name, c->keywords, &a);
+    if (a.npos != c->npos) {
+        ax_error(st->ctx, call->loc, "%s expects %s", c->name, c->usage);
+        return NULL;
+    }
+    if (!lower_claim_layer_name(st, name, decl) || !ok) return NULL;
+    lower_layer *l = ax_alloc(st->ctx->arena, sizeof *l);
+    l->ctor = c;
+    l->name = name;
+    l->loc = decl;
+    l->attrs = lower_attrs();
+    l->act = IR_OP_COUNT;
+    l->min_in = l->max_in = 1;
+    return c->build(st, l, &a) ? l : NULL;
+}
+
+int lower_apply_layer(lower_state *st, const lower_layer *l, const int *in, int nin, ax_loc loc)
+{
+    if (nin != l->min_in && nin != l->max_in) {
+        if (l->min_in == l->max_in)
+            ax_error(st->ctx, loc, "layer '%s' (%s) expects 1 input, got %d", l->name,
+                     l->ctor->name, nin);
+        else
+            ax_error(st->ctx, loc, "layer '%s' (%s) expects 1 or 3 inputs (x or q, k, v), got %d",
+                     l->name, l->ctor->name, nin);
+        return IR_NONE;
+    }
+    if (l->op == IR_OP_COUNT) return in[0];
+    int src[IR_MAX_SRC], n = 0;
+    for (int i = 0; i < (l->op == IR_OP_mha ? 3 : nin); i++) src[n++] = in[nin == 1 ? 0 : i];
+    for (int i = 0; i < l->nparams; i++) src[n++] = l->params[i];
+    int id = lower_add(st, l->op, src, n, &l->attrs, loc, l->name);
+    if (l->act != IR_OP_COUNT) id = lower_add(st, l->act, &id, 1, &l->act_attrs, loc, l->name);
+    return id;
+}
