@@ -1,0 +1,783 @@
+/* ir_interp.c — the reference interpreter (ir_interp.h).
+ *
+ * Every node's value is a heap array of doubles in row-major order, whatever
+ * the node's dtype: inputs and params are widened on entry, graph outputs are
+ * narrowed to their node's dtype at the end, and only an explicit cast rounds
+ * in between (so "Float64 input -> cast -> Float32 model" sees float values).
+ * The semantics are PyTorch's, written out naively and independently of the
+ * runtime kernels and the code generators so that it can cross-check them.
+ * A value is freed after its last live reader; graph outputs are kept, and a
+ * node that no live node reads (and is no output) is not evaluated at all. */
+#include "ir_interp.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PI 3.14159265358979323846
+
+typedef struct interp {
+    const ir_graph *g;
+    double **vals;   /* per node id; NULL for dead, not yet computed or freed */
+    int *last_use;   /* per node id: the last node reading it, or nnodes for outputs */
+} interp;
+
+/* ---- dtype conversion ------------------------------------------------- */
+
+static double f16_to_double(uint16_t h)
+{
+    int exponent = (h >> 10) & 0x1f;
+    int mantissa = h & 0x3ff;
+    double magnitude;
+    if (exponent == 0)
+        magnitude = ldexp(mantissa, -24);
+    else if (exponent == 31)
+        magnitude = mantissa ? NAN : INFINITY;
+    else
+        magnitude = ldexp(mantissa + 1024, exponent - 25);
+    return (h & 0x8000) ? -magnitude : magnitude;
+}
+
+static double bf16_to_double(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* x rounded to nearest, ties to even, in a binary format with `digits`
+ * significand bits, smallest normal exponent emin and largest finite value
+ * max (beyond which it overflows to infinity). */
+static double round_to_format(double x, int digits, int emin, double max)
+{
+    if (!isfinite(x) || x == 0)
+        return x;
+    int e;
+    frexp(x, &e);
+    int lead = e - 1 < emin ? emin : e - 1;
+    double quantum = ldexp(1.0, lead - (digits - 1));
+    double rounded = nearbyint(x / quantum) * quantum;
+    return fabs(rounded) > max ? copysign(INFINITY, x) : rounded;
+}
+
+static double round_f16(double x) { return round_to_format(x, 11, -14, 65504.0); }
+static double round_bf16(double x) { return round_to_format(x, 8, -126, 0x1.fep127); }
+
+/* Bits of a value already representable in binary16. */
+static uint16_t f16_bits(double r)
+{
+    uint16_t sign = signbit(r) ? 0x8000 : 0;
+    double a = fabs(r);
+    if (isnan(r))
+        return sign | 0x7e00;
+    if (isinf(a))
+        return sign | 0x7c00;
+    if (a < 0x1p-14)
+        return sign | (uint16_t)(a * 0x1p24);
+    int e;
+    double fraction = frexp(a, &e);
+    return sign | (uint16_t)((e + 14) << 10) | (uint16_t)((fraction * 2 - 1) * 1024);
+}
+
+/* Bits of a value already representable in bfloat16. */
+static uint16_t bf16_bits(double r)
+{
+    float f = (float)r;
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    return isnan(f) ? (uint16_t)((bits >> 16) | 0x40) : (uint16_t)(bits >> 16);
+}
+
+/* Truncation toward zero, saturated to [lo, hi] (NaN -> 0) so that an
+ * out-of-range value is defined behaviour here. */
+static double truncate_to(double x, double lo, double hi)
+{
+    if (isnan(x))
+        return 0;
+    x = trunc(x);
+    return x < lo ? lo : x > hi ? hi : x;
+}
+
+/* The value x takes when stored in dtype, as a double (what cast computes). */
+static double round_to_dtype(double x, axrt_dtype dtype)
+{
+    switch (dtype) {
+    case AXRT_F32: return (float)x;
+    case AXRT_F64: return x;
+    case AXRT_F16: return round_f16(x);
+    case AXRT_BF16: return round_bf16(x);
+    case AXRT_I8: return truncate_to(x, INT8_MIN, INT8_MAX);
+    case AXRT_I32: return truncate_to(x, INT32_MIN, INT32_MAX);
+    /* 2^63 is the first double above INT64_MAX; the largest below is 2^63 - 1024 */
+    case AXRT_I64: return truncate_to(x, -0x1p63, 0x1p63 - 1024);
+    default: return NAN;
+    }
+}
+
+static double load_element(const void *data, axrt_dtype dtype, int64_t i)
+{
+    switch (dtype) {
+    case AXRT_F32: return ((const float *)data)[i];
+    case AXRT_F64: return ((const double *)data)[i];
+    case AXRT_F16: return f16_to_double(((const uint16_t *)data)[i]);
+    case AXRT_BF16: return bf16_to_double(((const uint16_t *)data)[i]);
+    case AXRT_I8: return ((const int8_t *)data)[i];
+    case AXRT_I32: return ((const int32_t *)data)[i];
+    case AXRT_I64: return (double)((const int64_t *)data)[i];
+    default: return NAN;
+    }
+}
+
+static void store_element(void *data, axrt_dtype dtype, int64_t i, double x)
+{
+    double r = round_to_dtype(x, dtype);
+    switch (dtype) {
+    case AXRT_F32: ((float *)data)[i] = (float)r; break;
+    case AXRT_F64: ((double *)data)[i] = r; break;
+    case AXRT_F16: ((uint16_t *)data)[i] = f16_bits(r); break;
+    case AXRT_BF16: ((uint16_t *)data)[i] = bf16_bits(r); break;
+    case AXRT_I8: ((int8_t *)data)[i] = (int8_t)r; break;
+    case AXRT_I32: ((int32_t *)data)[i] = (int32_t)r; break;
+    case AXRT_I64: ((int64_t *)data)[i] = (int64_t)r; break;
+    default: break;
+    }
+}
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static int64_t dims_product(const int64_t *shape, int from, int to)
+{
+    int64_t p = 1;
+    for (int i = from; i < to; i++)
+        p *= shape[i];
+    return p;
+}
+
+static const ir_node *operand(const interp *in, const ir_node *n, int k)
+{
+    return k < n->nsrc && n->src[k] != IR_NONE ? &in->g->nodes[n->src[k]] : NULL;
+}
+
+/* Operand k's values, or NULL for an absent optional operand. */
+static const double *operand_vals(const interp *in, const ir_node *n, int k)
+{
+    return k < n->nsrc && n->src[k] != IR_NONE ? in->vals[n->src[k]] : NULL;
+}
+
+/* Element strides of a tensor of shape dims[0..rank) right-aligned against an
+ * out_rank-dimensional broadcast shape (NumPy rules): a missing or size-1
+ * dimension gets stride 0.  unit is the stride of the innermost dimension. */
+static void broadcast_strides(const int64_t *dims, int rank, int out_rank, int64_t unit,
+                              int64_t *strides)
+{
+    int64_t stride = unit;
+    for (int d = out_rank - 1; d >= 0; d--) {
+        int own = d - (out_rank - rank);
+        strides[d] = own >= 0 && dims[own] != 1 ? stride : 0;
+        if (own >= 0)
+            stride *= dims[own];
+    }
+}
+
+/* Offset of element `linear` of a tensor of shape out_shape in an operand
+ * with the given (broadcast) strides. */
+static int64_t broadcast_offset(int64_t linear, const int64_t *out_shape, int rank,
+                                const int64_t *strides)
+{
+    int64_t offset = 0;
+    for (int d = rank - 1; d >= 0; d--) {
+        offset += (linear % out_shape[d]) * strides[d];
+        linear /= out_shape[d];
+    }
+    return offset;
+}
+
+/* ---- elementwise ------------------------------------------------------- */
+
+static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+/* One unary op (UNARY kind) at x; n supplies alpha and the cast target. */
+static double unary_value(ir_op op, const ir_node *n, double x)
+{
+    const double alpha = n->attrs.alpha;
+    switch (op) {
+    case IR_OP_cast: return round_to_dtype(x, n->dtype);
+    case IR_OP_relu: return x > 0 ? x : 0;
+    case IR_OP_relu6: return x < 0 ? 0 : x > 6 ? 6 : x;
+    case IR_OP_sigmoid: return sigmoid(x);
+    case IR_OP_tanh: return tanh(x);
+    case IR_OP_swish: return x * sigmoid(x);
+    case IR_OP_gelu: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case IR_OP_gelu_tanh:
+        return 0.5 * x * (1 + tanh(sqrt(2 / PI) * (x + 0.044715 * x * x * x)));
+    case IR_OP_softplus: return x > 20 ? x : log1p(exp(x));
+    case IR_OP_elu: return x > 0 ? x : alpha * expm1(x);
+    case IR_OP_leaky_relu: return x > 0 ? x : alpha * x;
+    case IR_OP_exp: return exp(x);
+    case IR_OP_log: return log(x);
+    case IR_OP_sqrt: return sqrt(x);
+    case IR_OP_abs: return fabs(x);
+    case IR_OP_neg: return -x;
+    case IR_OP_erf: return erf(x);
+    default: return NAN;
+    }
+}
+
+static int eval_unary(const interp *in, const ir_node *n, double *out)
+{
+    const double *x = operand_vals(in, n, 0);
+    for (int64_t i = 0; i < ir_numel(n); i++)
+        out[i] = unary_value(n->op, n, x[i]);
+    return 0;
+}
+
+static double binary_value(ir_op op, double a, double b)
+{
+    switch (op) {
+    case IR_OP_add: return a + b;
+    case IR_OP_sub: return a - b;
+    case IR_OP_mul: return a * b;
+    case IR_OP_div: return a / b;
+    default: return NAN;
+    }
+}
+
+static int eval_binary(const interp *in, const ir_node *n, double *out)
+{
+    const ir_node *a = operand(in, n, 0), *b = operand(in, n, 1);
+    const double *av = operand_vals(in, n, 0), *bv = operand_vals(in, n, 1);
+    int64_t a_strides[IR_MAX_RANK], b_strides[IR_MAX_RANK];
+    broadcast_strides(a->shape, a->rank, n->rank, 1, a_strides);
+    broadcast_strides(b->shape, b->rank, n->rank, 1, b_strides);
+    for (int64_t i = 0; i < ir_numel(n); i++)
+        out[i] = binary_value(n->op, av[broadcast_offset(i, n->shape, n->rank, a_strides)],
+                              bv[broadcast_offset(i, n->shape, n->rank, b_strides)]);
+    return 0;
+}
+
+/* ---- reductions and softmax over attrs.axis, seen as [outer, len, inner] */
+
+static int eval_reduce(const interp *in, const ir_node *n, double *out)
+{
+    const ir_node *x = operand(in, n, 0);
+    const double *xv = operand_vals(in, n, 0);
+    int axis = n->attrs.axis;
+    int64_t outer = dims_product(x->shape, 0, axis), len = x->shape[axis];
+    int64_t inner = dims_product(x->shape, axis + 1, x->rank);
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t i = 0; i < inner; i++) {
+            const double *line = xv + o * len * inner + i;
+            double acc = n->op == IR_OP_maximum ? -INFINITY : 0;
+            for (int64_t k = 0; k < len; k++) {
+                double v = line[k * inner];
+                if (n->op == IR_OP_maximum)
+                    acc = (v > acc || isnan(v)) ? v : acc;
+                else
+                    acc += v;
+            }
+            out[o * inner + i] = n->op == IR_OP_mean ? acc / (double)len : acc;
+        }
+    }
+    return 0;
+}
+
+static int eval_softmax(const interp *in, const ir_node *n, double *out)
+{
+    const double *xv = operand_vals(in, n, 0);
+    int axis = n->attrs.axis;
+    int64_t outer = dims_product(n->shape, 0, axis), len = n->shape[axis];
+    int64_t inner = dims_product(n->shape, axis + 1, n->rank);
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t i = 0; i < inner; i++) {
+            int64_t base = o * len * inner + i;
+            double max = -INFINITY, total = 0;
+            for (int64_t k = 0; k < len; k++)
+                max = fmax(max, xv[base + k * inner]);
+            for (int64_t k = 0; k < len; k++)
+                total += exp(xv[base + k * inner] - max);
+            for (int64_t k = 0; k < len; k++) {
+                double shifted = xv[base + k * inner] - max;
+                out[base + k * inner] =
+                    n->op == IR_OP_log_softmax ? shifted - log(total) : exp(shifted) / total;
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- data movement ----------------------------------------------------- */
+
+static int eval_reshape(const interp *in, const ir_node *n, double *out)
+{
+    memcpy(out, operand_vals(in, n, 0), (size_t)ir_numel(n) * sizeof *out);
+    return 0;
+}
+
+/* torch.permute: output dim k is input dim perm[k]. */
+static int eval_transpose(const interp *in, const ir_node *n, double *out)
+{
+    const ir_node *x = operand(in, n, 0);
+    const double *xv = operand_vals(in, n, 0);
+    int64_t x_strides[IR_MAX_RANK], strides[IR_MAX_RANK];
+    for (int d = x->rank - 1; d >= 0; d--)
+        x_strides[d] = d == x->rank - 1 ? 1 : x_strides[d + 1] * x->shape[d + 1];
+    for (int k = 0; k < n->rank; k++)
+        strides[k] = x_strides[n->attrs.perm[k]];
+    for (int64_t i = 0; i < ir_numel(n); i++)
+        out[i] = xv[broadcast_offset(i, n->shape, n->rank, strides)];
+    return 0;
+}
+
+static int eval_concat(const interp *in, const ir_node *n, double *out)
+{
+    int axis = n->attrs.axis;
+    int64_t outer = dims_product(n->shape, 0, axis);
+    int64_t out_row = dims_product(n->shape, axis, n->rank);
+    int64_t column = 0;
+    for (int k = 0; k < n->nsrc; k++) {
+        const ir_node *x = operand(in, n, k);
+        const double *xv = operand_vals(in, n, k);
+        int64_t row = dims_product(x->shape, axis, x->rank);
+        for (int64_t o = 0; o < outer; o++)
+            memcpy(out + o * out_row + column, xv + o * row, (size_t)row * sizeof *out);
+        column += row;
+    }
+    return 0;
+}
+
+/* ---- linear algebra ---------------------------------------------------- */
+
+/* out[r, o] = x[r, :] . w[o, :] + bias[o] for rows r; bias may be NULL. */
+static void linear_rows(const double *x, int64_t rows, int64_t in_dim, const double *w,
+                        const double *bias, int64_t out_dim, double *out)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t o = 0; o < out_dim; o++) {
+            double acc = bias ? bias[o] : 0;
+            for (int64_t i = 0; i < in_dim; i++)
+                acc += x[r * in_dim + i] * w[o * in_dim + i];
+            out[r * out_dim + o] = acc;
+        }
+    }
+}
+
+static int eval_dense(const interp *in, const ir_node *n, double *out)
+{
+    const ir_node *w = operand(in, n, 1);
+    int64_t out_dim = w->shape[0], in_dim = w->shape[1];
+    linear_rows(operand_vals(in, n, 0), ir_numel(n) / out_dim, in_dim, operand_vals(in, n, 1),
+                operand_vals(in, n, 2), out_dim, out);
+    return 0;
+}
+
+/* A matmul operand as a stack of matrices: batch dims, rows, cols.  A 1-D
+ * operand is a row vector on the left and a column vector on the right. */
+typedef struct matrix_stack {
+    int batch_rank;
+    const int64_t *batch_dims;
+    int64_t rows, cols;
+} matrix_stack;
+
+static matrix_stack as_matrix_stack(const ir_node *x, bool left)
+{
+    matrix_stack m = {0, x->shape, 1, 1};
+    if (x->rank == 1) {
+        if (left)
+            m.cols = x->shape[0];
+        else
+            m.rows = x->shape[0];
+        return m;
+    }
+    m.batch_rank = x->rank - 2;
+    m.rows = x->shape[x->rank - 2];
+    m.cols = x->shape[x->rank - 1];
+    return m;
+}
+
+/* torch.matmul: batch dims broadcast; the dims a 1-D operand added are
+ * dropped from the result, which leaves its row-major layout unchanged. */
+static int eval_matmul(const interp *in, const ir_node *n, double *out)
+{
+    matrix_stack a = as_matrix_stack(operand(in, n, 0), true);
+    matrix_stack b = as_matrix_stack(operand(in, n, 1), false);
+    const double *av = operand_vals(in, n, 0), *bv = operand_vals(in, n, 1);
+    int batch_rank = a.batch_rank > b.batch_rank ? a.batch_rank : b.batch_rank;
+    int64_t batch_shape[IR_MAX_RANK], a_strides[IR_MAX_RANK], b_strides[IR_MAX_RANK];
+    for (int d = 0; d < batch_rank; d++) {
+        int da = d - (batch_rank - a.batch_rank), db = d - (batch_rank - b.batch_rank);
+        int64_t size_a = da >= 0 ? a.batch_dims[da] : 1, size_b = db >= 0 ? b.batch_dims[db] : 1;
+        batch_shape[d] = size_a > size_b ? size_a : size_b;
+    }
+    broadcast_strides(a.batch_dims, a.batch_rank, batch_rank, a.rows * a.cols, a_strides);
+    broadcast_strides(b.batch_dims, b.batch_rank, batch_rank, b.rows * b.cols, b_strides);
+    int64_t batches = dims_product(batch_shape, 0, batch_rank), m = a.rows, k = a.cols, cols = b.cols;
+    if (b.rows != k || batches * m * cols != ir_numel(n))
+        return -1;
+    for (int64_t t = 0; t < batches; t++) {
+        const double *at = av + broadcast_offset(t, batch_shape, batch_rank, a_strides);
+        const double *bt = bv + broadcast_offset(t, batch_shape, batch_rank, b_strides);
+        for (int64_t i = 0; i < m; i++) {
+            for (int64_t j = 0; j < cols; j++) {
+                double acc = 0;
+                for (int64_t p = 0; p < k; p++)
+                    acc += at[i * k + p] * bt[p * cols + j];
+                out[(t * m + i) * cols + j] = acc;
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- normalisation ------------------------------------------------------ */
+
+static int eval_layernorm(const interp *in, const ir_node *n, double *out)
+{
+    const double *x = operand_vals(in, n, 0), *w = operand_vals(in, n, 1);
+    const double *bias = operand_vals(in, n, 2);
+    int64_t d = n->shape[n->rank - 1], rows = ir_numel(n) / d;
+    for (int64_t r = 0; r < rows; r++) {
+        const double *row = x + r * d;
+        double mean = 0, var = 0;
+        for (int64_t i = 0; i < d; i++)
+            mean += row[i];
+        mean /= (double)d;
+        for (int64_t i = 0; i < d; i++)
+            var += (row[i] - mean) * (row[i] - mean);
+        var /= (double)d;
+        double inv_std = 1 / sqrt(var + n->attrs.eps);
+        for (int64_t i = 0; i < d; i++)
+            out[r * d + i] = (row[i] - mean) * inv_std * w[i] + bias[i];
+    }
+    return 0;
+}
+
+static int eval_batchnorm(const interp *in, const ir_node *n, double *out)
+{
+    const double *x = operand_vals(in, n, 0), *w = operand_vals(in, n, 1);
+    const double *bias = operand_vals(in, n, 2), *mean = operand_vals(in, n, 3);
+    const double *var = operand_vals(in, n, 4);
+    int64_t c = n->shape[n->rank - 1];
+    for (int64_t i = 0; i < ir_numel(n); i++) {
+        int64_t ch = i % c;
+        out[i] = (x[i] - mean[ch]) / sqrt(var[ch] + n->attrs.eps) * w[ch] + bias[ch];
+    }
+    return 0;
+}
+
+/* ---- convolution and pooling (NHWC) ------------------------------------- */
+
+/* Input pixel (n, y, x) of an NHWC tensor, or NULL when (y, x) is padding. */
+static const double *nhwc_pixel(const double *data, const int64_t *shape, int64_t batch,
+                                int64_t y, int64_t x)
+{
+    if (y < 0 || y >= shape[1] || x < 0 || x >= shape[2])
+        return NULL;
+    return data + ((batch * shape[1] + y) * shape[2] + x) * shape[3];
+}
+
+/* One conv output value: channel oc at output pixel (b, oy, ox). */
+static double conv_at(const ir_node *n, const ir_node *x, const double *xv, const ir_node *w,
+                      const double *wv, int64_t b, int64_t oy, int64_t ox, int64_t oc)
+{
+    const ir_attrs *at = &n->attrs;
+    int64_t in_per_group = w->shape[1], kh = w->shape[2], kw = w->shape[3];
+    int64_t out_per_group = w->shape[0] / at->groups;
+    int64_t first_in = (oc / out_per_group) * in_per_group;
+    double acc = 0;
+    for (int64_t ky = 0; ky < kh; ky++) {
+        for (int64_t kx = 0; kx < kw; kx++) {
+            const double *pixel = nhwc_pixel(xv, x->shape, b,
+                                             oy * at->stride[0] - at->pad[0] + ky * at->dilation[0],
+                                             ox * at->stride[1] - at->pad[1] + kx * at->dilation[1]);
+            if (!pixel)
+                continue;
+            for (int64_t ic = 0; ic < in_per_group; ic++)
+                acc += pixel[first_in + ic] * wv[((oc * in_per_group + ic) * kh + ky) * kw + kx];
+        }
+    }
+    return acc;
+}
+
+static int eval_conv(const interp *in, const ir_node *n, double *out)
+{
+    const ir_node *x = operand(in, n, 0), *w = operand(in, n, 1);
+    const double *xv = operand_vals(in, n, 0), *wv = operand_vals(in, n, 1);
+    const double *bias = operand_vals(in, n, 2);
+    int64_t oh = n->shape[1], ow = n->shape[2], oc_count = n->shape[3];
+    for (int64_t b = 0; b < n->shape[0]; b++)
+        for (int64_t oy = 0; oy < oh; oy++)
+            for (int64_t ox = 0; ox < ow; ox++)
+                for (int64_t oc = 0; oc < oc_count; oc++)
+                    out[((b * oh + oy) * ow + ox) * oc_count + oc] =
+                        (bias ? bias[oc] : 0) + conv_at(n, x, xv, w, wv, b, oy, ox, oc);
+    return 0;
+}
+
+/* One pooled value: channel ch of the window at output pixel (b, oy, ox).
+ * Padding is -inf for max; for mean it is zero and counted in the divisor. */
+static double pool_at(const ir_node *n, const ir_node *x, const double *xv, int64_t b,
+                      int64_t oy, int64_t ox, int64_t ch)
+{
+    const ir_attrs *at = &n->attrs;
+    bool is_max = n->op == IR_OP_maxpool;
+    double acc = is_max ? -INFINITY : 0;
+    for (int ky = 0; ky < at->kernel[0]; ky++) {
+        for (int kx = 0; kx < at->kernel[1]; kx++) {
+            const double *pixel = nhwc_pixel(xv, x->shape, b, oy * at->stride[0] - at->pad[0] + ky,
+                                             ox * at->stride[1] - at->pad[1] + kx);
+            if (!pixel)
+                continue;
+            double v = pixel[ch];
+            acc = !is_max ? acc + v : (v > acc || isnan(v)) ? v : acc;
+        }
+    }
+    return is_max ? acc : acc / (at->kernel[0] * at->kernel[1]);
+}
+
+static int eval_pool(const interp *in, const ir_node *n, double *out)
+{
+    const ir_node *x = operand(in, n, 0);
+    const double *xv = operand_vals(in, n, 0);
+    int64_t oh = n->shape[1], ow = n->shape[2], c = n->shape[3];
+    for (int64_t b = 0; b < n->shape[0]; b++)
+        for (int64_t oy = 0; oy < oh; oy++)
+            for (int64_t ox = 0; ox < ow; ox++)
+                for (int64_t ch = 0; ch < c; ch++)
+                    out[((b * oh + oy) * ow + ox) * c + ch] = pool_at(n, x, xv, b, oy, ox, ch);
+    return 0;
+}
+
+static int eval_globalmeanpool(const interp *in, const ir_node *n, double *out)
+{
+    const ir_node *x = operand(in, n, 0);
+    const double *xv = operand_vals(in, n, 0);
+    int64_t hw = x->shape[1] * x->shape[2], c = x->shape[3];
+    for (int64_t b = 0; b < x->shape[0]; b++) {
+        for (int64_t ch = 0; ch < c; ch++) {
+            double acc = 0;
+            for (int64_t p = 0; p < hw; p++)
+                acc += xv[(b * hw + p) * c + ch];
+            out[b * c + ch] = acc / (double)hw;
+        }
+    }
+    return 0;
+}
+
+/* ---- attention ----------------------------------------------------------- */
+
+/* Shapes of one mha node and its projected q, k, v ([batch, len, d]). */
+typedef struct mha_dims {
+    int64_t batch, lq, lk, d, heads, head_dim;
+    bool causal;
+} mha_dims;
+
+/* One head of one batch: ctx[i, head cols] = softmax(Q Kᵀ/√hd + mask) V. */
+static void attend_head(const mha_dims *m, const double *q, const double *k, const double *v,
+                        double *scores, double *ctx)
+{
+    double scale = 1 / sqrt((double)m->head_dim);
+    for (int64_t i = 0; i < m->lq; i++) {
+        int64_t visible = m->causal ? (i + 1 < m->lk ? i + 1 : m->lk) : m->lk;
+        double max = -INFINITY, total = 0;
+        for (int64_t j = 0; j < visible; j++) {
+            double dot = 0;
+            for (int64_t c = 0; c < m->head_dim; c++)
+                dot += q[i * m->d + c] * k[j * m->d + c];
+            scores[j] = dot * scale;
+            max = fmax(max, scores[j]);
+        }
+        for (int64_t j = 0; j < visible; j++)
+            total += scores[j] = exp(scores[j] - max);
+        for (int64_t c = 0; c < m->head_dim; c++) {
+            double acc = 0;
+            for (int64_t j = 0; j < visible; j++)
+                acc += scores[j] * v[j * m->d + c];
+            ctx[i * m->d + c] = acc / total;
+        }
+    }
+}
+
+/* torch.nn.MultiheadAttention(batch_first=True): project q, k, v with the
+ * three row blocks of in_proj, attend per head, concatenate, out_proj. */
+static int eval_mha(const interp *in, const ir_node *n, double *out)
+{
+    const ir_node *q = operand(in, n, 0), *k = operand(in, n, 1);
+    mha_dims m = {q->shape[0], q->shape[1], k->shape[1], q->shape[2], n->attrs.heads, 0,
+                  n->attrs.causal};
+    if (m.heads <= 0 || m.d % m.heads)
+        return -1;
+    m.head_dim = m.d / m.heads;
+    const double *in_w = operand_vals(in, n, 3), *in_b = operand_vals(in, n, 4);
+    size_t q_elems = (size_t)(m.batch * m.lq * m.d), kv_elems = (size_t)(m.batch * m.lk * m.d);
+    double *qp = malloc(q_elems * sizeof *qp), *ctx = malloc(q_elems * sizeof *ctx);
+    double *kp = malloc(kv_elems * sizeof *kp), *vp = malloc(kv_elems * sizeof *vp);
+    double *scores = malloc((size_t)m.lk * sizeof *scores);
+    int status = qp && ctx && kp && vp && scores ? 0 : -1;
+    if (status == 0) {
+        linear_rows(operand_vals(in, n, 0), m.batch * m.lq, m.d, in_w, in_b, m.d, qp);
+        linear_rows(operand_vals(in, n, 1), m.batch * m.lk, m.d, in_w + m.d * m.d,
+                    in_b ? in_b + m.d : NULL, m.d, kp);
+        linear_rows(operand_vals(in, n, 2), m.batch * m.lk, m.d, in_w + 2 * m.d * m.d,
+                    in_b ? in_b + 2 * m.d : NULL, m.d, vp);
+        for (int64_t b = 0; b < m.batch; b++)
+            for (int64_t h = 0; h < m.heads; h++)
+                attend_head(&m, qp + b * m.lq * m.d + h * m.head_dim,
+                            kp + b * m.lk * m.d + h * m.head_dim,
+                            vp + b * m.lk * m.d + h * m.head_dim, scores,
+                            ctx + b * m.lq * m.d + h * m.head_dim);
+        linear_rows(ctx, m.batch * m.lq, m.d, operand_vals(in, n, 5), operand_vals(in, n, 6), m.d,
+                    out);
+    }
+    free(qp);
+    free(ctx);
+    free(kp);
+    free(vp);
+    free(scores);
+    return status;
+}
+
+/* ---- embedding ------------------------------------------------------------ */
+
+static int eval_embedding(const interp *in, const ir_node *n, double *out)
+{
+    const ir_node *idx = operand(in, n, 0), *w = operand(in, n, 1);
+    const double *iv = operand_vals(in, n, 0), *wv = operand_vals(in, n, 1);
+    int64_t vocab = w->shape[0], dim = w->shape[1];
+    for (int64_t i = 0; i < ir_numel(idx); i++) {
+        /* An index outside the table is the caller's error; the CLI reports it. */
+        if (!(iv[i] >= 0 && iv[i] < (double)vocab))
+            return -1;
+        memcpy(out + i * dim, wv + (int64_t)iv[i] * dim, (size_t)dim * sizeof *out);
+    }
+    return 0;
+}
+
+/* ---- driver ---------------------------------------------------------------- */
+
+/* Widens n elements of dtype at data into out. */
+static void load_all(const void *data, axrt_dtype dtype, int64_t count, double *out)
+{
+    for (int64_t i = 0; i < count; i++)
+        out[i] = load_element(data, dtype, i);
+}
+
+/* Computes node id into out (ir_numel elements); source values come from the
+ * caller's inputs, the node's param data or its scalar attribute. */
+static int eval_node(const interp *in, int id, const void *const *inputs, double *out)
+{
+    const ir_node *n = &in->g->nodes[id];
+    switch (n->op) {
+    case IR_OP_input:
+        for (int i = 0; i < in->g->ninputs; i++) {
+            if (in->g->inputs[i] == id) {
+                load_all(inputs[i], n->dtype, ir_numel(n), out);
+                return 0;
+            }
+        }
+        return -1;
+    case IR_OP_param:
+        if (!n->data)
+            return -1;
+        load_all(n->data, n->dtype, ir_numel(n), out);
+        return 0;
+    case IR_OP_scalar: out[0] = n->attrs.scalar; return 0;
+    case IR_OP_sum: case IR_OP_mean: case IR_OP_maximum: return eval_reduce(in, n, out);
+    case IR_OP_softmax: case IR_OP_log_softmax: return eval_softmax(in, n, out);
+    case IR_OP_reshape: return eval_reshape(in, n, out);
+    case IR_OP_transpose: return eval_transpose(in, n, out);
+    case IR_OP_concat: return eval_concat(in, n, out);
+    case IR_OP_matmul: return eval_matmul(in, n, out);
+    case IR_OP_dense: return eval_dense(in, n, out);
+    case IR_OP_layernorm: return eval_layernorm(in, n, out);
+    case IR_OP_batchnorm: return eval_batchnorm(in, n, out);
+    case IR_OP_conv: return eval_conv(in, n, out);
+    case IR_OP_maxpool: case IR_OP_meanpool: return eval_pool(in, n, out);
+    case IR_OP_globalmeanpool: return eval_globalmeanpool(in, n, out);
+    case IR_OP_mha: return eval_mha(in, n, out);
+    case IR_OP_embedding: return eval_embedding(in, n, out);
+    default:
+        if (ir_ops[n->op].kind == IR_UNARY)
+            return eval_unary(in, n, out);
+        if (ir_ops[n->op].kind == IR_BINARY)
+            return eval_binary(in, n, out);
+        return -1;
+    }
+}
+
+/* The fused epilogue: attrs.act (a UNARY op) applied to the node's result. */
+static int apply_epilogue(const ir_node *n, double *out)
+{
+    if (n->attrs.act == IR_NONE)
+        return 0;
+    if (n->attrs.act < 0 || n->attrs.act >= IR_OP_COUNT || ir_ops[n->attrs.act].kind != IR_UNARY)
+        return -1;
+    for (int64_t i = 0; i < ir_numel(n); i++)
+        out[i] = unary_value((ir_op)n->attrs.act, n, out[i]);
+    return 0;
+}
+
+/* last_use[id] = the highest live node reading id; outputs live to the end. */
+static void find_last_uses(const ir_graph *g, int *last_use)
+{
+    for (int id = 0; id < g->nnodes; id++)
+        last_use[id] = -1;
+    for (int id = 0; id < g->nnodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        for (int k = 0; k < n->nsrc && !n->dead; k++)
+            if (n->src[k] != IR_NONE)
+                last_use[n->src[k]] = id;
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        last_use[g->outputs[i]] = g->nnodes;
+}
+
+/* Frees every value whose last reader is node id. */
+static void release_operands(interp *in, int id)
+{
+    const ir_node *n = &in->g->nodes[id];
+    for (int k = 0; k < n->nsrc; k++) {
+        int s = n->src[k];
+        if (s != IR_NONE && in->last_use[s] == id) {
+            free(in->vals[s]);
+            in->vals[s] = NULL;
+        }
+    }
+}
+
+static int evaluate_all(interp *in, const void *const *inputs)
+{
+    for (int id = 0; id < in->g->nnodes; id++) {
+        const ir_node *n = &in->g->nodes[id];
+        if (n->dead || in->last_use[id] < 0)
+            continue;
+        int64_t count = ir_numel(n);
+        in->vals[id] = malloc((size_t)(count > 0 ? count : 1) * sizeof(double));
+        if (!in->vals[id] || eval_node(in, id, inputs, in->vals[id]) != 0 ||
+            apply_epilogue(n, in->vals[id]) != 0)
+            return -1;
+        release_operands(in, id);
+    }
+    return 0;
+}
+
+int ir_interp_run(const ir_graph *g, const void *const *inputs, void *const *outputs)
+{
+    interp in = {g, calloc((size_t)g->nnodes + 1, sizeof(double *)),
+                 malloc(((size_t)g->nnodes + 1) * sizeof(int))};
+    int status = in.vals && in.last_use ? 0 : -1;
+    if (status == 0) {
+        find_last_uses(g, in.last_use);
+        status = evaluate_all(&in, inputs);
+    }
+    for (int i = 0; i < g->noutputs && status == 0; i++) {
+        const ir_node *n = &g->nodes[g->outputs[i]];
+        for (int64_t e = 0; e < ir_numel(n); e++)
+            store_element(outputs[i], n->dtype, e, in.vals[g->outputs[i]][e]);
+    }
+    for (int id = 0; in.vals && id < g->nnodes; id++)
+        free(in.vals[id]);
+    free(in.vals);
+    free(in.last_use);
+    return status;
+}
