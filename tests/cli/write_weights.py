@@ -1,0 +1,27 @@
+"""write_weights.py KIND FILE: safetensors files for small.ax (fc1: 5 => 4,
+fc2: 4 => 2).  KIND "small": exactly its parameters.  KIND "broken": fc1.bias
+misshapen, fc2.bias missing and an extra bogus.weight, so one run of axc
+must name all three."""
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "torch"))
+import safetensors_io  # noqa: E402
+
+
+def main(kind, path):
+    rng = np.random.default_rng(2)
+    f32 = lambda *shape: rng.standard_normal(shape).astype(np.float32)  # noqa: E731
+    tensors = {"fc1.weight": f32(4, 5), "fc1.bias": f32(4), "fc2.weight": f32(2, 4), "fc2.bias": f32(2)}
+    if kind == "broken":
+        tensors["fc1.bias"] = f32(5)
+        del tensors["fc2.bias"]
+        tensors["bogus.weight"] = f32(3)
+    safetensors_io.write(path, tensors)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
