@@ -10,7 +10,10 @@
 #include "ax.h"
 
 typedef enum ast_kind {
-    AST_NUM,    /* number literal: is_int ? ival : fval (fval always set) */
+    AST_NUM,    /* number literal: is_int ? ival : fval (fval always set).
+                   A '-' written directly before a literal is folded into it:
+                   `-1` is NUM -1 (spanning the '-'), while `-(1)` and `-x`
+                   are AST_NEG. */
     AST_IDENT,  /* name */
     AST_CALL,   /* callee(args...); args may contain AST_KWARG nodes, in source order */
     AST_KWARG,  /* name = lhs (only inside call arguments) */

@@ -1,0 +1,213 @@
+/* diag.c — the compilation context and user-facing diagnostics
+ * (language.md §8, contract in ax.h).
+ *
+ *   FILE:LINE:COL: error: MESSAGE
+ *   <the source line, verbatim>
+ *   <spaces (tabs where the source has tabs) then ^ and ~ under the span>
+ *
+ * Policy: -w drops warnings; -Werror turns each warning into an error
+ * tagged "[-Werror]" that is counted as an error.  After max_errors errors
+ * (<= 0 means no limit) nothing more is printed except one line saying so,
+ * but errors are still counted so the run still fails. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ax.h"
+
+ax_ctx *ax_ctx_new(void)
+{
+    ax_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        ax_die("out of memory");
+    ctx->arena = ax_arena_new();
+    ctx->diag_out = stderr;
+    ctx->max_errors = 20;
+    return ctx;
+}
+
+void ax_ctx_free(ax_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    ax_arena_free(ctx->arena);
+    free(ctx);
+}
+
+_Noreturn void ax_die(const char *fmt, ...)
+{
+    va_list ap;
+    fflush(stdout);
+    fputs("axc: internal error: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    abort();
+}
+
+/* Start and length of 1-based line `line` in src, excluding its newline
+ * (and a CR before it).  Returns false when the source has no such line. */
+static bool find_source_line(const ax_ctx *ctx, int line, const char **start, size_t *len)
+{
+    if (!ctx->src || line < 1)
+        return false;
+    const char *p = ctx->src, *end = ctx->src + ctx->src_len;
+    for (int l = 1; l < line; l++) {
+        p = memchr(p, '\n', (size_t)(end - p));
+        if (!p)
+            return false;
+        p++;
+    }
+    if (p == end && line > 1)
+        return false;
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    size_t n = (size_t)((nl ? nl : end) - p);
+    if (n > 0 && p[n - 1] == '\r')
+        n--;
+    *start = p;
+    *len = n;
+    return true;
+}
+
+/* Prints the source line and the caret line under loc. */
+static void print_excerpt(const ax_ctx *ctx, ax_loc loc)
+{
+    const char *text;
+    size_t linelen;
+    if (!find_source_line(ctx, loc.line, &text, &linelen))
+        return;
+    FILE *out = ctx->diag_out;
+    fwrite(text, 1, linelen, out);
+    fputc('\n', out);
+    size_t col = loc.col > 0 ? (size_t)loc.col - 1 : 0;
+    for (size_t i = 0; i < col; i++)
+        fputc(i < linelen && text[i] == '\t' ? '\t' : ' ', out);
+    fputc('^', out);
+    size_t span_end = col + (loc.len > 1 ? (size_t)loc.len : 1);
+    if (span_end > linelen)
+        span_end = linelen;
+    for (size_t i = col + 1; i < span_end; i++)
+        fputc('~', out);
+    fputc('\n', out);
+}
+
+static const char *severity_word(ax_severity sev)
+{
+    switch (sev) {
+    case AX_NOTE: return "note";
+    case AX_WARNING: return "warning";
+    case AX_ERROR: return "error";
+    }
+    return "error";
+}
+
+/* True once the error limit was passed: prints the stop line the first
+ * time and silences everything after it. */
+static bool over_error_limit(ax_ctx *ctx)
+{
+    if (ctx->max_errors <= 0 || ctx->errors <= ctx->max_errors)
+        return false;
+    if (ctx->errors == ctx->max_errors + 1)
+        fputs("axc: too many errors, stopping\n", ctx->diag_out);
+    return true;
+}
+
+void ax_vdiag(ax_ctx *ctx, ax_severity sev, ax_loc loc, const char *fmt, va_list ap)
+{
+    bool promoted = false;
+    if (sev == AX_WARNING) {
+        if (ctx->no_warnings)
+            return;
+        if (ctx->werror) {
+            sev = AX_ERROR;
+            promoted = true;
+        } else {
+            ctx->warnings++;
+        }
+    }
+    if (sev == AX_ERROR) {
+        ctx->errors++;
+        if (over_error_limit(ctx))
+            return;
+    } else if (ctx->max_errors > 0 && ctx->errors > ctx->max_errors) {
+        return;   /* notes and warnings after the stop line would dangle */
+    }
+    FILE *out = ctx->diag_out ? ctx->diag_out : stderr;
+    ctx->diag_out = out;
+    const char *file = ctx->path ? ctx->path : (loc.line > 0 ? "<input>" : "axc");
+    if (loc.line > 0)
+        fprintf(out, "%s:%d:%d: %s: ", file, loc.line, loc.col, severity_word(sev));
+    else
+        fprintf(out, "%s: %s: ", file, severity_word(sev));
+    vfprintf(out, fmt, ap);
+    fputs(promoted ? " [-Werror]\n" : "\n", out);
+    if (loc.line > 0)
+        print_excerpt(ctx, loc);
+    fflush(out);
+}
+
+void ax_diag(ax_ctx *ctx, ax_severity sev, ax_loc loc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ax_vdiag(ctx, sev, loc, fmt, ap);
+    va_end(ap);
+}
+
+/* Levenshtein distance between a and b; case-insensitive when fold. */
+static size_t edit_distance(const char *a, const char *b, bool fold)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    size_t *row = malloc((lb + 1) * sizeof *row);
+    if (!row)
+        ax_die("out of memory");
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            int ca = (unsigned char)a[i - 1], cb = (unsigned char)b[j - 1];
+            if (fold) {
+                ca = tolower(ca);
+                cb = tolower(cb);
+            }
+            size_t best = diag + (ca != cb);
+            if (row[j] + 1 < best)
+                best = row[j] + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            diag = row[j];
+            row[j] = best;
+        }
+    }
+    size_t d = row[lb];
+    free(row);
+    return d;
+}
+
+/* Ranks by case-insensitive distance (so "dense" finds "Dense" at
+ * distance 0), then by exact distance, then by candidate order. */
+const char *ax_suggest(const char *name, const char *const *candidates, int n)
+{
+    size_t len = strlen(name);
+    size_t limit = len / 3 > 1 ? len / 3 : 1;
+    const char *best = NULL;
+    size_t best_fold = 0, best_exact = 0;
+    for (int i = 0; i < n; i++) {
+        const char *c = candidates[i];
+        if (!c || strcmp(c, name) == 0)
+            continue;
+        size_t d_fold = edit_distance(name, c, true);
+        if (d_fold > limit)
+            continue;
+        size_t d_exact = edit_distance(name, c, false);
+        if (!best || d_fold < best_fold || (d_fold == best_fold && d_exact < best_exact)) {
+            best = c;
+            best_fold = d_fold;
+            best_exact = d_exact;
+        }
+    }
+    return best;
+}
