@@ -50,6 +50,115 @@ typedef struct axrt_model {
 /* Size in bytes of one element of dtype (0 for an unknown value). */
 size_t axrt_dtype_size(axrt_dtype dtype);
 
+
+/* ---- kernels ------------------------------------------------------------
+ * What generated C calls, one set per compute dtype: suffix _f32 (float) and
+ * _f64 (double).  Tensors are dense, row-major.  Sizes are element counts.
+ * Kernels whose ir op may run in place (ops.def "inplace") accept y == x;
+ * all others need y distinct from every input.  Only kernels that can fail
+ * return a status (0 = success, see axrt_status). */
+typedef enum axrt_status {
+    AXRT_OK = 0,
+    AXRT_ERR_INDEX = 1 /* an embedding index outside [0, vocab) */
+} axrt_status;
+
+/* conv2d over NHWC input, weight in PyTorch layout [out, in/groups, kh, kw]. */
+typedef struct axrt_conv2d_params {
+    int n, h, w, c;           /* input */
+    int oh, ow, oc;           /* output */
+    int kh, kw;
+    int stride_h, stride_w;
+    int dilation_h, dilation_w;
+    int pad_top, pad_left;    /* bottom/right padding follows from oh, ow */
+    int groups;
+} axrt_conv2d_params;
+
+/* max/mean pooling over NHWC; padding counts as -inf (max) or zero (mean,
+ * included in the divisor as PyTorch's count_include_pad=True). */
+typedef struct axrt_pool2d_params {
+    int n, h, w, c;
+    int oh, ow;
+    int kh, kw;
+    int stride_h, stride_w;
+    int pad_top, pad_left, pad_bottom, pad_right;
+} axrt_pool2d_params;
+
+/* torch.nn.MultiheadAttention(d, heads, batch_first=True), kdim = vdim = d. */
+typedef struct axrt_mha_params {
+    int n;          /* batch */
+    int lq, lk;     /* query length, key/value length */
+    int d, heads;
+    int causal;     /* query i sees keys j <= i */
+} axrt_mha_params;
+
+/* Scratch elements (of the compute dtype) axrt_mha_* needs. */
+size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
+
+#define AXRT_DECLARE_UNARY(T, S, op) void axrt_##op##_##S(const T *x, T *y, size_t n);
+#define AXRT_DECLARE_BINARY(T, S, op)                                                    \
+    void axrt_##op##_##S(const T *a, const T *b, T *y, size_t n);                        \
+    void axrt_##op##_scalar_b_##S(const T *a, T b, T *y, size_t n);                      \
+    void axrt_##op##_scalar_a_##S(T a, const T *b, T *y, size_t n);                      \
+    void axrt_##op##_bcast_##S(const T *a, const int64_t *a_strides, const T *b,         \
+                               const int64_t *b_strides, T *y, const int64_t *shape, int rank);
+
+/* Every kernel of one compute dtype T, with name suffix S. */
+#define AXRT_DECLARE_KERNELS(T, S)                                                       \
+    AXRT_DECLARE_UNARY(T, S, relu) AXRT_DECLARE_UNARY(T, S, relu6)                       \
+    AXRT_DECLARE_UNARY(T, S, sigmoid) AXRT_DECLARE_UNARY(T, S, tanh)                     \
+    AXRT_DECLARE_UNARY(T, S, swish) AXRT_DECLARE_UNARY(T, S, gelu)                       \
+    AXRT_DECLARE_UNARY(T, S, gelu_tanh) AXRT_DECLARE_UNARY(T, S, softplus)               \
+    AXRT_DECLARE_UNARY(T, S, exp) AXRT_DECLARE_UNARY(T, S, log)                          \
+    AXRT_DECLARE_UNARY(T, S, sqrt) AXRT_DECLARE_UNARY(T, S, abs)                         \
+    AXRT_DECLARE_UNARY(T, S, neg) AXRT_DECLARE_UNARY(T, S, erf)                          \
+    void axrt_elu_##S(const T *x, T *y, size_t n, T alpha);                              \
+    void axrt_leaky_relu_##S(const T *x, T *y, size_t n, T alpha);                       \
+    AXRT_DECLARE_BINARY(T, S, add) AXRT_DECLARE_BINARY(T, S, sub)                        \
+    AXRT_DECLARE_BINARY(T, S, mul) AXRT_DECLARE_BINARY(T, S, div)                        \
+    /* x holds n elements of dtype from (any axrt_dtype) */                              \
+    void axrt_cast_##S(const void *x, axrt_dtype from, T *y, size_t n);                  \
+    /* reductions and softmax over the middle axis of [outer, axis, inner] */            \
+    void axrt_sum_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner);        \
+    void axrt_mean_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner);       \
+    void axrt_maximum_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner);    \
+    void axrt_softmax_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner);    \
+    void axrt_log_softmax_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner); \
+    /* y = x permuted: y's dim i is x's dim perm[i]; x_shape has rank dims */            \
+    void axrt_transpose_##S(const T *x, T *y, const int64_t *x_shape, const int *perm,   \
+                            int rank);                                                   \
+    /* copies x as [outer, x_row] into columns [y_offset, y_offset + x_row) of y as      \
+       [outer, y_row]: one operand of a concat */                                        \
+    void axrt_concat_part_##S(const T *x, T *y, size_t outer, size_t x_row, size_t y_row, \
+                              size_t y_offset);                                          \
+    /* y[batch][m, n] = a[batch][m, :] . b[batch][:, n]; batch index i of y reads        \
+       a + sum(i_j * a_batch_strides[j]) (stride 0 = broadcast), same for b */           \
+    void axrt_matmul_##S(const T *a, const int64_t *a_batch_strides, const T *b,         \
+                         const int64_t *b_batch_strides, T *y, const int64_t *batch_shape, \
+                         int batch_rank, size_t m, size_t k, size_t n);                  \
+    /* y[r, o] = x[r, :] . w[o, :] + bias[o] (bias may be NULL) */                       \
+    void axrt_dense_##S(const T *x, const T *w, const T *bias, T *y, size_t rows,         \
+                        size_t in, size_t out);                                          \
+    void axrt_layernorm_##S(const T *x, const T *w, const T *bias, T *y, size_t rows,     \
+                            size_t d, T eps);                                            \
+    void axrt_batchnorm_##S(const T *x, const T *w, const T *bias, const T *mean,         \
+                            const T *var, T *y, size_t rows, size_t c, T eps);           \
+    void axrt_conv2d_##S(const T *x, const T *w, const T *bias, T *y,                     \
+                         const axrt_conv2d_params *p);                                   \
+    void axrt_maxpool_##S(const T *x, T *y, const axrt_pool2d_params *p);                \
+    void axrt_meanpool_##S(const T *x, T *y, const axrt_pool2d_params *p);               \
+    void axrt_globalmeanpool_##S(const T *x, T *y, size_t n, size_t hw, size_t c);       \
+    /* q [n, lq, d], k and v [n, lk, d]; biases may be NULL; scratch holds               \
+       axrt_mha_scratch_elems(p) elements */                                             \
+    void axrt_mha_##S(const T *q, const T *k, const T *v, const T *in_w, const T *in_b,   \
+                      const T *out_w, const T *out_b, T *y, T *scratch,                  \
+                      const axrt_mha_params *p);                                         \
+    /* y[i, :] = w[idx[i], :] for n indices of dtype AXRT_I32 or AXRT_I64 */             \
+    int axrt_embedding_##S(const void *idx, axrt_dtype idx_dtype, const T *w, T *y,       \
+                           size_t n, size_t vocab, size_t dim);
+
+AXRT_DECLARE_KERNELS(float, f32)
+AXRT_DECLARE_KERNELS(double, f64)
+
 #ifdef __cplusplus
 }
 #endif

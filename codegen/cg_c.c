@@ -1,0 +1,747 @@
+/* cg_c.c — the portable C99 backend (interface.md §2).
+ *
+ * Emits, for fully planned graphs, a header (arena size, forward()
+ * prototype, model descriptor) and a source file that embeds every
+ * parameter as static const little-endian bytes and calls one libaxrt kernel
+ * per node with every size a literal.  Where each value lives:
+ *   input      the forward() argument
+ *   param      <model>_p<id>.values (a string-initialised union: compilers
+ *              ingest multi-megabyte string literals far faster than
+ *              initialiser lists)
+ *   scalar     static const <model>_s<id>
+ *   computed   the arena at node->offset, or, for a graph output that is not
+ *              in the arena, the caller's output buffer; a reshape left out
+ *              of the arena shares its operand's storage.
+ * Outputs whose storage is not their own buffer are copied at the end. */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cg.h"
+
+/* State while emitting one model. */
+typedef struct emitter {
+    ir_graph *g;
+    ax_buf *out;
+    const char *source_name;
+    const char *input_names[IR_MAX_SRC];
+    const char *output_names[IR_MAX_SRC];
+} emitter;
+
+static const char *const c_type_of_dtype[AXRT_DTYPE_COUNT] = {
+    "float", "double", "uint16_t", "uint16_t", "int8_t", "int32_t", "int64_t",
+};
+static const char *const enum_of_dtype[AXRT_DTYPE_COUNT] = {
+    "AXRT_F32", "AXRT_F64", "AXRT_F16", "AXRT_BF16", "AXRT_I8", "AXRT_I32", "AXRT_I64",
+};
+
+static ax_arena *arena_of(const emitter *em) { return em->g->ctx->arena; }
+static ir_node *node_at(const emitter *em, int id) { return &em->g->nodes[id]; }
+
+/* Kernel name suffix of the compute dtype (kernels exist for f32 and f64). */
+static const char *kernel_suffix(axrt_dtype dtype)
+{
+    return dtype == AXRT_F64 ? "f64" : "f32";
+}
+
+static const char *ctype(axrt_dtype dtype) { return c_type_of_dtype[dtype]; }
+
+/* ---- names -------------------------------------------------------------- */
+
+static bool is_reserved_word(const char *name)
+{
+    static const char *const words[] = {
+        "arena", "status", "auto", "break", "case", "char", "const", "continue", "default",
+        "do", "double", "else", "enum", "extern", "float", "for", "goto", "if", "inline",
+        "int", "long", "register", "restrict", "return", "short", "signed", "sizeof",
+        "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile",
+        "while", "bool", "class", "delete", "new", "this", "template", "typename",
+        "namespace", "private", "public", "protected", "virtual", "operator", "friend",
+        "try", "catch", "throw", "using", "true", "false", "and", "or", "not", "xor",
+        "asm", "mutable", "explicit", "export", "wchar_t", "nullptr", "NULL",
+    };
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strcmp(name, words[i]) == 0)
+            return true;
+    return false;
+}
+
+/* A C identifier from name: invalid characters become '_', and a reserved
+ * word or a name already in taken[0..ntaken) gets a suffix. */
+static const char *c_identifier(ax_arena *a, const char *name, const char *const *taken,
+                                int ntaken)
+{
+    char *id = ax_sprintf(a, "%s%s", isdigit((unsigned char)name[0]) || !name[0] ? "v" : "", name);
+    for (char *c = id; *c; c++)
+        if (!isalnum((unsigned char)*c) && *c != '_')
+            *c = '_';
+    bool clash = is_reserved_word(id);
+    for (int i = 0; i < ntaken && !clash; i++)
+        clash = strcmp(id, taken[i]) == 0;
+    return clash ? c_identifier(a, ax_sprintf(a, "%s_", id), taken, ntaken) : id;
+}
+
+/* forward()'s parameter names: inputs, then outputs, all distinct. */
+static void name_arguments(emitter *em)
+{
+    const char *taken[2 * IR_MAX_SRC];
+    int ntaken = 0;
+    for (int i = 0; i < em->g->ninputs; i++) {
+        const char *name = node_at(em, em->g->inputs[i])->name;
+        em->input_names[i] = c_identifier(arena_of(em), name ? name : "x", taken, ntaken);
+        taken[ntaken++] = em->input_names[i];
+    }
+    for (int i = 0; i < em->g->noutputs; i++) {
+        const char *name = em->g->output_names[i];
+        em->output_names[i] = c_identifier(arena_of(em), name ? name : "y", taken, ntaken);
+        taken[ntaken++] = em->output_names[i];
+    }
+}
+
+/* text with every character that could end a C comment or string, form a
+ * trigraph or splice a line replaced by '_': safe in both. */
+static const char *literal_text(ax_arena *a, const char *text)
+{
+    char *s = ax_strdup(a, text ? text : "");
+    for (char *c = s; *c; c++)
+        if (!isprint((unsigned char)*c) || strchr("*?\\\"", *c))
+            *c = '_';
+    return s;
+}
+
+static const char *shape_text(ax_arena *a, const ir_node *n)
+{
+    char buf[256];
+    return ax_strdup(a, ir_shape_str(n->shape, n->rank, buf, sizeof buf));
+}
+
+/* ---- where values live --------------------------------------------------- */
+
+static int output_index(const emitter *em, int id)
+{
+    for (int i = 0; i < em->g->noutputs; i++)
+        if (em->g->outputs[i] == id)
+            return i;
+    return -1;
+}
+
+/* An expression of type (const) T * for node id's storage. */
+static const char *storage(const emitter *em, int id)
+{
+    const ir_node *n = node_at(em, id);
+    const char *prefix = em->g->name;
+    switch (n->op) {
+    case IR_OP_input:
+        for (int i = 0; i < em->g->ninputs; i++)
+            if (em->g->inputs[i] == id)
+                return em->input_names[i];
+        ax_die("cg_c: input %%%d is not a graph input", id);
+    case IR_OP_param: return ax_sprintf(arena_of(em), "%s_p%d.values", prefix, id);
+    case IR_OP_scalar: return ax_sprintf(arena_of(em), "&%s_s%d", prefix, id);
+    default: break;
+    }
+    if (n->offset >= 0)
+        return ax_sprintf(arena_of(em), "(%s *)((unsigned char *)arena + %lld)", ctype(n->dtype),
+                          (long long)n->offset);
+    int out = output_index(em, id);
+    if (out >= 0)
+        return em->output_names[out];
+    if (n->op == IR_OP_reshape)
+        return storage(em, n->src[0]);
+    ax_die("cg_c: %%%d %s has no storage (not planned)", id, ir_ops[n->op].name);
+}
+
+/* Operand i of n, or "NULL" for an absent optional operand. */
+static const char *operand(const emitter *em, const ir_node *n, int i)
+{
+    return i < n->nsrc && n->src[i] != IR_NONE ? storage(em, n->src[i]) : "NULL";
+}
+
+static const ir_node *operand_node(const emitter *em, const ir_node *n, int i)
+{
+    return node_at(em, n->src[i]);
+}
+
+/* A compute-dtype literal: exact for double, correctly rounded for float. */
+static const char *real_literal(const emitter *em, axrt_dtype dtype, double value)
+{
+    return ax_sprintf(arena_of(em), "(%s)%.17g", ctype(dtype), value);
+}
+
+static int64_t product(const int64_t *dims, int from, int to)
+{
+    int64_t p = 1;
+    for (int i = from; i < to; i++)
+        p *= dims[i];
+    return p;
+}
+
+static void emit_int64_array(ax_buf *out, const char *name, const int64_t *v, int n)
+{
+    ax_buf_printf(out, "        static const int64_t %s[%d] = {", name, n);
+    for (int i = 0; i < n; i++)
+        ax_buf_printf(out, "%s%lld", i ? ", " : "", (long long)v[i]);
+    ax_buf_puts(out, "};\n");
+}
+
+/* ---- parameters ---------------------------------------------------------- */
+
+static bool host_is_little_endian(void)
+{
+    const uint16_t probe = 1;
+    unsigned char first;
+    memcpy(&first, &probe, 1);
+    return first == 1;
+}
+
+/* The bytes of n elements of size esize as string-literal lines of
+ * \xHH escapes, little-endian whatever the host. */
+static void emit_bytes_literal(ax_buf *out, const unsigned char *data, size_t n, size_t esize)
+{
+    static const char hex[] = "0123456789abcdef";
+    const bool swap = !host_is_little_endian();
+    const size_t per_line = 128;
+    const size_t total = n * esize;
+    char line[4 * 128 + 8];
+    for (size_t start = 0; start < total; start += per_line) {
+        size_t len = 0;
+        line[len++] = '"';
+        for (size_t b = start; b < total && b < start + per_line; b++) {
+            size_t src = swap ? (b / esize) * esize + (esize - 1 - b % esize) : b;
+            line[len++] = '\\';
+            line[len++] = 'x';
+            line[len++] = hex[data[src] >> 4];
+            line[len++] = hex[data[src] & 15];
+        }
+        line[len++] = '"';
+        line[len++] = '\n';
+        ax_buf_put(out, line, len);
+    }
+}
+
+static void emit_param(emitter *em, int id)
+{
+    const ir_node *n = node_at(em, id);
+    const size_t count = (size_t)ir_numel(n), esize = axrt_dtype_size(n->dtype);
+    if (!n->data)
+        ax_die("cg_c: parameter %s has no data", n->name ? n->name : "?");
+    ax_buf_printf(em->out, "/* %s %s %s */\n", literal_text(arena_of(em), n->name),
+                  ir_dtype_name(n->dtype), shape_text(arena_of(em), n));
+    ax_buf_printf(em->out,
+                  "static const union { unsigned char bytes[%zu + 1]; %s values[%zu]; } %s_p%d = {\n",
+                  count * esize, ctype(n->dtype), count, em->g->name, id);
+    emit_bytes_literal(em->out, n->data, count, esize);
+    ax_buf_puts(em->out, "};\n");
+}
+
+static void emit_constants(emitter *em)
+{
+    for (int id = 0; id < em->g->nnodes; id++) {
+        const ir_node *n = node_at(em, id);
+        if (n->dead)
+            continue;
+        if (n->op == IR_OP_param)
+            emit_param(em, id);
+        else if (n->op == IR_OP_scalar)
+            ax_buf_printf(em->out, "static const %s %s_s%d = %s;\n", ctype(n->dtype),
+                          em->g->name, id, real_literal(em, n->dtype, n->attrs.scalar));
+    }
+}
+
+/* ---- kernel calls, by op family ------------------------------------------ */
+
+#define OUT em->out
+#define SFX kernel_suffix(n->dtype)
+
+static void emit_unary(emitter *em, ir_op op, const ir_node *n, const char *x, const char *y)
+{
+    ax_buf_printf(OUT, "    axrt_%s_%s(%s, %s, %lld", ir_ops[op].name, SFX, x, y,
+                  (long long)ir_numel(n));
+    if (op == IR_OP_elu || op == IR_OP_leaky_relu)
+        ax_buf_printf(OUT, ", %s", real_literal(em, n->dtype, n->attrs.alpha));
+    ax_buf_puts(OUT, ");\n");
+}
+
+/* memcpy of n's bytes unless source and destination are the same storage. */
+static void emit_copy(emitter *em, const ir_node *n, const char *from, const char *to)
+{
+    if (strcmp(from, to) != 0)
+        ax_buf_printf(OUT, "    memcpy(%s, %s, %zu);\n", to, from, ir_nbytes(n));
+}
+
+static void emit_cast(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *x = operand_node(em, n, 0);
+    if (x->dtype == n->dtype)
+        emit_copy(em, n, operand(em, n, 0), y);
+    else
+        ax_buf_printf(OUT, "    axrt_cast_%s(%s, %s, %s, %lld);\n", SFX, operand(em, n, 0),
+                      enum_of_dtype[x->dtype], y, (long long)ir_numel(n));
+}
+
+static bool same_shape(const ir_node *a, const ir_node *b)
+{
+    return a->rank == b->rank && memcmp(a->shape, b->shape, (size_t)a->rank * sizeof a->shape[0]) == 0;
+}
+
+/* The value of a one-element operand (for the scalar fast paths). */
+static const char *scalar_value(const emitter *em, const ir_node *n, int i)
+{
+    if (operand_node(em, n, i)->op == IR_OP_scalar)
+        return ax_sprintf(arena_of(em), "%s_s%d", em->g->name, n->src[i]);
+    return ax_sprintf(arena_of(em), "(%s)[0]", operand(em, n, i));
+}
+
+/* Element strides of operand src aligned to n's dims, 0 where broadcast. */
+static void broadcast_strides(const ir_node *src, const ir_node *n, int64_t *strides)
+{
+    int64_t stride = 1;
+    for (int d = n->rank - 1; d >= 0; d--) {
+        int sd = d - (n->rank - src->rank);
+        strides[d] = (sd < 0 || src->shape[sd] == 1) ? 0 : stride;
+        if (sd >= 0)
+            stride *= src->shape[sd];
+    }
+}
+
+static void emit_binary(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *a = operand_node(em, n, 0), *b = operand_node(em, n, 1);
+    const char *name = ir_ops[n->op].name;
+    const long long count = (long long)ir_numel(n);
+    if (same_shape(a, n) && same_shape(b, n)) {
+        ax_buf_printf(OUT, "    axrt_%s_%s(%s, %s, %s, %lld);\n", name, SFX, operand(em, n, 0),
+                      operand(em, n, 1), y, count);
+    } else if (same_shape(a, n) && ir_numel(b) == 1) {
+        ax_buf_printf(OUT, "    axrt_%s_scalar_b_%s(%s, %s, %s, %lld);\n", name, SFX,
+                      operand(em, n, 0), scalar_value(em, n, 1), y, count);
+    } else if (same_shape(b, n) && ir_numel(a) == 1) {
+        ax_buf_printf(OUT, "    axrt_%s_scalar_a_%s(%s, %s, %s, %lld);\n", name, SFX,
+                      scalar_value(em, n, 0), operand(em, n, 1), y, count);
+    } else {
+        int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
+        broadcast_strides(a, n, sa);
+        broadcast_strides(b, n, sb);
+        ax_buf_puts(OUT, "    {\n");
+        emit_int64_array(OUT, "a_strides", sa, n->rank);
+        emit_int64_array(OUT, "b_strides", sb, n->rank);
+        emit_int64_array(OUT, "shape", n->shape, n->rank);
+        ax_buf_printf(OUT, "        axrt_%s_bcast_%s(%s, a_strides, %s, b_strides, %s, shape, %d);\n",
+                      name, SFX, operand(em, n, 0), operand(em, n, 1), y, n->rank);
+        ax_buf_puts(OUT, "    }\n");
+    }
+}
+
+/* reduce and softmax: [outer, axis, inner] around attrs.axis of shape. */
+static void emit_axis_kernel(emitter *em, const ir_node *n, const ir_node *shape_of, const char *y)
+{
+    const int axis = n->attrs.axis;
+    ax_buf_printf(OUT, "    axrt_%s_%s(%s, %s, %lld, %lld, %lld);\n", ir_ops[n->op].name, SFX,
+                  operand(em, n, 0), y, (long long)product(shape_of->shape, 0, axis),
+                  (long long)shape_of->shape[axis],
+                  (long long)product(shape_of->shape, axis + 1, shape_of->rank));
+}
+
+static void emit_transpose(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *x = operand_node(em, n, 0);
+    ax_buf_puts(OUT, "    {\n");
+    emit_int64_array(OUT, "x_shape", x->shape, x->rank);
+    ax_buf_printf(OUT, "        static const int perm[%d] = {", n->rank);
+    for (int i = 0; i < n->rank; i++)
+        ax_buf_printf(OUT, "%s%d", i ? ", " : "", n->attrs.perm[i]);
+    ax_buf_printf(OUT, "};\n        axrt_transpose_%s(%s, %s, x_shape, perm, %d);\n    }\n", SFX,
+                  operand(em, n, 0), y, n->rank);
+}
+
+static void emit_concat(emitter *em, const ir_node *n, const char *y)
+{
+    const int axis = n->attrs.axis;
+    const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
+    int64_t offset = 0;
+    for (int i = 0; i < n->nsrc; i++) {
+        const int64_t row = operand_node(em, n, i)->shape[axis] * inner;
+        ax_buf_printf(OUT, "    axrt_concat_part_%s(%s, %s, %lld, %lld, %lld, %lld);\n", SFX,
+                      operand(em, n, i), y, (long long)outer, (long long)row,
+                      (long long)(n->shape[axis] * inner), (long long)offset);
+        offset += row;
+    }
+}
+
+/* torch.matmul: a 1-D a is [1, k], a 1-D b is [k, 1]; leading dims of
+ * both broadcast into the batch. */
+static void emit_matmul(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *a = operand_node(em, n, 0), *b = operand_node(em, n, 1);
+    const int64_t m = a->rank >= 2 ? a->shape[a->rank - 2] : 1, k = a->shape[a->rank - 1];
+    const int64_t cols = b->rank >= 2 ? b->shape[b->rank - 1] : 1;
+    const int a_batch = a->rank > 2 ? a->rank - 2 : 0, b_batch = b->rank > 2 ? b->rank - 2 : 0;
+    const int rank = a_batch > b_batch ? a_batch : b_batch;
+    int64_t shape[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK];
+    int64_t stride_a = m * k, stride_b = k * cols;
+    for (int d = rank - 1; d >= 0; d--) {
+        const int da = d - (rank - a_batch), db = d - (rank - b_batch);
+        const int64_t ea = da >= 0 ? a->shape[da] : 1, eb = db >= 0 ? b->shape[db] : 1;
+        shape[d] = ea > eb ? ea : eb;
+        sa[d] = ea == 1 ? 0 : stride_a;
+        sb[d] = eb == 1 ? 0 : stride_b;
+        stride_a *= ea;
+        stride_b *= eb;
+    }
+    ax_buf_puts(OUT, "    {\n");
+    if (rank > 0) {
+        emit_int64_array(OUT, "a_strides", sa, rank);
+        emit_int64_array(OUT, "b_strides", sb, rank);
+        emit_int64_array(OUT, "batch", shape, rank);
+    }
+    ax_buf_printf(OUT, "        axrt_matmul_%s(%s, %s, %s, %s, %s, %s, %d, %lld, %lld, %lld);\n    }\n",
+                  SFX, operand(em, n, 0), rank ? "a_strides" : "NULL", operand(em, n, 1),
+                  rank ? "b_strides" : "NULL", y, rank ? "batch" : "NULL", rank, (long long)m,
+                  (long long)k, (long long)cols);
+}
+
+static void emit_dense(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *x = operand_node(em, n, 0);
+    const int64_t in = x->shape[x->rank - 1], out = n->shape[n->rank - 1];
+    ax_buf_printf(OUT, "    axrt_dense_%s(%s, %s, %s, %s, %lld, %lld, %lld);\n", SFX,
+                  operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y,
+                  (long long)(ir_numel(x) / in), (long long)in, (long long)out);
+}
+
+static void emit_norm(emitter *em, const ir_node *n, const char *y)
+{
+    const int64_t last = n->shape[n->rank - 1], rows = ir_numel(n) / last;
+    const char *eps = real_literal(em, n->dtype, n->attrs.eps);
+    if (n->op == IR_OP_layernorm)
+        ax_buf_printf(OUT, "    axrt_layernorm_%s(%s, %s, %s, %s, %lld, %lld, %s);\n", SFX,
+                      operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y,
+                      (long long)rows, (long long)last, eps);
+    else
+        ax_buf_printf(OUT, "    axrt_batchnorm_%s(%s, %s, %s, %s, %s, %s, %lld, %lld, %s);\n", SFX,
+                      operand(em, n, 0), operand(em, n, 1), operand(em, n, 2),
+                      operand(em, n, 3), operand(em, n, 4), y, (long long)rows,
+                      (long long)last, eps);
+}
+
+static void emit_conv(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *x = operand_node(em, n, 0), *w = operand_node(em, n, 1);
+    const ir_attrs *at = &n->attrs;
+    ax_buf_printf(OUT,
+                  "    {\n        static const axrt_conv2d_params params = "
+                  "{%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d, %d, %d, %d, %d};\n",
+                  (long long)x->shape[0], (long long)x->shape[1], (long long)x->shape[2],
+                  (long long)x->shape[3], (long long)n->shape[1], (long long)n->shape[2],
+                  (long long)n->shape[3], (long long)w->shape[2], (long long)w->shape[3],
+                  at->stride[0], at->stride[1], at->dilation[0], at->dilation[1], at->pad[0],
+                  at->pad[1], at->groups);
+    ax_buf_printf(OUT, "        axrt_conv2d_%s(%s, %s, %s, %s, &params);\n    }\n", SFX,
+                  operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y);
+}
+
+static void emit_pool(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *x = operand_node(em, n, 0);
+    const ir_attrs *at = &n->attrs;
+    ax_buf_printf(OUT,
+                  "    {\n        static const axrt_pool2d_params params = "
+                  "{%lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d, %d, %d, %d, %d, %d};\n",
+                  (long long)x->shape[0], (long long)x->shape[1], (long long)x->shape[2],
+                  (long long)x->shape[3], (long long)n->shape[1], (long long)n->shape[2],
+                  at->kernel[0], at->kernel[1], at->stride[0], at->stride[1], at->pad[0],
+                  at->pad[1], at->pad[2], at->pad[3]);
+    ax_buf_printf(OUT, "        axrt_%s_%s(%s, %s, &params);\n    }\n", ir_ops[n->op].name, SFX,
+                  operand(em, n, 0), y);
+}
+
+static void emit_globalpool(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *x = operand_node(em, n, 0);
+    ax_buf_printf(OUT, "    axrt_globalmeanpool_%s(%s, %s, %lld, %lld, %lld);\n", SFX,
+                  operand(em, n, 0), y, (long long)x->shape[0],
+                  (long long)(x->shape[1] * x->shape[2]), (long long)x->shape[3]);
+}
+
+/* q [..., lq, d], k and v [..., lk, d]: leading dims are the batch. */
+static void emit_mha(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *q = operand_node(em, n, 0), *k = operand_node(em, n, 1);
+    const int64_t d = q->shape[q->rank - 1], lq = q->shape[q->rank - 2];
+    if (n->scratch_offset < 0)
+        ax_die("cg_c: mha %%%d has no scratch buffer", (int)(n - em->g->nodes));
+    ax_buf_printf(OUT,
+                  "    {\n        static const axrt_mha_params params = {%lld, %lld, %lld, %lld, %d, %d};\n",
+                  (long long)(ir_numel(q) / (lq * d)), (long long)lq,
+                  (long long)k->shape[k->rank - 2], (long long)d, n->attrs.heads,
+                  n->attrs.causal ? 1 : 0);
+    ax_buf_printf(OUT, "        axrt_mha_%s(%s, %s, %s, %s, %s, %s, %s, %s,\n", SFX,
+                  operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), operand(em, n, 3),
+                  operand(em, n, 4), operand(em, n, 5), operand(em, n, 6), y);
+    ax_buf_printf(OUT, "                  (%s *)((unsigned char *)arena + %lld), &params);\n    }\n",
+                  ctype(n->dtype), (long long)n->scratch_offset);
+}
+
+static void emit_embedding(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *idx = operand_node(em, n, 0), *w = operand_node(em, n, 1);
+    ax_buf_printf(OUT, "    status = axrt_embedding_%s(%s, %s, %s, %s, %lld, %lld, %lld);\n", SFX,
+                  operand(em, n, 0), enum_of_dtype[idx->dtype], operand(em, n, 1), y,
+                  (long long)ir_numel(idx), (long long)w->shape[0], (long long)w->shape[1]);
+    ax_buf_puts(OUT, "    if (status != 0)\n        return status;\n");
+}
+
+/* The one dispatch over ops: the kernel call computing n into y. */
+static void emit_kernel(emitter *em, const ir_node *n, const char *y)
+{
+    switch (n->op) {
+    case IR_OP_cast: emit_cast(em, n, y); break;
+    case IR_OP_add: case IR_OP_sub: case IR_OP_mul: case IR_OP_div: emit_binary(em, n, y); break;
+    case IR_OP_sum: case IR_OP_mean: case IR_OP_maximum:
+        emit_axis_kernel(em, n, operand_node(em, n, 0), y);
+        break;
+    case IR_OP_softmax: case IR_OP_log_softmax: emit_axis_kernel(em, n, n, y); break;
+    case IR_OP_reshape: emit_copy(em, n, operand(em, n, 0), y); break;
+    case IR_OP_transpose: emit_transpose(em, n, y); break;
+    case IR_OP_concat: emit_concat(em, n, y); break;
+    case IR_OP_matmul: emit_matmul(em, n, y); break;
+    case IR_OP_dense: emit_dense(em, n, y); break;
+    case IR_OP_layernorm: case IR_OP_batchnorm: emit_norm(em, n, y); break;
+    case IR_OP_conv: emit_conv(em, n, y); break;
+    case IR_OP_maxpool: case IR_OP_meanpool: emit_pool(em, n, y); break;
+    case IR_OP_globalmeanpool: emit_globalpool(em, n, y); break;
+    case IR_OP_mha: emit_mha(em, n, y); break;
+    case IR_OP_embedding: emit_embedding(em, n, y); break;
+    case IR_OP_input: case IR_OP_param: case IR_OP_scalar: case IR_OP_COUNT: break;
+    default: emit_unary(em, n->op, n, operand(em, n, 0), y); break;
+    }
+}
+
+#undef SFX
+#undef OUT
+
+/* ---- forward() and the descriptor ----------------------------------------- */
+
+/* A fused epilogue activation (attrs.act), if any. */
+static bool has_epilogue(const ir_node *n)
+{
+    return n->attrs.act > 0 && n->attrs.act < IR_OP_COUNT &&
+           ir_ops[n->attrs.act].kind == IR_UNARY && n->attrs.act != IR_OP_cast;
+}
+
+static void emit_node(emitter *em, int id)
+{
+    const ir_node *n = node_at(em, id);
+    ax_buf_printf(em->out, "    /* %%%d %s", id, ir_ops[n->op].name);
+    if (n->name)
+        ax_buf_printf(em->out, " \"%s\"", literal_text(arena_of(em), n->name));
+    if (n->loc.line > 0)
+        ax_buf_printf(em->out, " %s:%d:%d", literal_text(arena_of(em), em->source_name),
+                      n->loc.line, n->loc.col);
+    ax_buf_puts(em->out, " */\n");
+    const char *y = storage(em, id);
+    emit_kernel(em, n, y);
+    if (has_epilogue(n))
+        emit_unary(em, (ir_op)n->attrs.act, n, y, y);
+}
+
+/* "int NAME_forward(const float *x, float *y, void *arena)" */
+static void emit_signature(emitter *em, ax_buf *out)
+{
+    ax_buf_printf(out, "int %s_forward(", em->g->name);
+    for (int i = 0; i < em->g->ninputs; i++)
+        ax_buf_printf(out, "const %s *%s, ", ctype(node_at(em, em->g->inputs[i])->dtype),
+                      em->input_names[i]);
+    for (int i = 0; i < em->g->noutputs; i++)
+        ax_buf_printf(out, "%s *%s, ", ctype(node_at(em, em->g->outputs[i])->dtype),
+                      em->output_names[i]);
+    ax_buf_puts(out, "void *arena)");
+}
+
+static bool uses_status(const emitter *em)
+{
+    for (int id = 0; id < em->g->nnodes; id++)
+        if (!em->g->nodes[id].dead && em->g->nodes[id].op == IR_OP_embedding)
+            return true;
+    return false;
+}
+
+/* Outputs whose storage is not their own buffer (an input, a param, a
+ * scalar, an earlier output, an arena buffer) get copied there. */
+static void emit_output_copies(emitter *em)
+{
+    for (int i = 0; i < em->g->noutputs; i++) {
+        const int id = em->g->outputs[i];
+        const char *from = storage(em, id);
+        if (strcmp(from, em->output_names[i]) != 0) {
+            ax_buf_printf(em->out, "    /* output %s */\n", em->output_names[i]);
+            emit_copy(em, node_at(em, id), from, em->output_names[i]);
+        }
+    }
+}
+
+static void emit_forward(emitter *em)
+{
+    const char *name = em->g->name;
+    const size_t arena_size = em->g->arena_bytes ? em->g->arena_bytes : 1;
+    ax_buf_printf(em->out,
+                  "\n#if defined(__GNUC__)\n"
+                  "static unsigned char %s_static_arena[%zu] __attribute__((aligned(64)));\n"
+                  "#else\nstatic unsigned char %s_static_arena[%zu];\n#endif\n\n",
+                  name, arena_size, name, arena_size);
+    emit_signature(em, em->out);
+    ax_buf_puts(em->out, "\n{\n");
+    if (uses_status(em))
+        ax_buf_puts(em->out, "    int status;\n");
+    ax_buf_printf(em->out, "    if (arena == NULL)\n        arena = %s_static_arena;\n", name);
+    ax_buf_puts(em->out, "    (void)arena;\n");
+    for (int i = 0; i < em->g->ninputs; i++)
+        ax_buf_printf(em->out, "    (void)%s;\n", em->input_names[i]);
+    for (int id = 0; id < em->g->nnodes; id++) {
+        const ir_node *n = node_at(em, id);
+        if (!n->dead && ir_ops[n->op].kind != IR_SOURCE)
+            emit_node(em, id);
+    }
+    emit_output_copies(em);
+    ax_buf_puts(em->out, "    return 0;\n}\n");
+}
+
+static void emit_tensor_infos(emitter *em, const char *what, const int *ids, const char *const *names,
+                              int count)
+{
+    ax_buf_printf(em->out, "\nstatic const axrt_tensor_info %s_%s[%d] = {\n", em->g->name, what,
+                  count);
+    for (int i = 0; i < count; i++) {
+        const ir_node *n = node_at(em, ids[i]);
+        ax_buf_printf(em->out, "    {\"%s\", %s, %d, {", literal_text(arena_of(em), names[i]),
+                      enum_of_dtype[n->dtype], n->rank);
+        for (int d = 0; d < n->rank; d++)
+            ax_buf_printf(em->out, "%s%lld", d ? ", " : "", (long long)n->shape[d]);
+        ax_buf_puts(em->out, n->rank ? "}},\n" : "0}},\n");
+    }
+    ax_buf_puts(em->out, "};\n");
+}
+
+static void emit_descriptor(emitter *em)
+{
+    const char *name = em->g->name;
+    ax_buf_printf(em->out,
+                  "\nstatic int %s_run(const void *const *inputs, void *const *outputs, void *arena)\n"
+                  "{\n    return %s_forward(", name, name);
+    for (int i = 0; i < em->g->ninputs; i++)
+        ax_buf_printf(em->out, "(const %s *)inputs[%d], ",
+                      ctype(node_at(em, em->g->inputs[i])->dtype), i);
+    for (int i = 0; i < em->g->noutputs; i++)
+        ax_buf_printf(em->out, "(%s *)outputs[%d], ",
+                      ctype(node_at(em, em->g->outputs[i])->dtype), i);
+    ax_buf_puts(em->out, "arena);\n}\n");
+    const char *in_names[IR_MAX_SRC];
+    for (int i = 0; i < em->g->ninputs; i++)
+        in_names[i] = node_at(em, em->g->inputs[i])->name;
+    emit_tensor_infos(em, "inputs", em->g->inputs, in_names, em->g->ninputs);
+    emit_tensor_infos(em, "outputs", em->g->outputs, em->g->output_names, em->g->noutputs);
+    ax_buf_printf(em->out,
+                  "\nconst axrt_model %s_model = {\"%s\", %d, %d, %s_inputs, %s_outputs, "
+                  "(size_t)%zu, %s_run};\n",
+                  name, name, em->g->ninputs, em->g->noutputs, name, name, em->g->arena_bytes, name);
+}
+
+/* ---- checks and the two files --------------------------------------------- */
+
+/* Reports what this backend cannot emit; returns the number of errors. */
+static int check_supported(const ir_graph *g)
+{
+    int errors = 0;
+    if (g->dtype != AXRT_F32 && g->dtype != AXRT_F64) {
+        ax_error(g->ctx, g->loc, "the C backend computes in Float32 or Float64, not %s (model '%s')",
+                 ir_dtype_name(g->dtype), g->name);
+        errors++;
+    }
+    if (g->ninputs < 1 || g->noutputs < 1) {
+        ax_error(g->ctx, g->loc, "model '%s' needs at least one input and one output", g->name);
+        errors++;
+    }
+    for (int id = 0; id < g->nnodes && !errors; id++) {
+        const ir_node *n = &g->nodes[id];
+        if (!n->dead && ir_ops[n->op].kind != IR_SOURCE && n->dtype != g->dtype) {
+            ax_error(g->ctx, n->loc, "the C backend cannot compute %s in %s", ir_ops[n->op].name,
+                     ir_dtype_name(n->dtype));
+            errors++;
+        }
+    }
+    return errors;
+}
+
+static void emit_header_model(emitter *em, ax_buf *h)
+{
+    char upper[256];
+    size_t len = 0;
+    for (const char *c = em->g->name; *c && len + 1 < sizeof upper; c++)
+        upper[len++] = (char)toupper((unsigned char)*c);
+    upper[len] = '\0';
+    ax_buf_printf(h, "\n/* model %s\n", em->g->name);
+    for (int i = 0; i < em->g->ninputs; i++) {
+        const ir_node *n = node_at(em, em->g->inputs[i]);
+        ax_buf_printf(h, "   input  %s %s%s\n", em->input_names[i], ir_dtype_name(n->dtype),
+                      shape_text(arena_of(em), n));
+    }
+    for (int i = 0; i < em->g->noutputs; i++) {
+        const ir_node *n = node_at(em, em->g->outputs[i]);
+        ax_buf_printf(h, "   output %s %s%s\n", em->output_names[i], ir_dtype_name(n->dtype),
+                      shape_text(arena_of(em), n));
+    }
+    ax_buf_printf(h, "   arena: %s_ARENA_BYTES bytes, 64-byte aligned; NULL uses a static arena */\n",
+                  upper);
+    ax_buf_printf(h, "#define %s_ARENA_BYTES ((size_t)%zu)\n", upper, em->g->arena_bytes);
+    emit_signature(em, h);
+    ax_buf_printf(h, ";\nextern const axrt_model %s_model;\n", em->g->name);
+}
+
+static const char *guard_name(ax_arena *a, const char *header_name)
+{
+    const char *base = strrchr(header_name, '/');
+    char *guard = ax_sprintf(a, "AXC_%s", base ? base + 1 : header_name);
+    for (char *c = guard; *c; c++)
+        *c = isalnum((unsigned char)*c) ? (char)toupper((unsigned char)*c) : '_';
+    return guard;
+}
+
+static void emit_c_preamble(const cg_request *req, ax_buf *c)
+{
+    ax_buf_printf(c,
+                  "/* Generated by axc from %s -- do not edit.\n"
+                  "   Code path: portable scalar C (C99), calling the libaxrt kernels. */\n"
+                  "#include <stddef.h>\n#include <stdint.h>\n#include <string.h>\n#include <math.h>\n"
+                  "#include \"%s\"\n\n"
+                  "#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && "
+                  "__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__\n"
+                  "#error \"parameters are embedded as little-endian bytes\"\n#endif\n"
+                  "#if defined(__GNUC__)\n#pragma GCC diagnostic ignored \"-Woverlength-strings\"\n#endif\n",
+                  literal_text(req->models[0]->ctx->arena, req->source_name), req->header_name);
+}
+
+int cg_c_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
+{
+    int errors = 0;
+    for (int m = 0; m < req->nmodels; m++)
+        errors += check_supported(req->models[m]);
+    if (errors || req->nmodels < 1)
+        return errors ? errors : 1;
+    const char *guard = guard_name(req->models[0]->ctx->arena, req->header_name);
+    ax_buf_printf(h_out,
+                  "/* Generated by axc from %s -- do not edit. */\n#ifndef %s\n#define %s\n\n"
+                  "#include \"axrt.h\"\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n",
+                  literal_text(req->models[0]->ctx->arena, req->source_name), guard, guard);
+    emit_c_preamble(req, c_out);
+    for (int m = 0; m < req->nmodels; m++) {
+        emitter em = {.g = req->models[m], .out = c_out, .source_name = req->source_name};
+        name_arguments(&em);
+        emit_header_model(&em, h_out);
+        ax_buf_printf(c_out, "\n/* ---- model %s ---- */\n", em.g->name);
+        emit_constants(&em);
+        emit_forward(&em);
+        emit_descriptor(&em);
+    }
+    ax_buf_puts(h_out, "\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
+    return 0;
+}

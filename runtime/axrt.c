@@ -1,0 +1,98 @@
+/* axrt.c — the freestanding core of libaxrt: dtype helpers and the kernels
+ * generated C calls (axrt.h).  The kernel bodies live in axrt_kernels.inc,
+ * instantiated here for float (_f32) and double (_f64) so that both compute
+ * dtypes share one implementation.  Needs only <stddef.h> <stdint.h>
+ * <string.h> <math.h>: it builds for firmware. */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "axrt.h"
+
+size_t axrt_dtype_size(axrt_dtype dtype)
+{
+    switch (dtype) {
+    case AXRT_F32: return 4;
+    case AXRT_F64: return 8;
+    case AXRT_F16: return 2;
+    case AXRT_BF16: return 2;
+    case AXRT_I8: return 1;
+    case AXRT_I32: return 4;
+    case AXRT_I64: return 8;
+    default: return 0;
+    }
+}
+
+size_t axrt_mha_scratch_elems(const axrt_mha_params *p)
+{
+    const size_t d = (size_t)p->d, lq = (size_t)p->lq, lk = (size_t)p->lk;
+    return 2 * lq * d + 2 * lk * d + lq * lk;
+}
+
+/* IEEE binary16 bits to float, subnormals, infinities and NaN included;
+ * done by bit manipulation because freestanding targets lack _Float16. */
+static float axrt_half_to_float(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    const uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+    float magnitude;
+    uint32_t bits;
+    if (exponent == 0) {
+        magnitude = ldexpf((float)mantissa, -24);
+        memcpy(&bits, &magnitude, sizeof bits);
+        bits |= sign;
+    } else if (exponent == 31) {
+        bits = sign | 0x7f800000u | (mantissa << 13);
+    } else {
+        bits = sign | ((exponent + 112u) << 23) | (mantissa << 13);
+    }
+    memcpy(&magnitude, &bits, sizeof bits);
+    return magnitude;
+}
+
+/* bfloat16 is the upper half of a float. */
+static float axrt_bf16_to_float(uint16_t b)
+{
+    const uint32_t bits = (uint32_t)b << 16;
+    float value;
+    memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
+#define AXRT_CAT2(a, b) a##b
+#define AXRT_CAT(a, b) AXRT_CAT2(a, b)
+
+#define T float
+#define FN(name) AXRT_CAT(AXRT_CAT(axrt_, name), _f32)
+#define MATH_EXP expf
+#define MATH_LOG logf
+#define MATH_SQRT sqrtf
+#define MATH_TANH tanhf
+#define MATH_ERF erff
+#define MATH_EXPM1 expm1f
+#define MATH_LOG1P log1pf
+#define MATH_FABS fabsf
+#include "axrt_kernels.inc"
+#undef T
+#undef FN
+#undef MATH_EXP
+#undef MATH_LOG
+#undef MATH_SQRT
+#undef MATH_TANH
+#undef MATH_ERF
+#undef MATH_EXPM1
+#undef MATH_LOG1P
+#undef MATH_FABS
+
+#define T double
+#define FN(name) AXRT_CAT(AXRT_CAT(axrt_, name), _f64)
+#define MATH_EXP exp
+#define MATH_LOG log
+#define MATH_SQRT sqrt
+#define MATH_TANH tanh
+#define MATH_ERF erf
+#define MATH_EXPM1 expm1
+#define MATH_LOG1P log1p
+#define MATH_FABS fabs
+#include "axrt_kernels.inc"
