@@ -28,7 +28,7 @@ HEADERS   := $(wildcard compiler/*.h ir/*.h ir/*.def grammar/*.h codegen/*.h run
 AXC    := $(B)/bin/axc
 LIBAXRT := $(B)/lib/libaxrt.a
 
-.PHONY: all deps demo test test-unit install clean
+.PHONY: all deps demo test test-unit install firmware size clean
 all: $(AXC) $(LIBAXRT) $(B)/include/axrt.h
 
 # Installs missing Debian packages (idempotent; does nothing when all are present).
@@ -48,7 +48,7 @@ $(B)/obj/gen/%.o: $(B)/gen/%.c $(GRAMMAR_H) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_AXC) -Wno-shadow -Wno-sign-compare -c $< -o $@
 
-$(B)/obj/runtime/%.o: runtime/%.c $(wildcard runtime/*.h)
+$(B)/obj/runtime/%.o: runtime/%.c $(wildcard runtime/*.h runtime/*.inc)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_RT) -c $< -o $@
 
@@ -74,19 +74,33 @@ $(B)/include/axrt.h: runtime/axrt.h
 	cp $< $@
 
 include tests/tests.mk
+include tests/fuzz/fuzz.mk
 
 demo:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory all
 	@sh examples/demo.sh $(B)
 
+# interface.md §5: the compiler, the runtime library, header and pkg-config
+# file, axc.mk and the runtime core's sources (for cross builds via axc.mk).
+RT_SHARE := $(wildcard runtime/*.c runtime/*.h runtime/*.inc)
 install: all
 	install -d $(PREFIX)/bin $(PREFIX)/include $(PREFIX)/lib/pkgconfig $(PREFIX)/share/axc/runtime
 	install -m 755 $(AXC) $(PREFIX)/bin/axc
 	install -m 644 runtime/axrt.h $(PREFIX)/include/axrt.h
 	install -m 644 $(LIBAXRT) $(PREFIX)/lib/libaxrt.a
-	install -m 644 runtime/axrt.h $(RT_SRC) $(PREFIX)/share/axc/runtime/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' runtime/axrt.pc.in > $(PREFIX)/lib/pkgconfig/axrt.pc
+	install -m 644 $(RT_SHARE) $(PREFIX)/share/axc/runtime/
+	install -m 644 runtime/axc.mk $(PREFIX)/share/axc/axc.mk
+	sed -e 's|@PREFIX@|$(abspath $(PREFIX))|g' runtime/axrt.pc.in > $(PREFIX)/lib/pkgconfig/axrt.pc
+
+# The Cortex-M4 example (examples/firmware), built against a staged install in
+# $(B)/stage: `make firmware` runs it under QEMU, `make size` prints its sizes.
+FW_STAGE := $(abspath $(B))/stage
+firmware size: all
+	@$(MAKE) --no-print-directory install PREFIX=$(FW_STAGE) >/dev/null
+	@mkdir -p $(B)/firmware
+	@$(MAKE) --no-print-directory -C $(B)/firmware -f $(CURDIR)/examples/firmware/Makefile \
+	    AXC_PREFIX=$(FW_STAGE) $(if $(filter firmware,$@),run,size)
 
 clean:
 	rm -rf $(B)

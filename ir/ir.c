@@ -57,6 +57,7 @@ static ir_node blank_node(ir_op op, ax_loc loc)
     n.offset = -1;
     n.scratch_offset = -1;
     n.attrs.act = IR_NONE;
+    n.attrs.residual = IR_NONE;
     n.attrs.groups = 1;
     n.attrs.stride[0] = n.attrs.stride[1] = 1;
     n.attrs.dilation[0] = n.attrs.dilation[1] = 1;

@@ -59,7 +59,12 @@ typedef struct ir_attrs {
     double eps;               /* layernorm, batchnorm */
     double alpha;             /* leaky_relu, elu */
     double scalar;            /* scalar: the value */
-    int act;                  /* IR_NONE, or a UNARY ir_op applied as an epilogue (set by fusion passes) */
+    int act;                  /* IR_NONE, or a UNARY ir_op applied as an epilogue (set by fusion passes);
+                                 leaky_relu/elu take attrs.alpha */
+    int residual;             /* IR_NONE, or the index in src[] of a tensor of the result's shape
+                                 added before the epilogue: y = act(op(...) + src[residual]).
+                                 The residual operand is appended after the op's own operands
+                                 (nsrc = max + 1); set by fusion passes */
 } ir_attrs;
 
 typedef struct ir_node {
