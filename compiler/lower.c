@@ -21,6 +21,7 @@ ir_attrs lower_attrs(void)
     ir_attrs a;
     memset(&a, 0, sizeof a);
     a.act = IR_NONE;
+    a.residual = IR_NONE;
     a.axis = -1;
     a.stride[0] = a.stride[1] = 1;
     a.dilation[0] = a.dilation[1] = 1;
