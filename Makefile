@@ -104,3 +104,13 @@ firmware size: all
 
 clean:
 	rm -rf $(B)
+
+# The six benchmark models (examples/r1..r6) compiled by axc, timed against
+# PyTorch, C + OpenBLAS and oneDNN, interleaved on one pinned core; see the
+# Performance section of README.md.  BENCH_FLAGS passes options to
+# bench/bench.py, e.g. `--rounds 7`, or `--record` to rewrite bench/last-run.md.
+.PHONY: bench
+bench:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory all
+	@$(PYTHON) bench/bench.py --build-dir $(B)/bench --axc $(AXC) --cc "$(CC)" $(BENCH_FLAGS)

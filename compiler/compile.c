@@ -67,6 +67,10 @@ static void dep_rule(ax_buf *b, const axc_opts *o, const char *header)
     for (int i = 0; i < 2; i++)
         if (deps[i]) { ax_buf_puts(b, " "); put_make_path(b, deps[i]); }
     ax_buf_puts(b, "\n");
+    /* As cc -MP: an empty rule per prerequisite, so deleting or renaming
+       one (a weights file) does not break the next make. */
+    for (int i = 0; i < 2; i++)
+        if (deps[i]) { ax_buf_puts(b, "\n"); put_make_path(b, deps[i]); ax_buf_puts(b, ":\n"); }
 }
 
 static void emit_view(const axc_opts *o, ir_graph **models, int n, ax_buf *out)

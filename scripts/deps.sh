@@ -4,7 +4,8 @@
 set -eu
 
 PKGS="make gcc g++ clang pkg-config flex bison libfl-dev libjson-c-dev \
-libcmocka-dev libopenblas-dev llvm-dev python3 python3-numpy python3-torch"
+libcmocka-dev libopenblas-dev libdnnl-dev llvm-dev python3 python3-numpy python3-torch \
+gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
 
 missing=""
 for p in $PKGS; do

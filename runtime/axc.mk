@@ -1,0 +1,74 @@
+# axc.mk — make rules for projects that compile axc models (host or firmware).
+#
+# Installed as PREFIX/share/axc/axc.mk.  A project writes
+#
+#     include PREFIX/share/axc/axc.mk
+#     CPPFLAGS += $(AXRT_CFLAGS)
+#     app: main.o mlp.o $(AXRT_OBJS)
+#     main.o: mlp.h
+#
+# and make runs `axc mlp.ax -o mlp.c` (writing mlp.c and mlp.h in one call).
+#
+# Variables the including project may set (the ?= ones before the include):
+#   AXC               the compiler (default: the axc installed beside this file)
+#   AXC_FLAGS         options for every model, e.g. --seed=1 or -O3
+#   AXC_FLAGS_<stem>  options for one model only (stem: the path without .ax)
+#   AXC_WEIGHTS_<stem>  weights file for one model; without it, <stem>.safetensors
+#                     is used when it exists, else axc's deterministic --seed init
+#   AXC_DEPDIR        where axc's dependency files go (default .axc-deps)
+#   AXRT_OBJDIR       where the runtime objects go (default axrt-obj)
+# Provided: AXRT_CFLAGS (-I for axrt.h), AXRT_OBJS (the runtime core, compiled
+# from the installed sources with the project's $(CC) and $(CFLAGS), so a
+# cross build needs nothing prebuilt for the host).
+#
+# Rebuilds are exact: every model's dependency file (axc -MD) lists the .ax
+# file and its weights, so touching either regenerates that model only.  A
+# weights file given by AXC_WEIGHTS_<stem> becomes a prerequisite through the
+# dependency file, i.e. from the second build on; if that file is itself made
+# by a rule, also write `mlp.c mlp.h: weights.safetensors`.
+
+# Must come before any other include: the prefix is where this file lies.
+AXC_HOME := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))../..)
+
+AXC ?= $(AXC_HOME)/bin/axc
+AXC_DEPDIR ?= .axc-deps
+AXRT_OBJDIR ?= axrt-obj
+AXRT_SRCDIR := $(AXC_HOME)/share/axc/runtime
+AXRT_CFLAGS := -I$(AXC_HOME)/include
+AXRT_OBJS := $(patsubst $(AXRT_SRCDIR)/%.c,$(AXRT_OBJDIR)/%.o,$(wildcard $(AXRT_SRCDIR)/*.c))
+
+# The weights for stem $(1): the per-model variable, else a prerequisite
+# named *.safetensors (the first pattern rule below adds <stem>.safetensors).
+axc_weights_for = $(firstword $(AXC_WEIGHTS_$(1)) $(filter %.safetensors,$(2)))
+
+# One dependency file per model, in one directory, so they can be included
+# without knowing where the project keeps its models.
+axc_depfile_for = $(AXC_DEPDIR)/$(subst /,__,$(subst ../,up__,$(1))).d
+
+# One axc run writes both targets (a multi-target pattern rule is grouped).
+define axc_generate
+	@mkdir -p $(AXC_DEPDIR)
+	$(AXC) $(AXC_FLAGS) $(AXC_FLAGS_$*) \
+	    $(addprefix --weights=,$(call axc_weights_for,$*,$^)) \
+	    -MD -MF $(call axc_depfile_for,$*) -MT '$*.c $*.h' \
+	    $< -o $*.c
+endef
+
+# Make takes the first pattern rule whose prerequisites exist or can be made:
+# with <stem>.safetensors present it is used (and a prerequisite), else not.
+# A new axc regenerates too (when AXC is a path rather than a name on PATH).
+%.c %.h: %.ax %.safetensors $(wildcard $(AXC))
+	$(axc_generate)
+
+%.c %.h: %.ax $(wildcard $(AXC))
+	$(axc_generate)
+
+# Generated sources stay after the build (make would delete them as
+# intermediates of %.o: %.c the first time); axc writes them atomically.
+.PRECIOUS: %.c %.h
+
+$(AXRT_OBJDIR)/%.o: $(AXRT_SRCDIR)/%.c $(wildcard $(AXRT_SRCDIR)/*.h $(AXRT_SRCDIR)/*.inc)
+	@mkdir -p $(AXRT_OBJDIR)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+-include $(wildcard $(AXC_DEPDIR)/*.d)

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Firmware suite: the runtime core and generated C build for a Cortex-M4F with
+# no libc beyond <math.h>/<string.h>, and examples/firmware (built through an
+# installed axc.mk) runs the MLP under QEMU with the same outputs as the host.
+# Missing cross tools are a failure, not a skip: scripts/deps.sh installs them.
+# Environment (set by tests/run.sh): AXC_ROOT, AXC_BUILD, AXC, PYTHON.
+set -u
+root=${AXC_ROOT:?}
+build=${AXC_BUILD:?}
+axc=${AXC:?}
+python=${PYTHON:-/usr/bin/python3}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+M4=(-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 -std=c99 -Wall -Wextra -Werror)
+SEED=1
+
+pass() { echo "PASS: firmware $1"; }
+fail() { echo "FAIL: firmware $1"; shift; if [ $# -gt 0 ]; then printf '  %s\n' "$@"; fi; }
+# The last lines of a log, indented, for a FAIL's details.
+tail_of() { tail -n "${2:-15}" "$1" | sed 's/^/  /'; }
+
+check_tools() {
+    local t missing=()
+    for t in arm-none-eabi-gcc arm-none-eabi-nm arm-none-eabi-size qemu-system-arm; do
+        command -v "$t" >/dev/null || missing+=("$t")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        fail "cross tools" "missing: ${missing[*]} (install with: sh scripts/deps.sh)"
+        return 1
+    fi
+    pass "cross tools"
+}
+
+# Symbols an object of the freestanding core may leave undefined: libm, the
+# three <string.h> functions, EABI compiler helpers, and the runtime itself.
+ALLOWED_UNDEF='^(__aeabi_[a-z0-9_]+|memcpy|memset|memmove|axrt_[a-z0-9_]+|(exp|log|sqrt|tanh|erf|expm1|log1p|fabs|ldexp|pow|fmax|fmin|floor|ceil)f?)$'
+
+# Compiles the installed runtime sources and every example's generated C with
+# the Cortex-M4F flags, then checks what the objects need from outside.
+cross_compile_all() {
+    local src ax stem objs=() bad
+    for src in "$work"/prefix/share/axc/runtime/*.c; do
+        stem=$(basename "$src" .c)
+        if arm-none-eabi-gcc "${M4[@]}" -Os -c "$src" -o "$work/cross/rt_$stem.o" 2>"$work/cc.log"; then
+            pass "cross-compile runtime/$stem.c"; objs+=("$work/cross/rt_$stem.o")
+        else
+            fail "cross-compile runtime/$stem.c"; tail_of "$work/cc.log"
+        fi
+    done
+    for ax in "$root"/examples/*.ax; do
+        stem=$(basename "$ax" .ax)
+        if ! "$axc" "$ax" -o "$work/cross/$stem.c" 2>"$work/cc.log"; then
+            fail "cross-compile $stem.ax (axc)"; tail_of "$work/cc.log"; continue
+        fi
+        if arm-none-eabi-gcc "${M4[@]}" -Os -I"$work/prefix/include" -c "$work/cross/$stem.c" \
+            -o "$work/cross/$stem.o" 2>"$work/cc.log"; then
+            pass "cross-compile $stem.ax"; objs+=("$work/cross/$stem.o")
+        else
+            fail "cross-compile $stem.ax"; tail_of "$work/cc.log"
+        fi
+    done
+    [ ${#objs[@]} -gt 0 ] || return 0
+    bad=$(arm-none-eabi-nm -u "${objs[@]}" | awk 'NF == 2 { print $2 }' | sort -u | grep -Ev "$ALLOWED_UNDEF")
+    if [ -z "$bad" ]; then pass "freestanding (only libm, mem*, EABI helpers undefined)"
+    else fail "freestanding (only libm, mem*, EABI helpers undefined)" "also needs:" $bad; fi
+}
+
+# Builds examples/firmware out of tree against the installed axc.mk.
+build_firmware() {
+    mkdir -p "$work/fw"
+    if env -u AXC make -C "$work/fw" -f "$root/examples/firmware/Makefile" AXC_PREFIX="$work/prefix" \
+        AXC_FLAGS=--seed=$SEED all >"$work/fw.log" 2>&1; then
+        pass "build examples/firmware (mlp)"
+    else
+        fail "build examples/firmware (mlp)"; tail_of "$work/fw.log"; return 1
+    fi
+}
+
+run_in_qemu() {
+    local rc
+    timeout 60 qemu-system-arm -M mps2-an386 -nographic -monitor none -serial none \
+        -semihosting-config enable=on,target=native -kernel "$work/fw/fw.elf" \
+        >"$work/qemu.out" 2>"$work/qemu.err"
+    rc=$?
+    if [ $rc -eq 0 ] && [ "$(tail -n 1 "$work/qemu.out")" = "RESULT: PASS" ]; then
+        pass "qemu mps2-an386 run (exit 0, RESULT: PASS)"
+    else
+        fail "qemu mps2-an386 run (exit 0, RESULT: PASS)" "qemu exit status $rc"
+        tail_of "$work/qemu.out" 5; tail_of "$work/qemu.err" 5; return 1
+    fi
+}
+
+# The same inputs on the host (axc run, same seed); outputs within 1e-5 relative.
+compare_with_host() {
+    "$python" - "$work/x.npy" <<'EOF'
+import sys, numpy as np
+i = np.arange(784, dtype=np.int64)
+x = (((37 * i) % 101) - 50).astype(np.float32) / np.float32(64)
+np.save(sys.argv[1], x.reshape(1, 784))
+EOF
+    if ! "$axc" run "$root/examples/mlp.ax" --seed=$SEED --input x="$work/x.npy" \
+        --output "$work/y.npy" >"$work/host.log" 2>&1; then
+        fail "outputs match the host build"; tail_of "$work/host.log"; return
+    fi
+    if "$python" - "$work/qemu.out" "$work/y.npy" >"$work/cmp.log" 2>&1 <<'EOF'
+import re, sys, numpy as np
+values = [float(m.group(1)) for m in
+          (re.match(r'^out0\[\d+\] (\S+)$', line) for line in open(sys.argv[1])) if m]
+host = np.load(sys.argv[2]).astype(np.float64).ravel()
+device = np.array(values)
+if device.shape != host.shape:
+    sys.exit(f"device printed {device.size} values, host has {host.size}")
+err = np.abs(device - host) / np.maximum(np.abs(host), 1e-30)
+if err.max() > 1e-5:
+    sys.exit(f"max relative error {err.max():.3g} at {err.argmax()}: {device[err.argmax()]} vs {host[err.argmax()]}")
+EOF
+    then pass "outputs match the host build (rel <= 1e-5)"
+    else fail "outputs match the host build (rel <= 1e-5)"; tail_of "$work/cmp.log"; fi
+}
+
+# make size: prints the report; model + runtime code within 4 KiB, no heap.
+check_size() {
+    local code
+    if ! env -u AXC make -C "$work/fw" -f "$root/examples/firmware/Makefile" AXC_PREFIX="$work/prefix" \
+        AXC_FLAGS=--seed=$SEED size >"$work/size.log" 2>&1; then
+        fail "size report (no heap)"; tail_of "$work/size.log"; return
+    fi
+    pass "size report (no heap)"
+    code=$(sed -n 's/^code (model + runtime .text) *\([0-9]*\).*/\1/p' "$work/size.log")
+    if [ -n "$code" ] && [ "$code" -le 4096 ]; then pass "mlp code <= 4 KiB ($code bytes)"
+    else fail "mlp code <= 4 KiB" "got: ${code:-no figure}"; tail_of "$work/size.log"; fi
+}
+
+main() {
+    check_tools || { fail "remaining cases" "not run: cross tools missing"; return; }
+    mkdir -p "$work/cross"
+    if ! make -C "$root" --no-print-directory B="$build" install PREFIX="$work/prefix" \
+        >"$work/install.log" 2>&1; then
+        fail "make install"; tail_of "$work/install.log"; return
+    fi
+    cross_compile_all
+    build_firmware || return
+    run_in_qemu || return
+    compare_with_host
+    check_size
+}
+
+main

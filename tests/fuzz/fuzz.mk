@@ -1,0 +1,60 @@
+# Fuzzing rules, included by the top-level Makefile.
+#
+# Every compiler source, the runtime and one harness per input format are
+# built with clang under libFuzzer + ASan + UBSan into $(B)/fuzz/:
+#   make fuzz               runs each harness for FUZZ_TIME seconds (default 60)
+#   make fuzz-ci            the same for 30 s each (what CI runs)
+# A harness that finds a crash, a leak, undefined behaviour or an internal
+# error exits non-zero and leaves the input as $(B)/fuzz/crash-HARNESS-*;
+# the make target then fails.  New interesting inputs accumulate in
+# $(B)/fuzz/corpus_HARNESS/ (the seeds in tests/fuzz/corpus_HARNESS/ stay
+# untouched).
+
+FUZZ_CC    ?= clang
+FUZZ_TIME  ?= 60
+FUZZ_DIR   := $(B)/fuzz
+FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS := -g -O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link -D_GNU_SOURCE \
+               -Icompiler -Iir -Igrammar -Icodegen -Iruntime -I$(B)/gen
+FUZZ_HARNESSES := frontend safetensors npy
+FUZZ_SRC   := $(filter-out compiler/main.c,$(AXC_SRC)) $(RT_SRC)
+FUZZ_OBJ   := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(FUZZ_SRC)) \
+              $(FUZZ_DIR)/obj/gen/axc.tab.o $(FUZZ_DIR)/obj/gen/axc.lex.o
+FUZZ_BIN   := $(patsubst %,$(FUZZ_DIR)/fuzz_%,$(FUZZ_HARNESSES))
+
+.PHONY: fuzz fuzz-ci fuzz-build
+.SECONDARY: $(FUZZ_OBJ)
+
+$(FUZZ_DIR)/obj/gen/%.o: $(B)/gen/%.c $(GRAMMAR_H) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=c11 $(FUZZ_CFLAGS) -w -c $< -o $@
+
+$(FUZZ_DIR)/obj/runtime/%.o: runtime/%.c $(wildcard runtime/*.h runtime/*.inc)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=c99 $(FUZZ_CFLAGS) -c $< -o $@
+
+$(FUZZ_DIR)/obj/%.o: %.c $(HEADERS) $(GRAMMAR_H)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=c11 $(FUZZ_CFLAGS) $(WARN) -c $< -o $@
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
+	$(FUZZ_CC) -std=c11 $(FUZZ_CFLAGS) $(WARN) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(LDLIBS_AXC)
+
+fuzz-build: $(FUZZ_BIN)
+
+# One run per harness; -dict only where a dictionary exists.  The shell
+# loop stops at the first harness that reports a finding.
+fuzz: fuzz-build
+	@set -e; for h in $(FUZZ_HARNESSES); do \
+	    mkdir -p $(FUZZ_DIR)/corpus_$$h; \
+	    dict=; [ -f tests/fuzz/$$h.dict ] && dict=-dict=tests/fuzz/$$h.dict; \
+	    echo "fuzz_$$h: $(FUZZ_TIME) s"; \
+	    $(FUZZ_DIR)/fuzz_$$h -max_total_time=$(FUZZ_TIME) -max_len=4096 -print_final_stats=1 \
+	        -artifact_prefix=$(FUZZ_DIR)/crash-$$h- $$dict \
+	        $(FUZZ_DIR)/corpus_$$h tests/fuzz/corpus_$$h 2>$(FUZZ_DIR)/fuzz_$$h.log \
+	    || { tail -60 $(FUZZ_DIR)/fuzz_$$h.log; echo "fuzz_$$h: FINDING (log $(FUZZ_DIR)/fuzz_$$h.log)"; exit 1; }; \
+	    grep -E '^stat::(number_of_executed_units|average_exec_per_sec)' $(FUZZ_DIR)/fuzz_$$h.log | sed 's/^/  /'; \
+	done
+
+fuzz-ci:
+	@$(MAKE) --no-print-directory fuzz FUZZ_TIME=30
