@@ -1,7 +1,11 @@
 /* axrt.c — the freestanding core of libaxrt: dtype helpers and the kernels
  * generated C calls (axrt.h).  The kernel bodies live in axrt_kernels.inc,
  * instantiated here for float (_f32) and double (_f64) so that both compute
- * dtypes share one implementation.  Needs only <stddef.h> <stdint.h>
+ * dtypes share one implementation.  The float kernels that have a faster
+ * variant are instantiated as axrt_<name>_f32_portable; axrt_fast.inc,
+ * included last, exports axrt_<name>_f32, choosing between the two, and the
+ * packed-weight kernels.  One translation unit, so that building the runtime
+ * stays one file to compile.  Needs only <stddef.h> <stdint.h>
  * <string.h> <math.h>: it builds for firmware. */
 #include <math.h>
 #include <stddef.h>
@@ -27,7 +31,8 @@ size_t axrt_dtype_size(axrt_dtype dtype)
 size_t axrt_mha_scratch_elems(const axrt_mha_params *p)
 {
     const size_t d = (size_t)p->d, lq = (size_t)p->lq, lk = (size_t)p->lk;
-    return 2 * lq * d + 2 * lk * d + lq * lk;
+    /* q, k, v, heads, scores, and one head's k transposed (axrt_fast.inc) */
+    return 2 * lq * d + 3 * lk * d + lq * lk;
 }
 
 /* IEEE binary16 bits to float, subnormals, infinities and NaN included;
@@ -65,6 +70,7 @@ static float axrt_bf16_to_float(uint16_t b)
 
 #define T float
 #define FN(name) AXRT_CAT(AXRT_CAT(axrt_, name), _f32)
+#define FN_D(name) AXRT_CAT(AXRT_CAT(axrt_, name), _f32_portable)
 #define MATH_EXP expf
 #define MATH_LOG logf
 #define MATH_SQRT sqrtf
@@ -76,6 +82,7 @@ static float axrt_bf16_to_float(uint16_t b)
 #include "axrt_kernels.inc"
 #undef T
 #undef FN
+#undef FN_D
 #undef MATH_EXP
 #undef MATH_LOG
 #undef MATH_SQRT
@@ -87,6 +94,7 @@ static float axrt_bf16_to_float(uint16_t b)
 
 #define T double
 #define FN(name) AXRT_CAT(AXRT_CAT(axrt_, name), _f64)
+#define FN_D(name) FN(name)
 #define MATH_EXP exp
 #define MATH_LOG log
 #define MATH_SQRT sqrt
@@ -96,3 +104,16 @@ static float axrt_bf16_to_float(uint16_t b)
 #define MATH_LOG1P log1p
 #define MATH_FABS fabs
 #include "axrt_kernels.inc"
+#undef T
+#undef FN
+#undef FN_D
+#undef MATH_EXP
+#undef MATH_LOG
+#undef MATH_SQRT
+#undef MATH_TANH
+#undef MATH_ERF
+#undef MATH_EXPM1
+#undef MATH_LOG1P
+#undef MATH_FABS
+
+#include "axrt_fast.inc"

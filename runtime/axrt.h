@@ -159,6 +159,30 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
 AXRT_DECLARE_KERNELS(float, f32)
 AXRT_DECLARE_KERNELS(double, f64)
 
+/* ---- pre-packed float32 weights ----------------------------------------
+ * The compiler packs dense, conv and attention weights at compile time into
+ * the order the GEMM micro-kernel streams them: column panels of
+ * AXRT_PANEL outputs; panel j holds outputs [AXRT_PANEL*j, AXRT_PANEL*j + w)
+ * with w = min(AXRT_PANEL, out - AXRT_PANEL*j) and stores, for each reduction
+ * index k in turn, its w weights.  A packed tensor has exactly as many
+ * elements as the original.  The kernels compute what their unpacked
+ * namesakes compute (x86-64 with AVX2+FMA: vectorised, else portable C). */
+#define AXRT_PANEL 16
+
+/* w [out, in] (torch Linear) -> packed, reduction index k = input index. */
+void axrt_pack_dense_f32(const float *w, float *packed, size_t in, size_t out);
+void axrt_dense_packed_f32(const float *x, const float *packed, const float *bias, float *y,
+                           size_t rows, size_t in, size_t out);
+/* w [oc, c, kh, kw] with groups == 1 -> packed, k = (ky * kw + kx) * c + ci. */
+void axrt_pack_conv2d_f32(const float *w, float *packed, const axrt_conv2d_params *p);
+void axrt_conv2d_packed_f32(const float *x, const float *packed, const float *bias, float *y,
+                            const axrt_conv2d_params *p);
+/* as axrt_mha_f32; in_w [3d, d] packed as three [d, d] dense packs one after
+   the other (q, k, v), out_w [d, d] packed as a dense weight */
+void axrt_mha_packed_f32(const float *q, const float *k, const float *v, const float *in_w,
+                         const float *in_b, const float *out_w, const float *out_b, float *y,
+                         float *scratch, const axrt_mha_params *p);
+
 #ifdef __cplusplus
 }
 #endif
