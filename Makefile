@@ -28,7 +28,7 @@ HEADERS   := $(wildcard compiler/*.h ir/*.h ir/*.def grammar/*.h codegen/*.h run
 AXC    := $(B)/bin/axc
 LIBAXRT := $(B)/lib/libaxrt.a
 
-.PHONY: all deps demo test test-unit install firmware size clean
+.PHONY: all deps demo test test-unit install firmware size mem-report clean
 all: $(AXC) $(LIBAXRT) $(B)/include/axrt.h
 
 # Installs missing Debian packages (idempotent; does nothing when all are present).
@@ -114,3 +114,7 @@ bench:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory all
 	@$(PYTHON) bench/bench.py --build-dir $(B)/bench --axc $(AXC) --cc "$(CC)" $(BENCH_FLAGS)
+
+# The README's memory-plan and -O0/-O2 timing tables (scripts/mem_report.sh).
+mem-report: all
+	bash scripts/mem_report.sh $(B)/bin/axc --bench 20

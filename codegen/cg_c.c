@@ -219,18 +219,142 @@ static void emit_bytes_literal(ax_buf *out, const unsigned char *data, size_t n,
     }
 }
 
+/* ---- pre-packed weights ------------------------------------------------------
+ * A float32 parameter whose every use is the weight of a dense, a groups=1
+ * conv or an attention is embedded in the panel order of axrt.h (packed at
+ * compile time by the runtime's own packing functions), and those nodes call
+ * the *_packed_f32 kernels.  Shared in any other way, it stays as it is. */
+typedef enum packing { PACK_NONE, PACK_DENSE, PACK_CONV, PACK_MHA_IN, PACK_MHA_OUT } packing;
+
+/* How user consumes its operand i if that operand is packed. */
+static packing packing_of_use(const ir_node *user, int i)
+{
+    if (user->dtype != AXRT_F32)
+        return PACK_NONE;
+    if (user->op == IR_OP_dense && i == 1)
+        return PACK_DENSE;
+    if (user->op == IR_OP_conv && i == 1 && user->attrs.groups == 1)
+        return PACK_CONV;
+    if (user->op == IR_OP_mha && i == 3)
+        return PACK_MHA_IN;
+    if (user->op == IR_OP_mha && i == 5)
+        return PACK_MHA_OUT;
+    return PACK_NONE;
+}
+
+/* The one packing all uses of param id agree on, ignoring attention
+ * partners; PACK_NONE for any other use, a graph output or no use. */
+static packing uses_packing(const emitter *em, int id)
+{
+    const ir_node *param = node_at(em, id);
+    packing kind = PACK_NONE;
+    if (param->op != IR_OP_param || param->dtype != AXRT_F32 || output_index(em, id) >= 0)
+        return PACK_NONE;
+    for (int u = 0; u < em->g->nnodes; u++) {
+        const ir_node *user = node_at(em, u);
+        for (int i = 0; i < user->nsrc && !user->dead; i++) {
+            if (user->src[i] != id)
+                continue;
+            const packing use = packing_of_use(user, i);
+            if (use == PACK_NONE || (kind != PACK_NONE && use != kind))
+                return PACK_NONE;
+            kind = use;
+        }
+    }
+    return kind;
+}
+
+/* As uses_packing, and attention weights only in pairs: an mha runs the
+ * packed kernel only when both its in_w and out_w are packed. */
+static packing param_packing(const emitter *em, int id)
+{
+    const packing kind = uses_packing(em, id);
+    if (kind != PACK_MHA_IN && kind != PACK_MHA_OUT)
+        return kind;
+    for (int u = 0; u < em->g->nnodes; u++) {
+        const ir_node *user = node_at(em, u);
+        if (user->dead || user->op != IR_OP_mha)
+            continue;
+        if ((user->src[3] == id && uses_packing(em, user->src[5]) != PACK_MHA_OUT) ||
+            (user->src[5] == id && uses_packing(em, user->src[3]) != PACK_MHA_IN))
+            return PACK_NONE;
+    }
+    return kind;
+}
+
+/* Whether operand i of n is a packed parameter. */
+static bool operand_packed(const emitter *em, const ir_node *n, int i)
+{
+    return i < n->nsrc && n->src[i] != IR_NONE && param_packing(em, n->src[i]) != PACK_NONE;
+}
+
+/* The runtime's name for n's fused activation when the packed kernels
+ * apply it in their epilogue, else NULL. */
+static const char *kernel_act_name(const ir_node *n)
+{
+    switch (n->attrs.act) {
+    case IR_NONE: return "AXRT_ACT_NONE";
+    case IR_OP_relu: return "AXRT_ACT_RELU";
+    case IR_OP_relu6: return "AXRT_ACT_RELU6";
+    case IR_OP_gelu: return "AXRT_ACT_GELU";
+    default: return NULL;
+    }
+}
+
+/* Whether n's kernel computes its whole epilogue (residual add, then
+ * activation) itself: a packed dense or conv whose activation the runtime
+ * has in registers.  emit_node then skips its post-calls. */
+static bool kernel_applies_epilogue(const emitter *em, const ir_node *n)
+{
+    return (n->op == IR_OP_dense || n->op == IR_OP_conv) && operand_packed(em, n, 1) &&
+           kernel_act_name(n) != NULL;
+}
+
+/* "bias, residual, act" of a packed kernel with an epilogue. */
+static const char *epilogue_operands(const emitter *em, const ir_node *n)
+{
+    const char *residual = n->attrs.residual != IR_NONE ? operand(em, n, n->attrs.residual) : "NULL";
+    return ax_sprintf(arena_of(em), "%s, %s, %s", operand(em, n, 2), residual, kernel_act_name(n));
+}
+
+/* n's data rearranged as kind says, in the compile-time arena. */
+static const float *packed_data(const emitter *em, const ir_node *n, packing kind)
+{
+    const float *w = (const float *)n->data;
+    const size_t count = (size_t)ir_numel(n);
+    float *packed = ax_alloc(arena_of(em), count * sizeof *packed + 1);
+    if (kind == PACK_CONV) {
+        axrt_conv2d_params p = {0};
+        p.oc = (int)n->shape[0];
+        p.c = (int)n->shape[1];
+        p.kh = (int)n->shape[2];
+        p.kw = (int)n->shape[3];
+        axrt_pack_conv2d_f32(w, packed, &p);
+    } else if (kind == PACK_MHA_IN) { /* [3d, d]: three [d, d] packs */
+        const size_t d = (size_t)n->shape[1];
+        for (size_t part = 0; part < 3; part++)
+            axrt_pack_dense_f32(w + part * d * d, packed + part * d * d, d, d);
+    } else {
+        axrt_pack_dense_f32(w, packed, (size_t)n->shape[1], (size_t)n->shape[0]);
+    }
+    return packed;
+}
+
 static void emit_param(emitter *em, int id)
 {
     const ir_node *n = node_at(em, id);
     const size_t count = (size_t)ir_numel(n), esize = axrt_dtype_size(n->dtype);
+    const packing kind = param_packing(em, id);
     if (!n->data)
         ax_die("cg_c: parameter %s has no data", n->name ? n->name : "?");
-    ax_buf_printf(em->out, "/* %s %s %s */\n", literal_text(arena_of(em), n->name),
-                  ir_dtype_name(n->dtype), shape_text(arena_of(em), n));
+    ax_buf_printf(em->out, "/* %s %s %s%s */\n", literal_text(arena_of(em), n->name),
+                  ir_dtype_name(n->dtype), shape_text(arena_of(em), n),
+                  kind == PACK_NONE ? "" : ", packed in AXRT_PANEL-wide panels");
     ax_buf_printf(em->out,
                   "static const union { unsigned char bytes[%zu + 1]; %s values[%zu]; } %s_p%d = {\n",
                   count * esize, ctype(n->dtype), count, em->g->name, id);
-    emit_bytes_literal(em->out, n->data, count, esize);
+    const void *data = kind == PACK_NONE ? n->data : (const void *)packed_data(em, n, kind);
+    emit_bytes_literal(em->out, data, count, esize);
     ax_buf_puts(em->out, "};\n");
 }
 
@@ -404,9 +528,15 @@ static void emit_dense(emitter *em, const ir_node *n, const char *y)
 {
     const ir_node *x = operand_node(em, n, 0);
     const int64_t in = x->shape[x->rank - 1], out = n->shape[n->rank - 1];
-    ax_buf_printf(OUT, "    axrt_dense_%s(%s, %s, %s, %s, %lld, %lld, %lld);\n", SFX,
-                  operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y,
-                  (long long)(ir_numel(x) / in), (long long)in, (long long)out);
+    if (kernel_applies_epilogue(em, n))
+        ax_buf_printf(OUT, "    axrt_dense_packed_ep_f32(%s, %s, %s, %s, %lld, %lld, %lld);\n",
+                      operand(em, n, 0), operand(em, n, 1), epilogue_operands(em, n), y,
+                      (long long)(ir_numel(x) / in), (long long)in, (long long)out);
+    else
+        ax_buf_printf(OUT, "    axrt_dense_%s%s(%s, %s, %s, %s, %lld, %lld, %lld);\n",
+                      operand_packed(em, n, 1) ? "packed_" : "", SFX,
+                      operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y,
+                      (long long)(ir_numel(x) / in), (long long)in, (long long)out);
 }
 
 static void emit_norm(emitter *em, const ir_node *n, const char *y)
@@ -436,8 +566,13 @@ static void emit_conv(emitter *em, const ir_node *n, const char *y)
                   (long long)n->shape[3], (long long)w->shape[2], (long long)w->shape[3],
                   at->stride[0], at->stride[1], at->dilation[0], at->dilation[1], at->pad[0],
                   at->pad[1], at->groups);
-    ax_buf_printf(OUT, "        axrt_conv2d_%s(%s, %s, %s, %s, &params);\n    }\n", SFX,
-                  operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y);
+    if (kernel_applies_epilogue(em, n))
+        ax_buf_printf(OUT, "        axrt_conv2d_packed_ep_f32(%s, %s, %s, %s, &params);\n    }\n",
+                      operand(em, n, 0), operand(em, n, 1), epilogue_operands(em, n), y);
+    else
+        ax_buf_printf(OUT, "        axrt_conv2d_%s%s(%s, %s, %s, %s, &params);\n    }\n",
+                      operand_packed(em, n, 1) ? "packed_" : "", SFX, operand(em, n, 0),
+                      operand(em, n, 1), operand(em, n, 2), y);
 }
 
 static void emit_pool(emitter *em, const ir_node *n, const char *y)
@@ -475,8 +610,8 @@ static void emit_mha(emitter *em, const ir_node *n, const char *y)
                   (long long)(ir_numel(q) / (lq * d)), (long long)lq,
                   (long long)k->shape[k->rank - 2], (long long)d, n->attrs.heads,
                   n->attrs.causal ? 1 : 0);
-    ax_buf_printf(OUT, "        axrt_mha_%s(%s, %s, %s, %s, %s, %s, %s, %s,\n", SFX,
-                  operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), operand(em, n, 3),
+    ax_buf_printf(OUT, "        axrt_mha_%s%s(%s, %s, %s, %s, %s, %s, %s, %s,\n",
+                  operand_packed(em, n, 3) ? "packed_" : "", SFX, operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), operand(em, n, 3),
                   operand(em, n, 4), operand(em, n, 5), operand(em, n, 6), y);
     ax_buf_printf(OUT, "                  (%s *)((unsigned char *)arena + %lld), &params);\n    }\n",
                   ctype(n->dtype), (long long)n->scratch_offset);
@@ -522,7 +657,9 @@ static void emit_kernel(emitter *em, const ir_node *n, const char *y)
 
 /* ---- forward() and the descriptor ----------------------------------------- */
 
-/* A fused epilogue activation (attrs.act), if any. */
+/* A fused epilogue activation (attrs.act), if any.  The epilogue (residual
+ * add, then activation) runs over the finished result in place; the memory
+ * plan keeps the residual operand live, so it never shares y's bytes. */
 static bool has_epilogue(const ir_node *n)
 {
     return n->attrs.act > 0 && n->attrs.act < IR_OP_COUNT &&
@@ -541,6 +678,11 @@ static void emit_node(emitter *em, int id)
     ax_buf_puts(em->out, " */\n");
     const char *y = storage(em, id);
     emit_kernel(em, n, y);
+    if (kernel_applies_epilogue(em, n))
+        return;
+    if (n->attrs.residual != IR_NONE)
+        ax_buf_printf(em->out, "    axrt_add_%s(%s, %s, %s, %lld);\n", kernel_suffix(n->dtype), y,
+                      operand(em, n, n->attrs.residual), y, (long long)ir_numel(n));
     if (has_epilogue(n))
         emit_unary(em, (ir_op)n->attrs.act, n, y, y);
 }
@@ -710,7 +852,9 @@ static void emit_c_preamble(const cg_request *req, ax_buf *c)
 {
     ax_buf_printf(c,
                   "/* Generated by axc from %s -- do not edit.\n"
-                  "   Code path: portable scalar C (C99), calling the libaxrt kernels. */\n"
+                  "   Code path: C99 calling the libaxrt kernels; float32 dense, conv and attention\n"
+                  "   weights pre-packed into AXRT_PANEL-wide panels for the runtime's register-tiled\n"
+                  "   GEMM, which runs AVX2+FMA on x86-64 CPUs that have it and portable C elsewhere. */\n"
                   "#include <stddef.h>\n#include <stdint.h>\n#include <string.h>\n#include <math.h>\n"
                   "#include \"%s\"\n\n"
                   "#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && "

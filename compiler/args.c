@@ -27,6 +27,7 @@ static const char usage_text[] =
     "  --emit=ir|dot|mem       print the IR, a Graphviz graph or the memory plan\n"
     "  --print-after-all       print the IR after every pass to stderr\n"
     "  --mem-report            print the arena plan\n"
+    "  --ram=BYTES             fail if the arena exceeds BYTES (suffix K or M: 64K, 1M)\n"
     "  --eltype-mismatch=warn|convert|error|promote\n"
     "  -MD, -MF FILE, -MT TARGET  write a make dependency file\n"
     "  -Werror, -w             warnings as errors / no warnings\n"
@@ -102,10 +103,26 @@ static int add_input(axc_opts *o, const char *v)
     return 0;
 }
 
+/* --ram=BYTES: plain bytes or a K/M suffix (binary: 64K = 65536). */
+static int set_ram(axc_opts *o, const char *v)
+{
+    char *end;
+    errno = 0;
+    unsigned long long bytes = strtoull(v, &end, 10);
+    unsigned long long unit = *end == 'K' || *end == 'k' ? 1024 : *end == 'M' || *end == 'm' ? 1048576 : 1;
+    if (unit > 1) end++;
+    if (errno || end == v || *end || *v == '-' || bytes == 0 || bytes > SIZE_MAX / unit) {
+        axc_fail("--ram expects a byte count such as 65536, 64K or 1M, not '%s'", v);
+        return -1;
+    }
+    o->ram_budget = (size_t)(bytes * unit);
+    return 0;
+}
+
 /* Options that take a value.  `run` marks the ones only `axc run` accepts. */
 typedef enum {
     V_OUT, V_TARGET, V_HEADER, V_MODEL, V_WEIGHTS, V_SEED, V_SAVE, V_EMIT, V_ELTYPE,
-    V_MF, V_MT, V_D, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC
+    V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC
 } value_opt;
 
 static const struct { const char *name; value_opt id; bool run; } value_opts[] = {
@@ -115,6 +132,7 @@ static const struct { const char *name; value_opt id; bool run; } value_opts[] =
     {"--save-weights", V_SAVE, false}, {"--emit", V_EMIT, false},
     {"--eltype-mismatch", V_ELTYPE, false}, {"-MF", V_MF, false},
     {"-MT", V_MT, false},          {"-D", V_D, false},
+    {"--ram", V_RAM, false},
     {"--input", V_INPUT, true},    {"--output", V_OUTPUT, true},
     {"--output-dir", V_OUTDIR, true}, {"--bench", V_BENCH, true},
     {"--cc", V_CC, true},
@@ -138,6 +156,7 @@ static int set_value(axc_opts *o, value_opt id, const char *v)
     case V_CC: o->cc = v; return 0;
     case V_ELTYPE: return set_eltype(o, v);
     case V_D: return add_define(o, v);
+    case V_RAM: return set_ram(o, v);
     case V_INPUT: return add_input(o, v);
     case V_SEED:
         if (parse_u64(v, &o->seed)) { axc_fail("--seed expects a non-negative integer, not '%s'", v); return -1; }

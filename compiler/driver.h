@@ -38,6 +38,7 @@ typedef struct axc_opts {
     bool make_deps;              /* -MD */
     bool mem_report, print_after_all, werror, no_warnings;
     int opt_level;               /* -O0..-O3 */
+    size_t ram_budget;           /* --ram: largest arena allowed, 0 = no limit */
     uint64_t seed;
     eltype_mode eltype;
     ax_define defines[AXC_MAX_DEFINES];

@@ -6,6 +6,9 @@
  *   pass_dtype    settles dtypes (language.md §5): inserts casts at inputs
  *                 wider than the model dtype, warns/errors/promotes per mode,
  *                 rejects integer inputs anywhere but Embedding indices
+ *   the optimising passes (pass_manager.c's table, chosen by -O level):
+ *   fold_batchnorm, fold_scale_shift, fuse_residual, fuse_activation
+ *                 (pass_fuse.c), schedule (pass_schedule.c)
  *   pass_memplan  gives every arena-resident node an offset; sets
  *                 g->arena_bytes
  *
@@ -29,7 +32,30 @@ int pass_dtype(ir_graph *g, eltype_mode mode);
  * params, scalars) never do; nodes that are graph outputs are written
  * straight into the caller's output buffers and do not either. */
 int pass_memplan(ir_graph *g);
+/* The same with share = true: reshapes alias their operand's buffer and
+ * in-place-capable ops reuse operand 0's buffer when it dies there. */
+int pass_memplan_with(ir_graph *g, bool share);
 /* Prints the plan (--emit=mem / --mem-report). */
 void pass_memplan_report(const ir_graph *g, ax_buf *out);
+/* The most bytes live at once in g's current plan (no placement beats it). */
+size_t pass_memplan_lower_bound(const ir_graph *g);
+/* 0 if g->arena_bytes <= budget; else reports an error naming the node of
+ * peak pressure and a note per tensor live there, and returns 1. */
+int pass_memplan_check_budget(const ir_graph *g, size_t budget);
+
+/* Fusion (pass_fuse.c): each rewrites g in place and returns 0. */
+int pass_fold_batchnorm(ir_graph *g);
+int pass_fold_scale_shift(ir_graph *g);
+int pass_fuse_residual(ir_graph *g);
+int pass_fuse_activation(ir_graph *g);
+/* Reorders independent nodes to lower peak memory (pass_schedule.c). */
+int pass_schedule(ir_graph *g);
+
+/* The pass manager (pass_manager.c): runs every table pass whose minimum
+ * -O level is <= opt_level, in table order, ending with the memory plan;
+ * after each, calls after(g, pass name, user) (may be NULL) and the IR
+ * verifier.  Returns the number of errors (0 = success). */
+typedef void pass_hook(const ir_graph *g, const char *pass, void *user);
+int pass_run_optimisations(ir_graph *g, int opt_level, pass_hook *after, void *user);
 
 #endif

@@ -1,6 +1,8 @@
 /* pipeline.c — the front end and passes shared by `axc` and `axc run`:
- * parse, lower each selected model, then shapes, dtypes, parameters and the
- * memory plan.  Diagnostics are collected across models; any error stops
+ * parse, lower each selected model, then shapes, dtypes, parameters, the
+ * optimising passes of the -O level and the memory plan (pass_manager.c),
+ * checked against --ram.  Parameters are loaded before the optimising
+ * passes because folding rewrites them.  Diagnostics are collected across models; any error stops
  * the pipeline before code generation. */
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +18,11 @@ static void print_after(const axc_opts *o, const ir_graph *g, const char *pass)
     ir_dump(g, &b);
     fprintf(stderr, "*** IR after %s ***\n%.*s", pass, (int)b.len, b.data ? b.data : "");
     ax_buf_free(&b);
+}
+
+static void print_after_hook(const ir_graph *g, const char *pass, void *opts)
+{
+    print_after(opts, g, pass);
 }
 
 /* Picks the models to build: all, or the one --model names. */
@@ -46,8 +53,35 @@ static int check_model(const axc_opts *o, ir_graph *g)
     return 0;
 }
 
+/* Parameters are embedded in the generated C and held in memory (twice
+ * while initialised), so a model needing more than this is refused with a
+ * located error instead of an out-of-memory abort. */
+#define AXC_MAX_PARAM_BYTES ((size_t)4 << 30)
+
+/* 0, or 1 after reporting at the largest parameter of an oversized model.
+ * pass_shape bounds each tensor at 2^40 bytes, so the sum cannot overflow. */
+static int check_param_bytes(ir_graph *g)
+{
+    size_t total = 0;
+    const ir_node *largest = NULL;
+    for (int i = 0; i < g->nnodes; i++) {
+        const ir_node *p = &g->nodes[i];
+        if (p->op != IR_OP_param || p->dead) continue;
+        total += ir_nbytes(p);
+        if (!largest || ir_nbytes(p) > ir_nbytes(largest)) largest = p;
+    }
+    if (total <= AXC_MAX_PARAM_BYTES) return 0;
+    ax_error(g->ctx, largest->loc, "model '%s' has %zu bytes of parameters, over the limit of %zu "
+             "(the largest is '%s', %zu bytes)", g->name, total, AXC_MAX_PARAM_BYTES,
+             largest->name, ir_nbytes(largest));
+    return 1;
+}
+
 static int load_params(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n)
 {
+    int oversized = 0;
+    for (int i = 0; i < n; i++) oversized += check_param_bytes(models[i]);
+    if (oversized) return AXC_EINPUT;
     if (!o->weights) {
         for (int i = 0; i < n; i++) weights_init(models[i], o->seed);
         return 0;
@@ -83,9 +117,9 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
     rc = load_params(ctx, o, models, *n);
     if (rc) return rc;
     for (int i = 0; i < *n; i++) {
-        if (pass_memplan(models[i])) return AXC_EINPUT;
-        print_after(o, models[i], "memplan");
-        if (ir_verify(models[i])) return AXC_EINPUT;
+        if (pass_run_optimisations(models[i], o->opt_level, print_after_hook, (void *)o))
+            return AXC_EINPUT;
+        if (o->ram_budget && pass_memplan_check_budget(models[i], o->ram_budget)) return AXC_EINPUT;
     }
     return ctx->errors ? AXC_EINPUT : AXC_OK;
 }

@@ -169,12 +169,13 @@ void weights_save(const ir_graph *g, ax_buf *out)
 {
     int count = 0;
     for (int i = 0; i < g->nnodes; i++)
-        count += g->nodes[i].op == IR_OP_param && !g->nodes[i].dead;
+        count += g->nodes[i].op == IR_OP_param && !g->nodes[i].derived;
     tf_tensor *t = ax_alloc(g->ctx->arena, sizeof *t * (size_t)(count + 1));
     int k = 0;
     for (int i = 0; i < g->nnodes; i++) {
         const ir_node *n = &g->nodes[i];
-        if (n->op != IR_OP_param || n->dead) continue;
+        /* the state_dict: the user's params, also those a fold replaced (dead, data kept) */
+        if (n->op != IR_OP_param || n->derived) continue;
         if (!n->data) ax_die("weights_save: parameter '%s' has no data", n->name);
         t[k].name = n->name;
         t[k].dtype = n->dtype;

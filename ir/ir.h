@@ -80,6 +80,9 @@ typedef struct ir_node {
     ir_param_role role;  /* param only */
     void *data;          /* param only: rank/shape elements of dtype, filled by weights.c */
     bool dead;           /* removed by a pass; skipped everywhere */
+    bool derived;        /* param only: computed by a pass from the user's parameters (e.g. a
+                            BatchNorm folded into a conv); not part of the state_dict, so
+                            --save-weights writes the originals (kept, dead) instead */
     int64_t offset;      /* byte offset in the arena (pass_memplan), -1 = not in the arena */
     int64_t scratch_offset; /* arena offset of this node's scratch (ir_scratch_bytes > 0), else -1 */
 } ir_node;
@@ -97,6 +100,8 @@ typedef struct ir_graph {
     const char *output_names[IR_MAX_SRC];
     int noutputs;
     size_t arena_bytes;        /* planned peak (pass_memplan), multiple of 64 */
+    bool share_buffers;        /* the plan lets reshapes alias and in-place ops reuse their
+                                  operand's buffer (pass_memplan_with) */
     ax_ctx *ctx;               /* owner: arena and diagnostics */
 } ir_graph;
 

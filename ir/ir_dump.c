@@ -82,10 +82,15 @@ static void put_attrs(ax_buf *out, const ir_node *n)
     default:
         break;
     }
+    if (a->residual != IR_NONE && a->residual < n->nsrc)
+        ax_buf_printf(out, " residual=%%%d", n->src[a->residual]);
     if (a->act != IR_NONE && (unsigned)a->act < IR_OP_COUNT)
         ax_buf_printf(out, " act=%s", ir_ops[a->act].name);
+    if ((a->act == IR_OP_leaky_relu || a->act == IR_OP_elu) && n->op != (ir_op)a->act)
+        ax_buf_printf(out, " alpha=%g", a->alpha);
 }
 
+/* The op's own operands; a residual operand is shown as residual=%id. */
 static void put_operands_or_source(ax_buf *out, const ir_node *n)
 {
     switch (n->op) {
@@ -101,7 +106,7 @@ static void put_operands_or_source(ax_buf *out, const ir_node *n)
     default:
         break;
     }
-    for (int i = 0; i < n->nsrc; i++) {
+    for (int i = 0; i < n->nsrc && i != n->attrs.residual; i++) {
         ax_buf_puts(out, i ? ", " : " ");
         if (n->src[i] == IR_NONE)
             ax_buf_puts(out, "_");

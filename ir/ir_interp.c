@@ -705,9 +705,15 @@ static int eval_node(const interp *in, int id, const void *const *inputs, double
     }
 }
 
-/* The fused epilogue: attrs.act (a UNARY op) applied to the node's result. */
-static int apply_epilogue(const ir_node *n, double *out)
+/* The fused epilogue: the residual operand (attrs.residual) added, then
+ * attrs.act (a UNARY op) applied to the node's result. */
+static int apply_epilogue(const interp *in, const ir_node *n, double *out)
 {
+    if (n->attrs.residual != IR_NONE) {
+        const double *r = operand_vals(in, n, n->attrs.residual);
+        for (int64_t i = 0; i < ir_numel(n); i++)
+            out[i] += r[i];
+    }
     if (n->attrs.act == IR_NONE)
         return 0;
     if (n->attrs.act < 0 || n->attrs.act >= IR_OP_COUNT || ir_ops[n->attrs.act].kind != IR_UNARY)
@@ -754,7 +760,7 @@ static int evaluate_all(interp *in, const void *const *inputs)
         int64_t count = ir_numel(n);
         in->vals[id] = malloc((size_t)(count > 0 ? count : 1) * sizeof(double));
         if (!in->vals[id] || eval_node(in, id, inputs, in->vals[id]) != 0 ||
-            apply_epilogue(n, in->vals[id]) != 0)
+            apply_epilogue(in, n, in->vals[id]) != 0)
             return -1;
         release_operands(in, id);
     }

@@ -41,11 +41,12 @@ static void verify_operands(verifier *v, int id, const ir_node *n)
 {
     const ir_opinfo *info = &ir_ops[n->op];
     bool variadic = n->op == IR_OP_concat;
+    int expected = info->max_src + (n->attrs.residual != IR_NONE);
     bool count_ok = variadic ? n->nsrc >= info->min_src && n->nsrc <= info->max_src
-                             : n->nsrc == info->max_src;
+                             : n->nsrc == expected;
     if (!count_ok)
         problem(v, n->loc, "%%%d %s has %d operands, expected %d..%d", id, info->name, n->nsrc,
-                variadic ? info->min_src : info->max_src, info->max_src);
+                variadic ? info->min_src : expected, variadic ? info->max_src : expected);
     for (int i = 0; i < n->nsrc && i < IR_MAX_SRC; i++) {
         int s = n->src[i];
         if (s == IR_NONE) {
@@ -75,6 +76,29 @@ static void verify_shape(verifier *v, int id, const ir_node *n)
         problem(v, n->loc, "%%%d %s has dtype %d", id, ir_ops[n->op].name, (int)n->dtype);
 }
 
+/* attrs.residual: the operand appended after the op's own, of the result's
+ * shape and dtype, on an op whose code generator applies epilogues. */
+static void verify_residual(verifier *v, int id, const ir_node *n)
+{
+    const int r = n->attrs.residual;
+    if (r == IR_NONE)
+        return;
+    bool layer = n->op == IR_OP_conv || n->op == IR_OP_dense || n->op == IR_OP_matmul ||
+                 n->op == IR_OP_batchnorm || n->op == IR_OP_layernorm;
+    if (!layer || r != ir_ops[n->op].max_src || r >= n->nsrc || n->src[r] == IR_NONE) {
+        problem(v, n->loc, "%%%d %s: residual operand %d is not the appended operand", id,
+                ir_ops[n->op].name, r);
+        return;
+    }
+    const ir_node *res = &v->g->nodes[n->src[r]];
+    bool same = res->rank == n->rank && res->dtype == n->dtype;
+    for (int d = 0; same && d < n->rank; d++)
+        same = res->shape[d] == n->shape[d];
+    if (!same)
+        problem(v, n->loc, "%%%d %s: residual %%%d differs from the result in shape or dtype", id,
+                ir_ops[n->op].name, n->src[r]);
+}
+
 static void verify_node(verifier *v, int id)
 {
     const ir_node *n = &v->g->nodes[id];
@@ -86,6 +110,7 @@ static void verify_node(verifier *v, int id)
         return;
     verify_operands(v, id, n);
     verify_shape(v, id, n);
+    verify_residual(v, id, n);
     if (n->data && n->op != IR_OP_param)
         problem(v, n->loc, "%%%d %s carries data; only params do", id, ir_ops[n->op].name);
     if (n->attrs.act != IR_NONE &&

@@ -948,6 +948,88 @@ static void test_memplan_random_dags(void **state)
     assert_true(with_scratch > 0);
 }
 
+
+/* -O1 and up: every relu overwrites its operand when it dies there, and a
+ * reshape of the input has no buffer at all (codegen uses the pointer). */
+static void test_memplan_shared_chain(void **state)
+{
+    (void)state;
+    ir_graph *g = new_graph("chain");
+    int x = INPUT(g, "x", 1, 100);
+    int r = NODE(g, IR_OP_reshape, x);
+    ir_at(g, r)->attrs.nnewshape = 2;
+    ir_at(g, r)->attrs.newshape[0] = 10;
+    ir_at(g, r)->attrs.newshape[1] = 10;
+    int a = NODE(g, IR_OP_relu, r);
+    int b = NODE(g, IR_OP_relu, a);
+    int c = NODE(g, IR_OP_relu, b);
+    output(g, NODE(g, IR_OP_relu, c));
+    assert_int_equal(pass_shape(g), 0);
+    assert_int_equal(pass_memplan_with(g, true), 0);
+    assert_int_equal(ir_at(g, r)->offset, -1);
+    assert_int_equal(ir_at(g, a)->offset, 0);
+    assert_int_equal(ir_at(g, b)->offset, 0);
+    assert_int_equal(ir_at(g, c)->offset, 0);
+    assert_int_equal(g->arena_bytes, 448);
+    assert_int_equal(pass_memplan_lower_bound(g), 448);
+    ax_buf out = {0};
+    pass_memplan_report(g, &out);
+    ax_buf_put(&out, "", 1);
+    assert_non_null(strstr(out.data, "  naive sum    1344 bytes\n"));
+    assert_non_null(strstr(out.data, "      shared by %4    relu (in-place)\n"));
+    ax_buf_free(&out);
+    free_graph(g);
+}
+
+/* i and j may share bytes while both live only as a planned handover: j
+ * reads i, i's value is dead after j, and both sit at the same offset. */
+static bool planned_handover(ir_graph *g, const placed *i, const placed *j)
+{
+    const ir_node *later = ir_at(g, j->start);
+    bool reads = false;
+    for (int s = 0; s < later->nsrc; s++)
+        reads = reads || later->src[s] == i->start;
+    return i->offset == j->offset && reads && i->end == j->start && i->size == j->size;
+}
+
+/* The shared plan over random graphs: only handovers overlap, the peak is
+ * never below the lower bound, and in-place reuse does happen. */
+static void test_memplan_shared_random_dags(void **state)
+{
+    (void)state;
+    rng_state = 777;
+    int handovers = 0;
+    double worst_ratio = 1.0;
+    for (int trial = 0; trial < 200; trial++) {
+        ir_graph *g = random_dag();
+        assert_int_equal(pass_memplan_with(g, true), 0);
+        placed *bufs = calloc(2 * (size_t)g->nnodes, sizeof *bufs);
+        int count = collect_placed(g, bufs);
+        for (int i = 0; i < count; i++) {
+            assert_true(bufs[i].offset % 64 == 0);
+            assert_true(bufs[i].offset + bufs[i].size <= (int64_t)g->arena_bytes);
+            for (int j = i + 1; j < count; j++) {
+                bool live_together = bufs[i].start <= bufs[j].end && bufs[j].start <= bufs[i].end;
+                bool overlap = bufs[i].offset < bufs[j].offset + bufs[j].size &&
+                               bufs[j].offset < bufs[i].offset + bufs[i].size;
+                if (live_together && overlap) {
+                    assert_true(planned_handover(g, &bufs[i], &bufs[j]));
+                    handovers++;
+                }
+            }
+        }
+        size_t bound = pass_memplan_lower_bound(g);
+        assert_true(g->arena_bytes >= bound);
+        if (bound > 0 && (double)g->arena_bytes / (double)bound > worst_ratio)
+            worst_ratio = (double)g->arena_bytes / (double)bound;
+        free(bufs);
+        free_graph(g);
+    }
+    assert_true(handovers > 0);
+    print_message("shared plans: %d in-place handovers; worst peak / lower bound %.3f\n",
+                  handovers, worst_ratio);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -973,6 +1055,8 @@ int main(void)
         cmocka_unit_test(test_dtype_model_dtype),
         cmocka_unit_test(test_memplan_chain),
         cmocka_unit_test(test_memplan_random_dags),
+        cmocka_unit_test(test_memplan_shared_chain),
+        cmocka_unit_test(test_memplan_shared_random_dags),
     };
     return cmocka_run_group_tests_name("passes", tests, NULL, NULL);
 }

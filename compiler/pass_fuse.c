@@ -1,0 +1,328 @@
+/* pass_fuse.c — graph rewrites that merge nodes, each applying one identity:
+ *
+ *   fold_batchnorm   conv(x,W,b) -> batchnorm(g,beta,m,v)  ==  conv(x, W*s, (b-m)*s+beta),
+ *                    s = g/sqrt(v+eps) per output channel (the last dim);
+ *                    dense likewise (W rows scaled).  Parameter data is rewritten at
+ *                    compile time into new, derived params; the user's params stay as
+ *                    dead nodes so --save-weights still writes the state_dict.
+ *   fold_scale_shift conv/dense(x,W,b) * c == conv/dense(x, W*c, b*c);
+ *                    conv/dense(x,W,b) + c == conv/dense(x, W, b+c),
+ *                    c a scalar or a param broadcasting over the last dim only.
+ *   fuse_residual    add(op(...), r) == op(...) with residual r: y = op(...) + r, when
+ *                    r has the result's shape and is defined before op.
+ *   fuse_activation  act(op(...)) == op(...) with epilogue act (attrs.act), for the
+ *                    activations in epilogue_activation().
+ * A producer is only merged into its consumer when the consumer is its single
+ * use and the producer is not a graph output (its value must not be observable
+ * unfused).  Each pass returns 0 (rewrites cannot fail). */
+#include "passes.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- helpers ----------------------------------------------------------------- */
+
+static bool is_graph_output(const ir_graph *g, int id)
+{
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == id)
+            return true;
+    return false;
+}
+
+static bool same_shape(const ir_node *a, const ir_node *b)
+{
+    return a->rank == b->rank && memcmp(a->shape, b->shape, sizeof a->shape[0] * (size_t)a->rank) == 0;
+}
+
+/* Live operand references to id, graph outputs counted. */
+static int use_count(const ir_graph *g, int id)
+{
+    int uses = 0;
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = &g->nodes[k];
+        for (int i = 0; !n->dead && i < n->nsrc; i++)
+            uses += n->src[i] == id;
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        uses += g->outputs[i] == id;
+    return uses;
+}
+
+/* id may be merged into its consumer: used once, and not a graph output. */
+static bool single_internal_use(const ir_graph *g, int id)
+{
+    return use_count(g, id) == 1 && !is_graph_output(g, id);
+}
+
+/* Every reference to from (operands, outputs) now refers to to; from dies. */
+static void replace_and_kill(ir_graph *g, int from, int to)
+{
+    for (int k = 0; k < g->nnodes; k++) {
+        ir_node *n = &g->nodes[k];
+        for (int i = 0; !n->dead && i < n->nsrc; i++)
+            if (n->src[i] == from)
+                n->src[i] = to;
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == from)
+            g->outputs[i] = to;
+    g->nodes[from].dead = true;
+}
+
+static bool is_float_param(const ir_graph *g, int id)
+{
+    const ir_node *p = &g->nodes[id];
+    return (p->op == IR_OP_param || p->op == IR_OP_scalar) &&
+           (p->dtype == AXRT_F32 || p->dtype == AXRT_F64) && (p->op == IR_OP_scalar || p->data);
+}
+
+static double param_at(const ir_node *p, int64_t i)
+{
+    if (p->op == IR_OP_scalar)
+        return p->attrs.scalar;
+    return p->dtype == AXRT_F64 ? ((const double *)p->data)[i] : ((const float *)p->data)[i];
+}
+
+static void param_set(ir_node *p, int64_t i, double v)
+{
+    if (p->dtype == AXRT_F64)
+        ((double *)p->data)[i] = v;
+    else
+        ((float *)p->data)[i] = (float)v;
+}
+
+/* A new derived param called "NAME (folded)", shaped like shape_of (or
+ * [channels] when shape_of is NULL), inserted at pos; its data is a copy of
+ * from's (zeros if from is IR_NONE).  Returns its id; ids >= pos have shifted by one. */
+static int new_param(ir_graph *g, int pos, int from, const ir_node *shape_of, int64_t channels,
+                     const char *name)
+{
+    ir_node tmpl = shape_of ? *shape_of : g->nodes[pos];
+    int id = ir_insert(g, pos, IR_OP_param, NULL, 0, tmpl.loc);
+    ir_node *p = &g->nodes[id];
+    p->dtype = g->dtype;
+    p->rank = shape_of ? tmpl.rank : 1;
+    if (shape_of)
+        memcpy(p->shape, tmpl.shape, sizeof p->shape);
+    else
+        p->shape[0] = channels;
+    p->derived = true;
+    p->name = from != IR_NONE && g->nodes[from].derived ? name
+                                                        : ax_sprintf(g->ctx->arena, "%s (folded)", name);
+    p->data = ax_alloc(g->ctx->arena, ir_nbytes(p));
+    if (from != IR_NONE)
+        memcpy(p->data, g->nodes[from].data, ir_nbytes(p));
+    return id;
+}
+
+/* Gives the dense/conv at id fresh derived copies of its weight and bias
+ * (bias zeros when absent) to rewrite; the copies are inserted right before
+ * it, so it and every later node move up by two.  Returns its new id. */
+static int own_params(ir_graph *g, int id)
+{
+    const int w = g->nodes[id].src[1], b = g->nodes[id].src[2];
+    const int64_t channels = g->nodes[id].shape[g->nodes[id].rank - 1];
+    const char *layer = g->nodes[id].name ? g->nodes[id].name : ir_ops[g->nodes[id].op].name;
+    const char *bias_name = b != IR_NONE ? g->nodes[b].name : ax_sprintf(g->ctx->arena, "%s.bias", layer);
+    const int new_w = new_param(g, id, w, &g->nodes[w], 0, g->nodes[w].name);
+    const int new_b = new_param(g, id + 1, b, b != IR_NONE ? &g->nodes[b] : NULL, channels, bias_name);
+    ir_node *n = &g->nodes[id + 2];
+    n->src[1] = new_w;
+    n->src[2] = new_b;
+    return id + 2;
+}
+
+/* Scales output channel c of a dense/conv's weight (rows of dim 0) by s[c]
+ * and sets bias[c] = bias[c]*s[c] + shift[c]. */
+static void scale_channels(ir_graph *g, int id, const double *s, const double *shift)
+{
+    ir_node *n = &g->nodes[id];
+    ir_node *w = &g->nodes[n->src[1]], *b = &g->nodes[n->src[2]];
+    const int64_t channels = w->shape[0], per = ir_numel(w) / channels;
+    for (int64_t c = 0; c < channels; c++) {
+        for (int64_t i = 0; i < per; i++)
+            param_set(w, c * per + i, param_at(w, c * per + i) * s[c]);
+        param_set(b, c, param_at(b, c) * s[c] + shift[c]);
+    }
+}
+
+static bool is_linear_producer(const ir_graph *g, int id)
+{
+    const ir_node *n = &g->nodes[id];
+    return (n->op == IR_OP_conv || n->op == IR_OP_dense) && n->attrs.act == IR_NONE &&
+           n->attrs.residual == IR_NONE && (n->dtype == AXRT_F32 || n->dtype == AXRT_F64) &&
+           is_float_param(g, n->src[1]) && (n->src[2] == IR_NONE || is_float_param(g, n->src[2])) &&
+           single_internal_use(g, id);
+}
+
+/* Removes params and scalars that no live node uses any more (a dead
+ * user param keeps its data for --save-weights; dead derived ones are
+ * simply dropped). */
+static void kill_unused_params(ir_graph *g)
+{
+    for (int id = 0; id < g->nnodes; id++)
+        if (!g->nodes[id].dead && (g->nodes[id].op == IR_OP_param || g->nodes[id].op == IR_OP_scalar) &&
+            use_count(g, id) == 0)
+            g->nodes[id].dead = true;
+}
+
+/* ---- fold_batchnorm ------------------------------------------------------- */
+
+static void fold_one_batchnorm(ir_graph *g, int bn_id)
+{
+    const ir_node *bn = &g->nodes[bn_id];
+    const int64_t channels = bn->shape[bn->rank - 1];
+    double *s = ax_alloc(g->ctx->arena, 2 * (size_t)channels * sizeof *s), *shift = s + channels;
+    const ir_node *gamma = &g->nodes[bn->src[1]], *beta = &g->nodes[bn->src[2]];
+    const ir_node *mean = &g->nodes[bn->src[3]], *var = &g->nodes[bn->src[4]];
+    for (int64_t c = 0; c < channels; c++) {
+        s[c] = param_at(gamma, c) / sqrt(param_at(var, c) + bn->attrs.eps);
+        shift[c] = param_at(beta, c) - param_at(mean, c) * s[c];
+    }
+    int producer = own_params(g, g->nodes[bn_id].src[0]);
+    bn_id += 2;
+    scale_channels(g, producer, s, shift);
+    replace_and_kill(g, bn_id, producer);
+}
+
+static bool batchnorm_foldable(const ir_graph *g, int id)
+{
+    const ir_node *n = &g->nodes[id];
+    if (n->dead || n->op != IR_OP_batchnorm || n->attrs.act != IR_NONE || n->attrs.residual != IR_NONE)
+        return false;
+    for (int i = 1; i < 5; i++)
+        if (!is_float_param(g, n->src[i]) || g->nodes[n->src[i]].op != IR_OP_param)
+            return false;
+    const ir_node *p = &g->nodes[n->src[0]];
+    return is_linear_producer(g, n->src[0]) && p->shape[p->rank - 1] == n->shape[n->rank - 1] &&
+           g->nodes[p->src[1]].shape[0] == n->shape[n->rank - 1];
+}
+
+int pass_fold_batchnorm(ir_graph *g)
+{
+    for (int id = 0; id < g->nnodes; id++)
+        if (batchnorm_foldable(g, id)) {
+            fold_one_batchnorm(g, id);
+            id += 2;
+        }
+    kill_unused_params(g);
+    return 0;
+}
+
+/* ---- fold_scale_shift ----------------------------------------------------- */
+
+/* The constant operand of a mul/add at id whose other operand is a linear
+ * producer, when the constant is one value or one per output channel. */
+static int constant_side(const ir_graph *g, int id, int *producer)
+{
+    const ir_node *n = &g->nodes[id];
+    for (int side = 0; side < 2; side++) {
+        int p = n->src[side], c = n->src[1 - side];
+        if (!is_float_param(g, c) || !is_linear_producer(g, p) || !g->nodes[p].rank)
+            continue;
+        const ir_node *cn = &g->nodes[c], *pn = &g->nodes[p];
+        int64_t channels = pn->shape[pn->rank - 1];
+        bool per_channel = cn->rank >= 1 && cn->shape[cn->rank - 1] == channels &&
+                           ir_numel(cn) == channels && cn->rank <= pn->rank;
+        if (ir_numel(cn) == 1 || per_channel) {
+            *producer = p;
+            return c;
+        }
+    }
+    return IR_NONE;
+}
+
+static void fold_one_scale_shift(ir_graph *g, int id, int producer, int c)
+{
+    const ir_node *cn = &g->nodes[c];
+    const int64_t channels = g->nodes[producer].shape[g->nodes[producer].rank - 1];
+    const bool is_mul = g->nodes[id].op == IR_OP_mul;
+    double *s = ax_alloc(g->ctx->arena, 2 * (size_t)channels * sizeof *s), *shift = s + channels;
+    for (int64_t k = 0; k < channels; k++) {
+        double v = param_at(cn, ir_numel(cn) == 1 ? 0 : k);
+        s[k] = is_mul ? v : 1.0;
+        shift[k] = is_mul ? 0.0 : v;
+    }
+    producer = own_params(g, producer);
+    scale_channels(g, producer, s, shift);
+    replace_and_kill(g, id + 2, producer);
+}
+
+int pass_fold_scale_shift(ir_graph *g)
+{
+    for (int id = 0; id < g->nnodes; id++) {
+        ir_node *n = &g->nodes[id];
+        int producer;
+        if (n->dead || (n->op != IR_OP_mul && n->op != IR_OP_add))
+            continue;
+        int c = constant_side(g, id, &producer);
+        if (c != IR_NONE && same_shape(&g->nodes[producer], n)) {
+            fold_one_scale_shift(g, id, producer, c);
+            id += 2;
+        }
+    }
+    kill_unused_params(g);
+    return 0;
+}
+
+/* ---- epilogues ------------------------------------------------------------- */
+
+/* Ops whose kernels get an epilogue (residual add, then activation). */
+static bool takes_epilogue(ir_op op)
+{
+    return op == IR_OP_conv || op == IR_OP_dense || op == IR_OP_matmul ||
+           op == IR_OP_batchnorm || op == IR_OP_layernorm;
+}
+
+static bool epilogue_activation(ir_op op)
+{
+    switch (op) {
+    case IR_OP_relu: case IR_OP_relu6: case IR_OP_sigmoid: case IR_OP_tanh: case IR_OP_swish:
+    case IR_OP_gelu: case IR_OP_gelu_tanh: case IR_OP_softplus: case IR_OP_elu:
+    case IR_OP_leaky_relu:
+        return true;
+    default:
+        return false;
+    }
+}
+
+int pass_fuse_residual(ir_graph *g)
+{
+    for (int id = 0; id < g->nnodes; id++) {
+        const ir_node *add = &g->nodes[id];
+        if (add->dead || add->op != IR_OP_add)
+            continue;
+        for (int side = 0; side < 2; side++) {
+            int p = add->src[side], r = add->src[1 - side];
+            ir_node *pn = &g->nodes[p];
+            if (!takes_epilogue(pn->op) || pn->attrs.act != IR_NONE || pn->attrs.residual != IR_NONE ||
+                r >= p || r == p || !same_shape(pn, add) || !same_shape(&g->nodes[r], add) ||
+                g->nodes[r].dtype != pn->dtype || !single_internal_use(g, p) ||
+                pn->nsrc != ir_ops[pn->op].max_src)
+                continue;
+            pn->src[pn->nsrc] = r;
+            pn->attrs.residual = pn->nsrc++;
+            replace_and_kill(g, id, p);
+            break;
+        }
+    }
+    return 0;
+}
+
+int pass_fuse_activation(ir_graph *g)
+{
+    for (int id = 0; id < g->nnodes; id++) {
+        const ir_node *act = &g->nodes[id];
+        if (act->dead || !epilogue_activation(act->op))
+            continue;
+        ir_node *p = &g->nodes[act->src[0]];
+        if (!takes_epilogue(p->op) || p->attrs.act != IR_NONE || p->dtype != act->dtype ||
+            !single_internal_use(g, act->src[0]))
+            continue;
+        p->attrs.act = (int)act->op;
+        p->attrs.alpha = act->attrs.alpha;
+        replace_and_kill(g, id, act->src[0]);
+    }
+    return 0;
+}

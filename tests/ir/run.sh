@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The optimising passes (issue 4), one PASS/FAIL line per case:
+#   golden   `axc --emit=ir` of each model in golden/ (NAME.ir at -O2,
+#            NAME.O0.ir at -O0) shows exactly the fused form expected
+#   arena    each example's planned arena <= its figure in arena.expected
+#            (smaller passes with a note to update the record) and within
+#            1.05 x the lower bound `--emit=mem` reports
+#   O0-O2    `axc run --seed 3` outputs at -O0 and -O2 agree within 1e-5
+#            (relative to the largest magnitude), every example and case
+#   ram      --ram below the plan fails (exit 1) naming the peak; at the plan
+#            it passes; save-weights writes the same state_dict at -O0 and -O2
+# Environment: AXC, AXC_ROOT, PYTHON.  A golden is made by hand with
+#   axc MODEL.ax --emit=ir [-O0] > tests/ir/golden/NAME[.O0].ir  (check it by eye).
+set -u
+root=${AXC_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+AXC=${AXC:-$root/build/bin/axc}
+PYTHON=${PYTHON:-/usr/bin/python3}
+here=$root/tests/ir
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+check() {
+    local name=$1; shift
+    if "$@" >"$tmp/why" 2>&1; then echo "PASS: ir:$name"
+    else echo "FAIL: ir:$name"; sed 's/^/  /' "$tmp/why" | head -25; fi
+}
+
+# model_file NAME: the .ax of an example or a case
+model_file() {
+    if [ -f "$root/examples/$1.ax" ]; then echo "$root/examples/$1.ax"
+    else echo "$here/cases/$1.ax"; fi
+}
+
+check_golden() {
+    local golden=$1 name level
+    name=$(basename "$golden" .ir)
+    level=-O2
+    case $name in *.O0) name=${name%.O0}; level=-O0 ;; esac
+    "$AXC" "$(model_file "$name")" --emit=ir "$level" >"$tmp/ir" || return 1
+    diff -u "$golden" "$tmp/ir"
+}
+
+check_arena() {
+    local name=$1 recorded=$2 peak bound
+    "$AXC" "$(model_file "$name")" --emit=mem >"$tmp/mem" || return 1
+    peak=$(awk '/^  peak/ {print $2; exit}' "$tmp/mem")
+    bound=$(awk '/^  lower bound/ {print $3; exit}' "$tmp/mem")
+    echo "$name: peak $peak, lower bound $bound, recorded $recorded"
+    [ "$peak" -le $((bound + bound / 20)) ] || { echo "peak above 1.05 x lower bound"; return 1; }
+    [ "$peak" -le "$recorded" ] || { echo "arena grew: $peak > recorded $recorded"; return 1; }
+    if [ "$peak" -lt "$recorded" ]; then
+        echo "NOTE: ir:arena $name shrank to $peak (recorded $recorded): update tests/ir/arena.expected" >&3
+    fi
+}
+
+check_levels_agree() {
+    local file=$1 name
+    name=$(basename "$file" .ax)
+    mkdir -p "$tmp/$name/O0" "$tmp/$name/O2"
+    "$AXC" run --seed 3 -O0 "$file" --output-dir "$tmp/$name/O0" >/dev/null || return 1
+    "$AXC" run --seed 3 -O2 "$file" --output-dir "$tmp/$name/O2" >/dev/null || return 1
+    "$PYTHON" "$here/compare_runs.py" "$tmp/$name/O0" "$tmp/$name/O2" 1e-5
+}
+
+check_ram_budget() {
+    local file=$root/examples/r3_resnet_block.ax peak
+    peak=$("$AXC" "$file" --emit=mem | awk '/^  peak/ {print $2; exit}')
+    "$AXC" "$file" --emit=mem --ram=64K >/dev/null 2>"$tmp/err"
+    local rc=$?
+    cat "$tmp/err"
+    [ "$rc" -eq 1 ] || { echo "exit $rc with --ram=64K, expected 1"; return 1; }
+    grep -q "over the --ram budget of 65536 bytes; peak pressure at %[0-9]* conv 'conv1'" "$tmp/err" || return 1
+    grep -q "note: live there: %" "$tmp/err" || return 1
+    "$AXC" "$file" --emit=mem --ram="$peak" >/dev/null || { echo "--ram=$peak refused"; return 1; }
+    "$AXC" "$file" --emit=mem --ram=1M >/dev/null || { echo "--ram=1M refused"; return 1; }
+    "$AXC" "$file" --emit=mem --ram=12Q >/dev/null 2>&1; [ $? -eq 2 ] || { echo "--ram=12Q accepted"; return 1; }
+}
+
+check_saved_weights_are_originals() {
+    local file=$root/examples/mobilenetv2_block.ax
+    "$AXC" "$file" --seed 1 -O0 --save-weights "$tmp/w0.safetensors" || return 1
+    "$AXC" "$file" --seed 1 -O2 --save-weights "$tmp/w2.safetensors" || return 1
+    cmp "$tmp/w0.safetensors" "$tmp/w2.safetensors"
+}
+
+exec 3>&1
+for golden in "$here"/golden/*.ir; do
+    check "golden:$(basename "$golden" .ir)" check_golden "$golden"
+done
+while read -r name bytes; do
+    case $name in ''|\#*) continue ;; esac
+    check "arena:$name" check_arena "$name" "$bytes"
+done <"$here/arena.expected"
+for file in "$root"/examples/*.ax "$here"/cases/*.ax; do
+    check "O0-O2:$(basename "$file" .ax)" check_levels_agree "$file"
+done
+check ram-budget check_ram_budget
+check save-weights-originals check_saved_weights_are_originals
