@@ -35,12 +35,12 @@ all: $(AXC) $(LIBAXRT) $(B)/include/axrt.h
 deps:
 	@sh scripts/deps.sh
 
-$(B)/gen/axc.tab.c $(B)/gen/axc.tab.h: grammar/axc.y
+$(B)/gen/axc.tab.c $(B)/gen/axc.tab.h &: grammar/axc.y
 	@mkdir -p $(B)/gen
 	bison -Wall -Werror -d -o $(B)/gen/axc.tab.c $<
 
 # The lexer includes the parser header, hence the order.
-$(B)/gen/axc.lex.c $(B)/gen/axc.lex.h: grammar/axc.l $(B)/gen/axc.tab.h
+$(B)/gen/axc.lex.c $(B)/gen/axc.lex.h &: grammar/axc.l $(B)/gen/axc.tab.h
 	@mkdir -p $(B)/gen
 	flex --header-file=$(B)/gen/axc.lex.h -o $(B)/gen/axc.lex.c $<
 
