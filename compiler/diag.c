@@ -155,35 +155,42 @@ void ax_diag(ax_ctx *ctx, ax_severity sev, ax_loc loc, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Levenshtein distance between a and b; case-insensitive when fold. */
+static int fold_char(int c, bool fold) { return fold ? tolower(c) : c; }
+
+/* Edit distance between a and b counting insertions, deletions,
+ * substitutions and swaps of adjacent characters ("frist" -> "first" is 1;
+ * optimal string alignment); case-insensitive when fold. */
 static size_t edit_distance(const char *a, const char *b, bool fold)
 {
     size_t la = strlen(a), lb = strlen(b);
-    size_t *row = malloc((lb + 1) * sizeof *row);
-    if (!row)
+    size_t *rows = malloc(3 * (lb + 1) * sizeof *rows);
+    if (!rows)
         ax_die("out of memory");
+    size_t *prev2 = rows, *prev = rows + lb + 1, *cur = rows + 2 * (lb + 1);
     for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
+        prev[j] = j;
     for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
+        cur[0] = i;
+        int ca = fold_char((unsigned char)a[i - 1], fold);
         for (size_t j = 1; j <= lb; j++) {
-            int ca = (unsigned char)a[i - 1], cb = (unsigned char)b[j - 1];
-            if (fold) {
-                ca = tolower(ca);
-                cb = tolower(cb);
-            }
-            size_t best = diag + (ca != cb);
-            if (row[j] + 1 < best)
-                best = row[j] + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            diag = row[j];
-            row[j] = best;
+            int cb = fold_char((unsigned char)b[j - 1], fold);
+            size_t best = prev[j - 1] + (ca != cb);
+            if (prev[j] + 1 < best)
+                best = prev[j] + 1;
+            if (cur[j - 1] + 1 < best)
+                best = cur[j - 1] + 1;
+            if (i > 1 && j > 1 && ca == fold_char((unsigned char)b[j - 2], fold) &&
+                fold_char((unsigned char)a[i - 2], fold) == cb && prev2[j - 2] + 1 < best)
+                best = prev2[j - 2] + 1;
+            cur[j] = best;
         }
+        size_t *t = prev2;
+        prev2 = prev;
+        prev = cur;
+        cur = t;
     }
-    size_t d = row[lb];
-    free(row);
+    size_t d = prev[lb];
+    free(rows);
     return d;
 }
 

@@ -38,7 +38,7 @@ check_layout() {
 pkg_config_link() {
     printf '#include "axrt.h"\nint main(void) { return axrt_dtype_size(AXRT_F32) == 4 ? 0 : 1; }\n' \
         >"$work/pc.c"
-    cc -o "$work/pc" "$work/pc.c" $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs axrt) &&
+    ${CC:-cc} -o "$work/pc" "$work/pc.c" $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs axrt) &&
         "$work/pc"
 }
 

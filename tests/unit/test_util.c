@@ -291,7 +291,8 @@ static void test_suggest(void **state)
     assert_string_equal(ax_suggest("BatchNrm", layers, n), "BatchNorm");
     assert_string_equal(ax_suggest("Relu", layers, n), "relu");        /* closest case wins */
     assert_string_equal(ax_suggest("relu", layers, n), "relu6");       /* identical is skipped */
-    assert_null(ax_suggest("Desne", layers, n));      /* 2 edits > max(1, 5/3) */
+    assert_string_equal(ax_suggest("Desne", layers, n), "Dense");  /* a swap is one edit */
+    assert_null(ax_suggest("Dexxe", layers, n));      /* 2 edits > max(1, 5/3) */
     assert_null(ax_suggest("xyz", layers, n));
     assert_null(ax_suggest("Dense", layers, 1));
     assert_null(ax_suggest("a", layers, 0));
