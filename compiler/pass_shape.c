@@ -592,6 +592,24 @@ static bool depends_on_failure(ir_graph *g, const ir_node *n)
     return false;
 }
 
+/* Every tensor stays under AX_MAX_TENSOR_BYTES: its element count is
+ * computed without overflow here, so later shape rules (Flatten, reshape)
+ * and the byte sums of the memory plan and parameters cannot overflow
+ * either.  A dimension product past 64 bits is thus a located error. */
+#define AX_MAX_TENSOR_BYTES ((int64_t)1 << 40)
+
+static bool size_is_sane(ir_graph *g, ir_node *n)
+{
+    int64_t bytes = 8;   /* the widest dtype, so casts stay in range too */
+    for (int i = 0; i < n->rank; i++)
+        if (__builtin_mul_overflow(bytes, n->shape[i], &bytes) || bytes > AX_MAX_TENSOR_BYTES) {
+            char sh[160];
+            return fail(g, n, "%s of shape %s is too large (the limit is %lld bytes per tensor)",
+                        ir_ops[n->op].name, shape_text(n, sh, sizeof sh), (long long)AX_MAX_TENSOR_BYTES);
+        }
+    return true;
+}
+
 int pass_shape(ir_graph *g)
 {
     int errors = 0;
@@ -603,7 +621,7 @@ int pass_shape(ir_graph *g)
             n->rank = FAILED_RANK;
             continue;
         }
-        if (!shape_fns[n->op](g, n)) {
+        if (!shape_fns[n->op](g, n) || !size_is_sane(g, n)) {
             n->rank = FAILED_RANK;
             errors++;
             continue;

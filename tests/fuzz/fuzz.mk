@@ -58,3 +58,18 @@ fuzz: fuzz-build
 
 fuzz-ci:
 	@$(MAKE) --no-print-directory fuzz FUZZ_TIME=30
+
+# The test suites with axc, the unit tests and libaxrt built under ASan +
+# UBSan in build-asan/.  `axc run` builds each model's generated code with
+# $CC and dlopens it into the instrumented axc: CC must carry the same
+# -fsanitize flags (the .so then resolves the sanitizer runtimes from the
+# axc process; gcc's are shared libraries, so no preload is needed).  The
+# install suite is left out: it links the instrumented libaxrt.a with a
+# plain `cc`, which cannot work and says nothing about memory safety.
+ASAN_B   := build-asan
+ASAN_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer
+.PHONY: test-asan
+test-asan:
+	@$(MAKE) --no-print-directory B=$(ASAN_B) SAN="$(ASAN_SAN)" all test-unit
+	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	    CC="cc $(ASAN_SAN)" bash tests/run.sh $(ASAN_B) unit cli ir torch compile firmware errors

@@ -1,0 +1,127 @@
+"""Checks the error catalogue docs/errors.md against the compiler.
+
+Every entry (a '### ID: title' heading) carries an example: an ```ax block
+written to model.ax, an optional ```py block run first (it makes weight or
+.npy files), an optional ```sh block (the command; default
+`$AXC model.ax -o out.c`), an 'expect: `REGEX`' line that must match axc's
+stderr and a 'status: `N`' line with the exit status.  One PASS/FAIL line per
+entry.  Then coverage: every diagnostic format string in the compiler
+sources (the first string literal of each ax_error/ax_warning/ax_note/
+axc_fail/fail call, and of the messages they pass through) is turned into a
+pattern and looked for in the stderr of all examples together; the last
+line reports triggered/total and the uncovered formats are listed after
+it.  Usage: check.py CATALOGUE ROOT   (AXC and PYTHON from the environment)."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+DIAG_CALL = re.compile(r'\b(ax_error|ax_warning|ax_note|axc_fail|fail|ax_sprintf)\s*\(')
+STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+SOURCES = ("compiler", "grammar", "ir", "codegen")
+
+
+def parse_catalogue(text):
+    entries = []
+    for chunk in re.split(r'^### ', text, flags=re.M)[1:]:
+        ident = chunk.split(':', 1)[0].strip()
+        blocks = dict((k, v) for k, v in re.findall(r'^```(\w+)\n(.*?)^```', chunk, re.M | re.S))
+        expect = re.search(r'^expect: `(.*)`\s*$', chunk, re.M)
+        status = re.search(r'^status: `(\d+)`', chunk, re.M)
+        entries.append({"id": ident, "blocks": blocks,
+                        "expect": expect.group(1) if expect else None,
+                        "status": int(status.group(1)) if status else None})
+    return entries
+
+
+def run_entry(e, axc, python):
+    """Runs one example in a fresh directory; returns (ok, why, stderr)."""
+    if e["expect"] is None or e["status"] is None:
+        return False, "entry lacks an expect: or status: line", ""
+    with tempfile.TemporaryDirectory() as d:
+        if "ax" in e["blocks"]:
+            open(os.path.join(d, "model.ax"), "w").write(e["blocks"]["ax"])
+        if "py" in e["blocks"]:
+            subprocess.run([python, "-c", e["blocks"]["py"]], cwd=d, check=True)
+        cmd = e["blocks"].get("sh", '"$AXC" model.ax -o out.c').strip()
+        env = dict(os.environ, AXC=axc)
+        p = subprocess.run(["bash", "-c", cmd], cwd=d, env=env, capture_output=True, text=True,
+                           errors="replace", timeout=120)
+    why = []
+    if p.returncode != e["status"]:
+        why.append("exit status %d, expected %d" % (p.returncode, e["status"]))
+    if not re.search(e["expect"], p.stderr):
+        why.append("stderr does not match /%s/" % e["expect"])
+    if "internal error" in p.stderr or "Sanitizer" in p.stderr:
+        why.append("internal error or sanitizer report")
+    return not why, "; ".join(why) + "\n" + p.stderr, p.stderr
+
+
+def format_to_regex(fmt):
+    """A C format string as a regex: conversions match any text."""
+    fmt = bytes(fmt, "ascii").decode("unicode_escape").encode("latin-1").decode("utf-8", "replace")
+    parts = re.split(r'%[-+ #0-9.*]*(?:hh|h|ll|l|z|j)?[a-zA-Z%]', fmt)
+    return ".*?".join(re.escape(p) for p in parts)
+
+
+def diagnostic_formats(root):
+    """Format strings of the diagnostics in the sources (pure '%s'
+    pass-throughs excluded: their text comes from elsewhere)."""
+    formats = set()
+    for folder in SOURCES:
+        for name in sorted(os.listdir(os.path.join(root, folder))):
+            if not name.endswith((".c", ".y", ".l")):
+                continue
+            text = open(os.path.join(root, folder, name)).read()
+            text = re.sub(r'/\*.*?\*/', '', text, flags=re.S)
+            for m in DIAG_CALL.finditer(text):
+                if m.group(1) == "ax_sprintf" and "lower_unknown" not in text[max(0, m.start() - 60):m.start()]:
+                    continue
+                lits = []
+                rest = text[m.end():]
+                first = STRING.search(rest)
+                if not first or ';' in rest[:first.start()]:
+                    continue
+                pos = first.start()
+                while True:   # adjacent literals concatenate
+                    s = STRING.match(rest, pos)
+                    if not s:
+                        break
+                    lits.append(s.group(1))
+                    pos = s.end()
+                    while pos < len(rest) and rest[pos] in " \t\n":
+                        pos += 1
+                fmt = "".join(lits)
+                if re.sub(r'%[a-z]+', '', fmt).strip():
+                    formats.add((name, fmt))
+    return sorted(formats)
+
+
+def main():
+    catalogue, root = sys.argv[1], sys.argv[2]
+    axc = os.path.abspath(os.environ.get("AXC", os.path.join(root, "build/bin/axc")))
+    python = os.environ.get("PYTHON", "/usr/bin/python3")
+    all_stderr = []
+    entries = parse_catalogue(open(catalogue).read())
+    for e in entries:
+        ok, why, err = run_entry(e, axc, python)
+        all_stderr.append(err)
+        print("%s: errors:%s" % ("PASS" if ok else "FAIL", e["id"]), flush=True)
+        if not ok:
+            print("\n".join("  " + l for l in why.splitlines()[:12]))
+    # diagnostic lines only, cut short: the patterns backtrack on long text
+    lines = sorted(set(l[:300] for err in all_stderr for l in err.splitlines()
+                       if re.search(r"(error|warning|note): ", l)))
+    formats = diagnostic_formats(root)
+    missed = [(f, s) for f, s in formats
+              if not any(re.search(format_to_regex(s), l) for l in lines)]
+    print("errors: %d catalogue entries; %d of %d diagnostic formats triggered (%.0f%%)"
+          % (len(entries), len(formats) - len(missed), len(formats),
+             100.0 * (len(formats) - len(missed)) / max(1, len(formats))))
+    for f, s in missed:
+        print("  not triggered: %s: %s" % (f, s))
+
+
+if __name__ == "__main__":
+    main()
