@@ -221,20 +221,28 @@ static void emit_bytes_literal(ax_buf *out, const unsigned char *data, size_t n,
 
 /* ---- pre-packed weights ------------------------------------------------------
  * A float32 parameter whose every use is the weight of a dense, a groups=1
- * conv or an attention is embedded in the panel order of axrt.h (packed at
+ * or depthwise (groups = channels, one filter each) conv or an attention is
+ * embedded in the panel order of axrt.h (packed at
  * compile time by the runtime's own packing functions), and those nodes call
  * the *_packed_f32 kernels.  Shared in any other way, it stays as it is. */
-typedef enum packing { PACK_NONE, PACK_DENSE, PACK_CONV, PACK_MHA_IN, PACK_MHA_OUT } packing;
+typedef enum packing {
+    PACK_NONE, PACK_DENSE, PACK_CONV, PACK_DEPTHWISE, PACK_MHA_IN, PACK_MHA_OUT
+} packing;
 
 /* How user consumes its operand i if that operand is packed. */
-static packing packing_of_use(const ir_node *user, int i)
+static packing packing_of_use(const emitter *em, const ir_node *user, int i)
 {
+    const bool depthwise = user->op == IR_OP_conv && user->attrs.groups > 1 &&
+                           user->attrs.groups == user->shape[3] &&
+                           node_at(em, user->src[1])->shape[1] == 1;
     if (user->dtype != AXRT_F32)
         return PACK_NONE;
     if (user->op == IR_OP_dense && i == 1)
         return PACK_DENSE;
     if (user->op == IR_OP_conv && i == 1 && user->attrs.groups == 1)
         return PACK_CONV;
+    if (depthwise && i == 1)
+        return PACK_DEPTHWISE;
     if (user->op == IR_OP_mha && i == 3)
         return PACK_MHA_IN;
     if (user->op == IR_OP_mha && i == 5)
@@ -255,7 +263,7 @@ static packing uses_packing(const emitter *em, int id)
         for (int i = 0; i < user->nsrc && !user->dead; i++) {
             if (user->src[i] != id)
                 continue;
-            const packing use = packing_of_use(user, i);
+            const packing use = packing_of_use(em, user, i);
             if (use == PACK_NONE || (kind != PACK_NONE && use != kind))
                 return PACK_NONE;
             kind = use;
@@ -310,9 +318,12 @@ static bool kernel_applies_epilogue(const emitter *em, const ir_node *n)
            kernel_act_name(n) != NULL;
 }
 
-/* "bias, residual, act" of a packed kernel with an epilogue. */
+/* "bias, residual, act" of a packed kernel that takes an epilogue: n's,
+ * or none when emit_node applies it. */
 static const char *epilogue_operands(const emitter *em, const ir_node *n)
 {
+    if (!kernel_applies_epilogue(em, n))
+        return ax_sprintf(arena_of(em), "%s, NULL, AXRT_ACT_NONE", operand(em, n, 2));
     const char *residual = n->attrs.residual != IR_NONE ? operand(em, n, n->attrs.residual) : "NULL";
     return ax_sprintf(arena_of(em), "%s, %s, %s", operand(em, n, 2), residual, kernel_act_name(n));
 }
@@ -323,13 +334,18 @@ static const float *packed_data(const emitter *em, const ir_node *n, packing kin
     const float *w = (const float *)n->data;
     const size_t count = (size_t)ir_numel(n);
     float *packed = ax_alloc(arena_of(em), count * sizeof *packed + 1);
-    if (kind == PACK_CONV) {
+    if (kind == PACK_CONV || kind == PACK_DEPTHWISE) {
         axrt_conv2d_params p = {0};
         p.oc = (int)n->shape[0];
         p.c = (int)n->shape[1];
         p.kh = (int)n->shape[2];
         p.kw = (int)n->shape[3];
-        axrt_pack_conv2d_f32(w, packed, &p);
+        if (kind == PACK_DEPTHWISE) {
+            p.c = p.oc;
+            axrt_pack_depthwise_f32(w, packed, &p);
+        } else {
+            axrt_pack_conv2d_f32(w, packed, &p);
+        }
     } else if (kind == PACK_MHA_IN) { /* [3d, d]: three [d, d] packs */
         const size_t d = (size_t)n->shape[1];
         for (size_t part = 0; part < 3; part++)
@@ -566,7 +582,10 @@ static void emit_conv(emitter *em, const ir_node *n, const char *y)
                   (long long)n->shape[3], (long long)w->shape[2], (long long)w->shape[3],
                   at->stride[0], at->stride[1], at->dilation[0], at->dilation[1], at->pad[0],
                   at->pad[1], at->groups);
-    if (kernel_applies_epilogue(em, n))
+    if (operand_packed(em, n, 1) && param_packing(em, n->src[1]) == PACK_DEPTHWISE)
+        ax_buf_printf(OUT, "        axrt_conv2d_depthwise_f32(%s, %s, %s, %s, &params);\n    }\n",
+                      operand(em, n, 0), operand(em, n, 1), epilogue_operands(em, n), y);
+    else if (kernel_applies_epilogue(em, n))
         ax_buf_printf(OUT, "        axrt_conv2d_packed_ep_f32(%s, %s, %s, %s, &params);\n    }\n",
                       operand(em, n, 0), operand(em, n, 1), epilogue_operands(em, n), y);
     else
@@ -626,6 +645,157 @@ static void emit_embedding(emitter *em, const ir_node *n, const char *y)
     ax_buf_puts(OUT, "    if (status != 0)\n        return status;\n");
 }
 
+/* ---- fused elementwise loops ------------------------------------------------
+ * A fused_elementwise node (ir.h ir_fused_step) becomes one loop nest over
+ * its result: dims of size 1 are dropped and neighbours merged wherever every
+ * operand's broadcast strides allow, so a same-shape chain is one flat loop;
+ * each operand is indexed by literal strides, each step is a local. */
+
+/* The C expression of a unary step: '@' stands for the argument, '$' for
+ * the element type, '~' for the libm suffix ("f" for float) and '&' for alpha.
+ * Formulas as the runtime's kernels (axrt_kernels.inc) so results agree. */
+static const char *unary_formula(ir_op op)
+{
+    switch (op) {
+    case IR_OP_relu: return "(@ < ($)0 ? ($)0 : @)";
+    case IR_OP_relu6: return "(@ < ($)0 ? ($)0 : (@ > ($)6 ? ($)6 : @))";
+    case IR_OP_sigmoid: return "(($)1 / (($)1 + exp~(-@)))";
+    case IR_OP_tanh: return "tanh~(@)";
+    case IR_OP_swish: return "(@ / (($)1 + exp~(-@)))";
+    case IR_OP_gelu: return "(($)0.5 * @ * (($)1 + erf~(@ * ($)0.70710678118654752440)))";
+    case IR_OP_gelu_tanh:
+        return "(($)0.5 * @ * (($)1 + tanh~(($)0.79788456080286535588 * (@ + ($)0.044715 * @ * @ * @))))";
+    case IR_OP_softplus: return "(@ > ($)20 ? @ : log1p~(exp~(@)))";
+    case IR_OP_elu: return "(@ > ($)0 ? @ : & * expm1~(@))";
+    case IR_OP_leaky_relu: return "(@ < ($)0 ? & * @ : @)";
+    case IR_OP_exp: return "exp~(@)";
+    case IR_OP_log: return "log~(@)";
+    case IR_OP_sqrt: return "sqrt~(@)";
+    case IR_OP_abs: return "fabs~(@)";
+    case IR_OP_neg: return "(-@)";
+    case IR_OP_erf: return "erf~(@)";
+    default: ax_die("cg_c: %s in a fused loop", ir_ops[op].name);
+    }
+}
+
+static const char *unary_expression(const emitter *em, const ir_node *n, const ir_fused_step *step,
+                                    const char *arg)
+{
+    ax_buf text = {0};
+    for (const char *c = unary_formula((ir_op)step->op); *c; c++) {
+        switch (*c) {
+        case '@': ax_buf_puts(&text, arg); break;
+        case '$': ax_buf_puts(&text, ctype(n->dtype)); break;
+        case '~': ax_buf_puts(&text, n->dtype == AXRT_F64 ? "" : "f"); break;
+        case '&': ax_buf_puts(&text, real_literal(em, n->dtype, step->value)); break;
+        default: ax_buf_printf(&text, "%c", *c); break;
+        }
+    }
+    const char *result = ax_strdup(arena_of(em), text.data);
+    ax_buf_free(&text);
+    return result;
+}
+
+/* Argument a of step s: an operand element or an earlier step's local. */
+static const char *fused_arg(const emitter *em, const ir_fused_step *step, int a)
+{
+    if (step->arg[a] >= 0)
+        return ax_sprintf(arena_of(em), "t%d", step->arg[a]);
+    return ax_sprintf(arena_of(em), "a%d", IR_FUSED_OPERAND_INDEX(step->arg[a]));
+}
+
+static void emit_fused_steps(emitter *em, const ir_node *n, const char *indent)
+{
+    static const char *const symbols[] = {"+", "-", "*", "/"};
+    for (int s = 0; s < n->attrs.nsteps; s++) {
+        const ir_fused_step *step = &n->attrs.steps[s];
+        ax_buf_printf(em->out, "%sconst %s t%d = ", indent, ctype(n->dtype), s);
+        if (step->op == IR_OP_scalar)
+            ax_buf_puts(em->out, real_literal(em, n->dtype, step->value));
+        else if (ir_ops[step->op].kind == IR_BINARY)
+            ax_buf_printf(em->out, "%s %s %s", fused_arg(em, step, 0),
+                          symbols[step->op - IR_OP_add], fused_arg(em, step, 1));
+        else
+            ax_buf_puts(em->out, unary_expression(em, n, step, fused_arg(em, step, 0)));
+        ax_buf_puts(em->out, ";\n");
+    }
+}
+
+/* The loop nest: dims[] and per-operand strides[k][] after dropping size-1
+ * dims and merging neighbours; returns the loop count (at least 1). */
+static int fused_loops(const emitter *em, const ir_node *n, int64_t *dims,
+                       int64_t strides[][IR_MAX_RANK])
+{
+    int64_t full[IR_MAX_SRC][IR_MAX_RANK];
+    int loops = 0;
+    for (int k = 0; k < n->nsrc; k++)
+        broadcast_strides(operand_node(em, n, k), n, full[k]);
+    for (int d = 0; d < n->rank; d++) {
+        if (n->shape[d] == 1)
+            continue;
+        bool merge = loops > 0;
+        for (int k = 0; k < n->nsrc && merge; k++)
+            merge = strides[k][loops - 1] == full[k][d] * n->shape[d];
+        if (merge) {
+            dims[loops - 1] *= n->shape[d];
+            for (int k = 0; k < n->nsrc; k++)
+                strides[k][loops - 1] = full[k][d];
+            continue;
+        }
+        dims[loops] = n->shape[d];
+        for (int k = 0; k < n->nsrc; k++)
+            strides[k][loops] = full[k][d];
+        loops++;
+    }
+    if (loops == 0) {
+        dims[0] = 1;
+        for (int k = 0; k < n->nsrc; k++)
+            strides[k][0] = 0;
+        loops = 1;
+    }
+    return loops;
+}
+
+/* "i0 * 16 + i1" for one operand's strides; "0" when fully broadcast. */
+static const char *fused_index(const emitter *em, const int64_t *strides, int loops)
+{
+    ax_buf text = {0};
+    for (int d = 0; d < loops; d++) {
+        if (strides[d] == 0)
+            continue;
+        ax_buf_printf(&text, "%si%d", text.len ? " + " : "", d);
+        if (strides[d] != 1)
+            ax_buf_printf(&text, " * %lld", (long long)strides[d]);
+    }
+    const char *result = ax_strdup(arena_of(em), text.len ? text.data : "0");
+    ax_buf_free(&text);
+    return result;
+}
+
+static void emit_fused(emitter *em, const ir_node *n, const char *y)
+{
+    int64_t dims[IR_MAX_RANK], strides[IR_MAX_SRC][IR_MAX_RANK];
+    const int loops = fused_loops(em, n, dims, strides);
+    const char *t = ctype(n->dtype);
+    ax_buf_puts(em->out, "    {\n");
+    for (int k = 0; k < n->nsrc; k++)
+        ax_buf_printf(em->out, "        const %s *x%d = %s;\n", t, k, operand(em, n, k));
+    ax_buf_printf(em->out, "        %s *y = %s;\n        size_t o = 0", t, y);
+    for (int d = 0; d < loops; d++)
+        ax_buf_printf(em->out, ", i%d", d);
+    ax_buf_puts(em->out, ";\n");
+    char indent[64];
+    snprintf(indent, sizeof indent, "%*s", 8 + 4 * loops, "");
+    for (int d = 0; d < loops; d++)
+        ax_buf_printf(em->out, "%*sfor (i%d = 0; i%d < %lld; i%d++%s)%s\n", 8 + 4 * d, "", d, d,
+                      (long long)dims[d], d, d == loops - 1 ? ", o++" : "", d == loops - 1 ? " {" : "");
+    for (int k = 0; k < n->nsrc; k++)
+        ax_buf_printf(em->out, "%sconst %s a%d = x%d[%s];\n", indent, t, k, k,
+                      fused_index(em, strides[k], loops));
+    emit_fused_steps(em, n, indent);
+    ax_buf_printf(em->out, "%sy[o] = t%d;\n%*s}\n    }\n", indent, n->attrs.nsteps - 1, 4 + 4 * loops, "");
+}
+
 /* The one dispatch over ops: the kernel call computing n into y. */
 static void emit_kernel(emitter *em, const ir_node *n, const char *y)
 {
@@ -647,6 +817,7 @@ static void emit_kernel(emitter *em, const ir_node *n, const char *y)
     case IR_OP_globalmeanpool: emit_globalpool(em, n, y); break;
     case IR_OP_mha: emit_mha(em, n, y); break;
     case IR_OP_embedding: emit_embedding(em, n, y); break;
+    case IR_OP_fused_elementwise: emit_fused(em, n, y); break;
     case IR_OP_input: case IR_OP_param: case IR_OP_scalar: case IR_OP_COUNT: break;
     default: emit_unary(em, n->op, n, operand(em, n, 0), y); break;
     }
@@ -666,6 +837,37 @@ static bool has_epilogue(const ir_node *n)
            ir_ops[n->attrs.act].kind == IR_UNARY && n->attrs.act != IR_OP_cast;
 }
 
+/* A depthwise conv the plan put over its own input (ir_depthwise_inplace):
+ * the runtime's in-place kernel, its ring of input rows in n's scratch.  The
+ * packed kernels' epilogue rule applies (kernel_applies_epilogue). */
+static void emit_dwconv_inplace(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *x = operand_node(em, n, 0), *w = operand_node(em, n, 1);
+    const ir_attrs *at = &n->attrs;
+    if (n->scratch_offset < 0)
+        ax_die("cg_c: in-place depthwise conv without its ring buffer");
+    ax_buf_printf(em->out,
+                  "    {\n        static const axrt_conv2d_params params = "
+                  "{%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, 1, 1, %d, %d, %d, %d, %d};\n",
+                  (long long)x->shape[0], (long long)x->shape[1], (long long)x->shape[2],
+                  (long long)x->shape[3], (long long)n->shape[1], (long long)n->shape[2],
+                  (long long)n->shape[3], (long long)w->shape[2], (long long)w->shape[3],
+                  at->dilation[0], at->dilation[1], at->pad[0], at->pad[1], at->groups);
+    ax_buf_printf(em->out,
+                  "        axrt_dwconv_inplace_%s(%s, %s, %d, %s, %s, (%s *)((unsigned char *)arena + %lld), "
+                  "&params);\n    }\n",
+                  kernel_suffix(n->dtype), y, operand(em, n, 1), operand_packed(em, n, 1) ? 1 : 0,
+                  operand(em, n, 2), kernel_applies_epilogue(em, n) ? kernel_act_name(n) : "AXRT_ACT_NONE",
+                  ctype(n->dtype), (long long)n->scratch_offset);
+}
+
+/* The plan shares a conv's result with its input only where
+ * ir_depthwise_inplace allows it (pass_memplan). */
+static bool conv_in_place(const emitter *em, const ir_node *n, const char *y)
+{
+    return n->op == IR_OP_conv && strcmp(operand(em, n, 0), y) == 0;
+}
+
 static void emit_node(emitter *em, int id)
 {
     const ir_node *n = node_at(em, id);
@@ -677,7 +879,10 @@ static void emit_node(emitter *em, int id)
                       n->loc.line, n->loc.col);
     ax_buf_puts(em->out, " */\n");
     const char *y = storage(em, id);
-    emit_kernel(em, n, y);
+    if (conv_in_place(em, n, y))
+        emit_dwconv_inplace(em, n, y);
+    else
+        emit_kernel(em, n, y);
     if (kernel_applies_epilogue(em, n))
         return;
     if (n->attrs.residual != IR_NONE)

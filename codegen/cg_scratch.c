@@ -1,17 +1,17 @@
 /* cg_scratch.c — workspace the C backend's kernels need beyond their
- * output (ir.h: ir_scratch_bytes).  Only attention needs any: the runtime's
- * axrt_mha_* keeps the projected q, k, v, one head's scores and the
- * concatenated heads of one batch element there.  The size comes from the
- * runtime itself (axrt_mha_scratch_elems) so the two cannot disagree. */
+ * output (ir.h: ir_scratch_bytes), and which kernels may overwrite their
+ * input (ir_depthwise_inplace).  Attention keeps the projected q, k, v, one
+ * head's scores and the concatenated heads of one batch element in scratch;
+ * a depthwise conv that may run in place keeps a ring of input rows there.
+ * Sizes come from the runtime itself (axrt_mha_scratch_elems,
+ * axrt_dwconv_inplace_ring_elems) so the two cannot disagree. */
 #include "ir.h"
 
 /* q is [..., lq, d] and k [..., lk, d], as cg_c.c's emit_mha reads them;
  * the kernel reuses the scratch for each batch element, so the batch size
  * does not enter. */
-size_t ir_scratch_bytes(const ir_node *n, const ir_graph *g)
+static size_t mha_scratch_bytes(const ir_node *n, const ir_graph *g)
 {
-    if (n->op != IR_OP_mha)
-        return 0;
     const ir_node *q = &g->nodes[n->src[0]], *k = &g->nodes[n->src[1]];
     axrt_mha_params p = {0};
     p.d = (int)q->shape[q->rank - 1];
@@ -20,4 +20,59 @@ size_t ir_scratch_bytes(const ir_node *n, const ir_graph *g)
     p.n = 1;
     p.heads = n->attrs.heads;
     return axrt_mha_scratch_elems(&p) * axrt_dtype_size(n->dtype);
+}
+
+/* The runtime's contract (axrt.h, axrt_dwconv.c): groups == channels with
+ * one filter each, stride 1, output shaped as the input, no residual. */
+bool ir_depthwise_inplace(const ir_node *n, const ir_graph *g)
+{
+    if (n->op != IR_OP_conv || n->rank != 4 || n->attrs.residual != IR_NONE ||
+        (n->dtype != AXRT_F32 && n->dtype != AXRT_F64))
+        return false;
+    const ir_node *x = &g->nodes[n->src[0]], *w = &g->nodes[n->src[1]];
+    const ir_attrs *a = &n->attrs;
+    for (int d = 0; d < 4; d++)
+        if (x->shape[d] != n->shape[d])
+            return false;
+    return x->dtype == n->dtype && a->groups == n->shape[3] && w->shape[1] == 1 &&
+           a->stride[0] == 1 && a->stride[1] == 1 && a->kernel[0] <= AXRT_DWCONV_MAX_KH &&
+           a->pad[0] >= 0 && a->pad[1] >= 0;
+}
+
+/* Whether node id's value is read by no live node after at (a graph output
+ * counts as read later). */
+static bool dies_at(const ir_graph *g, int id, int at)
+{
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == id)
+            return false;
+    for (int k = at + 1; k < g->nnodes; k++)
+        for (int i = 0; !g->nodes[k].dead && i < g->nodes[k].nsrc; i++)
+            if (g->nodes[k].src[i] == id)
+                return false;
+    return true;
+}
+
+/* The ring is only reserved where the plan may actually share the input's
+ * buffer: buffer sharing on, and the input an arena value dying here. */
+static size_t dwconv_ring_bytes(const ir_node *n, const ir_graph *g)
+{
+    const int at = (int)(n - g->nodes), x = n->src[0];
+    if (!g->share_buffers || !ir_depthwise_inplace(n, g) ||
+        ir_ops[g->nodes[x].op].kind == IR_SOURCE || !dies_at(g, x, at))
+        return 0;
+    axrt_conv2d_params p = {0};
+    p.pad_top = n->attrs.pad[0];
+    p.w = (int)n->shape[2];
+    p.c = (int)n->shape[3];
+    return axrt_dwconv_inplace_ring_elems(&p) * axrt_dtype_size(n->dtype);
+}
+
+size_t ir_scratch_bytes(const ir_node *n, const ir_graph *g)
+{
+    switch (n->op) {
+    case IR_OP_mha: return mha_scratch_bytes(n, g);
+    case IR_OP_conv: return dwconv_ring_bytes(n, g);
+    default: return 0;
+    }
 }

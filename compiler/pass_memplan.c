@@ -14,8 +14,10 @@
  *   in-place  an op whose kernel reads element i before writing element i
  *             and nothing else (unary ops but cast; add/sub/mul/div, on an
  *             operand of the result's shape, either side; softmax and
- *             log_softmax) overwrites that operand's buffer when the buffer
- *             dies there.
+ *             log_softmax; a fused_elementwise loop, on an operand of the
+ *             result's shape; a depthwise conv the backend computes over its
+ *             input, ir_depthwise_inplace) overwrites that operand's buffer
+ *             when the buffer dies there.
  * A node whose C kernel needs workspace (ir_scratch_bytes > 0, outputs
  * included) also gets a scratch buffer live only at its own index.
  * Placement is first-fit, tried in definition order and in decreasing size;
@@ -93,6 +95,10 @@ static bool same_shape(const ir_node *a, const ir_node *b)
  * at the top of the file; runtime/axrt_kernels.inc). */
 static bool kernel_allows_inplace(const ir_graph *g, const ir_node *n, int k)
 {
+    if (n->op == IR_OP_conv)
+        return k == 0 && ir_depthwise_inplace(n, g);
+    if (n->op == IR_OP_fused_elementwise)
+        return same_shape(&g->nodes[n->src[k]], n);
     if (!ir_ops[n->op].can_inplace || n->attrs.residual != IR_NONE)
         return false;
     switch (ir_ops[n->op].kind) {

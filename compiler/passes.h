@@ -8,7 +8,8 @@
  *                 rejects integer inputs anywhere but Embedding indices
  *   the optimising passes (pass_manager.c's table, chosen by -O level):
  *   fold_batchnorm, fold_scale_shift, fuse_residual, fuse_activation
- *                 (pass_fuse.c), schedule (pass_schedule.c)
+ *                 (pass_fuse.c), fuse_elementwise (pass_fuse_elementwise.c),
+ *                 schedule (pass_schedule.c)
  *   pass_memplan  gives every arena-resident node an offset; sets
  *                 g->arena_bytes
  *
@@ -48,6 +49,9 @@ int pass_fold_batchnorm(ir_graph *g);
 int pass_fold_scale_shift(ir_graph *g);
 int pass_fuse_residual(ir_graph *g);
 int pass_fuse_activation(ir_graph *g);
+/* Trees of elementwise nodes -> one fused_elementwise node
+ * (pass_fuse_elementwise.c); returns 0. */
+int pass_fuse_elementwise(ir_graph *g);
 /* Reorders independent nodes to lower peak memory (pass_schedule.c). */
 int pass_schedule(ir_graph *g);
 

@@ -40,6 +40,16 @@ typedef enum ir_param_role {
     IR_PARAM_ONES        /* norm scales, running variances */
 } ir_param_role;
 
+/* One step of a fused_elementwise program, evaluated per result element;
+ * steps may only refer to earlier steps, and the last one is the result. */
+typedef struct ir_fused_step {
+    int op;          /* a UNARY ir_op but cast, a BINARY one, or IR_OP_scalar: the constant value */
+    int arg[2];      /* >= 0: an earlier step; IR_FUSED_OPERAND(k): src[k] broadcast to the result */
+    double value;    /* IR_OP_scalar: the constant; elu, leaky_relu: alpha */
+} ir_fused_step;
+#define IR_FUSED_OPERAND(k) (-1 - (k))
+#define IR_FUSED_OPERAND_INDEX(arg) (-1 - (arg))
+
 /* Operator attributes; which fields mean something depends on the op. */
 typedef struct ir_attrs {
     int axis;                 /* softmax, log_softmax, sum/mean/maximum, concat: normalised to 0..rank-1 by pass_shape */
@@ -65,6 +75,8 @@ typedef struct ir_attrs {
                                  added before the epilogue: y = act(op(...) + src[residual]).
                                  The residual operand is appended after the op's own operands
                                  (nsrc = max + 1); set by fusion passes */
+    const ir_fused_step *steps; /* fused_elementwise: the program (context arena) */
+    int nsteps;
 } ir_attrs;
 
 typedef struct ir_node {
@@ -132,6 +144,10 @@ bool ir_dtype_parse(const char *name, axrt_dtype *out);
  * such a node a separate scratch buffer, live only while n is computed.
  * Implemented beside the backend (codegen/cg_scratch.c). */
 size_t ir_scratch_bytes(const ir_node *n, const ir_graph *g);
+/* Whether the C backend can compute n (a depthwise conv) over its own input
+ * buffer (runtime axrt_dwconv_inplace_*): pass_memplan then lets it, when
+ * that input dies at n, and ir_scratch_bytes gives it its ring of rows. */
+bool ir_depthwise_inplace(const ir_node *n, const ir_graph *g);
 
 /* Checks the structural invariants (operand counts and order, ranks, dtypes
  * of params, outputs exist).  Returns the number of problems, printed as

@@ -53,6 +53,29 @@ static void put_window_attrs(ax_buf *out, const ir_node *n)
         ax_buf_printf(out, " groups=%d", a->groups);
 }
 
+/* Step s of n's fused program as a nested expression over %ids; a step
+ * read twice is printed twice. */
+static void put_fused_step(ax_buf *out, const ir_node *n, int s)
+{
+    const ir_fused_step *step = &n->attrs.steps[s];
+    if (step->op == IR_OP_scalar) {
+        ax_buf_printf(out, "%g", step->value);
+        return;
+    }
+    const int nargs = ir_ops[step->op].kind == IR_BINARY ? 2 : 1;
+    ax_buf_printf(out, "%s(", ir_ops[step->op].name);
+    for (int a = 0; a < nargs; a++) {
+        ax_buf_puts(out, a ? ", " : "");
+        if (step->arg[a] >= 0)
+            put_fused_step(out, n, step->arg[a]);
+        else
+            ax_buf_printf(out, "%%%d", n->src[IR_FUSED_OPERAND_INDEX(step->arg[a])]);
+    }
+    if (step->op == IR_OP_elu || step->op == IR_OP_leaky_relu)
+        ax_buf_printf(out, ", alpha=%g", step->value);
+    ax_buf_puts(out, ")");
+}
+
 static void put_attrs(ax_buf *out, const ir_node *n)
 {
     const ir_attrs *a = &n->attrs;
@@ -78,6 +101,12 @@ static void put_attrs(ax_buf *out, const ir_node *n)
         break;
     case IR_OP_mha:
         ax_buf_printf(out, " heads=%d%s", a->heads, a->causal ? " causal" : "");
+        break;
+    case IR_OP_fused_elementwise:
+        ax_buf_puts(out, " [");
+        if (a->nsteps > 0)
+            put_fused_step(out, n, a->nsteps - 1);
+        ax_buf_puts(out, "]");
         break;
     default:
         break;

@@ -197,12 +197,12 @@ static int64_t broadcast_offset(int64_t linear, const int64_t *out_shape, int ra
 
 static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
-/* One unary op (UNARY kind) at x; n supplies alpha and the cast target. */
-static double unary_value(ir_op op, const ir_node *n, double x)
+/* One unary op (UNARY kind) at x; alpha for elu and leaky_relu, dtype the
+ * cast target. */
+static double unary_value(ir_op op, double alpha, axrt_dtype dtype, double x)
 {
-    const double alpha = n->attrs.alpha;
     switch (op) {
-    case IR_OP_cast: return round_to_dtype(x, n->dtype);
+    case IR_OP_cast: return round_to_dtype(x, dtype);
     case IR_OP_relu: return x > 0 ? x : 0;
     case IR_OP_relu6: return x < 0 ? 0 : x > 6 ? 6 : x;
     case IR_OP_sigmoid: return sigmoid(x);
@@ -228,7 +228,7 @@ static int eval_unary(const interp *in, const ir_node *n, double *out)
 {
     const double *x = operand_vals(in, n, 0);
     for (int64_t i = 0; i < ir_numel(n); i++)
-        out[i] = unary_value(n->op, n, x[i]);
+        out[i] = unary_value(n->op, n->attrs.alpha, n->dtype, x[i]);
     return 0;
 }
 
@@ -253,6 +253,46 @@ static int eval_binary(const interp *in, const ir_node *n, double *out)
     for (int64_t i = 0; i < ir_numel(n); i++)
         out[i] = binary_value(n->op, av[broadcast_offset(i, n->shape, n->rank, a_strides)],
                               bv[broadcast_offset(i, n->shape, n->rank, b_strides)]);
+    return 0;
+}
+
+/* The fused program (ir.h ir_fused_step) at output element i; t holds one
+ * value per step (doubles, as the unfused nodes' values would be). */
+static double fused_value(const interp *in, const ir_node *n, const int64_t *strides, int64_t i,
+                          double *t)
+{
+    for (int s = 0; s < n->attrs.nsteps; s++) {
+        const ir_fused_step *step = &n->attrs.steps[s];
+        const int nargs = step->op == IR_OP_scalar ? 0 : ir_ops[step->op].kind == IR_BINARY ? 2 : 1;
+        double arg[2] = {0, 0};
+        for (int a = 0; a < nargs; a++) {
+            const int k = IR_FUSED_OPERAND_INDEX(step->arg[a]);
+            arg[a] = step->arg[a] >= 0 ? t[step->arg[a]]
+                     : in->vals[n->src[k]][broadcast_offset(i, n->shape, n->rank, strides + k * IR_MAX_RANK)];
+        }
+        if (step->op == IR_OP_scalar)
+            t[s] = step->value;
+        else if (ir_ops[step->op].kind == IR_BINARY)
+            t[s] = binary_value((ir_op)step->op, arg[0], arg[1]);
+        else
+            t[s] = unary_value((ir_op)step->op, step->value, n->dtype, arg[0]);
+    }
+    return t[n->attrs.nsteps - 1];
+}
+
+static int eval_fused(const interp *in, const ir_node *n, double *out)
+{
+    int64_t strides[IR_MAX_SRC * IR_MAX_RANK];
+    double *t = malloc((size_t)n->attrs.nsteps * sizeof *t);
+    if (!t)
+        return -1;
+    for (int k = 0; k < n->nsrc; k++) {
+        const ir_node *x = operand(in, n, k);
+        broadcast_strides(x->shape, x->rank, n->rank, 1, strides + k * IR_MAX_RANK);
+    }
+    for (int64_t i = 0; i < ir_numel(n); i++)
+        out[i] = fused_value(in, n, strides, i, t);
+    free(t);
     return 0;
 }
 
@@ -696,6 +736,7 @@ static int eval_node(const interp *in, int id, const void *const *inputs, double
     case IR_OP_globalmeanpool: return eval_globalmeanpool(in, n, out);
     case IR_OP_mha: return eval_mha(in, n, out);
     case IR_OP_embedding: return eval_embedding(in, n, out);
+    case IR_OP_fused_elementwise: return eval_fused(in, n, out);
     default:
         if (ir_ops[n->op].kind == IR_UNARY)
             return eval_unary(in, n, out);
@@ -719,7 +760,7 @@ static int apply_epilogue(const interp *in, const ir_node *n, double *out)
     if (n->attrs.act < 0 || n->attrs.act >= IR_OP_COUNT || ir_ops[n->attrs.act].kind != IR_UNARY)
         return -1;
     for (int64_t i = 0; i < ir_numel(n); i++)
-        out[i] = unary_value((ir_op)n->attrs.act, n, out[i]);
+        out[i] = unary_value((ir_op)n->attrs.act, n->attrs.alpha, n->dtype, out[i]);
     return 0;
 }
 

@@ -40,7 +40,7 @@ static bool operand_optional(ir_op op, int i)
 static void verify_operands(verifier *v, int id, const ir_node *n)
 {
     const ir_opinfo *info = &ir_ops[n->op];
-    bool variadic = n->op == IR_OP_concat;
+    bool variadic = n->op == IR_OP_concat || n->op == IR_OP_fused_elementwise;
     int expected = info->max_src + (n->attrs.residual != IR_NONE);
     bool count_ok = variadic ? n->nsrc >= info->min_src && n->nsrc <= info->max_src
                              : n->nsrc == expected;

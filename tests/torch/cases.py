@@ -146,6 +146,31 @@ BINARY = [  # (expression, torch function, shape of a, shape of b, kind of b)
 ]
 
 
+FUSED = [  # (name, signature, expression, torch function, inputs): -O2 fuses each into one loop
+    ("fused_bcast_rank3", "a::Float32[3, 5, 7], b::Float32[5, 1], c::Float32[7]",
+     "tanh(a .* 2.0) + b .* c - 1.0",
+     lambda a, b, c: torch.tanh(a * 2.0) + b * c - 1.0,
+     {"a": ((3, 5, 7), "normal"), "b": ((5, 1), "normal"), "c": ((7,), "normal")}),
+    ("fused_bcast_middle", "a::Float32[2, 1, 3, 5], b::Float32[2, 4, 1, 5]",
+     "leaky_relu(a - b, alpha=0.2) .* sigmoid(b) ./ (abs(a) + 1.5)",
+     lambda a, b: F.leaky_relu(a - b, 0.2) * torch.sigmoid(b) / (a.abs() + 1.5),
+     {"a": ((2, 1, 3, 5), "normal"), "b": ((2, 4, 1, 5), "normal")}),
+    ("fused_every_unary", "x::Float32[3, 11]",
+     "gelu_tanh(softplus(elu(swish(gelu(relu6(erf(x) .* 4.0)))))) + sqrt(exp(neg(x))) + log(x .* x + 1.0)",
+     lambda x: (F.gelu(F.softplus(F.elu(F.silu(F.gelu(F.relu6(torch.erf(x) * 4.0))))), approximate="tanh")
+                + torch.sqrt(torch.exp(-x)) + torch.log(x * x + 1.0)),
+     {"x": ((3, 11), "normal")}),
+    ("fused_shared_operand", "x::Float32[4, 9], s::Float32[1, 1]",
+     "relu(x) .* x ./ (s .* s + 1.0)",
+     lambda x, s: F.relu(x) * x / (s * s + 1.0), {"x": ((4, 9), "normal"), "s": ((1, 1), "normal")}),
+]
+
+
+def fused_cases():
+    return [Case(name, fn_model("fused", signature, f"return {expr}"), stateless(fn), inputs)
+            for name, signature, expr, fn, inputs in FUSED]
+
+
 def shape_text(shape):
     return ", ".join(map(str, shape))
 
@@ -193,7 +218,7 @@ def layer_cases():
               lambda: {"fc1": nn.Linear(4, 8), "fc2": nn.Linear(8, 2)},
               lambda m, x: m["fc2"](torch.tanh(m["fc1"](x))), {"x": ((3, 4), "normal")}),
     ]
-    return cases + conv_cases(img) + pool_cases() + norm_cases()
+    return cases + conv_cases(img) + dwconv_inplace_cases() + pool_cases() + norm_cases()
 
 
 CONVS = [  # (name, .ax arguments after the kernel, ConvNHWC kwargs, kernel, cin, cout)
@@ -215,6 +240,38 @@ CONVS = [  # (name, .ax arguments after the kernel, ConvNHWC kwargs, kernel, cin
     ("conv_relu_nobias", "3 => 5, activation=relu, bias=false",
      {"activation": "relu", "bias": False}, (3, 3), 3, 5),
 ]
+
+
+DWCONV_INPLACE = [  # (name, depthwise .ax arguments after the kernel, ConvNHWC kwargs, kernel)
+    ("dwconv_inplace_3x3_relu6", "pad=1, activation=relu6", {"pad": 1, "activation": "relu6"}, (3, 3)),
+    ("dwconv_inplace_5x3_tanh", "pad=(2, 1), activation=tanh", {"pad": (2, 1), "activation": "tanh"}, (5, 3)),
+    ("dwconv_inplace_dilation2", "dilation=2, pad=2", {"dilation": 2, "pad": 2}, (3, 3)),
+    ("dwconv_inplace_pad_same_even", "pad=same, bias=false", {"pad": "same", "bias": False}, (4, 2)),
+    ("dwconv_stride2_not_inplace", "stride=2, pad=1", {"stride": 2, "pad": 1}, (3, 3)),
+]
+
+
+def dwconv_inplace_cases():
+    """A depthwise conv between two 1x1 convs: its input and result are arena
+    intermediates, so -O1 and up compute it over its own input with a ring of rows
+    (runtime/axrt_dwconv.c); the last case is Float64 (unpacked weights)."""
+    cases = []
+    for name, args, kw, kernel in DWCONV_INPLACE:
+        body = f"Conv((1, 1), 3 => 7, activation=relu)\nConv(({kernel[0]}, {kernel[1]}), 7 => 7, groups=7, {args})\nConv((1, 1), 7 => 2)"
+        layers = lambda kw=kw, kernel=kernel: {"0": T.ConvNHWC(3, 7, (1, 1), activation="relu"),
+                                               "1": T.ConvNHWC(7, 7, kernel, groups=7, **kw),
+                                               "2": T.ConvNHWC(7, 2, (1, 1))}
+        cases.append(layer(name, "x::Float32[2, 9, 11, 3]", body, layers,
+                           lambda m, x: m["2"](m["1"](m["0"](x))), {"x": ((2, 9, 11, 3), "normal")}))
+    name, args, kw, kernel = DWCONV_INPLACE[0]
+    body = f"Conv((1, 1), 3 => 7, activation=relu)\nConv(({kernel[0]}, {kernel[1]}), 7 => 7, groups=7, {args})\nConv((1, 1), 7 => 2)"
+    cases.append(layer("dwconv_inplace_f64", "x::Float64[2, 9, 11, 3]", body,
+                       lambda: {"0": T.ConvNHWC(3, 7, (1, 1), activation="relu"),
+                                "1": T.ConvNHWC(7, 7, kernel, groups=7, **kw),
+                                "2": T.ConvNHWC(7, 2, (1, 1))},
+                       lambda m, x: m["2"](m["1"](m["0"](x))), {"x": ((2, 9, 11, 3), "f64")},
+                       flags=["--eltype-mismatch=promote"], float64=True, tol=1e-12))
+    return cases
 
 
 def conv_cases(img):
@@ -407,5 +464,5 @@ def example_cases(root):
 
 
 def all_cases(root):
-    return (activation_cases() + function_cases() + binary_cases() + layer_cases()
+    return (activation_cases() + function_cases() + binary_cases() + fused_cases() + layer_cases()
             + attention_cases() + program_cases() + example_cases(root))
