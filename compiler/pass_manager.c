@@ -15,6 +15,7 @@ typedef struct pass_row {
 } pass_row;
 
 static const pass_row passes[] = {
+    {"fuse_matmul_transposed", 1, 3, pass_fuse_matmul_transposed},
     {"fold_batchnorm", 1, 3, pass_fold_batchnorm},
     {"fold_scale_shift", 2, 3, pass_fold_scale_shift},
     {"fuse_residual", 2, 3, pass_fuse_residual},

@@ -14,8 +14,8 @@
  *   in-place  an op whose kernel reads element i before writing element i
  *             and nothing else (unary ops but cast; add/sub/mul/div, on an
  *             operand of the result's shape, either side; softmax and
- *             log_softmax; a fused_elementwise loop, on an operand of the
- *             result's shape; a depthwise conv the backend computes over its
+ *             log_softmax; a fused_elementwise loop, on an operand it reads
+ *             in the result's order; a depthwise conv the backend computes over its
  *             input, ir_depthwise_inplace) overwrites that operand's buffer
  *             when the buffer dies there.
  * A node whose C kernel needs workspace (ir_scratch_bytes > 0, outputs
@@ -98,7 +98,7 @@ static bool kernel_allows_inplace(const ir_graph *g, const ir_node *n, int k)
     if (n->op == IR_OP_conv)
         return k == 0 && ir_depthwise_inplace(n, g);
     if (n->op == IR_OP_fused_elementwise)
-        return same_shape(&g->nodes[n->src[k]], n);
+        return ir_fused_in_order(g, n, k);
     if (!ir_ops[n->op].can_inplace || n->attrs.residual != IR_NONE)
         return false;
     switch (ir_ops[n->op].kind) {
@@ -106,6 +106,15 @@ static bool kernel_allows_inplace(const ir_graph *g, const ir_node *n, int k)
     case IR_BINARY: return same_shape(&g->nodes[n->src[k]], n);
     default: return k == 0 && (n->op == IR_OP_softmax || n->op == IR_OP_log_softmax);
     }
+}
+
+/* Operand i of n is read at n's own element index (a fused loop's operand
+ * strides may permute or re-shape the read: ir_fused_in_order). */
+static bool read_in_order(const ir_graph *g, const ir_node *n, int i)
+{
+    if (n->op == IR_OP_fused_elementwise)
+        return ir_fused_in_order(g, n, i);
+    return same_shape(&g->nodes[n->src[i]], n);
 }
 
 /* n (at id) may overwrite operand k's buffer: the buffer dies at id, has
@@ -120,7 +129,7 @@ static bool can_inplace(const ir_graph *g, const mem_plan *p, int id, int k)
     if (b->scratch || b->end != id || ir_nbytes(&g->nodes[n->src[k]]) != ir_nbytes(n))
         return false;
     for (int i = 0; i < n->nsrc; i++)
-        if (i != k && p->owner[n->src[i]] == own && !same_shape(&g->nodes[n->src[i]], n))
+        if (i != k && p->owner[n->src[i]] == own && !read_in_order(g, n, i))
             return false;
     return true;
 }

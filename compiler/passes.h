@@ -7,7 +7,8 @@
  *                 wider than the model dtype, warns/errors/promotes per mode,
  *                 rejects integer inputs anywhere but Embedding indices
  *   the optimising passes (pass_manager.c's table, chosen by -O level):
- *   fold_batchnorm, fold_scale_shift, fuse_residual, fuse_activation
+ *   fuse_matmul_transposed (pass_fuse_matmul.c), fold_batchnorm,
+ *                 fold_scale_shift, fuse_residual, fuse_activation
  *                 (pass_fuse.c), fuse_elementwise (pass_fuse_elementwise.c),
  *                 schedule (pass_schedule.c)
  *   pass_memplan  gives every arena-resident node an offset; sets
@@ -52,6 +53,9 @@ int pass_fuse_activation(ir_graph *g);
 /* Trees of elementwise nodes -> one fused_elementwise node
  * (pass_fuse_elementwise.c); returns 0. */
 int pass_fuse_elementwise(ir_graph *g);
+/* matmul(x, transpose(W, (1, 0))) -> dense(x, W) (pass_fuse_matmul.c);
+ * returns 0. */
+int pass_fuse_matmul_transposed(ir_graph *g);
 /* Reorders independent nodes to lower peak memory (pass_schedule.c). */
 int pass_schedule(ir_graph *g);
 

@@ -77,6 +77,11 @@ typedef struct ir_attrs {
                                  (nsrc = max + 1); set by fusion passes */
     const ir_fused_step *steps; /* fused_elementwise: the program (context arena) */
     int nsteps;
+    const int64_t (*strides)[IR_MAX_RANK]; /* fused_elementwise: row k (context arena) gives
+                                 operand src[k] read at result index (i0, i1, ...) as its
+                                 element sum(i_d * strides[k][d]) (0 = broadcast dim);
+                                 set by pass_fuse_elementwise, which composes broadcasts,
+                                 transposes and reshapes into them */
 } ir_attrs;
 
 typedef struct ir_node {
@@ -148,6 +153,12 @@ size_t ir_scratch_bytes(const ir_node *n, const ir_graph *g);
  * buffer (runtime axrt_dwconv_inplace_*): pass_memplan then lets it, when
  * that input dies at n, and ir_scratch_bytes gives it its ring of rows. */
 bool ir_depthwise_inplace(const ir_node *n, const ir_graph *g);
+
+/* Whether fused_elementwise n reads operand k at the result's own flat index
+ * (its strides are the result's row-major strides, ignoring size-1 dims, and
+ * it has the result's element count), so that a loop writing element o after
+ * reading element o may overwrite it (pass_memplan's in-place rule). */
+bool ir_fused_in_order(const ir_graph *g, const ir_node *n, int k);
 
 /* Checks the structural invariants (operand counts and order, ranks, dtypes
  * of params, outputs exist).  Returns the number of problems, printed as

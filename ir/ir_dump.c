@@ -53,9 +53,33 @@ static void put_window_attrs(ax_buf *out, const ir_node *n)
         ax_buf_printf(out, " groups=%d", a->groups);
 }
 
+/* Operand k of fused node n as %id, followed by its strides over n's dims,
+ * @(s0, s1, ...), when they are not plain NumPy broadcasting (a transpose or
+ * reshape read through). */
+static void put_fused_operand(ax_buf *out, const ir_graph *g, const ir_node *n, int k)
+{
+    const ir_node *x = &g->nodes[n->src[k]];
+    bool broadcast = x->rank <= n->rank;
+    int64_t stride = 1;
+    for (int d = n->rank - 1; d >= 0 && broadcast; d--) {
+        const int xd = d - (n->rank - x->rank);
+        const int64_t expected = (xd < 0 || x->shape[xd] == 1) ? 0 : stride;
+        broadcast = (xd < 0 || x->shape[xd] == 1 || x->shape[xd] == n->shape[d]) &&
+                    (n->shape[d] == 1 || n->attrs.strides[k][d] == expected);
+        stride *= xd >= 0 ? x->shape[xd] : 1;
+    }
+    ax_buf_printf(out, "%%%d", n->src[k]);
+    if (broadcast)
+        return;
+    ax_buf_puts(out, "@(");
+    for (int d = 0; d < n->rank; d++)
+        ax_buf_printf(out, "%s%lld", d ? ", " : "", (long long)n->attrs.strides[k][d]);
+    ax_buf_puts(out, ")");
+}
+
 /* Step s of n's fused program as a nested expression over %ids; a step
  * read twice is printed twice. */
-static void put_fused_step(ax_buf *out, const ir_node *n, int s)
+static void put_fused_step(ax_buf *out, const ir_graph *g, const ir_node *n, int s)
 {
     const ir_fused_step *step = &n->attrs.steps[s];
     if (step->op == IR_OP_scalar) {
@@ -67,16 +91,16 @@ static void put_fused_step(ax_buf *out, const ir_node *n, int s)
     for (int a = 0; a < nargs; a++) {
         ax_buf_puts(out, a ? ", " : "");
         if (step->arg[a] >= 0)
-            put_fused_step(out, n, step->arg[a]);
+            put_fused_step(out, g, n, step->arg[a]);
         else
-            ax_buf_printf(out, "%%%d", n->src[IR_FUSED_OPERAND_INDEX(step->arg[a])]);
+            put_fused_operand(out, g, n, IR_FUSED_OPERAND_INDEX(step->arg[a]));
     }
     if (step->op == IR_OP_elu || step->op == IR_OP_leaky_relu)
         ax_buf_printf(out, ", alpha=%g", step->value);
     ax_buf_puts(out, ")");
 }
 
-static void put_attrs(ax_buf *out, const ir_node *n)
+static void put_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
 {
     const ir_attrs *a = &n->attrs;
     switch (n->op) {
@@ -105,7 +129,7 @@ static void put_attrs(ax_buf *out, const ir_node *n)
     case IR_OP_fused_elementwise:
         ax_buf_puts(out, " [");
         if (a->nsteps > 0)
-            put_fused_step(out, n, a->nsteps - 1);
+            put_fused_step(out, g, n, a->nsteps - 1);
         ax_buf_puts(out, "]");
         break;
     default:
@@ -155,7 +179,7 @@ static void put_node(ax_buf *out, const ir_graph *g, int id)
     const ir_node *n = &g->nodes[id];
     ax_buf_printf(out, "  %%%d = %s", id, ir_ops[n->op].name);
     put_operands_or_source(out, n);
-    put_attrs(out, n);
+    put_attrs(out, g, n);
     if (n->name && n->op != IR_OP_input && n->op != IR_OP_param)
         ax_buf_printf(out, " layer=\"%s\"", n->name);
     ax_buf_puts(out, " : ");

@@ -256,10 +256,10 @@ static int eval_binary(const interp *in, const ir_node *n, double *out)
     return 0;
 }
 
-/* The fused program (ir.h ir_fused_step) at output element i; t holds one
- * value per step (doubles, as the unfused nodes' values would be). */
-static double fused_value(const interp *in, const ir_node *n, const int64_t *strides, int64_t i,
-                          double *t)
+/* The fused program (ir.h ir_fused_step) at output element i, each operand
+ * read through its attrs.strides; t holds one value per step (doubles, as
+ * the unfused nodes' values would be). */
+static double fused_value(const interp *in, const ir_node *n, int64_t i, double *t)
 {
     for (int s = 0; s < n->attrs.nsteps; s++) {
         const ir_fused_step *step = &n->attrs.steps[s];
@@ -268,7 +268,7 @@ static double fused_value(const interp *in, const ir_node *n, const int64_t *str
         for (int a = 0; a < nargs; a++) {
             const int k = IR_FUSED_OPERAND_INDEX(step->arg[a]);
             arg[a] = step->arg[a] >= 0 ? t[step->arg[a]]
-                     : in->vals[n->src[k]][broadcast_offset(i, n->shape, n->rank, strides + k * IR_MAX_RANK)];
+                     : in->vals[n->src[k]][broadcast_offset(i, n->shape, n->rank, n->attrs.strides[k])];
         }
         if (step->op == IR_OP_scalar)
             t[s] = step->value;
@@ -282,16 +282,11 @@ static double fused_value(const interp *in, const ir_node *n, const int64_t *str
 
 static int eval_fused(const interp *in, const ir_node *n, double *out)
 {
-    int64_t strides[IR_MAX_SRC * IR_MAX_RANK];
     double *t = malloc((size_t)n->attrs.nsteps * sizeof *t);
     if (!t)
         return -1;
-    for (int k = 0; k < n->nsrc; k++) {
-        const ir_node *x = operand(in, n, k);
-        broadcast_strides(x->shape, x->rank, n->rank, 1, strides + k * IR_MAX_RANK);
-    }
     for (int64_t i = 0; i < ir_numel(n); i++)
-        out[i] = fused_value(in, n, strides, i, t);
+        out[i] = fused_value(in, n, i, t);
     free(t);
     return 0;
 }

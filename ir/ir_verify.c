@@ -99,6 +99,31 @@ static void verify_residual(verifier *v, int id, const ir_node *n)
                 ir_ops[n->op].name, n->src[r]);
 }
 
+/* A fused loop's operand strides (attrs.strides) stay inside each operand:
+ * the farthest element read, sum((dim - 1) * stride), exists. */
+static void verify_fused_strides(verifier *v, int id, const ir_node *n)
+{
+    if (n->op != IR_OP_fused_elementwise)
+        return;
+    if (!n->attrs.strides || !n->attrs.steps || n->attrs.nsteps <= 0) {
+        problem(v, n->loc, "%%%d %s has no program or operand strides", id, ir_ops[n->op].name);
+        return;
+    }
+    for (int k = 0; k < n->nsrc && k < IR_MAX_SRC; k++) {
+        if (n->src[k] < 0 || n->src[k] >= id)
+            continue;
+        int64_t last = 0;
+        bool negative = false;
+        for (int d = 0; d < n->rank; d++) {
+            negative |= n->attrs.strides[k][d] < 0;
+            last += (n->shape[d] - 1) * n->attrs.strides[k][d];
+        }
+        if (negative || last >= ir_numel(&v->g->nodes[n->src[k]]))
+            problem(v, n->loc, "%%%d %s: operand %d (%%%d) is read outside its %lld elements", id,
+                    ir_ops[n->op].name, k, n->src[k], (long long)ir_numel(&v->g->nodes[n->src[k]]));
+    }
+}
+
 static void verify_node(verifier *v, int id)
 {
     const ir_node *n = &v->g->nodes[id];
@@ -111,6 +136,7 @@ static void verify_node(verifier *v, int id)
     verify_operands(v, id, n);
     verify_shape(v, id, n);
     verify_residual(v, id, n);
+    verify_fused_strides(v, id, n);
     if (n->data && n->op != IR_OP_param)
         problem(v, n->loc, "%%%d %s carries data; only params do", id, ir_ops[n->op].name);
     if (n->attrs.act != IR_NONE &&

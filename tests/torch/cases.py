@@ -166,9 +166,42 @@ FUSED = [  # (name, signature, expression, torch function, inputs): -O2 fuses ea
 ]
 
 
+VIEWS = [  # (name, signature, body, torch function, inputs): transposes and reshapes that
+           # -O2 reads through inside fused loops, and matmuls by a transpose -> dense
+    ("view_transpose_chain", "x::Float32[3, 5], b::Float32[5, 3]",
+     "return tanh(transpose(x, (1, 0)) .* b + 1.0)",
+     lambda x, b: torch.tanh(x.T * b + 1.0), {"x": ((3, 5), "normal"), "b": ((5, 3), "normal")}),
+    ("view_transpose_rank3_bcast", "x::Float32[2, 3, 5], c::Float32[5, 1, 3]",
+     "return sigmoid(transpose(x, (2, 0, 1)) + c) .* 2.0",
+     lambda x, c: torch.sigmoid(x.permute(2, 0, 1) + c) * 2.0,
+     {"x": ((2, 3, 5), "normal"), "c": ((5, 1, 3), "normal")}),
+    ("view_reshape_chain", "x::Float32[3, 10]",
+     "return exp(reshape(sqrt(abs(x) + 1.0), (5, 6)) - 2.0)",
+     lambda x: torch.exp(torch.sqrt(x.abs() + 1.0).reshape(5, 6) - 2.0), {"x": ((3, 10), "normal")}),
+    ("view_reshape_split_transposed", "x::Float32[5, 6]",
+     "return reshape(transpose(x .* 2.0, (1, 0)), (2, 3, 5)) + 1.0",
+     lambda x: (x * 2.0).T.reshape(2, 3, 5) + 1.0, {"x": ((5, 6), "normal")}),
+    ("view_reshape_bcast_opaque", "x::Float32[3, 5], b::Float32[5]",
+     "return reshape(exp(x + b), (15,)) - 1.0",
+     lambda x, b: torch.exp(x + b).reshape(15) - 1.0, {"x": ((3, 5), "normal"), "b": ((5,), "normal")}),
+    ("view_transposed_self_read", "x::Float32[7, 7]",
+     "a = relu(x) .* 3.0\nreturn softmax(a + transpose(a, (1, 0)) .* 0.5)",
+     lambda x: torch.softmax(F.relu(x) * 3.0 + (F.relu(x) * 3.0).T * 0.5, -1), {"x": ((7, 7), "normal")}),
+    ("matmul_transposed_2d", "q::Float32[2, 3, 5], k::Float32[7, 5], v::Float32[5]",
+     "return softmax(matmul(q, transpose(k, (1, 0))) ./ 2.0) + matmul(v, transpose(k, (1, 0)))",
+     lambda q, k, v: torch.softmax(torch.matmul(q, k.T) / 2.0, -1) + torch.matmul(v, k.T),
+     {"q": ((2, 3, 5), "normal"), "k": ((7, 5), "normal"), "v": ((5,), "normal")}),
+    ("matmul_transposed_rank3", "q::Float32[2, 3, 5], k::Float32[2, 7, 5]",
+     "return matmul(q, transpose(k, (0, 2, 1)))",
+     lambda q, k: torch.matmul(q, k.transpose(1, 2)), {"q": ((2, 3, 5), "normal"), "k": ((2, 7, 5), "normal")}),
+]
+
+
 def fused_cases():
-    return [Case(name, fn_model("fused", signature, f"return {expr}"), stateless(fn), inputs)
-            for name, signature, expr, fn, inputs in FUSED]
+    return ([Case(name, fn_model("fused", signature, f"return {expr}"), stateless(fn), inputs)
+             for name, signature, expr, fn, inputs in FUSED]
+            + [Case(name, fn_model("views", signature, body), stateless(fn), inputs)
+               for name, signature, body, fn, inputs in VIEWS])
 
 
 def shape_text(shape):
