@@ -648,8 +648,9 @@ static void emit_embedding(emitter *em, const ir_node *n, const char *y)
 /* ---- fused elementwise loops ------------------------------------------------
  * A fused_elementwise node (ir.h ir_fused_step) becomes one loop nest over
  * its result: dims of size 1 are dropped and neighbours merged wherever every
- * operand's broadcast strides allow, so a same-shape chain is one flat loop;
- * each operand is indexed by literal strides, each step is a local. */
+ * operand's strides (attrs.strides: broadcasts, transposes and reshapes read
+ * through) allow, so a same-shape chain is one flat loop; each operand is
+ * indexed by literal strides, each step is a local. */
 
 /* The C expression of a unary step: '@' stands for the argument, '$' for
  * the element type, '~' for the libm suffix ("f" for float) and '&' for alpha.
@@ -723,13 +724,10 @@ static void emit_fused_steps(emitter *em, const ir_node *n, const char *indent)
 
 /* The loop nest: dims[] and per-operand strides[k][] after dropping size-1
  * dims and merging neighbours; returns the loop count (at least 1). */
-static int fused_loops(const emitter *em, const ir_node *n, int64_t *dims,
-                       int64_t strides[][IR_MAX_RANK])
+static int fused_loops(const ir_node *n, int64_t *dims, int64_t strides[][IR_MAX_RANK])
 {
-    int64_t full[IR_MAX_SRC][IR_MAX_RANK];
+    const int64_t (*full)[IR_MAX_RANK] = n->attrs.strides;
     int loops = 0;
-    for (int k = 0; k < n->nsrc; k++)
-        broadcast_strides(operand_node(em, n, k), n, full[k]);
     for (int d = 0; d < n->rank; d++) {
         if (n->shape[d] == 1)
             continue;
@@ -775,7 +773,7 @@ static const char *fused_index(const emitter *em, const int64_t *strides, int lo
 static void emit_fused(emitter *em, const ir_node *n, const char *y)
 {
     int64_t dims[IR_MAX_RANK], strides[IR_MAX_SRC][IR_MAX_RANK];
-    const int loops = fused_loops(em, n, dims, strides);
+    const int loops = fused_loops(n, dims, strides);
     const char *t = ctype(n->dtype);
     ax_buf_puts(em->out, "    {\n");
     for (int k = 0; k < n->nsrc; k++)

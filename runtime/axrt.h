@@ -177,11 +177,37 @@ void axrt_dense_packed_f32(const float *x, const float *packed, const float *bia
 void axrt_pack_conv2d_f32(const float *w, float *packed, const axrt_conv2d_params *p);
 void axrt_conv2d_packed_f32(const float *x, const float *packed, const float *bias, float *y,
                             const axrt_conv2d_params *p);
+/* The epilogue the packed dense and conv kernels can apply while the result
+   is still in registers: y = act(op(...) + residual), residual (or NULL)
+   laid out as y and distinct from it. */
+typedef enum axrt_act { AXRT_ACT_NONE = 0, AXRT_ACT_RELU, AXRT_ACT_RELU6, AXRT_ACT_GELU } axrt_act;
+void axrt_dense_packed_ep_f32(const float *x, const float *packed, const float *bias,
+                              const float *residual, axrt_act act, float *y, size_t rows,
+                              size_t in, size_t out);
+void axrt_conv2d_packed_ep_f32(const float *x, const float *packed, const float *bias,
+                               const float *residual, axrt_act act, float *y,
+                               const axrt_conv2d_params *p);
+/* Depthwise conv (groups == c == oc): w [c, 1, kh, kw] -> packed [kh * kw, c]. */
+void axrt_pack_depthwise_f32(const float *w, float *packed, const axrt_conv2d_params *p);
+void axrt_conv2d_depthwise_f32(const float *x, const float *packed, const float *bias,
+                               const float *residual, axrt_act act, float *y,
+                               const axrt_conv2d_params *p);
 /* as axrt_mha_f32; in_w [3d, d] packed as three [d, d] dense packs one after
    the other (q, k, v), out_w [d, d] packed as a dense weight */
 void axrt_mha_packed_f32(const float *q, const float *k, const float *v, const float *in_w,
                          const float *in_b, const float *out_w, const float *out_b, float *y,
                          float *scratch, const axrt_mha_params *p);
+
+/* Depthwise conv overwriting its own input xy (axrt_dwconv.c): groups == c ==
+   oc, stride 1, oh == h, ow == w, kh <= AXRT_DWCONV_MAX_KH.  w is [c, 1, kh, kw],
+   or [kh * kw, c] when packed != 0; ring holds axrt_dwconv_inplace_ring_elems(p)
+   elements; bias may be NULL; act is applied last. */
+#define AXRT_DWCONV_MAX_KH 16
+size_t axrt_dwconv_inplace_ring_elems(const axrt_conv2d_params *p);
+void axrt_dwconv_inplace_f32(float *xy, const float *w, int packed, const float *bias,
+                             axrt_act act, float *ring, const axrt_conv2d_params *p);
+void axrt_dwconv_inplace_f64(double *xy, const double *w, int packed, const double *bias,
+                             axrt_act act, double *ring, const axrt_conv2d_params *p);
 
 #ifdef __cplusplus
 }

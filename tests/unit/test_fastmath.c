@@ -247,6 +247,141 @@ static void test_matmul_softmax_layernorm(void **state)
     assert_close(y, ref, M * N, 1e-5);
 }
 
+typedef void dense_ep_fn(const float *, const float *, const float *, const float *, axrt_act,
+                         float *, size_t, size_t, size_t);
+typedef void conv_ep_fn(const float *, const float *, const float *, const float *, axrt_act,
+                        float *, const axrt_conv2d_params *);
+
+/* The epilogue in double: act(v + residual). */
+static double act_ref(double v, axrt_act act)
+{
+    switch (act) {
+    case AXRT_ACT_RELU: return v < 0 ? 0 : v;
+    case AXRT_ACT_RELU6: return v < 0 ? 0 : v > 6 ? 6 : v;
+    case AXRT_ACT_GELU: return 0.5 * v * erfc(-v / sqrt(2.0));
+    default: return v;
+    }
+}
+
+/* conv2d in double over NHWC, weight [oc, c/groups, kh, kw], then the epilogue. */
+static void conv_ref(const float *x, const float *w, const float *bias, const float *residual,
+                     axrt_act act, double *y, const axrt_conv2d_params *p)
+{
+    const int cg = p->c / p->groups, og = p->oc / p->groups;
+    for (int n = 0; n < p->n; n++)
+        for (int oy = 0; oy < p->oh; oy++)
+            for (int ox = 0; ox < p->ow; ox++)
+                for (int o = 0; o < p->oc; o++) {
+                    const size_t at = (((size_t)n * p->oh + oy) * p->ow + ox) * p->oc + o;
+                    double acc = bias[o];
+                    for (int ky = 0; ky < p->kh; ky++)
+                        for (int kx = 0; kx < p->kw; kx++) {
+                            const int iy = oy * p->stride_h - p->pad_top + ky * p->dilation_h;
+                            const int ix = ox * p->stride_w - p->pad_left + kx * p->dilation_w;
+                            if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) continue;
+                            for (int c = 0; c < cg; c++)
+                                acc += (double)x[(((size_t)n * p->h + iy) * p->w + ix) * p->c +
+                                                 (size_t)(o / og) * cg + c] *
+                                       w[(((size_t)o * cg + c) * p->kh + ky) * p->kw + kx];
+                        }
+                    y[at] = act_ref(acc + residual[at], act);
+                }
+}
+
+/* Row counts 1..7 (the 1-, 2-, 4- and 6-row tiles) and 59 (many tiles and
+ * a 5-row tail), a narrow panel, three K blocks; residual and each
+ * activation applied in the epilogue. */
+static void test_dense_epilogue(void **state)
+{
+    enum { ROWS = 59, IN = 600, OUT = 37 };
+    static float x[ROWS * IN], w[OUT * IN], packed[OUT * IN], bias[OUT], res[ROWS * OUT];
+    static float y[ROWS * OUT];
+    static double ref[ROWS * OUT];
+    static const size_t row_counts[] = {1, 2, 3, 4, 5, 6, 7, ROWS};
+    (void)state;
+    fill(x, ROWS * IN, -1, 1, 21), fill(w, OUT * IN, -0.2f, 0.2f, 22), fill(bias, OUT, -1, 1, 23);
+    fill(res, ROWS * OUT, -4, 4, 24);
+    for (int v = 0; v < 2; v++) {
+        ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, IN, OUT);
+        for (int act = AXRT_ACT_NONE; act <= AXRT_ACT_GELU; act++) {
+            for (int r = 0; r < ROWS; r++)
+                for (int o = 0; o < OUT; o++) {
+                    double acc = bias[o];
+                    for (int i = 0; i < IN; i++) acc += (double)x[r * IN + i] * w[o * IN + i];
+                    ref[r * OUT + o] = act_ref(acc + res[r * OUT + o], (axrt_act)act);
+                }
+            for (size_t i = 0; i < sizeof row_counts / sizeof row_counts[0]; i++) {
+                ((dense_ep_fn *)symbol(v, "axrt_dense_packed_ep_f32"))(
+                    x, packed, bias, res, (axrt_act)act, y, row_counts[i], IN, OUT);
+                assert_close(y, ref, row_counts[i] * OUT, 1e-5);
+            }
+        }
+    }
+}
+
+/* 7x7 taps (more than one tile call accumulates in registers) over 300
+ * channels (more than one channel chunk), stride 2, dilation 2, residual
+ * and ReLU6 in the epilogue. */
+static void test_conv_epilogue(void **state)
+{
+    const axrt_conv2d_params p = {1, 15, 13, 300, 5, 4, 20, 7, 7, 2, 2, 2, 2, 4, 3, 1};
+    enum { X = 15 * 13 * 300, W = 20 * 300 * 49, Y = 5 * 4 * 20 };
+    static float x[X], w[W], packed[W], bias[20], res[Y], y[Y];
+    static double ref[Y];
+    (void)state;
+    fill(x, X, -1, 1, 31), fill(w, W, -0.05f, 0.05f, 32), fill(bias, 20, -1, 1, 33);
+    fill(res, Y, -3, 3, 34);
+    conv_ref(x, w, bias, res, AXRT_ACT_RELU6, ref, &p);
+    for (int v = 0; v < 2; v++) {
+        ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &p);
+        ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, bias, res,
+                                                               AXRT_ACT_RELU6, y, &p);
+        assert_close(y, ref, Y, 1e-5);
+    }
+}
+
+/* Depthwise: 19 channels (a masked tail of lanes), stride 2, dilation 2,
+ * asymmetric padding, residual and ReLU. */
+static void test_depthwise(void **state)
+{
+    const axrt_conv2d_params p = {2, 11, 9, 19, 5, 4, 19, 3, 3, 2, 2, 2, 2, 1, 0, 19};
+    enum { X = 2 * 11 * 9 * 19, W = 19 * 9, Y = 2 * 5 * 4 * 19 };
+    static float x[X], w[W], packed[W], bias[19], res[Y], y[Y];
+    static double ref[Y];
+    (void)state;
+    fill(x, X, -1, 1, 41), fill(w, W, -1, 1, 42), fill(bias, 19, -1, 1, 43), fill(res, Y, -1, 1, 44);
+    conv_ref(x, w, bias, res, AXRT_ACT_RELU, ref, &p);
+    for (int v = 0; v < 2; v++) {
+        ((pack_conv_fn *)symbol(v, "axrt_pack_depthwise_f32"))(w, packed, &p);
+        ((conv_ep_fn *)symbol(v, "axrt_conv2d_depthwise_f32"))(x, packed, bias, res,
+                                                               AXRT_ACT_RELU, y, &p);
+        assert_close(y, ref, Y, 1e-5);
+    }
+}
+
+/* Softmax over a wide line (many vectors and a tail): arguments far below
+ * the max underflow to (almost) 0, and one NaN makes the whole line NaN. */
+static void test_softmax_edges(void **state)
+{
+    enum { N = 1003 };
+    static float x[2 * N], y[2 * N];
+    (void)state;
+    fill(x, 2 * N, -120, 30, 51);
+    x[N + 500] = NAN;
+    for (int v = 0; v < 2; v++) {
+        double max = x[0], sum = 0;
+        ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(x, y, 2, N, 1);
+        for (int i = 0; i < N; i++) max = x[i] > max ? x[i] : max;
+        for (int i = 0; i < N; i++) sum += exp(x[i] - max);
+        for (int i = 0; i < N; i++) {
+            const double ref = exp(x[i] - max) / sum;
+            if (fabs(y[i] - ref) > 1e-6 * ref + 1e-12)
+                fail_msg("element %d: %.9g, reference %.9g", i, y[i], ref);
+        }
+        for (int i = N; i < 2 * N; i++) assert_true(isnan(y[i]));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -254,6 +389,10 @@ int main(void)
         cmocka_unit_test(test_erf_gelu),
         cmocka_unit_test(test_dense_packed),
         cmocka_unit_test(test_conv_packed),
+        cmocka_unit_test(test_dense_epilogue),
+        cmocka_unit_test(test_conv_epilogue),
+        cmocka_unit_test(test_depthwise),
+        cmocka_unit_test(test_softmax_edges),
         cmocka_unit_test(test_matmul_softmax_layernorm),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
