@@ -71,7 +71,8 @@ int axc_compile(ax_ctx *ctx, const axc_opts *o);   /* `axc FILE.ax -o OUT` */
 int axc_run(ax_ctx *ctx, const axc_opts *o);       /* `axc run` */
 
 /* Directory holding bin/axc's siblings include/ and lib/ (build tree or
- * install prefix), found from /proc/self/exe.  NULL if unknown. */
+ * install prefix), found from /proc/self/exe.  NULL if unknown or if
+ * include/axrt.h or lib/libaxrt.a is missing there. */
 const char *axc_home(ax_arena *a);
 
 /* Prints "axc: error: MESSAGE" for usage and I/O problems. */

@@ -582,11 +582,7 @@ static void lower_chain(lower_state *st)
     }
     int cur = st->g->inputs[0];
     for (int i = 0; i < m->nstmts; i++) {
-        const ast_stmt *s = m->stmts[i];
-        if (s->kind == AST_STMT_RETURN) {
-            ax_error(st->ctx, s->loc, "return is only allowed in function-form models");
-            continue;
-        }
+        const ast_stmt *s = m->stmts[i];   /* never a return: the parser rejects those */
         const ast_node *v = s->value;
         if (v->kind != AST_IDENT && v->kind != AST_CALL) {
             ax_error(st->ctx, v->loc, "a chain statement must be a layer constructor or a "

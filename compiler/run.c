@@ -43,7 +43,13 @@ const char *axc_home(ax_arena *a)
         if (!slash) return NULL;
         *slash = 0;
     }
-    return ax_strdup(a, exe[0] ? exe : "/");
+    const char *home = ax_strdup(a, exe[0] ? exe : "/");
+    /* A copied or moved axc has no runtime beside it: say so here rather
+     * than let the C compiler fail on a missing axrt.h. */
+    if (access(ax_sprintf(a, "%s/include/axrt.h", home), R_OK) ||
+        access(ax_sprintf(a, "%s/lib/libaxrt.a", home), R_OK))
+        return NULL;
+    return home;
 }
 
 /* ---- inputs -------------------------------------------------------------- */

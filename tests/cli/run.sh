@@ -156,7 +156,9 @@ check_driver() {
     run_axc mlp.ax --seed=5 -o drv/mlp.c; expect_rc 0 || return 1
     "$PYTHON" -c "import numpy as np; np.save('xd.npy', (np.sin(np.arange(784)) * 2).astype(np.float32).reshape(1, 784))"
     run_axc run mlp.ax --seed=5 --input x=xd.npy --output yd.npy; expect_rc 0 || return 1
-    gcc -std=c99 -Wall -Wextra -Werror -I"$AXC_BUILD/include" -Idrv -o drv/driver \
+    # $CC (word-split): under `make test-asan` it carries the sanitizer
+    # flags the instrumented libaxrt.a needs at link time.
+    ${CC:-gcc} -std=c99 -Wall -Wextra -Werror -I"$AXC_BUILD/include" -Idrv -o drv/driver \
         "$here/driver.c" drv/mlp.c "$AXC_BUILD/lib/libaxrt.a" -lm || return 1
     ./drv/driver >drv/out.txt || { echo "driver failed"; cat drv/out.txt; return 1; }
     "$PYTHON" "$here/compare_driver.py" drv/out.txt yd.npy

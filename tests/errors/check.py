@@ -4,8 +4,11 @@ Every entry (a '### ID: title' heading) carries an example: an ```ax block
 written to model.ax, an optional ```py block run first (it makes weight or
 .npy files), an optional ```sh block (the command; default
 `$AXC model.ax -o out.c`), an 'expect: `REGEX`' line that must match axc's
-stderr and a 'status: `N`' line with the exit status.  One PASS/FAIL line per
-entry.  Then coverage: every diagnostic format string in the compiler
+stderr and a 'status: `N`' line with the exit status.  An entry for a
+diagnostic no input reaches names a cmocka test instead ('unit: `BINARY
+TEST`') and the messages that test asserts ('message: `TEXT`' lines): it
+passes when the test's source holds each message and the test passes.  One
+PASS/FAIL line per entry.  Then coverage: every diagnostic format string in the compiler
 sources (the first string literal of each ax_error/ax_warning/ax_note/
 axc_fail/fail call, and of the messages they pass through) is turned into a
 pattern and looked for in the stderr of all examples together; the last
@@ -29,9 +32,12 @@ def parse_catalogue(text):
         blocks = dict((k, v) for k, v in re.findall(r'^```(\w+)\n(.*?)^```', chunk, re.M | re.S))
         expect = re.search(r'^expect: `(.*)`\s*$', chunk, re.M)
         status = re.search(r'^status: `(\d+)`', chunk, re.M)
+        unit = re.search(r'^unit: `(\w+) (\w+)`', chunk, re.M)
         entries.append({"id": ident, "blocks": blocks,
                         "expect": expect.group(1) if expect else None,
-                        "status": int(status.group(1)) if status else None})
+                        "status": int(status.group(1)) if status else None,
+                        "unit": unit.groups() if unit else None,
+                        "messages": re.findall(r'^message: `(.*)`\s*$', chunk, re.M)})
     return entries
 
 
@@ -56,6 +62,40 @@ def run_entry(e, axc, python):
     if "internal error" in p.stderr or "Sanitizer" in p.stderr:
         why.append("internal error or sanitizer report")
     return not why, "; ".join(why) + "\n" + p.stderr, p.stderr
+
+
+def c_function_text(source, name):
+    """The string literals of C function `name` in source, adjacent ones
+    joined (escapes kept as written); None when there is no such function."""
+    m = re.search(r'^static void %s\(.*?^}' % re.escape(name), source, re.M | re.S)
+    if not m:
+        return None
+    body = re.sub(r'"\s*\n\s*"', '', m.group(0))
+    return "\n".join(STRING.findall(body))
+
+
+def unit_results(build, binary, cache):
+    """Names of the passing tests of one cmocka binary (run once)."""
+    if binary not in cache:
+        p = subprocess.run([os.path.join(build, "tests", binary)], capture_output=True, text=True,
+                           env=dict(os.environ, CMOCKA_MESSAGE_OUTPUT="TAP"), timeout=600)
+        cache[binary] = set(re.findall(r'^ok \d+ - (\w+)', p.stdout, re.M))
+    return cache[binary]
+
+
+def check_unit_entry(e, root, build, cache):
+    """A unit entry: (ok, why, the messages as diagnostic lines)."""
+    binary, test = e["unit"]
+    if not e["messages"]:
+        return False, "entry lacks message: lines", ""
+    src_path = os.path.join(root, "tests", "unit", binary + ".c")
+    text = c_function_text(open(src_path).read(), test) if os.path.exists(src_path) else None
+    if text is None:
+        return False, "no function %s in tests/unit/%s.c" % (test, binary), ""
+    why = ["%s does not assert '%s'" % (test, m) for m in e["messages"] if m not in text]
+    if test not in unit_results(build, binary, cache):
+        why.append("%s/tests/%s: %s did not pass" % (build, binary, test))
+    return not why, "; ".join(why), "\n".join("error: " + m for m in e["messages"])
 
 
 def format_to_regex(fmt):
@@ -104,8 +144,13 @@ def main():
     python = os.environ.get("PYTHON", "/usr/bin/python3")
     all_stderr = []
     entries = parse_catalogue(open(catalogue).read())
+    build = os.environ.get("AXC_BUILD", os.path.dirname(os.path.dirname(axc)))
+    unit_cache = {}
     for e in entries:
-        ok, why, err = run_entry(e, axc, python)
+        if e["unit"]:
+            ok, why, err = check_unit_entry(e, root, build, unit_cache)
+        else:
+            ok, why, err = run_entry(e, axc, python)
         all_stderr.append(err)
         print("%s: errors:%s" % ("PASS" if ok else "FAIL", e["id"]), flush=True)
         if not ok:
