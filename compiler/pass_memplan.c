@@ -129,7 +129,7 @@ static bool can_inplace(const ir_graph *g, const mem_plan *p, int id, int k)
     if (b->scratch || b->end != id || ir_nbytes(&g->nodes[n->src[k]]) != ir_nbytes(n))
         return false;
     for (int i = 0; i < n->nsrc; i++)
-        if (i != k && p->owner[n->src[i]] == own && !read_in_order(g, n, i))
+        if (i != k && n->src[i] != IR_NONE && p->owner[n->src[i]] == own && !read_in_order(g, n, i))
             return false;
     return true;
 }
