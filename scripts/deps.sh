@@ -1,9 +1,11 @@
 #!/bin/sh
 # Installs the Debian packages axc needs to build and test, and only those
 # missing.  Idempotent: with everything present it prints one line and exits.
+# (libclang-rt-dev holds clang's sanitizer and libFuzzer runtimes, which the
+# clang package only recommends.)
 set -eu
 
-PKGS="make gcc g++ clang pkg-config flex bison libfl-dev libjson-c-dev \
+PKGS="make gcc g++ clang libclang-rt-dev pkg-config flex bison libfl-dev libjson-c-dev \
 libcmocka-dev libopenblas-dev libdnnl-dev llvm-dev python3 python3-numpy python3-torch \
 gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
 
