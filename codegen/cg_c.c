@@ -117,14 +117,6 @@ static const char *shape_text(ax_arena *a, const ir_node *n)
 
 /* ---- where values live --------------------------------------------------- */
 
-static int output_index(const emitter *em, int id)
-{
-    for (int i = 0; i < em->g->noutputs; i++)
-        if (em->g->outputs[i] == id)
-            return i;
-    return -1;
-}
-
 /* An expression of type (const) T * for node id's storage. */
 static const char *storage(const emitter *em, int id)
 {
@@ -143,7 +135,7 @@ static const char *storage(const emitter *em, int id)
     if (n->offset >= 0)
         return ax_sprintf(arena_of(em), "(%s *)((unsigned char *)arena + %lld)", ctype(n->dtype),
                           (long long)n->offset);
-    int out = output_index(em, id);
+    int out = ir_output_index(em->g, id);
     if (out >= 0)
         return em->output_names[out];
     if (n->op == IR_OP_reshape)
@@ -256,7 +248,7 @@ static packing uses_packing(const emitter *em, int id)
 {
     const ir_node *param = node_at(em, id);
     packing kind = PACK_NONE;
-    if (param->op != IR_OP_param || param->dtype != AXRT_F32 || output_index(em, id) >= 0)
+    if (param->op != IR_OP_param || param->dtype != AXRT_F32 || ir_output_index(em->g, id) >= 0)
         return PACK_NONE;
     for (int u = 0; u < em->g->nnodes; u++) {
         const ir_node *user = node_at(em, u);
@@ -419,11 +411,6 @@ static void emit_cast(emitter *em, const ir_node *n, const char *y)
                       enum_of_dtype[x->dtype], y, (long long)ir_numel(n));
 }
 
-static bool same_shape(const ir_node *a, const ir_node *b)
-{
-    return a->rank == b->rank && memcmp(a->shape, b->shape, (size_t)a->rank * sizeof a->shape[0]) == 0;
-}
-
 /* The value of a one-element operand (for the scalar fast paths). */
 static const char *scalar_value(const emitter *em, const ir_node *n, int i)
 {
@@ -449,13 +436,13 @@ static void emit_binary(emitter *em, const ir_node *n, const char *y)
     const ir_node *a = operand_node(em, n, 0), *b = operand_node(em, n, 1);
     const char *name = ir_ops[n->op].name;
     const long long count = (long long)ir_numel(n);
-    if (same_shape(a, n) && same_shape(b, n)) {
+    if (ir_same_shape(a, n) && ir_same_shape(b, n)) {
         ax_buf_printf(OUT, "    axrt_%s_%s(%s, %s, %s, %lld);\n", name, SFX, operand(em, n, 0),
                       operand(em, n, 1), y, count);
-    } else if (same_shape(a, n) && ir_numel(b) == 1) {
+    } else if (ir_same_shape(a, n) && ir_numel(b) == 1) {
         ax_buf_printf(OUT, "    axrt_%s_scalar_b_%s(%s, %s, %s, %lld);\n", name, SFX,
                       operand(em, n, 0), scalar_value(em, n, 1), y, count);
-    } else if (same_shape(b, n) && ir_numel(a) == 1) {
+    } else if (ir_same_shape(b, n) && ir_numel(a) == 1) {
         ax_buf_printf(OUT, "    axrt_%s_scalar_a_%s(%s, %s, %s, %lld);\n", name, SFX,
                       scalar_value(em, n, 0), operand(em, n, 1), y, count);
     } else {

@@ -71,6 +71,10 @@ static inline ax_loc ax_noloc(void) { ax_loc l = {0, 0, 0}; return l; }
  * none is close enough to suggest ("did you mean ...?"). */
 const char *ax_suggest(const char *name, const char *const *candidates, int n);
 
+/* splitmix64: advances *state and returns the next pseudo-random value
+ * (deterministic initialisation of parameters and of `axc run` inputs). */
+uint64_t ax_splitmix64(uint64_t *state);
+
 /* Internal error: prints "axc: internal error: ..." and aborts. */
 _Noreturn void ax_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -22,19 +22,6 @@
 
 /* ---- helpers ----------------------------------------------------------------- */
 
-static bool is_graph_output(const ir_graph *g, int id)
-{
-    for (int i = 0; i < g->noutputs; i++)
-        if (g->outputs[i] == id)
-            return true;
-    return false;
-}
-
-static bool same_shape(const ir_node *a, const ir_node *b)
-{
-    return a->rank == b->rank && memcmp(a->shape, b->shape, sizeof a->shape[0] * (size_t)a->rank) == 0;
-}
-
 /* Live operand references to id, graph outputs counted. */
 static int use_count(const ir_graph *g, int id)
 {
@@ -52,7 +39,7 @@ static int use_count(const ir_graph *g, int id)
 /* id may be merged into its consumer: used once, and not a graph output. */
 static bool single_internal_use(const ir_graph *g, int id)
 {
-    return use_count(g, id) == 1 && !is_graph_output(g, id);
+    return use_count(g, id) == 1 && !ir_is_output(g, id);
 }
 
 /* Every reference to from (operands, outputs) now refers to to; from dies. */
@@ -257,7 +244,7 @@ int pass_fold_scale_shift(ir_graph *g)
         if (n->dead || (n->op != IR_OP_mul && n->op != IR_OP_add))
             continue;
         int c = constant_side(g, id, &producer);
-        if (c != IR_NONE && same_shape(&g->nodes[producer], n)) {
+        if (c != IR_NONE && ir_same_shape(&g->nodes[producer], n)) {
             fold_one_scale_shift(g, id, producer, c);
             id += 2;
         }
@@ -297,7 +284,7 @@ int pass_fuse_residual(ir_graph *g)
             int p = add->src[side], r = add->src[1 - side];
             ir_node *pn = &g->nodes[p];
             if (!takes_epilogue(pn->op) || pn->attrs.act != IR_NONE || pn->attrs.residual != IR_NONE ||
-                r >= p || r == p || !same_shape(pn, add) || !same_shape(&g->nodes[r], add) ||
+                r >= p || r == p || !ir_same_shape(pn, add) || !ir_same_shape(&g->nodes[r], add) ||
                 g->nodes[r].dtype != pn->dtype || !single_internal_use(g, p) ||
                 pn->nsrc != ir_ops[pn->op].max_src)
                 continue;

@@ -35,11 +35,6 @@
 
 #define MAX_MERGED (IR_MAX_SRC + 64)
 
-static bool same_shape(const ir_node *a, const ir_node *b)
-{
-    return a->rank == b->rank && memcmp(a->shape, b->shape, sizeof a->shape[0] * (size_t)a->rank) == 0;
-}
-
 static bool is_float(const ir_node *n) { return n->dtype == AXRT_F32 || n->dtype == AXRT_F64; }
 
 static bool is_elementwise(const ir_node *n)
@@ -80,7 +75,7 @@ static bool merges_into(const ir_graph *g, const bool *opaque, int id, int user)
 {
     const ir_node *n = &g->nodes[id], *u = &g->nodes[user];
     return is_tree_node(n) && is_tree_node(u) && !opaque[id] && !opaque[user] &&
-           n->dtype == u->dtype && (is_view(u) || same_shape(n, u)) && sole_user(g, id) == user;
+           n->dtype == u->dtype && (is_view(u) || ir_same_shape(n, u)) && sole_user(g, id) == user;
 }
 
 /* ---- strided views: a tensor's elements as read at another shape's index */

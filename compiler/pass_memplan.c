@@ -58,18 +58,10 @@ static void *checked_calloc(size_t count, size_t size)
     return p;
 }
 
-static bool is_output(const ir_graph *g, int id)
-{
-    for (int i = 0; i < g->noutputs; i++)
-        if (g->outputs[i] == id)
-            return true;
-    return false;
-}
-
 static bool in_arena(const ir_graph *g, int id)
 {
     const ir_node *n = &g->nodes[id];
-    return !n->dead && ir_ops[n->op].kind != IR_SOURCE && !is_output(g, id);
+    return !n->dead && ir_ops[n->op].kind != IR_SOURCE && !ir_is_output(g, id);
 }
 
 /* Index of the last live node reading each node (the node itself if none). */
@@ -86,11 +78,6 @@ static int *last_uses(const ir_graph *g)
     return last;
 }
 
-static bool same_shape(const ir_node *a, const ir_node *b)
-{
-    return a->rank == b->rank && memcmp(a->shape, b->shape, sizeof a->shape[0] * (size_t)a->rank) == 0;
-}
-
 /* The runtime kernel for n is correct with y == operand k (see the contract
  * at the top of the file; runtime/axrt_kernels.inc). */
 static bool kernel_allows_inplace(const ir_graph *g, const ir_node *n, int k)
@@ -103,7 +90,7 @@ static bool kernel_allows_inplace(const ir_graph *g, const ir_node *n, int k)
         return false;
     switch (ir_ops[n->op].kind) {
     case IR_UNARY: return n->op != IR_OP_cast;
-    case IR_BINARY: return same_shape(&g->nodes[n->src[k]], n);
+    case IR_BINARY: return ir_same_shape(&g->nodes[n->src[k]], n);
     default: return k == 0 && (n->op == IR_OP_softmax || n->op == IR_OP_log_softmax);
     }
 }
@@ -114,7 +101,7 @@ static bool read_in_order(const ir_graph *g, const ir_node *n, int i)
 {
     if (n->op == IR_OP_fused_elementwise)
         return ir_fused_in_order(g, n, i);
-    return same_shape(&g->nodes[n->src[i]], n);
+    return ir_same_shape(&g->nodes[n->src[i]], n);
 }
 
 /* n (at id) may overwrite operand k's buffer: the buffer dies at id, has

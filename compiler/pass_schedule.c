@@ -18,18 +18,10 @@ typedef struct scheduler {
     int count;
 } scheduler;
 
-static bool is_output(const ir_graph *g, int id)
-{
-    for (int i = 0; i < g->noutputs; i++)
-        if (g->outputs[i] == id)
-            return true;
-    return false;
-}
-
 static int64_t arena_bytes_of(const ir_graph *g, int id)
 {
     const ir_node *n = &g->nodes[id];
-    return ir_ops[n->op].kind == IR_SOURCE || is_output(g, id) ? 0 : (int64_t)ir_nbytes(n);
+    return ir_ops[n->op].kind == IR_SOURCE || ir_is_output(g, id) ? 0 : (int64_t)ir_nbytes(n);
 }
 
 static bool ready(const scheduler *s, int id)

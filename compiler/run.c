@@ -54,14 +54,6 @@ const char *axc_home(ax_arena *a)
 
 /* ---- inputs -------------------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* Smallest Embedding vocabulary fed by input node id (indices stay valid). */
 static int64_t index_limit(const ir_graph *g, int id)
 {
@@ -89,7 +81,7 @@ static void *fill_input(const ir_graph *g, int id, uint64_t seed)
     bool is_int = n->dtype == AXRT_I8 || n->dtype == AXRT_I32 || n->dtype == AXRT_I64;
     int64_t limit = is_int ? index_limit(g, id) : 0;
     for (size_t i = 0; i < count; i++) {
-        uint64_t r = splitmix64(&s);
+        uint64_t r = ax_splitmix64(&s);
         vals[i] = is_int ? (double)(r % (uint64_t)limit) : (double)(r >> 11) * 0x1.0p-53 * 2.0 - 1.0;
     }
     tf_convert(data, n->dtype, vals, AXRT_F64, count);

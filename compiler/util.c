@@ -322,3 +322,11 @@ int ax_write_file_atomic(const char *path, const void *data, size_t len)
         return -1;
     return ax_commit(&o);
 }
+
+uint64_t ax_splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}

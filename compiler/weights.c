@@ -42,14 +42,6 @@ static uint64_t fnv1a64(const char *s)
     return h;
 }
 
-static uint64_t splitmix64_next(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 /* sqrt(6 / (fan_in + fan_out)) with PyTorch's fan rule. */
 static double glorot_limit(const ir_node *n)
 {
@@ -75,7 +67,7 @@ static void init_param(ir_graph *g, ir_node *n, uint64_t seed)
         uint64_t state = seed ^ fnv1a64(n->name);
         double limit = glorot_limit(n);
         for (size_t i = 0; i < count; i++) {
-            double u = (double)(splitmix64_next(&state) >> 11) * 0x1.0p-53;
+            double u = (double)(ax_splitmix64(&state) >> 11) * 0x1.0p-53;
             values[i] = (2.0 * u - 1.0) * limit;
         }
     }

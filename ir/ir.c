@@ -126,6 +126,19 @@ int ir_insert(ir_graph *g, int pos, ir_op op, const int *src, int nsrc, ax_loc l
     return pos;
 }
 
+bool ir_same_shape(const ir_node *a, const ir_node *b)
+{
+    return a->rank == b->rank && memcmp(a->shape, b->shape, sizeof a->shape[0] * (size_t)a->rank) == 0;
+}
+
+int ir_output_index(const ir_graph *g, int id)
+{
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == id)
+            return i;
+    return -1;
+}
+
 int64_t ir_numel(const ir_node *n)
 {
     int64_t count = 1;

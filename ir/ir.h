@@ -134,6 +134,9 @@ void ir_graph_free_nodes(ir_graph *g);
 static inline ir_node *ir_at(ir_graph *g, int id) { return &g->nodes[id]; }
 
 int64_t ir_numel(const ir_node *n);
+bool ir_same_shape(const ir_node *a, const ir_node *b);  /* same rank and dims */
+int ir_output_index(const ir_graph *g, int id);           /* position among outputs, or -1 */
+static inline bool ir_is_output(const ir_graph *g, int id) { return ir_output_index(g, id) >= 0; }
 size_t ir_nbytes(const ir_node *n);
 /* "[1, 784]" into buf (always NUL-terminated); returns buf. */
 const char *ir_shape_str(const int64_t *shape, int rank, char *buf, size_t size);
