@@ -570,6 +570,18 @@ static void set_output(lower_state *st, int i, int node, const char *name)
     st->g->noutputs = i + 1;
 }
 
+/* A stand-in for a value that could not be built, after its error: the
+ * statements that follow a failed chain statement still apply to it, so
+ * their own mistakes are reported, while pass_shape skips it and all that
+ * depends on it (IR_FAILED_RANK) instead of reporting shape errors against
+ * a value that is not the one written. */
+static int failed_value(lower_state *st, ax_loc loc)
+{
+    int id = lower_add(st, IR_OP_scalar, NULL, 0, NULL, loc, NULL);
+    ir_at(st->g, id)->rank = IR_FAILED_RANK;
+    return id;
+}
+
 /* Chain form: each statement applies to the previous value (§3.1). */
 static void lower_chain(lower_state *st)
 {
@@ -587,11 +599,12 @@ static void lower_chain(lower_state *st)
         if (v->kind != AST_IDENT && v->kind != AST_CALL) {
             ax_error(st->ctx, v->loc, "a chain statement must be a layer constructor or a "
                      "function name (it is applied to the previous value)");
+            cur = failed_value(st, v->loc);
             continue;
         }
         const char *name = s->kind == AST_STMT_ASSIGN ? s->name : ax_sprintf(st->ctx->arena, "%d", i);
         int next = apply_callable(st, v, &cur, 1, name, s->loc, v->loc);
-        if (next != IR_NONE) cur = next;
+        cur = next != IR_NONE ? next : failed_value(st, v->loc);
     }
     set_output(st, 0, cur, "out0");
 }
@@ -627,14 +640,21 @@ static void lower_return(lower_state *st, const ast_stmt *s)
     }
 }
 
-/* Function form (§3.2). */
+/* The input node named name, or IR_NONE when that input failed to lower. */
+static int input_node(const lower_state *st, const char *name)
+{
+    for (int i = 0; i < st->g->ninputs; i++)
+        if (strcmp(ir_at(st->g, st->g->inputs[i])->name, name) == 0) return st->g->inputs[i];
+    return IR_NONE;
+}
+
+/* Function form (§3.2).  An input that failed is bound as a failed value, so
+ * its uses stay silent. */
 static void lower_function(lower_state *st)
 {
     const ast_model *m = st->model;
-    for (int i = 0; i < st->g->ninputs; i++) {
-        const ir_node *in = ir_at(st->g, st->g->inputs[i]);
-        scope_bind(st, in->name, st->g->inputs[i], NULL);
-    }
+    for (int i = 0; i < m->nparams; i++)
+        scope_bind(st, m->params[i].name, input_node(st, m->params[i].name), NULL);
     for (int i = 0; i < m->nstmts; i++) {
         const ast_stmt *s = m->stmts[i];
         if (s->kind == AST_STMT_ASSIGN) lower_assign(st, s);
@@ -653,7 +673,6 @@ ir_graph *lower_model(ax_ctx *ctx, const ast_file *f, int index, const ax_define
                       int ndefs)
 {
     const ast_model *m = &f->models[index];
-    int errors_before = ctx->errors;
     lower_state st;
     memset(&st, 0, sizeof st);
     st.ctx = ctx;
@@ -674,9 +693,7 @@ ir_graph *lower_model(ax_ctx *ctx, const ast_file *f, int index, const ax_define
         for (int i = 0; i < m->nparams; i++) lower_input(&st, &m->params[i]);
     if (m->is_function) lower_function(&st);
     else lower_chain(&st);
-    if (ctx->errors == errors_before) return st.g;
-    ir_graph_free_nodes(st.g);
-    return NULL;
+    return st.g;
 }
 
 void lower_check_defines(ax_ctx *ctx, const ast_file *f, const ax_define *defs, int ndefs)

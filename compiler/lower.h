@@ -16,7 +16,11 @@ typedef struct ax_define {  /* -D NAME=VALUE */
     const char *value;      /* as written: an integer or a float */
 } ax_define;
 
-/* Lowers f->models[index].  Returns NULL if errors were reported. */
+/* Lowers f->models[index].  Returns the graph even after errors (the caller
+ * compares ctx->errors), so that pass_shape can still report the shape errors
+ * that do not depend on them (language.md §8: several errors per run).  In
+ * such a graph a failed value has no node (and nothing was built on it) or is
+ * a node marked IR_FAILED_RANK; it must go no further than pass_shape. */
 ir_graph *lower_model(ax_ctx *ctx, const ast_file *f, int index,
                       const ax_define *defs, int ndefs);
 

@@ -4,14 +4,14 @@
  * One shape function per `shape` suffix of ops.def, in a table generated from
  * it, so a new op without a shape rule does not compile.  A shape function
  * returns false after reporting a located error that names the layer and
- * the shapes involved (language.md §8).  A failed node is marked with rank
- * -1 and every node depending on it is skipped silently, so one mistake
- * gives one error while independent mistakes are all reported. */
+ * the shapes involved (language.md §8).  A failed node is marked with
+ * IR_FAILED_RANK and every node depending on it is skipped silently, so one
+ * mistake gives one error while independent mistakes are all reported; a
+ * node lowering already marked so (a value it could not build, after its
+ * own error) is skipped the same way. */
 #include "passes.h"
 
 #include <stdarg.h>
-
-#define FAILED_RANK (-1)
 
 typedef bool (*shape_fn)(ir_graph *g, ir_node *n);
 
@@ -586,7 +586,7 @@ static bool depends_on_failure(ir_graph *g, const ir_node *n)
 {
     for (int i = 0; i < n->nsrc; i++) {
         const ir_node *s = operand(g, n, i);
-        if (s && s->rank == FAILED_RANK)
+        if (s && s->rank == IR_FAILED_RANK)
             return true;
     }
     return false;
@@ -615,14 +615,14 @@ int pass_shape(ir_graph *g)
     int errors = 0;
     for (int id = 0; id < g->nnodes; id++) {
         ir_node *n = &g->nodes[id];
-        if (n->dead)
+        if (n->dead || n->rank == IR_FAILED_RANK)   /* lowering could not build it */
             continue;
         if (depends_on_failure(g, n)) {
-            n->rank = FAILED_RANK;
+            n->rank = IR_FAILED_RANK;
             continue;
         }
         if (!shape_fns[n->op](g, n) || !size_is_sane(g, n)) {
-            n->rank = FAILED_RANK;
+            n->rank = IR_FAILED_RANK;
             errors++;
             continue;
         }

@@ -42,9 +42,14 @@ static int select_models(ax_ctx *ctx, const axc_opts *o, const ast_file *f, int 
     return AXC_EUSAGE;
 }
 
-/* Shapes and dtypes of one lowered model; 0 on success. */
-static int check_model(const axc_opts *o, ir_graph *g)
+/* Shapes and dtypes of one lowered model; 0 on success.  After lowering
+ * errors only pass_shape runs, for the shape errors independent of them. */
+static int check_model(const axc_opts *o, ir_graph *g, bool lowering_failed)
 {
+    if (lowering_failed) {
+        pass_shape(g);
+        return -1;
+    }
     print_after(o, g, "lower");
     if (pass_shape(g)) return -1;
     print_after(o, g, "shape");
@@ -109,9 +114,10 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
     int rc = select_models(ctx, o, f, idx, &nsel);
     if (rc) return rc;
     for (int i = 0; i < nsel; i++) {
+        int errors_before = ctx->errors;
         ir_graph *g = lower_model(ctx, f, idx[i], o->defines, o->ndefines);
-        if (g && check_model(o, g) == 0) models[(*n)++] = g;
-        else if (g) ir_graph_free_nodes(g);
+        if (check_model(o, g, ctx->errors > errors_before) == 0) models[(*n)++] = g;
+        else ir_graph_free_nodes(g);
     }
     if (ctx->errors) return AXC_EINPUT;
     rc = load_params(ctx, o, models, *n);

@@ -477,8 +477,8 @@ static void describe_expected(const yysymbol_kind_t *expected, int n, ax_buf *ms
         ax_buf_printf(msg, "%s%s", i == 0 ? ", expected " : i == nwords - 1 ? " or " : ", ", words[i]);
 }
 
-/* The most helpful message: an unclosed bracket or block first, else
- * "unexpected X[, expected ...]". */
+/* The most helpful message: an unclosed bracket or block first, then what
+ * the top level accepts, else "unexpected X[, expected ...]". */
 static void syntax_message(axc_parser *p, yysymbol_kind_t found, const axc_span *loc,
                            const yysymbol_kind_t *expected, int n, ax_buf *msg)
 {
@@ -495,6 +495,11 @@ static void syntax_message(axc_parser *p, yysymbol_kind_t found, const axc_span 
         && is_expected(expected, n, YYSYMBOL_KW_END)) {
         ax_buf_printf(msg, "expected 'end' to close '%s' at %d:%d", p->block_word,
                       p->block_loc.line, p->block_loc.col);
+        return;
+    }
+    if (is_expected(expected, n, YYSYMBOL_KW_AXIOM) && is_expected(expected, n, YYSYMBOL_KW_CONST)) {
+        ax_buf_puts(msg, "expected '@axiom' or 'const' at top level, not ");   /* only there */
+        describe_found(p, found, loc, msg);
         return;
     }
     ax_buf_puts(msg, "unexpected ");

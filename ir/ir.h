@@ -14,6 +14,10 @@
 #define IR_MAX_RANK AXRT_MAX_RANK
 #define IR_MAX_SRC 16
 #define IR_NONE (-1)
+/* The rank of a node whose value could not be built (marked by lowering, or
+ * by pass_shape after reporting its error): pass_shape skips it and every
+ * node depending on it without a further message. */
+#define IR_FAILED_RANK (-1)
 
 typedef enum ir_op {
 #define OP(name, min, max, kind, inplace, shape) IR_OP_##name,

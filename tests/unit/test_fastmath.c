@@ -4,10 +4,12 @@
  * The runtime is built twice into shared objects: as shipped (AVX2+FMA on
  * x86-64 CPUs that have it) and with -DAXRT_NO_SIMD (the portable C path
  * firmware runs), so both implementations of every packed kernel are
- * checked.  Bounds: exp within 2 ulp on [-87, 88.7]; erf within 3e-7
- * relative; GELU within 2e-6 relative (the -x^2 inside erfc rounds in
- * float: worst in the far negative tail); GEMM-based kernels within 1e-5
- * relative to the largest magnitude of their output. */
+ * checked.  Bounds: exp within 2 ulp on [-87, 88.7]; tanh, sigmoid and
+ * swish within 2.5, 3 and 3.5 ulp (libm's float functions and the AVX2
+ * ones alike); erf within 3e-7 relative; GELU within 2e-6 relative (the
+ * -x^2 inside erfc rounds in float: worst in the far negative tail);
+ * GEMM-based kernels within 1e-5 relative to the largest magnitude of
+ * their output. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -15,6 +17,7 @@
 #include <cmocka.h>
 
 #include <dlfcn.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,7 +94,18 @@ static void fill(float *x, size_t n, float lo, float hi, unsigned seed)
     }
 }
 
-static double ulp_of(double v) { return ldexp(1.0, ilogb(v) - 23); }
+/* One float ulp at v: 2^-149 for subnormal results and 0. */
+static double ulp_of(double v) { return fmax(ldexp(1.0, ilogb(v) - 23), ldexp(1.0, -149)); }
+
+/* Whether variant 0 runs the AVX2+FMA kernels on this CPU. */
+static int simd_active(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
 
 static void test_exp_ulp(void **state)
 {
@@ -142,6 +156,80 @@ static void test_erf_gelu(void **state)
             assert_true(worst_gelu <= 2e-6);
     }
     free(x), free(y);
+}
+
+/* The logistic family in double: sigmoid in the form that cannot overflow. */
+typedef double ref_fn(double);
+static double sigmoid_ref(double x) { return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x)); }
+static double swish_ref(double x) { return x * sigmoid_ref(x); }
+
+/* Largest error of f over x[0, n) in ulp of the reference. */
+static double worst_ulp(unary_fn *f, ref_fn *ref, const float *x, float *y, size_t n)
+{
+    double worst = 0;
+    f(x, y, n);
+    for (size_t i = 0; i < n; i++) {
+        const double r = ref(x[i]), err = fabs(y[i] - r) / ulp_of(r);
+        worst = err > worst ? err : worst;
+    }
+    return worst;
+}
+
+/* tanh, sigmoid and swish, both variants: a linear grid over [-87, 87]
+ * (normal results) and magnitudes in [2^-149, 2^6) of both signs (tanh(x) = x
+ * and swish(x) = x/2 keep relative accuracy for tiny x); the SIMD sigmoid
+ * also over [-104, -87], where its results are subnormal. */
+static void test_tanh_sigmoid_swish(void **state)
+{
+    enum { LINEAR = 200003, LOG = 2 * 155 * 64 };
+    static const char *const names[3] = {"axrt_tanh_f32", "axrt_sigmoid_f32", "axrt_swish_f32"};
+    static ref_fn *const refs[3] = {tanh, sigmoid_ref, swish_ref};
+    static const double bound_ulp[3] = {2.5, 3.0, 3.5};
+    float *x = malloc(LINEAR * sizeof *x), *y = malloc(LINEAR * sizeof *y);
+    (void)state;
+    for (int v = 0; v < 2; v++)
+        for (int f = 0; f < 3; f++) {
+            unary_fn *fn = (unary_fn *)symbol(v, names[f]);
+            double linear, tiny, tail = 0;
+            for (size_t i = 0; i < LINEAR; i++) x[i] = -87.0f + (float)i * 174.0f / (LINEAR - 1);
+            linear = worst_ulp(fn, refs[f], x, y, LINEAR);
+            for (size_t i = 0; i < LOG; i++)
+                x[i] = (i % 2 ? -1.0f : 1.0f) * ldexpf(1.0f + (float)(i / 2 % 64) / 64.0f,
+                                                         (int)(i / 128) - 149);
+            tiny = worst_ulp(fn, refs[f], x, y, LOG);
+            if (v == 0 && f == 1 && simd_active()) {
+                for (size_t i = 0; i < LINEAR; i++) x[i] = -104.0f + (float)i * 17.0f / (LINEAR - 1);
+                tail = worst_ulp(fn, refs[f], x, y, LINEAR);
+            }
+            print_message("%s %s: max %.2f ulp on [-87, 87], %.2f on tiny |x|, %.2f in the tail\n",
+                          v ? "portable" : "simd", names[f], linear, tiny, tail);
+            assert_true(linear <= bound_ulp[f] && tiny <= bound_ulp[f] && tail <= bound_ulp[f]);
+        }
+    free(x), free(y);
+}
+
+/* Infinities, NaN, signed zeros, a subnormal and huge arguments, both
+ * variants, as PyTorch gives them (swish(-inf) = -inf / (1 + inf) is NaN). */
+static void test_tanh_sigmoid_swish_special(void **state)
+{
+    enum { N = 9 };
+    static const float x[N] = {INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 1e-40f, 1e30f, -1e30f, -FLT_MAX};
+    static const float tanh_ref[N] = {1, -1, NAN, 0.0f, -0.0f, 1e-40f, 1, -1, -1};
+    static const float sigmoid_ref_values[N] = {1, 0, NAN, 0.5f, 0.5f, 0.5f, 1, 0, 0};
+    static const float swish_ref_values[N] = {INFINITY, NAN, NAN, 0.0f, -0.0f, 5e-41f, 1e30f, -0.0f, -0.0f};
+    static const char *const names[3] = {"axrt_tanh_f32", "axrt_sigmoid_f32", "axrt_swish_f32"};
+    const float *const refs[3] = {tanh_ref, sigmoid_ref_values, swish_ref_values};
+    float y[N];
+    (void)state;
+    for (int v = 0; v < 2; v++)
+        for (int f = 0; f < 3; f++) {
+            ((unary_fn *)symbol(v, names[f]))(x, y, N);
+            for (int i = 0; i < N; i++)
+                if (isnan(refs[f][i]) ? !isnan(y[i])
+                                      : y[i] != refs[f][i] || signbit(y[i]) != signbit(refs[f][i]))
+                    fail_msg("%s variant %d: f(%.9g) = %.9g, expected %.9g", names[f], v, x[i], y[i],
+                             refs[f][i]);
+        }
 }
 
 static double max_abs(const double *v, size_t n)
@@ -387,6 +475,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exp_ulp),
         cmocka_unit_test(test_erf_gelu),
+        cmocka_unit_test(test_tanh_sigmoid_swish),
+        cmocka_unit_test(test_tanh_sigmoid_swish_special),
         cmocka_unit_test(test_dense_packed),
         cmocka_unit_test(test_conv_packed),
         cmocka_unit_test(test_dense_epilogue),

@@ -400,9 +400,18 @@ static const struct CMUnitTest diag_tests[] = {
         "    relu\n"
         "end\n"
         "end\n",
-        "t.ax:4:1: error: unexpected 'end'\n"
+        "t.ax:4:1: error: expected '@axiom' or 'const' at top level, not 'end'\n"
         "end\n"
         "^~~\n"),
+    DIAG_CASE(statement_at_top_level,
+        "x\n"
+        "Dense(3 => 4)\n",
+        "t.ax:1:1: error: expected '@axiom' or 'const' at top level, not identifier 'x'\n"
+        "x\n"
+        "^\n"
+        "t.ax:2:1: error: expected '@axiom' or 'const' at top level, not identifier 'Dense'\n"
+        "Dense(3 => 4)\n"
+        "^~~~~\n"),
     DIAG_CASE(missing_end_at_eof,
         MODEL_HEAD
         "    Dense(4 => 8)\n",
