@@ -80,17 +80,6 @@ static float axrt_bf16_to_float(uint16_t b)
 #define MATH_LOG1P log1pf
 #define MATH_FABS fabsf
 #include "axrt_kernels.inc"
-#undef T
-#undef FN
-#undef FN_D
-#undef MATH_EXP
-#undef MATH_LOG
-#undef MATH_SQRT
-#undef MATH_TANH
-#undef MATH_ERF
-#undef MATH_EXPM1
-#undef MATH_LOG1P
-#undef MATH_FABS
 
 #define T double
 #define FN(name) AXRT_CAT(AXRT_CAT(axrt_, name), _f64)
@@ -104,16 +93,5 @@ static float axrt_bf16_to_float(uint16_t b)
 #define MATH_LOG1P log1p
 #define MATH_FABS fabs
 #include "axrt_kernels.inc"
-#undef T
-#undef FN
-#undef FN_D
-#undef MATH_EXP
-#undef MATH_LOG
-#undef MATH_SQRT
-#undef MATH_TANH
-#undef MATH_ERF
-#undef MATH_EXPM1
-#undef MATH_LOG1P
-#undef MATH_FABS
 
 #include "axrt_fast.inc"

@@ -20,39 +20,11 @@
 #include "driver.h"
 #include "ast.h"
 #include "passes.h"
-
-/* A context whose diagnostics go to a temporary file, for source text. */
-static ax_ctx *new_ctx(const char *path, const char *src)
-{
-    ax_ctx *ctx = ax_ctx_new();
-    ctx->diag_out = tmpfile();
-    ctx->path = path;
-    ctx->src = src;
-    ctx->src_len = src ? strlen(src) : 0;
-    return ctx;
-}
-
-static void free_ctx(ax_ctx *ctx)
-{
-    fclose(ctx->diag_out);
-    ax_ctx_free(ctx);
-}
-
-/* Everything printed so far (arena copy). */
-static const char *diagnostics(ax_ctx *ctx)
-{
-    FILE *f = ctx->diag_out;
-    long len = ftell(f);
-    char *text = ax_alloc(ctx->arena, (size_t)len + 1);
-    rewind(f);
-    text[fread(text, 1, (size_t)len, f)] = '\0';
-    fseek(f, 0, SEEK_END);
-    return text;
-}
+#include "test_support.h"
 
 static void assert_reported(ax_ctx *ctx, const char *message)
 {
-    const char *text = diagnostics(ctx);
+    const char *text = test_diagnostics(ctx);
     if (!strstr(text, message))
         fail_msg("expected \"%s\" in:\n%s", message, text);
 }
@@ -75,41 +47,41 @@ static void test_tensor_size_limit(void **state)
 {
     (void)state;
     /* 2^37 elements of at most 8 bytes: exactly the limit, accepted */
-    ax_ctx *ctx = new_ctx("limits.ax",
+    ax_ctx *ctx = test_ctx_new("limits.ax",
                           "@axiom f(x::Float32[1048576, 131072]) begin\n    relu\nend\n");
     assert_int_equal(build(ctx), AXC_OK);
-    free_ctx(ctx);
+    test_ctx_free(ctx);
     /* one row more: a located error at the input */
-    ctx = new_ctx("limits.ax", "@axiom f(x::Float32[1048576, 131073]) begin\n    relu\nend\n");
+    ctx = test_ctx_new("limits.ax", "@axiom f(x::Float32[1048576, 131073]) begin\n    relu\nend\n");
     assert_int_equal(build(ctx), AXC_EINPUT);
     assert_reported(ctx, "limits.ax:1:10: error: input of shape [1048576, 131073] is too large "
                          "(the limit is 1099511627776 bytes per tensor)");
-    free_ctx(ctx);
+    test_ctx_free(ctx);
     /* a product past 64 bits: the same error, no wrap-around */
-    ctx = new_ctx("limits.ax", "const N = 9223372036854775807\n"
+    ctx = test_ctx_new("limits.ax", "const N = 9223372036854775807\n"
                                "@axiom f(x::Float32[N, N]) begin\n    Flatten()\nend\n");
     assert_int_equal(build(ctx), AXC_EINPUT);
     assert_reported(ctx, "limits.ax:2:10: error: input of shape [9223372036854775807, "
                          "9223372036854775807] is too large");
-    free_ctx(ctx);
+    test_ctx_free(ctx);
 }
 
 static void test_parameter_size_limit(void **state)
 {
     (void)state;
     /* 2^32 bytes of weight plus the bias: refused before any allocation */
-    ax_ctx *ctx = new_ctx("limits.ax",
+    ax_ctx *ctx = test_ctx_new("limits.ax",
                           "@axiom f(x::Float32[1, 32768]) begin\n    Dense(32768 => 32768)\nend\n");
     assert_int_equal(build(ctx), AXC_EINPUT);
     assert_reported(ctx, "limits.ax:2:5: error: model 'f' has 4295098368 bytes of parameters, over "
                          "the limit of 4294967296 (the largest is '0.weight', 4294967296 bytes)");
-    free_ctx(ctx);
+    test_ctx_free(ctx);
     /* 40 GB: the same, with the sum computed without overflow */
-    ctx = new_ctx("limits.ax",
+    ctx = test_ctx_new("limits.ax",
                   "@axiom f(x::Float32[1, 100000]) begin\n    Dense(100000 => 100000)\nend\n");
     assert_int_equal(build(ctx), AXC_EINPUT);
     assert_reported(ctx, "model 'f' has 40000400000 bytes of parameters");
-    free_ctx(ctx);
+    test_ctx_free(ctx);
 }
 
 /* ---- diagnostics behind earlier checks ---------------------------------- */
@@ -119,11 +91,11 @@ static void test_parameter_size_limit(void **state)
 static void test_source_too_large(void **state)
 {
     (void)state;
-    ax_ctx *ctx = new_ctx("huge.ax", "");
+    ax_ctx *ctx = test_ctx_new("huge.ax", "");
     ctx->src_len = (size_t)INT_MAX / 2 + 1;
     assert_null(ast_parse(ctx));
     assert_reported(ctx, "huge.ax is too large to compile");
-    free_ctx(ctx);
+    test_ctx_free(ctx);
 }
 
 static int add_source(ir_graph *g, ir_op op, const char *name, const int64_t *dims, int rank)
@@ -144,13 +116,13 @@ static int add_source(ir_graph *g, ir_op op, const char *name, const int64_t *di
 static void test_source_dimension(void **state)
 {
     (void)state;
-    ax_ctx *ctx = new_ctx(NULL, NULL);
+    ax_ctx *ctx = test_ctx_new(NULL, NULL);
     ir_graph *g = ir_graph_new(ctx, "f", ax_noloc());
     add_source(g, IR_OP_param, "w", (const int64_t[]){4, 0}, 2);
     assert_int_equal(pass_shape(g), 1);
     assert_reported(ctx, "param 'w' has non-positive dimension in [4, 0]");
     ir_graph_free_nodes(g);
-    free_ctx(ctx);
+    test_ctx_free(ctx);
 }
 
 /* relu(x) as a graph of dtype model_dtype whose relu computes in op_dtype. */
@@ -173,7 +145,7 @@ static ir_graph *relu_graph(ax_ctx *ctx, axrt_dtype model_dtype, axrt_dtype op_d
 static void test_backend_dtypes(void **state)
 {
     (void)state;
-    ax_ctx *ctx = new_ctx(NULL, NULL);
+    ax_ctx *ctx = test_ctx_new(NULL, NULL);
     ax_buf c = {0}, h = {0};
     ir_graph *g = relu_graph(ctx, AXRT_BF16, AXRT_BF16);
     cg_request req = {&g, 1, "f.h", "f.ax"};
@@ -187,7 +159,7 @@ static void test_backend_dtypes(void **state)
     ir_graph_free_nodes(g);
     ax_buf_free(&c);
     ax_buf_free(&h);
-    free_ctx(ctx);
+    test_ctx_free(ctx);
 }
 
 int main(void)

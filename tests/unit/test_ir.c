@@ -14,33 +14,9 @@
 #include <unistd.h>
 
 #include "ir.h"
+#include "test_support.h"
 
 /* ---- fixtures ----------------------------------------------------------- */
-
-static ax_ctx *new_ctx(void)
-{
-    ax_ctx *ctx = ax_ctx_new();
-    ctx->diag_out = tmpfile();
-    return ctx;
-}
-
-static void free_ctx(ax_ctx *ctx)
-{
-    fclose(ctx->diag_out);
-    ax_ctx_free(ctx);
-}
-
-/* Everything printed through ctx diagnostics so far (arena string). */
-static const char *diagnostics(ax_ctx *ctx)
-{
-    FILE *f = ctx->diag_out;
-    long len = ftell(f);
-    char *text = ax_alloc(ctx->arena, (size_t)len + 1);
-    rewind(f);
-    size_t got = fread(text, 1, (size_t)len, f);
-    text[got] = '\0';
-    return text;
-}
 
 static int add_source(ir_graph *g, ir_op op, const char *name, int rank, const int64_t *shape)
 {
@@ -143,7 +119,7 @@ static void test_shape_str_and_sizes(void **state)
 static void test_add_defaults_and_growth(void **state)
 {
     (void)state;
-    ax_ctx *ctx = new_ctx();
+    ax_ctx *ctx = test_ctx_new(NULL, NULL);
     ir_graph *g = ir_graph_new(ctx, "m", ax_noloc());
     int64_t shape[1] = {4};
     int prev = add_source(g, IR_OP_input, "x", 1, shape);
@@ -157,13 +133,13 @@ static void test_add_defaults_and_growth(void **state)
     assert_int_equal(last->scratch_offset, -1);
     assert_false(last->dead);
     ir_graph_free_nodes(g);
-    free_ctx(ctx);
+    test_ctx_free(ctx);
 }
 
 static void test_insert_remaps_ids(void **state)
 {
     (void)state;
-    ax_ctx *ctx = new_ctx();
+    ax_ctx *ctx = test_ctx_new(NULL, NULL);
     ir_graph *g = ir_graph_new(ctx, "m", ax_noloc());
     int64_t shape[2] = {2, 3};
     int x = add_source(g, IR_OP_input, "x", 2, shape);      /* %0 */
@@ -195,7 +171,7 @@ static void test_insert_remaps_ids(void **state)
     assert_int_equal(end, 5);
     assert_int_equal(g->outputs[0], 4);
     ir_graph_free_nodes(g);
-    free_ctx(ctx);
+    test_ctx_free(ctx);
 }
 
 /* ax_die aborts: run the violation in a child and check it did not exit 0. */
@@ -207,7 +183,7 @@ static void test_add_rejects_forward_reference(void **state)
     assert_true(pid >= 0);
     if (pid == 0) {
         freopen("/dev/null", "w", stderr);
-        ax_ctx *ctx = new_ctx();
+        ax_ctx *ctx = test_ctx_new(NULL, NULL);
         ir_graph *g = ir_graph_new(ctx, "m", ax_noloc());
         int ahead = 0;
         ir_add(g, IR_OP_relu, &ahead, 1, ax_noloc());
@@ -254,7 +230,7 @@ static ir_graph *small_graph(ax_ctx *ctx)
 static void test_dump_golden(void **state)
 {
     (void)state;
-    ax_ctx *ctx = new_ctx();
+    ax_ctx *ctx = test_ctx_new(NULL, NULL);
     ctx->path = "models/mlp.ax";
     ir_graph *g = small_graph(ctx);
     ax_buf out = {0};
@@ -271,13 +247,13 @@ static void test_dump_golden(void **state)
         "  return y = %6\n");
     ax_buf_free(&out);
     ir_graph_free_nodes(g);
-    free_ctx(ctx);
+    test_ctx_free(ctx);
 }
 
 static void test_dump_window_attrs(void **state)
 {
     (void)state;
-    ax_ctx *ctx = new_ctx();
+    ax_ctx *ctx = test_ctx_new(NULL, NULL);
     ir_graph *g = ir_graph_new(ctx, "c", ax_noloc());
     int64_t xs[4] = {1, 8, 8, 4};
     int x = add_source(g, IR_OP_input, "img", 4, xs);
@@ -300,7 +276,7 @@ static void test_dump_window_attrs(void **state)
     assert_non_null(strstr(out.data, "  return out0 = %2\n"));
     ax_buf_free(&out);
     ir_graph_free_nodes(g);
-    free_ctx(ctx);
+    test_ctx_free(ctx);
 }
 
 /* ---- verify ------------------------------------------------------------- */
@@ -308,18 +284,18 @@ static void test_dump_window_attrs(void **state)
 static void test_verify_accepts_good_graph(void **state)
 {
     (void)state;
-    ax_ctx *ctx = new_ctx();
+    ax_ctx *ctx = test_ctx_new(NULL, NULL);
     ir_graph *g = small_graph(ctx);
     assert_int_equal(ir_verify(g), 0);
     assert_int_equal(ctx->errors, 0);
     ir_graph_free_nodes(g);
-    free_ctx(ctx);
+    test_ctx_free(ctx);
 }
 
 static void test_verify_catches_malformed(void **state)
 {
     (void)state;
-    ax_ctx *ctx = new_ctx();
+    ax_ctx *ctx = test_ctx_new(NULL, NULL);
     ir_graph *g = small_graph(ctx);
     ir_at(g, 3)->src[0] = IR_NONE;    /* dense without its input */
     ir_at(g, 4)->nsrc = 2;            /* softmax with two operands */
@@ -328,29 +304,29 @@ static void test_verify_catches_malformed(void **state)
     ir_at(g, 1)->shape[1] = 0;        /* non-positive dimension */
     g->outputs[0] = 42;               /* no such node */
     assert_int_equal(ir_verify(g), 5);
-    const char *text = diagnostics(ctx);
+    const char *text = test_diagnostics(ctx);
     assert_non_null(strstr(text, "<input>:2:5: error: internal: IR verification failed: %3 dense: required operand 0 is missing\n"));
     assert_non_null(strstr(text, "internal: IR verification failed: %4 softmax has 2 operands, expected 1..1\n"));
     assert_non_null(strstr(text, "internal: IR verification failed: %6 transpose: operand 0 is the dead node %5\n"));
     assert_non_null(strstr(text, "internal: IR verification failed: %1 param: dimension 1 is 0\n"));
     assert_non_null(strstr(text, "internal: IR verification failed: output 0 refers to %42, not a live node\n"));
     ir_graph_free_nodes(g);
-    free_ctx(ctx);
+    test_ctx_free(ctx);
 }
 
 static void test_verify_catches_bad_rank_and_inputs(void **state)
 {
     (void)state;
-    ax_ctx *ctx = new_ctx();
+    ax_ctx *ctx = test_ctx_new(NULL, NULL);
     ir_graph *g = small_graph(ctx);
     ir_at(g, 4)->rank = IR_MAX_RANK + 1;
     g->ninputs = 0;
     assert_int_equal(ir_verify(g), 2);
-    const char *text = diagnostics(ctx);
+    const char *text = test_diagnostics(ctx);
     assert_non_null(strstr(text, "%4 softmax has rank 9 (limit 8)"));
     assert_non_null(strstr(text, "1 input nodes but 0 signature inputs"));
     ir_graph_free_nodes(g);
-    free_ctx(ctx);
+    test_ctx_free(ctx);
 }
 
 int main(void)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "passes.h"
+#include "test_support.h"
 
 /* ---- graph building ----------------------------------------------------- */
 
@@ -23,28 +24,14 @@
 
 static ir_graph *new_graph(const char *name)
 {
-    ax_ctx *ctx = ax_ctx_new();
-    ctx->diag_out = tmpfile();
-    return ir_graph_new(ctx, name, ax_noloc());
+    return ir_graph_new(test_ctx_new(NULL, NULL), name, ax_noloc());
 }
 
 static void free_graph(ir_graph *g)
 {
     ax_ctx *ctx = g->ctx;
     ir_graph_free_nodes(g);
-    fclose(ctx->diag_out);
-    ax_ctx_free(ctx);
-}
-
-static const char *diagnostics(ir_graph *g)
-{
-    FILE *f = g->ctx->diag_out;
-    long len = ftell(f);
-    char *text = ax_alloc(g->ctx->arena, (size_t)len + 1);
-    rewind(f);
-    text[fread(text, 1, (size_t)len, f)] = '\0';
-    fseek(f, 0, SEEK_END);
-    return text;
+    test_ctx_free(ctx);
 }
 
 static int source(ir_graph *g, ir_op op, const char *name, axrt_dtype t, const int64_t *dims, int rank)
@@ -97,7 +84,7 @@ static void expect_shape_error(ir_graph *g, const char *message)
     char expected[512];
     snprintf(expected, sizeof expected, "axc: error: %s\n", message);
     assert_int_equal(pass_shape(g), 1);
-    assert_string_equal(diagnostics(g), expected);
+    assert_string_equal(test_diagnostics(g->ctx), expected);
 }
 
 /* A binary op of two fresh inputs; returns the graph (op node is %2). */
@@ -163,7 +150,7 @@ static void test_one_error_per_mistake(void **state)
     output(g, bad);
     output(g, fine);
     assert_int_equal(pass_shape(g), 2);
-    assert_string_equal(diagnostics(g),
+    assert_string_equal(test_diagnostics(g->ctx),
                         "axc: error: Dense(784 => 256) expects input [..., 784] but gets [1, 512]\n"
                         "axc: error: cannot broadcast [2, 3] and [4] in '+'\n");
     assert_int_equal(ir_at(g, sum)->rank, -1);
@@ -661,7 +648,7 @@ static void test_dtype_warn_converts(void **state)
     (void)state;
     ir_graph *g = typed_mlp(AXRT_F64);
     assert_int_equal(pass_dtype(g, ELTYPE_WARN), 0);
-    assert_string_equal(diagnostics(g),
+    assert_string_equal(test_diagnostics(g->ctx),
         "axc: warning: input 'x' is Float64 but model 'mlp' computes in Float32; Dense '0' would "
         "promote every layer to Float64 \xe2\x80\x94 converting 'x' to Float32 at the boundary "
         "(--eltype-mismatch=convert|error|promote)\n");
@@ -684,7 +671,7 @@ static void test_dtype_warning_names_layer_behind_elementwise(void **state)
     output(g, d);
     assert_int_equal(pass_shape(g), 0);
     assert_int_equal(pass_dtype(g, ELTYPE_WARN), 0);
-    assert_non_null(strstr(diagnostics(g), "computes in Float32; Dense 'fc1' would promote every layer"));
+    assert_non_null(strstr(test_diagnostics(g->ctx), "computes in Float32; Dense 'fc1' would promote every layer"));
     assert_int_equal(ir_at(g, 2)->src[0], 1);
     free_graph(g);
 }
@@ -694,20 +681,20 @@ static void test_dtype_convert_error_promote(void **state)
     (void)state;
     ir_graph *g = typed_mlp(AXRT_F64);
     assert_int_equal(pass_dtype(g, ELTYPE_CONVERT), 0);
-    assert_string_equal(diagnostics(g), "");
+    assert_string_equal(test_diagnostics(g->ctx), "");
     assert_cast_after_input(g, AXRT_F32);
     free_graph(g);
 
     g = typed_mlp(AXRT_F64);
     assert_int_equal(pass_dtype(g, ELTYPE_ERROR), 1);
-    assert_string_equal(diagnostics(g),
+    assert_string_equal(test_diagnostics(g->ctx),
         "axc: error: input 'x' is Float64 but model 'mlp' computes in Float32; Dense '0' would "
         "promote every layer to Float64 (--eltype-mismatch=error)\n");
     free_graph(g);
 
     g = typed_mlp(AXRT_F64);
     assert_int_equal(pass_dtype(g, ELTYPE_PROMOTE), 0);
-    assert_string_equal(diagnostics(g), "");
+    assert_string_equal(test_diagnostics(g->ctx), "");
     assert_int_equal(g->dtype, AXRT_F64);
     assert_int_equal(g->nnodes, 4);
     for (int id = 0; id < g->nnodes; id++)
@@ -739,7 +726,7 @@ static void test_dtype_narrower_and_integer_inputs(void **state)
     (void)state;
     ir_graph *g = typed_mlp(AXRT_F16);
     assert_int_equal(pass_dtype(g, ELTYPE_ERROR), 0);
-    assert_string_equal(diagnostics(g), "");
+    assert_string_equal(test_diagnostics(g->ctx), "");
     assert_cast_after_input(g, AXRT_F32);
     free_graph(g);
 
@@ -760,7 +747,7 @@ static void test_dtype_narrower_and_integer_inputs(void **state)
     output(g, NODE(g, IR_OP_add, e, ids));
     assert_int_equal(pass_shape(g), 0);
     assert_int_equal(pass_dtype(g, ELTYPE_WARN), 1);
-    assert_string_equal(diagnostics(g),
+    assert_string_equal(test_diagnostics(g->ctx),
         "axc: error: input 'ids' is Int32; integer inputs are only accepted as Embedding indices\n");
     free_graph(g);
 }
@@ -771,7 +758,7 @@ static void test_dtype_model_dtype(void **state)
     ir_graph *g = typed_mlp(AXRT_F32);
     g->dtype = AXRT_F16;
     assert_int_equal(pass_dtype(g, ELTYPE_WARN), 1);
-    assert_string_equal(diagnostics(g), "axc: error: dtype=Float16 is not supported by the C backend yet\n");
+    assert_string_equal(test_diagnostics(g->ctx), "axc: error: dtype=Float16 is not supported by the C backend yet\n");
     free_graph(g);
 
     g = typed_mlp(AXRT_F64);
