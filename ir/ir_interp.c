@@ -154,6 +154,16 @@ static int64_t dims_product(const int64_t *shape, int from, int to)
     return p;
 }
 
+/* A tensor seen as [outer, len, inner] around attrs.axis (reductions, softmax). */
+typedef struct axis_view { int64_t outer, len, inner; } axis_view;
+
+static axis_view split_at_axis(const ir_node *x, int axis)
+{
+    axis_view v = {dims_product(x->shape, 0, axis), x->shape[axis],
+                   dims_product(x->shape, axis + 1, x->rank)};
+    return v;
+}
+
 static const ir_node *operand(const interp *in, const ir_node *n, int k)
 {
     return k < n->nsrc && n->src[k] != IR_NONE ? &in->g->nodes[n->src[k]] : NULL;
@@ -297,9 +307,8 @@ static int eval_reduce(const interp *in, const ir_node *n, double *out)
 {
     const ir_node *x = operand(in, n, 0);
     const double *xv = operand_vals(in, n, 0);
-    int axis = n->attrs.axis;
-    int64_t outer = dims_product(x->shape, 0, axis), len = x->shape[axis];
-    int64_t inner = dims_product(x->shape, axis + 1, x->rank);
+    const axis_view view = split_at_axis(x, n->attrs.axis);
+    const int64_t outer = view.outer, len = view.len, inner = view.inner;
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t i = 0; i < inner; i++) {
             const double *line = xv + o * len * inner + i;
@@ -320,9 +329,8 @@ static int eval_reduce(const interp *in, const ir_node *n, double *out)
 static int eval_softmax(const interp *in, const ir_node *n, double *out)
 {
     const double *xv = operand_vals(in, n, 0);
-    int axis = n->attrs.axis;
-    int64_t outer = dims_product(n->shape, 0, axis), len = n->shape[axis];
-    int64_t inner = dims_product(n->shape, axis + 1, n->rank);
+    const axis_view view = split_at_axis(n, n->attrs.axis);
+    const int64_t outer = view.outer, len = view.len, inner = view.inner;
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t i = 0; i < inner; i++) {
             int64_t base = o * len * inner + i;

@@ -98,19 +98,6 @@ static void test_source_too_large(void **state)
     test_ctx_free(ctx);
 }
 
-static int add_source(ir_graph *g, ir_op op, const char *name, const int64_t *dims, int rank)
-{
-    int id = ir_add(g, op, NULL, 0, ax_noloc());
-    ir_node *n = ir_at(g, id);
-    n->name = name;
-    n->dtype = AXRT_F32;
-    n->rank = rank;
-    memcpy(n->shape, dims, (size_t)rank * sizeof *dims);
-    if (op == IR_OP_input)
-        g->inputs[g->ninputs++] = id;
-    return id;
-}
-
 /* Lowering rejects non-positive dimensions in the signature and in layer
  * sizes; pass_shape still checks every source node. */
 static void test_source_dimension(void **state)
@@ -118,7 +105,7 @@ static void test_source_dimension(void **state)
     (void)state;
     ax_ctx *ctx = test_ctx_new(NULL, NULL);
     ir_graph *g = ir_graph_new(ctx, "f", ax_noloc());
-    add_source(g, IR_OP_param, "w", (const int64_t[]){4, 0}, 2);
+    test_add_source(g, IR_OP_param, "w", AXRT_F32, (const int64_t[]){4, 0}, 2);
     assert_int_equal(pass_shape(g), 1);
     assert_reported(ctx, "param 'w' has non-positive dimension in [4, 0]");
     ir_graph_free_nodes(g);
@@ -130,7 +117,7 @@ static ir_graph *relu_graph(ax_ctx *ctx, axrt_dtype model_dtype, axrt_dtype op_d
 {
     ir_graph *g = ir_graph_new(ctx, "f", ax_noloc());
     g->dtype = model_dtype;
-    int x = add_source(g, IR_OP_input, "x", (const int64_t[]){1, 4}, 2);
+    int x = test_add_source(g, IR_OP_input, "x", AXRT_F32, (const int64_t[]){1, 4}, 2);
     int y = ir_add(g, IR_OP_relu, (const int[]){x}, 1, ax_noloc());
     assert_int_equal(pass_shape(g), 0);
     ir_at(g, y)->dtype = op_dtype;

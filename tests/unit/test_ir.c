@@ -18,18 +18,6 @@
 
 /* ---- fixtures ----------------------------------------------------------- */
 
-static int add_source(ir_graph *g, ir_op op, const char *name, int rank, const int64_t *shape)
-{
-    int id = ir_add(g, op, NULL, 0, ax_noloc());
-    ir_node *n = ir_at(g, id);
-    n->name = name;
-    n->rank = rank;
-    memcpy(n->shape, shape, (size_t)rank * sizeof *shape);
-    if (op == IR_OP_input)
-        g->inputs[g->ninputs++] = id;
-    return id;
-}
-
 static void set_shape2(ir_graph *g, int id, int64_t d0, int64_t d1)
 {
     ir_node *n = ir_at(g, id);
@@ -122,7 +110,7 @@ static void test_add_defaults_and_growth(void **state)
     ax_ctx *ctx = test_ctx_new(NULL, NULL);
     ir_graph *g = ir_graph_new(ctx, "m", ax_noloc());
     int64_t shape[1] = {4};
-    int prev = add_source(g, IR_OP_input, "x", 1, shape);
+    int prev = test_add_source(g, IR_OP_input, "x", AXRT_F32, shape, 1);
     for (int i = 0; i < 1000; i++)
         prev = ir_add(g, IR_OP_relu, &prev, 1, ax_noloc());
     assert_int_equal(g->nnodes, 1001);
@@ -142,8 +130,8 @@ static void test_insert_remaps_ids(void **state)
     ax_ctx *ctx = test_ctx_new(NULL, NULL);
     ir_graph *g = ir_graph_new(ctx, "m", ax_noloc());
     int64_t shape[2] = {2, 3};
-    int x = add_source(g, IR_OP_input, "x", 2, shape);      /* %0 */
-    int y = add_source(g, IR_OP_input, "y", 2, shape);      /* %1 */
+    int x = test_add_source(g, IR_OP_input, "x", AXRT_F32, shape, 2);      /* %0 */
+    int y = test_add_source(g, IR_OP_input, "y", AXRT_F32, shape, 2);      /* %1 */
     int xy[2] = {x, y};
     int sum = ir_add(g, IR_OP_add, xy, 2, ax_noloc());      /* %2 */
     int opt[3] = {sum, y, IR_NONE};
@@ -200,9 +188,9 @@ static ir_graph *small_graph(ax_ctx *ctx)
 {
     ir_graph *g = ir_graph_new(ctx, "mlp", ax_noloc());
     int64_t xs[2] = {1, 784}, ws[2] = {256, 784}, bs[1] = {256};
-    int x = add_source(g, IR_OP_input, "x", 2, xs);
-    int w = add_source(g, IR_OP_param, "0.weight", 2, ws);
-    add_source(g, IR_OP_param, "0.bias", 1, bs);
+    int x = test_add_source(g, IR_OP_input, "x", AXRT_F32, xs, 2);
+    int w = test_add_source(g, IR_OP_param, "0.weight", AXRT_F32, ws, 2);
+    test_add_source(g, IR_OP_param, "0.bias", AXRT_F32, bs, 1);
     ax_loc loc = {2, 5, 17};
     int dense_src[3] = {x, w, IR_NONE};
     int dense = ir_add(g, IR_OP_dense, dense_src, 3, loc);
@@ -256,7 +244,7 @@ static void test_dump_window_attrs(void **state)
     ax_ctx *ctx = test_ctx_new(NULL, NULL);
     ir_graph *g = ir_graph_new(ctx, "c", ax_noloc());
     int64_t xs[4] = {1, 8, 8, 4};
-    int x = add_source(g, IR_OP_input, "img", 4, xs);
+    int x = test_add_source(g, IR_OP_input, "img", AXRT_F32, xs, 4);
     int pool = ir_add(g, IR_OP_maxpool, &x, 1, ax_noloc());
     ir_attrs *a = &ir_at(g, pool)->attrs;
     a->kernel[0] = a->kernel[1] = 2;

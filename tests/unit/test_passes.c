@@ -34,22 +34,9 @@ static void free_graph(ir_graph *g)
     test_ctx_free(ctx);
 }
 
-static int source(ir_graph *g, ir_op op, const char *name, axrt_dtype t, const int64_t *dims, int rank)
-{
-    int id = ir_add(g, op, NULL, 0, ax_noloc());
-    ir_node *n = ir_at(g, id);
-    n->name = name;
-    n->dtype = t;
-    n->rank = rank;
-    memcpy(n->shape, dims, (size_t)rank * sizeof *dims);
-    if (op == IR_OP_input)
-        g->inputs[g->ninputs++] = id;
-    return id;
-}
-
-#define INPUT(g, name, ...) source(g, IR_OP_input, name, AXRT_F32, DIMS(__VA_ARGS__))
-#define INPUT_T(g, name, t, ...) source(g, IR_OP_input, name, t, DIMS(__VA_ARGS__))
-#define PARAM(g, name, ...) source(g, IR_OP_param, name, AXRT_F32, DIMS(__VA_ARGS__))
+#define INPUT(g, name, ...) test_add_source(g, IR_OP_input, name, AXRT_F32, DIMS(__VA_ARGS__))
+#define INPUT_T(g, name, t, ...) test_add_source(g, IR_OP_input, name, t, DIMS(__VA_ARGS__))
+#define PARAM(g, name, ...) test_add_source(g, IR_OP_param, name, AXRT_F32, DIMS(__VA_ARGS__))
 #define NODE(g, op, ...) node_of(g, op, SRCS(__VA_ARGS__))
 
 static int node_of(ir_graph *g, ir_op op, const int *src, int nsrc)
@@ -91,8 +78,8 @@ static void expect_shape_error(ir_graph *g, const char *message)
 static ir_graph *binary_graph(ir_op op, const int64_t *a, int ra, const int64_t *b, int rb)
 {
     ir_graph *g = new_graph("m");
-    int x = source(g, IR_OP_input, "a", AXRT_F32, a, ra);
-    int y = source(g, IR_OP_input, "b", AXRT_F32, b, rb);
+    int x = test_add_source(g, IR_OP_input, "a", AXRT_F32, a, ra);
+    int y = test_add_source(g, IR_OP_input, "b", AXRT_F32, b, rb);
     output(g, NODE(g, op, x, y));
     return g;
 }
@@ -101,7 +88,7 @@ static ir_graph *binary_graph(ir_op op, const int64_t *a, int ra, const int64_t 
 static ir_graph *dense_graph(const char *name, int64_t in, int64_t out, const int64_t *xs, int rank)
 {
     ir_graph *g = new_graph("mlp");
-    int x = source(g, IR_OP_input, "x", AXRT_F32, xs, rank);
+    int x = test_add_source(g, IR_OP_input, "x", AXRT_F32, xs, rank);
     int w = PARAM(g, "weight", out, in);
     int b = PARAM(g, "bias", out);
     int d = NODE(g, IR_OP_dense, x, w, b);

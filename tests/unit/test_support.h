@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ax.h"
+#include "ir.h"
 
 /* path and src may be NULL (no source lines in diagnostics). */
 static inline ax_ctx *test_ctx_new(const char *path, const char *src)
@@ -36,6 +37,22 @@ static inline const char *test_diagnostics(ax_ctx *ctx)
     text[fread(text, 1, (size_t)len, f)] = '\0';
     fseek(f, 0, SEEK_END);
     return text;
+}
+
+/* Appends an input or param node of the given dtype and shape (inputs are
+ * also registered in g->inputs). */
+static inline int test_add_source(ir_graph *g, ir_op op, const char *name, axrt_dtype dtype,
+                                  const int64_t *dims, int rank)
+{
+    int id = ir_add(g, op, NULL, 0, ax_noloc());
+    ir_node *n = ir_at(g, id);
+    n->name = name;
+    n->dtype = dtype;
+    n->rank = rank;
+    memcpy(n->shape, dims, (size_t)rank * sizeof *dims);
+    if (op == IR_OP_input)
+        g->inputs[g->ninputs++] = id;
+    return id;
 }
 
 #endif
