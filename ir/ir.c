@@ -11,7 +11,7 @@
 #include <string.h>
 
 const ir_opinfo ir_ops[IR_OP_COUNT] = {
-#define OP(name, min, max, kind, inplace, shape) {#name, min, max, IR_##kind, inplace},
+#define OP(name, min, max, kind, inplace, shape, optional) {#name, min, max, IR_##kind, inplace, optional},
 #include "ops.def"
 #undef OP
 };

@@ -20,7 +20,7 @@
 #define IR_FAILED_RANK (-1)
 
 typedef enum ir_op {
-#define OP(name, min, max, kind, inplace, shape) IR_OP_##name,
+#define OP(name, min, max, kind, inplace, shape, optional) IR_OP_##name,
 #include "ops.def"
 #undef OP
     IR_OP_COUNT
@@ -33,6 +33,7 @@ typedef struct ir_opinfo {
     int min_src, max_src;
     ir_kind kind;
     bool can_inplace;
+    unsigned optional;   /* bit i: operand i may be IR_NONE */
 } ir_opinfo;
 
 extern const ir_opinfo ir_ops[IR_OP_COUNT];

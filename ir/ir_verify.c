@@ -26,17 +26,6 @@ static void problem(verifier *v, ax_loc loc, const char *fmt, ...)
     v->problems++;
 }
 
-/* The operands ops.def's operand conventions mark optional ('?'). */
-static bool operand_optional(ir_op op, int i)
-{
-    switch (op) {
-    case IR_OP_dense:
-    case IR_OP_conv: return i == 2;
-    case IR_OP_mha: return i == 4 || i == 6;
-    default: return false;
-    }
-}
-
 static void verify_operands(verifier *v, int id, const ir_node *n)
 {
     const ir_opinfo *info = &ir_ops[n->op];
@@ -50,7 +39,7 @@ static void verify_operands(verifier *v, int id, const ir_node *n)
     for (int i = 0; i < n->nsrc && i < IR_MAX_SRC; i++) {
         int s = n->src[i];
         if (s == IR_NONE) {
-            if (!operand_optional(n->op, i))
+            if (!(info->optional >> i & 1u))
                 problem(v, n->loc, "%%%d %s: required operand %d is missing", id, info->name, i);
         } else if (s < 0 || s >= id) {
             problem(v, n->loc, "%%%d %s: operand %d is %%%d, not defined before use", id,
