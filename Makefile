@@ -10,26 +10,34 @@ PREFIX  ?= /usr/local
 B       := build
 SAN     ?=
 
+# The compiler's folders, bottom layer first (make layers checks the order).
+AXC_DIRS := base ir grammar frontend io passes codegen compiler
+
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
 CFLAGS_AXC := -std=c11 -O2 -g $(WARN) $(SAN) -D_GNU_SOURCE \
-              -Icompiler -Iir -Igrammar -Icodegen -Iruntime -I$(B)/gen
+              $(AXC_DIRS:%=-I%) -Iruntime -I$(B)/gen
 CFLAGS_RT  := -std=c99 -O2 -g -fPIC -Wall -Wextra -Wpedantic $(SAN) -Iruntime
 LDLIBS_AXC := $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c) -ldl -lm
 
 GRAMMAR_C := $(B)/gen/axc.tab.c $(B)/gen/axc.lex.c
 GRAMMAR_H := $(B)/gen/axc.tab.h $(B)/gen/axc.lex.h
-AXC_SRC   := $(wildcard compiler/*.c ir/*.c grammar/*.c codegen/*.c)
+AXC_SRC   := $(foreach d,$(AXC_DIRS),$(wildcard $(d)/*.c))
 AXC_OBJ   := $(patsubst %.c,$(B)/obj/%.o,$(AXC_SRC)) $(B)/obj/gen/axc.tab.o $(B)/obj/gen/axc.lex.o
 LIB_OBJ   := $(filter-out $(B)/obj/compiler/main.o,$(AXC_OBJ))
 RT_SRC    := $(wildcard runtime/*.c)
 RT_OBJ    := $(patsubst %.c,$(B)/obj/%.o,$(RT_SRC))
-HEADERS   := $(wildcard compiler/*.h ir/*.h ir/*.def grammar/*.h codegen/*.h runtime/*.h)
+HEADERS   := $(foreach d,$(AXC_DIRS),$(wildcard $(d)/*.h $(d)/*.def)) $(wildcard runtime/*.h)
 
 AXC    := $(B)/bin/axc
 LIBAXRT := $(B)/lib/libaxrt.a
 
-.PHONY: all deps demo test test-unit install firmware size mem-report clean
+.PHONY: all deps demo test test-unit install firmware size mem-report clean layers
 all: $(AXC) $(LIBAXRT) $(B)/include/axrt.h
+
+# Fails when an #include points upward between the compiler's layers
+# (scripts/layers.sh has the table); part of make test.
+layers:
+	@sh scripts/layers.sh
 
 # Installs missing Debian packages (idempotent; does nothing when all are present).
 deps:

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Line coverage of compiler/, ir/, grammar/ and codegen/ by the test suite:
+# Line coverage of the compiler's folders by the test suite:
 # builds axc and the unit tests with --coverage into build-cov/, runs the
 # suites (all of them, or those named as arguments), then totals gcov's
 # per-file line counts.  Prints one line per folder and "total: N.N%".
@@ -12,7 +12,7 @@ make --no-print-directory -j2 B=$B SAN=--coverage all test-unit >/dev/null
 # Code built from the instrumented libaxrt.a (axc run's shared objects, the
 # suites' programs) must link libgcov too.
 CC="${CC:-cc} --coverage" bash tests/run.sh $B "$@" | tail -1
-for dir in compiler ir grammar codegen; do
+for dir in base ir grammar frontend io passes codegen compiler; do
     (cd "$B/obj/$dir" && gcov -n -o . ./*.gcda 2>/dev/null) |
         awk -v d="$dir" '
             /^File / { f = $2; gsub(/\047/, "", f) }

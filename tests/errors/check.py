@@ -22,7 +22,7 @@ import tempfile
 
 DIAG_CALL = re.compile(r'\b(ax_error|ax_warning|ax_note|axc_fail|fail|ax_sprintf)\s*\(')
 STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
-SOURCES = ("compiler", "grammar", "ir", "codegen")
+SOURCES = ("base", "ir", "grammar", "frontend", "io", "passes", "codegen", "compiler")
 
 
 def parse_catalogue(text):

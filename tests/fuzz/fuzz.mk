@@ -15,7 +15,7 @@ FUZZ_TIME  ?= 60
 FUZZ_DIR   := $(B)/fuzz
 FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS := -g -O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link -D_GNU_SOURCE \
-               -Icompiler -Iir -Igrammar -Icodegen -Iruntime -I$(B)/gen
+               $(AXC_DIRS:%=-I%) -Iruntime -I$(B)/gen
 FUZZ_HARNESSES := frontend safetensors npy
 FUZZ_SRC   := $(filter-out compiler/main.c,$(AXC_SRC)) $(RT_SRC)
 FUZZ_OBJ   := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(FUZZ_SRC)) \

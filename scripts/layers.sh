@@ -1,0 +1,78 @@
+#!/bin/sh
+# make layers: fails when an #include "..." points upward between the
+# compiler's folders.  Layers, bottom first (each may include the ones to its
+# left that the table below names, and itself):
+#
+#   base      arena, diagnostics, files: includes nothing of ours
+#   runtime   the freestanding libaxrt: includes nothing of ours (a leaf)
+#   ir        the IR and its op table; may use runtime/axrt.h (dtypes, layouts)
+#   grammar   .ax text -> syntax tree (flex/bison)
+#   io        tensor files (safetensors, .npy) and parameter binding
+#   frontend  syntax tree -> IR (lowering), later ONNX -> IR
+#   passes    IR -> IR (shape, dtype, fusion, schedule, memory plan)
+#   codegen   IR -> target code (the back ends and their target table)
+#   compiler  the axc driver: the only folder that may include everything
+#
+# Usage: scripts/layers.sh [ROOT]      (ROOT defaults to the repository)
+#        scripts/layers.sh --self-test (plants an upward include, expects a failure)
+set -eu
+
+allowed() {  # folder -> folders it may include from
+    case $1 in
+        base) echo "base" ;;
+        runtime) echo "runtime" ;;
+        ir) echo "ir base runtime" ;;
+        grammar) echo "grammar base" ;;
+        io) echo "io base ir runtime" ;;
+        frontend) echo "frontend base ir grammar io" ;;
+        passes) echo "passes base ir runtime" ;;
+        codegen) echo "codegen base ir passes runtime" ;;
+        compiler) echo "compiler base ir grammar io frontend passes codegen runtime" ;;
+    esac
+}
+FOLDERS="base runtime ir grammar io frontend passes codegen compiler"
+
+check() {
+    root=$1 bad=0
+    for dir in $FOLDERS; do
+        [ -d "$root/$dir" ] || continue
+        ok=$(allowed "$dir")
+        for f in "$root/$dir"/*.c "$root/$dir"/*.h "$root/$dir"/*.inc "$root/$dir"/*.y "$root/$dir"/*.l; do
+            [ -f "$f" ] || continue
+            sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f" |
+            while read -r hdr; do
+                case $hdr in axc.tab.h|axc.lex.h) owner=grammar ;; *) owner="" ;; esac
+                if [ -z "$owner" ]; then
+                    for d in $FOLDERS; do
+                        if [ -f "$root/$d/$hdr" ]; then owner=$d; break; fi
+                    done
+                fi
+                if [ -z "$owner" ]; then
+                    echo "layers: ${f#"$root"/}: includes \"$hdr\", which no layer owns"
+                    echo bad
+                    continue
+                fi
+                case " $ok " in
+                    *" $owner "*) ;;
+                    *) echo "layers: ${f#"$root"/}: $dir/ may not include $owner/$hdr (upward)"
+                       echo bad ;;
+                esac
+            done
+        done
+    done | { out=$(cat); printf '%s\n' "$out" | grep -v '^bad$' | grep . || true
+             ! printf '%s\n' "$out" | grep -q '^bad$'; }
+}
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+if [ "${1:-}" = "--self-test" ]; then
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    for d in $FOLDERS; do [ -d "$here/$d" ] && cp -r "$here/$d" "$tmp/$d"; done
+    printf '#include "driver.h"\n' >> "$tmp/ir/ir.c"
+    if check "$tmp" >/dev/null; then
+        echo "FAIL: layers: an upward include (ir -> compiler) was not caught"; exit 1
+    fi
+    echo "PASS: layers: an upward include (ir -> compiler) is caught"
+    exit 0
+fi
+check "${1:-$here}"
