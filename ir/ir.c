@@ -11,17 +11,54 @@
 #include <string.h>
 
 const ir_opinfo ir_ops[IR_OP_COUNT] = {
-#define OP(name, min, max, kind, inplace, shape, optional) {#name, min, max, IR_##kind, inplace, optional},
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags) \
+    [IR_OP_##name] = {#name, min, max, IR_##kind, IR_INPLACE_##inplace, optional, flags},
 #include "ops.def"
 #undef OP
 };
+
+const char *const ir_layout_names[IR_LAYOUT_COUNT] = {
+    [IR_LAYOUT_PLAIN] = "plain", [IR_LAYOUT_DENSE] = "dense_panels",
+    [IR_LAYOUT_CONV] = "conv_panels", [IR_LAYOUT_DEPTHWISE] = "depthwise_panels",
+    [IR_LAYOUT_MHA_IN] = "mha_in_panels", [IR_LAYOUT_MHA_OUT] = "mha_out_panels",
+};
+
+const ir_target_info ir_targets[IR_TARGET_COUNT] = {
+#define TARGET(name, extensions, summary) [IR_TARGET_##name] = {#name, extensions, summary},
+#include "targets.def"
+#undef TARGET
+};
+
+ir_target_id ir_target_parse(const char *name)
+{
+    for (int t = 0; t < IR_TARGET_COUNT; t++)
+        if (strcmp(name, ir_targets[t].name) == 0)
+            return (ir_target_id)t;
+    return IR_TARGET_COUNT;
+}
+
+const char *ir_target_list(ax_arena *a, const char *sep, const char *last)
+{
+    ax_buf b = {0};
+    for (int t = 0; t < IR_TARGET_COUNT; t++)
+        ax_buf_printf(&b, "%s%s", t == 0 ? "" : t == IR_TARGET_COUNT - 1 ? last : sep,
+                      ir_targets[t].name);
+    const char *text = ax_strdup(a, b.data);
+    ax_buf_free(&b);
+    return text;
+}
+
+size_t ir_scratch_bytes(const ir_node *n, const ir_graph *g)
+{
+    return g->target ? g->target->scratch_bytes(n, g) : 0;
+}
 
 ir_graph *ir_graph_new(ax_ctx *ctx, const char *name, ax_loc loc)
 {
     ir_graph *g = ax_alloc(ctx->arena, sizeof *g);
     g->name = name;
     g->dtype = AXRT_F32;
-    g->backend = "c";
+    g->backend = IR_TARGET_c;
     g->loc = loc;
     g->ctx = ctx;
     return g;
@@ -56,6 +93,7 @@ static ir_node blank_node(ir_op op, ax_loc loc)
     n.loc = loc;
     n.offset = -1;
     n.scratch_offset = -1;
+    n.inplace_of = IR_NONE;
     n.attrs.act = IR_NONE;
     n.attrs.residual = IR_NONE;
     n.attrs.groups = 1;

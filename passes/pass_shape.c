@@ -559,7 +559,7 @@ static bool shape_embedding(ir_graph *g, ir_node *n)
 }
 
 static const shape_fn shape_fns[IR_OP_COUNT] = {
-#define OP(name, min, max, kind, inplace, shape, optional) shape_##shape,
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags) [IR_OP_##name] = shape_##shape,
 #include "ops.def"
 #undef OP
 };

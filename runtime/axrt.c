@@ -4,8 +4,8 @@
  * dtypes share one implementation.  The float kernels that have a faster
  * variant are instantiated as axrt_<name>_f32_portable; axrt_fast.inc,
  * included last, exports axrt_<name>_f32, choosing between the two, and the
- * packed-weight kernels.  One translation unit, so that building the runtime
- * stays one file to compile.  Needs only <stddef.h> <stdint.h>
+ * packed-weight kernels.  Other runtime files (axrt_dwconv.c) hold kernels
+ * of their own; axc.mk builds every .c file of the runtime.  Needs only <stddef.h> <stdint.h>
  * <string.h> <math.h>: it builds for firmware. */
 #include <math.h>
 #include <stddef.h>
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "axrt.h"
+#include "axrt_unary.h"
 
 size_t axrt_dtype_size(axrt_dtype dtype)
 {

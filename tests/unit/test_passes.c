@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cg_target.h"
 #include "passes.h"
 #include "test_support.h"
 
@@ -24,7 +25,9 @@
 
 static ir_graph *new_graph(const char *name)
 {
-    return ir_graph_new(test_ctx_new(NULL, NULL), name, ax_noloc());
+    ir_graph *g = ir_graph_new(test_ctx_new(NULL, NULL), name, ax_noloc());
+    g->target = &cg_target_get(IR_TARGET_c)->facts;
+    return g;
 }
 
 static void free_graph(ir_graph *g)
