@@ -28,12 +28,6 @@ typedef struct emitter {
     const char *output_names[IR_MAX_SRC];
 } emitter;
 
-static const char *const c_type_of_dtype[AXRT_DTYPE_COUNT] = {
-    "float", "double", "uint16_t", "uint16_t", "int8_t", "int32_t", "int64_t",
-};
-static const char *const enum_of_dtype[AXRT_DTYPE_COUNT] = {
-    "AXRT_F32", "AXRT_F64", "AXRT_F16", "AXRT_BF16", "AXRT_I8", "AXRT_I32", "AXRT_I64",
-};
 
 static ax_arena *arena_of(const emitter *em) { return em->g->ctx->arena; }
 static ir_node *node_at(const emitter *em, int id) { return &em->g->nodes[id]; }
@@ -44,7 +38,7 @@ static const char *kernel_suffix(axrt_dtype dtype)
     return dtype == AXRT_F64 ? "f64" : "f32";
 }
 
-static const char *ctype(axrt_dtype dtype) { return c_type_of_dtype[dtype]; }
+static const char *ctype(axrt_dtype dtype) { return ir_dtypes[dtype].c_type; }
 
 /* ---- names -------------------------------------------------------------- */
 
@@ -309,7 +303,7 @@ static void emit_cast(emitter *em, const ir_node *n, const char *y)
         emit_copy(em, n, operand(em, n, 0), y);
     else
         ax_buf_printf(OUT, "    axrt_cast_%s(%s, %s, %s, %lld);\n", SFX, operand(em, n, 0),
-                      enum_of_dtype[x->dtype], y, (long long)ir_numel(n));
+                      ir_dtypes[x->dtype].enum_name, y, (long long)ir_numel(n));
 }
 
 /* The value of a one-element operand (for the scalar fast paths). */
@@ -528,7 +522,7 @@ static void emit_embedding(emitter *em, const ir_node *n, const char *y)
 {
     const ir_node *idx = operand_node(em, n, 0), *w = operand_node(em, n, 1);
     ax_buf_printf(OUT, "    status = axrt_embedding_%s(%s, %s, %s, %s, %lld, %lld, %lld);\n", SFX,
-                  operand(em, n, 0), enum_of_dtype[idx->dtype], operand(em, n, 1), y,
+                  operand(em, n, 0), ir_dtypes[idx->dtype].enum_name, operand(em, n, 1), y,
                   (long long)ir_numel(idx), (long long)w->shape[0], (long long)w->shape[1]);
     ax_buf_puts(OUT, "    if (status != 0)\n        return status;\n");
 }
@@ -892,7 +886,7 @@ static void emit_tensor_infos(emitter *em, const char *what, const int *ids, con
     for (int i = 0; i < count; i++) {
         const ir_node *n = node_at(em, ids[i]);
         ax_buf_printf(em->out, "    {\"%s\", %s, %d, {", literal_text(arena_of(em), names[i]),
-                      enum_of_dtype[n->dtype], n->rank);
+                      ir_dtypes[n->dtype].enum_name, n->rank);
         for (int d = 0; d < n->rank; d++)
             ax_buf_printf(em->out, "%s%lld", d ? ", " : "", (long long)n->shape[d]);
         ax_buf_puts(em->out, n->rank ? "}},\n" : "0}},\n");

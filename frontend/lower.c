@@ -487,10 +487,17 @@ int lower_expr(lower_state *st, const ast_node *e)
 
 /* ---- model header ---------------------------------------------------------- */
 
-static const char *const dtype_names[] = {"Float32", "Float64", "Float16", "BFloat16", "Int8",
-                                          "Int32", "Int64", "f32", "f64", "f16", "bf16", "i8",
-                                          "i32", "i64"};
-#define NDTYPE_NAMES ((int)(sizeof dtype_names / sizeof dtype_names[0]))
+/* Every dtype spelling (long names first, then short ones), for suggestions. */
+#define NDTYPE_NAMES (2 * AXRT_DTYPE_COUNT)
+static const char *const *dtype_names(void)
+{
+    static const char *names[NDTYPE_NAMES];
+    for (int t = 0; t < AXRT_DTYPE_COUNT; t++) {
+        names[t] = ir_dtypes[t].name;
+        names[AXRT_DTYPE_COUNT + t] = ir_dtypes[t].short_name;
+    }
+    return names;
+}
 
 static void lower_option(lower_state *st, const ast_option *o)
 {
@@ -515,7 +522,7 @@ static void lower_option(lower_state *st, const ast_option *o)
             return;
         }
         lower_unknown(st, o->loc, ax_sprintf(a, "unknown model dtype '%s' (expected Float32, "
-                      "Float16, BFloat16 or Float64)", o->value), o->value, dtype_names, 4);
+                      "Float16, BFloat16 or Float64)", o->value), o->value, dtype_names(), 4);
     } else {
         lower_unknown(st, o->loc, ax_sprintf(a, "unknown model option '%s'", o->key), o->key,
                       keys, 2);
@@ -529,7 +536,7 @@ static void lower_input(lower_state *st, const ast_param *p)
     bool ok = true;
     if (!ir_dtype_parse(p->type, &dt)) {
         lower_unknown(st, p->type_loc, ax_sprintf(st->ctx->arena, "unknown element type '%s'",
-                      p->type), p->type, dtype_names, NDTYPE_NAMES);
+                      p->type), p->type, dtype_names(), NDTYPE_NAMES);
         ok = false;
     }
     if (p->ndims > IR_MAX_RANK) {

@@ -205,22 +205,22 @@ const char *ir_shape_str(const int64_t *shape, int rank, char *buf, size_t size)
     return buf;
 }
 
-static const char *const dtype_long[AXRT_DTYPE_COUNT] = {
-    "Float32", "Float64", "Float16", "BFloat16", "Int8", "Int32", "Int64",
-};
-static const char *const dtype_short[AXRT_DTYPE_COUNT] = {
-    "f32", "f64", "f16", "bf16", "i8", "i32", "i64",
+const ir_dtype_info ir_dtypes[AXRT_DTYPE_COUNT] = {
+#define DTYPE_ROW(E, name, short_name, ctype, bytes, st, npy, is_float) \
+    [AXRT_##E] = {name, short_name, #ctype, "AXRT_" #E, bytes, st, npy, is_float},
+    AXRT_DTYPES(DTYPE_ROW)
+#undef DTYPE_ROW
 };
 
 const char *ir_dtype_name(axrt_dtype dtype)
 {
-    return (unsigned)dtype < AXRT_DTYPE_COUNT ? dtype_long[dtype] : "?";
+    return (unsigned)dtype < AXRT_DTYPE_COUNT ? ir_dtypes[dtype].name : "?";
 }
 
 bool ir_dtype_parse(const char *name, axrt_dtype *out)
 {
     for (int i = 0; i < AXRT_DTYPE_COUNT; i++) {
-        if (strcmp(name, dtype_long[i]) == 0 || strcmp(name, dtype_short[i]) == 0) {
+        if (strcmp(name, ir_dtypes[i].name) == 0 || strcmp(name, ir_dtypes[i].short_name) == 0) {
             *out = (axrt_dtype)i;
             return true;
         }

@@ -208,6 +208,18 @@ static inline bool ir_is_output(const ir_graph *g, int id) { return ir_output_in
 size_t ir_nbytes(const ir_node *n);
 /* "[1, 784]" into buf (always NUL-terminated); returns buf. */
 const char *ir_shape_str(const int64_t *shape, int rank, char *buf, size_t size);
+/* The dtype table (runtime/axrt.h AXRT_DTYPES) as the compiler reads it. */
+typedef struct ir_dtype_info {
+    const char *name, *short_name, *c_type, *enum_name; /* "Float32", "f32", "float", "AXRT_F32" */
+    size_t size;
+    const char *safetensors, *npy;                      /* file codes; npy NULL: none */
+    bool is_float;
+} ir_dtype_info;
+extern const ir_dtype_info ir_dtypes[AXRT_DTYPE_COUNT];
+static inline bool ir_dtype_is_float(axrt_dtype t)
+{
+    return (unsigned)t < AXRT_DTYPE_COUNT && ir_dtypes[t].is_float;
+}
 const char *ir_dtype_name(axrt_dtype dtype);     /* "Float32" ... */
 /* The .ax constructor of a layer op ("Dense", "Conv", ...), for messages;
  * the op name for ops that are not layers. */

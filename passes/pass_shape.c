@@ -46,11 +46,6 @@ static void set_shape(ir_node *n, const int64_t *shape, int rank)
         n->shape[i] = shape[i];
 }
 
-static bool is_float(axrt_dtype t)
-{
-    return t == AXRT_F32 || t == AXRT_F64 || t == AXRT_F16 || t == AXRT_BF16;
-}
-
 /* Positional names ("0", "1.2") are not worth showing; labels are. */
 static bool is_label(const char *name)
 {
@@ -543,7 +538,7 @@ static bool shape_embedding(ir_graph *g, ir_node *n)
 {
     const ir_node *idx = operand(g, n, 0), *w = operand(g, n, 1);
     char desc[160], shape[160];
-    if (is_float(idx->dtype))
+    if (ir_dtype_is_float(idx->dtype))
         return fail(g, n, "%s expects integer indices but gets %s%s",
                     layer_desc(g, n, desc, sizeof desc), ir_dtype_name(idx->dtype),
                     shape_text(idx, shape, sizeof shape));
@@ -575,7 +570,7 @@ static void settle_dtype(ir_graph *g, ir_node *n)
     n->dtype = g->dtype;
     for (int i = 0; i < n->nsrc; i++) {
         const ir_node *s = operand(g, n, i);
-        if (s && is_float(s->dtype)) {
+        if (s && ir_dtype_is_float(s->dtype)) {
             n->dtype = s->dtype;
             return;
         }

@@ -17,16 +17,12 @@
 
 size_t axrt_dtype_size(axrt_dtype dtype)
 {
-    switch (dtype) {
-    case AXRT_F32: return 4;
-    case AXRT_F64: return 8;
-    case AXRT_F16: return 2;
-    case AXRT_BF16: return 2;
-    case AXRT_I8: return 1;
-    case AXRT_I32: return 4;
-    case AXRT_I64: return 8;
-    default: return 0;
-    }
+    static const unsigned char sizes[AXRT_DTYPE_COUNT] = {
+#define AXRT_DTYPE_SIZE(E, name, short_name, ctype, bytes, st, npy, is_float) bytes,
+        AXRT_DTYPES(AXRT_DTYPE_SIZE)
+#undef AXRT_DTYPE_SIZE
+    };
+    return (unsigned)dtype < AXRT_DTYPE_COUNT ? sizes[dtype] : 0;
 }
 
 size_t axrt_mha_scratch_elems(const axrt_mha_params *p)
