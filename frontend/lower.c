@@ -694,6 +694,7 @@ ir_graph *lower_model(ax_ctx *ctx, const ast_file *f, int index, const ax_define
     st.g = ir_graph_new(ctx, m->name, m->loc);
     st.g->dtype = AXRT_F32;
     st.g->backend = IR_TARGET_c;
+    st.g->wording = &lower_ax_wording;
     for (int i = 0; i < m->nopts; i++) lower_option(&st, &m->opts[i]);
     if (m->nparams > IR_MAX_SRC)
         ax_error(ctx, m->loc, "model '%s' has %d inputs (at most %d)", m->name, m->nparams,

@@ -7,6 +7,7 @@
  * arena. */
 #include "ir.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -228,18 +229,27 @@ bool ir_dtype_parse(const char *name, axrt_dtype *out)
     return false;
 }
 
-const char *ir_layer_ctor(ir_op op)
+static const char *op_name(ir_op op)
 {
-    switch (op) {
-    case IR_OP_dense: return "Dense";
-    case IR_OP_conv: return "Conv";
-    case IR_OP_layernorm: return "LayerNorm";
-    case IR_OP_batchnorm: return "BatchNorm";
-    case IR_OP_maxpool: return "MaxPool";
-    case IR_OP_meanpool: return "MeanPool";
-    case IR_OP_globalmeanpool: return "GlobalMeanPool";
-    case IR_OP_mha: return "MultiHeadAttention";
-    case IR_OP_embedding: return "Embedding";
-    default: return (unsigned)op < IR_OP_COUNT ? ir_ops[op].name : "?";
-    }
+    return (unsigned)op < IR_OP_COUNT ? ir_ops[op].name : "?";
+}
+
+const char *ir_describe_layer(const ir_graph *g, const ir_node *n, char *buf, size_t size)
+{
+    if (g->wording)
+        g->wording->layer(g, n, buf, size);
+    else
+        snprintf(buf, size, "%s%s%s%s", op_name(n->op), n->name ? " '" : "", n->name ? n->name : "",
+                 n->name ? "'" : "");
+    return buf;
+}
+
+const char *ir_describe_ctor(const ir_graph *g, ir_op op)
+{
+    return g->wording ? g->wording->ctor(op) : op_name(op);
+}
+
+const char *ir_describe_binary(const ir_graph *g, ir_op op)
+{
+    return g->wording ? g->wording->binary_symbol(op) : op_name(op);
 }

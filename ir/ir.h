@@ -96,6 +96,16 @@ typedef enum ir_layout {
 } ir_layout;
 extern const char *const ir_layout_names[IR_LAYOUT_COUNT];
 
+/* How messages of the middle end name a node the way the user wrote it.
+ * The front end that built the graph hangs its own on it (the .ax one:
+ * frontend/describe.c); without one, messages use IR op names. */
+typedef struct ir_wording {
+    /* "Dense(784 => 256)", "Dense 'fc1' (784 => 256)" into buf */
+    void (*layer)(const ir_graph *g, const ir_node *n, char *buf, size_t size);
+    const char *(*ctor)(ir_op op);          /* "Dense" */
+    const char *(*binary_symbol)(ir_op op); /* ".*" */
+} ir_wording;
+
 /* Initial value of a parameter when no --weights are given (interface.md §1). */
 typedef enum ir_param_role {
     IR_PARAM_GLOROT = 0, /* weight matrices and kernels: Glorot-uniform */
@@ -174,6 +184,7 @@ struct ir_graph {
     const char *name;          /* model name = C symbol prefix */
     axrt_dtype dtype;          /* model dtype (parameters and compute) */
     ir_target_id backend;      /* the model's backend= option (IR_TARGET_c by default) */
+    const ir_wording *wording; /* the front end's names for messages (NULL: op names) */
     const ir_target *target;   /* the back end compiled for, set by the driver before the
                                   passes; NULL: no scratch and no TARGET in-place (tests) */
     ax_loc loc;
@@ -221,9 +232,11 @@ static inline bool ir_dtype_is_float(axrt_dtype t)
     return (unsigned)t < AXRT_DTYPE_COUNT && ir_dtypes[t].is_float;
 }
 const char *ir_dtype_name(axrt_dtype dtype);     /* "Float32" ... */
-/* The .ax constructor of a layer op ("Dense", "Conv", ...), for messages;
- * the op name for ops that are not layers. */
-const char *ir_layer_ctor(ir_op op);
+/* A node, a layer constructor and a binary operator as the graph's front
+ * end spells them (ir_wording), else by IR op names. */
+const char *ir_describe_layer(const ir_graph *g, const ir_node *n, char *buf, size_t size);
+const char *ir_describe_ctor(const ir_graph *g, ir_op op);
+const char *ir_describe_binary(const ir_graph *g, ir_op op);
 /* Accepts long and short spellings; returns false for an unknown name. */
 bool ir_dtype_parse(const char *name, axrt_dtype *out);
 

@@ -56,8 +56,8 @@ static const char *consumer_text(const ir_graph *g, int id)
         return "its consumer";
     const ir_node *n = &g->nodes[id];
     if (n->name && ir_ops[n->op].kind == IR_LAYER)
-        return ax_sprintf(g->ctx->arena, "%s '%s'", ir_layer_ctor(n->op), n->name);
-    return ir_layer_ctor(n->op);
+        return ax_sprintf(g->ctx->arena, "%s '%s'", ir_describe_ctor(g, n->op), n->name);
+    return ir_describe_ctor(g, n->op);
 }
 
 /* "input 'x' is Float64 but model 'mlp' computes in Float32; Dense '0'

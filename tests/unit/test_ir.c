@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lower.h"
 #include "ir.h"
 #include "test_support.h"
 
@@ -59,8 +60,15 @@ static void test_ops_table_sane(void **state)
     assert_true(ir_op_has(IR_OP_gelu, IR_ACT) && !ir_op_has(IR_OP_exp, IR_ACT));
     assert_false(ir_op_has(IR_NONE, IR_ACT));
     assert_int_equal(ir_ops[IR_OP_input].kind, IR_SOURCE);
-    assert_string_equal(ir_layer_ctor(IR_OP_mha), "MultiHeadAttention");
-    assert_string_equal(ir_layer_ctor(IR_OP_add), "add");
+    ax_ctx *ctx = ax_ctx_new();
+    ir_graph *g = ir_graph_new(ctx, "m", ax_noloc());
+    assert_string_equal(ir_describe_ctor(g, IR_OP_mha), "mha"); /* no front end: IR names */
+    g->wording = &lower_ax_wording;
+    assert_string_equal(ir_describe_ctor(g, IR_OP_mha), "MultiHeadAttention");
+    assert_string_equal(ir_describe_ctor(g, IR_OP_add), "add");
+    assert_string_equal(ir_describe_binary(g, IR_OP_mul), ".*");
+    ir_graph_free_nodes(g);
+    ax_ctx_free(ctx);
 }
 
 /* ---- helpers ------------------------------------------------------------ */
