@@ -117,8 +117,9 @@ def parse_case(path):
             case.flags = value.split()
         elif words[0] == "torch":
             torch_lines.append(value)
-        elif words[0] == "xfail":       # xfail [TARGET]: reason
-            case.xfail[words[1] if len(words) > 1 else ""] = value
+        elif words[0] == "xfail":       # xfail [TARGET...]: reason
+            for target in words[1:] or [""]:
+                case.xfail[target] = value
         else:
             raise ValueError(f"{path}: unknown annotation '{key}'")
     case.torch = "\n".join(torch_lines)
@@ -256,7 +257,9 @@ def probe_llvm():
 
 
 TARGETS = [
-    # name, probe, `axc run` arguments at one -O level
+    # name, probe, `axc run` arguments at one -O level.  The interpreter row
+    # checks it on the optimised (fused) graph against itself at -O0.
+    ("interp", lambda: None, lambda opt: [opt, "--interp"]),
     ("c", probe_c, lambda opt: [opt, "--target=c", f"--cc={cc_words()} {STRICT}"]),
     ("cuda", probe_cuda, lambda opt: [opt, "--target=cuda"]),
     ("hip", probe_hip, lambda opt: [opt, "--target=hip"]),
@@ -311,6 +314,8 @@ def run_case(case, targets):
         lines += check_torch(case, workdir, arrays, ref)
         for target, missing, args in targets:
             for opt in case.opts:
+                if target == "interp" and opt == "-O0":
+                    continue
                 label = f"{target}{'' if opt == '-O2' else opt}/{case.name}"
                 if missing:
                     lines.append((f"SKIP: ops {label} ({missing})", None))
