@@ -222,7 +222,8 @@ def backend_missing(target, suffix):
         with open(os.path.join(d, "probe.ax"), "w") as f:
             f.write(PROBE_AX)
         rc, err, _ = axc(d, ["probe.ax", f"--target={target}", "-o", "probe" + suffix])
-        return None if rc == 0 else f"no {target} back end in axc: {err.strip().splitlines()[-1] if err.strip() else rc}"
+        said = err.strip().splitlines()[-1] if err.strip() else f"exit status {rc}"
+        return None if rc == 0 else f"axc --target={target}: {said.replace('axc: error: ', '').split(';')[0]}"
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -313,13 +314,13 @@ def run_case(case, targets):
             return [(f"FAIL: ops interp/{case.name}", details)]
         lines += check_torch(case, workdir, arrays, ref)
         for target, missing, args in targets:
+            if missing:
+                lines.append((f"SKIP: ops {target}/{case.name} ({missing})", None))
+                continue
             for opt in case.opts:
                 if target == "interp" and opt == "-O0":
                     continue
                 label = f"{target}{'' if opt == '-O2' else opt}/{case.name}"
-                if missing:
-                    lines.append((f"SKIP: ops {label} ({missing})", None))
-                    continue
                 got, details = run_model(case, workdir, f"{target}{opt}", args(opt))
                 problems = details if got is None else compare_all(got, ref, case.rtol, case.atol)
                 if problems and got is not None:
