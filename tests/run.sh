@@ -8,7 +8,8 @@
 # in suite order as soon as every earlier one is done.  firmware and install
 # both run `make install` on BUILD_DIR, so they run one after the other in one
 # job.  The console shows FAIL lines with their details and one line per skip
-# reason; PASS and SKIP lines are counted.
+# reason; PASS and SKIP lines are counted.  AXC_TEST_TIMES=1 prints each job's
+# wall time.
 set -u
 B=${1:-build}
 shift || true
@@ -83,6 +84,7 @@ next=0
 flush() {
     while [ "$next" -lt ${#jobs_list[@]} ] && [ -e "$logs/$next.done" ]; do
         cat "$logs/$next.log" >>"$log"
+        [ -z "${AXC_TEST_TIMES:-}" ] || echo "time: $(cat "$logs/$next.done")"
         grep -v '^PASS: \|^SKIP: ' "$logs/$next.log"
         grep '^SKIP: ' "$logs/$next.log" | sed -n 's/^SKIP: \([^/(]*\)\/[^(]*(\(.*\))$/\1: \2/p' \
             | sort | uniq -c | sed 's/^ *\([0-9]*\) \(.*\)/skipped \1: \2/'
@@ -95,7 +97,8 @@ for i in $start_order; do
     if [ "$running" -ge "$max_jobs" ]; then
         wait -n; running=$((running - 1)); flush
     fi
-    { run_job "${jobs_list[$i]}" >"$logs/$i.log"; touch "$logs/$i.done"; } &
+    { t0=$SECONDS; run_job "${jobs_list[$i]}" >"$logs/$i.log"
+      echo "${jobs_list[$i]} $((SECONDS - t0)) s" >"$logs/$i.done"; } &
     running=$((running + 1))
 done
 while [ "$running" -gt 0 ]; do wait -n; running=$((running - 1)); flush; done
