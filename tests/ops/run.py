@@ -5,7 +5,8 @@ run the reference interpreter (`axc run --interp -O0`, the oracle), then run the
 same case, inputs and seeded weights on every target of TARGETS at every
 optimisation level of the case, and compare each with the interpreter.  The
 interpreter itself is checked against the case's PyTorch expression (`torch`
-row), so the oracle has an oracle that shares nothing with axc.
+row), so the oracle has an oracle that shares nothing with axc.  A full run
+also checks that every op of ir/ops.def occurs in some case (`ops coverage`).
 
 Prints `PASS: ops <target>/<case>`, `FAIL: ...` (details indented by two
 spaces) or `SKIP: ops <target>/<case> (reason)`: a target whose back end,
@@ -363,6 +364,30 @@ def check_torch(case, workdir, arrays, ref):
 TORCH_MISSING = None
 
 
+def ops_used(case):
+    """The IR op names of the case at -O0 and -O2 (`axc --emit=ir`)."""
+    used = set()
+    for opt in ("-O0", "-O2"):
+        done = subprocess.run([AXC, case.path, "--emit=ir", opt, "-w", *case.flags],
+                              capture_output=True, text=True, timeout=TIMEOUT_S)
+        used |= set(re.findall(r"^\s*%\d+ = (\w+)", done.stdout, re.M))
+    return used
+
+
+def check_coverage(cases):
+    """One line: every op of ir/ops.def occurs in some case (at -O0 or -O2)."""
+    with open(os.path.join(ROOT, "ir", "ops.def")) as f:
+        defined = re.findall(r"^OP\((\w+)\s*,", f.read(), re.M)
+    used = set()
+    for case in cases:
+        used |= ops_used(case)
+    missing = [op for op in defined if op not in used]
+    name = "ops coverage: every op of ir/ops.def occurs in a case"
+    if missing:
+        return f"FAIL: {name}", [f"no case uses: {' '.join(missing)}"]
+    return f"PASS: {name}", []
+
+
 def main(patterns):
     global TORCH_MISSING
     if not os.access(AXC, os.X_OK):
@@ -384,6 +409,12 @@ def main(patterns):
     targets = [(name, probe(), args) for name, probe, args in TARGETS]
     jobs = int(os.environ.get("AXC_OPS_JOBS", "0")) or os.cpu_count() or 2
     failed = 0
+    if not patterns:
+        line, details = check_coverage(cases)
+        print(line)
+        for d in details:
+            print("  " + d)
+        failed += line.startswith("FAIL")
     with ThreadPoolExecutor(jobs) as pool:
         for lines in pool.map(lambda c: run_case(c, targets), cases):
             for line, details in lines:
