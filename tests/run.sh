@@ -86,7 +86,7 @@ flush() {
         cat "$logs/$next.log" >>"$log"
         [ -z "${AXC_TEST_TIMES:-}" ] || echo "time: $(cat "$logs/$next.done")"
         grep -v '^PASS: \|^SKIP: ' "$logs/$next.log"
-        grep '^SKIP: ' "$logs/$next.log" | sed -n 's/^SKIP: \([^/(]*\)\/[^(]*(\(.*\))$/\1: \2/p' \
+        grep '^SKIP: ' "$logs/$next.log" | sed -n 's/^SKIP: \([^/(]*\)\/[^(]*(\(.*\))$/\1: \2/p' | sed 's/-O[0-9]:/:/' \
             | sort | uniq -c | sed 's/^ *\([0-9]*\) \(.*\)/skipped \1: \2/'
         next=$((next + 1))
     done
