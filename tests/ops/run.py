@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.environ.get("AXC_ROOT", os.path.join(HERE, "..", ".."))
+ROOT = os.path.normpath(os.environ.get("AXC_ROOT", os.path.join(HERE, "..", "..")))
 AXC = os.environ.get("AXC", os.path.join(ROOT, "build", "bin", "axc"))
 TIMEOUT_S = 300
 STRICT = "-Wall -Wextra -Wpedantic -Werror"   # the C target builds every case warning-free
