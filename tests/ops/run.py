@@ -32,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.environ.get("AXC_ROOT", os.path.join(HERE, "..", "..")))
 AXC = os.environ.get("AXC", os.path.join(ROOT, "build", "bin", "axc"))
 TIMEOUT_S = 300
+sys.path.insert(0, os.path.join(ROOT, "tests", "torch"))
 STRICT = "-Wall -Wextra -Wpedantic -Werror"   # the C target builds every case warning-free
 
 # ---- the corpus format ---------------------------------------------------------
@@ -284,8 +285,7 @@ def torch_reference(case, workdir, arrays):
     Returns ({output: array} or None, details)."""
     import torch
     import torch.nn.functional as F
-    sys.path.insert(0, os.path.join(ROOT, "tests", "torch"))
-    import safetensors_io
+    import safetensors_io   # tests/torch's reader, independent of axc
     weights = os.path.join(workdir, "w.safetensors")
     env = {"torch": torch, "F": F, "np": np,
            "P": {k: torch.from_numpy(v) for k, v in safetensors_io.read(weights).items()}
