@@ -170,6 +170,7 @@ struct ir_node {
     ir_param_role role;  /* param only */
     void *data;          /* param only: rank/shape elements of dtype, filled by weights.c */
     bool dead;           /* removed by a pass; skipped everywhere */
+    bool recomputed;     /* a copy pass_remat made of an earlier node, to free memory */
     bool derived;        /* param only: computed by a pass from the user's parameters (e.g. a
                             BatchNorm folded into a conv); not part of the state_dict, so
                             --save-weights writes the originals (kept, dead) instead */

@@ -50,6 +50,16 @@ size_t pass_memplan_lower_bound(const ir_graph *g);
  * peak pressure and a note per tensor live there, and returns 1. */
 int pass_memplan_check_budget(const ir_graph *g, size_t budget);
 
+/* Rematerialisation (pass_remat.c): while the plan exceeds budget,
+ * recomputes values idle across the peak instead of keeping them; the
+ * plan is redone after each.  The caller checks the budget afterwards. */
+typedef struct pass_remat_stats {
+    size_t peak_before, peak_after;  /* arena bytes */
+    int recomputed;                  /* values copied */
+    double flops, extra_flops;       /* the graph's FLOPs after, and what the copies add */
+} pass_remat_stats;
+int pass_remat(ir_graph *g, size_t budget, pass_remat_stats *stats);
+
 /* Fusion (pass_fuse.c): each rewrites g in place and returns 0. */
 int pass_fold_batchnorm(ir_graph *g);
 int pass_fold_scale_shift(ir_graph *g);
