@@ -24,8 +24,8 @@ typedef struct emitter {
     ir_graph *g;
     ax_buf *out;
     const char *source_name;
-    const char *input_names[IR_MAX_SRC];
-    const char *output_names[IR_MAX_SRC];
+    const char **input_names;   /* forward()'s parameters (context arena) */
+    const char **output_names;
 } emitter;
 
 static const char *const c_type_of_dtype[AXRT_DTYPE_COUNT] = {
@@ -84,8 +84,11 @@ static const char *c_identifier(ax_arena *a, const char *name, const char *const
 /* forward()'s parameter names: inputs, then outputs, all distinct. */
 static void name_arguments(emitter *em)
 {
-    const char *taken[2 * IR_MAX_SRC];
+    const char **taken = ax_alloc(arena_of(em), sizeof *taken *
+                                  (size_t)(em->g->ninputs + em->g->noutputs + 1));
     int ntaken = 0;
+    em->input_names = ax_alloc(arena_of(em), sizeof *em->input_names * (size_t)(em->g->ninputs + 1));
+    em->output_names = ax_alloc(arena_of(em), sizeof *em->output_names * (size_t)(em->g->noutputs + 1));
     for (int i = 0; i < em->g->ninputs; i++) {
         const char *name = node_at(em, em->g->inputs[i])->name;
         em->input_names[i] = c_identifier(arena_of(em), name ? name : "x", taken, ntaken);
@@ -967,7 +970,7 @@ static void emit_descriptor(emitter *em)
         ax_buf_printf(em->out, "(%s *)outputs[%d], ",
                       ctype(node_at(em, em->g->outputs[i])->dtype), i);
     ax_buf_puts(em->out, "arena);\n}\n");
-    const char *in_names[IR_MAX_SRC];
+    const char **in_names = ax_alloc(arena_of(em), sizeof *in_names * (size_t)(em->g->ninputs + 1));
     for (int i = 0; i < em->g->ninputs; i++)
         in_names[i] = node_at(em, em->g->inputs[i])->name;
     emit_tensor_infos(em, "inputs", em->g->inputs, in_names, em->g->ninputs);

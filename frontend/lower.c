@@ -558,17 +558,10 @@ static void lower_input(lower_state *st, const ast_param *p)
     n->dtype = dt;
     n->rank = p->ndims;
     memcpy(n->shape, shape, sizeof *shape * (size_t)p->ndims);
-    st->g->inputs[st->g->ninputs++] = id;
+    ir_add_input(st->g, id);
 }
 
 /* ---- bodies -------------------------------------------------------------------- */
-
-static void set_output(lower_state *st, int i, int node, const char *name)
-{
-    st->g->outputs[i] = node;
-    st->g->output_names[i] = name;
-    st->g->noutputs = i + 1;
-}
 
 /* A stand-in for a value that could not be built, after its error: the
  * statements that follow a failed chain statement still apply to it, so
@@ -606,7 +599,7 @@ static void lower_chain(lower_state *st)
         int next = apply_callable(st, v, &cur, 1, name, s->loc, v->loc);
         cur = next != IR_NONE ? next : failed_value(st, v->loc);
     }
-    set_output(st, 0, cur, "out0");
+    ir_add_output(st->g, cur, "out0");
 }
 
 /* `name = Constructor(...)` declares a layer; the other bindings are values. */
@@ -625,10 +618,6 @@ static void lower_assign(lower_state *st, const ast_stmt *s)
 
 static void lower_return(lower_state *st, const ast_stmt *s)
 {
-    if (s->nrets > IR_MAX_SRC) {
-        ax_error(st->ctx, s->loc, "at most %d outputs", IR_MAX_SRC);
-        return;
-    }
     for (int i = 0; i < s->nrets; i++) {
         const ast_node *e = s->rets[i];
         const lower_binding *b = e->kind == AST_IDENT ? scope_find(st, e->name) : NULL;
@@ -636,7 +625,7 @@ static void lower_return(lower_state *st, const ast_stmt *s)
         for (int j = 0; j < i; j++)
             if (strcmp(st->g->output_names[j], name) == 0)
                 ax_error(st->ctx, e->loc, "output '%s' is returned twice", name);
-        set_output(st, i, lower_expr(st, e), name);
+        ir_add_output(st->g, lower_expr(st, e), name);
     }
 }
 
@@ -686,11 +675,7 @@ ir_graph *lower_model(ax_ctx *ctx, const ast_file *f, int index, const ax_define
     st.g->dtype = AXRT_F32;
     st.g->backend = "c";
     for (int i = 0; i < m->nopts; i++) lower_option(&st, &m->opts[i]);
-    if (m->nparams > IR_MAX_SRC)
-        ax_error(ctx, m->loc, "model '%s' has %d inputs (at most %d)", m->name, m->nparams,
-                 IR_MAX_SRC);
-    else
-        for (int i = 0; i < m->nparams; i++) lower_input(&st, &m->params[i]);
+    for (int i = 0; i < m->nparams; i++) lower_input(&st, &m->params[i]);
     if (m->is_function) lower_function(&st);
     else lower_chain(&st);
     return st.g;

@@ -34,6 +34,37 @@ void ir_graph_free_nodes(ir_graph *g)
     g->nnodes = g->cap = 0;
 }
 
+/* Room for one more element in an arena array of elem-byte elements. */
+static void *grow_arena_array(ax_arena *a, void *old, int count, int *cap, size_t elem)
+{
+    if (count < *cap)
+        return old;
+    int next = *cap ? 2 * *cap : 8;
+    void *fresh = ax_alloc(a, (size_t)next * elem);
+    if (count)
+        memcpy(fresh, old, (size_t)count * elem);
+    *cap = next;
+    return fresh;
+}
+
+void ir_add_input(ir_graph *g, int id)
+{
+    g->inputs = grow_arena_array(g->ctx->arena, g->inputs, g->ninputs, &g->inputs_cap,
+                                 sizeof *g->inputs);
+    g->inputs[g->ninputs++] = id;
+}
+
+void ir_add_output(ir_graph *g, int id, const char *name)
+{
+    int cap = g->outputs_cap;
+    g->outputs = grow_arena_array(g->ctx->arena, g->outputs, g->noutputs, &cap,
+                                  sizeof *g->outputs);
+    g->output_names = grow_arena_array(g->ctx->arena, (void *)g->output_names, g->noutputs,
+                                       &g->outputs_cap, sizeof *g->output_names);
+    g->outputs[g->noutputs] = id;
+    g->output_names[g->noutputs++] = name;
+}
+
 static void reserve_node(ir_graph *g)
 {
     if (g->nnodes < g->cap)

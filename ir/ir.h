@@ -116,11 +116,14 @@ typedef struct ir_graph {
     ax_loc loc;
     ir_node *nodes;
     int nnodes, cap;
-    int inputs[IR_MAX_SRC];    /* node ids of IR_OP_input, signature order */
-    int ninputs;
-    int outputs[IR_MAX_SRC];   /* node ids, return order */
-    const char *output_names[IR_MAX_SRC];
-    int noutputs;
+    /* The signature and the return list, of any length: arrays in the context
+     * arena grown by ir_add_input/ir_add_output (the only writers of their
+     * lengths); passes may rewrite the ids in place. */
+    int *inputs;               /* node ids of IR_OP_input, signature order */
+    int ninputs, inputs_cap;
+    int *outputs;              /* node ids, return order */
+    const char **output_names; /* outputs[i]'s name, or NULL */
+    int noutputs, outputs_cap;
     size_t arena_bytes;        /* planned peak (pass_memplan), multiple of 64 */
     bool share_buffers;        /* the plan lets reshapes alias and in-place ops reuse their
                                   operand's buffer (pass_memplan_with) */
@@ -134,6 +137,10 @@ int ir_add(ir_graph *g, ir_op op, const int *src, int nsrc, ax_loc loc);
  * up by one and renumbering every operand, g->inputs and g->outputs that
  * referred to them.  Returns pos.  Used to put a cast right after an input. */
 int ir_insert(ir_graph *g, int pos, ir_op op, const int *src, int nsrc, ax_loc loc);
+/* Appends input node id to the signature. */
+void ir_add_input(ir_graph *g, int id);
+/* Appends node id, called name (may be NULL), to the return list. */
+void ir_add_output(ir_graph *g, int id, const char *name);
 /* Frees the nodes array (heap); the context arena owns everything else. */
 void ir_graph_free_nodes(ir_graph *g);
 static inline ir_node *ir_at(ir_graph *g, int id) { return &g->nodes[id]; }

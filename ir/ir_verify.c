@@ -138,7 +138,7 @@ static void verify_node(verifier *v, int id)
 static void verify_boundary(verifier *v)
 {
     const ir_graph *g = v->g;
-    if (g->ninputs < 0 || g->ninputs > IR_MAX_SRC || g->noutputs < 0 || g->noutputs > IR_MAX_SRC) {
+    if (g->ninputs < 0 || g->noutputs < 0) {
         problem(v, g->loc, "%d inputs and %d outputs", g->ninputs, g->noutputs);
         return;
     }

@@ -136,8 +136,8 @@ static void test_insert_remaps_ids(void **state)
     int sum = ir_add(g, IR_OP_add, xy, 2, ax_noloc());      /* %2 */
     int opt[3] = {sum, y, IR_NONE};
     int dense = ir_add(g, IR_OP_dense, opt, 3, ax_noloc()); /* %3 */
-    g->outputs[g->noutputs++] = dense;
-    g->outputs[g->noutputs++] = sum;
+    ir_add_output(g, dense, NULL);
+    ir_add_output(g, sum, NULL);
 
     int cast = ir_insert(g, 1, IR_OP_cast, &x, 1, ax_noloc());
     assert_int_equal(cast, 1);
@@ -208,9 +208,7 @@ static ir_graph *small_graph(ax_ctx *ctx)
     ir_at(g, tr)->attrs.nperm = 2;
     ir_at(g, tr)->attrs.perm[0] = 1;
     set_shape2(g, tr, 256, 1);
-    g->outputs[0] = tr;
-    g->output_names[0] = "y";
-    g->noutputs = 1;
+    ir_add_output(g, tr, "y");
     g->arena_bytes = 2048;
     return g;
 }
@@ -255,7 +253,7 @@ static void test_dump_window_attrs(void **state)
     int ln_src[3] = {pool, IR_NONE, IR_NONE};
     int norm = ir_add(g, IR_OP_layernorm, ln_src, 3, ax_noloc());
     ir_at(g, norm)->attrs.eps = 1e-5;
-    g->outputs[g->noutputs++] = norm;
+    ir_add_output(g, norm, NULL);
     ax_buf out = {0};
     ir_dump(g, &out);
     ax_buf_put(&out, "", 1);

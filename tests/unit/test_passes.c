@@ -53,7 +53,7 @@ static int scalar(ir_graph *g, double value)
 
 static void output(ir_graph *g, int id)
 {
-    g->outputs[g->noutputs++] = id;
+    ir_add_output(g, id, NULL);
 }
 
 static void check_shape(ir_graph *g, int id, const int64_t *dims, int rank)
