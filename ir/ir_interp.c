@@ -9,6 +9,7 @@
  * A value is freed after its last live reader; graph outputs are kept, and a
  * node that no live node reads (and is no output) is not evaluated at all. */
 #include "ir_interp.h"
+#include "ir_use.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -770,16 +771,11 @@ static int apply_epilogue(const interp *in, const ir_node *n, double *out)
 /* last_use[id] = the highest live node reading id; outputs live to the end. */
 static void find_last_uses(const ir_graph *g, int *last_use)
 {
+    ir_use u = {0};
+    ir_use_compute(g, &u);
     for (int id = 0; id < g->nnodes; id++)
-        last_use[id] = -1;
-    for (int id = 0; id < g->nnodes; id++) {
-        const ir_node *n = &g->nodes[id];
-        for (int k = 0; k < n->nsrc && !n->dead; k++)
-            if (n->src[k] != IR_NONE)
-                last_use[n->src[k]] = id;
-    }
-    for (int i = 0; i < g->noutputs; i++)
-        last_use[g->outputs[i]] = g->nnodes;
+        last_use[id] = ir_use_is_output(&u, id) ? g->nnodes : u.last[id];
+    ir_use_free(&u);
 }
 
 /* Frees every value whose last reader is node id. */

@@ -24,6 +24,7 @@
  * the smaller peak wins.  Offsets and sizes are multiples of 64 so every
  * buffer is 64-byte aligned. */
 #include "passes.h"
+#include "ir_use.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -67,14 +68,12 @@ static bool in_arena(const ir_graph *g, int id)
 /* Index of the last live node reading each node (the node itself if none). */
 static int *last_uses(const ir_graph *g)
 {
-    int *last = checked_calloc((size_t)g->nnodes, sizeof *last);
-    for (int id = 0; id < g->nnodes; id++) {
-        last[id] = id;
-        const ir_node *n = &g->nodes[id];
-        for (int i = 0; !n->dead && i < n->nsrc; i++)
-            if (n->src[i] != IR_NONE)
-                last[n->src[i]] = id;
-    }
+    int *last = checked_calloc((size_t)g->nnodes + 1, sizeof *last);
+    ir_use u = {0};
+    ir_use_compute(g, &u);
+    for (int id = 0; id < g->nnodes; id++)
+        last[id] = u.last[id] != IR_NONE ? u.last[id] : id;
+    ir_use_free(&u);
     return last;
 }
 

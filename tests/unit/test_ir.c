@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ir.h"
+#include "ir_use.h"
 #include "test_support.h"
 
 /* ---- fixtures ----------------------------------------------------------- */
@@ -315,6 +316,59 @@ static void test_verify_catches_bad_rank_and_inputs(void **state)
     test_ctx_free(ctx);
 }
 
+/* ---- use analysis ------------------------------------------------------- */
+
+/* x feeds add(x, x), a dead relu and mul(add, x); add is also an output, mul
+ * the other; an input read by nobody has no users. */
+static void test_use_counts_users_and_last(void **state)
+{
+    (void)state;
+    ax_ctx *ctx = test_ctx_new(NULL, NULL);
+    ir_graph *g = ir_graph_new(ctx, "m", ax_noloc());
+    int64_t shape[1] = {4};
+    int x = test_add_source(g, IR_OP_input, "x", AXRT_F32, shape, 1);           /* %0 */
+    int idle = test_add_source(g, IR_OP_input, "idle", AXRT_F32, shape, 1);     /* %1 */
+    int sum = ir_add(g, IR_OP_add, (const int[]){x, x}, 2, ax_noloc());          /* %2 */
+    int dead = ir_add(g, IR_OP_relu, (const int[]){x}, 1, ax_noloc());          /* %3 */
+    ir_at(g, dead)->dead = true;
+    int prod = ir_add(g, IR_OP_mul, (const int[]){sum, x}, 2, ax_noloc());      /* %4 */
+    ir_add_output(g, sum, "s");
+    ir_add_output(g, prod, "p");
+    ir_add_output(g, prod, "p2");
+
+    ir_use u = {0};
+    ir_use_compute(g, &u);
+    assert_int_equal(u.nrefs[x], 3);               /* two slots of add, one of mul */
+    assert_int_equal(ir_use_count(&u, x), 3);
+    assert_int_equal(ir_use_nusers(&u, x), 2);     /* add and mul, each once; relu is dead */
+    assert_int_equal(ir_use_user(&u, x, 0), sum);
+    assert_int_equal(ir_use_user(&u, x, 1), prod);
+    assert_int_equal(u.last[x], prod);
+    assert_int_equal(ir_use_sole_user(&u, x), IR_NONE);
+    assert_int_equal(ir_use_count(&u, sum), 2);    /* mul and the return list */
+    assert_true(ir_use_is_output(&u, sum));
+    assert_int_equal(ir_use_sole_user(&u, sum), IR_NONE);  /* an output has no owner */
+    assert_int_equal(ir_use_count(&u, prod), 2);   /* returned twice */
+    assert_int_equal(ir_use_nusers(&u, prod), 0);
+    assert_int_equal(u.last[prod], IR_NONE);
+    assert_true(ir_use_live_after(&u, prod, prod));
+    assert_int_equal(ir_use_count(&u, idle), 0);
+    assert_int_equal(u.last[idle], IR_NONE);
+    assert_false(ir_use_live_after(&u, x, prod));
+    assert_true(ir_use_live_after(&u, x, sum));
+
+    /* after a rewrite the analysis is recomputed: mul now reads relu(x) */
+    ir_at(g, dead)->dead = false;
+    ir_at(g, prod)->src[1] = dead;
+    ir_use_compute(g, &u);
+    assert_int_equal(u.last[x], dead);
+    assert_int_equal(ir_use_sole_user(&u, dead), prod);
+    assert_int_equal(ir_use_nusers(&u, x), 2);
+    ir_use_free(&u);
+    ir_graph_free_nodes(g);
+    test_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -329,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_verify_accepts_good_graph),
         cmocka_unit_test(test_verify_catches_malformed),
         cmocka_unit_test(test_verify_catches_bad_rank_and_inputs),
+        cmocka_unit_test(test_use_counts_users_and_last),
     };
     return cmocka_run_group_tests_name("ir", tests, NULL, NULL);
 }
