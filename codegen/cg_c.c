@@ -484,6 +484,30 @@ static void emit_transpose(emitter *em, const ir_node *n, const char *y)
                   operand(em, n, 0), y, n->rank);
 }
 
+/* A multi-result producer (ir.h) writes all its results in one call: the
+ * kernel takes their storage as an array of pointers, in result order
+ * (axrt_split: [outer, x_row] cut into column blocks). */
+static void emit_chunk(emitter *em, const ir_node *n)
+{
+    const int id = (int)(n - em->g->nodes), axis = n->attrs.axis, parts = n->attrs.nresults;
+    const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
+    ax_buf_printf(OUT, "    {\n        static const size_t rows[%d] = {", parts);
+    for (int k = 0; k < parts; k++) {
+        const int r = ir_result_node(em->g, id, k);
+        ax_buf_printf(OUT, "%s%lld", k ? ", " : "",
+                      r == IR_NONE ? 0LL : (long long)(node_at(em, r)->shape[axis] * inner));
+    }
+    ax_buf_printf(OUT, "};\n        %s *const ys[%d] = {", ctype(n->dtype), parts);
+    for (int k = 0; k < parts; k++) {
+        const int r = ir_result_node(em->g, id, k);
+        if (r == IR_NONE)
+            ax_die("cg_c: %%%d chunk has no result %d", id, k);
+        ax_buf_printf(OUT, "%s%s", k ? ", " : "", storage(em, r));
+    }
+    ax_buf_printf(OUT, "};\n        axrt_split_%s(%s, ys, %lld, %lld, %d, rows);\n    }\n", SFX,
+                  operand(em, n, 0), (long long)outer, (long long)(n->shape[axis] * inner), parts);
+}
+
 static void emit_concat(emitter *em, const ir_node *n, const char *y)
 {
     const int axis = n->attrs.axis;
@@ -797,6 +821,8 @@ static void emit_kernel(emitter *em, const ir_node *n, const char *y)
     case IR_OP_reshape: emit_copy(em, n, operand(em, n, 0), y); break;
     case IR_OP_transpose: emit_transpose(em, n, y); break;
     case IR_OP_concat: emit_concat(em, n, y); break;
+    case IR_OP_chunk: emit_chunk(em, n); break;
+    case IR_OP_result: break;   /* written by its producer */
     case IR_OP_matmul: emit_matmul(em, n, y); break;
     case IR_OP_dense: emit_dense(em, n, y); break;
     case IR_OP_layernorm: case IR_OP_batchnorm: emit_norm(em, n, y); break;
@@ -866,7 +892,7 @@ static void emit_node(emitter *em, int id)
         ax_buf_printf(em->out, " %s:%d:%d", literal_text(arena_of(em), em->source_name),
                       n->loc.line, n->loc.col);
     ax_buf_puts(em->out, " */\n");
-    const char *y = storage(em, id);
+    const char *y = ir_has_results(n->op) ? "" : storage(em, id);
     if (conv_in_place(em, n, y))
         emit_dwconv_inplace(em, n, y);
     else

@@ -452,6 +452,11 @@ static int lower_call(lower_state *st, const ast_node *e)
                  callee->name);
         return IR_NONE;
     }
+    if (!b && strcmp(callee->name, "chunk") == 0) {
+        ax_error(st->ctx, e->loc, "chunk(...) gives several values; bind them: "
+                 "a, b = chunk(x, 2; dims=k)");
+        return IR_NONE;
+    }
     if (!b && lower_find_ctor(callee->name)) {
         ax_error(st->ctx, e->loc, "layer constructor %s(...) used as a value; declare it "
                  "(name = %s(...)) or apply it: x |> %s(...)", callee->name, callee->name,
@@ -629,6 +634,28 @@ static void lower_return(lower_state *st, const ast_stmt *s)
     }
 }
 
+/* `a, b, ... = chunk(x, n; dims=k)`: one result node per name (ir.h
+ * "Several results"); on an error every name is bound as a failed value. */
+static void lower_unpack(lower_state *st, const ast_stmt *s)
+{
+    const ast_node *v = s->value;
+    int producer = IR_NONE;
+    if (v->kind == AST_CALL && v->callee->kind == AST_IDENT && !scope_find(st, v->callee->name) &&
+        strcmp(v->callee->name, "chunk") == 0)
+        producer = lower_chunk(st, v, s->ntargets);
+    else
+        ax_error(st->ctx, v->loc, "%d names are bound, but only chunk(...) gives several values",
+                 s->ntargets);
+    for (int k = 0; k < s->ntargets; k++) {
+        ir_attrs attrs = lower_attrs();
+        attrs.index = k;
+        const ast_node *t = s->targets[k];
+        int r = producer == IR_NONE ? IR_NONE
+                                    : lower_add(st, IR_OP_result, &producer, 1, &attrs, t->loc, NULL);
+        scope_bind(st, t->name, r, NULL);
+    }
+}
+
 /* The input node named name, or IR_NONE when that input failed to lower. */
 static int input_node(const lower_state *st, const char *name)
 {
@@ -647,6 +674,7 @@ static void lower_function(lower_state *st)
     for (int i = 0; i < m->nstmts; i++) {
         const ast_stmt *s = m->stmts[i];
         if (s->kind == AST_STMT_ASSIGN) lower_assign(st, s);
+        else if (s->kind == AST_STMT_UNPACK) lower_unpack(st, s);
         else if (s->kind == AST_STMT_EXPR) ax_warning(st->ctx, s->loc, "statement has no effect");
         else {
             lower_return(st, s);

@@ -170,6 +170,25 @@ int ir_output_index(const ir_graph *g, int id)
     return -1;
 }
 
+void ir_result_extent(const ir_graph *g, const ir_node *r, int64_t *start, int64_t *size)
+{
+    const ir_node *p = &g->nodes[r->src[0]];
+    const int64_t dim = p->shape[p->attrs.axis];
+    const int64_t part = p->attrs.parts > 0 ? (dim + p->attrs.parts - 1) / p->attrs.parts : dim;
+    *start = (int64_t)r->attrs.index * part;
+    *size = *start >= dim ? 0 : dim - *start < part ? dim - *start : part;
+}
+
+int ir_result_node(const ir_graph *g, int id, int k)
+{
+    for (int r = id + 1; r < g->nnodes; r++) {
+        const ir_node *n = &g->nodes[r];
+        if (!n->dead && n->op == IR_OP_result && n->src[0] == id && n->attrs.index == k)
+            return r;
+    }
+    return IR_NONE;
+}
+
 int64_t ir_numel(const ir_node *n)
 {
     int64_t count = 1;

@@ -82,12 +82,29 @@ typedef struct ir_attrs {
                                  (nsrc = max + 1); set by fusion passes */
     const ir_fused_step *steps; /* fused_elementwise: the program (context arena) */
     int nsteps;
+    int parts;                /* chunk: parts asked for (torch.chunk's chunks) */
+    int nresults;             /* multi-result producer: its number of results */
+    int index;                /* result: which result of src[0] it is, 0-based */
     const int64_t (*strides)[IR_MAX_RANK]; /* fused_elementwise: row k (context arena) gives
                                  operand src[k] read at result index (i0, i1, ...) as its
                                  element sum(i_d * strides[k][d]) (0 = broadcast dim);
                                  set by pass_fuse_elementwise, which composes broadcasts,
                                  transposes and reshapes into them */
 } ir_attrs;
+
+/* Several results.  A node has one value; an op that computes several (a
+ * chunk; later LayerNorm's mean and inverse deviation, an optimiser step) is
+ * a producer followed by one `result` node per value: result k reads the
+ * producer as its only operand and has attrs.index = k, and carries that
+ * value's shape, dtype, buffer and name like any node.  The producer itself
+ * has no value: nothing but result nodes may read it, it is never a graph
+ * output and never in the arena (its shape is that of its operand, for
+ * messages).  So passes that walk operands, uses and live ranges see only
+ * ordinary single-valued nodes; only the kernel of the producer (interpreter,
+ * back end) and the memory plan know that it writes its results' buffers,
+ * which are therefore live from the producer on.  The verifier checks that
+ * every result index of a live producer exists at most once. */
+static inline bool ir_has_results(ir_op op) { return op == IR_OP_chunk; }
 
 typedef struct ir_node {
     ir_op op;
@@ -144,6 +161,12 @@ void ir_add_output(ir_graph *g, int id, const char *name);
 /* Frees the nodes array (heap); the context arena owns everything else. */
 void ir_graph_free_nodes(ir_graph *g);
 static inline ir_node *ir_at(ir_graph *g, int id) { return &g->nodes[id]; }
+
+/* Where result node r's value lies in its producer's operand along the
+ * producer's axis: elements [*start, *start + *size) of that dimension. */
+void ir_result_extent(const ir_graph *g, const ir_node *r, int64_t *start, int64_t *size);
+/* The live result node k of multi-result producer id, or IR_NONE. */
+int ir_result_node(const ir_graph *g, int id, int k);
 
 int64_t ir_numel(const ir_node *n);
 bool ir_same_shape(const ir_node *a, const ir_node *b);  /* same rank and dims */

@@ -126,6 +126,12 @@ static void put_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
     case IR_OP_mha:
         ax_buf_printf(out, " heads=%d%s", a->heads, a->causal ? " causal" : "");
         break;
+    case IR_OP_chunk:
+        ax_buf_printf(out, " axis=%d parts=%d results=%d", a->axis, a->parts, a->nresults);
+        break;
+    case IR_OP_result:
+        ax_buf_printf(out, " index=%d", a->index);
+        break;
     case IR_OP_fused_elementwise:
         ax_buf_puts(out, " [");
         if (a->nsteps > 0)

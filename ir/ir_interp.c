@@ -390,6 +390,31 @@ static int eval_concat(const interp *in, const ir_node *n, double *out)
     return 0;
 }
 
+/* Several results (ir.h): the producer's value here is a copy of its
+ * operand, and each result node copies its part out of it. */
+static int eval_chunk(const interp *in, const ir_node *n, double *out)
+{
+    memcpy(out, operand_vals(in, n, 0), (size_t)ir_numel(n) * sizeof *out);
+    return 0;
+}
+
+static int eval_result(const interp *in, const ir_node *n, double *out)
+{
+    const ir_node *p = operand(in, n, 0);
+    const double *pv = operand_vals(in, n, 0);
+    if (!ir_has_results(p->op))
+        return -1;
+    const int axis = p->attrs.axis;
+    int64_t start, size;
+    ir_result_extent(in->g, n, &start, &size);
+    const int64_t outer = dims_product(p->shape, 0, axis);
+    const int64_t inner = dims_product(p->shape, axis + 1, p->rank);
+    for (int64_t o = 0; o < outer; o++)
+        memcpy(out + o * size * inner, pv + (o * p->shape[axis] + start) * inner,
+               (size_t)(size * inner) * sizeof *out);
+    return 0;
+}
+
 /* ---- linear algebra ---------------------------------------------------- */
 
 /* out[r, o] = x[r, :] . w[o, :] + bias[o] for rows r; bias may be NULL. */
@@ -731,6 +756,8 @@ static int eval_node(const interp *in, int id, const void *const *inputs, double
     case IR_OP_reshape: return eval_reshape(in, n, out);
     case IR_OP_transpose: return eval_transpose(in, n, out);
     case IR_OP_concat: return eval_concat(in, n, out);
+    case IR_OP_chunk: return eval_chunk(in, n, out);
+    case IR_OP_result: return eval_result(in, n, out);
     case IR_OP_matmul: return eval_matmul(in, n, out);
     case IR_OP_dense: return eval_dense(in, n, out);
     case IR_OP_layernorm: return eval_layernorm(in, n, out);

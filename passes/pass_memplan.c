@@ -19,7 +19,9 @@
  *             input, ir_depthwise_inplace) overwrites that operand's buffer
  *             when the buffer dies there.
  * A node whose C kernel needs workspace (ir_scratch_bytes > 0, outputs
- * included) also gets a scratch buffer live only at its own index.
+ * included) also gets a scratch buffer live only at its own index.  The
+ * results of a multi-result producer (ir.h) are written by the producer, so
+ * their buffers are live from the producer on, apart from its operands.
  * Placement is first-fit, tried in definition order and in decreasing size;
  * the smaller peak wins.  Offsets and sizes are multiples of 64 so every
  * buffer is 64-byte aligned. */
@@ -59,10 +61,12 @@ static void *checked_calloc(size_t count, size_t size)
     return p;
 }
 
+/* A multi-result producer has no value of its own: its results do. */
 static bool in_arena(const ir_graph *g, int id)
 {
     const ir_node *n = &g->nodes[id];
-    return !n->dead && ir_ops[n->op].kind != IR_SOURCE && !ir_is_output(g, id);
+    return !n->dead && ir_ops[n->op].kind != IR_SOURCE && !ir_has_results(n->op) &&
+           !ir_is_output(g, id);
 }
 
 /* Index of the last live node reading each node (the node itself if none). */
@@ -160,6 +164,8 @@ static void place_value(const ir_graph *g, mem_plan *p, const int *last, int id)
     }
     p->owner[id] = p->n;
     add_buffer(p, id, false, last[id], ir_nbytes(n));
+    if (n->op == IR_OP_result)   /* written by its producer, so live from there on: */
+        p->bufs[p->n - 1].start = n->src[0];   /* never over the producer's operands */
 }
 
 /* Buffers in order of their first live index (scratch before the result). */

@@ -369,6 +369,64 @@ static void test_use_counts_users_and_last(void **state)
     test_ctx_free(ctx);
 }
 
+/* ---- several results ---------------------------------------------------- */
+
+/* x -> chunk -> result 0, result 1: verifies, and --emit=ir shows both
+ * sides; then each misuse of a producer is reported. */
+static void test_results_verify_and_dump(void **state)
+{
+    (void)state;
+    ax_ctx *ctx = test_ctx_new(NULL, NULL);
+    ir_graph *g = ir_graph_new(ctx, "m", ax_noloc());
+    int x = test_add_source(g, IR_OP_input, "x", AXRT_F32, (const int64_t[]){2, 6}, 2);
+    int c = ir_add(g, IR_OP_chunk, &x, 1, ax_noloc());
+    ir_at(g, c)->attrs.axis = 1;
+    ir_at(g, c)->attrs.parts = 2;
+    ir_at(g, c)->attrs.nresults = 2;
+    ir_at(g, c)->rank = 2;
+    memcpy(ir_at(g, c)->shape, (int64_t[2]){2, 6}, sizeof(int64_t[2]));
+    int r[2];
+    for (int k = 0; k < 2; k++) {
+        r[k] = ir_add(g, IR_OP_result, &c, 1, ax_noloc());
+        ir_at(g, r[k])->attrs.index = k;
+        set_shape2(g, r[k], 2, 3);
+        ir_add_output(g, r[k], k ? "b" : "a");
+    }
+    assert_int_equal(ir_verify(g), 0);
+    assert_int_equal(ir_result_node(g, c, 1), r[1]);
+    int64_t start, size;
+    ir_result_extent(g, ir_at(g, r[1]), &start, &size);
+    assert_int_equal(start, 3);
+    assert_int_equal(size, 3);
+    ax_buf out = {0};
+    ir_dump(g, &out);
+    ax_buf_put(&out, "", 1);
+    assert_non_null(strstr(out.data, "  %1 = chunk %0 axis=1 parts=2 results=2 : Float32[2, 6]\n"));
+    assert_non_null(strstr(out.data, "  %3 = result %1 index=1 : Float32[2, 3]\n"));
+    ax_buf_free(&out);
+
+    int relu = ir_add(g, IR_OP_relu, &c, 1, ax_noloc());     /* %4 reads the producer */
+    set_shape2(g, relu, 2, 6);
+    int dup = ir_add(g, IR_OP_result, &c, 1, ax_noloc());    /* %5 a second result 1 */
+    ir_at(g, dup)->attrs.index = 1;
+    set_shape2(g, dup, 2, 3);
+    int bad = ir_add(g, IR_OP_result, &x, 1, ax_noloc());    /* %6 of a single value */
+    set_shape2(g, bad, 2, 6);
+    int far = ir_add(g, IR_OP_result, &c, 1, ax_noloc());    /* %7 index 2 of 2 */
+    ir_at(g, far)->attrs.index = 2;
+    set_shape2(g, far, 2, 3);
+    ir_add_output(g, c, "whole");
+    assert_int_equal(ir_verify(g), 5);
+    const char *text = test_diagnostics(ctx);
+    assert_non_null(strstr(text, "%4 relu reads the multi-result %1 chunk; only result nodes may\n"));
+    assert_non_null(strstr(text, "%3 and %5 are both result 1 of %1\n"));
+    assert_non_null(strstr(text, "%6 result reads %0 input, which has a single value\n"));
+    assert_non_null(strstr(text, "%7 result: index 2 outside the 2 results of %1\n"));
+    assert_non_null(strstr(text, "output 2 is the multi-result %1; return its results\n"));
+    ir_graph_free_nodes(g);
+    test_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -384,6 +442,7 @@ int main(void)
         cmocka_unit_test(test_verify_catches_malformed),
         cmocka_unit_test(test_verify_catches_bad_rank_and_inputs),
         cmocka_unit_test(test_use_counts_users_and_last),
+        cmocka_unit_test(test_results_verify_and_dump),
     };
     return cmocka_run_group_tests_name("ir", tests, NULL, NULL);
 }
