@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cg.h"
+#include "cg_target.h"
 
 /* State while emitting one model. */
 typedef struct emitter {
@@ -28,12 +28,6 @@ typedef struct emitter {
     const char **output_names;
 } emitter;
 
-static const char *const c_type_of_dtype[AXRT_DTYPE_COUNT] = {
-    "float", "double", "uint16_t", "uint16_t", "int8_t", "int32_t", "int64_t",
-};
-static const char *const enum_of_dtype[AXRT_DTYPE_COUNT] = {
-    "AXRT_F32", "AXRT_F64", "AXRT_F16", "AXRT_BF16", "AXRT_I8", "AXRT_I32", "AXRT_I64",
-};
 
 static ax_arena *arena_of(const emitter *em) { return em->g->ctx->arena; }
 static ir_node *node_at(const emitter *em, int id) { return &em->g->nodes[id]; }
@@ -44,7 +38,7 @@ static const char *kernel_suffix(axrt_dtype dtype)
     return dtype == AXRT_F64 ? "f64" : "f32";
 }
 
-static const char *ctype(axrt_dtype dtype) { return c_type_of_dtype[dtype]; }
+static const char *ctype(axrt_dtype dtype) { return ir_dtypes[dtype].c_type; }
 
 /* ---- names -------------------------------------------------------------- */
 
@@ -214,81 +208,10 @@ static void emit_bytes_literal(ax_buf *out, const unsigned char *data, size_t n,
     }
 }
 
-/* ---- pre-packed weights ------------------------------------------------------
- * A float32 parameter whose every use is the weight of a dense, a groups=1
- * or depthwise (groups = channels, one filter each) conv or an attention is
- * embedded in the panel order of axrt.h (packed at
- * compile time by the runtime's own packing functions), and those nodes call
- * the *_packed_f32 kernels.  Shared in any other way, it stays as it is. */
-typedef enum packing {
-    PACK_NONE, PACK_DENSE, PACK_CONV, PACK_DEPTHWISE, PACK_MHA_IN, PACK_MHA_OUT
-} packing;
-
-/* How user consumes its operand i if that operand is packed. */
-static packing packing_of_use(const emitter *em, const ir_node *user, int i)
-{
-    const bool depthwise = user->op == IR_OP_conv && user->attrs.groups > 1 &&
-                           user->attrs.groups == user->shape[3] &&
-                           node_at(em, user->src[1])->shape[1] == 1;
-    if (user->dtype != AXRT_F32)
-        return PACK_NONE;
-    if (user->op == IR_OP_dense && i == 1)
-        return PACK_DENSE;
-    if (user->op == IR_OP_conv && i == 1 && user->attrs.groups == 1)
-        return PACK_CONV;
-    if (depthwise && i == 1)
-        return PACK_DEPTHWISE;
-    if (user->op == IR_OP_mha && i == 3)
-        return PACK_MHA_IN;
-    if (user->op == IR_OP_mha && i == 5)
-        return PACK_MHA_OUT;
-    return PACK_NONE;
-}
-
-/* The one packing all uses of param id agree on, ignoring attention
- * partners; PACK_NONE for any other use, a graph output or no use. */
-static packing uses_packing(const emitter *em, int id)
-{
-    const ir_node *param = node_at(em, id);
-    packing kind = PACK_NONE;
-    if (param->op != IR_OP_param || param->dtype != AXRT_F32 || ir_output_index(em->g, id) >= 0)
-        return PACK_NONE;
-    for (int u = 0; u < em->g->nnodes; u++) {
-        const ir_node *user = node_at(em, u);
-        for (int i = 0; i < user->nsrc && !user->dead; i++) {
-            if (user->src[i] != id)
-                continue;
-            const packing use = packing_of_use(em, user, i);
-            if (use == PACK_NONE || (kind != PACK_NONE && use != kind))
-                return PACK_NONE;
-            kind = use;
-        }
-    }
-    return kind;
-}
-
-/* As uses_packing, and attention weights only in pairs: an mha runs the
- * packed kernel only when both its in_w and out_w are packed. */
-static packing param_packing(const emitter *em, int id)
-{
-    const packing kind = uses_packing(em, id);
-    if (kind != PACK_MHA_IN && kind != PACK_MHA_OUT)
-        return kind;
-    for (int u = 0; u < em->g->nnodes; u++) {
-        const ir_node *user = node_at(em, u);
-        if (user->dead || user->op != IR_OP_mha)
-            continue;
-        if ((user->src[3] == id && uses_packing(em, user->src[5]) != PACK_MHA_OUT) ||
-            (user->src[5] == id && uses_packing(em, user->src[3]) != PACK_MHA_IN))
-            return PACK_NONE;
-    }
-    return kind;
-}
-
-/* Whether operand i of n is a packed parameter. */
+/* Whether operand i of n is a packed parameter (cg_select chose its layout). */
 static bool operand_packed(const emitter *em, const ir_node *n, int i)
 {
-    return i < n->nsrc && n->src[i] != IR_NONE && param_packing(em, n->src[i]) != PACK_NONE;
+    return i < n->nsrc && n->src[i] != IR_NONE && node_at(em, n->src[i])->layout != IR_LAYOUT_PLAIN;
 }
 
 /* The runtime's name for n's fused activation when the packed kernels
@@ -323,48 +246,20 @@ static const char *epilogue_operands(const emitter *em, const ir_node *n)
     return ax_sprintf(arena_of(em), "%s, %s, %s", operand(em, n, 2), residual, kernel_act_name(n));
 }
 
-/* n's data rearranged as kind says, in the compile-time arena. */
-static const float *packed_data(const emitter *em, const ir_node *n, packing kind)
-{
-    const float *w = (const float *)n->data;
-    const size_t count = (size_t)ir_numel(n);
-    float *packed = ax_alloc(arena_of(em), count * sizeof *packed + 1);
-    if (kind == PACK_CONV || kind == PACK_DEPTHWISE) {
-        axrt_conv2d_params p = {0};
-        p.oc = (int)n->shape[0];
-        p.c = (int)n->shape[1];
-        p.kh = (int)n->shape[2];
-        p.kw = (int)n->shape[3];
-        if (kind == PACK_DEPTHWISE) {
-            p.c = p.oc;
-            axrt_pack_depthwise_f32(w, packed, &p);
-        } else {
-            axrt_pack_conv2d_f32(w, packed, &p);
-        }
-    } else if (kind == PACK_MHA_IN) { /* [3d, d]: three [d, d] packs */
-        const size_t d = (size_t)n->shape[1];
-        for (size_t part = 0; part < 3; part++)
-            axrt_pack_dense_f32(w + part * d * d, packed + part * d * d, d, d);
-    } else {
-        axrt_pack_dense_f32(w, packed, (size_t)n->shape[1], (size_t)n->shape[0]);
-    }
-    return packed;
-}
-
-static void emit_param(emitter *em, int id)
+static void emit_param_data(emitter *em, int id)
 {
     const ir_node *n = node_at(em, id);
     const size_t count = (size_t)ir_numel(n), esize = axrt_dtype_size(n->dtype);
-    const packing kind = param_packing(em, id);
+    const ir_layout kind = (ir_layout)n->layout;
     if (!n->data)
         ax_die("cg_c: parameter %s has no data", n->name ? n->name : "?");
     ax_buf_printf(em->out, "/* %s %s %s%s */\n", literal_text(arena_of(em), n->name),
                   ir_dtype_name(n->dtype), shape_text(arena_of(em), n),
-                  kind == PACK_NONE ? "" : ", packed in AXRT_PANEL-wide panels");
+                  kind == IR_LAYOUT_PLAIN ? "" : ", packed in AXRT_PANEL-wide panels");
     ax_buf_printf(em->out,
                   "static const union { unsigned char bytes[%zu + 1]; %s values[%zu]; } %s_p%d = {\n",
                   count * esize, ctype(n->dtype), count, em->g->name, id);
-    const void *data = kind == PACK_NONE ? n->data : (const void *)packed_data(em, n, kind);
+    const void *data = kind == IR_LAYOUT_PLAIN ? n->data : (const void *)cg_packed_data(arena_of(em), n);
     emit_bytes_literal(em->out, data, count, esize);
     ax_buf_puts(em->out, "};\n");
 }
@@ -376,7 +271,7 @@ static void emit_constants(emitter *em)
         if (n->dead)
             continue;
         if (n->op == IR_OP_param)
-            emit_param(em, id);
+            emit_param_data(em, id);
         else if (n->op == IR_OP_scalar)
             ax_buf_printf(em->out, "static const %s %s_s%d = %s;\n", ctype(n->dtype),
                           em->g->name, id, real_literal(em, n->dtype, n->attrs.scalar));
@@ -388,7 +283,7 @@ static void emit_constants(emitter *em)
 #define OUT em->out
 #define SFX kernel_suffix(n->dtype)
 
-static void emit_unary(emitter *em, ir_op op, const ir_node *n, const char *x, const char *y)
+static void emit_unary_call(emitter *em, ir_op op, const ir_node *n, const char *x, const char *y)
 {
     ax_buf_printf(OUT, "    axrt_%s_%s(%s, %s, %lld", ir_ops[op].name, SFX, x, y,
                   (long long)ir_numel(n));
@@ -411,7 +306,7 @@ static void emit_cast(emitter *em, const ir_node *n, const char *y)
         emit_copy(em, n, operand(em, n, 0), y);
     else
         ax_buf_printf(OUT, "    axrt_cast_%s(%s, %s, %s, %lld);\n", SFX, operand(em, n, 0),
-                      enum_of_dtype[x->dtype], y, (long long)ir_numel(n));
+                      ir_dtypes[x->dtype].enum_name, y, (long long)ir_numel(n));
 }
 
 /* The value of a one-element operand (for the scalar fast paths). */
@@ -487,8 +382,9 @@ static void emit_transpose(emitter *em, const ir_node *n, const char *y)
 /* A multi-result producer (ir.h) writes all its results in one call: the
  * kernel takes their storage as an array of pointers, in result order
  * (axrt_split: [outer, x_row] cut into column blocks). */
-static void emit_chunk(emitter *em, const ir_node *n)
+static void emit_chunk(emitter *em, const ir_node *n, const char *y)
 {
+    (void)y;   /* the producer has no storage of its own */
     const int id = (int)(n - em->g->nodes), axis = n->attrs.axis, parts = n->attrs.nresults;
     const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
     ax_buf_printf(OUT, "    {\n        static const size_t rows[%d] = {", parts);
@@ -596,7 +492,7 @@ static void emit_conv(emitter *em, const ir_node *n, const char *y)
                   (long long)n->shape[3], (long long)w->shape[2], (long long)w->shape[3],
                   at->stride[0], at->stride[1], at->dilation[0], at->dilation[1], at->pad[0],
                   at->pad[1], at->groups);
-    if (operand_packed(em, n, 1) && param_packing(em, n->src[1]) == PACK_DEPTHWISE)
+    if (node_at(em, n->src[1])->layout == IR_LAYOUT_DEPTHWISE)
         ax_buf_printf(OUT, "        axrt_conv2d_depthwise_f32(%s, %s, %s, %s, &params);\n    }\n",
                       operand(em, n, 0), operand(em, n, 1), epilogue_operands(em, n), y);
     else if (kernel_applies_epilogue(em, n))
@@ -654,7 +550,7 @@ static void emit_embedding(emitter *em, const ir_node *n, const char *y)
 {
     const ir_node *idx = operand_node(em, n, 0), *w = operand_node(em, n, 1);
     ax_buf_printf(OUT, "    status = axrt_embedding_%s(%s, %s, %s, %s, %lld, %lld, %lld);\n", SFX,
-                  operand(em, n, 0), enum_of_dtype[idx->dtype], operand(em, n, 1), y,
+                  operand(em, n, 0), ir_dtypes[idx->dtype].enum_name, operand(em, n, 1), y,
                   (long long)ir_numel(idx), (long long)w->shape[0], (long long)w->shape[1]);
     ax_buf_puts(OUT, "    if (status != 0)\n        return status;\n");
 }
@@ -666,45 +562,71 @@ static void emit_embedding(emitter *em, const ir_node *n, const char *y)
  * through) allow, so a same-shape chain is one flat loop; each operand is
  * indexed by literal strides, each step is a local. */
 
-/* The C expression of a unary step: '@' stands for the argument, '$' for
- * the element type, '~' for the libm suffix ("f" for float) and '&' for alpha.
- * Formulas as the runtime's kernels (axrt_kernels.inc) so results agree. */
-static const char *unary_formula(ir_op op)
-{
-    switch (op) {
-    case IR_OP_relu: return "(@ < ($)0 ? ($)0 : @)";
-    case IR_OP_relu6: return "(@ < ($)0 ? ($)0 : (@ > ($)6 ? ($)6 : @))";
-    case IR_OP_sigmoid: return "(($)1 / (($)1 + exp~(-@)))";
-    case IR_OP_tanh: return "tanh~(@)";
-    case IR_OP_swish: return "(@ / (($)1 + exp~(-@)))";
-    case IR_OP_gelu: return "(($)0.5 * @ * (($)1 + erf~(@ * ($)0.70710678118654752440)))";
-    case IR_OP_gelu_tanh:
-        return "(($)0.5 * @ * (($)1 + tanh~(($)0.79788456080286535588 * (@ + ($)0.044715 * @ * @ * @))))";
-    case IR_OP_softplus: return "(@ > ($)20 ? @ : log1p~(exp~(@)))";
-    case IR_OP_elu: return "(@ > ($)0 ? @ : & * expm1~(@))";
-    case IR_OP_leaky_relu: return "(@ < ($)0 ? & * @ : @)";
-    case IR_OP_exp: return "exp~(@)";
-    case IR_OP_log: return "log~(@)";
-    case IR_OP_sqrt: return "sqrt~(@)";
-    case IR_OP_abs: return "fabs~(@)";
-    case IR_OP_neg: return "(-@)";
-    case IR_OP_erf: return "erf~(@)";
-    default: ax_die("cg_c: %s in a fused loop", ir_ops[op].name);
-    }
-}
+/* The C expression of each unary op: the runtime's own formula
+ * (runtime/axrt_unary.h) stringified with placeholder names that
+ * unary_expression replaces: AXC_X the argument, AXC_T the element type,
+ * AXC_A alpha, AXC_MATH_f the libm function f for the type.  The table is
+ * generated from ops.def's UNARY_OP rows, and the static assertion fails
+ * the build when the runtime has no formula for a row. */
+#define MATH_EXP AXC_MATH_exp
+#define MATH_LOG AXC_MATH_log
+#define MATH_SQRT AXC_MATH_sqrt
+#define MATH_TANH AXC_MATH_tanh
+#define MATH_ERF AXC_MATH_erf
+#define MATH_EXPM1 AXC_MATH_expm1
+#define MATH_LOG1P AXC_MATH_log1p
+#define MATH_FABS AXC_MATH_fabs
+#include "axrt_unary.h"
+#define CG_STR2(x) #x
+#define CG_STR(x) CG_STR2(x)
+#define CG_FORMULA(name) CG_STR(AXRT_UNARY_##name(AXC_X, AXC_T, AXC_A))
+
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags)
+#define UNARY_OP(name, flags)                                                             \
+    _Static_assert(sizeof CG_FORMULA(name) != sizeof "AXRT_UNARY_" #name "(AXC_X, AXC_T, AXC_A)", \
+                   "runtime/axrt_unary.h has no formula for " #name);
+#include "ops.def"
+#undef OP
+
+static const char *const unary_formulas[IR_OP_COUNT] = {
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags)
+#define UNARY_OP(name, flags) [IR_OP_##name] = CG_FORMULA(name),
+#include "ops.def"
+#undef OP
+};
+
+static const char *const binary_symbols[IR_OP_COUNT] = {
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags)
+#define BINARY_OP(name, symbol) [IR_OP_##name] = symbol,
+#include "ops.def"
+#undef OP
+};
 
 static const char *unary_expression(const emitter *em, const ir_node *n, const ir_fused_step *step,
                                     const char *arg)
 {
+    const char *formula = unary_formulas[step->op];
+    if (!formula)
+        ax_die("cg_c: %s in a fused loop", ir_ops[step->op].name);
+    static const char *const names[] = {"AXC_X", "AXC_T", "AXC_A", "AXC_MATH_"};
+    const char *values[] = {arg, ctype(n->dtype), real_literal(em, n->dtype, step->value), ""};
     ax_buf text = {0};
-    for (const char *c = unary_formula((ir_op)step->op); *c; c++) {
-        switch (*c) {
-        case '@': ax_buf_puts(&text, arg); break;
-        case '$': ax_buf_puts(&text, ctype(n->dtype)); break;
-        case '~': ax_buf_puts(&text, n->dtype == AXRT_F64 ? "" : "f"); break;
-        case '&': ax_buf_puts(&text, real_literal(em, n->dtype, step->value)); break;
-        default: ax_buf_printf(&text, "%c", *c); break;
+    for (const char *c = formula; *c;) {
+        int k = 0;
+        while (k < 4 && strncmp(c, names[k], strlen(names[k])) != 0)
+            k++;
+        if (k == 4) {
+            ax_buf_put(&text, c++, 1);
+            continue;
         }
+        c += strlen(names[k]);
+        if (k < 3) {
+            ax_buf_puts(&text, values[k]);
+            continue;
+        }
+        while (isalnum((unsigned char)*c)) /* AXC_MATH_exp -> exp, then the suffix */
+            ax_buf_put(&text, c++, 1);
+        ax_buf_puts(&text, n->dtype == AXRT_F64 ? "" : "f");
     }
     const char *result = ax_strdup(arena_of(em), text.data);
     ax_buf_free(&text);
@@ -721,7 +643,6 @@ static const char *fused_arg(const emitter *em, const ir_fused_step *step, int a
 
 static void emit_fused_steps(emitter *em, const ir_node *n, const char *indent)
 {
-    static const char *const symbols[] = {"+", "-", "*", "/"};
     for (int s = 0; s < n->attrs.nsteps; s++) {
         const ir_fused_step *step = &n->attrs.steps[s];
         ax_buf_printf(em->out, "%sconst %s t%d = ", indent, ctype(n->dtype), s);
@@ -729,7 +650,7 @@ static void emit_fused_steps(emitter *em, const ir_node *n, const char *indent)
             ax_buf_puts(em->out, real_literal(em, n->dtype, step->value));
         else if (ir_ops[step->op].kind == IR_BINARY)
             ax_buf_printf(em->out, "%s %s %s", fused_arg(em, step, 0),
-                          symbols[step->op - IR_OP_add], fused_arg(em, step, 1));
+                          binary_symbols[step->op], fused_arg(em, step, 1));
         else
             ax_buf_puts(em->out, unary_expression(em, n, step, fused_arg(em, step, 0)));
         ax_buf_puts(em->out, ";\n");
@@ -808,33 +729,56 @@ static void emit_fused(emitter *em, const ir_node *n, const char *y)
     ax_buf_printf(em->out, "%sy[o] = t%d;\n%*s}\n    }\n", indent, n->attrs.nsteps - 1, 4 + 4 * loops, "");
 }
 
-/* The one dispatch over ops: the kernel call computing n into y. */
+/* Families that need no code of their own, or share an emitter. */
+static void emit_source(emitter *em, const ir_node *n, const char *y)
+{
+    (void)em, (void)n, (void)y; /* inputs, params, scalars have their storage */
+}
+
+static void emit_unary(emitter *em, const ir_node *n, const char *y)
+{
+    emit_unary_call(em, n->op, n, operand(em, n, 0), y);
+}
+
+static void emit_reduce(emitter *em, const ir_node *n, const char *y)
+{
+    emit_axis_kernel(em, n, operand_node(em, n, 0), y);
+}
+
+static void emit_softmax(emitter *em, const ir_node *n, const char *y)
+{
+    emit_axis_kernel(em, n, n, y);
+}
+
+static void emit_result(emitter *em, const ir_node *n, const char *y)
+{
+    (void)em, (void)n, (void)y; /* written by its producer (emit_chunk) */
+}
+
+static void emit_reshape(emitter *em, const ir_node *n, const char *y)
+{
+    emit_copy(em, n, operand(em, n, 0), y);
+}
+
+#define emit_input emit_source
+#define emit_param emit_source
+#define emit_scalar emit_source
+#define emit_layernorm emit_norm
+#define emit_batchnorm emit_norm
+
+/* The one dispatch over ops, generated from ops.def's family column: the
+ * kernel call computing n into y. */
+typedef void emit_fn(emitter *em, const ir_node *n, const char *y);
+static emit_fn *const emit_fns[IR_OP_COUNT] = {
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags) \
+    [IR_OP_##name] = emit_##family,
+#include "ops.def"
+#undef OP
+};
+
 static void emit_kernel(emitter *em, const ir_node *n, const char *y)
 {
-    switch (n->op) {
-    case IR_OP_cast: emit_cast(em, n, y); break;
-    case IR_OP_add: case IR_OP_sub: case IR_OP_mul: case IR_OP_div: emit_binary(em, n, y); break;
-    case IR_OP_sum: case IR_OP_mean: case IR_OP_maximum:
-        emit_axis_kernel(em, n, operand_node(em, n, 0), y);
-        break;
-    case IR_OP_softmax: case IR_OP_log_softmax: emit_axis_kernel(em, n, n, y); break;
-    case IR_OP_reshape: emit_copy(em, n, operand(em, n, 0), y); break;
-    case IR_OP_transpose: emit_transpose(em, n, y); break;
-    case IR_OP_concat: emit_concat(em, n, y); break;
-    case IR_OP_chunk: emit_chunk(em, n); break;
-    case IR_OP_result: break;   /* written by its producer */
-    case IR_OP_matmul: emit_matmul(em, n, y); break;
-    case IR_OP_dense: emit_dense(em, n, y); break;
-    case IR_OP_layernorm: case IR_OP_batchnorm: emit_norm(em, n, y); break;
-    case IR_OP_conv: emit_conv(em, n, y); break;
-    case IR_OP_maxpool: case IR_OP_meanpool: emit_pool(em, n, y); break;
-    case IR_OP_globalmeanpool: emit_globalpool(em, n, y); break;
-    case IR_OP_mha: emit_mha(em, n, y); break;
-    case IR_OP_embedding: emit_embedding(em, n, y); break;
-    case IR_OP_fused_elementwise: emit_fused(em, n, y); break;
-    case IR_OP_input: case IR_OP_param: case IR_OP_scalar: case IR_OP_COUNT: break;
-    default: emit_unary(em, n->op, n, operand(em, n, 0), y); break;
-    }
+    emit_fns[n->op](em, n, y);
 }
 
 #undef SFX
@@ -851,7 +795,7 @@ static bool has_epilogue(const ir_node *n)
            ir_ops[n->attrs.act].kind == IR_UNARY && n->attrs.act != IR_OP_cast;
 }
 
-/* A depthwise conv the plan put over its own input (ir_depthwise_inplace):
+/* A depthwise conv the plan put over its own input (cg_c_can_inplace):
  * the runtime's in-place kernel, its ring of input rows in n's scratch.  The
  * packed kernels' epilogue rule applies (kernel_applies_epilogue). */
 static void emit_dwconv_inplace(emitter *em, const ir_node *n, const char *y)
@@ -875,11 +819,11 @@ static void emit_dwconv_inplace(emitter *em, const ir_node *n, const char *y)
                   ctype(n->dtype), (long long)n->scratch_offset);
 }
 
-/* The plan shares a conv's result with its input only where
- * ir_depthwise_inplace allows it (pass_memplan). */
-static bool conv_in_place(const emitter *em, const ir_node *n, const char *y)
+/* The plan put a conv's result over its input (pass_memplan's inplace_of,
+ * allowed by the target's can_inplace). */
+static bool conv_in_place(const ir_node *n)
 {
-    return n->op == IR_OP_conv && strcmp(operand(em, n, 0), y) == 0;
+    return n->op == IR_OP_conv && n->inplace_of == 0;
 }
 
 static void emit_node(emitter *em, int id)
@@ -893,7 +837,7 @@ static void emit_node(emitter *em, int id)
                       n->loc.line, n->loc.col);
     ax_buf_puts(em->out, " */\n");
     const char *y = ir_has_results(n->op) ? "" : storage(em, id);
-    if (conv_in_place(em, n, y))
+    if (conv_in_place(n))
         emit_dwconv_inplace(em, n, y);
     else
         emit_kernel(em, n, y);
@@ -903,7 +847,7 @@ static void emit_node(emitter *em, int id)
         ax_buf_printf(em->out, "    axrt_add_%s(%s, %s, %s, %lld);\n", kernel_suffix(n->dtype), y,
                       operand(em, n, n->attrs.residual), y, (long long)ir_numel(n));
     if (has_epilogue(n))
-        emit_unary(em, (ir_op)n->attrs.act, n, y, y);
+        emit_unary_call(em, (ir_op)n->attrs.act, n, y, y);
 }
 
 /* "int NAME_forward(const float *x, float *y, void *arena)" */
@@ -975,7 +919,7 @@ static void emit_tensor_infos(emitter *em, const char *what, const int *ids, con
     for (int i = 0; i < count; i++) {
         const ir_node *n = node_at(em, ids[i]);
         ax_buf_printf(em->out, "    {\"%s\", %s, %d, {", literal_text(arena_of(em), names[i]),
-                      enum_of_dtype[n->dtype], n->rank);
+                      ir_dtypes[n->dtype].enum_name, n->rank);
         for (int d = 0; d < n->rank; d++)
             ax_buf_printf(em->out, "%s%lld", d ? ", " : "", (long long)n->shape[d]);
         ax_buf_puts(em->out, n->rank ? "}},\n" : "0}},\n");
@@ -1079,15 +1023,21 @@ static void emit_c_preamble(const cg_request *req, ax_buf *c)
                   "#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && "
                   "__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__\n"
                   "#error \"parameters are embedded as little-endian bytes\"\n#endif\n"
+                  "#if AXRT_PANEL != %d\n"
+                  "#error \"weights are packed for AXRT_PANEL %d: rebuild with the axc matching this axrt.h\"\n"
+                  "#endif\n"
                   "#if defined(__GNUC__)\n#pragma GCC diagnostic ignored \"-Woverlength-strings\"\n#endif\n",
-                  literal_text(req->models[0]->ctx->arena, req->source_name), req->header_name);
+                  literal_text(req->models[0]->ctx->arena, req->source_name), req->header_name,
+                  AXRT_PANEL, AXRT_PANEL);
 }
 
 int cg_c_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
 {
     int errors = 0;
-    for (int m = 0; m < req->nmodels; m++)
+    for (int m = 0; m < req->nmodels; m++) {
         errors += check_supported(req->models[m]);
+        cg_select(req->models[m]); /* again, for callers that ran the passes by hand */
+    }
     if (errors || req->nmodels < 1)
         return errors ? errors : 1;
     const char *guard = guard_name(req->models[0]->ctx->arena, req->header_name);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cg_target.h"
 #include "driver.h"
 
 static const char usage_text[] =
@@ -16,7 +17,8 @@ static const char usage_text[] =
     "\n"
     "options:\n"
     "  -o OUT                  output; .c writes C source and a header\n"
-    "  --target=c|cuda|hip|llvm  code generator (default: the model's backend= option, else c)\n"
+    "  --target=NAME           code generator (default: by OUT's extension, else the model's\n"
+    "                          backend= option, else c); NAME is one of the targets below\n"
     "  --header=FILE           where the C header goes (default: OUT with .h)\n"
     "  --model=NAME            compile one model of a multi-model file\n"
     "  --weights=FILE          parameters from a safetensors file\n"
@@ -39,6 +41,19 @@ static const char usage_text[] =
     "  --bench N               time N runs after warm-up\n"
     "  --interp                use the reference interpreter\n"
     "  --cc=CC                 C compiler for the generated code (default $CC or cc)\n";
+
+/* The usage text, then the targets (ir/targets.def) and whether this axc
+ * has each one built. */
+static void print_usage(void)
+{
+    fputs(usage_text, stdout);
+    fputs("\ntargets:\n", stdout);
+    for (int t = 0; t < IR_TARGET_COUNT; t++) {
+        const cg_target *target = cg_target_get((ir_target_id)t);
+        printf("  %-6s %-8s %s%s\n", ir_targets[t].name, ir_targets[t].extensions,
+               ir_targets[t].summary, target->emit ? "" : " (not built yet)");
+    }
+}
 
 void axc_fail(const char *fmt, ...)
 {
@@ -233,7 +248,7 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
     if (argc > 1 && !strcmp(argv[1], "run")) { o->run = true; i = 2; }
     for (; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage_text, stdout); *exit_now = true; return AXC_OK; }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { print_usage(); *exit_now = true; return AXC_OK; }
         if (!strcmp(a, "--version")) { printf("axc %s\n", AXC_VERSION); *exit_now = true; return AXC_OK; }
         int r = try_value_opt(argc, argv, &i, o);
         if (r < 0) return AXC_EUSAGE;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cg.h"
+#include "cg_target.h"
 #include "driver.h"
 #include "weights.h"
 
@@ -23,25 +23,6 @@ static const char *base_name(const char *path)
 {
     const char *slash = strrchr(path, '/');
     return slash ? slash + 1 : path;
-}
-
-static const char *ext_of(const char *path)
-{
-    const char *b = base_name(path), *dot = strrchr(b, '.');
-    return dot && dot != b ? dot : "";
-}
-
-/* The code generator: --target, else the output's extension, else the
- * first model's backend= option. */
-static const char *pick_target(const axc_opts *o, ir_graph **models)
-{
-    if (o->target) return o->target;
-    const char *e = o->output ? ext_of(o->output) : "";
-    if (!strcmp(e, ".c") || !strcmp(e, ".h")) return "c";
-    if (!strcmp(e, ".cu")) return "cuda";
-    if (!strcmp(e, ".hip")) return "hip";
-    if (!strcmp(e, ".ll") || !strcmp(e, ".o")) return "llvm";
-    return models[0]->backend ? models[0]->backend : "c";
 }
 
 /* Make's escaping for a path in a dependency rule. */
@@ -93,17 +74,14 @@ static int stage(ax_outset *set, const char *path, const ax_buf *b)
 static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n,
                     const char *header, ax_buf *c, ax_buf *h)
 {
-    const char *target = pick_target(o, models);
-    if (strcmp(target, "c")) {
-        if (strcmp(target, "cuda") && strcmp(target, "hip") && strcmp(target, "llvm")) {
-            axc_fail("unknown target '%s' (expected c, cuda, hip or llvm)", target);
-        } else {
-            axc_fail("the %s backend is not implemented yet; use --target=c (a .c output)", target);
-        }
+    const cg_target *target = cg_target_get(models[0]->target->id);
+    if (!target->emit) {
+        axc_fail("the %s target %s; use --target=c (a .c output)", ir_targets[target->facts.id].name,
+                 target->missing);
         return AXC_EUSAGE;
     }
     cg_request req = {models, n, base_name(header), o->input};
-    return cg_c_emit(&req, c, h) ? AXC_EINPUT : AXC_OK;
+    return target->emit(&req, c, h) ? AXC_EINPUT : AXC_OK;
 }
 
 static int write_outputs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, ax_outset *set)

@@ -90,7 +90,6 @@ static void *fill_input(const ir_graph *g, int id, uint64_t seed)
     return data;
 }
 
-static bool is_float(axrt_dtype d) { return d == AXRT_F32 || d == AXRT_F64 || d == AXRT_F16 || d == AXRT_BF16; }
 
 /* Reads --input FILE for input node id; checks shape and kind; converts.
  * An unreadable file is an I/O error (*rc = 2), a wrong one an input error. */
@@ -112,7 +111,7 @@ static void *read_input(ax_ctx *ctx, const ir_graph *g, int id, const char *path
                  path, ir_dtype_name(t.dtype), got);
         return NULL;
     }
-    if (is_float(t.dtype) != is_float(n->dtype)) {
+    if (ir_dtype_is_float(t.dtype) != ir_dtype_is_float(n->dtype)) {
         axc_fail("input '%s' expects %s values but %s holds %s", n->name, ir_dtype_name(n->dtype), path,
                  ir_dtype_name(t.dtype));
         return NULL;

@@ -7,21 +7,21 @@
  * result, so a buffer never shares bytes with anything live at its
  * definition, operands included — except where sharing is planned
  * (pass_memplan_with(g, true), -O1 and up):
- *   alias     a reshape never copies: it is its operand's buffer (a reshape
- *             of an input, param or output has no buffer and codegen uses the
- *             operand's pointer), and that buffer lives until the reshape's
- *             last use;
- *   in-place  an op whose kernel reads element i before writing element i
- *             and nothing else (unary ops but cast; add/sub/mul/div, on an
- *             operand of the result's shape, either side; softmax and
- *             log_softmax; a fused_elementwise loop, on an operand it reads
- *             in the result's order; a depthwise conv the backend computes over its
- *             input, ir_depthwise_inplace) overwrites that operand's buffer
- *             when the buffer dies there.
- * A node whose C kernel needs workspace (ir_scratch_bytes > 0, outputs
- * included) also gets a scratch buffer live only at its own index.  The
- * results of a multi-result producer (ir.h) are written by the producer, so
- * their buffers are live from the producer on, apart from its operands.
+ *   alias     an op whose ops.def inplace column is ALIAS (reshape) never
+ *             copies: it is its operand's buffer (a reshape of an input,
+ *             param or output has no buffer and codegen uses the operand's
+ *             pointer), and that buffer lives until the reshape's last use;
+ *   in-place  an op whose column is SAME (its kernel reads element i before
+ *             writing element i: unary ops but cast, add/sub/mul/div, softmax,
+ *             layernorm, batchnorm, fused loops), on an operand it reads at the
+ *             result's own index, or TARGET where the target's can_inplace
+ *             allows (the C target: a depthwise conv over its input),
+ *             overwrites that operand's buffer when the buffer dies there;
+ *             the node's inplace_of records which operand.
+ * A node whose kernel needs workspace (the target's scratch_bytes > 0,
+ * outputs included) also gets a scratch buffer live only at its own index.
+ * The results of a multi-result producer (ir.h) are written by the producer,
+ * so their buffers are live from the producer on, apart from its operands.
  * Placement is first-fit, tried in definition order and in decreasing size;
  * the smaller peak wins.  Offsets and sizes are multiples of 64 so every
  * buffer is 64-byte aligned. */
@@ -81,23 +81,6 @@ static int *last_uses(const ir_graph *g)
     return last;
 }
 
-/* The runtime kernel for n is correct with y == operand k (see the contract
- * at the top of the file; runtime/axrt_kernels.inc). */
-static bool kernel_allows_inplace(const ir_graph *g, const ir_node *n, int k)
-{
-    if (n->op == IR_OP_conv)
-        return k == 0 && ir_depthwise_inplace(n, g);
-    if (n->op == IR_OP_fused_elementwise)
-        return ir_fused_in_order(g, n, k);
-    if (!ir_ops[n->op].can_inplace || n->attrs.residual != IR_NONE)
-        return false;
-    switch (ir_ops[n->op].kind) {
-    case IR_UNARY: return n->op != IR_OP_cast;
-    case IR_BINARY: return ir_same_shape(&g->nodes[n->src[k]], n);
-    default: return k == 0 && (n->op == IR_OP_softmax || n->op == IR_OP_log_softmax);
-    }
-}
-
 /* Operand i of n is read at n's own element index (a fused loop's operand
  * strides may permute or re-shape the read: ir_fused_in_order). */
 static bool read_in_order(const ir_graph *g, const ir_node *n, int i)
@@ -105,6 +88,21 @@ static bool read_in_order(const ir_graph *g, const ir_node *n, int i)
     if (n->op == IR_OP_fused_elementwise)
         return ir_fused_in_order(g, n, i);
     return ir_same_shape(&g->nodes[n->src[i]], n);
+}
+
+/* The kernel for n is correct with y == operand k: ops.def's inplace column
+ * decides, the target where the column says TARGET (runtime/axrt.h promises
+ * y == x for these kernels). */
+static bool kernel_allows_inplace(const ir_graph *g, const ir_node *n, int k)
+{
+    if (n->attrs.residual != IR_NONE)
+        return false;
+    switch (ir_ops[n->op].inplace) {
+    case IR_INPLACE_NO: case IR_INPLACE_ALIAS: return false;
+    case IR_INPLACE_SAME: return read_in_order(g, n, k);
+    case IR_INPLACE_TARGET: return g->target && g->target->can_inplace(n, g, k);
+    }
+    return false;
 }
 
 /* n (at id) may overwrite operand k's buffer: the buffer dies at id, has
@@ -131,7 +129,7 @@ static int shared_operand(const ir_graph *g, const mem_plan *p, int id)
 {
     if (!g->share_buffers)
         return -1;
-    if (g->nodes[id].op == IR_OP_reshape)
+    if (ir_ops[g->nodes[id].op].inplace == IR_INPLACE_ALIAS)
         return 0;
     for (int k = 0; k < 2; k++)
         if (can_inplace(g, p, id, k))
@@ -290,6 +288,21 @@ static int peak_pressure(const mem_plan *p, int nnodes, size_t *most)
     return at;
 }
 
+/* inplace_of: the operand whose buffer a node's result took over (alias or
+ * in-place; the first such operand), for every back end to read. */
+static void record_sharing(ir_graph *g, const mem_plan *p)
+{
+    for (int id = 0; id < g->nnodes; id++) {
+        ir_node *n = &g->nodes[id];
+        n->inplace_of = IR_NONE;
+        for (int k = 0; k < n->nsrc && p->owner[id] >= 0; k++)
+            if (n->src[k] != IR_NONE && p->owner[n->src[k]] == p->owner[id]) {
+                n->inplace_of = k;
+                break;
+            }
+    }
+}
+
 int pass_memplan_with(ir_graph *g, bool share)
 {
     g->share_buffers = share;
@@ -303,6 +316,7 @@ int pass_memplan_with(ir_graph *g, bool share)
     for (int id = 0; id < g->nnodes; id++)
         if (p.owner[id] >= 0)
             g->nodes[id].offset = p.bufs[p.owner[id]].offset;
+    record_sharing(g, &p);
     free_plan(&p);
     return 0;
 }
@@ -336,7 +350,8 @@ static void report_buffer(const ir_graph *g, const mem_plan *p, int k, ax_buf *o
             continue;
         ax_buf_puts(out, "      shared by ");
         put_node_name(g, id, out);
-        ax_buf_puts(out, g->nodes[id].op == IR_OP_reshape ? " (alias)\n" : " (in-place)\n");
+        ax_buf_puts(out, ir_ops[g->nodes[id].op].inplace == IR_INPLACE_ALIAS ? " (alias)\n"
+                                                                            : " (in-place)\n");
     }
 }
 

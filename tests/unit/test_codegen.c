@@ -25,7 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cg.h"
+#include "cg_target.h"
 #include "passes.h"
 
 /* ---- building graphs ------------------------------------------------------ */
@@ -49,6 +49,7 @@ static model model_new(const char *name, axrt_dtype dtype)
     model m = {0};
     m.ctx = ax_ctx_new();
     m.g = ir_graph_new(m.ctx, name, ax_noloc());
+    m.g->target = &cg_target_get(IR_TARGET_c)->facts;
     m.g->dtype = dtype;
     m.rng = 12345;
     m.input_scale = 2.0;

@@ -15,7 +15,7 @@
 
 #include <string.h>
 
-#include "cg.h"
+#include "cg_target.h"
 #include "passes.h"
 
 typedef struct model {
@@ -28,6 +28,7 @@ static model model_new(void)
     model m;
     m.ctx = ax_ctx_new();
     m.g = ir_graph_new(m.ctx, "views", ax_noloc());
+    m.g->target = &cg_target_get(IR_TARGET_c)->facts;
     m.g->dtype = AXRT_F32;
     return m;
 }
