@@ -279,13 +279,19 @@ size_t ir_scratch_bytes(const ir_node *n, const ir_graph *g);
  * reading element o may overwrite it (pass_memplan's in-place rule). */
 bool ir_fused_in_order(const ir_graph *g, const ir_node *n, int k);
 
+/* Work of one evaluation of n (ir_cost.c): floating-point operations and
+ * bytes read and written, for profiles and reports. */
+double ir_node_flops(const ir_graph *g, const ir_node *n);
+double ir_node_bytes(const ir_graph *g, const ir_node *n);
+
 /* Checks the structural invariants (operand counts and order, ranks, dtypes
  * of params, outputs exist).  Returns the number of problems, printed as
  * internal errors through ctx diagnostics. */
 int ir_verify(const ir_graph *g);
 /* Text dump as printed by --emit=ir. */
 void ir_dump(const ir_graph *g, ax_buf *out);
-/* Graphviz digraph as printed by --emit=dot (ir_dot.c). */
-void ir_dump_dot(const ir_graph *g, ax_buf *out);
+/* Graphviz digraph as printed by --emit=dot (ir_dot.c); peak is the node
+ * where the memory plan has the most bytes live (peak_bytes), marked. */
+void ir_dump_dot(const ir_graph *g, int peak, size_t peak_bytes, ax_buf *out);
 
 #endif
