@@ -24,8 +24,8 @@ typedef struct emitter {
     ir_graph *g;
     ax_buf *out;
     const char *source_name;
-    const char *input_names[IR_MAX_SRC];
-    const char *output_names[IR_MAX_SRC];
+    const char **input_names;   /* forward()'s parameters (context arena) */
+    const char **output_names;
     bool profile;            /* cg_request.profile */
     int nlayers;             /* profiled layers emitted so far */
 } emitter;
@@ -80,8 +80,11 @@ static const char *c_identifier(ax_arena *a, const char *name, const char *const
 /* forward()'s parameter names: inputs, then outputs, all distinct. */
 static void name_arguments(emitter *em)
 {
-    const char *taken[2 * IR_MAX_SRC];
+    const char **taken = ax_alloc(arena_of(em), sizeof *taken *
+                                  (size_t)(em->g->ninputs + em->g->noutputs + 1));
     int ntaken = 0;
+    em->input_names = ax_alloc(arena_of(em), sizeof *em->input_names * (size_t)(em->g->ninputs + 1));
+    em->output_names = ax_alloc(arena_of(em), sizeof *em->output_names * (size_t)(em->g->noutputs + 1));
     for (int i = 0; i < em->g->ninputs; i++) {
         const char *name = node_at(em, em->g->inputs[i])->name;
         em->input_names[i] = c_identifier(arena_of(em), name ? name : "x", taken, ntaken);
@@ -376,6 +379,31 @@ static void emit_transpose(emitter *em, const ir_node *n, const char *y)
         ax_buf_printf(OUT, "%s%d", i ? ", " : "", n->attrs.perm[i]);
     ax_buf_printf(OUT, "};\n        axrt_transpose_%s(%s, %s, x_shape, perm, %d);\n    }\n", SFX,
                   operand(em, n, 0), y, n->rank);
+}
+
+/* A multi-result producer (ir.h) writes all its results in one call: the
+ * kernel takes their storage as an array of pointers, in result order
+ * (axrt_split: [outer, x_row] cut into column blocks). */
+static void emit_chunk(emitter *em, const ir_node *n, const char *y)
+{
+    (void)y;   /* the producer has no storage of its own */
+    const int id = (int)(n - em->g->nodes), axis = n->attrs.axis, parts = n->attrs.nresults;
+    const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
+    ax_buf_printf(OUT, "    {\n        static const size_t rows[%d] = {", parts);
+    for (int k = 0; k < parts; k++) {
+        const int r = ir_result_node(em->g, id, k);
+        ax_buf_printf(OUT, "%s%lld", k ? ", " : "",
+                      r == IR_NONE ? 0LL : (long long)(node_at(em, r)->shape[axis] * inner));
+    }
+    ax_buf_printf(OUT, "};\n        %s *const ys[%d] = {", ctype(n->dtype), parts);
+    for (int k = 0; k < parts; k++) {
+        const int r = ir_result_node(em->g, id, k);
+        if (r == IR_NONE)
+            ax_die("cg_c: %%%d chunk has no result %d", id, k);
+        ax_buf_printf(OUT, "%s%s", k ? ", " : "", storage(em, r));
+    }
+    ax_buf_printf(OUT, "};\n        axrt_split_%s(%s, ys, %lld, %lld, %d, rows);\n    }\n", SFX,
+                  operand(em, n, 0), (long long)outer, (long long)(n->shape[axis] * inner), parts);
 }
 
 static void emit_concat(emitter *em, const ir_node *n, const char *y)
@@ -724,6 +752,11 @@ static void emit_softmax(emitter *em, const ir_node *n, const char *y)
     emit_axis_kernel(em, n, n, y);
 }
 
+static void emit_result(emitter *em, const ir_node *n, const char *y)
+{
+    (void)em, (void)n, (void)y; /* written by its producer (emit_chunk) */
+}
+
 static void emit_reshape(emitter *em, const ir_node *n, const char *y)
 {
     emit_copy(em, n, operand(em, n, 0), y);
@@ -901,7 +934,7 @@ static void emit_node(emitter *em, int id)
         ax_buf_printf(em->out, " %s:%d:%d", literal_text(arena_of(em), em->source_name),
                       n->loc.line, n->loc.col);
     ax_buf_puts(em->out, " */\n");
-    const char *y = storage(em, id);
+    const char *y = ir_has_results(n->op) ? "" : storage(em, id);
     emit_profile_begin(em);
     if (conv_in_place(n))
         emit_dwconv_inplace(em, n, y);
@@ -1011,7 +1044,7 @@ static void emit_descriptor(emitter *em)
         ax_buf_printf(em->out, "(%s *)outputs[%d], ",
                       ctype(node_at(em, em->g->outputs[i])->dtype), i);
     ax_buf_puts(em->out, "arena);\n}\n");
-    const char *in_names[IR_MAX_SRC];
+    const char **in_names = ax_alloc(arena_of(em), sizeof *in_names * (size_t)(em->g->ninputs + 1));
     for (int i = 0; i < em->g->ninputs; i++)
         in_names[i] = node_at(em, em->g->inputs[i])->name;
     emit_tensor_infos(em, "inputs", em->g->inputs, in_names, em->g->ninputs);

@@ -117,8 +117,11 @@ static int add_input(axc_opts *o, const char *v)
 {
     const char *eq = strchr(v, '=');
     if (!eq || eq == v || !eq[1]) { axc_fail("--input expects NAME=FILE.npy, not '%s'", v); return -1; }
-    if (o->ninputs == AXC_MAX_RUN_TENSORS) { axc_fail("too many --input options"); return -1; }
-    if (!(o->inputs[o->ninputs].name = keep_name(o, v, eq, "--input"))) return -1;
+    char *name = malloc((size_t)(eq - v) + 1);   /* o->inputs has a slot per argument */
+    if (!name) ax_die("out of memory");
+    memcpy(name, v, (size_t)(eq - v));
+    name[eq - v] = 0;
+    o->inputs[o->ninputs].name = name;
     o->inputs[o->ninputs].path = eq + 1;
     o->ninputs++;
     return 0;
@@ -246,6 +249,8 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
 {
     memset(o, 0, sizeof *o);
     o->opt_level = 2;
+    o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
+    if (!o->inputs) ax_die("out of memory");
     *exit_now = false;
     int i = 1;
     if (argc > 1 && !strcmp(argv[1], "run")) { o->run = true; i = 2; }
@@ -272,4 +277,13 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
     }
     if (o->run_output && o->run_output_dir) { axc_fail("--output and --output-dir exclude each other"); return AXC_EUSAGE; }
     return AXC_OK;
+}
+
+void axc_free_args(axc_opts *o)
+{
+    for (int i = 0; i < o->ninputs; i++)
+        free((char *)o->inputs[i].name);
+    free(o->inputs);
+    o->inputs = NULL;
+    o->ninputs = 0;
 }

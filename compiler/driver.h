@@ -17,7 +17,6 @@
 enum { AXC_OK = 0, AXC_EINPUT = 1, AXC_EUSAGE = 2 };
 
 #define AXC_MAX_DEFINES 64
-#define AXC_MAX_RUN_TENSORS 16
 
 typedef struct axc_named_file { /* --input NAME=FILE.npy */
     const char *name, *path;
@@ -44,21 +43,23 @@ typedef struct axc_opts {
     ax_define defines[AXC_MAX_DEFINES];
     int ndefines;
     /* axc run */
-    axc_named_file inputs[AXC_MAX_RUN_TENSORS];
+    axc_named_file *inputs;      /* heap, one slot per argument; names heap too */
     int ninputs;
     const char *run_output, *run_output_dir, *cc;
     long bench_runs;
     bool interp;
     bool profile;                /* --profile: per-layer hooks (compile), the table (run) */
     const char *dump_dir;        /* axc run --dump-dir */
-    /* storage for the NAME parts of -D NAME=VALUE and --input NAME=FILE */
-    char names[AXC_MAX_DEFINES + AXC_MAX_RUN_TENSORS][128];
+    /* storage for the NAME parts of -D NAME=VALUE */
+    char names[AXC_MAX_DEFINES][128];
     int nnames;
 } axc_opts;
 
 /* Parses argv into o; prints the problem and returns AXC_EUSAGE, or
  * AXC_OK; *exit_now is set for --help/--version (already printed). */
 int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now);
+/* Releases what axc_parse_args allocated (after success or failure). */
+void axc_free_args(axc_opts *o);
 
 /* Front end and passes for every selected model: parse, lower, shapes,
  * dtypes, parameters (--weights or --seed), memory plan.  Returns AXC_OK or

@@ -19,9 +19,10 @@
 #include "tensorfile.h"
 #include "weights.h"
 
+/* One heap buffer per graph input and output (arrays in the context arena). */
 typedef struct run_io {
-    void *in[IR_MAX_SRC];
-    void *out[IR_MAX_SRC];
+    void **in;
+    void **out;
 } run_io;
 
 typedef struct runner {
@@ -125,7 +126,7 @@ static int prepare_inputs(ax_ctx *ctx, const axc_opts *o, const ir_graph *g, run
 {
     for (int k = 0; k < o->ninputs; k++) {
         int found = 0;
-        const char *names[IR_MAX_SRC];
+        const char **names = ax_alloc(ctx->arena, sizeof *names * (size_t)(g->ninputs + 1));
         for (int i = 0; i < g->ninputs; i++) {
             names[i] = g->nodes[g->inputs[i]].name;
             found |= !strcmp(names[i], o->inputs[k].name);
@@ -406,7 +407,8 @@ int axc_run(ax_ctx *ctx, const axc_opts *o)
     }
     if (rc) { axc_free_models(models, n); return rc; }
     ir_graph *g = models[0];
-    run_io io = {{0}, {0}};
+    run_io io = {ax_alloc(ctx->arena, sizeof *io.in * (size_t)(g->ninputs + 1)),
+                 ax_alloc(ctx->arena, sizeof *io.out * (size_t)(g->noutputs + 1))};
     rc = prepare_inputs(ctx, o, g, &io);
     if (!rc) {
         alloc_outputs(g, &io);
@@ -415,7 +417,8 @@ int axc_run(ax_ctx *ctx, const axc_opts *o)
     /* with --bench and no output option, the timing line is the whole output */
     if (!rc && (!o->bench_runs || o->run_output || o->run_output_dir)) rc = write_outputs(ctx, o, g, &io);
     if (!rc && o->save_weights) rc = save_weights(o, g);
-    for (int i = 0; i < IR_MAX_SRC; i++) { free(io.in[i]); free(io.out[i]); }
+    for (int i = 0; i < g->ninputs; i++) free(io.in[i]);
+    for (int i = 0; i < g->noutputs; i++) free(io.out[i]);
     axc_free_models(models, n);
     return rc;
 }

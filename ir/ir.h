@@ -150,12 +150,29 @@ typedef struct ir_attrs {
                                  (nsrc = max + 1); set by fusion passes */
     const ir_fused_step *steps; /* fused_elementwise: the program (context arena) */
     int nsteps;
+    int parts;                /* chunk: parts asked for (torch.chunk's chunks) */
+    int nresults;             /* multi-result producer: its number of results */
+    int index;                /* result: which result of src[0] it is, 0-based */
     const int64_t (*strides)[IR_MAX_RANK]; /* fused_elementwise: row k (context arena) gives
                                  operand src[k] read at result index (i0, i1, ...) as its
                                  element sum(i_d * strides[k][d]) (0 = broadcast dim);
                                  set by pass_fuse_elementwise, which composes broadcasts,
                                  transposes and reshapes into them */
 } ir_attrs;
+
+/* Several results.  A node has one value; an op that computes several (a
+ * chunk; later LayerNorm's mean and inverse deviation, an optimiser step) is
+ * a producer followed by one `result` node per value: result k reads the
+ * producer as its only operand and has attrs.index = k, and carries that
+ * value's shape, dtype, buffer and name like any node.  The producer itself
+ * has no value: nothing but result nodes may read it, it is never a graph
+ * output and never in the arena (its shape is that of its operand, for
+ * messages).  So passes that walk operands, uses and live ranges see only
+ * ordinary single-valued nodes; only the kernel of the producer (interpreter,
+ * back end) and the memory plan know that it writes its results' buffers,
+ * which are therefore live from the producer on.  The verifier checks that
+ * every result index of a live producer exists at most once. */
+static inline bool ir_has_results(ir_op op) { return op == IR_OP_chunk; }
 
 struct ir_node {
     ir_op op;
@@ -191,11 +208,14 @@ struct ir_graph {
     ax_loc loc;
     ir_node *nodes;
     int nnodes, cap;
-    int inputs[IR_MAX_SRC];    /* node ids of IR_OP_input, signature order */
-    int ninputs;
-    int outputs[IR_MAX_SRC];   /* node ids, return order */
-    const char *output_names[IR_MAX_SRC];
-    int noutputs;
+    /* The signature and the return list, of any length: arrays in the context
+     * arena grown by ir_add_input/ir_add_output (the only writers of their
+     * lengths); passes may rewrite the ids in place. */
+    int *inputs;               /* node ids of IR_OP_input, signature order */
+    int ninputs, inputs_cap;
+    int *outputs;              /* node ids, return order */
+    const char **output_names; /* outputs[i]'s name, or NULL */
+    int noutputs, outputs_cap;
     size_t arena_bytes;        /* planned peak (pass_memplan), multiple of 64 */
     bool share_buffers;        /* the plan lets reshapes alias and in-place ops reuse their
                                   operand's buffer (pass_memplan_with) */
@@ -209,9 +229,19 @@ int ir_add(ir_graph *g, ir_op op, const int *src, int nsrc, ax_loc loc);
  * up by one and renumbering every operand, g->inputs and g->outputs that
  * referred to them.  Returns pos.  Used to put a cast right after an input. */
 int ir_insert(ir_graph *g, int pos, ir_op op, const int *src, int nsrc, ax_loc loc);
+/* Appends input node id to the signature. */
+void ir_add_input(ir_graph *g, int id);
+/* Appends node id, called name (may be NULL), to the return list. */
+void ir_add_output(ir_graph *g, int id, const char *name);
 /* Frees the nodes array (heap); the context arena owns everything else. */
 void ir_graph_free_nodes(ir_graph *g);
 static inline ir_node *ir_at(ir_graph *g, int id) { return &g->nodes[id]; }
+
+/* Where result node r's value lies in its producer's operand along the
+ * producer's axis: elements [*start, *start + *size) of that dimension. */
+void ir_result_extent(const ir_graph *g, const ir_node *r, int64_t *start, int64_t *size);
+/* The live result node k of multi-result producer id, or IR_NONE. */
+int ir_result_node(const ir_graph *g, int id, int k);
 
 int64_t ir_numel(const ir_node *n);
 bool ir_same_shape(const ir_node *a, const ir_node *b);  /* same rank and dims */

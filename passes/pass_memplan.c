@@ -20,10 +20,13 @@
  *             the node's inplace_of records which operand.
  * A node whose kernel needs workspace (the target's scratch_bytes > 0,
  * outputs included) also gets a scratch buffer live only at its own index.
+ * The results of a multi-result producer (ir.h) are written by the producer,
+ * so their buffers are live from the producer on, apart from its operands.
  * Placement is first-fit, tried in definition order and in decreasing size;
  * the smaller peak wins.  Offsets and sizes are multiples of 64 so every
  * buffer is 64-byte aligned. */
 #include "passes.h"
+#include "ir_use.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -58,23 +61,23 @@ static void *checked_calloc(size_t count, size_t size)
     return p;
 }
 
+/* A multi-result producer has no value of its own: its results do. */
 static bool in_arena(const ir_graph *g, int id)
 {
     const ir_node *n = &g->nodes[id];
-    return !n->dead && ir_ops[n->op].kind != IR_SOURCE && !ir_is_output(g, id);
+    return !n->dead && ir_ops[n->op].kind != IR_SOURCE && !ir_has_results(n->op) &&
+           !ir_is_output(g, id);
 }
 
 /* Index of the last live node reading each node (the node itself if none). */
 static int *last_uses(const ir_graph *g)
 {
-    int *last = checked_calloc((size_t)g->nnodes, sizeof *last);
-    for (int id = 0; id < g->nnodes; id++) {
-        last[id] = id;
-        const ir_node *n = &g->nodes[id];
-        for (int i = 0; !n->dead && i < n->nsrc; i++)
-            if (n->src[i] != IR_NONE)
-                last[n->src[i]] = id;
-    }
+    int *last = checked_calloc((size_t)g->nnodes + 1, sizeof *last);
+    ir_use u = {0};
+    ir_use_compute(g, &u);
+    for (int id = 0; id < g->nnodes; id++)
+        last[id] = u.last[id] != IR_NONE ? u.last[id] : id;
+    ir_use_free(&u);
     return last;
 }
 
@@ -159,6 +162,8 @@ static void place_value(const ir_graph *g, mem_plan *p, const int *last, int id)
     }
     p->owner[id] = p->n;
     add_buffer(p, id, false, last[id], ir_nbytes(n));
+    if (n->op == IR_OP_result)   /* written by its producer, so live from there on: */
+        p->bufs[p->n - 1].start = n->src[0];   /* never over the producer's operands */
 }
 
 /* Buffers in order of their first live index (scratch before the result). */

@@ -244,6 +244,39 @@ static bool shape_concat(ir_graph *g, ir_node *n)
     return true;
 }
 
+/* torch.chunk: parts of ceil(d / parts) along the axis, the last smaller;
+ * there may be fewer than asked for (6 in 4 gives 3 of 2), and the lowering
+ * bound attrs.nresults names.  The producer keeps its operand's shape. */
+static bool shape_chunk(ir_graph *g, ir_node *n)
+{
+    const ir_node *x = operand(g, n, 0);
+    if (!normalise_axis(g, n, x, x->rank))
+        return false;
+    set_shape(n, x->shape, x->rank);
+    const int64_t dim = x->shape[n->attrs.axis];
+    const int64_t part = (dim + n->attrs.parts - 1) / n->attrs.parts;
+    const int64_t count = part > 0 ? (dim + part - 1) / part : 0;
+    if (count != n->attrs.nresults) {
+        char shape[160];
+        return fail(g, n, "chunk(x, %d; dims=%d) of %s gives %lld parts, but %d names are bound",
+                    n->attrs.parts, n->attrs.axis, shape_text(x, shape, sizeof shape),
+                    (long long)count, n->attrs.nresults);
+    }
+    return true;
+}
+
+/* Result k of a multi-result producer: its part of the operand. */
+static bool shape_result(ir_graph *g, ir_node *n)
+{
+    const ir_node *p = operand(g, n, 0);
+    int64_t start, size;
+    set_shape(n, p->shape, p->rank);
+    ir_result_extent(g, n, &start, &size);
+    n->shape[p->attrs.axis] = size;
+    n->attrs.axis = p->attrs.axis;
+    return true;
+}
+
 /* torch.matmul: 1-D operands get a dimension added then removed; the
  * leading (batch) dimensions broadcast. */
 static bool shape_matmul(ir_graph *g, ir_node *n)

@@ -157,6 +157,10 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
        [outer, y_row]: one operand of a concat */                                        \
     void axrt_concat_part_##S(const T *x, T *y, size_t outer, size_t x_row, size_t y_row, \
                               size_t y_offset);                                          \
+    /* several results: x as [outer, x_row] cut into nparts column blocks, part k of    \
+       rows[k] columns (the sum is x_row) written to ys[k] as [outer, rows[k]] */        \
+    void axrt_split_##S(const T *x, T *const *ys, size_t outer, size_t x_row,            \
+                        size_t nparts, const size_t *rows);                              \
     /* y[batch][m, n] = a[batch][m, :] . b[batch][:, n]; batch index i of y reads        \
        a + sum(i_j * a_batch_strides[j]) (stride 0 = broadcast), same for b */           \
     void axrt_matmul_##S(const T *a, const int64_t *a_batch_strides, const T *b,         \

@@ -69,7 +69,7 @@ static int input(model *m, const char *name, axrt_dtype dtype, int rank, const i
     n->name = name;
     n->dtype = dtype;
     set_shape(n, rank, shape);
-    m->g->inputs[m->g->ninputs++] = id;
+    ir_add_input(m->g, id);
     return id;
 }
 
@@ -115,8 +115,7 @@ static ir_attrs *attrs(model *m, int id) { return &ir_at(m->g, id)->attrs; }
 
 static void output(model *m, const char *name, int id)
 {
-    m->g->output_names[m->g->noutputs] = name;
-    m->g->outputs[m->g->noutputs++] = id;
+    ir_add_output(m->g, id, name);
 }
 
 /* ---- files and processes -------------------------------------------------- */

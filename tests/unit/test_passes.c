@@ -58,7 +58,7 @@ static int scalar(ir_graph *g, double value)
 
 static void output(ir_graph *g, int id)
 {
-    g->outputs[g->noutputs++] = id;
+    ir_add_output(g, id, NULL);
 }
 
 static void check_shape(ir_graph *g, int id, const int64_t *dims, int rank)
@@ -987,6 +987,42 @@ static void test_memplan_shared_chain(void **state)
     free_graph(g);
 }
 
+/* Several results (ir.h): chunk's results are written by the chunk, so
+ * their buffers are live from it on: apart from each other, and from the
+ * relu the chunk reads although the relu dies there (no in-place sharing
+ * across a multi-result kernel); the chunk itself has no buffer. */
+static void test_memplan_results_live_from_producer(void **state)
+{
+    (void)state;
+    for (int share = 0; share < 2; share++) {
+        ir_graph *g = new_graph("parts");
+        int x = INPUT(g, "x", 4, 16);
+        int a = NODE(g, IR_OP_relu, x);
+        int c = NODE(g, IR_OP_chunk, a);
+        ir_at(g, c)->attrs.axis = 1;
+        ir_at(g, c)->attrs.parts = 2;
+        ir_at(g, c)->attrs.nresults = 2;
+        int r[2];
+        for (int k = 0; k < 2; k++) {
+            r[k] = NODE(g, IR_OP_result, c);
+            ir_at(g, r[k])->attrs.index = k;
+        }
+        int y = NODE(g, IR_OP_exp, r[1]);   /* reads result 1 before result 0 */
+        output(g, NODE(g, IR_OP_add, y, r[0]));
+        assert_int_equal(pass_shape(g), 0);
+        ASSERT_SHAPE(g, r[0], 4, 8);
+        assert_int_equal(ir_verify(g), 0);
+        assert_int_equal(pass_memplan_with(g, share), 0);
+        assert_int_equal(ir_at(g, c)->offset, -1);
+        const int64_t ra = ir_at(g, a)->offset, r0 = ir_at(g, r[0])->offset, r1 = ir_at(g, r[1])->offset;
+        assert_true(ra >= 0 && r0 >= 0 && r1 >= 0);
+        assert_true(ra + 256 <= r0 || r0 + 128 <= ra);   /* relu 256 bytes, parts 128 */
+        assert_true(ra + 256 <= r1 || r1 + 128 <= ra);
+        assert_true(r0 + 128 <= r1 || r1 + 128 <= r0);
+        free_graph(g);
+    }
+}
+
 /* i and j may share bytes while both live only as a planned handover: j
  * reads i, i's value is dead after j, and both sit at the same offset. */
 static bool planned_handover(ir_graph *g, const placed *i, const placed *j)
@@ -1063,6 +1099,7 @@ int main(void)
         cmocka_unit_test(test_memplan_random_dags),
         cmocka_unit_test(test_remat_random_dags),
         cmocka_unit_test(test_memplan_shared_chain),
+        cmocka_unit_test(test_memplan_results_live_from_producer),
         cmocka_unit_test(test_memplan_shared_random_dags),
     };
     return cmocka_run_group_tests_name("passes", tests, NULL, NULL);
