@@ -21,7 +21,9 @@ run_unit() {
     for t in "$B"/tests/test_*; do
         [ -x "$t" ] || continue
         # cmocka's TAP output: "ok N - name" / "not ok N - name"
+        # (cmocka's per-group "# ok - GROUP" summaries are not results: dropped)
         CMOCKA_MESSAGE_OUTPUT=TAP "$t" 2>&1 | sed -n \
+            -e '/^# *ok - /d' \
             -e "s/^ok [0-9]* - \(.*\)/PASS: unit $(basename "$t"):\1/p" \
             -e "s/^not ok [0-9]* - \(.*\)/FAIL: unit $(basename "$t"):\1/p" \
             -e 's/^#\(.*\)/  \1/p'
@@ -40,6 +42,19 @@ for s in "${suites[@]}"; do
         *) echo "FAIL: unknown suite $s" ;;
     esac 2>&1 | tee -a "$log" | grep -v '^PASS: ' || true
 done
+
+# Every line a suite prints is a result (PASS/FAIL/SKIP) or an indented
+# detail of a FAIL or SKIP; anything else is stray output a reader cannot place.
+stray=$(awk '/^(PASS|FAIL|SKIP): /{last=$1; next}
+             /^  / && (last == "FAIL:" || last == "SKIP:") {next}
+             /^$/ {next} {print}' "$log" | head -n 5)
+if [ -n "$stray" ]; then
+    echo "FAIL: run.sh: suites print only PASS/FAIL/SKIP lines and indented details"
+    printf '%s\n' "$stray" | sed 's/^/  /'
+    echo "FAIL: run.sh" >>"$log"
+else
+    echo "PASS: run.sh: no stray output" >>"$log"
+fi
 
 passed=$(grep -c '^PASS: ' "$log")
 failed=$(grep -c '^FAIL: ' "$log")
