@@ -30,6 +30,8 @@ static const char usage_text[] =
     "  --ram=BYTES             fail if the arena exceeds BYTES (suffix K or M: 64K, 1M)\n"
     "  --eltype-mismatch=warn|convert|error|promote\n"
     "  -MD, -MF FILE, -MT TARGET  write a make dependency file\n"
+    "  --file-prefix-map=OLD=NEW  name the source NEW... instead of OLD... in the output\n"
+    "                          (default: an absolute source path is named by its file name)\n"
     "  -Werror, -w             warnings as errors / no warnings\n"
     "\n"
     "run options:\n"
@@ -122,7 +124,7 @@ static int set_ram(axc_opts *o, const char *v)
 /* Options that take a value.  `run` marks the ones only `axc run` accepts. */
 typedef enum {
     V_OUT, V_TARGET, V_HEADER, V_MODEL, V_WEIGHTS, V_SEED, V_SAVE, V_EMIT, V_ELTYPE,
-    V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC
+    V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC, V_PREFIX_MAP
 } value_opt;
 
 static const struct { const char *name; value_opt id; bool run; } value_opts[] = {
@@ -132,7 +134,7 @@ static const struct { const char *name; value_opt id; bool run; } value_opts[] =
     {"--save-weights", V_SAVE, false}, {"--emit", V_EMIT, false},
     {"--eltype-mismatch", V_ELTYPE, false}, {"-MF", V_MF, false},
     {"-MT", V_MT, false},          {"-D", V_D, false},
-    {"--ram", V_RAM, false},
+    {"--ram", V_RAM, false},        {"--file-prefix-map", V_PREFIX_MAP, false},
     {"--input", V_INPUT, true},    {"--output", V_OUTPUT, true},
     {"--output-dir", V_OUTDIR, true}, {"--bench", V_BENCH, true},
     {"--cc", V_CC, true},
@@ -158,8 +160,14 @@ static int set_value(axc_opts *o, value_opt id, const char *v)
     case V_D: return add_define(o, v);
     case V_RAM: return set_ram(o, v);
     case V_INPUT: return add_input(o, v);
+    case V_PREFIX_MAP:
+        if (!strchr(v, '=') || *v == '=') { axc_fail("--file-prefix-map expects OLD=NEW, not '%s'", v); return -1; }
+        if (o->nprefix_maps == AXC_MAX_DEFINES) { axc_fail("too many --file-prefix-map options"); return -1; }
+        o->prefix_maps[o->nprefix_maps++] = v;
+        return 0;
     case V_SEED:
         if (parse_u64(v, &o->seed)) { axc_fail("--seed expects a non-negative integer, not '%s'", v); return -1; }
+        o->seed_given = true;
         return 0;
     case V_BENCH:
         if (parse_u64(v, &n) || n < 1 || n > 100000000) {
@@ -210,6 +218,42 @@ static int try_flag(const char *a, axc_opts *o)
     return 1;
 }
 
+/* Options interface.md names that this axc does not implement yet: they
+ * say so instead of "unknown option" (matched with or without =VALUE). */
+static const char *const planned_opts[] = {
+    "--triple", "--cpu", "--dtype", "--quantize", "--calibrate", "--train", "--loss",
+    "--optimizer", "--lr", "--momentum", "--nesterov", "--weight-decay", "--beta1", "--beta2",
+    "--eps", "--epochs", "--shuffle", "--arch", "--jit", "--profile", "--dump-dir",
+    "--threads", "--blas",
+};
+
+static const char *const flag_opts[] = {"-MD", "--mem-report", "--print-after-all", "-Werror", "-w",
+                                        "--interp", "-O0", "-O1", "-O2", "-O3", "--help", "--version"};
+
+#define COUNT(a) (sizeof (a) / sizeof (a)[0])
+
+/* An unknown option: "not built yet" for a planned one, else a did-you-mean
+ * over every option (the planned ones included). */
+static void unknown_option(const char *a)
+{
+    size_t len = strcspn(a, "=");
+    for (size_t k = 0; k < COUNT(planned_opts); k++)
+        if (strlen(planned_opts[k]) == len && !strncmp(a, planned_opts[k], len)) {
+            axc_fail("option '%s' is in the interface but not built yet in this axc", planned_opts[k]);
+            return;
+        }
+    const char *names[COUNT(value_opts) + COUNT(flag_opts) + COUNT(planned_opts)];
+    int n = 0;
+    for (size_t k = 0; k < COUNT(value_opts); k++) names[n++] = value_opts[k].name;
+    for (size_t k = 0; k < COUNT(flag_opts); k++) names[n++] = flag_opts[k];
+    for (size_t k = 0; k < COUNT(planned_opts); k++) names[n++] = planned_opts[k];
+    char opt[64];
+    snprintf(opt, sizeof opt, "%.*s", (int)(len < sizeof opt ? len : sizeof opt - 1), a);
+    const char *s = ax_suggest(opt, names, n);
+    if (s) axc_fail("unknown option '%s' (did you mean '%s'?)", a, s);
+    else axc_fail("unknown option '%s' (see axc --help)", a);
+}
+
 static int check_emit(const axc_opts *o)
 {
     static const char *const kinds[] = {"ir", "dot", "mem"};
@@ -233,11 +277,16 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
         int r = try_value_opt(argc, argv, &i, o);
         if (r < 0) return AXC_EUSAGE;
         if (r > 0 || try_flag(a, o)) continue;
-        if (a[0] == '-' && a[1]) { axc_fail("unknown option '%s' (see axc --help)", a); return AXC_EUSAGE; }
+        if (a[0] == '-' && a[1]) { unknown_option(a); return AXC_EUSAGE; }
         if (o->input) { axc_fail("more than one input file ('%s' and '%s')", o->input, a); return AXC_EUSAGE; }
         o->input = a;
     }
     if (!o->input) { axc_fail("no input file (see axc --help)"); return AXC_EUSAGE; }
+    if (o->run && o->output) {
+        axc_fail("'axc run' does not write code: -o %s is not used (--output FILE.npy or --output-dir DIR "
+                 "write its results; 'axc FILE.ax -o OUT.c' writes C)", o->output);
+        return AXC_EUSAGE;
+    }
     if (check_emit(o)) return AXC_EUSAGE;
     if (!o->run && !o->output && !o->emit && !o->mem_report && !o->save_weights) {
         axc_fail("no output: give -o OUT or --emit=ir|dot|mem");

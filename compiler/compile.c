@@ -2,9 +2,11 @@
  * weights and the make dependency file.  Every file is staged and the set
  * is committed at the end, so a failure leaves no output behind and an
  * existing output untouched (interface.md §1). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cg.h"
 #include "driver.h"
@@ -31,17 +33,41 @@ static const char *ext_of(const char *path)
     return dot && dot != b ? dot : "";
 }
 
+const char *axc_source_name(ax_arena *a, const axc_opts *o)
+{
+    for (int i = 0; i < o->nprefix_maps; i++) {
+        const char *map = o->prefix_maps[i], *eq = strchr(map, '=');
+        size_t len = (size_t)(eq - map);
+        if (!strncmp(o->input, map, len)) return ax_sprintf(a, "%s%s", eq + 1, o->input + len);
+    }
+    return o->input[0] == '/' ? base_name(o->input) : o->input;
+}
+
 /* The code generator: --target, else the output's extension, else the
  * first model's backend= option. */
 static const char *pick_target(const axc_opts *o, ir_graph **models)
 {
     if (o->target) return o->target;
     const char *e = o->output ? ext_of(o->output) : "";
-    if (!strcmp(e, ".c") || !strcmp(e, ".h")) return "c";
+    if (!strcmp(e, ".c")) return "c";
     if (!strcmp(e, ".cu")) return "cuda";
     if (!strcmp(e, ".hip")) return "hip";
     if (!strcmp(e, ".ll") || !strcmp(e, ".o")) return "llvm";
     return models[0]->backend ? models[0]->backend : "c";
+}
+
+/* -o's extension picks the artefact (interface.md §1): anything but .c,
+ * .cu, .hip, .ll and .o is refused rather than silently written as C. */
+static int check_output_ext(const char *out)
+{
+    static const char *const known[] = {".c", ".cu", ".hip", ".ll", ".o"};
+    const char *e = ext_of(out);
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(e, known[i])) return 0;
+    if (*e) axc_fail("-o %s: unknown output extension '%s' (.c writes C source and a header; "
+                     ".cu, .hip, .ll and .o are not built yet)", out, e);
+    else axc_fail("-o %s: the output has no extension (give OUT.c for C source and a header)", out);
+    return -1;
 }
 
 /* Make's escaping for a path in a dependency rule. */
@@ -102,7 +128,7 @@ static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n,
         }
         return AXC_EUSAGE;
     }
-    cg_request req = {models, n, base_name(header), o->input};
+    cg_request req = {models, n, base_name(header), axc_source_name(ctx->arena, o)};
     return cg_c_emit(&req, c, h) ? AXC_EINPUT : AXC_OK;
 }
 
@@ -133,8 +159,28 @@ static int write_outputs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int 
     return rc;
 }
 
+/* Renames the staged files into place; a failure names the output that
+ * could not be written (a directory in the way, typically). */
+static int commit_outputs(ax_ctx *ctx, ax_outset *set)
+{
+    const char *paths[AX_MAX_OUTPUTS] = {0};
+    int n = set->n;
+    for (int i = 0; i < n; i++) paths[i] = ax_strdup(ctx->arena, set->final[i]);
+    if (ax_commit(set) == 0) return AXC_OK;
+    int err = errno;
+    const char *bad = n ? paths[0] : "outputs";
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        if (stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode)) { bad = paths[i]; err = EISDIR; break; }
+    }
+    errno = err;
+    axc_fail("cannot write '%s': %m", bad);
+    return AXC_EUSAGE;
+}
+
 int axc_compile(ax_ctx *ctx, const axc_opts *o)
 {
+    if (o->output && !o->emit && check_output_ext(o->output)) return AXC_EUSAGE;
     ir_graph *models[AXC_MAX_MODELS];
     int n;
     int rc = axc_build_models(ctx, o, models, &n);
@@ -150,6 +196,5 @@ int axc_compile(ax_ctx *ctx, const axc_opts *o)
     if (rc == AXC_OK && ctx->errors) rc = AXC_EINPUT;
     axc_free_models(models, n);
     if (rc) { ax_abort(&set); return rc; }
-    if (ax_commit(&set)) { axc_fail("cannot write outputs: %m"); return AXC_EUSAGE; }
-    return AXC_OK;
+    return commit_outputs(ctx, &set);
 }

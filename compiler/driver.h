@@ -40,7 +40,10 @@ typedef struct axc_opts {
     int opt_level;               /* -O0..-O3 */
     size_t ram_budget;           /* --ram: largest arena allowed, 0 = no limit */
     uint64_t seed;
+    bool seed_given;             /* --seed was on the command line */
     eltype_mode eltype;
+    const char *prefix_maps[AXC_MAX_DEFINES]; /* --file-prefix-map OLD=NEW */
+    int nprefix_maps;
     ax_define defines[AXC_MAX_DEFINES];
     int ndefines;
     /* axc run */
@@ -69,6 +72,12 @@ void axc_free_models(ir_graph **models, int n);
 
 int axc_compile(ax_ctx *ctx, const axc_opts *o);   /* `axc FILE.ax -o OUT` */
 int axc_run(ax_ctx *ctx, const axc_opts *o);       /* `axc run` */
+
+/* The source path the generated files name (banner, layer comments): the
+ * first --file-prefix-map OLD=NEW whose OLD prefixes the input path rewrites
+ * it; else a relative path stays as given and an absolute one becomes its
+ * file name, so the output does not depend on where the tree lies. */
+const char *axc_source_name(ax_arena *a, const axc_opts *o);
 
 /* Directory holding bin/axc's siblings include/ and lib/ (build tree or
  * install prefix), found from /proc/self/exe.  NULL if unknown or if

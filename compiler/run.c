@@ -133,8 +133,12 @@ static int prepare_inputs(ax_ctx *ctx, const axc_opts *o, const ir_graph *g, run
         }
         if (!found) {
             const char *s = ax_suggest(o->inputs[k].name, names, g->ninputs);
-            axc_fail("--input %s: model '%s' has no input of that name%s%s%s", o->inputs[k].name, g->name,
-                     s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
+            ax_buf list = {0};
+            for (int i = 0; i < g->ninputs; i++) ax_buf_printf(&list, "%s%s", i ? ", " : "", names[i]);
+            axc_fail("--input %s: model '%s' has no input of that name (its inputs: %s%s%s%s)",
+                     o->inputs[k].name, g->name, list.data, s ? "; did you mean '" : "", s ? s : "",
+                     s ? "'?" : "");
+            ax_buf_free(&list);
             return AXC_EUSAGE;
         }
     }
@@ -198,7 +202,7 @@ static int stage_sources(ax_ctx *ctx, const axc_opts *o, ir_graph *g, const char
 {
     ax_buf c = {0}, h = {0};
     ir_graph *models[1] = {g};
-    cg_request req = {models, 1, "model.h", o->input};
+    cg_request req = {models, 1, "model.h", axc_source_name(ctx->arena, o)};
     int rc = cg_c_emit(&req, &c, &h) ? AXC_EINPUT : AXC_OK;
     if (!rc && (ax_write_file_atomic(ax_sprintf(ctx->arena, "%s/model.c", dir), c.data, c.len) ||
                 ax_write_file_atomic(ax_sprintf(ctx->arena, "%s/model.h", dir), h.data, h.len))) {
