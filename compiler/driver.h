@@ -84,6 +84,14 @@ const char *axc_source_name(ax_arena *a, const axc_opts *o);
  * include/axrt.h or lib/libaxrt.a is missing there. */
 const char *axc_home(ax_arena *a);
 
+/* The cache of `axc run`'s shared objects (runcache.c): the path of the
+ * entry for the sources in build_dir (model.c, model.h) built by compiler
+ * command cc with flags against the runtime in home, or NULL when caching
+ * is off or unusable.  store copies a freshly built object into entry. */
+const char *axc_run_cache_entry(ax_arena *a, const char *cc, const char *flags, const char *build_dir,
+                                const char *home);
+void axc_run_cache_store(ax_arena *a, const char *built, const char *entry);
+
 /* Prints "axc: error: MESSAGE" for usage and I/O problems. */
 void axc_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

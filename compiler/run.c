@@ -180,11 +180,20 @@ static int split_words(char *s, char **argv, int max)
     return n;
 }
 
+/* The C compiler command: --cc, else $CC, else cc. */
+static const char *cc_command(const axc_opts *o)
+{
+    const char *cc = o->cc ? o->cc : getenv("CC");
+    return cc && *cc ? cc : "cc";
+}
+
+/* What compile_shared passes besides the files (part of the cache key). */
+#define RUN_CFLAGS "-std=c99 -O2 -fPIC -shared -lm"
+
 static int compile_shared(ax_ctx *ctx, const axc_opts *o, const char *dir, const char *home)
 {
     ax_arena *a = ctx->arena;
-    const char *cc = o->cc ? o->cc : getenv("CC");
-    char *words = ax_strdup(a, cc && *cc ? cc : "cc");
+    char *words = ax_strdup(a, cc_command(o));
     char *argv[32];
     int n = split_words(words, argv, 16);
     const char *rest[] = {"-std=c99", "-O2", "-fPIC", "-shared", "-o", ax_sprintf(a, "%s/model.so", dir),
@@ -222,9 +231,17 @@ static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
     r->tmpdir = ax_sprintf(ctx->arena, "%s/axc-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(r->tmpdir)) { axc_fail("cannot create a temporary directory: %s", strerror(errno)); r->tmpdir = NULL; return AXC_EUSAGE; }
     int rc = stage_sources(ctx, o, g, r->tmpdir);
-    if (!rc) rc = compile_shared(ctx, o, r->tmpdir, home);
     if (rc) return rc;
-    r->dl = dlopen(ax_sprintf(ctx->arena, "%s/model.so", r->tmpdir), RTLD_NOW | RTLD_LOCAL);
+    /* a cached build of the same code with the same compiler skips the C compiler */
+    const char *so = ax_sprintf(ctx->arena, "%s/model.so", r->tmpdir);
+    const char *cached = axc_run_cache_entry(ctx->arena, cc_command(o), RUN_CFLAGS, r->tmpdir, home);
+    if (cached && access(cached, R_OK) == 0) {
+        so = cached;
+    } else {
+        if ((rc = compile_shared(ctx, o, r->tmpdir, home))) return rc;
+        if (cached) axc_run_cache_store(ctx->arena, so, cached);
+    }
+    r->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     if (!r->dl) { axc_fail("cannot load the generated code: %s", dlerror()); return AXC_EUSAGE; }
     r->model = dlsym(r->dl, ax_sprintf(ctx->arena, "%s_model", g->name));
     if (!r->model) { axc_fail("generated code lacks '%s_model'", g->name); return AXC_EUSAGE; }

@@ -14,7 +14,11 @@ suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=(layers unit cli ir torch compile firmware install errors)
 
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# axc run's build cache (compiler/runcache.c) goes to a fresh directory, not
+# the user's ~/.cache/axc: every run of the suites starts cold and leaves nothing.
+cache=$(mktemp -d)
+export AXC_CACHE_DIR=$cache
+trap 'rm -f "$log"; rm -rf "$cache"' EXIT
 
 run_unit() {
     local t
