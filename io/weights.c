@@ -174,7 +174,8 @@ static void report_missing(ir_graph *g, const ir_node *n, const tf_tensor *t, in
              n->name, ir_dtype_name(n->dtype), want, path, t[k].name);
 }
 
-/* A file that is clearly something else than safetensors; NULL if not. */
+/* What a file that failed to parse as safetensors is by its magic bytes;
+ * NULL if unknown. */
 static const char *other_format(const uint8_t *buf, size_t len)
 {
     if (len >= 6 && !memcmp(buf, "\x93NUMPY", 6)) return "a NumPy .npy file";
@@ -191,14 +192,14 @@ int weights_load(ir_graph *g, const char *path)
     int nt, errors = 0;
     const uint8_t *buf = (const uint8_t *)ax_read_file(g->ctx->arena, path, &len);
     if (!buf) return -1;
-    const char *other = other_format(buf, len);
-    if (other) {
-        ax_error(g->ctx, ax_noloc(), "%s is %s, not a safetensors file (write one with "
-                 "axc_torch.save_safetensors or safetensors.torch.save_file)", path, other);
-        return 1;
-    }
     if (tf_safetensors_parse(g->ctx->arena, buf, len, &t, &nt, err, sizeof err) != 0) {
-        ax_error(g->ctx, ax_noloc(), "%s: %s", path, err);
+        /* a header length read from another format's magic is nonsense: name the format */
+        const char *other = other_format(buf, len);
+        if (other)
+            ax_error(g->ctx, ax_noloc(), "%s is %s, not a safetensors file (write one with "
+                     "axc_torch.save_safetensors or safetensors.torch.save_file)", path, other);
+        else
+            ax_error(g->ctx, ax_noloc(), "%s: %s", path, err);
         return 1;
     }
     bool *used = ax_alloc(g->ctx->arena, sizeof *used * (size_t)(nt + 1));
