@@ -40,7 +40,9 @@ static const char usage_text[] =
     "  --output-dir DIR        one DIR/NAME.npy per output\n"
     "  --bench N               time N runs after warm-up\n"
     "  --interp                use the reference interpreter\n"
-    "  --cc=CC                 C compiler for the generated code (default $CC or cc)\n";
+    "  --cc=CC                 C compiler for the generated code (default $CC or cc)\n"
+    "  (the built code is cached in $AXC_CACHE_DIR, else $XDG_CACHE_HOME/axc or ~/.cache/axc;\n"
+    "   AXC_CACHE_DIR=off disables the cache)\n";
 
 void axc_fail(const char *fmt, ...)
 {

@@ -34,6 +34,21 @@ check_layout() {
     else fail "layout (interface.md 5)" "missing: ${missing[*]}"; fi
 }
 
+# The installed header promises only what is installed: every header it
+# names exists, and "other headers" are not promised when axrt.h is the only one.
+check_header_promises() {
+    local h=$prefix/include/axrt.h missing=() name
+    for name in $(grep -o '[A-Za-z_0-9]*\.h\b' "$h" | sort -u); do
+        case $name in stddef.h|stdint.h|string.h|math.h|axrt.h) continue ;; esac
+        [ -f "$prefix/include/$name" ] || missing+=("$name")
+    done
+    if grep -qi 'other headers' "$h" && [ "$(ls "$prefix"/include/*.h | wc -l)" -lt 2 ]; then
+        missing+=("'other headers' (only axrt.h is installed)")
+    fi
+    if [ ${#missing[@]} -eq 0 ]; then pass "axrt.h names only headers that are installed"
+    else fail "axrt.h names only headers that are installed" "missing: ${missing[*]}"; fi
+}
+
 # A program that links the installed libaxrt through pkg-config's flags.
 pkg_config_link() {
     printf '#include "axrt.h"\nint main(void) { return axrt_dtype_size(AXRT_F32) == 4 ? 0 : 1; }\n' \
@@ -251,6 +266,7 @@ main() {
     fi
     pass "make install"
     check_layout
+    check_header_promises
     expect "pkg-config --cflags --libs axrt links" pkg_config_link
     expect "installed axc run finds its runtime" \
         "$prefix/bin/axc" run "$root/examples/mlp.ax" --output "$work/y.npy"
