@@ -261,6 +261,12 @@ static int check_emit(const axc_opts *o)
     static const char *const kinds[] = {"ir", "dot", "mem"};
     if (!o->emit) return 0;
     for (int i = 0; i < 3; i++) if (!strcmp(o->emit, kinds[i])) return 0;
+    static const char *const planned[] = {"ax", "ptx", "hsaco"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(o->emit, planned[i])) {
+            axc_fail("--emit=%s is in the interface but not built yet in this axc (ir, dot and mem are)", o->emit);
+            return -1;
+        }
     axc_fail("--emit expects ir, dot or mem, not '%s'", o->emit);
     return -1;
 }
@@ -272,6 +278,10 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
     *exit_now = false;
     int i = 1;
     if (argc > 1 && !strcmp(argv[1], "run")) { o->run = true; i = 2; }
+    else if (argc > 1 && (!strcmp(argv[1], "train") || !strcmp(argv[1], "compare"))) {
+        axc_fail("'axc %s' is in the interface but not built yet in this axc", argv[1]);
+        return AXC_EUSAGE;
+    }
     for (; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage_text, stdout); *exit_now = true; return AXC_OK; }

@@ -235,16 +235,15 @@ static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
     /* a cached build of the same code with the same compiler skips the C compiler */
     const char *so = ax_sprintf(ctx->arena, "%s/model.so", r->tmpdir);
     const char *cached = axc_run_cache_entry(ctx->arena, cc_command(o), RUN_CFLAGS, r->tmpdir, home);
-    if (cached && access(cached, R_OK) == 0) {
-        so = cached;
-    } else {
-        if ((rc = compile_shared(ctx, o, r->tmpdir, home))) return rc;
-        if (cached) axc_run_cache_store(ctx->arena, so, cached);
-    }
+    bool hit = cached && access(cached, R_OK) == 0;
+    if (hit) so = cached;
+    else if ((rc = compile_shared(ctx, o, r->tmpdir, home))) return rc;
     r->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     if (!r->dl) { axc_fail("cannot load the generated code: %s", dlerror()); return AXC_EUSAGE; }
     r->model = dlsym(r->dl, ax_sprintf(ctx->arena, "%s_model", g->name));
     if (!r->model) { axc_fail("generated code lacks '%s_model'", g->name); return AXC_EUSAGE; }
+    /* only a build that loads and has the model goes into the cache */
+    if (!hit && cached) axc_run_cache_store(ctx->arena, so, cached);
     size_t bytes = (r->model->arena_bytes + 63) / 64 * 64;
     r->arena = aligned_alloc(64, bytes ? bytes : 64);
     if (!r->arena) ax_die("out of memory");

@@ -3,7 +3,8 @@
  * the shared object is kept in a cache directory under a key that covers
  * everything the build depends on:
  *   - the generated model.c and model.h (every byte),
- *   - the C compiler command ($CC / --cc words) and the build flags,
+ *   - the C compiler command ($CC / --cc words), the size and mtime of the
+ *     program its first word names (found on PATH), and the build flags,
  *   - this axc executable and the libaxrt.a linked in (size and mtime each),
  * so a changed model, compiler, axc or runtime builds afresh.
  * Directory: $AXC_CACHE_DIR, else $XDG_CACHE_HOME/axc, else $HOME/.cache/axc;
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "driver.h"
 
@@ -56,6 +58,22 @@ static int hash_stat(key_hash *h, const char *path)
     return 0;
 }
 
+/* The identity of the program that runs first in the compiler command
+ * ("gcc", "./fakecc", "ccache gcc"): a replaced compiler is another key. */
+static void hash_compiler(ax_arena *a, key_hash *h, const char *cc)
+{
+    size_t len = strcspn(cc, " \t");
+    const char *prog = ax_sprintf(a, "%.*s", (int)len, cc);
+    if (strchr(prog, '/')) { (void)hash_stat(h, prog); return; }
+    const char *path = getenv("PATH");
+    for (const char *p = path ? path : ""; *p;) {
+        size_t n = strcspn(p, ":");
+        const char *cand = ax_sprintf(a, "%.*s/%s", (int)n, p, prog);
+        if (access(cand, X_OK) == 0) { (void)hash_stat(h, cand); return; }
+        p += n + (p[n] == ':');
+    }
+}
+
 /* The cache directory, created if needed; NULL when caching is off. */
 static const char *cache_dir(ax_arena *a)
 {
@@ -81,6 +99,7 @@ const char *axc_run_cache_entry(ax_arena *a, const char *cc, const char *flags, 
     key_hash h = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
     hash_str(&h, "axc " AXC_VERSION);
     hash_str(&h, cc);
+    hash_compiler(a, &h, cc);
     hash_str(&h, flags);
     if (hash_stat(&h, "/proc/self/exe") || hash_stat(&h, ax_sprintf(a, "%s/lib/libaxrt.a", home)) ||
         hash_stat(&h, ax_sprintf(a, "%s/include/axrt.h", home)) ||

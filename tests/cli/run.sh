@@ -191,6 +191,10 @@ check_option_hints() {
         run_axc run mlp.ax $opt; expect_rc 2 || return 1
         grep -q "not built yet" err || { echo "$opt: no 'not built yet'"; show; return 1; }
     done
+    run_axc mlp.ax --emit=ptx; expect_rc 2 || return 1
+    grep -q "not built yet" err || { show; return 1; }
+    run_axc train mlp.ax; expect_rc 2 || return 1
+    grep -q "'axc train' is in the interface but not built yet" err || { show; return 1; }
 }
 check_io_exit_codes() {  # interface.md §1: an unreadable file is an I/O error (2) whatever its role
     run_axc nosuch.ax -o m.c; expect_rc 2 || return 1
