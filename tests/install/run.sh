@@ -244,11 +244,10 @@ net.forward = lambda x: net.fc(x.double())
 r = axc_torch.check(net, "m.ax", {"x": torch.randn(2, 4)}, axc=axc)
 print(r)
 assert r.ok and r.max_abs < 1e-6
-net.fc.bias.data[0] += 1.0   # a wrong twin must be reported, not hidden
-r = axc_torch.check(net, "m.ax", {"x": torch.randn(2, 4)}, axc=axc, weights=None)
-r2 = axc_torch.check(net, "m.ax", {"x": torch.randn(2, 4)}, axc=axc,
-                     weights="all.safetensors" if False else None)
-assert r.ok and r2.ok   # weights=None: the (changed) state_dict is what axc gets
+net.fc.bias.data[0] += 1.0   # weights=None: the changed state_dict is what axc gets
+r = axc_torch.check(net, "m.ax", {"x": torch.randn(2, 4)}, axc=axc)
+assert r.ok, str(r)
+# a twin whose weights are not the file's must be reported, not hidden
 axc_torch.save_safetensors({"fc.weight": torch.zeros(3, 4), "fc.bias": torch.zeros(3)}, "zero.safetensors")
 r3 = axc_torch.check(net, "m.ax", {"x": torch.randn(2, 4)}, axc=axc, weights="zero.safetensors")
 print(r3)
