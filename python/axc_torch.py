@@ -182,9 +182,11 @@ def check(module, ax_file, inputs, weights=None, torch_inputs=None, output_names
 
 
 def _layer_report(module, ax_file, cmd, work, args, rtol):
-    """Layer by layer, when `axc run --dump-dir` exists; else says why not."""
+    """Layer by layer through `axc run --dump-dir` (at -O0, so that no
+    activation is fused into the layer before it, as in the PyTorch module);
+    says why not when this axc cannot dump."""
     dump = os.path.join(work, "layers")
-    rc, _, err = _run(cmd + ["--dump-dir", dump])
+    rc, _, err = _run(cmd + ["-O0", "--dump-dir", dump])
     if rc != 0:
         last = (err.strip().splitlines() or ["exit status %d" % rc])[-1]
         return "(no layer-by-layer comparison: this axc cannot dump layers: %s)" % last
@@ -193,11 +195,23 @@ def _layer_report(module, ax_file, cmd, work, args, rtol):
         "every dumped layer agrees; the difference is after the last one"
 
 
+def _dumped_layers(dump_dir):
+    """{layer name: .npy path} from DIR/index.tsv (index, layer, file) that
+    `axc run --dump-dir DIR` writes."""
+    found = {}
+    with open(os.path.join(dump_dir, "index.tsv")) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) >= 3 and parts[1] not in found:
+                found[parts[1]] = os.path.join(dump_dir, parts[2])
+    return found
+
+
 def compare_layers(module, torch_args, dump_dir, rtol=1e-4):
-    """Compares each submodule's output (forward hooks) with DIR/NAME.npy
-    written by `axc run --dump-dir DIR`, where NAME is the layer name (the
-    submodule's state_dict prefix).  Returns (name, max |diff|) of the first
-    layer, in execution order, that differs beyond rtol, or None."""
+    """Compares each submodule's output (forward hooks) with the layer of the
+    same name (the submodule's state_dict prefix) that `axc run --dump-dir
+    DIR` wrote.  Returns (name, max |diff|) of the first layer, in PyTorch's
+    execution order, that differs beyond rtol, or None."""
     import torch
     seen = []
 
@@ -214,9 +228,10 @@ def compare_layers(module, torch_args, dump_dir, rtol=1e-4):
     finally:
         for h in handles:
             h.remove()
+    dumped = _dumped_layers(dump_dir)
     for name, ref in seen:
-        path = os.path.join(dump_dir, name + ".npy")
-        if not os.path.exists(path):
+        path = dumped.get(name)
+        if path is None or not os.path.exists(path):
             continue
         got = np.load(path)
         if got.shape != ref.shape:
