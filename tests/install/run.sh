@@ -252,6 +252,7 @@ axc_torch.save_safetensors({"fc.weight": torch.zeros(3, 4), "fc.bias": torch.zer
 r3 = axc_torch.check(net, "m.ax", {"x": torch.randn(2, 4)}, axc=axc, weights="zero.safetensors")
 print(r3)
 assert not r3.ok and "DISAGREE" in str(r3)
+assert "first layer that differs: fc " in str(r3), "no layer-by-layer verdict"
 print("helper ok")
 PY
     if grep -q "helper ok" "$work/th.log"; then pass "axc_torch: safetensors round trip and check() against axc run"
