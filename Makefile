@@ -90,15 +90,18 @@ demo:
 	@sh examples/demo.sh $(B)
 
 # interface.md §5: the compiler, the runtime library, header and pkg-config
-# file, axc.mk and the runtime core's sources (for cross builds via axc.mk).
+# file, axc.mk and the runtime core's sources (for cross builds via axc.mk);
+# also the PyTorch helper python/axc_torch.py (share/axc/python/).
 RT_SHARE := $(wildcard runtime/*.c runtime/*.h runtime/*.inc)
 install: all
-	install -d $(PREFIX)/bin $(PREFIX)/include $(PREFIX)/lib/pkgconfig $(PREFIX)/share/axc/runtime
+	install -d $(PREFIX)/bin $(PREFIX)/include $(PREFIX)/lib/pkgconfig $(PREFIX)/share/axc/runtime \
+	    $(PREFIX)/share/axc/python
 	install -m 755 $(AXC) $(PREFIX)/bin/axc
 	install -m 644 runtime/axrt.h $(PREFIX)/include/axrt.h
 	install -m 644 $(LIBAXRT) $(PREFIX)/lib/libaxrt.a
 	install -m 644 $(RT_SHARE) $(PREFIX)/share/axc/runtime/
 	install -m 644 runtime/axc.mk $(PREFIX)/share/axc/axc.mk
+	install -m 644 python/axc_torch.py $(PREFIX)/share/axc/python/axc_torch.py
 	sed -e 's|@PREFIX@|$(abspath $(PREFIX))|g' runtime/axrt.pc.in > $(PREFIX)/lib/pkgconfig/axrt.pc
 
 # The Cortex-M4 example (examples/firmware), built against a staged install in

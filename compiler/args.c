@@ -34,6 +34,8 @@ static const char usage_text[] =
     "  --ram=BYTES             fail if the arena exceeds BYTES (suffix K or M: 64K, 1M)\n"
     "  --eltype-mismatch=warn|convert|error|promote\n"
     "  -MD, -MF FILE, -MT TARGET  write a make dependency file\n"
+    "  --file-prefix-map=OLD=NEW  name the source NEW... instead of OLD... in the output\n"
+    "                          (default: an absolute source path is named by its file name)\n"
     "  -Werror, -w             warnings as errors / no warnings\n"
     "\n"
     "run options:\n"
@@ -46,7 +48,9 @@ static const char usage_text[] =
     "                          the generated C then calls axc_profile_clock around each layer)\n"
     "  --dump-dir DIR          write every layer's output as DIR/NNN_LAYER.npy, index in\n"
     "                          DIR/index.tsv (compare two with: axc compare DIR REF_DIR)\n"
-    "  --cc=CC                 C compiler for the generated code (default $CC or cc)\n";
+    "  --cc=CC                 C compiler for the generated code (default $CC or cc)\n"
+    "  (the built code is cached in $AXC_CACHE_DIR, else $XDG_CACHE_HOME/axc or ~/.cache/axc;\n"
+    "   AXC_CACHE_DIR=off disables the cache)\n";
 
 /* The usage text, then the targets (ir/targets.def) and whether this axc
  * has each one built. */
@@ -146,7 +150,7 @@ static int set_ram(axc_opts *o, const char *v)
 /* Options that take a value.  `run` marks the ones only `axc run` accepts. */
 typedef enum {
     V_OUT, V_TARGET, V_HEADER, V_MODEL, V_WEIGHTS, V_SEED, V_SAVE, V_EMIT, V_ELTYPE,
-    V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC, V_DUMP
+    V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC, V_DUMP, V_PREFIX_MAP
 } value_opt;
 
 static const struct { const char *name; value_opt id; bool run; } value_opts[] = {
@@ -156,7 +160,7 @@ static const struct { const char *name; value_opt id; bool run; } value_opts[] =
     {"--save-weights", V_SAVE, false}, {"--emit", V_EMIT, false},
     {"--eltype-mismatch", V_ELTYPE, false}, {"-MF", V_MF, false},
     {"-MT", V_MT, false},          {"-D", V_D, false},
-    {"--ram", V_RAM, false},
+    {"--ram", V_RAM, false},        {"--file-prefix-map", V_PREFIX_MAP, false},
     {"--input", V_INPUT, true},    {"--output", V_OUTPUT, true},
     {"--output-dir", V_OUTDIR, true}, {"--bench", V_BENCH, true},
     {"--cc", V_CC, true},          {"--dump-dir", V_DUMP, true},
@@ -183,8 +187,14 @@ static int set_value(axc_opts *o, value_opt id, const char *v)
     case V_D: return add_define(o, v);
     case V_RAM: return set_ram(o, v);
     case V_INPUT: return add_input(o, v);
+    case V_PREFIX_MAP:
+        if (!strchr(v, '=') || *v == '=') { axc_fail("--file-prefix-map expects OLD=NEW, not '%s'", v); return -1; }
+        if (o->nprefix_maps == AXC_MAX_DEFINES) { axc_fail("too many --file-prefix-map options"); return -1; }
+        o->prefix_maps[o->nprefix_maps++] = v;
+        return 0;
     case V_SEED:
         if (parse_u64(v, &o->seed)) { axc_fail("--seed expects a non-negative integer, not '%s'", v); return -1; }
+        o->seed_given = true;
         return 0;
     case V_BENCH:
         if (parse_u64(v, &n) || n < 1 || n > 100000000) {
@@ -236,11 +246,52 @@ static int try_flag(const char *a, axc_opts *o)
     return 1;
 }
 
+/* Options interface.md names that this axc does not implement yet: they
+ * say so instead of "unknown option" (matched with or without =VALUE). */
+static const char *const planned_opts[] = {
+    "--triple", "--cpu", "--dtype", "--quantize", "--calibrate", "--train", "--loss",
+    "--optimizer", "--lr", "--momentum", "--nesterov", "--weight-decay", "--beta1", "--beta2",
+    "--eps", "--epochs", "--shuffle", "--arch", "--jit", "--threads", "--blas",
+};
+
+static const char *const flag_opts[] = {"-MD", "--mem-report", "--print-after-all", "-Werror", "-w",
+                                        "--interp", "--profile", "-O0", "-O1", "-O2", "-O3", "--help", "--version"};
+
+#define COUNT(a) (sizeof (a) / sizeof (a)[0])
+
+/* An unknown option: "not built yet" for a planned one, else a did-you-mean
+ * over every option (the planned ones included). */
+static void unknown_option(const char *a)
+{
+    size_t len = strcspn(a, "=");
+    for (size_t k = 0; k < COUNT(planned_opts); k++)
+        if (strlen(planned_opts[k]) == len && !strncmp(a, planned_opts[k], len)) {
+            axc_fail("option '%s' is in the interface but not built yet in this axc", planned_opts[k]);
+            return;
+        }
+    const char *names[COUNT(value_opts) + COUNT(flag_opts) + COUNT(planned_opts)];
+    int n = 0;
+    for (size_t k = 0; k < COUNT(value_opts); k++) names[n++] = value_opts[k].name;
+    for (size_t k = 0; k < COUNT(flag_opts); k++) names[n++] = flag_opts[k];
+    for (size_t k = 0; k < COUNT(planned_opts); k++) names[n++] = planned_opts[k];
+    char opt[64];
+    snprintf(opt, sizeof opt, "%.*s", (int)(len < sizeof opt ? len : sizeof opt - 1), a);
+    const char *s = ax_suggest(opt, names, n);
+    if (s) axc_fail("unknown option '%s' (did you mean '%s'?)", a, s);
+    else axc_fail("unknown option '%s' (see axc --help)", a);
+}
+
 static int check_emit(const axc_opts *o)
 {
     static const char *const kinds[] = {"ir", "dot", "mem", "svg", "timeline"};
     if (!o->emit) return 0;
     for (int i = 0; i < 5; i++) if (!strcmp(o->emit, kinds[i])) return 0;
+    static const char *const planned[] = {"ax", "ptx", "hsaco"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(o->emit, planned[i])) {
+            axc_fail("--emit=%s is in the interface but not built yet in this axc", o->emit);
+            return -1;
+        }
     axc_fail("--emit expects ir, dot, mem, svg or timeline, not '%s'", o->emit);
     return -1;
 }
@@ -254,6 +305,10 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
     *exit_now = false;
     int i = 1;
     if (argc > 1 && !strcmp(argv[1], "run")) { o->run = true; i = 2; }
+    else if (argc > 1 && !strcmp(argv[1], "train")) {
+        axc_fail("'axc %s' is in the interface but not built yet in this axc", argv[1]);
+        return AXC_EUSAGE;
+    }
     for (; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { print_usage(); *exit_now = true; return AXC_OK; }
@@ -261,11 +316,16 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
         int r = try_value_opt(argc, argv, &i, o);
         if (r < 0) return AXC_EUSAGE;
         if (r > 0 || try_flag(a, o)) continue;
-        if (a[0] == '-' && a[1]) { axc_fail("unknown option '%s' (see axc --help)", a); return AXC_EUSAGE; }
+        if (a[0] == '-' && a[1]) { unknown_option(a); return AXC_EUSAGE; }
         if (o->input) { axc_fail("more than one input file ('%s' and '%s')", o->input, a); return AXC_EUSAGE; }
         o->input = a;
     }
     if (!o->input) { axc_fail("no input file (see axc --help)"); return AXC_EUSAGE; }
+    if (o->run && o->output) {
+        axc_fail("'axc run' does not write code: -o %s is not used (--output FILE.npy or --output-dir DIR "
+                 "write its results; 'axc FILE.ax -o OUT.c' writes C)", o->output);
+        return AXC_EUSAGE;
+    }
     if (check_emit(o)) return AXC_EUSAGE;
     if (!o->run && !o->output && !o->emit && !o->mem_report && !o->save_weights) {
         axc_fail("no output: give -o OUT or --emit=ir|dot|mem|svg|timeline");

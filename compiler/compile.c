@@ -2,9 +2,11 @@
  * weights and the make dependency file.  Every file is staged and the set
  * is committed at the end, so a failure leaves no output behind and an
  * existing output untouched (interface.md §1). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cg_target.h"
 #include "driver.h"
@@ -23,6 +25,38 @@ static const char *base_name(const char *path)
 {
     const char *slash = strrchr(path, '/');
     return slash ? slash + 1 : path;
+}
+
+static const char *ext_of(const char *path)
+{
+    const char *b = base_name(path), *dot = strrchr(b, '.');
+    return dot && dot != b ? dot : "";
+}
+
+const char *axc_source_name(ax_arena *a, const axc_opts *o)
+{
+    for (int i = 0; i < o->nprefix_maps; i++) {
+        const char *map = o->prefix_maps[i], *eq = strchr(map, '=');
+        size_t len = (size_t)(eq - map);
+        if (!strncmp(o->input, map, len)) return ax_sprintf(a, "%s%s", eq + 1, o->input + len);
+    }
+    return o->input[0] == '/' ? base_name(o->input) : o->input;
+}
+
+/* -o's extension picks the artefact (interface.md §1, targets.def): any
+ * other extension is refused rather than silently written as C. */
+static int check_output_ext(const char *out)
+{
+    const char *e = ext_of(out);
+    size_t len = strlen(e);
+    for (int t = 0; t < IR_TARGET_COUNT && *e; t++) {
+        const char *hit = strstr(ir_targets[t].extensions, e);
+        if (hit && (hit[len] == ' ' || hit[len] == '\0')) return 0;
+    }
+    if (*e) axc_fail("-o %s: unknown output extension '%s' (.c writes C source and a header; "
+                     "see axc --help for the targets)", out, e);
+    else axc_fail("-o %s: the output has no extension (give OUT.c for C source and a header)", out);
+    return -1;
 }
 
 /* Make's escaping for a path in a dependency rule. */
@@ -91,7 +125,7 @@ static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n,
                  target->missing);
         return AXC_EUSAGE;
     }
-    cg_request req = {models, n, base_name(header), o->input, o->profile};
+    cg_request req = {models, n, base_name(header), axc_source_name(ctx->arena, o), o->profile};
     return target->emit(&req, c, h) ? AXC_EINPUT : AXC_OK;
 }
 
@@ -122,8 +156,28 @@ static int write_outputs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int 
     return rc;
 }
 
+/* Renames the staged files into place; a failure names the output that
+ * could not be written (a directory in the way, typically). */
+static int commit_outputs(ax_ctx *ctx, ax_outset *set)
+{
+    int n = set->n;
+    const char **paths = ax_alloc(ctx->arena, sizeof *paths * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) paths[i] = ax_strdup(ctx->arena, set->final[i]);
+    if (ax_commit(set) == 0) return AXC_OK;
+    int err = errno;
+    const char *bad = n ? paths[0] : "outputs";
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        if (stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode)) { bad = paths[i]; err = EISDIR; break; }
+    }
+    errno = err;
+    axc_fail("cannot write '%s': %m", bad);
+    return AXC_EUSAGE;
+}
+
 int axc_compile(ax_ctx *ctx, const axc_opts *o)
 {
+    if (o->output && !o->emit && check_output_ext(o->output)) return AXC_EUSAGE;
     ir_graph *models[AXC_MAX_MODELS];
     int n;
     int rc = axc_build_models(ctx, o, models, &n);
@@ -139,6 +193,5 @@ int axc_compile(ax_ctx *ctx, const axc_opts *o)
     if (rc == AXC_OK && ctx->errors) rc = AXC_EINPUT;
     axc_free_models(models, n);
     if (rc) { ax_abort(&set); return rc; }
-    if (ax_commit(&set)) { axc_fail("cannot write outputs: %m"); return AXC_EUSAGE; }
-    return AXC_OK;
+    return commit_outputs(ctx, &set);
 }

@@ -39,7 +39,10 @@ typedef struct axc_opts {
     int opt_level;               /* -O0..-O3 */
     size_t ram_budget;           /* --ram: largest arena allowed, 0 = no limit */
     uint64_t seed;
+    bool seed_given;             /* --seed was on the command line */
     eltype_mode eltype;
+    const char *prefix_maps[AXC_MAX_DEFINES]; /* --file-prefix-map OLD=NEW */
+    int nprefix_maps;
     ax_define defines[AXC_MAX_DEFINES];
     int ndefines;
     /* axc run */
@@ -73,10 +76,24 @@ void axc_free_models(ir_graph **models, int n);
 int axc_compile(ax_ctx *ctx, const axc_opts *o);   /* `axc FILE.ax -o OUT` */
 int axc_run(ax_ctx *ctx, const axc_opts *o);       /* `axc run` */
 
+/* The source path the generated files name (banner, layer comments): the
+ * first --file-prefix-map OLD=NEW whose OLD prefixes the input path rewrites
+ * it; else a relative path stays as given and an absolute one becomes its
+ * file name, so the output does not depend on where the tree lies. */
+const char *axc_source_name(ax_arena *a, const axc_opts *o);
+
 /* Directory holding bin/axc's siblings include/ and lib/ (build tree or
  * install prefix), found from /proc/self/exe.  NULL if unknown or if
  * include/axrt.h or lib/libaxrt.a is missing there. */
 const char *axc_home(ax_arena *a);
+
+/* The cache of `axc run`'s shared objects (runcache.c): the path of the
+ * entry for the sources in build_dir (model.c, model.h) built by compiler
+ * command cc with flags against the runtime in home, or NULL when caching
+ * is off or unusable.  store copies a freshly built object into entry. */
+const char *axc_run_cache_entry(ax_arena *a, const char *cc, const char *flags, const char *build_dir,
+                                const char *home);
+void axc_run_cache_store(ax_arena *a, const char *built, const char *entry);
 
 /* Per-layer profile of a loaded model built with hooks (profile.c). */
 typedef struct axc_profile {

@@ -4,6 +4,7 @@
  * checked against --ram.  Parameters are loaded before the optimising
  * passes because folding rewrites them.  Diagnostics are collected across models; any error stops
  * the pipeline before code generation. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -83,6 +84,18 @@ static int check_param_bytes(ir_graph *g)
     return 1;
 }
 
+/* Without --weights the parameters are random: easy to miss, so say it
+ * unless --seed shows the choice was made on purpose (or nothing that holds
+ * parameters is produced: --emit views). */
+static void note_random_params(ax_ctx *ctx, const axc_opts *o)
+{
+    bool uses_params = o->run || o->save_weights || (o->output && !o->emit);
+    if (o->seed_given || !uses_params) return;
+    ax_note(ctx, ax_noloc(), "no --weights given: the parameters are a deterministic random "
+            "initialisation (--seed=%llu); pass --weights=FILE.safetensors, or --seed=N to choose "
+            "this on purpose", (unsigned long long)o->seed);
+}
+
 static int load_params(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n)
 {
     int oversized = 0;
@@ -90,13 +103,19 @@ static int load_params(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n)
     if (oversized) return AXC_EINPUT;
     if (!o->weights) {
         for (int i = 0; i < n; i++) weights_init(models[i], o->seed);
+        note_random_params(ctx, o);
         return 0;
     }
     if (n > 1) {
         axc_fail("--weights needs a single model; this file has %d (choose one with --model)", n);
         return AXC_EUSAGE;
     }
-    return weights_load(models[0], o->weights) ? AXC_EINPUT : 0;
+    int errors = weights_load(models[0], o->weights);
+    if (errors < 0) {
+        axc_fail("cannot read '%s': %s", o->weights, strerror(errno));
+        return AXC_EUSAGE;
+    }
+    return errors ? AXC_EINPUT : 0;
 }
 
 static const char *extension_of(const char *path)

@@ -133,8 +133,12 @@ static int prepare_inputs(ax_ctx *ctx, const axc_opts *o, const ir_graph *g, run
         }
         if (!found) {
             const char *s = ax_suggest(o->inputs[k].name, names, g->ninputs);
-            axc_fail("--input %s: model '%s' has no input of that name%s%s%s", o->inputs[k].name, g->name,
-                     s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
+            ax_buf list = {0};
+            for (int i = 0; i < g->ninputs; i++) ax_buf_printf(&list, "%s%s", i ? ", " : "", names[i]);
+            axc_fail("--input %s: model '%s' has no input of that name (its inputs: %s%s%s%s)",
+                     o->inputs[k].name, g->name, list.data, s ? "; did you mean '" : "", s ? s : "",
+                     s ? "'?" : "");
+            ax_buf_free(&list);
             return AXC_EUSAGE;
         }
     }
@@ -176,11 +180,20 @@ static int split_words(char *s, char **argv, int max)
     return n;
 }
 
+/* The C compiler command: --cc, else $CC, else cc. */
+static const char *cc_command(const axc_opts *o)
+{
+    const char *cc = o->cc ? o->cc : getenv("CC");
+    return cc && *cc ? cc : "cc";
+}
+
+/* What compile_shared passes besides the files (part of the cache key). */
+#define RUN_CFLAGS "-std=c99 -O2 -fPIC -shared -lm"
+
 static int compile_shared(ax_ctx *ctx, const axc_opts *o, const char *dir, const char *home)
 {
     ax_arena *a = ctx->arena;
-    const char *cc = o->cc ? o->cc : getenv("CC");
-    char *words = ax_strdup(a, cc && *cc ? cc : "cc");
+    char *words = ax_strdup(a, cc_command(o));
     char *argv[32];
     int n = split_words(words, argv, 16);
     const char *rest[] = {"-std=c99", "-O2", "-fPIC", "-shared", "-o", ax_sprintf(a, "%s/model.so", dir),
@@ -198,7 +211,7 @@ static int stage_sources(ax_ctx *ctx, const axc_opts *o, ir_graph *g, const char
 {
     ax_buf c = {0}, h = {0};
     ir_graph *models[1] = {g};
-    cg_request req = {models, 1, "model.h", o->input, o->profile || o->dump_dir};
+    cg_request req = {models, 1, "model.h", axc_source_name(ctx->arena, o), o->profile || o->dump_dir};
     const cg_target *target = cg_target_get(g->target->id);
     if (target->emit != cg_c_emit) { /* axc run builds C; other targets run their own way */
         axc_fail("the %s target %s; axc run uses --target=c", ir_targets[target->facts.id].name,
@@ -224,12 +237,19 @@ static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
     r->tmpdir = ax_sprintf(ctx->arena, "%s/axc-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(r->tmpdir)) { axc_fail("cannot create a temporary directory: %s", strerror(errno)); r->tmpdir = NULL; return AXC_EUSAGE; }
     int rc = stage_sources(ctx, o, g, r->tmpdir);
-    if (!rc) rc = compile_shared(ctx, o, r->tmpdir, home);
     if (rc) return rc;
-    r->dl = dlopen(ax_sprintf(ctx->arena, "%s/model.so", r->tmpdir), RTLD_NOW | RTLD_LOCAL);
+    /* a cached build of the same code with the same compiler skips the C compiler */
+    const char *so = ax_sprintf(ctx->arena, "%s/model.so", r->tmpdir);
+    const char *cached = axc_run_cache_entry(ctx->arena, cc_command(o), RUN_CFLAGS, r->tmpdir, home);
+    bool hit = cached && access(cached, R_OK) == 0;
+    if (hit) so = cached;
+    else if ((rc = compile_shared(ctx, o, r->tmpdir, home))) return rc;
+    r->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     if (!r->dl) { axc_fail("cannot load the generated code: %s", dlerror()); return AXC_EUSAGE; }
     r->model = dlsym(r->dl, ax_sprintf(ctx->arena, "%s_model", g->name));
     if (!r->model) { axc_fail("generated code lacks '%s_model'", g->name); return AXC_EUSAGE; }
+    /* only a build that loads and has the model goes into the cache */
+    if (!hit && cached) axc_run_cache_store(ctx->arena, so, cached);
     size_t bytes = (r->model->arena_bytes + 63) / 64 * 64;
     r->arena = aligned_alloc(64, bytes ? bytes : 64);
     if (!r->arena) ax_die("out of memory");

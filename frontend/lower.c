@@ -395,7 +395,10 @@ static int apply_callable(lower_state *st, const ast_node *f, const int *in, int
     const lower_ctor *ctor = b ? NULL : lower_find_ctor(id->name);
     lower_args args;
     if (b && is_failed(b)) return IR_NONE;
-    if (f->kind == AST_IDENT && b && b->layer) return lower_apply_layer(st, b->layer, in, nin, loc);
+    if (f->kind == AST_IDENT && b && b->layer) {
+        b->layer->used = true;
+        return lower_apply_layer(st, b->layer, in, nin, loc);
+    }
     if (f->kind == AST_IDENT && fn) {
         memset(&args, 0, sizeof args);
         args.loc = loc;
@@ -439,6 +442,7 @@ static int lower_call(lower_state *st, const ast_node *e)
     const lower_binding *b = scope_find(st, callee->name);
     const lower_fn *fn = b ? NULL : lower_find_fn(callee->name);
     if (b && b->layer) {
+        b->layer->used = true;
         if (!lower_positional(st, e, in, &nin)) return IR_NONE;
         return lower_apply_layer(st, b->layer, in, nin, e->loc);
     }
@@ -673,6 +677,20 @@ static int input_node(const lower_state *st, const char *name)
     return IR_NONE;
 }
 
+/* A declared layer never applied still has parameters (--weights expects
+ * them, --save-weights writes them): warn, as a C compiler does for an
+ * unused variable.  Only without errors, which may have hidden a use. */
+static void warn_unused_layers(lower_state *st)
+{
+    if (st->ctx->errors) return;
+    for (int i = 0; i < st->nscope; i++) {
+        lower_layer *l = st->scope[i].layer;
+        if (l && !l->used)
+            ax_warning(st->ctx, l->loc, "layer '%s' is declared but never used (its parameters "
+                       "are still part of the model's weights)", l->name);
+    }
+}
+
 /* Function form (§3.2).  An input that failed is bound as a failed value, so
  * its uses stay silent. */
 static void lower_function(lower_state *st)
@@ -689,6 +707,7 @@ static void lower_function(lower_state *st)
             lower_return(st, s);
             if (i + 1 < m->nstmts)
                 ax_error(st->ctx, m->stmts[i + 1]->loc, "statement after return");
+            warn_unused_layers(st);
             return;
         }
     }

@@ -30,6 +30,7 @@ typedef struct lower_layer {
     int min_in, max_in;        /* tensor inputs it is applied to: one or the other */
     ir_op act;                 /* activation= epilogue node, IR_OP_COUNT if none */
     ir_attrs act_attrs;
+    bool used;                 /* applied somewhere (function form: unused warns) */
 } lower_layer;
 
 /* A name in a function-form body: a value (node) or a declared layer. */

@@ -24,6 +24,7 @@
  * Each parameter's values depend only on (seed, its name, its shape). */
 #include "weights.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <string.h>
@@ -101,29 +102,86 @@ static bool same_shape(const ir_node *n, const tf_tensor *t)
     return true;
 }
 
-/* Matches param n against the file's tensors; copies the data when it fits.
- * Returns the number of errors (0 or 1). */
-static int load_param(ir_graph *g, ir_node *n, const tf_tensor *t, int nt, bool *used,
-                      const char *path)
+/* Finds the file's tensor named like n; nt if none. */
+static int find_tensor(const ir_node *n, const tf_tensor *t, int nt)
+{
+    int k = 0;
+    while (k < nt && strcmp(t[k].name, n->name) != 0) k++;
+    return k;
+}
+
+/* Copies tensor t into param n when the shapes agree.  Returns the number
+ * of errors (0 or 1). */
+static int take_tensor(ir_graph *g, ir_node *n, const tf_tensor *t, const char *path)
 {
     char want[128], have[128];
     ir_shape_str(n->shape, n->rank, want, sizeof want);
-    int k = 0;
-    while (k < nt && strcmp(t[k].name, n->name) != 0) k++;
-    if (k == nt) {
-        ax_error(g->ctx, n->loc, "missing tensor '%s' (%s%s) in %s", n->name,
-                 ir_dtype_name(n->dtype), want, path);
-        return 1;
-    }
-    used[k] = true;
-    if (!same_shape(n, &t[k])) {
+    if (!same_shape(n, t)) {
         ax_error(g->ctx, n->loc, "tensor '%s' in %s has shape %s but the model expects %s",
-                 n->name, path, ir_shape_str(t[k].shape, t[k].rank, have, sizeof have), want);
+                 n->name, path, ir_shape_str(t->shape, t->rank, have, sizeof have), want);
         return 1;
     }
     n->data = ax_alloc(g->ctx->arena, ir_nbytes(n) ? ir_nbytes(n) : 1);
-    tf_convert(n->data, n->dtype, t[k].data, t[k].dtype, (size_t)ir_numel(n));
+    tf_convert(n->data, n->dtype, t->data, t->dtype, (size_t)ir_numel(n));
     return 0;
+}
+
+/* a and b equal once every non-alphanumeric byte counts as '_'
+ * (PyTorch's "layer1.0.conv1.weight" vs a label "layer1_0_conv1.weight"). */
+static bool same_but_separators(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++) {
+        bool sa = !isalnum((unsigned char)*a), sb = !isalnum((unsigned char)*b);
+        if (sa != sb || (!sa && *a != *b)) return false;
+    }
+    return *a == *b;
+}
+
+static const char *last_part(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    return dot ? dot + 1 : name;
+}
+
+/* The unused tensor that a missing param n most likely is under another
+ * name: same shape and the same name up to separators, else the only unused
+ * tensor of that shape with the same last part (".weight").  -1 if none. */
+static int likely_rename(const ir_node *n, const tf_tensor *t, int nt, const bool *used)
+{
+    int only = -1, count = 0;
+    for (int k = 0; k < nt; k++) {
+        if (used[k] || !same_shape(n, &t[k])) continue;
+        if (same_but_separators(n->name, t[k].name)) return k;
+        if (!strcmp(last_part(n->name), last_part(t[k].name))) { only = k; count++; }
+    }
+    return count == 1 ? only : -1;
+}
+
+/* Reports a param the file lacks, paired with the tensor it probably is. */
+static void report_missing(ir_graph *g, const ir_node *n, const tf_tensor *t, int nt, bool *used,
+                           const char *path)
+{
+    char want[128];
+    ir_shape_str(n->shape, n->rank, want, sizeof want);
+    int k = likely_rename(n, t, nt, used);
+    if (k < 0) {
+        ax_error(g->ctx, n->loc, "missing tensor '%s' (%s%s) in %s", n->name,
+                 ir_dtype_name(n->dtype), want, path);
+        return;
+    }
+    used[k] = true;
+    ax_error(g->ctx, n->loc, "missing tensor '%s' (%s%s) in %s; the file has '%s' of the same shape",
+             n->name, ir_dtype_name(n->dtype), want, path, t[k].name);
+}
+
+/* What a file that failed to parse as safetensors is by its magic bytes;
+ * NULL if unknown. */
+static const char *other_format(const uint8_t *buf, size_t len)
+{
+    if (len >= 6 && !memcmp(buf, "\x93NUMPY", 6)) return "a NumPy .npy file";
+    if (len >= 4 && !memcmp(buf, "PK\x03\x04", 4)) return "a zip archive (a torch.save checkpoint?)";
+    if (len >= 2 && buf[0] == 0x80 && buf[1] <= 5) return "a Python pickle (a torch.save checkpoint?)";
+    return NULL;
 }
 
 int weights_load(ir_graph *g, const char *path)
@@ -133,19 +191,30 @@ int weights_load(ir_graph *g, const char *path)
     tf_tensor *t;
     int nt, errors = 0;
     const uint8_t *buf = (const uint8_t *)ax_read_file(g->ctx->arena, path, &len);
-    if (!buf) {
-        ax_error(g->ctx, ax_noloc(), "cannot read %s: %s", path, strerror(errno));
-        return 1;
-    }
+    if (!buf) return -1;
     if (tf_safetensors_parse(g->ctx->arena, buf, len, &t, &nt, err, sizeof err) != 0) {
-        ax_error(g->ctx, ax_noloc(), "%s: %s", path, err);
+        /* a header length read from another format's magic is nonsense: name the format */
+        const char *other = other_format(buf, len);
+        if (other)
+            ax_error(g->ctx, ax_noloc(), "%s is %s, not a safetensors file (write one with "
+                     "axc_torch.save_safetensors or safetensors.torch.save_file)", path, other);
+        else
+            ax_error(g->ctx, ax_noloc(), "%s: %s", path, err);
         return 1;
     }
     bool *used = ax_alloc(g->ctx->arena, sizeof *used * (size_t)(nt + 1));
+    bool *missing = ax_alloc(g->ctx->arena, sizeof *missing * (size_t)(g->nnodes + 1));
     for (int i = 0; i < g->nnodes; i++) {
         ir_node *n = ir_at(g, i);
-        if (n->op == IR_OP_param && !n->dead) errors += load_param(g, n, t, nt, used, path);
+        if (n->op != IR_OP_param || n->dead) continue;
+        int k = find_tensor(n, t, nt);
+        if (k == nt) { missing[i] = true; continue; }
+        used[k] = true;
+        errors += take_tensor(g, n, &t[k], path);
     }
+    /* after every exact match, so a rename is paired only with a leftover */
+    for (int i = 0; i < g->nnodes; i++)
+        if (missing[i]) { report_missing(g, ir_at(g, i), t, nt, used, path); errors++; }
     for (int k = 0; k < nt; k++)
         if (!used[k] && !is_batches_tracked(t[k].name)) {
             ax_error(g->ctx, ax_noloc(), "%s: unexpected tensor '%s' (the model has no such "

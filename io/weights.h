@@ -10,9 +10,11 @@
 
 /* Fills every param of g from the safetensors file at path.  Names and
  * shapes must match exactly; every missing, unexpected and misshapen tensor
- * is reported (all of them, one diagnostic each, located at the file), and
+ * is reported (all of them, one diagnostic each, located at the file; a
+ * missing param is paired with the leftover tensor it probably is), and
  * "*.num_batches_tracked" is ignored.  Stored dtypes convert to the param's
- * dtype.  Returns the number of errors. */
+ * dtype.  Returns the number of errors, or -1 without a diagnostic when the
+ * file cannot be read (errno says why; the caller reports the I/O error). */
 int weights_load(ir_graph *g, const char *path);
 
 /* Deterministic initialisation from seed: Glorot-uniform for IR_PARAM_GLOROT

@@ -17,9 +17,17 @@
 #                     is used when it exists, else axc's deterministic --seed init
 #   AXC_DEPDIR        where axc's dependency files go (default .axc-deps)
 #   AXRT_OBJDIR       where the runtime objects go (default axrt-obj)
+#   AXRT_OPTFLAGS     optimisation flags added after $(CFLAGS) for the runtime
+#                     objects only (default -O2 unless CFLAGS already has -O2,
+#                     -O3, -Ofast, -Os or -Oz): the runtime is fast even when
+#                     the project builds at -O0 or sets no CFLAGS at all
 # Provided: AXRT_CFLAGS (-I for axrt.h), AXRT_OBJS (the runtime core, compiled
 # from the installed sources with the project's $(CC) and $(CFLAGS), so a
 # cross build needs nothing prebuilt for the host).
+#
+# Including this file does not change the project's default goal: a plain
+# `make` still builds the project's first target, even when the include comes
+# first (the dependency files' rules are read with the goal saved).
 #
 # Rebuilds are exact: every model's dependency file (axc -MD) lists the .ax
 # file and its weights, so touching either regenerates that model only.  A
@@ -29,12 +37,14 @@
 
 # Must come before any other include: the prefix is where this file lies.
 AXC_HOME := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))../..)
+axc_saved_default_goal := $(.DEFAULT_GOAL)
 
 AXC ?= $(AXC_HOME)/bin/axc
 AXC_DEPDIR ?= .axc-deps
 AXRT_OBJDIR ?= axrt-obj
 AXRT_SRCDIR := $(AXC_HOME)/share/axc/runtime
 AXRT_CFLAGS := -I$(AXC_HOME)/include
+AXRT_OPTFLAGS ?= $(if $(filter -O2 -O3 -Ofast -Os -Oz,$(CFLAGS)),,-O2)
 AXRT_OBJS := $(patsubst $(AXRT_SRCDIR)/%.c,$(AXRT_OBJDIR)/%.o,$(wildcard $(AXRT_SRCDIR)/*.c))
 
 # The weights for stem $(1): the per-model variable, else a prerequisite
@@ -69,6 +79,10 @@ endef
 
 $(AXRT_OBJDIR)/%.o: $(AXRT_SRCDIR)/%.c $(wildcard $(AXRT_SRCDIR)/*.h $(AXRT_SRCDIR)/*.inc)
 	@mkdir -p $(AXRT_OBJDIR)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(AXRT_OPTFLAGS) -c $< -o $@
 
 -include $(wildcard $(AXC_DEPDIR)/*.d)
+
+# The dependency files' explicit rules (mlp.c mlp.h: mlp.ax) would otherwise
+# become the default goal when this file is included before the first rule.
+.DEFAULT_GOAL := $(axc_saved_default_goal)

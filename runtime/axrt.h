@@ -1,7 +1,8 @@
 /* axrt.h — the axc runtime: the descriptor every generated model exports and
  * the kernels generated C calls.  The core is freestanding C99: it needs only
  * <stddef.h>, <stdint.h>, <string.h> and <math.h>, so it builds for firmware.
- * Optional parts (OpenBLAS GEMM, CUDA loader, timing) live in other headers. */
+ * This header is the whole runtime: the optional parts interface.md §3 allows
+ * (OpenBLAS-backed GEMM, a CUDA loader, timing) are not written yet. */
 #ifndef AXRT_H
 #define AXRT_H
 

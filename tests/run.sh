@@ -24,13 +24,18 @@ max_jobs=${AXC_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 logs=$(mktemp -d)
 log=$logs/all.log
+# axc run's build cache (compiler/runcache.c) goes to a fresh directory, not
+# the user's ~/.cache/axc: every run of the suites starts cold and leaves nothing.
+export AXC_CACHE_DIR=$logs/axc-cache
 trap 'rm -rf "$logs"' EXIT
 : >"$log"
 
-# One unit binary: cmocka's TAP output ("ok N - name" / "not ok N - name").
+# One unit binary: cmocka's TAP output ("ok N - name" / "not ok N - name";
+# its per-group "# ok - GROUP" summaries are not results: dropped).
 run_unit_binary() {
     local t=$1
     CMOCKA_MESSAGE_OUTPUT=TAP "$t" 2>&1 | sed -n \
+        -e '/^# *ok - /d' \
         -e "s/^ok [0-9]* - \(.*\)/PASS: unit $(basename "$t"):\1/p" \
         -e "s/^not ok [0-9]* - \(.*\)/FAIL: unit $(basename "$t"):\1/p" \
         -e 's/^#\(.*\)/  \1/p'
@@ -104,6 +109,19 @@ done
 while [ "$running" -gt 0 ]; do wait -n; running=$((running - 1)); flush; done
 wait
 flush
+
+# Every line a suite prints is a result (PASS/FAIL/SKIP) or an indented
+# detail of a FAIL or SKIP; anything else is stray output a reader cannot place.
+stray=$(awk '/^(PASS|FAIL|SKIP): /{last=$1; next}
+             /^  / && (last == "FAIL:" || last == "SKIP:") {next}
+             /^$/ {next} {print}' "$log" | head -n 5)
+if [ -n "$stray" ]; then
+    echo "FAIL: run.sh: suites print only PASS/FAIL/SKIP lines and indented details"
+    printf '%s\n' "$stray" | sed 's/^/  /'
+    echo "FAIL: run.sh" >>"$log"
+else
+    echo "PASS: run.sh: no stray output" >>"$log"
+fi
 
 passed=$(grep -c '^PASS: ' "$log")
 failed=$(grep -c '^FAIL: ' "$log")

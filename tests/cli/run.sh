@@ -194,6 +194,129 @@ for k in range($n):
     if not np.allclose(y, np.maximum(a[k], 0) + a[(k + 1) % $n], rtol=0, atol=1e-6): sys.exit(f'out{k} differs from numpy')"
 }
 
+# ---- issue 12: the first hour of a new user --------------------------------
+check_no_weights_note() {
+    run_axc mlp.ax -o nw.c; expect_rc 0 || return 1
+    grep -q 'note: no --weights given.*--seed' err || { echo "no note naming --seed"; show; return 1; }
+    run_axc mlp.ax -o nw.c --seed=0; expect_rc 0 || return 1
+    [ ! -s err ] || { echo "a note despite an explicit --seed"; show; return 1; }
+}
+check_output_extensions() {
+    local o
+    for o in m.s m.txt m; do
+        run_axc mlp.ax -o $o --seed=0; expect_rc 2 || return 1
+        grep -q -- "-o $o" err || { echo "stderr does not name -o $o"; show; return 1; }
+        [ ! -e $o ] || { echo "$o written"; return 1; }
+    done
+    run_axc run mlp.ax -o r.c --seed=0; expect_rc 2 || return 1
+    grep -q -- "-o r.c is not used" err || { echo "'axc run -o' not refused"; show; return 1; }
+}
+check_option_hints() {
+    run_axc mlp.ax --thread 2 -o t.c; expect_rc 2 || return 1
+    grep -q "did you mean '--threads'" err || { show; return 1; }
+    run_axc mlp.ax --weight w.safetensors -o t.c; expect_rc 2 || return 1
+    grep -q "did you mean '--weights'" err || { show; return 1; }
+    local opt
+    for opt in --threads=2 --quantize=int8 --dtype=Float16 --blas=openblas; do
+        run_axc run mlp.ax $opt; expect_rc 2 || return 1
+        grep -q "not built yet" err || { echo "$opt: no 'not built yet'"; show; return 1; }
+    done
+    run_axc mlp.ax --emit=ptx; expect_rc 2 || return 1
+    grep -q "not built yet" err || { show; return 1; }
+    run_axc train mlp.ax; expect_rc 2 || return 1
+    grep -q "'axc train' is in the interface but not built yet" err || { show; return 1; }
+}
+check_io_exit_codes() {  # interface.md §1: an unreadable file is an I/O error (2) whatever its role
+    run_axc nosuch.ax -o m.c; expect_rc 2 || return 1
+    run_axc mlp.ax -o m.c --weights=nosuch.safetensors; expect_rc 2 || return 1
+    grep -q "nosuch.safetensors" err || { show; return 1; }
+    run_axc run small.ax --input x=nosuch.npy; expect_rc 2 || return 1
+}
+check_npy_as_weights() {
+    run_axc small.ax -o m.c --weights=x.npy; expect_rc 1 || return 1
+    grep -q "x.npy is a NumPy .npy file, not a safetensors file" err || { show; return 1; }
+    ! grep -q "header length" err || { show; return 1; }
+}
+check_input_name_lists() {
+    run_axc run small.ax --input nope=x.npy; expect_rc 2 || return 1
+    grep -q "its inputs: x" err || { show; return 1; }
+}
+check_output_directory() {
+    mkdir -p isdir.c
+    run_axc mlp.ax -o isdir.c --seed=0; expect_rc 2 || return 1
+    grep -q "cannot write 'isdir.c'" err || { show; return 1; }
+}
+# 25 layers labelled like PyTorch's nested modules with '_' (layer1_0_fc):
+# every missing tensor is paired with the file's dotted name, nothing is cut
+# off by the error limit, and no pair is also listed as unexpected.
+check_renamed_tensors() {
+    { echo '@axiom function deep(x::Float32[1, 4])'
+      for i in $(seq 0 24); do echo "    layer${i}_0_fc = Dense(4 => 4)"; done
+      printf '    return '; for i in $(seq 24 -1 1); do printf 'layer%d_0_fc(' $i; done
+      printf 'layer0_0_fc(x'; for i in $(seq 1 24); do printf ')'; done; echo ')'
+      echo 'end'; } >deep.ax
+    "$PYTHON" - <<'PY' || return 1
+import json, struct
+h, off = {}, 0
+for i in range(25):
+    for n, shape in (("weight", [4, 4]), ("bias", [4])):
+        size = 4 * (16 if n == "weight" else 4)
+        h["layer%d.0.fc.%s" % (i, n)] = {"dtype": "F32", "shape": shape, "data_offsets": [off, off + size]}
+        off += size
+j = json.dumps(h).encode()
+open("deep.safetensors", "wb").write(struct.pack("<Q", len(j)) + j + bytes(off))
+PY
+    run_axc deep.ax -o deep.c --weights=deep.safetensors; expect_rc 1 || return 1
+    [ "$(grep -c "the file has 'layer[0-9]*\.0\.fc\.\(weight\|bias\)' of the same shape" err)" -eq 20 ] \
+        || { echo "expected 20 paired lines (the error limit)"; show; return 1; }
+    grep -q "missing tensor 'layer0_0_fc.weight' (Float32\[4, 4\]) in deep.safetensors; the file has 'layer0.0.fc.weight'" err \
+        || { show; return 1; }
+    ! grep -q "unexpected tensor 'layer0.0.fc" err || { echo "a paired tensor also listed as unexpected"; show; return 1; }
+}
+check_unused_layer() {
+    cat >unused.ax <<'AX'
+@axiom function unused(x::Float32[1, 4])
+    fc1 = Dense(4 => 2)
+    fc2 = Dense(2 => 2)
+    return fc1(x)
+end
+AX
+    run_axc unused.ax -o unused.c --seed=0; expect_rc 0 || return 1
+    grep -q "unused.ax:3:5: warning: layer 'fc2' is declared but never used" err || { show; return 1; }
+    run_axc unused.ax -o unused.c --seed=0 -Werror; expect_rc 1 || return 1
+}
+# The generated files do not depend on where the source lies: the same
+# model compiled from two directories (absolute paths, as make's vpath
+# gives) is byte-identical, and --file-prefix-map names it as asked.
+check_reproducible() {
+    mkdir -p r1/sub r2/deeper/sub && cp mlp.ax r1/sub/ && cp mlp.ax r2/deeper/sub/
+    run_axc "$PWD/r1/sub/mlp.ax" -o r1/m.c --seed=0; expect_rc 0 || return 1
+    run_axc "$PWD/r2/deeper/sub/mlp.ax" -o r2/m.c --seed=0; expect_rc 0 || return 1
+    cmp r1/m.c r2/m.c && cmp r1/m.h r2/m.h || { echo "outputs differ"; diff r1/m.c r2/m.c | head -5; return 1; }
+    ! grep -q "$PWD" r1/m.c r1/m.h || { echo "the absolute path is embedded"; return 1; }
+    (cd r1 && "$AXC" sub/mlp.ax -o rel.c --seed=0) && (cd r2/deeper && "$AXC" sub/mlp.ax -o ../rel.c --seed=0) || return 1
+    cmp r1/rel.c r2/rel.c || { echo "relative compiles differ"; return 1; }
+    run_axc "$PWD/r1/sub/mlp.ax" -o r1/map.c --seed=0 --file-prefix-map="$PWD/r1/=models/"; expect_rc 0 || return 1
+    grep -q "Generated by axc from models/sub/mlp.ax" r1/map.c || { head -2 r1/map.c; return 1; }
+}
+# axc run keeps the shared object it builds: a second run of the same model
+# does not call the C compiler (CC counts its calls), another model does.
+check_run_cache() {
+    local cache=$tmp/cache count=$tmp/cc-calls
+    printf '#!/bin/sh\necho call >>"%s"\nexec %s "$@"\n' "$count" "${CC:-cc}" >cc-count && chmod +x cc-count
+    rm -f "$count"
+    AXC_CACHE_DIR=$cache CC=$PWD/cc-count run_axc run small.ax --seed=1 --output c1.npy; expect_rc 0 || return 1
+    AXC_CACHE_DIR=$cache CC=$PWD/cc-count run_axc run small.ax --seed=1 --output c2.npy; expect_rc 0 || return 1
+    [ "$(wc -l <"$count")" -eq 1 ] || { echo "the C compiler ran $(wc -l <"$count") times for two identical runs"; return 1; }
+    cmp c1.npy c2.npy || { echo "cached run differs"; return 1; }
+    AXC_CACHE_DIR=$cache CC=$PWD/cc-count run_axc run small.ax --seed=2 --output c3.npy; expect_rc 0 || return 1
+    [ "$(wc -l <"$count")" -eq 2 ] || { echo "other weights did not rebuild"; return 1; }
+    AXC_CACHE_DIR=off CC=$PWD/cc-count run_axc run small.ax --seed=1 --output c4.npy; expect_rc 0 || return 1
+    [ "$(wc -l <"$count")" -eq 3 ] || { echo "AXC_CACHE_DIR=off still used a cache"; return 1; }
+    env -u AXC_CACHE_DIR XDG_CACHE_HOME="$tmp/xdg" CC=$PWD/cc-count "$AXC" run small.ax --seed=1 >/dev/null 2>&1
+    ls "$tmp"/xdg/axc/*.so >/dev/null 2>&1 || { echo "no entry under \$XDG_CACHE_HOME/axc"; return 1; }
+}
+
 check help check_help
 check version check_version
 check unknown-option-exit-2 check_unknown_option
@@ -216,6 +339,17 @@ check input-big-endian check_bad_npy big_endian.npy
 check weights-missing-extra-misshapen check_weights_errors
 check c-driver check_driver
 check many-inputs-outputs check_many_io
+check no-weights-note check_no_weights_note
+check output-extensions check_output_extensions
+check option-hints check_option_hints
+check io-exit-codes check_io_exit_codes
+check npy-as-weights check_npy_as_weights
+check input-name-lists-inputs check_input_name_lists
+check output-directory-named check_output_directory
+check renamed-tensors-paired check_renamed_tensors
+check unused-layer-warns check_unused_layer
+check reproducible-output check_reproducible
+check run-cache check_run_cache
 
 # Golden diagnostics, run beside the file so it prints without a path.
 check_diag() {

@@ -161,12 +161,27 @@ def main():
     formats = diagnostic_formats(root)
     missed = [(f, s) for f, s in formats
               if not any(re.search(format_to_regex(s), l) for l in lines)]
-    print("errors: %d catalogue entries; %d of %d diagnostic formats triggered (%.0f%%)"
-          % (len(entries), len(formats) - len(missed), len(formats),
-             100.0 * (len(formats) - len(missed)) / max(1, len(formats))))
+    covered = len(formats) - len(missed)
+    summary = ("%d catalogue entries; %d of %d diagnostic formats triggered (%.0f%%)"
+               % (len(entries), covered, len(formats), 100.0 * covered / max(1, len(formats))))
+    print("%s: errors: coverage: %s" % ("FAIL" if missed else "PASS", summary))
     for f, s in missed:
         print("  not triggered: %s: %s" % (f, s))
+    check_readme_figures(root, entries, covered, len(formats))
 
+
+def check_readme_figures(root, entries, covered, nformats):
+    """The README's "Hostile input" table quotes the catalogue's size and
+    coverage: it must say what this run found."""
+    text = open(os.path.join(root, "README.md")).read()
+    internal = sum(1 for e in entries if e["unit"])
+    want = [("%d entries in `docs/errors.md`: %d triggered by their examples, %d internal checks"
+             % (len(entries), len(entries) - internal, internal)),
+            "%d of %d format strings" % (covered, nformats)]
+    absent = [w for w in want if w not in text]
+    print("%s: errors: README quotes the catalogue's figures" % ("FAIL" if absent else "PASS"))
+    for w in absent:
+        print("  README.md lacks: " + w)
 
 if __name__ == "__main__":
     main()

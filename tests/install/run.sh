@@ -24,7 +24,7 @@ expect() {
 check_layout() {
     local f missing=()
     for f in bin/axc include/axrt.h lib/libaxrt.a lib/pkgconfig/axrt.pc share/axc/axc.mk \
-        share/axc/runtime/axrt.h; do
+        share/axc/runtime/axrt.h share/axc/python/axc_torch.py; do
         [ -f "$prefix/$f" ] || missing+=("$f")
     done
     for f in "$root"/runtime/*.c "$root"/runtime/*.h "$root"/runtime/*.inc; do
@@ -32,6 +32,21 @@ check_layout() {
     done
     if [ ${#missing[@]} -eq 0 ]; then pass "layout (interface.md 5)"
     else fail "layout (interface.md 5)" "missing: ${missing[*]}"; fi
+}
+
+# The installed header promises only what is installed: every header it
+# names exists, and "other headers" are not promised when axrt.h is the only one.
+check_header_promises() {
+    local h=$prefix/include/axrt.h missing=() name
+    for name in $(grep -o '[A-Za-z_0-9]*\.h\b' "$h" | sort -u); do
+        case $name in stddef.h|stdint.h|string.h|math.h|axrt.h) continue ;; esac
+        [ -f "$prefix/include/$name" ] || missing+=("$name")
+    done
+    if grep -qi 'other headers' "$h" && [ "$(ls "$prefix"/include/*.h | wc -l)" -lt 2 ]; then
+        missing+=("'other headers' (only axrt.h is installed)")
+    fi
+    if [ ${#missing[@]} -eq 0 ]; then pass "axrt.h names only headers that are installed"
+    else fail "axrt.h names only headers that are installed" "missing: ${missing[*]}"; fi
 }
 
 # A program that links the installed libaxrt through pkg-config's flags.
@@ -124,6 +139,126 @@ expect_plan() {
     else fail "$1" "make -n printed:" "$plan"; fi
 }
 
+# ---- README, followed literally ------------------------------------------------
+
+# readme_block NAME: the fenced block after the README line "<!-- test: NAME ...".
+readme_block() {
+    awk -v tag="<!-- test: $1 " '
+        index($0, tag) == 1 { found = 1; next }
+        found == 1 && /^```[a-z]*$/ { found = 2; next }
+        found == 2 && /^```$/ { exit }
+        found == 2 { print }' "$root/README.md"
+}
+
+# The first screen in a clean HOME: the clone's block in the repository (make
+# gets the suite's build directory, the one substitution), then the project
+# block and the PyTorch round trip in an empty directory, with python3 the
+# suite's Python and cc the suite's compiler.
+check_first_screen() {
+    local home=$work/home clean=$work/clean tools=$work/tools name=first-screen
+    mkdir -p "$home" "$clean" "$tools"
+    ln -sf "$PYTHON" "$tools/python3"
+    if [ -n "${CC:-}" ]; then printf '#!/bin/sh\nexec %s "$@"\n' "$CC" >"$tools/cc" && chmod +x "$tools/cc"; fi
+    local b
+    for b in first-screen-clone first-screen-project torch-round-trip; do
+        [ -n "$(readme_block $b)" ] || { fail "README $name" "README.md has no block '<!-- test: $b'"; return; }
+    done
+    { echo 'set -ex'
+      printf 'make() { command make --no-print-directory B=%q "$@"; }\n' "$build"
+      printf 'cd %q\n' "$root"
+      readme_block first-screen-clone
+      printf 'cd %q\n' "$clean"
+      readme_block first-screen-project
+      echo 'echo "axc is $(command -v axc)"'
+      readme_block torch-round-trip
+    } >"$work/first-screen.sh"
+    if ! (cd "$clean" && env -u AXC -u PKG_CONFIG_PATH -u PYTHONPATH HOME="$home" PATH="$tools:$PATH" \
+            bash "$work/first-screen.sh") >"$work/first.log" 2>&1; then
+        fail "README $name followed literally (make demo, make install, PATH, compile and link, torch round trip)"
+        tail_of "$work/first.log"; return
+    fi
+    if grep -q "^axc is $home/.local/bin/axc$" "$work/first.log" &&
+        grep -q "axc and PyTorch agree" "$work/first.log" &&
+        [ -f "$home/.local/share/axc/python/axc_torch.py" ] &&
+        "$clean/app" | grep -Eq '^(0\.[0-9]{4} ){10}$'; then
+        pass "README $name followed literally (make demo, make install, PATH, compile and link, torch round trip)"
+    else
+        fail "README $name followed literally (make demo, make install, PATH, compile and link, torch round trip)"
+        tail_of "$work/first.log"
+    fi
+}
+
+# The README's axc.mk snippet, as printed, with DIR = the install: a plain
+# `make` builds app (axc.mk does not take the default goal), and keeps doing so
+# after the model changes; the runtime objects are optimised although the
+# snippet sets no CFLAGS.
+check_readme_snippet() {
+    local dir=$work/snippet
+    mkdir -p "$dir"
+    readme_block axc-mk-snippet | sed "s|DIR/|$prefix/|" >"$dir/Makefile"
+    cp "$root/examples/mlp.ax" "$dir/mlp.ax"
+    cp "$root/examples/demo_main.c" "$dir/main.c"
+    grep -q '^include ' "$dir/Makefile" || { fail "README axc.mk snippet" "no snippet extracted"; return; }
+    (cd "$dir" && env -u AXC make --no-print-directory AXC_FLAGS=--seed=1) >"$work/snip.log" 2>&1
+    if [ -x "$dir/app" ] && "$dir/app" >/dev/null; then pass "README axc.mk snippet: plain make builds app"
+    else fail "README axc.mk snippet: plain make builds app"; tail_of "$work/snip.log"; return; fi
+    local rt
+    rt=$(grep -- ' -c .* -o axrt-obj/.*\.o' "$work/snip.log")
+    if [ -n "$rt" ] && ! printf '%s\n' "$rt" | grep -v -q -- '-O2'; then
+        pass "README axc.mk snippet: runtime objects built with -O2 (the snippet sets no CFLAGS)"
+    else
+        fail "README axc.mk snippet: runtime objects built with -O2 (the snippet sets no CFLAGS)"
+        tail_of "$work/snip.log"
+    fi
+    touch "$dir/mlp.ax"
+    (cd "$dir" && env -u AXC make --no-print-directory AXC_FLAGS=--seed=1) >"$work/snip2.log" 2>&1
+    if [ "$dir/app" -nt "$dir/mlp.ax" ] &&
+        [ -z "$(cd "$dir" && env -u AXC make --no-print-directory -n AXC_FLAGS=--seed=1 2>&1 | grep -v 'up to date\|Nothing to be done')" ]; then
+        pass "README axc.mk snippet: plain make after touching mlp.ax relinks app"
+    else fail "README axc.mk snippet: plain make after touching mlp.ax relinks app"; tail_of "$work/snip2.log"; fi
+}
+
+# axc_torch.save_safetensors writes every dtype axc reads, byte-exact (read
+# back by hand and by axc: a state_dict with an F64, an F16 and a BF16 tensor
+# loads and the model's outputs match PyTorch's).
+check_torch_helper() {
+    PYTHONPATH="$prefix/share/axc/python" "$PYTHON" - "$prefix/bin/axc" "$work/th" >"$work/th.log" 2>&1 <<'PY'
+import os, sys, torch, numpy as np, axc_torch
+axc, work = sys.argv[1], sys.argv[2]
+os.makedirs(work, exist_ok=True)
+os.chdir(work)
+sd = {"a": torch.randn(3, 4, dtype=torch.bfloat16), "b": torch.arange(6).reshape(2, 3),
+      "c": np.linspace(-1, 1, 5, dtype=np.float16), "d": torch.randn(2, dtype=torch.float64)}
+axc_torch.save_safetensors(sd, "all.safetensors")
+back = axc_torch.load_safetensors("all.safetensors")
+assert back["a"].dtype == np.float32 and np.array_equal(back["a"], sd["a"].float().numpy())
+assert back["b"].dtype == np.int64 and np.array_equal(back["b"], sd["b"].numpy())
+assert np.array_equal(back["c"], sd["c"]) and np.array_equal(back["d"], sd["d"].numpy())
+raw = open("all.safetensors", "rb").read()
+assert (8 + int.from_bytes(raw[:8], "little")) % 8 == 0, "header not padded to 8 bytes"
+open("m.ax", "w").write("@axiom m(x::Float32[2, 4]) begin\n    fc = Dense(4 => 3)\nend\n")
+torch.manual_seed(1)
+net = torch.nn.Module()
+net.fc = torch.nn.Linear(4, 3).to(torch.float64)
+net.forward = lambda x: net.fc(x.double())
+r = axc_torch.check(net, "m.ax", {"x": torch.randn(2, 4)}, axc=axc)
+print(r)
+assert r.ok and r.max_abs < 1e-6
+net.fc.bias.data[0] += 1.0   # weights=None: the changed state_dict is what axc gets
+r = axc_torch.check(net, "m.ax", {"x": torch.randn(2, 4)}, axc=axc)
+assert r.ok, str(r)
+# a twin whose weights are not the file's must be reported, not hidden
+axc_torch.save_safetensors({"fc.weight": torch.zeros(3, 4), "fc.bias": torch.zeros(3)}, "zero.safetensors")
+r3 = axc_torch.check(net, "m.ax", {"x": torch.randn(2, 4)}, axc=axc, weights="zero.safetensors")
+print(r3)
+assert not r3.ok and "DISAGREE" in str(r3)
+assert "first layer that differs: fc " in str(r3), "no layer-by-layer verdict"
+print("helper ok")
+PY
+    if grep -q "helper ok" "$work/th.log"; then pass "axc_torch: safetensors round trip and check() against axc run"
+    else fail "axc_torch: safetensors round trip and check() against axc run"; tail_of "$work/th.log"; fi
+}
+
 main() {
     if ! make -C "$root" --no-print-directory B="$build" install PREFIX="$prefix" \
         >"$work/install.log" 2>&1; then
@@ -131,11 +266,15 @@ main() {
     fi
     pass "make install"
     check_layout
+    check_header_promises
     expect "pkg-config --cflags --libs axrt links" pkg_config_link
     expect "installed axc run finds its runtime" \
         "$prefix/bin/axc" run "$root/examples/mlp.ax" --output "$work/y.npy"
     make_project
     check_rebuilds
+    check_readme_snippet
+    check_torch_helper
+    check_first_screen
 }
 
 main

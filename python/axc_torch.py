@@ -1,0 +1,242 @@
+"""axc_torch — from a PyTorch model to axc in one step.
+
+Installed by `make install` as PREFIX/share/axc/python/axc_torch.py (put that
+folder on PYTHONPATH).  Needs NumPy; PyTorch only for the functions that take
+a module.  No `safetensors` package: the format is written here by hand.
+
+    save_safetensors(state_dict, path)   parameters for `axc --weights`
+    load_safetensors(path)               {name: numpy array}
+    check(module, "model.ax", {"x": x})  run the module and `axc run` on the
+                                         same input; report the largest
+                                         difference per output
+
+safetensors layout (interface.md §4): u64 little-endian header length, a
+JSON header {name: {"dtype", "shape", "data_offsets": [begin, end]}} padded
+with spaces to a multiple of 8 bytes, then the raw little-endian data.
+"""
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+
+import numpy as np
+
+__all__ = ["save_safetensors", "load_safetensors", "check", "compare_layers", "CheckReport"]
+
+_NUMPY_TO_ST = {
+    np.dtype("float64"): "F64", np.dtype("float32"): "F32", np.dtype("float16"): "F16",
+    np.dtype("int64"): "I64", np.dtype("int32"): "I32", np.dtype("int16"): "I16",
+    np.dtype("int8"): "I8", np.dtype("uint8"): "U8", np.dtype("bool"): "BOOL",
+}
+_ST_TO_NUMPY = {v: k for k, v in _NUMPY_TO_ST.items()}
+
+
+def _as_bytes(value):
+    """(safetensors dtype, shape, little-endian bytes) of a tensor or array."""
+    if hasattr(value, "detach"):   # a torch.Tensor, without importing torch
+        t = value.detach().cpu().contiguous()
+        if str(t.dtype) == "torch.bfloat16":
+            import torch
+            return "BF16", list(t.shape), t.view(torch.int16).numpy().astype("<i2").tobytes()
+        value = t.numpy()
+    a = np.ascontiguousarray(np.asarray(value))
+    if a.dtype not in _NUMPY_TO_ST:
+        raise TypeError("save_safetensors: dtype %s is not storable in safetensors" % a.dtype)
+    return _NUMPY_TO_ST[a.dtype], list(a.shape), a.astype(a.dtype.newbyteorder("<")).tobytes()
+
+
+def save_safetensors(state_dict, path):
+    """Writes state_dict (name -> torch.Tensor or NumPy array, e.g.
+    module.state_dict()) as a safetensors file that `axc --weights` reads.
+    Entries that are not tensors are skipped.  The file is written to a
+    temporary beside path and renamed, so a failure leaves no partial file."""
+    header, blobs, offset = {}, [], 0
+    for name, value in state_dict.items():
+        if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+            continue
+        dtype, shape, data = _as_bytes(value)
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    tmp = "%s.tmp%d" % (path, os.getpid())
+    try:
+        with open(tmp, "wb") as f:
+            f.write(struct.pack("<Q", len(text)))
+            f.write(text)
+            for b in blobs:
+                f.write(b)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def load_safetensors(path):
+    """{name: NumPy array} of a safetensors file (BF16 comes back as float32)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack_from("<Q", data, 0)
+    header = json.loads(data[8:8 + n])
+    base, out = 8 + n, {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        raw = data[base + begin:base + end]
+        if info["dtype"] == "BF16":
+            bits = np.frombuffer(raw, "<u2").astype(np.uint32) << 16
+            a = bits.view(np.float32)
+        else:
+            a = np.frombuffer(raw, _ST_TO_NUMPY[info["dtype"]].newbyteorder("<"))
+        out[name] = a.reshape(info["shape"]).copy()
+    return out
+
+
+class CheckReport:
+    """What check() found: per output (name, max |axc - torch|, max |torch|),
+    the worst relative difference, and whether it is within rtol."""
+
+    def __init__(self, rows, rtol, layers=None):
+        self.rows, self.rtol, self.layers = rows, rtol, layers
+        self.max_abs = max((r[1] for r in rows), default=0.0)
+        self.max_rel = max((r[1] / r[2] if r[2] > 0 else r[1] for r in rows), default=0.0)
+        self.ok = self.max_rel <= rtol
+
+    def __str__(self):
+        lines = ["output %s: max |axc - torch| = %.3g (max |torch| = %.3g)" % r for r in self.rows]
+        verdict = "agree" if self.ok else "DISAGREE"
+        lines.append("axc and PyTorch %s: largest relative difference %.3g (rtol %g)"
+                     % (verdict, self.max_rel, self.rtol))
+        if self.layers:
+            lines.append(self.layers)
+        return "\n".join(lines)
+
+
+def _run(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(module, ax_file, inputs, weights=None, torch_inputs=None, output_names=None,
+          axc="axc", axc_args=(), rtol=1e-4, layers=True):
+    """Runs `module` (PyTorch, eval mode, no grad) and `axc run ax_file` on the
+    same inputs and compares every output.
+
+    inputs: {axc input name: array or tensor}, in the model's input order.
+    weights: a safetensors file; default: module.state_dict() saved to a
+      temporary one (so the names of the .ax file must be PyTorch's).
+    torch_inputs: what to pass to module instead of inputs' values, e.g.
+      [x.permute(0, 3, 1, 2)] for an NHWC axc model with an NCHW twin.
+    output_names: the axc outputs in the module's output order (default: the
+      single output, or the files axc writes in name order).
+    axc_args: more options for `axc run` (e.g. ["--model", "m"]).
+    layers: when they disagree, compare layer by layer if this axc can dump
+      every layer's output (`axc run --dump-dir`, see compare_layers).
+    Returns a CheckReport (print it; .ok, .max_abs, .max_rel); raises
+    RuntimeError with axc's message when `axc run` fails."""
+    import torch
+    work = tempfile.mkdtemp(prefix="axc-check-")
+    try:
+        if weights is None:
+            weights = os.path.join(work, "weights.safetensors")
+            save_safetensors(module.state_dict(), weights)
+        cmd = [axc, "run", ax_file, "--weights", weights, "--output-dir", os.path.join(work, "out")]
+        arrays = {}
+        for name, value in inputs.items():
+            a = value.detach().cpu().numpy() if hasattr(value, "detach") else np.asarray(value)
+            arrays[name] = a
+            np.save(os.path.join(work, name + ".npy"), a)
+            cmd += ["--input", "%s=%s" % (name, os.path.join(work, name + ".npy"))]
+        rc, _, err = _run(cmd + list(axc_args))
+        if rc != 0:
+            raise RuntimeError("axc run failed (exit %d):\n%s" % (rc, err))
+        names = output_names or sorted(f[:-4] for f in os.listdir(os.path.join(work, "out")))
+        got = [np.load(os.path.join(work, "out", n + ".npy")) for n in names]
+        was_training = module.training
+        module.eval()
+        with torch.no_grad():
+            args = torch_inputs if torch_inputs is not None else [torch.as_tensor(a) for a in arrays.values()]
+            ref = module(*args)
+        module.train(was_training)
+        refs = list(ref) if isinstance(ref, (tuple, list)) else [ref]
+        if len(refs) != len(got):
+            raise RuntimeError("the module returns %d outputs, axc %d (%s)" % (len(refs), len(got), names))
+        rows = []
+        for n, g, r in zip(names, got, refs):
+            r = r.detach().cpu().double().numpy()
+            if g.shape != r.shape:
+                raise RuntimeError("output %s: axc shape %s, torch shape %s" % (n, g.shape, r.shape))
+            rows.append((n, float(np.max(np.abs(g - r))) if g.size else 0.0,
+                         float(np.max(np.abs(r))) if r.size else 0.0))
+        report = CheckReport(rows, rtol)
+        if not report.ok and layers:
+            report.layers = _layer_report(module, ax_file, cmd + list(axc_args), work, args, rtol)
+        return report
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _layer_report(module, ax_file, cmd, work, args, rtol):
+    """Layer by layer through `axc run --dump-dir` (at -O0, so that no
+    activation is fused into the layer before it, as in the PyTorch module);
+    says why not when this axc cannot dump."""
+    dump = os.path.join(work, "layers")
+    rc, _, err = _run(cmd + ["-O0", "--dump-dir", dump])
+    if rc != 0:
+        last = (err.strip().splitlines() or ["exit status %d" % rc])[-1]
+        return "(no layer-by-layer comparison: this axc cannot dump layers: %s)" % last
+    first = compare_layers(module, args, dump, rtol)
+    return ("first layer that differs: %s (max |diff| %.3g)" % first) if first else \
+        "every dumped layer agrees; the difference is after the last one"
+
+
+def _dumped_layers(dump_dir):
+    """{layer name: .npy path} from DIR/index.tsv (index, layer, file) that
+    `axc run --dump-dir DIR` writes."""
+    found = {}
+    with open(os.path.join(dump_dir, "index.tsv")) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) >= 3 and parts[1] not in found:
+                found[parts[1]] = os.path.join(dump_dir, parts[2])
+    return found
+
+
+def compare_layers(module, torch_args, dump_dir, rtol=1e-4):
+    """Compares each submodule's output (forward hooks) with the layer of the
+    same name (the submodule's state_dict prefix) that `axc run --dump-dir
+    DIR` wrote.  Returns (name, max |diff|) of the first layer, in PyTorch's
+    execution order, that differs beyond rtol, or None."""
+    import torch
+    seen = []
+
+    def hook(name):
+        def record(_mod, _inp, out):
+            if torch.is_tensor(out):
+                seen.append((name, out.detach().cpu().double().numpy()))
+        return record
+
+    handles = [m.register_forward_hook(hook(n)) for n, m in module.named_modules() if n]
+    try:
+        with torch.no_grad():
+            module(*torch_args)
+    finally:
+        for h in handles:
+            h.remove()
+    dumped = _dumped_layers(dump_dir)
+    for name, ref in seen:
+        path = dumped.get(name)
+        if path is None or not os.path.exists(path):
+            continue
+        got = np.load(path)
+        if got.shape != ref.shape:
+            continue
+        diff = float(np.max(np.abs(got - ref))) if ref.size else 0.0
+        if diff > rtol * max(float(np.max(np.abs(ref))) if ref.size else 0.0, 1e-30):
+            return name, diff
+    return None
