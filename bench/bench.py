@@ -311,7 +311,7 @@ def check_table(checks):
 
 
 def fmt_time(ns):
-    return f"{ns / 1e3:.1f}" if ns < 1e7 else f"{ns / 1e6:.1f} ms"
+    return f"{ns / 1e3:.1f} µs" if ns < 1e6 else f"{ns / 1e6:.2f} ms"
 
 
 def ratios(medians):
@@ -363,7 +363,7 @@ def report(head, checks, medians_by_threads, flop, peak, triad):
     for threads, per_row in checks.items():
         lines += [f"{threads} thread{'s' if threads > 1 else ''}:", "", *check_table(per_row), ""]
     for threads, medians in medians_by_threads.items():
-        lines += [f"## {threads} thread{'s' if threads > 1 else ''}: median µs (ms where marked); "
+        lines += [f"## {threads} thread{'s' if threads > 1 else ''}: median time per run; "
                   "a wrong result is marked", "", *time_table(checks[threads], medians), "",
                   f"Ratio peer time / axc time ({threads} thread{'s' if threads > 1 else ''}; > 1: axc is faster):",
                   "", *ratio_table(medians), ""]

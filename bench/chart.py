@@ -1,7 +1,7 @@
 """The ratio chart of `make bench` as plain SVG (no plotting library): for
 each thread count one panel, for each row a group of bars, one per peer,
 height log2(peer time / axc time) from the 1x line (above: axc faster).
-Bars of a wrong result are hatched out (drawn grey); ratios beyond the axis
+Bars of a wrong result are drawn grey; ratios beyond the axis
 are clipped and labelled with their value.
 
   ratio_chart(medians, checks, titles, peers, row_info) -> SVG text

@@ -188,6 +188,14 @@ def _binary(op):
     return lambda ins, a: getattr(_xp(*ins), op)(ins[0], ins[1])
 
 
+def _div(ins, a):
+    """ONNX Div: integer operands divide as integers (shape arithmetic)."""
+    xp = _xp(*ins)
+    if all(np.issubdtype(np.asarray(v).dtype if xp is np else v.dtype, np.integer) for v in ins):
+        return (xp.trunc(xp.true_divide(ins[0], ins[1]))).astype(np.asarray(ins[0]).dtype if xp is np else ins[0].dtype)
+    return xp.divide(ins[0], ins[1])
+
+
 def _jax_ops():
     import jax
     import jax.numpy as jnp
@@ -203,7 +211,7 @@ def _jax_ops():
         "Reshape": _reshape,
         "Flatten": lambda ins, a: ins[0].reshape(int(np.prod(ins[0].shape[:a.get("axis", 1)])), -1),
         "Transpose": lambda ins, a: jnp.transpose(ins[0], a.get("perm")),
-        "Add": _binary("add"), "Sub": _binary("subtract"), "Mul": _binary("multiply"), "Div": _binary("divide"),
+        "Add": _binary("add"), "Sub": _binary("subtract"), "Mul": _binary("multiply"), "Div": _div,
         "Gemm": _gemm,
         "MatMul": lambda ins, a: _matmul(ins[0], ins[1]),
         "Conv": _conv,

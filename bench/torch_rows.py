@@ -145,17 +145,24 @@ def parameters(module):
 
 def count_flop(module, x):
     """FLOP of one forward pass (2 per multiply-add) of convolutions, linear
-    layers and attention, counted by hooks; elementwise work is not counted."""
+    layers and attention, counted by hooks; elementwise work is not counted.
+    A Transformer encoder layer is counted whole (its inference fast path
+    does not call its submodules)."""
     total = [0]
+    layers = [m for m in module.modules() if isinstance(m, nn.TransformerEncoderLayer)]
+    inside = {id(sub) for layer in layers for sub in layer.modules()}
 
     def hook(m, inputs, out):
-        if isinstance(m, nn.Conv2d):
+        if isinstance(m, nn.TransformerEncoderLayer):
+            n, length, d = inputs[0].shape
+            ff = m.linear1.out_features
+            total[0] += 2 * n * length * (4 * d * d + 2 * d * ff) + 2 * 2 * n * length * length * d
+        elif id(m) in inside:
+            return
+        elif isinstance(m, nn.Conv2d):
             total[0] += 2 * out.numel() * m.in_channels // m.groups * m.kernel_size[0] * m.kernel_size[1]
         elif isinstance(m, nn.Linear):
             total[0] += 2 * out.numel() * m.in_features
-        elif isinstance(m, nn.MultiheadAttention):
-            n, length, d = inputs[0].shape
-            total[0] += 2 * n * length * d * 4 * d + 2 * 2 * n * length * length * d
     handles = [m.register_forward_hook(hook) for m in module.modules()]
     with torch.inference_mode():
         module(x)
