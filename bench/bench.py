@@ -333,7 +333,10 @@ def time_table(checks, medians):
     return lines
 
 
-def ratio_table(medians):
+def ratio_table(medians, checks):
+    if not ratios(medians):
+        why = {detail for per_row in checks.values() for s, (st, detail) in per_row.items() if s == "axc" and st == "n/a"}
+        return [f"(none: axc did not run{' — ' + '; '.join(sorted(why)) if why else ''})"]
     lines = ["| row | " + " | ".join(TITLES[s] for s in PEERS) + " |", "|---" * (1 + len(PEERS)) + "|"]
     for row, per_peer in ratios(medians).items():
         lines.append(f"| {row} | " + " | ".join(f"{per_peer[s]:.2f}" if s in per_peer else "n/a" for s in PEERS) + " |")
@@ -366,7 +369,7 @@ def report(head, checks, medians_by_threads, flop, peak, triad):
         lines += [f"## {threads} thread{'s' if threads > 1 else ''}: median time per run; "
                   "a wrong result is marked", "", *time_table(checks[threads], medians), "",
                   f"Ratio peer time / axc time ({threads} thread{'s' if threads > 1 else ''}; > 1: axc is faster):",
-                  "", *ratio_table(medians), ""]
+                  "", *ratio_table(medians, checks[threads]), ""]
     if 1 in medians_by_threads:
         lines += ["## axc efficiency, 1 thread (FLOP: multiply-adds x 2 of matrix products and convolutions; "
                   "bytes: parameters + input + output for the memory-bound rows R1, R5, R6)", "",

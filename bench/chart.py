@@ -1,5 +1,5 @@
 """The ratio chart of `make bench` as plain SVG (no plotting library): for
-each thread count one panel, for each row a group of bars, one per peer,
+each thread count at which axc ran one panel, for each row a group of bars, one per peer,
 height log2(peer time / axc time) from the 1x line (above: axc faster).
 Bars of a wrong result are drawn grey; ratios beyond the axis
 are clipped and labelled with their value.
@@ -53,7 +53,8 @@ def ratio_chart(medians, checks, titles, peers, row_info):
     nrows = max((len(m) for m in medians.values()), default=1)
     width = LEFT + GAP + nrows * (len(peers) * BAR + GAP) + 10
     width = max(width, 560)
-    height = TOP + len(medians) * (PANEL_H + 60) + 30
+    medians = {n: m for n, m in medians.items() if any("axc" in t for t in m.values())}
+    height = TOP + max(len(medians), 1) * (PANEL_H + 60) + 30
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'font-family="sans-serif" viewBox="0 0 {width} {height}">',
            f'<rect width="{width}" height="{height}" fill="#fff"/>']

@@ -80,14 +80,15 @@ enum { LANES = 8, CHAINS = 12 }; /* 16 ymm registers: chains + 2 constants */
 #define VFMA _mm256_fmadd_ps
 #endif
 
-/* Best of three runs of CHAINS independent FMA dependency chains, enough to
- * cover latency x throughput on current cores; 0 without FMA. */
+/* Best of many short runs (about 1 ms each, so that some run is not
+ * preempted on a shared machine) of CHAINS independent FMA dependency chains,
+ * enough to cover latency x throughput on current cores; 0 without FMA. */
 static double fma_peak_gflops(void)
 {
 #if defined(VFMA)
-    const long iters = 20000000;
+    const long iters = 100000;
     double best = 0;
-    for (int trial = 0; trial < 3; trial++) {
+    for (int trial = 0; trial < 200; trial++) {
         vreg acc[CHAINS], m = VSET(0.9999f), a = VSET(1e-4f);
         for (int j = 0; j < CHAINS; j++) acc[j] = VSET((float)j);
         double t0 = now_ns();
@@ -118,14 +119,15 @@ __attribute__((noinline)) static void triad(float *a, const float *b, const floa
 }
 
 /* a = b + s c over three 128 KiB arrays (inside L2), 12 bytes per element
- * as STREAM counts them; best of several passes. */
+ * as STREAM counts them; best of many short trials (about 0.5 ms each, so
+ * that some trial is not preempted on a shared machine). */
 static double triad_gbps(void)
 {
-    enum { N = 32768, PASSES = 2000 };
+    enum { N = 32768, PASSES = 20 };
     float *a = bench_floats(N), *b = bench_floats(N), *c = bench_floats(N);
     for (size_t i = 0; i < N; i++) b[i] = (float)i, c[i] = 1.0f;
     double best = 0;
-    for (int trial = 0; trial < 5; trial++) {
+    for (int trial = 0; trial < 400; trial++) {
         double t0 = now_ns();
         for (int p = 0; p < PASSES; p++) triad(a, b, c, 1.0f + (float)p * 1e-6f, N);
         double gbps = 12.0 * N * PASSES / (now_ns() - t0);
