@@ -260,23 +260,39 @@ def check_all(workers, rows):
     return checks
 
 
+def time_once(workers, row, system, iters):
+    """Median ns of iters runs, or None when the worker cannot answer (it
+    died or replied n/a); such a system is dropped from later rounds."""
+    try:
+        return float(workers[GROUP[system]].ask(f"time {row} {system} {iters}"))
+    except (RuntimeError, BrokenPipeError, ValueError) as e:
+        log(f"bench: {row} {system} not timed: {e}")
+        return None
+
+
 def time_all(workers, checks, rounds):
     """row -> system -> list of per-round medians (ns), interleaved rounds."""
     runnable = {row: [s for s in SYSTEMS if checks[row][s][0] != "n/a"] for row in checks}
     iters = {}
     for row, systems in runnable.items():
-        for system in systems:
-            once = float(workers[GROUP[system]].ask(f"time {row} {system} 1"))
+        for system in list(systems):
+            once = time_once(workers, row, system, 1)
+            if once is None:
+                systems.remove(system)
+                continue
             iters[row, system] = max(MIN_ITERS, min(MAX_ITERS, int(TARGET_NS_PER_CELL / max(once, 1.0))))
     samples = {row: {s: [] for s in systems} for row, systems in runnable.items()}
     for r in range(rounds):
         log(f"bench: round {r + 1} of {rounds}")
         for row, systems in runnable.items():
-            k = r % len(systems)
+            k = r % len(systems) if systems else 0
             for system in systems[k:] + systems[:k]:
-                reply = workers[GROUP[system]].ask(f"time {row} {system} {iters[row, system]}")
-                samples[row][system].append(float(reply))
-    return samples
+                t = time_once(workers, row, system, iters[row, system])
+                if t is None:
+                    systems.remove(system)
+                else:
+                    samples[row][system].append(t)
+    return {row: {s: v for s, v in per.items() if v} for row, per in samples.items()}
 
 
 def median(values):
