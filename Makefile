@@ -116,15 +116,22 @@ firmware size: all
 clean:
 	rm -rf $(B)
 
-# The six benchmark models (examples/r1..r6) compiled by axc, timed against
-# PyTorch, C + OpenBLAS and oneDNN, interleaved on one pinned core; see the
-# Performance section of README.md.  BENCH_FLAGS passes options to
-# bench/bench.py, e.g. `--rounds 7`, or `--record` to rewrite bench/last-run.md.
+# The benchmark (bench/bench.py; README "Performance"): rows R1-R6
+# (examples/r1..r6) and the whole models M1-M4 (bench/gen_models.py), compiled
+# by axc as installed by `make install` into $(BENCH_STAGE) and built the way
+# the README tells users (pkg-config, -O3), timed against PyTorch, C +
+# OpenBLAS, oneDNN and, from a bench-local venv (bench/venv.sh), ONNX Runtime,
+# OpenVINO and XLA, interleaved, at 1 and 2 threads.  BENCH_FLAGS passes
+# options to bench/bench.py, e.g. `--rounds 5`, `--rows R1,M2`, `--threads 1`,
+# or `--record` to rewrite bench/last-run.md and bench/last-run.svg.
+BENCH_STAGE := $(abspath $(B))/bench/stage
 .PHONY: bench
 bench:
 	@$(MAKE) --no-print-directory deps
-	@$(MAKE) --no-print-directory all
-	@$(PYTHON) bench/bench.py --build-dir $(B)/bench --axc $(AXC) --cc "$(CC)" $(BENCH_FLAGS)
+	@$(MAKE) --no-print-directory install PREFIX=$(BENCH_STAGE) >/dev/null
+	@sh bench/venv.sh $(B)/bench/venv
+	@$(PYTHON) bench/bench.py --build-dir $(B)/bench --stage $(BENCH_STAGE) \
+	    --venv-python $(B)/bench/venv/bin/python --cc "$(CC)" $(BENCH_FLAGS)
 
 # The README's memory-plan and -O0/-O2 timing tables (scripts/mem_report.sh).
 mem-report: all

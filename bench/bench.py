@@ -1,57 +1,82 @@
-"""`make bench`: the six benchmark models (examples/r1..r6), compiled by axc,
-against PyTorch eager, plain C + OpenBLAS and oneDNN, in one run.
+"""`make bench`: axc as its users build it, against PyTorch eager, C + OpenBLAS,
+oneDNN, ONNX Runtime, OpenVINO and XLA, in one interleaved run.
 
-Steps: write seeded weights, inputs and float64 PyTorch references (once);
-compile each model with axc and those weights; build the C harness (all C
-systems in one binary, timed by one loop); start it and the PyTorch worker
-pinned to one CPU; check every system's output against the reference; then
-time in interleaved rounds (round-robin over systems, order rotated each
-round) and report medians.  Output: a Markdown report on stdout and in
-bench/results.md (with --record also bench/last-run.md, the committed copy).
+Steps: write seeded weights, inputs, float64 PyTorch references and ONNX
+exports (once; torch_rows.py, gen_models.py for the whole models); compile
+each model with the *installed* axc (--stage, what `make install` wrote) and
+build its C the way the README tells users: `cc -O3 $(pkg-config --cflags
+axrt)`, linked with `pkg-config --libs axrt` (no -march=native for axc's
+code: the runtime picks its kernels at run time).  Then, for each thread
+count: start the C harness (axc, OpenBLAS, oneDNN in one process), the
+PyTorch worker and the ONNX-fed peers (py_peers.py in the bench-local virtual
+environment, optional: missing ones are reported n/a), pinned to that many
+CPUs; check every system's output against the reference; time in
+interleaved rounds (round-robin over systems, order rotated each round) and
+report medians.  Output: Markdown on stdout and in bench/results.md, the
+ratio chart bench/results.svg (with --record also bench/last-run.md and
+bench/last-run.svg, the committed copies the README shows).
+
+--smoke: rows R1 only, checks without timing; prints PASS/FAIL/SKIP lines
+(the `bench` test suite) and fails when a check fails.
 
 Timings are reported, never judged: nothing here fails on a slow number.
 """
 import argparse
 import datetime
+import json
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
 
+import chart
 import torch_rows
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-SYSTEMS = ["axc", "pytorch", "openblas", "onednn"]
-TITLES = {"axc": "axc", "pytorch": "PyTorch", "openblas": "OpenBLAS", "onednn": "oneDNN"}
-ANCHOR_PEAK_GFLOPS = 217.0  # bench/anchors.md: one AVX-512 core, FMA loop
+SYSTEMS = ["axc", "pytorch", "openblas", "onednn", "onnxruntime", "openvino", "xla"]
+PEERS = SYSTEMS[1:]
+TITLES = {"axc": "axc", "pytorch": "PyTorch", "openblas": "OpenBLAS", "onednn": "oneDNN",
+          "onnxruntime": "ONNX Runtime", "openvino": "OpenVINO", "xla": "XLA"}
+# The process that runs each system: the C harness, the PyTorch worker, or
+# one py_peers.py process per ONNX-fed peer.
+GROUP = {"axc": "c", "openblas": "c", "onednn": "c", "pytorch": "pytorch",
+         "onnxruntime": "onnxruntime", "openvino": "openvino", "xla": "xla"}
+ANCHOR_PEAK_GFLOPS = 227.0  # shared/bench/anchors.md: one AVX-512 core, FMA loop
 ANCHOR_L2_TRIAD_GBS = 106.0
 TARGET_NS_PER_CELL = 0.25e9  # time per (row, system, round)
 MAX_ITERS = 5000
 MIN_ITERS = 3
+TOLERANCE = 1e-4
 
-# row: (description, FLOP, bytes moved at minimum or None when compute-bound)
-MLP_FLOP = 2 * (784 * 256 + 256 * 10)
 MLP_PARAM_BYTES = 4 * (784 * 256 + 256 + 256 * 10 + 10)
-BERT_FLOP = 2 * 128 * 768 * (3 * 768 + 768 + 2 * 3072) + 2 * 2 * 12 * 128 * 128 * 64
+# row: (title, minimum bytes moved for the memory-bound rows, else None)
 ROW_INFO = {
-    "R1": ("MLP 784-256-10, batch 1", MLP_FLOP, MLP_PARAM_BYTES + 4 * (784 + 10)),
-    "R2": ("MLP 784-256-10, batch 32", 32 * MLP_FLOP, None),
-    "R3": ("ResNet-18 block 56x56x64", 2 * 2 * 56 * 56 * 64 * 9 * 64, None),
-    "R4": ("BERT-base layer, seq 128", BERT_FLOP, None),
-    "R5": ("LayerNorm(768), batch 32", 8 * 32 * 768, 4 * (2 * 32 * 768 + 2 * 768)),
-    "R6": ("softmax 10000, batch 32", 4 * 32 * 10000, 4 * 2 * 32 * 10000),
+    "R1": ("MLP 784-256-10, batch 1", MLP_PARAM_BYTES + 4 * (784 + 10)),
+    "R2": ("MLP 784-256-10, batch 32", None),
+    "R3": ("ResNet-18 block 56x56x64", None),
+    "R4": ("BERT-base layer, seq 128", None),
+    "R5": ("LayerNorm(768), batch 32", 4 * (2 * 32 * 768 + 2 * 768)),
+    "R6": ("softmax 10000, batch 32", 4 * 2 * 32 * 10000),
+    "M1": ("ResNet-18 (torchvision), 224x224", None),
+    "M2": ("MobileNetV2 (torchvision), 224x224", None),
+    "M3": ("EfficientNet-B0 (torchvision), 224x224", None),
+    "M4": ("MiniLM-L6-shaped encoder, seq 128", None),
 }
+# Elementwise rows whose FLOP the hooks in torch_rows.count_flop do not see.
+ELEMENTWISE_FLOP = {"R5": 8 * 32 * 768, "R6": 4 * 32 * 10000}
+GEMM_BOUND = ("R2", "R3", "R4", "M1", "M4")
 
 
 def log(message):
     print(message, file=sys.stderr, flush=True)
 
 
-def run(cmd):
+def run(cmd, **kw):
     log("  " + " ".join(shlex.quote(c) for c in cmd))
-    subprocess.run(cmd, check=True)
+    subprocess.run(cmd, check=True, **kw)
 
 
 def stale(target, sources):
@@ -62,65 +87,139 @@ def stale(target, sources):
     return any(os.path.getmtime(s) > mtime for s in sources)
 
 
-def prepare_data(data_dir):
-    for row in torch_rows.ROWS:
-        io_file = f"{data_dir}/{row}.io.safetensors"
-        if stale(io_file, [torch_rows.__file__]):
-            log(f"bench: weights, input and reference for {row}")
+def prepare_data(data_dir, rows):
+    sources = [torch_rows.__file__, f"{HERE}/gen_models.py"]
+    for row in rows:
+        if stale(f"{data_dir}/{row}.io.safetensors", sources):
+            log(f"bench: weights, input, reference and ONNX export for {row}")
             torch_rows.prepare(data_dir, row)
 
 
-def generate_models(axc, data_dir, gen_dir):
-    """axc-compiles examples/rN_*.ax with the row's weights into gen_dir."""
-    for row, (stem, _, _) in torch_rows.ROWS.items():
-        model, weights, out = f"{ROOT}/examples/{stem}.ax", f"{data_dir}/{row}.weights.safetensors", f"{gen_dir}/{stem}.c"
+def model_source(row, data_dir):
+    stem = torch_rows.ROWS[row][0]
+    return f"{data_dir}/{row}.ax" if row[0] == "M" else f"{ROOT}/examples/{stem}.ax"
+
+
+def generate_models(axc, data_dir, gen_dir, rows):
+    """Compiles each row's .ax with its weights into gen_dir/ROW.c; returns
+    row -> (C name of the model, arena macro) read from the header."""
+    names = {}
+    for row in rows:
+        model, weights, out = model_source(row, data_dir), f"{data_dir}/{row}.weights.safetensors", f"{gen_dir}/{row}.c"
         if stale(out, [axc, model, weights]):
             run([axc, model, "-o", out, f"--weights={weights}"])
+        with open(f"{gen_dir}/{row}.h") as f:
+            header = f.read()
+        names[row] = (re.search(r"\bint (\w+)_forward\(", header).group(1),
+                      re.search(r"#define (\w+_ARENA_BYTES)\b", header).group(1))
+    return names
 
 
-def pkg_config(*args):
-    return shlex.split(subprocess.run(["pkg-config", *args], check=True, capture_output=True, text=True).stdout)
+AXC_ROWS_TEMPLATE = """/* Generated by bench/bench.py: the axc system, one entry per compiled row,
+ * calling <model>_forward with the row's input, output and its own arena. */
+#include "harness.h"
+{includes}
+
+#define AXC_ROW(model, ARENA_BYTES)                                                   \\
+    static const float *model##_x;                                                    \\
+    static float *model##_y;                                                          \\
+    static void *model##_arena;                                                       \\
+    static const char *setup_##model(const bench_tensors *w, const float *x, float *y) \\
+    {{                                                                                 \\
+        (void)w; /* embedded in the generated code */                                 \\
+        model##_x = x;                                                                \\
+        model##_y = y;                                                                \\
+        model##_arena = bench_floats((ARENA_BYTES) / sizeof(float) + 1);              \\
+        return 0;                                                                     \\
+    }}                                                                                 \\
+    static void run_##model(void) {{ model##_forward(model##_x, model##_y, model##_arena); }}
+
+{rows}
+
+const bench_impl bench_axc_rows[] = {{
+{table}
+    {{0, 0, 0, 0}},
+}};
+"""
 
 
-def compile_units(gen_dir):
+def write_axc_rows(gen_dir, names):
+    text = AXC_ROWS_TEMPLATE.format(
+        includes="\n".join(f'#include "{row}.h"' for row in names),
+        rows="\n".join(f"AXC_ROW({model}, {arena})" for model, arena in names.values()),
+        table="\n".join(f'    {{"{row}", "axc", setup_{model}, run_{model}}},' for row, (model, _) in names.items()))
+    path = f"{gen_dir}/axc_rows.c"
+    if not os.path.exists(path) or open(path).read() != text:
+        with open(path, "w") as f:
+            f.write(text)
+    return path
+
+
+def pkg_config(*args, stage=None):
+    env = dict(os.environ)
+    if stage:
+        env["PKG_CONFIG_PATH"] = f"{stage}/lib/pkgconfig"
+    return shlex.split(subprocess.run(["pkg-config", *args], check=True, capture_output=True, text=True,
+                                      env=env).stdout)
+
+
+def axrt_features(stage):
+    """-D flags for what the installed axrt.h declares (thread count, ISA name)."""
+    with open(f"{stage}/include/axrt.h") as f:
+        header = f.read()
+    flags = []
+    if re.search(r"\baxrt_isa_name\s*\(", header):
+        flags.append("-DBENCH_AXRT_ISA_NAME")
+    if re.search(r"\baxrt_set_threads\s*\(", header):
+        flags.append("-DBENCH_AXRT_SET_THREADS")
+    return flags
+
+
+# The user's build of generated code (README "Using it"): ordinary flags,
+# the installed header and library through pkg-config.
+USER_CFLAGS = ["-std=c99", "-O3"]
+
+
+def compile_units(gen_dir, stage, rows):
     """(source, flags) for every object of the harness."""
-    opt = ["-O3", "-march=native"]
+    axrt = pkg_config("--cflags", "axrt", stage=stage)
+    native = ["-O3", "-march=native"]
     warn = ["-Wall", "-Wextra", "-Wshadow"]
-    runtime = sorted(f"{ROOT}/runtime/{f}" for f in os.listdir(f"{ROOT}/runtime") if f.endswith(".c"))
-    generated = [f"{gen_dir}/{stem}.c" for stem, _, _ in torch_rows.ROWS.values()]
-    units = [(src, ["-std=c99", *opt, f"-I{ROOT}/runtime"]) for src in runtime + generated]
-    units += [(f"{HERE}/{name}.c", ["-std=c11", *opt, *warn, f"-I{gen_dir}", f"-I{ROOT}/runtime"])
-              for name in ("harness", "safetensors", "axc_rows", "dnnl_rows")]
-    units.append((f"{HERE}/blas_rows.c", ["-std=c11", *opt, "-ffast-math", *warn, *pkg_config("--cflags", "openblas")]))
+    units = [(f"{gen_dir}/{row}.c", [*USER_CFLAGS, *axrt]) for row in rows]
+    units.append((f"{gen_dir}/axc_rows.c", ["-std=c11", "-O2", *warn, f"-I{HERE}", f"-I{gen_dir}", *axrt]))
+    units.append((f"{HERE}/harness.c", ["-std=c11", *native, *warn, *axrt_features(stage), *axrt]))
+    units += [(f"{HERE}/{name}.c", ["-std=c11", *native, *warn]) for name in ("safetensors", "dnnl_rows")]
+    units.append((f"{HERE}/blas_rows.c", ["-std=c11", *native, "-ffast-math", *warn, *pkg_config("--cflags", "openblas")]))
     return units
 
 
-def build_harness(cc, gen_dir, obj_dir):
+def build_harness(cc, gen_dir, obj_dir, stage, rows):
     """Compiles what changed and links DIR/harness; returns its path."""
-    headers = [f"{HERE}/harness.h"]
-    headers += [f"{ROOT}/runtime/{f}" for f in os.listdir(f"{ROOT}/runtime") if f.endswith((".h", ".inc"))]
+    headers = [f"{HERE}/harness.h", f"{stage}/include/axrt.h"]
     headers += [f"{gen_dir}/{f}" for f in os.listdir(gen_dir) if f.endswith(".h")]
     objects = []
-    for src, flags in compile_units(gen_dir):
+    for src, flags in compile_units(gen_dir, stage, rows):
         obj = f"{obj_dir}/{os.path.basename(src)[:-2]}.o"
         if stale(obj, [src, *headers]):
             run([*shlex.split(cc), *flags, "-c", src, "-o", obj])
         objects.append(obj)
     exe = f"{obj_dir}/harness"
-    if stale(exe, objects):
+    libaxrt = f"{stage}/lib/libaxrt.a"
+    if stale(exe, objects + [libaxrt]):
         libdir = pkg_config("--variable=libdir", "openblas")[0]
-        run([*shlex.split(cc), *objects, "-o", exe, *pkg_config("--libs", "openblas"), f"-Wl,-rpath,{libdir}",
-             "-ldnnl", "-lm"])
+        run([*shlex.split(cc), *objects, "-o", exe, *pkg_config("--libs", "axrt", stage=stage),
+             *pkg_config("--libs", "openblas"), f"-Wl,-rpath,{libdir}", "-ldnnl", "-lm"])
     return exe
 
 
 class Worker:
-    """A process speaking the harness.c line protocol, pinned to one CPU."""
+    """A process speaking the harness.c line protocol, pinned to cpus."""
 
-    def __init__(self, cmd, cpu):
-        env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    def __init__(self, cmd, cpus, threads):
+        n = str(threads)
+        env = dict(os.environ, OMP_NUM_THREADS=n, OPENBLAS_NUM_THREADS=n, MKL_NUM_THREADS=n)
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
-                                     preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+                                     preexec_fn=lambda: os.sched_setaffinity(0, cpus))
 
     def ask(self, line):
         self.proc.stdin.write(line + "\n")
@@ -135,21 +234,40 @@ class Worker:
         self.proc.wait()
 
 
-def worker_for(system, workers):
-    return workers["pytorch" if system == "pytorch" else "c"]
+def start_workers(harness, data_dir, venv_python, cpus, threads):
+    workers = {"c": Worker([harness, data_dir, str(threads)], cpus, threads),
+               "pytorch": Worker([sys.executable, f"{HERE}/torch_rows.py", data_dir, str(threads)], cpus, threads)}
+    for peer in ("onnxruntime", "openvino", "xla"):
+        python = venv_python if venv_python and os.path.exists(venv_python) else sys.executable
+        workers[peer] = Worker([python, f"{HERE}/py_peers.py", peer, data_dir, str(threads)], cpus, threads)
+    return workers
 
 
-def check_all(workers):
+def check_all(workers, rows):
     """row -> system -> (status, detail): "ok"/"fail" with the relative
     error, or "n/a" with the reason (such a system is not timed)."""
     checks = {}
-    for row in torch_rows.ROWS:
+    for row in rows:
         checks[row] = {}
         for system in SYSTEMS:
-            status, _, detail = worker_for(system, workers).ask(f"check {row} {system}").partition(" ")
+            try:
+                reply = workers[GROUP[system]].ask(f"check {row} {system}")
+            except (RuntimeError, BrokenPipeError) as e:
+                reply = f"n/a {e}"
+            status, _, detail = reply.partition(" ")
             checks[row][system] = (status, detail)
             log(f"bench: check {row} {system}: {status} {detail}")
     return checks
+
+
+def time_once(workers, row, system, iters):
+    """Median ns of iters runs, or None when the worker cannot answer (it
+    died or replied n/a); such a system is dropped from later rounds."""
+    try:
+        return float(workers[GROUP[system]].ask(f"time {row} {system} {iters}"))
+    except (RuntimeError, BrokenPipeError, ValueError) as e:
+        log(f"bench: {row} {system} not timed: {e}")
+        return None
 
 
 def time_all(workers, checks, rounds):
@@ -157,18 +275,24 @@ def time_all(workers, checks, rounds):
     runnable = {row: [s for s in SYSTEMS if checks[row][s][0] != "n/a"] for row in checks}
     iters = {}
     for row, systems in runnable.items():
-        for system in systems:
-            once = float(worker_for(system, workers).ask(f"time {row} {system} 1"))
+        for system in list(systems):
+            once = time_once(workers, row, system, 1)
+            if once is None:
+                systems.remove(system)
+                continue
             iters[row, system] = max(MIN_ITERS, min(MAX_ITERS, int(TARGET_NS_PER_CELL / max(once, 1.0))))
     samples = {row: {s: [] for s in systems} for row, systems in runnable.items()}
     for r in range(rounds):
         log(f"bench: round {r + 1} of {rounds}")
         for row, systems in runnable.items():
-            k = r % len(systems)
+            k = r % len(systems) if systems else 0
             for system in systems[k:] + systems[:k]:
-                reply = worker_for(system, workers).ask(f"time {row} {system} {iters[row, system]}")
-                samples[row][system].append(float(reply))
-    return samples
+                t = time_once(workers, row, system, iters[row, system])
+                if t is None:
+                    systems.remove(system)
+                else:
+                    samples[row][system].append(t)
+    return {row: {s: v for s, v in per.items() if v} for row, per in samples.items()}
 
 
 def median(values):
@@ -177,104 +301,187 @@ def median(values):
     return (v[n // 2] + v[(n - 1) // 2]) / 2
 
 
-def machine_line(cc, versions):
-    cpu = platform.processor() or platform.machine()
+def cpu_line():
+    cpu, flags = platform.processor() or platform.machine(), []
     try:
         with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
+            info = f.read()
+        cpu = re.search(r"^model name\s*:\s*(.*)$", info, re.M).group(1).strip()
+        have = set(re.search(r"^flags\s*:\s*(.*)$", info, re.M).group(1).split())
+        flags = [f for f in ("avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "amx_tile") if f in have]
+    except (OSError, AttributeError):
         pass
-    compiler = subprocess.run([*shlex.split(cc), "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-    return f"{cpu}, {os.cpu_count()} CPUs; {compiler}; {versions}"
+    return f"{cpu}, {os.cpu_count()} CPUs, ISA flags: {' '.join(flags) or 'unknown'}"
 
 
 def percent(part, whole):
-    return f"{100 * part / whole:.1f} %" if whole else "n/a"
+    return f"{100 * part / whole:.0f} %" if whole else "n/a"
 
 
 def check_table(checks):
     lines = ["| row | " + " | ".join(TITLES[s] for s in SYSTEMS) + " |", "|---" * (len(SYSTEMS) + 1) + "|"]
     for row, per_system in checks.items():
-        cells = [f"{status} ({detail})" if status == "n/a" else f"{status} {detail}" for status, detail in per_system.values()]
+        cells = [f"n/a ({detail})" if status == "n/a" else f"{status} {detail}" for status, detail in per_system.values()]
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
     return lines
 
 
+def fmt_time(ns):
+    return f"{ns / 1e3:.1f} µs" if ns < 1e6 else f"{ns / 1e6:.2f} ms"
+
+
+def ratios(medians):
+    """row -> peer -> peer time / axc time (rows and peers with both)."""
+    return {row: {s: t[s] / t["axc"] for s in PEERS if s in t} for row, t in medians.items() if "axc" in t}
+
+
 def time_table(checks, medians):
-    others = SYSTEMS[1:]
-    lines = ["| row | model | " + " | ".join(f"{TITLES[s]} µs" for s in SYSTEMS) + " | "
-             + " | ".join(f"{TITLES[s]}/axc" for s in others) + " |", "|---" * (2 + len(SYSTEMS) + len(others)) + "|"]
-    for row, (title, _, _) in ROW_INFO.items():
-        t = medians[row]
-        cells = [f"{t[s] / 1e3:.1f}{'' if checks[row][s][0] == 'ok' else ' (wrong)'}" if s in t else "n/a" for s in SYSTEMS]
-        ratios = [f"{t[s] / t['axc']:.2f}" if s in t and "axc" in t else "n/a" for s in others]
-        lines.append(f"| {row} | {title} | " + " | ".join(cells + ratios) + " |")
+    lines = ["| row | model | " + " | ".join(TITLES[s] for s in SYSTEMS) + " | best peer / axc |",
+             "|---" * (3 + len(SYSTEMS)) + "|"]
+    r = ratios(medians)
+    for row, t in medians.items():
+        cells = [fmt_time(t[s]) + ("" if checks[row][s][0] == "ok" else " (wrong)") if s in t else "n/a"
+                 for s in SYSTEMS]
+        best = [s for s in PEERS if s in t and checks[row][s][0] == "ok"]
+        best = min(best, key=lambda s: t[s]) if best else None
+        cells.append(f"{r[row][best]:.2f} ({TITLES[best]})" if best and row in r else "n/a")
+        lines.append(f"| {row} | {ROW_INFO[row][0]} | " + " | ".join(cells) + " |")
     return lines
 
 
-def efficiency_table(medians, peak, triad):
-    lines = ["| row | GFLOP | axc GFLOP/s | % of measured peak | % of 217 GFLOP/s | bytes moved | axc GB/s "
-             "| % of measured L2 triad | % of 106 GB/s |", "|---" * 9 + "|"]
-    for row, (_, flop, nbytes) in ROW_INFO.items():
+def ratio_table(medians, checks):
+    if not ratios(medians):
+        why = {detail for per_row in checks.values() for s, (st, detail) in per_row.items() if s == "axc" and st == "n/a"}
+        return [f"(none: axc did not run{' — ' + '; '.join(sorted(why)) if why else ''})"]
+    lines = ["| row | " + " | ".join(TITLES[s] for s in PEERS) + " |", "|---" * (1 + len(PEERS)) + "|"]
+    for row, per_peer in ratios(medians).items():
+        lines.append(f"| {row} | " + " | ".join(f"{per_peer[s]:.2f}" if s in per_peer else "n/a" for s in PEERS) + " |")
+    return lines
+
+
+def efficiency_table(medians, flop, peak, triad):
+    lines = ["| row | GFLOP | axc GFLOP/s | % of measured FMA peak | bytes moved | axc GB/s | % of measured L2 triad |",
+             "|---" * 7 + "|"]
+    for row in medians:
         t = medians[row].get("axc")
         if not t:
-            lines.append(f"| {row} | {flop / 1e9:.4f} |" + " n/a |" * 7)
+            lines.append(f"| {row} | {flop[row] / 1e9:.4f} |" + " n/a |" * 5)
             continue
-        gflops = flop / t
-        memory = ["-"] * 4
-        if nbytes:
-            gbs = nbytes / t
-            memory = [f"{nbytes / 1e3:.0f} kB", f"{gbs:.1f}", percent(gbs, triad), percent(gbs, ANCHOR_L2_TRIAD_GBS)]
-        lines.append(f"| {row} | {flop / 1e9:.4f} | {gflops:.2f} | {percent(gflops, peak)} | "
-                     f"{percent(gflops, ANCHOR_PEAK_GFLOPS)} | " + " | ".join(memory) + " |")
+        gflops = flop[row] / t
+        nbytes = ROW_INFO[row][1]
+        memory = [f"{nbytes / 1e3:.0f} kB", f"{nbytes / t:.1f}", percent(nbytes / t, triad)] if nbytes else ["-"] * 3
+        share = percent(gflops, peak) + ("" if row in GEMM_BOUND else " (not GEMM-bound)")
+        lines.append(f"| {row} | {flop[row] / 1e9:.4f} | {gflops:.1f} | {share} | " + " | ".join(memory) + " |")
     return lines
 
 
-def report(machine, cpu, rounds, peak, triad, checks, medians):
+def report(head, checks, medians_by_threads, flop, peak, triad):
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [f"# axc benchmark, {now}", "", f"Machine: {machine}.",
-             f"Single thread, every process pinned to CPU {cpu}; {rounds} interleaved rounds, medians of per-round medians.",
-             f"FMA peak measured here: {peak:.1f} GFLOP/s (anchors.md: {ANCHOR_PEAK_GFLOPS:.0f}); "
-             f"L2 triad measured here: {triad:.1f} GB/s (anchors.md: {ANCHOR_L2_TRIAD_GBS:.0f}).", "",
-             "## Correctness: max |y - ref| / max |ref| against PyTorch in float64 (tolerance 1e-4)", ""]
-    lines += check_table(checks)
-    lines += ["", "## Time: median µs; ratio = other / axc (> 1: axc is faster)", ""]
-    lines += time_table(checks, medians)
-    lines += ["", "## axc efficiency (bytes and bandwidth for the memory-bound rows R1, R5, R6)", ""]
-    lines += efficiency_table(medians, peak, triad)
-    return "\n".join(lines) + "\n"
+    lines = [f"# axc benchmark, {now}", "", *head, "",
+             f"## Correctness: max |y - ref| / max |ref| against PyTorch in float64 (tolerance {TOLERANCE:g})", ""]
+    for threads, per_row in checks.items():
+        lines += [f"{threads} thread{'s' if threads > 1 else ''}:", "", *check_table(per_row), ""]
+    for threads, medians in medians_by_threads.items():
+        lines += [f"## {threads} thread{'s' if threads > 1 else ''}: median time per run; "
+                  "a wrong result is marked", "", *time_table(checks[threads], medians), "",
+                  f"Ratio peer time / axc time ({threads} thread{'s' if threads > 1 else ''}; > 1: axc is faster):",
+                  "", *ratio_table(medians, checks[threads]), ""]
+    if 1 in medians_by_threads:
+        lines += ["## axc efficiency, 1 thread (FLOP: multiply-adds x 2 of matrix products and convolutions; "
+                  "bytes: parameters + input + output for the memory-bound rows R1, R5, R6)", "",
+                  *efficiency_table(medians_by_threads[1], flop, peak, triad), ""]
+    return "\n".join(lines)
+
+
+def row_flop(data_dir, row):
+    with open(f"{data_dir}/{row}.meta.json") as f:
+        return json.load(f)["flop"] + ELEMENTWISE_FLOP.get(row, 0)
+
+
+def smoke(workers, rows):
+    """PASS/FAIL/SKIP per system for the rows' checks; True when none failed."""
+    checks = check_all(workers, rows)
+    ok = True
+    for row, per_system in checks.items():
+        for system, (status, detail) in per_system.items():
+            word = {"ok": "PASS", "n/a": "SKIP"}.get(status, "FAIL")
+            ok &= word != "FAIL"
+            print(f"{word}: bench smoke {row} {system} against the float64 reference ({status} {detail})")
+    return ok
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build-dir", required=True, help="where data, generated code and the harness go")
-    ap.add_argument("--axc", required=True)
+    ap.add_argument("--stage", required=True, help="the prefix `make install` wrote (bin/axc, lib/pkgconfig)")
+    ap.add_argument("--venv-python", help="python of the bench-local virtual environment (ONNX-fed peers)")
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--record", action="store_true", help="also write bench/last-run.md")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
+    ap.add_argument("--rows", default=",".join(ROW_INFO), help="comma-separated rows (default all)")
+    ap.add_argument("--smoke", action="store_true", help="R1 only, check without timing, PASS/FAIL lines")
+    ap.add_argument("--record", action="store_true", help="also write bench/last-run.md and bench/last-run.svg")
     args = ap.parse_args()
+    rows = ["R1"] if args.smoke else args.rows.split(",")
+    thread_counts = [1] if args.smoke else [int(t) for t in args.threads.split(",")]
+    stage = os.path.abspath(args.stage)
     data_dir, gen_dir, obj_dir = (f"{args.build_dir}/{d}" for d in ("data", "gen", "obj"))
     for d in (data_dir, gen_dir, obj_dir):
         os.makedirs(d, exist_ok=True)
-    prepare_data(data_dir)
-    generate_models(os.path.abspath(args.axc), data_dir, gen_dir)
-    harness = build_harness(args.cc, gen_dir, obj_dir)
-    cpu = max(os.sched_getaffinity(0))
-    workers = {"c": Worker([harness, data_dir], cpu),
-               "pytorch": Worker([sys.executable, f"{HERE}/torch_rows.py", data_dir], cpu)}
-    versions = f"{workers['c'].ask('info')}; {workers['pytorch'].ask('info')}"
-    peak, triad = float(workers["c"].ask("peak")), float(workers["c"].ask("triad"))
-    checks = check_all(workers)
-    samples = time_all(workers, checks, args.rounds)
-    for w in workers.values():
-        w.close()
-    medians = {row: {s: median(v) for s, v in per.items()} for row, per in samples.items()}
-    text = report(machine_line(args.cc, versions), cpu, args.rounds, peak, triad, checks, medians)
+    prepare_data(data_dir, rows)
+    names = generate_models(f"{stage}/bin/axc", data_dir, gen_dir, rows)
+    write_axc_rows(gen_dir, names)
+    harness = build_harness(args.cc, gen_dir, obj_dir, stage, rows)
+    allowed = sorted(os.sched_getaffinity(0))
+    checks, medians, head, peak, triad = {}, {}, [], 0.0, 0.0
+    for threads in thread_counts:
+        if threads > len(allowed):
+            log(f"bench: {threads} threads skipped: only {len(allowed)} CPUs allowed")
+            continue
+        cpus = set(allowed[-threads:])
+        workers = start_workers(harness, data_dir, args.venv_python, cpus, threads)
+        try:
+            if args.smoke:
+                return 0 if smoke(workers, rows) else 1
+            if not head:
+                head, peak, triad = machine_head(args, workers)
+            checks[threads] = check_all(workers, rows)
+            samples = time_all(workers, checks[threads], args.rounds)
+        finally:
+            for w in workers.values():
+                w.close()
+        medians[threads] = {row: {s: median(v) for s, v in per.items()} for row, per in samples.items()}
+        head.append(f"{threads} thread{'s' if threads > 1 else ''}: processes pinned to CPU "
+                    f"{','.join(map(str, sorted(cpus)))}.")
+    flop = {row: row_flop(data_dir, row) for row in rows}
+    text = report(head, checks, medians, flop, peak, triad)
     print(text)
-    for name in ["results.md"] + (["last-run.md"] if args.record else []):
+    svg = chart.ratio_chart(medians, checks, [TITLES[s] for s in PEERS], PEERS, ROW_INFO)
+    outputs = [("results.md", text), ("results.svg", svg)]
+    if args.record:
+        outputs += [("last-run.md", text), ("last-run.svg", svg)]
+    for name, content in outputs:
         with open(f"{HERE}/{name}", "w") as f:
-            f.write(text)
+            f.write(content)
+    return 0
+
+
+def machine_head(args, workers):
+    """The report's first lines (machine, builds, the measured limits), the
+    measured FMA peak (GFLOP/s) and L2 triad bandwidth (GB/s)."""
+    compiler = subprocess.run([*shlex.split(args.cc), "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    versions = "; ".join(workers[g].ask("info") for g in ("c", "pytorch", "onnxruntime", "openvino", "xla"))
+    peak, triad = float(workers["c"].ask("peak")), float(workers["c"].ask("triad"))
+    load = os.getloadavg()
+    return [f"Machine: {cpu_line()}; load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} at the start.",
+            f"Compiler: {compiler}. Peers: {versions}.",
+            f"axc: generated C built as `{args.cc} {' '.join(USER_CFLAGS)} $(pkg-config --cflags axrt)`, linked with "
+            f"`pkg-config --libs axrt` from `make install PREFIX=...`; kernel path libaxrt chose: "
+            f"**{workers['c'].ask('isa')}**.",
+            f"Measured on one core: FMA peak {peak:.1f} GFLOP/s, L2 triad {triad:.1f} GB/s "
+            f"(anchors.md: {ANCHOR_PEAK_GFLOPS:.0f} GFLOP/s, {ANCHOR_L2_TRIAD_GBS:.0f} GB/s on a Xeon).",
+            f"{args.rounds} interleaved rounds; each cell the median over rounds of the per-round median."], peak, triad
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -11,9 +11,13 @@
 
 #define NEED(ptr) do { if (!(ptr)) return "weights do not match the row"; } while (0)
 
+void bench_blas_threads(int n)
+{
+    openblas_set_num_threads(n);
+}
+
 const char *bench_blas_version(void)
 {
-    openblas_set_num_threads(1);
     return openblas_get_config();
 }
 

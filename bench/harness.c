@@ -3,14 +3,19 @@
  * bench.py so that systems can be interleaved round-robin.  Commands and the
  * one-line replies:
  *   info                      library builds, "openblas ... | oneDNN ..."
+ *   isa                       the kernel path libaxrt chose (axrt_isa_name()),
+ *                             or why that is unknown
  *   peak                      measured FP32 FMA peak of this core, GFLOP/s
  *   triad                     measured triad bandwidth within L2, GB/s
  *   check ROW SYSTEM          "ok REL", "fail REL" or "n/a REASON": one run
  *                             compared with the reference output
  *   time ROW SYSTEM ITERS     median ns of ITERS timed runs (after one warm-up)
  * Data files: DIR/ROW.weights.safetensors and DIR/ROW.io.safetensors (tensors
- * "x" and "ref"), written by bench.py.  Usage: harness DIR, with
- * OMP_NUM_THREADS=1 (oneDNN's threads) as bench.py sets it. */
+ * "x" and "ref"), written by bench.py.  Usage: harness DIR THREADS, with
+ * OMP_NUM_THREADS=THREADS (oneDNN's threads) as bench.py sets it; OpenBLAS
+ * and, where libaxrt has axrt_set_threads (BENCH_AXRT_SET_THREADS), axc get
+ * THREADS here.  axc at more than one thread without it is n/a.
+ * BENCH_AXRT_ISA_NAME: axrt.h declares axrt_isa_name() (bench.py looks). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +27,9 @@
 #endif
 
 #include "harness.h"
+#if defined(BENCH_AXRT_ISA_NAME) || defined(BENCH_AXRT_SET_THREADS)
+#include "axrt.h"
+#endif
 
 #define TOLERANCE 1e-4
 
@@ -39,9 +47,10 @@ typedef struct prepared {
 } prepared;
 
 static const char *data_dir;
-static row_data rows[8];
+static int threads = 1;
+static row_data rows[16];
 static int nrows;
-static prepared impls[32];
+static prepared impls[64];
 static int nimpls;
 
 static double now_ns(void)
@@ -71,14 +80,15 @@ enum { LANES = 8, CHAINS = 12 }; /* 16 ymm registers: chains + 2 constants */
 #define VFMA _mm256_fmadd_ps
 #endif
 
-/* Best of three runs of CHAINS independent FMA dependency chains, enough to
- * cover latency x throughput on current cores; 0 without FMA. */
+/* Best of many short runs (about 1 ms each, so that some run is not
+ * preempted on a shared machine) of CHAINS independent FMA dependency chains,
+ * enough to cover latency x throughput on current cores; 0 without FMA. */
 static double fma_peak_gflops(void)
 {
 #if defined(VFMA)
-    const long iters = 20000000;
+    const long iters = 100000;
     double best = 0;
-    for (int trial = 0; trial < 3; trial++) {
+    for (int trial = 0; trial < 200; trial++) {
         vreg acc[CHAINS], m = VSET(0.9999f), a = VSET(1e-4f);
         for (int j = 0; j < CHAINS; j++) acc[j] = VSET((float)j);
         double t0 = now_ns();
@@ -109,14 +119,15 @@ __attribute__((noinline)) static void triad(float *a, const float *b, const floa
 }
 
 /* a = b + s c over three 128 KiB arrays (inside L2), 12 bytes per element
- * as STREAM counts them; best of several passes. */
+ * as STREAM counts them; best of many short trials (about 0.5 ms each, so
+ * that some trial is not preempted on a shared machine). */
 static double triad_gbps(void)
 {
-    enum { N = 32768, PASSES = 2000 };
+    enum { N = 32768, PASSES = 20 };
     float *a = bench_floats(N), *b = bench_floats(N), *c = bench_floats(N);
     for (size_t i = 0; i < N; i++) b[i] = (float)i, c[i] = 1.0f;
     double best = 0;
-    for (int trial = 0; trial < 5; trial++) {
+    for (int trial = 0; trial < 400; trial++) {
         double t0 = now_ns();
         for (int p = 0; p < PASSES; p++) triad(a, b, c, 1.0f + (float)p * 1e-6f, N);
         double gbps = 12.0 * N * PASSES / (now_ns() - t0);
@@ -166,6 +177,9 @@ static prepared *prepare(const char *row, const char *system, const char **why)
     const bench_impl *impl = find_impl(row, system);
     row_data *r = impl ? find_row(row) : NULL;
     *why = !impl ? "not implemented" : !r ? "missing data files" : NULL;
+#ifndef BENCH_AXRT_SET_THREADS
+    if (!*why && threads > 1 && !strcmp(system, "axc")) *why = "libaxrt has no axrt_set_threads";
+#endif
     if (*why) return NULL;
     for (int i = 0; i < nimpls; i++)
         if (impls[i].impl == impl) return (*why = impls[i].setup_error) ? NULL : &impls[i];
@@ -219,12 +233,23 @@ static void time_runs(const char *row, const char *system, long iters)
     free(t);
 }
 
+/* Which kernel path libaxrt runs, when it says. */
+static const char *axrt_isa(void)
+{
+#ifdef BENCH_AXRT_ISA_NAME
+    return axrt_isa_name();
+#else
+    return "not reported (this libaxrt has no axrt_isa_name())";
+#endif
+}
+
 static void dispatch(char *line)
 {
     char *cmd = strtok(line, " \t\n"), *row = strtok(NULL, " \t\n"), *system = strtok(NULL, " \t\n");
     char *iters = strtok(NULL, " \t\n");
     if (!cmd) printf("error empty command\n");
     else if (!strcmp(cmd, "info")) printf("%s | %s\n", bench_blas_version(), bench_dnnl_version());
+    else if (!strcmp(cmd, "isa")) printf("%s\n", axrt_isa());
     else if (!strcmp(cmd, "peak")) printf("%.1f\n", fma_peak_gflops());
     else if (!strcmp(cmd, "triad")) printf("%.1f\n", triad_gbps());
     else if (!strcmp(cmd, "check") && system) check(row, system);
@@ -234,8 +259,16 @@ static void dispatch(char *line)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) { fprintf(stderr, "usage: %s DATA_DIR (commands on stdin)\n", argv[0]); return 2; }
+    if (argc != 3 || atoi(argv[2]) < 1) {
+        fprintf(stderr, "usage: %s DATA_DIR THREADS (commands on stdin)\n", argv[0]);
+        return 2;
+    }
     data_dir = argv[1];
+    threads = atoi(argv[2]);
+    bench_blas_threads(threads);
+#ifdef BENCH_AXRT_SET_THREADS
+    axrt_set_threads(threads);
+#endif
     char line[256];
     while (fgets(line, sizeof line, stdin)) {
         dispatch(line);

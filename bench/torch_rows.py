@@ -3,12 +3,21 @@
 Each row's module uses the parameter names axc gives the same model
 (language.md section 3), so one safetensors file feeds every system.
 
-  prepare(data_dir)  writes ROW.weights.safetensors (seeded parameters, with
-                     non-trivial norm statistics) and ROW.io.safetensors (input
-                     "x", reference output "ref" computed in float64)
-  python3 torch_rows.py DATA_DIR
+The whole-model rows M1-M4 come from gen_models.py (torchvision networks
+and a Transformer encoder), whose .ax is generated and whose parameter names
+axc gets renamed.
+
+  prepare(data_dir, row)
+                     writes ROW.weights.safetensors (seeded parameters under
+                     axc's names, with non-trivial norm statistics),
+                     ROW.torch.safetensors (the same under PyTorch's names),
+                     ROW.io.safetensors (input "x", reference output "ref"
+                     computed in float64), ROW.onnx (the twin exported for the
+                     ONNX-fed peers), ROW.meta.json (FLOP) and, for M rows,
+                     ROW.ax
+  python3 torch_rows.py DATA_DIR THREADS
                      the timing worker: the line protocol of harness.c for
-                     system "pytorch" (eager, inference_mode, one thread)
+                     system "pytorch" (eager, inference_mode, THREADS threads)
 """
 import json
 import struct
@@ -18,6 +27,8 @@ import time
 import numpy as np
 import torch
 from torch import nn
+
+import gen_models
 
 SEED = 20240601
 
@@ -74,7 +85,8 @@ def bert_layer():
     return nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.0, activation="gelu", batch_first=True)
 
 
-# row: (.ax file stem in examples/, module factory, input shape)
+# row: (.ax file stem in examples/ for R rows, the model name of gen_models
+# for M rows (its .ax is generated), module factory, input shape)
 ROWS = {
     "R1": ("r1_mlp_b1", Mlp, (1, 784)),
     "R2": ("r2_mlp_b32", Mlp, (32, 784)),
@@ -83,6 +95,8 @@ ROWS = {
     "R5": ("r5_layernorm", Norm, (32, 768)),
     "R6": ("r6_softmax", Softmax, (32, 10000)),
 }
+for _row, _name in (("M1", "resnet18"), ("M2", "mobilenet_v2"), ("M3", "efficientnet_b0"), ("M4", "minilm_encoder")):
+    ROWS[_row] = (_name, *gen_models.models()[_name])
 
 
 def save_safetensors(path, tensors):
@@ -129,17 +143,59 @@ def parameters(module):
     return {k: v for k, v in module.state_dict().items() if not k.endswith("num_batches_tracked")}
 
 
+def count_flop(module, x):
+    """FLOP of one forward pass (2 per multiply-add) of convolutions, linear
+    layers and attention, counted by hooks; elementwise work is not counted.
+    A Transformer encoder layer is counted whole (its inference fast path
+    does not call its submodules)."""
+    total = [0]
+    layers = [m for m in module.modules() if isinstance(m, nn.TransformerEncoderLayer)]
+    inside = {id(sub) for layer in layers for sub in layer.modules()}
+
+    def hook(m, inputs, out):
+        if isinstance(m, nn.TransformerEncoderLayer):
+            n, length, d = inputs[0].shape
+            ff = m.linear1.out_features
+            total[0] += 2 * n * length * (4 * d * d + 2 * d * ff) + 2 * 2 * n * length * length * d
+        elif id(m) in inside:
+            return
+        elif isinstance(m, nn.Conv2d):
+            total[0] += 2 * out.numel() * m.in_channels // m.groups * m.kernel_size[0] * m.kernel_size[1]
+        elif isinstance(m, nn.Linear):
+            total[0] += 2 * out.numel() * m.in_features
+    handles = [m.register_forward_hook(hook) for m in module.modules()]
+    with torch.inference_mode():
+        module(x)
+    for h in handles:
+        h.remove()
+    return total[0]
+
+
 def prepare(data_dir, row):
-    """Writes the row's weights and io files (deterministic from SEED)."""
-    _, factory, shape = ROWS[row]
-    torch.manual_seed(SEED + int(row[1:]))
-    gen = torch.Generator().manual_seed(SEED + int(row[1:]))
+    """Writes the row's files (deterministic from SEED)."""
+    name, factory, shape = ROWS[row]
+    seed = SEED + int(row[1:]) + (100 if row[0] == "M" else 0)
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
     module = factory().eval()
     _perturb_norms(module, gen)
     x = torch.rand(shape, generator=gen) * 2 - 1
+    torch_weights = {k: v.float().numpy() for k, v in parameters(module).items()}
+    if row[0] == "M":
+        source, axc_weights = gen_models.to_ax(name, module)
+        with open(f"{data_dir}/{row}.ax", "w") as f:
+            f.write(source)
+        axc_weights = {k: v.numpy() for k, v in axc_weights.items()}
+    else:
+        axc_weights = torch_weights
+    with open(f"{data_dir}/{row}.meta.json", "w") as f:
+        json.dump({"flop": count_flop(module, x)}, f)
+    torch.onnx.export(module, (x,), f"{data_dir}/{row}.onnx", opset_version=17, input_names=["x"],
+                      output_names=["y"], do_constant_folding=True)
     with torch.inference_mode():
         ref = module.double()(x.double()).float()
-    save_safetensors(f"{data_dir}/{row}.weights.safetensors", {k: v.float().numpy() for k, v in parameters(module).items()})
+    save_safetensors(f"{data_dir}/{row}.weights.safetensors", axc_weights)
+    save_safetensors(f"{data_dir}/{row}.torch.safetensors", torch_weights)
     save_safetensors(f"{data_dir}/{row}.io.safetensors", {"x": x.numpy(), "ref": ref.numpy()})
 
 
@@ -147,19 +203,19 @@ def load_row(data_dir, row):
     """The row's module with its saved weights, and its input and reference."""
     _, factory, _ = ROWS[row]
     module = factory().eval()
-    weights = load_safetensors(f"{data_dir}/{row}.weights.safetensors")
+    weights = load_safetensors(f"{data_dir}/{row}.torch.safetensors")
     missing, unexpected = module.load_state_dict(weights, strict=False)
     if unexpected or [k for k in missing if not k.endswith("num_batches_tracked")]:
         raise ValueError(f"{row}: weights do not match: missing {missing}, unexpected {unexpected}")
-    if row == "R3":
+    if row == "R3" or isinstance(module, gen_models.Nhwc):
         module = module.to(memory_format=torch.channels_last)
     io = load_safetensors(f"{data_dir}/{row}.io.safetensors")
     return module, io["x"], io["ref"]
 
 
-def worker(data_dir):
+def worker(data_dir, threads):
     """Answers harness.c's commands for system "pytorch", one line each."""
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     torch.set_num_interop_threads(1)
     rows = {}
     for line in sys.stdin:
@@ -187,4 +243,4 @@ def worker(data_dir):
 
 
 if __name__ == "__main__":
-    worker(sys.argv[1])
+    worker(sys.argv[1], int(sys.argv[2]))
