@@ -78,6 +78,19 @@ uint64_t ax_splitmix64(uint64_t *state);
 /* Internal error: prints "axc: internal error: ..." and aborts. */
 _Noreturn void ax_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* ---- progress of long operations (progress.c) ---------------------------
+ * "\rLABEL i/N" on stderr at most five times a second, erased at the end;
+ * silent unless stderr is a terminal. */
+typedef struct ax_progress {
+    const char *label;
+    long total;
+    bool on_tty, shown;
+    double last;
+} ax_progress;
+void ax_progress_start(ax_progress *p, const char *label, long total);
+void ax_progress_step(ax_progress *p, long done);
+void ax_progress_end(ax_progress *p);
+
 /* ---- files -------------------------------------------------------------- */
 /* Reads a whole file (NUL-terminated, *len excludes the NUL) into the arena.
  * Returns NULL and sets errno on failure. */

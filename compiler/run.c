@@ -297,12 +297,16 @@ static int bench(const runner *r, run_io *io, long runs)
         if (run_once(r, io)) return -1;
     double *t = malloc((size_t)runs * sizeof *t);
     if (!t) ax_die("out of memory");
+    ax_progress bar;
+    ax_progress_start(&bar, "benchmark runs", runs);
     for (long i = 0; i < runs; i++) {
         double t0 = now_us();
         int st = run_once(r, io);
         t[i] = now_us() - t0;
-        if (st) { free(t); return -1; }
+        if (st) { free(t); ax_progress_end(&bar); return -1; }
+        ax_progress_step(&bar, i + 1);
     }
+    ax_progress_end(&bar);
     qsort(t, (size_t)runs, sizeof *t, cmp_double);
     double median = runs % 2 ? t[runs / 2] : (t[runs / 2 - 1] + t[runs / 2]) / 2;
     printf("%s: min %.2f us, median %.2f us, max %.2f us over %ld runs\n", r->g->name, t[0], median,
@@ -390,10 +394,17 @@ static void alloc_outputs(const ir_graph *g, run_io *io)
 static int profile_runs(const runner *r, run_io *io, const axc_profile *p, long runs)
 {
     axc_profile_reset(p);
-    double t0 = now_us();
-    for (long i = 0; i < runs; i++)
-        if (run_once(r, io)) return -1;
-    axc_profile_print(p, r->g->name, (now_us() - t0) / (double)runs);
+    ax_progress bar;
+    ax_progress_start(&bar, "profiled runs", runs);
+    double t0 = now_us(), clock_us = 0;
+    for (long i = 0; i < runs; i++) {
+        if (run_once(r, io)) { ax_progress_end(&bar); return -1; }
+        double t1 = now_us();
+        ax_progress_step(&bar, i + 1);
+        clock_us += now_us() - t1;  /* the progress line's own time stays out of the total */
+    }
+    ax_progress_end(&bar);
+    axc_profile_print(p, r->g->name, (now_us() - t0 - clock_us) / (double)runs);
     return 0;
 }
 

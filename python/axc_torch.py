@@ -9,6 +9,10 @@ a module.  No `safetensors` package: the format is written here by hand.
     check(module, "model.ax", {"x": x})  run the module and `axc run` on the
                                          same input; report the largest
                                          difference per output
+    dump_reference(module, args, "ref")  every submodule's output (forward
+                                         hooks) as ref/NNN_NAME.npy with
+                                         ref/index.tsv, for `axc compare
+                                         DIR ref` after `axc run --dump-dir DIR`
 
 safetensors layout (interface.md §4): u64 little-endian header length, a
 JSON header {name: {"dtype", "shape", "data_offsets": [begin, end]}} padded
@@ -24,7 +28,8 @@ import tempfile
 
 import numpy as np
 
-__all__ = ["save_safetensors", "load_safetensors", "check", "compare_layers", "CheckReport"]
+__all__ = ["save_safetensors", "load_safetensors", "check", "compare_layers", "dump_reference",
+           "CheckReport"]
 
 _NUMPY_TO_ST = {
     np.dtype("float64"): "F64", np.dtype("float32"): "F32", np.dtype("float16"): "F16",
@@ -240,3 +245,41 @@ def compare_layers(module, torch_args, dump_dir, rtol=1e-4):
         if diff > rtol * max(float(np.max(np.abs(ref))) if ref.size else 0.0, 1e-30):
             return name, diff
     return None
+
+
+def dump_reference(module, torch_args, ref_dir, nhwc=False):
+    """Runs module on torch_args with a forward hook on every named submodule
+    and writes each tensor output as REF_DIR/NNN_NAME.npy (float32) plus
+    REF_DIR/index.tsv in execution order, the format `axc run --dump-dir`
+    writes and `axc compare DIR REF_DIR` reads: layers match by name (the
+    submodule's state_dict prefix, e.g. "layer1.0.conv1").  nhwc=True stores
+    4-D outputs channels-last, as axc's convolutions produce them.  Returns
+    the number of layers written."""
+    import torch
+    os.makedirs(ref_dir, exist_ok=True)
+    rows = []
+
+    def hook(name):
+        def record(_mod, _inp, out):
+            if not torch.is_tensor(out):
+                return
+            value = out.detach().cpu().float().numpy()
+            if nhwc and value.ndim == 4:
+                value = value.transpose(0, 2, 3, 1)
+            safe = "".join(c if c.isalnum() or c in ".-_" else "_" for c in name)
+            file = "%03d_%s.npy" % (len(rows), safe)
+            np.save(os.path.join(ref_dir, file), np.ascontiguousarray(value))
+            rows.append("%d\t%s\t%s\t%s\n" % (len(rows), name, file, type(_mod).__name__))
+        return record
+
+    handles = [m.register_forward_hook(hook(n)) for n, m in module.named_modules() if n]
+    try:
+        with torch.no_grad():
+            module(*torch_args)
+    finally:
+        for h in handles:
+            h.remove()
+    with open(os.path.join(ref_dir, "index.tsv"), "w") as f:
+        f.write("# index\tlayer\tfile\top (axc_torch.dump_reference; axc compare reads it)\n")
+        f.writelines(rows)
+    return len(rows)

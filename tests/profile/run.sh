@@ -147,7 +147,53 @@ check_pictures() {
     else fail "svg without dot: a clear message, exit 2, no file" "$tmp/err"; fi
 }
 
+# The port-debugging loop with PyTorch: a Sequential of three Linear layers,
+# its state_dict saved by python/axc_torch.py, the axc side given layer 1's
+# weights scaled (a planted porting bug); dump_reference writes the PyTorch
+# layers, axc compare names layer '1'.
+check_torch_reference() {
+    cat >"$tmp/seq.ax" <<'EOF'
+@axiom seq(x::Float32[2, 16]) begin
+    Dense(16 => 32)
+    Dense(32 => 8)
+    Dense(8 => 4)
+end
+EOF
+    PYTHONPATH=$root/python "$PYTHON" - "$tmp" <<'EOF' >"$tmp/ref.log" 2>&1 || { fail torch-reference "$tmp/ref.log"; return; }
+import sys, numpy as np, torch, axc_torch
+tmp = sys.argv[1]
+torch.manual_seed(0)
+m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Linear(32, 8), torch.nn.Linear(8, 4))
+x = torch.randn(2, 16)
+np.save(tmp + "/x.npy", x.numpy())
+sd = {k: v.clone() for k, v in m.state_dict().items()}
+sd["1.weight"] *= 1.5
+axc_torch.save_safetensors(sd, tmp + "/bad.safetensors")
+assert axc_torch.dump_reference(m, (x,), tmp + "/ref") == 3
+EOF
+    "$AXC" run "$tmp/seq.ax" --weights "$tmp/bad.safetensors" --input x="$tmp/x.npy" \
+        --dump-dir "$tmp/port" >/dev/null 2>"$tmp/err" || { fail torch-reference "$tmp/err"; return; }
+    "$AXC" compare "$tmp/port" "$tmp/ref" >"$tmp/cmp.out" 2>&1
+    if [ $? -eq 1 ] && grep -q "first difference at layer '1'" "$tmp/cmp.out"; then
+        pass "torch-reference (dump_reference + axc compare name the planted layer)"
+    else fail "torch-reference (dump_reference + axc compare name the planted layer)" "$tmp/cmp.out"; fi
+}
+
+# A long benchmark shows its progress on a terminal (script gives it one)
+# and prints nothing extra when stderr is a pipe.
+check_progress() {
+    local model=$root/examples/lenet5.ax
+    if ! command -v script >/dev/null; then echo "SKIP: profile:progress (no script(1) for a terminal)"; return; fi
+    script -qec "\"$AXC\" run \"$model\" --bench 3000" /dev/null >"$tmp/tty.out" 2>&1
+    "$AXC" run "$model" --bench 3000 >/dev/null 2>"$tmp/pipe.err"
+    if grep -q 'benchmark runs [0-9]*/3000' "$tmp/tty.out" && ! grep -q 'benchmark runs' "$tmp/pipe.err"; then
+        pass "progress (on a terminal only)"
+    else fail "progress (on a terminal only)" "$tmp/tty.out" "$tmp/pipe.err"; fi
+}
+
 check_table
+check_progress
+check_torch_reference
 check_hook
 check_cortex_m4
 check_dump_and_compare
