@@ -152,7 +152,7 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
     void axrt_mha_##S(const T *q, const T *k, const T *v, const T *in_w, const T *in_b,   \
                       const T *out_w, const T *out_b, T *y, T *scratch,                  \
                       const axrt_mha_params *p);                                         \
-    /* y[i, :] = w[idx[i], :] for n indices of dtype AXRT_I32 or AXRT_I64 */             \
+    /* y[i, :] = w[idx[i], :] for n indices of dtype AXRT_I8, AXRT_I32 or AXRT_I64 */      \
     int axrt_embedding_##S(const void *idx, axrt_dtype idx_dtype, const T *w, T *y,       \
                            size_t n, size_t vocab, size_t dim);
 
