@@ -34,6 +34,7 @@ typedef void pack_conv_fn(const float *, float *, const axrt_conv2d_params *);
 typedef void matmul_fn(const float *, const int64_t *, const float *, const int64_t *, float *,
                        const int64_t *, int, size_t, size_t, size_t);
 typedef void softmax_fn(const float *, float *, size_t, size_t, size_t);
+typedef void layernorm_fn(const float *, const float *, const float *, float *, size_t, size_t, float);
 
 static const char *const variants[2] = {"", "-DAXRT_NO_SIMD"};
 static void *runtimes[2];
@@ -470,6 +471,108 @@ static void test_softmax_edges(void **state)
     }
 }
 
+/* ---- NaN and infinities, as PyTorch gives them -------------------------------- */
+
+static double exp_ref(double x) { return exp(x); }
+static double erf_ref(double x) { return erf(x); }
+static double gelu_ref(double x) { return 0.5 * x * (1 + erf(x / sqrt(2.0))); }
+static double sigmoid_plain(double x) { return 1 / (1 + exp(-x)); }
+static double swish_plain(double x) { return x / (1 + exp(-x)); }
+static double relu_ref(double x) { return x < 0 ? 0 : x; }
+static double relu6_ref(double x) { return x < 0 ? 0 : x > 6 ? 6 : x; }
+static double softplus_ref(double x) { return x > 20 ? x : log1p(exp(x)); }
+
+/* Whether got is ref: both NaN, or equal within rel (exactly, for infinities). */
+static int same_special(float got, double ref, double rel)
+{
+    if (isnan(ref) || isnan(got)) return isnan(ref) && isnan(got);
+    if (isinf(ref) || isinf(got)) return got == ref;
+    return fabs(got - ref) <= rel * fabs(ref) + 1e-30;
+}
+
+/* Every vectorised unary function, both variants, on NaN (both signs), +-inf
+ * and ordinary values, at every lane of a full vector and of a masked tail
+ * (n = 19: two full 8-lane vectors, a 3-lane tail; one 16-lane and a tail). */
+static void test_unary_special_values(void **state)
+{
+    enum { N = 19 };
+    static const char *const names[] = {"axrt_exp_f32", "axrt_erf_f32", "axrt_gelu_f32",
+                                        "axrt_tanh_f32", "axrt_sigmoid_f32", "axrt_swish_f32",
+                                        "axrt_relu_f32", "axrt_relu6_f32", "axrt_softplus_f32"};
+    static ref_fn *const refs[] = {exp_ref, erf_ref, gelu_ref, tanh, sigmoid_plain,
+                                   swish_plain, relu_ref, relu6_ref, softplus_ref};
+    const float specials[5] = {NAN, -NAN, INFINITY, -INFINITY, 0.75f};
+    float x[N], y[N];
+    (void)state;
+    for (int v = 0; v < 2; v++)
+        for (size_t f = 0; f < sizeof names / sizeof names[0]; f++)
+            for (int shift = 0; shift < 5; shift++) {
+                for (int i = 0; i < N; i++) x[i] = specials[(i + shift) % 5];
+                ((unary_fn *)symbol(v, names[f]))(x, y, N);
+                for (int i = 0; i < N; i++)
+                    if (!same_special(y[i], refs[f](x[i]), 1e-5))
+                        fail_msg("%s variant %d: f(%g) = %.9g at %d, expected %.9g", names[f], v,
+                                 x[i], y[i], i, refs[f](x[i]));
+            }
+}
+
+/* Softmax rows (n = 21: vectors and a tail): -inf logits and logits more
+ * than 88 below the max give 0 (or their subnormal exp), a NaN or +inf
+ * logit makes the row NaN; LayerNorm rows with NaN or inf are NaN. */
+static void test_softmax_layernorm_special(void **state)
+{
+    enum { N = 21 };
+    float x[3 * N], y[3 * N], g[N], b[N];
+    (void)state;
+    fill(x, 3 * N, -2, 2, 61), fill(g, N, 0.5f, 1.5f, 62), fill(b, N, -1, 1, 63);
+    x[3] = -INFINITY, x[17] = -INFINITY, x[20] = -INFINITY, x[5] = -95.0f, x[19] = -150.0f;
+    x[N + 18] = NAN, x[2 * N + 20] = INFINITY;
+    for (int v = 0; v < 2; v++) {
+        double max = -INFINITY, sum = 0;
+        ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(x, y, 3, N, 1);
+        for (int i = 0; i < N; i++) max = x[i] > max ? x[i] : max;
+        for (int i = 0; i < N; i++) sum += exp(x[i] - max);
+        for (int i = 0; i < N; i++) {
+            const double ref = exp(x[i] - max) / sum;
+            if (isinf(x[i]) ? y[i] != 0.0f : fabs(y[i] - ref) > 1e-6 * ref + 1e-42)
+                fail_msg("variant %d: softmax element %d of x = %g: %.9g, reference %.9g", v, i,
+                         x[i], y[i], ref);
+        }
+        for (int i = N; i < 3 * N; i++)
+            if (!isnan(y[i])) fail_msg("variant %d: softmax element %d not NaN: %g", v, i, y[i]);
+        ((layernorm_fn *)symbol(v, "axrt_layernorm_f32"))(x + N, g, b, y + N, 2, N, 1e-5f);
+        for (int i = N; i < 3 * N; i++)
+            if (!isnan(y[i])) fail_msg("variant %d: layernorm element %d not NaN: %g", v, i, y[i]);
+    }
+}
+
+/* The epilogues of dense and depthwise kernels: a NaN input makes every
+ * output that reads it NaN after each activation (ReLU, ReLU6, GELU). */
+static void test_epilogue_nan(void **state)
+{
+    enum { ROWS = 3, IN = 5, OUT = 19 };
+    const axrt_conv2d_params p = {1, 1, 3, 19, 1, 3, 19, 1, 1, 1, 1, 1, 1, 0, 0, 19};
+    float x[ROWS * IN], xd[3 * 19], w[OUT * IN], packed[OUT * IN], y[ROWS * OUT];
+    (void)state;
+    fill(x, ROWS * IN, -1, 1, 71), fill(w, OUT * IN, -1, 1, 72), fill(xd, 3 * 19, -1, 1, 73);
+    x[IN + 2] = NAN, xd[19 + 2] = NAN;
+    for (int v = 0; v < 2; v++)
+        for (int act = AXRT_ACT_RELU; act <= AXRT_ACT_GELU; act++) {
+            ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, IN, OUT);
+            ((dense_ep_fn *)symbol(v, "axrt_dense_packed_ep_f32"))(x, packed, NULL, NULL,
+                                                                   (axrt_act)act, y, ROWS, IN, OUT);
+            for (int i = 0; i < ROWS * OUT; i++)
+                if (isnan(y[i]) != (i / OUT == 1))
+                    fail_msg("variant %d act %d: dense element %d = %g", v, act, i, y[i]);
+            ((pack_conv_fn *)symbol(v, "axrt_pack_depthwise_f32"))(w, packed, &p);
+            ((conv_ep_fn *)symbol(v, "axrt_conv2d_depthwise_f32"))(xd, packed, NULL, NULL,
+                                                                   (axrt_act)act, y, &p);
+            for (int i = 0; i < 3 * 19; i++)
+                if (isnan(y[i]) != (i == 19 + 2))
+                    fail_msg("variant %d act %d: depthwise element %d = %g", v, act, i, y[i]);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -484,6 +587,9 @@ int main(void)
         cmocka_unit_test(test_depthwise),
         cmocka_unit_test(test_softmax_edges),
         cmocka_unit_test(test_matmul_softmax_layernorm),
+        cmocka_unit_test(test_unary_special_values),
+        cmocka_unit_test(test_softmax_layernorm_special),
+        cmocka_unit_test(test_epilogue_nan),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
