@@ -3,7 +3,8 @@
  * instantiated here for float (_f32) and double (_f64) so that both compute
  * dtypes share one implementation.  The float kernels that have a faster
  * variant are instantiated as axrt_<name>_f32_portable; axrt_fast.inc,
- * included last, exports axrt_<name>_f32, choosing between the two, and the
+ * included last, exports axrt_<name>_f32 through the kernel table of the
+ * instruction set in use (axrt_cpu.h; x86 tables in axrt_x86_*.c), and the
  * packed-weight kernels.  One translation unit, so that building the runtime
  * stays one file to compile.  Needs only <stddef.h> <stdint.h>
  * <string.h> <math.h>: it builds for firmware. */
@@ -13,6 +14,11 @@
 #include <string.h>
 
 #include "axrt.h"
+#include "axrt_cpu.h"
+
+#ifdef AXRT_X86_SIMD
+#include <stdlib.h> /* getenv, for AXRT_ISA: x86-64 hosts only */
+#endif
 
 size_t axrt_dtype_size(axrt_dtype dtype)
 {

@@ -159,6 +159,17 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
 AXRT_DECLARE_KERNELS(float, f32)
 AXRT_DECLARE_KERNELS(double, f64)
 
+/* ---- instruction set ------------------------------------------------------
+ * The float32 kernels run on one instruction set, chosen on first use: the
+ * best this CPU has ("avx512", "avx2" on x86-64; "portable" C everywhere).
+ * On x86-64 hosts the environment variable AXRT_ISA=portable|avx2|avx512
+ * forces one.  axrt_set_isa forces one from code (NULL: the best again);
+ * it returns 0, or -1 (nothing changed) for a name unknown or unsupported
+ * here.  Not to be called while kernels run on other threads. */
+int axrt_set_isa(const char *name);
+/* The name of the instruction set the kernels use ("portable", "avx2", ...). */
+const char *axrt_isa_name(void);
+
 /* ---- pre-packed float32 weights ----------------------------------------
  * The compiler packs dense, conv and attention weights at compile time into
  * the order the GEMM micro-kernel streams them: column panels of
@@ -166,7 +177,7 @@ AXRT_DECLARE_KERNELS(double, f64)
  * with w = min(AXRT_PANEL, out - AXRT_PANEL*j) and stores, for each reduction
  * index k in turn, its w weights.  A packed tensor has exactly as many
  * elements as the original.  The kernels compute what their unpacked
- * namesakes compute (x86-64 with AVX2+FMA: vectorised, else portable C). */
+ * namesakes compute, vectorised where the instruction set allows. */
 #define AXRT_PANEL 16
 
 /* w [out, in] (torch Linear) -> packed, reduction index k = input index. */

@@ -5,7 +5,7 @@
  * pseudo-random values, emits C with cg_c_emit and then:
  *   - compiles it with gcc and clang (-std=c99 -Wall -Wextra -Wpedantic
  *     -Werror) and g++ (-x c++ -Werror);
- *   - links it with runtime/axrt.c into a shared object, dlopens it and calls
+ *   - links it with every runtime source file into a shared object, dlopens it and calls
  *     <name>_model.run;
  *   - compares every output with PyTorch, which a small Python driver
  *     (written beside the generated files) computes from the same inputs and
@@ -288,7 +288,7 @@ static void emit_and_compile(model *m, built *b)
                            env_or("CLANG", "clang"), strict, root, name), 0);
     assert_int_equal(shell("cd %s && %s -Wall -Wextra -Werror -x c++ -I%s/runtime -c %s -o cxx.o",
                            b->dir, env_or("CXX", "g++"), root, name), 0);
-    assert_int_equal(shell("cd %s && %s -std=c99 -O1 -fPIC -shared -I%s/runtime %s %s/runtime/axrt.c "
+    assert_int_equal(shell("cd %s && %s -std=c99 -O1 -fPIC -shared -I%s/runtime %s %s/runtime/*.c "
                            "-o model.so -lm", b->dir, env_or("CC", "gcc"), root, name, root), 0);
 }
 
