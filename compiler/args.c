@@ -37,6 +37,7 @@ static const char usage_text[] =
     "  --output FILE.npy       the output of a single-output model\n"
     "  --output-dir DIR        one DIR/NAME.npy per output\n"
     "  --bench N               time N runs after warm-up\n"
+    "  --threads N             run the kernels on N threads (default 1)\n"
     "  --interp                use the reference interpreter\n"
     "  --cc=CC                 C compiler for the generated code (default $CC or cc)\n";
 
@@ -122,7 +123,7 @@ static int set_ram(axc_opts *o, const char *v)
 /* Options that take a value.  `run` marks the ones only `axc run` accepts. */
 typedef enum {
     V_OUT, V_TARGET, V_HEADER, V_MODEL, V_WEIGHTS, V_SEED, V_SAVE, V_EMIT, V_ELTYPE,
-    V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC
+    V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC, V_THREADS
 } value_opt;
 
 static const struct { const char *name; value_opt id; bool run; } value_opts[] = {
@@ -135,7 +136,7 @@ static const struct { const char *name; value_opt id; bool run; } value_opts[] =
     {"--ram", V_RAM, false},
     {"--input", V_INPUT, true},    {"--output", V_OUTPUT, true},
     {"--output-dir", V_OUTDIR, true}, {"--bench", V_BENCH, true},
-    {"--cc", V_CC, true},
+    {"--cc", V_CC, true},          {"--threads", V_THREADS, true},
 };
 
 static int set_value(axc_opts *o, value_opt id, const char *v)
@@ -167,6 +168,13 @@ static int set_value(axc_opts *o, value_opt id, const char *v)
             return -1;
         }
         o->bench_runs = (long)n;
+        return 0;
+    case V_THREADS:
+        if (parse_u64(v, &n) || n < 1 || n > 256) {
+            axc_fail("--threads expects a thread count from 1 to 256, not '%s'", v);
+            return -1;
+        }
+        o->threads = (int)n;
         return 0;
     }
     return -1;

@@ -48,6 +48,7 @@ typedef struct axc_opts {
     int ninputs;
     const char *run_output, *run_output_dir, *cc;
     long bench_runs;
+    int threads;                 /* --threads: kernel threads, 0 = the runtime's default */
     bool interp;
     /* storage for the NAME parts of -D NAME=VALUE and --input NAME=FILE */
     char names[AXC_MAX_DEFINES + AXC_MAX_RUN_TENSORS][128];

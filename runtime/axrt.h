@@ -170,6 +170,22 @@ int axrt_set_isa(const char *name);
 /* The name of the instruction set the kernels use ("portable", "avx2", ...). */
 const char *axrt_isa_name(void);
 
+/* ---- threads --------------------------------------------------------------
+ * The float32 dense, convolution and depthwise kernels split their work
+ * through a parallel-for hook: fn(ctx, begin, end) over consecutive ranges
+ * covering [0, count), possibly at once on several threads, all done when
+ * the hook returns.  Without a hook (the default, and on firmware) they run
+ * on the calling thread.  Results do not depend on the split. */
+typedef void axrt_range_fn(void *ctx, size_t begin, size_t end);
+typedef void axrt_parallel_fn(axrt_range_fn *fn, void *ctx, size_t count);
+void axrt_set_parallel(axrt_parallel_fn *parallel); /* NULL: the calling thread */
+/* Host part (axrt_threads.c, POSIX threads; the freestanding core needs no
+ * threads): run the kernels on n threads, the caller's included (n <= 1:
+ * the calling thread only).  Returns 0, or -1 where threads are unavailable
+ * (then nothing changes).  Not to be called while kernels run. */
+int axrt_set_threads(int n);
+int axrt_threads(void);
+
 /* ---- pre-packed float32 weights ----------------------------------------
  * The compiler packs dense, conv and attention weights at compile time into
  * the order the GEMM micro-kernel streams them: column panels of

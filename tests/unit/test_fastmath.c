@@ -68,7 +68,7 @@ static int setup(void **state)
         return -1;
     for (int v = 0; v < 2; v++) {
         snprintf(cmd, sizeof cmd,
-                 "%s -std=c99 -O2 -fPIC -shared %s -I%s/runtime %s/runtime/*.c -o %s/rt%d.so -lm",
+                 "%s -std=c99 -O2 -fPIC -shared %s -I%s/runtime %s/runtime/*.c -o %s/rt%d.so -lm -lpthread",
                  env_or("CC", "gcc"), builds[v], root, root, workdir, v);
         if (system(cmd) != 0)
             return -1;
@@ -681,6 +681,57 @@ static void test_elementwise_exact(void **state)
     }
 }
 
+/* Threads (axrt_set_threads): dense (row tiles; one row: panels), conv and
+ * depthwise results are bit-identical for 1, 2, 3, 4 and 7 threads, every
+ * variant. */
+typedef int set_threads_fn(int);
+
+static void test_threads_identical(void **state)
+{
+    enum { ROWS = 59, IN = 600, OUT = 37, WIDE = 2000 };
+    const axrt_conv2d_params cp = {1, 15, 13, 300, 5, 4, 20, 7, 7, 2, 2, 2, 2, 4, 3, 1};
+    const axrt_conv2d_params dp = {2, 32, 32, 64, 32, 32, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64};
+    enum { CX = 15 * 13 * 300, CW = 20 * 300 * 49, CY = 5 * 4 * 20, DX = 2 * 32 * 32 * 64 };
+    static float x[DX > CX ? DX : CX], w[CW > WIDE * IN ? CW : WIDE * IN], packed[CW > WIDE * IN ? CW : WIDE * IN];
+    static float y[DX], first[DX];
+    static const int counts[5] = {1, 2, 3, 4, 7};
+    (void)state;
+    for (int v = 0; v < n_variants; v++) {
+        set_threads_fn *set_threads =
+            (set_threads_fn *)dlsym(runtimes[variants[v].build], "axrt_set_threads");
+        if (!set_threads) fail_msg("axrt_set_threads missing");
+        for (int kernel = 0; kernel < 4; kernel++)
+            for (int c = 0; c < 5; c++) {
+                size_t n = 0;
+                assert_int_equal(set_threads(counts[c]), 0);
+                fill(x, CX, -1, 1, 90 + kernel), fill(w, CW, -0.1f, 0.1f, 95 + kernel);
+                if (kernel <= 1) {
+                    const size_t rows = kernel == 0 ? ROWS : 1, out = kernel == 0 ? OUT : WIDE;
+                    ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, IN, out);
+                    ((dense_ep_fn *)symbol(v, "axrt_dense_packed_ep_f32"))(
+                        x, packed, w, NULL, AXRT_ACT_GELU, y, rows, IN, out);
+                    n = rows * out;
+                } else if (kernel == 2) {
+                    ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &cp);
+                    ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, w, x,
+                                                                           AXRT_ACT_RELU, y, &cp);
+                    n = CY;
+                } else {
+                    fill(x, DX, -1, 1, 99);
+                    ((pack_conv_fn *)symbol(v, "axrt_pack_depthwise_f32"))(w, packed, &dp);
+                    ((conv_ep_fn *)symbol(v, "axrt_conv2d_depthwise_f32"))(x, packed, w, NULL,
+                                                                           AXRT_ACT_RELU6, y, &dp);
+                    n = DX;
+                }
+                if (c == 0) memcpy(first, y, n * sizeof *y);
+                else if (memcmp(first, y, n * sizeof *y) != 0)
+                    fail_msg("variant %s kernel %d: %d threads differ from 1", variant_name(v),
+                             kernel, counts[c]);
+            }
+        set_threads(1);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -699,6 +750,7 @@ int main(void)
         cmocka_unit_test(test_softmax_layernorm_special),
         cmocka_unit_test(test_epilogue_nan),
         cmocka_unit_test(test_elementwise_exact),
+        cmocka_unit_test(test_threads_identical),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
