@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cg.h"
+#include "cg_target.h"
 
 /* State while emitting one model. */
 typedef struct emitter {
@@ -26,14 +26,10 @@ typedef struct emitter {
     const char *source_name;
     const char *input_names[IR_MAX_SRC];
     const char *output_names[IR_MAX_SRC];
+    bool profile;            /* cg_request.profile */
+    int nlayers;             /* profiled layers emitted so far */
 } emitter;
 
-static const char *const c_type_of_dtype[AXRT_DTYPE_COUNT] = {
-    "float", "double", "uint16_t", "uint16_t", "int8_t", "int32_t", "int64_t",
-};
-static const char *const enum_of_dtype[AXRT_DTYPE_COUNT] = {
-    "AXRT_F32", "AXRT_F64", "AXRT_F16", "AXRT_BF16", "AXRT_I8", "AXRT_I32", "AXRT_I64",
-};
 
 static ax_arena *arena_of(const emitter *em) { return em->g->ctx->arena; }
 static ir_node *node_at(const emitter *em, int id) { return &em->g->nodes[id]; }
@@ -44,7 +40,7 @@ static const char *kernel_suffix(axrt_dtype dtype)
     return dtype == AXRT_F64 ? "f64" : "f32";
 }
 
-static const char *ctype(axrt_dtype dtype) { return c_type_of_dtype[dtype]; }
+static const char *ctype(axrt_dtype dtype) { return ir_dtypes[dtype].c_type; }
 
 /* ---- names -------------------------------------------------------------- */
 
@@ -211,81 +207,10 @@ static void emit_bytes_literal(ax_buf *out, const unsigned char *data, size_t n,
     }
 }
 
-/* ---- pre-packed weights ------------------------------------------------------
- * A float32 parameter whose every use is the weight of a dense, a groups=1
- * or depthwise (groups = channels, one filter each) conv or an attention is
- * embedded in the panel order of axrt.h (packed at
- * compile time by the runtime's own packing functions), and those nodes call
- * the *_packed_f32 kernels.  Shared in any other way, it stays as it is. */
-typedef enum packing {
-    PACK_NONE, PACK_DENSE, PACK_CONV, PACK_DEPTHWISE, PACK_MHA_IN, PACK_MHA_OUT
-} packing;
-
-/* How user consumes its operand i if that operand is packed. */
-static packing packing_of_use(const emitter *em, const ir_node *user, int i)
-{
-    const bool depthwise = user->op == IR_OP_conv && user->attrs.groups > 1 &&
-                           user->attrs.groups == user->shape[3] &&
-                           node_at(em, user->src[1])->shape[1] == 1;
-    if (user->dtype != AXRT_F32)
-        return PACK_NONE;
-    if (user->op == IR_OP_dense && i == 1)
-        return PACK_DENSE;
-    if (user->op == IR_OP_conv && i == 1 && user->attrs.groups == 1)
-        return PACK_CONV;
-    if (depthwise && i == 1)
-        return PACK_DEPTHWISE;
-    if (user->op == IR_OP_mha && i == 3)
-        return PACK_MHA_IN;
-    if (user->op == IR_OP_mha && i == 5)
-        return PACK_MHA_OUT;
-    return PACK_NONE;
-}
-
-/* The one packing all uses of param id agree on, ignoring attention
- * partners; PACK_NONE for any other use, a graph output or no use. */
-static packing uses_packing(const emitter *em, int id)
-{
-    const ir_node *param = node_at(em, id);
-    packing kind = PACK_NONE;
-    if (param->op != IR_OP_param || param->dtype != AXRT_F32 || ir_output_index(em->g, id) >= 0)
-        return PACK_NONE;
-    for (int u = 0; u < em->g->nnodes; u++) {
-        const ir_node *user = node_at(em, u);
-        for (int i = 0; i < user->nsrc && !user->dead; i++) {
-            if (user->src[i] != id)
-                continue;
-            const packing use = packing_of_use(em, user, i);
-            if (use == PACK_NONE || (kind != PACK_NONE && use != kind))
-                return PACK_NONE;
-            kind = use;
-        }
-    }
-    return kind;
-}
-
-/* As uses_packing, and attention weights only in pairs: an mha runs the
- * packed kernel only when both its in_w and out_w are packed. */
-static packing param_packing(const emitter *em, int id)
-{
-    const packing kind = uses_packing(em, id);
-    if (kind != PACK_MHA_IN && kind != PACK_MHA_OUT)
-        return kind;
-    for (int u = 0; u < em->g->nnodes; u++) {
-        const ir_node *user = node_at(em, u);
-        if (user->dead || user->op != IR_OP_mha)
-            continue;
-        if ((user->src[3] == id && uses_packing(em, user->src[5]) != PACK_MHA_OUT) ||
-            (user->src[5] == id && uses_packing(em, user->src[3]) != PACK_MHA_IN))
-            return PACK_NONE;
-    }
-    return kind;
-}
-
-/* Whether operand i of n is a packed parameter. */
+/* Whether operand i of n is a packed parameter (cg_select chose its layout). */
 static bool operand_packed(const emitter *em, const ir_node *n, int i)
 {
-    return i < n->nsrc && n->src[i] != IR_NONE && param_packing(em, n->src[i]) != PACK_NONE;
+    return i < n->nsrc && n->src[i] != IR_NONE && node_at(em, n->src[i])->layout != IR_LAYOUT_PLAIN;
 }
 
 /* The runtime's name for n's fused activation when the packed kernels
@@ -320,48 +245,20 @@ static const char *epilogue_operands(const emitter *em, const ir_node *n)
     return ax_sprintf(arena_of(em), "%s, %s, %s", operand(em, n, 2), residual, kernel_act_name(n));
 }
 
-/* n's data rearranged as kind says, in the compile-time arena. */
-static const float *packed_data(const emitter *em, const ir_node *n, packing kind)
-{
-    const float *w = (const float *)n->data;
-    const size_t count = (size_t)ir_numel(n);
-    float *packed = ax_alloc(arena_of(em), count * sizeof *packed + 1);
-    if (kind == PACK_CONV || kind == PACK_DEPTHWISE) {
-        axrt_conv2d_params p = {0};
-        p.oc = (int)n->shape[0];
-        p.c = (int)n->shape[1];
-        p.kh = (int)n->shape[2];
-        p.kw = (int)n->shape[3];
-        if (kind == PACK_DEPTHWISE) {
-            p.c = p.oc;
-            axrt_pack_depthwise_f32(w, packed, &p);
-        } else {
-            axrt_pack_conv2d_f32(w, packed, &p);
-        }
-    } else if (kind == PACK_MHA_IN) { /* [3d, d]: three [d, d] packs */
-        const size_t d = (size_t)n->shape[1];
-        for (size_t part = 0; part < 3; part++)
-            axrt_pack_dense_f32(w + part * d * d, packed + part * d * d, d, d);
-    } else {
-        axrt_pack_dense_f32(w, packed, (size_t)n->shape[1], (size_t)n->shape[0]);
-    }
-    return packed;
-}
-
-static void emit_param(emitter *em, int id)
+static void emit_param_data(emitter *em, int id)
 {
     const ir_node *n = node_at(em, id);
     const size_t count = (size_t)ir_numel(n), esize = axrt_dtype_size(n->dtype);
-    const packing kind = param_packing(em, id);
+    const ir_layout kind = (ir_layout)n->layout;
     if (!n->data)
         ax_die("cg_c: parameter %s has no data", n->name ? n->name : "?");
     ax_buf_printf(em->out, "/* %s %s %s%s */\n", literal_text(arena_of(em), n->name),
                   ir_dtype_name(n->dtype), shape_text(arena_of(em), n),
-                  kind == PACK_NONE ? "" : ", packed in AXRT_PANEL-wide panels");
+                  kind == IR_LAYOUT_PLAIN ? "" : ", packed in AXRT_PANEL-wide panels");
     ax_buf_printf(em->out,
                   "static const union { unsigned char bytes[%zu + 1]; %s values[%zu]; } %s_p%d = {\n",
                   count * esize, ctype(n->dtype), count, em->g->name, id);
-    const void *data = kind == PACK_NONE ? n->data : (const void *)packed_data(em, n, kind);
+    const void *data = kind == IR_LAYOUT_PLAIN ? n->data : (const void *)cg_packed_data(arena_of(em), n);
     emit_bytes_literal(em->out, data, count, esize);
     ax_buf_puts(em->out, "};\n");
 }
@@ -373,7 +270,7 @@ static void emit_constants(emitter *em)
         if (n->dead)
             continue;
         if (n->op == IR_OP_param)
-            emit_param(em, id);
+            emit_param_data(em, id);
         else if (n->op == IR_OP_scalar)
             ax_buf_printf(em->out, "static const %s %s_s%d = %s;\n", ctype(n->dtype),
                           em->g->name, id, real_literal(em, n->dtype, n->attrs.scalar));
@@ -385,7 +282,7 @@ static void emit_constants(emitter *em)
 #define OUT em->out
 #define SFX kernel_suffix(n->dtype)
 
-static void emit_unary(emitter *em, ir_op op, const ir_node *n, const char *x, const char *y)
+static void emit_unary_call(emitter *em, ir_op op, const ir_node *n, const char *x, const char *y)
 {
     ax_buf_printf(OUT, "    axrt_%s_%s(%s, %s, %lld", ir_ops[op].name, SFX, x, y,
                   (long long)ir_numel(n));
@@ -408,7 +305,7 @@ static void emit_cast(emitter *em, const ir_node *n, const char *y)
         emit_copy(em, n, operand(em, n, 0), y);
     else
         ax_buf_printf(OUT, "    axrt_cast_%s(%s, %s, %s, %lld);\n", SFX, operand(em, n, 0),
-                      enum_of_dtype[x->dtype], y, (long long)ir_numel(n));
+                      ir_dtypes[x->dtype].enum_name, y, (long long)ir_numel(n));
 }
 
 /* The value of a one-element operand (for the scalar fast paths). */
@@ -569,7 +466,7 @@ static void emit_conv(emitter *em, const ir_node *n, const char *y)
                   (long long)n->shape[3], (long long)w->shape[2], (long long)w->shape[3],
                   at->stride[0], at->stride[1], at->dilation[0], at->dilation[1], at->pad[0],
                   at->pad[1], at->groups);
-    if (operand_packed(em, n, 1) && param_packing(em, n->src[1]) == PACK_DEPTHWISE)
+    if (node_at(em, n->src[1])->layout == IR_LAYOUT_DEPTHWISE)
         ax_buf_printf(OUT, "        axrt_conv2d_depthwise_f32(%s, %s, %s, %s, &params);\n    }\n",
                       operand(em, n, 0), operand(em, n, 1), epilogue_operands(em, n), y);
     else if (kernel_applies_epilogue(em, n))
@@ -627,7 +524,7 @@ static void emit_embedding(emitter *em, const ir_node *n, const char *y)
 {
     const ir_node *idx = operand_node(em, n, 0), *w = operand_node(em, n, 1);
     ax_buf_printf(OUT, "    status = axrt_embedding_%s(%s, %s, %s, %s, %lld, %lld, %lld);\n", SFX,
-                  operand(em, n, 0), enum_of_dtype[idx->dtype], operand(em, n, 1), y,
+                  operand(em, n, 0), ir_dtypes[idx->dtype].enum_name, operand(em, n, 1), y,
                   (long long)ir_numel(idx), (long long)w->shape[0], (long long)w->shape[1]);
     ax_buf_puts(OUT, "    if (status != 0)\n        return status;\n");
 }
@@ -639,45 +536,71 @@ static void emit_embedding(emitter *em, const ir_node *n, const char *y)
  * through) allow, so a same-shape chain is one flat loop; each operand is
  * indexed by literal strides, each step is a local. */
 
-/* The C expression of a unary step: '@' stands for the argument, '$' for
- * the element type, '~' for the libm suffix ("f" for float) and '&' for alpha.
- * Formulas as the runtime's kernels (axrt_kernels.inc) so results agree. */
-static const char *unary_formula(ir_op op)
-{
-    switch (op) {
-    case IR_OP_relu: return "(@ < ($)0 ? ($)0 : @)";
-    case IR_OP_relu6: return "(@ < ($)0 ? ($)0 : (@ > ($)6 ? ($)6 : @))";
-    case IR_OP_sigmoid: return "(($)1 / (($)1 + exp~(-@)))";
-    case IR_OP_tanh: return "tanh~(@)";
-    case IR_OP_swish: return "(@ / (($)1 + exp~(-@)))";
-    case IR_OP_gelu: return "(($)0.5 * @ * (($)1 + erf~(@ * ($)0.70710678118654752440)))";
-    case IR_OP_gelu_tanh:
-        return "(($)0.5 * @ * (($)1 + tanh~(($)0.79788456080286535588 * (@ + ($)0.044715 * @ * @ * @))))";
-    case IR_OP_softplus: return "(@ > ($)20 ? @ : log1p~(exp~(@)))";
-    case IR_OP_elu: return "(@ > ($)0 ? @ : & * expm1~(@))";
-    case IR_OP_leaky_relu: return "(@ < ($)0 ? & * @ : @)";
-    case IR_OP_exp: return "exp~(@)";
-    case IR_OP_log: return "log~(@)";
-    case IR_OP_sqrt: return "sqrt~(@)";
-    case IR_OP_abs: return "fabs~(@)";
-    case IR_OP_neg: return "(-@)";
-    case IR_OP_erf: return "erf~(@)";
-    default: ax_die("cg_c: %s in a fused loop", ir_ops[op].name);
-    }
-}
+/* The C expression of each unary op: the runtime's own formula
+ * (runtime/axrt_unary.h) stringified with placeholder names that
+ * unary_expression replaces: AXC_X the argument, AXC_T the element type,
+ * AXC_A alpha, AXC_MATH_f the libm function f for the type.  The table is
+ * generated from ops.def's UNARY_OP rows, and the static assertion fails
+ * the build when the runtime has no formula for a row. */
+#define MATH_EXP AXC_MATH_exp
+#define MATH_LOG AXC_MATH_log
+#define MATH_SQRT AXC_MATH_sqrt
+#define MATH_TANH AXC_MATH_tanh
+#define MATH_ERF AXC_MATH_erf
+#define MATH_EXPM1 AXC_MATH_expm1
+#define MATH_LOG1P AXC_MATH_log1p
+#define MATH_FABS AXC_MATH_fabs
+#include "axrt_unary.h"
+#define CG_STR2(x) #x
+#define CG_STR(x) CG_STR2(x)
+#define CG_FORMULA(name) CG_STR(AXRT_UNARY_##name(AXC_X, AXC_T, AXC_A))
+
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags)
+#define UNARY_OP(name, flags)                                                             \
+    _Static_assert(sizeof CG_FORMULA(name) != sizeof "AXRT_UNARY_" #name "(AXC_X, AXC_T, AXC_A)", \
+                   "runtime/axrt_unary.h has no formula for " #name);
+#include "ops.def"
+#undef OP
+
+static const char *const unary_formulas[IR_OP_COUNT] = {
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags)
+#define UNARY_OP(name, flags) [IR_OP_##name] = CG_FORMULA(name),
+#include "ops.def"
+#undef OP
+};
+
+static const char *const binary_symbols[IR_OP_COUNT] = {
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags)
+#define BINARY_OP(name, symbol) [IR_OP_##name] = symbol,
+#include "ops.def"
+#undef OP
+};
 
 static const char *unary_expression(const emitter *em, const ir_node *n, const ir_fused_step *step,
                                     const char *arg)
 {
+    const char *formula = unary_formulas[step->op];
+    if (!formula)
+        ax_die("cg_c: %s in a fused loop", ir_ops[step->op].name);
+    static const char *const names[] = {"AXC_X", "AXC_T", "AXC_A", "AXC_MATH_"};
+    const char *values[] = {arg, ctype(n->dtype), real_literal(em, n->dtype, step->value), ""};
     ax_buf text = {0};
-    for (const char *c = unary_formula((ir_op)step->op); *c; c++) {
-        switch (*c) {
-        case '@': ax_buf_puts(&text, arg); break;
-        case '$': ax_buf_puts(&text, ctype(n->dtype)); break;
-        case '~': ax_buf_puts(&text, n->dtype == AXRT_F64 ? "" : "f"); break;
-        case '&': ax_buf_puts(&text, real_literal(em, n->dtype, step->value)); break;
-        default: ax_buf_printf(&text, "%c", *c); break;
+    for (const char *c = formula; *c;) {
+        int k = 0;
+        while (k < 4 && strncmp(c, names[k], strlen(names[k])) != 0)
+            k++;
+        if (k == 4) {
+            ax_buf_put(&text, c++, 1);
+            continue;
         }
+        c += strlen(names[k]);
+        if (k < 3) {
+            ax_buf_puts(&text, values[k]);
+            continue;
+        }
+        while (isalnum((unsigned char)*c)) /* AXC_MATH_exp -> exp, then the suffix */
+            ax_buf_put(&text, c++, 1);
+        ax_buf_puts(&text, n->dtype == AXRT_F64 ? "" : "f");
     }
     const char *result = ax_strdup(arena_of(em), text.data);
     ax_buf_free(&text);
@@ -694,7 +617,6 @@ static const char *fused_arg(const emitter *em, const ir_fused_step *step, int a
 
 static void emit_fused_steps(emitter *em, const ir_node *n, const char *indent)
 {
-    static const char *const symbols[] = {"+", "-", "*", "/"};
     for (int s = 0; s < n->attrs.nsteps; s++) {
         const ir_fused_step *step = &n->attrs.steps[s];
         ax_buf_printf(em->out, "%sconst %s t%d = ", indent, ctype(n->dtype), s);
@@ -702,7 +624,7 @@ static void emit_fused_steps(emitter *em, const ir_node *n, const char *indent)
             ax_buf_puts(em->out, real_literal(em, n->dtype, step->value));
         else if (ir_ops[step->op].kind == IR_BINARY)
             ax_buf_printf(em->out, "%s %s %s", fused_arg(em, step, 0),
-                          symbols[step->op - IR_OP_add], fused_arg(em, step, 1));
+                          binary_symbols[step->op], fused_arg(em, step, 1));
         else
             ax_buf_puts(em->out, unary_expression(em, n, step, fused_arg(em, step, 0)));
         ax_buf_puts(em->out, ";\n");
@@ -781,31 +703,51 @@ static void emit_fused(emitter *em, const ir_node *n, const char *y)
     ax_buf_printf(em->out, "%sy[o] = t%d;\n%*s}\n    }\n", indent, n->attrs.nsteps - 1, 4 + 4 * loops, "");
 }
 
-/* The one dispatch over ops: the kernel call computing n into y. */
+/* Families that need no code of their own, or share an emitter. */
+static void emit_source(emitter *em, const ir_node *n, const char *y)
+{
+    (void)em, (void)n, (void)y; /* inputs, params, scalars have their storage */
+}
+
+static void emit_unary(emitter *em, const ir_node *n, const char *y)
+{
+    emit_unary_call(em, n->op, n, operand(em, n, 0), y);
+}
+
+static void emit_reduce(emitter *em, const ir_node *n, const char *y)
+{
+    emit_axis_kernel(em, n, operand_node(em, n, 0), y);
+}
+
+static void emit_softmax(emitter *em, const ir_node *n, const char *y)
+{
+    emit_axis_kernel(em, n, n, y);
+}
+
+static void emit_reshape(emitter *em, const ir_node *n, const char *y)
+{
+    emit_copy(em, n, operand(em, n, 0), y);
+}
+
+#define emit_input emit_source
+#define emit_param emit_source
+#define emit_scalar emit_source
+#define emit_layernorm emit_norm
+#define emit_batchnorm emit_norm
+
+/* The one dispatch over ops, generated from ops.def's family column: the
+ * kernel call computing n into y. */
+typedef void emit_fn(emitter *em, const ir_node *n, const char *y);
+static emit_fn *const emit_fns[IR_OP_COUNT] = {
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags) \
+    [IR_OP_##name] = emit_##family,
+#include "ops.def"
+#undef OP
+};
+
 static void emit_kernel(emitter *em, const ir_node *n, const char *y)
 {
-    switch (n->op) {
-    case IR_OP_cast: emit_cast(em, n, y); break;
-    case IR_OP_add: case IR_OP_sub: case IR_OP_mul: case IR_OP_div: emit_binary(em, n, y); break;
-    case IR_OP_sum: case IR_OP_mean: case IR_OP_maximum:
-        emit_axis_kernel(em, n, operand_node(em, n, 0), y);
-        break;
-    case IR_OP_softmax: case IR_OP_log_softmax: emit_axis_kernel(em, n, n, y); break;
-    case IR_OP_reshape: emit_copy(em, n, operand(em, n, 0), y); break;
-    case IR_OP_transpose: emit_transpose(em, n, y); break;
-    case IR_OP_concat: emit_concat(em, n, y); break;
-    case IR_OP_matmul: emit_matmul(em, n, y); break;
-    case IR_OP_dense: emit_dense(em, n, y); break;
-    case IR_OP_layernorm: case IR_OP_batchnorm: emit_norm(em, n, y); break;
-    case IR_OP_conv: emit_conv(em, n, y); break;
-    case IR_OP_maxpool: case IR_OP_meanpool: emit_pool(em, n, y); break;
-    case IR_OP_globalmeanpool: emit_globalpool(em, n, y); break;
-    case IR_OP_mha: emit_mha(em, n, y); break;
-    case IR_OP_embedding: emit_embedding(em, n, y); break;
-    case IR_OP_fused_elementwise: emit_fused(em, n, y); break;
-    case IR_OP_input: case IR_OP_param: case IR_OP_scalar: case IR_OP_COUNT: break;
-    default: emit_unary(em, n->op, n, operand(em, n, 0), y); break;
-    }
+    emit_fns[n->op](em, n, y);
 }
 
 #undef SFX
@@ -822,7 +764,7 @@ static bool has_epilogue(const ir_node *n)
            ir_ops[n->attrs.act].kind == IR_UNARY && n->attrs.act != IR_OP_cast;
 }
 
-/* A depthwise conv the plan put over its own input (ir_depthwise_inplace):
+/* A depthwise conv the plan put over its own input (cg_c_can_inplace):
  * the runtime's in-place kernel, its ring of input rows in n's scratch.  The
  * packed kernels' epilogue rule applies (kernel_applies_epilogue). */
 static void emit_dwconv_inplace(emitter *em, const ir_node *n, const char *y)
@@ -846,11 +788,107 @@ static void emit_dwconv_inplace(emitter *em, const ir_node *n, const char *y)
                   ctype(n->dtype), (long long)n->scratch_offset);
 }
 
-/* The plan shares a conv's result with its input only where
- * ir_depthwise_inplace allows it (pass_memplan). */
-static bool conv_in_place(const emitter *em, const ir_node *n, const char *y)
+/* The plan put a conv's result over its input (pass_memplan's inplace_of,
+ * allowed by the target's can_inplace). */
+static bool conv_in_place(const ir_node *n)
 {
-    return n->op == IR_OP_conv && strcmp(operand(em, n, 0), y) == 0;
+    return n->op == IR_OP_conv && n->inplace_of == 0;
+}
+
+/* ---- per-layer profile (axc --profile, interface.md §10) -------------------- */
+
+/* The layer as the user wrote it; nodes a pass made have none: op%id. */
+static const char *layer_name(const emitter *em, int id)
+{
+    const ir_node *n = node_at(em, id);
+    return n->name ? literal_text(arena_of(em), n->name)
+                   : ax_sprintf(arena_of(em), "%s%%%d", ir_ops[n->op].name, id);
+}
+
+/* "dense+residual+relu", "fused(exp,add)": the op and what is fused in. */
+static const char *layer_op(const emitter *em, const ir_node *n)
+{
+    const bool fused = n->op == IR_OP_fused_elementwise;
+    ax_buf b = {0};
+    ax_buf_puts(&b, fused ? "fused(" : ir_ops[n->op].name);
+    for (int s = 0; fused && s < n->attrs.nsteps; s++) {
+        const int op = n->attrs.steps[s].op;
+        ax_buf_printf(&b, "%s%s", s ? "," : "", op == IR_OP_scalar ? "const" : ir_ops[op].name);
+    }
+    ax_buf_puts(&b, fused ? ")" : "");
+    if (n->attrs.residual != IR_NONE)
+        ax_buf_puts(&b, "+residual");
+    if (n->attrs.act != IR_NONE)
+        ax_buf_printf(&b, "+%s", ir_ops[n->attrs.act].name);
+    const char *text = ax_strdup(arena_of(em), b.data);
+    ax_buf_free(&b);
+    return text;
+}
+
+static bool is_profiled(const ir_node *n)
+{
+    return !n->dead && ir_ops[n->op].kind != IR_SOURCE;
+}
+
+static int profiled_layers(const ir_graph *g)
+{
+    int count = 0;
+    for (int id = 0; id < g->nnodes; id++)
+        count += is_profiled(&g->nodes[id]);
+    return count;
+}
+
+/* The clock declaration (with a weak POSIX default) once per file. */
+static void emit_profile_clock(ax_buf *c)
+{
+    ax_buf_puts(c, "\n/* The application's clock for per-layer profiles (any tick unit); POSIX\n"
+                   "   hosts get a weak default in nanoseconds. */\n"
+                   "uint64_t axc_profile_clock(void);\n"
+                   "#if defined(__unix__) && defined(__GNUC__)\n#include <time.h>\n"
+                   "__attribute__((weak)) uint64_t axc_profile_clock(void)\n{\n"
+                   "    struct timespec ts;\n    clock_gettime(CLOCK_MONOTONIC, &ts);\n"
+                   "    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;\n}\n#endif\n");
+}
+
+/* <name>_profile[]: one entry per profiled node, in execution order. */
+static void emit_profile_table(emitter *em)
+{
+    const ir_graph *g = em->g;
+    const int count = profiled_layers(g);
+    ax_buf_printf(em->out, "\naxrt_layer_profile %s_profile[%d] = {\n", g->name, count ? count : 1);
+    for (int id = 0; id < g->nnodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        if (!is_profiled(n))
+            continue;
+        const char *layer = layer_name(em, id);
+        ax_buf_printf(em->out, "    {\"%s\", \"%s\", {\"%s\", %s, %d, {", layer, layer_op(em, n), layer,
+                      ir_dtypes[n->dtype].enum_name, n->rank);
+        for (int d = 0; d < n->rank; d++)
+            ax_buf_printf(em->out, "%s%lld", d ? ", " : "", (long long)n->shape[d]);
+        ax_buf_printf(em->out, "%s}}, %.17g, %.17g, 0, 0},\n", n->rank ? "" : "0",
+                      ir_node_flops(g, n), ir_node_bytes(g, n));
+    }
+    ax_buf_printf(em->out, "};\naxrt_layer_hook %s_layer_hook = 0;\n", g->name);
+}
+
+static void emit_profile_begin(emitter *em)
+{
+    if (em->profile)
+        ax_buf_puts(em->out, "    profile_t0 = axc_profile_clock();\n");
+}
+
+/* Adds the layer's ticks, then hands its output to the hook, if any. */
+static void emit_profile_end(emitter *em, const char *y)
+{
+    if (!em->profile)
+        return;
+    const char *name = em->g->name;
+    const int k = em->nlayers++;
+    ax_buf_printf(em->out,
+                  "    %s_profile[%d].ticks += axc_profile_clock() - profile_t0;\n"
+                  "    %s_profile[%d].calls++;\n"
+                  "    if (%s_layer_hook)\n        %s_layer_hook(%d, &%s_profile[%d], %s);\n",
+                  name, k, name, k, name, name, k, name, k, y);
 }
 
 static void emit_node(emitter *em, int id)
@@ -864,17 +902,19 @@ static void emit_node(emitter *em, int id)
                       n->loc.line, n->loc.col);
     ax_buf_puts(em->out, " */\n");
     const char *y = storage(em, id);
-    if (conv_in_place(em, n, y))
+    emit_profile_begin(em);
+    if (conv_in_place(n))
         emit_dwconv_inplace(em, n, y);
     else
         emit_kernel(em, n, y);
-    if (kernel_applies_epilogue(em, n))
-        return;
-    if (n->attrs.residual != IR_NONE)
-        ax_buf_printf(em->out, "    axrt_add_%s(%s, %s, %s, %lld);\n", kernel_suffix(n->dtype), y,
-                      operand(em, n, n->attrs.residual), y, (long long)ir_numel(n));
-    if (has_epilogue(n))
-        emit_unary(em, (ir_op)n->attrs.act, n, y, y);
+    if (!kernel_applies_epilogue(em, n)) {
+        if (n->attrs.residual != IR_NONE)
+            ax_buf_printf(em->out, "    axrt_add_%s(%s, %s, %s, %lld);\n", kernel_suffix(n->dtype), y,
+                          operand(em, n, n->attrs.residual), y, (long long)ir_numel(n));
+        if (has_epilogue(n))
+            emit_unary_call(em, (ir_op)n->attrs.act, n, y, y);
+    }
+    emit_profile_end(em, y);
 }
 
 /* "int NAME_forward(const float *x, float *y, void *arena)" */
@@ -916,6 +956,8 @@ static void emit_forward(emitter *em)
 {
     const char *name = em->g->name;
     const size_t arena_size = em->g->arena_bytes ? em->g->arena_bytes : 1;
+    if (em->profile)
+        emit_profile_table(em);
     ax_buf_printf(em->out,
                   "\n#if defined(__GNUC__)\n"
                   "static unsigned char %s_static_arena[%zu] __attribute__((aligned(64)));\n"
@@ -925,6 +967,8 @@ static void emit_forward(emitter *em)
     ax_buf_puts(em->out, "\n{\n");
     if (uses_status(em))
         ax_buf_puts(em->out, "    int status;\n");
+    if (em->profile)
+        ax_buf_puts(em->out, "    uint64_t profile_t0;\n");
     ax_buf_printf(em->out, "    if (arena == NULL)\n        arena = %s_static_arena;\n", name);
     ax_buf_puts(em->out, "    (void)arena;\n");
     for (int i = 0; i < em->g->ninputs; i++)
@@ -946,7 +990,7 @@ static void emit_tensor_infos(emitter *em, const char *what, const int *ids, con
     for (int i = 0; i < count; i++) {
         const ir_node *n = node_at(em, ids[i]);
         ax_buf_printf(em->out, "    {\"%s\", %s, %d, {", literal_text(arena_of(em), names[i]),
-                      enum_of_dtype[n->dtype], n->rank);
+                      ir_dtypes[n->dtype].enum_name, n->rank);
         for (int d = 0; d < n->rank; d++)
             ax_buf_printf(em->out, "%s%lld", d ? ", " : "", (long long)n->shape[d]);
         ax_buf_puts(em->out, n->rank ? "}},\n" : "0}},\n");
@@ -1027,6 +1071,13 @@ static void emit_header_model(emitter *em, ax_buf *h)
     ax_buf_printf(h, "#define %s_ARENA_BYTES ((size_t)%zu)\n", upper, em->g->arena_bytes);
     emit_signature(em, h);
     ax_buf_printf(h, ";\nextern const axrt_model %s_model;\n", em->g->name);
+    if (!em->profile)
+        return;
+    const int count = profiled_layers(em->g);
+    ax_buf_printf(h, "/* per-layer profile (axc --profile; axrt.h axrt_layer_profile) */\n"
+                     "#define %s_LAYERS %d\nextern axrt_layer_profile %s_profile[%d];\n"
+                     "extern axrt_layer_hook %s_layer_hook;\nuint64_t axc_profile_clock(void);\n",
+                  upper, count, em->g->name, count ? count : 1, em->g->name);
 }
 
 static const char *guard_name(ax_arena *a, const char *header_name)
@@ -1040,6 +1091,9 @@ static const char *guard_name(ax_arena *a, const char *header_name)
 
 static void emit_c_preamble(const cg_request *req, ax_buf *c)
 {
+    if (req->profile) /* the default clock's clock_gettime under -std=c99 */
+        ax_buf_puts(c, "#if defined(__unix__) && !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE)\n"
+                       "#define _POSIX_C_SOURCE 199309L\n#endif\n");
     ax_buf_printf(c,
                   "/* Generated by axc from %s -- do not edit.\n"
                   "   Code path: C99 calling the libaxrt kernels; float32 dense, conv and attention\n"
@@ -1050,15 +1104,21 @@ static void emit_c_preamble(const cg_request *req, ax_buf *c)
                   "#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && "
                   "__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__\n"
                   "#error \"parameters are embedded as little-endian bytes\"\n#endif\n"
+                  "#if AXRT_PANEL != %d\n"
+                  "#error \"weights are packed for AXRT_PANEL %d: rebuild with the axc matching this axrt.h\"\n"
+                  "#endif\n"
                   "#if defined(__GNUC__)\n#pragma GCC diagnostic ignored \"-Woverlength-strings\"\n#endif\n",
-                  literal_text(req->models[0]->ctx->arena, req->source_name), req->header_name);
+                  literal_text(req->models[0]->ctx->arena, req->source_name), req->header_name,
+                  AXRT_PANEL, AXRT_PANEL);
 }
 
 int cg_c_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
 {
     int errors = 0;
-    for (int m = 0; m < req->nmodels; m++)
+    for (int m = 0; m < req->nmodels; m++) {
         errors += check_supported(req->models[m]);
+        cg_select(req->models[m]); /* again, for callers that ran the passes by hand */
+    }
     if (errors || req->nmodels < 1)
         return errors ? errors : 1;
     const char *guard = guard_name(req->models[0]->ctx->arena, req->header_name);
@@ -1067,8 +1127,11 @@ int cg_c_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
                   "#include \"axrt.h\"\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n",
                   literal_text(req->models[0]->ctx->arena, req->source_name), guard, guard);
     emit_c_preamble(req, c_out);
+    if (req->profile)
+        emit_profile_clock(c_out);
     for (int m = 0; m < req->nmodels; m++) {
-        emitter em = {.g = req->models[m], .out = c_out, .source_name = req->source_name};
+        emitter em = {.g = req->models[m], .out = c_out, .source_name = req->source_name,
+                      .profile = req->profile};
         name_arguments(&em);
         emit_header_model(&em, h_out);
         ax_buf_printf(c_out, "\n/* ---- model %s ---- */\n", em.g->name);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cg_target.h"
 #include "driver.h"
 
 static const char usage_text[] =
@@ -16,7 +17,8 @@ static const char usage_text[] =
     "\n"
     "options:\n"
     "  -o OUT                  output; .c writes C source and a header\n"
-    "  --target=c|cuda|hip|llvm  code generator (default: the model's backend= option, else c)\n"
+    "  --target=NAME           code generator (default: by OUT's extension, else the model's\n"
+    "                          backend= option, else c); NAME is one of the targets below\n"
     "  --header=FILE           where the C header goes (default: OUT with .h)\n"
     "  --model=NAME            compile one model of a multi-model file\n"
     "  --weights=FILE          parameters from a safetensors file\n"
@@ -25,6 +27,8 @@ static const char usage_text[] =
     "  -D NAME=VALUE           override a const\n"
     "  -O0 -O1 -O2 -O3         optimisation level (default -O2)\n"
     "  --emit=ir|dot|mem       print the IR, a Graphviz graph or the memory plan\n"
+    "  --emit=svg|timeline     the graph drawn by Graphviz's dot, or the memory plan as a\n"
+    "                          timeline (buffers as bars over the schedule, peak marked)\n"
     "  --print-after-all       print the IR after every pass to stderr\n"
     "  --mem-report            print the arena plan\n"
     "  --ram=BYTES             fail if the arena exceeds BYTES (suffix K or M: 64K, 1M)\n"
@@ -39,7 +43,24 @@ static const char usage_text[] =
     "  --bench N               time N runs after warm-up\n"
     "  --threads N             run the kernels on N threads (default 1)\n"
     "  --interp                use the reference interpreter\n"
+    "  --profile               print time, share and rate per layer (also a compile option:\n"
+    "                          the generated C then calls axc_profile_clock around each layer)\n"
+    "  --dump-dir DIR          write every layer's output as DIR/NNN_LAYER.npy, index in\n"
+    "                          DIR/index.tsv (compare two with: axc compare DIR REF_DIR)\n"
     "  --cc=CC                 C compiler for the generated code (default $CC or cc)\n";
+
+/* The usage text, then the targets (ir/targets.def) and whether this axc
+ * has each one built. */
+static void print_usage(void)
+{
+    fputs(usage_text, stdout);
+    fputs("\ntargets:\n", stdout);
+    for (int t = 0; t < IR_TARGET_COUNT; t++) {
+        const cg_target *target = cg_target_get((ir_target_id)t);
+        printf("  %-6s %-8s %s%s\n", ir_targets[t].name, ir_targets[t].extensions,
+               ir_targets[t].summary, target->emit ? "" : " (not built yet)");
+    }
+}
 
 void axc_fail(const char *fmt, ...)
 {
@@ -123,7 +144,7 @@ static int set_ram(axc_opts *o, const char *v)
 /* Options that take a value.  `run` marks the ones only `axc run` accepts. */
 typedef enum {
     V_OUT, V_TARGET, V_HEADER, V_MODEL, V_WEIGHTS, V_SEED, V_SAVE, V_EMIT, V_ELTYPE,
-    V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC, V_THREADS
+    V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC, V_DUMP, V_THREADS
 } value_opt;
 
 static const struct { const char *name; value_opt id; bool run; } value_opts[] = {
@@ -136,7 +157,8 @@ static const struct { const char *name; value_opt id; bool run; } value_opts[] =
     {"--ram", V_RAM, false},
     {"--input", V_INPUT, true},    {"--output", V_OUTPUT, true},
     {"--output-dir", V_OUTDIR, true}, {"--bench", V_BENCH, true},
-    {"--cc", V_CC, true},          {"--threads", V_THREADS, true},
+    {"--cc", V_CC, true},          {"--dump-dir", V_DUMP, true},
+    {"--threads", V_THREADS, true},
 };
 
 static int set_value(axc_opts *o, value_opt id, const char *v)
@@ -154,6 +176,7 @@ static int set_value(axc_opts *o, value_opt id, const char *v)
     case V_MT: o->deptarget = v; return 0;
     case V_OUTPUT: o->run_output = v; return 0;
     case V_OUTDIR: o->run_output_dir = v; return 0;
+    case V_DUMP: o->dump_dir = v; return 0;
     case V_CC: o->cc = v; return 0;
     case V_ELTYPE: return set_eltype(o, v);
     case V_D: return add_define(o, v);
@@ -213,6 +236,7 @@ static int try_flag(const char *a, axc_opts *o)
     else if (!strcmp(a, "-Werror")) o->werror = true;
     else if (!strcmp(a, "-w")) o->no_warnings = true;
     else if (!strcmp(a, "--interp") && o->run) o->interp = true;
+    else if (!strcmp(a, "--profile")) o->profile = true;
     else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) o->opt_level = a[2] - '0';
     else return 0;
     return 1;
@@ -220,10 +244,10 @@ static int try_flag(const char *a, axc_opts *o)
 
 static int check_emit(const axc_opts *o)
 {
-    static const char *const kinds[] = {"ir", "dot", "mem"};
+    static const char *const kinds[] = {"ir", "dot", "mem", "svg", "timeline"};
     if (!o->emit) return 0;
-    for (int i = 0; i < 3; i++) if (!strcmp(o->emit, kinds[i])) return 0;
-    axc_fail("--emit expects ir, dot or mem, not '%s'", o->emit);
+    for (int i = 0; i < 5; i++) if (!strcmp(o->emit, kinds[i])) return 0;
+    axc_fail("--emit expects ir, dot, mem, svg or timeline, not '%s'", o->emit);
     return -1;
 }
 
@@ -236,7 +260,7 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
     if (argc > 1 && !strcmp(argv[1], "run")) { o->run = true; i = 2; }
     for (; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage_text, stdout); *exit_now = true; return AXC_OK; }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { print_usage(); *exit_now = true; return AXC_OK; }
         if (!strcmp(a, "--version")) { printf("axc %s\n", AXC_VERSION); *exit_now = true; return AXC_OK; }
         int r = try_value_opt(argc, argv, &i, o);
         if (r < 0) return AXC_EUSAGE;
@@ -248,7 +272,11 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
     if (!o->input) { axc_fail("no input file (see axc --help)"); return AXC_EUSAGE; }
     if (check_emit(o)) return AXC_EUSAGE;
     if (!o->run && !o->output && !o->emit && !o->mem_report && !o->save_weights) {
-        axc_fail("no output: give -o OUT or --emit=ir|dot|mem");
+        axc_fail("no output: give -o OUT or --emit=ir|dot|mem|svg|timeline");
+        return AXC_EUSAGE;
+    }
+    if (o->interp && (o->profile || o->dump_dir)) {
+        axc_fail("--profile and --dump-dir need generated code, not --interp");
         return AXC_EUSAGE;
     }
     if (o->run_output && o->run_output_dir) { axc_fail("--output and --output-dir exclude each other"); return AXC_EUSAGE; }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cg.h"
+#include "cg_target.h"
 #include "driver.h"
 #include "weights.h"
 
@@ -23,25 +23,6 @@ static const char *base_name(const char *path)
 {
     const char *slash = strrchr(path, '/');
     return slash ? slash + 1 : path;
-}
-
-static const char *ext_of(const char *path)
-{
-    const char *b = base_name(path), *dot = strrchr(b, '.');
-    return dot && dot != b ? dot : "";
-}
-
-/* The code generator: --target, else the output's extension, else the
- * first model's backend= option. */
-static const char *pick_target(const axc_opts *o, ir_graph **models)
-{
-    if (o->target) return o->target;
-    const char *e = o->output ? ext_of(o->output) : "";
-    if (!strcmp(e, ".c") || !strcmp(e, ".h")) return "c";
-    if (!strcmp(e, ".cu")) return "cuda";
-    if (!strcmp(e, ".hip")) return "hip";
-    if (!strcmp(e, ".ll") || !strcmp(e, ".o")) return "llvm";
-    return models[0]->backend ? models[0]->backend : "c";
 }
 
 /* Make's escaping for a path in a dependency rule. */
@@ -73,13 +54,24 @@ static void dep_rule(ax_buf *b, const axc_opts *o, const char *header)
         if (deps[i]) { ax_buf_puts(b, "\n"); put_make_path(b, deps[i]); ax_buf_puts(b, ":\n"); }
 }
 
-static void emit_view(const axc_opts *o, ir_graph **models, int n, ax_buf *out)
+static void emit_dot(const ir_graph *g, ax_buf *out)
+{
+    size_t live = 0;
+    const int peak = g->nnodes ? pass_memplan_peak(g, &live) : -1;
+    ir_dump_dot(g, peak, live, out);
+}
+
+/* --emit: the IR, a Graphviz graph (as SVG through dot), the memory plan
+ * (as text or a timeline picture).  Returns an exit status. */
+static int emit_view(const axc_opts *o, ir_graph **models, int n, ax_buf *out)
 {
     for (int i = 0; i < n; i++) {
         if (!strcmp(o->emit, "ir")) ir_dump(models[i], out);
-        else if (!strcmp(o->emit, "dot")) ir_dump_dot(models[i], out);
+        else if (!strcmp(o->emit, "dot") || !strcmp(o->emit, "svg")) emit_dot(models[i], out);
+        else if (!strcmp(o->emit, "timeline")) pass_memplan_svg(models[i], out);
         else pass_memplan_report(models[i], out);
     }
+    return strcmp(o->emit, "svg") ? AXC_OK : axc_render_svg(out);
 }
 
 static int stage(ax_outset *set, const char *path, const ax_buf *b)
@@ -93,17 +85,14 @@ static int stage(ax_outset *set, const char *path, const ax_buf *b)
 static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n,
                     const char *header, ax_buf *c, ax_buf *h)
 {
-    const char *target = pick_target(o, models);
-    if (strcmp(target, "c")) {
-        if (strcmp(target, "cuda") && strcmp(target, "hip") && strcmp(target, "llvm")) {
-            axc_fail("unknown target '%s' (expected c, cuda, hip or llvm)", target);
-        } else {
-            axc_fail("the %s backend is not implemented yet; use --target=c (a .c output)", target);
-        }
+    const cg_target *target = cg_target_get(models[0]->target->id);
+    if (!target->emit) {
+        axc_fail("the %s target %s; use --target=c (a .c output)", ir_targets[target->facts.id].name,
+                 target->missing);
         return AXC_EUSAGE;
     }
-    cg_request req = {models, n, base_name(header), o->input};
-    return cg_c_emit(&req, c, h) ? AXC_EINPUT : AXC_OK;
+    cg_request req = {models, n, base_name(header), o->input, o->profile};
+    return target->emit(&req, c, h) ? AXC_EINPUT : AXC_OK;
 }
 
 static int write_outputs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, ax_outset *set)
@@ -112,9 +101,9 @@ static int write_outputs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int 
     int rc = AXC_OK;
     const char *header = NULL;
     if (o->emit) {
-        emit_view(o, models, n, &view);
-        if (o->output) rc = stage(set, o->output, &view) ? AXC_EUSAGE : AXC_OK;
-        else fwrite(view.data ? view.data : "", 1, view.len, stdout);
+        rc = emit_view(o, models, n, &view);
+        if (!rc && o->output) rc = stage(set, o->output, &view) ? AXC_EUSAGE : AXC_OK;
+        else if (!rc) fwrite(view.data ? view.data : "", 1, view.len, stdout);
     } else if (o->output) {
         header = o->header ? o->header : with_ext(ctx->arena, o->output, ".h");
         rc = generate(ctx, o, models, n, header, &c, &h);

@@ -50,6 +50,8 @@ typedef struct axc_opts {
     long bench_runs;
     int threads;                 /* --threads: kernel threads, 0 = the runtime's default */
     bool interp;
+    bool profile;                /* --profile: per-layer hooks (compile), the table (run) */
+    const char *dump_dir;        /* axc run --dump-dir */
     /* storage for the NAME parts of -D NAME=VALUE and --input NAME=FILE */
     char names[AXC_MAX_DEFINES + AXC_MAX_RUN_TENSORS][128];
     int nnames;
@@ -75,6 +77,27 @@ int axc_run(ax_ctx *ctx, const axc_opts *o);       /* `axc run` */
  * install prefix), found from /proc/self/exe.  NULL if unknown or if
  * include/axrt.h or lib/libaxrt.a is missing there. */
 const char *axc_home(ax_arena *a);
+
+/* Per-layer profile of a loaded model built with hooks (profile.c). */
+typedef struct axc_profile {
+    axrt_layer_profile *layers;   /* the generated <name>_profile[] */
+    axrt_layer_hook *hook;        /* the generated <name>_layer_hook */
+    int count;
+} axc_profile;
+int axc_profile_attach(ax_ctx *ctx, void *dl, const ir_graph *g, axc_profile *p);
+void axc_profile_reset(const axc_profile *p);
+void axc_profile_print(const axc_profile *p, const char *model, double wall_us_per_run);
+/* --dump-dir: every layer's output of the next run as DIR/NNN_LAYER.npy and
+ * DIR/index.tsv; end reports a write failure. */
+int axc_profile_dump_begin(const axc_profile *p, const char *dir);
+int axc_profile_dump_end(const axc_profile *p);
+
+/* --emit=svg: replaces the Graphviz text in buf by the SVG `dot -Tsvg`
+ * draws (render.c).  Returns an exit status (2 when dot is missing). */
+int axc_render_svg(ax_buf *buf);
+
+/* `axc compare DIR REF_DIR [--rtol R]` (compare.c): argv after "compare". */
+int axc_compare_main(int argc, char **argv);
 
 /* Prints "axc: error: MESSAGE" for usage and I/O problems. */
 void axc_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

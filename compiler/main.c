@@ -10,6 +10,7 @@ int main(int argc, char **argv)
 {
     axc_opts o;
     bool exit_now;
+    if (argc > 1 && !strcmp(argv[1], "compare")) return axc_compare_main(argc - 2, argv + 2);
     int rc = axc_parse_args(argc, argv, &o, &exit_now);
     if (rc || exit_now) return rc;
 

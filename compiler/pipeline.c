@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cg_target.h"
 #include "driver.h"
 #include "weights.h"
 
@@ -98,6 +99,36 @@ static int load_params(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n)
     return weights_load(models[0], o->weights) ? AXC_EINPUT : 0;
 }
 
+static const char *extension_of(const char *path)
+{
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    const char *dot = strrchr(base, '.');
+    return dot && dot != base ? dot : "";
+}
+
+/* The target named by --target, else the one whose extensions
+ * (targets.def) include the output's, else IR_TARGET_COUNT: each model's
+ * backend= option decides. */
+static int requested_target(const axc_opts *o, ir_target_id *id)
+{
+    *id = IR_TARGET_COUNT;
+    if (o->target) {
+        *id = ir_target_parse(o->target);
+        if (*id != IR_TARGET_COUNT) return AXC_OK;
+        ax_arena *a = ax_arena_new();
+        axc_fail("unknown target '%s' (expected %s)", o->target, ir_target_list(a, ", ", " or "));
+        ax_arena_free(a);
+        return AXC_EUSAGE;
+    }
+    const char *ext = o->output ? extension_of(o->output) : "";
+    for (int t = 0; t < IR_TARGET_COUNT && *ext; t++) {
+        const char *hit = strstr(ir_targets[t].extensions, ext);
+        size_t len = strlen(ext);
+        if (hit && (hit[len] == ' ' || hit[len] == '\0')) *id = (ir_target_id)t;
+    }
+    return AXC_OK;
+}
+
 void axc_free_models(ir_graph **models, int n)
 {
     for (int i = 0; i < n; i++) ir_graph_free_nodes(models[i]);
@@ -110,12 +141,15 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
     if (!f) return AXC_EINPUT;
     lower_check_defines(ctx, f, o->defines, o->ndefines);
     int idx[AXC_MAX_MODELS], nsel;
+    ir_target_id target;
+    if (requested_target(o, &target)) return AXC_EUSAGE;
     if (f->nmodels > AXC_MAX_MODELS) { axc_fail("more than %d models in one file", AXC_MAX_MODELS); return AXC_EUSAGE; }
     int rc = select_models(ctx, o, f, idx, &nsel);
     if (rc) return rc;
     for (int i = 0; i < nsel; i++) {
         int errors_before = ctx->errors;
         ir_graph *g = lower_model(ctx, f, idx[i], o->defines, o->ndefines);
+        g->target = &cg_target_get(target != IR_TARGET_COUNT ? target : g->backend)->facts;
         if (check_model(o, g, ctx->errors > errors_before) == 0) models[(*n)++] = g;
         else ir_graph_free_nodes(g);
     }
@@ -126,6 +160,7 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
         if (pass_run_optimisations(models[i], o->opt_level, print_after_hook, (void *)o))
             return AXC_EINPUT;
         if (o->ram_budget && pass_memplan_check_budget(models[i], o->ram_budget)) return AXC_EINPUT;
+        cg_target_get(models[i]->target->id)->select(models[i]);
     }
     return ctx->errors ? AXC_EINPUT : AXC_OK;
 }

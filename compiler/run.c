@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cg.h"
+#include "cg_target.h"
 #include "driver.h"
 #include "ir_interp.h"
 #include "tensorfile.h"
@@ -89,7 +89,6 @@ static void *fill_input(const ir_graph *g, int id, uint64_t seed)
     return data;
 }
 
-static bool is_float(axrt_dtype d) { return d == AXRT_F32 || d == AXRT_F64 || d == AXRT_F16 || d == AXRT_BF16; }
 
 /* Reads --input FILE for input node id; checks shape and kind; converts.
  * An unreadable file is an I/O error (*rc = 2), a wrong one an input error. */
@@ -111,7 +110,7 @@ static void *read_input(ax_ctx *ctx, const ir_graph *g, int id, const char *path
                  path, ir_dtype_name(t.dtype), got);
         return NULL;
     }
-    if (is_float(t.dtype) != is_float(n->dtype)) {
+    if (ir_dtype_is_float(t.dtype) != ir_dtype_is_float(n->dtype)) {
         axc_fail("input '%s' expects %s values but %s holds %s", n->name, ir_dtype_name(n->dtype), path,
                  ir_dtype_name(t.dtype));
         return NULL;
@@ -200,7 +199,13 @@ static int stage_sources(ax_ctx *ctx, const axc_opts *o, ir_graph *g, const char
 {
     ax_buf c = {0}, h = {0};
     ir_graph *models[1] = {g};
-    cg_request req = {models, 1, "model.h", o->input};
+    cg_request req = {models, 1, "model.h", o->input, o->profile || o->dump_dir};
+    const cg_target *target = cg_target_get(g->target->id);
+    if (target->emit != cg_c_emit) { /* axc run builds C; other targets run their own way */
+        axc_fail("the %s target %s; axc run uses --target=c", ir_targets[target->facts.id].name,
+                 target->missing ? target->missing : "cannot be run by axc run yet");
+        return AXC_EUSAGE;
+    }
     int rc = cg_c_emit(&req, &c, &h) ? AXC_EINPUT : AXC_OK;
     if (!rc && (ax_write_file_atomic(ax_sprintf(ctx->arena, "%s/model.c", dir), c.data, c.len) ||
                 ax_write_file_atomic(ax_sprintf(ctx->arena, "%s/model.h", dir), h.data, h.len))) {
@@ -377,15 +382,33 @@ static void alloc_outputs(const ir_graph *g, run_io *io)
     }
 }
 
+/* --profile: the first run was the warm-up; then N runs (--bench N, else
+ * 20) with the per-layer counters reset, and the table. */
+static int profile_runs(const runner *r, run_io *io, const axc_profile *p, long runs)
+{
+    axc_profile_reset(p);
+    double t0 = now_us();
+    for (long i = 0; i < runs; i++)
+        if (run_once(r, io)) return -1;
+    axc_profile_print(p, r->g->name, (now_us() - t0) / (double)runs);
+    return 0;
+}
+
 static int execute(ax_ctx *ctx, const axc_opts *o, ir_graph *g, run_io *io)
 {
     runner r = {.g = g};
+    axc_profile prof = {0};
     int rc = o->interp ? AXC_OK : load_compiled(ctx, o, g, &r);
+    if (!rc && (o->profile || o->dump_dir)) rc = axc_profile_attach(ctx, r.dl, g, &prof);
+    if (!rc && o->dump_dir) rc = axc_profile_dump_begin(&prof, o->dump_dir);
     if (!rc && run_once(&r, io)) {
         axc_fail("model '%s' failed at run time (an Embedding index out of range?)", g->name);
         rc = AXC_EINPUT;
     }
-    if (!rc && o->bench_runs && bench(&r, io, o->bench_runs)) rc = AXC_EINPUT;
+    if (o->dump_dir && prof.hook && axc_profile_dump_end(&prof) && !rc) rc = AXC_EUSAGE;
+    if (!rc && o->profile && profile_runs(&r, io, &prof, o->bench_runs ? o->bench_runs : 20))
+        rc = AXC_EINPUT;
+    else if (!rc && !o->profile && o->bench_runs && bench(&r, io, o->bench_runs)) rc = AXC_EINPUT;
     runner_close(ctx, &r);
     return rc;
 }

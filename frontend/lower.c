@@ -487,25 +487,34 @@ int lower_expr(lower_state *st, const ast_node *e)
 
 /* ---- model header ---------------------------------------------------------- */
 
-static const char *const dtype_names[] = {"Float32", "Float64", "Float16", "BFloat16", "Int8",
-                                          "Int32", "Int64", "f32", "f64", "f16", "bf16", "i8",
-                                          "i32", "i64"};
-#define NDTYPE_NAMES ((int)(sizeof dtype_names / sizeof dtype_names[0]))
+/* Every dtype spelling (long names first, then short ones), for suggestions. */
+#define NDTYPE_NAMES (2 * AXRT_DTYPE_COUNT)
+static const char *const *dtype_names(void)
+{
+    static const char *names[NDTYPE_NAMES];
+    for (int t = 0; t < AXRT_DTYPE_COUNT; t++) {
+        names[t] = ir_dtypes[t].name;
+        names[AXRT_DTYPE_COUNT + t] = ir_dtypes[t].short_name;
+    }
+    return names;
+}
 
 static void lower_option(lower_state *st, const ast_option *o)
 {
     static const char *const keys[] = {"backend", "dtype"};
-    static const char *const backends[] = {"c", "cuda", "hip"};
     ax_arena *a = st->ctx->arena;
     axrt_dtype dt;
     if (strcmp(o->key, "backend") == 0) {
-        for (int i = 0; i < 3; i++)
-            if (strcmp(o->value, backends[i]) == 0) {
-                st->g->backend = backends[i];
-                return;
-            }
-        lower_unknown(st, o->loc, ax_sprintf(a, "unknown backend '%s' (expected c, cuda or hip)",
-                      o->value), o->value, backends, 3);
+        const char *names[IR_TARGET_COUNT];
+        for (int t = 0; t < IR_TARGET_COUNT; t++)
+            names[t] = ir_targets[t].name;
+        ir_target_id t = ir_target_parse(o->value);
+        if (t != IR_TARGET_COUNT) {
+            st->g->backend = t;
+            return;
+        }
+        lower_unknown(st, o->loc, ax_sprintf(a, "unknown backend '%s' (expected %s)", o->value,
+                      ir_target_list(a, ", ", " or ")), o->value, names, IR_TARGET_COUNT);
     } else if (strcmp(o->key, "dtype") == 0) {
         if (ir_dtype_parse(o->value, &dt) && (dt == AXRT_F32 || dt == AXRT_F64 ||
                                               dt == AXRT_F16 || dt == AXRT_BF16)) {
@@ -513,7 +522,7 @@ static void lower_option(lower_state *st, const ast_option *o)
             return;
         }
         lower_unknown(st, o->loc, ax_sprintf(a, "unknown model dtype '%s' (expected Float32, "
-                      "Float16, BFloat16 or Float64)", o->value), o->value, dtype_names, 4);
+                      "Float16, BFloat16 or Float64)", o->value), o->value, dtype_names(), 4);
     } else {
         lower_unknown(st, o->loc, ax_sprintf(a, "unknown model option '%s'", o->key), o->key,
                       keys, 2);
@@ -527,7 +536,7 @@ static void lower_input(lower_state *st, const ast_param *p)
     bool ok = true;
     if (!ir_dtype_parse(p->type, &dt)) {
         lower_unknown(st, p->type_loc, ax_sprintf(st->ctx->arena, "unknown element type '%s'",
-                      p->type), p->type, dtype_names, NDTYPE_NAMES);
+                      p->type), p->type, dtype_names(), NDTYPE_NAMES);
         ok = false;
     }
     if (p->ndims > IR_MAX_RANK) {
@@ -684,7 +693,8 @@ ir_graph *lower_model(ax_ctx *ctx, const ast_file *f, int index, const ax_define
     st.const_value = ax_alloc(ctx->arena, sizeof *st.const_value * (size_t)(f->nconsts + 1));
     st.g = ir_graph_new(ctx, m->name, m->loc);
     st.g->dtype = AXRT_F32;
-    st.g->backend = "c";
+    st.g->backend = IR_TARGET_c;
+    st.g->wording = &lower_ax_wording;
     for (int i = 0; i < m->nopts; i++) lower_option(&st, &m->opts[i]);
     if (m->nparams > IR_MAX_SRC)
         ax_error(ctx, m->loc, "model '%s' has %d inputs (at most %d)", m->name, m->nparams,

@@ -24,10 +24,9 @@ typedef struct dtype_info {
 } dtype_info;
 
 static const dtype_info DTYPES[AXRT_DTYPE_COUNT] = {
-    [AXRT_F32] = {"F32", "<f4", 4}, [AXRT_F64] = {"F64", "<f8", 8},
-    [AXRT_F16] = {"F16", "<f2", 2}, [AXRT_BF16] = {"BF16", NULL, 2},
-    [AXRT_I8] = {"I8", "|i1", 1},   [AXRT_I32] = {"I32", "<i4", 4},
-    [AXRT_I64] = {"I64", "<i8", 8},
+#define DTYPE_CODES(E, name, short_name, ctype, bytes, st, npy, is_float) [AXRT_##E] = {st, npy, bytes},
+    AXRT_DTYPES(DTYPE_CODES)
+#undef DTYPE_CODES
 };
 
 bool tf_dtype_from_st(const char *s, axrt_dtype *out)

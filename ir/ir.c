@@ -7,21 +7,59 @@
  * arena. */
 #include "ir.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 const ir_opinfo ir_ops[IR_OP_COUNT] = {
-#define OP(name, min, max, kind, inplace, shape, optional) {#name, min, max, IR_##kind, inplace, optional},
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags) \
+    [IR_OP_##name] = {#name, min, max, IR_##kind, IR_INPLACE_##inplace, optional, flags},
 #include "ops.def"
 #undef OP
 };
+
+const char *const ir_layout_names[IR_LAYOUT_COUNT] = {
+    [IR_LAYOUT_PLAIN] = "plain", [IR_LAYOUT_DENSE] = "dense_panels",
+    [IR_LAYOUT_CONV] = "conv_panels", [IR_LAYOUT_DEPTHWISE] = "depthwise_panels",
+    [IR_LAYOUT_MHA_IN] = "mha_in_panels", [IR_LAYOUT_MHA_OUT] = "mha_out_panels",
+};
+
+const ir_target_info ir_targets[IR_TARGET_COUNT] = {
+#define TARGET(name, extensions, summary) [IR_TARGET_##name] = {#name, extensions, summary},
+#include "targets.def"
+#undef TARGET
+};
+
+ir_target_id ir_target_parse(const char *name)
+{
+    for (int t = 0; t < IR_TARGET_COUNT; t++)
+        if (strcmp(name, ir_targets[t].name) == 0)
+            return (ir_target_id)t;
+    return IR_TARGET_COUNT;
+}
+
+const char *ir_target_list(ax_arena *a, const char *sep, const char *last)
+{
+    ax_buf b = {0};
+    for (int t = 0; t < IR_TARGET_COUNT; t++)
+        ax_buf_printf(&b, "%s%s", t == 0 ? "" : t == IR_TARGET_COUNT - 1 ? last : sep,
+                      ir_targets[t].name);
+    const char *text = ax_strdup(a, b.data);
+    ax_buf_free(&b);
+    return text;
+}
+
+size_t ir_scratch_bytes(const ir_node *n, const ir_graph *g)
+{
+    return g->target ? g->target->scratch_bytes(n, g) : 0;
+}
 
 ir_graph *ir_graph_new(ax_ctx *ctx, const char *name, ax_loc loc)
 {
     ir_graph *g = ax_alloc(ctx->arena, sizeof *g);
     g->name = name;
     g->dtype = AXRT_F32;
-    g->backend = "c";
+    g->backend = IR_TARGET_c;
     g->loc = loc;
     g->ctx = ctx;
     return g;
@@ -56,6 +94,7 @@ static ir_node blank_node(ir_op op, ax_loc loc)
     n.loc = loc;
     n.offset = -1;
     n.scratch_offset = -1;
+    n.inplace_of = IR_NONE;
     n.attrs.act = IR_NONE;
     n.attrs.residual = IR_NONE;
     n.attrs.groups = 1;
@@ -167,22 +206,22 @@ const char *ir_shape_str(const int64_t *shape, int rank, char *buf, size_t size)
     return buf;
 }
 
-static const char *const dtype_long[AXRT_DTYPE_COUNT] = {
-    "Float32", "Float64", "Float16", "BFloat16", "Int8", "Int32", "Int64",
-};
-static const char *const dtype_short[AXRT_DTYPE_COUNT] = {
-    "f32", "f64", "f16", "bf16", "i8", "i32", "i64",
+const ir_dtype_info ir_dtypes[AXRT_DTYPE_COUNT] = {
+#define DTYPE_ROW(E, name, short_name, ctype, bytes, st, npy, is_float) \
+    [AXRT_##E] = {name, short_name, #ctype, "AXRT_" #E, bytes, st, npy, is_float},
+    AXRT_DTYPES(DTYPE_ROW)
+#undef DTYPE_ROW
 };
 
 const char *ir_dtype_name(axrt_dtype dtype)
 {
-    return (unsigned)dtype < AXRT_DTYPE_COUNT ? dtype_long[dtype] : "?";
+    return (unsigned)dtype < AXRT_DTYPE_COUNT ? ir_dtypes[dtype].name : "?";
 }
 
 bool ir_dtype_parse(const char *name, axrt_dtype *out)
 {
     for (int i = 0; i < AXRT_DTYPE_COUNT; i++) {
-        if (strcmp(name, dtype_long[i]) == 0 || strcmp(name, dtype_short[i]) == 0) {
+        if (strcmp(name, ir_dtypes[i].name) == 0 || strcmp(name, ir_dtypes[i].short_name) == 0) {
             *out = (axrt_dtype)i;
             return true;
         }
@@ -190,18 +229,27 @@ bool ir_dtype_parse(const char *name, axrt_dtype *out)
     return false;
 }
 
-const char *ir_layer_ctor(ir_op op)
+static const char *op_name(ir_op op)
 {
-    switch (op) {
-    case IR_OP_dense: return "Dense";
-    case IR_OP_conv: return "Conv";
-    case IR_OP_layernorm: return "LayerNorm";
-    case IR_OP_batchnorm: return "BatchNorm";
-    case IR_OP_maxpool: return "MaxPool";
-    case IR_OP_meanpool: return "MeanPool";
-    case IR_OP_globalmeanpool: return "GlobalMeanPool";
-    case IR_OP_mha: return "MultiHeadAttention";
-    case IR_OP_embedding: return "Embedding";
-    default: return (unsigned)op < IR_OP_COUNT ? ir_ops[op].name : "?";
-    }
+    return (unsigned)op < IR_OP_COUNT ? ir_ops[op].name : "?";
+}
+
+const char *ir_describe_layer(const ir_graph *g, const ir_node *n, char *buf, size_t size)
+{
+    if (g->wording)
+        g->wording->layer(g, n, buf, size);
+    else
+        snprintf(buf, size, "%s%s%s%s", op_name(n->op), n->name ? " '" : "", n->name ? n->name : "",
+                 n->name ? "'" : "");
+    return buf;
+}
+
+const char *ir_describe_ctor(const ir_graph *g, ir_op op)
+{
+    return g->wording ? g->wording->ctor(op) : op_name(op);
+}
+
+const char *ir_describe_binary(const ir_graph *g, ir_op op)
+{
+    return g->wording ? g->wording->binary_symbol(op) : op_name(op);
 }

@@ -20,7 +20,7 @@
 #define IR_FAILED_RANK (-1)
 
 typedef enum ir_op {
-#define OP(name, min, max, kind, inplace, shape, optional) IR_OP_##name,
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags) IR_OP_##name,
 #include "ops.def"
 #undef OP
     IR_OP_COUNT
@@ -28,15 +28,83 @@ typedef enum ir_op {
 
 typedef enum ir_kind { IR_SOURCE, IR_UNARY, IR_BINARY, IR_REDUCE, IR_SHAPE, IR_LAYER } ir_kind;
 
+/* ops.def's inplace column (see there). */
+typedef enum ir_inplace { IR_INPLACE_NO, IR_INPLACE_ALIAS, IR_INPLACE_SAME, IR_INPLACE_TARGET } ir_inplace;
+
+/* ops.def's flags column. */
+enum { IR_VARIADIC = 1u << 0, IR_EPILOGUE = 1u << 1, IR_ACT = 1u << 2 };
+
 typedef struct ir_opinfo {
     const char *name;
     int min_src, max_src;
     ir_kind kind;
-    bool can_inplace;
+    ir_inplace inplace;
     unsigned optional;   /* bit i: operand i may be IR_NONE */
+    unsigned flags;      /* IR_VARIADIC | IR_EPILOGUE | IR_ACT */
 } ir_opinfo;
 
 extern const ir_opinfo ir_ops[IR_OP_COUNT];
+
+/* Whether op (any int, e.g. attrs.act) is an ir_op with flag in ops.def. */
+static inline bool ir_op_has(int op, unsigned flag)
+{
+    return op >= 0 && op < IR_OP_COUNT && (ir_ops[op].flags & flag) != 0;
+}
+
+/* The code generators (targets.def). */
+typedef enum ir_target_id {
+#define TARGET(name, extensions, summary) IR_TARGET_##name,
+#include "targets.def"
+#undef TARGET
+    IR_TARGET_COUNT
+} ir_target_id;
+
+typedef struct ir_target_info {
+    const char *name, *extensions, *summary;
+} ir_target_info;
+extern const ir_target_info ir_targets[IR_TARGET_COUNT];
+/* The target named name, or IR_TARGET_COUNT. */
+ir_target_id ir_target_parse(const char *name);
+/* Every target's name in table order: ir_target_list(a, ", ", " or ") gives
+ * "c, cuda, hip or llvm" for messages, (a, "|", "|") "c|cuda|hip|llvm". */
+const char *ir_target_list(ax_arena *a, const char *sep, const char *last);
+
+typedef struct ir_node ir_node;
+typedef struct ir_graph ir_graph;
+
+/* What the middle end asks of the back end it compiles for: the facts of
+ * its kernels that the memory plan needs.  Each target implements them
+ * (codegen/cg_target.h); the driver hangs the chosen target's on the graph
+ * (ir_graph.target) before the passes run. */
+typedef struct ir_target {
+    ir_target_id id;
+    /* Workspace bytes n's kernel needs while computing n (attention's
+     * projections, a depthwise ring of rows); 0 for most ops.  The plan
+     * gives it a scratch buffer live only at n. */
+    size_t (*scratch_bytes)(const ir_node *n, const ir_graph *g);
+    /* For ops whose ops.def inplace column is TARGET: whether n's kernel may
+     * write its result over operand k (same bytes, dying at n). */
+    bool (*can_inplace)(const ir_node *n, const ir_graph *g, int k);
+} ir_target;
+
+/* How a parameter is stored by the back end (ir_node.layout, chosen by
+ * codegen's cg_select): as written, or pre-packed at compile time in the
+ * runtime's panel order (axrt.h AXRT_PANEL) for its packed kernels. */
+typedef enum ir_layout {
+    IR_LAYOUT_PLAIN, IR_LAYOUT_DENSE, IR_LAYOUT_CONV, IR_LAYOUT_DEPTHWISE, IR_LAYOUT_MHA_IN,
+    IR_LAYOUT_MHA_OUT, IR_LAYOUT_COUNT
+} ir_layout;
+extern const char *const ir_layout_names[IR_LAYOUT_COUNT];
+
+/* How messages of the middle end name a node the way the user wrote it.
+ * The front end that built the graph hangs its own on it (the .ax one:
+ * frontend/describe.c); without one, messages use IR op names. */
+typedef struct ir_wording {
+    /* "Dense(784 => 256)", "Dense 'fc1' (784 => 256)" into buf */
+    void (*layer)(const ir_graph *g, const ir_node *n, char *buf, size_t size);
+    const char *(*ctor)(ir_op op);          /* "Dense" */
+    const char *(*binary_symbol)(ir_op op); /* ".*" */
+} ir_wording;
 
 /* Initial value of a parameter when no --weights are given (interface.md §1). */
 typedef enum ir_param_role {
@@ -89,7 +157,7 @@ typedef struct ir_attrs {
                                  transposes and reshapes into them */
 } ir_attrs;
 
-typedef struct ir_node {
+struct ir_node {
     ir_op op;
     axrt_dtype dtype;
     int rank;
@@ -106,13 +174,19 @@ typedef struct ir_node {
                             BatchNorm folded into a conv); not part of the state_dict, so
                             --save-weights writes the originals (kept, dead) instead */
     int64_t offset;      /* byte offset in the arena (pass_memplan), -1 = not in the arena */
-    int64_t scratch_offset; /* arena offset of this node's scratch (ir_scratch_bytes > 0), else -1 */
-} ir_node;
+    int64_t scratch_offset; /* arena offset of this node's scratch (target scratch_bytes > 0), else -1 */
+    int inplace_of;      /* operand index whose buffer the result overwrites (pass_memplan's
+                            in-place decision; every back end reads it), else IR_NONE */
+    ir_layout layout;    /* param only: how the back end stores it (cg_select) */
+};
 
-typedef struct ir_graph {
+struct ir_graph {
     const char *name;          /* model name = C symbol prefix */
     axrt_dtype dtype;          /* model dtype (parameters and compute) */
-    const char *backend;       /* "c", "cuda", "hip" as the model's option says */
+    ir_target_id backend;      /* the model's backend= option (IR_TARGET_c by default) */
+    const ir_wording *wording; /* the front end's names for messages (NULL: op names) */
+    const ir_target *target;   /* the back end compiled for, set by the driver before the
+                                  passes; NULL: no scratch and no TARGET in-place (tests) */
     ax_loc loc;
     ir_node *nodes;
     int nnodes, cap;
@@ -125,7 +199,7 @@ typedef struct ir_graph {
     bool share_buffers;        /* the plan lets reshapes alias and in-place ops reuse their
                                   operand's buffer (pass_memplan_with) */
     ax_ctx *ctx;               /* owner: arena and diagnostics */
-} ir_graph;
+};
 
 ir_graph *ir_graph_new(ax_ctx *ctx, const char *name, ax_loc loc);
 /* Appends a node; returns its id.  Operands must already exist (ids < new id). */
@@ -145,22 +219,29 @@ static inline bool ir_is_output(const ir_graph *g, int id) { return ir_output_in
 size_t ir_nbytes(const ir_node *n);
 /* "[1, 784]" into buf (always NUL-terminated); returns buf. */
 const char *ir_shape_str(const int64_t *shape, int rank, char *buf, size_t size);
+/* The dtype table (runtime/axrt.h AXRT_DTYPES) as the compiler reads it. */
+typedef struct ir_dtype_info {
+    const char *name, *short_name, *c_type, *enum_name; /* "Float32", "f32", "float", "AXRT_F32" */
+    size_t size;
+    const char *safetensors, *npy;                      /* file codes; npy NULL: none */
+    bool is_float;
+} ir_dtype_info;
+extern const ir_dtype_info ir_dtypes[AXRT_DTYPE_COUNT];
+static inline bool ir_dtype_is_float(axrt_dtype t)
+{
+    return (unsigned)t < AXRT_DTYPE_COUNT && ir_dtypes[t].is_float;
+}
 const char *ir_dtype_name(axrt_dtype dtype);     /* "Float32" ... */
-/* The .ax constructor of a layer op ("Dense", "Conv", ...), for messages;
- * the op name for ops that are not layers. */
-const char *ir_layer_ctor(ir_op op);
+/* A node, a layer constructor and a binary operator as the graph's front
+ * end spells them (ir_wording), else by IR op names. */
+const char *ir_describe_layer(const ir_graph *g, const ir_node *n, char *buf, size_t size);
+const char *ir_describe_ctor(const ir_graph *g, ir_op op);
+const char *ir_describe_binary(const ir_graph *g, ir_op op);
 /* Accepts long and short spellings; returns false for an unknown name. */
 bool ir_dtype_parse(const char *name, axrt_dtype *out);
 
-/* Scratch bytes the C backend's kernel for n needs while computing n (e.g.
- * attention's projections and scores); 0 for most ops.  pass_memplan gives
- * such a node a separate scratch buffer, live only while n is computed.
- * Implemented beside the backend (codegen/cg_scratch.c). */
+/* The graph's target's scratch bytes for n (0 without a target). */
 size_t ir_scratch_bytes(const ir_node *n, const ir_graph *g);
-/* Whether the C backend can compute n (a depthwise conv) over its own input
- * buffer (runtime axrt_dwconv_inplace_*): pass_memplan then lets it, when
- * that input dies at n, and ir_scratch_bytes gives it its ring of rows. */
-bool ir_depthwise_inplace(const ir_node *n, const ir_graph *g);
 
 /* Whether fused_elementwise n reads operand k at the result's own flat index
  * (its strides are the result's row-major strides, ignoring size-1 dims, and
@@ -168,13 +249,19 @@ bool ir_depthwise_inplace(const ir_node *n, const ir_graph *g);
  * reading element o may overwrite it (pass_memplan's in-place rule). */
 bool ir_fused_in_order(const ir_graph *g, const ir_node *n, int k);
 
+/* Work of one evaluation of n (ir_cost.c): floating-point operations and
+ * bytes read and written, for profiles and reports. */
+double ir_node_flops(const ir_graph *g, const ir_node *n);
+double ir_node_bytes(const ir_graph *g, const ir_node *n);
+
 /* Checks the structural invariants (operand counts and order, ranks, dtypes
  * of params, outputs exist).  Returns the number of problems, printed as
  * internal errors through ctx diagnostics. */
 int ir_verify(const ir_graph *g);
 /* Text dump as printed by --emit=ir. */
 void ir_dump(const ir_graph *g, ax_buf *out);
-/* Graphviz digraph as printed by --emit=dot (ir_dot.c). */
-void ir_dump_dot(const ir_graph *g, ax_buf *out);
+/* Graphviz digraph as printed by --emit=dot (ir_dot.c); peak is the node
+ * where the memory plan has the most bytes live (peak_bytes), marked. */
+void ir_dump_dot(const ir_graph *g, int peak, size_t peak_bytes, ax_buf *out);
 
 #endif

@@ -23,7 +23,7 @@ static void put_type(ax_buf *out, const ir_node *n)
                   ir_shape_str(n->shape, n->rank, shape, sizeof shape));
 }
 
-static void put_reshape_attrs(ax_buf *out, const ir_attrs *a)
+static void put_newshape(ax_buf *out, const ir_attrs *a)
 {
     if (a->flatten && a->nnewshape == 0) {
         ax_buf_puts(out, " flatten");
@@ -100,41 +100,111 @@ static void put_fused_step(ax_buf *out, const ir_graph *g, const ir_node *n, int
     ax_buf_puts(out, ")");
 }
 
+/* ---- attributes, one function per ops.def family --------------------------- */
+
+typedef void put_attrs_fn(ax_buf *out, const ir_graph *g, const ir_node *n);
+
+static void put_no_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)out, (void)g, (void)n;
+}
+
+static void put_input_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    ax_buf_printf(out, " %s", n->name ? n->name : "?");
+}
+
+static void put_param_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    ax_buf_printf(out, " \"%s\"", n->name ? n->name : "?");
+}
+
+static void put_scalar_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    ax_buf_printf(out, " %g", n->attrs.scalar);
+}
+
+static void put_unary_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    if (n->op == IR_OP_leaky_relu || n->op == IR_OP_elu)
+        ax_buf_printf(out, " alpha=%g", n->attrs.alpha);
+}
+
+static void put_axis_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    ax_buf_printf(out, " axis=%d", n->attrs.axis);
+}
+
+static void put_transpose_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    put_int_tuple(out, "perm", n->attrs.perm, n->attrs.nperm);
+}
+
+static void put_reshape_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    put_newshape(out, &n->attrs);
+}
+
+static void put_window(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    put_window_attrs(out, n);
+}
+
+static void put_eps_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    ax_buf_printf(out, " eps=%g", n->attrs.eps);
+}
+
+static void put_mha_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    ax_buf_printf(out, " heads=%d%s", n->attrs.heads, n->attrs.causal ? " causal" : "");
+}
+
+static void put_fused_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    ax_buf_puts(out, " [");
+    if (n->attrs.nsteps > 0)
+        put_fused_step(out, g, n, n->attrs.nsteps - 1);
+    ax_buf_puts(out, "]");
+}
+
+/* Families whose attributes print alike share a function. */
+#define put_cast_attrs put_no_attrs
+#define put_binary_attrs put_no_attrs
+#define put_reduce_attrs put_axis_attrs
+#define put_softmax_attrs put_axis_attrs
+#define put_concat_attrs put_axis_attrs
+#define put_matmul_attrs put_no_attrs
+#define put_dense_attrs put_no_attrs
+#define put_layernorm_attrs put_eps_attrs
+#define put_batchnorm_attrs put_eps_attrs
+#define put_conv_attrs put_window
+#define put_pool_attrs put_window
+#define put_globalpool_attrs put_no_attrs
+#define put_embedding_attrs put_no_attrs
+
+static put_attrs_fn *const put_family_attrs[IR_OP_COUNT] = {
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags) \
+    [IR_OP_##name] = put_##family##_attrs,
+#include "ops.def"
+#undef OP
+};
+
+/* The op's own attributes, then a fused epilogue (residual, act). */
 static void put_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
 {
     const ir_attrs *a = &n->attrs;
-    switch (n->op) {
-    case IR_OP_softmax: case IR_OP_log_softmax:
-    case IR_OP_sum: case IR_OP_mean: case IR_OP_maximum: case IR_OP_concat:
-        ax_buf_printf(out, " axis=%d", a->axis);
-        break;
-    case IR_OP_transpose:
-        put_int_tuple(out, "perm", a->perm, a->nperm);
-        break;
-    case IR_OP_reshape:
-        put_reshape_attrs(out, a);
-        break;
-    case IR_OP_conv: case IR_OP_maxpool: case IR_OP_meanpool:
-        put_window_attrs(out, n);
-        break;
-    case IR_OP_layernorm: case IR_OP_batchnorm:
-        ax_buf_printf(out, " eps=%g", a->eps);
-        break;
-    case IR_OP_leaky_relu: case IR_OP_elu:
-        ax_buf_printf(out, " alpha=%g", a->alpha);
-        break;
-    case IR_OP_mha:
-        ax_buf_printf(out, " heads=%d%s", a->heads, a->causal ? " causal" : "");
-        break;
-    case IR_OP_fused_elementwise:
-        ax_buf_puts(out, " [");
-        if (a->nsteps > 0)
-            put_fused_step(out, g, n, a->nsteps - 1);
-        ax_buf_puts(out, "]");
-        break;
-    default:
-        break;
-    }
+    put_family_attrs[n->op](out, g, n);
     if (a->residual != IR_NONE && a->residual < n->nsrc)
         ax_buf_printf(out, " residual=%%%d", n->src[a->residual]);
     if (a->act != IR_NONE && (unsigned)a->act < IR_OP_COUNT)
@@ -143,22 +213,10 @@ static void put_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
         ax_buf_printf(out, " alpha=%g", a->alpha);
 }
 
-/* The op's own operands; a residual operand is shown as residual=%id. */
-static void put_operands_or_source(ax_buf *out, const ir_node *n)
+/* The op's operands (sources have none); a residual operand is shown as
+ * residual=%id. */
+static void put_operands(ax_buf *out, const ir_node *n)
 {
-    switch (n->op) {
-    case IR_OP_input:
-        ax_buf_printf(out, " %s", n->name ? n->name : "?");
-        return;
-    case IR_OP_param:
-        ax_buf_printf(out, " \"%s\"", n->name ? n->name : "?");
-        return;
-    case IR_OP_scalar:
-        ax_buf_printf(out, " %g", n->attrs.scalar);
-        return;
-    default:
-        break;
-    }
     for (int i = 0; i < n->nsrc && i != n->attrs.residual; i++) {
         ax_buf_puts(out, i ? ", " : " ");
         if (n->src[i] == IR_NONE)
@@ -178,14 +236,18 @@ static void put_node(ax_buf *out, const ir_graph *g, int id)
 {
     const ir_node *n = &g->nodes[id];
     ax_buf_printf(out, "  %%%d = %s", id, ir_ops[n->op].name);
-    put_operands_or_source(out, n);
+    put_operands(out, n);
     put_attrs(out, g, n);
     if (n->name && n->op != IR_OP_input && n->op != IR_OP_param)
         ax_buf_printf(out, " layer=\"%s\"", n->name);
     ax_buf_puts(out, " : ");
     put_type(out, n);
+    if (n->op == IR_OP_param && n->layout != IR_LAYOUT_PLAIN)
+        ax_buf_printf(out, " layout=%s", ir_layout_names[n->layout]);
     if (n->offset >= 0)
         ax_buf_printf(out, " offset=%lld", (long long)n->offset);
+    if (n->inplace_of != IR_NONE && ir_ops[n->op].inplace != IR_INPLACE_ALIAS)
+        ax_buf_printf(out, " inplace=%%%d", n->src[n->inplace_of]);
     if (n->scratch_offset >= 0)
         ax_buf_printf(out, " scratch=%lld", (long long)n->scratch_offset);
     if (n->loc.line > 0)

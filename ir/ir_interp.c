@@ -18,6 +18,7 @@
 
 typedef struct interp {
     const ir_graph *g;
+    const void *const *inputs; /* the caller's, in g->inputs order */
     double **vals;   /* per node id; NULL for dead, not yet computed or freed */
     int *last_use;   /* per node id: the last node reading it, or nnodes for outputs */
 } interp;
@@ -207,50 +208,78 @@ static int64_t broadcast_offset(int64_t linear, const int64_t *out_shape, int ra
 
 static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
-/* One unary op (UNARY kind) at x; alpha for elu and leaky_relu, dtype the
- * cast target. */
-static double unary_value(ir_op op, double alpha, axrt_dtype dtype, double x)
+/* One function per UNARY_OP row of ops.def (the table below is generated
+ * from those rows, so an activation without its function here does not
+ * compile); alpha is attrs.alpha for elu and leaky_relu. */
+static double interp_relu(double x, double alpha) { (void)alpha; return x > 0 ? x : 0; }
+static double interp_relu6(double x, double alpha) { (void)alpha; return x < 0 ? 0 : x > 6 ? 6 : x; }
+static double interp_sigmoid(double x, double alpha) { (void)alpha; return sigmoid(x); }
+static double interp_tanh(double x, double alpha) { (void)alpha; return tanh(x); }
+static double interp_swish(double x, double alpha) { (void)alpha; return x * sigmoid(x); }
+static double interp_gelu(double x, double alpha) { (void)alpha; return 0.5 * x * (1 + erf(x / sqrt(2.0))); }
+static double interp_gelu_tanh(double x, double alpha)
 {
-    switch (op) {
-    case IR_OP_cast: return round_to_dtype(x, dtype);
-    case IR_OP_relu: return x > 0 ? x : 0;
-    case IR_OP_relu6: return x < 0 ? 0 : x > 6 ? 6 : x;
-    case IR_OP_sigmoid: return sigmoid(x);
-    case IR_OP_tanh: return tanh(x);
-    case IR_OP_swish: return x * sigmoid(x);
-    case IR_OP_gelu: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
-    case IR_OP_gelu_tanh:
-        return 0.5 * x * (1 + tanh(sqrt(2 / PI) * (x + 0.044715 * x * x * x)));
-    case IR_OP_softplus: return x > 20 ? x : log1p(exp(x));
-    case IR_OP_elu: return x > 0 ? x : alpha * expm1(x);
-    case IR_OP_leaky_relu: return x > 0 ? x : alpha * x;
-    case IR_OP_exp: return exp(x);
-    case IR_OP_log: return log(x);
-    case IR_OP_sqrt: return sqrt(x);
-    case IR_OP_abs: return fabs(x);
-    case IR_OP_neg: return -x;
-    case IR_OP_erf: return erf(x);
-    default: return NAN;
-    }
+    (void)alpha;
+    return 0.5 * x * (1 + tanh(sqrt(2 / PI) * (x + 0.044715 * x * x * x)));
+}
+static double interp_softplus(double x, double alpha) { (void)alpha; return x > 20 ? x : log1p(exp(x)); }
+static double interp_elu(double x, double alpha) { return x > 0 ? x : alpha * expm1(x); }
+static double interp_leaky_relu(double x, double alpha) { return x > 0 ? x : alpha * x; }
+static double interp_exp(double x, double alpha) { (void)alpha; return exp(x); }
+static double interp_log(double x, double alpha) { (void)alpha; return log(x); }
+static double interp_sqrt(double x, double alpha) { (void)alpha; return sqrt(x); }
+static double interp_abs(double x, double alpha) { (void)alpha; return fabs(x); }
+static double interp_neg(double x, double alpha) { (void)alpha; return -x; }
+static double interp_erf(double x, double alpha) { (void)alpha; return erf(x); }
+
+typedef double unary_fn(double x, double alpha);
+static unary_fn *const unary_fns[IR_OP_COUNT] = {
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags)
+#define UNARY_OP(name, flags) [IR_OP_##name] = interp_##name,
+#include "ops.def"
+#undef OP
+};
+
+/* One unary op at x (an epilogue, a fused step or a node); alpha for elu
+ * and leaky_relu.  NaN for an op without a function (a non-unary op). */
+static double unary_value(ir_op op, double alpha, double x)
+{
+    return unary_fns[op] ? unary_fns[op](x, alpha) : NAN;
 }
 
 static int eval_unary(const interp *in, const ir_node *n, double *out)
 {
     const double *x = operand_vals(in, n, 0);
     for (int64_t i = 0; i < ir_numel(n); i++)
-        out[i] = unary_value(n->op, n->attrs.alpha, n->dtype, x[i]);
+        out[i] = unary_value(n->op, n->attrs.alpha, x[i]);
     return 0;
 }
 
+static int eval_cast(const interp *in, const ir_node *n, double *out)
+{
+    const double *x = operand_vals(in, n, 0);
+    for (int64_t i = 0; i < ir_numel(n); i++)
+        out[i] = round_to_dtype(x[i], n->dtype);
+    return 0;
+}
+
+/* One function per BINARY_OP row, as for the unary ones. */
+static double interp_add(double a, double b) { return a + b; }
+static double interp_sub(double a, double b) { return a - b; }
+static double interp_mul(double a, double b) { return a * b; }
+static double interp_div(double a, double b) { return a / b; }
+
+typedef double binary_fn(double a, double b);
+static binary_fn *const binary_fns[IR_OP_COUNT] = {
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags)
+#define BINARY_OP(name, symbol) [IR_OP_##name] = interp_##name,
+#include "ops.def"
+#undef OP
+};
+
 static double binary_value(ir_op op, double a, double b)
 {
-    switch (op) {
-    case IR_OP_add: return a + b;
-    case IR_OP_sub: return a - b;
-    case IR_OP_mul: return a * b;
-    case IR_OP_div: return a / b;
-    default: return NAN;
-    }
+    return binary_fns[op] ? binary_fns[op](a, b) : NAN;
 }
 
 static int eval_binary(const interp *in, const ir_node *n, double *out)
@@ -285,7 +314,7 @@ static double fused_value(const interp *in, const ir_node *n, int64_t i, double 
         else if (ir_ops[step->op].kind == IR_BINARY)
             t[s] = binary_value((ir_op)step->op, arg[0], arg[1]);
         else
-            t[s] = unary_value((ir_op)step->op, step->value, n->dtype, arg[0]);
+            t[s] = unary_value((ir_op)step->op, step->value, arg[0]);
     }
     return t[n->attrs.nsteps - 1];
 }
@@ -591,7 +620,7 @@ static int eval_pool(const interp *in, const ir_node *n, double *out)
     return 0;
 }
 
-static int eval_globalmeanpool(const interp *in, const ir_node *n, double *out)
+static int eval_globalpool(const interp *in, const ir_node *n, double *out)
 {
     const ir_node *x = operand(in, n, 0);
     const double *xv = operand_vals(in, n, 0);
@@ -705,48 +734,47 @@ static void load_all(const void *data, axrt_dtype dtype, int64_t count, double *
         out[i] = load_element(data, dtype, i);
 }
 
-/* Computes node id into out (ir_numel elements); source values come from the
- * caller's inputs, the node's param data or its scalar attribute. */
-static int eval_node(const interp *in, int id, const void *const *inputs, double *out)
+/* Sources: the caller's inputs, the node's param data, its scalar. */
+static int eval_input(const interp *in, const ir_node *n, double *out)
 {
-    const ir_node *n = &in->g->nodes[id];
-    switch (n->op) {
-    case IR_OP_input:
-        for (int i = 0; i < in->g->ninputs; i++) {
-            if (in->g->inputs[i] == id) {
-                load_all(inputs[i], n->dtype, ir_numel(n), out);
-                return 0;
-            }
+    const int id = (int)(n - in->g->nodes);
+    for (int i = 0; i < in->g->ninputs; i++) {
+        if (in->g->inputs[i] == id) {
+            load_all(in->inputs[i], n->dtype, ir_numel(n), out);
+            return 0;
         }
-        return -1;
-    case IR_OP_param:
-        if (!n->data)
-            return -1;
-        load_all(n->data, n->dtype, ir_numel(n), out);
-        return 0;
-    case IR_OP_scalar: out[0] = n->attrs.scalar; return 0;
-    case IR_OP_sum: case IR_OP_mean: case IR_OP_maximum: return eval_reduce(in, n, out);
-    case IR_OP_softmax: case IR_OP_log_softmax: return eval_softmax(in, n, out);
-    case IR_OP_reshape: return eval_reshape(in, n, out);
-    case IR_OP_transpose: return eval_transpose(in, n, out);
-    case IR_OP_concat: return eval_concat(in, n, out);
-    case IR_OP_matmul: return eval_matmul(in, n, out);
-    case IR_OP_dense: return eval_dense(in, n, out);
-    case IR_OP_layernorm: return eval_layernorm(in, n, out);
-    case IR_OP_batchnorm: return eval_batchnorm(in, n, out);
-    case IR_OP_conv: return eval_conv(in, n, out);
-    case IR_OP_maxpool: case IR_OP_meanpool: return eval_pool(in, n, out);
-    case IR_OP_globalmeanpool: return eval_globalmeanpool(in, n, out);
-    case IR_OP_mha: return eval_mha(in, n, out);
-    case IR_OP_embedding: return eval_embedding(in, n, out);
-    case IR_OP_fused_elementwise: return eval_fused(in, n, out);
-    default:
-        if (ir_ops[n->op].kind == IR_UNARY)
-            return eval_unary(in, n, out);
-        if (ir_ops[n->op].kind == IR_BINARY)
-            return eval_binary(in, n, out);
-        return -1;
     }
+    return -1;
+}
+
+static int eval_param(const interp *in, const ir_node *n, double *out)
+{
+    (void)in;
+    if (!n->data)
+        return -1;
+    load_all(n->data, n->dtype, ir_numel(n), out);
+    return 0;
+}
+
+static int eval_scalar(const interp *in, const ir_node *n, double *out)
+{
+    (void)in;
+    out[0] = n->attrs.scalar;
+    return 0;
+}
+
+/* The dispatch, generated from ops.def's family column: eval_<family>. */
+typedef int eval_fn(const interp *in, const ir_node *n, double *out);
+static eval_fn *const eval_fns[IR_OP_COUNT] = {
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags) [IR_OP_##name] = eval_##family,
+#include "ops.def"
+#undef OP
+};
+
+/* Computes node id into out (ir_numel elements). */
+static int eval_node(const interp *in, int id, double *out)
+{
+    return eval_fns[in->g->nodes[id].op](in, &in->g->nodes[id], out);
 }
 
 /* The fused epilogue: the residual operand (attrs.residual) added, then
@@ -763,7 +791,7 @@ static int apply_epilogue(const interp *in, const ir_node *n, double *out)
     if (n->attrs.act < 0 || n->attrs.act >= IR_OP_COUNT || ir_ops[n->attrs.act].kind != IR_UNARY)
         return -1;
     for (int64_t i = 0; i < ir_numel(n); i++)
-        out[i] = unary_value((ir_op)n->attrs.act, n->attrs.alpha, n->dtype, out[i]);
+        out[i] = unary_value((ir_op)n->attrs.act, n->attrs.alpha, out[i]);
     return 0;
 }
 
@@ -795,7 +823,7 @@ static void release_operands(interp *in, int id)
     }
 }
 
-static int evaluate_all(interp *in, const void *const *inputs)
+static int evaluate_all(interp *in)
 {
     for (int id = 0; id < in->g->nnodes; id++) {
         const ir_node *n = &in->g->nodes[id];
@@ -803,7 +831,7 @@ static int evaluate_all(interp *in, const void *const *inputs)
             continue;
         int64_t count = ir_numel(n);
         in->vals[id] = malloc((size_t)(count > 0 ? count : 1) * sizeof(double));
-        if (!in->vals[id] || eval_node(in, id, inputs, in->vals[id]) != 0 ||
+        if (!in->vals[id] || eval_node(in, id, in->vals[id]) != 0 ||
             apply_epilogue(in, n, in->vals[id]) != 0)
             return -1;
         release_operands(in, id);
@@ -813,12 +841,12 @@ static int evaluate_all(interp *in, const void *const *inputs)
 
 int ir_interp_run(const ir_graph *g, const void *const *inputs, void *const *outputs)
 {
-    interp in = {g, calloc((size_t)g->nnodes + 1, sizeof(double *)),
+    interp in = {g, inputs, calloc((size_t)g->nnodes + 1, sizeof(double *)),
                  malloc(((size_t)g->nnodes + 1) * sizeof(int))};
     int status = in.vals && in.last_use ? 0 : -1;
     if (status == 0) {
         find_last_uses(g, in.last_use);
-        status = evaluate_all(&in, inputs);
+        status = evaluate_all(&in);
     }
     for (int i = 0; i < g->noutputs && status == 0; i++) {
         const ir_node *n = &g->nodes[g->outputs[i]];

@@ -29,7 +29,7 @@ static void problem(verifier *v, ax_loc loc, const char *fmt, ...)
 static void verify_operands(verifier *v, int id, const ir_node *n)
 {
     const ir_opinfo *info = &ir_ops[n->op];
-    bool variadic = n->op == IR_OP_concat || n->op == IR_OP_fused_elementwise;
+    bool variadic = (info->flags & IR_VARIADIC) != 0;
     int expected = info->max_src + (n->attrs.residual != IR_NONE);
     bool count_ok = variadic ? n->nsrc >= info->min_src && n->nsrc <= info->max_src
                              : n->nsrc == expected;
@@ -72,9 +72,7 @@ static void verify_residual(verifier *v, int id, const ir_node *n)
     const int r = n->attrs.residual;
     if (r == IR_NONE)
         return;
-    bool layer = n->op == IR_OP_conv || n->op == IR_OP_dense || n->op == IR_OP_matmul ||
-                 n->op == IR_OP_batchnorm || n->op == IR_OP_layernorm;
-    if (!layer || r != ir_ops[n->op].max_src || r >= n->nsrc || n->src[r] == IR_NONE) {
+    if (!ir_op_has(n->op, IR_EPILOGUE) || r != ir_ops[n->op].max_src || r >= n->nsrc || n->src[r] == IR_NONE) {
         problem(v, n->loc, "%%%d %s: residual operand %d is not the appended operand", id,
                 ir_ops[n->op].name, r);
         return;

@@ -10,11 +10,6 @@
 
 #include <string.h>
 
-static bool is_float(axrt_dtype t)
-{
-    return t == AXRT_F32 || t == AXRT_F64 || t == AXRT_F16 || t == AXRT_BF16;
-}
-
 /* Rank of float widths: F16 and BF16 < F32 < F64. */
 static int float_width(axrt_dtype t)
 {
@@ -61,8 +56,8 @@ static const char *consumer_text(const ir_graph *g, int id)
         return "its consumer";
     const ir_node *n = &g->nodes[id];
     if (n->name && ir_ops[n->op].kind == IR_LAYER)
-        return ax_sprintf(g->ctx->arena, "%s '%s'", ir_layer_ctor(n->op), n->name);
-    return ir_layer_ctor(n->op);
+        return ax_sprintf(g->ctx->arena, "%s '%s'", ir_describe_ctor(g, n->op), n->name);
+    return ir_describe_ctor(g, n->op);
 }
 
 /* "input 'x' is Float64 but model 'mlp' computes in Float32; Dense '0'
@@ -113,7 +108,7 @@ static int settle_input(ir_graph *g, int input, eltype_mode mode)
     const ir_node *in = &g->nodes[input];
     if (in->dtype == g->dtype)
         return 0;
-    if (!is_float(in->dtype)) {
+    if (!ir_dtype_is_float(in->dtype)) {
         if (integer_input_ok(g, input))
             return 0;
         ax_error(g->ctx, in->loc, "input '%s' is %s; integer inputs are only accepted as Embedding "
@@ -139,7 +134,7 @@ static void promote_model(ir_graph *g)
 {
     for (int i = 0; i < g->ninputs; i++) {
         axrt_dtype t = g->nodes[g->inputs[i]].dtype;
-        if (is_float(t) && float_width(t) > float_width(g->dtype))
+        if (ir_dtype_is_float(t) && float_width(t) > float_width(g->dtype))
             g->dtype = t;
     }
 }

@@ -255,24 +255,10 @@ int pass_fold_scale_shift(ir_graph *g)
 
 /* ---- epilogues ------------------------------------------------------------- */
 
-/* Ops whose kernels get an epilogue (residual add, then activation). */
-static bool takes_epilogue(ir_op op)
-{
-    return op == IR_OP_conv || op == IR_OP_dense || op == IR_OP_matmul ||
-           op == IR_OP_batchnorm || op == IR_OP_layernorm;
-}
-
-static bool epilogue_activation(ir_op op)
-{
-    switch (op) {
-    case IR_OP_relu: case IR_OP_relu6: case IR_OP_sigmoid: case IR_OP_tanh: case IR_OP_swish:
-    case IR_OP_gelu: case IR_OP_gelu_tanh: case IR_OP_softplus: case IR_OP_elu:
-    case IR_OP_leaky_relu:
-        return true;
-    default:
-        return false;
-    }
-}
+/* Which ops take an epilogue and which activations may be one: ops.def's
+ * IR_EPILOGUE and IR_ACT flags. */
+static bool takes_epilogue(ir_op op) { return ir_op_has(op, IR_EPILOGUE); }
+static bool epilogue_activation(ir_op op) { return ir_op_has(op, IR_ACT); }
 
 int pass_fuse_residual(ir_graph *g)
 {

@@ -35,17 +35,18 @@
 
 #define MAX_MERGED (IR_MAX_SRC + 64)
 
-static bool is_float(const ir_node *n) { return n->dtype == AXRT_F32 || n->dtype == AXRT_F64; }
+/* The compute dtypes the back ends have kernels for. */
+static bool computes_in_kernel_dtype(const ir_node *n) { return n->dtype == AXRT_F32 || n->dtype == AXRT_F64; }
 
 static bool is_elementwise(const ir_node *n)
 {
     const ir_kind kind = ir_ops[n->op].kind;
-    return !n->dead && ((kind == IR_UNARY && n->op != IR_OP_cast) || kind == IR_BINARY) && is_float(n);
+    return !n->dead && ((kind == IR_UNARY && n->op != IR_OP_cast) || kind == IR_BINARY) && computes_in_kernel_dtype(n);
 }
 
 static bool is_view(const ir_node *n)
 {
-    return !n->dead && (n->op == IR_OP_reshape || n->op == IR_OP_transpose) && is_float(n);
+    return !n->dead && (n->op == IR_OP_reshape || n->op == IR_OP_transpose) && computes_in_kernel_dtype(n);
 }
 
 static bool is_tree_node(const ir_node *n) { return is_elementwise(n) || is_view(n); }

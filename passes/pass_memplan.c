@@ -7,19 +7,19 @@
  * result, so a buffer never shares bytes with anything live at its
  * definition, operands included — except where sharing is planned
  * (pass_memplan_with(g, true), -O1 and up):
- *   alias     a reshape never copies: it is its operand's buffer (a reshape
- *             of an input, param or output has no buffer and codegen uses the
- *             operand's pointer), and that buffer lives until the reshape's
- *             last use;
- *   in-place  an op whose kernel reads element i before writing element i
- *             and nothing else (unary ops but cast; add/sub/mul/div, on an
- *             operand of the result's shape, either side; softmax and
- *             log_softmax; a fused_elementwise loop, on an operand it reads
- *             in the result's order; a depthwise conv the backend computes over its
- *             input, ir_depthwise_inplace) overwrites that operand's buffer
- *             when the buffer dies there.
- * A node whose C kernel needs workspace (ir_scratch_bytes > 0, outputs
- * included) also gets a scratch buffer live only at its own index.
+ *   alias     an op whose ops.def inplace column is ALIAS (reshape) never
+ *             copies: it is its operand's buffer (a reshape of an input,
+ *             param or output has no buffer and codegen uses the operand's
+ *             pointer), and that buffer lives until the reshape's last use;
+ *   in-place  an op whose column is SAME (its kernel reads element i before
+ *             writing element i: unary ops but cast, add/sub/mul/div, softmax,
+ *             layernorm, batchnorm, fused loops), on an operand it reads at the
+ *             result's own index, or TARGET where the target's can_inplace
+ *             allows (the C target: a depthwise conv over its input),
+ *             overwrites that operand's buffer when the buffer dies there;
+ *             the node's inplace_of records which operand.
+ * A node whose kernel needs workspace (the target's scratch_bytes > 0,
+ * outputs included) also gets a scratch buffer live only at its own index.
  * Placement is first-fit, tried in definition order and in decreasing size;
  * the smaller peak wins.  Offsets and sizes are multiples of 64 so every
  * buffer is 64-byte aligned. */
@@ -78,23 +78,6 @@ static int *last_uses(const ir_graph *g)
     return last;
 }
 
-/* The runtime kernel for n is correct with y == operand k (see the contract
- * at the top of the file; runtime/axrt_kernels.inc). */
-static bool kernel_allows_inplace(const ir_graph *g, const ir_node *n, int k)
-{
-    if (n->op == IR_OP_conv)
-        return k == 0 && ir_depthwise_inplace(n, g);
-    if (n->op == IR_OP_fused_elementwise)
-        return ir_fused_in_order(g, n, k);
-    if (!ir_ops[n->op].can_inplace || n->attrs.residual != IR_NONE)
-        return false;
-    switch (ir_ops[n->op].kind) {
-    case IR_UNARY: return n->op != IR_OP_cast;
-    case IR_BINARY: return ir_same_shape(&g->nodes[n->src[k]], n);
-    default: return k == 0 && (n->op == IR_OP_softmax || n->op == IR_OP_log_softmax);
-    }
-}
-
 /* Operand i of n is read at n's own element index (a fused loop's operand
  * strides may permute or re-shape the read: ir_fused_in_order). */
 static bool read_in_order(const ir_graph *g, const ir_node *n, int i)
@@ -102,6 +85,21 @@ static bool read_in_order(const ir_graph *g, const ir_node *n, int i)
     if (n->op == IR_OP_fused_elementwise)
         return ir_fused_in_order(g, n, i);
     return ir_same_shape(&g->nodes[n->src[i]], n);
+}
+
+/* The kernel for n is correct with y == operand k: ops.def's inplace column
+ * decides, the target where the column says TARGET (runtime/axrt.h promises
+ * y == x for these kernels). */
+static bool kernel_allows_inplace(const ir_graph *g, const ir_node *n, int k)
+{
+    if (n->attrs.residual != IR_NONE)
+        return false;
+    switch (ir_ops[n->op].inplace) {
+    case IR_INPLACE_NO: case IR_INPLACE_ALIAS: return false;
+    case IR_INPLACE_SAME: return read_in_order(g, n, k);
+    case IR_INPLACE_TARGET: return g->target && g->target->can_inplace(n, g, k);
+    }
+    return false;
 }
 
 /* n (at id) may overwrite operand k's buffer: the buffer dies at id, has
@@ -128,7 +126,7 @@ static int shared_operand(const ir_graph *g, const mem_plan *p, int id)
 {
     if (!g->share_buffers)
         return -1;
-    if (g->nodes[id].op == IR_OP_reshape)
+    if (ir_ops[g->nodes[id].op].inplace == IR_INPLACE_ALIAS)
         return 0;
     for (int k = 0; k < 2; k++)
         if (can_inplace(g, p, id, k))
@@ -285,6 +283,21 @@ static int peak_pressure(const mem_plan *p, int nnodes, size_t *most)
     return at;
 }
 
+/* inplace_of: the operand whose buffer a node's result took over (alias or
+ * in-place; the first such operand), for every back end to read. */
+static void record_sharing(ir_graph *g, const mem_plan *p)
+{
+    for (int id = 0; id < g->nnodes; id++) {
+        ir_node *n = &g->nodes[id];
+        n->inplace_of = IR_NONE;
+        for (int k = 0; k < n->nsrc && p->owner[id] >= 0; k++)
+            if (n->src[k] != IR_NONE && p->owner[n->src[k]] == p->owner[id]) {
+                n->inplace_of = k;
+                break;
+            }
+    }
+}
+
 int pass_memplan_with(ir_graph *g, bool share)
 {
     g->share_buffers = share;
@@ -298,6 +311,7 @@ int pass_memplan_with(ir_graph *g, bool share)
     for (int id = 0; id < g->nnodes; id++)
         if (p.owner[id] >= 0)
             g->nodes[id].offset = p.bufs[p.owner[id]].offset;
+    record_sharing(g, &p);
     free_plan(&p);
     return 0;
 }
@@ -331,7 +345,8 @@ static void report_buffer(const ir_graph *g, const mem_plan *p, int k, ax_buf *o
             continue;
         ax_buf_puts(out, "      shared by ");
         put_node_name(g, id, out);
-        ax_buf_puts(out, g->nodes[id].op == IR_OP_reshape ? " (alias)\n" : " (in-place)\n");
+        ax_buf_puts(out, ir_ops[g->nodes[id].op].inplace == IR_INPLACE_ALIAS ? " (alias)\n"
+                                                                            : " (in-place)\n");
     }
 }
 
@@ -395,4 +410,102 @@ int pass_memplan_check_budget(const ir_graph *g, size_t budget)
     }
     free_plan(&p);
     return 1;
+}
+
+int pass_memplan_peak(const ir_graph *g, size_t *live)
+{
+    mem_plan p = placed_plan(g);
+    const int at = peak_pressure(&p, g->nnodes, live);
+    free_plan(&p);
+    return at;
+}
+
+/* ---- the plan as a picture ------------------------------------------------ */
+
+/* text safe inside SVG/XML character data and attribute values */
+static void put_xml(ax_buf *out, const char *text)
+{
+    for (const char *c = text ? text : ""; *c; c++) {
+        switch (*c) {
+        case '&': ax_buf_puts(out, "&amp;"); break;
+        case '<': ax_buf_puts(out, "&lt;"); break;
+        case '>': ax_buf_puts(out, "&gt;"); break;
+        case '"': ax_buf_puts(out, "&quot;"); break;
+        default: ax_buf_put(out, c, 1); break;
+        }
+    }
+}
+
+enum { SVG_W = 960, SVG_H = 540, SVG_LEFT = 90, SVG_TOP = 50, SVG_PLOT_W = 840, SVG_PLOT_H = 420 };
+
+/* The x axis spans the computing nodes, first..nnodes-1 (sources come first). */
+typedef struct svg_span { int first, count; } svg_span;
+static double svg_x(int step, svg_span x) { return SVG_LEFT + (double)SVG_PLOT_W * (step - x.first) / x.count; }
+static double svg_y(double bytes, double arena) { return SVG_TOP + SVG_PLOT_H * bytes / arena; }
+
+/* One bar: the buffer's bytes (y) over its live node indices (x). */
+static void svg_bar(const ir_graph *g, const mem_buffer *b, int k, double arena, svg_span span, ax_buf *out)
+{
+    const ir_node *n = &g->nodes[b->node];
+    const double x = svg_x(b->start, span), w = svg_x(b->end + 1, span) - x;
+    const double y = svg_y((double)b->offset, arena), h = svg_y((double)(b->offset + b->size), arena) - y;
+    ax_buf_printf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
+                       "stroke=\"#333\" stroke-width=\"0.5\"><title>%%%d %s ",
+                  x, y, w > 1 ? w : 1, h > 1 ? h : 1,
+                  b->scratch ? "#f4a261" : (k % 2 ? "#8ecae6" : "#90be6d"), b->node, ir_ops[n->op].name);
+    put_xml(out, n->name);
+    ax_buf_printf(out, "%s: %zu bytes at offset %lld, live %d..%d</title></rect>\n",
+                  b->scratch ? " (scratch)" : "", b->size, (long long)b->offset, b->start, b->end);
+}
+
+static void svg_axes(const ir_graph *g, double arena, svg_span span, ax_buf *out)
+{
+    ax_buf_printf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", SVG_LEFT,
+                  SVG_TOP, SVG_LEFT, SVG_TOP + SVG_PLOT_H);
+    ax_buf_printf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", SVG_LEFT,
+                  SVG_TOP + SVG_PLOT_H, SVG_LEFT + SVG_PLOT_W, SVG_TOP + SVG_PLOT_H);
+    for (int t = 0; t <= 4; t++)
+        ax_buf_printf(out, "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%.0f</text>\n",
+                      SVG_LEFT - 6, svg_y(arena * t / 4, arena) + 4, arena * t / 4);
+    const int every = span.count > 20 ? span.count / 20 : 1;
+    for (int id = span.first; id < g->nnodes; id += every)
+        ax_buf_printf(out, "<text x=\"%.1f\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">%%%d</text>\n",
+                      svg_x(id, span) + 0.5 * SVG_PLOT_W / span.count, SVG_TOP + SVG_PLOT_H + 16, id);
+    ax_buf_printf(out, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">schedule (node)"
+                       "</text>\n<text x=\"16\" y=\"%d\" font-size=\"12\" transform=\"rotate(-90 16 %d)\" "
+                       "text-anchor=\"middle\">arena offset (bytes)</text>\n",
+                  SVG_LEFT + SVG_PLOT_W / 2, SVG_H - 8, SVG_TOP + SVG_PLOT_H / 2, SVG_TOP + SVG_PLOT_H / 2);
+}
+
+void pass_memplan_svg(const ir_graph *g, ax_buf *out)
+{
+    mem_plan p = placed_plan(g);
+    size_t live;
+    const int at = g->nnodes ? peak_pressure(&p, g->nnodes, &live) : 0;
+    const double arena = g->arena_bytes ? (double)g->arena_bytes : 1;
+    svg_span span = {0, 1};
+    while (span.first < g->nnodes && ir_ops[g->nodes[span.first].op].kind == IR_SOURCE)
+        span.first++;
+    if (span.first < g->nnodes)
+        span.count = g->nnodes - span.first;
+    ax_buf_printf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                       "font-family=\"sans-serif\">\n<title>memory plan of ", SVG_W, SVG_H);
+    put_xml(out, g->name);
+    ax_buf_printf(out, "</title>\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", SVG_W, SVG_H);
+    ax_buf_puts(out, "<text x=\"90\" y=\"22\" font-size=\"15\">memory plan of ");
+    put_xml(out, g->name);
+    ax_buf_printf(out, ": arena %zu bytes, %d buffers (bars: bytes over live nodes)</text>\n",
+                  g->arena_bytes, p.n);
+    for (int k = 0; k < p.n; k++)
+        svg_bar(g, &p.bufs[k], k, arena, span, out);
+    svg_axes(g, arena, span, out);
+    const double px = svg_x(at, span) + 0.5 * SVG_PLOT_W / span.count;
+    ax_buf_printf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"red\" "
+                       "stroke-dasharray=\"4 3\"/>\n<text x=\"%.1f\" y=\"%d\" font-size=\"12\" fill=\"red\">"
+                       "peak: %zu bytes live at %%%d %s ",
+                  px, SVG_TOP - 6, px, SVG_TOP + SVG_PLOT_H, px + 4, SVG_TOP - 10, live, at,
+                  g->nnodes ? ir_ops[g->nodes[at].op].name : "");
+    put_xml(out, g->nnodes ? g->nodes[at].name : "");
+    ax_buf_puts(out, "</text>\n</svg>\n");
+    free_plan(&p);
 }

@@ -39,6 +39,11 @@ int pass_memplan(ir_graph *g);
 int pass_memplan_with(ir_graph *g, bool share);
 /* Prints the plan (--emit=mem / --mem-report). */
 void pass_memplan_report(const ir_graph *g, ax_buf *out);
+/* The plan as an SVG picture (--emit=timeline): each buffer a bar of its
+ * bytes over the nodes where it is live, the peak marked. */
+void pass_memplan_svg(const ir_graph *g, ax_buf *out);
+/* The node where the most bytes are live, and how many (*live). */
+int pass_memplan_peak(const ir_graph *g, size_t *live);
 /* The most bytes live at once in g's current plan (no placement beats it). */
 size_t pass_memplan_lower_bound(const ir_graph *g);
 /* 0 if g->arena_bytes <= budget; else reports an error naming the node of

@@ -4,9 +4,10 @@
  * dtypes share one implementation.  The float kernels that have a faster
  * variant are instantiated as axrt_<name>_f32_portable; axrt_fast.inc,
  * included last, exports axrt_<name>_f32 through the kernel table of the
- * instruction set in use (axrt_cpu.h; x86 tables in axrt_x86_*.c), and the
- * packed-weight kernels.  One translation unit, so that building the runtime
- * stays one file to compile.  Needs only <stddef.h> <stdint.h>
+ * instruction set in use (axrt_cpu.h; x86 tables in axrt_x86_avx2.c and
+ * axrt_x86_avx512.c), and the packed-weight kernels.  Other runtime files
+ * (axrt_dwconv.c, axrt_threads.c) hold kernels of their own; axc.mk builds
+ * every .c file of the runtime.  Needs only <stddef.h> <stdint.h>
  * <string.h> <math.h>: it builds for firmware. */
 #include <math.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 
 #include "axrt.h"
 #include "axrt_cpu.h"
+#include "axrt_unary.h"
 
 #ifdef AXRT_X86_SIMD
 #include <stdlib.h> /* getenv, for AXRT_ISA: x86-64 hosts only */
@@ -22,16 +24,12 @@
 
 size_t axrt_dtype_size(axrt_dtype dtype)
 {
-    switch (dtype) {
-    case AXRT_F32: return 4;
-    case AXRT_F64: return 8;
-    case AXRT_F16: return 2;
-    case AXRT_BF16: return 2;
-    case AXRT_I8: return 1;
-    case AXRT_I32: return 4;
-    case AXRT_I64: return 8;
-    default: return 0;
-    }
+    static const unsigned char sizes[AXRT_DTYPE_COUNT] = {
+#define AXRT_DTYPE_SIZE(E, name, short_name, ctype, bytes, st, npy, is_float) bytes,
+        AXRT_DTYPES(AXRT_DTYPE_SIZE)
+#undef AXRT_DTYPE_SIZE
+    };
+    return (unsigned)dtype < AXRT_DTYPE_COUNT ? sizes[dtype] : 0;
 }
 
 size_t axrt_mha_scratch_elems(const axrt_mha_params *p)

@@ -14,15 +14,24 @@ extern "C" {
 
 #define AXRT_MAX_RANK 8
 
-/* Element types, in the order of language.md §4. */
+/* The element types, one row each, in the order of language.md §4:
+ *   X(ENUM, name, short name, C storage type, bytes, safetensors code,
+ *     .npy descr (0: none), is_float)
+ * The runtime expands it into axrt_dtype and axrt_dtype_size, the compiler
+ * into its names, C types and file codes, so a new dtype is one row here. */
+#define AXRT_DTYPES(X)                                               \
+    X(F32, "Float32", "f32", float, 4, "F32", "<f4", 1)              \
+    X(F64, "Float64", "f64", double, 8, "F64", "<f8", 1)             \
+    X(F16, "Float16", "f16", uint16_t, 2, "F16", "<f2", 1)           \
+    X(BF16, "BFloat16", "bf16", uint16_t, 2, "BF16", 0, 1)           \
+    X(I8, "Int8", "i8", int8_t, 1, "I8", "|i1", 0)                   \
+    X(I32, "Int32", "i32", int32_t, 4, "I32", "<i4", 0)              \
+    X(I64, "Int64", "i64", int64_t, 8, "I64", "<i8", 0)
+
 typedef enum axrt_dtype {
-    AXRT_F32 = 0,
-    AXRT_F64,
-    AXRT_F16,
-    AXRT_BF16,
-    AXRT_I8,
-    AXRT_I32,
-    AXRT_I64,
+#define AXRT_DTYPE_ENUM(E, name, short_name, ctype, bytes, st, npy, is_float) AXRT_##E,
+    AXRT_DTYPES(AXRT_DTYPE_ENUM)
+#undef AXRT_DTYPE_ENUM
     AXRT_DTYPE_COUNT
 } axrt_dtype;
 
@@ -46,6 +55,24 @@ typedef struct axrt_model {
        to use a static arena inside the generated file (not reentrant). */
     int (*run)(const void *const *inputs, void *const *outputs, void *arena);
 } axrt_model;
+
+/* Per-layer profile of code generated with `axc --profile` (interface.md
+ * §10): `<name>_profile[<NAME>_LAYERS]` holds one entry per executed layer
+ * in execution order; each forward pass adds the ticks of the
+ * application's clock, `uint64_t axc_profile_clock(void)` (a weak default
+ * on POSIX hosts counts nanoseconds; a firmware provides its cycle counter),
+ * around every layer.  `<name>_layer_hook`, when set, is called after each
+ * layer with its output (axc run --dump-dir).  Profiled code keeps these
+ * counters in globals, so it is not reentrant. */
+typedef struct axrt_layer_profile {
+    const char *layer;    /* as written in the model ("fc1", "layer1.0.conv1", "0") */
+    const char *op;       /* the op and what is fused into it: "dense+residual+relu" */
+    axrt_tensor_info out; /* the layer's output (name = layer) */
+    double flops, bytes;  /* work of one call */
+    uint64_t ticks;       /* clock ticks spent, summed over calls */
+    uint64_t calls;
+} axrt_layer_profile;
+typedef void (*axrt_layer_hook)(int index, const axrt_layer_profile *layer, const void *output);
 
 /* Size in bytes of one element of dtype (0 for an unknown value). */
 size_t axrt_dtype_size(axrt_dtype dtype);

@@ -15,7 +15,7 @@
 
 #include <string.h>
 
-#include "cg.h"
+#include "cg_target.h"
 #include "passes.h"
 
 typedef struct model {
@@ -28,6 +28,7 @@ static model model_new(void)
     model m;
     m.ctx = ax_ctx_new();
     m.g = ir_graph_new(m.ctx, "views", ax_noloc());
+    m.g->target = &cg_target_get(IR_TARGET_c)->facts;
     m.g->dtype = AXRT_F32;
     return m;
 }
@@ -99,7 +100,7 @@ static char *emit_c(model *m)
 {
     ax_buf c = {0}, h = {0};
     ir_graph *models[1] = {m->g};
-    cg_request req = {models, 1, "views.h", "views.ax"};
+    cg_request req = {models, 1, "views.h", "views.ax", false};
     assert_int_equal(cg_c_emit(&req, &c, &h), 0);
     ax_buf_free(&h);
     char *text = ax_strdup(m->ctx->arena, c.data);

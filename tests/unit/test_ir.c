@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lower.h"
 #include "ir.h"
 #include "test_support.h"
 
@@ -50,11 +51,24 @@ static void test_ops_table_sane(void **state)
     assert_int_equal(ir_ops[IR_OP_dense].min_src, 2);
     assert_int_equal(ir_ops[IR_OP_dense].max_src, 3);
     assert_int_equal(ir_ops[IR_OP_concat].max_src, 16);
-    assert_true(ir_ops[IR_OP_relu].can_inplace);
-    assert_false(ir_ops[IR_OP_matmul].can_inplace);
+    assert_int_equal(ir_ops[IR_OP_relu].inplace, IR_INPLACE_SAME);
+    assert_int_equal(ir_ops[IR_OP_matmul].inplace, IR_INPLACE_NO);
+    assert_int_equal(ir_ops[IR_OP_reshape].inplace, IR_INPLACE_ALIAS);
+    assert_int_equal(ir_ops[IR_OP_conv].inplace, IR_INPLACE_TARGET);
+    assert_true(ir_op_has(IR_OP_concat, IR_VARIADIC) && ir_op_has(IR_OP_fused_elementwise, IR_VARIADIC));
+    assert_true(ir_op_has(IR_OP_dense, IR_EPILOGUE) && !ir_op_has(IR_OP_softmax, IR_EPILOGUE));
+    assert_true(ir_op_has(IR_OP_gelu, IR_ACT) && !ir_op_has(IR_OP_exp, IR_ACT));
+    assert_false(ir_op_has(IR_NONE, IR_ACT));
     assert_int_equal(ir_ops[IR_OP_input].kind, IR_SOURCE);
-    assert_string_equal(ir_layer_ctor(IR_OP_mha), "MultiHeadAttention");
-    assert_string_equal(ir_layer_ctor(IR_OP_add), "add");
+    ax_ctx *ctx = ax_ctx_new();
+    ir_graph *g = ir_graph_new(ctx, "m", ax_noloc());
+    assert_string_equal(ir_describe_ctor(g, IR_OP_mha), "mha"); /* no front end: IR names */
+    g->wording = &lower_ax_wording;
+    assert_string_equal(ir_describe_ctor(g, IR_OP_mha), "MultiHeadAttention");
+    assert_string_equal(ir_describe_ctor(g, IR_OP_add), "add");
+    assert_string_equal(ir_describe_binary(g, IR_OP_mul), ".*");
+    ir_graph_free_nodes(g);
+    ax_ctx_free(ctx);
 }
 
 /* ---- helpers ------------------------------------------------------------ */

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cg_target.h"
+#include "lower.h"
 #include "passes.h"
 #include "test_support.h"
 
@@ -24,7 +26,10 @@
 
 static ir_graph *new_graph(const char *name)
 {
-    return ir_graph_new(test_ctx_new(NULL, NULL), name, ax_noloc());
+    ir_graph *g = ir_graph_new(test_ctx_new(NULL, NULL), name, ax_noloc());
+    g->target = &cg_target_get(IR_TARGET_c)->facts;
+    g->wording = &lower_ax_wording; /* messages as the .ax front end words them */
+    return g;
 }
 
 static void free_graph(ir_graph *g)

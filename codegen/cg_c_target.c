@@ -1,11 +1,12 @@
-/* cg_scratch.c — workspace the C backend's kernels need beyond their
- * output (ir.h: ir_scratch_bytes), and which kernels may overwrite their
- * input (ir_depthwise_inplace).  Attention keeps the projected q, k, v, one
+/* cg_c_target.c — the C target's facts for the middle end (cg_target.h,
+ * ir.h ir_target): workspace its kernels need beyond their output
+ * (cg_c_scratch_bytes), and which kernels may overwrite their input where
+ * ops.def leaves it to the target (cg_c_can_inplace).  Attention keeps the projected q, k, v, one
  * head's scores and the concatenated heads of one batch element in scratch;
  * a depthwise conv that may run in place keeps a ring of input rows there.
  * Sizes come from the runtime itself (axrt_mha_scratch_elems,
  * axrt_dwconv_inplace_ring_elems) so the two cannot disagree. */
-#include "ir.h"
+#include "cg_target.h"
 
 /* q is [..., lq, d] and k [..., lk, d], as cg_c.c's emit_mha reads them;
  * the kernel reuses the scratch for each batch element, so the batch size
@@ -22,11 +23,12 @@ static size_t mha_scratch_bytes(const ir_node *n, const ir_graph *g)
     return axrt_mha_scratch_elems(&p) * axrt_dtype_size(n->dtype);
 }
 
-/* The runtime's contract (axrt.h, axrt_dwconv.c): groups == channels with
- * one filter each, stride 1, output shaped as the input, no residual. */
-bool ir_depthwise_inplace(const ir_node *n, const ir_graph *g)
+/* The runtime's contract (axrt.h, axrt_dwconv.c): a depthwise conv
+ * (groups == channels, one filter each), stride 1, output shaped as the
+ * input, no residual, computed over its operand 0. */
+bool cg_c_can_inplace(const ir_node *n, const ir_graph *g, int k)
 {
-    if (n->op != IR_OP_conv || n->rank != 4 || n->attrs.residual != IR_NONE ||
+    if (k != 0 || n->op != IR_OP_conv || n->rank != 4 || n->attrs.residual != IR_NONE ||
         (n->dtype != AXRT_F32 && n->dtype != AXRT_F64))
         return false;
     const ir_node *x = &g->nodes[n->src[0]], *w = &g->nodes[n->src[1]];
@@ -58,7 +60,7 @@ static bool dies_at(const ir_graph *g, int id, int at)
 static size_t dwconv_ring_bytes(const ir_node *n, const ir_graph *g)
 {
     const int at = (int)(n - g->nodes), x = n->src[0];
-    if (!g->share_buffers || !ir_depthwise_inplace(n, g) ||
+    if (!g->share_buffers || !cg_c_can_inplace(n, g, 0) ||
         ir_ops[g->nodes[x].op].kind == IR_SOURCE || !dies_at(g, x, at))
         return 0;
     axrt_conv2d_params p = {0};
@@ -68,11 +70,11 @@ static size_t dwconv_ring_bytes(const ir_node *n, const ir_graph *g)
     return axrt_dwconv_inplace_ring_elems(&p) * axrt_dtype_size(n->dtype);
 }
 
-size_t ir_scratch_bytes(const ir_node *n, const ir_graph *g)
+size_t cg_c_scratch_bytes(const ir_node *n, const ir_graph *g)
 {
-    switch (n->op) {
-    case IR_OP_mha: return mha_scratch_bytes(n, g);
-    case IR_OP_conv: return dwconv_ring_bytes(n, g);
-    default: return 0;
-    }
+    if (n->op == IR_OP_mha)
+        return mha_scratch_bytes(n, g);
+    if (n->op == IR_OP_conv)
+        return dwconv_ring_bytes(n, g);
+    return 0;
 }

@@ -1,0 +1,34 @@
+/* cg_target.h — the back ends as rows of one table (ir/targets.def), QBE's
+ * Target: what each one tells the middle end (ir_target: scratch and
+ * in-place facts of its kernels) and how it writes its output.  The driver
+ * looks a target up here for --target, backend= and --help; kernel
+ * selection (cg_select) is shared by the back ends that call libaxrt. */
+#ifndef AX_CG_TARGET_H
+#define AX_CG_TARGET_H
+
+#include "cg.h"
+
+typedef struct cg_target {
+    ir_target facts;          /* for the passes (ir_graph.target) */
+    /* Writes the generated code for req into out (and its header into hdr);
+     * returns 0 or the number of errors reported.  NULL: not built yet, and
+     * missing says why, for the driver's message. */
+    int (*emit)(const cg_request *req, ax_buf *out, ax_buf *hdr);
+    const char *missing;
+    /* Kernel selection recorded on the IR after the passes (cg_select). */
+    void (*select)(ir_graph *g);
+} cg_target;
+
+const cg_target *cg_target_get(ir_target_id id);
+
+/* Records on g which layout each parameter is stored in (ir_node.layout). */
+void cg_select(ir_graph *g);
+/* A packed parameter's data in its layout (n->layout), in arena a. */
+float *cg_packed_data(ax_arena *a, const ir_node *n);
+
+/* The C target's facts (cg_c_target.c), shared with the targets that run the
+ * same CPU kernels. */
+size_t cg_c_scratch_bytes(const ir_node *n, const ir_graph *g);
+bool cg_c_can_inplace(const ir_node *n, const ir_graph *g, int k);
+
+#endif

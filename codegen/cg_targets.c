@@ -1,0 +1,25 @@
+/* cg_targets.c — the back-end table, one row per ir/targets.def entry.  The
+ * table is generated from targets.def and each row names ROW_<target>, so
+ * a targets.def row without its row here does not compile. */
+#include "cg_target.h"
+
+/* Back ends not built yet still plan memory as the C target does, so that
+ * --emit=mem and --mem-report answer for them. */
+#define C_FACTS(id) {id, cg_c_scratch_bytes, cg_c_can_inplace}
+#define ROW_c {C_FACTS(IR_TARGET_c), cg_c_emit, NULL, cg_select}
+#define ROW_cuda {C_FACTS(IR_TARGET_cuda), NULL, "is not built yet (the CUDA back end is planned)", cg_select}
+#define ROW_hip {C_FACTS(IR_TARGET_hip), NULL, "is not built yet (the HIP back end is planned)", cg_select}
+#define ROW_llvm {C_FACTS(IR_TARGET_llvm), NULL, "is not built yet (the LLVM back end is planned)", cg_select}
+
+static const cg_target targets[IR_TARGET_COUNT] = {
+#define TARGET(name, extensions, summary) [IR_TARGET_##name] = ROW_##name,
+#include "targets.def"
+#undef TARGET
+};
+
+const cg_target *cg_target_get(ir_target_id id)
+{
+    if ((unsigned)id >= IR_TARGET_COUNT)
+        ax_die("cg: no target %d", (int)id);
+    return &targets[id];
+}

@@ -1,0 +1,32 @@
+/* axrt_unary.h — each elementwise activation's formula, written once.
+ * AXRT_UNARY_<name>(v, T, A): v the argument (an expression without side
+ * effects), T the element type, A the alpha parameter (elu, leaky_relu);
+ * MATH_EXP, MATH_TANH, ... are the includer's libm functions for T.  The
+ * runtime's portable kernels (axrt_kernels.inc) expand these, and the C code
+ * generator stringifies the same rows for its fused loops (codegen/cg_c.c),
+ * so the two cannot drift.  Comparisons are written so that NaN propagates,
+ * as in PyTorch.  The reference interpreter keeps its own independent copy
+ * (ir/ir_interp.c) on purpose.  One row per UNARY_OP row of ir/ops.def. */
+#ifndef AXRT_UNARY_H
+#define AXRT_UNARY_H
+
+#define AXRT_UNARY_relu(v, T, A) ((v) < (T)0 ? (T)0 : (v))
+#define AXRT_UNARY_relu6(v, T, A) ((v) < (T)0 ? (T)0 : ((v) > (T)6 ? (T)6 : (v)))
+#define AXRT_UNARY_sigmoid(v, T, A) ((T)1 / ((T)1 + MATH_EXP(-(v))))
+#define AXRT_UNARY_tanh(v, T, A) MATH_TANH(v)
+#define AXRT_UNARY_swish(v, T, A) ((v) / ((T)1 + MATH_EXP(-(v))))
+#define AXRT_UNARY_gelu(v, T, A) ((T)0.5 * (v) * ((T)1 + MATH_ERF((v) * (T)0.70710678118654752440)))
+#define AXRT_UNARY_gelu_tanh(v, T, A)                                                      \
+    ((T)0.5 * (v) * ((T)1 + MATH_TANH((T)0.79788456080286535588 * ((v) + (T)0.044715 * (v) * (v) * (v)))))
+/* torch.nn.Softplus(beta=1, threshold=20): linear above the threshold. */
+#define AXRT_UNARY_softplus(v, T, A) ((v) > (T)20 ? (v) : MATH_LOG1P(MATH_EXP(v)))
+#define AXRT_UNARY_elu(v, T, A) ((v) > (T)0 ? (v) : (A) * MATH_EXPM1(v))
+#define AXRT_UNARY_leaky_relu(v, T, A) ((v) < (T)0 ? (A) * (v) : (v))
+#define AXRT_UNARY_exp(v, T, A) MATH_EXP(v)
+#define AXRT_UNARY_log(v, T, A) MATH_LOG(v)
+#define AXRT_UNARY_sqrt(v, T, A) MATH_SQRT(v)
+#define AXRT_UNARY_abs(v, T, A) MATH_FABS(v)
+#define AXRT_UNARY_neg(v, T, A) (-(v))
+#define AXRT_UNARY_erf(v, T, A) MATH_ERF(v)
+
+#endif
