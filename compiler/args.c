@@ -43,6 +43,7 @@ static const char usage_text[] =
     "  --output FILE.npy       the output of a single-output model\n"
     "  --output-dir DIR        one DIR/NAME.npy per output\n"
     "  --bench N               time N runs after warm-up\n"
+    "  --threads N             run the kernels on N threads (default 1)\n"
     "  --interp                use the reference interpreter\n"
     "  --profile               print time, share and rate per layer (also a compile option:\n"
     "                          the generated C then calls axc_profile_clock around each layer)\n"
@@ -150,7 +151,7 @@ static int set_ram(axc_opts *o, const char *v)
 /* Options that take a value.  `run` marks the ones only `axc run` accepts. */
 typedef enum {
     V_OUT, V_TARGET, V_HEADER, V_MODEL, V_WEIGHTS, V_SEED, V_SAVE, V_EMIT, V_ELTYPE,
-    V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC, V_DUMP, V_PREFIX_MAP
+    V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC, V_DUMP, V_PREFIX_MAP, V_THREADS
 } value_opt;
 
 static const struct { const char *name; value_opt id; bool run; } value_opts[] = {
@@ -164,6 +165,7 @@ static const struct { const char *name; value_opt id; bool run; } value_opts[] =
     {"--input", V_INPUT, true},    {"--output", V_OUTPUT, true},
     {"--output-dir", V_OUTDIR, true}, {"--bench", V_BENCH, true},
     {"--cc", V_CC, true},          {"--dump-dir", V_DUMP, true},
+    {"--threads", V_THREADS, true},
 };
 
 static int set_value(axc_opts *o, value_opt id, const char *v)
@@ -202,6 +204,13 @@ static int set_value(axc_opts *o, value_opt id, const char *v)
             return -1;
         }
         o->bench_runs = (long)n;
+        return 0;
+    case V_THREADS:
+        if (parse_u64(v, &n) || n < 1 || n > 256) {
+            axc_fail("--threads expects a thread count from 1 to 256, not '%s'", v);
+            return -1;
+        }
+        o->threads = (int)n;
         return 0;
     }
     return -1;
@@ -251,7 +260,7 @@ static int try_flag(const char *a, axc_opts *o)
 static const char *const planned_opts[] = {
     "--triple", "--cpu", "--dtype", "--quantize", "--calibrate", "--train", "--loss",
     "--optimizer", "--lr", "--momentum", "--nesterov", "--weight-decay", "--beta1", "--beta2",
-    "--eps", "--epochs", "--shuffle", "--arch", "--jit", "--threads", "--blas",
+    "--eps", "--epochs", "--shuffle", "--arch", "--jit", "--blas",
 };
 
 static const char *const flag_opts[] = {"-MD", "--mem-report", "--print-after-all", "-Werror", "-w",

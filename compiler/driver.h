@@ -50,6 +50,7 @@ typedef struct axc_opts {
     int ninputs;
     const char *run_output, *run_output_dir, *cc;
     long bench_runs;
+    int threads;                 /* --threads: kernel threads, 0 = the runtime's default */
     bool interp;
     bool profile;                /* --profile: per-layer hooks (compile), the table (run) */
     const char *dump_dir;        /* axc run --dump-dir */

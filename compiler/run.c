@@ -198,7 +198,9 @@ static int compile_shared(ax_ctx *ctx, const axc_opts *o, const char *dir, const
     int n = split_words(words, argv, 16);
     const char *rest[] = {"-std=c99", "-O2", "-fPIC", "-shared", "-o", ax_sprintf(a, "%s/model.so", dir),
                           ax_sprintf(a, "%s/model.c", dir), ax_sprintf(a, "-I%s/include", home),
-                          ax_sprintf(a, "%s/lib/libaxrt.a", home), "-lm", NULL};
+                          /* the runtime's host part, for --threads and the bench line */
+                          "-Wl,-u,axrt_set_threads", ax_sprintf(a, "%s/lib/libaxrt.a", home),
+                          "-lm", "-lpthread", NULL};
     for (int i = 0; rest[i]; i++) argv[n++] = (char *)rest[i];
     argv[n] = NULL;
     int st = spawn(argv);
@@ -250,6 +252,8 @@ static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
     if (!r->model) { axc_fail("generated code lacks '%s_model'", g->name); return AXC_EUSAGE; }
     /* only a build that loads and has the model goes into the cache */
     if (!hit && cached) axc_run_cache_store(ctx->arena, so, cached);
+    int (*set_threads)(int) = (int (*)(int))dlsym(r->dl, "axrt_set_threads");
+    if (o->threads && set_threads) set_threads(o->threads);
     size_t bytes = (r->model->arena_bytes + 63) / 64 * 64;
     r->arena = aligned_alloc(64, bytes ? bytes : 64);
     if (!r->arena) ax_die("out of memory");
@@ -288,6 +292,19 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* On stderr (stdout keeps the one timing line): the instruction set and
+ * thread count the runtime's kernels used, or the interpreter. */
+static void print_kernels(const runner *r)
+{
+    const char *(*isa)(void) = r->dl ? (const char *(*)(void))dlsym(r->dl, "axrt_isa_name") : NULL;
+    int (*threads)(void) = r->dl ? (int (*)(void))dlsym(r->dl, "axrt_threads") : NULL;
+    if (!r->model)
+        fprintf(stderr, "%s: reference interpreter\n", r->g->name);
+    else
+        fprintf(stderr, "%s: kernels %s, %d thread(s)\n", r->g->name, isa ? isa() : "unknown",
+                threads ? threads() : 1);
+}
+
 /* Warm-up (a tenth of the runs, 1 to 10), then N timed runs; prints
  * "NAME: min X us, median Y us, max Z us over N runs". */
 static int bench(const runner *r, run_io *io, long runs)
@@ -311,6 +328,7 @@ static int bench(const runner *r, run_io *io, long runs)
     double median = runs % 2 ? t[runs / 2] : (t[runs / 2 - 1] + t[runs / 2]) / 2;
     printf("%s: min %.2f us, median %.2f us, max %.2f us over %ld runs\n", r->g->name, t[0], median,
            t[runs - 1], runs);
+    print_kernels(r);
     free(t);
     return 0;
 }

@@ -3,9 +3,11 @@
  * instantiated here for float (_f32) and double (_f64) so that both compute
  * dtypes share one implementation.  The float kernels that have a faster
  * variant are instantiated as axrt_<name>_f32_portable; axrt_fast.inc,
- * included last, exports axrt_<name>_f32, choosing between the two, and the
- * packed-weight kernels.  Other runtime files (axrt_dwconv.c) hold kernels
- * of their own; axc.mk builds every .c file of the runtime.  Needs only <stddef.h> <stdint.h>
+ * included last, exports axrt_<name>_f32 through the kernel table of the
+ * instruction set in use (axrt_cpu.h; x86 tables in axrt_x86_avx2.c and
+ * axrt_x86_avx512.c), and the packed-weight kernels.  Other runtime files
+ * (axrt_dwconv.c, axrt_threads.c) hold kernels of their own; axc.mk builds
+ * every .c file of the runtime.  Needs only <stddef.h> <stdint.h>
  * <string.h> <math.h>: it builds for firmware. */
 #include <math.h>
 #include <stddef.h>
@@ -13,7 +15,12 @@
 #include <string.h>
 
 #include "axrt.h"
+#include "axrt_cpu.h"
 #include "axrt_unary.h"
+
+#ifdef AXRT_X86_SIMD
+#include <stdlib.h> /* getenv, for AXRT_ISA: x86-64 hosts only */
+#endif
 
 size_t axrt_dtype_size(axrt_dtype dtype)
 {

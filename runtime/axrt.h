@@ -184,12 +184,39 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
     void axrt_mha_##S(const T *q, const T *k, const T *v, const T *in_w, const T *in_b,   \
                       const T *out_w, const T *out_b, T *y, T *scratch,                  \
                       const axrt_mha_params *p);                                         \
-    /* y[i, :] = w[idx[i], :] for n indices of dtype AXRT_I32 or AXRT_I64 */             \
+    /* y[i, :] = w[idx[i], :] for n indices of dtype AXRT_I8, AXRT_I32 or AXRT_I64 */      \
     int axrt_embedding_##S(const void *idx, axrt_dtype idx_dtype, const T *w, T *y,       \
                            size_t n, size_t vocab, size_t dim);
 
 AXRT_DECLARE_KERNELS(float, f32)
 AXRT_DECLARE_KERNELS(double, f64)
+
+/* ---- instruction set ------------------------------------------------------
+ * The float32 kernels run on one instruction set, chosen on first use: the
+ * best this CPU has ("avx512", "avx2" on x86-64; "portable" C everywhere).
+ * On x86-64 hosts the environment variable AXRT_ISA=portable|avx2|avx512
+ * forces one.  axrt_set_isa forces one from code (NULL: the best again);
+ * it returns 0, or -1 (nothing changed) for a name unknown or unsupported
+ * here.  Not to be called while kernels run on other threads. */
+int axrt_set_isa(const char *name);
+/* The name of the instruction set the kernels use ("portable", "avx2", ...). */
+const char *axrt_isa_name(void);
+
+/* ---- threads --------------------------------------------------------------
+ * The float32 dense, convolution and depthwise kernels split their work
+ * through a parallel-for hook: fn(ctx, begin, end) over consecutive ranges
+ * covering [0, count), possibly at once on several threads, all done when
+ * the hook returns.  Without a hook (the default, and on firmware) they run
+ * on the calling thread.  Results do not depend on the split. */
+typedef void axrt_range_fn(void *ctx, size_t begin, size_t end);
+typedef void axrt_parallel_fn(axrt_range_fn *fn, void *ctx, size_t count);
+void axrt_set_parallel(axrt_parallel_fn *parallel); /* NULL: the calling thread */
+/* Host part (axrt_threads.c, POSIX threads; the freestanding core needs no
+ * threads): run the kernels on n threads, the caller's included (n <= 1:
+ * the calling thread only).  Returns 0, or -1 where threads are unavailable
+ * (then nothing changes).  Not to be called while kernels run. */
+int axrt_set_threads(int n);
+int axrt_threads(void);
 
 /* ---- pre-packed float32 weights ----------------------------------------
  * The compiler packs dense, conv and attention weights at compile time into
@@ -198,7 +225,7 @@ AXRT_DECLARE_KERNELS(double, f64)
  * with w = min(AXRT_PANEL, out - AXRT_PANEL*j) and stores, for each reduction
  * index k in turn, its w weights.  A packed tensor has exactly as many
  * elements as the original.  The kernels compute what their unpacked
- * namesakes compute (x86-64 with AVX2+FMA: vectorised, else portable C). */
+ * namesakes compute, vectorised where the instruction set allows. */
 #define AXRT_PANEL 16
 
 /* w [out, in] (torch Linear) -> packed, reduction index k = input index. */

@@ -132,6 +132,24 @@ check_bench() {
     [ "$(wc -l <out)" -eq 1 ] && grep -Eq '^mlp: min [0-9.]+ us, median [0-9.]+ us, max [0-9.]+ us over 5 runs$' out \
         || { echo "bench line does not match"; show; return 1; }
 }
+# --bench names the kernels' instruction set and threads on stderr; every
+# instruction set (AXRT_ISA, those this CPU has) and thread count gives
+# outputs within 1e-5 of the reference interpreter.
+check_isa_threads() {
+    run_axc run mlp.ax --bench 3 --threads 2; expect_rc 0 || return 1
+    grep -Eq '^mlp: kernels [a-z0-9]+, 2 thread\(s\)$' err || { echo "no kernels line"; show; return 1; }
+    mkdir -p ref && run_axc run mlp.ax --interp --seed 5 --output-dir ref; expect_rc 0 || return 1
+    local isa t
+    for isa in portable avx2 avx512; do
+        for t in 1 3; do
+            mkdir -p $isa$t && AXRT_ISA=$isa "$AXC" run mlp.ax --seed 5 --threads $t --bench 1 --output-dir $isa$t >out 2>err \
+                || { echo "AXRT_ISA=$isa --threads $t failed"; show; return 1; }
+            grep -q "kernels $isa, $t thread" err || [ "$isa" != portable ] || { echo "portable not forced"; show; return 1; }
+            "$PYTHON" "$root/tests/compile/compare_npy.py" $isa$t ref 1e-5 \
+                || { echo "AXRT_ISA=$isa --threads $t differs from the interpreter"; return 1; }
+        done
+    done
+}
 check_good_npy() {  # the control for the three rejections below
     run_axc run small.ax --input x=x.npy --output y.npy; expect_rc 0 || return 1
     "$PYTHON" -c "import numpy as np, sys; y = np.load('y.npy'); sys.exit(y.shape != (3, 2) or y.dtype != np.float32)" \
@@ -217,7 +235,7 @@ check_option_hints() {
     run_axc mlp.ax --weight w.safetensors -o t.c; expect_rc 2 || return 1
     grep -q "did you mean '--weights'" err || { show; return 1; }
     local opt
-    for opt in --threads=2 --quantize=int8 --dtype=Float16 --blas=openblas; do
+    for opt in --quantize=int8 --dtype=Float16 --blas=openblas; do
         run_axc run mlp.ax $opt; expect_rc 2 || return 1
         grep -q "not built yet" err || { echo "$opt: no 'not built yet'"; show; return 1; }
     done
@@ -332,6 +350,7 @@ check depfile check_depfile
 check model-option check_model_option
 check all-models check_all_models
 check bench-line check_bench
+check isa-threads check_isa_threads
 check input-good check_good_npy
 check input-wrong-shape check_bad_npy wrong_shape.npy
 check input-fortran-order check_bad_npy fortran.npy

@@ -2,6 +2,7 @@
 inputs.  Inputs are (shape, kind) with kind one of
   "normal"    standard normal            "positive"  uniform in [0.1, 3)
   "f64"       standard normal, Float64   ("int", n)  Int64 indices below n
+  ("int", n, dtype)  indices below n of NumPy dtype "int8" or "int32"
 Every size is small and odd so transposed or misaligned loops show up."""
 
 import os
@@ -244,6 +245,10 @@ def layer_cases():
               {"x": ((2, 3, 4, 5), "normal")}),
         layer("embedding", "idx::Int64[2, 7]", "Embedding(33 => 13)",
               lambda: {"0": nn.Embedding(33, 13)}, only("0"), {"idx": ((2, 7), ("int", 33))}),
+        layer("embedding_int32", "idx::Int32[2, 7]", "Embedding(33 => 13)",
+              lambda: {"0": nn.Embedding(33, 13)}, only("0"), {"idx": ((2, 7), ("int", 33, "int32"))}),
+        layer("embedding_int8", "idx::Int8[3, 5]", "Embedding(120 => 6)",
+              lambda: {"0": nn.Embedding(120, 6)}, only("0"), {"idx": ((3, 5), ("int", 120, "int8"))}),
         layer("chain_bare_functions", "x::Float32[3, 4]", "Dense(4 => 8)\nrelu\nDense(8 => 2)\nsoftmax",
               lambda: {"0": nn.Linear(4, 8), "2": nn.Linear(8, 2)},
               lambda m, x: torch.softmax(m["2"](F.relu(m["0"](x))), -1), {"x": ((3, 4), "normal")}),

@@ -35,8 +35,9 @@ torch.set_num_threads(1)
 
 
 def make_input(rng, shape, kind):
-    if isinstance(kind, tuple):                      # ("int", n): indices
-        return rng.integers(0, kind[1], size=shape, dtype=np.int64)
+    if isinstance(kind, tuple):                      # ("int", n[, dtype]): indices
+        return rng.integers(0, kind[1], size=shape, dtype=np.int64).astype(
+            kind[2] if len(kind) > 2 else np.int64)
     if kind == "positive":
         return rng.uniform(0.1, 3.0, size=shape).astype(np.float32)
     if kind == "f64":
@@ -95,6 +96,8 @@ class Runner:
             t = torch.from_numpy(value)
             if t.is_floating_point():
                 t = t.double() if self.case.float64 else t.float()
+            else:
+                t = t.long()  # torch indexes with Int64 only
             xs.append(t)
         with torch.no_grad():
             out = self.twin(*xs)

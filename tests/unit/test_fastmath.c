@@ -34,10 +34,24 @@ typedef void pack_conv_fn(const float *, float *, const axrt_conv2d_params *);
 typedef void matmul_fn(const float *, const int64_t *, const float *, const int64_t *, float *,
                        const int64_t *, int, size_t, size_t, size_t);
 typedef void softmax_fn(const float *, float *, size_t, size_t, size_t);
+typedef void layernorm_fn(const float *, const float *, const float *, float *, size_t, size_t, float);
 
-static const char *const variants[2] = {"", "-DAXRT_NO_SIMD"};
+/* Two builds of the runtime: as shipped (every .c file of runtime/) and with
+ * -DAXRT_NO_SIMD (the portable C firmware runs).  A variant is a build and
+ * the instruction set forced in it (axrt_set_isa); those this CPU lacks are
+ * left out at setup. */
+static const char *const builds[2] = {"", "-DAXRT_NO_SIMD"};
 static void *runtimes[2];
+typedef struct variant {
+    int build;
+    const char *isa; /* NULL: the build's own choice */
+} variant;
+static const variant all_variants[] = {{0, "avx512"}, {0, "avx2"}, {0, "portable"}, {1, NULL}};
+static variant variants[4];
+static int n_variants;
 static char workdir[256];
+
+typedef int set_isa_fn(const char *);
 
 static const char *env_or(const char *name, const char *fallback)
 {
@@ -54,14 +68,19 @@ static int setup(void **state)
         return -1;
     for (int v = 0; v < 2; v++) {
         snprintf(cmd, sizeof cmd,
-                 "%s -std=c99 -O2 -fPIC -shared %s -I%s/runtime %s/runtime/axrt.c -o %s/rt%d.so -lm",
-                 env_or("CC", "gcc"), variants[v], root, root, workdir, v);
+                 "%s -std=c99 -O2 -fPIC -shared %s -I%s/runtime %s/runtime/*.c -o %s/rt%d.so -lm -lpthread",
+                 env_or("CC", "gcc"), builds[v], root, root, workdir, v);
         if (system(cmd) != 0)
             return -1;
         snprintf(cmd, sizeof cmd, "%s/rt%d.so", workdir, v);
         runtimes[v] = dlopen(cmd, RTLD_NOW | RTLD_LOCAL);
         if (!runtimes[v])
             return -1;
+    }
+    for (size_t i = 0; i < sizeof all_variants / sizeof all_variants[0]; i++) {
+        set_isa_fn *set_isa = (set_isa_fn *)dlsym(runtimes[all_variants[i].build], "axrt_set_isa");
+        if (!set_isa || set_isa(all_variants[i].isa) == 0)
+            variants[n_variants++] = all_variants[i];
     }
     return 0;
 }
@@ -77,12 +96,26 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
-static void *symbol(int variant, const char *name)
+/* Function name of variant v, with v's instruction set forced. */
+static void *symbol(int v, const char *name)
 {
-    void *f = dlsym(runtimes[variant], name);
+    void *handle = runtimes[variants[v].build];
+    set_isa_fn *set_isa = (set_isa_fn *)dlsym(handle, "axrt_set_isa");
+    void *f = dlsym(handle, name);
+    if (!set_isa || set_isa(variants[v].isa) != 0)
+        fail_msg("variant %d: cannot force %s (%s)", v, variants[v].isa, set_isa ? "unsupported" : dlerror());
     if (!f)
         fail_msg("%s missing from the runtime", name);
     return f;
+}
+
+/* Whether variant v runs vectorised kernels (AVX2 or AVX-512). */
+static int is_simd(int v) { return variants[v].isa && strcmp(variants[v].isa, "portable") != 0; }
+
+/* Printable name of variant v. */
+static const char *variant_name(int v)
+{
+    return variants[v].isa ? variants[v].isa : "no-simd build";
 }
 
 /* Deterministic values in [lo, hi). */
@@ -97,34 +130,26 @@ static void fill(float *x, size_t n, float lo, float hi, unsigned seed)
 /* One float ulp at v: 2^-149 for subnormal results and 0. */
 static double ulp_of(double v) { return fmax(ldexp(1.0, ilogb(v) - 23), ldexp(1.0, -149)); }
 
-/* Whether variant 0 runs the AVX2+FMA kernels on this CPU. */
-static int simd_active(void)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    return 0;
-#endif
-}
-
 static void test_exp_ulp(void **state)
 {
     enum { N = 200001 };
     float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
-    double worst = 0;
     (void)state;
-    for (size_t i = 0; i < N; i++) x[i] = -87.0f + (float)i * (88.7f + 87.0f) / (N - 1);
-    ((unary_fn *)symbol(0, "axrt_exp_f32"))(x, y, N);
-    for (size_t i = 0; i < N; i++) {
-        const double ref = exp((double)x[i]), err = fabs(y[i] - ref) / ulp_of(ref);
-        if (err > worst) worst = err;
+    for (int v = 0; v < n_variants; v++) {
+        double worst = 0;
+        for (size_t i = 0; i < N; i++) x[i] = -87.0f + (float)i * (88.7f + 87.0f) / (N - 1);
+        ((unary_fn *)symbol(v, "axrt_exp_f32"))(x, y, N);
+        for (size_t i = 0; i < N; i++) {
+            const double ref = exp((double)x[i]), err = fabs(y[i] - ref) / ulp_of(ref);
+            if (err > worst) worst = err;
+        }
+        print_message("%s exp: max error %.2f ulp\n", variant_name(v), worst);
+        assert_true(worst <= 2.0);
+        x[0] = NAN, x[1] = INFINITY, x[2] = -INFINITY, x[3] = 89.0f, x[4] = -200.0f, x[5] = 0.0f;
+        ((unary_fn *)symbol(v, "axrt_exp_f32"))(x, y, 6);
+        assert_true(isnan(y[0]) && isinf(y[1]) && y[2] == 0.0f && isinf(y[3]) && y[4] == 0.0f);
+        assert_true(y[5] == 1.0f);
     }
-    print_message("exp: max error %.2f ulp\n", worst);
-    assert_true(worst <= 2.0);
-    x[0] = NAN, x[1] = INFINITY, x[2] = -INFINITY, x[3] = 89.0f, x[4] = -200.0f, x[5] = 0.0f;
-    ((unary_fn *)symbol(0, "axrt_exp_f32"))(x, y, 6);
-    assert_true(isnan(y[0]) && isinf(y[1]) && y[2] == 0.0f && isinf(y[3]) && y[4] == 0.0f);
-    assert_true(y[5] == 1.0f);
     free(x), free(y);
 }
 
@@ -134,7 +159,7 @@ static void test_erf_gelu(void **state)
     enum { N = 100003 };
     float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
     (void)state;
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < n_variants; v++) {
         double worst_erf = 0, worst_gelu = 0;
         for (size_t i = 0; i < N; i++) x[i] = -6.0f + (float)i * 12.0f / (N - 1);
         ((unary_fn *)symbol(v, "axrt_erf_f32"))(x, y, N);
@@ -149,10 +174,10 @@ static void test_erf_gelu(void **state)
             const double err = fabs(y[i] - ref) / (fabs(ref) + 1e-30);
             if (ref != 0 && err > worst_gelu) worst_gelu = err;
         }
-        print_message("%s: erf max rel %.3g, gelu max rel %.3g\n", v ? "portable" : "simd",
+        print_message("%s: erf max rel %.3g, gelu max rel %.3g\n", variant_name(v),
                       worst_erf, worst_gelu);
         assert_true(worst_erf <= 3e-7);
-        if (v == 0) /* the portable GELU is libm's 1 + erf, which cancels far left */
+        if (is_simd(v)) /* the portable GELU is libm's 1 + erf, which cancels far left */
             assert_true(worst_gelu <= 2e-6);
     }
     free(x), free(y);
@@ -187,7 +212,7 @@ static void test_tanh_sigmoid_swish(void **state)
     static const double bound_ulp[3] = {2.5, 3.0, 3.5};
     float *x = malloc(LINEAR * sizeof *x), *y = malloc(LINEAR * sizeof *y);
     (void)state;
-    for (int v = 0; v < 2; v++)
+    for (int v = 0; v < n_variants; v++)
         for (int f = 0; f < 3; f++) {
             unary_fn *fn = (unary_fn *)symbol(v, names[f]);
             double linear, tiny, tail = 0;
@@ -197,12 +222,12 @@ static void test_tanh_sigmoid_swish(void **state)
                 x[i] = (i % 2 ? -1.0f : 1.0f) * ldexpf(1.0f + (float)(i / 2 % 64) / 64.0f,
                                                          (int)(i / 128) - 149);
             tiny = worst_ulp(fn, refs[f], x, y, LOG);
-            if (v == 0 && f == 1 && simd_active()) {
+            if (is_simd(v) && f == 1) {
                 for (size_t i = 0; i < LINEAR; i++) x[i] = -104.0f + (float)i * 17.0f / (LINEAR - 1);
                 tail = worst_ulp(fn, refs[f], x, y, LINEAR);
             }
             print_message("%s %s: max %.2f ulp on [-87, 87], %.2f on tiny |x|, %.2f in the tail\n",
-                          v ? "portable" : "simd", names[f], linear, tiny, tail);
+                          variant_name(v), names[f], linear, tiny, tail);
             assert_true(linear <= bound_ulp[f] && tiny <= bound_ulp[f] && tail <= bound_ulp[f]);
         }
     free(x), free(y);
@@ -221,13 +246,13 @@ static void test_tanh_sigmoid_swish_special(void **state)
     const float *const refs[3] = {tanh_ref, sigmoid_ref_values, swish_ref_values};
     float y[N];
     (void)state;
-    for (int v = 0; v < 2; v++)
+    for (int v = 0; v < n_variants; v++)
         for (int f = 0; f < 3; f++) {
             ((unary_fn *)symbol(v, names[f]))(x, y, N);
             for (int i = 0; i < N; i++)
                 if (isnan(refs[f][i]) ? !isnan(y[i])
                                       : y[i] != refs[f][i] || signbit(y[i]) != signbit(refs[f][i]))
-                    fail_msg("%s variant %d: f(%.9g) = %.9g, expected %.9g", names[f], v, x[i], y[i],
+                    fail_msg("%s variant %s: f(%.9g) = %.9g, expected %.9g", names[f], variant_name(v), x[i], y[i],
                              refs[f][i]);
         }
 }
@@ -261,7 +286,7 @@ static void test_dense_packed(void **state)
             for (int i = 0; i < IN; i++) acc += (double)x[r * IN + i] * w[o * IN + i];
             ref[r * OUT + o] = acc;
         }
-    for (int v = 0; v < 2; v++)
+    for (int v = 0; v < n_variants; v++)
         for (size_t rows = 1; rows <= ROWS; rows += ROWS - 1) {
             ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, IN, OUT);
             ((dense_fn *)symbol(v, "axrt_dense_packed_f32"))(x, packed, bias, y, rows, IN, OUT);
@@ -292,7 +317,7 @@ static void test_conv_packed(void **state)
                         }
                     ref[((n * p.oh + oy) * p.ow + ox) * p.oc + o] = acc;
                 }
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < n_variants; v++) {
         ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &p);
         ((conv_fn *)symbol(v, "axrt_conv2d_packed_f32"))(x, packed, bias, y, &p);
         assert_close(y, ref, Y, 1e-5);
@@ -302,37 +327,38 @@ static void test_conv_packed(void **state)
 static void test_matmul_softmax_layernorm(void **state)
 {
     enum { M = 13, K = 300, N = 21 };
-    static float a[M * K], b[K * N], y[M * N], g[N], beta[N];
+    static float a[M * K], b[K * N], y[M * N], g[N], beta[N], z[M * N];
     static double ref[M * N];
     (void)state;
     fill(a, M * K, -1, 1, 7), fill(b, K * N, -1, 1, 8), fill(g, N, 0.5f, 1.5f, 9);
-    fill(beta, N, -1, 1, 10);
-    for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) {
-            double acc = 0;
-            for (int p = 0; p < K; p++) acc += (double)a[i * K + p] * b[p * N + j];
-            ref[i * N + j] = acc;
+    fill(beta, N, -1, 1, 10), fill(z, M * N, -3, 5, 11);
+    for (int v = 0; v < n_variants; v++) {
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double acc = 0;
+                for (int p = 0; p < K; p++) acc += (double)a[i * K + p] * b[p * N + j];
+                ref[i * N + j] = acc;
+            }
+        ((matmul_fn *)symbol(v, "axrt_matmul_f32"))(a, NULL, b, NULL, y, NULL, 0, M, K, N);
+        assert_close(y, ref, M * N, 1e-5);
+        for (int i = 0; i < M; i++) { /* softmax of the product's rows, in place */
+            double max = ref[i * N], sum = 0;
+            for (int j = 0; j < N; j++) max = y[i * N + j] > max ? y[i * N + j] : max;
+            for (int j = 0; j < N; j++) sum += exp(y[i * N + j] - max);
+            for (int j = 0; j < N; j++) ref[i * N + j] = exp(y[i * N + j] - max) / sum;
         }
-    ((matmul_fn *)symbol(0, "axrt_matmul_f32"))(a, NULL, b, NULL, y, NULL, 0, M, K, N);
-    assert_close(y, ref, M * N, 1e-5);
-    for (int i = 0; i < M; i++) { /* softmax of the product's rows, in place */
-        double max = ref[i * N], sum = 0;
-        for (int j = 0; j < N; j++) max = y[i * N + j] > max ? y[i * N + j] : max;
-        for (int j = 0; j < N; j++) sum += exp(y[i * N + j] - max);
-        for (int j = 0; j < N; j++) ref[i * N + j] = exp(y[i * N + j] - max) / sum;
+        ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(y, y, M, N, 1);
+        for (int i = 0; i < M * N; i++) assert_true(fabs(y[i] - ref[i]) <= 1e-6 * ref[i] + 1e-12);
+        for (int i = 0; i < M; i++) {
+            double mean = 0, var = 0;
+            for (int j = 0; j < N; j++) mean += z[i * N + j] / (double)N;
+            for (int j = 0; j < N; j++) var += (z[i * N + j] - mean) * (z[i * N + j] - mean) / N;
+            for (int j = 0; j < N; j++)
+                ref[i * N + j] = (z[i * N + j] - mean) / sqrt(var + 1e-5) * g[j] + beta[j];
+        }
+        ((layernorm_fn *)symbol(v, "axrt_layernorm_f32"))(z, g, beta, y, M, N, 1e-5f);
+        assert_close(y, ref, M * N, 1e-5);
     }
-    ((softmax_fn *)symbol(0, "axrt_softmax_f32"))(y, y, M, N, 1);
-    for (int i = 0; i < M * N; i++) assert_true(fabs(y[i] - ref[i]) <= 1e-6 * ref[i] + 1e-12);
-    fill(a, M * N, -3, 5, 11);
-    for (int i = 0; i < M; i++) {
-        double mean = 0, var = 0;
-        for (int j = 0; j < N; j++) mean += a[i * N + j] / (double)N;
-        for (int j = 0; j < N; j++) var += (a[i * N + j] - mean) * (a[i * N + j] - mean) / N;
-        for (int j = 0; j < N; j++)
-            ref[i * N + j] = (a[i * N + j] - mean) / sqrt(var + 1e-5) * g[j] + beta[j];
-    }
-    axrt_layernorm_f32(a, g, beta, y, M, N, 1e-5f);
-    assert_close(y, ref, M * N, 1e-5);
 }
 
 typedef void dense_ep_fn(const float *, const float *, const float *, const float *, axrt_act,
@@ -389,7 +415,7 @@ static void test_dense_epilogue(void **state)
     (void)state;
     fill(x, ROWS * IN, -1, 1, 21), fill(w, OUT * IN, -0.2f, 0.2f, 22), fill(bias, OUT, -1, 1, 23);
     fill(res, ROWS * OUT, -4, 4, 24);
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < n_variants; v++) {
         ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, IN, OUT);
         for (int act = AXRT_ACT_NONE; act <= AXRT_ACT_GELU; act++) {
             for (int r = 0; r < ROWS; r++)
@@ -420,7 +446,7 @@ static void test_conv_epilogue(void **state)
     fill(x, X, -1, 1, 31), fill(w, W, -0.05f, 0.05f, 32), fill(bias, 20, -1, 1, 33);
     fill(res, Y, -3, 3, 34);
     conv_ref(x, w, bias, res, AXRT_ACT_RELU6, ref, &p);
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < n_variants; v++) {
         ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &p);
         ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, bias, res,
                                                                AXRT_ACT_RELU6, y, &p);
@@ -439,7 +465,7 @@ static void test_depthwise(void **state)
     (void)state;
     fill(x, X, -1, 1, 41), fill(w, W, -1, 1, 42), fill(bias, 19, -1, 1, 43), fill(res, Y, -1, 1, 44);
     conv_ref(x, w, bias, res, AXRT_ACT_RELU, ref, &p);
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < n_variants; v++) {
         ((pack_conv_fn *)symbol(v, "axrt_pack_depthwise_f32"))(w, packed, &p);
         ((conv_ep_fn *)symbol(v, "axrt_conv2d_depthwise_f32"))(x, packed, bias, res,
                                                                AXRT_ACT_RELU, y, &p);
@@ -456,7 +482,7 @@ static void test_softmax_edges(void **state)
     (void)state;
     fill(x, 2 * N, -120, 30, 51);
     x[N + 500] = NAN;
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < n_variants; v++) {
         double max = x[0], sum = 0;
         ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(x, y, 2, N, 1);
         for (int i = 0; i < N; i++) max = x[i] > max ? x[i] : max;
@@ -467,6 +493,242 @@ static void test_softmax_edges(void **state)
                 fail_msg("element %d: %.9g, reference %.9g", i, y[i], ref);
         }
         for (int i = N; i < 2 * N; i++) assert_true(isnan(y[i]));
+    }
+}
+
+/* ---- NaN and infinities, as PyTorch gives them -------------------------------- */
+
+static double exp_ref(double x) { return exp(x); }
+static double erf_ref(double x) { return erf(x); }
+static double gelu_ref(double x) { return 0.5 * x * (1 + erf(x / sqrt(2.0))); }
+static double sigmoid_plain(double x) { return 1 / (1 + exp(-x)); }
+static double swish_plain(double x) { return x / (1 + exp(-x)); }
+static double relu_ref(double x) { return x < 0 ? 0 : x; }
+static double relu6_ref(double x) { return x < 0 ? 0 : x > 6 ? 6 : x; }
+static double softplus_ref(double x) { return x > 20 ? x : log1p(exp(x)); }
+
+/* Whether got is ref: both NaN, or equal within rel (exactly, for infinities). */
+static int same_special(float got, double ref, double rel)
+{
+    if (isnan(ref) || isnan(got)) return isnan(ref) && isnan(got);
+    if (isinf(ref) || isinf(got)) return got == ref;
+    return fabs(got - ref) <= rel * fabs(ref) + 1e-30;
+}
+
+/* Every vectorised unary function, both variants, on NaN (both signs), +-inf
+ * and ordinary values, at every lane of a full vector and of a masked tail
+ * (n = 19: two full 8-lane vectors, a 3-lane tail; one 16-lane and a tail). */
+static void test_unary_special_values(void **state)
+{
+    enum { N = 19 };
+    static const char *const names[] = {"axrt_exp_f32", "axrt_erf_f32", "axrt_gelu_f32",
+                                        "axrt_tanh_f32", "axrt_sigmoid_f32", "axrt_swish_f32",
+                                        "axrt_relu_f32", "axrt_relu6_f32", "axrt_softplus_f32"};
+    static ref_fn *const refs[] = {exp_ref, erf_ref, gelu_ref, tanh, sigmoid_plain,
+                                   swish_plain, relu_ref, relu6_ref, softplus_ref};
+    const float specials[5] = {NAN, -NAN, INFINITY, -INFINITY, 0.75f};
+    float x[N], y[N];
+    (void)state;
+    for (int v = 0; v < n_variants; v++)
+        for (size_t f = 0; f < sizeof names / sizeof names[0]; f++)
+            for (int shift = 0; shift < 5; shift++) {
+                for (int i = 0; i < N; i++) x[i] = specials[(i + shift) % 5];
+                ((unary_fn *)symbol(v, names[f]))(x, y, N);
+                for (int i = 0; i < N; i++)
+                    if (!same_special(y[i], refs[f](x[i]), 1e-5))
+                        fail_msg("%s variant %d: f(%g) = %.9g at %d, expected %.9g", names[f], v,
+                                 x[i], y[i], i, refs[f](x[i]));
+            }
+}
+
+/* Softmax rows (n = 21: vectors and a tail): -inf logits and logits more
+ * than 88 below the max give 0 (or their subnormal exp), a NaN or +inf
+ * logit makes the row NaN; LayerNorm rows with NaN or inf are NaN. */
+static void test_softmax_layernorm_special(void **state)
+{
+    enum { N = 21 };
+    float x[3 * N], y[3 * N], g[N], b[N];
+    (void)state;
+    fill(x, 3 * N, -2, 2, 61), fill(g, N, 0.5f, 1.5f, 62), fill(b, N, -1, 1, 63);
+    x[3] = -INFINITY, x[17] = -INFINITY, x[20] = -INFINITY, x[5] = -95.0f, x[19] = -150.0f;
+    x[N + 18] = NAN, x[2 * N + 20] = INFINITY;
+    for (int v = 0; v < n_variants; v++) {
+        double max = -INFINITY, sum = 0;
+        ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(x, y, 3, N, 1);
+        for (int i = 0; i < N; i++) max = x[i] > max ? x[i] : max;
+        for (int i = 0; i < N; i++) sum += exp(x[i] - max);
+        for (int i = 0; i < N; i++) {
+            const double ref = exp(x[i] - max) / sum;
+            if (isinf(x[i]) ? y[i] != 0.0f : fabs(y[i] - ref) > 1e-6 * ref + 1e-42)
+                fail_msg("variant %d: softmax element %d of x = %g: %.9g, reference %.9g", v, i,
+                         x[i], y[i], ref);
+        }
+        for (int i = N; i < 3 * N; i++)
+            if (!isnan(y[i])) fail_msg("variant %d: softmax element %d not NaN: %g", v, i, y[i]);
+        ((layernorm_fn *)symbol(v, "axrt_layernorm_f32"))(x + N, g, b, y + N, 2, N, 1e-5f);
+        for (int i = N; i < 3 * N; i++)
+            if (!isnan(y[i])) fail_msg("variant %d: layernorm element %d not NaN: %g", v, i, y[i]);
+    }
+}
+
+/* The epilogues of dense and depthwise kernels: a NaN input makes every
+ * output that reads it NaN after each activation (ReLU, ReLU6, GELU). */
+static void test_epilogue_nan(void **state)
+{
+    enum { ROWS = 3, IN = 5, OUT = 19 };
+    const axrt_conv2d_params p = {1, 1, 3, 19, 1, 3, 19, 1, 1, 1, 1, 1, 1, 0, 0, 19};
+    float x[ROWS * IN], xd[3 * 19], w[OUT * IN], packed[OUT * IN], y[ROWS * OUT];
+    (void)state;
+    fill(x, ROWS * IN, -1, 1, 71), fill(w, OUT * IN, -1, 1, 72), fill(xd, 3 * 19, -1, 1, 73);
+    x[IN + 2] = NAN, xd[19 + 2] = NAN;
+    for (int v = 0; v < n_variants; v++)
+        for (int act = AXRT_ACT_RELU; act <= AXRT_ACT_GELU; act++) {
+            ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, IN, OUT);
+            ((dense_ep_fn *)symbol(v, "axrt_dense_packed_ep_f32"))(x, packed, NULL, NULL,
+                                                                   (axrt_act)act, y, ROWS, IN, OUT);
+            for (int i = 0; i < ROWS * OUT; i++)
+                if (isnan(y[i]) != (i / OUT == 1))
+                    fail_msg("variant %d act %d: dense element %d = %g", v, act, i, y[i]);
+            ((pack_conv_fn *)symbol(v, "axrt_pack_depthwise_f32"))(w, packed, &p);
+            ((conv_ep_fn *)symbol(v, "axrt_conv2d_depthwise_f32"))(xd, packed, NULL, NULL,
+                                                                   (axrt_act)act, y, &p);
+            for (int i = 0; i < 3 * 19; i++)
+                if (isnan(y[i]) != (i == 19 + 2))
+                    fail_msg("variant %d act %d: depthwise element %d = %g", v, act, i, y[i]);
+        }
+}
+
+/* The exactly rounded elementwise kernels, every variant, against the same
+ * operation in float here (bit-exact, -0 included): n = 37 (vectors and a
+ * masked tail), a broadcast form, and gelu_tanh within 1e-6. */
+typedef void binary_fn(const float *, const float *, float *, size_t);
+typedef void scalar_b_fn(const float *, float, float *, size_t);
+typedef void scalar_a_fn(float, const float *, float *, size_t);
+typedef void bcast_fn(const float *, const int64_t *, const float *, const int64_t *, float *,
+                      const int64_t *, int);
+typedef void leaky_fn(const float *, float *, size_t, float);
+
+static float op_apply(int op, float a, float b)
+{
+    switch (op) {
+    case 0: return a + b;
+    case 1: return a - b;
+    case 2: return a * b;
+    default: return a / b;
+    }
+}
+
+static void assert_same_bits(const float *got, const float *want, size_t n, const char *what, int v)
+{
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&got[i], &want[i], sizeof got[i]) != 0 && !(isnan(got[i]) && isnan(want[i])))
+            fail_msg("%s, variant %s: element %zu = %.9g, expected %.9g", what, variant_name(v), i,
+                     got[i], want[i]);
+}
+
+static void test_elementwise_exact(void **state)
+{
+    enum { N = 37 };
+    static const char *const ops[4] = {"add", "sub", "mul", "div"};
+    float a[N], b[N], y[N], want[N];
+    char name[64];
+    (void)state;
+    fill(a, N, -3, 3, 81), fill(b, N, -3, 3, 82);
+    a[4] = -0.0f, a[30] = 0.0f, b[7] = 0.0f, a[35] = NAN;
+    for (int v = 0; v < n_variants; v++) {
+        static const char *const unary[5] = {"relu", "relu6", "neg", "abs", "sqrt"};
+        for (int f = 0; f < 5; f++) {
+            for (int i = 0; i < N; i++) {
+                const float x = a[i] * 3;
+                want[i] = f == 0 ? (x < 0 ? 0.0f : x) : f == 1 ? (x < 0 ? 0.0f : x > 6 ? 6.0f : x)
+                        : f == 2 ? -x : f == 3 ? fabsf(x) : sqrtf(x);
+                b[i] = x;
+            }
+            snprintf(name, sizeof name, "axrt_%s_f32", unary[f]);
+            ((unary_fn *)symbol(v, name))(b, y, N);
+            assert_same_bits(y, want, N, name, v);
+        }
+        fill(b, N, -3, 3, 82), b[7] = 0.0f;
+        for (int i = 0; i < N; i++) want[i] = a[i] < 0 ? 0.125f * a[i] : a[i];
+        ((leaky_fn *)symbol(v, "axrt_leaky_relu_f32"))(a, y, N, 0.125f);
+        assert_same_bits(y, want, N, "leaky_relu", v);
+        for (int op = 0; op < 4; op++) {
+            const int64_t shape[2] = {1, N}, sa[2] = {0, 1}, sb[2] = {0, 0};
+            for (int i = 0; i < N; i++) want[i] = op_apply(op, a[i], b[i]);
+            snprintf(name, sizeof name, "axrt_%s_f32", ops[op]);
+            ((binary_fn *)symbol(v, name))(a, b, y, N);
+            assert_same_bits(y, want, N, name, v);
+            for (int i = 0; i < N; i++) want[i] = op_apply(op, a[i], b[3]);
+            snprintf(name, sizeof name, "axrt_%s_scalar_b_f32", ops[op]);
+            ((scalar_b_fn *)symbol(v, name))(a, b[3], y, N);
+            assert_same_bits(y, want, N, name, v);
+            snprintf(name, sizeof name, "axrt_%s_bcast_f32", ops[op]);
+            ((bcast_fn *)symbol(v, name))(a, sa, b + 3, sb, y, shape, 2);
+            assert_same_bits(y, want, N, name, v);
+            for (int i = 0; i < N; i++) want[i] = op_apply(op, b[3], a[i]);
+            snprintf(name, sizeof name, "axrt_%s_scalar_a_f32", ops[op]);
+            ((scalar_a_fn *)symbol(v, name))(b[3], a, y, N);
+            assert_same_bits(y, want, N, name, v);
+        }
+        ((unary_fn *)symbol(v, "axrt_gelu_tanh_f32"))(a, y, N);
+        for (int i = 0; i < N; i++) {
+            const double x = a[i];
+            const double ref = 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+            if (!same_special(y[i], ref, 1e-6) && fabs(y[i] - ref) > 1e-7)
+                fail_msg("gelu_tanh variant %s: f(%g) = %.9g, expected %.9g", variant_name(v), x,
+                         y[i], ref);
+        }
+    }
+}
+
+/* Threads (axrt_set_threads): dense (row tiles; one row: panels), conv and
+ * depthwise results are bit-identical for 1, 2, 3, 4 and 7 threads, every
+ * variant. */
+typedef int set_threads_fn(int);
+
+static void test_threads_identical(void **state)
+{
+    enum { ROWS = 59, IN = 600, OUT = 37, WIDE = 2000 };
+    const axrt_conv2d_params cp = {1, 15, 13, 300, 5, 4, 20, 7, 7, 2, 2, 2, 2, 4, 3, 1};
+    const axrt_conv2d_params dp = {2, 32, 32, 64, 32, 32, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64};
+    enum { CX = 15 * 13 * 300, CW = 20 * 300 * 49, CY = 5 * 4 * 20, DX = 2 * 32 * 32 * 64 };
+    static float x[DX > CX ? DX : CX], w[CW > WIDE * IN ? CW : WIDE * IN], packed[CW > WIDE * IN ? CW : WIDE * IN];
+    static float y[DX], first[DX];
+    static const int counts[5] = {1, 2, 3, 4, 7};
+    (void)state;
+    for (int v = 0; v < n_variants; v++) {
+        set_threads_fn *set_threads =
+            (set_threads_fn *)dlsym(runtimes[variants[v].build], "axrt_set_threads");
+        if (!set_threads) fail_msg("axrt_set_threads missing");
+        for (int kernel = 0; kernel < 4; kernel++)
+            for (int c = 0; c < 5; c++) {
+                size_t n = 0;
+                assert_int_equal(set_threads(counts[c]), 0);
+                fill(x, CX, -1, 1, 90 + kernel), fill(w, CW, -0.1f, 0.1f, 95 + kernel);
+                if (kernel <= 1) {
+                    const size_t rows = kernel == 0 ? ROWS : 1, out = kernel == 0 ? OUT : WIDE;
+                    ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, IN, out);
+                    ((dense_ep_fn *)symbol(v, "axrt_dense_packed_ep_f32"))(
+                        x, packed, w, NULL, AXRT_ACT_GELU, y, rows, IN, out);
+                    n = rows * out;
+                } else if (kernel == 2) {
+                    ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &cp);
+                    ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, w, x,
+                                                                           AXRT_ACT_RELU, y, &cp);
+                    n = CY;
+                } else {
+                    fill(x, DX, -1, 1, 99);
+                    ((pack_conv_fn *)symbol(v, "axrt_pack_depthwise_f32"))(w, packed, &dp);
+                    ((conv_ep_fn *)symbol(v, "axrt_conv2d_depthwise_f32"))(x, packed, w, NULL,
+                                                                           AXRT_ACT_RELU6, y, &dp);
+                    n = DX;
+                }
+                if (c == 0) memcpy(first, y, n * sizeof *y);
+                else if (memcmp(first, y, n * sizeof *y) != 0)
+                    fail_msg("variant %s kernel %d: %d threads differ from 1", variant_name(v),
+                             kernel, counts[c]);
+            }
+        set_threads(1);
     }
 }
 
@@ -484,6 +746,11 @@ int main(void)
         cmocka_unit_test(test_depthwise),
         cmocka_unit_test(test_softmax_edges),
         cmocka_unit_test(test_matmul_softmax_layernorm),
+        cmocka_unit_test(test_unary_special_values),
+        cmocka_unit_test(test_softmax_layernorm_special),
+        cmocka_unit_test(test_epilogue_nan),
+        cmocka_unit_test(test_elementwise_exact),
+        cmocka_unit_test(test_threads_identical),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,91 @@
+/* axrt_cpu.h — inside libaxrt (not installed as a public header): the table of
+ * float32 kernels one instruction set provides, chosen once at run time
+ * (axrt_fast.inc: axrt_cpu()).  The portable table is plain C and always
+ * there; on x86-64 with GCC or clang, axrt_x86_avx2.c and axrt_x86_avx512.c
+ * add tables compiled with __attribute__((target)) (no special flags), each
+ * available when the CPU has the instructions.  AXRT_ISA=portable|avx2|avx512
+ * in the environment, or axrt_set_isa(), forces one; axrt_isa_name() says
+ * which runs.  -DAXRT_NO_SIMD leaves only the portable table.
+ *
+ * Every table computes what the portable C computes, NaN and infinities
+ * included (within the tolerances of tests/unit/test_fastmath.c). */
+#ifndef AXRT_CPU_H
+#define AXRT_CPU_H
+
+#include <stddef.h>
+
+#include "axrt.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(AXRT_NO_SIMD)
+#define AXRT_X86_SIMD 1
+/* rows of the largest register tile (axrt_x86_simd.inc: at most 12) */
+#define AXRT_TILE_M_MAX 12
+#else
+#define AXRT_TILE_M_MAX 6
+#endif
+
+/* One register tile: for r < mr, j < nr,
+ *   y[r][j] = init + sum over segments s, p < k of a[s][r][p] * b[s * b_seg + p * ldb + j]
+ * where init is y itself when accumulate, else bias[j] (or 0 without bias),
+ * and a[s][r] = a[s * AXRT_TILE_M_MAX + r].  Segments are a convolution's
+ * taps, each reading other input pixels; a GEMM has one.  When final, the
+ * epilogue y = act(y + residual) (residual laid out as y, ldy apart) follows.
+ * mr is at most the table's tile_rows, nr at most AXRT_PANEL. */
+typedef struct axrt_tile_args {
+    size_t mr, nr, nseg, k;
+    const float *const *a;
+    const float *b;
+    size_t ldb, b_seg;
+    float *y;
+    size_t ldy;
+    const float *bias;
+    int accumulate, final;
+    const float *residual;
+    axrt_act act;
+} axrt_tile_args;
+
+typedef void axrt_unary_fn(const float *x, float *y, size_t n);
+typedef void axrt_binary_fn(const float *a, const float *b, float *y, size_t n);
+typedef void axrt_binary_scalar_b_fn(const float *a, float b, float *y, size_t n);
+typedef void axrt_binary_scalar_a_fn(float a, const float *b, float *y, size_t n);
+
+/* The binary operators, in the order of the tables' arrays. */
+enum { AXRT_BIN_ADD, AXRT_BIN_SUB, AXRT_BIN_MUL, AXRT_BIN_DIV, AXRT_BIN_COUNT };
+
+typedef struct axrt_cpu_ops {
+    const char *name;          /* "portable", "avx2", "avx512" */
+    size_t tile_rows;          /* mr limit of tile, <= AXRT_TILE_M_MAX */
+    void (*tile)(const axrt_tile_args *t);
+    /* one output row (image n, row oy) of a depthwise conv on packed
+       weights [kh * kw, c], with its epilogue */
+    void (*depthwise_row)(const float *x, const float *packed, const float *bias,
+                          const float *residual, axrt_act act, float *y,
+                          const axrt_conv2d_params *p, int n, int oy);
+    /* softmax of one contiguous line of n > 0 elements */
+    void (*softmax_line)(const float *x, float *y, size_t n);
+    void (*layernorm)(const float *x, const float *w, const float *bias, float *y, size_t rows,
+                      size_t d, float eps);
+    axrt_unary_fn *exp, *erf, *gelu, *gelu_tanh, *tanh, *sigmoid, *swish;
+    axrt_unary_fn *relu, *relu6, *neg, *abs, *sqrt;
+    void (*leaky_relu)(const float *x, float *y, size_t n, float alpha);
+    axrt_binary_fn *binary[AXRT_BIN_COUNT];
+    axrt_binary_scalar_b_fn *binary_scalar_b[AXRT_BIN_COUNT];
+    axrt_binary_scalar_a_fn *binary_scalar_a[AXRT_BIN_COUNT];
+} axrt_cpu_ops;
+
+#ifdef AXRT_X86_SIMD
+/* The table, or NULL when this CPU lacks its instructions. */
+const axrt_cpu_ops *axrt_cpu_ops_avx2(void);
+const axrt_cpu_ops *axrt_cpu_ops_avx512(void);
+#endif
+
+/* Input pixel (iy, ix) of image n of an NHWC tensor, or NULL outside it. */
+static inline const float *axrt_input_pixel(const float *x, const axrt_conv2d_params *p, int n,
+                                            int iy, int ix)
+{
+    if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w)
+        return NULL;
+    return x + (((size_t)n * p->h + iy) * p->w + ix) * p->c;
+}
+
+#endif /* AXRT_CPU_H */

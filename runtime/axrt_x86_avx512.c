@@ -1,0 +1,74 @@
+/* axrt_x86_avx512.c — the AVX-512 (F and DQ) table of float32 kernels
+ * (axrt_cpu.h), instantiated from axrt_x86_simd.inc with 16-float vectors:
+ * one vector per panel row, an 8-row register tile, masked tails; compiled
+ * with __attribute__((target)), so no special flags are needed.  Empty (but
+ * for a declaration) off x86-64, under -DAXRT_NO_SIMD or without GCC/clang. */
+#include <math.h>
+#include <stddef.h>
+
+#include "axrt_cpu.h"
+
+#ifdef AXRT_X86_SIMD
+#include <immintrin.h>
+
+#define SIMD_FN __attribute__((target("avx512f,avx512dq")))
+#define SIMD_INLINE static inline __attribute__((target("avx512f,avx512dq"), always_inline))
+#define SIMD_TILE_M 8
+#define SIMD_NAME "avx512"
+#define SIMD_ACCESSOR axrt_cpu_ops_avx512
+#define SIMD_SUPPORTED() (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
+
+#define VW 16
+#define V __m512
+#define VI __m512i
+#define VM __mmask16
+#define VT __mmask16
+
+/* Lanes [0, count) set. */
+SIMD_INLINE __mmask16 lane_mask(long count)
+{
+    return (__mmask16)(count >= 16 ? 0xffffu : count <= 0 ? 0u : (1u << count) - 1u);
+}
+
+#define V_SET1 _mm512_set1_ps
+#define V_ZERO _mm512_setzero_ps
+#define V_LOAD _mm512_loadu_ps
+#define V_STORE _mm512_storeu_ps
+#define V_TAIL(count) lane_mask((long)(count))
+#define V_LOADT(p, t) _mm512_maskz_loadu_ps(t, p)
+#define V_LOADT_OR(p, t, fill) _mm512_mask_loadu_ps(fill, t, p)
+#define V_STORET(p, t, v) _mm512_mask_storeu_ps(p, t, v)
+#define V_ZEROT(v, t) _mm512_maskz_mov_ps(t, v)
+#define V_BROADCAST(p) _mm512_set1_ps(*(p))
+#define V_ADD _mm512_add_ps
+#define V_SUB _mm512_sub_ps
+#define V_MUL _mm512_mul_ps
+#define V_DIV _mm512_div_ps
+#define V_SQRT _mm512_sqrt_ps
+#define V_FMA _mm512_fmadd_ps
+#define V_FNMA _mm512_fnmadd_ps
+#define V_MIN _mm512_min_ps
+#define V_MAX _mm512_max_ps
+#define V_AND _mm512_and_ps
+#define V_ANDNOT _mm512_andnot_ps
+#define V_OR _mm512_or_ps
+#define V_XOR _mm512_xor_ps
+#define V_ROUND(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define V_CVTI _mm512_cvtps_epi32
+#define V_FROMI _mm512_castsi512_ps
+#define VI_SET1 _mm512_set1_epi32
+#define VI_ADD _mm512_add_epi32
+#define VI_SUB _mm512_sub_epi32
+#define VI_SRAI _mm512_srai_epi32
+#define VI_SLLI _mm512_slli_epi32
+#define V_LT(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ)
+#define V_SELECT(m, t, f) _mm512_mask_blend_ps(m, f, t)
+#define V_SIGNM(x) _mm512_movepi32_mask(_mm512_castps_si512(x))
+#define V_HSUM _mm512_reduce_add_ps
+#define V_HMAX _mm512_reduce_max_ps
+
+#include "axrt_x86_simd.inc"
+
+#else
+typedef int axrt_x86_avx512_unused; /* ISO C forbids an empty translation unit */
+#endif
