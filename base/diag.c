@@ -19,7 +19,7 @@ ax_ctx *ax_ctx_new(void)
 {
     ax_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
-        ax_die("out of memory");
+        ax_out_of_memory(0);
     ctx->arena = ax_arena_new();
     ctx->diag_out = stderr;
     ctx->max_errors = 20;
@@ -165,7 +165,7 @@ static size_t edit_distance(const char *a, const char *b, bool fold)
     size_t la = strlen(a), lb = strlen(b);
     size_t *rows = malloc(3 * (lb + 1) * sizeof *rows);
     if (!rows)
-        ax_die("out of memory");
+        ax_out_of_memory(0);
     size_t *prev2 = rows, *prev = rows + lb + 1, *cur = rows + 2 * (lb + 1);
     for (size_t j = 0; j <= lb; j++)
         prev[j] = j;

@@ -129,3 +129,28 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
     }
     return ctx->errors ? AXC_EINPUT : AXC_OK;
 }
+
+/* ---- outputs that would clobber inputs ------------------------------------- */
+
+int axc_check_outputs(const axc_opts *o, const axc_output *outs, int n)
+{
+    const char *in_opt[2 + AXC_MAX_RUN_TENSORS], *in_path[2 + AXC_MAX_RUN_TENSORS];
+    int nin = 0;
+    in_opt[nin] = "the model"; in_path[nin++] = o->input;
+    if (o->weights) { in_opt[nin] = "--weights"; in_path[nin++] = o->weights; }
+    for (int k = 0; k < o->ninputs; k++) { in_opt[nin] = "--input"; in_path[nin++] = o->inputs[k].path; }
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < nin; k++)
+            if (ax_same_file(outs[i].path, in_path[k])) {
+                axc_fail("%s '%s' would overwrite %s '%s'", outs[i].opt, outs[i].path, in_opt[k], in_path[k]);
+                return AXC_EUSAGE;
+            }
+        for (int j = 0; j < i; j++)
+            if (ax_same_file(outs[i].path, outs[j].path)) {
+                axc_fail("%s '%s' and %s '%s' name the same file", outs[j].opt, outs[j].path, outs[i].opt,
+                         outs[i].path);
+                return AXC_EUSAGE;
+            }
+    }
+    return AXC_OK;
+}

@@ -356,7 +356,7 @@ int pass_fuse_elementwise(ir_graph *g)
 {
     bool *opaque = calloc((size_t)g->nnodes + 1, sizeof *opaque);
     if (!opaque)
-        ax_die("out of memory fusing elementwise nodes");
+        ax_out_of_memory(0);
     for (int root = g->nnodes - 1; root >= 0; root--) {
         const int user = sole_user(g, root);
         if (is_tree_node(&g->nodes[root]) && !opaque[root] &&

@@ -84,7 +84,7 @@ static void apply_order(ir_graph *g, const int *order)
     int *new_id = malloc((size_t)g->nnodes * sizeof *new_id);
     ir_node *nodes = malloc((size_t)g->cap * sizeof *nodes);
     if (!new_id || !nodes)
-        ax_die("out of memory scheduling the graph");
+        ax_out_of_memory(0);
     for (int pos = 0; pos < g->nnodes; pos++)
         new_id[order[pos]] = pos;
     for (int pos = 0; pos < g->nnodes; pos++) {
@@ -108,7 +108,7 @@ int pass_schedule(ir_graph *g)
                    calloc((size_t)g->nnodes + 1, sizeof(bool)),
                    calloc((size_t)g->nnodes + 1, sizeof(int)), 0};
     if (!s.remaining || !s.done || !s.order)
-        ax_die("out of memory scheduling the graph");
+        ax_out_of_memory(0);
     for (int id = 0; id < g->nnodes; id++)
         for (int i = 0; !g->nodes[id].dead && i < g->nodes[id].nsrc; i++)
             if (g->nodes[id].src[i] != IR_NONE)
