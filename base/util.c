@@ -309,6 +309,33 @@ _Noreturn void ax_out_of_memory(size_t bytes)
 
 /* ---- bounded reads ---------------------------------------------------------- */
 
+/* A regular file of known size, read straight into the arena (no second
+ * copy: weights files can be gigabytes); closes fd. */
+static char *read_regular(ax_arena *a, int fd, size_t size, size_t *len)
+{
+    char *text = ax_alloc(a, size + 1);
+    size_t got = 0;
+    while (got < size) {
+        ssize_t n = read(fd, text + got, size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int saved = errno;
+            close(fd);
+            errno = saved;
+            return NULL;
+        }
+        if (n == 0)
+            break;   /* shrank while read: what is there */
+        got += (size_t)n;
+    }
+    close(fd);
+    text[got] = '\0';
+    if (len)
+        *len = got;
+    return text;
+}
+
 char *ax_read_file_max(ax_arena *a, const char *path, size_t max, size_t *len)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -325,6 +352,8 @@ char *ax_read_file_max(ax_arena *a, const char *path, size_t max, size_t *len)
         errno = EFBIG;
         return NULL;
     }
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+        return read_regular(a, fd, (size_t)st.st_size, len);
     ax_buf b = {0};
     char chunk[65536];
     for (;;) {

@@ -100,7 +100,15 @@ static void *read_input(ax_ctx *ctx, const ir_graph *g, int id, const char *path
     size_t len;
     char err[256];
     *rc = AXC_EINPUT;
-    uint8_t *buf = (uint8_t *)ax_read_file(ctx->arena, path, &len);
+    /* the .npy can be no larger than its header and 8 bytes an element */
+    size_t max = ((size_t)1 << 20) + 8 * (size_t)ir_numel(n);
+    uint8_t *buf = (uint8_t *)ax_read_file_max(ctx->arena, path, max, &len);
+    if (!buf && errno == EFBIG) {
+        axc_fail("cannot read '%s': larger than %zu bytes, the most a .npy for input '%s' can take", path, max,
+                 n->name);
+        *rc = AXC_EUSAGE;
+        return NULL;
+    }
     if (!buf) { axc_fail("cannot read '%s': %s", path, strerror(errno)); *rc = AXC_EUSAGE; return NULL; }
     tf_tensor t;
     if (tf_npy_parse(buf, len, &t, err, sizeof err)) { axc_fail("%s: %s", path, err); return NULL; }
