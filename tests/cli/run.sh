@@ -347,7 +347,20 @@ check_stdout_errors() {
     done
 }
 
+# MultiHeadAttention's scratch (lq * lk elements) wrapped past 64 bits.
+check_mha_scratch_overflow() {
+    cat >mhabig.ax <<'AX'
+@axiom function att(x::Float32[1, 2147483647, 1])
+    a = MultiHeadAttention(1 => 1)
+    return a(x, x, x)
+end
+AX
+    run_axc mhabig.ax -o mhabig.c; expect_rc 1 || return 1
+    grep -q 'scratch' err || { echo "no message about the scratch size"; show; return 1; }
+}
+
 check deep-expression check_deep_expression
+check mha-scratch-overflow check_mha_scratch_overflow
 check fused-dag-dump check_fused_dag_dump
 check reshape-chain check_reshape_chain
 check commit-failure-keeps-old check_commit_failure_keeps_old
