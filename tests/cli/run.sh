@@ -359,7 +359,17 @@ AX
     grep -q 'scratch' err || { echo "no message about the scratch size"; show; return 1; }
 }
 
+# -O2 grew quadratically with the statement count (pass_schedule and
+# pass_fuse_elementwise rescanned the graph per node): 64,000 statements
+# took over a minute; now about a second (bench/compile_scaling.sh).
+check_large_chain_compiles() {
+    { echo '@axiom chain(x::Float32[1, 8]) begin'; for _ in $(seq 64000); do echo '    relu'; done; echo end; } >chain64k.ax
+    timeout 60 "$AXC" -O2 chain64k.ax -o chain64k.c >out 2>err; rc=$?
+    expect_rc 0
+}
+
 check deep-expression check_deep_expression
+check large-chain-compiles-O2 check_large_chain_compiles
 check mha-scratch-overflow check_mha_scratch_overflow
 check fused-dag-dump check_fused_dag_dump
 check reshape-chain check_reshape_chain
