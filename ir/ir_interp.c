@@ -213,7 +213,7 @@ static double unary_value(ir_op op, double alpha, axrt_dtype dtype, double x)
 {
     switch (op) {
     case IR_OP_cast: return round_to_dtype(x, dtype);
-    case IR_OP_relu: return x > 0 ? x : 0;
+    case IR_OP_relu: return x < 0 ? 0 : x;   /* as torch: NaN stays NaN, -0 stays -0 */
     case IR_OP_relu6: return x < 0 ? 0 : x > 6 ? 6 : x;
     case IR_OP_sigmoid: return sigmoid(x);
     case IR_OP_tanh: return tanh(x);
@@ -222,7 +222,7 @@ static double unary_value(ir_op op, double alpha, axrt_dtype dtype, double x)
     case IR_OP_gelu_tanh:
         return 0.5 * x * (1 + tanh(sqrt(2 / PI) * (x + 0.044715 * x * x * x)));
     case IR_OP_softplus: return x > 20 ? x : log1p(exp(x));
-    case IR_OP_elu: return x > 0 ? x : alpha * expm1(x);
+    case IR_OP_elu: return x > 0 ? x : x == 0 ? 0.0 : alpha * expm1(x);   /* torch: elu(-0) is +0 */
     case IR_OP_leaky_relu: return x > 0 ? x : alpha * x;
     case IR_OP_exp: return exp(x);
     case IR_OP_log: return log(x);
