@@ -110,7 +110,10 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
     if (!f) return AXC_EINPUT;
     lower_check_defines(ctx, f, o->defines, o->ndefines);
     int idx[AXC_MAX_MODELS], nsel;
-    if (f->nmodels > AXC_MAX_MODELS) { axc_fail("more than %d models in one file", AXC_MAX_MODELS); return AXC_EUSAGE; }
+    if (f->nmodels > AXC_MAX_MODELS) {   /* the file's content: an input error */
+        ax_error(ctx, f->models[AXC_MAX_MODELS].loc, "more than %d models in one file", AXC_MAX_MODELS);
+        return AXC_EINPUT;
+    }
     int rc = select_models(ctx, o, f, idx, &nsel);
     if (rc) return rc;
     for (int i = 0; i < nsel; i++) {

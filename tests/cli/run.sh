@@ -368,7 +368,37 @@ check_large_chain_compiles() {
     expect_rc 0
 }
 
+# A 1 MB source line with an error at its end was echoed whole.
+check_long_line_excerpt() {
+    "$PYTHON" -c "
+import sys
+sys.stdout.write('@axiom s(x::Float32[1, 8]) begin\n' + 'relu;' * 200000 + ' bogus\nend\n')" >longline.ax
+    run_axc longline.ax -o longline.c; expect_rc 1 || return 1
+    grep -q "unknown name 'bogus'" err || { echo "no error about bogus"; show; return 1; }
+    [ "$(wc -c <err)" -lt 2000 ] || { echo "stderr is $(wc -c <err) bytes"; return 1; }
+    grep -q 'bogus$' err && grep -q '\^~~~~$' err || { echo "the excerpt lost the error's span"; cat err; return 1; }
+}
+# concat of 17 operands: the message names the limit.
+check_concat_limit() {
+    "$PYTHON" -c "
+print('@axiom function c(x::Float32[1, 2])')
+print('    return concat(' + ', '.join(['x'] * 17) + '; dims=2)')
+print('end')" >cat17.ax
+    run_axc cat17.ax -o cat17.c; expect_rc 1 || return 1
+    grep -q 'at most 16 operands' err || { echo "the limit is not named"; show; return 1; }
+}
+# 65 models in a file is an input error (exit 1), located.
+check_too_many_models() {
+    "$PYTHON" -c "
+for i in range(65): print(f'@axiom m{i}(x::Float32[2]) begin\n    relu\nend')" >m65.ax
+    run_axc m65.ax -o m65.c; expect_rc 1 || return 1
+    grep -q 'm65.ax:[0-9]*:[0-9]*: error: more than 64 models' err || { echo "not a located error"; show; return 1; }
+}
+
 check deep-expression check_deep_expression
+check long-line-excerpt check_long_line_excerpt
+check concat-operand-limit check_concat_limit
+check too-many-models-exit-1 check_too_many_models
 check large-chain-compiles-O2 check_large_chain_compiles
 check mha-scratch-overflow check_mha_scratch_overflow
 check fused-dag-dump check_fused_dag_dump
