@@ -495,6 +495,19 @@ static char *heap_copy(const void *data, size_t len)
     return p;
 }
 
+/* A link into /proc or /dev (/dev/stdout -> /proc/self/fd/1): it names an
+ * open file, possibly a regular one, that must be written through the link,
+ * not replaced by renaming over the link. */
+static bool names_open_file(const char *path)
+{
+    char target[64];
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n < 0)
+        return false;
+    target[n] = '\0';
+    return !strncmp(target, "/proc/", 6) || !strncmp(target, "/dev/", 5);
+}
+
 int ax_stage(ax_outset *o, const char *path, const void *data, size_t len)
 {
     if (o->n >= AX_MAX_OUTPUTS) {
@@ -511,7 +524,7 @@ int ax_stage(ax_outset *o, const char *path, const void *data, size_t len)
         errno = EISDIR;
         return -1;
     }
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (stat(path, &st) == 0 && (!S_ISREG(st.st_mode) || names_open_file(path))) {
         /* a device, FIFO or socket: written in place at commit, never
            renamed over (that would replace /dev/null with a file) */
         o->inplace[i] = heap_copy(data, len);
@@ -577,10 +590,17 @@ static int write_in_place(const ax_outset *o)
         if (fd < 0)
             return -1;
         struct stat st;
-        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {   /* replaced since staging */
-            close(fd);
+        const bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+        if (regular && !names_open_file(o->final[i])) {
+            close(fd);   /* replaced by a plain file since staging */
             errno = EEXIST;
             return -1;
+        }
+        if (regular) {   /* stdout redirected to a file: after what is there */
+            close(fd);
+            fd = open(o->final[i], O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
+            if (fd < 0)
+                return -1;
         }
         if (write_all(fd, (const unsigned char *)o->inplace[i], o->inplace_len[i]) < 0) {
             int saved = errno;

@@ -268,6 +268,12 @@ check_special_outputs() {
     expect_rc 0 || { kill $reader $guard; return 1; }
     wait $reader; kill $guard 2>/dev/null; wait $guard 2>/dev/null
     "$PYTHON" -c "import numpy as np; assert np.load('got.npy').shape == (3, 2)" || { echo "bad data through the FIFO"; return 1; }
+    # a link to this process's stdout (as /dev/stdout is) redirected to a file
+    rm -f mystdout so.npy; ln -s /proc/self/fd/1 mystdout
+    "$AXC" run small.ax --input x=x.npy --output mystdout >so.npy 2>err; rc=$?
+    expect_rc 0 || return 1
+    [ -L mystdout ] || { echo "the link mystdout was replaced"; return 1; }
+    "$PYTHON" -c "import numpy as np; assert np.load('so.npy').shape == (3, 2)" || { echo "bad data through stdout"; return 1; }
     if [ "$(id -u)" = 0 ]; then
         rm -f null.c; mknod null.c c 1 3 || return 1
         run_axc small.ax -o null.c --header=null.h; expect_rc 0 || return 1
