@@ -201,7 +201,16 @@ print('end')" >deep.ax
 print('@axiom function s(x::Float32[4])')
 print('    return ' + 'relu(' * 998 + 'x' + ')' * 998)
 print('end')" >nested.ax
-    run_axc nested.ax -o nested.c; expect_rc 0
+    run_axc nested.ax -o nested.c; expect_rc 0 || return 1
+    # const C1 = C0 + 1, ..., 50,000 deep: the evaluation recursed per const
+    "$PYTHON" -c "
+print('const C0 = 1')
+for i in range(1, 50000): print(f'const C{i} = C{i-1} + 1')
+print('@axiom function s(x::Float32[C49999])')
+print('    return x')
+print('end')" >constchain.ax
+    run_axc constchain.ax -o constchain.c; expect_rc 1 || return 1
+    grep -q 'chain of more than 1000 other constants' err || { echo "no message about the chain"; show; return 1; }
 }
 # y1 = y0 .* y0, y2 = y1 .* y1, ...: one fused program whose nested form
 # doubles per step; --emit=ir printed it expanded (2^40 steps, a hang).
