@@ -346,7 +346,9 @@ AX
 check_endless_inputs() {
     local case
     for case in "/dev/zero -o z.c" "small.ax -o z.c --weights=/dev/zero" "run small.ax --input x=/dev/zero"; do
-        (ulimit -v 4000000 2>/dev/null; [ -n "${ASAN_OPTIONS+x}" ] && ulimit -v unlimited; timeout 60 "$AXC" $case >out 2>err); rc=$?
+        # a memory cap makes an unbounded read fail fast (not under ASan,
+        # whose shadow memory needs more address space than any cap)
+        (if [ -z "${ASAN_OPTIONS+x}" ]; then ulimit -v 4000000; fi; timeout 60 "$AXC" $case >out 2>err); rc=$?
         expect_rc 1 2 || { echo "case: $case"; return 1; }
         grep -q 'larger than' err || { echo "$case: no 'larger than'"; show; return 1; }
     done
