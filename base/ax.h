@@ -92,23 +92,50 @@ void ax_progress_step(ax_progress *p, long done);
 void ax_progress_end(ax_progress *p);
 
 /* ---- files -------------------------------------------------------------- */
-/* Reads a whole file (NUL-terminated, *len excludes the NUL) into the arena.
- * Returns NULL and sets errno on failure. */
+/* Reads a whole file (NUL-terminated, *len excludes the NUL) into the arena,
+ * at most max bytes: a longer file (or an endless one such as /dev/zero)
+ * fails with EFBIG before it is read.  Returns NULL and sets errno on
+ * failure.  ax_read_file's bound is AX_MAX_READ_BYTES. */
+#define AX_MAX_READ_BYTES ((size_t)64 << 20)
 char *ax_read_file(ax_arena *a, const char *path, size_t *len);
+char *ax_read_file_max(ax_arena *a, const char *path, size_t max, size_t *len);
+/* Whether a and b name the same file: by device and inode where either
+ * exists, else the same name in the same directory. */
+bool ax_same_file(const char *a, const char *b);
 /* Writes data to path atomically (temporary file in the same directory,
  * fsync-free rename).  Returns 0, or -1 with errno set and nothing left. */
 int ax_write_file_atomic(const char *path, const void *data, size_t len);
 
 /* A set of outputs written all-or-nothing: each staged file goes to a
- * temporary beside its destination; commit renames them all, abort (or a
- * failed commit) removes every temporary and every file already renamed. */
-typedef struct ax_outset {  /* zero-initialise; any number of files (heap) */
+ * temporary beside its destination (a device or FIFO destination is kept
+ * in memory and written in place; a directory fails with EISDIR); commit
+ * renames them all, abort (or a failed commit) removes every temporary and
+ * restores the old file of every destination already renamed.  Any number
+ * of files: the arrays grow together (heap). */
+typedef struct ax_outset {  /* zero-initialise */
     int n, cap;
     char **final;
-    char **temp;
+    char **temp;             /* NULL for an in-place destination */
+    char **inplace;          /* the data of an in-place destination */
+    size_t *inplace_len;
+    int *slot;               /* the temporary's cleanup slot */
 } ax_outset;
 int ax_stage(ax_outset *o, const char *path, const void *data, size_t len); /* 0 or -1 (errno) */
 int ax_commit(ax_outset *o);                                               /* 0 or -1 (errno) */
 void ax_abort(ax_outset *o);
+
+/* ---- signals and cleanup --------------------------------------------------
+ * ax_handle_signals makes SIGINT, SIGTERM, SIGHUP and SIGQUIT remove every
+ * registered path (files first, then directories) and kill the registered
+ * child before the process dies of the signal.  ax_cleanup_add returns a
+ * slot for ax_cleanup_drop, or -1 when full. */
+#include <sys/types.h>
+void ax_handle_signals(void);
+int ax_cleanup_add(const char *path, bool is_dir);
+void ax_cleanup_drop(int slot);
+void ax_cleanup_child(pid_t pid);
+void ax_cleanup_now(void);
+/* Out of memory: cleans up, prints "axc: error: out of memory" and exits 2. */
+_Noreturn void ax_out_of_memory(size_t bytes);
 
 #endif

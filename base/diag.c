@@ -19,7 +19,7 @@ ax_ctx *ax_ctx_new(void)
 {
     ax_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
-        ax_die("out of memory");
+        ax_out_of_memory(0);
     ctx->arena = ax_arena_new();
     ctx->diag_out = stderr;
     ctx->max_errors = 20;
@@ -70,26 +70,43 @@ static bool find_source_line(const ax_ctx *ctx, int line, const char **start, si
     return true;
 }
 
-/* Prints the source line and the caret line under loc. */
+/* Source lines longer than this are shown as a window of this many bytes
+ * around the column, "..." marking what is cut (a generated 10 MB line
+ * would otherwise be echoed whole). */
+#define EXCERPT_MAX 160
+
+/* Prints the source line (or its window around loc) and the caret line
+ * under loc, each with one write. */
 static void print_excerpt(const ax_ctx *ctx, ax_loc loc)
 {
     const char *text;
     size_t linelen;
     if (!find_source_line(ctx, loc.line, &text, &linelen))
         return;
-    FILE *out = ctx->diag_out;
-    fwrite(text, 1, linelen, out);
-    fputc('\n', out);
     size_t col = loc.col > 0 ? (size_t)loc.col - 1 : 0;
-    for (size_t i = 0; i < col; i++)
-        fputc(i < linelen && text[i] == '\t' ? '\t' : ' ', out);
-    fputc('^', out);
+    size_t start = 0, shown = linelen;
+    if (linelen > EXCERPT_MAX) {
+        start = col > EXCERPT_MAX / 2 ? col - EXCERPT_MAX / 2 : 0;
+        if (start > linelen - EXCERPT_MAX)
+            start = linelen - EXCERPT_MAX;
+        shown = EXCERPT_MAX;
+    }
+    const char *cut_left = start > 0 ? "..." : "", *cut_right = start + shown < linelen ? "..." : "";
+    ax_buf b = {0};
+    ax_buf_printf(&b, "%s%.*s%s\n", cut_left, (int)shown, text + start, cut_right);
+    size_t pad = col - start > shown + 1 ? shown + 1 : col - start;
+    ax_buf_puts(&b, cut_left);
+    for (size_t i = 0; i < pad; i++)
+        ax_buf_puts(&b, start + i < linelen && text[start + i] == '\t' ? "\t" : " ");
+    ax_buf_puts(&b, "^");
     size_t span_end = col + (loc.len > 1 ? (size_t)loc.len : 1);
-    if (span_end > linelen)
-        span_end = linelen;
+    if (span_end > start + shown)
+        span_end = start + shown;
     for (size_t i = col + 1; i < span_end; i++)
-        fputc('~', out);
-    fputc('\n', out);
+        ax_buf_puts(&b, "~");
+    ax_buf_puts(&b, "\n");
+    fwrite(b.data, 1, b.len, ctx->diag_out);
+    ax_buf_free(&b);
 }
 
 static const char *severity_word(ax_severity sev)
@@ -165,7 +182,7 @@ static size_t edit_distance(const char *a, const char *b, bool fold)
     size_t la = strlen(a), lb = strlen(b);
     size_t *rows = malloc(3 * (lb + 1) * sizeof *rows);
     if (!rows)
-        ax_die("out of memory");
+        ax_out_of_memory(0);
     size_t *prev2 = rows, *prev = rows + lb + 1, *cur = rows + 2 * (lb + 1);
     for (size_t j = 0; j <= lb; j++)
         prev[j] = j;

@@ -5,13 +5,20 @@
  * Outputs are staged to temporaries beside their destinations (same
  * directory, so the final rename(2) cannot cross file systems) and only
  * renamed into place once every one of them was written in full; any
- * failure removes what was staged or already renamed, so a failed run
- * leaves no truncated or stale-but-new file behind. */
+ * failure removes what was staged and puts back the old file of every
+ * destination already renamed, so a failed run leaves no truncated or
+ * stale-but-new file behind and every existing output as it was.  A
+ * destination that is a device or FIFO is written in place, never renamed
+ * over; a directory is refused when staged.  The renames run with the
+ * fatal signals blocked, and temporaries are removed when one arrives. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ax.h"
@@ -35,7 +42,7 @@ static void *xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size ? size : 1);
     if (!p)
-        ax_die("out of memory (%zu bytes)", n * size);
+        ax_out_of_memory(n * size);
     return p;
 }
 
@@ -121,7 +128,7 @@ static void buf_reserve(ax_buf *b, size_t extra)
         cap = cap > SIZE_MAX / 2 ? need : cap * 2;
     char *p = realloc(b->data, cap);
     if (!p)
-        ax_die("out of memory (%zu bytes)", cap);
+        ax_out_of_memory(cap);
     b->data = p;
     b->cap = cap;
 }
@@ -170,23 +177,200 @@ void ax_buf_free(ax_buf *b)
 
 /* ---- files ------------------------------------------------------------- */
 
-char *ax_read_file(ax_arena *a, const char *path, size_t *len)
+/* Removes a path without disturbing the errno the caller is reporting. */
+static void unlink_quietly(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    int saved = errno;
+    unlink(path);
+    errno = saved;
+}
+
+/* ---- cleanup on signals and out of memory -------------------------------
+ * Paths registered here (temporaries, axc run's build directory) are removed
+ * by the handler of SIGINT/SIGTERM/SIGHUP/SIGQUIT before the process dies of
+ * the signal, and by ax_out_of_memory.  Everything the handler reads is a
+ * fixed array, and every change happens with those signals blocked. */
+
+#define CLEANUP_SLOTS 40
+#define CLEANUP_PATH 4096
+static char cleanup_path[CLEANUP_SLOTS][CLEANUP_PATH];
+static volatile sig_atomic_t cleanup_kind[CLEANUP_SLOTS];   /* 0 free, 1 file, 2 directory */
+static volatile pid_t cleanup_child;
+static const int handled_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+static void block_signals(sigset_t *old)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    for (size_t i = 0; i < sizeof handled_signals / sizeof handled_signals[0]; i++)
+        sigaddset(&set, handled_signals[i]);
+    sigprocmask(SIG_BLOCK, &set, old);
+}
+
+static void restore_signals(const sigset_t *old)
+{
+    sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+int ax_cleanup_add(const char *path, bool is_dir)
+{
+    if (strlen(path) >= CLEANUP_PATH)
+        return -1;
+    sigset_t old;
+    block_signals(&old);
+    int slot = -1;
+    for (int i = 0; i < CLEANUP_SLOTS && slot < 0; i++)
+        if (!cleanup_kind[i])
+            slot = i;
+    if (slot >= 0) {
+        strcpy(cleanup_path[slot], path);
+        cleanup_kind[slot] = is_dir ? 2 : 1;
+    }
+    restore_signals(&old);
+    return slot;
+}
+
+void ax_cleanup_drop(int slot)
+{
+    if (slot < 0 || slot >= CLEANUP_SLOTS)
+        return;
+    sigset_t old;
+    block_signals(&old);
+    cleanup_kind[slot] = 0;
+    restore_signals(&old);
+}
+
+void ax_cleanup_child(pid_t pid)
+{
+    sigset_t old;
+    block_signals(&old);
+    cleanup_child = pid;
+    restore_signals(&old);
+}
+
+/* Async-signal-safe: stops the child, removes the files, then the
+ * (then empty) directories. */
+void ax_cleanup_now(void)
+{
+    int saved = errno;
+    if (cleanup_child > 0) {
+        kill(cleanup_child, SIGKILL);
+        waitpid(cleanup_child, NULL, 0);
+        cleanup_child = 0;
+    }
+    for (int kind = 1; kind <= 2; kind++)
+        for (int i = CLEANUP_SLOTS - 1; i >= 0; i--)
+            if (cleanup_kind[i] == kind) {
+                if (kind == 1)
+                    unlink(cleanup_path[i]);
+                else
+                    rmdir(cleanup_path[i]);
+                cleanup_kind[i] = 0;
+            }
+    errno = saved;
+}
+
+static void on_fatal_signal(int sig)
+{
+    ax_cleanup_now();
+    signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    raise(sig);
+    _exit(128 + sig);
+}
+
+void ax_handle_signals(void)
+{
+    for (size_t i = 0; i < sizeof handled_signals / sizeof handled_signals[0]; i++) {
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_fatal_signal;
+        sigfillset(&sa.sa_mask);
+        /* a signal the caller ignores (nohup) stays ignored */
+        if (sigaction(handled_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue;
+        sigaction(handled_signals[i], &sa, NULL);
+    }
+}
+
+_Noreturn void ax_out_of_memory(size_t bytes)
+{
+    ax_cleanup_now();
+    fflush(stdout);
+    if (bytes)
+        fprintf(stderr, "axc: error: out of memory (allocating %zu bytes)\n", bytes);
+    else
+        fputs("axc: error: out of memory\n", stderr);
+    _exit(2);
+}
+
+/* ---- bounded reads ---------------------------------------------------------- */
+
+/* A regular file of known size, read straight into the arena (no second
+ * copy: weights files can be gigabytes); closes fd. */
+static char *read_regular(ax_arena *a, int fd, size_t size, size_t *len)
+{
+    char *text = ax_alloc(a, size + 1);
+    size_t got = 0;
+    while (got < size) {
+        ssize_t n = read(fd, text + got, size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int saved = errno;
+            close(fd);
+            errno = saved;
+            return NULL;
+        }
+        if (n == 0)
+            break;   /* shrank while read: what is there */
+        got += (size_t)n;
+    }
+    close(fd);
+    text[got] = '\0';
+    if (len)
+        *len = got;
+    return text;
+}
+
+char *ax_read_file_max(ax_arena *a, const char *path, size_t max, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return NULL;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        close(fd);
+        errno = EISDIR;
+        return NULL;
+    }
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uintmax_t)st.st_size > max) {
+        close(fd);
+        errno = EFBIG;
+        return NULL;
+    }
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+        return read_regular(a, fd, (size_t)st.st_size, len);
     ax_buf b = {0};
     char chunk[65536];
-    size_t n;
-    errno = 0;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        ax_buf_put(&b, chunk, n);
-    int failed = ferror(f), read_errno = errno;
-    fclose(f);
-    if (failed) {
-        ax_buf_free(&b);
-        errno = read_errno ? read_errno : EIO;   /* e.g. EISDIR for a directory */
-        return NULL;
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0 || b.len + (size_t)n > max) {
+            int read_errno = n < 0 ? errno : n > 0 ? EFBIG : 0;
+            close(fd);
+            if (read_errno) {
+                ax_buf_free(&b);
+                errno = read_errno;
+                return NULL;
+            }
+            break;
+        }
+        ax_buf_put(&b, chunk, (size_t)n);
     }
     char *text = ax_alloc(a, b.len + 1);
     if (b.len)
@@ -197,13 +381,43 @@ char *ax_read_file(ax_arena *a, const char *path, size_t *len)
     return text;
 }
 
-/* Removes a path without disturbing the errno the caller is reporting. */
-static void unlink_quietly(const char *path)
+char *ax_read_file(ax_arena *a, const char *path, size_t *len)
 {
-    int saved = errno;
-    unlink(path);
-    errno = saved;
+    return ax_read_file_max(a, path, AX_MAX_READ_BYTES, len);
 }
+
+/* ---- which file a path names ------------------------------------------------ */
+
+/* The directory part of path ("." when none), heap-allocated. */
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return strdup(".");
+    if (slash == path)
+        return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
+bool ax_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    bool ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea || eb)
+        return ea && eb && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    /* neither exists yet: the same name in the same directory */
+    const char *la = strrchr(a, '/'), *lb = strrchr(b, '/');
+    if (strcmp(la ? la + 1 : a, lb ? lb + 1 : b))
+        return false;
+    char *da = dir_of(a), *db = dir_of(b);
+    bool same = stat(da, &sa) == 0 && stat(db, &sb) == 0 ? sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino
+                                                         : strcmp(da, db) == 0;
+    free(da);
+    free(db);
+    return same;
+}
+
+/* ---- all-or-nothing output sets --------------------------------------------- */
 
 static int write_all(int fd, const unsigned char *p, size_t len)
 {
@@ -241,11 +455,16 @@ static char *temp_name_for(const char *path)
     return t;
 }
 
-/* Writes data to a fresh temporary beside path; returns its heap name. */
-static char *write_temp_beside(const char *path, const void *data, size_t len)
+/* Writes data to a fresh temporary beside path, registered for cleanup in
+ * *slot; returns its heap name. */
+static char *write_temp_beside(const char *path, const void *data, size_t len, int *slot)
 {
     char *tmp = temp_name_for(path);
+    sigset_t old;
+    block_signals(&old);   /* no window where the file exists unregistered */
     int fd = mkstemp(tmp);
+    *slot = fd >= 0 ? ax_cleanup_add(tmp, false) : -1;
+    restore_signals(&old);
     if (fd < 0) {
         free(tmp);
         return NULL;
@@ -254,36 +473,85 @@ static char *write_temp_beside(const char *path, const void *data, size_t len)
         int saved = errno;
         close(fd);
         unlink(tmp);
+        ax_cleanup_drop(*slot);
         free(tmp);
         errno = saved;
         return NULL;
     }
     if (close(fd) < 0) {
         unlink_quietly(tmp);
+        ax_cleanup_drop(*slot);
         free(tmp);
         return NULL;
     }
     return tmp;
 }
 
+static char *heap_copy(const void *data, size_t len)
+{
+    char *p = xcalloc(len + 1, 1);
+    if (len)
+        memcpy(p, data, len);
+    return p;
+}
+
+/* A link into /proc or /dev (/dev/stdout -> /proc/self/fd/1): it names an
+ * open file, possibly a regular one, that must be written through the link,
+ * not replaced by renaming over the link. */
+static bool names_open_file(const char *path)
+{
+    char target[64];
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n < 0)
+        return false;
+    target[n] = '\0';
+    return !strncmp(target, "/proc/", 6) || !strncmp(target, "/dev/", 5);
+}
+
+/* Room for one more file: every array doubles together. */
+static void grow_outset(ax_outset *o)
+{
+    const size_t cap = o->cap ? 2 * (size_t)o->cap : 8;
+    void *arrays[] = {realloc(o->final, cap * sizeof *o->final), realloc(o->temp, cap * sizeof *o->temp),
+                      realloc(o->inplace, cap * sizeof *o->inplace),
+                      realloc(o->inplace_len, cap * sizeof *o->inplace_len),
+                      realloc(o->slot, cap * sizeof *o->slot)};
+    if (arrays[0]) o->final = arrays[0];
+    if (arrays[1]) o->temp = arrays[1];
+    if (arrays[2]) o->inplace = arrays[2];
+    if (arrays[3]) o->inplace_len = arrays[3];
+    if (arrays[4]) o->slot = arrays[4];
+    for (int k = 0; k < 5; k++)
+        if (!arrays[k])
+            ax_out_of_memory(cap * sizeof(char *));
+    o->cap = (int)cap;
+}
+
 int ax_stage(ax_outset *o, const char *path, const void *data, size_t len)
 {
-    if (o->n == o->cap) {
-        int cap = o->cap ? 2 * o->cap : 8;
-        char **final = realloc(o->final, (size_t)cap * sizeof *final);
-        if (final) o->final = final;
-        char **temp = realloc(o->temp, (size_t)cap * sizeof *temp);
-        if (!final || !temp)
-            ax_die("out of memory staging %d output files", cap);
-        o->temp = temp;
-        o->cap = cap;
-    }
-    char *tmp = write_temp_beside(path, data, len);
-    if (!tmp)
+    if (o->n == o->cap)
+        grow_outset(o);
+    struct stat st;
+    int i = o->n;
+    o->slot[i] = -1;
+    o->temp[i] = NULL;
+    o->inplace[i] = NULL;
+    o->inplace_len[i] = 0;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        errno = EISDIR;
         return -1;
-    size_t plen = strlen(path) + 1;
-    o->final[o->n] = memcpy(xcalloc(plen, 1), path, plen);
-    o->temp[o->n] = tmp;
+    }
+    if (stat(path, &st) == 0 && (!S_ISREG(st.st_mode) || names_open_file(path))) {
+        /* a device, FIFO or socket: written in place at commit, never
+           renamed over (that would replace /dev/null with a file) */
+        o->inplace[i] = heap_copy(data, len);
+        o->inplace_len[i] = len;
+    } else {
+        o->temp[i] = write_temp_beside(path, data, len, &o->slot[i]);
+        if (!o->temp[i])
+            return -1;
+    }
+    o->final[i] = heap_copy(path, strlen(path));
     o->n++;
     return 0;
 }
@@ -291,36 +559,171 @@ int ax_stage(ax_outset *o, const char *path, const void *data, size_t len)
 static void outset_release(ax_outset *o)
 {
     for (int i = 0; i < o->n; i++) {
+        ax_cleanup_drop(o->slot[i]);
         free(o->final[i]);
         free(o->temp[i]);
+        free(o->inplace[i]);
     }
     free(o->final);
     free(o->temp);
-    o->final = o->temp = NULL;
+    free(o->inplace);
+    free(o->inplace_len);
+    free(o->slot);
+    o->final = o->temp = o->inplace = NULL;
+    o->inplace_len = NULL;
+    o->slot = NULL;
     o->n = o->cap = 0;
 }
 
 void ax_abort(ax_outset *o)
 {
     for (int i = 0; i < o->n; i++)
-        unlink_quietly(o->temp[i]);
+        if (o->temp[i])
+            unlink_quietly(o->temp[i]);
     outset_release(o);
+}
+
+/* Test hook (tests/cli): with AXC_TEST_PAUSE_<WHEN>=FILE set, creates FILE
+ * and waits (at most 30 s) until the test removes it, so that a test can
+ * act (send a signal, remove a directory) at a known point of the commit. */
+static void test_pause(const char *when)
+{
+    char var[64];
+    snprintf(var, sizeof var, "AXC_TEST_PAUSE_%s", when);
+    const char *flag = getenv(var);
+    if (!flag || !*flag)
+        return;
+    int fd = open(flag, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd >= 0)
+        close(fd);
+    for (int i = 0; i < 3000 && access(flag, F_OK) == 0; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Writes the in-place destinations (devices, FIFOs) with signals still
+ * deliverable: opening a FIFO waits for its reader. */
+static int write_in_place(const ax_outset *o)
+{
+    for (int i = 0; i < o->n; i++) {
+        if (!o->inplace[i])
+            continue;
+        int fd = open(o->final[i], O_WRONLY | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0)
+            return -1;
+        struct stat st;
+        const bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+        if (regular && !names_open_file(o->final[i])) {
+            close(fd);   /* replaced by a plain file since staging */
+            errno = EEXIST;
+            return -1;
+        }
+        if (regular) {   /* stdout redirected to a file: after what is there */
+            close(fd);
+            fd = open(o->final[i], O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
+            if (fd < 0)
+                return -1;
+        }
+        if (write_all(fd, (const unsigned char *)o->inplace[i], o->inplace_len[i]) < 0) {
+            int saved = errno;
+            close(fd);
+            errno = saved;
+            return -1;
+        }
+        if (close(fd) < 0 && errno != EINTR)
+            return -1;
+    }
+    return 0;
+}
+
+/* Puts the old files back (backup[j] is the old file of final[j], or NULL
+ * where there was none) for entries done[0..ndone) and removes temporaries. */
+static void roll_back(ax_outset *o, char **backup, const int *done, int ndone)
+{
+    int saved = errno;
+    for (int k = 0; k < ndone; k++) {
+        int j = done[k];
+        if (backup[j])
+            rename(backup[j], o->final[j]);
+        else
+            unlink(o->final[j]);
+    }
+    for (int j = 0; j < o->n; j++) {
+        if (o->temp[j])
+            unlink(o->temp[j]);
+        if (backup[j])
+            unlink(backup[j]);   /* a link whose rename never happened */
+    }
+    errno = saved;
+}
+
+/* Moves every temporary over its destination, last staged first (the
+ * first-staged, primary output is replaced last).  An existing destination
+ * is first hard-linked to a backup name (renamed there where the file
+ * system has no hard links), so a failed rename can restore every old file
+ * and the set stays old-or-new.  Runs with the fatal signals blocked. */
+static int rename_all(ax_outset *o)
+{
+    char **backup = xcalloc((size_t)o->n + 1, sizeof *backup);
+    int *done = xcalloc((size_t)o->n + 1, sizeof *done), ndone = 0;
+    for (int i = o->n - 1; i >= 0; i--) {
+        if (!o->temp[i])
+            continue;
+        struct stat st;
+        if (lstat(o->final[i], &st) == 0) {
+            size_t n = strlen(o->temp[i]) + 5;
+            backup[i] = xcalloc(n, 1);
+            snprintf(backup[i], n, "%s.old", o->temp[i]);
+            unlink(backup[i]);
+            if (link(o->final[i], backup[i]) < 0 && rename(o->final[i], backup[i]) < 0) {
+                free(backup[i]);
+                backup[i] = NULL;
+                roll_back(o, backup, done, ndone);
+                goto failed;
+            }
+        }
+        if (rename(o->temp[i], o->final[i]) < 0) {
+            int saved = errno;
+            if (backup[i] && access(o->final[i], F_OK) < 0)
+                rename(backup[i], o->final[i]);   /* the fallback moved it away */
+            errno = saved;
+            roll_back(o, backup, done, ndone);
+            goto failed;
+        }
+        done[ndone++] = i;
+        if (ndone == 1)
+            test_pause("COMMIT");
+    }
+    for (int i = 0; i < o->n; i++)
+        if (backup[i]) {
+            unlink(backup[i]);
+            free(backup[i]);
+        }
+    free(backup);
+    free(done);
+    return 0;
+failed:
+    for (int i = 0; i < o->n; i++)
+        free(backup[i]);
+    free(backup);
+    free(done);
+    return -1;
 }
 
 int ax_commit(ax_outset *o)
 {
-    for (int i = 0; i < o->n; i++) {
-        if (rename(o->temp[i], o->final[i]) == 0)
-            continue;
-        for (int j = 0; j < i; j++)
-            unlink_quietly(o->final[j]);
-        for (int j = i; j < o->n; j++)
-            unlink_quietly(o->temp[j]);
-        outset_release(o);
+    test_pause("STAGED");
+    if (write_in_place(o) < 0) {
+        ax_abort(o);
         return -1;
     }
+    sigset_t old;
+    block_signals(&old);
+    int rc = rename_all(o);
     outset_release(o);
-    return 0;
+    restore_signals(&old);
+    return rc;
 }
 
 int ax_write_file_atomic(const char *path, const void *data, size_t len)

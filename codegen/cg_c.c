@@ -119,6 +119,11 @@ static const char *shape_text(ax_arena *a, const ir_node *n)
 /* An expression of type (const) T * for node id's storage. */
 static const char *storage(const emitter *em, int id)
 {
+    /* a reshape without storage of its own reads its operand's: follow a
+       chain of them in a loop (one reshape per statement can be long) */
+    while (node_at(em, id)->op == IR_OP_reshape && node_at(em, id)->offset < 0 &&
+           ir_output_index(em->g, id) < 0)
+        id = node_at(em, id)->src[0];
     const ir_node *n = node_at(em, id);
     const char *prefix = em->g->name;
     switch (n->op) {
@@ -137,8 +142,6 @@ static const char *storage(const emitter *em, int id)
     int out = ir_output_index(em->g, id);
     if (out >= 0)
         return em->output_names[out];
-    if (n->op == IR_OP_reshape)
-        return storage(em, n->src[0]);
     ax_die("cg_c: %%%d %s has no storage (not planned)", id, ir_ops[n->op].name);
 }
 

@@ -129,6 +129,32 @@ static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n,
     return target->emit(&req, c, h) ? AXC_EINPUT : AXC_OK;
 }
 
+/* The header and dependency file paths (NULL where none is written). */
+static const char *header_path(ax_ctx *ctx, const axc_opts *o)
+{
+    if (o->emit || !o->output) return NULL;
+    return o->header ? o->header : with_ext(ctx->arena, o->output, ".h");
+}
+
+static const char *dep_path(ax_ctx *ctx, const axc_opts *o)
+{
+    if (!(o->make_deps || o->depfile) || !o->output) return NULL;
+    return o->depfile ? o->depfile : with_ext(ctx->arena, o->output, ".d");
+}
+
+/* Every file this compile writes, checked against the inputs and each other. */
+static int check_outputs(ax_ctx *ctx, const axc_opts *o)
+{
+    axc_output outs[4];
+    int n = 0;
+    const char *header = header_path(ctx, o), *dep = dep_path(ctx, o);
+    if (o->output) outs[n++] = (axc_output){"-o", o->output};
+    if (header) outs[n++] = (axc_output){"--header", header};
+    if (o->save_weights) outs[n++] = (axc_output){"--save-weights", o->save_weights};
+    if (dep) outs[n++] = (axc_output){"-MF", dep};
+    return axc_check_outputs(o, outs, n);
+}
+
 static int write_outputs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, ax_outset *set)
 {
     ax_buf view = {0}, c = {0}, h = {0}, w = {0}, d = {0};
@@ -139,7 +165,7 @@ static int write_outputs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int 
         if (!rc && o->output) rc = stage(set, o->output, &view) ? AXC_EUSAGE : AXC_OK;
         else if (!rc) fwrite(view.data ? view.data : "", 1, view.len, stdout);
     } else if (o->output) {
-        header = o->header ? o->header : with_ext(ctx->arena, o->output, ".h");
+        header = header_path(ctx, o);
         rc = generate(ctx, o, models, n, header, &c, &h);
         if (!rc && (stage(set, o->output, &c) || stage(set, header, &h))) rc = AXC_EUSAGE;
     }
@@ -149,7 +175,7 @@ static int write_outputs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int 
     }
     if (!rc && (o->make_deps || o->depfile) && o->output) {
         dep_rule(&d, o, header);
-        const char *dpath = o->depfile ? o->depfile : with_ext(ctx->arena, o->output, ".d");
+        const char *dpath = dep_path(ctx, o);
         rc = stage(set, dpath, &d) ? AXC_EUSAGE : AXC_OK;
     }
     ax_buf_free(&view); ax_buf_free(&c); ax_buf_free(&h); ax_buf_free(&w); ax_buf_free(&d);
@@ -179,8 +205,9 @@ int axc_compile(ax_ctx *ctx, const axc_opts *o)
 {
     if (o->output && !o->emit && check_output_ext(o->output)) return AXC_EUSAGE;
     ir_graph *models[AXC_MAX_MODELS];
-    int n;
-    int rc = axc_build_models(ctx, o, models, &n);
+    int n = 0;
+    int rc = check_outputs(ctx, o);
+    if (!rc) rc = axc_build_models(ctx, o, models, &n);
     if (rc) { axc_free_models(models, n); return rc; }
     if (o->mem_report) {
         ax_buf b = {0};

@@ -74,6 +74,15 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n);
 /* Releases what the graphs hold outside the context arena. */
 void axc_free_models(ir_graph **models, int n);
 
+/* One file the command writes, and the option that named it. */
+typedef struct axc_output {
+    const char *opt, *path;
+} axc_output;
+/* AXC_OK, or AXC_EUSAGE (printed) when an output is the same file (device
+ * and inode, or the same name in the same directory) as an input -- the
+ * model, --weights, an --input -- or as another output. */
+int axc_check_outputs(const axc_opts *o, const axc_output *outs, int n);
+
 int axc_compile(ax_ctx *ctx, const axc_opts *o);   /* `axc FILE.ax -o OUT` */
 int axc_run(ax_ctx *ctx, const axc_opts *o);       /* `axc run` */
 

@@ -1,20 +1,30 @@
 /* main.c — entry point of `axc`: parse the command line, read the .ax file,
  * dispatch to compile or run.  Exit 0 success, 1 input errors (diagnostics
- * printed), 2 usage or I/O errors. */
+ * printed), 2 usage or I/O errors (a failed write to stdout included). */
 #include <errno.h>
 #include <string.h>
 
 #include "driver.h"
 
+/* rc, or AXC_EUSAGE when what was printed on stdout could not be written
+ * (a full disk, /dev/full, a closed pipe). */
+static int check_stdout(int rc)
+{
+    if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+    axc_fail("cannot write to standard output: %s", strerror(errno ? errno : EIO));
+    return rc ? rc : AXC_EUSAGE;
+}
+
 int main(int argc, char **argv)
 {
     axc_opts o;
     bool exit_now;
-    if (argc > 1 && !strcmp(argv[1], "compare")) return axc_compare_main(argc - 2, argv + 2);
+    ax_handle_signals();
+    if (argc > 1 && !strcmp(argv[1], "compare")) return check_stdout(axc_compare_main(argc - 2, argv + 2));
     int rc = axc_parse_args(argc, argv, &o, &exit_now);
     if (rc || exit_now) {
         axc_free_args(&o);
-        return rc;
+        return check_stdout(rc);
     }
 
     ax_ctx *ctx = ax_ctx_new();
@@ -23,7 +33,11 @@ int main(int argc, char **argv)
     ctx->path = o.input;
     ctx->src = ax_read_file(ctx->arena, o.input, &ctx->src_len);
     if (!ctx->src) {
-        axc_fail("cannot read '%s': %s", o.input, strerror(errno));
+        if (errno == EFBIG)
+            axc_fail("cannot read '%s': larger than %zu MiB, the limit for a source file", o.input,
+                     AX_MAX_READ_BYTES >> 20);
+        else
+            axc_fail("cannot read '%s': %s", o.input, strerror(errno));
         ax_ctx_free(ctx);
         axc_free_args(&o);
         return AXC_EUSAGE;
@@ -32,5 +46,5 @@ int main(int argc, char **argv)
     if (rc == AXC_OK && ctx->errors) rc = AXC_EINPUT;
     ax_ctx_free(ctx);
     axc_free_args(&o);
-    return rc;
+    return check_stdout(rc);
 }

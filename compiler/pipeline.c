@@ -6,6 +6,7 @@
  * the pipeline before code generation. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cg_target.h"
@@ -183,7 +184,10 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
     int idx[AXC_MAX_MODELS], nsel;
     ir_target_id target;
     if (requested_target(o, &target)) return AXC_EUSAGE;
-    if (f->nmodels > AXC_MAX_MODELS) { axc_fail("more than %d models in one file", AXC_MAX_MODELS); return AXC_EUSAGE; }
+    if (f->nmodels > AXC_MAX_MODELS) {   /* the file's content: an input error */
+        ax_error(ctx, f->models[AXC_MAX_MODELS].loc, "more than %d models in one file", AXC_MAX_MODELS);
+        return AXC_EINPUT;
+    }
     int rc = select_models(ctx, o, f, idx, &nsel);
     if (rc) return rc;
     for (int i = 0; i < nsel; i++) {
@@ -203,4 +207,33 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
         cg_target_get(models[i]->target->id)->select(models[i]);
     }
     return ctx->errors ? AXC_EINPUT : AXC_OK;
+}
+
+/* ---- outputs that would clobber inputs ------------------------------------- */
+
+int axc_check_outputs(const axc_opts *o, const axc_output *outs, int n)
+{
+    const size_t most = 2 + (size_t)o->ninputs;
+    const char **in_opt = calloc(most, sizeof *in_opt), **in_path = calloc(most, sizeof *in_path);
+    if (!in_opt || !in_path) ax_out_of_memory(2 * most * sizeof *in_opt);
+    int nin = 0, rc = AXC_OK;
+    in_opt[nin] = "the model"; in_path[nin++] = o->input;
+    if (o->weights) { in_opt[nin] = "--weights"; in_path[nin++] = o->weights; }
+    for (int k = 0; k < o->ninputs; k++) { in_opt[nin] = "--input"; in_path[nin++] = o->inputs[k].path; }
+    for (int i = 0; i < n && !rc; i++) {
+        for (int k = 0; k < nin && !rc; k++)
+            if (ax_same_file(outs[i].path, in_path[k])) {
+                axc_fail("%s '%s' would overwrite %s '%s'", outs[i].opt, outs[i].path, in_opt[k], in_path[k]);
+                rc = AXC_EUSAGE;
+            }
+        for (int j = 0; j < i && !rc; j++)
+            if (ax_same_file(outs[i].path, outs[j].path)) {
+                axc_fail("%s '%s' and %s '%s' name the same file", outs[j].opt, outs[j].path, outs[i].opt,
+                         outs[i].path);
+                rc = AXC_EUSAGE;
+            }
+    }
+    free(in_opt);
+    free(in_path);
+    return rc;
 }

@@ -31,6 +31,7 @@ typedef struct runner {
     void *arena;
     void *dl;
     char *tmpdir;
+    int cleanup[4];           /* tmpdir and its files, removed on a fatal signal */
 } runner;
 
 const char *axc_home(ax_arena *a)
@@ -76,7 +77,7 @@ static void *fill_input(const ir_graph *g, int id, uint64_t seed)
     size_t count = (size_t)ir_numel(n);
     double *vals = malloc(count * sizeof *vals);
     void *data = malloc(ir_nbytes(n) ? ir_nbytes(n) : 1);
-    if (!vals || !data) ax_die("out of memory");
+    if (!vals || !data) ax_out_of_memory(0);
     uint64_t s = seed ^ 0xA0761D6478BD642Full;
     for (const char *p = n->name; *p; p++) s = (s ^ (unsigned char)*p) * 0x100000001B3ull;
     bool is_int = n->dtype == AXRT_I8 || n->dtype == AXRT_I32 || n->dtype == AXRT_I64;
@@ -99,7 +100,15 @@ static void *read_input(ax_ctx *ctx, const ir_graph *g, int id, const char *path
     size_t len;
     char err[256];
     *rc = AXC_EINPUT;
-    uint8_t *buf = (uint8_t *)ax_read_file(ctx->arena, path, &len);
+    /* the .npy can be no larger than its header and 8 bytes an element */
+    size_t max = ((size_t)1 << 20) + 8 * (size_t)ir_numel(n);
+    uint8_t *buf = (uint8_t *)ax_read_file_max(ctx->arena, path, max, &len);
+    if (!buf && errno == EFBIG) {
+        axc_fail("cannot read '%s': larger than %zu bytes, the most a .npy for input '%s' can take", path, max,
+                 n->name);
+        *rc = AXC_EUSAGE;
+        return NULL;
+    }
     if (!buf) { axc_fail("cannot read '%s': %s", path, strerror(errno)); *rc = AXC_EUSAGE; return NULL; }
     tf_tensor t;
     if (tf_npy_parse(buf, len, &t, err, sizeof err)) { axc_fail("%s: %s", path, err); return NULL; }
@@ -117,7 +126,7 @@ static void *read_input(ax_ctx *ctx, const ir_graph *g, int id, const char *path
         return NULL;
     }
     void *data = malloc(ir_nbytes(n) ? ir_nbytes(n) : 1);
-    if (!data) ax_die("out of memory");
+    if (!data) ax_out_of_memory(0);
     tf_convert(data, n->dtype, t.data, t.dtype, (size_t)ir_numel(n));
     return data;
 }
@@ -166,9 +175,11 @@ static int spawn(char **argv)
         fprintf(stderr, "axc: error: cannot run '%s': %s\n", argv[0], strerror(errno));
         _exit(127);
     }
+    ax_cleanup_child(pid);   /* a fatal signal stops it before removing its directory */
     int status;
     while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return -1;
+        if (errno != EINTR) { ax_cleanup_child(0); return -1; }
+    ax_cleanup_child(0);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -238,6 +249,9 @@ static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
     const char *tmp = getenv("TMPDIR");
     r->tmpdir = ax_sprintf(ctx->arena, "%s/axc-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(r->tmpdir)) { axc_fail("cannot create a temporary directory: %s", strerror(errno)); r->tmpdir = NULL; return AXC_EUSAGE; }
+    r->cleanup[0] = ax_cleanup_add(r->tmpdir, true);
+    const char *files[] = {"model.c", "model.h", "model.so"};
+    for (int i = 0; i < 3; i++) r->cleanup[i + 1] = ax_cleanup_add(ax_sprintf(ctx->arena, "%s/%s", r->tmpdir, files[i]), false);
     int rc = stage_sources(ctx, o, g, r->tmpdir);
     if (rc) return rc;
     /* a cached build of the same code with the same compiler skips the C compiler */
@@ -256,7 +270,7 @@ static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
     if (o->threads && set_threads) set_threads(o->threads);
     size_t bytes = (r->model->arena_bytes + 63) / 64 * 64;
     r->arena = aligned_alloc(64, bytes ? bytes : 64);
-    if (!r->arena) ax_die("out of memory");
+    if (!r->arena) ax_out_of_memory(0);
     return AXC_OK;
 }
 
@@ -268,6 +282,7 @@ static void runner_close(ax_ctx *ctx, runner *r)
         const char *files[] = {"model.c", "model.h", "model.so"};
         for (int i = 0; i < 3; i++) unlink(ax_sprintf(ctx->arena, "%s/%s", r->tmpdir, files[i]));
         rmdir(r->tmpdir);
+        for (int i = 0; i < 4; i++) ax_cleanup_drop(r->cleanup[i]);
     }
 }
 
@@ -313,7 +328,7 @@ static int bench(const runner *r, run_io *io, long runs)
     for (long i = 0; i < warm; i++)
         if (run_once(r, io)) return -1;
     double *t = malloc((size_t)runs * sizeof *t);
-    if (!t) ax_die("out of memory");
+    if (!t) ax_out_of_memory((size_t)runs * sizeof *t);
     ax_progress bar;
     ax_progress_start(&bar, "benchmark runs", runs);
     for (long i = 0; i < runs; i++) {
@@ -354,7 +369,7 @@ static void print_outputs(const ir_graph *g, const run_io *io)
         printf("%s: %s%s\n ", t.name, ir_dtype_name(t.dtype), shape);
         size_t count = t.nbytes / axrt_dtype_size(t.dtype), shown = count < 64 ? count : 64;
         double *v = malloc((shown ? shown : 1) * sizeof *v);
-        if (!v) ax_die("out of memory");
+        if (!v) ax_out_of_memory(0);
         tf_convert(v, AXRT_F64, t.data, t.dtype, shown);
         for (size_t i = 0; i < shown; i++) printf(" %.6g", v[i]);
         printf("%s\n", shown < count ? " ..." : "");
@@ -373,12 +388,21 @@ static int write_outputs(ax_ctx *ctx, const axc_opts *o, const ir_graph *g, cons
         axc_fail("cannot create '%s': %s", o->run_output_dir, strerror(errno));
         return AXC_EUSAGE;
     }
+    axc_output *outs = ax_alloc(ctx->arena, sizeof *outs * ((size_t)g->noutputs + 1));
+    int nouts = 0;
+    if (o->save_weights) outs[nouts++] = (axc_output){"--save-weights", o->save_weights};
+    for (int k = 0; k < g->noutputs; k++)
+        outs[nouts++] = o->run_output ? (axc_output){"--output", o->run_output}
+                                      : (axc_output){"--output-dir", ax_sprintf(ctx->arena, "%s/%s.npy",
+                                                     o->run_output_dir, g->output_names[k])};
+    int rc = axc_check_outputs(o, outs, nouts);
+    if (rc) return rc;
     ax_outset set = {0};
     for (int k = 0; k < g->noutputs; k++) {
         tf_tensor t = output_tensor(g, k, io->out[k]);
         ax_buf b = {0};
         tf_npy_write(&b, &t);
-        const char *path = o->run_output ? o->run_output : ax_sprintf(ctx->arena, "%s/%s.npy", o->run_output_dir, t.name);
+        const char *path = outs[nouts - g->noutputs + k].path;
         int bad = ax_stage(&set, path, b.data, b.len);
         ax_buf_free(&b);
         if (bad) { axc_fail("cannot write '%s': %s", path, strerror(errno)); ax_abort(&set); return AXC_EUSAGE; }
@@ -403,7 +427,7 @@ static void alloc_outputs(const ir_graph *g, run_io *io)
     for (int k = 0; k < g->noutputs; k++) {
         size_t bytes = ir_nbytes(&g->nodes[g->outputs[k]]);
         io->out[k] = calloc(1, bytes ? bytes : 1);
-        if (!io->out[k]) ax_die("out of memory");
+        if (!io->out[k]) ax_out_of_memory(0);
     }
 }
 
@@ -428,7 +452,7 @@ static int profile_runs(const runner *r, run_io *io, const axc_profile *p, long 
 
 static int execute(ax_ctx *ctx, const axc_opts *o, ir_graph *g, run_io *io)
 {
-    runner r = {.g = g};
+    runner r = {.g = g, .cleanup = {-1, -1, -1, -1}};
     axc_profile prof = {0};
     int rc = o->interp ? AXC_OK : load_compiled(ctx, o, g, &r);
     if (!rc && (o->profile || o->dump_dir)) rc = axc_profile_attach(ctx, r.dl, g, &prof);
@@ -448,8 +472,13 @@ static int execute(ax_ctx *ctx, const axc_opts *o, ir_graph *g, run_io *io)
 int axc_run(ax_ctx *ctx, const axc_opts *o)
 {
     ir_graph *models[AXC_MAX_MODELS];
-    int n;
-    int rc = axc_build_models(ctx, o, models, &n);
+    int n = 0;
+    axc_output outs[2];
+    int nouts = 0;
+    if (o->run_output) outs[nouts++] = (axc_output){"--output", o->run_output};
+    if (o->save_weights) outs[nouts++] = (axc_output){"--save-weights", o->save_weights};
+    int rc = axc_check_outputs(o, outs, nouts);
+    if (!rc) rc = axc_build_models(ctx, o, models, &n);
     if (!rc && n != 1) {
         axc_fail("'axc run' runs one model; %s has %d (choose one with --model)", o->input, n);
         rc = AXC_EUSAGE;

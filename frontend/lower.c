@@ -173,10 +173,20 @@ static bool const_value(lower_state *st, int idx, ax_loc use, lower_num *out)
         return false;
     case CONST_UNSEEN: break;
     }
+    /* each const naming the next one recurses: bound the chain, as the
+       parser bounds an expression's depth */
+    if (st->const_depth == AST_MAX_DEPTH) {
+        ax_error(st->ctx, use, "const '%s' is defined through a chain of more than %d other constants",
+                 c->name, AST_MAX_DEPTH);
+        st->const_state[idx] = CONST_FAILED;
+        return false;
+    }
     st->const_state[idx] = CONST_BUSY;
     const ax_define *d = find_define(st, c->name);
     lower_num v;
+    st->const_depth++;
     bool ok = d ? define_value(st, d, &v) : lower_eval_num(st, c->value, &v);
+    st->const_depth--;
     st->const_state[idx] = ok ? CONST_OK : CONST_FAILED;
     st->const_value[idx] = v;
     *out = v;

@@ -51,6 +51,7 @@ typedef struct lower_state {
     const ax_define *defs;
     int ndefs;
     lower_const_state *const_state;   /* per file const */
+    int const_depth;                  /* consts being evaluated, one inside the other */
     lower_num *const_value;
     lower_binding *scope;
     int nscope, scope_cap;

@@ -314,6 +314,10 @@ int lower_apply_fn(lower_state *st, const lower_fn *fn, const lower_args *a)
 {
     int ntuple = fn->tuple != FN_NO_TUPLE, total = a->nin + a->npos;
     int ntensor = total - ntuple;
+    if (ntensor > fn->max_in && fn->max_in > 1 && ntensor >= a->nin) {
+        ax_error(st->ctx, a->loc, "%s takes at most %d operands, got %d", fn->name, fn->max_in, ntensor);
+        return IR_NONE;
+    }
     if (ntensor < fn->min_in || ntensor > fn->max_in || ntensor < a->nin) {
         ax_error(st->ctx, a->loc, "%s expects %s", fn->name, fn->usage);
         return IR_NONE;

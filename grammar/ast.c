@@ -45,11 +45,20 @@ void **axc_vec_array(ax_arena *a, const axc_vec *v, int *n)
     return out;
 }
 
+/* Makes n one level deeper than child (when child is deeper than n's
+ * other children so far). */
+static void deepen(ast_node *n, const ast_node *child)
+{
+    if (child && child->depth >= n->depth)
+        n->depth = child->depth + 1;
+}
+
 ast_node *ast_new_node(ax_arena *a, ast_kind kind, ax_loc loc)
 {
     ast_node *n = ax_alloc(a, sizeof *n);
     n->kind = kind;
     n->loc = loc;
+    n->depth = 1;
     return n;
 }
 
@@ -83,6 +92,8 @@ ast_node *ast_new_binary(ax_arena *a, ast_kind kind, int op, ax_loc loc, ast_nod
     n->op = op;
     n->lhs = lhs;
     n->rhs = rhs;
+    deepen(n, lhs);
+    deepen(n, rhs);
     return n;
 }
 
@@ -92,6 +103,9 @@ ast_node *ast_new_list(ax_arena *a, ast_kind kind, ax_loc loc, ast_node *callee,
     ast_node *n = ast_new_node(a, kind, loc);
     n->callee = callee;
     n->args = (ast_node **)axc_vec_array(a, args, &n->nargs);
+    deepen(n, callee);
+    for (int i = 0; i < n->nargs; i++)
+        deepen(n, n->args[i]);
     return n;
 }
 
@@ -100,6 +114,7 @@ ast_node *ast_new_kwarg(ax_arena *a, ax_loc loc, const char *name, ast_node *val
     ast_node *n = ast_new_node(a, AST_KWARG, loc);
     n->name = name;
     n->lhs = value;
+    deepen(n, value);
     return n;
 }
 
@@ -116,6 +131,7 @@ ast_node *ast_new_neg(ax_arena *a, ax_loc loc, ast_node *operand, bool operand_i
     }
     ast_node *n = ast_new_node(a, AST_NEG, loc);
     n->lhs = operand;
+    deepen(n, operand);
     return n;
 }
 

@@ -39,7 +39,13 @@ struct ast_node {
     ast_node *callee;     /* CALL */
     ast_node **args;      /* CALL, TUPLE */
     int nargs;
+    int depth;            /* levels of nodes below and including this one (a leaf is 1) */
 };
+
+/* The deepest expression the parser accepts.  Every later walk over an
+ * expression (lowering, constant folding, dumps) recurses, so this bound is
+ * what keeps them within the stack; deeper input is a located error. */
+#define AST_MAX_DEPTH 1000
 
 typedef enum ast_stmt_kind { AST_STMT_EXPR, AST_STMT_ASSIGN, AST_STMT_RETURN, AST_STMT_UNPACK } ast_stmt_kind;
 

@@ -120,6 +120,7 @@ void axc_yyerror(AXC_YYLTYPE *loc, yyscan_t scanner, axc_parser *p, const char *
 static ax_arena *arena_of(axc_parser *p) { return p->ctx->arena; }
 static const char *source_text(axc_parser *p, axc_span s);
 static void add_const(axc_parser *p, const char *name, ax_loc loc, ast_node *value);
+static ast_node *bounded(axc_parser *p, ast_node *e);
 static void add_model(axc_parser *p, ast_model *m, axc_vec *stmts);
 static ast_model *new_model(axc_parser *p, axc_vec *opts, const char *name, ax_loc loc,
                             axc_vec *params, bool is_function);
@@ -168,7 +169,7 @@ file
 
 top_item
     : sep
-    | KW_CONST IDENT '=' expr sep   { add_const(p, $2, axc_loc(@2), $4); }
+    | KW_CONST IDENT '=' expr sep   { add_const(p, $2, axc_loc(@2), bounded(p, $4)); }
     | model_head body KW_END        { add_model(p, $1, $2); }
     | KW_AXIOM error KW_END         { yyerrok; }
     | model_head body error KW_END  { yyerrok; }
@@ -247,14 +248,14 @@ stmt
     : expr
         {
             $$ = ast_new_stmt(arena_of(p), AST_STMT_EXPR, axc_loc(@$));
-            $$->value = $1;
+            $$->value = bounded(p, $1);
         }
     | IDENT '=' expr
         {
             $$ = ast_new_stmt(arena_of(p), AST_STMT_ASSIGN, axc_loc(@$));
             $$->name = $1;
             $$->name_loc = axc_loc(@1);
-            $$->value = $3;
+            $$->value = bounded(p, $3);
         }
     | IDENT ',' name_list '=' expr
         {
@@ -283,8 +284,8 @@ name_list
     ;
 
 expr_list
-    : expr                  { $$ = axc_vec_push(arena_of(p), NULL, $1); }
-    | expr_list ',' expr    { $$ = axc_vec_push(arena_of(p), $1, $3); }
+    : expr                  { $$ = axc_vec_push(arena_of(p), NULL, bounded(p, $1)); }
+    | expr_list ',' expr    { $$ = axc_vec_push(arena_of(p), $1, bounded(p, $3)); }
     ;
 
 expr
@@ -361,6 +362,17 @@ kwarg
 static const char *source_text(axc_parser *p, axc_span s)
 {
     return ax_strndup(arena_of(p), p->ctx->src + s.first_off, (size_t)(s.last_off - s.first_off));
+}
+
+/* e, after reporting it when it is nested deeper than AST_MAX_DEPTH (a
+ * statement, constant or dimension is a whole expression; everything
+ * inside it counts in its depth). */
+static ast_node *bounded(axc_parser *p, ast_node *e)
+{
+    if (e && e->depth > AST_MAX_DEPTH)
+        ax_error(p->ctx, e->loc, "expression nested too deeply (%d levels; at most %d are allowed)",
+                 e->depth, AST_MAX_DEPTH);
+    return e;
 }
 
 static void add_const(axc_parser *p, const char *name, ax_loc loc, ast_node *value)

@@ -193,7 +193,7 @@ static json_object *parse_json_header(const char *header, size_t len, char *err,
 {
     struct json_tokener *tok = json_tokener_new_ex(4);
     if (!tok)
-        ax_die("out of memory");
+        ax_out_of_memory(0);
     json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
     json_object *root = json_tokener_parse_ex(tok, header, (int)len);
     enum json_tokener_error e = json_tokener_get_error(tok);
@@ -241,7 +241,7 @@ static int decode_keys(ax_arena *a, const char *header, st_key *keys, long n, ch
     char sh[SHOWN_BUF];
     struct json_tokener *tok = json_tokener_new_ex(1);
     if (!tok)
-        ax_die("out of memory");
+        ax_out_of_memory(0);
     for (long i = 0; i < n; i++) {
         json_tokener_reset(tok);
         json_object *s = json_tokener_parse_ex(tok, header + keys[i].begin,
@@ -263,7 +263,7 @@ static int decode_keys(ax_arena *a, const char *header, st_key *keys, long n, ch
     json_tokener_free(tok);
     st_key *sorted = malloc((size_t)n * sizeof *sorted + 1);
     if (!sorted)
-        ax_die("out of memory");
+        ax_out_of_memory(0);
     memcpy(sorted, keys, (size_t)n * sizeof *sorted);
     qsort(sorted, (size_t)n, sizeof *sorted, compare_keys);
     int rc = 0;
@@ -450,7 +450,7 @@ static int st_collect_keys(ax_arena *a, const char *header, size_t hlen, long n,
     long metadata;
     *keys = malloc((size_t)n * sizeof **keys + 1);
     if (!*keys)
-        ax_die("out of memory");
+        ax_out_of_memory(0);
     scan_top_keys(header, hlen, *keys, &bad, &metadata);
     return decode_keys(a, header, *keys, n, err, errlen);
 }

@@ -190,8 +190,20 @@ int weights_load(ir_graph *g, const char *path)
     char err[256];
     tf_tensor *t;
     int nt, errors = 0;
-    const uint8_t *buf = (const uint8_t *)ax_read_file(g->ctx->arena, path, &len);
-    if (!buf) return -1;
+    /* The largest file that can hold this model's parameters: the length
+       prefix, the largest header, every element at 8 bytes, some slack for
+       extra tensors (batches_tracked). */
+    size_t max = 8 + (size_t)TF_MAX_HEADER_BYTES + ((size_t)1 << 20);
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op == IR_OP_param && !g->nodes[i].dead)
+            max += 8 * (size_t)ir_numel(&g->nodes[i]);
+    const uint8_t *buf = (const uint8_t *)ax_read_file_max(g->ctx->arena, path, max, &len);
+    if (!buf && errno == EFBIG) {
+        ax_error(g->ctx, ax_noloc(), "cannot read %s: larger than %zu bytes, the most this model's parameters "
+                 "can take", path, max);
+        return 1;
+    }
+    if (!buf) return -1;   /* unreadable: the driver says so (a usage/I-O error) */
     if (tf_safetensors_parse(g->ctx->arena, buf, len, &t, &nt, err, sizeof err) != 0) {
         /* a header length read from another format's magic is nonsense: name the format */
         const char *other = other_format(buf, len);

@@ -110,7 +110,7 @@ static void reserve_node(ir_graph *g)
     int cap = g->cap ? 2 * g->cap : 64;
     ir_node *nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
     if (!nodes)
-        ax_die("out of memory growing the IR to %d nodes", cap);
+        ax_out_of_memory(0);
     g->nodes = nodes;
     g->cap = cap;
 }

@@ -78,8 +78,9 @@ static void put_fused_operand(ax_buf *out, const ir_graph *g, const ir_node *n, 
 }
 
 /* Step s of n's fused program as a nested expression over %ids; a step
- * read twice is printed twice. */
-static void put_fused_step(ax_buf *out, const ir_graph *g, const ir_node *n, int s)
+ * read twice is printed twice, unless as_refs: then a step argument is
+ * written $K (step K of the listing form below). */
+static void put_fused_step(ax_buf *out, const ir_graph *g, const ir_node *n, int s, bool as_refs)
 {
     const ir_fused_step *step = &n->attrs.steps[s];
     if (step->op == IR_OP_scalar) {
@@ -90,14 +91,57 @@ static void put_fused_step(ax_buf *out, const ir_graph *g, const ir_node *n, int
     ax_buf_printf(out, "%s(", ir_ops[step->op].name);
     for (int a = 0; a < nargs; a++) {
         ax_buf_puts(out, a ? ", " : "");
-        if (step->arg[a] >= 0)
-            put_fused_step(out, g, n, step->arg[a]);
+        if (step->arg[a] >= 0 && as_refs && n->attrs.steps[step->arg[a]].op != IR_OP_scalar)
+            ax_buf_printf(out, "$%d", step->arg[a]);
+        else if (step->arg[a] >= 0)
+            put_fused_step(out, g, n, step->arg[a], as_refs);
         else
             put_fused_operand(out, g, n, IR_FUSED_OPERAND_INDEX(step->arg[a]));
     }
     if (step->op == IR_OP_elu || step->op == IR_OP_leaky_relu)
         ax_buf_printf(out, ", alpha=%g", step->value);
     ax_buf_puts(out, ")");
+}
+
+/* A program whose steps share results can expand exponentially as one
+ * nested expression (x2 = x1 .* x1, x3 = x2 .* x2, ...): beyond this many
+ * printed steps it is written as a listing, "$0=... ; $1=mul($0, $0)". */
+#define FUSED_EXPANSION_LIMIT 256
+
+static bool fused_expands_too_far(const ir_node *n)
+{
+    double size[2 * IR_MAX_SRC + 64 + 1];
+    int nsteps = n->attrs.nsteps;
+    if (nsteps > (int)(sizeof size / sizeof size[0]))
+        return true;
+    for (int s = 0; s < nsteps; s++) {
+        const ir_fused_step *step = &n->attrs.steps[s];
+        size[s] = 1;
+        if (step->op == IR_OP_scalar)
+            continue;
+        for (int a = 0; a < (ir_ops[step->op].kind == IR_BINARY ? 2 : 1); a++)
+            if (step->arg[a] >= 0 && step->arg[a] < s)
+                size[s] += size[step->arg[a]];
+    }
+    return nsteps > 0 && size[nsteps - 1] > FUSED_EXPANSION_LIMIT;
+}
+
+static void put_fused_program(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    const int nsteps = n->attrs.nsteps;
+    if (nsteps <= 0)
+        return;
+    if (!fused_expands_too_far(n)) {
+        put_fused_step(out, g, n, nsteps - 1, false);
+        return;
+    }
+    for (int s = 0, first = 1; s < nsteps; s++) {
+        if (n->attrs.steps[s].op == IR_OP_scalar)
+            continue;
+        ax_buf_printf(out, "%s$%d=", first ? "" : " ; ", s);
+        put_fused_step(out, g, n, s, true);
+        first = 0;
+    }
 }
 
 /* ---- attributes, one function per ops.def family --------------------------- */
@@ -186,8 +230,7 @@ static void put_result_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
 static void put_fused_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
 {
     ax_buf_puts(out, " [");
-    if (n->attrs.nsteps > 0)
-        put_fused_step(out, g, n, n->attrs.nsteps - 1);
+    put_fused_program(out, g, n);
     ax_buf_puts(out, "]");
 }
 

@@ -212,7 +212,7 @@ static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 /* One function per UNARY_OP row of ops.def (the table below is generated
  * from those rows, so an activation without its function here does not
  * compile); alpha is attrs.alpha for elu and leaky_relu. */
-static double interp_relu(double x, double alpha) { (void)alpha; return x > 0 ? x : 0; }
+static double interp_relu(double x, double alpha) { (void)alpha; return x < 0 ? 0 : x; } /* as torch: NaN stays NaN, -0 stays -0 */
 static double interp_relu6(double x, double alpha) { (void)alpha; return x < 0 ? 0 : x > 6 ? 6 : x; }
 static double interp_sigmoid(double x, double alpha) { (void)alpha; return sigmoid(x); }
 static double interp_tanh(double x, double alpha) { (void)alpha; return tanh(x); }
@@ -224,7 +224,7 @@ static double interp_gelu_tanh(double x, double alpha)
     return 0.5 * x * (1 + tanh(sqrt(2 / PI) * (x + 0.044715 * x * x * x)));
 }
 static double interp_softplus(double x, double alpha) { (void)alpha; return x > 20 ? x : log1p(exp(x)); }
-static double interp_elu(double x, double alpha) { return x > 0 ? x : alpha * expm1(x); }
+static double interp_elu(double x, double alpha) { return x > 0 ? x : x == 0 ? 0.0 : alpha * expm1(x); } /* torch: elu(-0) is +0 */
 static double interp_leaky_relu(double x, double alpha) { return x > 0 ? x : alpha * x; }
 static double interp_exp(double x, double alpha) { (void)alpha; return exp(x); }
 static double interp_log(double x, double alpha) { (void)alpha; return log(x); }

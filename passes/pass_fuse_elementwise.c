@@ -29,7 +29,6 @@
  * IR_MAX_SRC operands.  Operands read in the result's own order come first,
  * so operand 0 is one the memory plan may overwrite in place. */
 #include "passes.h"
-#include "ir_use.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -52,14 +51,86 @@ static bool is_view(const ir_node *n)
 
 static bool is_tree_node(const ir_node *n) { return is_elementwise(n) || is_view(n); }
 
-/* opaque[id]: a reshape found not expressible as strides (see the top);
- * u: the graph's use analysis. */
-static bool merges_into(const ir_graph *g, const ir_use *u, const bool *opaque, int id, int user)
+/* Who may read each node: every node that read it in the graph as given,
+ * plus each fused root that was given it as an operand since.  Entries go
+ * stale (a merged node dies, a root stops reading a merged node), so
+ * sole_user rechecks each one; the lists keep the pass linear where a scan
+ * of the whole graph per node made it quadratic. */
+typedef struct user_lists {
+    int **ids;
+    int *n, *cap;
+} user_lists;
+
+static void add_user(user_lists *u, int id, int user)
 {
-    const ir_node *n = &g->nodes[id], *un = &g->nodes[user];
-    return is_tree_node(n) && is_tree_node(un) && !opaque[id] && !opaque[user] &&
-           n->dtype == un->dtype && (is_view(un) || ir_same_shape(n, un)) &&
-           ir_use_sole_user(u, id) == user;
+    if (u->n[id] && u->ids[id][u->n[id] - 1] == user)
+        return;
+    if (u->n[id] == u->cap[id]) {
+        int cap = u->cap[id] ? 2 * u->cap[id] : 2;
+        int *grown = realloc(u->ids[id], (size_t)cap * sizeof *grown);
+        if (!grown)
+            ax_out_of_memory((size_t)cap * sizeof *grown);
+        u->ids[id] = grown;
+        u->cap[id] = cap;
+    }
+    u->ids[id][u->n[id]++] = user;
+}
+
+static void add_users_of(user_lists *u, const ir_graph *g, int user)
+{
+    const ir_node *n = &g->nodes[user];
+    for (int i = 0; !n->dead && i < n->nsrc; i++)
+        if (n->src[i] >= 0 && n->src[i] < g->nnodes)
+            add_user(u, n->src[i], user);
+}
+
+static user_lists user_lists_new(const ir_graph *g)
+{
+    size_t n = (size_t)g->nnodes + 1;
+    user_lists u = {calloc(n, sizeof *u.ids), calloc(n, sizeof *u.n), calloc(n, sizeof *u.cap)};
+    if (!u.ids || !u.n || !u.cap)
+        ax_out_of_memory(0);
+    for (int k = 0; k < g->nnodes; k++)
+        add_users_of(&u, g, k);
+    return u;
+}
+
+static void user_lists_free(user_lists *u, const ir_graph *g)
+{
+    for (int k = 0; k < g->nnodes; k++)
+        free(u->ids[k]);
+    free(u->ids);
+    free(u->n);
+    free(u->cap);
+}
+
+/* The one live node using id, or IR_NONE when there are none, several, or id
+ * is a graph output. */
+static int sole_user(const ir_graph *g, const user_lists *u, int id)
+{
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == id)
+            return IR_NONE;
+    int user = IR_NONE;
+    for (int e = 0; e < u->n[id]; e++) {
+        const int k = u->ids[id][e];
+        const ir_node *n = &g->nodes[k];
+        for (int i = 0; !n->dead && i < n->nsrc; i++)
+            if (n->src[i] == id) {
+                if (user != IR_NONE && user != k)
+                    return IR_NONE;
+                user = k;
+            }
+    }
+    return user;
+}
+
+/* opaque[id]: a reshape found not expressible as strides (see the top). */
+static bool merges_into(const ir_graph *g, const user_lists *users, const bool *opaque, int id, int user)
+{
+    const ir_node *n = &g->nodes[id], *u = &g->nodes[user];
+    return is_tree_node(n) && is_tree_node(u) && !opaque[id] && !opaque[user] &&
+           n->dtype == u->dtype && (is_view(u) || ir_same_shape(n, u)) && sole_user(g, users, id) == user;
 }
 
 /* ---- strided views: a tensor's elements as read at another shape's index */
@@ -139,7 +210,7 @@ static bool reshaped_view(const strided_view *v, const ir_node *reshape, strided
 /* The program under construction for one root. */
 typedef struct fused_builder {
     const ir_graph *g;
-    const ir_use *use;
+    const user_lists *users;
     const bool *opaque;
     ir_fused_step steps[2 * IR_MAX_SRC + 64];
     int nsteps, work;
@@ -237,7 +308,7 @@ static int build_arg(fused_builder *b, int id, int user)
     for (int k = 0; k < b->nmerged; k++)
         if (b->node_of[k] == id)
             return b->step_of[k];
-    if (user != IR_NONE && !merges_into(b->g, b->use, b->opaque, id, user))
+    if (user != IR_NONE && !merges_into(b->g, b->users, b->opaque, id, user))
         return leaf_arg(b, id);
     if (b->depth == MAX_MERGED) {
         b->overflow = true;
@@ -303,21 +374,30 @@ static void rewrite_root(ir_graph *g, int root, fused_builder *b)
 }
 
 /* Scalars whose every reader became a fused program's constant. */
-static void kill_unread_scalars(ir_graph *g, ir_use *u)
+static void kill_unread_scalars(ir_graph *g)
 {
-    ir_use_compute(g, u);   /* killing a scalar changes no other node's uses */
+    bool *read = calloc((size_t)g->nnodes + 1, sizeof *read);
+    if (!read)
+        ax_out_of_memory(0);
+    for (int i = 0; i < g->noutputs; i++)
+        read[g->outputs[i]] = true;
+    for (int k = 0; k < g->nnodes; k++)
+        for (int i = 0; !g->nodes[k].dead && i < g->nodes[k].nsrc; i++)
+            if (g->nodes[k].src[i] >= 0 && g->nodes[k].src[i] < k)
+                read[g->nodes[k].src[i]] = true;
     for (int id = 0; id < g->nnodes; id++)
-        if (g->nodes[id].op == IR_OP_scalar && ir_use_count(u, id) == 0)
+        if (g->nodes[id].op == IR_OP_scalar && !read[id])
             g->nodes[id].dead = true;
+    free(read);
 }
 
 /* Builds root's tree, marking opaque each reshape a leaf cannot be read
  * through and starting over, until a build succeeds; rewrites root when the
- * tree is worth a loop, and then brings u up to date. */
-static void fuse_tree(ir_graph *g, ir_use *u, bool *opaque, int root)
+ * tree is worth a loop. */
+static void fuse_tree(ir_graph *g, user_lists *users, bool *opaque, int root)
 {
     for (;;) {
-        fused_builder b = {.g = g, .use = u, .opaque = opaque, .failed_view = IR_NONE};
+        fused_builder b = {.g = g, .users = users, .opaque = opaque, .failed_view = IR_NONE};
         build_arg(&b, root, IR_NONE);
         if (b.failed_view != IR_NONE) {
             opaque[b.failed_view] = true;
@@ -327,7 +407,7 @@ static void fuse_tree(ir_graph *g, ir_use *u, bool *opaque, int root)
         }
         if (b.work >= 2 && b.noperands >= 1 && !b.overflow) {
             rewrite_root(g, root, &b);
-            ir_use_compute(g, u);
+            add_users_of(users, g, root);
         }
         return;
     }
@@ -337,17 +417,16 @@ int pass_fuse_elementwise(ir_graph *g)
 {
     bool *opaque = calloc((size_t)g->nnodes + 1, sizeof *opaque);
     if (!opaque)
-        ax_die("out of memory fusing elementwise nodes");
-    ir_use u = {0};
-    ir_use_compute(g, &u);
+        ax_out_of_memory(0);
+    user_lists users = user_lists_new(g);
     for (int root = g->nnodes - 1; root >= 0; root--) {
-        const int user = ir_use_sole_user(&u, root);
+        const int user = sole_user(g, &users, root);
         if (is_tree_node(&g->nodes[root]) && !opaque[root] &&
-            (user == IR_NONE || !merges_into(g, &u, opaque, root, user)))
-            fuse_tree(g, &u, opaque, root);
+            (user == IR_NONE || !merges_into(g, &users, opaque, root, user)))
+            fuse_tree(g, &users, opaque, root);
     }
+    user_lists_free(&users, g);
     free(opaque);
-    kill_unread_scalars(g, &u);
-    ir_use_free(&u);
+    kill_unread_scalars(g);
     return 0;
 }

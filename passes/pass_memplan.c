@@ -57,7 +57,7 @@ static void *checked_calloc(size_t count, size_t size)
 {
     void *p = calloc(count ? count : 1, size);
     if (!p)
-        ax_die("out of memory planning the arena");
+        ax_out_of_memory(0);
     return p;
 }
 

@@ -16,6 +16,11 @@ typedef struct scheduler {
     bool *done;
     int *order;       /* new position -> old id */
     int count;
+    /* readiness without rescanning the graph per pick (that was quadratic):
+       users[user_start[id] .. user_start[id + 1]) read id, one entry per
+       operand slot; pending[id] counts id's operand slots not yet done;
+       ready[0..nready) are the live, undone nodes with none pending */
+    int *user_start, *users, *pending, *ready, nready;
 } scheduler;
 
 static int64_t arena_bytes_of(const ir_graph *g, int id)
@@ -24,13 +29,46 @@ static int64_t arena_bytes_of(const ir_graph *g, int id)
     return ir_ops[n->op].kind == IR_SOURCE || ir_is_output(g, id) ? 0 : (int64_t)ir_nbytes(n);
 }
 
-static bool ready(const scheduler *s, int id)
+static void *checked_calloc(size_t count, size_t size)
 {
-    const ir_node *n = &s->g->nodes[id];
-    for (int i = 0; i < n->nsrc; i++)
-        if (n->src[i] != IR_NONE && !s->done[n->src[i]])
-            return false;
-    return true;
+    void *p = calloc(count ? count : 1, size);
+    if (!p)
+        ax_out_of_memory(count * size);
+    return p;
+}
+
+/* The users table (every node's operand slots, dead or alive: readiness
+ * is about operands being done, as before). */
+static void index_users(scheduler *s)
+{
+    const ir_graph *g = s->g;
+    s->user_start = checked_calloc((size_t)g->nnodes + 2, sizeof(int));
+    size_t slots = 0;
+    for (int id = 0; id < g->nnodes; id++)
+        for (int i = 0; i < g->nodes[id].nsrc; i++)
+            if (g->nodes[id].src[i] != IR_NONE) {
+                s->user_start[g->nodes[id].src[i] + 1]++;
+                slots++;
+            }
+    for (int id = 0; id < g->nnodes; id++)
+        s->user_start[id + 1] += s->user_start[id];
+    s->users = checked_calloc(slots + 1, sizeof(int));
+    int *fill = checked_calloc((size_t)g->nnodes + 1, sizeof(int));
+    for (int id = 0; id < g->nnodes; id++)
+        for (int i = 0; i < g->nodes[id].nsrc; i++) {
+            int src = g->nodes[id].src[i];
+            if (src != IR_NONE) {
+                s->users[s->user_start[src] + fill[src]++] = id;
+                s->pending[id]++;
+            }
+        }
+    free(fill);
+}
+
+static void make_ready(scheduler *s, int id)
+{
+    if (!s->done[id] && !s->g->nodes[id].dead && s->pending[id] == 0)
+        s->ready[s->nready++] = id;
 }
 
 /* Arena bytes freed by running id (operands it reads last) minus its own. */
@@ -59,22 +97,28 @@ static void take(scheduler *s, int id)
     for (int i = 0; !n->dead && i < n->nsrc; i++)
         if (n->src[i] != IR_NONE)
             s->remaining[n->src[i]]--;
+    for (int k = s->user_start[id]; k < s->user_start[id + 1]; k++)
+        if (--s->pending[s->users[k]] == 0)
+            make_ready(s, s->users[k]);
 }
 
-/* The next live compute node to run, or -1 when none is left. */
-static int pick(const scheduler *s)
+/* The next live compute node to run (the most bytes freed, ties to the
+ * earliest id), removed from the ready list; -1 when none is left. */
+static int pick(scheduler *s)
 {
-    int best = -1;
+    int best = -1, at = -1;
     int64_t best_score = 0;
-    for (int id = 0; id < s->g->nnodes; id++) {
-        if (s->done[id] || s->g->nodes[id].dead || !ready(s, id))
-            continue;
+    for (int r = 0; r < s->nready; r++) {
+        int id = s->ready[r];
         int64_t score = net_freed(s, id);
-        if (best < 0 || score > best_score) {
+        if (best < 0 || score > best_score || (score == best_score && id < best)) {
             best = id;
             best_score = score;
+            at = r;
         }
     }
+    if (at >= 0)
+        s->ready[at] = s->ready[--s->nready];
     return best;
 }
 
@@ -84,7 +128,7 @@ static void apply_order(ir_graph *g, const int *order)
     int *new_id = malloc((size_t)g->nnodes * sizeof *new_id);
     ir_node *nodes = malloc((size_t)g->cap * sizeof *nodes);
     if (!new_id || !nodes)
-        ax_die("out of memory scheduling the graph");
+        ax_out_of_memory(0);
     for (int pos = 0; pos < g->nnodes; pos++)
         new_id[order[pos]] = pos;
     for (int pos = 0; pos < g->nnodes; pos++) {
@@ -104,15 +148,20 @@ static void apply_order(ir_graph *g, const int *order)
 
 int pass_schedule(ir_graph *g)
 {
-    scheduler s = {g, calloc((size_t)g->nnodes + 1, sizeof(int)),
-                   calloc((size_t)g->nnodes + 1, sizeof(bool)),
-                   calloc((size_t)g->nnodes + 1, sizeof(int)), 0};
-    if (!s.remaining || !s.done || !s.order)
-        ax_die("out of memory scheduling the graph");
+    const size_t n = (size_t)g->nnodes + 1;
+    scheduler s = {g, checked_calloc(n, sizeof(int)), checked_calloc(n, sizeof(bool)),
+                   checked_calloc(n, sizeof(int)), 0, NULL, NULL, checked_calloc(n, sizeof(int)),
+                   checked_calloc(n, sizeof(int)), 0};
+    index_users(&s);
     for (int id = 0; id < g->nnodes; id++)
         for (int i = 0; !g->nodes[id].dead && i < g->nodes[id].nsrc; i++)
             if (g->nodes[id].src[i] != IR_NONE)
                 s.remaining[g->nodes[id].src[i]]++;
+    /* nodes without operands first: take() queues the others, once each,
+       when their last operand is done */
+    for (int id = 0; id < g->nnodes; id++)
+        if (ir_ops[g->nodes[id].op].kind != IR_SOURCE && s.pending[id] == 0)
+            make_ready(&s, id);
     for (int id = 0; id < g->nnodes; id++)
         if (!g->nodes[id].dead && ir_ops[g->nodes[id].op].kind == IR_SOURCE)
             take(&s, id);
@@ -125,5 +174,9 @@ int pass_schedule(ir_graph *g)
     free(s.remaining);
     free(s.done);
     free(s.order);
+    free(s.user_start);
+    free(s.users);
+    free(s.pending);
+    free(s.ready);
     return 0;
 }

@@ -11,6 +11,7 @@
  * own error) is skipped the same way. */
 #include "passes.h"
 
+#include <limits.h>
 #include <stdarg.h>
 
 typedef bool (*shape_fn)(ir_graph *g, ir_node *n);
@@ -26,6 +27,9 @@ static const char *shape_text(const ir_node *n, char *buf, size_t size)
 {
     return ir_shape_str(n->shape, n->rank, buf, size);
 }
+
+/* The largest tensor (and kernel scratch) in bytes; see size_is_sane. */
+#define AX_MAX_TENSOR_BYTES ((int64_t)1 << 40)
 
 static bool fail(ir_graph *g, const ir_node *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -498,6 +502,17 @@ static bool shape_mha(ir_graph *g, ir_node *n)
     if (n->attrs.heads < 1 || d % n->attrs.heads != 0)
         return fail(g, n, "%s: embedding dim %lld is not divisible by %d heads",
                     ir_describe_layer(g, n, desc, sizeof desc), (long long)d, n->attrs.heads);
+    /* The kernel's scratch (axrt_mha_scratch_elems: 2*lq*d + 3*lk*d +
+       lq*lk elements) is at most 3*(lq+lk)*(d+lk) elements; bound that
+       without overflow, in the runtime's int fields too. */
+    const int64_t lq = q->shape[1], lk = k->shape[1];
+    int64_t bound = 3 * 8;
+    if (lq > INT_MAX || lk > INT_MAX || d > INT_MAX ||
+        __builtin_mul_overflow(bound, lq + lk, &bound) || __builtin_mul_overflow(bound, d + lk, &bound) ||
+        bound > AX_MAX_TENSOR_BYTES)
+        return fail(g, n, "%s: attention over query %s and key %s needs too much scratch memory "
+                    "(the limit is %lld bytes)", ir_describe_layer(g, n, desc, sizeof desc), shape_text(q, sk, sizeof sk),
+                    shape_text(k, sv, sizeof sv), (long long)AX_MAX_TENSOR_BYTES);
     set_shape(n, q->shape, 3);
     return true;
 }
@@ -559,7 +574,6 @@ static bool depends_on_failure(ir_graph *g, const ir_node *n)
  * computed without overflow here, so later shape rules (Flatten, reshape)
  * and the byte sums of the memory plan and parameters cannot overflow
  * either.  A dimension product past 64 bits is thus a located error. */
-#define AX_MAX_TENSOR_BYTES ((int64_t)1 << 40)
 
 static bool size_is_sane(ir_graph *g, ir_node *n)
 {

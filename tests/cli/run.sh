@@ -370,6 +370,250 @@ check unused-layer-warns check_unused_layer
 check reproducible-output check_reproducible
 check run-cache check_run_cache
 
+# ---- hostile input (issue 11) ------------------------------------------------
+
+# A 25,000-term sum overflowed the stack of every recursive walk: now a
+# located error; 999 nested calls (under the limit) still compile.
+check_deep_expression() {
+    "$PYTHON" -c "
+print('@axiom function s(x::Float32[4])')
+print('    return ' + ' + '.join(['x'] * 25000))
+print('end')" >deep.ax
+    run_axc deep.ax -o deep.c; expect_rc 1 || return 1
+    grep -q 'nested too deeply' err || { echo "no 'nested too deeply'"; show; return 1; }
+    "$PYTHON" -c "
+print('@axiom function s(x::Float32[4])')
+print('    return ' + 'relu(' * 998 + 'x' + ')' * 998)
+print('end')" >nested.ax
+    run_axc nested.ax -o nested.c; expect_rc 0 || return 1
+    # const C1 = C0 + 1, ..., 50,000 deep: the evaluation recursed per const
+    "$PYTHON" -c "
+print('const C0 = 1')
+for i in range(1, 50000): print(f'const C{i} = C{i-1} + 1')
+print('@axiom function s(x::Float32[C49999])')
+print('    return x')
+print('end')" >constchain.ax
+    run_axc constchain.ax -o constchain.c; expect_rc 1 || return 1
+    grep -q 'chain of more than 1000 other constants' err || { echo "no message about the chain"; show; return 1; }
+}
+# y1 = y0 .* y0, y2 = y1 .* y1, ...: one fused program whose nested form
+# doubles per step; --emit=ir printed it expanded (2^40 steps, a hang).
+check_fused_dag_dump() {
+    "$PYTHON" -c "
+print('@axiom function s(x::Float32[4])')
+print('    y0 = relu(x)')
+for i in range(1, 41): print(f'    y{i} = y{i-1} .* y{i-1}')
+print('    return y40')
+print('end')" >dag.ax
+    "$AXC" dag.ax --emit=ir >out 2>err & local pid=$!
+    ( sleep 30; kill -9 $pid 2>/dev/null ) & local guard=$!
+    wait $pid; rc=$?; kill $guard 2>/dev/null; wait $guard 2>/dev/null
+    expect_rc 0 || return 1
+    [ "$(wc -c <out)" -lt 100000 ] || { echo "the IR dump is $(wc -c <out) bytes"; return 1; }
+}
+# A chain of 20,000 reshapes: the code generator followed it recursively.
+check_reshape_chain() {
+    "$PYTHON" -c "
+print('@axiom function s(x::Float32[4, 4])')
+print('    y0 = reshape(x, (16,))')
+for i in range(1, 20000): print(f'    y{i} = reshape(y{i-1}, (%s))' % ('4, 4' if i % 2 else '16,'))
+print('    return y19999')
+print('end')" >chain.ax
+    (ulimit -s 1024; "$AXC" -O0 chain.ax -o chain.c >out 2>err); rc=$?; expect_rc 0
+}
+
+# A directory named as an output made the commit fail after renaming the
+# others, and the files already renamed -- the user's -- were unlinked.
+check_commit_failure_keeps_old() {
+    local opt
+    for opt in --header=adir -MFadir --save-weights=adir; do
+        rm -rf adir; mkdir adir
+        echo "old c" >keep2.c; echo "old h" >keep2.h; echo "old d" >keep2.d
+        run_axc small.ax -o keep2.c -MD $opt; expect_rc 2 || return 1
+        [ "$(cat keep2.c)" = "old c" ] && [ "$(cat keep2.h 2>/dev/null)" = "old h" -o "$opt" = --header=adir ] \
+            || { echo "$opt: an old output was lost"; ls -la; return 1; }
+        [ -d adir ] && [ -z "$(ls -A adir)" ] || { echo "$opt: the directory changed"; return 1; }
+    done
+    [ -z "$(ls -A | grep '^\.')" ] || { echo "temporaries left:"; ls -A; return 1; }
+}
+# Outputs aliasing the model (by any spelling or a hard link) or each other.
+check_output_aliases() {
+    cp small.ax alias.ax && cp alias.ax alias.orig && ln -f alias.ax alias_link.ax
+    local args
+    for args in "-o alias.ax" "-o a.c --header=alias.ax" "-o a.c -MF ./alias.ax" "-o a.c --save-weights=alias.ax" \
+                "-o alias_link.ax" "-o same.c --header=same.c" "-o ./m2.h" "-o a.c -MD -MF a.h"; do
+        run_axc alias.ax $args; expect_rc 2 || return 1
+        cmp -s alias.ax alias.orig || { echo "$args: the model was overwritten"; return 1; }
+    done
+    run_axc run alias.ax --output alias.ax; expect_rc 2 || return 1
+    run_axc run alias.ax --input x=x.npy --output x.npy; expect_rc 2 || return 1
+    cmp -s alias.ax alias.orig || { echo "run --output: the model was overwritten"; return 1; }
+    [ ! -e same.c ] && [ ! -e a.c ] || { echo "an output was written"; return 1; }
+}
+# A FIFO (and, as root, a character device made here) named as an output is
+# written in place and stays what it was.
+check_special_outputs() {
+    rm -f fifo.npy got.npy; mkfifo fifo.npy || return 1
+    cat fifo.npy >got.npy & local reader=$!
+    ( sleep 30; kill $reader 2>/dev/null ) & local guard=$!
+    run_axc run small.ax --input x=x.npy --output fifo.npy
+    [ -p fifo.npy ] || { kill $reader $guard; echo "fifo.npy is no longer a FIFO"; ls -l fifo.npy; return 1; }
+    expect_rc 0 || { kill $reader $guard; return 1; }
+    wait $reader; kill $guard 2>/dev/null; wait $guard 2>/dev/null
+    "$PYTHON" -c "import numpy as np; assert np.load('got.npy').shape == (3, 2)" || { echo "bad data through the FIFO"; return 1; }
+    # a link to this process's stdout (as /dev/stdout is) redirected to a file
+    rm -f mystdout so.npy; ln -s /proc/self/fd/1 mystdout
+    "$AXC" run small.ax --input x=x.npy --output mystdout >so.npy 2>err; rc=$?
+    expect_rc 0 || return 1
+    [ -L mystdout ] || { echo "the link mystdout was replaced"; return 1; }
+    "$PYTHON" -c "import numpy as np; assert np.load('so.npy').shape == (3, 2)" || { echo "bad data through stdout"; return 1; }
+    if [ "$(id -u)" = 0 ]; then
+        rm -f null.c; mknod null.c c 1 3 || return 1
+        run_axc small.ax -o null.c --header=null.h; expect_rc 0 || return 1
+        [ -c null.c ] || { echo "the device null.c was replaced"; ls -l null.c; return 1; }
+        run_axc run small.ax --output /dev/null; expect_rc 0 || return 1
+        [ -c /dev/null ] || { echo "/dev/null was replaced"; return 1; }
+    fi
+}
+# wait_for FILE: up to 20 s for FILE to appear.
+wait_for() { local i; for i in $(seq 200); do [ -e "$1" ] && return 0; sleep 0.1; done; echo "$1 never appeared"; return 1; }
+# SIGTERM during the renames (the test hook pauses after the first one):
+# the signal waits for the commit; the set is all new, nothing hidden left.
+check_signal_during_commit() {
+    mkdir -p sig && rm -rf sig/* sig/.[!.]* 2>/dev/null
+    echo old >sig/m.c; echo old >sig/m.h; echo old >sig/m.d
+    AXC_TEST_PAUSE_COMMIT=$tmp/sig.flag "$AXC" small.ax -o sig/m.c -MD >out 2>err & local pid=$!
+    wait_for sig.flag || { kill $pid; return 1; }
+    kill -TERM $pid; rm -f sig.flag; wait $pid; rc=$?
+    expect_rc 143 || return 1
+    local f; for f in m.c m.h m.d; do
+        [ "$(cat sig/$f)" != old ] || { echo "sig/$f is still the old file (a mixed set)"; return 1; }
+    done
+    [ "$(ls -A sig | wc -l)" = 3 ] || { echo "left in sig/:"; ls -A sig; return 1; }
+}
+# SIGTERM after staging, before the commit: old files kept, temporaries gone.
+check_signal_before_commit() {
+    mkdir -p sig2 && echo old >sig2/m.c && echo old >sig2/m.h
+    AXC_TEST_PAUSE_STAGED=$tmp/sig2.flag "$AXC" small.ax -o sig2/m.c >out 2>err & local pid=$!
+    wait_for sig2.flag || { kill $pid; return 1; }
+    kill -TERM $pid; wait $pid; rc=$?; rm -f sig2.flag
+    expect_rc 143 || return 1
+    [ "$(cat sig2/m.c)" = old ] && [ "$(cat sig2/m.h)" = old ] || { echo "an old output changed"; return 1; }
+    [ "$(ls -A sig2 | wc -l)" = 2 ] || { echo "temporaries left in sig2/:"; ls -A sig2; return 1; }
+}
+# axc run killed while its C compiler runs: no $TMPDIR/axc-run-* left.
+check_run_interrupted() {
+    mkdir -p runtmp && rm -rf runtmp/*
+    printf '#!/bin/sh\ntouch "%s/cc.started"\nexec sleep 30\n' "$tmp" >slowcc && chmod +x slowcc
+    rm -f cc.started
+    TMPDIR=$tmp/runtmp "$AXC" run small.ax --cc=./slowcc >out 2>err & local pid=$!
+    wait_for cc.started || { kill $pid; return 1; }
+    kill -TERM $pid; wait $pid; rc=$?   # (a background job ignores SIGINT)
+    expect_rc 143 || return 1
+    [ -z "$(ls -A runtmp)" ] || { echo "left in TMPDIR:"; ls -AR runtmp; return 1; }
+}
+# Out of memory is a message and exit 2, not an abort (not under ASan,
+# whose allocator ignores ulimit -v).
+check_out_of_memory() {
+    if [ -n "${ASAN_OPTIONS+x}" ]; then echo "(skipped under ASan)"; return 0; fi
+    cat >oom.ax <<'AX'
+@axiom oom(x::Float32[1, 30000]) begin
+    Dense(30000 => 30000)
+end
+AX
+    (ulimit -v 1000000; "$AXC" oom.ax -o oom.c >out 2>err); rc=$?
+    expect_rc 2 || return 1
+    grep -q 'out of memory' err || { echo "no 'out of memory'"; show; return 1; }
+    [ ! -e oom.c ] && [ -z "$(ls -A | grep '^\.oom')" ] || { echo "output or temporaries left"; return 1; }
+}
+# /dev/zero as the model, --weights or --input: refused at the format's bound.
+check_endless_inputs() {
+    local case
+    for case in "/dev/zero -o z.c" "small.ax -o z.c --weights=/dev/zero" "run small.ax --input x=/dev/zero"; do
+        # a memory cap makes an unbounded read fail fast (not under ASan,
+        # whose shadow memory needs more address space than any cap)
+        (if [ -z "${ASAN_OPTIONS+x}" ]; then ulimit -v 4000000; fi; timeout 60 "$AXC" $case >out 2>err); rc=$?
+        expect_rc 1 2 || { echo "case: $case"; return 1; }
+        grep -q 'larger than' err || { echo "$case: no 'larger than'"; show; return 1; }
+    done
+}
+# Writes to a full stdout fail: exit 2 with a message.
+check_stdout_errors() {
+    [ -w /dev/full ] || { echo "(no /dev/full)"; return 0; }
+    local case
+    for case in "small.ax --emit=ir" "run small.ax --input x=x.npy" "--help" "run small.ax --bench 3" "--version"; do
+        "$AXC" $case >/dev/full 2>err; rc=$?
+        expect_rc 2 || { echo "case: $case"; return 1; }
+        grep -q 'standard output' err || { echo "$case: no message"; cat err; return 1; }
+    done
+}
+
+# MultiHeadAttention's scratch (lq * lk elements) wrapped past 64 bits.
+check_mha_scratch_overflow() {
+    cat >mhabig.ax <<'AX'
+@axiom function att(x::Float32[1, 2147483647, 1])
+    a = MultiHeadAttention(1 => 1)
+    return a(x, x, x)
+end
+AX
+    run_axc mhabig.ax -o mhabig.c; expect_rc 1 || return 1
+    grep -q 'scratch' err || { echo "no message about the scratch size"; show; return 1; }
+}
+
+# -O2 grew quadratically with the statement count (pass_schedule and
+# pass_fuse_elementwise rescanned the graph per node): 64,000 statements
+# took over a minute; now about a second (bench/compile_scaling.sh).
+check_large_chain_compiles() {
+    { echo '@axiom chain(x::Float32[1, 8]) begin'; for _ in $(seq 64000); do echo '    relu'; done; echo end; } >chain64k.ax
+    timeout 60 "$AXC" -O2 chain64k.ax -o chain64k.c >out 2>err; rc=$?
+    expect_rc 0
+}
+
+# A 1 MB source line with an error at its end was echoed whole.
+check_long_line_excerpt() {
+    "$PYTHON" -c "
+import sys
+sys.stdout.write('@axiom s(x::Float32[1, 8]) begin\n' + 'relu;' * 200000 + ' bogus\nend\n')" >longline.ax
+    run_axc longline.ax -o longline.c; expect_rc 1 || return 1
+    grep -q "unknown name 'bogus'" err || { echo "no error about bogus"; show; return 1; }
+    [ "$(wc -c <err)" -lt 2000 ] || { echo "stderr is $(wc -c <err) bytes"; return 1; }
+    grep -q 'bogus$' err && grep -q '\^~~~~$' err || { echo "the excerpt lost the error's span"; cat err; return 1; }
+}
+# concat of 17 operands: the message names the limit.
+check_concat_limit() {
+    "$PYTHON" -c "
+print('@axiom function c(x::Float32[1, 2])')
+print('    return concat(' + ', '.join(['x'] * 17) + '; dims=2)')
+print('end')" >cat17.ax
+    run_axc cat17.ax -o cat17.c; expect_rc 1 || return 1
+    grep -q 'at most 16 operands' err || { echo "the limit is not named"; show; return 1; }
+}
+# 65 models in a file is an input error (exit 1), located.
+check_too_many_models() {
+    "$PYTHON" -c "
+for i in range(65): print(f'@axiom m{i}(x::Float32[2]) begin\n    relu\nend')" >m65.ax
+    run_axc m65.ax -o m65.c; expect_rc 1 || return 1
+    grep -q 'm65.ax:[0-9]*:[0-9]*: error: more than 64 models' err || { echo "not a located error"; show; return 1; }
+}
+
+check deep-expression check_deep_expression
+check long-line-excerpt check_long_line_excerpt
+check concat-operand-limit check_concat_limit
+check too-many-models-exit-1 check_too_many_models
+check large-chain-compiles-O2 check_large_chain_compiles
+check mha-scratch-overflow check_mha_scratch_overflow
+check fused-dag-dump check_fused_dag_dump
+check reshape-chain check_reshape_chain
+check commit-failure-keeps-old check_commit_failure_keeps_old
+check output-aliases-refused check_output_aliases
+check special-file-outputs check_special_outputs
+check signal-during-commit check_signal_during_commit
+check signal-before-commit check_signal_before_commit
+check run-interrupted-cleans-up check_run_interrupted
+check out-of-memory-exit-2 check_out_of_memory
+check endless-inputs-bounded check_endless_inputs
+check stdout-write-errors check_stdout_errors
+
 # Golden diagnostics, run beside the file so it prints without a path.
 check_diag() {
     local name=$1 dir=$tmp/diag_$1

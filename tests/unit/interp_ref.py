@@ -52,6 +52,23 @@ def unary_cases():
         emit("unary." + name, value)
 
 
+def unary_special_cases():
+    # NaN, signed zeros, infinities and large magnitudes: the interpreter
+    # must follow torch here too (relu(NaN) is NaN, relu(-0.0) is -0.0).
+    x = torch.tensor([float("nan"), -0.0, 0.0, float("inf"), -float("inf"), 30.0, -30.0, 1e-300])
+    emit("unary_special.x", x)
+    refs = {
+        "relu": F.relu(x), "relu6": F.relu6(x), "sigmoid": torch.sigmoid(x),
+        "tanh": torch.tanh(x), "swish": F.silu(x), "gelu": F.gelu(x),
+        "gelu_tanh": F.gelu(x, approximate="tanh"), "softplus": F.softplus(x),
+        "elu": F.elu(x, alpha=0.7), "leaky_relu": F.leaky_relu(x, 0.05),
+        "exp": torch.exp(x), "log": torch.log(x), "sqrt": torch.sqrt(x),
+        "abs": torch.abs(x), "neg": torch.neg(x), "erf": torch.erf(x),
+    }
+    for name, value in refs.items():
+        emit("unary_special." + name, value)
+
+
 def cast_cases():
     x = torch.randn(3, 7) * 1000
     x[0, :4] = torch.tensor([1 + 2.0**-11, 1 + 3 * 2.0**-11, 70000.0, 1e-6])  # f16 ties, overflow, subnormal
@@ -205,6 +222,7 @@ def embedding_cases():
 
 def main():
     unary_cases()
+    unary_special_cases()
     cast_cases()
     binary_cases()
     reduce_cases()

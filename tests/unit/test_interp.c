@@ -232,6 +232,46 @@ static void test_unary_ops(void **state)
     }
 }
 
+/* Special values compared exactly: NaN where torch gives NaN, the sign of
+ * a zero result as torch gives it, infinities as they are. */
+static void test_unary_special_values(void **state)
+{
+    static const struct {
+        ir_op op;
+        const char *name;
+        double alpha;
+    } cases[] = {
+        {IR_OP_relu, "relu", 0},       {IR_OP_relu6, "relu6", 0},     {IR_OP_sigmoid, "sigmoid", 0},
+        {IR_OP_tanh, "tanh", 0},       {IR_OP_swish, "swish", 0},     {IR_OP_gelu, "gelu", 0},
+        {IR_OP_gelu_tanh, "gelu_tanh", 0}, {IR_OP_softplus, "softplus", 0}, {IR_OP_elu, "elu", 0.7},
+        {IR_OP_leaky_relu, "leaky_relu", 0.05}, {IR_OP_exp, "exp", 0}, {IR_OP_log, "log", 0},
+        {IR_OP_sqrt, "sqrt", 0},       {IR_OP_abs, "abs", 0},         {IR_OP_neg, "neg", 0},
+        {IR_OP_erf, "erf", 0},
+    };
+    const ref_tensor *x = ref(state, "unary_special.x");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "unary_special.%s", cases[i].name);
+        const ref_tensor *want = ref(state, name);
+        test_graph t = tg_new();
+        int in = tg_input(&t, x);
+        int y = tg_op(&t, cases[i].op, &in, 1, want);
+        ir_at(t.g, y)->attrs.alpha = cases[i].alpha;
+        double got[16];
+        assert_true(want->numel <= 16);
+        void *outputs[1] = {got};
+        tg_output(&t, y);
+        assert_int_equal(ir_interp_run(t.g, t.inputs, outputs), 0);
+        for (int64_t k = 0; k < want->numel; k++) {
+            double w = want->data[k], g = got[k];
+            bool same = isnan(w) ? isnan(g) : g == w && signbit(g) == signbit(w);
+            if (!same)
+                fail_msg("%s(%.17g): got %.17g, torch gives %.17g", cases[i].name, x->data[k], g, w);
+        }
+        tg_free(&t);
+    }
+}
+
 static void test_binary_broadcast(void **state)
 {
     static const ir_op ops[] = {IR_OP_add, IR_OP_sub, IR_OP_mul, IR_OP_div};
@@ -662,6 +702,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unary_ops),
+        cmocka_unit_test(test_unary_special_values),
         cmocka_unit_test(test_binary_broadcast),
         cmocka_unit_test(test_binary_scalar),
         cmocka_unit_test(test_cast_to_float_types),

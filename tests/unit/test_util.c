@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,6 +247,108 @@ static void test_outset_failed_commit_leaves_nothing(void **state)
     remove_dir(dir);
 }
 
+/* The rename that fails comes after one that replaced an existing file:
+ * that file's old contents must be back (a failed commit used to unlink
+ * it), and nothing else left. */
+static void test_outset_failed_commit_restores_old(void **state)
+{
+    char *dir = make_temp_dir();
+    char *sub = join(dir, "sub");
+    assert_int_equal(mkdir(sub, 0700), 0);
+    char *c = join(dir, "m.c"), *h = join(sub, "m.h");
+    assert_int_equal(ax_write_file_atomic(c, "old code", 8), 0);
+    ax_outset o = {0};
+    assert_int_equal(ax_stage(&o, h, "header", 6), 0);   /* renamed last */
+    assert_int_equal(ax_stage(&o, c, "code", 4), 0);     /* renamed first */
+    char *staged_h = strdup(o.temp[0]);
+    assert_int_equal(unlink(staged_h), 0);
+    assert_int_equal(rmdir(sub), 0);
+    FILE *f = fopen(sub, "w");
+    fclose(f);
+    assert_int_equal(ax_commit(&o), -1);
+    assert_file_holds(c, "old code");
+    assert_int_equal(count_entries(dir), 2);   /* m.c and the blocking file */
+    free(staged_h);
+    free(c);
+    free(h);
+    free(sub);
+    remove_dir(dir);
+}
+
+/* A FIFO destination is written in place, not renamed over; a directory
+ * is refused when staged. */
+static void test_outset_special_destinations(void **state)
+{
+    char *dir = make_temp_dir();
+    char *fifo = join(dir, "pipe"), *sub = join(dir, "sub");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    int rd = open(fifo, O_RDONLY | O_NONBLOCK);   /* a reader, so the write does not wait */
+    assert_true(rd >= 0);
+    ax_outset o = {0};
+    errno = 0;
+    assert_int_equal(ax_stage(&o, sub, "x", 1), -1);
+    assert_int_equal(errno, EISDIR);
+    assert_int_equal(ax_stage(&o, fifo, "data", 4), 0);
+    assert_int_equal(ax_commit(&o), 0);
+    char got[8] = {0};
+    assert_int_equal(read(rd, got, sizeof got), 4);
+    assert_memory_equal(got, "data", 4);
+    close(rd);
+    struct stat st;
+    assert_int_equal(lstat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    assert_int_equal(count_entries(dir), 2);
+    unlink(fifo);
+    rmdir(sub);
+    free(fifo);
+    free(sub);
+    remove_dir(dir);
+}
+
+/* Same file by device and inode, or by directory and name when absent. */
+static void test_same_file(void **state)
+{
+    char *dir = make_temp_dir();
+    char *a = join(dir, "a"), *b = join(dir, "b"), *dot = join(dir, "./a"), *new1 = join(dir, "n"),
+         *new2 = join(dir, "./n");
+    assert_int_equal(ax_write_file_atomic(a, "x", 1), 0);
+    assert_true(ax_same_file(a, dot));
+    assert_false(ax_same_file(a, b));
+    assert_true(ax_same_file(new1, new2));
+    assert_int_equal(link(a, b), 0);
+    assert_true(ax_same_file(a, b));
+    assert_false(ax_same_file(a, new1));
+    unlink(b);
+    free(a);
+    free(b);
+    free(dot);
+    free(new1);
+    free(new2);
+    remove_dir(dir);
+}
+
+/* ax_read_file_max refuses a file over the bound, an endless one too. */
+static void test_read_file_bounded(void **state)
+{
+    ax_arena *a = ax_arena_new();
+    size_t len = 0;
+    errno = 0;
+    assert_null(ax_read_file_max(a, "/dev/zero", 1 << 20, &len));
+    assert_int_equal(errno, EFBIG);
+    char *dir = make_temp_dir();
+    char *path = join(dir, "f");
+    assert_int_equal(ax_write_file_atomic(path, "12345", 5), 0);
+    errno = 0;
+    assert_null(ax_read_file_max(a, path, 4, &len));
+    assert_int_equal(errno, EFBIG);
+    assert_non_null(ax_read_file_max(a, path, 5, &len));
+    assert_int_equal(len, 5);
+    ax_arena_free(a);
+    free(path);
+    remove_dir(dir);
+}
+
 static void test_outset_stage_failure_then_abort(void **state)
 {
     char *dir = make_temp_dir();
@@ -446,6 +549,10 @@ int main(void)
         cmocka_unit_test(test_outset_commit),
         cmocka_unit_test(test_outset_abort_leaves_nothing),
         cmocka_unit_test(test_outset_failed_commit_leaves_nothing),
+        cmocka_unit_test(test_outset_failed_commit_restores_old),
+        cmocka_unit_test(test_outset_special_destinations),
+        cmocka_unit_test(test_same_file),
+        cmocka_unit_test(test_read_file_bounded),
         cmocka_unit_test(test_outset_stage_failure_then_abort),
         cmocka_unit_test(test_outset_many),
         cmocka_unit_test(test_suggest),
