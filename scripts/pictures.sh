@@ -8,4 +8,4 @@ cd "$(dirname "$0")/.."
 AXC=${1:-build/bin/axc}
 "$AXC" examples/mobilenetv2_block.ax --emit=svg -o docs/img/mobilenetv2_block.svg
 "$AXC" examples/gpt_block.ax --emit=timeline -o docs/img/gpt_block_timeline.svg
-"$AXC" run examples/lenet5.ax --profile --bench 200
+"$AXC" run examples/lenet5.ax --seed 0 --profile --bench 200
