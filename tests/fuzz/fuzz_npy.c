@@ -2,7 +2,7 @@
  * parsed data to F32 (so conversion of arbitrary bit patterns is fuzzed too).
  * Build: clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE
  *        -Icompiler -Iir -Iruntime tests/fuzz/fuzz_npy.c
- *        compiler/tensorfile.c compiler/util.c compiler/diag.c -ljson-c -lm
+ *        io/tensorfile.c base/util.c base/diag.c -ljson-c -lm
  * Seeds: tests/fuzz/corpus_npy/. */
 #include <stdlib.h>
 #include <string.h>

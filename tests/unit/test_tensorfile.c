@@ -1,5 +1,5 @@
 /* test_tensorfile.c — safetensors / .npy readers and writers, and dtype
- * conversion (compiler/tensorfile.h).
+ * conversion (io/tensorfile.h).
  *
  * Group "formats" needs nothing but the library: round trips and one test
  * per rejection class with its exact message.  Group "references" runs

@@ -1,4 +1,4 @@
-/* test_util.c — the compiler's plumbing (compiler/util.c, compiler/diag.c):
+/* test_util.c — the compiler's plumbing (base/util.c, base/diag.c):
  * arena, text buffers, whole-file reads, all-or-nothing output writing,
  * name suggestions, and the diagnostic format and policies of
  * language.md §8 (caret under tabs, clipping, -Werror, -w, error limit). */
