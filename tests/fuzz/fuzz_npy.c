@@ -1,7 +1,7 @@
 /* fuzz_npy.c — libFuzzer harness for tf_npy_parse, then tf_convert of the
  * parsed data to F32 (so conversion of arbitrary bit patterns is fuzzed too).
  * Build: clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE
- *        -Icompiler -Iir -Iruntime tests/fuzz/fuzz_npy.c
+ *        -Ibase -Iio -Iir -Iruntime tests/fuzz/fuzz_npy.c
  *        io/tensorfile.c base/util.c base/diag.c -ljson-c -lm
  * Seeds: tests/fuzz/corpus_npy/. */
 #include <stdlib.h>

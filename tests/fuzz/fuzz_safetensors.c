@@ -1,6 +1,6 @@
 /* fuzz_safetensors.c — libFuzzer harness for tf_safetensors_parse.
  * Build: clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE
- *        -Icompiler -Iir -Iruntime tests/fuzz/fuzz_safetensors.c
+ *        -Ibase -Iio -Iir -Iruntime tests/fuzz/fuzz_safetensors.c
  *        io/tensorfile.c base/util.c base/diag.c -ljson-c -lm
  * Seeds: tests/fuzz/corpus_safetensors/.  On success every tensor's data
  * range is read, so an out-of-bounds pointer shows up under ASan. */
