@@ -74,6 +74,14 @@ def log(message):
     print(message, file=sys.stderr, flush=True)
 
 
+def progress(message):
+    """A progress line redrawn in place on a terminal; nothing otherwise
+    (logs and CI stay quiet).  progress(None) erases it."""
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\033[K" + (message or ""))
+        sys.stderr.flush()
+
+
 def run(cmd, **kw):
     log("  " + " ".join(shlex.quote(c) for c in cmd))
     subprocess.run(cmd, check=True, **kw)
@@ -283,15 +291,16 @@ def time_all(workers, checks, rounds):
             iters[row, system] = max(MIN_ITERS, min(MAX_ITERS, int(TARGET_NS_PER_CELL / max(once, 1.0))))
     samples = {row: {s: [] for s in systems} for row, systems in runnable.items()}
     for r in range(rounds):
-        log(f"bench: round {r + 1} of {rounds}")
         for row, systems in runnable.items():
             k = r % len(systems) if systems else 0
             for system in systems[k:] + systems[:k]:
+                progress(f"bench: round {r + 1} of {rounds}, {row}, {system}")
                 t = time_once(workers, row, system, iters[row, system])
                 if t is None:
                     systems.remove(system)
                 else:
                     samples[row][system].append(t)
+    progress(None)
     return {row: {s: v for s, v in per.items() if v} for row, per in samples.items()}
 
 
