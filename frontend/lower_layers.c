@@ -614,6 +614,7 @@ lower_layer *lower_make_layer(lower_state *st, const lower_ctor *c, const ast_no
 
 int lower_apply_layer(lower_state *st, const lower_layer *l, const int *in, int nin, ax_loc loc)
 {
+    if (l->kind != LAYER_CTOR) return lower_apply_composite(st, l, in, nin, loc);
     if (nin != l->min_in && nin != l->max_in) {
         if (l->min_in == l->max_in)
             ax_error(st->ctx, loc, "layer '%s' (%s) expects 1 input, got %d", l->name,

@@ -168,6 +168,7 @@ struct ir_node {
     int inplace_of;      /* operand index whose buffer the result overwrites (pass_memplan's
                             in-place decision; every back end reads it), else IR_NONE */
     ir_layout layout;    /* param only: how the back end stores it (cg_select) */
+    const ax_context *context; /* the block instance it was written in (language.md §9), or NULL */
 };
 
 struct ir_graph {

@@ -34,7 +34,10 @@ static bool fail(ir_graph *g, const ir_node *n, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
+    const ax_context *outer = g->ctx->context;
+    g->ctx->context = n->context;   /* names the block instance it was written in */
     ax_vdiag(g->ctx, AX_ERROR, n->loc, fmt, ap);
+    g->ctx->context = outer;
     va_end(ap);
     return false;
 }
