@@ -133,5 +133,36 @@ class _Encoder(nn.Module):
         return self.encoder(x)
 
 
+
+
+def torchvision_twin(name, **kw):
+    """A torchvision model taking NHWC input: its own module (so its own
+    state_dict names), its forward preceded by NHWC -> NCHW."""
+    def make():
+        import torchvision
+        model = getattr(torchvision.models, name)(**kw)
+        nchw = model.forward
+        model.forward = lambda x: nchw(x.permute(0, 3, 1, 2))
+        return model
+    return make
+
+
+TORCHVISION = {  # examples/NAME.ax -> (twin, inputs, tolerance)
+    "resnet18": (torchvision_twin("resnet18"), {"x": ((1, 64, 64, 3), "normal")}, DEEP),
+}
+
+
+def torchvision_cases(root):
+    try:
+        import torchvision  # noqa: F401
+    except ImportError:
+        return []
+    cases = []
+    for name, (twin, inputs, tol) in TORCHVISION.items():
+        with open(os.path.join(root, "examples", name + ".ax")) as f:
+            cases.append(Case("torchvision_" + name, f.read(), twin, inputs, tol=tol))
+    return cases
+
+
 def all_cases(root):
-    return compose_cases()
+    return compose_cases() + torchvision_cases(root)
