@@ -121,11 +121,18 @@ typedef struct ir_attrs {
     int64_t newshape[IR_MAX_RANK]; /* reshape as written (one -1 allowed); pass_shape resolves */
     int nnewshape;            /* 0 with flatten=true means Flatten(): [N, prod(rest)] */
     bool flatten;
+    int squeeze[IR_MAX_RANK]; /* reshape (keepdims=false): size-1 axes of the input to drop,
+                                 negative from the end; pass_shape turns them into newshape */
+    int nsqueeze;
     int kernel[2];            /* conv, pools: kh, kw */
     int stride[2];
     int dilation[2];
     int pad[4];               /* top, left, bottom, right */
     bool pad_same;            /* pass_shape computes pad[] */
+    bool ceil;                /* maxpool: ceil mode (PyTorch ceil_mode=True); pass_shape widens
+                                 pad[2], pad[3] by the extra rows and columns it needs */
+    bool adaptive;            /* meanpool: kernel[] holds the output size (h, w) until pass_shape
+                                 turns it into kernel = stride = input / output */
     int groups;               /* conv */
     int heads;                /* mha */
     bool causal;              /* mha */

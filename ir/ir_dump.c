@@ -51,6 +51,10 @@ static void put_window_attrs(ax_buf *out, const ir_node *n)
         put_int_tuple(out, "dilation", a->dilation, 2);
     if (a->groups != 1)
         ax_buf_printf(out, " groups=%d", a->groups);
+    if (a->ceil)
+        ax_buf_puts(out, " ceil=true");
+    if (a->adaptive)
+        ax_buf_puts(out, " adaptive=true");
 }
 
 /* Operand k of fused node n as %id, followed by its strides over n's dims,

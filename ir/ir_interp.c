@@ -225,6 +225,23 @@ static double interp_gelu_tanh(double x, double alpha)
 static double interp_softplus(double x, double alpha) { (void)alpha; return x > 20 ? x : log1p(exp(x)); }
 static double interp_elu(double x, double alpha) { return x > 0 ? x : alpha * expm1(x); }
 static double interp_leaky_relu(double x, double alpha) { return x > 0 ? x : alpha * x; }
+static double interp_hardswish(double x, double alpha)
+{
+    (void)alpha;
+    return x * fmin(fmax(x + 3, 0), 6) / 6;
+}
+static double interp_hardsigmoid(double x, double alpha)
+{
+    (void)alpha;
+    return fmin(fmax(x + 3, 0), 6) / 6;
+}
+static double interp_mish(double x, double alpha) { return x * tanh(interp_softplus(x, alpha)); }
+static double interp_selu(double x, double alpha)
+{
+    (void)alpha;
+    return 1.0507009873554804934193349852946 * (x > 0 ? x : 1.6732632423543772848170429916717 * expm1(x));
+}
+static double interp_reciprocal(double x, double alpha) { (void)alpha; return 1 / x; }
 static double interp_exp(double x, double alpha) { (void)alpha; return exp(x); }
 static double interp_log(double x, double alpha) { (void)alpha; return log(x); }
 static double interp_sqrt(double x, double alpha) { (void)alpha; return sqrt(x); }
@@ -341,11 +358,16 @@ static int eval_reduce(const interp *in, const ir_node *n, double *out)
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t i = 0; i < inner; i++) {
             const double *line = xv + o * len * inner + i;
-            double acc = n->op == IR_OP_maximum ? -INFINITY : 0;
+            double acc = n->op == IR_OP_maximum ? -INFINITY : n->op == IR_OP_minimum ? INFINITY
+                       : n->op == IR_OP_prod ? 1 : 0;
             for (int64_t k = 0; k < len; k++) {
                 double v = line[k * inner];
                 if (n->op == IR_OP_maximum)
                     acc = (v > acc || isnan(v)) ? v : acc;
+                else if (n->op == IR_OP_minimum)
+                    acc = (v < acc || isnan(v)) ? v : acc;
+                else if (n->op == IR_OP_prod)
+                    acc *= v;
                 else
                     acc += v;
             }

@@ -120,6 +120,9 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
     AXRT_DECLARE_UNARY(T, S, exp) AXRT_DECLARE_UNARY(T, S, log)                          \
     AXRT_DECLARE_UNARY(T, S, sqrt) AXRT_DECLARE_UNARY(T, S, abs)                         \
     AXRT_DECLARE_UNARY(T, S, neg) AXRT_DECLARE_UNARY(T, S, erf)                          \
+    AXRT_DECLARE_UNARY(T, S, hardswish) AXRT_DECLARE_UNARY(T, S, hardsigmoid)            \
+    AXRT_DECLARE_UNARY(T, S, mish) AXRT_DECLARE_UNARY(T, S, selu)                        \
+    AXRT_DECLARE_UNARY(T, S, reciprocal)                                                 \
     void axrt_elu_##S(const T *x, T *y, size_t n, T alpha);                              \
     void axrt_leaky_relu_##S(const T *x, T *y, size_t n, T alpha);                       \
     AXRT_DECLARE_BINARY(T, S, add) AXRT_DECLARE_BINARY(T, S, sub)                        \
@@ -130,6 +133,8 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
     void axrt_sum_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner);        \
     void axrt_mean_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner);       \
     void axrt_maximum_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner);    \
+    void axrt_minimum_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner);    \
+    void axrt_prod_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner);       \
     void axrt_softmax_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner);    \
     void axrt_log_softmax_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner); \
     /* y = x permuted: y's dim i is x's dim perm[i]; x_shape has rank dims */            \

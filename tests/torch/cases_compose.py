@@ -165,4 +165,48 @@ def torchvision_cases(root):
 
 
 def all_cases(root):
-    return compose_cases() + torchvision_cases(root)
+    return compose_cases() + op_cases() + torchvision_cases(root)
+
+
+# ---- operators of language.md §10 -------------------------------------------
+
+def _fn_case(name, expr, fn, shape, kind="normal", tol=1e-5):
+    ax = f"@axiom function {name}(x::Float32[{', '.join(map(str, shape))}])\n" \
+         f"    return {expr}\nend\n"
+    return Case(name, ax, lambda: T.Twin(lambda m, x: fn(x)), {"x": (shape, kind)}, tol=tol)
+
+
+def _nchw(fn):
+    return lambda x: T.to_nhwc(fn(T.to_nchw(x)))
+
+
+def op_cases():
+    img = (2, 9, 11, 3)
+    return [
+        _fn_case("op_hardswish", "hardswish(4.0 * x)", lambda x: F.hardswish(4 * x), (3, 17)),
+        _fn_case("op_hardsigmoid", "hardsigmoid(4.0 * x)", lambda x: F.hardsigmoid(4 * x), (3, 17)),
+        _fn_case("op_mish", "mish(4.0 * x)", lambda x: F.mish(4 * x), (3, 17)),
+        _fn_case("op_selu", "selu(x)", F.selu, (3, 17)),
+        _fn_case("op_reciprocal", "reciprocal(x)", torch.reciprocal, (3, 17), "positive"),
+        Case("op_dense_hardswish", "@axiom f(x::Float32[3, 17]) begin\n"
+             "    Dense(17 => 5, activation=hardswish)\nend\n",
+             lambda: T.Twin(lambda m, x: F.hardswish(m["0"](x)), {"0": nn.Linear(17, 5)}),
+             {"x": ((3, 17), "normal")}),
+        _fn_case("op_mean_dims_1_2", "mean(x; dims=(1, 2))",
+                 lambda x: x.mean(dim=(1, 2), keepdim=True), img),
+        _fn_case("op_sum_dims_0_last_nokeep", "sum(x; dims=(0, -1), keepdims=false)",
+                 lambda x: x.sum(dim=(0, -1)), img),
+        _fn_case("op_maximum_dims_nokeep", "maximum(x; dims=(1, 2), keepdims=false)",
+                 lambda x: x.amax(dim=(1, 2)), img),
+        _fn_case("op_minimum", "minimum(x; dims=2)", lambda x: x.amin(dim=2, keepdim=True), img),
+        _fn_case("op_prod", "prod(x; dims=1)", lambda x: x.prod(dim=1, keepdim=True), (3, 5, 7),
+                 "positive"),
+        _fn_case("op_maxpool_ceil", "x |> MaxPool((3, 3), stride=2, ceil=true)",
+                 _nchw(lambda x: F.max_pool2d(x, 3, 2, ceil_mode=True)), (2, 10, 12, 3)),
+        _fn_case("op_maxpool_ceil_pad", "x |> MaxPool((3, 2), stride=(2, 3), pad=1, ceil=true)",
+                 _nchw(lambda x: F.max_pool2d(x, (3, 2), (2, 3), 1, ceil_mode=True)), img),
+        _fn_case("op_adaptive_mean_1x1", "x |> AdaptiveMeanPool((1, 1))",
+                 _nchw(lambda x: F.adaptive_avg_pool2d(x, 1)), img),
+        _fn_case("op_adaptive_mean_3x1", "x |> AdaptiveMeanPool((3, 1))",
+                 _nchw(lambda x: F.adaptive_avg_pool2d(x, (3, 1))), img),
+    ]
