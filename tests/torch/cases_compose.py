@@ -149,6 +149,10 @@ def torchvision_twin(name, **kw):
 
 TORCHVISION = {  # examples/NAME.ax -> (twin, inputs, tolerance)
     "resnet18": (torchvision_twin("resnet18"), {"x": ((1, 64, 64, 3), "normal")}, DEEP),
+    "mobilenet_v2": (torchvision_twin("mobilenet_v2"), {"x": ((1, 64, 64, 3), "normal")}, DEEP),
+    "efficientnet_b0": (torchvision_twin("efficientnet_b0"), {"x": ((1, 64, 64, 3), "normal")},
+                        DEEP),
+    "squeezenet1_1": (torchvision_twin("squeezenet1_1"), {"x": ((1, 64, 64, 3), "normal")}, DEEP),
 }
 
 
