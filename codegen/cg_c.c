@@ -376,6 +376,23 @@ static void emit_transpose(emitter *em, const ir_node *n, const char *y)
                   operand(em, n, 0), y, n->rank);
 }
 
+static void emit_slice(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *x = operand_node(em, n, 0);
+    int64_t x_strides[IR_MAX_RANK], strides[IR_MAX_RANK], offset = 0;
+    for (int d = x->rank - 1; d >= 0; d--)
+        x_strides[d] = d == x->rank - 1 ? 1 : x_strides[d + 1] * x->shape[d + 1];
+    for (int d = 0; d < x->rank; d++) {
+        strides[d] = x_strides[d] * n->attrs.step[d];
+        offset += n->attrs.begin[d] * x_strides[d];
+    }
+    ax_buf_puts(OUT, "    {\n");
+    emit_int64_array(OUT, "y_shape", n->shape, n->rank);
+    emit_int64_array(OUT, "strides", strides, n->rank);
+    ax_buf_printf(OUT, "        axrt_gather_strided_%s(%s, %s, y_shape, strides, %lld, %d);\n    }\n",
+                  SFX, operand(em, n, 0), y, (long long)offset, n->rank);
+}
+
 static void emit_concat(emitter *em, const ir_node *n, const char *y)
 {
     const int axis = n->attrs.axis;

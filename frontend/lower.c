@@ -548,6 +548,7 @@ int lower_expr(lower_state *st, const ast_node *e)
     switch (e->kind) {
     case AST_IDENT: return lower_ident(st, e);
     case AST_CALL: return lower_call(st, e);
+    case AST_INDEX: return lower_index_value(st, e);
     case AST_BINOP: return lower_binop(st, e);
     case AST_PIPE:
         x = lower_expr(st, e->lhs);
@@ -702,6 +703,10 @@ static void lower_chain(lower_state *st)
 static void lower_assign(lower_state *st, const ast_stmt *s, const lower_layer *inst, int index)
 {
     const ast_node *v = s->value;
+    if (s->nnames > 0) {
+        lower_tuple_assign(st, s);
+        return;
+    }
     if (inst && inst->declared[index]) {
         scope_bind(st, s->name, IR_NONE, inst->decls[index]);
         return;

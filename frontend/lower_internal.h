@@ -167,6 +167,12 @@ lower_layer *lower_index_layer(lower_state *st, const ast_node *e);
 /* The name of the next inline layer ("3", or "<instance>.3" inside a block). */
 const char *lower_inline_name(lower_state *st);
 
+/* ---- lower_slice.c (language.md §10) ------------------------------------- */
+/* x[a:b, :, i] on a value; IR_NONE after an error. */
+int lower_index_value(lower_state *st, const ast_node *e);
+/* `a, b = chunk(x, 2; dims=k)` / split(...): binds every name. */
+void lower_tuple_assign(lower_state *st, const ast_stmt *s);
+
 /* ---- lower_layers.c ----------------------------------------------------- */
 const lower_ctor *lower_find_ctor(const char *name);
 const lower_fn *lower_find_fn(const char *name);

@@ -56,6 +56,8 @@ struct ast_stmt {
     ast_stmt_kind kind;
     ax_loc loc;           /* the whole statement */
     const char *name;     /* ASSIGN: the bound name; FOR: the loop variable */
+    const char **names;   /* ASSIGN `a, b = chunk(...)`: every bound name (name = names[0]) */
+    int nnames;           /* 0 for a single name */
     ax_loc name_loc;
     ast_node *value;      /* EXPR, ASSIGN; FOR: what is iterated (AST_RANGE or a list) */
     ast_stmt **body;      /* FOR */

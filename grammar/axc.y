@@ -158,7 +158,7 @@ static ast_node *new_slice(axc_parser *p, ax_loc loc, ast_node *lo, ast_node *hi
 %type <option> option
 %type <model> model_head
 %type <vec> options params param_list dims expr_list body tuple_items call_args arg_list kwarg_list
-%type <vec> block_inputs block_input_list block_kws block_kw_list index_list
+%type <vec> block_inputs block_input_list block_kws block_kw_list index_list tuple_target
 %type <param> block_input
 %type <bkw> block_kw
 %type <str> option_value
@@ -305,8 +305,22 @@ stmt
             $$ = ast_new_stmt(arena_of(p), AST_STMT_RETURN, axc_loc(@$));
             $$->rets = (ast_node **)axc_vec_array(arena_of(p), $2, &$$->nrets);
         }
+    | tuple_target '=' expr
+        {
+            $$ = ast_new_stmt(arena_of(p), AST_STMT_ASSIGN, axc_loc(@$));
+            $$->names = (const char **)axc_vec_array(arena_of(p), $1, &$$->nnames);
+            $$->name = $$->names[0];
+            $$->name_loc = axc_loc(@1);
+            $$->value = $3;
+        }
     | KW_FOR IDENT IDENT for_iter sep body KW_END
         { $$ = new_for(p, axc_loc(@$), $2, axc_loc(@2), $3, axc_loc(@3), $4, $6); }
+    ;
+
+tuple_target
+    : IDENT ',' IDENT
+        { $$ = axc_vec_push(arena_of(p), axc_vec_push(arena_of(p), NULL, (void *)$1), (void *)$3); }
+    | tuple_target ',' IDENT        { $$ = axc_vec_push(arena_of(p), $1, (void *)$3); }
     ;
 
 for_iter
@@ -356,6 +370,8 @@ index_item
     | slice_bound ':' slice_bound   { $$ = new_slice(p, axc_loc(@$), $1, $3, NULL); }
     | slice_bound ':' slice_bound ':' slice_bound
         { $$ = new_slice(p, axc_loc(@$), $1, $3, $5); }
+    | slice_bound DCOLON slice_bound    /* a::s, the '::' of a type annotation */
+        { $$ = new_slice(p, axc_loc(@$), $1, NULL, $3); }
     ;
 
 slice_bound

@@ -121,6 +121,15 @@ typedef struct ir_attrs {
     int64_t newshape[IR_MAX_RANK]; /* reshape as written (one -1 allowed); pass_shape resolves */
     int nnewshape;            /* 0 with flatten=true means Flatten(): [N, prod(rest)] */
     bool flatten;
+    int64_t begin[IR_MAX_RANK]; /* slice: per dim, as written (negative from the end;
+                                 INT64_MIN: from the start); pass_shape clamps to 0..size */
+    int64_t end[IR_MAX_RANK]; /* slice: exclusive (INT64_MAX: to the end); clamped likewise */
+    int64_t step[IR_MAX_RANK]; /* slice: > 0 */
+    int nslice;               /* slice: dims given (the others are whole); pass_shape: rank */
+    int chunks, chunk;        /* slice written chunk(x, chunks; dims=axis)[chunk]: pass_shape
+                                 derives begin/end along attrs.axis, then clears chunks */
+    int64_t split_total;      /* slice from split(x, sizes; dims=axis): the sizes' sum, which
+                                 must equal the axis (checked by pass_shape, then cleared) */
     int squeeze[IR_MAX_RANK]; /* reshape (keepdims=false): size-1 axes of the input to drop,
                                  negative from the end; pass_shape turns them into newshape */
     int nsqueeze;

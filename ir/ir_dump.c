@@ -150,6 +150,17 @@ static void put_transpose_attrs(ax_buf *out, const ir_graph *g, const ir_node *n
     put_int_tuple(out, "perm", n->attrs.perm, n->attrs.nperm);
 }
 
+static void put_slice_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    const ir_attrs *a = &n->attrs;
+    ax_buf_puts(out, " index=[");
+    for (int d = 0; d < a->nslice; d++)
+        ax_buf_printf(out, "%s%lld:%lld:%lld", d ? ", " : "", (long long)a->begin[d],
+                      (long long)a->end[d], (long long)a->step[d]);
+    ax_buf_puts(out, "]");
+}
+
 static void put_reshape_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
 {
     (void)g;

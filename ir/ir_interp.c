@@ -423,6 +423,23 @@ static int eval_transpose(const interp *in, const ir_node *n, double *out)
     return 0;
 }
 
+/* slice: the element at begin + i * step of each dim (attrs normalised by pass_shape). */
+static int eval_slice(const interp *in, const ir_node *n, double *out)
+{
+    const ir_node *x = operand(in, n, 0);
+    const double *xv = operand_vals(in, n, 0);
+    int64_t x_strides[IR_MAX_RANK], strides[IR_MAX_RANK], offset = 0;
+    for (int d = x->rank - 1; d >= 0; d--)
+        x_strides[d] = d == x->rank - 1 ? 1 : x_strides[d + 1] * x->shape[d + 1];
+    for (int d = 0; d < x->rank; d++) {
+        strides[d] = x_strides[d] * n->attrs.step[d];
+        offset += n->attrs.begin[d] * x_strides[d];
+    }
+    for (int64_t i = 0; i < ir_numel(n); i++)
+        out[i] = xv[offset + broadcast_offset(i, n->shape, n->rank, strides)];
+    return 0;
+}
+
 static int eval_concat(const interp *in, const ir_node *n, double *out)
 {
     int axis = n->attrs.axis;

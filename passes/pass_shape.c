@@ -311,6 +311,82 @@ static bool shape_transpose(ir_graph *g, ir_node *n)
     return true;
 }
 
+/* chunk(x, chunks; dims=axis)[chunk] and split(...): begin/end along the axis. */
+static bool slice_from_chunk(ir_graph *g, ir_node *n, const ir_node *x)
+{
+    ir_attrs *a = &n->attrs;
+    char shape[160];
+    if (!normalise_axis(g, n, x, x->rank))
+        return false;
+    int64_t size = x->shape[a->axis];
+    if (a->split_total && a->split_total != size)
+        return fail(g, n, "split sizes add up to %lld but dims=%d of %s has %lld", (long long)
+                    a->split_total, a->axis, shape_text(x, shape, sizeof shape), (long long)size);
+    for (int d = 0; d < x->rank; d++) {
+        if (d == a->axis)
+            continue;
+        a->begin[d] = 0;
+        a->end[d] = x->shape[d];
+        a->step[d] = 1;
+    }
+    if (a->chunks) {
+        int64_t piece = (size + a->chunks - 1) / a->chunks;
+        if ((int64_t)a->chunk * piece >= size)
+            return fail(g, n, "chunk(x, %d; dims=%d) of %s gives only %lld pieces", a->chunks,
+                        a->axis, shape_text(x, shape, sizeof shape),
+                        (long long)((size + piece - 1) / piece));
+        a->begin[a->axis] = (int64_t)a->chunk * piece;
+        a->end[a->axis] = a->begin[a->axis] + piece < size ? a->begin[a->axis] + piece : size;
+        a->step[a->axis] = 1;
+    }
+    a->nslice = x->rank;
+    a->chunks = 0;
+    a->split_total = 0;
+    return true;
+}
+
+/* One bound of a slice, as Python's: negative from the end, then clamped. */
+static int64_t slice_bound(int64_t v, int64_t size)
+{
+    if (v == INT64_MIN)
+        return 0;
+    if (v == INT64_MAX)
+        return size;
+    if (v < 0)
+        v += size;
+    return v < 0 ? 0 : v > size ? size : v;
+}
+
+static bool shape_slice(ir_graph *g, ir_node *n)
+{
+    const ir_node *x = operand(g, n, 0);
+    ir_attrs *a = &n->attrs;
+    char shape[160];
+    if ((a->chunks || a->split_total) && !slice_from_chunk(g, n, x))
+        return false;
+    if (a->nslice > x->rank)
+        return fail(g, n, "%d indices for %s, which has %d dimensions", a->nslice,
+                    shape_text(x, shape, sizeof shape), x->rank);
+    int64_t out[IR_MAX_RANK];
+    for (int d = 0; d < x->rank; d++) {
+        if (d >= a->nslice) {
+            a->begin[d] = 0;
+            a->end[d] = x->shape[d];
+            a->step[d] = 1;
+        }
+        int64_t b = slice_bound(a->begin[d], x->shape[d]), e = slice_bound(a->end[d], x->shape[d]);
+        out[d] = e > b ? (e - b + a->step[d] - 1) / a->step[d] : 0;
+        if (out[d] < 1)
+            return fail(g, n, "index %d selects nothing of dimension %d of %s", d, d,
+                        shape_text(x, shape, sizeof shape));
+        a->begin[d] = b;
+        a->end[d] = e;
+    }
+    a->nslice = x->rank;
+    set_shape(n, out, x->rank);
+    return true;
+}
+
 static bool shape_concat(ir_graph *g, ir_node *n)
 {
     const ir_node *first = operand(g, n, 0);

@@ -138,6 +138,9 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
     void axrt_softmax_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner);    \
     void axrt_log_softmax_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner); \
     /* y = x permuted: y's dim i is x's dim perm[i]; x_shape has rank dims */            \
+    /* y[i] = x[offset + sum_d i_d * strides[d]] over y_shape (slicing) */              \
+    void axrt_gather_strided_##S(const T *x, T *y, const int64_t *y_shape,               \
+                                 const int64_t *strides, int64_t offset, int rank);      \
     void axrt_transpose_##S(const T *x, T *y, const int64_t *x_shape, const int *perm,   \
                             int rank);                                                   \
     /* copies x as [outer, x_row] into columns [y_offset, y_offset + x_row) of y as      \

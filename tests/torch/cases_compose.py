@@ -153,6 +153,8 @@ TORCHVISION = {  # examples/NAME.ax -> (twin, inputs, tolerance)
     "efficientnet_b0": (torchvision_twin("efficientnet_b0"), {"x": ((1, 64, 64, 3), "normal")},
                         DEEP),
     "squeezenet1_1": (torchvision_twin("squeezenet1_1"), {"x": ((1, 64, 64, 3), "normal")}, DEEP),
+    "shufflenet_v2_x1_0": (torchvision_twin("shufflenet_v2_x1_0"), {"x": ((1, 64, 64, 3), "normal")},
+                           DEEP),
 }
 
 
@@ -211,6 +213,18 @@ def op_cases():
                  _nchw(lambda x: F.max_pool2d(x, (3, 2), (2, 3), 1, ceil_mode=True)), img),
         _fn_case("op_adaptive_mean_1x1", "x |> AdaptiveMeanPool((1, 1))",
                  _nchw(lambda x: F.adaptive_avg_pool2d(x, 1)), img),
+        _fn_case("op_slice", "x[:, 1:4, -3:, 0:6:4]", lambda x: x[:, 1:4, -3:, 0:6:4], (2, 5, 7, 6)),
+        _fn_case("op_slice_index", "x[1, :, -2]", lambda x: x[1, :, -2], (2, 5, 7, 6)),
+        _fn_case("op_slice_negative_stop", "x[:, -4:-1, 1::2]", lambda x: x[:, -4:-1, 1::2],
+                 (3, 7, 9)),
+        Case("op_chunk", "@axiom function f(x::Float32[2, 3, 7])\n"
+             "    a, b, c = chunk(x, 3; dims=-1)\n    return a + b, c\nend\n",
+             lambda: T.Twin(lambda m, x: (x.chunk(3, -1)[0] + x.chunk(3, -1)[1], x.chunk(3, -1)[2])),
+             {"x": ((2, 3, 7), "normal")}, outputs=["out0", "c"]),
+        Case("op_split", "@axiom function f(x::Float32[2, 6, 5])\n"
+             "    p, q, r = split(x, (1, 3, 2); dims=1)\n    return q .* 2.0, r\nend\n",
+             lambda: T.Twin(lambda m, x: (x.split((1, 3, 2), 1)[1] * 2, x.split((1, 3, 2), 1)[2])),
+             {"x": ((2, 6, 5), "normal")}, outputs=["out0", "r"]),
         _fn_case("op_adaptive_mean_3x1", "x |> AdaptiveMeanPool((3, 1))",
                  _nchw(lambda x: F.adaptive_avg_pool2d(x, (3, 1))), img),
     ]
