@@ -319,6 +319,12 @@ static void unknown_name(lower_state *st, const ast_node *e)
     for (int i = 0; i < st->file->nblocks; i++) names[n++] = st->file->blocks[i].name;
     for (int i = 0; i < st->nscope; i++) names[n++] = st->scope[i].name;
     for (int i = 0; i < st->file->nconsts; i++) names[n++] = st->file->consts[i].name;
+    const char *axc = lower_torch_name(e->name);
+    if (axc) {
+        ax_error(st->ctx, e->loc, "unknown name '%s'; PyTorch's %s is %s in axc", e->name,
+                 e->name, axc);
+        return;
+    }
     lower_unknown(st, e->loc, ax_sprintf(st->ctx->arena, "unknown name '%s'", e->name),
                   e->name, names, n);
 }

@@ -174,6 +174,9 @@ int lower_index_value(lower_state *st, const ast_node *e);
 void lower_tuple_assign(lower_state *st, const ast_stmt *s);
 
 /* ---- lower_layers.c ----------------------------------------------------- */
+/* The axc spelling of a PyTorch module or function name (Conv2d -> "Conv((kh,
+ * kw), in => out)"), or NULL. */
+const char *lower_torch_name(const char *name);
 const lower_ctor *lower_find_ctor(const char *name);
 const lower_fn *lower_find_fn(const char *name);
 /* Appends the names of every constructor and function to names (arena

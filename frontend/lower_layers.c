@@ -42,6 +42,42 @@ static const ast_node *kw_value(const lower_args *a, const char *name)
     return NULL;
 }
 
+/* PyTorch spellings and what axc writes instead (language.md §6, §9, §10). */
+static const char *const torch_names[][2] = {
+    {"Linear", "Dense(in => out)"}, {"Conv2d", "Conv((kh, kw), in => out)"},
+    {"BatchNorm2d", "BatchNorm(C)"},
+    {"BatchNorm1d", "BatchNorm(C)"}, {"MaxPool2d", "MaxPool((kh, kw))"},
+    {"AvgPool2d", "MeanPool((kh, kw))"}, {"AdaptiveAvgPool2d", "AdaptiveMeanPool((h, w))"},
+    {"Sequential", "Chain(...)"}, {"ModuleList", "a list [E for i in a:b]"},
+    {"MultiheadAttention", "MultiHeadAttention(d => heads)"}, {"ReLU", "relu"},
+    {"ReLU6", "relu6"}, {"GELU", "gelu"}, {"SiLU", "silu"}, {"Sigmoid", "sigmoid"},
+    {"Tanh", "tanh"}, {"Hardswish", "hardswish"}, {"Hardsigmoid", "hardsigmoid"},
+    {"Softmax", "softmax"}, {"Identity", "identity"}, {"cat", "concat(a, b; dims=k)"},
+    {"permute", "transpose(x, perm)"}, {"view", "reshape(x, shape)"},
+};
+
+/* PyTorch keyword spellings -> axc's (shown as "axc spells it ..."). */
+static const char *const torch_keywords[][2] = {
+    {"padding", "pad="}, {"kernel_size", "the first argument: Conv((kh, kw), in => out)"},
+    {"in_channels", "in => out"}, {"out_channels", "in => out"},
+    {"in_features", "in => out"}, {"out_features", "in => out"},
+    {"dim", "dims="}, {"keepdim", "keepdims="}, {"ceil_mode", "ceil="},
+};
+
+const char *lower_torch_name(const char *name)
+{
+    for (size_t i = 0; i < sizeof torch_names / sizeof torch_names[0]; i++)
+        if (strcmp(torch_names[i][0], name) == 0) return torch_names[i][1];
+    return NULL;
+}
+
+static const char *torch_keyword(const char *name)
+{
+    for (size_t i = 0; i < sizeof torch_keywords / sizeof torch_keywords[0]; i++)
+        if (strcmp(torch_keywords[i][0], name) == 0) return torch_keywords[i][1];
+    return NULL;
+}
+
 /* Reports keywords not in allowed (with a suggestion) and repeated ones. */
 static bool check_keywords(lower_state *st, const char *owner, const char *const *allowed,
                            const lower_args *a)
@@ -55,7 +91,11 @@ static bool check_keywords(lower_state *st, const char *owner, const char *const
         const ast_node *k = a->kw[i];
         int j = 0;
         while (j < nallowed && strcmp(allowed[j], k->name) != 0) j++;
-        if (j == nallowed) {
+        if (j == nallowed && torch_keyword(k->name)) {
+            ax_error(st->ctx, k->loc, "%s has no keyword '%s' (PyTorch's spelling); axc spells "
+                     "it %s", owner, k->name, torch_keyword(k->name));
+            ok = false;
+        } else if (j == nallowed) {
             lower_unknown(st, k->loc, ax_sprintf(st->ctx->arena, "%s has no keyword '%s'",
                           owner, k->name), k->name, allowed, nallowed);
             ok = false;
