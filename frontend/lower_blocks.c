@@ -18,7 +18,18 @@
 
 #include "lower_internal.h"
 
-enum { MAX_BLOCK_DEPTH = 64, MAX_UNROLL = 4096 };
+enum { MAX_BLOCK_DEPTH = 64, MAX_UNROLL = 4096, MAX_TOTAL_UNROLL = 65536 };
+
+/* Counts one unrolled iteration; false (after an error) past the model's budget,
+ * which nested loops would otherwise multiply. */
+static bool unroll_one(lower_state *st, ax_loc loc)
+{
+    if (++st->unrolled <= MAX_TOTAL_UNROLL) return true;
+    if (st->unrolled == MAX_TOTAL_UNROLL + 1)
+        ax_error(st->ctx, loc, "more than %d loop iterations and list elements in one model",
+                 MAX_TOTAL_UNROLL);
+    return false;
+}
 
 const ast_model *lower_find_block(const lower_state *st, const char *name)
 {
@@ -306,6 +317,7 @@ static lower_layer *make_list(lower_state *st, const ast_node *e, const char *na
     l->nitems = (int)count;
     for (int k = 0; k < count; k++) {
         int nscope = st->nscope;
+        if (!unroll_one(st, e->loc)) return NULL;
         bool is_decl;
         lower_num v = {true, lo + k, (double)(lo + k)};
         lower_scope_bind_num(st, e->name, v);
@@ -411,6 +423,7 @@ void lower_for(lower_state *st, const ast_stmt *s)
         if (!range_bounds(st, it, &lo, &count)) return;
         for (int64_t k = 0; k < count; k++) {
             lower_num v = {true, lo + k, (double)(lo + k)};
+            if (!unroll_one(st, it->loc)) return;
             lower_scope_bind_num(st, s->name, v);
             if (!for_iteration(st, s)) return;
         }
@@ -430,6 +443,7 @@ void lower_for(lower_state *st, const ast_stmt *s)
                      l->name);
             return;
         }
+        if (!unroll_one(st, it->loc)) return;
         lower_scope_bind(st, s->name, IR_NONE, l->items[k]);
         if (!for_iteration(st, s)) return;
     }

@@ -93,6 +93,7 @@ typedef struct lower_state {
     lower_layer *instance;             /* the block instance being applied, or NULL */
     int stamp;                         /* the block application under way */
     int napplications;                 /* block applications so far */
+    int64_t unrolled;                  /* for-loop iterations and list elements so far */
     int depth;                         /* nesting of block applications */
     bool *block_failed;                /* per file block: an application had errors */
 } lower_state;
