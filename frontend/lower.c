@@ -554,7 +554,7 @@ int lower_expr(lower_state *st, const ast_node *e)
     switch (e->kind) {
     case AST_IDENT: return lower_ident(st, e);
     case AST_CALL: return lower_call(st, e);
-    case AST_INDEX: return lower_index_value(st, e);
+    case AST_INDEX: return lower_index_value(st, e);   /* a list[i] of layers: lower_ident's error */
     case AST_BINOP: return lower_binop(st, e);
     case AST_PIPE:
         x = lower_expr(st, e->lhs);

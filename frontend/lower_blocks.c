@@ -334,18 +334,27 @@ static lower_layer *make_list(lower_state *st, const ast_node *e, const char *na
     return l;
 }
 
+/* Whether e names a layer: a name bound to one, or list[i] of such a name. */
+static bool names_layer(lower_state *st, const ast_node *e)
+{
+    if (e->kind == AST_INDEX) return names_layer(st, e->callee);
+    const lower_binding *b = e->kind == AST_IDENT ? lower_scope_find(st, e->name) : NULL;
+    return b && b->layer;
+}
+
 lower_layer *lower_index_layer(lower_state *st, const ast_node *e)
 {
     const ast_node *obj = e->callee;
     const lower_binding *b = obj->kind == AST_IDENT ? lower_scope_find(st, obj->name) : NULL;
+    const lower_layer *l = b ? b->layer : NULL;
     lower_num v;
-    if (!b || !b->layer || (b->layer->kind != LAYER_LIST && b->layer->kind != LAYER_CHAIN)) {
+    if (obj->kind == AST_INDEX && !(l = lower_index_layer(st, obj))) return NULL;
+    if (!l || (l->kind != LAYER_LIST && l->kind != LAYER_CHAIN)) {
         ax_error(st->ctx, obj->loc, "only a list or a Chain of layers can be indexed here");
         return NULL;
     }
-    const lower_layer *l = b->layer;
     if (e->nargs != 1 || e->args[0]->kind == AST_SLICE) {
-        ax_error(st->ctx, e->loc, "a list takes one constant index: %s[i]", obj->name);
+        ax_error(st->ctx, e->loc, "a list takes one constant index: %s[i]", l->name);
         return NULL;
     }
     if (!lower_eval_num(st, e->args[0], &v)) return NULL;
@@ -353,7 +362,7 @@ lower_layer *lower_index_layer(lower_state *st, const ast_node *e)
     if (!v.is_int || i < 0 || i >= l->nitems || !l->items[i]) {
         ax_error(st->ctx, e->args[0]->loc, "index %s is out of range for '%s' (%d element%s, "
                  "indexed from 0)", v.is_int ? ax_sprintf(st->ctx->arena, "%lld", (long long)v.i)
-                 : "(not an integer)", obj->name, l->nitems, l->nitems == 1 ? "" : "s");
+                 : "(not an integer)", l->name, l->nitems, l->nitems == 1 ? "" : "s");
         return NULL;
     }
     return l->items[i];
@@ -366,10 +375,7 @@ lower_layer *lower_declare(lower_state *st, const char *name, const ast_node *rh
 {
     *is_decl = true;
     if (rhs->kind == AST_COMPREHENSION) return make_list(st, rhs, name, decl);
-    if (rhs->kind == AST_INDEX && rhs->callee->kind == AST_IDENT) {
-        const lower_binding *b = lower_scope_find(st, rhs->callee->name);
-        if (b && b->layer) return lower_index_layer(st, rhs);
-    }
+    if (rhs->kind == AST_INDEX && names_layer(st, rhs->callee)) return lower_index_layer(st, rhs);
     if (rhs->kind == AST_CALL && rhs->callee->kind == AST_IDENT &&
         !lower_scope_find(st, rhs->callee->name)) {
         const char *callee = rhs->callee->name;
