@@ -504,8 +504,13 @@ static void emit_pool(emitter *em, const ir_node *n, const char *y)
                   (long long)x->shape[3], (long long)n->shape[1], (long long)n->shape[2],
                   at->kernel[0], at->kernel[1], at->stride[0], at->stride[1], at->pad[0],
                   at->pad[1], at->pad[2], at->pad[3]);
-    ax_buf_printf(OUT, "        axrt_%s_%s(%s, %s, &params);\n    }\n", ir_ops[n->op].name, SFX,
-                  operand(em, n, 0), y);
+    if (n->op == IR_OP_meanpool && (at->exclude_pad || at->ceil_extra[0] || at->ceil_extra[1]))
+        ax_buf_printf(OUT, "        axrt_meanpool_counted_%s(%s, %s, &params, %d, %d, %d);\n    }\n",
+                      SFX, operand(em, n, 0), y, at->pad[2] - at->ceil_extra[0],
+                      at->pad[3] - at->ceil_extra[1], !at->exclude_pad);
+    else
+        ax_buf_printf(OUT, "        axrt_%s_%s(%s, %s, &params);\n    }\n", ir_ops[n->op].name,
+                      SFX, operand(em, n, 0), y);
 }
 
 static void emit_globalpool(emitter *em, const ir_node *n, const char *y)

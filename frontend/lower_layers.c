@@ -556,10 +556,13 @@ static bool build_pool(lower_state *st, lower_layer *l, const lower_args *a)
     ok = kw_pair(st, a, "stride", at->stride);
     ok = kw_pad(st, a, at) && ok;
     ok = kw_bool(st, a, "ceil", &at->ceil) && ok;
+    bool count_pad = true;
+    ok = kw_bool(st, a, "count_include_pad", &count_pad) && ok;
+    at->exclude_pad = !count_pad;
     l->op = strcmp(lower_ctor_name(l->ctor), "MaxPool") == 0 ? IR_OP_maxpool : IR_OP_meanpool;
-    if (ok && at->ceil && l->op == IR_OP_meanpool) {
-        ax_error(st->ctx, kw_value(a, "ceil")->loc, "MeanPool does not support ceil=true yet "
-                 "(MaxPool does)");
+    if (ok && kw_value(a, "count_include_pad") && l->op == IR_OP_maxpool) {
+        ax_error(st->ctx, kw_value(a, "count_include_pad")->loc, "count_include_pad is a "
+                 "MeanPool keyword (MaxPool's padding is -inf)");
         return false;
     }
     return ok;
@@ -669,7 +672,7 @@ static bool build_mha(lower_state *st, lower_layer *l, const lower_args *a)
 static const char *const kw_dense[] = {"activation", "bias", NULL};
 static const char *const kw_conv[] = {"stride", "pad", "dilation", "groups", "activation",
                                       "bias", NULL};
-static const char *const kw_pool[] = {"stride", "pad", "ceil", NULL};
+static const char *const kw_pool[] = {"stride", "pad", "ceil", "count_include_pad", NULL};
 static const char *const kw_batchnorm[] = {"eps", "activation", NULL};
 static const char *const kw_eps[] = {"eps", NULL};
 static const char *const kw_mha[] = {"bias", "causal", NULL};

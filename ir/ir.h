@@ -140,6 +140,9 @@ typedef struct ir_attrs {
     bool pad_same;            /* pass_shape computes pad[] */
     bool ceil;                /* maxpool: ceil mode (PyTorch ceil_mode=True); pass_shape widens
                                  pad[2], pad[3] by the extra rows and columns it needs */
+    int ceil_extra[2];        /* pools in ceil mode: how much of pad[2], pad[3] ceil mode added
+                                 (not counted in a mean's divisor, as PyTorch) */
+    bool exclude_pad;         /* meanpool: count_include_pad=false (divide by real pixels) */
     bool adaptive;            /* meanpool: kernel[] holds the output size (h, w) until pass_shape
                                  turns it into kernel = stride = input / output */
     int groups;               /* conv */

@@ -53,6 +53,8 @@ static void put_window_attrs(ax_buf *out, const ir_node *n)
         ax_buf_printf(out, " groups=%d", a->groups);
     if (a->ceil)
         ax_buf_puts(out, " ceil=true");
+    if (a->exclude_pad)
+        ax_buf_puts(out, " count_include_pad=false");
     if (a->adaptive)
         ax_buf_puts(out, " adaptive=true");
 }

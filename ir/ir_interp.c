@@ -633,17 +633,22 @@ static double pool_at(const ir_node *n, const ir_node *x, const double *xv, int6
     const ir_attrs *at = &n->attrs;
     bool is_max = n->op == IR_OP_maxpool;
     double acc = is_max ? -INFINITY : 0;
+    int64_t y0 = oy * at->stride[0] - at->pad[0], x0 = ox * at->stride[1] - at->pad[1];
+    int64_t counted = 0, rows = 0, cols = 0;
     for (int ky = 0; ky < at->kernel[0]; ky++) {
+        /* the padded area a mean divides by ends before ceil mode's extra rows */
+        rows += y0 + ky < x->shape[1] + at->pad[2] - at->ceil_extra[0];
         for (int kx = 0; kx < at->kernel[1]; kx++) {
-            const double *pixel = nhwc_pixel(xv, x->shape, b, oy * at->stride[0] - at->pad[0] + ky,
-                                             ox * at->stride[1] - at->pad[1] + kx);
+            cols += ky == 0 && x0 + kx < x->shape[2] + at->pad[3] - at->ceil_extra[1];
+            const double *pixel = nhwc_pixel(xv, x->shape, b, y0 + ky, x0 + kx);
             if (!pixel)
                 continue;
             double v = pixel[ch];
+            counted++;
             acc = !is_max ? acc + v : (v > acc || isnan(v)) ? v : acc;
         }
     }
-    return is_max ? acc : acc / (at->kernel[0] * at->kernel[1]);
+    return is_max ? acc : acc / (double)(at->exclude_pad ? counted : rows * cols);
 }
 
 static int eval_pool(const interp *in, const ir_node *n, double *out)

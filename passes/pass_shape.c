@@ -586,8 +586,10 @@ static void ceil_mode_pad(ir_attrs *a, const ir_node *x)
         if ((out - 1) * a->stride[d] >= size + lo)
             out--;
         int64_t extra = (out - 1) * a->stride[d] + a->kernel[d] - (size + lo + hi);
-        if (extra > 0)
+        if (extra > 0) {
             a->pad[2 + d] += (int)extra;
+            a->ceil_extra[d] += (int)extra;
+        }
     }
 }
 

@@ -163,6 +163,10 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
                          const axrt_conv2d_params *p);                                   \
     void axrt_maxpool_##S(const T *x, T *y, const axrt_pool2d_params *p);                \
     void axrt_meanpool_##S(const T *x, T *y, const axrt_pool2d_params *p);               \
+    /* mean pooling dividing by the real pixels (count_pad 0) or by the window    */    \
+    /* clipped to the input plus div_pad_bottom/right (ceil mode, count_pad 1)     */    \
+    void axrt_meanpool_counted_##S(const T *x, T *y, const axrt_pool2d_params *p,        \
+                                   int div_pad_bottom, int div_pad_right, int count_pad); \
     void axrt_globalmeanpool_##S(const T *x, T *y, size_t n, size_t hw, size_t c);       \
     /* q [n, lq, d], k and v [n, lk, d]; biases may be NULL; scratch holds               \
        axrt_mha_scratch_elems(p) elements */                                             \
