@@ -171,8 +171,8 @@ const char *lower_inline_name(lower_state *st);
 /* ---- lower_slice.c (language.md §10) ------------------------------------- */
 /* x[a:b, :, i] on a value; IR_NONE after an error. */
 int lower_index_value(lower_state *st, const ast_node *e);
-/* `a, b = chunk(x, 2; dims=k)` / split(...): binds every name. */
-void lower_tuple_assign(lower_state *st, const ast_stmt *s);
+/* `a, b = split(x, (s0, s1); dims=k)`: binds every target. */
+void lower_split(lower_state *st, const ast_stmt *s);
 
 /* ---- lower_layers.c ----------------------------------------------------- */
 /* The axc spelling of a PyTorch module or function name (Conv2d -> "Conv((kh,
@@ -180,6 +180,9 @@ void lower_tuple_assign(lower_state *st, const ast_stmt *s);
 const char *lower_torch_name(const char *name);
 const lower_ctor *lower_find_ctor(const char *name);
 const lower_fn *lower_find_fn(const char *name);
+/* chunk(x, n; dims=k) bound to nresults names (language.md §10): the
+ * multi-result chunk node (ir.h "Several results"), or IR_NONE after an error. */
+int lower_chunk(lower_state *st, const ast_node *call, int nresults);
 /* Appends the names of every constructor and function to names (arena
  * array grown by the caller: at most lower_ncallables() entries). */
 int lower_ncallables(void);

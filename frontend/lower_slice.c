@@ -66,7 +66,7 @@ int lower_index_value(lower_state *st, const ast_node *e)
     return squeeze.nsqueeze ? lower_add(st, IR_OP_reshape, &id, 1, &squeeze, e->loc, NULL) : id;
 }
 
-/* dims=k of chunk/split (default 0, as PyTorch's dim). */
+/* dims=k of split (default 0, as PyTorch's dim). */
 static bool split_axis(lower_state *st, const lower_args *a, int *axis)
 {
     *axis = 0;
@@ -74,7 +74,7 @@ static bool split_axis(lower_state *st, const lower_args *a, int *axis)
         int64_t v;
         if (strcmp(a->kw[i]->name, "dims") != 0) {
             ax_error(st->ctx, a->kw[i]->loc, "%s has no keyword '%s'; did you mean 'dims'?",
-                     "chunk/split", a->kw[i]->name);
+                     "split", a->kw[i]->name);
             return false;
         }
         if (!index_int(st, a->kw[i]->lhs, "dims", &v)) return false;
@@ -88,30 +88,17 @@ static bool split_axis(lower_state *st, const lower_args *a, int *axis)
     return true;
 }
 
-/* The pieces of chunk(x, n) (attrs[i].chunks) or split(x, sizes). */
-static bool split_pieces(lower_state *st, const ast_stmt *s, bool is_chunk, const lower_args *a,
-                         ir_attrs *pieces)
+/* The pieces of split(x, sizes): begin/end along the axis, the sizes' sum
+ * for pass_shape to check against the axis. */
+static bool split_pieces(lower_state *st, const ast_stmt *s, const lower_args *a, ir_attrs *pieces)
 {
     const ast_node *how = a->pos[1];
     int64_t n, total = 0, start = 0;
-    if (is_chunk) {
-        if (!index_int(st, how, "the number of chunks", &n)) return false;
-        if (n != s->nnames) {
-            ax_error(st->ctx, how->loc, "chunk into %lld pieces bound to %d names", (long long)n,
-                     s->nnames);
-            return false;
-        }
-        for (int i = 0; i < s->nnames; i++) {
-            pieces[i].chunks = (int)n;
-            pieces[i].chunk = i;
-        }
-        return true;
-    }
-    if (how->kind != AST_TUPLE || how->nargs != s->nnames) {
-        ax_error(st->ctx, how->loc, "split expects a tuple of %d sizes, one per name", s->nnames);
+    if (how->kind != AST_TUPLE || how->nargs != s->ntargets) {
+        ax_error(st->ctx, how->loc, "split expects a tuple of %d sizes, one per name", s->ntargets);
         return false;
     }
-    for (int i = 0; i < s->nnames; i++) {
+    for (int i = 0; i < s->ntargets; i++) {
         if (!index_int(st, how->args[i], "a split size", &n)) return false;
         if (n < 1) {
             ax_error(st->ctx, how->args[i]->loc, "split sizes must be positive");
@@ -122,39 +109,31 @@ static bool split_pieces(lower_state *st, const ast_stmt *s, bool is_chunk, cons
         pieces[i].step[pieces[i].axis] = 1;
         total += n;
     }
-    for (int i = 0; i < s->nnames; i++) pieces[i].split_total = total;
+    for (int i = 0; i < s->ntargets; i++) pieces[i].split_total = total;
     return true;
 }
 
-void lower_tuple_assign(lower_state *st, const ast_stmt *s)
+void lower_split(lower_state *st, const ast_stmt *s)
 {
     const ast_node *v = s->value;
-    const char *fn = v->kind == AST_CALL && v->callee->kind == AST_IDENT ? v->callee->name : "";
-    bool is_chunk = strcmp(fn, "chunk") == 0, ok = false;
-    int x = IR_NONE;
-    ir_attrs *pieces = ax_alloc(st->ctx->arena, sizeof *pieces * (size_t)s->nnames);
-    if ((is_chunk || strcmp(fn, "split") == 0) && !lower_scope_find(st, fn)) {
-        lower_args a;
-        lower_split_args(st, v, &a);
-        int axis;
-        if (a.npos != 2) {
-            ax_error(st->ctx, v->loc, "%s expects %s", fn, is_chunk ? "(x, n; dims=k)"
-                     : "(x, (s0, s1, ...); dims=k)");
-        } else if (split_axis(st, &a, &axis)) {
-            for (int i = 0; i < s->nnames; i++) {
-                pieces[i] = lower_attrs();
-                pieces[i].axis = axis;
-            }
-            ok = split_pieces(st, s, is_chunk, &a, pieces);
-            x = lower_expr(st, a.pos[0]);
+    bool ok = false;
+    int x = IR_NONE, axis;
+    ir_attrs *pieces = ax_alloc(st->ctx->arena, sizeof *pieces * (size_t)s->ntargets);
+    lower_args a;
+    lower_split_args(st, v, &a);
+    if (a.npos != 2) {
+        ax_error(st->ctx, v->loc, "%s expects %s", "split", "(x, (s0, s1, ...); dims=k)");
+    } else if (split_axis(st, &a, &axis)) {
+        for (int i = 0; i < s->ntargets; i++) {
+            pieces[i] = lower_attrs();
+            pieces[i].axis = axis;
         }
-    } else {
-        ax_error(st->ctx, v->loc, "several names (a, b = ...) take the pieces of chunk(x, n; "
-                 "dims=k) or split(x, sizes; dims=k)");
+        ok = split_pieces(st, s, &a, pieces);
+        x = lower_expr(st, a.pos[0]);
     }
-    for (int i = 0; i < s->nnames; i++) {
+    for (int i = 0; i < s->ntargets; i++) {
         int id = ok && x != IR_NONE ? lower_add(st, IR_OP_slice, &x, 1, &pieces[i], v->loc, NULL)
                                     : IR_NONE;
-        lower_scope_bind(st, s->names[i], id, NULL);
+        lower_scope_bind(st, s->targets[i]->name, id, NULL);
     }
 }

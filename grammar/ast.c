@@ -245,13 +245,15 @@ static void dump_stmt(const ast_stmt *s, ax_buf *out)
         break;
     case AST_STMT_EXPR: dump_expr(s->value, out); break;
     case AST_STMT_ASSIGN:
-        ax_buf_puts(out, "(= ");
-        for (int i = 0; i < s->nnames; i++)
-            ax_buf_printf(out, "%s%s", s->names[i], i + 1 < s->nnames ? "," : "");
-        if (s->nnames)
-            ax_buf_puts(out, " ");
-        else
-            ax_buf_printf(out, "%s ", s->name);
+        ax_buf_printf(out, "(= %s ", s->name);
+        dump_expr(s->value, out);
+        ax_buf_puts(out, ")");
+        break;
+    case AST_STMT_UNPACK:
+        ax_buf_puts(out, "(= (");
+        for (int i = 0; i < s->ntargets; i++)
+            ax_buf_printf(out, "%s%s", i ? " " : "", s->targets[i]->name);
+        ax_buf_puts(out, ") ");
         dump_expr(s->value, out);
         ax_buf_puts(out, ")");
         break;

@@ -47,7 +47,7 @@ struct ast_node {
 };
 
 typedef enum ast_stmt_kind {
-    AST_STMT_EXPR, AST_STMT_ASSIGN, AST_STMT_RETURN,
+    AST_STMT_EXPR, AST_STMT_ASSIGN, AST_STMT_RETURN, AST_STMT_UNPACK,
     AST_STMT_FOR          /* for name in value  body  end (unrolled, language.md §9) */
 } ast_stmt_kind;
 
@@ -56,10 +56,10 @@ struct ast_stmt {
     ast_stmt_kind kind;
     ax_loc loc;           /* the whole statement */
     const char *name;     /* ASSIGN: the bound name; FOR: the loop variable */
-    const char **names;   /* ASSIGN `a, b = chunk(...)`: every bound name (name = names[0]) */
-    int nnames;           /* 0 for a single name */
     ax_loc name_loc;
-    ast_node *value;      /* EXPR, ASSIGN; FOR: what is iterated (AST_RANGE or a list) */
+    ast_node *value;      /* EXPR, ASSIGN, UNPACK; FOR: what is iterated (AST_RANGE or a list) */
+    ast_node **targets;   /* UNPACK (a, b = value): the bound names, AST_IDENT, in order */
+    int ntargets;
     ast_stmt **body;      /* FOR */
     int nbody;
     ast_node **rets;      /* RETURN: values, in order */

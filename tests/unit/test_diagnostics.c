@@ -121,9 +121,7 @@ static ir_graph *relu_graph(ax_ctx *ctx, axrt_dtype model_dtype, axrt_dtype op_d
     int y = ir_add(g, IR_OP_relu, (const int[]){x}, 1, ax_noloc());
     assert_int_equal(pass_shape(g), 0);
     ir_at(g, y)->dtype = op_dtype;
-    g->outputs[0] = y;
-    g->output_names[0] = "y";
-    g->noutputs = 1;
+    ir_add_output(g, y, "y");
     return g;
 }
 
@@ -135,7 +133,7 @@ static void test_backend_dtypes(void **state)
     ax_ctx *ctx = test_ctx_new(NULL, NULL);
     ax_buf c = {0}, h = {0};
     ir_graph *g = relu_graph(ctx, AXRT_BF16, AXRT_BF16);
-    cg_request req = {&g, 1, "f.h", "f.ax"};
+    cg_request req = {&g, 1, "f.h", "f.ax", false};
     assert_int_not_equal(cg_c_emit(&req, &c, &h), 0);
     assert_reported(ctx, "the C backend computes in Float32 or Float64, not BFloat16 (model 'f')");
     ir_graph_free_nodes(g);
