@@ -228,13 +228,13 @@ static double interp_elu(double x, double alpha) { return x > 0 ? x : alpha * ex
 static double interp_leaky_relu(double x, double alpha) { return x > 0 ? x : alpha * x; }
 static double interp_hardswish(double x, double alpha)
 {
-    (void)alpha;
-    return x * fmin(fmax(x + 3, 0), 6) / 6;
+    (void)alpha;   /* x * relu6(x + 3) / 6, written so that -inf gives 0 and NaN stays NaN */
+    return x <= -3 ? 0 : x >= 3 ? x : x * (x + 3) / 6;
 }
 static double interp_hardsigmoid(double x, double alpha)
 {
     (void)alpha;
-    return fmin(fmax(x + 3, 0), 6) / 6;
+    return x <= -3 ? 0 : x >= 3 ? 1 : (x + 3) / 6;
 }
 static double interp_mish(double x, double alpha) { return x * tanh(interp_softplus(x, alpha)); }
 static double interp_selu(double x, double alpha)
