@@ -45,6 +45,17 @@ void ax_buf_free(ax_buf *b);
  * when no file is known) and no source line. */
 typedef enum ax_severity { AX_NOTE, AX_WARNING, AX_ERROR } ax_severity;
 
+/* Where the code a diagnostic points at was expanded (a block instance,
+ * language.md §9): each error and warning issued while it is ctx->context
+ * is followed by one note per level, innermost first:
+ *   FILE:LINE:COL: note: <what>      (loc: where the instance is declared) */
+typedef struct ax_context ax_context;
+struct ax_context {
+    const char *what;
+    ax_loc loc;
+    const ax_context *outer;
+};
+
 typedef struct ax_ctx {
     ax_arena *arena;
     const char *path;      /* the .ax file as named on the command line */
@@ -55,6 +66,7 @@ typedef struct ax_ctx {
     bool werror;           /* -Werror: warnings count as errors */
     bool no_warnings;      /* -w */
     int max_errors;        /* stop printing after this many (default 20) */
+    const ax_context *context; /* the expansion being compiled, or NULL */
 } ax_ctx;
 
 ax_ctx *ax_ctx_new(void);

@@ -161,6 +161,14 @@ void ax_vdiag(ax_ctx *ctx, ax_severity sev, ax_loc loc, const char *fmt, va_list
     fputs(promoted ? " [-Werror]\n" : "\n", out);
     if (loc.line > 0)
         print_excerpt(ctx, loc);
+    for (const ax_context *c = sev == AX_NOTE ? NULL : ctx->context; c; c = c->outer) {
+        if (c->loc.line > 0)
+            fprintf(out, "%s:%d:%d: note: %s\n", file, c->loc.line, c->loc.col, c->what);
+        else
+            fprintf(out, "%s: note: %s\n", file, c->what);
+        if (c->loc.line > 0)
+            print_excerpt(ctx, c->loc);
+    }
     fflush(out);
 }
 

@@ -729,8 +729,12 @@ int ax_commit(ax_outset *o)
 int ax_write_file_atomic(const char *path, const void *data, size_t len)
 {
     ax_outset o = {0};
-    if (ax_stage(&o, path, data, len) < 0)
+    if (ax_stage(&o, path, data, len) < 0) {
+        int saved = errno;
+        ax_abort(&o);   /* frees the set's arrays */
+        errno = saved;
         return -1;
+    }
     return ax_commit(&o);
 }
 

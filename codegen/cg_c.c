@@ -384,6 +384,23 @@ static void emit_transpose(emitter *em, const ir_node *n, const char *y)
                   operand(em, n, 0), y, n->rank);
 }
 
+static void emit_slice(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *x = operand_node(em, n, 0);
+    int64_t x_strides[IR_MAX_RANK], strides[IR_MAX_RANK], offset = 0;
+    for (int d = x->rank - 1; d >= 0; d--)
+        x_strides[d] = d == x->rank - 1 ? 1 : x_strides[d + 1] * x->shape[d + 1];
+    for (int d = 0; d < x->rank; d++) {
+        strides[d] = x_strides[d] * n->attrs.step[d];
+        offset += n->attrs.begin[d] * x_strides[d];
+    }
+    ax_buf_puts(OUT, "    {\n");
+    emit_int64_array(OUT, "y_shape", n->shape, n->rank);
+    emit_int64_array(OUT, "strides", strides, n->rank);
+    ax_buf_printf(OUT, "        axrt_gather_strided_%s(%s, %s, y_shape, strides, %lld, %d);\n    }\n",
+                  SFX, operand(em, n, 0), y, (long long)offset, n->rank);
+}
+
 /* A multi-result producer (ir.h) writes all its results in one call: the
  * kernel takes their storage as an array of pointers, in result order
  * (axrt_split: [outer, x_row] cut into column blocks). */
@@ -520,8 +537,13 @@ static void emit_pool(emitter *em, const ir_node *n, const char *y)
                   (long long)x->shape[3], (long long)n->shape[1], (long long)n->shape[2],
                   at->kernel[0], at->kernel[1], at->stride[0], at->stride[1], at->pad[0],
                   at->pad[1], at->pad[2], at->pad[3]);
-    ax_buf_printf(OUT, "        axrt_%s_%s(%s, %s, &params);\n    }\n", ir_ops[n->op].name, SFX,
-                  operand(em, n, 0), y);
+    if (n->op == IR_OP_meanpool && (at->exclude_pad || at->ceil_extra[0] || at->ceil_extra[1]))
+        ax_buf_printf(OUT, "        axrt_meanpool_counted_%s(%s, %s, &params, %d, %d, %d);\n    }\n",
+                      SFX, operand(em, n, 0), y, at->pad[2] - at->ceil_extra[0],
+                      at->pad[3] - at->ceil_extra[1], !at->exclude_pad);
+    else
+        ax_buf_printf(OUT, "        axrt_%s_%s(%s, %s, &params);\n    }\n", ir_ops[n->op].name,
+                      SFX, operand(em, n, 0), y);
 }
 
 static void emit_globalpool(emitter *em, const ir_node *n, const char *y)

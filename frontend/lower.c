@@ -107,11 +107,28 @@ static void scope_bind(lower_state *st, const char *name, int node, lower_layer 
         if (st->nscope) memcpy(grown, st->scope, sizeof *grown * (size_t)st->nscope);
         st->scope = grown;
     }
-    lower_binding b = {name, node, layer};
+    lower_binding b = {name, node, layer, false, {false, 0, 0}};
     st->scope[st->nscope++] = b;
 }
 
-static bool is_failed(const lower_binding *b) { return !b->layer && b->node == IR_NONE; }
+static bool is_failed(const lower_binding *b)
+{
+    return !b->layer && !b->is_num && b->node == IR_NONE;
+}
+
+lower_binding *lower_scope_find(lower_state *st, const char *name) { return scope_find(st, name); }
+
+void lower_scope_bind(lower_state *st, const char *name, int node, lower_layer *layer)
+{
+    scope_bind(st, name, node, layer);
+}
+
+void lower_scope_bind_num(lower_state *st, const char *name, lower_num v)
+{
+    scope_bind(st, name, IR_NONE, NULL);
+    st->scope[st->nscope - 1].is_num = true;
+    st->scope[st->nscope - 1].num = v;
+}
 
 /* ---- consts --------------------------------------------------------------- */
 
@@ -256,6 +273,10 @@ bool lower_eval_num(lower_state *st, const ast_node *e, lower_num *out)
         *out = e->is_int ? num_int(e->ival) : num_float(e->fval);
         return true;
     case AST_IDENT:
+        if (scope_find(st, e->name) && scope_find(st, e->name)->is_num) {
+            *out = scope_find(st, e->name)->num;
+            return true;
+        }
         if (scope_find(st, e->name)) {
             ax_error(st->ctx, e->loc, "'%s' is a value, not a constant", e->name);
             return false;
@@ -285,23 +306,35 @@ static bool is_const_expr(lower_state *st, const ast_node *e)
 {
     switch (e->kind) {
     case AST_NUM: return true;
-    case AST_IDENT: return !scope_find(st, e->name) && find_const(st, e->name) >= 0;
+    case AST_IDENT:
+        if (scope_find(st, e->name)) return scope_find(st, e->name)->is_num;
+        return find_const(st, e->name) >= 0;
     case AST_NEG: return is_const_expr(st, e->lhs);
     case AST_BINOP: return is_const_expr(st, e->lhs) && is_const_expr(st, e->rhs);
     default: return false;
     }
 }
 
+bool lower_is_const_expr(lower_state *st, const ast_node *e) { return is_const_expr(st, e); }
+
 /* ---- names ---------------------------------------------------------------- */
 
 /* "unknown name 'x'" with a suggestion over callables, scope and consts. */
 static void unknown_name(lower_state *st, const ast_node *e)
 {
-    int cap = lower_ncallables() + st->nscope + st->file->nconsts + 1;
+    int cap = lower_ncallables() + st->nscope + st->file->nconsts + st->file->nblocks + 2;
     const char **names = ax_alloc(st->ctx->arena, sizeof *names * (size_t)cap);
     int n = lower_callable_names(names);
+    names[n++] = "Chain";
+    for (int i = 0; i < st->file->nblocks; i++) names[n++] = st->file->blocks[i].name;
     for (int i = 0; i < st->nscope; i++) names[n++] = st->scope[i].name;
     for (int i = 0; i < st->file->nconsts; i++) names[n++] = st->file->consts[i].name;
+    const char *axc = lower_torch_name(e->name);
+    if (axc) {
+        ax_error(st->ctx, e->loc, "unknown name '%s'; PyTorch's %s is %s in axc", e->name,
+                 e->name, axc);
+        return;
+    }
     lower_unknown(st, e->loc, ax_sprintf(st->ctx->arena, "unknown name '%s'", e->name),
                   e->name, names, n);
 }
@@ -389,6 +422,41 @@ static bool lower_positional(lower_state *st, const ast_node *call, int *in, int
     return ok;
 }
 
+/* The layer an inline declaration form f (Dense(...), Chain(...), a block
+ * call) creates, named layer_name or the next inline name.  Inside a block
+ * instance the layer is made on the instance's first application and
+ * reused by the later ones (the k-th use of f in an application is the
+ * k-th layer made there).  NULL after an error. */
+static lower_layer *inline_layer(lower_state *st, const ast_node *f, const char *layer_name,
+                                 ax_loc decl)
+{
+    lower_layer *inst = layer_name ? NULL : st->instance;
+    for (int i = 0; inst && i < inst->ninlines; i++) {
+        lower_inline *c = &inst->inlines[i];
+        if (c->at == f && c->stamp != st->stamp) {
+            c->stamp = st->stamp;
+            return c->layer;
+        }
+    }
+    bool is_decl;
+    lower_layer *l = lower_declare(st, layer_name ? layer_name : lower_inline_name(st), f, decl,
+                                   &is_decl);
+    if (!is_decl) {
+        not_callable(st, f->callee->kind == AST_IDENT ? f->callee : f);
+        return NULL;
+    }
+    if (!inst || !l) return l;
+    if (inst->ninlines == inst->inlines_cap) {
+        inst->inlines_cap = inst->inlines_cap ? 2 * inst->inlines_cap : 8;
+        lower_inline *grown = ax_alloc(st->ctx->arena, sizeof *grown * (size_t)inst->inlines_cap);
+        if (inst->ninlines) memcpy(grown, inst->inlines, sizeof *grown * (size_t)inst->ninlines);
+        inst->inlines = grown;
+    }
+    lower_inline c = {f, l, st->stamp};
+    inst->inlines[inst->ninlines++] = c;
+    return l;
+}
+
 /* Applies the callable expression f (a name, an inline constructor call or a
  * keyword-only function call) to in[0..nin).  layer_name/decl name and
  * locate an inline constructor's layer (NULL: the next inline index). */
@@ -412,9 +480,8 @@ static int apply_callable(lower_state *st, const ast_node *f, const int *in, int
     if (f->kind == AST_IDENT && fn) {
         memset(&args, 0, sizeof args);
         args.loc = loc;
-    } else if (f->kind == AST_CALL && ctor) {
-        if (!layer_name) layer_name = ax_sprintf(st->ctx->arena, "%d", st->ninline++);
-        lower_layer *l = lower_make_layer(st, ctor, f, layer_name, decl);
+    } else if (f->kind == AST_CALL && !b && (ctor || !fn)) {
+        lower_layer *l = inline_layer(st, f, layer_name, decl);
         return l ? lower_apply_layer(st, l, in, nin, loc) : IR_NONE;
     } else if (f->kind == AST_CALL && fn) {
         lower_split_args(st, f, &args);
@@ -435,6 +502,12 @@ static int apply_callable(lower_state *st, const ast_node *f, const int *in, int
     return lower_apply_fn(st, fn, &args);
 }
 
+int lower_apply_callable(lower_state *st, const ast_node *f, const int *in, int nin,
+                         const char *layer_name, ax_loc decl, ax_loc loc)
+{
+    return apply_callable(st, f, in, nin, layer_name, decl, loc);
+}
+
 /* A call in value position: f(x, ...) for a layer, function or an inline
  * constructor applied at once (Dense(4 => 8)(x)). */
 static int lower_call(lower_state *st, const ast_node *e)
@@ -444,6 +517,11 @@ static int lower_call(lower_state *st, const ast_node *e)
     if (callee->kind == AST_CALL) {
         if (!lower_positional(st, e, in, &nin)) return IR_NONE;
         return apply_callable(st, callee, in, nin, NULL, callee->loc, e->loc);
+    }
+    if (callee->kind == AST_INDEX) {   /* blocks[2](x) */
+        lower_layer *l = lower_index_layer(st, callee);
+        if (!l || !lower_positional(st, e, in, &nin)) return IR_NONE;
+        return lower_apply_layer(st, l, in, nin, e->loc);
     }
     if (callee->kind != AST_IDENT) {
         ax_error(st->ctx, callee->loc, "this expression cannot be called");
@@ -464,6 +542,11 @@ static int lower_call(lower_state *st, const ast_node *e)
         ax_error(st->ctx, e->loc, "%s(...) with keyword arguments only is a partial "
                  "application; apply it to a value: x |> %s(...)", callee->name,
                  callee->name);
+        return IR_NONE;
+    }
+    if (!b && lower_find_block(st, callee->name)) {
+        ax_error(st->ctx, e->loc, "block %s(...) called with a value; declare an instance "
+                 "(name = %s(param=...)) and apply it: name(x)", callee->name, callee->name);
         return IR_NONE;
     }
     if (!b && strcmp(callee->name, "chunk") == 0) {
@@ -490,6 +573,7 @@ int lower_expr(lower_state *st, const ast_node *e)
     switch (e->kind) {
     case AST_IDENT: return lower_ident(st, e);
     case AST_CALL: return lower_call(st, e);
+    case AST_INDEX: return lower_index_value(st, e);   /* a list[i] of layers: lower_ident's error */
     case AST_BINOP: return lower_binop(st, e);
     case AST_PIPE:
         x = lower_expr(st, e->lhs);
@@ -630,18 +714,27 @@ static void lower_chain(lower_state *st)
     ir_add_output(st->g, cur, "out0");
 }
 
-/* `name = Constructor(...)` declares a layer; the other bindings are values. */
-static void lower_assign(lower_state *st, const ast_stmt *s)
+/* `name = Constructor(...)` (or a Chain, a block instance, a list, §9)
+ * declares a layer named by the binding; the other bindings are values.
+ * inst: the block instance whose body statement index this is (it
+ * declared its layers already), else NULL. */
+static void lower_assign(lower_state *st, const ast_stmt *s, const lower_layer *inst, int index)
 {
     const ast_node *v = s->value;
-    if (v->kind == AST_CALL && v->callee->kind == AST_IDENT && !scope_find(st, v->callee->name)) {
-        const lower_ctor *c = lower_find_ctor(v->callee->name);
-        if (c) {
-            scope_bind(st, s->name, IR_NONE, lower_make_layer(st, c, v, s->name, s->loc));
-            return;
-        }
+    if (inst && inst->declared[index]) {
+        scope_bind(st, s->name, IR_NONE, inst->decls[index]);
+        return;
     }
-    scope_bind(st, s->name, lower_expr(st, v), NULL);
+    bool is_decl;
+    lower_num n;
+    if (is_const_expr(st, v)) {   /* a number: usable where a const is (Conv(k, c => 2c)) */
+        if (lower_eval_num(st, v, &n)) lower_scope_bind_num(st, s->name, n);
+        else scope_bind(st, s->name, IR_NONE, NULL);
+        return;
+    }
+    lower_layer *l = lower_declare(st, s->name, v, s->loc, &is_decl);
+    if (is_decl) scope_bind(st, s->name, IR_NONE, l);
+    else scope_bind(st, s->name, lower_expr(st, v), NULL);
 }
 
 static void lower_return(lower_state *st, const ast_stmt *s)
@@ -666,7 +759,11 @@ static void lower_unpack(lower_state *st, const ast_stmt *s)
     if (v->kind == AST_CALL && v->callee->kind == AST_IDENT && !scope_find(st, v->callee->name) &&
         strcmp(v->callee->name, "chunk") == 0)
         producer = lower_chunk(st, v, s->ntargets);
-    else
+    else if (v->kind == AST_CALL && v->callee->kind == AST_IDENT && !scope_find(st, v->callee->name) &&
+             strcmp(v->callee->name, "split") == 0) {
+        lower_split(st, s);   /* one slice node per piece (lower_slice.c) */
+        return;
+    } else
         ax_error(st->ctx, v->loc, "%d names are bound, but only chunk(...) gives several values",
                  s->ntargets);
     for (int k = 0; k < s->ntargets; k++) {
@@ -701,6 +798,22 @@ static void warn_unused_layers(lower_state *st)
     }
 }
 
+const ast_stmt *lower_body(lower_state *st, ast_stmt *const *stmts, int n, const lower_layer *inst)
+{
+    for (int i = 0; i < n; i++) {
+        const ast_stmt *s = stmts[i];
+        if (s->kind == AST_STMT_ASSIGN) lower_assign(st, s, inst, i);
+        else if (s->kind == AST_STMT_UNPACK) lower_unpack(st, s);
+        else if (s->kind == AST_STMT_EXPR) ax_warning(st->ctx, s->loc, "statement has no effect");
+        else if (s->kind == AST_STMT_FOR) lower_for(st, s);
+        else {
+            if (i + 1 < n) ax_error(st->ctx, stmts[i + 1]->loc, "statement after return");
+            return s;
+        }
+    }
+    return NULL;
+}
+
 /* Function form (§3.2).  An input that failed is bound as a failed value, so
  * its uses stay silent. */
 static void lower_function(lower_state *st)
@@ -708,20 +821,13 @@ static void lower_function(lower_state *st)
     const ast_model *m = st->model;
     for (int i = 0; i < m->nparams; i++)
         scope_bind(st, m->params[i].name, input_node(st, m->params[i].name), NULL);
-    for (int i = 0; i < m->nstmts; i++) {
-        const ast_stmt *s = m->stmts[i];
-        if (s->kind == AST_STMT_ASSIGN) lower_assign(st, s);
-        else if (s->kind == AST_STMT_UNPACK) lower_unpack(st, s);
-        else if (s->kind == AST_STMT_EXPR) ax_warning(st->ctx, s->loc, "statement has no effect");
-        else {
-            lower_return(st, s);
-            if (i + 1 < m->nstmts)
-                ax_error(st->ctx, m->stmts[i + 1]->loc, "statement after return");
-            warn_unused_layers(st);
-            return;
-        }
+    const ast_stmt *ret = lower_body(st, m->stmts, m->nstmts, NULL);
+    if (ret) {
+        lower_return(st, ret);
+        warn_unused_layers(st);
+    } else {
+        ax_error(st->ctx, m->loc, "model '%s' has no return statement", m->name);
     }
-    ax_error(st->ctx, m->loc, "model '%s' has no return statement", m->name);
 }
 
 ir_graph *lower_model(ax_ctx *ctx, const ast_file *f, int index, const ax_define *defs,
@@ -737,6 +843,7 @@ ir_graph *lower_model(ax_ctx *ctx, const ast_file *f, int index, const ax_define
     st.ndefs = ndefs;
     st.const_state = ax_alloc(ctx->arena, sizeof *st.const_state * (size_t)(f->nconsts + 1));
     st.const_value = ax_alloc(ctx->arena, sizeof *st.const_value * (size_t)(f->nconsts + 1));
+    st.block_failed = ax_alloc(ctx->arena, sizeof *st.block_failed * (size_t)(f->nblocks + 1));
     st.g = ir_graph_new(ctx, m->name, m->loc);
     st.g->dtype = AXRT_F32;
     st.g->backend = IR_TARGET_c;

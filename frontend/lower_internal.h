@@ -17,10 +17,26 @@ typedef struct lower_num {
 typedef struct lower_ctor lower_ctor;
 typedef struct lower_fn lower_fn;
 
+typedef struct lower_layer lower_layer;
+
+/* What a lower_layer is: a constructor's layer, or a composite of
+ * language.md §9 (a block instance, a Chain, a list of instances). */
+typedef enum lower_layer_kind { LAYER_CTOR, LAYER_BLOCK, LAYER_CHAIN, LAYER_LIST } lower_layer_kind;
+
+/* A layer created inline while applying a block instance, kept so that the
+ * instance's next application reuses it (shared weights); `stamp` is the
+ * application that last used it. */
+typedef struct lower_inline {
+    const ast_node *at;
+    lower_layer *layer;
+    int stamp;
+} lower_inline;
+
 /* One instantiated layer: its parameters exist in the graph; applying it
  * adds compute nodes that share them. */
-typedef struct lower_layer {
-    const lower_ctor *ctor;
+struct lower_layer {
+    lower_layer_kind kind;
+    const lower_ctor *ctor;           /* LAYER_CTOR */
     const char *name;          /* layer name = state_dict prefix */
     ax_loc loc;                /* the declaration (given to its params) */
     ir_op op;                  /* IR_OP_COUNT: identity (Dropout) */
@@ -31,13 +47,31 @@ typedef struct lower_layer {
     ir_op act;                 /* activation= epilogue node, IR_OP_COUNT if none */
     ir_attrs act_attrs;
     bool used;                 /* applied somewhere (function form: unused warns) */
-} lower_layer;
+    /* LAYER_BLOCK: the block, its keyword parameters bound as numbers, the
+     * layer each body statement declares (decls[i], when declared[i]) */
+    const ast_model *block;
+    struct lower_binding *consts;
+    int nconsts;
+    lower_layer **decls;
+    bool *declared;
+    ax_context context;        /* "in 'layer2.0' (block 'basic')" at the declaration */
+    lower_inline *inlines;
+    int ninlines, inlines_cap, ninline_names;
+    /* LAYER_CHAIN, LAYER_LIST: the elements; a Chain element that is a
+     * function is fns[i] (items[i] NULL) */
+    lower_layer **items;
+    const ast_node **fns;
+    int nitems;
+};
 
-/* A name in a function-form body: a value (node) or a declared layer. */
+/* A name in a function-form body: a value (node), a declared layer, or a
+ * compile-time number (a block parameter, a for loop variable). */
 typedef struct lower_binding {
     const char *name;
     int node;                  /* value: its node id */
     lower_layer *layer;        /* declared layer, else NULL */
+    bool is_num;
+    lower_num num;
 } lower_binding;
 
 /* Evaluation state of one const of the file, per lowered model. */
@@ -58,6 +92,12 @@ typedef struct lower_state {
     const char **layer_names;          /* every layer created, for duplicates */
     int nlayers, layers_cap;
     int ninline;                       /* inline constructors so far */
+    lower_layer *instance;             /* the block instance being applied, or NULL */
+    int stamp;                         /* the block application under way */
+    int napplications;                 /* block applications so far */
+    int64_t unrolled;                  /* for-loop iterations and list elements so far */
+    int depth;                         /* nesting of block applications */
+    bool *block_failed;                /* per file block: an application had errors */
 } lower_state;
 
 /* Arguments of one application: tensors already lowered (a piped value),
@@ -94,7 +134,52 @@ void lower_split_args(lower_state *st, const ast_node *call, lower_args *a);
 /* Records a new layer name; reports a duplicate (false). */
 bool lower_claim_layer_name(lower_state *st, const char *name, ax_loc loc);
 
+/* The innermost binding of name, or NULL. */
+lower_binding *lower_scope_find(lower_state *st, const char *name);
+/* Binds name to a value node (IR_NONE: a failed value) or a layer. */
+void lower_scope_bind(lower_state *st, const char *name, int node, lower_layer *layer);
+/* True when e is made only of numbers and compile-time number names. */
+bool lower_is_const_expr(lower_state *st, const ast_node *e);
+/* Binds name to a compile-time number. */
+void lower_scope_bind_num(lower_state *st, const char *name, lower_num v);
+/* Applies the callable expression f (a name, a constructor or block call, a
+ * keyword-only function call) to in[0..nin); layer_name names a layer f
+ * creates (NULL: the next inline name). */
+int lower_apply_callable(lower_state *st, const ast_node *f, const int *in, int nin,
+                         const char *layer_name, ax_loc decl, ax_loc loc);
+/* Lowers statements of a function or block body (assignments, for loops);
+ * stops at a return and gives it (NULL when there is none).  inst: the
+ * block instance whose top-level body this is (its declared layers), else NULL. */
+const ast_stmt *lower_body(lower_state *st, ast_stmt *const *stmts, int n, const lower_layer *inst);
+
+/* ---- lower_blocks.c (language.md §9) ----------------------------------- */
+/* The block named name, or NULL. */
+const ast_model *lower_find_block(const lower_state *st, const char *name);
+/* When rhs declares a layer (a constructor call, Chain(...), a block call
+ * with keyword arguments, [E for i in a:b], list[i]) sets *is_decl and
+ * returns it named name (NULL after an error); else *is_decl = false. */
+lower_layer *lower_declare(lower_state *st, const char *name, const ast_node *rhs, ax_loc decl,
+                           bool *is_decl);
+/* Applies a block instance or a Chain; IR_NONE after an error. */
+int lower_apply_composite(lower_state *st, const lower_layer *l, const int *in, int nin,
+                          ax_loc loc);
+/* Unrolls `for v in a:b` / `for v in list`. */
+void lower_for(lower_state *st, const ast_stmt *s);
+/* The layer list[i] names (constant i), or NULL after an error. */
+lower_layer *lower_index_layer(lower_state *st, const ast_node *e);
+/* The name of the next inline layer ("3", or "<instance>.3" inside a block). */
+const char *lower_inline_name(lower_state *st);
+
+/* ---- lower_slice.c (language.md §10) ------------------------------------- */
+/* x[a:b, :, i] on a value; IR_NONE after an error. */
+int lower_index_value(lower_state *st, const ast_node *e);
+/* `a, b = split(x, (s0, s1); dims=k)`: binds every target. */
+void lower_split(lower_state *st, const ast_stmt *s);
+
 /* ---- lower_layers.c ----------------------------------------------------- */
+/* The axc spelling of a PyTorch module or function name (Conv2d -> "Conv((kh,
+ * kw), in => out)"), or NULL. */
+const char *lower_torch_name(const char *name);
 const lower_ctor *lower_find_ctor(const char *name);
 const lower_fn *lower_find_fn(const char *name);
 /* chunk(x, n; dims=k) bound to nresults names (language.md §10): the

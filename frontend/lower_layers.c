@@ -19,7 +19,7 @@ struct lower_ctor {
 };
 
 typedef enum fn_tuple { FN_NO_TUPLE, FN_SHAPE_TUPLE, FN_PERM_TUPLE } fn_tuple;
-typedef enum fn_kw { KW_NONE, KW_ALPHA, KW_DIMS, KW_DIMS_REQUIRED } fn_kw;
+typedef enum fn_kw { KW_NONE, KW_ALPHA, KW_DIMS, KW_DIMS_REQUIRED, KW_REDUCE } fn_kw;
 
 struct lower_fn {
     const char *name;
@@ -42,6 +42,42 @@ static const ast_node *kw_value(const lower_args *a, const char *name)
     return NULL;
 }
 
+/* PyTorch spellings and what axc writes instead (language.md §6, §9, §10). */
+static const char *const torch_names[][2] = {
+    {"Linear", "Dense(in => out)"}, {"Conv2d", "Conv((kh, kw), in => out)"},
+    {"BatchNorm2d", "BatchNorm(C)"},
+    {"BatchNorm1d", "BatchNorm(C)"}, {"MaxPool2d", "MaxPool((kh, kw))"},
+    {"AvgPool2d", "MeanPool((kh, kw))"}, {"AdaptiveAvgPool2d", "AdaptiveMeanPool((h, w))"},
+    {"Sequential", "Chain(...)"}, {"ModuleList", "a list [E for i in a:b]"},
+    {"MultiheadAttention", "MultiHeadAttention(d => heads)"}, {"ReLU", "relu"},
+    {"ReLU6", "relu6"}, {"GELU", "gelu"}, {"SiLU", "silu"}, {"Sigmoid", "sigmoid"},
+    {"Tanh", "tanh"}, {"Hardswish", "hardswish"}, {"Hardsigmoid", "hardsigmoid"},
+    {"Softmax", "softmax"}, {"Identity", "identity"}, {"cat", "concat(a, b; dims=k)"},
+    {"permute", "transpose(x, perm)"}, {"view", "reshape(x, shape)"},
+};
+
+/* PyTorch keyword spellings -> axc's (shown as "axc spells it ..."). */
+static const char *const torch_keywords[][2] = {
+    {"padding", "pad="}, {"kernel_size", "the first argument: Conv((kh, kw), in => out)"},
+    {"in_channels", "in => out"}, {"out_channels", "in => out"},
+    {"in_features", "in => out"}, {"out_features", "in => out"},
+    {"dim", "dims="}, {"keepdim", "keepdims="}, {"ceil_mode", "ceil="},
+};
+
+const char *lower_torch_name(const char *name)
+{
+    for (size_t i = 0; i < sizeof torch_names / sizeof torch_names[0]; i++)
+        if (strcmp(torch_names[i][0], name) == 0) return torch_names[i][1];
+    return NULL;
+}
+
+static const char *torch_keyword(const char *name)
+{
+    for (size_t i = 0; i < sizeof torch_keywords / sizeof torch_keywords[0]; i++)
+        if (strcmp(torch_keywords[i][0], name) == 0) return torch_keywords[i][1];
+    return NULL;
+}
+
 /* Reports keywords not in allowed (with a suggestion) and repeated ones. */
 static bool check_keywords(lower_state *st, const char *owner, const char *const *allowed,
                            const lower_args *a)
@@ -55,7 +91,11 @@ static bool check_keywords(lower_state *st, const char *owner, const char *const
         const ast_node *k = a->kw[i];
         int j = 0;
         while (j < nallowed && strcmp(allowed[j], k->name) != 0) j++;
-        if (j == nallowed) {
+        if (j == nallowed && torch_keyword(k->name)) {
+            ax_error(st->ctx, k->loc, "%s has no keyword '%s' (PyTorch's spelling); axc spells "
+                     "it %s", owner, k->name, torch_keyword(k->name));
+            ok = false;
+        } else if (j == nallowed) {
             lower_unknown(st, k->loc, ax_sprintf(st->ctx->arena, "%s has no keyword '%s'",
                           owner, k->name), k->name, allowed, nallowed);
             ok = false;
@@ -164,6 +204,11 @@ static bool kw_dims(lower_state *st, const lower_args *a, bool required, const c
         if (required) ax_error(st->ctx, a->loc, "%s needs dims=k (the axis)", owner);
         return !required;
     }
+    if (v->kind == AST_TUPLE) {
+        ax_error(st->ctx, v->loc, "%s takes one axis (dims=k); several axes (dims=(1, 2)) are "
+                 "for the reductions sum, mean, maximum, minimum and prod", owner);
+        return false;
+    }
     if (!lower_eval_num(st, v, &n)) return false;
     if (!n.is_int || n.i < -IR_MAX_RANK || n.i >= IR_MAX_RANK) {
         ax_error(st->ctx, v->loc, "dims expects an integer axis in [-%d, %d)", IR_MAX_RANK,
@@ -198,13 +243,20 @@ static const lower_fn functions[] = {
     UNARY("abs", abs, false),
     UNARY("neg", neg, false),
     UNARY("erf", erf, false),
+    UNARY("hardswish", hardswish, true),
+    UNARY("hardsigmoid", hardsigmoid, true),
+    UNARY("mish", mish, true),
+    UNARY("selu", selu, true),
+    UNARY("reciprocal", reciprocal, false),
     {"reshape", IR_OP_reshape, 1, 1, FN_SHAPE_TUPLE, KW_NONE, 0, false, "(x, (d0, d1, ...))"},
     {"transpose", IR_OP_transpose, 1, 1, FN_PERM_TUPLE, KW_NONE, 0, false, "(x, (p0, p1, ...))"},
     {"concat", IR_OP_concat, 1, IR_MAX_SRC, FN_NO_TUPLE, KW_DIMS_REQUIRED, 0, false,
      "(a, b, ...; dims=k)"},
-    {"sum", IR_OP_sum, 1, 1, FN_NO_TUPLE, KW_DIMS_REQUIRED, 0, false, "(x; dims=k)"},
-    {"mean", IR_OP_mean, 1, 1, FN_NO_TUPLE, KW_DIMS_REQUIRED, 0, false, "(x; dims=k)"},
-    {"maximum", IR_OP_maximum, 1, 1, FN_NO_TUPLE, KW_DIMS_REQUIRED, 0, false, "(x; dims=k)"},
+    {"sum", IR_OP_sum, 1, 1, FN_NO_TUPLE, KW_REDUCE, 0, false, "(x; dims=k)"},
+    {"mean", IR_OP_mean, 1, 1, FN_NO_TUPLE, KW_REDUCE, 0, false, "(x; dims=k)"},
+    {"maximum", IR_OP_maximum, 1, 1, FN_NO_TUPLE, KW_REDUCE, 0, false, "(x; dims=k)"},
+    {"minimum", IR_OP_minimum, 1, 1, FN_NO_TUPLE, KW_REDUCE, 0, false, "(x; dims=k)"},
+    {"prod", IR_OP_prod, 1, 1, FN_NO_TUPLE, KW_REDUCE, 0, false, "(x; dims=k)"},
     {"matmul", IR_OP_matmul, 2, 2, FN_NO_TUPLE, KW_NONE, 0, false, "(a, b)"},
 };
 #undef UNARY
@@ -310,6 +362,54 @@ static bool perm_tuple(lower_state *st, const ast_node *e, ir_attrs *attrs)
     return true;
 }
 
+static const char *const kw_reduce[] = {"dims", "keepdims", NULL};
+
+/* dims=k or dims=(k0, k1, ...) of a reduction into axes[]; false after an error. */
+static bool reduce_axes(lower_state *st, const lower_fn *fn, const lower_args *a, int *axes,
+                        int *naxes)
+{
+    const ast_node *v = kw_value(a, "dims");
+    if (!v) {
+        ax_error(st->ctx, a->loc, "%s needs dims=k or dims=(k0, k1, ...) (the axes)", fn->name);
+        return false;
+    }
+    ast_node *const *items = v->kind == AST_TUPLE ? v->args : (ast_node *const *)&v;
+    *naxes = v->kind == AST_TUPLE ? v->nargs : 1;
+    for (int i = 0; i < *naxes; i++) {
+        lower_num n;
+        if (*naxes > IR_MAX_RANK || !lower_eval_num(st, items[i], &n)) return false;
+        if (!n.is_int || n.i < -IR_MAX_RANK || n.i >= IR_MAX_RANK) {
+            ax_error(st->ctx, items[i]->loc, "dims expects integer axes in [-%d, %d)",
+                     IR_MAX_RANK, IR_MAX_RANK);
+            return false;
+        }
+        axes[i] = (int)n.i;
+    }
+    return true;
+}
+
+/* sum/mean/maximum/minimum/prod over one or several axes (one node per
+ * axis, each keeping its axis as 1; a mean of means over equal-sized lines
+ * is the mean over all), then keepdims=false drops them. */
+static int lower_reduce(lower_state *st, const lower_fn *fn, const lower_args *a, int x)
+{
+    int axes[IR_MAX_RANK], naxes = 0;
+    bool keep = true;
+    if (!check_keywords(st, fn->name, kw_reduce, a)) return IR_NONE;
+    if (!reduce_axes(st, fn, a, axes, &naxes) || !kw_bool(st, a, "keepdims", &keep))
+        return IR_NONE;
+    for (int i = 0; i < naxes; i++) {
+        ir_attrs attrs = lower_attrs();
+        attrs.axis = axes[i];
+        x = lower_add(st, fn->op, &x, 1, &attrs, a->loc, NULL);
+    }
+    if (keep) return x;
+    ir_attrs squeeze = lower_attrs();
+    memcpy(squeeze.squeeze, axes, sizeof *axes * (size_t)naxes);
+    squeeze.nsqueeze = naxes;
+    return lower_add(st, IR_OP_reshape, &x, 1, &squeeze, a->loc, NULL);
+}
+
 int lower_apply_fn(lower_state *st, const lower_fn *fn, const lower_args *a)
 {
     int ntuple = fn->tuple != FN_NO_TUPLE, total = a->nin + a->npos;
@@ -328,6 +428,7 @@ int lower_apply_fn(lower_state *st, const lower_fn *fn, const lower_args *a)
         src[i] = i < a->nin ? a->in[i] : lower_expr(st, a->pos[i - a->nin]);
         ok = ok && src[i] != IR_NONE;
     }
+    if (fn->kw == KW_REDUCE) return ok ? lower_reduce(st, fn, a, src[0]) : IR_NONE;
     ir_attrs attrs = lower_attrs();
     ok = fn_keywords(st, fn, a, &attrs) && ok;
     if (fn->tuple == FN_SHAPE_TUPLE) ok = ok && shape_tuple(st, a->pos[a->npos - 1], &attrs);
@@ -485,8 +586,27 @@ static bool build_pool(lower_state *st, lower_layer *l, const lower_args *a)
     at->stride[1] = at->kernel[1];
     ok = kw_pair(st, a, "stride", at->stride);
     ok = kw_pad(st, a, at) && ok;
+    ok = kw_bool(st, a, "ceil", &at->ceil) && ok;
+    bool count_pad = true;
+    ok = kw_bool(st, a, "count_include_pad", &count_pad) && ok;
+    at->exclude_pad = !count_pad;
     l->op = strcmp(lower_ctor_name(l->ctor), "MaxPool") == 0 ? IR_OP_maxpool : IR_OP_meanpool;
+    if (ok && kw_value(a, "count_include_pad") && l->op == IR_OP_maxpool) {
+        ax_error(st->ctx, kw_value(a, "count_include_pad")->loc, "count_include_pad is a "
+                 "MeanPool keyword (MaxPool's padding is -inf)");
+        return false;
+    }
     return ok;
+}
+
+/* AdaptiveMeanPool((h, w)): a mean pool whose window pass_shape derives
+ * from the input size (torch.nn.AdaptiveAvgPool2d where (h, w) divides it). */
+static bool build_adaptivepool(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    l->op = IR_OP_meanpool;
+    l->attrs.adaptive = true;
+    return eval_int_or_tuple(st, a->pos[0], 2, 1, "AdaptiveMeanPool expects the output size: "
+                             "a positive integer or an (h, w) tuple", l->attrs.kernel);
 }
 
 static bool build_globalpool(lower_state *st, lower_layer *l, const lower_args *a)
@@ -583,7 +703,7 @@ static bool build_mha(lower_state *st, lower_layer *l, const lower_args *a)
 static const char *const kw_dense[] = {"activation", "bias", NULL};
 static const char *const kw_conv[] = {"stride", "pad", "dilation", "groups", "activation",
                                       "bias", NULL};
-static const char *const kw_pool[] = {"stride", "pad", NULL};
+static const char *const kw_pool[] = {"stride", "pad", "ceil", "count_include_pad", NULL};
 static const char *const kw_batchnorm[] = {"eps", "activation", NULL};
 static const char *const kw_eps[] = {"eps", NULL};
 static const char *const kw_mha[] = {"bias", "causal", NULL};
@@ -594,6 +714,7 @@ static const lower_ctor ctors[] = {
     {"MaxPool", 1, "((kh, kw))", kw_pool, build_pool},
     {"MeanPool", 1, "((kh, kw))", kw_pool, build_pool},
     {"GlobalMeanPool", 0, "()", NULL, build_globalpool},
+    {"AdaptiveMeanPool", 1, "((h, w))", NULL, build_adaptivepool},
     {"BatchNorm", 1, "(channels)", kw_batchnorm, build_batchnorm},
     {"LayerNorm", 1, "(size)", kw_eps, build_layernorm},
     {"Dropout", 1, "(p)", NULL, build_dropout},
@@ -645,6 +766,7 @@ lower_layer *lower_make_layer(lower_state *st, const lower_ctor *c, const ast_no
 
 int lower_apply_layer(lower_state *st, const lower_layer *l, const int *in, int nin, ax_loc loc)
 {
+    if (l->kind != LAYER_CTOR) return lower_apply_composite(st, l, in, nin, loc);
     if (nin != l->min_in && nin != l->max_in) {
         if (l->min_in == l->max_in)
             ax_error(st->ctx, loc, "layer '%s' (%s) expects 1 input, got %d", l->name,

@@ -224,12 +224,41 @@ static void dump_expr(const ast_node *n, ax_buf *out)
         dump_expr(n->lhs, out);
         ax_buf_puts(out, ")");
         break;
+    case AST_RANGE: dump_pair("range", n->lhs, n->rhs, out); break;
+    case AST_COMPREHENSION:
+        ax_buf_printf(out, "(for %s ", n->name);
+        dump_pair("in", n->lhs, n->rhs, out);
+        ax_buf_puts(out, ")");
+        break;
+    case AST_INDEX:
+        ax_buf_puts(out, "(index ");
+        dump_expr(n->callee, out);
+        dump_args(n, out);
+        break;
+    case AST_SLICE:
+        ax_buf_puts(out, "(slice");
+        for (const ast_node *part[3] = {n->lhs, n->rhs, n->step}, **q = part; q < part + 3; q++) {
+            ax_buf_puts(out, " ");
+            if (*q) dump_expr(*q, out);
+            else ax_buf_puts(out, "_");
+        }
+        ax_buf_puts(out, ")");
+        break;
     }
 }
 
 static void dump_stmt(const ast_stmt *s, ax_buf *out)
 {
     switch (s->kind) {
+    case AST_STMT_FOR:
+        ax_buf_printf(out, "(for %s ", s->name);
+        dump_expr(s->value, out);
+        for (int i = 0; i < s->nbody; i++) {
+            ax_buf_puts(out, " ");
+            dump_stmt(s->body[i], out);
+        }
+        ax_buf_puts(out, ")");
+        break;
     case AST_STMT_EXPR: dump_expr(s->value, out); break;
     case AST_STMT_ASSIGN:
         ax_buf_printf(out, "(= %s ", s->name);
@@ -257,12 +286,21 @@ static void dump_stmt(const ast_stmt *s, ax_buf *out)
 
 static void dump_model(const ast_model *m, ax_buf *out)
 {
-    ax_buf_printf(out, "(model %s %s", m->name, m->is_function ? "function" : "chain");
+    ax_buf_printf(out, "(model %s %s", m->name,
+                  m->is_block ? "block" : m->is_function ? "function" : "chain");
+    for (int i = 0; i < m->nkwparams; i++) {
+        ax_buf_printf(out, "\n  (kwparam %s", m->kwparams[i].name);
+        if (m->kwparams[i].value) {
+            ax_buf_puts(out, " ");
+            dump_expr(m->kwparams[i].value, out);
+        }
+        ax_buf_puts(out, ")");
+    }
     for (int i = 0; i < m->nopts; i++)
         ax_buf_printf(out, "\n  (option %s %s)", m->opts[i].key, m->opts[i].value);
     for (int i = 0; i < m->nparams; i++) {
         const ast_param *p = &m->params[i];
-        ax_buf_printf(out, "\n  (param %s %s", p->name, p->type);
+        ax_buf_printf(out, "\n  (param %s %s", p->name, p->type ? p->type : "_");
         for (int d = 0; d < p->ndims; d++) {
             ax_buf_puts(out, " ");
             dump_expr(p->dims[d], out);
@@ -284,6 +322,8 @@ void ast_dump(const ast_file *f, ax_buf *out)
         dump_expr(f->consts[i].value, out);
         ax_buf_puts(out, ")\n");
     }
+    for (int i = 0; i < f->nblocks; i++)
+        dump_model(&f->blocks[i], out);
     for (int i = 0; i < f->nmodels; i++)
         dump_model(&f->models[i], out);
 }

@@ -66,7 +66,7 @@ typedef struct axc_bracket {
 typedef struct axc_parser {
     ax_ctx *ctx;
     ast_file *file;
-    int consts_cap, models_cap;
+    int consts_cap, models_cap, blocks_cap;
     /* scanner position: 1-based line and column, 0-based byte offset */
     int line, col, off;
     int prev_token;             /* last token returned, 0 at the start */
@@ -124,6 +124,13 @@ static ast_node *bounded(axc_parser *p, ast_node *e);
 static void add_model(axc_parser *p, ast_model *m, axc_vec *stmts);
 static ast_model *new_model(axc_parser *p, axc_vec *opts, const char *name, ax_loc loc,
                             axc_vec *params, bool is_function);
+static ast_model *new_block(axc_parser *p, axc_vec *opts, const char *kind, ax_loc kind_loc,
+                            const char *name, ax_loc loc, axc_vec *inputs, axc_vec *kws);
+static ast_param *new_block_input(axc_parser *p, const char *name, ax_loc loc);
+static ast_const *new_block_kw(axc_parser *p, const char *name, ax_loc loc, ast_node *value);
+static ast_stmt *new_for(axc_parser *p, ax_loc loc, const char *var, ax_loc var_loc,
+                         const char *in, ax_loc in_loc, ast_node *iter, axc_vec *body);
+static ast_node *new_slice(axc_parser *p, ax_loc loc, ast_node *lo, ast_node *hi, ast_node *step);
 }
 
 %union {
@@ -135,6 +142,7 @@ static ast_model *new_model(axc_parser *p, axc_vec *opts, const char *name, ax_l
     ast_param *param;
     ast_option *option;
     ast_model *model;
+    ast_const *bkw;
     axc_vec *vec;
 }
 
@@ -142,16 +150,18 @@ static ast_model *new_model(axc_parser *p, axc_vec *opts, const char *name, ax_l
 %token <str> IDENT
 %token <ival> INT
 %token <fval> FLOAT
-%token KW_AXIOM KW_FUNCTION KW_BEGIN KW_END KW_RETURN KW_CONST
+%token KW_AXIOM KW_FUNCTION KW_BEGIN KW_END KW_RETURN KW_CONST KW_FOR
 %token PIPE ARROW DOTMUL DOTDIV DCOLON
 
-%type <node> expr postfix primary arg kwarg
+%type <node> expr postfix primary arg kwarg for_iter index_item slice_bound
 %type <stmt> stmt
 %type <param> param
 %type <option> option
 %type <model> model_head
 %type <vec> options params param_list dims expr_list body tuple_items call_args arg_list kwarg_list
-%type <vec> name_list
+%type <vec> block_inputs block_input_list block_kws block_kw_list index_list name_list
+%type <param> block_input
+%type <bkw> block_kw
 %type <str> option_value
 
 %right ARROW
@@ -191,6 +201,40 @@ model_head
         { $$ = new_model(p, $2, $3, axc_loc(@3), $5, false); }
     | KW_AXIOM options KW_FUNCTION IDENT '(' params ')'
         { $$ = new_model(p, $2, $4, axc_loc(@4), $6, true); }
+    | KW_AXIOM options IDENT KW_FUNCTION IDENT '(' block_inputs block_kws ')'
+        { $$ = new_block(p, $2, $3, axc_loc(@3), $5, axc_loc(@5), $7, $8); }
+    ;
+
+block_inputs
+    : %empty                            { $$ = NULL; }
+    | block_input_list
+    | block_input_list ','
+    ;
+
+block_input_list
+    : block_input                       { $$ = axc_vec_push(arena_of(p), NULL, $1); }
+    | block_input_list ',' block_input  { $$ = axc_vec_push(arena_of(p), $1, $3); }
+    ;
+
+block_input
+    : IDENT                             { $$ = new_block_input(p, $1, axc_loc(@1)); }
+    | param
+    ;
+
+block_kws
+    : %empty                            { $$ = NULL; }
+    | ';' block_kw_list                 { $$ = $2; }
+    | ';' block_kw_list ','             { $$ = $2; }
+    ;
+
+block_kw_list
+    : block_kw                          { $$ = axc_vec_push(arena_of(p), NULL, $1); }
+    | block_kw_list ',' block_kw        { $$ = axc_vec_push(arena_of(p), $1, $3); }
+    ;
+
+block_kw
+    : IDENT             { $$ = new_block_kw(p, $1, axc_loc(@1), NULL); }
+    | IDENT '=' expr    { $$ = new_block_kw(p, $1, axc_loc(@1), $3); }
     ;
 
 options
@@ -271,6 +315,13 @@ stmt
             $$ = ast_new_stmt(arena_of(p), AST_STMT_RETURN, axc_loc(@$));
             $$->rets = (ast_node **)axc_vec_array(arena_of(p), $2, &$$->nrets);
         }
+    | KW_FOR IDENT IDENT for_iter sep body KW_END
+        { $$ = new_for(p, axc_loc(@$), $2, axc_loc(@2), $3, axc_loc(@3), $4, $6); }
+    ;
+
+for_iter
+    : expr
+    | expr ':' expr     { $$ = ast_new_binary(arena_of(p), AST_RANGE, 0, axc_loc(@$), $1, $3); }
     ;
 
 dims
@@ -306,6 +357,27 @@ postfix
     : primary
     | postfix '(' call_args ')'
         { $$ = ast_new_list(arena_of(p), AST_CALL, axc_loc(@$), $1, $3); }
+    | postfix '[' index_list ']'
+        { $$ = ast_new_list(arena_of(p), AST_INDEX, axc_loc(@$), $1, $3); }
+    ;
+
+index_list
+    : index_item                    { $$ = axc_vec_push(arena_of(p), NULL, $1); }
+    | index_list ',' index_item     { $$ = axc_vec_push(arena_of(p), $1, $3); }
+    ;
+
+index_item
+    : expr
+    | slice_bound ':' slice_bound   { $$ = new_slice(p, axc_loc(@$), $1, $3, NULL); }
+    | slice_bound ':' slice_bound ':' slice_bound
+        { $$ = new_slice(p, axc_loc(@$), $1, $3, $5); }
+    | slice_bound DCOLON slice_bound    /* a::s, the '::' of a type annotation */
+        { $$ = new_slice(p, axc_loc(@$), $1, NULL, $3); }
+    ;
+
+slice_bound
+    : %empty    { $$ = NULL; }
+    | expr
     ;
 
 primary
@@ -317,6 +389,13 @@ primary
         { $$ = ast_new_list(arena_of(p), AST_TUPLE, axc_loc(@$), NULL, axc_vec_push(arena_of(p), NULL, $2)); }
     | '(' tuple_items ')'       { $$ = ast_new_list(arena_of(p), AST_TUPLE, axc_loc(@$), NULL, $2); }
     | '(' tuple_items ',' ')'   { $$ = ast_new_list(arena_of(p), AST_TUPLE, axc_loc(@$), NULL, $2); }
+    | '[' expr KW_FOR IDENT IDENT for_iter ']'
+        {
+            if (strcmp($5, "in") != 0)
+                ax_error(p->ctx, axc_loc(@5), "expected 'in' after the loop variable, not '%s'", $5);
+            $$ = ast_new_binary(arena_of(p), AST_COMPREHENSION, 0, axc_loc(@$), $2, $6);
+            $$->name = $4;
+        }
     ;
 
 tuple_items
@@ -420,6 +499,59 @@ static ast_model *new_model(axc_parser *p, axc_vec *opts, const char *name, ax_l
  * statement, so `return` there is a located error -- unless the model
  * already had syntax errors: then its body may have swallowed the next
  * model (a missing 'end'), and the 'return' is that model's. */
+static ast_param *new_block_input(axc_parser *p, const char *name, ax_loc loc)
+{
+    ast_param *in = ax_alloc(arena_of(p), sizeof *in);
+    in->name = name;
+    in->loc = loc;
+    return in;
+}
+
+static ast_const *new_block_kw(axc_parser *p, const char *name, ax_loc loc, ast_node *value)
+{
+    ast_const *c = ax_alloc(arena_of(p), sizeof *c);
+    c->name = name;
+    c->loc = loc;
+    c->value = value;
+    return c;
+}
+
+/* `@axiom block function NAME(inputs; params)`: kind must be the word block. */
+static ast_model *new_block(axc_parser *p, axc_vec *opts, const char *kind, ax_loc kind_loc,
+                            const char *name, ax_loc loc, axc_vec *inputs, axc_vec *kws)
+{
+    if (strcmp(kind, "block") != 0)
+        ax_error(p->ctx, kind_loc, "unknown model kind '%s' (write '@axiom block function ...' "
+                 "for a block)", kind);
+    if (opts)
+        ax_error(p->ctx, ((ast_option *)opts->items[0])->loc,
+                 "a block takes no options (it uses the model's)");
+    ast_model *m = new_model(p, NULL, name, loc, inputs, true);
+    m->is_block = true;
+    m->kwparams = vec_to_structs(p, kws, sizeof(ast_const), &m->nkwparams);
+    return m;
+}
+
+static ast_stmt *new_for(axc_parser *p, ax_loc loc, const char *var, ax_loc var_loc,
+                         const char *in, ax_loc in_loc, ast_node *iter, axc_vec *body)
+{
+    if (strcmp(in, "in") != 0)
+        ax_error(p->ctx, in_loc, "expected 'in' after the loop variable, not '%s'", in);
+    ast_stmt *s = ast_new_stmt(arena_of(p), AST_STMT_FOR, loc);
+    s->name = var;
+    s->name_loc = var_loc;
+    s->value = iter;
+    s->body = (ast_stmt **)axc_vec_array(arena_of(p), body, &s->nbody);
+    return s;
+}
+
+static ast_node *new_slice(axc_parser *p, ax_loc loc, ast_node *lo, ast_node *hi, ast_node *step)
+{
+    ast_node *n = ast_new_binary(arena_of(p), AST_SLICE, 0, loc, lo, hi);
+    n->step = step;
+    return n;
+}
+
 static void add_model(axc_parser *p, ast_model *m, axc_vec *stmts)
 {
     m->stmts = (ast_stmt **)axc_vec_array(arena_of(p), stmts, &m->nstmts);
@@ -435,6 +567,17 @@ static void add_model(axc_parser *p, ast_model *m, axc_vec *stmts)
                      "'return' is not allowed in a 'begin ... end' chain: its last statement is the output");
     }
     ast_file *f = p->file;
+    if (m->is_block) {
+        if (f->nblocks == p->blocks_cap) {
+            p->blocks_cap = p->blocks_cap ? 2 * p->blocks_cap : 4;
+            ast_model *grown = ax_alloc(arena_of(p), (size_t)p->blocks_cap * sizeof *grown);
+            if (f->nblocks)
+                memcpy(grown, f->blocks, (size_t)f->nblocks * sizeof *grown);
+            f->blocks = grown;
+        }
+        f->blocks[f->nblocks++] = *m;
+        return;
+    }
     if (f->nmodels == p->models_cap) {
         p->models_cap = p->models_cap ? 2 * p->models_cap : 4;
         ast_model *grown = ax_alloc(arena_of(p), (size_t)p->models_cap * sizeof *grown);
@@ -461,6 +604,7 @@ static const char *token_words(yysymbol_kind_t kind)
     case YYSYMBOL_KW_END: return "'end'";
     case YYSYMBOL_KW_RETURN: return "'return'";
     case YYSYMBOL_KW_CONST: return "'const'";
+    case YYSYMBOL_KW_FOR: return "'for'";
     case YYSYMBOL_PIPE: return "'|>'";
     case YYSYMBOL_ARROW: return "'=>'";
     case YYSYMBOL_DOTMUL: return "'.*'";

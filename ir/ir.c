@@ -154,6 +154,7 @@ int ir_add(ir_graph *g, ir_op op, const int *src, int nsrc, ax_loc loc)
     n.nsrc = nsrc;
     for (int i = 0; i < nsrc; i++)
         n.src[i] = src[i];
+    n.context = g->ctx ? g->ctx->context : NULL;   /* the block instance being lowered */
     g->nodes[g->nnodes] = n;
     return g->nnodes++;
 }

@@ -131,11 +131,28 @@ typedef struct ir_attrs {
     int64_t newshape[IR_MAX_RANK]; /* reshape as written (one -1 allowed); pass_shape resolves */
     int nnewshape;            /* 0 with flatten=true means Flatten(): [N, prod(rest)] */
     bool flatten;
+    int64_t begin[IR_MAX_RANK]; /* slice: per dim, as written (negative from the end;
+                                 INT64_MIN: from the start); pass_shape clamps to 0..size */
+    int64_t end[IR_MAX_RANK]; /* slice: exclusive (INT64_MAX: to the end); clamped likewise */
+    int64_t step[IR_MAX_RANK]; /* slice: > 0 */
+    int nslice;               /* slice: dims given (the others are whole); pass_shape: rank */
+    int64_t split_total;      /* slice from split(x, sizes; dims=axis): the sizes' sum, which
+                                 must equal the axis (checked by pass_shape, then cleared) */
+    int squeeze[IR_MAX_RANK]; /* reshape (keepdims=false): size-1 axes of the input to drop,
+                                 negative from the end; pass_shape turns them into newshape */
+    int nsqueeze;
     int kernel[2];            /* conv, pools: kh, kw */
     int stride[2];
     int dilation[2];
     int pad[4];               /* top, left, bottom, right */
     bool pad_same;            /* pass_shape computes pad[] */
+    bool ceil;                /* maxpool: ceil mode (PyTorch ceil_mode=True); pass_shape widens
+                                 pad[2], pad[3] by the extra rows and columns it needs */
+    int ceil_extra[2];        /* pools in ceil mode: how much of pad[2], pad[3] ceil mode added
+                                 (not counted in a mean's divisor, as PyTorch) */
+    bool exclude_pad;         /* meanpool: count_include_pad=false (divide by real pixels) */
+    bool adaptive;            /* meanpool: kernel[] holds the output size (h, w) until pass_shape
+                                 turns it into kernel = stride = input / output */
     int groups;               /* conv */
     int heads;                /* mha */
     bool causal;              /* mha */
@@ -196,6 +213,7 @@ struct ir_node {
     int inplace_of;      /* operand index whose buffer the result overwrites (pass_memplan's
                             in-place decision; every back end reads it), else IR_NONE */
     ir_layout layout;    /* param only: how the back end stores it (cg_select) */
+    const ax_context *context; /* the block instance it was written in (language.md §9), or NULL */
 };
 
 struct ir_graph {

@@ -68,6 +68,7 @@ static double cost_mha(const ir_graph *g, const ir_node *n)
 #define cost_reshape cost_none
 #define cost_transpose cost_none
 #define cost_concat cost_none
+#define cost_slice cost_none
 #define cost_chunk cost_none
 #define cost_result cost_none
 #define cost_layernorm cost_norm

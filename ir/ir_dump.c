@@ -51,6 +51,12 @@ static void put_window_attrs(ax_buf *out, const ir_node *n)
         put_int_tuple(out, "dilation", a->dilation, 2);
     if (a->groups != 1)
         ax_buf_printf(out, " groups=%d", a->groups);
+    if (a->ceil)
+        ax_buf_puts(out, " ceil=true");
+    if (a->exclude_pad)
+        ax_buf_puts(out, " count_include_pad=false");
+    if (a->adaptive)
+        ax_buf_puts(out, " adaptive=true");
 }
 
 /* Operand k of fused node n as %id, followed by its strides over n's dims,
@@ -188,6 +194,17 @@ static void put_transpose_attrs(ax_buf *out, const ir_graph *g, const ir_node *n
 {
     (void)g;
     put_int_tuple(out, "perm", n->attrs.perm, n->attrs.nperm);
+}
+
+static void put_slice_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    const ir_attrs *a = &n->attrs;
+    ax_buf_puts(out, " index=[");
+    for (int d = 0; d < a->nslice; d++)
+        ax_buf_printf(out, "%s%lld:%lld:%lld", d ? ", " : "", (long long)a->begin[d],
+                      (long long)a->end[d], (long long)a->step[d]);
+    ax_buf_puts(out, "]");
 }
 
 static void put_reshape_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)

@@ -226,6 +226,23 @@ static double interp_gelu_tanh(double x, double alpha)
 static double interp_softplus(double x, double alpha) { (void)alpha; return x > 20 ? x : log1p(exp(x)); }
 static double interp_elu(double x, double alpha) { return x > 0 ? x : x == 0 ? 0.0 : alpha * expm1(x); } /* torch: elu(-0) is +0 */
 static double interp_leaky_relu(double x, double alpha) { return x > 0 ? x : alpha * x; }
+static double interp_hardswish(double x, double alpha)
+{
+    (void)alpha;   /* x * relu6(x + 3) / 6, written so that -inf gives 0 and NaN stays NaN */
+    return x <= -3 ? 0 : x >= 3 ? x : x * (x + 3) / 6;
+}
+static double interp_hardsigmoid(double x, double alpha)
+{
+    (void)alpha;
+    return x <= -3 ? 0 : x >= 3 ? 1 : (x + 3) / 6;
+}
+static double interp_mish(double x, double alpha) { return x * tanh(interp_softplus(x, alpha)); }
+static double interp_selu(double x, double alpha)
+{
+    (void)alpha;
+    return 1.0507009873554804934193349852946 * (x > 0 ? x : 1.6732632423543772848170429916717 * expm1(x));
+}
+static double interp_reciprocal(double x, double alpha) { (void)alpha; return 1 / x; }
 static double interp_exp(double x, double alpha) { (void)alpha; return exp(x); }
 static double interp_log(double x, double alpha) { (void)alpha; return log(x); }
 static double interp_sqrt(double x, double alpha) { (void)alpha; return sqrt(x); }
@@ -342,11 +359,16 @@ static int eval_reduce(const interp *in, const ir_node *n, double *out)
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t i = 0; i < inner; i++) {
             const double *line = xv + o * len * inner + i;
-            double acc = n->op == IR_OP_maximum ? -INFINITY : 0;
+            double acc = n->op == IR_OP_maximum ? -INFINITY : n->op == IR_OP_minimum ? INFINITY
+                       : n->op == IR_OP_prod ? 1 : 0;
             for (int64_t k = 0; k < len; k++) {
                 double v = line[k * inner];
                 if (n->op == IR_OP_maximum)
                     acc = (v > acc || isnan(v)) ? v : acc;
+                else if (n->op == IR_OP_minimum)
+                    acc = (v < acc || isnan(v)) ? v : acc;
+                else if (n->op == IR_OP_prod)
+                    acc *= v;
                 else
                     acc += v;
             }
@@ -399,6 +421,23 @@ static int eval_transpose(const interp *in, const ir_node *n, double *out)
         strides[k] = x_strides[n->attrs.perm[k]];
     for (int64_t i = 0; i < ir_numel(n); i++)
         out[i] = xv[broadcast_offset(i, n->shape, n->rank, strides)];
+    return 0;
+}
+
+/* slice: the element at begin + i * step of each dim (attrs normalised by pass_shape). */
+static int eval_slice(const interp *in, const ir_node *n, double *out)
+{
+    const ir_node *x = operand(in, n, 0);
+    const double *xv = operand_vals(in, n, 0);
+    int64_t x_strides[IR_MAX_RANK], strides[IR_MAX_RANK], offset = 0;
+    for (int d = x->rank - 1; d >= 0; d--)
+        x_strides[d] = d == x->rank - 1 ? 1 : x_strides[d + 1] * x->shape[d + 1];
+    for (int d = 0; d < x->rank; d++) {
+        strides[d] = x_strides[d] * n->attrs.step[d];
+        offset += n->attrs.begin[d] * x_strides[d];
+    }
+    for (int64_t i = 0; i < ir_numel(n); i++)
+        out[i] = xv[offset + broadcast_offset(i, n->shape, n->rank, strides)];
     return 0;
 }
 
@@ -620,17 +659,22 @@ static double pool_at(const ir_node *n, const ir_node *x, const double *xv, int6
     const ir_attrs *at = &n->attrs;
     bool is_max = n->op == IR_OP_maxpool;
     double acc = is_max ? -INFINITY : 0;
+    int64_t y0 = oy * at->stride[0] - at->pad[0], x0 = ox * at->stride[1] - at->pad[1];
+    int64_t counted = 0, rows = 0, cols = 0;
     for (int ky = 0; ky < at->kernel[0]; ky++) {
+        /* the padded area a mean divides by ends before ceil mode's extra rows */
+        rows += y0 + ky < x->shape[1] + at->pad[2] - at->ceil_extra[0];
         for (int kx = 0; kx < at->kernel[1]; kx++) {
-            const double *pixel = nhwc_pixel(xv, x->shape, b, oy * at->stride[0] - at->pad[0] + ky,
-                                             ox * at->stride[1] - at->pad[1] + kx);
+            cols += ky == 0 && x0 + kx < x->shape[2] + at->pad[3] - at->ceil_extra[1];
+            const double *pixel = nhwc_pixel(xv, x->shape, b, y0 + ky, x0 + kx);
             if (!pixel)
                 continue;
             double v = pixel[ch];
+            counted++;
             acc = !is_max ? acc + v : (v > acc || isnan(v)) ? v : acc;
         }
     }
-    return is_max ? acc : acc / (at->kernel[0] * at->kernel[1]);
+    return is_max ? acc : acc / (double)(at->exclude_pad ? counted : rows * cols);
 }
 
 static int eval_pool(const interp *in, const ir_node *n, double *out)

@@ -38,7 +38,10 @@ static bool fail(ir_graph *g, const ir_node *n, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
+    const ax_context *outer = g->ctx->context;
+    g->ctx->context = n->context;   /* names the block instance it was written in */
     ax_vdiag(g->ctx, AX_ERROR, n->loc, fmt, ap);
+    g->ctx->context = outer;
     va_end(ap);
     return false;
 }
@@ -168,9 +171,30 @@ static bool shape_flatten(ir_graph *g, ir_node *n, const ir_node *x)
     return true;
 }
 
+/* keepdims=false: the input's shape without the reduced axes (the reduction
+ * before it has checked them, and kept each as 1). */
+static bool squeeze_to_newshape(ir_graph *g, ir_node *n, const ir_node *x)
+{
+    ir_attrs *a = &n->attrs;
+    bool drop[IR_MAX_RANK] = {false};
+    for (int i = 0; i < a->nsqueeze; i++) {
+        int axis = a->squeeze[i] < 0 ? a->squeeze[i] + x->rank : a->squeeze[i];
+        if (axis >= 0 && axis < x->rank && x->shape[axis] == 1)
+            drop[axis] = true;
+    }
+    a->nnewshape = 0;
+    for (int d = 0; d < x->rank; d++)
+        if (!drop[d])
+            a->newshape[a->nnewshape++] = x->shape[d];
+    a->nsqueeze = 0;
+    return true;
+}
+
 static bool shape_reshape(ir_graph *g, ir_node *n)
 {
     const ir_node *x = operand(g, n, 0);
+    if (n->attrs.nsqueeze > 0 && !squeeze_to_newshape(g, n, x))
+        return false;
     if (n->attrs.flatten && n->attrs.nnewshape == 0)
         return shape_flatten(g, n, x);
     char to[200], from[160];
@@ -223,6 +247,72 @@ static bool shape_transpose(ir_graph *g, ir_node *n)
     n->rank = x->rank;
     for (int i = 0; i < x->rank; i++)
         n->shape[i] = x->shape[a->perm[i]];
+    return true;
+}
+
+/* A piece of split(x, sizes; dims=axis): the whole of every other axis, and
+ * the sizes must add up to the axis. */
+static bool slice_from_split(ir_graph *g, ir_node *n, const ir_node *x)
+{
+    ir_attrs *a = &n->attrs;
+    char shape[160];
+    if (!normalise_axis(g, n, x, x->rank))
+        return false;
+    int64_t size = x->shape[a->axis];
+    if (a->split_total && a->split_total != size)
+        return fail(g, n, "split sizes add up to %lld but dims=%d of %s has %lld", (long long)
+                    a->split_total, a->axis, shape_text(x, shape, sizeof shape), (long long)size);
+    for (int d = 0; d < x->rank; d++) {
+        if (d == a->axis)
+            continue;
+        a->begin[d] = 0;
+        a->end[d] = x->shape[d];
+        a->step[d] = 1;
+    }
+    a->nslice = x->rank;
+    a->split_total = 0;
+    return true;
+}
+
+/* One bound of a slice, as Python's: negative from the end, then clamped. */
+static int64_t slice_bound(int64_t v, int64_t size)
+{
+    if (v == INT64_MIN)
+        return 0;
+    if (v == INT64_MAX)
+        return size;
+    if (v < 0)
+        v += size;
+    return v < 0 ? 0 : v > size ? size : v;
+}
+
+static bool shape_slice(ir_graph *g, ir_node *n)
+{
+    const ir_node *x = operand(g, n, 0);
+    ir_attrs *a = &n->attrs;
+    char shape[160];
+    if (a->split_total && !slice_from_split(g, n, x))
+        return false;
+    if (a->nslice > x->rank)
+        return fail(g, n, "%d indices for %s, which has %d dimensions", a->nslice,
+                    shape_text(x, shape, sizeof shape), x->rank);
+    int64_t out[IR_MAX_RANK];
+    for (int d = 0; d < x->rank; d++) {
+        if (d >= a->nslice) {
+            a->begin[d] = 0;
+            a->end[d] = x->shape[d];
+            a->step[d] = 1;
+        }
+        int64_t b = slice_bound(a->begin[d], x->shape[d]), e = slice_bound(a->end[d], x->shape[d]);
+        out[d] = e > b ? (e - b + a->step[d] - 1) / a->step[d] : 0;
+        if (out[d] < 1)
+            return fail(g, n, "index %d selects nothing of dimension %d of %s", d, d,
+                        shape_text(x, shape, sizeof shape));
+        a->begin[d] = b;
+        a->end[d] = e;
+    }
+    a->nslice = x->rank;
+    set_shape(n, out, x->rank);
     return true;
 }
 
@@ -428,17 +518,59 @@ static bool shape_conv(ir_graph *g, ir_node *n)
     return true;
 }
 
+/* AdaptiveMeanPool((h, w)): PyTorch's windows are equal (kernel = stride =
+ * input / output) exactly when the output size divides the input's. */
+static bool adaptive_window(ir_graph *g, ir_node *n, const ir_node *x)
+{
+    ir_attrs *a = &n->attrs;
+    char shape[160];
+    if (x->shape[1] % a->kernel[0] != 0 || x->shape[2] % a->kernel[1] != 0)
+        return fail(g, n, "AdaptiveMeanPool((%d, %d)) on input %s: the output size must divide "
+                    "the input's height and width (windows of equal size)", a->kernel[0],
+                    a->kernel[1], shape_text(x, shape, sizeof shape));
+    a->stride[0] = a->kernel[0] = (int)(x->shape[1] / a->kernel[0]);
+    a->stride[1] = a->kernel[1] = (int)(x->shape[2] / a->kernel[1]);
+    a->adaptive = false;
+    return true;
+}
+
+/* Ceil mode (PyTorch ceil_mode=True): one more output where a partial window
+ * remains, unless it would start in the bottom/right padding; the rows and
+ * columns it reads past the input are padding (-inf for max). */
+static void ceil_mode_pad(ir_attrs *a, const ir_node *x)
+{
+    for (int d = 0; d < 2; d++) {
+        int64_t size = x->shape[1 + d], lo = a->pad[d], hi = a->pad[2 + d];
+        int64_t span = size + lo + hi - a->kernel[d];
+        if (span < 0)
+            continue;
+        int64_t out = (span + a->stride[d] - 1) / a->stride[d] + 1;
+        if ((out - 1) * a->stride[d] >= size + lo)
+            out--;
+        int64_t extra = (out - 1) * a->stride[d] + a->kernel[d] - (size + lo + hi);
+        if (extra > 0) {
+            a->pad[2 + d] += (int)extra;
+            a->ceil_extra[d] += (int)extra;
+        }
+    }
+}
+
 static bool shape_pool(ir_graph *g, ir_node *n)
 {
     const ir_node *x = operand(g, n, 0);
     if (x->rank != 4)
         return fail_expects(g, n, "input", "[N, H, W, C]", x);
+    if (n->attrs.adaptive && !adaptive_window(g, n, x))
+        return false;
+    bool ceil_mode = n->attrs.ceil && !n->attrs.pad_same;
+    if (ceil_mode)
+        ceil_mode_pad(&n->attrs, x);
     int64_t out[4] = {x->shape[0], 0, 0, x->shape[3]};
     if (!window_shape(g, n, x, 1, 1, out))
         return false;
     const ir_attrs *a = &n->attrs;
-    if (a->pad[0] > a->kernel[0] / 2 || a->pad[2] > a->kernel[0] / 2 ||
-        a->pad[1] > a->kernel[1] / 2 || a->pad[3] > a->kernel[1] / 2) {
+    if (a->pad[0] > a->kernel[0] / 2 || (!ceil_mode && a->pad[2] > a->kernel[0] / 2) ||
+        a->pad[1] > a->kernel[1] / 2 || (!ceil_mode && a->pad[3] > a->kernel[1] / 2)) {
         char desc[160];
         return fail(g, n, "%s has padding (%d, %d, %d, %d) but padding must be at most half the "
                     "kernel", ir_describe_layer(g, n, desc, sizeof desc), a->pad[0], a->pad[1], a->pad[2],

@@ -139,6 +139,9 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
     AXRT_DECLARE_UNARY(T, S, exp) AXRT_DECLARE_UNARY(T, S, log)                          \
     AXRT_DECLARE_UNARY(T, S, sqrt) AXRT_DECLARE_UNARY(T, S, abs)                         \
     AXRT_DECLARE_UNARY(T, S, neg) AXRT_DECLARE_UNARY(T, S, erf)                          \
+    AXRT_DECLARE_UNARY(T, S, hardswish) AXRT_DECLARE_UNARY(T, S, hardsigmoid)            \
+    AXRT_DECLARE_UNARY(T, S, mish) AXRT_DECLARE_UNARY(T, S, selu)                        \
+    AXRT_DECLARE_UNARY(T, S, reciprocal)                                                 \
     void axrt_elu_##S(const T *x, T *y, size_t n, T alpha);                              \
     void axrt_leaky_relu_##S(const T *x, T *y, size_t n, T alpha);                       \
     AXRT_DECLARE_BINARY(T, S, add) AXRT_DECLARE_BINARY(T, S, sub)                        \
@@ -149,9 +152,14 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
     void axrt_sum_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner);        \
     void axrt_mean_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner);       \
     void axrt_maximum_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner);    \
+    void axrt_minimum_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner);    \
+    void axrt_prod_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner);       \
     void axrt_softmax_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner);    \
     void axrt_log_softmax_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner); \
     /* y = x permuted: y's dim i is x's dim perm[i]; x_shape has rank dims */            \
+    /* y[i] = x[offset + sum_d i_d * strides[d]] over y_shape (slicing) */              \
+    void axrt_gather_strided_##S(const T *x, T *y, const int64_t *y_shape,               \
+                                 const int64_t *strides, int64_t offset, int rank);      \
     void axrt_transpose_##S(const T *x, T *y, const int64_t *x_shape, const int *perm,   \
                             int rank);                                                   \
     /* copies x as [outer, x_row] into columns [y_offset, y_offset + x_row) of y as      \
@@ -178,6 +186,10 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
                          const axrt_conv2d_params *p);                                   \
     void axrt_maxpool_##S(const T *x, T *y, const axrt_pool2d_params *p);                \
     void axrt_meanpool_##S(const T *x, T *y, const axrt_pool2d_params *p);               \
+    /* mean pooling dividing by the real pixels (count_pad 0) or by the window    */    \
+    /* clipped to the input plus div_pad_bottom/right (ceil mode, count_pad 1)     */    \
+    void axrt_meanpool_counted_##S(const T *x, T *y, const axrt_pool2d_params *p,        \
+                                   int div_pad_bottom, int div_pad_right, int count_pad); \
     void axrt_globalmeanpool_##S(const T *x, T *y, size_t n, size_t hw, size_t c);       \
     /* q [n, lq, d], k and v [n, lk, d]; biases may be NULL; scratch holds               \
        axrt_mha_scratch_elems(p) elements */                                             \

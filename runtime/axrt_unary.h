@@ -28,5 +28,16 @@
 #define AXRT_UNARY_abs(v, T, A) MATH_FABS(v)
 #define AXRT_UNARY_neg(v, T, A) (-(v))
 #define AXRT_UNARY_erf(v, T, A) MATH_ERF(v)
+/* torch.nn.Hardswish / Hardsigmoid: x * relu6(x + 3) / 6, relu6(x + 3) / 6. */
+#define AXRT_UNARY_hardswish(v, T, A)                                                      \
+    ((v) <= (T)-3 ? (T)0 : ((v) >= (T)3 ? (v) : (v) * ((v) + (T)3) / (T)6))
+#define AXRT_UNARY_hardsigmoid(v, T, A)                                                    \
+    ((v) <= (T)-3 ? (T)0 : ((v) >= (T)3 ? (T)1 : ((v) + (T)3) / (T)6))
+/* torch.nn.Mish: x * tanh(softplus(x)), softplus linear above 20 as torch's. */
+#define AXRT_UNARY_mish(v, T, A) ((v) * MATH_TANH((v) > (T)20 ? (v) : MATH_LOG1P(MATH_EXP(v))))
+/* torch.nn.SELU with its fixed scale and alpha. */
+#define AXRT_UNARY_selu(v, T, A)                                                           \
+    ((T)1.0507009873554804934 * ((v) > (T)0 ? (v) : (T)1.6732632423543772848 * MATH_EXPM1(v)))
+#define AXRT_UNARY_reciprocal(v, T, A) ((T)1 / (v))
 
 #endif

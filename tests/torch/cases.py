@@ -525,5 +525,7 @@ def example_cases(root):
 
 
 def all_cases(root):
+    import cases_compose  # noqa: E402 (it imports Case from here)
     return (activation_cases() + function_cases() + binary_cases() + fused_cases() + layer_cases()
-            + attention_cases() + program_cases() + example_cases(root))
+            + attention_cases() + program_cases() + example_cases(root)
+            + cases_compose.all_cases(root))

@@ -532,7 +532,7 @@ static void error_layer_argument_ranges(void **state)
                   "Dropout probability must be in [0, 1), got 1",
                   "reshape dimensions must be positive integers (one -1 allowed)",
                   "transpose expects a permutation of 0..1",
-                  "t.ax:6:9: error: sum needs dims=k (the axis)", NULL);
+                  "t.ax:6:9: error: sum needs dims=k or dims=(k0, k1, ...) (the axes)", NULL);
 }
 
 static void errors_are_collected(void **state)
