@@ -19,6 +19,8 @@ static const char usage_text[] =
     "  -o OUT                  output; .c writes C source and a header\n"
     "  --target=NAME           code generator (default: by OUT's extension, else the model's\n"
     "                          backend= option, else c); NAME is one of the targets below\n"
+    "  --triple=T, --cpu=C     LLVM target for .o/.ll (default: host), e.g.\n"
+    "                          thumbv7em-none-eabihf, cortex-m4\n"
     "  --header=FILE           where the C header goes (default: OUT with .h)\n"
     "  --model=NAME            compile one model of a multi-model file\n"
     "  --weights=FILE          parameters from a safetensors file\n"
@@ -40,6 +42,7 @@ static const char usage_text[] =
     "  --output-dir DIR        one DIR/NAME.npy per output\n"
     "  --bench N               time N runs after warm-up\n"
     "  --interp                use the reference interpreter\n"
+    "  --jit                   compile in-process with LLVM's ORC JIT (no C compiler)\n"
     "  --cc=CC                 C compiler for the generated code (default $CC or cc)\n";
 
 /* The usage text, then the targets (ir/targets.def) and whether this axc
@@ -137,7 +140,7 @@ static int set_ram(axc_opts *o, const char *v)
 /* Options that take a value.  `run` marks the ones only `axc run` accepts. */
 typedef enum {
     V_OUT, V_TARGET, V_HEADER, V_MODEL, V_WEIGHTS, V_SEED, V_SAVE, V_EMIT, V_ELTYPE,
-    V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC
+    V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC, V_TRIPLE, V_CPU
 } value_opt;
 
 static const struct { const char *name; value_opt id; bool run; } value_opts[] = {
@@ -150,7 +153,8 @@ static const struct { const char *name; value_opt id; bool run; } value_opts[] =
     {"--ram", V_RAM, false},
     {"--input", V_INPUT, true},    {"--output", V_OUTPUT, true},
     {"--output-dir", V_OUTDIR, true}, {"--bench", V_BENCH, true},
-    {"--cc", V_CC, true},
+    {"--cc", V_CC, true},          {"--triple", V_TRIPLE, false},
+    {"--cpu", V_CPU, false},
 };
 
 static int set_value(axc_opts *o, value_opt id, const char *v)
@@ -169,6 +173,8 @@ static int set_value(axc_opts *o, value_opt id, const char *v)
     case V_OUTPUT: o->run_output = v; return 0;
     case V_OUTDIR: o->run_output_dir = v; return 0;
     case V_CC: o->cc = v; return 0;
+    case V_TRIPLE: o->triple = v; return 0;
+    case V_CPU: o->cpu = v; return 0;
     case V_ELTYPE: return set_eltype(o, v);
     case V_D: return add_define(o, v);
     case V_RAM: return set_ram(o, v);
@@ -220,6 +226,7 @@ static int try_flag(const char *a, axc_opts *o)
     else if (!strcmp(a, "-Werror")) o->werror = true;
     else if (!strcmp(a, "-w")) o->no_warnings = true;
     else if (!strcmp(a, "--interp") && o->run) o->interp = true;
+    else if (!strcmp(a, "--jit") && o->run) o->jit = true;
     else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) o->opt_level = a[2] - '0';
     else return 0;
     return 1;
@@ -259,5 +266,6 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
         return AXC_EUSAGE;
     }
     if (o->run_output && o->run_output_dir) { axc_fail("--output and --output-dir exclude each other"); return AXC_EUSAGE; }
+    if (o->jit && o->interp) { axc_fail("--jit and --interp exclude each other"); return AXC_EUSAGE; }
     return AXC_OK;
 }

@@ -70,7 +70,38 @@ static int stage(ax_outset *set, const char *path, const ax_buf *b)
     return -1;
 }
 
-/* Generates code into c/h (C only for now).  Returns an exit status. */
+/* --triple/--cpu: only for the llvm target, and known to this LLVM (the
+ * error lists what it knows).  Returns an exit status. */
+static int check_llvm_target(ax_ctx *ctx, const axc_opts *o, ir_target_id id)
+{
+    if (id != IR_TARGET_llvm) {
+        if (!o->triple && !o->cpu) return AXC_OK;
+        axc_fail("--triple and --cpu apply to the llvm target (a .o or .ll output, or --target=llvm)");
+        return AXC_EUSAGE;
+    }
+#ifdef AXC_HAVE_LLVM
+    switch (cg_llvm_check_target(o->triple, o->cpu)) {
+    case 1:
+        axc_fail("LLVM has no target for triple '%s'; this LLVM has: %s", o->triple,
+                 cg_llvm_target_names(ctx->arena));
+        return AXC_EUSAGE;
+    case 2:
+        axc_fail("unknown CPU '%s' for %s; this LLVM's CPUs for it are listed below", o->cpu,
+                 o->triple ? o->triple : "the host");
+        cg_llvm_list_cpus(o->triple);
+        return AXC_EUSAGE;
+    }
+#endif
+    return AXC_OK;
+}
+
+static bool has_ext(const char *path, const char *ext)
+{
+    size_t len = strlen(path), elen = strlen(ext);
+    return len > elen && !strcmp(path + len - elen, ext);
+}
+
+/* Generates code into c/h.  Returns an exit status. */
 static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n,
                     const char *header, ax_buf *c, ax_buf *h)
 {
@@ -80,7 +111,9 @@ static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n,
                  target->missing);
         return AXC_EUSAGE;
     }
-    cg_request req = {models, n, base_name(header), o->input};
+    int rc = check_llvm_target(ctx, o, target->facts.id);
+    if (rc) return rc;
+    cg_request req = {models, n, base_name(header), o->input, o->triple, o->cpu, has_ext(o->output, ".ll")};
     return target->emit(&req, c, h) ? AXC_EINPUT : AXC_OK;
 }
 

@@ -29,6 +29,7 @@ typedef struct axc_opts {
     const char *output;          /* -o */
     const char *header;          /* --header */
     const char *target;          /* --target */
+    const char *triple, *cpu;    /* --triple, --cpu (llvm target) */
     const char *model;           /* --model */
     const char *weights;         /* --weights */
     const char *save_weights;    /* --save-weights */
@@ -49,6 +50,7 @@ typedef struct axc_opts {
     const char *run_output, *run_output_dir, *cc;
     long bench_runs;
     bool interp;
+    bool jit;                    /* --jit: ORC LLJIT instead of $CC */
     /* storage for the NAME parts of -D NAME=VALUE and --input NAME=FILE */
     char names[AXC_MAX_DEFINES + AXC_MAX_RUN_TENSORS][128];
     int nnames;

@@ -30,6 +30,7 @@ typedef struct runner {
     void *arena;
     void *dl;
     char *tmpdir;
+    cg_jit *jit;              /* --jit */
 } runner;
 
 const char *axc_home(ax_arena *a)
@@ -197,7 +198,7 @@ static int stage_sources(ax_ctx *ctx, const axc_opts *o, ir_graph *g, const char
 {
     ax_buf c = {0}, h = {0};
     ir_graph *models[1] = {g};
-    cg_request req = {models, 1, "model.h", o->input};
+    cg_request req = {.models = models, .nmodels = 1, .header_name = "model.h", .source_name = o->input};
     int rc = cg_c_emit(&req, &c, &h) ? AXC_EINPUT : AXC_OK;
     if (!rc && (ax_write_file_atomic(ax_sprintf(ctx->arena, "%s/model.c", dir), c.data, c.len) ||
                 ax_write_file_atomic(ax_sprintf(ctx->arena, "%s/model.h", dir), h.data, h.len))) {
@@ -229,8 +230,28 @@ static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
     return AXC_OK;
 }
 
+/* --jit: the model compiled in-process by LLVM's ORC JIT, no C compiler. */
+static int load_jit(ax_ctx *ctx, ir_graph *g, runner *r)
+{
+#ifdef AXC_HAVE_LLVM
+    r->model = cg_llvm_jit(g, &r->jit);
+    if (!r->model) return AXC_EINPUT;
+    size_t bytes = (r->model->arena_bytes + 63) / 64 * 64;
+    r->arena = aligned_alloc(64, bytes ? bytes : 64);
+    if (!r->arena) ax_die("out of memory");
+    return AXC_OK;
+#else
+    (void)ctx, (void)g, (void)r;
+    axc_fail("--jit needs the LLVM back end, which was not built into this axc (llvm-config was not found when it was built)");
+    return AXC_EUSAGE;
+#endif
+}
+
 static void runner_close(ax_ctx *ctx, runner *r)
 {
+#ifdef AXC_HAVE_LLVM
+    cg_llvm_jit_free(r->jit);
+#endif
     if (r->dl) dlclose(r->dl);
     free(r->arena);
     if (r->tmpdir) {
@@ -361,7 +382,7 @@ static void alloc_outputs(const ir_graph *g, run_io *io)
 static int execute(ax_ctx *ctx, const axc_opts *o, ir_graph *g, run_io *io)
 {
     runner r = {.g = g};
-    int rc = o->interp ? AXC_OK : load_compiled(ctx, o, g, &r);
+    int rc = o->interp ? AXC_OK : o->jit ? load_jit(ctx, g, &r) : load_compiled(ctx, o, g, &r);
     if (!rc && run_once(&r, io)) {
         axc_fail("model '%s' failed at run time (an Embedding index out of range?)", g->name);
         rc = AXC_EINPUT;
