@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # llvm suite: the LLVM back end (interface.md §6) against the C target.
-#  - every example (and every tests/ops/*.ax model when that corpus exists):
+#  - every example, tests/llvm/cases (every elementwise op in fused loops,
+#    Float32 and Float64), tests/ir/cases, and every tests/ops/*.ax model
+#    when that corpus exists:
 #    the host object of `axc -o m.o` defines the same global symbols as the C
 #    target's compiled file, writes the same header, and a generic driver
 #    (runner.c) linked against each gives the same outputs (compare.py:
@@ -202,10 +204,10 @@ main() {
         skip "back end (this axc was built without llvm-config)"
         return
     fi
-    local ax models=("$root"/examples/*.ax)
+    local ax models=("$root"/examples/*.ax "$here"/cases/*.ax "$root"/tests/ir/cases/*.ax)
     if [ -d "$root/tests/ops" ]; then models+=($(find "$root/tests/ops" -name '*.ax' | sort)); fi
     for ax in "${models[@]}"; do check_model "$ax"; done
-    for ax in "$root"/examples/*.ax; do check_jit "$ax"; done
+    for ax in "$root"/examples/*.ax "$here"/cases/*.ax; do check_jit "$ax"; done
     check_firmware
     check_bad_input
 }
