@@ -107,8 +107,8 @@ static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n,
 {
     const cg_target *target = cg_target_get(models[0]->target->id);
     if (!target->emit) {
-        axc_fail("the %s target %s; use --target=c (a .c output)", ir_targets[target->facts.id].name,
-                 target->missing);
+        axc_fail("the %s target %s; use %s", ir_targets[target->facts.id].name, target->missing,
+                 "--target=c (a .c output)");
         return AXC_EUSAGE;
     }
     int rc = check_llvm_target(ctx, o, target->facts.id);

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cg.h"
+#include "cg_target.h"
 #include "driver.h"
 #include "ir_interp.h"
 #include "tensorfile.h"
@@ -242,7 +242,8 @@ static int load_jit(ax_ctx *ctx, ir_graph *g, runner *r)
     return AXC_OK;
 #else
     (void)ctx, (void)g, (void)r;
-    axc_fail("--jit needs the LLVM back end, which was not built into this axc (llvm-config was not found when it was built)");
+    axc_fail("the %s target %s; use %s", "llvm", cg_target_get(IR_TARGET_llvm)->missing,
+             "axc run without --jit (it builds the generated C with $CC)");
     return AXC_EUSAGE;
 #endif
 }
