@@ -54,7 +54,7 @@ static void print_usage(void)
     for (int t = 0; t < IR_TARGET_COUNT; t++) {
         const cg_target *target = cg_target_get((ir_target_id)t);
         printf("  %-6s %-8s %s%s\n", ir_targets[t].name, ir_targets[t].extensions,
-               ir_targets[t].summary, target->emit ? "" : " (not built yet)");
+               ir_targets[t].summary, target->emit ? "" : " (not built)");
     }
 }
 
