@@ -531,16 +531,18 @@ static unary_fn *const unary_fns[IR_OP_COUNT] = {
 #undef OP
 };
 
-static LLVMValueRef binary(lv *L, int op, LLVMValueRef a, LLVMValueRef b)
-{
-    switch (op) {
-    case IR_OP_add: return LLVMBuildFAdd(L->B, a, b, "");
-    case IR_OP_sub: return LLVMBuildFSub(L->B, a, b, "");
-    case IR_OP_mul: return LLVMBuildFMul(L->B, a, b, "");
-    case IR_OP_div: return LLVMBuildFDiv(L->B, a, b, "");
-    default: ax_die("cg_llvm: %s in a fused loop", ir_ops[op].name);
-    }
-}
+typedef LLVMValueRef binary_fn(LLVMBuilderRef B, LLVMValueRef a, LLVMValueRef b, const char *name);
+#define lv_binary_add LLVMBuildFAdd
+#define lv_binary_sub LLVMBuildFSub
+#define lv_binary_mul LLVMBuildFMul
+#define lv_binary_div LLVMBuildFDiv
+/* One instruction per BINARY_OP row of ops.def (a missing one does not compile). */
+static binary_fn *const binary_fns[IR_OP_COUNT] = {
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags)
+#define BINARY_OP(name, symbol) [IR_OP_##name] = lv_binary_##name,
+#include "ops.def"
+#undef OP
+};
 
 /* The loop nest: dims[] and strides[k][] with size-1 dims dropped and
  * neighbours merged (cg_c.c fused_loops, the same rule). */
@@ -601,8 +603,8 @@ static void fused_body(lv *L, const ir_node *n, LLVMValueRef *x, LLVMValueRef y,
             arg[i] = step->arg[i] >= 0 ? t[step->arg[i]] : a[IR_FUSED_OPERAND_INDEX(step->arg[i]) % IR_MAX_SRC];
         if (step->op == IR_OP_scalar)
             t[s] = k_real(L, step->value);
-        else if (ir_ops[step->op].kind == IR_BINARY)
-            t[s] = binary(L, step->op, arg[0], arg[1]);
+        else if (ir_ops[step->op].kind == IR_BINARY && binary_fns[step->op])
+            t[s] = binary_fns[step->op](L->B, arg[0], arg[1], "");
         else if (step->op < IR_OP_COUNT && unary_fns[step->op])
             t[s] = unary_fns[step->op](L, arg[0], step->value);
         else

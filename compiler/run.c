@@ -383,7 +383,8 @@ static void alloc_outputs(const ir_graph *g, run_io *io)
 static int execute(ax_ctx *ctx, const axc_opts *o, ir_graph *g, run_io *io)
 {
     runner r = {.g = g};
-    int rc = o->interp ? AXC_OK : o->jit ? load_jit(ctx, g, &r) : load_compiled(ctx, o, g, &r);
+    const bool jit = o->jit || (o->target && !strcmp(o->target, "llvm")); /* the llvm target runs in-process */
+    int rc = o->interp ? AXC_OK : jit ? load_jit(ctx, g, &r) : load_compiled(ctx, o, g, &r);
     if (!rc && run_once(&r, io)) {
         axc_fail("model '%s' failed at run time (an Embedding index out of range?)", g->name);
         rc = AXC_EINPUT;

@@ -205,7 +205,7 @@ main() {
         return
     fi
     local ax models=("$root"/examples/*.ax "$here"/cases/*.ax "$root"/tests/ir/cases/*.ax)
-    if [ -d "$root/tests/ops" ]; then models+=($(find "$root/tests/ops" -name '*.ax' | sort)); fi
+    if [ -d "$root/tests/ops" ]; then models+=($(find "$root/tests/ops/" -name '*.ax' | sort)); fi
     for ax in "${models[@]}"; do check_model "$ax"; done
     for ax in "$root"/examples/*.ax "$here"/cases/*.ax; do check_jit "$ax"; done
     check_firmware
