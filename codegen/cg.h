@@ -27,7 +27,8 @@ int cg_c_header(const cg_request *req, ax_buf *h_out);
  * into out and the C target's header into hdr. */
 int cg_llvm_emit(const cg_request *req, ax_buf *out, ax_buf *hdr);
 /* Whether LLVM knows triple (NULL: the host's) and cpu (NULL: generic):
- * 0 yes, 1 no target for triple, 2 no such CPU for it.  Prints nothing. */
+ * 0 yes, 1 no target for triple, 2 no such CPU for it, 3 a big-endian
+ * target (parameters are embedded little-endian).  Prints nothing. */
 int cg_llvm_check_target(const char *triple, const char *cpu);
 /* The targets this LLVM was built with, "a, b, c"; and its CPUs for
  * triple, printed to stderr by LLVM. */

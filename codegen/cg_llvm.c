@@ -39,6 +39,9 @@ typedef struct lv {
     LLVMValueRef forward, arena;
     LLVMValueRef args[2 * IR_MAX_SRC]; /* forward's inputs, then outputs */
     LLVMValueRef *globals;             /* per node: a param's or scalar's constant */
+    int64_t *offsets;                  /* the arena offsets in use, and their pointers */
+    LLVMValueRef *at_offset;           /* (computed once in forward's entry block) */
+    int noffsets;
     const char *input_names[IR_MAX_SRC], *output_names[IR_MAX_SRC];
 } lv;
 
@@ -123,6 +126,39 @@ static LLVMValueRef const_ints(lv *L, const int *v, int n)
 
 /* ---- where values live (cg_c.c's storage(), as values) ---------------------- */
 
+/* The pointer to arena + offset: one value per offset, as cg_c.c has one
+ * expression per offset, so that "same storage" is pointer equality. */
+static LLVMValueRef arena_at(lv *L, int64_t offset)
+{
+    for (int i = 0; i < L->noffsets; i++)
+        if (L->offsets[i] == offset)
+            return L->at_offset[i];
+    ax_die("cg_llvm: arena offset %lld was not planned", (long long)offset);
+}
+
+/* Every offset the plan uses, as GEPs in the entry block (they dominate
+ * every use). */
+static void add_arena_pointers(lv *L)
+{
+    const size_t cap = 2 * (size_t)L->g->nnodes + 1;
+    L->offsets = ax_alloc(arena_of(L), cap * sizeof *L->offsets);
+    L->at_offset = ax_alloc(arena_of(L), cap * sizeof *L->at_offset);
+    for (int id = 0; id < L->g->nnodes; id++) {
+        const ir_node *n = &L->g->nodes[id];
+        const int64_t offsets[2] = {n->offset, n->scratch_offset};
+        for (int k = 0; k < 2 && !n->dead; k++) {
+            bool known = offsets[k] < 0;
+            for (int i = 0; i < L->noffsets && !known; i++)
+                known = L->offsets[i] == offsets[k];
+            if (known)
+                continue;
+            LLVMValueRef at = k_i64(L, offsets[k]);
+            L->offsets[L->noffsets] = offsets[k];
+            L->at_offset[L->noffsets++] = LLVMBuildInBoundsGEP2(L->B, L->i8, L->arena, &at, 1, "");
+        }
+    }
+}
+
 static LLVMValueRef storage(lv *L, int id)
 {
     const ir_node *n = node_at(L, id);
@@ -137,10 +173,8 @@ static LLVMValueRef storage(lv *L, int id)
         return L->globals[id];
     default: break;
     }
-    if (n->offset >= 0) {
-        LLVMValueRef at = k_i64(L, n->offset);
-        return LLVMBuildInBoundsGEP2(L->B, L->i8, L->arena, &at, 1, "");
-    }
+    if (n->offset >= 0)
+        return arena_at(L, n->offset);
     int out = ir_output_index(L->g, id);
     if (out >= 0)
         return L->args[L->g->ninputs + out];
@@ -156,8 +190,7 @@ static LLVMValueRef operand(lv *L, const ir_node *n, int i)
 
 static LLVMValueRef scratch(lv *L, const ir_node *n)
 {
-    LLVMValueRef at = k_i64(L, n->scratch_offset);
-    return LLVMBuildInBoundsGEP2(L->B, L->i8, L->arena, &at, 1, "scratch");
+    return arena_at(L, n->scratch_offset);
 }
 
 static const ir_node *operand_node(const lv *L, const ir_node *n, int i) { return node_at(L, n->src[i]); }
@@ -200,6 +233,7 @@ static void call_unary(lv *L, ir_op op, const ir_node *n, LLVMValueRef x, LLVMVa
     call(L, kernel(L, ir_ops[op].name), alpha ? "vppzr" : "vppz", args);
 }
 
+/* memcpy unless from and to are the same storage (one value per place). */
 static void copy(lv *L, const ir_node *n, LLVMValueRef from, LLVMValueRef to)
 {
     if (from == to)
@@ -742,6 +776,7 @@ static void build_forward(lv *L)
     LLVMValueRef arena = LLVMGetParam(L->forward, (unsigned)nargs);
     LLVMValueRef is_null = LLVMBuildICmp(L->B, LLVMIntEQ, arena, k_null(L), "");
     L->arena = LLVMBuildSelect(L->B, is_null, LLVMConstBitCast(static_arena, L->ptr), arena, "arena");
+    add_arena_pointers(L);
     for (int id = 0; id < L->g->nnodes; id++) {
         const ir_node *n = node_at(L, id);
         if (!n->dead && ir_ops[n->op].kind != IR_SOURCE)

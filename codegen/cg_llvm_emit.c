@@ -37,6 +37,19 @@ static const char *triple_of(ax_arena *a, const char *triple)
     return copy;
 }
 
+/* Whether triple's data layout stores multi-byte values big-endian. */
+static bool big_endian(const char *triple)
+{
+    LLVMTargetMachineRef tm = cg_llvm_create_tm(triple, "", "", 0);
+    if (!tm)
+        return false;
+    LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
+    const bool big = LLVMByteOrder(layout) == LLVMBigEndian;
+    LLVMDisposeTargetData(layout);
+    LLVMDisposeTargetMachine(tm);
+    return big;
+}
+
 int cg_llvm_check_target(const char *triple, const char *cpu)
 {
     init_targets();
@@ -48,6 +61,8 @@ int cg_llvm_check_target(const char *triple, const char *cpu)
         status = 1;
     else if (cpu && *cpu && !cg_llvm_cpu_known(triple ? triple : host, cpu))
         status = 2;
+    else if (big_endian(triple ? triple : host))
+        status = 3;
     LLVMDisposeMessage(err);
     LLVMDisposeMessage(host);
     return status;

@@ -90,6 +90,9 @@ static int check_llvm_target(ax_ctx *ctx, const axc_opts *o, ir_target_id id)
                  o->triple ? o->triple : "the host");
         cg_llvm_list_cpus(o->triple);
         return AXC_EUSAGE;
+    case 3:
+        axc_fail("triple '%s' is big-endian; the llvm target embeds parameters little-endian", o->triple);
+        return AXC_EUSAGE;
     }
 #endif
     return AXC_OK;
