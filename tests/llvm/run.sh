@@ -6,7 +6,7 @@
 #    the host object of `axc -o m.o` defines the same global symbols as the C
 #    target's compiled file, writes the same header, and a generic driver
 #    (runner.c) linked against each gives the same outputs (compare.py:
-#    <= 1e-6 relative, "identical" reported when bit-for-bit);
+#    within 1e-6 relative, and bit-identical: the same kernels and formulas run);
 #  - `-o m.ll` is valid IR (llvm-as, opt -passes=verify);
 #  - `axc run --jit` with CC pointing at nothing matches `axc run` (C);
 #  - mlp built from the LLVM object for Cortex-M4F (thumbv7em-none-eabihf)
