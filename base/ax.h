@@ -89,11 +89,10 @@ int ax_write_file_atomic(const char *path, const void *data, size_t len);
 /* A set of outputs written all-or-nothing: each staged file goes to a
  * temporary beside its destination; commit renames them all, abort (or a
  * failed commit) removes every temporary and every file already renamed. */
-#define AX_MAX_OUTPUTS 8
-typedef struct ax_outset {
-    int n;
-    char *final[AX_MAX_OUTPUTS];
-    char *temp[AX_MAX_OUTPUTS];
+typedef struct ax_outset {  /* zero-initialise; any number of files (heap) */
+    int n, cap;
+    char **final;
+    char **temp;
 } ax_outset;
 int ax_stage(ax_outset *o, const char *path, const void *data, size_t len); /* 0 or -1 (errno) */
 int ax_commit(ax_outset *o);                                               /* 0 or -1 (errno) */

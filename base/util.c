@@ -268,9 +268,15 @@ static char *write_temp_beside(const char *path, const void *data, size_t len)
 
 int ax_stage(ax_outset *o, const char *path, const void *data, size_t len)
 {
-    if (o->n >= AX_MAX_OUTPUTS) {
-        errno = ENOBUFS;
-        return -1;
+    if (o->n == o->cap) {
+        int cap = o->cap ? 2 * o->cap : 8;
+        char **final = realloc(o->final, (size_t)cap * sizeof *final);
+        if (final) o->final = final;
+        char **temp = realloc(o->temp, (size_t)cap * sizeof *temp);
+        if (!final || !temp)
+            ax_die("out of memory staging %d output files", cap);
+        o->temp = temp;
+        o->cap = cap;
     }
     char *tmp = write_temp_beside(path, data, len);
     if (!tmp)
@@ -287,9 +293,11 @@ static void outset_release(ax_outset *o)
     for (int i = 0; i < o->n; i++) {
         free(o->final[i]);
         free(o->temp[i]);
-        o->final[i] = o->temp[i] = NULL;
     }
-    o->n = 0;
+    free(o->final);
+    free(o->temp);
+    o->final = o->temp = NULL;
+    o->n = o->cap = 0;
 }
 
 void ax_abort(ax_outset *o)

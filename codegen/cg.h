@@ -10,6 +10,7 @@ typedef struct cg_request {
     int nmodels;
     const char *header_name;  /* how the .c file #includes its header, e.g. "mlp.h" */
     const char *source_name;  /* the .ax file, for the banner and the per-node comments */
+    bool profile;             /* per-layer timing and output hooks (axc --profile) */
     /* llvm target: triple and cpu (NULL: the host's), textual IR instead of an object */
     const char *triple, *cpu;
     bool llvm_ir;

@@ -24,8 +24,10 @@ typedef struct emitter {
     ir_graph *g;
     ax_buf *out;
     const char *source_name;
-    const char *input_names[IR_MAX_SRC];
-    const char *output_names[IR_MAX_SRC];
+    const char **input_names;   /* forward()'s parameters (context arena) */
+    const char **output_names;
+    bool profile;            /* cg_request.profile */
+    int nlayers;             /* profiled layers emitted so far */
 } emitter;
 
 
@@ -78,8 +80,11 @@ static const char *c_identifier(ax_arena *a, const char *name, const char *const
 /* forward()'s parameter names: inputs, then outputs, all distinct. */
 static void name_arguments(emitter *em)
 {
-    const char *taken[2 * IR_MAX_SRC];
+    const char **taken = ax_alloc(arena_of(em), sizeof *taken *
+                                  (size_t)(em->g->ninputs + em->g->noutputs + 1));
     int ntaken = 0;
+    em->input_names = ax_alloc(arena_of(em), sizeof *em->input_names * (size_t)(em->g->ninputs + 1));
+    em->output_names = ax_alloc(arena_of(em), sizeof *em->output_names * (size_t)(em->g->noutputs + 1));
     for (int i = 0; i < em->g->ninputs; i++) {
         const char *name = node_at(em, em->g->inputs[i])->name;
         em->input_names[i] = c_identifier(arena_of(em), name ? name : "x", taken, ntaken);
@@ -373,6 +378,31 @@ static void emit_transpose(emitter *em, const ir_node *n, const char *y)
         ax_buf_printf(OUT, "%s%d", i ? ", " : "", n->attrs.perm[i]);
     ax_buf_printf(OUT, "};\n        axrt_transpose_%s(%s, %s, x_shape, perm, %d);\n    }\n", SFX,
                   operand(em, n, 0), y, n->rank);
+}
+
+/* A multi-result producer (ir.h) writes all its results in one call: the
+ * kernel takes their storage as an array of pointers, in result order
+ * (axrt_split: [outer, x_row] cut into column blocks). */
+static void emit_chunk(emitter *em, const ir_node *n, const char *y)
+{
+    (void)y;   /* the producer has no storage of its own */
+    const int id = (int)(n - em->g->nodes), axis = n->attrs.axis, parts = n->attrs.nresults;
+    const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
+    ax_buf_printf(OUT, "    {\n        static const size_t rows[%d] = {", parts);
+    for (int k = 0; k < parts; k++) {
+        const int r = ir_result_node(em->g, id, k);
+        ax_buf_printf(OUT, "%s%lld", k ? ", " : "",
+                      r == IR_NONE ? 0LL : (long long)(node_at(em, r)->shape[axis] * inner));
+    }
+    ax_buf_printf(OUT, "};\n        %s *const ys[%d] = {", ctype(n->dtype), parts);
+    for (int k = 0; k < parts; k++) {
+        const int r = ir_result_node(em->g, id, k);
+        if (r == IR_NONE)
+            ax_die("cg_c: %%%d chunk has no result %d", id, k);
+        ax_buf_printf(OUT, "%s%s", k ? ", " : "", storage(em, r));
+    }
+    ax_buf_printf(OUT, "};\n        axrt_split_%s(%s, ys, %lld, %lld, %d, rows);\n    }\n", SFX,
+                  operand(em, n, 0), (long long)outer, (long long)(n->shape[axis] * inner), parts);
 }
 
 static void emit_concat(emitter *em, const ir_node *n, const char *y)
@@ -721,6 +751,11 @@ static void emit_softmax(emitter *em, const ir_node *n, const char *y)
     emit_axis_kernel(em, n, n, y);
 }
 
+static void emit_result(emitter *em, const ir_node *n, const char *y)
+{
+    (void)em, (void)n, (void)y; /* written by its producer (emit_chunk) */
+}
+
 static void emit_reshape(emitter *em, const ir_node *n, const char *y)
 {
     emit_copy(em, n, operand(em, n, 0), y);
@@ -791,6 +826,102 @@ static bool conv_in_place(const ir_node *n)
     return n->op == IR_OP_conv && n->inplace_of == 0;
 }
 
+/* ---- per-layer profile (axc --profile, interface.md §10) -------------------- */
+
+/* The layer as the user wrote it; nodes a pass made have none: op%id. */
+static const char *layer_name(const emitter *em, int id)
+{
+    const ir_node *n = node_at(em, id);
+    return n->name ? literal_text(arena_of(em), n->name)
+                   : ax_sprintf(arena_of(em), "%s%%%d", ir_ops[n->op].name, id);
+}
+
+/* "dense+residual+relu", "fused(exp,add)": the op and what is fused in. */
+static const char *layer_op(const emitter *em, const ir_node *n)
+{
+    const bool fused = n->op == IR_OP_fused_elementwise;
+    ax_buf b = {0};
+    ax_buf_puts(&b, fused ? "fused(" : ir_ops[n->op].name);
+    for (int s = 0; fused && s < n->attrs.nsteps; s++) {
+        const int op = n->attrs.steps[s].op;
+        ax_buf_printf(&b, "%s%s", s ? "," : "", op == IR_OP_scalar ? "const" : ir_ops[op].name);
+    }
+    ax_buf_puts(&b, fused ? ")" : "");
+    if (n->attrs.residual != IR_NONE)
+        ax_buf_puts(&b, "+residual");
+    if (n->attrs.act != IR_NONE)
+        ax_buf_printf(&b, "+%s", ir_ops[n->attrs.act].name);
+    const char *text = ax_strdup(arena_of(em), b.data);
+    ax_buf_free(&b);
+    return text;
+}
+
+static bool is_profiled(const ir_node *n)
+{
+    return !n->dead && ir_ops[n->op].kind != IR_SOURCE;
+}
+
+static int profiled_layers(const ir_graph *g)
+{
+    int count = 0;
+    for (int id = 0; id < g->nnodes; id++)
+        count += is_profiled(&g->nodes[id]);
+    return count;
+}
+
+/* The clock declaration (with a weak POSIX default) once per file. */
+static void emit_profile_clock(ax_buf *c)
+{
+    ax_buf_puts(c, "\n/* The application's clock for per-layer profiles (any tick unit); POSIX\n"
+                   "   hosts get a weak default in nanoseconds. */\n"
+                   "uint64_t axc_profile_clock(void);\n"
+                   "#if defined(__unix__) && defined(__GNUC__)\n#include <time.h>\n"
+                   "__attribute__((weak)) uint64_t axc_profile_clock(void)\n{\n"
+                   "    struct timespec ts;\n    clock_gettime(CLOCK_MONOTONIC, &ts);\n"
+                   "    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;\n}\n#endif\n");
+}
+
+/* <name>_profile[]: one entry per profiled node, in execution order. */
+static void emit_profile_table(emitter *em)
+{
+    const ir_graph *g = em->g;
+    const int count = profiled_layers(g);
+    ax_buf_printf(em->out, "\naxrt_layer_profile %s_profile[%d] = {\n", g->name, count ? count : 1);
+    for (int id = 0; id < g->nnodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        if (!is_profiled(n))
+            continue;
+        const char *layer = layer_name(em, id);
+        ax_buf_printf(em->out, "    {\"%s\", \"%s\", {\"%s\", %s, %d, {", layer, layer_op(em, n), layer,
+                      ir_dtypes[n->dtype].enum_name, n->rank);
+        for (int d = 0; d < n->rank; d++)
+            ax_buf_printf(em->out, "%s%lld", d ? ", " : "", (long long)n->shape[d]);
+        ax_buf_printf(em->out, "%s}}, %.17g, %.17g, 0, 0},\n", n->rank ? "" : "0",
+                      ir_node_flops(g, n), ir_node_bytes(g, n));
+    }
+    ax_buf_printf(em->out, "};\naxrt_layer_hook %s_layer_hook = 0;\n", g->name);
+}
+
+static void emit_profile_begin(emitter *em)
+{
+    if (em->profile)
+        ax_buf_puts(em->out, "    profile_t0 = axc_profile_clock();\n");
+}
+
+/* Adds the layer's ticks, then hands its output to the hook, if any. */
+static void emit_profile_end(emitter *em, const char *y)
+{
+    if (!em->profile)
+        return;
+    const char *name = em->g->name;
+    const int k = em->nlayers++;
+    ax_buf_printf(em->out,
+                  "    %s_profile[%d].ticks += axc_profile_clock() - profile_t0;\n"
+                  "    %s_profile[%d].calls++;\n"
+                  "    if (%s_layer_hook)\n        %s_layer_hook(%d, &%s_profile[%d], %s);\n",
+                  name, k, name, k, name, name, k, name, k, y);
+}
+
 static void emit_node(emitter *em, int id)
 {
     const ir_node *n = node_at(em, id);
@@ -801,18 +932,20 @@ static void emit_node(emitter *em, int id)
         ax_buf_printf(em->out, " %s:%d:%d", literal_text(arena_of(em), em->source_name),
                       n->loc.line, n->loc.col);
     ax_buf_puts(em->out, " */\n");
-    const char *y = storage(em, id);
+    const char *y = ir_has_results(n->op) ? "" : storage(em, id);
+    emit_profile_begin(em);
     if (conv_in_place(n))
         emit_dwconv_inplace(em, n, y);
     else
         emit_kernel(em, n, y);
-    if (kernel_applies_epilogue(em, n))
-        return;
-    if (n->attrs.residual != IR_NONE)
-        ax_buf_printf(em->out, "    axrt_add_%s(%s, %s, %s, %lld);\n", kernel_suffix(n->dtype), y,
-                      operand(em, n, n->attrs.residual), y, (long long)ir_numel(n));
-    if (has_epilogue(n))
-        emit_unary_call(em, (ir_op)n->attrs.act, n, y, y);
+    if (!kernel_applies_epilogue(em, n)) {
+        if (n->attrs.residual != IR_NONE)
+            ax_buf_printf(em->out, "    axrt_add_%s(%s, %s, %s, %lld);\n", kernel_suffix(n->dtype), y,
+                          operand(em, n, n->attrs.residual), y, (long long)ir_numel(n));
+        if (has_epilogue(n))
+            emit_unary_call(em, (ir_op)n->attrs.act, n, y, y);
+    }
+    emit_profile_end(em, y);
 }
 
 /* "int NAME_forward(const float *x, float *y, void *arena)" */
@@ -854,6 +987,8 @@ static void emit_forward(emitter *em)
 {
     const char *name = em->g->name;
     const size_t arena_size = em->g->arena_bytes ? em->g->arena_bytes : 1;
+    if (em->profile)
+        emit_profile_table(em);
     ax_buf_printf(em->out,
                   "\n#if defined(__GNUC__)\n"
                   "static unsigned char %s_static_arena[%zu] __attribute__((aligned(64)));\n"
@@ -863,6 +998,8 @@ static void emit_forward(emitter *em)
     ax_buf_puts(em->out, "\n{\n");
     if (uses_status(em))
         ax_buf_puts(em->out, "    int status;\n");
+    if (em->profile)
+        ax_buf_puts(em->out, "    uint64_t profile_t0;\n");
     ax_buf_printf(em->out, "    if (arena == NULL)\n        arena = %s_static_arena;\n", name);
     ax_buf_puts(em->out, "    (void)arena;\n");
     for (int i = 0; i < em->g->ninputs; i++)
@@ -905,7 +1042,7 @@ static void emit_descriptor(emitter *em)
         ax_buf_printf(em->out, "(%s *)outputs[%d], ",
                       ctype(node_at(em, em->g->outputs[i])->dtype), i);
     ax_buf_puts(em->out, "arena);\n}\n");
-    const char *in_names[IR_MAX_SRC];
+    const char **in_names = ax_alloc(arena_of(em), sizeof *in_names * (size_t)(em->g->ninputs + 1));
     for (int i = 0; i < em->g->ninputs; i++)
         in_names[i] = node_at(em, em->g->inputs[i])->name;
     emit_tensor_infos(em, "inputs", em->g->inputs, in_names, em->g->ninputs);
@@ -965,6 +1102,13 @@ static void emit_header_model(emitter *em, ax_buf *h)
     ax_buf_printf(h, "#define %s_ARENA_BYTES ((size_t)%zu)\n", upper, em->g->arena_bytes);
     emit_signature(em, h);
     ax_buf_printf(h, ";\nextern const axrt_model %s_model;\n", em->g->name);
+    if (!em->profile)
+        return;
+    const int count = profiled_layers(em->g);
+    ax_buf_printf(h, "/* per-layer profile (axc --profile; axrt.h axrt_layer_profile) */\n"
+                     "#define %s_LAYERS %d\nextern axrt_layer_profile %s_profile[%d];\n"
+                     "extern axrt_layer_hook %s_layer_hook;\nuint64_t axc_profile_clock(void);\n",
+                  upper, count, em->g->name, count ? count : 1, em->g->name);
 }
 
 static const char *guard_name(ax_arena *a, const char *header_name)
@@ -978,6 +1122,9 @@ static const char *guard_name(ax_arena *a, const char *header_name)
 
 static void emit_c_preamble(const cg_request *req, ax_buf *c)
 {
+    if (req->profile) /* the default clock's clock_gettime under -std=c99 */
+        ax_buf_puts(c, "#if defined(__unix__) && !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE)\n"
+                       "#define _POSIX_C_SOURCE 199309L\n#endif\n");
     ax_buf_printf(c,
                   "/* Generated by axc from %s -- do not edit.\n"
                   "   Code path: C99 calling the libaxrt kernels; float32 dense, conv and attention\n"
@@ -1025,8 +1172,11 @@ int cg_c_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
     if (errors)
         return errors;
     emit_c_preamble(req, c_out);
+    if (req->profile)
+        emit_profile_clock(c_out);
     for (int m = 0; m < req->nmodels; m++) {
-        emitter em = {.g = req->models[m], .out = c_out, .source_name = req->source_name};
+        emitter em = {.g = req->models[m], .out = c_out, .source_name = req->source_name,
+                      .profile = req->profile};
         name_arguments(&em);
         ax_buf_printf(c_out, "\n/* ---- model %s ---- */\n", em.g->name);
         emit_constants(&em);

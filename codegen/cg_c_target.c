@@ -7,6 +7,7 @@
  * Sizes come from the runtime itself (axrt_mha_scratch_elems,
  * axrt_dwconv_inplace_ring_elems) so the two cannot disagree. */
 #include "cg_target.h"
+#include "ir_use.h"
 
 /* q is [..., lq, d] and k [..., lk, d], as cg_c.c's emit_mha reads them;
  * the kernel reuses the scratch for each batch element, so the batch size
@@ -45,14 +46,11 @@ bool cg_c_can_inplace(const ir_node *n, const ir_graph *g, int k)
  * counts as read later). */
 static bool dies_at(const ir_graph *g, int id, int at)
 {
-    for (int i = 0; i < g->noutputs; i++)
-        if (g->outputs[i] == id)
-            return false;
-    for (int k = at + 1; k < g->nnodes; k++)
-        for (int i = 0; !g->nodes[k].dead && i < g->nodes[k].nsrc; i++)
-            if (g->nodes[k].src[i] == id)
-                return false;
-    return true;
+    ir_use u = {0};
+    ir_use_compute(g, &u);
+    const bool dies = !ir_use_live_after(&u, id, at);
+    ir_use_free(&u);
+    return dies;
 }
 
 /* The ring is only reserved where the plan may actually share the input's

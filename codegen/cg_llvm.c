@@ -37,12 +37,11 @@ typedef struct lv {
     LLVMBuilderRef B;
     LLVMTypeRef i8, i32, i64, size, ptr, real, real_ptr;
     LLVMValueRef forward, arena;
-    LLVMValueRef args[2 * IR_MAX_SRC]; /* forward's inputs, then outputs */
+    LLVMValueRef *args;                /* forward's inputs, then outputs */
     LLVMValueRef *globals;             /* per node: a param's or scalar's constant */
     int64_t *offsets;                  /* the arena offsets in use, and their pointers */
     LLVMValueRef *at_offset;           /* (computed once in forward's entry block) */
     int noffsets;
-    const char *input_names[IR_MAX_SRC], *output_names[IR_MAX_SRC];
 } lv;
 
 static ir_node *node_at(const lv *L, int id) { return &L->g->nodes[id]; }
@@ -310,6 +309,29 @@ static void lv_transpose(lv *L, const ir_node *n, LLVMValueRef y)
     LLVMValueRef args[] = {operand(L, n, 0), y, const_i64s(L, x->shape, x->rank),
                            const_ints(L, n->attrs.perm, n->rank), k_i32(L, n->rank)};
     call(L, kernel(L, "transpose"), "vppppi", args);
+}
+
+/* A multi-result producer (ir.h) writes all its results in one call
+ * (cg_c.c emit_chunk): their storage as an array of pointers. */
+static void lv_chunk(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    (void)y; /* the producer has no storage of its own */
+    const int id = (int)(n - L->g->nodes), axis = n->attrs.axis, parts = n->attrs.nresults;
+    const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
+    LLVMValueRef *rows = ax_alloc(arena_of(L), (size_t)parts * sizeof *rows);
+    LLVMValueRef ys = LLVMBuildArrayAlloca(L->B, L->ptr, k_i32(L, parts), "ys");
+    for (int k = 0; k < parts; k++) {
+        const int r = ir_result_node(L->g, id, k);
+        if (r == IR_NONE)
+            ax_die("cg_llvm: %%%d chunk has no result %d", id, k);
+        rows[k] = k_size(L, node_at(L, r)->shape[axis] * inner);
+        LLVMValueRef at = k_i64(L, k);
+        LLVMBuildStore(L->B, storage(L, r), LLVMBuildInBoundsGEP2(L->B, L->ptr, ys, &at, 1, ""));
+    }
+    LLVMValueRef table = const_global(L, LLVMConstArray(L->size, rows, (unsigned)parts), "rows", 8);
+    LLVMValueRef args[] = {operand(L, n, 0), LLVMBuildBitCast(L->B, ys, L->ptr, ""), k_size(L, outer),
+                           k_size(L, n->shape[axis] * inner), k_size(L, parts), table};
+    call(L, kernel(L, "split"), "vppzzzp", args);
 }
 
 static void lv_concat(lv *L, const ir_node *n, LLVMValueRef y)
@@ -695,6 +717,7 @@ static void lv_unary(lv *L, const ir_node *n, LLVMValueRef y) { call_unary(L, n-
 static void lv_reduce(lv *L, const ir_node *n, LLVMValueRef y) { axis_kernel(L, n, operand_node(L, n, 0), y); }
 static void lv_softmax(lv *L, const ir_node *n, LLVMValueRef y) { axis_kernel(L, n, n, y); }
 static void lv_reshape(lv *L, const ir_node *n, LLVMValueRef y) { copy(L, n, operand(L, n, 0), y); }
+static void lv_result(lv *L, const ir_node *n, LLVMValueRef y) { (void)L, (void)n, (void)y; /* lv_chunk wrote it */ }
 #define lv_input lv_source
 #define lv_param lv_source
 #define lv_scalar lv_source
@@ -723,7 +746,7 @@ static void dwconv_inplace(lv *L, const ir_node *n, LLVMValueRef y)
 static void emit_node(lv *L, int id)
 {
     const ir_node *n = node_at(L, id);
-    LLVMValueRef y = storage(L, id);
+    LLVMValueRef y = ir_has_results(n->op) ? NULL : storage(L, id); /* a producer has none */
     if (n->op == IR_OP_conv && n->inplace_of == 0)
         dwconv_inplace(L, n, y);
     else
@@ -742,8 +765,8 @@ static void emit_node(lv *L, int id)
 
 static LLVMTypeRef forward_type(const lv *L)
 {
-    LLVMTypeRef params[2 * IR_MAX_SRC + 1];
     const int n = L->g->ninputs + L->g->noutputs;
+    LLVMTypeRef *params = ax_alloc(L->g->ctx->arena, ((size_t)n + 1) * sizeof *params);
     for (int i = 0; i <= n; i++)
         params[i] = L->ptr;
     return LLVMFunctionType(L->i32, params, (unsigned)n + 1, 0);
@@ -796,8 +819,8 @@ static LLVMValueRef build_run(lv *L)
                                        LLVMFunctionType(L->i32, params, 3, 0));
     LLVMSetLinkage(run, LLVMInternalLinkage);
     LLVMPositionBuilderAtEnd(L->B, LLVMAppendBasicBlockInContext(L->C, run, "entry"));
-    LLVMValueRef args[2 * IR_MAX_SRC + 1];
     const int nin = L->g->ninputs, nout = L->g->noutputs;
+    LLVMValueRef *args = ax_alloc(arena_of(L), ((size_t)nin + (size_t)nout + 1) * sizeof *args);
     for (int i = 0; i < nin + nout; i++) {
         LLVMValueRef at = k_i64(L, i < nin ? i : i - nin);
         LLVMValueRef slot = LLVMBuildInBoundsGEP2(L->B, L->ptr, LLVMGetParam(run, i < nin ? 0 : 1), &at, 1, "");
@@ -823,7 +846,7 @@ static LLVMTypeRef tensor_info_type(const lv *L)
 
 static LLVMValueRef tensor_infos(lv *L, const int *ids, const char *const *names, int count)
 {
-    LLVMValueRef items[IR_MAX_SRC];
+    LLVMValueRef *items = ax_alloc(arena_of(L), ((size_t)count + 1) * sizeof *items);
     for (int i = 0; i < count; i++) {
         const ir_node *n = node_at(L, ids[i]);
         LLVMValueRef dims[AXRT_MAX_RANK];
@@ -841,7 +864,7 @@ static LLVMValueRef tensor_infos(lv *L, const int *ids, const char *const *names
  * arena_bytes, run}; */
 static void build_descriptor(lv *L, LLVMValueRef run)
 {
-    const char *in_names[IR_MAX_SRC];
+    const char **in_names = ax_alloc(arena_of(L), ((size_t)L->g->ninputs + 1) * sizeof *in_names);
     for (int i = 0; i < L->g->ninputs; i++)
         in_names[i] = node_at(L, L->g->inputs[i])->name;
     LLVMTypeRef info_ptr = LLVMPointerType(tensor_info_type(L), 0);
@@ -889,6 +912,7 @@ int cg_llvm_add_model(LLVMModuleRef M, LLVMTargetDataRef layout, ir_graph *g)
     L.real = g->dtype == AXRT_F64 ? LLVMDoubleTypeInContext(L.C) : LLVMFloatTypeInContext(L.C);
     L.real_ptr = LLVMPointerType(L.real, 0);
     L.globals = ax_alloc(g->ctx->arena, ((size_t)g->nnodes + 1) * sizeof *L.globals);
+    L.args = ax_alloc(g->ctx->arena, ((size_t)g->ninputs + (size_t)g->noutputs + 1) * sizeof *L.args);
     add_constants(&L);
     build_forward(&L);
     LLVMValueRef run = build_run(&L);

@@ -29,6 +29,8 @@ static const char usage_text[] =
     "  -D NAME=VALUE           override a const\n"
     "  -O0 -O1 -O2 -O3         optimisation level (default -O2)\n"
     "  --emit=ir|dot|mem       print the IR, a Graphviz graph or the memory plan\n"
+    "  --emit=svg|timeline     the graph drawn by Graphviz's dot, or the memory plan as a\n"
+    "                          timeline (buffers as bars over the schedule, peak marked)\n"
     "  --print-after-all       print the IR after every pass to stderr\n"
     "  --mem-report            print the arena plan\n"
     "  --ram=BYTES             fail if the arena exceeds BYTES (suffix K or M: 64K, 1M)\n"
@@ -43,6 +45,10 @@ static const char usage_text[] =
     "  --bench N               time N runs after warm-up\n"
     "  --interp                use the reference interpreter\n"
     "  --jit                   compile in-process with LLVM's ORC JIT (no C compiler)\n"
+    "  --profile               print time, share and rate per layer (also a compile option:\n"
+    "                          the generated C then calls axc_profile_clock around each layer)\n"
+    "  --dump-dir DIR          write every layer's output as DIR/NNN_LAYER.npy, index in\n"
+    "                          DIR/index.tsv (compare two with: axc compare DIR REF_DIR)\n"
     "  --cc=CC                 C compiler for the generated code (default $CC or cc)\n";
 
 /* The usage text, then the targets (ir/targets.def) and whether this axc
@@ -114,8 +120,11 @@ static int add_input(axc_opts *o, const char *v)
 {
     const char *eq = strchr(v, '=');
     if (!eq || eq == v || !eq[1]) { axc_fail("--input expects NAME=FILE.npy, not '%s'", v); return -1; }
-    if (o->ninputs == AXC_MAX_RUN_TENSORS) { axc_fail("too many --input options"); return -1; }
-    if (!(o->inputs[o->ninputs].name = keep_name(o, v, eq, "--input"))) return -1;
+    char *name = malloc((size_t)(eq - v) + 1);   /* o->inputs has a slot per argument */
+    if (!name) ax_die("out of memory");
+    memcpy(name, v, (size_t)(eq - v));
+    name[eq - v] = 0;
+    o->inputs[o->ninputs].name = name;
     o->inputs[o->ninputs].path = eq + 1;
     o->ninputs++;
     return 0;
@@ -140,7 +149,7 @@ static int set_ram(axc_opts *o, const char *v)
 /* Options that take a value.  `run` marks the ones only `axc run` accepts. */
 typedef enum {
     V_OUT, V_TARGET, V_HEADER, V_MODEL, V_WEIGHTS, V_SEED, V_SAVE, V_EMIT, V_ELTYPE,
-    V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC, V_TRIPLE, V_CPU
+    V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC, V_DUMP, V_TRIPLE, V_CPU
 } value_opt;
 
 static const struct { const char *name; value_opt id; bool run; } value_opts[] = {
@@ -153,8 +162,8 @@ static const struct { const char *name; value_opt id; bool run; } value_opts[] =
     {"--ram", V_RAM, false},
     {"--input", V_INPUT, true},    {"--output", V_OUTPUT, true},
     {"--output-dir", V_OUTDIR, true}, {"--bench", V_BENCH, true},
-    {"--cc", V_CC, true},          {"--triple", V_TRIPLE, false},
-    {"--cpu", V_CPU, false},
+    {"--cc", V_CC, true},          {"--dump-dir", V_DUMP, true},
+    {"--triple", V_TRIPLE, false}, {"--cpu", V_CPU, false},
 };
 
 static int set_value(axc_opts *o, value_opt id, const char *v)
@@ -172,6 +181,7 @@ static int set_value(axc_opts *o, value_opt id, const char *v)
     case V_MT: o->deptarget = v; return 0;
     case V_OUTPUT: o->run_output = v; return 0;
     case V_OUTDIR: o->run_output_dir = v; return 0;
+    case V_DUMP: o->dump_dir = v; return 0;
     case V_CC: o->cc = v; return 0;
     case V_TRIPLE: o->triple = v; return 0;
     case V_CPU: o->cpu = v; return 0;
@@ -227,6 +237,7 @@ static int try_flag(const char *a, axc_opts *o)
     else if (!strcmp(a, "-w")) o->no_warnings = true;
     else if (!strcmp(a, "--interp") && o->run) o->interp = true;
     else if (!strcmp(a, "--jit") && o->run) o->jit = true;
+    else if (!strcmp(a, "--profile")) o->profile = true;
     else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) o->opt_level = a[2] - '0';
     else return 0;
     return 1;
@@ -234,10 +245,10 @@ static int try_flag(const char *a, axc_opts *o)
 
 static int check_emit(const axc_opts *o)
 {
-    static const char *const kinds[] = {"ir", "dot", "mem"};
+    static const char *const kinds[] = {"ir", "dot", "mem", "svg", "timeline"};
     if (!o->emit) return 0;
-    for (int i = 0; i < 3; i++) if (!strcmp(o->emit, kinds[i])) return 0;
-    axc_fail("--emit expects ir, dot or mem, not '%s'", o->emit);
+    for (int i = 0; i < 5; i++) if (!strcmp(o->emit, kinds[i])) return 0;
+    axc_fail("--emit expects ir, dot, mem, svg or timeline, not '%s'", o->emit);
     return -1;
 }
 
@@ -245,6 +256,8 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
 {
     memset(o, 0, sizeof *o);
     o->opt_level = 2;
+    o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
+    if (!o->inputs) ax_die("out of memory");
     *exit_now = false;
     int i = 1;
     if (argc > 1 && !strcmp(argv[1], "run")) { o->run = true; i = 2; }
@@ -262,10 +275,23 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
     if (!o->input) { axc_fail("no input file (see axc --help)"); return AXC_EUSAGE; }
     if (check_emit(o)) return AXC_EUSAGE;
     if (!o->run && !o->output && !o->emit && !o->mem_report && !o->save_weights) {
-        axc_fail("no output: give -o OUT or --emit=ir|dot|mem");
+        axc_fail("no output: give -o OUT or --emit=ir|dot|mem|svg|timeline");
+        return AXC_EUSAGE;
+    }
+    if (o->interp && (o->profile || o->dump_dir)) {
+        axc_fail("--profile and --dump-dir need generated code, not --interp");
         return AXC_EUSAGE;
     }
     if (o->run_output && o->run_output_dir) { axc_fail("--output and --output-dir exclude each other"); return AXC_EUSAGE; }
-    if (o->jit && o->interp) { axc_fail("--jit and --interp exclude each other"); return AXC_EUSAGE; }
+    if (o->jit && o->interp) { axc_fail("%s and %s exclude each other", "--jit", "--interp"); return AXC_EUSAGE; }
     return AXC_OK;
+}
+
+void axc_free_args(axc_opts *o)
+{
+    for (int i = 0; i < o->ninputs; i++)
+        free((char *)o->inputs[i].name);
+    free(o->inputs);
+    o->inputs = NULL;
+    o->ninputs = 0;
 }

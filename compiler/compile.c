@@ -54,13 +54,24 @@ static void dep_rule(ax_buf *b, const axc_opts *o, const char *header)
         if (deps[i]) { ax_buf_puts(b, "\n"); put_make_path(b, deps[i]); ax_buf_puts(b, ":\n"); }
 }
 
-static void emit_view(const axc_opts *o, ir_graph **models, int n, ax_buf *out)
+static void emit_dot(const ir_graph *g, ax_buf *out)
+{
+    size_t live = 0;
+    const int peak = g->nnodes ? pass_memplan_peak(g, &live) : -1;
+    ir_dump_dot(g, peak, live, out);
+}
+
+/* --emit: the IR, a Graphviz graph (as SVG through dot), the memory plan
+ * (as text or a timeline picture).  Returns an exit status. */
+static int emit_view(const axc_opts *o, ir_graph **models, int n, ax_buf *out)
 {
     for (int i = 0; i < n; i++) {
         if (!strcmp(o->emit, "ir")) ir_dump(models[i], out);
-        else if (!strcmp(o->emit, "dot")) ir_dump_dot(models[i], out);
+        else if (!strcmp(o->emit, "dot") || !strcmp(o->emit, "svg")) emit_dot(models[i], out);
+        else if (!strcmp(o->emit, "timeline")) pass_memplan_svg(models[i], out);
         else pass_memplan_report(models[i], out);
     }
+    return strcmp(o->emit, "svg") ? AXC_OK : axc_render_svg(out);
 }
 
 static int stage(ax_outset *set, const char *path, const ax_buf *b)
@@ -116,7 +127,8 @@ static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n,
     }
     int rc = check_llvm_target(ctx, o, target->facts.id);
     if (rc) return rc;
-    cg_request req = {models, n, base_name(header), o->input, o->triple, o->cpu, has_ext(o->output, ".ll")};
+    cg_request req = {models, n, base_name(header), o->input, o->profile, o->triple, o->cpu,
+                      has_ext(o->output, ".ll")};
     return target->emit(&req, c, h) ? AXC_EINPUT : AXC_OK;
 }
 
@@ -126,9 +138,9 @@ static int write_outputs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int 
     int rc = AXC_OK;
     const char *header = NULL;
     if (o->emit) {
-        emit_view(o, models, n, &view);
-        if (o->output) rc = stage(set, o->output, &view) ? AXC_EUSAGE : AXC_OK;
-        else fwrite(view.data ? view.data : "", 1, view.len, stdout);
+        rc = emit_view(o, models, n, &view);
+        if (!rc && o->output) rc = stage(set, o->output, &view) ? AXC_EUSAGE : AXC_OK;
+        else if (!rc) fwrite(view.data ? view.data : "", 1, view.len, stdout);
     } else if (o->output) {
         header = o->header ? o->header : with_ext(ctx->arena, o->output, ".h");
         rc = generate(ctx, o, models, n, header, &c, &h);

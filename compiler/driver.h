@@ -17,7 +17,6 @@
 enum { AXC_OK = 0, AXC_EINPUT = 1, AXC_EUSAGE = 2 };
 
 #define AXC_MAX_DEFINES 64
-#define AXC_MAX_RUN_TENSORS 16
 
 typedef struct axc_named_file { /* --input NAME=FILE.npy */
     const char *name, *path;
@@ -45,20 +44,24 @@ typedef struct axc_opts {
     ax_define defines[AXC_MAX_DEFINES];
     int ndefines;
     /* axc run */
-    axc_named_file inputs[AXC_MAX_RUN_TENSORS];
+    axc_named_file *inputs;      /* heap, one slot per argument; names heap too */
     int ninputs;
     const char *run_output, *run_output_dir, *cc;
     long bench_runs;
     bool interp;
     bool jit;                    /* --jit: ORC LLJIT instead of $CC */
-    /* storage for the NAME parts of -D NAME=VALUE and --input NAME=FILE */
-    char names[AXC_MAX_DEFINES + AXC_MAX_RUN_TENSORS][128];
+    bool profile;                /* --profile: per-layer hooks (compile), the table (run) */
+    const char *dump_dir;        /* axc run --dump-dir */
+    /* storage for the NAME parts of -D NAME=VALUE */
+    char names[AXC_MAX_DEFINES][128];
     int nnames;
 } axc_opts;
 
 /* Parses argv into o; prints the problem and returns AXC_EUSAGE, or
  * AXC_OK; *exit_now is set for --help/--version (already printed). */
 int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now);
+/* Releases what axc_parse_args allocated (after success or failure). */
+void axc_free_args(axc_opts *o);
 
 /* Front end and passes for every selected model: parse, lower, shapes,
  * dtypes, parameters (--weights or --seed), memory plan.  Returns AXC_OK or
@@ -76,6 +79,27 @@ int axc_run(ax_ctx *ctx, const axc_opts *o);       /* `axc run` */
  * install prefix), found from /proc/self/exe.  NULL if unknown or if
  * include/axrt.h or lib/libaxrt.a is missing there. */
 const char *axc_home(ax_arena *a);
+
+/* Per-layer profile of a loaded model built with hooks (profile.c). */
+typedef struct axc_profile {
+    axrt_layer_profile *layers;   /* the generated <name>_profile[] */
+    axrt_layer_hook *hook;        /* the generated <name>_layer_hook */
+    int count;
+} axc_profile;
+int axc_profile_attach(ax_ctx *ctx, void *dl, const ir_graph *g, axc_profile *p);
+void axc_profile_reset(const axc_profile *p);
+void axc_profile_print(const axc_profile *p, const char *model, double wall_us_per_run);
+/* --dump-dir: every layer's output of the next run as DIR/NNN_LAYER.npy and
+ * DIR/index.tsv; end reports a write failure. */
+int axc_profile_dump_begin(const axc_profile *p, const char *dir);
+int axc_profile_dump_end(const axc_profile *p);
+
+/* --emit=svg: replaces the Graphviz text in buf by the SVG `dot -Tsvg`
+ * draws (render.c).  Returns an exit status (2 when dot is missing). */
+int axc_render_svg(ax_buf *buf);
+
+/* `axc compare DIR REF_DIR [--rtol R]` (compare.c): argv after "compare". */
+int axc_compare_main(int argc, char **argv);
 
 /* Prints "axc: error: MESSAGE" for usage and I/O problems. */
 void axc_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

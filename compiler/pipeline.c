@@ -129,6 +129,27 @@ static int requested_target(const axc_opts *o, ir_target_id *id)
     return AXC_OK;
 }
 
+/* --ram: rematerialise until the plan fits (verified), say what it cost
+ * with --mem-report, and report a plan that still does not fit. */
+static int fit_budget(const axc_opts *o, ir_graph *g)
+{
+    pass_remat_stats st = {0};
+    if (g->arena_bytes > o->ram_budget) {
+        pass_remat(g, o->ram_budget, &st);
+        if (ir_verify(g)) return 1;
+        if (st.recomputed && o->mem_report)
+            printf("rematerialised %s: arena %zu -> %zu bytes, %d values recomputed, "
+                   "+%.0f FLOPs (+%.1f%%)\n", g->name, st.peak_before, st.peak_after, st.recomputed,
+                   st.extra_flops, st.flops > st.extra_flops ? 100 * st.extra_flops / (st.flops - st.extra_flops) : 0);
+    }
+    if (!pass_memplan_check_budget(g, o->ram_budget)) return 0;
+    if (st.recomputed)
+        ax_note(g->ctx, g->loc, "recomputing %d values took the arena from %zu to %zu bytes, the "
+                "smallest this model reaches: no other value idle across the peak can be recomputed",
+                st.recomputed, st.peak_before, st.peak_after);
+    return 1;
+}
+
 void axc_free_models(ir_graph **models, int n)
 {
     for (int i = 0; i < n; i++) ir_graph_free_nodes(models[i]);
@@ -159,7 +180,7 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
     for (int i = 0; i < *n; i++) {
         if (pass_run_optimisations(models[i], o->opt_level, print_after_hook, (void *)o))
             return AXC_EINPUT;
-        if (o->ram_budget && pass_memplan_check_budget(models[i], o->ram_budget)) return AXC_EINPUT;
+        if (o->ram_budget && fit_budget(o, models[i])) return AXC_EINPUT;
         cg_target_get(models[i]->target->id)->select(models[i]);
     }
     return ctx->errors ? AXC_EINPUT : AXC_OK;

@@ -19,9 +19,10 @@
 #include "tensorfile.h"
 #include "weights.h"
 
+/* One heap buffer per graph input and output (arrays in the context arena). */
 typedef struct run_io {
-    void *in[IR_MAX_SRC];
-    void *out[IR_MAX_SRC];
+    void **in;
+    void **out;
 } run_io;
 
 typedef struct runner {
@@ -126,7 +127,7 @@ static int prepare_inputs(ax_ctx *ctx, const axc_opts *o, const ir_graph *g, run
 {
     for (int k = 0; k < o->ninputs; k++) {
         int found = 0;
-        const char *names[IR_MAX_SRC];
+        const char **names = ax_alloc(ctx->arena, sizeof *names * (size_t)(g->ninputs + 1));
         for (int i = 0; i < g->ninputs; i++) {
             names[i] = g->nodes[g->inputs[i]].name;
             found |= !strcmp(names[i], o->inputs[k].name);
@@ -198,7 +199,14 @@ static int stage_sources(ax_ctx *ctx, const axc_opts *o, ir_graph *g, const char
 {
     ax_buf c = {0}, h = {0};
     ir_graph *models[1] = {g};
-    cg_request req = {.models = models, .nmodels = 1, .header_name = "model.h", .source_name = o->input};
+    cg_request req = {.models = models, .nmodels = 1, .header_name = "model.h", .source_name = o->input,
+                      .profile = o->profile || o->dump_dir};
+    const cg_target *target = cg_target_get(g->target->id);
+    if (target->emit != cg_c_emit) { /* axc run builds C; other targets run their own way */
+        axc_fail("the %s target %s; axc run uses --target=c", ir_targets[target->facts.id].name,
+                 target->missing ? target->missing : "cannot be run by axc run yet");
+        return AXC_EUSAGE;
+    }
     int rc = cg_c_emit(&req, &c, &h) ? AXC_EINPUT : AXC_OK;
     if (!rc && (ax_write_file_atomic(ax_sprintf(ctx->arena, "%s/model.c", dir), c.data, c.len) ||
                 ax_write_file_atomic(ax_sprintf(ctx->arena, "%s/model.h", dir), h.data, h.len))) {
@@ -380,16 +388,39 @@ static void alloc_outputs(const ir_graph *g, run_io *io)
     }
 }
 
+/* --profile: the first run was the warm-up; then N runs (--bench N, else
+ * 20) with the per-layer counters reset, and the table. */
+static int profile_runs(const runner *r, run_io *io, const axc_profile *p, long runs)
+{
+    axc_profile_reset(p);
+    double t0 = now_us();
+    for (long i = 0; i < runs; i++)
+        if (run_once(r, io)) return -1;
+    axc_profile_print(p, r->g->name, (now_us() - t0) / (double)runs);
+    return 0;
+}
+
 static int execute(ax_ctx *ctx, const axc_opts *o, ir_graph *g, run_io *io)
 {
     runner r = {.g = g};
-    const bool jit = o->jit || (o->target && !strcmp(o->target, "llvm")); /* the llvm target runs in-process */
+    axc_profile prof = {0};
+    /* --jit, and the llvm target, run in-process through LLVM's ORC JIT */
+    const bool jit = o->jit || g->target->id == IR_TARGET_llvm;
+    if (jit && (o->profile || o->dump_dir)) {
+        axc_fail("%s and %s exclude each other", "--jit", o->profile ? "--profile" : "--dump-dir");
+        return AXC_EUSAGE;
+    }
     int rc = o->interp ? AXC_OK : jit ? load_jit(ctx, g, &r) : load_compiled(ctx, o, g, &r);
+    if (!rc && (o->profile || o->dump_dir)) rc = axc_profile_attach(ctx, r.dl, g, &prof);
+    if (!rc && o->dump_dir) rc = axc_profile_dump_begin(&prof, o->dump_dir);
     if (!rc && run_once(&r, io)) {
         axc_fail("model '%s' failed at run time (an Embedding index out of range?)", g->name);
         rc = AXC_EINPUT;
     }
-    if (!rc && o->bench_runs && bench(&r, io, o->bench_runs)) rc = AXC_EINPUT;
+    if (o->dump_dir && prof.hook && axc_profile_dump_end(&prof) && !rc) rc = AXC_EUSAGE;
+    if (!rc && o->profile && profile_runs(&r, io, &prof, o->bench_runs ? o->bench_runs : 20))
+        rc = AXC_EINPUT;
+    else if (!rc && !o->profile && o->bench_runs && bench(&r, io, o->bench_runs)) rc = AXC_EINPUT;
     runner_close(ctx, &r);
     return rc;
 }
@@ -405,7 +436,8 @@ int axc_run(ax_ctx *ctx, const axc_opts *o)
     }
     if (rc) { axc_free_models(models, n); return rc; }
     ir_graph *g = models[0];
-    run_io io = {{0}, {0}};
+    run_io io = {ax_alloc(ctx->arena, sizeof *io.in * (size_t)(g->ninputs + 1)),
+                 ax_alloc(ctx->arena, sizeof *io.out * (size_t)(g->noutputs + 1))};
     rc = prepare_inputs(ctx, o, g, &io);
     if (!rc) {
         alloc_outputs(g, &io);
@@ -414,7 +446,8 @@ int axc_run(ax_ctx *ctx, const axc_opts *o)
     /* with --bench and no output option, the timing line is the whole output */
     if (!rc && (!o->bench_runs || o->run_output || o->run_output_dir)) rc = write_outputs(ctx, o, g, &io);
     if (!rc && o->save_weights) rc = save_weights(o, g);
-    for (int i = 0; i < IR_MAX_SRC; i++) { free(io.in[i]); free(io.out[i]); }
+    for (int i = 0; i < g->ninputs; i++) free(io.in[i]);
+    for (int i = 0; i < g->noutputs; i++) free(io.out[i]);
     axc_free_models(models, n);
     return rc;
 }

@@ -452,6 +452,11 @@ static int lower_call(lower_state *st, const ast_node *e)
                  callee->name);
         return IR_NONE;
     }
+    if (!b && strcmp(callee->name, "chunk") == 0) {
+        ax_error(st->ctx, e->loc, "chunk(...) gives several values; bind them: "
+                 "a, b = chunk(x, 2; dims=k)");
+        return IR_NONE;
+    }
     if (!b && lower_find_ctor(callee->name)) {
         ax_error(st->ctx, e->loc, "layer constructor %s(...) used as a value; declare it "
                  "(name = %s(...)) or apply it: x |> %s(...)", callee->name, callee->name,
@@ -567,17 +572,10 @@ static void lower_input(lower_state *st, const ast_param *p)
     n->dtype = dt;
     n->rank = p->ndims;
     memcpy(n->shape, shape, sizeof *shape * (size_t)p->ndims);
-    st->g->inputs[st->g->ninputs++] = id;
+    ir_add_input(st->g, id);
 }
 
 /* ---- bodies -------------------------------------------------------------------- */
-
-static void set_output(lower_state *st, int i, int node, const char *name)
-{
-    st->g->outputs[i] = node;
-    st->g->output_names[i] = name;
-    st->g->noutputs = i + 1;
-}
 
 /* A stand-in for a value that could not be built, after its error: the
  * statements that follow a failed chain statement still apply to it, so
@@ -615,7 +613,7 @@ static void lower_chain(lower_state *st)
         int next = apply_callable(st, v, &cur, 1, name, s->loc, v->loc);
         cur = next != IR_NONE ? next : failed_value(st, v->loc);
     }
-    set_output(st, 0, cur, "out0");
+    ir_add_output(st->g, cur, "out0");
 }
 
 /* `name = Constructor(...)` declares a layer; the other bindings are values. */
@@ -634,10 +632,6 @@ static void lower_assign(lower_state *st, const ast_stmt *s)
 
 static void lower_return(lower_state *st, const ast_stmt *s)
 {
-    if (s->nrets > IR_MAX_SRC) {
-        ax_error(st->ctx, s->loc, "at most %d outputs", IR_MAX_SRC);
-        return;
-    }
     for (int i = 0; i < s->nrets; i++) {
         const ast_node *e = s->rets[i];
         const lower_binding *b = e->kind == AST_IDENT ? scope_find(st, e->name) : NULL;
@@ -645,7 +639,29 @@ static void lower_return(lower_state *st, const ast_stmt *s)
         for (int j = 0; j < i; j++)
             if (strcmp(st->g->output_names[j], name) == 0)
                 ax_error(st->ctx, e->loc, "output '%s' is returned twice", name);
-        set_output(st, i, lower_expr(st, e), name);
+        ir_add_output(st->g, lower_expr(st, e), name);
+    }
+}
+
+/* `a, b, ... = chunk(x, n; dims=k)`: one result node per name (ir.h
+ * "Several results"); on an error every name is bound as a failed value. */
+static void lower_unpack(lower_state *st, const ast_stmt *s)
+{
+    const ast_node *v = s->value;
+    int producer = IR_NONE;
+    if (v->kind == AST_CALL && v->callee->kind == AST_IDENT && !scope_find(st, v->callee->name) &&
+        strcmp(v->callee->name, "chunk") == 0)
+        producer = lower_chunk(st, v, s->ntargets);
+    else
+        ax_error(st->ctx, v->loc, "%d names are bound, but only chunk(...) gives several values",
+                 s->ntargets);
+    for (int k = 0; k < s->ntargets; k++) {
+        ir_attrs attrs = lower_attrs();
+        attrs.index = k;
+        const ast_node *t = s->targets[k];
+        int r = producer == IR_NONE ? IR_NONE
+                                    : lower_add(st, IR_OP_result, &producer, 1, &attrs, t->loc, NULL);
+        scope_bind(st, t->name, r, NULL);
     }
 }
 
@@ -667,6 +683,7 @@ static void lower_function(lower_state *st)
     for (int i = 0; i < m->nstmts; i++) {
         const ast_stmt *s = m->stmts[i];
         if (s->kind == AST_STMT_ASSIGN) lower_assign(st, s);
+        else if (s->kind == AST_STMT_UNPACK) lower_unpack(st, s);
         else if (s->kind == AST_STMT_EXPR) ax_warning(st->ctx, s->loc, "statement has no effect");
         else {
             lower_return(st, s);
@@ -694,12 +711,9 @@ ir_graph *lower_model(ax_ctx *ctx, const ast_file *f, int index, const ax_define
     st.g = ir_graph_new(ctx, m->name, m->loc);
     st.g->dtype = AXRT_F32;
     st.g->backend = IR_TARGET_c;
+    st.g->wording = &lower_ax_wording;
     for (int i = 0; i < m->nopts; i++) lower_option(&st, &m->opts[i]);
-    if (m->nparams > IR_MAX_SRC)
-        ax_error(ctx, m->loc, "model '%s' has %d inputs (at most %d)", m->name, m->nparams,
-                 IR_MAX_SRC);
-    else
-        for (int i = 0; i < m->nparams; i++) lower_input(&st, &m->params[i]);
+    for (int i = 0; i < m->nparams; i++) lower_input(&st, &m->params[i]);
     if (m->is_function) lower_function(&st);
     else lower_chain(&st);
     return st.g;

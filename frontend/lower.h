@@ -24,6 +24,10 @@ typedef struct ax_define {  /* -D NAME=VALUE */
 ir_graph *lower_model(ax_ctx *ctx, const ast_file *f, int index,
                       const ax_define *defs, int ndefs);
 
+/* How messages name .ax layers and operators (describe.c); lower_model
+ * hangs it on every graph it builds. */
+extern const ir_wording lower_ax_wording;
+
 /* Checks that every -D names a const of the file (warning otherwise). */
 void lower_check_defines(ax_ctx *ctx, const ast_file *f, const ax_define *defs, int ndefs);
 

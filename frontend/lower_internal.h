@@ -95,6 +95,9 @@ bool lower_claim_layer_name(lower_state *st, const char *name, ax_loc loc);
 /* ---- lower_layers.c ----------------------------------------------------- */
 const lower_ctor *lower_find_ctor(const char *name);
 const lower_fn *lower_find_fn(const char *name);
+/* chunk(x, n; dims=k) bound to nresults names (language.md §10): the
+ * multi-result chunk node (ir.h "Several results"), or IR_NONE after an error. */
+int lower_chunk(lower_state *st, const ast_node *call, int nresults);
 /* Appends the names of every constructor and function to names (arena
  * array grown by the caller: at most lower_ncallables() entries). */
 int lower_ncallables(void);

@@ -235,6 +235,33 @@ static bool fn_keywords(lower_state *st, const lower_fn *fn, const lower_args *a
     return true;
 }
 
+int lower_chunk(lower_state *st, const ast_node *call, int nresults)
+{
+    static const char *const kw_dims_only_chunk[] = {"dims", NULL};
+    lower_args a;
+    lower_split_args(st, call, &a);
+    a.loc = call->loc;
+    if (a.npos != 2) {
+        ax_error(st->ctx, call->loc, "chunk expects (x, n; dims=k)");
+        return IR_NONE;
+    }
+    ir_attrs attrs = lower_attrs();
+    lower_num n;
+    int x = lower_expr(st, a.pos[0]);
+    bool ok = check_keywords(st, "chunk", kw_dims_only_chunk, &a) &&
+              kw_dims(st, &a, true, "chunk", &attrs.axis);
+    if (!ok || !lower_eval_num(st, a.pos[1], &n)) return IR_NONE;
+    if (!n.is_int || n.i < 1 || n.i > 65536) {
+        ax_error(st->ctx, a.pos[1]->loc, "chunk: the number of parts must be an integer in "
+                 "1..65536");
+        return IR_NONE;
+    }
+    if (x == IR_NONE) return IR_NONE;
+    attrs.parts = (int)n.i;
+    attrs.nresults = nresults;
+    return lower_add(st, IR_OP_chunk, &x, 1, &attrs, call->loc, NULL);
+}
+
 /* reshape's (d0, d1, ...): one -1 allowed, others >= 1. */
 static bool shape_tuple(lower_state *st, const ast_node *e, ir_attrs *attrs)
 {

@@ -220,6 +220,14 @@ static void dump_stmt(const ast_stmt *s, ax_buf *out)
         dump_expr(s->value, out);
         ax_buf_puts(out, ")");
         break;
+    case AST_STMT_UNPACK:
+        ax_buf_puts(out, "(= (");
+        for (int i = 0; i < s->ntargets; i++)
+            ax_buf_printf(out, "%s%s", i ? " " : "", s->targets[i]->name);
+        ax_buf_puts(out, ") ");
+        dump_expr(s->value, out);
+        ax_buf_puts(out, ")");
+        break;
     case AST_STMT_RETURN:
         ax_buf_puts(out, "(return");
         for (int i = 0; i < s->nrets; i++) {

@@ -41,14 +41,16 @@ struct ast_node {
     int nargs;
 };
 
-typedef enum ast_stmt_kind { AST_STMT_EXPR, AST_STMT_ASSIGN, AST_STMT_RETURN } ast_stmt_kind;
+typedef enum ast_stmt_kind { AST_STMT_EXPR, AST_STMT_ASSIGN, AST_STMT_RETURN, AST_STMT_UNPACK } ast_stmt_kind;
 
 typedef struct ast_stmt {
     ast_stmt_kind kind;
     ax_loc loc;           /* the whole statement */
     const char *name;     /* ASSIGN: the bound name */
     ax_loc name_loc;
-    ast_node *value;      /* EXPR, ASSIGN */
+    ast_node *value;      /* EXPR, ASSIGN, UNPACK */
+    ast_node **targets;   /* UNPACK (a, b = value): the bound names, AST_IDENT, in order */
+    int ntargets;
     ast_node **rets;      /* RETURN: values, in order */
     int nrets;
 } ast_stmt;

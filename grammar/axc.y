@@ -150,6 +150,7 @@ static ast_model *new_model(axc_parser *p, axc_vec *opts, const char *name, ax_l
 %type <option> option
 %type <model> model_head
 %type <vec> options params param_list dims expr_list body tuple_items call_args arg_list kwarg_list
+%type <vec> name_list
 %type <str> option_value
 
 %right ARROW
@@ -255,6 +256,15 @@ stmt
             $$->name_loc = axc_loc(@1);
             $$->value = $3;
         }
+    | IDENT ',' name_list '=' expr
+        {
+            $$ = ast_new_stmt(arena_of(p), AST_STMT_UNPACK, axc_loc(@$));
+            axc_vec *names = axc_vec_push(arena_of(p), NULL, ast_new_ident(arena_of(p), axc_loc(@1), $1));
+            for (int i = 0; i < $3->n; i++)
+                names = axc_vec_push(arena_of(p), names, $3->items[i]);
+            $$->targets = (ast_node **)axc_vec_array(arena_of(p), names, &$$->ntargets);
+            $$->value = $5;
+        }
     | KW_RETURN expr_list
         {
             $$ = ast_new_stmt(arena_of(p), AST_STMT_RETURN, axc_loc(@$));
@@ -265,6 +275,11 @@ stmt
 dims
     : expr_list
     | expr_list ','
+    ;
+
+name_list
+    : IDENT                 { $$ = axc_vec_push(arena_of(p), NULL, ast_new_ident(arena_of(p), axc_loc(@1), $1)); }
+    | name_list ',' IDENT   { $$ = axc_vec_push(arena_of(p), $1, ast_new_ident(arena_of(p), axc_loc(@3), $3)); }
     ;
 
 expr_list
@@ -398,10 +413,14 @@ static void add_model(axc_parser *p, ast_model *m, axc_vec *stmts)
     m->stmts = (ast_stmt **)axc_vec_array(arena_of(p), stmts, &m->nstmts);
     bool clean = p->ctx->errors == p->errors_at_model;
     for (int i = 0; i < m->nstmts && clean; i++) {
-        if (m->is_function || m->stmts[i]->kind != AST_STMT_RETURN)
+        if (m->is_function || (m->stmts[i]->kind != AST_STMT_RETURN && m->stmts[i]->kind != AST_STMT_UNPACK))
             continue;
-        ax_error(p->ctx, m->stmts[i]->loc,
-                 "'return' is not allowed in a 'begin ... end' chain: its last statement is the output");
+        if (m->stmts[i]->kind == AST_STMT_UNPACK)
+            ax_error(p->ctx, m->stmts[i]->loc, "'a, b = ...' is not allowed in a 'begin ... end' "
+                     "chain: each statement there takes one value (use the function form)");
+        else
+            ax_error(p->ctx, m->stmts[i]->loc,
+                     "'return' is not allowed in a 'begin ... end' chain: its last statement is the output");
     }
     ast_file *f = p->file;
     if (f->nmodels == p->models_cap) {

@@ -7,6 +7,7 @@
  * arena. */
 #include "ir.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +70,37 @@ void ir_graph_free_nodes(ir_graph *g)
     free(g->nodes);
     g->nodes = NULL;
     g->nnodes = g->cap = 0;
+}
+
+/* Room for one more element in an arena array of elem-byte elements. */
+static void *grow_arena_array(ax_arena *a, void *old, int count, int *cap, size_t elem)
+{
+    if (count < *cap)
+        return old;
+    int next = *cap ? 2 * *cap : 8;
+    void *fresh = ax_alloc(a, (size_t)next * elem);
+    if (count)
+        memcpy(fresh, old, (size_t)count * elem);
+    *cap = next;
+    return fresh;
+}
+
+void ir_add_input(ir_graph *g, int id)
+{
+    g->inputs = grow_arena_array(g->ctx->arena, g->inputs, g->ninputs, &g->inputs_cap,
+                                 sizeof *g->inputs);
+    g->inputs[g->ninputs++] = id;
+}
+
+void ir_add_output(ir_graph *g, int id, const char *name)
+{
+    int cap = g->outputs_cap;
+    g->outputs = grow_arena_array(g->ctx->arena, g->outputs, g->noutputs, &cap,
+                                  sizeof *g->outputs);
+    g->output_names = grow_arena_array(g->ctx->arena, (void *)g->output_names, g->noutputs,
+                                       &g->outputs_cap, sizeof *g->output_names);
+    g->outputs[g->noutputs] = id;
+    g->output_names[g->noutputs++] = name;
 }
 
 static void reserve_node(ir_graph *g)
@@ -177,6 +209,25 @@ int ir_output_index(const ir_graph *g, int id)
     return -1;
 }
 
+void ir_result_extent(const ir_graph *g, const ir_node *r, int64_t *start, int64_t *size)
+{
+    const ir_node *p = &g->nodes[r->src[0]];
+    const int64_t dim = p->shape[p->attrs.axis];
+    const int64_t part = p->attrs.parts > 0 ? (dim + p->attrs.parts - 1) / p->attrs.parts : dim;
+    *start = (int64_t)r->attrs.index * part;
+    *size = *start >= dim ? 0 : dim - *start < part ? dim - *start : part;
+}
+
+int ir_result_node(const ir_graph *g, int id, int k)
+{
+    for (int r = id + 1; r < g->nnodes; r++) {
+        const ir_node *n = &g->nodes[r];
+        if (!n->dead && n->op == IR_OP_result && n->src[0] == id && n->attrs.index == k)
+            return r;
+    }
+    return IR_NONE;
+}
+
 int64_t ir_numel(const ir_node *n)
 {
     int64_t count = 1;
@@ -228,18 +279,27 @@ bool ir_dtype_parse(const char *name, axrt_dtype *out)
     return false;
 }
 
-const char *ir_layer_ctor(ir_op op)
+static const char *op_name(ir_op op)
 {
-    switch (op) {
-    case IR_OP_dense: return "Dense";
-    case IR_OP_conv: return "Conv";
-    case IR_OP_layernorm: return "LayerNorm";
-    case IR_OP_batchnorm: return "BatchNorm";
-    case IR_OP_maxpool: return "MaxPool";
-    case IR_OP_meanpool: return "MeanPool";
-    case IR_OP_globalmeanpool: return "GlobalMeanPool";
-    case IR_OP_mha: return "MultiHeadAttention";
-    case IR_OP_embedding: return "Embedding";
-    default: return (unsigned)op < IR_OP_COUNT ? ir_ops[op].name : "?";
-    }
+    return (unsigned)op < IR_OP_COUNT ? ir_ops[op].name : "?";
+}
+
+const char *ir_describe_layer(const ir_graph *g, const ir_node *n, char *buf, size_t size)
+{
+    if (g->wording)
+        g->wording->layer(g, n, buf, size);
+    else
+        snprintf(buf, size, "%s%s%s%s", op_name(n->op), n->name ? " '" : "", n->name ? n->name : "",
+                 n->name ? "'" : "");
+    return buf;
+}
+
+const char *ir_describe_ctor(const ir_graph *g, ir_op op)
+{
+    return g->wording ? g->wording->ctor(op) : op_name(op);
+}
+
+const char *ir_describe_binary(const ir_graph *g, ir_op op)
+{
+    return g->wording ? g->wording->binary_symbol(op) : op_name(op);
 }

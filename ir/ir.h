@@ -96,6 +96,16 @@ typedef enum ir_layout {
 } ir_layout;
 extern const char *const ir_layout_names[IR_LAYOUT_COUNT];
 
+/* How messages of the middle end name a node the way the user wrote it.
+ * The front end that built the graph hangs its own on it (the .ax one:
+ * frontend/describe.c); without one, messages use IR op names. */
+typedef struct ir_wording {
+    /* "Dense(784 => 256)", "Dense 'fc1' (784 => 256)" into buf */
+    void (*layer)(const ir_graph *g, const ir_node *n, char *buf, size_t size);
+    const char *(*ctor)(ir_op op);          /* "Dense" */
+    const char *(*binary_symbol)(ir_op op); /* ".*" */
+} ir_wording;
+
 /* Initial value of a parameter when no --weights are given (interface.md §1). */
 typedef enum ir_param_role {
     IR_PARAM_GLOROT = 0, /* weight matrices and kernels: Glorot-uniform */
@@ -140,12 +150,29 @@ typedef struct ir_attrs {
                                  (nsrc = max + 1); set by fusion passes */
     const ir_fused_step *steps; /* fused_elementwise: the program (context arena) */
     int nsteps;
+    int parts;                /* chunk: parts asked for (torch.chunk's chunks) */
+    int nresults;             /* multi-result producer: its number of results */
+    int index;                /* result: which result of src[0] it is, 0-based */
     const int64_t (*strides)[IR_MAX_RANK]; /* fused_elementwise: row k (context arena) gives
                                  operand src[k] read at result index (i0, i1, ...) as its
                                  element sum(i_d * strides[k][d]) (0 = broadcast dim);
                                  set by pass_fuse_elementwise, which composes broadcasts,
                                  transposes and reshapes into them */
 } ir_attrs;
+
+/* Several results.  A node has one value; an op that computes several (a
+ * chunk; later LayerNorm's mean and inverse deviation, an optimiser step) is
+ * a producer followed by one `result` node per value: result k reads the
+ * producer as its only operand and has attrs.index = k, and carries that
+ * value's shape, dtype, buffer and name like any node.  The producer itself
+ * has no value: nothing but result nodes may read it, it is never a graph
+ * output and never in the arena (its shape is that of its operand, for
+ * messages).  So passes that walk operands, uses and live ranges see only
+ * ordinary single-valued nodes; only the kernel of the producer (interpreter,
+ * back end) and the memory plan know that it writes its results' buffers,
+ * which are therefore live from the producer on.  The verifier checks that
+ * every result index of a live producer exists at most once. */
+static inline bool ir_has_results(ir_op op) { return op == IR_OP_chunk; }
 
 struct ir_node {
     ir_op op;
@@ -160,6 +187,7 @@ struct ir_node {
     ir_param_role role;  /* param only */
     void *data;          /* param only: rank/shape elements of dtype, filled by weights.c */
     bool dead;           /* removed by a pass; skipped everywhere */
+    bool recomputed;     /* a copy pass_remat made of an earlier node, to free memory */
     bool derived;        /* param only: computed by a pass from the user's parameters (e.g. a
                             BatchNorm folded into a conv); not part of the state_dict, so
                             --save-weights writes the originals (kept, dead) instead */
@@ -174,16 +202,20 @@ struct ir_graph {
     const char *name;          /* model name = C symbol prefix */
     axrt_dtype dtype;          /* model dtype (parameters and compute) */
     ir_target_id backend;      /* the model's backend= option (IR_TARGET_c by default) */
+    const ir_wording *wording; /* the front end's names for messages (NULL: op names) */
     const ir_target *target;   /* the back end compiled for, set by the driver before the
                                   passes; NULL: no scratch and no TARGET in-place (tests) */
     ax_loc loc;
     ir_node *nodes;
     int nnodes, cap;
-    int inputs[IR_MAX_SRC];    /* node ids of IR_OP_input, signature order */
-    int ninputs;
-    int outputs[IR_MAX_SRC];   /* node ids, return order */
-    const char *output_names[IR_MAX_SRC];
-    int noutputs;
+    /* The signature and the return list, of any length: arrays in the context
+     * arena grown by ir_add_input/ir_add_output (the only writers of their
+     * lengths); passes may rewrite the ids in place. */
+    int *inputs;               /* node ids of IR_OP_input, signature order */
+    int ninputs, inputs_cap;
+    int *outputs;              /* node ids, return order */
+    const char **output_names; /* outputs[i]'s name, or NULL */
+    int noutputs, outputs_cap;
     size_t arena_bytes;        /* planned peak (pass_memplan), multiple of 64 */
     bool share_buffers;        /* the plan lets reshapes alias and in-place ops reuse their
                                   operand's buffer (pass_memplan_with) */
@@ -197,9 +229,19 @@ int ir_add(ir_graph *g, ir_op op, const int *src, int nsrc, ax_loc loc);
  * up by one and renumbering every operand, g->inputs and g->outputs that
  * referred to them.  Returns pos.  Used to put a cast right after an input. */
 int ir_insert(ir_graph *g, int pos, ir_op op, const int *src, int nsrc, ax_loc loc);
+/* Appends input node id to the signature. */
+void ir_add_input(ir_graph *g, int id);
+/* Appends node id, called name (may be NULL), to the return list. */
+void ir_add_output(ir_graph *g, int id, const char *name);
 /* Frees the nodes array (heap); the context arena owns everything else. */
 void ir_graph_free_nodes(ir_graph *g);
 static inline ir_node *ir_at(ir_graph *g, int id) { return &g->nodes[id]; }
+
+/* Where result node r's value lies in its producer's operand along the
+ * producer's axis: elements [*start, *start + *size) of that dimension. */
+void ir_result_extent(const ir_graph *g, const ir_node *r, int64_t *start, int64_t *size);
+/* The live result node k of multi-result producer id, or IR_NONE. */
+int ir_result_node(const ir_graph *g, int id, int k);
 
 int64_t ir_numel(const ir_node *n);
 bool ir_same_shape(const ir_node *a, const ir_node *b);  /* same rank and dims */
@@ -221,9 +263,11 @@ static inline bool ir_dtype_is_float(axrt_dtype t)
     return (unsigned)t < AXRT_DTYPE_COUNT && ir_dtypes[t].is_float;
 }
 const char *ir_dtype_name(axrt_dtype dtype);     /* "Float32" ... */
-/* The .ax constructor of a layer op ("Dense", "Conv", ...), for messages;
- * the op name for ops that are not layers. */
-const char *ir_layer_ctor(ir_op op);
+/* A node, a layer constructor and a binary operator as the graph's front
+ * end spells them (ir_wording), else by IR op names. */
+const char *ir_describe_layer(const ir_graph *g, const ir_node *n, char *buf, size_t size);
+const char *ir_describe_ctor(const ir_graph *g, ir_op op);
+const char *ir_describe_binary(const ir_graph *g, ir_op op);
 /* Accepts long and short spellings; returns false for an unknown name. */
 bool ir_dtype_parse(const char *name, axrt_dtype *out);
 
@@ -236,13 +280,19 @@ size_t ir_scratch_bytes(const ir_node *n, const ir_graph *g);
  * reading element o may overwrite it (pass_memplan's in-place rule). */
 bool ir_fused_in_order(const ir_graph *g, const ir_node *n, int k);
 
+/* Work of one evaluation of n (ir_cost.c): floating-point operations and
+ * bytes read and written, for profiles and reports. */
+double ir_node_flops(const ir_graph *g, const ir_node *n);
+double ir_node_bytes(const ir_graph *g, const ir_node *n);
+
 /* Checks the structural invariants (operand counts and order, ranks, dtypes
  * of params, outputs exist).  Returns the number of problems, printed as
  * internal errors through ctx diagnostics. */
 int ir_verify(const ir_graph *g);
 /* Text dump as printed by --emit=ir. */
 void ir_dump(const ir_graph *g, ax_buf *out);
-/* Graphviz digraph as printed by --emit=dot (ir_dot.c). */
-void ir_dump_dot(const ir_graph *g, ax_buf *out);
+/* Graphviz digraph as printed by --emit=dot (ir_dot.c); peak is the node
+ * where the memory plan has the most bytes live (peak_bytes), marked. */
+void ir_dump_dot(const ir_graph *g, int peak, size_t peak_bytes, ax_buf *out);
 
 #endif

@@ -170,6 +170,19 @@ static void put_mha_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
     ax_buf_printf(out, " heads=%d%s", n->attrs.heads, n->attrs.causal ? " causal" : "");
 }
 
+static void put_chunk_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    ax_buf_printf(out, " axis=%d parts=%d results=%d", n->attrs.axis, n->attrs.parts,
+                  n->attrs.nresults);
+}
+
+static void put_result_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    ax_buf_printf(out, " index=%d", n->attrs.index);
+}
+
 static void put_fused_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
 {
     ax_buf_puts(out, " [");

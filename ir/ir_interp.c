@@ -9,6 +9,7 @@
  * A value is freed after its last live reader; graph outputs are kept, and a
  * node that no live node reads (and is no output) is not evaluated at all. */
 #include "ir_interp.h"
+#include "ir_use.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -418,6 +419,31 @@ static int eval_concat(const interp *in, const ir_node *n, double *out)
     return 0;
 }
 
+/* Several results (ir.h): the producer's value here is a copy of its
+ * operand, and each result node copies its part out of it. */
+static int eval_chunk(const interp *in, const ir_node *n, double *out)
+{
+    memcpy(out, operand_vals(in, n, 0), (size_t)ir_numel(n) * sizeof *out);
+    return 0;
+}
+
+static int eval_result(const interp *in, const ir_node *n, double *out)
+{
+    const ir_node *p = operand(in, n, 0);
+    const double *pv = operand_vals(in, n, 0);
+    if (!ir_has_results(p->op))
+        return -1;
+    const int axis = p->attrs.axis;
+    int64_t start, size;
+    ir_result_extent(in->g, n, &start, &size);
+    const int64_t outer = dims_product(p->shape, 0, axis);
+    const int64_t inner = dims_product(p->shape, axis + 1, p->rank);
+    for (int64_t o = 0; o < outer; o++)
+        memcpy(out + o * size * inner, pv + (o * p->shape[axis] + start) * inner,
+               (size_t)(size * inner) * sizeof *out);
+    return 0;
+}
+
 /* ---- linear algebra ---------------------------------------------------- */
 
 /* out[r, o] = x[r, :] . w[o, :] + bias[o] for rows r; bias may be NULL. */
@@ -798,16 +824,11 @@ static int apply_epilogue(const interp *in, const ir_node *n, double *out)
 /* last_use[id] = the highest live node reading id; outputs live to the end. */
 static void find_last_uses(const ir_graph *g, int *last_use)
 {
+    ir_use u = {0};
+    ir_use_compute(g, &u);
     for (int id = 0; id < g->nnodes; id++)
-        last_use[id] = -1;
-    for (int id = 0; id < g->nnodes; id++) {
-        const ir_node *n = &g->nodes[id];
-        for (int k = 0; k < n->nsrc && !n->dead; k++)
-            if (n->src[k] != IR_NONE)
-                last_use[n->src[k]] = id;
-    }
-    for (int i = 0; i < g->noutputs; i++)
-        last_use[g->outputs[i]] = g->nnodes;
+        last_use[id] = ir_use_is_output(&u, id) ? g->nnodes : u.last[id];
+    ir_use_free(&u);
 }
 
 /* Frees every value whose last reader is node id. */

@@ -111,6 +111,36 @@ static void verify_fused_strides(verifier *v, int id, const ir_node *n)
     }
 }
 
+/* Several results (ir.h): only result nodes read a multi-result producer;
+ * a result reads one, with an index below its count, and no other live
+ * result of that producer has the same index. */
+static void verify_results(verifier *v, int id, const ir_node *n)
+{
+    const ir_graph *g = v->g;
+    for (int i = 0; i < n->nsrc && i < IR_MAX_SRC; i++) {
+        const int s = n->src[i];
+        if (s >= 0 && s < id && ir_has_results(g->nodes[s].op) && n->op != IR_OP_result)
+            problem(v, n->loc, "%%%d %s reads the multi-result %%%d %s; only result nodes may",
+                    id, ir_ops[n->op].name, s, ir_ops[g->nodes[s].op].name);
+    }
+    if (n->op != IR_OP_result || n->nsrc != 1 || n->src[0] < 0 || n->src[0] >= id)
+        return;
+    const ir_node *p = &g->nodes[n->src[0]];
+    if (!ir_has_results(p->op)) {
+        problem(v, n->loc, "%%%d result reads %%%d %s, which has a single value", id, n->src[0],
+                ir_ops[p->op].name);
+        return;
+    }
+    if (n->attrs.index < 0 || n->attrs.index >= p->attrs.nresults)
+        problem(v, n->loc, "%%%d result: index %d outside the %d results of %%%d", id,
+                n->attrs.index, p->attrs.nresults, n->src[0]);
+    for (int k = id + 1; k < g->nnodes; k++)
+        if (!g->nodes[k].dead && g->nodes[k].op == IR_OP_result && g->nodes[k].nsrc == 1 &&
+            g->nodes[k].src[0] == n->src[0] && g->nodes[k].attrs.index == n->attrs.index)
+            problem(v, n->loc, "%%%d and %%%d are both result %d of %%%d", id, k, n->attrs.index,
+                    n->src[0]);
+}
+
 static void verify_node(verifier *v, int id)
 {
     const ir_node *n = &v->g->nodes[id];
@@ -124,6 +154,7 @@ static void verify_node(verifier *v, int id)
     verify_shape(v, id, n);
     verify_residual(v, id, n);
     verify_fused_strides(v, id, n);
+    verify_results(v, id, n);
     if (n->data && n->op != IR_OP_param)
         problem(v, n->loc, "%%%d %s carries data; only params do", id, ir_ops[n->op].name);
     if (n->attrs.act != IR_NONE &&
@@ -136,7 +167,7 @@ static void verify_node(verifier *v, int id)
 static void verify_boundary(verifier *v)
 {
     const ir_graph *g = v->g;
-    if (g->ninputs < 0 || g->ninputs > IR_MAX_SRC || g->noutputs < 0 || g->noutputs > IR_MAX_SRC) {
+    if (g->ninputs < 0 || g->noutputs < 0) {
         problem(v, g->loc, "%d inputs and %d outputs", g->ninputs, g->noutputs);
         return;
     }
@@ -156,6 +187,8 @@ static void verify_boundary(verifier *v)
         int id = g->outputs[i];
         if (id < 0 || id >= g->nnodes || g->nodes[id].dead)
             problem(v, g->loc, "output %d refers to %%%d, not a live node", i, id);
+        else if (ir_has_results(g->nodes[id].op))
+            problem(v, g->loc, "output %d is the multi-result %%%d; return its results", i, id);
     }
 }
 

@@ -7,6 +7,7 @@
  * promote the whole model).  Integer inputs are accepted only as Embedding
  * indices.  Runs after pass_shape, so casts get their shapes here. */
 #include "passes.h"
+#include "ir_use.h"
 
 #include <string.h>
 
@@ -14,14 +15,6 @@
 static int float_width(axrt_dtype t)
 {
     return t == AXRT_F64 ? 2 : t == AXRT_F32 ? 1 : 0;
-}
-
-static bool uses(const ir_node *n, int id)
-{
-    for (int i = 0; i < n->nsrc; i++)
-        if (n->src[i] == id)
-            return true;
-    return false;
 }
 
 /* The first node that consumes the input's values as a layer (not through
@@ -56,8 +49,8 @@ static const char *consumer_text(const ir_graph *g, int id)
         return "its consumer";
     const ir_node *n = &g->nodes[id];
     if (n->name && ir_ops[n->op].kind == IR_LAYER)
-        return ax_sprintf(g->ctx->arena, "%s '%s'", ir_layer_ctor(n->op), n->name);
-    return ir_layer_ctor(n->op);
+        return ax_sprintf(g->ctx->arena, "%s '%s'", ir_describe_ctor(g, n->op), n->name);
+    return ir_describe_ctor(g, n->op);
 }
 
 /* "input 'x' is Float64 but model 'mlp' computes in Float32; Dense '0'
@@ -90,16 +83,19 @@ static void insert_cast(ir_graph *g, int input)
     }
 }
 
+/* Every live reader of the integer input is an Embedding reading it as
+ * its indices (operand 0) only. */
 static bool integer_input_ok(const ir_graph *g, int input)
 {
-    for (int id = input + 1; id < g->nnodes; id++) {
-        const ir_node *n = &g->nodes[id];
-        if (n->dead || !uses(n, input))
-            continue;
-        if (n->op != IR_OP_embedding || n->src[1] == input)
-            return false;
+    ir_use u = {0};
+    ir_use_compute(g, &u);
+    bool ok = true;
+    for (int k = 0; k < ir_use_nusers(&u, input) && ok; k++) {
+        const ir_node *n = &g->nodes[ir_use_user(&u, input, k)];
+        ok = n->op == IR_OP_embedding && n->src[1] != input;
     }
-    return true;
+    ir_use_free(&u);
+    return ok;
 }
 
 /* Handles one input; returns the number of errors reported. */

@@ -16,30 +16,18 @@
  * use and the producer is not a graph output (its value must not be observable
  * unfused).  Each pass returns 0 (rewrites cannot fail). */
 #include "passes.h"
+#include "ir_use.h"
 
 #include <math.h>
 #include <string.h>
 
 /* ---- helpers ----------------------------------------------------------------- */
 
-/* Live operand references to id, graph outputs counted. */
-static int use_count(const ir_graph *g, int id)
+/* id may be merged into its consumer: used once, and not a graph output
+ * (u: the use analysis of the graph as it is now). */
+static bool single_internal_use(const ir_use *u, int id)
 {
-    int uses = 0;
-    for (int k = 0; k < g->nnodes; k++) {
-        const ir_node *n = &g->nodes[k];
-        for (int i = 0; !n->dead && i < n->nsrc; i++)
-            uses += n->src[i] == id;
-    }
-    for (int i = 0; i < g->noutputs; i++)
-        uses += g->outputs[i] == id;
-    return uses;
-}
-
-/* id may be merged into its consumer: used once, and not a graph output. */
-static bool single_internal_use(const ir_graph *g, int id)
-{
-    return use_count(g, id) == 1 && !ir_is_output(g, id);
+    return ir_use_count(u, id) == 1 && !ir_use_is_output(u, id);
 }
 
 /* Every reference to from (operands, outputs) now refers to to; from dies. */
@@ -134,13 +122,13 @@ static void scale_channels(ir_graph *g, int id, const double *s, const double *s
     }
 }
 
-static bool is_linear_producer(const ir_graph *g, int id)
+static bool is_linear_producer(const ir_graph *g, const ir_use *u, int id)
 {
     const ir_node *n = &g->nodes[id];
     return (n->op == IR_OP_conv || n->op == IR_OP_dense) && n->attrs.act == IR_NONE &&
            n->attrs.residual == IR_NONE && (n->dtype == AXRT_F32 || n->dtype == AXRT_F64) &&
            is_float_param(g, n->src[1]) && (n->src[2] == IR_NONE || is_float_param(g, n->src[2])) &&
-           single_internal_use(g, id);
+           single_internal_use(u, id);
 }
 
 /* Removes params and scalars that no live node uses any more (a dead
@@ -148,10 +136,13 @@ static bool is_linear_producer(const ir_graph *g, int id)
  * simply dropped). */
 static void kill_unused_params(ir_graph *g)
 {
+    ir_use u = {0};
+    ir_use_compute(g, &u);   /* killing a source changes no other node's uses */
     for (int id = 0; id < g->nnodes; id++)
         if (!g->nodes[id].dead && (g->nodes[id].op == IR_OP_param || g->nodes[id].op == IR_OP_scalar) &&
-            use_count(g, id) == 0)
+            ir_use_count(&u, id) == 0)
             g->nodes[id].dead = true;
+    ir_use_free(&u);
 }
 
 /* ---- fold_batchnorm ------------------------------------------------------- */
@@ -173,7 +164,7 @@ static void fold_one_batchnorm(ir_graph *g, int bn_id)
     replace_and_kill(g, bn_id, producer);
 }
 
-static bool batchnorm_foldable(const ir_graph *g, int id)
+static bool batchnorm_foldable(const ir_graph *g, const ir_use *u, int id)
 {
     const ir_node *n = &g->nodes[id];
     if (n->dead || n->op != IR_OP_batchnorm || n->attrs.act != IR_NONE || n->attrs.residual != IR_NONE)
@@ -182,17 +173,21 @@ static bool batchnorm_foldable(const ir_graph *g, int id)
         if (!is_float_param(g, n->src[i]) || g->nodes[n->src[i]].op != IR_OP_param)
             return false;
     const ir_node *p = &g->nodes[n->src[0]];
-    return is_linear_producer(g, n->src[0]) && p->shape[p->rank - 1] == n->shape[n->rank - 1] &&
+    return is_linear_producer(g, u, n->src[0]) && p->shape[p->rank - 1] == n->shape[n->rank - 1] &&
            g->nodes[p->src[1]].shape[0] == n->shape[n->rank - 1];
 }
 
 int pass_fold_batchnorm(ir_graph *g)
 {
+    ir_use u = {0};
+    ir_use_compute(g, &u);
     for (int id = 0; id < g->nnodes; id++)
-        if (batchnorm_foldable(g, id)) {
+        if (batchnorm_foldable(g, &u, id)) {
             fold_one_batchnorm(g, id);
             id += 2;
+            ir_use_compute(g, &u);
         }
+    ir_use_free(&u);
     kill_unused_params(g);
     return 0;
 }
@@ -201,12 +196,12 @@ int pass_fold_batchnorm(ir_graph *g)
 
 /* The constant operand of a mul/add at id whose other operand is a linear
  * producer, when the constant is one value or one per output channel. */
-static int constant_side(const ir_graph *g, int id, int *producer)
+static int constant_side(const ir_graph *g, const ir_use *u, int id, int *producer)
 {
     const ir_node *n = &g->nodes[id];
     for (int side = 0; side < 2; side++) {
         int p = n->src[side], c = n->src[1 - side];
-        if (!is_float_param(g, c) || !is_linear_producer(g, p) || !g->nodes[p].rank)
+        if (!is_float_param(g, c) || !is_linear_producer(g, u, p) || !g->nodes[p].rank)
             continue;
         const ir_node *cn = &g->nodes[c], *pn = &g->nodes[p];
         int64_t channels = pn->shape[pn->rank - 1];
@@ -238,17 +233,21 @@ static void fold_one_scale_shift(ir_graph *g, int id, int producer, int c)
 
 int pass_fold_scale_shift(ir_graph *g)
 {
+    ir_use u = {0};
+    ir_use_compute(g, &u);
     for (int id = 0; id < g->nnodes; id++) {
         ir_node *n = &g->nodes[id];
         int producer;
         if (n->dead || (n->op != IR_OP_mul && n->op != IR_OP_add))
             continue;
-        int c = constant_side(g, id, &producer);
+        int c = constant_side(g, &u, id, &producer);
         if (c != IR_NONE && ir_same_shape(&g->nodes[producer], n)) {
             fold_one_scale_shift(g, id, producer, c);
             id += 2;
+            ir_use_compute(g, &u);
         }
     }
+    ir_use_free(&u);
     kill_unused_params(g);
     return 0;
 }
@@ -262,6 +261,8 @@ static bool epilogue_activation(ir_op op) { return ir_op_has(op, IR_ACT); }
 
 int pass_fuse_residual(ir_graph *g)
 {
+    ir_use u = {0};
+    ir_use_compute(g, &u);
     for (int id = 0; id < g->nnodes; id++) {
         const ir_node *add = &g->nodes[id];
         if (add->dead || add->op != IR_OP_add)
@@ -271,31 +272,37 @@ int pass_fuse_residual(ir_graph *g)
             ir_node *pn = &g->nodes[p];
             if (!takes_epilogue(pn->op) || pn->attrs.act != IR_NONE || pn->attrs.residual != IR_NONE ||
                 r >= p || r == p || !ir_same_shape(pn, add) || !ir_same_shape(&g->nodes[r], add) ||
-                g->nodes[r].dtype != pn->dtype || !single_internal_use(g, p) ||
+                g->nodes[r].dtype != pn->dtype || !single_internal_use(&u, p) ||
                 pn->nsrc != ir_ops[pn->op].max_src)
                 continue;
             pn->src[pn->nsrc] = r;
             pn->attrs.residual = pn->nsrc++;
             replace_and_kill(g, id, p);
+            ir_use_compute(g, &u);
             break;
         }
     }
+    ir_use_free(&u);
     return 0;
 }
 
 int pass_fuse_activation(ir_graph *g)
 {
+    ir_use u = {0};
+    ir_use_compute(g, &u);
     for (int id = 0; id < g->nnodes; id++) {
         const ir_node *act = &g->nodes[id];
         if (act->dead || !epilogue_activation(act->op))
             continue;
         ir_node *p = &g->nodes[act->src[0]];
         if (!takes_epilogue(p->op) || p->attrs.act != IR_NONE || p->dtype != act->dtype ||
-            !single_internal_use(g, act->src[0]))
+            !single_internal_use(&u, act->src[0]))
             continue;
         p->attrs.act = (int)act->op;
         p->attrs.alpha = act->attrs.alpha;
         replace_and_kill(g, id, act->src[0]);
+        ir_use_compute(g, &u);
     }
+    ir_use_free(&u);
     return 0;
 }

@@ -29,6 +29,7 @@
  * IR_MAX_SRC operands.  Operands read in the result's own order come first,
  * so operand 0 is one the memory plan may overwrite in place. */
 #include "passes.h"
+#include "ir_use.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -51,32 +52,14 @@ static bool is_view(const ir_node *n)
 
 static bool is_tree_node(const ir_node *n) { return is_elementwise(n) || is_view(n); }
 
-/* The one live node using id, or IR_NONE when there are none, several, or id
- * is a graph output. */
-static int sole_user(const ir_graph *g, int id)
+/* opaque[id]: a reshape found not expressible as strides (see the top);
+ * u: the graph's use analysis. */
+static bool merges_into(const ir_graph *g, const ir_use *u, const bool *opaque, int id, int user)
 {
-    for (int i = 0; i < g->noutputs; i++)
-        if (g->outputs[i] == id)
-            return IR_NONE;
-    int user = IR_NONE;
-    for (int k = id + 1; k < g->nnodes; k++) {
-        const ir_node *n = &g->nodes[k];
-        for (int i = 0; !n->dead && i < n->nsrc; i++)
-            if (n->src[i] == id) {
-                if (user != IR_NONE && user != k)
-                    return IR_NONE;
-                user = k;
-            }
-    }
-    return user;
-}
-
-/* opaque[id]: a reshape found not expressible as strides (see the top). */
-static bool merges_into(const ir_graph *g, const bool *opaque, int id, int user)
-{
-    const ir_node *n = &g->nodes[id], *u = &g->nodes[user];
-    return is_tree_node(n) && is_tree_node(u) && !opaque[id] && !opaque[user] &&
-           n->dtype == u->dtype && (is_view(u) || ir_same_shape(n, u)) && sole_user(g, id) == user;
+    const ir_node *n = &g->nodes[id], *un = &g->nodes[user];
+    return is_tree_node(n) && is_tree_node(un) && !opaque[id] && !opaque[user] &&
+           n->dtype == un->dtype && (is_view(un) || ir_same_shape(n, un)) &&
+           ir_use_sole_user(u, id) == user;
 }
 
 /* ---- strided views: a tensor's elements as read at another shape's index */
@@ -156,6 +139,7 @@ static bool reshaped_view(const strided_view *v, const ir_node *reshape, strided
 /* The program under construction for one root. */
 typedef struct fused_builder {
     const ir_graph *g;
+    const ir_use *use;
     const bool *opaque;
     ir_fused_step steps[2 * IR_MAX_SRC + 64];
     int nsteps, work;
@@ -253,7 +237,7 @@ static int build_arg(fused_builder *b, int id, int user)
     for (int k = 0; k < b->nmerged; k++)
         if (b->node_of[k] == id)
             return b->step_of[k];
-    if (user != IR_NONE && !merges_into(b->g, b->opaque, id, user))
+    if (user != IR_NONE && !merges_into(b->g, b->use, b->opaque, id, user))
         return leaf_arg(b, id);
     if (b->depth == MAX_MERGED) {
         b->overflow = true;
@@ -319,27 +303,21 @@ static void rewrite_root(ir_graph *g, int root, fused_builder *b)
 }
 
 /* Scalars whose every reader became a fused program's constant. */
-static void kill_unread_scalars(ir_graph *g)
+static void kill_unread_scalars(ir_graph *g, ir_use *u)
 {
-    for (int id = 0; id < g->nnodes; id++) {
-        bool read = false;
-        for (int i = 0; i < g->noutputs; i++)
-            read |= g->outputs[i] == id;
-        for (int k = id + 1; k < g->nnodes && !read; k++)
-            for (int i = 0; !g->nodes[k].dead && i < g->nodes[k].nsrc; i++)
-                read |= g->nodes[k].src[i] == id;
-        if (g->nodes[id].op == IR_OP_scalar && !read)
+    ir_use_compute(g, u);   /* killing a scalar changes no other node's uses */
+    for (int id = 0; id < g->nnodes; id++)
+        if (g->nodes[id].op == IR_OP_scalar && ir_use_count(u, id) == 0)
             g->nodes[id].dead = true;
-    }
 }
 
 /* Builds root's tree, marking opaque each reshape a leaf cannot be read
  * through and starting over, until a build succeeds; rewrites root when the
- * tree is worth a loop. */
-static void fuse_tree(ir_graph *g, bool *opaque, int root)
+ * tree is worth a loop, and then brings u up to date. */
+static void fuse_tree(ir_graph *g, ir_use *u, bool *opaque, int root)
 {
     for (;;) {
-        fused_builder b = {.g = g, .opaque = opaque, .failed_view = IR_NONE};
+        fused_builder b = {.g = g, .use = u, .opaque = opaque, .failed_view = IR_NONE};
         build_arg(&b, root, IR_NONE);
         if (b.failed_view != IR_NONE) {
             opaque[b.failed_view] = true;
@@ -347,8 +325,10 @@ static void fuse_tree(ir_graph *g, bool *opaque, int root)
                 return;
             continue;
         }
-        if (b.work >= 2 && b.noperands >= 1 && !b.overflow)
+        if (b.work >= 2 && b.noperands >= 1 && !b.overflow) {
             rewrite_root(g, root, &b);
+            ir_use_compute(g, u);
+        }
         return;
     }
 }
@@ -358,13 +338,16 @@ int pass_fuse_elementwise(ir_graph *g)
     bool *opaque = calloc((size_t)g->nnodes + 1, sizeof *opaque);
     if (!opaque)
         ax_die("out of memory fusing elementwise nodes");
+    ir_use u = {0};
+    ir_use_compute(g, &u);
     for (int root = g->nnodes - 1; root >= 0; root--) {
-        const int user = sole_user(g, root);
+        const int user = ir_use_sole_user(&u, root);
         if (is_tree_node(&g->nodes[root]) && !opaque[root] &&
-            (user == IR_NONE || !merges_into(g, opaque, root, user)))
-            fuse_tree(g, opaque, root);
+            (user == IR_NONE || !merges_into(g, &u, opaque, root, user)))
+            fuse_tree(g, &u, opaque, root);
     }
     free(opaque);
-    kill_unread_scalars(g);
+    kill_unread_scalars(g, &u);
+    ir_use_free(&u);
     return 0;
 }

@@ -12,17 +12,7 @@
  * (runtime/axrt.h axrt_matmul: batch strides only), so transposes of a 3-D
  * or higher operand, or of the first operand, are not absorbed here. */
 #include "passes.h"
-
-static int use_count(const ir_graph *g, int id)
-{
-    int uses = 0;
-    for (int i = 0; i < g->noutputs; i++)
-        uses += g->outputs[i] == id;
-    for (int k = id + 1; k < g->nnodes; k++)
-        for (int i = 0; !g->nodes[k].dead && i < g->nodes[k].nsrc; i++)
-            uses += g->nodes[k].src[i] == id;
-    return uses;
-}
+#include "ir_use.h"
 
 /* The 2-D W of matmul node n's second operand transpose(W, (1, 0)), else IR_NONE. */
 static int transposed_weight(const ir_graph *g, const ir_node *n)
@@ -38,6 +28,7 @@ static int transposed_weight(const ir_graph *g, const ir_node *n)
 
 int pass_fuse_matmul_transposed(ir_graph *g)
 {
+    ir_use u = {0};
     for (int id = 0; id < g->nnodes; id++) {
         const int w = transposed_weight(g, &g->nodes[id]);
         if (w == IR_NONE)
@@ -48,8 +39,10 @@ int pass_fuse_matmul_transposed(ir_graph *g)
         n->nsrc = 3;
         n->src[1] = w;
         n->src[2] = IR_NONE;
-        if (use_count(g, transpose) == 0)
+        ir_use_compute(g, &u);
+        if (ir_use_count(&u, transpose) == 0)
             g->nodes[transpose].dead = true;
     }
+    ir_use_free(&u);
     return 0;
 }

@@ -20,10 +20,13 @@
  *             the node's inplace_of records which operand.
  * A node whose kernel needs workspace (the target's scratch_bytes > 0,
  * outputs included) also gets a scratch buffer live only at its own index.
+ * The results of a multi-result producer (ir.h) are written by the producer,
+ * so their buffers are live from the producer on, apart from its operands.
  * Placement is first-fit, tried in definition order and in decreasing size;
  * the smaller peak wins.  Offsets and sizes are multiples of 64 so every
  * buffer is 64-byte aligned. */
 #include "passes.h"
+#include "ir_use.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -58,23 +61,23 @@ static void *checked_calloc(size_t count, size_t size)
     return p;
 }
 
+/* A multi-result producer has no value of its own: its results do. */
 static bool in_arena(const ir_graph *g, int id)
 {
     const ir_node *n = &g->nodes[id];
-    return !n->dead && ir_ops[n->op].kind != IR_SOURCE && !ir_is_output(g, id);
+    return !n->dead && ir_ops[n->op].kind != IR_SOURCE && !ir_has_results(n->op) &&
+           !ir_is_output(g, id);
 }
 
 /* Index of the last live node reading each node (the node itself if none). */
 static int *last_uses(const ir_graph *g)
 {
-    int *last = checked_calloc((size_t)g->nnodes, sizeof *last);
-    for (int id = 0; id < g->nnodes; id++) {
-        last[id] = id;
-        const ir_node *n = &g->nodes[id];
-        for (int i = 0; !n->dead && i < n->nsrc; i++)
-            if (n->src[i] != IR_NONE)
-                last[n->src[i]] = id;
-    }
+    int *last = checked_calloc((size_t)g->nnodes + 1, sizeof *last);
+    ir_use u = {0};
+    ir_use_compute(g, &u);
+    for (int id = 0; id < g->nnodes; id++)
+        last[id] = u.last[id] != IR_NONE ? u.last[id] : id;
+    ir_use_free(&u);
     return last;
 }
 
@@ -159,6 +162,8 @@ static void place_value(const ir_graph *g, mem_plan *p, const int *last, int id)
     }
     p->owner[id] = p->n;
     add_buffer(p, id, false, last[id], ir_nbytes(n));
+    if (n->op == IR_OP_result)   /* written by its producer, so live from there on: */
+        p->bufs[p->n - 1].start = n->src[0];   /* never over the producer's operands */
 }
 
 /* Buffers in order of their first live index (scratch before the result). */
@@ -410,4 +415,102 @@ int pass_memplan_check_budget(const ir_graph *g, size_t budget)
     }
     free_plan(&p);
     return 1;
+}
+
+int pass_memplan_peak(const ir_graph *g, size_t *live)
+{
+    mem_plan p = placed_plan(g);
+    const int at = peak_pressure(&p, g->nnodes, live);
+    free_plan(&p);
+    return at;
+}
+
+/* ---- the plan as a picture ------------------------------------------------ */
+
+/* text safe inside SVG/XML character data and attribute values */
+static void put_xml(ax_buf *out, const char *text)
+{
+    for (const char *c = text ? text : ""; *c; c++) {
+        switch (*c) {
+        case '&': ax_buf_puts(out, "&amp;"); break;
+        case '<': ax_buf_puts(out, "&lt;"); break;
+        case '>': ax_buf_puts(out, "&gt;"); break;
+        case '"': ax_buf_puts(out, "&quot;"); break;
+        default: ax_buf_put(out, c, 1); break;
+        }
+    }
+}
+
+enum { SVG_W = 960, SVG_H = 540, SVG_LEFT = 90, SVG_TOP = 50, SVG_PLOT_W = 840, SVG_PLOT_H = 420 };
+
+/* The x axis spans the computing nodes, first..nnodes-1 (sources come first). */
+typedef struct svg_span { int first, count; } svg_span;
+static double svg_x(int step, svg_span x) { return SVG_LEFT + (double)SVG_PLOT_W * (step - x.first) / x.count; }
+static double svg_y(double bytes, double arena) { return SVG_TOP + SVG_PLOT_H * bytes / arena; }
+
+/* One bar: the buffer's bytes (y) over its live node indices (x). */
+static void svg_bar(const ir_graph *g, const mem_buffer *b, int k, double arena, svg_span span, ax_buf *out)
+{
+    const ir_node *n = &g->nodes[b->node];
+    const double x = svg_x(b->start, span), w = svg_x(b->end + 1, span) - x;
+    const double y = svg_y((double)b->offset, arena), h = svg_y((double)(b->offset + b->size), arena) - y;
+    ax_buf_printf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
+                       "stroke=\"#333\" stroke-width=\"0.5\"><title>%%%d %s ",
+                  x, y, w > 1 ? w : 1, h > 1 ? h : 1,
+                  b->scratch ? "#f4a261" : (k % 2 ? "#8ecae6" : "#90be6d"), b->node, ir_ops[n->op].name);
+    put_xml(out, n->name);
+    ax_buf_printf(out, "%s: %zu bytes at offset %lld, live %d..%d</title></rect>\n",
+                  b->scratch ? " (scratch)" : "", b->size, (long long)b->offset, b->start, b->end);
+}
+
+static void svg_axes(const ir_graph *g, double arena, svg_span span, ax_buf *out)
+{
+    ax_buf_printf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", SVG_LEFT,
+                  SVG_TOP, SVG_LEFT, SVG_TOP + SVG_PLOT_H);
+    ax_buf_printf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", SVG_LEFT,
+                  SVG_TOP + SVG_PLOT_H, SVG_LEFT + SVG_PLOT_W, SVG_TOP + SVG_PLOT_H);
+    for (int t = 0; t <= 4; t++)
+        ax_buf_printf(out, "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%.0f</text>\n",
+                      SVG_LEFT - 6, svg_y(arena * t / 4, arena) + 4, arena * t / 4);
+    const int every = span.count > 20 ? span.count / 20 : 1;
+    for (int id = span.first; id < g->nnodes; id += every)
+        ax_buf_printf(out, "<text x=\"%.1f\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">%%%d</text>\n",
+                      svg_x(id, span) + 0.5 * SVG_PLOT_W / span.count, SVG_TOP + SVG_PLOT_H + 16, id);
+    ax_buf_printf(out, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">schedule (node)"
+                       "</text>\n<text x=\"16\" y=\"%d\" font-size=\"12\" transform=\"rotate(-90 16 %d)\" "
+                       "text-anchor=\"middle\">arena offset (bytes)</text>\n",
+                  SVG_LEFT + SVG_PLOT_W / 2, SVG_H - 8, SVG_TOP + SVG_PLOT_H / 2, SVG_TOP + SVG_PLOT_H / 2);
+}
+
+void pass_memplan_svg(const ir_graph *g, ax_buf *out)
+{
+    mem_plan p = placed_plan(g);
+    size_t live;
+    const int at = g->nnodes ? peak_pressure(&p, g->nnodes, &live) : 0;
+    const double arena = g->arena_bytes ? (double)g->arena_bytes : 1;
+    svg_span span = {0, 1};
+    while (span.first < g->nnodes && ir_ops[g->nodes[span.first].op].kind == IR_SOURCE)
+        span.first++;
+    if (span.first < g->nnodes)
+        span.count = g->nnodes - span.first;
+    ax_buf_printf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                       "font-family=\"sans-serif\">\n<title>memory plan of ", SVG_W, SVG_H);
+    put_xml(out, g->name);
+    ax_buf_printf(out, "</title>\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", SVG_W, SVG_H);
+    ax_buf_puts(out, "<text x=\"90\" y=\"22\" font-size=\"15\">memory plan of ");
+    put_xml(out, g->name);
+    ax_buf_printf(out, ": arena %zu bytes, %d buffers (bars: bytes over live nodes)</text>\n",
+                  g->arena_bytes, p.n);
+    for (int k = 0; k < p.n; k++)
+        svg_bar(g, &p.bufs[k], k, arena, span, out);
+    svg_axes(g, arena, span, out);
+    const double px = svg_x(at, span) + 0.5 * SVG_PLOT_W / span.count;
+    ax_buf_printf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"red\" "
+                       "stroke-dasharray=\"4 3\"/>\n<text x=\"%.1f\" y=\"%d\" font-size=\"12\" fill=\"red\">"
+                       "peak: %zu bytes live at %%%d %s ",
+                  px, SVG_TOP - 6, px, SVG_TOP + SVG_PLOT_H, px + 4, SVG_TOP - 10, live, at,
+                  g->nnodes ? ir_ops[g->nodes[at].op].name : "");
+    put_xml(out, g->nnodes ? g->nodes[at].name : "");
+    ax_buf_puts(out, "</text>\n</svg>\n");
+    free_plan(&p);
 }

@@ -46,64 +46,9 @@ static void set_shape(ir_node *n, const int64_t *shape, int rank)
         n->shape[i] = shape[i];
 }
 
-/* Positional names ("0", "1.2") are not worth showing; labels are. */
-static bool is_label(const char *name)
-{
-    if (!name || !*name)
-        return false;
-    for (const char *c = name; *c; c++)
-        if ((*c < '0' || *c > '9') && *c != '.')
-            return true;
-    return false;
-}
-
 static int64_t dim(const ir_node *n, int i)
 {
     return n && i >= 0 && i < n->rank ? n->shape[i] : 0;
-}
-
-/* The constructor arguments of a layer as written in .ax, from its params. */
-static void layer_args(ir_graph *g, const ir_node *n, char *buf, size_t size)
-{
-    const ir_node *w = n->nsrc > 1 ? operand(g, n, n->op == IR_OP_mha ? 3 : 1) : NULL;
-    const int *k = n->attrs.kernel;
-    switch (n->op) {
-    case IR_OP_dense: /* weight [out, in] */
-        snprintf(buf, size, "(%lld => %lld)", (long long)dim(w, 1), (long long)dim(w, 0));
-        break;
-    case IR_OP_embedding: /* weight [vocab, dim] */
-        snprintf(buf, size, "(%lld => %lld)", (long long)dim(w, 0), (long long)dim(w, 1));
-        break;
-    case IR_OP_conv:
-        snprintf(buf, size, "((%lld, %lld), %lld => %lld)", (long long)dim(w, 2),
-                 (long long)dim(w, 3), (long long)(dim(w, 1) * n->attrs.groups),
-                 (long long)dim(w, 0));
-        break;
-    case IR_OP_layernorm: case IR_OP_batchnorm:
-        snprintf(buf, size, "(%lld)", (long long)dim(w, 0));
-        break;
-    case IR_OP_maxpool: case IR_OP_meanpool:
-        snprintf(buf, size, "((%d, %d))", k[0], k[1]);
-        break;
-    case IR_OP_mha:
-        snprintf(buf, size, "(%lld => %d)", (long long)dim(w, 1), n->attrs.heads);
-        break;
-    default:
-        snprintf(buf, size, "()");
-        break;
-    }
-}
-
-/* "Dense(784 => 256)", or "Dense 'fc1' (784 => 256)" for a labelled layer. */
-static const char *layer_desc(ir_graph *g, const ir_node *n, char *buf, size_t size)
-{
-    char args[96];
-    layer_args(g, n, args, sizeof args);
-    if (is_label(n->name))
-        snprintf(buf, size, "%s '%s' %s", ir_layer_ctor(n->op), n->name, args);
-    else
-        snprintf(buf, size, "%s%s", ir_layer_ctor(n->op), args);
-    return buf;
 }
 
 /* "Dense(784 => 256) expects input [..., 784] but gets [1, 512]" */
@@ -111,7 +56,7 @@ static bool fail_expects(ir_graph *g, const ir_node *n, const char *what, const 
                          const ir_node *got)
 {
     char desc[160], shape[160];
-    return fail(g, n, "%s expects %s %s but gets %s", layer_desc(g, n, desc, sizeof desc), what,
+    return fail(g, n, "%s expects %s %s but gets %s", ir_describe_layer(g, n, desc, sizeof desc), what,
                 expected, shape_text(got, shape, sizeof shape));
 }
 
@@ -164,16 +109,6 @@ static bool shape_unary(ir_graph *g, ir_node *n)
     return true;
 }
 
-static const char *binary_symbol(ir_op op)
-{
-    switch (op) {
-    case IR_OP_add: return "+";
-    case IR_OP_sub: return "-";
-    case IR_OP_mul: return ".*";
-    default: return "./";
-    }
-}
-
 static bool shape_binary(ir_graph *g, ir_node *n)
 {
     const ir_node *a = operand(g, n, 0), *b = operand(g, n, 1);
@@ -182,7 +117,7 @@ static bool shape_binary(ir_graph *g, ir_node *n)
     if (!broadcast(a->shape, a->rank, b->shape, b->rank, out, &rank)) {
         char sa[160], sb[160];
         return fail(g, n, "cannot broadcast %s and %s in '%s'", shape_text(a, sa, sizeof sa),
-                    shape_text(b, sb, sizeof sb), binary_symbol(n->op));
+                    shape_text(b, sb, sizeof sb), ir_describe_binary(g, n->op));
     }
     set_shape(n, out, rank);
     return true;
@@ -309,6 +244,39 @@ static bool shape_concat(ir_graph *g, ir_node *n)
     return true;
 }
 
+/* torch.chunk: parts of ceil(d / parts) along the axis, the last smaller;
+ * there may be fewer than asked for (6 in 4 gives 3 of 2), and the lowering
+ * bound attrs.nresults names.  The producer keeps its operand's shape. */
+static bool shape_chunk(ir_graph *g, ir_node *n)
+{
+    const ir_node *x = operand(g, n, 0);
+    if (!normalise_axis(g, n, x, x->rank))
+        return false;
+    set_shape(n, x->shape, x->rank);
+    const int64_t dim = x->shape[n->attrs.axis];
+    const int64_t part = (dim + n->attrs.parts - 1) / n->attrs.parts;
+    const int64_t count = part > 0 ? (dim + part - 1) / part : 0;
+    if (count != n->attrs.nresults) {
+        char shape[160];
+        return fail(g, n, "chunk(x, %d; dims=%d) of %s gives %lld parts, but %d names are bound",
+                    n->attrs.parts, n->attrs.axis, shape_text(x, shape, sizeof shape),
+                    (long long)count, n->attrs.nresults);
+    }
+    return true;
+}
+
+/* Result k of a multi-result producer: its part of the operand. */
+static bool shape_result(ir_graph *g, ir_node *n)
+{
+    const ir_node *p = operand(g, n, 0);
+    int64_t start, size;
+    set_shape(n, p->shape, p->rank);
+    ir_result_extent(g, n, &start, &size);
+    n->shape[p->attrs.axis] = size;
+    n->attrs.axis = p->attrs.axis;
+    return true;
+}
+
 /* torch.matmul: 1-D operands get a dimension added then removed; the
  * leading (batch) dimensions broadcast. */
 static bool shape_matmul(ir_graph *g, ir_node *n)
@@ -404,14 +372,14 @@ static bool window_shape(ir_graph *g, ir_node *n, const ir_node *x, int dilation
         dilation0 < 1 || dilation1 < 1 || a->pad[0] < 0 || a->pad[1] < 0 || a->pad[2] < 0 ||
         a->pad[3] < 0)
         return fail(g, n, "%s: kernel, stride and dilation must be positive and padding not negative",
-                    layer_desc(g, n, desc, sizeof desc));
+                    ir_describe_layer(g, n, desc, sizeof desc));
     out[1] = window_out(x->shape[1], a->kernel[0], a->stride[0], dilation0, a->pad_same, &a->pad[0],
                         &a->pad[2]);
     out[2] = window_out(x->shape[2], a->kernel[1], a->stride[1], dilation1, a->pad_same, &a->pad[1],
                         &a->pad[3]);
     if (out[1] < 1 || out[2] < 1)
         return fail(g, n, "%s on input %s gives an empty output (H' = %lld, W' = %lld)",
-                    layer_desc(g, n, desc, sizeof desc), shape_text(x, shape, sizeof shape),
+                    ir_describe_layer(g, n, desc, sizeof desc), shape_text(x, shape, sizeof shape),
                     (long long)out[1], (long long)out[2]);
     return true;
 }
@@ -423,7 +391,7 @@ static bool check_conv_channels(ir_graph *g, ir_node *n, const ir_node *x, const
     int64_t in = x->rank == 4 ? x->shape[3] : 0, out = w->shape[0];
     if (groups < 1 || in % groups != 0 || out % groups != 0)
         return fail(g, n, "%s: groups=%d must divide the input channels (%lld) and the output "
-                    "channels (%lld)", layer_desc(g, n, desc, sizeof desc), groups,
+                    "channels (%lld)", ir_describe_layer(g, n, desc, sizeof desc), groups,
                     (long long)in, (long long)out);
     if (w->shape[1] * groups != in) {
         snprintf(expected, sizeof expected, "[N, H, W, %lld]", (long long)(w->shape[1] * groups));
@@ -469,7 +437,7 @@ static bool shape_pool(ir_graph *g, ir_node *n)
         a->pad[1] > a->kernel[1] / 2 || a->pad[3] > a->kernel[1] / 2) {
         char desc[160];
         return fail(g, n, "%s has padding (%d, %d, %d, %d) but padding must be at most half the "
-                    "kernel", layer_desc(g, n, desc, sizeof desc), a->pad[0], a->pad[1], a->pad[2],
+                    "kernel", ir_describe_layer(g, n, desc, sizeof desc), a->pad[0], a->pad[1], a->pad[2],
                     a->pad[3]);
     }
     set_shape(n, out, 4);
@@ -525,11 +493,11 @@ static bool shape_mha(ir_graph *g, ir_node *n)
     if (v->rank != 3 || v->shape[2] != d || v->shape[0] != q->shape[0])
         return fail_expects(g, n, "value", expected, v);
     if (k->shape[1] != v->shape[1])
-        return fail(g, n, "%s: key %s and value %s differ in length", layer_desc(g, n, desc, sizeof desc),
+        return fail(g, n, "%s: key %s and value %s differ in length", ir_describe_layer(g, n, desc, sizeof desc),
                     shape_text(k, sk, sizeof sk), shape_text(v, sv, sizeof sv));
     if (n->attrs.heads < 1 || d % n->attrs.heads != 0)
         return fail(g, n, "%s: embedding dim %lld is not divisible by %d heads",
-                    layer_desc(g, n, desc, sizeof desc), (long long)d, n->attrs.heads);
+                    ir_describe_layer(g, n, desc, sizeof desc), (long long)d, n->attrs.heads);
     set_shape(n, q->shape, 3);
     return true;
 }
@@ -540,13 +508,13 @@ static bool shape_embedding(ir_graph *g, ir_node *n)
     char desc[160], shape[160];
     if (ir_dtype_is_float(idx->dtype))
         return fail(g, n, "%s expects integer indices but gets %s%s",
-                    layer_desc(g, n, desc, sizeof desc), ir_dtype_name(idx->dtype),
+                    ir_describe_layer(g, n, desc, sizeof desc), ir_dtype_name(idx->dtype),
                     shape_text(idx, shape, sizeof shape));
     if (w->rank != 2)
         return fail_expects(g, n, "weight", "[vocab, dim]", w);
     if (idx->rank + 1 > IR_MAX_RANK)
         return fail(g, n, "%s: indices %s leave no room for the embedding dimension (rank limit %d)",
-                    layer_desc(g, n, desc, sizeof desc), shape_text(idx, shape, sizeof shape),
+                    ir_describe_layer(g, n, desc, sizeof desc), shape_text(idx, shape, sizeof shape),
                     IR_MAX_RANK);
     set_shape(n, idx->shape, idx->rank);
     n->shape[n->rank++] = w->shape[1];

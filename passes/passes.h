@@ -39,11 +39,26 @@ int pass_memplan(ir_graph *g);
 int pass_memplan_with(ir_graph *g, bool share);
 /* Prints the plan (--emit=mem / --mem-report). */
 void pass_memplan_report(const ir_graph *g, ax_buf *out);
+/* The plan as an SVG picture (--emit=timeline): each buffer a bar of its
+ * bytes over the nodes where it is live, the peak marked. */
+void pass_memplan_svg(const ir_graph *g, ax_buf *out);
+/* The node where the most bytes are live, and how many (*live). */
+int pass_memplan_peak(const ir_graph *g, size_t *live);
 /* The most bytes live at once in g's current plan (no placement beats it). */
 size_t pass_memplan_lower_bound(const ir_graph *g);
 /* 0 if g->arena_bytes <= budget; else reports an error naming the node of
  * peak pressure and a note per tensor live there, and returns 1. */
 int pass_memplan_check_budget(const ir_graph *g, size_t budget);
+
+/* Rematerialisation (pass_remat.c): while the plan exceeds budget,
+ * recomputes values idle across the peak instead of keeping them; the
+ * plan is redone after each.  The caller checks the budget afterwards. */
+typedef struct pass_remat_stats {
+    size_t peak_before, peak_after;  /* arena bytes */
+    int recomputed;                  /* values copied */
+    double flops, extra_flops;       /* the graph's FLOPs after, and what the copies add */
+} pass_remat_stats;
+int pass_remat(ir_graph *g, size_t budget, pass_remat_stats *stats);
 
 /* Fusion (pass_fuse.c): each rewrites g in place and returns 0. */
 int pass_fold_batchnorm(ir_graph *g);

@@ -56,6 +56,24 @@ typedef struct axrt_model {
     int (*run)(const void *const *inputs, void *const *outputs, void *arena);
 } axrt_model;
 
+/* Per-layer profile of code generated with `axc --profile` (interface.md
+ * §10): `<name>_profile[<NAME>_LAYERS]` holds one entry per executed layer
+ * in execution order; each forward pass adds the ticks of the
+ * application's clock, `uint64_t axc_profile_clock(void)` (a weak default
+ * on POSIX hosts counts nanoseconds; a firmware provides its cycle counter),
+ * around every layer.  `<name>_layer_hook`, when set, is called after each
+ * layer with its output (axc run --dump-dir).  Profiled code keeps these
+ * counters in globals, so it is not reentrant. */
+typedef struct axrt_layer_profile {
+    const char *layer;    /* as written in the model ("fc1", "layer1.0.conv1", "0") */
+    const char *op;       /* the op and what is fused into it: "dense+residual+relu" */
+    axrt_tensor_info out; /* the layer's output (name = layer) */
+    double flops, bytes;  /* work of one call */
+    uint64_t ticks;       /* clock ticks spent, summed over calls */
+    uint64_t calls;
+} axrt_layer_profile;
+typedef void (*axrt_layer_hook)(int index, const axrt_layer_profile *layer, const void *output);
+
 /* Size in bytes of one element of dtype (0 for an unknown value). */
 size_t axrt_dtype_size(axrt_dtype dtype);
 
@@ -139,6 +157,10 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
        [outer, y_row]: one operand of a concat */                                        \
     void axrt_concat_part_##S(const T *x, T *y, size_t outer, size_t x_row, size_t y_row, \
                               size_t y_offset);                                          \
+    /* several results: x as [outer, x_row] cut into nparts column blocks, part k of    \
+       rows[k] columns (the sum is x_row) written to ys[k] as [outer, rows[k]] */        \
+    void axrt_split_##S(const T *x, T *const *ys, size_t outer, size_t x_row,            \
+                        size_t nparts, const size_t *rows);                              \
     /* y[batch][m, n] = a[batch][m, :] . b[batch][:, n]; batch index i of y reads        \
        a + sum(i_j * a_batch_strides[j]) (stride 0 = broadcast), same for b */           \
     void axrt_matmul_##S(const T *a, const int64_t *a_batch_strides, const T *b,         \

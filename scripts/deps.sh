@@ -7,7 +7,7 @@ set -eu
 
 PKGS="make gcc g++ clang libclang-rt-dev pkg-config flex bison libfl-dev libjson-c-dev \
 libcmocka-dev libopenblas-dev libdnnl-dev llvm-dev python3 python3-numpy python3-torch \
-gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
+gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm graphviz"
 
 missing=""
 for p in $PKGS; do

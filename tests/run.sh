@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
-# Runs every test suite and ends with the one summary line CI reads:
-#   N passed, N failed
-# Usage: tests/run.sh BUILD_DIR [SUITE...]   (suites: layers unit cli ir torch compile firmware install errors llvm)
+# Runs the test suites, in parallel, and ends with the one summary line CI reads:
+#   N passed, N failed, N skipped
+# Usage: tests/run.sh BUILD_DIR [SUITE...]
+#   suites: layers unit cli ir torch ops compile firmware install errors profile llvm
+# Suites (and each unit binary) run as background jobs, AXC_TEST_JOBS at once
+# (default: the number of cores), each into its own log; the logs are printed
+# in suite order as soon as every earlier one is done.  firmware and install
+# both run `make install` on BUILD_DIR, so they run one after the other in one
+# job.  The console shows FAIL lines with their details and one line per skip
+# reason; PASS and SKIP lines are counted.  AXC_TEST_TIMES=1 prints each job's
+# wall time.
 set -u
 B=${1:-build}
 shift || true
@@ -11,40 +19,97 @@ B=$(cd "$root" && cd "$B" && pwd)
 export AXC="$B/bin/axc" AXC_BUILD="$B" AXC_ROOT="$root"
 export PYTHON=${PYTHON:-/usr/bin/python3}
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(layers unit cli ir torch compile firmware install errors llvm)
+[ ${#suites[@]} -gt 0 ] || suites=(layers unit cli ir torch ops compile firmware install errors profile llvm)
+max_jobs=${AXC_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+logs=$(mktemp -d)
+log=$logs/all.log
+trap 'rm -rf "$logs"' EXIT
+: >"$log"
 
-run_unit() {
-    local t
-    for t in "$B"/tests/test_*; do
-        [ -x "$t" ] || continue
-        # cmocka's TAP output: "ok N - name" / "not ok N - name"
-        CMOCKA_MESSAGE_OUTPUT=TAP "$t" 2>&1 | sed -n \
-            -e "s/^ok [0-9]* - \(.*\)/PASS: unit $(basename "$t"):\1/p" \
-            -e "s/^not ok [0-9]* - \(.*\)/FAIL: unit $(basename "$t"):\1/p" \
-            -e 's/^#\(.*\)/  \1/p'
-        if [ "${PIPESTATUS[0]}" -gt 127 ]; then echo "FAIL: unit $(basename "$t") crashed"; fi
-    done
+# One unit binary: cmocka's TAP output ("ok N - name" / "not ok N - name").
+run_unit_binary() {
+    local t=$1
+    CMOCKA_MESSAGE_OUTPUT=TAP "$t" 2>&1 | sed -n \
+        -e "s/^ok [0-9]* - \(.*\)/PASS: unit $(basename "$t"):\1/p" \
+        -e "s/^not ok [0-9]* - \(.*\)/FAIL: unit $(basename "$t"):\1/p" \
+        -e 's/^#\(.*\)/  \1/p'
+    if [ "${PIPESTATUS[0]}" -gt 127 ]; then echo "FAIL: unit $(basename "$t") crashed"; fi
 }
 
-for s in "${suites[@]}"; do
-    case $s in
+# run_job WORD: one job of the list below.
+run_job() {
+    case $1 in
         layers) if sh "$root/scripts/layers.sh"; then echo "PASS: layers: no include points upward"
                 else echo "FAIL: layers: an include points upward"; fi
                 sh "$root/scripts/layers.sh" --self-test ;;
-        unit) run_unit ;;
-        cli|ir|compile|firmware|install|errors|llvm) bash "$here/$s/run.sh" ;;
+        unit:*) run_unit_binary "$B/tests/${1#unit:}" ;;
+        firmware+install) bash "$here/firmware/run.sh"; bash "$here/install/run.sh" ;;
+        install+firmware) bash "$here/install/run.sh"; bash "$here/firmware/run.sh" ;;
+        cli|ir|compile|firmware|install|errors|profile|llvm) bash "$here/$1/run.sh" ;;
         torch) "$PYTHON" "$here/torch/run.py" ;;
-        *) echo "FAIL: unknown suite $s" ;;
-    esac 2>&1 | tee -a "$log" | grep -v '^PASS: ' || true
+        ops) "$PYTHON" "$here/ops/run.py" ;;
+        *) echo "FAIL: unknown suite $1" ;;
+    esac 2>&1
+}
+
+# The jobs, in output order.
+jobs_list=()
+has() { printf '%s\n' "${suites[@]}" | grep -qxF "$1"; }
+for s in "${suites[@]}"; do
+    case $s in
+        unit) for t in "$B"/tests/test_*; do [ -x "$t" ] && jobs_list+=("unit:$(basename "$t")"); done ;;
+        firmware|install)
+            other=$([ "$s" = install ] && echo firmware || echo install)
+            if has "$other"; then
+                printf '%s\n' "${jobs_list[@]}" | grep -q '+' || jobs_list+=("$s+$other")
+            else jobs_list+=("$s"); fi ;;
+        *) jobs_list+=("$s") ;;
+    esac
 done
+
+# Start order: the longest jobs first, so the last to finish starts early.
+weight() {
+    case $1 in
+        torch|unit:test_codegen|compile) echo 5 ;;
+        ops|ir|*firmware*|*install*|cli|profile) echo 3 ;;
+        *) echo 1 ;;
+    esac
+}
+start_order=$(for i in "${!jobs_list[@]}"; do echo "$(weight "${jobs_list[$i]}") $i"; done | sort -k1,1nr -k2,2n | cut -d' ' -f2)
+
+# Prints (console) and appends (count log) every finished job not yet shown
+# whose predecessors are all shown.
+next=0
+flush() {
+    while [ "$next" -lt ${#jobs_list[@]} ] && [ -e "$logs/$next.done" ]; do
+        cat "$logs/$next.log" >>"$log"
+        [ -z "${AXC_TEST_TIMES:-}" ] || echo "time: $(cat "$logs/$next.done")"
+        grep -v '^PASS: \|^SKIP: ' "$logs/$next.log"
+        grep '^SKIP: ' "$logs/$next.log" | sed -n 's/^SKIP: \([^/(]*\)\/[^(]*(\(.*\))$/\1: \2/p' | sed 's/-O[0-9]:/:/' \
+            | sort | uniq -c | sed 's/^ *\([0-9]*\) \(.*\)/skipped \1: \2/'
+        next=$((next + 1))
+    done
+}
+
+running=0
+for i in $start_order; do
+    if [ "$running" -ge "$max_jobs" ]; then
+        wait -n; running=$((running - 1)); flush
+    fi
+    { t0=$SECONDS; run_job "${jobs_list[$i]}" >"$logs/$i.log"
+      echo "${jobs_list[$i]} $((SECONDS - t0)) s" >"$logs/$i.done"; } &
+    running=$((running + 1))
+done
+while [ "$running" -gt 0 ]; do wait -n; running=$((running - 1)); flush; done
+wait
+flush
 
 passed=$(grep -c '^PASS: ' "$log")
 failed=$(grep -c '^FAIL: ' "$log")
+skipped=$(grep -c '^SKIP: ' "$log")
 if [ "$passed" -eq 0 ] && [ "$failed" -eq 0 ]; then
     echo "FAIL: no test ran"; failed=1
 fi
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -1,8 +1,9 @@
 # Test build rules, included by the top-level Makefile.
 #
 # Every suite prints one line per case, "PASS: name" or "FAIL: name" (details
-# follow on lines indented by two spaces); tests/run.sh runs the suites,
-# counts those lines and ends with "N passed, N failed".
+# follow on lines indented by two spaces), or "SKIP: name (reason)"; tests/run.sh
+# runs the suites in parallel, counts those lines and ends with
+# "N passed, N failed, N skipped".
 
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BIN  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))

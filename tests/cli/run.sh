@@ -163,6 +163,36 @@ check_driver() {
     ./drv/driver >drv/out.txt || { echo "driver failed"; cat drv/out.txt; return 1; }
     "$PYTHON" "$here/compare_driver.py" drv/out.txt yd.npy
 }
+# Graph inputs and outputs are not capped (issue 10): 40 of each compile as
+# strict C99, and `axc run` (generated C, with 40 --input files) matches the
+# interpreter and numpy's y_i = relu(a_i) + a_{i+1 mod 40}.
+check_many_io() {
+    local n=40 i sig="" rets="" inputs=""
+    for ((i = 0; i < n; i++)); do
+        sig+="${sig:+, }a$i::Float32[2, 3]"
+        rets+="${rets:+, }relu(a$i) + a$(((i + 1) % n))"
+        inputs+=" --input a$i=io/a$i.npy"
+    done
+    mkdir -p io io/gen io/ref
+    printf '@axiom function many(%s)\n    return %s\nend\n' "$sig" "$rets" >many.ax
+    run_axc many.ax -o io/many.c; expect_rc 0 || return 1
+    gcc -std=c99 -Wall -Wextra -Wpedantic -Werror -I"$AXC_BUILD/include" -Iio -c io/many.c -o io/many.o \
+        || return 1
+    "$PYTHON" -c "
+import numpy as np
+for i in range($n): np.save(f'io/a{i}.npy', np.sin(np.arange(6.0) + 7 * i).astype(np.float32).reshape(2, 3))" || return 1
+    run_axc run many.ax $inputs --output-dir io/gen; expect_rc 0 || return 1
+    run_axc run --interp many.ax $inputs --output-dir io/ref; expect_rc 0 || return 1
+    "$PYTHON" "$root/tests/compile/compare_npy.py" io/gen io/ref 1e-6 || return 1
+    "$PYTHON" -c "
+import numpy as np, os, sys
+a = [np.load(f'io/a{i}.npy') for i in range($n)]
+outs = sorted(f for f in os.listdir('io/gen') if f.endswith('.npy'))
+if len(outs) != $n: sys.exit(f'{len(outs)} outputs, expected $n')
+for k in range($n):
+    y = np.load(f'io/gen/out{k}.npy')
+    if not np.allclose(y, np.maximum(a[k], 0) + a[(k + 1) % $n], rtol=0, atol=1e-6): sys.exit(f'out{k} differs from numpy')"
+}
 
 check help check_help
 check version check_version
@@ -185,6 +215,7 @@ check input-fortran-order check_bad_npy fortran.npy
 check input-big-endian check_bad_npy big_endian.npy
 check weights-missing-extra-misshapen check_weights_errors
 check c-driver check_driver
+check many-inputs-outputs check_many_io
 
 # Golden diagnostics, run beside the file so it prints without a path.
 check_diag() {

@@ -72,11 +72,17 @@ check_interp_agrees() {
     fi
 }
 
+# The examples run as parallel jobs (AXC_TEST_JOBS, default the number of
+# cores), each into its own report, printed in order at the end.
+jobs=${AXC_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
+names=()
 for ex in "$root"/examples/*.ax; do
     name=$(basename "$ex" .ax)
     if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qxF "$name"; then continue; fi
+    [ "$(jobs -rp | wc -l)" -lt "$jobs" ] || wait -n
+    names+=("$name")
     mkdir -p "$tmp/$name"
-    check_compile "$name" "$ex"
-    check_interp_agrees "$name" "$ex"
-    rm -rf "${tmp:?}/$name"
+    { check_compile "$name" "$ex"; check_interp_agrees "$name" "$ex"; } >"$tmp/$name.report" &
 done
+wait
+for name in "${names[@]}"; do cat "$tmp/$name.report"; done

@@ -131,6 +131,30 @@ check_size() {
     else fail "mlp code <= 4 KiB" "got: ${code:-no figure}"; tail_of "$work/size.log"; fi
 }
 
+# PROFILE=1: the model built with --profile prints one "layer NAME OP calls 1
+# ticks T" line per layer (SysTick as the application's clock), the same
+# layers as `axc run --profile` lists on the host.
+profile_on_firmware() {
+    mkdir -p "$work/fwprof"
+    if ! env -u AXC make -C "$work/fwprof" -f "$root/examples/firmware/Makefile" AXC_PREFIX="$work/prefix" \
+        AXC_FLAGS=--seed=$SEED PROFILE=1 fw.elf >"$work/fwprof.log" 2>&1; then
+        fail "profile on firmware: build"; tail_of "$work/fwprof.log"; return
+    fi
+    timeout 60 qemu-system-arm -M mps2-an386 -nographic -monitor none -serial none \
+        -semihosting-config enable=on,target=native -kernel "$work/fwprof/fw.elf" \
+        >"$work/qemuprof.out" 2>&1
+    "$axc" run "$root/examples/mlp.ax" --seed=$SEED --profile --bench 1 >"$work/hostprof.out" 2>&1
+    local device host
+    device=$(awk '$1 == "layer" && $4 == "calls" && $5 == 1 { print $2, $3 }' "$work/qemuprof.out")
+    host=$(awk '/^  layer/ { on = 1; next } on && /^  total/ { on = 0 } on { print $1, $2 }' "$work/hostprof.out")
+    if [ -n "$device" ] && [ "$device" = "$host" ] && grep -q '^RESULT: PASS' "$work/qemuprof.out"; then
+        pass "profile on firmware: one line per layer, as on the host"
+    else
+        fail "profile on firmware: one line per layer, as on the host" "device:" "$device" "host:" "$host"
+        tail_of "$work/qemuprof.out" 8
+    fi
+}
+
 main() {
     check_tools || { fail "remaining cases" "not run: cross tools missing"; return; }
     mkdir -p "$work/cross"
@@ -143,6 +167,7 @@ main() {
     run_in_qemu || return
     compare_with_host
     check_size
+    profile_on_firmware
 }
 
 main

@@ -9,6 +9,8 @@
 #            (relative to the largest magnitude), every example and case
 #   ram      --ram below the plan fails (exit 1) naming the peak; at the plan
 #            it passes; save-weights writes the same state_dict at -O0 and -O2
+#   remat    --ram below the plan recomputes a skip connection to fit, with
+#            bit-identical outputs
 # Environment: AXC, AXC_ROOT, PYTHON.  A golden is made by hand with
 #   axc MODEL.ax --emit=ir [-O0] > tests/ir/golden/NAME[.O0].ir  (check it by eye).
 set -u
@@ -76,6 +78,26 @@ check_ram_budget() {
     "$AXC" "$file" --emit=mem --ram=12Q >/dev/null 2>&1; [ $? -eq 2 ] || { echo "--ram=12Q accepted"; return 1; }
 }
 
+# Rematerialisation (pass_remat): the skip connection of skip_remat is
+# recomputed instead of kept, so --ram=16K fits a 20,480-byte plan; the
+# outputs are bit-identical to the plan without it; 12K is below what any
+# recomputation reaches: exit 1, the arena it needs named, no output file.
+check_remat() {
+    local file=$here/cases/skip_remat.ax
+    "$AXC" "$file" --ram=16K --mem-report -o "$tmp/r.c" >"$tmp/rep" 2>&1 || { cat "$tmp/rep"; return 1; }
+    grep -q '^rematerialised skip_remat: arena 20480 -> 16384 bytes, 1 values recomputed' "$tmp/rep" ||
+        { cat "$tmp/rep"; return 1; }
+    "$AXC" "$file" --ram=16K --emit=ir | grep -q 'layer="up (recomputed)"' || return 1
+    mkdir -p "$tmp/remat/plain" "$tmp/remat/ram"
+    "$AXC" run --seed 3 "$file" --output-dir "$tmp/remat/plain" >/dev/null || return 1
+    "$AXC" run --seed 3 --ram=16K "$file" --output-dir "$tmp/remat/ram" >/dev/null || return 1
+    cmp "$tmp/remat/plain/out0.npy" "$tmp/remat/ram/out0.npy" || return 1
+    "$AXC" "$file" --ram=12K -o "$tmp/small.c" 2>"$tmp/err"
+    local rc=$?
+    cat "$tmp/err"
+    [ "$rc" -eq 1 ] && [ ! -e "$tmp/small.c" ] && grep -q "needs a 16384-byte arena, over the --ram budget of 12288" "$tmp/err"
+}
+
 check_saved_weights_are_originals() {
     local file=$root/examples/mobilenetv2_block.ax
     "$AXC" "$file" --seed 1 -O0 --save-weights "$tmp/w0.safetensors" || return 1
@@ -95,4 +117,5 @@ for file in "$root"/examples/*.ax "$here"/cases/*.ax; do
     check "O0-O2:$(basename "$file" .ax)" check_levels_agree "$file"
 done
 check ram-budget check_ram_budget
+check remat check_remat
 check save-weights-originals check_saved_weights_are_originals

@@ -9,7 +9,8 @@ For every case of cases.py, in a temporary directory:
 Prints one `PASS: torch:<case>:<check>` / `FAIL: ...` line per check, details
 indented by two spaces.  Environment: AXC (the axc binary), AXC_ROOT (repo).
 Optional arguments select cases whose name contains any of them;
-AXC_TORCH_JOBS sets the number of cases run at once (default 2)."""
+AXC_TORCH_JOBS sets the number of cases run at once (default: the number
+of cores)."""
 
 import os
 import shutil
@@ -200,7 +201,7 @@ def main(patterns):
         return 1
     selected = [c for c in C.all_cases(ROOT) if not patterns or any(p in c.name for p in patterns)]
     failed = 0
-    with ThreadPoolExecutor(int(os.environ.get("AXC_TORCH_JOBS", "2"))) as pool:
+    with ThreadPoolExecutor(int(os.environ.get("AXC_TORCH_JOBS", "0")) or os.cpu_count() or 2) as pool:
         for case, results in zip(selected, pool.map(run_case, selected)):
             for check, details in results:
                 print(f"{'FAIL' if details else 'PASS'}: torch:{case.name}:{check}")

@@ -121,9 +121,7 @@ static ir_graph *relu_graph(ax_ctx *ctx, axrt_dtype model_dtype, axrt_dtype op_d
     int y = ir_add(g, IR_OP_relu, (const int[]){x}, 1, ax_noloc());
     assert_int_equal(pass_shape(g), 0);
     ir_at(g, y)->dtype = op_dtype;
-    g->outputs[0] = y;
-    g->output_names[0] = "y";
-    g->noutputs = 1;
+    ir_add_output(g, y, "y");
     return g;
 }
 

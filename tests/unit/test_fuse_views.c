@@ -42,7 +42,7 @@ static int leaf(model *m, ir_op op, int rank, const int64_t *shape)
     memcpy(n->shape, shape, sizeof *shape * (size_t)rank);
     if (op == IR_OP_input) {
         n->name = "x";
-        m->g->inputs[m->g->ninputs++] = id;
+        ir_add_input(m->g, id);
     } else {
         n->name = "w";
         n->data = ax_alloc(m->ctx->arena, ir_nbytes(n));
@@ -85,8 +85,7 @@ static int scalar(model *m, double value)
 
 static void output(model *m, int id)
 {
-    m->g->output_names[m->g->noutputs] = m->g->noutputs ? "out1" : "out0";
-    m->g->outputs[m->g->noutputs++] = id;
+    ir_add_output(m->g, id, m->g->noutputs ? "out1" : "out0");
 }
 
 static void optimise(model *m)

@@ -159,7 +159,7 @@ static int tg_input_typed(test_graph *t, axrt_dtype dtype, const ref_tensor *r, 
 {
     int id = tg_node(t, IR_OP_input, NULL, 0, dtype, r->rank, r->shape);
     t->inputs[t->g->ninputs] = data;
-    t->g->inputs[t->g->ninputs++] = id;
+    ir_add_input(t->g, id);
     return id;
 }
 
@@ -185,7 +185,7 @@ static int tg_scalar(test_graph *t, double value)
 
 static void tg_output(test_graph *t, int id)
 {
-    t->g->outputs[t->g->noutputs++] = id;
+    ir_add_output(t->g, id, NULL);
 }
 
 /* Runs t with node id as its only (Float64) output; compares with want. */

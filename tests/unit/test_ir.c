@@ -13,7 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lower.h"
 #include "ir.h"
+#include "ir_use.h"
 #include "test_support.h"
 
 /* ---- fixtures ----------------------------------------------------------- */
@@ -59,8 +61,15 @@ static void test_ops_table_sane(void **state)
     assert_true(ir_op_has(IR_OP_gelu, IR_ACT) && !ir_op_has(IR_OP_exp, IR_ACT));
     assert_false(ir_op_has(IR_NONE, IR_ACT));
     assert_int_equal(ir_ops[IR_OP_input].kind, IR_SOURCE);
-    assert_string_equal(ir_layer_ctor(IR_OP_mha), "MultiHeadAttention");
-    assert_string_equal(ir_layer_ctor(IR_OP_add), "add");
+    ax_ctx *ctx = ax_ctx_new();
+    ir_graph *g = ir_graph_new(ctx, "m", ax_noloc());
+    assert_string_equal(ir_describe_ctor(g, IR_OP_mha), "mha"); /* no front end: IR names */
+    g->wording = &lower_ax_wording;
+    assert_string_equal(ir_describe_ctor(g, IR_OP_mha), "MultiHeadAttention");
+    assert_string_equal(ir_describe_ctor(g, IR_OP_add), "add");
+    assert_string_equal(ir_describe_binary(g, IR_OP_mul), ".*");
+    ir_graph_free_nodes(g);
+    ax_ctx_free(ctx);
 }
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -142,8 +151,8 @@ static void test_insert_remaps_ids(void **state)
     int sum = ir_add(g, IR_OP_add, xy, 2, ax_noloc());      /* %2 */
     int opt[3] = {sum, y, IR_NONE};
     int dense = ir_add(g, IR_OP_dense, opt, 3, ax_noloc()); /* %3 */
-    g->outputs[g->noutputs++] = dense;
-    g->outputs[g->noutputs++] = sum;
+    ir_add_output(g, dense, NULL);
+    ir_add_output(g, sum, NULL);
 
     int cast = ir_insert(g, 1, IR_OP_cast, &x, 1, ax_noloc());
     assert_int_equal(cast, 1);
@@ -214,9 +223,7 @@ static ir_graph *small_graph(ax_ctx *ctx)
     ir_at(g, tr)->attrs.nperm = 2;
     ir_at(g, tr)->attrs.perm[0] = 1;
     set_shape2(g, tr, 256, 1);
-    g->outputs[0] = tr;
-    g->output_names[0] = "y";
-    g->noutputs = 1;
+    ir_add_output(g, tr, "y");
     g->arena_bytes = 2048;
     return g;
 }
@@ -261,7 +268,7 @@ static void test_dump_window_attrs(void **state)
     int ln_src[3] = {pool, IR_NONE, IR_NONE};
     int norm = ir_add(g, IR_OP_layernorm, ln_src, 3, ax_noloc());
     ir_at(g, norm)->attrs.eps = 1e-5;
-    g->outputs[g->noutputs++] = norm;
+    ir_add_output(g, norm, NULL);
     ax_buf out = {0};
     ir_dump(g, &out);
     ax_buf_put(&out, "", 1);
@@ -323,6 +330,117 @@ static void test_verify_catches_bad_rank_and_inputs(void **state)
     test_ctx_free(ctx);
 }
 
+/* ---- use analysis ------------------------------------------------------- */
+
+/* x feeds add(x, x), a dead relu and mul(add, x); add is also an output, mul
+ * the other; an input read by nobody has no users. */
+static void test_use_counts_users_and_last(void **state)
+{
+    (void)state;
+    ax_ctx *ctx = test_ctx_new(NULL, NULL);
+    ir_graph *g = ir_graph_new(ctx, "m", ax_noloc());
+    int64_t shape[1] = {4};
+    int x = test_add_source(g, IR_OP_input, "x", AXRT_F32, shape, 1);           /* %0 */
+    int idle = test_add_source(g, IR_OP_input, "idle", AXRT_F32, shape, 1);     /* %1 */
+    int sum = ir_add(g, IR_OP_add, (const int[]){x, x}, 2, ax_noloc());          /* %2 */
+    int dead = ir_add(g, IR_OP_relu, (const int[]){x}, 1, ax_noloc());          /* %3 */
+    ir_at(g, dead)->dead = true;
+    int prod = ir_add(g, IR_OP_mul, (const int[]){sum, x}, 2, ax_noloc());      /* %4 */
+    ir_add_output(g, sum, "s");
+    ir_add_output(g, prod, "p");
+    ir_add_output(g, prod, "p2");
+
+    ir_use u = {0};
+    ir_use_compute(g, &u);
+    assert_int_equal(u.nrefs[x], 3);               /* two slots of add, one of mul */
+    assert_int_equal(ir_use_count(&u, x), 3);
+    assert_int_equal(ir_use_nusers(&u, x), 2);     /* add and mul, each once; relu is dead */
+    assert_int_equal(ir_use_user(&u, x, 0), sum);
+    assert_int_equal(ir_use_user(&u, x, 1), prod);
+    assert_int_equal(u.last[x], prod);
+    assert_int_equal(ir_use_sole_user(&u, x), IR_NONE);
+    assert_int_equal(ir_use_count(&u, sum), 2);    /* mul and the return list */
+    assert_true(ir_use_is_output(&u, sum));
+    assert_int_equal(ir_use_sole_user(&u, sum), IR_NONE);  /* an output has no owner */
+    assert_int_equal(ir_use_count(&u, prod), 2);   /* returned twice */
+    assert_int_equal(ir_use_nusers(&u, prod), 0);
+    assert_int_equal(u.last[prod], IR_NONE);
+    assert_true(ir_use_live_after(&u, prod, prod));
+    assert_int_equal(ir_use_count(&u, idle), 0);
+    assert_int_equal(u.last[idle], IR_NONE);
+    assert_false(ir_use_live_after(&u, x, prod));
+    assert_true(ir_use_live_after(&u, x, sum));
+
+    /* after a rewrite the analysis is recomputed: mul now reads relu(x) */
+    ir_at(g, dead)->dead = false;
+    ir_at(g, prod)->src[1] = dead;
+    ir_use_compute(g, &u);
+    assert_int_equal(u.last[x], dead);
+    assert_int_equal(ir_use_sole_user(&u, dead), prod);
+    assert_int_equal(ir_use_nusers(&u, x), 2);
+    ir_use_free(&u);
+    ir_graph_free_nodes(g);
+    test_ctx_free(ctx);
+}
+
+/* ---- several results ---------------------------------------------------- */
+
+/* x -> chunk -> result 0, result 1: verifies, and --emit=ir shows both
+ * sides; then each misuse of a producer is reported. */
+static void test_results_verify_and_dump(void **state)
+{
+    (void)state;
+    ax_ctx *ctx = test_ctx_new(NULL, NULL);
+    ir_graph *g = ir_graph_new(ctx, "m", ax_noloc());
+    int x = test_add_source(g, IR_OP_input, "x", AXRT_F32, (const int64_t[]){2, 6}, 2);
+    int c = ir_add(g, IR_OP_chunk, &x, 1, ax_noloc());
+    ir_at(g, c)->attrs.axis = 1;
+    ir_at(g, c)->attrs.parts = 2;
+    ir_at(g, c)->attrs.nresults = 2;
+    ir_at(g, c)->rank = 2;
+    memcpy(ir_at(g, c)->shape, (int64_t[2]){2, 6}, sizeof(int64_t[2]));
+    int r[2];
+    for (int k = 0; k < 2; k++) {
+        r[k] = ir_add(g, IR_OP_result, &c, 1, ax_noloc());
+        ir_at(g, r[k])->attrs.index = k;
+        set_shape2(g, r[k], 2, 3);
+        ir_add_output(g, r[k], k ? "b" : "a");
+    }
+    assert_int_equal(ir_verify(g), 0);
+    assert_int_equal(ir_result_node(g, c, 1), r[1]);
+    int64_t start, size;
+    ir_result_extent(g, ir_at(g, r[1]), &start, &size);
+    assert_int_equal(start, 3);
+    assert_int_equal(size, 3);
+    ax_buf out = {0};
+    ir_dump(g, &out);
+    ax_buf_put(&out, "", 1);
+    assert_non_null(strstr(out.data, "  %1 = chunk %0 axis=1 parts=2 results=2 : Float32[2, 6]\n"));
+    assert_non_null(strstr(out.data, "  %3 = result %1 index=1 : Float32[2, 3]\n"));
+    ax_buf_free(&out);
+
+    int relu = ir_add(g, IR_OP_relu, &c, 1, ax_noloc());     /* %4 reads the producer */
+    set_shape2(g, relu, 2, 6);
+    int dup = ir_add(g, IR_OP_result, &c, 1, ax_noloc());    /* %5 a second result 1 */
+    ir_at(g, dup)->attrs.index = 1;
+    set_shape2(g, dup, 2, 3);
+    int bad = ir_add(g, IR_OP_result, &x, 1, ax_noloc());    /* %6 of a single value */
+    set_shape2(g, bad, 2, 6);
+    int far = ir_add(g, IR_OP_result, &c, 1, ax_noloc());    /* %7 index 2 of 2 */
+    ir_at(g, far)->attrs.index = 2;
+    set_shape2(g, far, 2, 3);
+    ir_add_output(g, c, "whole");
+    assert_int_equal(ir_verify(g), 5);
+    const char *text = test_diagnostics(ctx);
+    assert_non_null(strstr(text, "%4 relu reads the multi-result %1 chunk; only result nodes may\n"));
+    assert_non_null(strstr(text, "%3 and %5 are both result 1 of %1\n"));
+    assert_non_null(strstr(text, "%6 result reads %0 input, which has a single value\n"));
+    assert_non_null(strstr(text, "%7 result: index 2 outside the 2 results of %1\n"));
+    assert_non_null(strstr(text, "output 2 is the multi-result %1; return its results\n"));
+    ir_graph_free_nodes(g);
+    test_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -337,6 +455,8 @@ int main(void)
         cmocka_unit_test(test_verify_accepts_good_graph),
         cmocka_unit_test(test_verify_catches_malformed),
         cmocka_unit_test(test_verify_catches_bad_rank_and_inputs),
+        cmocka_unit_test(test_use_counts_users_and_last),
+        cmocka_unit_test(test_results_verify_and_dump),
     };
     return cmocka_run_group_tests_name("ir", tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cg_target.h"
+#include "lower.h"
 #include "passes.h"
 #include "test_support.h"
 
@@ -27,6 +28,7 @@ static ir_graph *new_graph(const char *name)
 {
     ir_graph *g = ir_graph_new(test_ctx_new(NULL, NULL), name, ax_noloc());
     g->target = &cg_target_get(IR_TARGET_c)->facts;
+    g->wording = &lower_ax_wording; /* messages as the .ax front end words them */
     return g;
 }
 
@@ -56,7 +58,7 @@ static int scalar(ir_graph *g, double value)
 
 static void output(ir_graph *g, int id)
 {
-    g->outputs[g->noutputs++] = id;
+    ir_add_output(g, id, NULL);
 }
 
 static void check_shape(ir_graph *g, int id, const int64_t *dims, int rank)
@@ -926,6 +928,33 @@ static void test_memplan_random_dags(void **state)
 }
 
 
+/* Rematerialisation over random graphs with half the planned arena as the
+ * budget: the plan stays valid (check_plan), never grows, the IR verifies,
+ * and values do get recomputed. */
+static void test_remat_random_dags(void **state)
+{
+    (void)state;
+    rng_state = 4242;
+    int recomputed = 0, shrunk = 0;
+    for (int trial = 0; trial < 200; trial++) {
+        ir_graph *g = random_dag();
+        assert_int_equal(pass_memplan(g), 0);
+        const size_t before = g->arena_bytes;
+        pass_remat_stats st;
+        assert_int_equal(pass_remat(g, before / 2, &st), 0);
+        assert_int_equal(ir_verify(g), 0);
+        check_plan(g);
+        assert_true(g->arena_bytes <= before);
+        assert_int_equal(st.peak_after, g->arena_bytes);
+        assert_true(st.recomputed == 0 || st.extra_flops > 0);
+        recomputed += st.recomputed;
+        shrunk += g->arena_bytes < before;
+        free_graph(g);
+    }
+    assert_true(recomputed > 0 && shrunk > 0);
+    print_message("remat: %d values recomputed, %d of 200 plans shrunk\n", recomputed, shrunk);
+}
+
 /* -O1 and up: every relu overwrites its operand when it dies there, and a
  * reshape of the input has no buffer at all (codegen uses the pointer). */
 static void test_memplan_shared_chain(void **state)
@@ -956,6 +985,42 @@ static void test_memplan_shared_chain(void **state)
     assert_non_null(strstr(out.data, "      shared by %4    relu (in-place)\n"));
     ax_buf_free(&out);
     free_graph(g);
+}
+
+/* Several results (ir.h): chunk's results are written by the chunk, so
+ * their buffers are live from it on: apart from each other, and from the
+ * relu the chunk reads although the relu dies there (no in-place sharing
+ * across a multi-result kernel); the chunk itself has no buffer. */
+static void test_memplan_results_live_from_producer(void **state)
+{
+    (void)state;
+    for (int share = 0; share < 2; share++) {
+        ir_graph *g = new_graph("parts");
+        int x = INPUT(g, "x", 4, 16);
+        int a = NODE(g, IR_OP_relu, x);
+        int c = NODE(g, IR_OP_chunk, a);
+        ir_at(g, c)->attrs.axis = 1;
+        ir_at(g, c)->attrs.parts = 2;
+        ir_at(g, c)->attrs.nresults = 2;
+        int r[2];
+        for (int k = 0; k < 2; k++) {
+            r[k] = NODE(g, IR_OP_result, c);
+            ir_at(g, r[k])->attrs.index = k;
+        }
+        int y = NODE(g, IR_OP_exp, r[1]);   /* reads result 1 before result 0 */
+        output(g, NODE(g, IR_OP_add, y, r[0]));
+        assert_int_equal(pass_shape(g), 0);
+        ASSERT_SHAPE(g, r[0], 4, 8);
+        assert_int_equal(ir_verify(g), 0);
+        assert_int_equal(pass_memplan_with(g, share), 0);
+        assert_int_equal(ir_at(g, c)->offset, -1);
+        const int64_t ra = ir_at(g, a)->offset, r0 = ir_at(g, r[0])->offset, r1 = ir_at(g, r[1])->offset;
+        assert_true(ra >= 0 && r0 >= 0 && r1 >= 0);
+        assert_true(ra + 256 <= r0 || r0 + 128 <= ra);   /* relu 256 bytes, parts 128 */
+        assert_true(ra + 256 <= r1 || r1 + 128 <= ra);
+        assert_true(r0 + 128 <= r1 || r1 + 128 <= r0);
+        free_graph(g);
+    }
 }
 
 /* i and j may share bytes while both live only as a planned handover: j
@@ -1032,7 +1097,9 @@ int main(void)
         cmocka_unit_test(test_dtype_model_dtype),
         cmocka_unit_test(test_memplan_chain),
         cmocka_unit_test(test_memplan_random_dags),
+        cmocka_unit_test(test_remat_random_dags),
         cmocka_unit_test(test_memplan_shared_chain),
+        cmocka_unit_test(test_memplan_results_live_from_producer),
         cmocka_unit_test(test_memplan_shared_random_dags),
     };
     return cmocka_run_group_tests_name("passes", tests, NULL, NULL);

@@ -51,7 +51,7 @@ static inline int test_add_source(ir_graph *g, ir_op op, const char *name, axrt_
     n->rank = rank;
     memcpy(n->shape, dims, (size_t)rank * sizeof *dims);
     if (op == IR_OP_input)
-        g->inputs[g->ninputs++] = id;
+        ir_add_input(g, id);
     return id;
 }
 

@@ -1,0 +1,177 @@
+/* compare.c — `axc compare DIR REF_DIR [--rtol R]` (interface.md §10): walks
+ * DIR's layers in execution order (index.tsv, as `axc run --dump-dir` or
+ * the Python helper writes it) and names the first whose output differs
+ * from REF_DIR's layer of the same name beyond the tolerance: exit 1; 0 when
+ * every layer both hold agrees; 2 on a usage or file problem.  A layer's
+ * output is the last node named after it (named_later).  A layer
+ * differs when max|a - b| > rtol * max|b| (its largest reference
+ * magnitude), a NaN is in one and not the other, or the shapes differ. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+#include "tensorfile.h"
+
+#define MAX_LAYERS 100000
+
+typedef struct layer_entry {
+    char *layer, *file;
+} layer_entry;
+
+typedef struct layer_index {
+    layer_entry *entries;
+    int n;
+} layer_index;
+
+/* Reads DIR/index.tsv: "index<TAB>layer<TAB>file[<TAB>op]" per line, '#' comments. */
+static int read_index(ax_arena *a, const char *dir, layer_index *out)
+{
+    const char *path = ax_sprintf(a, "%s/index.tsv", dir);
+    size_t len;
+    char *text = ax_read_file(a, path, &len);
+    if (!text) { axc_fail("cannot read '%s': %s", path, strerror(errno)); return -1; }
+    out->entries = ax_alloc(a, sizeof *out->entries * MAX_LAYERS);
+    out->n = 0;
+    for (char *line = strtok(text, "\n"); line && out->n < MAX_LAYERS; line = strtok(NULL, "\n")) {
+        if (line[0] == '#' || !line[0]) continue;
+        char *layer = strchr(line, '\t'), *file = layer ? strchr(layer + 1, '\t') : NULL;
+        if (!file) { axc_fail("%s: malformed line '%s'", path, line); return -1; }
+        *layer++ = 0, *file++ = 0;
+        char *end = strchr(file, '\t');
+        if (end) *end = 0;
+        out->entries[out->n++] = (layer_entry){layer, ax_sprintf(a, "%s/%s", dir, file)};
+    }
+    return 0;
+}
+
+/* The tensor in path as doubles (heap); NULL after reporting. */
+static double *load_values(ax_arena *a, const char *path, tf_tensor *t)
+{
+    size_t len;
+    char err[256];
+    const char *bytes = ax_read_file(a, path, &len);
+    if (!bytes) { axc_fail("cannot read '%s': %s", path, strerror(errno)); return NULL; }
+    if (tf_npy_parse((const uint8_t *)bytes, len, t, err, sizeof err)) {
+        axc_fail("%s: %s", path, err);
+        return NULL;
+    }
+    size_t count = t->nbytes / axrt_dtype_size(t->dtype);
+    double *v = malloc((count ? count : 1) * sizeof *v);
+    if (!v) ax_die("out of memory");
+    tf_convert(v, AXRT_F64, t->data, t->dtype, count);
+    return v;
+}
+
+static bool same_shape(const tf_tensor *a, const tf_tensor *b)
+{
+    if (a->rank != b->rank) return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->shape[d] != b->shape[d]) return false;
+    return true;
+}
+
+/* 1 when the layers differ (message printed), 0 when they agree, -1 on error. */
+static int compare_layer(ax_arena *a, const layer_entry *e, const char *ref_file, double rtol, int k)
+{
+    tf_tensor ta, tb;
+    double *va = load_values(a, e->file, &ta), *vb = va ? load_values(a, ref_file, &tb) : NULL;
+    if (!va || !vb) { free(va); return -1; }
+    int differs = 0;
+    if (!same_shape(&ta, &tb)) {
+        char sa[96], sb[96];
+        printf("first difference at layer '%s' (#%d): shape %s, reference %s\n", e->layer, k,
+               ir_shape_str(ta.shape, ta.rank, sa, sizeof sa), ir_shape_str(tb.shape, tb.rank, sb, sizeof sb));
+        differs = 1;
+    } else {
+        size_t count = ta.nbytes / axrt_dtype_size(ta.dtype), nan_at = count;
+        double worst = 0, scale = 0;
+        for (size_t i = 0; i < count; i++) {
+            if (isnan(va[i]) != isnan(vb[i]) && nan_at == count) nan_at = i;
+            if (!isnan(va[i]) && !isnan(vb[i]) && fabs(va[i] - vb[i]) > worst) worst = fabs(va[i] - vb[i]);
+            if (isfinite(vb[i]) && fabs(vb[i]) > scale) scale = fabs(vb[i]);
+        }
+        if (nan_at < count) {
+            printf("first difference at layer '%s' (#%d): element %zu is %g, reference %g\n", e->layer,
+                   k, nan_at, va[nan_at], vb[nan_at]);
+            differs = 1;
+        } else if (worst > rtol * (scale > 0 ? scale : 1)) {
+            printf("first difference at layer '%s' (#%d): max |a - ref| = %.3g, %.3g of the largest "
+                   "|ref| %.3g (rtol %g)\n", e->layer, k, worst, worst / (scale > 0 ? scale : 1), scale, rtol);
+            differs = 1;
+        }
+    }
+    free(va);
+    free(vb);
+    return differs;
+}
+
+/* A layer may span several nodes (Dense(...; activation=softmax) is a
+ * dense and a softmax, both named after the layer); its output is the last
+ * one's. */
+static bool named_later(const layer_index *x, int k)
+{
+    for (int i = k + 1; i < x->n; i++)
+        if (!strcmp(x->entries[i].layer, x->entries[k].layer)) return true;
+    return false;
+}
+
+static const char *ref_file_of(const layer_index *ref, const char *layer)
+{
+    for (int i = ref->n - 1; i >= 0; i--)
+        if (!strcmp(ref->entries[i].layer, layer)) return ref->entries[i].file;
+    return NULL;
+}
+
+static int parse_compare_args(int argc, char **argv, const char **dirs, double *rtol)
+{
+    int ndirs = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        if (!strncmp(a, "--rtol=", 7)) v = a + 7;
+        else if (!strcmp(a, "--rtol") && i + 1 < argc) v = argv[++i];
+        if (v) {
+            char *end;
+            *rtol = strtod(v, &end);
+            if (end == v || *end || !(*rtol >= 0)) { axc_fail("--rtol expects a tolerance such as 1e-4, not '%s'", v); return -1; }
+        } else if (a[0] == '-' || ndirs == 2) {
+            axc_fail("usage: axc compare DIR REF_DIR [--rtol R] (unexpected '%s')", a);
+            return -1;
+        } else {
+            dirs[ndirs++] = a;
+        }
+    }
+    if (ndirs == 2) return 0;
+    axc_fail("usage: axc compare DIR REF_DIR [--rtol R]");
+    return -1;
+}
+
+int axc_compare_main(int argc, char **argv)
+{
+    const char *dirs[2];
+    double rtol = 1e-4;
+    if (parse_compare_args(argc, argv, dirs, &rtol)) return AXC_EUSAGE;
+    ax_arena *a = ax_arena_new();
+    layer_index run, ref;
+    int rc = read_index(a, dirs[0], &run) || read_index(a, dirs[1], &ref) ? AXC_EUSAGE : AXC_OK;
+    int compared = 0, missing = 0;
+    for (int k = 0; rc == AXC_OK && k < run.n; k++) {
+        if (named_later(&run, k)) continue;
+        const char *ref_file = ref_file_of(&ref, run.entries[k].layer);
+        if (!ref_file) { missing++; continue; }
+        int d = compare_layer(a, &run.entries[k], ref_file, rtol, k);
+        rc = d < 0 ? AXC_EUSAGE : d > 0 ? AXC_EINPUT : AXC_OK;
+        compared++;
+    }
+    if (rc == AXC_OK && compared == 0) {
+        axc_fail("no layer of '%s' is in '%s'", dirs[0], dirs[1]);
+        rc = AXC_EUSAGE;
+    } else if (rc == AXC_OK) {
+        printf("all %d layers agree within rtol %g", compared, rtol);
+        printf(missing ? " (%d layers not in the reference)\n" : "\n", missing);
+    }
+    ax_arena_free(a);
+    return rc;
+}
