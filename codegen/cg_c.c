@@ -1158,7 +1158,7 @@ int cg_c_header(const cg_request *req, ax_buf *h_out)
                   "#include \"axrt.h\"\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n",
                   literal_text(req->models[0]->ctx->arena, req->source_name), guard, guard);
     for (int m = 0; m < req->nmodels; m++) {
-        emitter em = {.g = req->models[m], .source_name = req->source_name};
+        emitter em = {.g = req->models[m], .source_name = req->source_name, .profile = req->profile};
         name_arguments(&em);
         emit_header_model(&em, h_out);
     }

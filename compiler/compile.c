@@ -90,6 +90,10 @@ static int check_llvm_target(ax_ctx *ctx, const axc_opts *o, ir_target_id id)
         axc_fail("--triple and --cpu apply to the llvm target (a .o or .ll output, or --target=llvm)");
         return AXC_EUSAGE;
     }
+    if (o->profile) { /* the LLVM printer has no profile hooks yet */
+        axc_fail("%s and %s exclude each other", "--profile", "the llvm target");
+        return AXC_EUSAGE;
+    }
 #ifdef AXC_HAVE_LLVM
     switch (cg_llvm_check_target(o->triple, o->cpu)) {
     case 1:
