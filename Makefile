@@ -19,11 +19,32 @@ CFLAGS_AXC := -std=c11 -O2 -g $(WARN) $(SAN) -D_GNU_SOURCE \
 CFLAGS_RT  := -std=c99 -O2 -g -fPIC -Wall -Wextra -Wpedantic $(SAN) -Iruntime
 LDLIBS_AXC := $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c) -ldl -lm
 
+# The LLVM back end (--target=llvm, axc run --jit) is built when llvm-config
+# is found (Debian: llvm-dev), and left out with a message otherwise.  axc
+# then links the whole runtime and exports its symbols (-rdynamic), so the
+# JIT resolves the kernels from axc itself.
+LLVM_CONFIG ?= llvm-config
+HAVE_LLVM := $(shell $(LLVM_CONFIG) --version >/dev/null 2>&1 && echo yes)
+CXX_AXC :=
+ifeq ($(HAVE_LLVM),yes)
+LLVM_INC    := -isystem $(shell $(LLVM_CONFIG) --includedir)
+CFLAGS_AXC  += -DAXC_HAVE_LLVM
+LDLIBS_AXC  += $(shell $(LLVM_CONFIG) --ldflags --libs core orcjit native all-targets passes) -lstdc++
+AXC_LINK    := -rdynamic
+RT_LINK     = -Wl,--whole-archive $(LIBAXRT) -Wl,--no-whole-archive
+CXX_AXC     := $(B)/obj/codegen/cg_llvm_tm.o
+else
+$(info axc: llvm-config not found: building without the LLVM back end (--target=llvm, axc run --jit); install llvm-dev for it)
+AXC_LINK    :=
+RT_LINK     = $(LIBAXRT)
+endif
+CXX     ?= g++
+
 GRAMMAR_C := $(B)/gen/axc.tab.c $(B)/gen/axc.lex.c
 GRAMMAR_H := $(B)/gen/axc.tab.h $(B)/gen/axc.lex.h
 AXC_SRC   := $(foreach d,$(AXC_DIRS),$(wildcard $(d)/*.c))
 AXC_OBJ   := $(patsubst %.c,$(B)/obj/%.o,$(AXC_SRC)) $(B)/obj/gen/axc.tab.o $(B)/obj/gen/axc.lex.o
-LIB_OBJ   := $(filter-out $(B)/obj/compiler/main.o,$(AXC_OBJ))
+LIB_OBJ   := $(filter-out $(B)/obj/compiler/main.o,$(AXC_OBJ)) $(CXX_AXC)
 RT_SRC    := $(wildcard runtime/*.c)
 RT_OBJ    := $(patsubst %.c,$(B)/obj/%.o,$(RT_SRC))
 HEADERS   := $(foreach d,$(AXC_DIRS),$(wildcard $(d)/*.h $(d)/*.def)) $(wildcard runtime/*.h)
@@ -64,6 +85,12 @@ $(B)/obj/%.o: %.c $(HEADERS) $(GRAMMAR_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_AXC) -c $< -o $@
 
+$(B)/obj/codegen/cg_llvm%.o: CFLAGS_AXC += $(LLVM_INC)
+
+$(B)/obj/codegen/cg_llvm_tm.o: codegen/cg_llvm_tm.cpp codegen/cg_llvm_tm.h
+	@mkdir -p $(dir $@)
+	$(CXX) $(shell $(LLVM_CONFIG) --cxxflags) -O2 -g -Wall -Wextra -Wno-unused-parameter $(SAN) -c $< -o $@
+
 $(B)/lib/libaxcc.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -71,7 +98,7 @@ $(B)/lib/libaxcc.a: $(LIB_OBJ)
 # The compiler shares the runtime's dtype table and scratch-size helpers.
 $(AXC): $(B)/obj/compiler/main.o $(B)/lib/libaxcc.a $(LIBAXRT)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) -o $@ $^ $(LDLIBS_AXC)
+	$(CC) $(SAN) $(AXC_LINK) -o $@ $(B)/obj/compiler/main.o $(B)/lib/libaxcc.a $(RT_LINK) $(LDLIBS_AXC)
 
 $(LIBAXRT): $(RT_OBJ)
 	@mkdir -p $(dir $@)

@@ -11,10 +11,35 @@ typedef struct cg_request {
     const char *header_name;  /* how the .c file #includes its header, e.g. "mlp.h" */
     const char *source_name;  /* the .ax file, for the banner and the per-node comments */
     bool profile;             /* per-layer timing and output hooks (axc --profile) */
+    /* llvm target: triple and cpu (NULL: the host's), textual IR instead of an object */
+    const char *triple, *cpu;
+    bool llvm_ir;
 } cg_request;
 
 /* The portable C99 backend (interface.md §2).  Returns 0 or the number of
  * errors reported (e.g. an op the backend cannot emit). */
 int cg_c_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out);
+/* The checks and the header of cg_c_emit alone (the LLVM back end writes the
+ * same header).  Returns 0 or the number of errors reported. */
+int cg_c_header(const cg_request *req, ax_buf *h_out);
+
+/* The LLVM back end (built only with AXC_HAVE_LLVM; cg_llvm*.c).
+ * cg_llvm_emit writes an object file (or, with req->llvm_ir, textual IR)
+ * into out and the C target's header into hdr. */
+int cg_llvm_emit(const cg_request *req, ax_buf *out, ax_buf *hdr);
+/* Whether LLVM knows triple (NULL: the host's) and cpu (NULL: generic):
+ * 0 yes, 1 no target for triple, 2 no such CPU for it, 3 a big-endian
+ * target (parameters are embedded little-endian).  Prints nothing. */
+int cg_llvm_check_target(const char *triple, const char *cpu);
+/* The targets this LLVM was built with, "a, b, c"; and its CPUs for
+ * triple, printed to stderr by LLVM. */
+const char *cg_llvm_target_names(ax_arena *a);
+void cg_llvm_list_cpus(const char *triple);
+/* Compiles g in-process with ORC LLJIT (the runtime's symbols come from
+ * axc itself) and returns its descriptor, or NULL after reporting an
+ * error.  *jit holds the code until cg_llvm_jit_free. */
+typedef struct cg_jit cg_jit;
+const axrt_model *cg_llvm_jit(ir_graph *g, cg_jit **jit);
+void cg_llvm_jit_free(cg_jit *jit);
 
 #endif

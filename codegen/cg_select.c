@@ -110,3 +110,33 @@ float *cg_packed_data(ax_arena *a, const ir_node *n)
     }
     return packed;
 }
+
+/* ---- what the selection means for one node, for every printer ---------------- */
+
+bool cg_operand_packed(const ir_graph *g, const ir_node *n, int i)
+{
+    return i < n->nsrc && n->src[i] != IR_NONE && g->nodes[n->src[i]].layout != IR_LAYOUT_PLAIN;
+}
+
+int cg_kernel_act(const ir_node *n)
+{
+    switch (n->attrs.act) {
+    case IR_NONE: return AXRT_ACT_NONE;
+    case IR_OP_relu: return AXRT_ACT_RELU;
+    case IR_OP_relu6: return AXRT_ACT_RELU6;
+    case IR_OP_gelu: return AXRT_ACT_GELU;
+    default: return -1;
+    }
+}
+
+bool cg_kernel_applies_epilogue(const ir_graph *g, const ir_node *n)
+{
+    return (n->op == IR_OP_dense || n->op == IR_OP_conv) && cg_operand_packed(g, n, 1) &&
+           cg_kernel_act(n) >= 0;
+}
+
+bool cg_has_epilogue(const ir_node *n)
+{
+    return n->attrs.act > 0 && n->attrs.act < IR_OP_COUNT &&
+           ir_ops[n->attrs.act].kind == IR_UNARY && n->attrs.act != IR_OP_cast;
+}

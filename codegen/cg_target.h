@@ -23,6 +23,15 @@ const cg_target *cg_target_get(ir_target_id id);
 
 /* Records on g which layout each parameter is stored in (ir_node.layout). */
 void cg_select(ir_graph *g);
+/* What the selection means at node n, read by every printer:
+ * whether operand i is a packed parameter; the axrt_act the packed kernels
+ * apply for n's fused activation (-1: none of theirs); whether n's packed
+ * dense/conv kernel computes its whole epilogue (residual, then
+ * activation) itself; whether n has a fused activation at all. */
+bool cg_operand_packed(const ir_graph *g, const ir_node *n, int i);
+int cg_kernel_act(const ir_node *n);
+bool cg_kernel_applies_epilogue(const ir_graph *g, const ir_node *n);
+bool cg_has_epilogue(const ir_node *n);
 /* A packed parameter's data in its layout (n->layout), in arena a. */
 float *cg_packed_data(ax_arena *a, const ir_node *n);
 

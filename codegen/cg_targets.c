@@ -9,7 +9,11 @@
 #define ROW_c {C_FACTS(IR_TARGET_c), cg_c_emit, NULL, cg_select}
 #define ROW_cuda {C_FACTS(IR_TARGET_cuda), NULL, "is not built yet (the CUDA back end is planned)", cg_select}
 #define ROW_hip {C_FACTS(IR_TARGET_hip), NULL, "is not built yet (the HIP back end is planned)", cg_select}
-#define ROW_llvm {C_FACTS(IR_TARGET_llvm), NULL, "is not built yet (the LLVM back end is planned)", cg_select}
+#ifdef AXC_HAVE_LLVM
+#define ROW_llvm {C_FACTS(IR_TARGET_llvm), cg_llvm_emit, NULL, cg_select}
+#else
+#define ROW_llvm {C_FACTS(IR_TARGET_llvm), NULL, "was not built into this axc (llvm-config was not found when it was built; install llvm-dev and rebuild)", cg_select}
+#endif
 
 static const cg_target targets[IR_TARGET_COUNT] = {
 #define TARGET(name, extensions, summary) [IR_TARGET_##name] = ROW_##name,

@@ -19,6 +19,8 @@ static const char usage_text[] =
     "  -o OUT                  output; .c writes C source and a header\n"
     "  --target=NAME           code generator (default: by OUT's extension, else the model's\n"
     "                          backend= option, else c); NAME is one of the targets below\n"
+    "  --triple=T, --cpu=C     LLVM target for .o/.ll (default: host), e.g.\n"
+    "                          thumbv7em-none-eabihf, cortex-m4\n"
     "  --header=FILE           where the C header goes (default: OUT with .h)\n"
     "  --model=NAME            compile one model of a multi-model file\n"
     "  --weights=FILE          parameters from a safetensors file\n"
@@ -45,6 +47,7 @@ static const char usage_text[] =
     "  --bench N               time N runs after warm-up\n"
     "  --threads N             run the kernels on N threads (default 1)\n"
     "  --interp                use the reference interpreter\n"
+    "  --jit                   compile in-process with LLVM's ORC JIT (no C compiler)\n"
     "  --profile               print time, share and rate per layer (also a compile option:\n"
     "                          the generated C then calls axc_profile_clock around each layer)\n"
     "  --dump-dir DIR          write every layer's output as DIR/NNN_LAYER.npy, index in\n"
@@ -62,7 +65,7 @@ static void print_usage(void)
     for (int t = 0; t < IR_TARGET_COUNT; t++) {
         const cg_target *target = cg_target_get((ir_target_id)t);
         printf("  %-6s %-8s %s%s\n", ir_targets[t].name, ir_targets[t].extensions,
-               ir_targets[t].summary, target->emit ? "" : " (not built yet)");
+               ir_targets[t].summary, target->emit ? "" : " (not built)");
     }
 }
 
@@ -151,7 +154,8 @@ static int set_ram(axc_opts *o, const char *v)
 /* Options that take a value.  `run` marks the ones only `axc run` accepts. */
 typedef enum {
     V_OUT, V_TARGET, V_HEADER, V_MODEL, V_WEIGHTS, V_SEED, V_SAVE, V_EMIT, V_ELTYPE,
-    V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC, V_DUMP, V_PREFIX_MAP, V_THREADS
+    V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC, V_DUMP, V_PREFIX_MAP, V_THREADS,
+    V_TRIPLE, V_CPU
 } value_opt;
 
 static const struct { const char *name; value_opt id; bool run; } value_opts[] = {
@@ -166,6 +170,7 @@ static const struct { const char *name; value_opt id; bool run; } value_opts[] =
     {"--output-dir", V_OUTDIR, true}, {"--bench", V_BENCH, true},
     {"--cc", V_CC, true},          {"--dump-dir", V_DUMP, true},
     {"--threads", V_THREADS, true},
+    {"--triple", V_TRIPLE, false}, {"--cpu", V_CPU, false},
 };
 
 static int set_value(axc_opts *o, value_opt id, const char *v)
@@ -185,6 +190,8 @@ static int set_value(axc_opts *o, value_opt id, const char *v)
     case V_OUTDIR: o->run_output_dir = v; return 0;
     case V_DUMP: o->dump_dir = v; return 0;
     case V_CC: o->cc = v; return 0;
+    case V_TRIPLE: o->triple = v; return 0;
+    case V_CPU: o->cpu = v; return 0;
     case V_ELTYPE: return set_eltype(o, v);
     case V_D: return add_define(o, v);
     case V_RAM: return set_ram(o, v);
@@ -249,6 +256,7 @@ static int try_flag(const char *a, axc_opts *o)
     else if (!strcmp(a, "-Werror")) o->werror = true;
     else if (!strcmp(a, "-w")) o->no_warnings = true;
     else if (!strcmp(a, "--interp") && o->run) o->interp = true;
+    else if (!strcmp(a, "--jit") && o->run) o->jit = true;
     else if (!strcmp(a, "--profile")) o->profile = true;
     else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) o->opt_level = a[2] - '0';
     else return 0;
@@ -258,9 +266,9 @@ static int try_flag(const char *a, axc_opts *o)
 /* Options interface.md names that this axc does not implement yet: they
  * say so instead of "unknown option" (matched with or without =VALUE). */
 static const char *const planned_opts[] = {
-    "--triple", "--cpu", "--dtype", "--quantize", "--calibrate", "--train", "--loss",
+    "--dtype", "--quantize", "--calibrate", "--train", "--loss",
     "--optimizer", "--lr", "--momentum", "--nesterov", "--weight-decay", "--beta1", "--beta2",
-    "--eps", "--epochs", "--shuffle", "--arch", "--jit", "--blas",
+    "--eps", "--epochs", "--shuffle", "--arch", "--blas",
 };
 
 static const char *const flag_opts[] = {"-MD", "--mem-report", "--print-after-all", "-Werror", "-w",
@@ -345,6 +353,7 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
         return AXC_EUSAGE;
     }
     if (o->run_output && o->run_output_dir) { axc_fail("--output and --output-dir exclude each other"); return AXC_EUSAGE; }
+    if (o->jit && o->interp) { axc_fail("%s and %s exclude each other", "--jit", "--interp"); return AXC_EUSAGE; }
     return AXC_OK;
 }
 

@@ -115,17 +115,58 @@ static int stage(ax_outset *set, const char *path, const ax_buf *b)
     return -1;
 }
 
-/* Generates code into c/h (C only for now).  Returns an exit status. */
+/* --triple/--cpu: only for the llvm target, and known to this LLVM (the
+ * error lists what it knows).  Returns an exit status. */
+static int check_llvm_target(ax_ctx *ctx, const axc_opts *o, ir_target_id id)
+{
+    if (id != IR_TARGET_llvm) {
+        if (!o->triple && !o->cpu) return AXC_OK;
+        axc_fail("--triple and --cpu apply to the llvm target (a .o or .ll output, or --target=llvm)");
+        return AXC_EUSAGE;
+    }
+    if (o->profile) { /* the LLVM printer has no profile hooks yet */
+        axc_fail("%s and %s exclude each other", "--profile", "the llvm target");
+        return AXC_EUSAGE;
+    }
+#ifdef AXC_HAVE_LLVM
+    switch (cg_llvm_check_target(o->triple, o->cpu)) {
+    case 1:
+        axc_fail("LLVM has no target for triple '%s'; this LLVM has: %s", o->triple,
+                 cg_llvm_target_names(ctx->arena));
+        return AXC_EUSAGE;
+    case 2:
+        axc_fail("unknown CPU '%s' for %s; this LLVM's CPUs for it are listed below", o->cpu,
+                 o->triple ? o->triple : "the host");
+        cg_llvm_list_cpus(o->triple);
+        return AXC_EUSAGE;
+    case 3:
+        axc_fail("triple '%s' is big-endian; the llvm target embeds parameters little-endian", o->triple);
+        return AXC_EUSAGE;
+    }
+#endif
+    return AXC_OK;
+}
+
+static bool has_ext(const char *path, const char *ext)
+{
+    size_t len = strlen(path), elen = strlen(ext);
+    return len > elen && !strcmp(path + len - elen, ext);
+}
+
+/* Generates code into c/h.  Returns an exit status. */
 static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n,
                     const char *header, ax_buf *c, ax_buf *h)
 {
     const cg_target *target = cg_target_get(models[0]->target->id);
     if (!target->emit) {
-        axc_fail("the %s target %s; use --target=c (a .c output)", ir_targets[target->facts.id].name,
-                 target->missing);
+        axc_fail("the %s target %s; use %s", ir_targets[target->facts.id].name, target->missing,
+                 "--target=c (a .c output)");
         return AXC_EUSAGE;
     }
-    cg_request req = {models, n, base_name(header), axc_source_name(ctx->arena, o), o->profile};
+    int rc = check_llvm_target(ctx, o, target->facts.id);
+    if (rc) return rc;
+    cg_request req = {models, n, base_name(header), axc_source_name(ctx->arena, o), o->profile, o->triple, o->cpu,
+                      has_ext(o->output, ".ll")};
     return target->emit(&req, c, h) ? AXC_EINPUT : AXC_OK;
 }
 

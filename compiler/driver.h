@@ -28,6 +28,7 @@ typedef struct axc_opts {
     const char *output;          /* -o */
     const char *header;          /* --header */
     const char *target;          /* --target */
+    const char *triple, *cpu;    /* --triple, --cpu (llvm target) */
     const char *model;           /* --model */
     const char *weights;         /* --weights */
     const char *save_weights;    /* --save-weights */
@@ -52,6 +53,7 @@ typedef struct axc_opts {
     long bench_runs;
     int threads;                 /* --threads: kernel threads, 0 = the runtime's default */
     bool interp;
+    bool jit;                    /* --jit: ORC LLJIT instead of $CC */
     bool profile;                /* --profile: per-layer hooks (compile), the table (run) */
     const char *dump_dir;        /* axc run --dump-dir */
     /* storage for the NAME parts of -D NAME=VALUE */

@@ -32,6 +32,7 @@ typedef struct runner {
     void *dl;
     char *tmpdir;
     int cleanup[4];           /* tmpdir and its files, removed on a fatal signal */
+    cg_jit *jit;              /* --jit */
 } runner;
 
 const char *axc_home(ax_arena *a)
@@ -224,7 +225,8 @@ static int stage_sources(ax_ctx *ctx, const axc_opts *o, ir_graph *g, const char
 {
     ax_buf c = {0}, h = {0};
     ir_graph *models[1] = {g};
-    cg_request req = {models, 1, "model.h", axc_source_name(ctx->arena, o), o->profile || o->dump_dir};
+    cg_request req = {.models = models, .nmodels = 1, .header_name = "model.h",
+                      .source_name = axc_source_name(ctx->arena, o), .profile = o->profile || o->dump_dir};
     const cg_target *target = cg_target_get(g->target->id);
     if (target->emit != cg_c_emit) { /* axc run builds C; other targets run their own way */
         axc_fail("the %s target %s; axc run uses --target=c", ir_targets[target->facts.id].name,
@@ -274,8 +276,29 @@ static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
     return AXC_OK;
 }
 
+/* --jit: the model compiled in-process by LLVM's ORC JIT, no C compiler. */
+static int load_jit(ax_ctx *ctx, ir_graph *g, runner *r)
+{
+#ifdef AXC_HAVE_LLVM
+    r->model = cg_llvm_jit(g, &r->jit);
+    if (!r->model) return AXC_EINPUT;
+    size_t bytes = (r->model->arena_bytes + 63) / 64 * 64;
+    r->arena = aligned_alloc(64, bytes ? bytes : 64);
+    if (!r->arena) ax_die("out of memory");
+    return AXC_OK;
+#else
+    (void)ctx, (void)g, (void)r;
+    axc_fail("the %s target %s; use %s", "llvm", cg_target_get(IR_TARGET_llvm)->missing,
+             "axc run without --jit (it builds the generated C with $CC)");
+    return AXC_EUSAGE;
+#endif
+}
+
 static void runner_close(ax_ctx *ctx, runner *r)
 {
+#ifdef AXC_HAVE_LLVM
+    cg_llvm_jit_free(r->jit);
+#endif
     if (r->dl) dlclose(r->dl);
     free(r->arena);
     if (r->tmpdir) {
@@ -454,7 +477,13 @@ static int execute(ax_ctx *ctx, const axc_opts *o, ir_graph *g, run_io *io)
 {
     runner r = {.g = g, .cleanup = {-1, -1, -1, -1}};
     axc_profile prof = {0};
-    int rc = o->interp ? AXC_OK : load_compiled(ctx, o, g, &r);
+    /* --jit, and the llvm target, run in-process through LLVM's ORC JIT */
+    const bool jit = o->jit || g->target->id == IR_TARGET_llvm;
+    if (jit && (o->profile || o->dump_dir)) {
+        axc_fail("%s and %s exclude each other", "--jit", o->profile ? "--profile" : "--dump-dir");
+        return AXC_EUSAGE;
+    }
+    int rc = o->interp ? AXC_OK : jit ? load_jit(ctx, g, &r) : load_compiled(ctx, o, g, &r);
     if (!rc && (o->profile || o->dump_dir)) rc = axc_profile_attach(ctx, r.dl, g, &prof);
     if (!rc && o->dump_dir) rc = axc_profile_dump_begin(&prof, o->dump_dir);
     if (!rc && run_once(&r, io)) {

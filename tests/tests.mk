@@ -12,6 +12,9 @@ $(B)/tests/%: tests/unit/%.c $(B)/lib/libaxcc.a $(LIBAXRT) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_AXC) -Wno-unused-function -o $@ $< $(B)/lib/libaxcc.a $(LIBAXRT) -lcmocka $(LDLIBS_AXC)
 
+# the LLVM back end's unit test reads its internals (cg_llvm.h)
+$(B)/tests/test_llvm: CFLAGS_AXC += $(LLVM_INC)
+
 test-unit: $(UNIT_BIN)
 
 # deps first (it may install the toolchain), then the build, then the suites.

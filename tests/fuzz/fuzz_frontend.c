@@ -26,7 +26,7 @@ static FILE *null_sink(void)
 static void emit_c(ir_graph **models, int n)
 {
     ax_buf c = {0}, h = {0};
-    cg_request req = {models, n, "fuzz.h", "fuzz.ax", false};
+    cg_request req = {.models = models, .nmodels = n, .header_name = "fuzz.h", .source_name = "fuzz.ax"};
     cg_c_emit(&req, &c, &h);
     ax_buf_free(&c);
     ax_buf_free(&h);

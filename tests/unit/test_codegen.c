@@ -292,7 +292,7 @@ static void emit_and_compile(model *m, built *b)
     ax_buf c = {0}, h = {0};
     ir_graph *models[1] = {m->g};
     char name[128];
-    cg_request req = {models, 1, NULL, "test.ax", false};
+    cg_request req = {.models = models, .nmodels = 1, .source_name = "test.ax"};
     snprintf(name, sizeof name, "%s.h", m->g->name);
     req.header_name = name;
     assert_int_equal(cg_c_emit(&req, &c, &h), 0);
@@ -724,7 +724,7 @@ static void test_emitted_text(void **state)
     ((float *)ir_at(m.g, w)->data)[0] = 1.0f; /* 0x3f800000 little-endian */
     ax_buf c = {0}, h = {0};
     ir_graph *models[1] = {m.g};
-    cg_request req = {models, 1, "mlp.h", "mlp.ax", false};
+    cg_request req = {.models = models, .nmodels = 1, .header_name = "mlp.h", .source_name = "mlp.ax"};
     assert_int_equal(cg_c_emit(&req, &c, &h), 0);
     ax_buf_put(&c, "", 1);
     ax_buf_put(&h, "", 1);

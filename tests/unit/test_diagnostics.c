@@ -133,7 +133,7 @@ static void test_backend_dtypes(void **state)
     ax_ctx *ctx = test_ctx_new(NULL, NULL);
     ax_buf c = {0}, h = {0};
     ir_graph *g = relu_graph(ctx, AXRT_BF16, AXRT_BF16);
-    cg_request req = {&g, 1, "f.h", "f.ax", false};
+    cg_request req = {.models = &g, .nmodels = 1, .header_name = "f.h", .source_name = "f.ax"};
     assert_int_not_equal(cg_c_emit(&req, &c, &h), 0);
     assert_reported(ctx, "the C backend computes in Float32 or Float64, not BFloat16 (model 'f')");
     ir_graph_free_nodes(g);

@@ -99,7 +99,7 @@ static char *emit_c(model *m)
 {
     ax_buf c = {0}, h = {0};
     ir_graph *models[1] = {m->g};
-    cg_request req = {models, 1, "views.h", "views.ax", false};
+    cg_request req = {.models = models, .nmodels = 1, .header_name = "views.h", .source_name = "views.ax"};
     assert_int_equal(cg_c_emit(&req, &c, &h), 0);
     ax_buf_free(&h);
     char *text = ax_strdup(m->ctx->arena, c.data);

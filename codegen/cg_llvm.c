@@ -1,0 +1,967 @@
+/* cg_llvm.c — the LLVM back end (interface.md §6): the same model, kernel
+ * selection (cg_select: ir_node.layout) and memory plan (offsets,
+ * scratch_offset, inplace_of) as the C target, built as an LLVM module
+ * through the LLVM C API, optimised by the new pass manager with a real
+ * TargetMachine, and written as an object file or textual IR; or run
+ * in-process by ORC LLJIT (cg_llvm_jit.c).
+ *
+ * The module defines what the C target's file defines, with the same
+ * symbols: <model>_forward (same arguments, returns 0), the
+ * <model>_model descriptor (axrt_model) and its tables.  Each heavy node is
+ * the same libaxrt call with the same arguments the C target makes (the
+ * kernel choice below mirrors cg_c.c function for function); a
+ * fused_elementwise node is an LLVM loop nest over its result with the
+ * runtime's own formulas (axrt_unary.h) written as instructions, which the
+ * loop vectoriser handles when no libm call is in the body.  Parameters are
+ * [N x i8] constants: they go to the object's read-only data directly.
+ * Built only with AXC_HAVE_LLVM (the Makefile defines it when llvm-config
+ * exists). */
+#ifdef AXC_HAVE_LLVM
+
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "cg_llvm.h"
+#include "cg_llvm_tm.h"
+
+/* State while building one model's functions. */
+typedef struct lv {
+    ir_graph *g;
+    LLVMContextRef C;
+    LLVMModuleRef M;
+    LLVMBuilderRef B;
+    LLVMTypeRef i8, i32, i64, size, ptr, real, real_ptr;
+    LLVMValueRef forward, arena;
+    LLVMValueRef *args;                /* forward's inputs, then outputs */
+    LLVMValueRef *globals;             /* per node: a param's or scalar's constant */
+    int64_t *offsets;                  /* the arena offsets in use, and their pointers */
+    LLVMValueRef *at_offset;           /* (computed once in forward's entry block) */
+    int noffsets;
+} lv;
+
+static ir_node *node_at(const lv *L, int id) { return &L->g->nodes[id]; }
+static ax_arena *arena_of(const lv *L) { return L->g->ctx->arena; }
+
+/* ---- constants and calls ---------------------------------------------------- */
+
+static LLVMValueRef k_size(const lv *L, int64_t v) { return LLVMConstInt(L->size, (unsigned long long)v, 0); }
+static LLVMValueRef k_i64(const lv *L, int64_t v) { return LLVMConstInt(L->i64, (unsigned long long)v, 1); }
+static LLVMValueRef k_i32(const lv *L, int64_t v) { return LLVMConstInt(L->i32, (unsigned long long)v, 1); }
+static LLVMValueRef k_real(const lv *L, double v) { return LLVMConstReal(L->real, v); }
+static LLVMValueRef k_null(const lv *L) { return LLVMConstNull(L->ptr); }
+
+/* An LLVM type for one letter of a call signature:
+ *   p pointer  z size_t  l int64_t  i int  r the compute type  v void */
+static LLVMTypeRef sig_type(const lv *L, char c)
+{
+    switch (c) {
+    case 'p': return L->ptr;
+    case 'z': return L->size;
+    case 'l': return L->i64;
+    case 'i': return L->i32;
+    case 'r': return L->real;
+    case 'v': return LLVMVoidTypeInContext(L->C);
+    default: ax_die("cg_llvm: bad signature letter '%c'", c);
+    }
+}
+
+/* Declares (once) and calls the external function name whose signature is
+ * sig: the result letter, then one letter per argument. */
+static LLVMValueRef call(lv *L, const char *name, const char *sig, LLVMValueRef *args)
+{
+    LLVMTypeRef params[24];
+    const unsigned nargs = (unsigned)strlen(sig) - 1;
+    for (unsigned i = 0; i < nargs; i++)
+        params[i] = sig_type(L, sig[i + 1]);
+    LLVMTypeRef type = LLVMFunctionType(sig_type(L, sig[0]), params, nargs, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(L->M, name);
+    if (!fn) {
+        fn = LLVMAddFunction(L->M, name, type);
+        LLVMSetLinkage(fn, LLVMExternalLinkage);
+    }
+    return LLVMBuildCall2(L->B, type, fn, args, nargs, "");
+}
+
+/* "axrt_<op>_<f32|f64>" */
+static const char *kernel(const lv *L, const char *op)
+{
+    return ax_sprintf(arena_of(L), "axrt_%s_%s", op, L->g->dtype == AXRT_F64 ? "f64" : "f32");
+}
+
+/* A private read-only global holding init; returns it as i8*. */
+static LLVMValueRef const_global(lv *L, LLVMValueRef init, const char *name, unsigned align)
+{
+    LLVMValueRef gv = LLVMAddGlobal(L->M, LLVMTypeOf(init), name);
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, 1);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(gv, LLVMGlobalUnnamedAddr);
+    if (align)
+        LLVMSetAlignment(gv, align);
+    return LLVMConstBitCast(gv, L->ptr);
+}
+
+static LLVMValueRef const_i64s(lv *L, const int64_t *v, int n)
+{
+    LLVMValueRef items[IR_MAX_RANK];
+    for (int i = 0; i < n; i++)
+        items[i] = k_i64(L, v[i]);
+    return const_global(L, LLVMConstArray(L->i64, items, (unsigned)n), "strides", 8);
+}
+
+/* A params struct of the runtime (all int fields) as a constant. */
+static LLVMValueRef const_ints(lv *L, const int *v, int n)
+{
+    LLVMValueRef items[24];
+    for (int i = 0; i < n; i++)
+        items[i] = k_i32(L, v[i]);
+    return const_global(L, LLVMConstArray(L->i32, items, (unsigned)n), "params", 4);
+}
+
+/* ---- where values live (cg_c.c's storage(), as values) ---------------------- */
+
+/* The pointer to arena + offset: one value per offset, as cg_c.c has one
+ * expression per offset, so that "same storage" is pointer equality. */
+static LLVMValueRef arena_at(lv *L, int64_t offset)
+{
+    for (int i = 0; i < L->noffsets; i++)
+        if (L->offsets[i] == offset)
+            return L->at_offset[i];
+    ax_die("cg_llvm: arena offset %lld was not planned", (long long)offset);
+}
+
+/* Every offset the plan uses, as GEPs in the entry block (they dominate
+ * every use). */
+static void add_arena_pointers(lv *L)
+{
+    const size_t cap = 2 * (size_t)L->g->nnodes + 1;
+    L->offsets = ax_alloc(arena_of(L), cap * sizeof *L->offsets);
+    L->at_offset = ax_alloc(arena_of(L), cap * sizeof *L->at_offset);
+    for (int id = 0; id < L->g->nnodes; id++) {
+        const ir_node *n = &L->g->nodes[id];
+        const int64_t offsets[2] = {n->offset, n->scratch_offset};
+        for (int k = 0; k < 2 && !n->dead; k++) {
+            bool known = offsets[k] < 0;
+            for (int i = 0; i < L->noffsets && !known; i++)
+                known = L->offsets[i] == offsets[k];
+            if (known)
+                continue;
+            LLVMValueRef at = k_i64(L, offsets[k]);
+            L->offsets[L->noffsets] = offsets[k];
+            L->at_offset[L->noffsets++] = LLVMBuildInBoundsGEP2(L->B, L->i8, L->arena, &at, 1, "");
+        }
+    }
+}
+
+static LLVMValueRef storage(lv *L, int id)
+{
+    const ir_node *n = node_at(L, id);
+    switch (n->op) {
+    case IR_OP_input:
+        for (int i = 0; i < L->g->ninputs; i++)
+            if (L->g->inputs[i] == id)
+                return L->args[i];
+        ax_die("cg_llvm: input %%%d is not a graph input", id);
+    case IR_OP_param:
+    case IR_OP_scalar:
+        return L->globals[id];
+    default: break;
+    }
+    if (n->offset >= 0)
+        return arena_at(L, n->offset);
+    int out = ir_output_index(L->g, id);
+    if (out >= 0)
+        return L->args[L->g->ninputs + out];
+    if (n->op == IR_OP_reshape)
+        return storage(L, n->src[0]);
+    ax_die("cg_llvm: %%%d %s has no storage (not planned)", id, ir_ops[n->op].name);
+}
+
+static LLVMValueRef operand(lv *L, const ir_node *n, int i)
+{
+    return i < n->nsrc && n->src[i] != IR_NONE ? storage(L, n->src[i]) : k_null(L);
+}
+
+static LLVMValueRef scratch(lv *L, const ir_node *n)
+{
+    return arena_at(L, n->scratch_offset);
+}
+
+static const ir_node *operand_node(const lv *L, const ir_node *n, int i) { return node_at(L, n->src[i]); }
+
+static int64_t product(const int64_t *dims, int from, int to)
+{
+    int64_t p = 1;
+    for (int i = from; i < to; i++)
+        p *= dims[i];
+    return p;
+}
+
+/* ---- parameters and scalars --------------------------------------------------- */
+
+static void add_constants(lv *L)
+{
+    for (int id = 0; id < L->g->nnodes; id++) {
+        const ir_node *n = node_at(L, id);
+        if (n->dead)
+            continue;
+        const char *name = ax_sprintf(arena_of(L), "%s_%c%d", L->g->name, n->op == IR_OP_param ? 'p' : 's', id);
+        if (n->op == IR_OP_param) {
+            if (!n->data)
+                ax_die("cg_llvm: parameter %s has no data", n->name ? n->name : "?");
+            const void *data = n->layout == IR_LAYOUT_PLAIN ? n->data : (const void *)cg_packed_data(arena_of(L), n);
+            LLVMValueRef bytes = LLVMConstStringInContext(L->C, data, (unsigned)ir_nbytes(n), 1);
+            L->globals[id] = const_global(L, bytes, name, 64);
+        } else if (n->op == IR_OP_scalar) {
+            L->globals[id] = const_global(L, k_real(L, n->attrs.scalar), name, 0);
+        }
+    }
+}
+
+/* ---- kernel calls, by op family (the same calls as cg_c.c) --------------------- */
+
+static void call_unary(lv *L, ir_op op, const ir_node *n, LLVMValueRef x, LLVMValueRef y)
+{
+    LLVMValueRef args[] = {x, y, k_size(L, ir_numel(n)), k_real(L, n->attrs.alpha)};
+    const bool alpha = op == IR_OP_elu || op == IR_OP_leaky_relu;
+    call(L, kernel(L, ir_ops[op].name), alpha ? "vppzr" : "vppz", args);
+}
+
+/* memcpy unless from and to are the same storage (one value per place). */
+static void copy(lv *L, const ir_node *n, LLVMValueRef from, LLVMValueRef to)
+{
+    if (from == to)
+        return;
+    LLVMBuildMemCpy(L->B, to, 1, from, 1, k_size(L, (int64_t)ir_nbytes(n)));
+}
+
+static void lv_cast(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const ir_node *x = operand_node(L, n, 0);
+    if (x->dtype == n->dtype) {
+        copy(L, n, operand(L, n, 0), y);
+        return;
+    }
+    LLVMValueRef args[] = {operand(L, n, 0), k_i32(L, x->dtype), y, k_size(L, ir_numel(n))};
+    call(L, kernel(L, "cast"), "vpipz", args);
+}
+
+/* A one-element operand's value (the scalar fast paths). */
+static LLVMValueRef scalar_value(lv *L, const ir_node *n, int i)
+{
+    LLVMValueRef p = LLVMBuildBitCast(L->B, operand(L, n, i), L->real_ptr, "");
+    return LLVMBuildLoad2(L->B, L->real, p, "");
+}
+
+static void broadcast_strides(const ir_node *src, const ir_node *n, int64_t *strides)
+{
+    int64_t stride = 1;
+    for (int d = n->rank - 1; d >= 0; d--) {
+        int sd = d - (n->rank - src->rank);
+        strides[d] = (sd < 0 || src->shape[sd] == 1) ? 0 : stride;
+        if (sd >= 0)
+            stride *= src->shape[sd];
+    }
+}
+
+static void lv_binary(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const ir_node *a = operand_node(L, n, 0), *b = operand_node(L, n, 1);
+    const char *name = ir_ops[n->op].name;
+    LLVMValueRef count = k_size(L, ir_numel(n));
+    if (ir_same_shape(a, n) && ir_same_shape(b, n)) {
+        LLVMValueRef args[] = {operand(L, n, 0), operand(L, n, 1), y, count};
+        call(L, kernel(L, name), "vpppz", args);
+    } else if (ir_same_shape(a, n) && ir_numel(b) == 1) {
+        LLVMValueRef args[] = {operand(L, n, 0), scalar_value(L, n, 1), y, count};
+        call(L, kernel(L, ax_sprintf(arena_of(L), "%s_scalar_b", name)), "vprpz", args);
+    } else if (ir_same_shape(b, n) && ir_numel(a) == 1) {
+        LLVMValueRef args[] = {scalar_value(L, n, 0), operand(L, n, 1), y, count};
+        call(L, kernel(L, ax_sprintf(arena_of(L), "%s_scalar_a", name)), "vrppz", args);
+    } else {
+        int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
+        broadcast_strides(a, n, sa);
+        broadcast_strides(b, n, sb);
+        LLVMValueRef args[] = {operand(L, n, 0), const_i64s(L, sa, n->rank), operand(L, n, 1),
+                               const_i64s(L, sb, n->rank), y, const_i64s(L, n->shape, n->rank),
+                               k_i32(L, n->rank)};
+        call(L, kernel(L, ax_sprintf(arena_of(L), "%s_bcast", name)), "vppppppi", args);
+    }
+}
+
+static void axis_kernel(lv *L, const ir_node *n, const ir_node *shape_of, LLVMValueRef y)
+{
+    const int axis = n->attrs.axis;
+    LLVMValueRef args[] = {operand(L, n, 0), y, k_size(L, product(shape_of->shape, 0, axis)),
+                           k_size(L, shape_of->shape[axis]),
+                           k_size(L, product(shape_of->shape, axis + 1, shape_of->rank))};
+    call(L, kernel(L, ir_ops[n->op].name), "vppzzz", args);
+}
+
+static void lv_transpose(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const ir_node *x = operand_node(L, n, 0);
+    LLVMValueRef args[] = {operand(L, n, 0), y, const_i64s(L, x->shape, x->rank),
+                           const_ints(L, n->attrs.perm, n->rank), k_i32(L, n->rank)};
+    call(L, kernel(L, "transpose"), "vppppi", args);
+}
+
+/* y[i] = x[offset + sum_d i_d * strides[d]] (cg_c.c emit_slice). */
+static void lv_slice(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const ir_node *x = operand_node(L, n, 0);
+    int64_t x_strides[IR_MAX_RANK], strides[IR_MAX_RANK], offset = 0;
+    for (int d = x->rank - 1; d >= 0; d--)
+        x_strides[d] = d == x->rank - 1 ? 1 : x_strides[d + 1] * x->shape[d + 1];
+    for (int d = 0; d < x->rank; d++) {
+        strides[d] = x_strides[d] * n->attrs.step[d];
+        offset += n->attrs.begin[d] * x_strides[d];
+    }
+    LLVMValueRef args[] = {operand(L, n, 0), y, const_i64s(L, n->shape, n->rank),
+                           const_i64s(L, strides, n->rank), k_i64(L, offset), k_i32(L, n->rank)};
+    call(L, kernel(L, "gather_strided"), "vppppli", args);
+}
+
+/* A multi-result producer (ir.h) writes all its results in one call
+ * (cg_c.c emit_chunk): their storage as an array of pointers. */
+static void lv_chunk(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    (void)y; /* the producer has no storage of its own */
+    const int id = (int)(n - L->g->nodes), axis = n->attrs.axis, parts = n->attrs.nresults;
+    const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
+    LLVMValueRef *rows = ax_alloc(arena_of(L), (size_t)parts * sizeof *rows);
+    LLVMValueRef ys = LLVMBuildArrayAlloca(L->B, L->ptr, k_i32(L, parts), "ys");
+    for (int k = 0; k < parts; k++) {
+        const int r = ir_result_node(L->g, id, k);
+        if (r == IR_NONE)
+            ax_die("cg_llvm: %%%d chunk has no result %d", id, k);
+        rows[k] = k_size(L, node_at(L, r)->shape[axis] * inner);
+        LLVMValueRef at = k_i64(L, k);
+        LLVMBuildStore(L->B, storage(L, r), LLVMBuildInBoundsGEP2(L->B, L->ptr, ys, &at, 1, ""));
+    }
+    LLVMValueRef table = const_global(L, LLVMConstArray(L->size, rows, (unsigned)parts), "rows", 8);
+    LLVMValueRef args[] = {operand(L, n, 0), LLVMBuildBitCast(L->B, ys, L->ptr, ""), k_size(L, outer),
+                           k_size(L, n->shape[axis] * inner), k_size(L, parts), table};
+    call(L, kernel(L, "split"), "vppzzzp", args);
+}
+
+static void lv_concat(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const int axis = n->attrs.axis;
+    const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
+    int64_t offset = 0;
+    for (int i = 0; i < n->nsrc; i++) {
+        const int64_t row = operand_node(L, n, i)->shape[axis] * inner;
+        LLVMValueRef args[] = {operand(L, n, i), y, k_size(L, outer), k_size(L, row),
+                               k_size(L, n->shape[axis] * inner), k_size(L, offset)};
+        call(L, kernel(L, "concat_part"), "vppzzzz", args);
+        offset += row;
+    }
+}
+
+static void lv_matmul(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const ir_node *a = operand_node(L, n, 0), *b = operand_node(L, n, 1);
+    const int64_t m = a->rank >= 2 ? a->shape[a->rank - 2] : 1, k = a->shape[a->rank - 1];
+    const int64_t cols = b->rank >= 2 ? b->shape[b->rank - 1] : 1;
+    const int a_batch = a->rank > 2 ? a->rank - 2 : 0, b_batch = b->rank > 2 ? b->rank - 2 : 0;
+    const int rank = a_batch > b_batch ? a_batch : b_batch;
+    int64_t shape[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK];
+    int64_t stride_a = m * k, stride_b = k * cols;
+    for (int d = rank - 1; d >= 0; d--) {
+        const int da = d - (rank - a_batch), db = d - (rank - b_batch);
+        const int64_t ea = da >= 0 ? a->shape[da] : 1, eb = db >= 0 ? b->shape[db] : 1;
+        shape[d] = ea > eb ? ea : eb;
+        sa[d] = ea == 1 ? 0 : stride_a;
+        sb[d] = eb == 1 ? 0 : stride_b;
+        stride_a *= ea;
+        stride_b *= eb;
+    }
+    LLVMValueRef args[] = {operand(L, n, 0), rank ? const_i64s(L, sa, rank) : k_null(L),
+                           operand(L, n, 1), rank ? const_i64s(L, sb, rank) : k_null(L), y,
+                           rank ? const_i64s(L, shape, rank) : k_null(L), k_i32(L, rank),
+                           k_size(L, m), k_size(L, k), k_size(L, cols)};
+    call(L, kernel(L, "matmul"), "vppppppizzz", args);
+}
+
+/* bias, residual, act of a packed kernel that takes an epilogue (cg_c.c's
+ * epilogue_operands). */
+static void epilogue_args(lv *L, const ir_node *n, LLVMValueRef *args)
+{
+    const bool applies = cg_kernel_applies_epilogue(L->g, n);
+    args[0] = operand(L, n, 2);
+    args[1] = applies && n->attrs.residual != IR_NONE ? operand(L, n, n->attrs.residual) : k_null(L);
+    args[2] = k_i32(L, applies ? cg_kernel_act(n) : AXRT_ACT_NONE);
+}
+
+static void lv_dense(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const ir_node *x = operand_node(L, n, 0);
+    const int64_t in = x->shape[x->rank - 1], out = n->shape[n->rank - 1];
+    LLVMValueRef rows = k_size(L, ir_numel(x) / in);
+    if (cg_kernel_applies_epilogue(L->g, n)) {
+        LLVMValueRef args[9] = {operand(L, n, 0), operand(L, n, 1)};
+        epilogue_args(L, n, args + 2);
+        args[5] = y, args[6] = rows, args[7] = k_size(L, in), args[8] = k_size(L, out);
+        call(L, "axrt_dense_packed_ep_f32", "vppppipzzz", args);
+    } else {
+        LLVMValueRef args[] = {operand(L, n, 0), operand(L, n, 1), operand(L, n, 2), y, rows,
+                               k_size(L, in), k_size(L, out)};
+        call(L, kernel(L, cg_operand_packed(L->g, n, 1) ? "dense_packed" : "dense"), "vppppzzz", args);
+    }
+}
+
+static void lv_norm(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const int64_t last = n->shape[n->rank - 1], rows = ir_numel(n) / last;
+    if (n->op == IR_OP_layernorm) {
+        LLVMValueRef args[] = {operand(L, n, 0), operand(L, n, 1), operand(L, n, 2), y,
+                               k_size(L, rows), k_size(L, last), k_real(L, n->attrs.eps)};
+        call(L, kernel(L, "layernorm"), "vppppzzr", args);
+    } else {
+        LLVMValueRef args[] = {operand(L, n, 0), operand(L, n, 1), operand(L, n, 2), operand(L, n, 3),
+                               operand(L, n, 4), y, k_size(L, rows), k_size(L, last),
+                               k_real(L, n->attrs.eps)};
+        call(L, kernel(L, "batchnorm"), "vppppppzzr", args);
+    }
+}
+
+/* axrt_conv2d_params of n (stride 1 for the in-place kernel). */
+static LLVMValueRef conv_params(lv *L, const ir_node *n, bool unit_stride)
+{
+    const ir_node *x = operand_node(L, n, 0), *w = operand_node(L, n, 1);
+    const ir_attrs *at = &n->attrs;
+    const int p[] = {(int)x->shape[0], (int)x->shape[1], (int)x->shape[2], (int)x->shape[3],
+                     (int)n->shape[1], (int)n->shape[2], (int)n->shape[3], (int)w->shape[2],
+                     (int)w->shape[3], unit_stride ? 1 : at->stride[0], unit_stride ? 1 : at->stride[1],
+                     at->dilation[0], at->dilation[1], at->pad[0], at->pad[1], at->groups};
+    return const_ints(L, p, 16);
+}
+
+static void lv_conv(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    LLVMValueRef params = conv_params(L, n, false);
+    const bool depthwise = operand_node(L, n, 1)->layout == IR_LAYOUT_DEPTHWISE;
+    if (depthwise || cg_kernel_applies_epilogue(L->g, n)) {
+        LLVMValueRef args[7] = {operand(L, n, 0), operand(L, n, 1)};
+        epilogue_args(L, n, args + 2);
+        args[5] = y, args[6] = params;
+        call(L, depthwise ? "axrt_conv2d_depthwise_f32" : "axrt_conv2d_packed_ep_f32", "vppppipp", args);
+    } else {
+        LLVMValueRef args[] = {operand(L, n, 0), operand(L, n, 1), operand(L, n, 2), y, params};
+        call(L, kernel(L, cg_operand_packed(L->g, n, 1) ? "conv2d_packed" : "conv2d"), "vppppp", args);
+    }
+}
+
+static void lv_pool(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const ir_node *x = operand_node(L, n, 0);
+    const ir_attrs *at = &n->attrs;
+    const int p[] = {(int)x->shape[0], (int)x->shape[1], (int)x->shape[2], (int)x->shape[3],
+                     (int)n->shape[1], (int)n->shape[2], at->kernel[0], at->kernel[1], at->stride[0],
+                     at->stride[1], at->pad[0], at->pad[1], at->pad[2], at->pad[3]};
+    LLVMValueRef args[] = {operand(L, n, 0), y, const_ints(L, p, 14)};
+    call(L, kernel(L, ir_ops[n->op].name), "vppp", args);
+}
+
+static void lv_globalpool(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const ir_node *x = operand_node(L, n, 0);
+    LLVMValueRef args[] = {operand(L, n, 0), y, k_size(L, x->shape[0]),
+                           k_size(L, x->shape[1] * x->shape[2]), k_size(L, x->shape[3])};
+    call(L, kernel(L, "globalmeanpool"), "vppzzz", args);
+}
+
+static void lv_mha(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const ir_node *q = operand_node(L, n, 0), *k = operand_node(L, n, 1);
+    const int64_t d = q->shape[q->rank - 1], lq = q->shape[q->rank - 2];
+    if (n->scratch_offset < 0)
+        ax_die("cg_llvm: mha %%%d has no scratch buffer", (int)(n - L->g->nodes));
+    const int p[] = {(int)(ir_numel(q) / (lq * d)), (int)lq, (int)k->shape[k->rank - 2], (int)d,
+                     n->attrs.heads, n->attrs.causal ? 1 : 0};
+    LLVMValueRef args[10];
+    for (int i = 0; i < 7; i++)
+        args[i] = operand(L, n, i);
+    args[7] = y, args[8] = scratch(L, n), args[9] = const_ints(L, p, 6);
+    call(L, kernel(L, cg_operand_packed(L->g, n, 3) ? "mha_packed" : "mha"), "vpppppppppp", args);
+}
+
+/* Returns a non-zero status from forward as the C target does. */
+static void lv_embedding(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const ir_node *idx = operand_node(L, n, 0), *w = operand_node(L, n, 1);
+    LLVMValueRef args[] = {operand(L, n, 0), k_i32(L, idx->dtype), operand(L, n, 1), y,
+                           k_size(L, ir_numel(idx)), k_size(L, w->shape[0]), k_size(L, w->shape[1])};
+    LLVMValueRef status = call(L, kernel(L, "embedding"), "ipippzzz", args);
+    LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(L->C, L->forward, "index_error");
+    LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(L->C, L->forward, "");
+    LLVMBuildCondBr(L->B, LLVMBuildICmp(L->B, LLVMIntNE, status, k_i32(L, 0), ""), fail, next);
+    LLVMPositionBuilderAtEnd(L->B, fail);
+    LLVMBuildRet(L->B, status);
+    LLVMPositionBuilderAtEnd(L->B, next);
+}
+
+/* ---- fused elementwise loops ----------------------------------------------------
+ * The runtime's formulas (axrt_unary.h) as instructions, one function per
+ * UNARY_OP row of ops.def (a missing one does not compile), in the C
+ * expressions' evaluation order so that results match the C target's. */
+
+static LLVMValueRef libm(lv *L, const char *name, LLVMValueRef v)
+{
+    const char *fn = L->g->dtype == AXRT_F64 ? name : ax_sprintf(arena_of(L), "%sf", name);
+    return call(L, fn, "rr", &v);
+}
+
+static LLVMValueRef intrinsic(lv *L, const char *name, LLVMValueRef v)
+{
+    const char *fn = ax_sprintf(arena_of(L), "llvm.%s.%s", name, L->g->dtype == AXRT_F64 ? "f64" : "f32");
+    return call(L, fn, "rr", &v);
+}
+
+static LLVMValueRef lt(lv *L, LLVMValueRef a, double b) { return LLVMBuildFCmp(L->B, LLVMRealOLT, a, k_real(L, b), ""); }
+static LLVMValueRef gt(lv *L, LLVMValueRef a, double b) { return LLVMBuildFCmp(L->B, LLVMRealOGT, a, k_real(L, b), ""); }
+static LLVMValueRef sel(lv *L, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(L->B, c, a, b, ""); }
+static LLVMValueRef add(lv *L, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFAdd(L->B, a, b, ""); }
+static LLVMValueRef mul(lv *L, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFMul(L->B, a, b, ""); }
+static LLVMValueRef fdiv(lv *L, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFDiv(L->B, a, b, ""); }
+static LLVMValueRef neg(lv *L, LLVMValueRef a) { return LLVMBuildFNeg(L->B, a, ""); }
+
+typedef LLVMValueRef unary_fn(lv *L, LLVMValueRef v, double alpha);
+
+static LLVMValueRef lv_relu(lv *L, LLVMValueRef v, double a) { (void)a; return sel(L, lt(L, v, 0), k_real(L, 0), v); }
+static LLVMValueRef lv_relu6(lv *L, LLVMValueRef v, double a)
+{
+    (void)a;
+    return sel(L, lt(L, v, 0), k_real(L, 0), sel(L, gt(L, v, 6), k_real(L, 6), v));
+}
+static LLVMValueRef lv_sigmoid(lv *L, LLVMValueRef v, double a)
+{
+    (void)a;
+    return fdiv(L, k_real(L, 1), add(L, k_real(L, 1), libm(L, "exp", neg(L, v))));
+}
+static LLVMValueRef lv_tanh(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "tanh", v); }
+static LLVMValueRef lv_swish(lv *L, LLVMValueRef v, double a)
+{
+    (void)a;
+    return fdiv(L, v, add(L, k_real(L, 1), libm(L, "exp", neg(L, v))));
+}
+static LLVMValueRef lv_gelu(lv *L, LLVMValueRef v, double a)
+{
+    (void)a;
+    LLVMValueRef e = libm(L, "erf", mul(L, v, k_real(L, 0.70710678118654752440)));
+    return mul(L, mul(L, k_real(L, 0.5), v), add(L, k_real(L, 1), e));
+}
+static LLVMValueRef lv_gelu_tanh(lv *L, LLVMValueRef v, double a)
+{
+    (void)a;
+    LLVMValueRef cube = mul(L, mul(L, mul(L, k_real(L, 0.044715), v), v), v);
+    LLVMValueRef t = libm(L, "tanh", mul(L, k_real(L, 0.79788456080286535588), add(L, v, cube)));
+    return mul(L, mul(L, k_real(L, 0.5), v), add(L, k_real(L, 1), t));
+}
+static LLVMValueRef lv_softplus(lv *L, LLVMValueRef v, double a)
+{
+    (void)a;
+    LLVMBasicBlockRef from = LLVMGetInsertBlock(L->B); /* libm only below the threshold */
+    LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(L->C, L->forward, "softplus");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(L->C, L->forward, "");
+    LLVMBuildCondBr(L->B, gt(L, v, 20), join, slow);
+    LLVMPositionBuilderAtEnd(L->B, slow);
+    LLVMValueRef s = libm(L, "log1p", libm(L, "exp", v));
+    LLVMBuildBr(L->B, join);
+    LLVMPositionBuilderAtEnd(L->B, join);
+    LLVMValueRef phi = LLVMBuildPhi(L->B, L->real, "");
+    LLVMValueRef values[] = {v, s};
+    LLVMBasicBlockRef blocks[] = {from, slow};
+    LLVMAddIncoming(phi, values, blocks, 2);
+    return phi;
+}
+static LLVMValueRef lv_elu(lv *L, LLVMValueRef v, double a)
+{
+    return sel(L, gt(L, v, 0), v, mul(L, k_real(L, a), libm(L, "expm1", v)));
+}
+static LLVMValueRef lv_leaky_relu(lv *L, LLVMValueRef v, double a)
+{
+    return sel(L, lt(L, v, 0), mul(L, k_real(L, a), v), v);
+}
+static LLVMValueRef lv_exp(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "exp", v); }
+static LLVMValueRef lv_log(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "log", v); }
+static LLVMValueRef lv_sqrt(lv *L, LLVMValueRef v, double a) { (void)a; return intrinsic(L, "sqrt", v); }
+static LLVMValueRef lv_abs(lv *L, LLVMValueRef v, double a) { (void)a; return intrinsic(L, "fabs", v); }
+static LLVMValueRef lv_neg(lv *L, LLVMValueRef v, double a) { (void)a; return neg(L, v); }
+static LLVMValueRef lv_erf(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "erf", v); }
+static LLVMValueRef le(lv *L, LLVMValueRef a, double b) { return LLVMBuildFCmp(L->B, LLVMRealOLE, a, k_real(L, b), ""); }
+static LLVMValueRef ge(lv *L, LLVMValueRef a, double b) { return LLVMBuildFCmp(L->B, LLVMRealOGE, a, k_real(L, b), ""); }
+static LLVMValueRef lv_hardswish(lv *L, LLVMValueRef v, double a)
+{
+    (void)a;
+    LLVMValueRef mid = fdiv(L, mul(L, v, add(L, v, k_real(L, 3))), k_real(L, 6));
+    return sel(L, le(L, v, -3), k_real(L, 0), sel(L, ge(L, v, 3), v, mid));
+}
+static LLVMValueRef lv_hardsigmoid(lv *L, LLVMValueRef v, double a)
+{
+    (void)a;
+    LLVMValueRef mid = fdiv(L, add(L, v, k_real(L, 3)), k_real(L, 6));
+    return sel(L, le(L, v, -3), k_real(L, 0), sel(L, ge(L, v, 3), k_real(L, 1), mid));
+}
+static LLVMValueRef lv_mish(lv *L, LLVMValueRef v, double a)
+{
+    (void)a;
+    LLVMValueRef sp = sel(L, gt(L, v, 20), v, libm(L, "log1p", libm(L, "exp", v)));
+    return mul(L, v, libm(L, "tanh", sp));
+}
+static LLVMValueRef lv_selu(lv *L, LLVMValueRef v, double a)
+{
+    (void)a;
+    LLVMValueRef neg_part = mul(L, k_real(L, 1.6732632423543772848), libm(L, "expm1", v));
+    return mul(L, k_real(L, 1.0507009873554804934), sel(L, gt(L, v, 0), v, neg_part));
+}
+static LLVMValueRef lv_reciprocal(lv *L, LLVMValueRef v, double a) { (void)a; return fdiv(L, k_real(L, 1), v); }
+
+static unary_fn *const unary_fns[IR_OP_COUNT] = {
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags)
+#define UNARY_OP(name, flags) [IR_OP_##name] = lv_##name,
+#include "ops.def"
+#undef OP
+};
+
+typedef LLVMValueRef binary_fn(LLVMBuilderRef B, LLVMValueRef a, LLVMValueRef b, const char *name);
+#define lv_binary_add LLVMBuildFAdd
+#define lv_binary_sub LLVMBuildFSub
+#define lv_binary_mul LLVMBuildFMul
+#define lv_binary_div LLVMBuildFDiv
+/* One instruction per BINARY_OP row of ops.def (a missing one does not compile). */
+static binary_fn *const binary_fns[IR_OP_COUNT] = {
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags)
+#define BINARY_OP(name, symbol) [IR_OP_##name] = lv_binary_##name,
+#include "ops.def"
+#undef OP
+};
+
+/* The loop nest: dims[] and strides[k][] with size-1 dims dropped and
+ * neighbours merged (cg_c.c fused_loops, the same rule). */
+static int fused_loops(const ir_node *n, int64_t *dims, int64_t strides[][IR_MAX_RANK])
+{
+    const int64_t (*full)[IR_MAX_RANK] = n->attrs.strides;
+    int loops = 0;
+    for (int d = 0; d < n->rank; d++) {
+        if (n->shape[d] == 1)
+            continue;
+        bool merge = loops > 0;
+        for (int k = 0; k < n->nsrc && merge; k++)
+            merge = strides[k][loops - 1] == full[k][d] * n->shape[d];
+        if (merge) {
+            dims[loops - 1] *= n->shape[d];
+            for (int k = 0; k < n->nsrc; k++)
+                strides[k][loops - 1] = full[k][d];
+            continue;
+        }
+        dims[loops] = n->shape[d];
+        for (int k = 0; k < n->nsrc; k++)
+            strides[k][loops] = full[k][d];
+        loops++;
+    }
+    if (loops == 0) {
+        dims[0] = 1;
+        for (int k = 0; k < n->nsrc; k++)
+            strides[k][0] = 0;
+        loops = 1;
+    }
+    return loops;
+}
+
+/* sum over d of index[d] * strides[d], as i64. */
+static LLVMValueRef linear_index(lv *L, LLVMValueRef *index, const int64_t *strides, int loops)
+{
+    LLVMValueRef sum = k_i64(L, 0);
+    for (int d = 0; d < loops; d++)
+        if (strides[d])
+            sum = LLVMBuildNSWAdd(L->B, sum, LLVMBuildNSWMul(L->B, index[d], k_i64(L, strides[d]), ""), "");
+    return sum;
+}
+
+/* One result element at loop indices index[]: load the operands, run the
+ * steps, store. */
+static void fused_body(lv *L, const ir_node *n, LLVMValueRef *x, LLVMValueRef y, LLVMValueRef *index,
+                       const int64_t *dims, int64_t strides[][IR_MAX_RANK], int loops)
+{
+    LLVMValueRef a[IR_MAX_SRC], *t = ax_alloc(arena_of(L), (size_t)(n->attrs.nsteps + 1) * sizeof *t);
+    for (int k = 0; k < n->nsrc; k++) {
+        LLVMValueRef at = linear_index(L, index, strides[k], loops);
+        a[k] = LLVMBuildLoad2(L->B, L->real, LLVMBuildInBoundsGEP2(L->B, L->real, x[k], &at, 1, ""), "");
+    }
+    for (int s = 0; s < n->attrs.nsteps; s++) {
+        const ir_fused_step *step = &n->attrs.steps[s];
+        LLVMValueRef arg[2];
+        for (int i = 0; i < 2; i++)
+            arg[i] = step->arg[i] >= 0 ? t[step->arg[i]] : a[IR_FUSED_OPERAND_INDEX(step->arg[i]) % IR_MAX_SRC];
+        if (step->op == IR_OP_scalar)
+            t[s] = k_real(L, step->value);
+        else if (ir_ops[step->op].kind == IR_BINARY && binary_fns[step->op])
+            t[s] = binary_fns[step->op](L->B, arg[0], arg[1], "");
+        else if (step->op < IR_OP_COUNT && unary_fns[step->op])
+            t[s] = unary_fns[step->op](L, arg[0], step->value);
+        else
+            ax_die("cg_llvm: %s in a fused loop", ir_ops[step->op].name);
+    }
+    int64_t out_strides[IR_MAX_RANK], stride = 1;
+    for (int d = loops - 1; d >= 0; d--) {
+        out_strides[d] = stride;
+        stride *= dims[d];
+    }
+    LLVMValueRef o = linear_index(L, index, out_strides, loops);
+    LLVMBuildStore(L->B, t[n->attrs.nsteps - 1], LLVMBuildInBoundsGEP2(L->B, L->real, y, &o, 1, ""));
+}
+
+/* Loop d of the nest (and, inside it, the ones after it). */
+static void fused_loop(lv *L, const ir_node *n, LLVMValueRef *x, LLVMValueRef y, LLVMValueRef *index,
+                       const int64_t *dims, int64_t strides[][IR_MAX_RANK], int loops, int d)
+{
+    if (d == loops) {
+        fused_body(L, n, x, y, index, dims, strides, loops);
+        return;
+    }
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->B);
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(L->C, L->forward, "loop");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->C, L->forward, "loop_end");
+    LLVMBuildBr(L->B, body);
+    LLVMPositionBuilderAtEnd(L->B, body);
+    LLVMValueRef i = LLVMBuildPhi(L->B, L->i64, "i");
+    index[d] = i;
+    fused_loop(L, n, x, y, index, dims, strides, loops, d + 1);
+    LLVMValueRef next = LLVMBuildNSWAdd(L->B, i, k_i64(L, 1), "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(L->B);
+    LLVMBuildCondBr(L->B, LLVMBuildICmp(L->B, LLVMIntSLT, next, k_i64(L, dims[d]), ""), body, done);
+    LLVMValueRef values[] = {k_i64(L, 0), next};
+    LLVMBasicBlockRef blocks[] = {pre, latch};
+    LLVMAddIncoming(i, values, blocks, 2);
+    LLVMPositionBuilderAtEnd(L->B, done);
+}
+
+static void lv_fused(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    int64_t dims[IR_MAX_RANK], strides[IR_MAX_SRC][IR_MAX_RANK];
+    const int loops = fused_loops(n, dims, strides);
+    LLVMValueRef x[IR_MAX_SRC], index[IR_MAX_RANK];
+    for (int k = 0; k < n->nsrc; k++)
+        x[k] = LLVMBuildBitCast(L->B, operand(L, n, k), L->real_ptr, "");
+    fused_loop(L, n, x, LLVMBuildBitCast(L->B, y, L->real_ptr, ""), index, dims, strides, loops, 0);
+}
+
+/* ---- the dispatch over ops (ops.def's family column) -------------------------- */
+
+static void lv_source(lv *L, const ir_node *n, LLVMValueRef y) { (void)L, (void)n, (void)y; }
+static void lv_unary(lv *L, const ir_node *n, LLVMValueRef y) { call_unary(L, n->op, n, operand(L, n, 0), y); }
+static void lv_reduce(lv *L, const ir_node *n, LLVMValueRef y) { axis_kernel(L, n, operand_node(L, n, 0), y); }
+static void lv_softmax(lv *L, const ir_node *n, LLVMValueRef y) { axis_kernel(L, n, n, y); }
+static void lv_reshape(lv *L, const ir_node *n, LLVMValueRef y) { copy(L, n, operand(L, n, 0), y); }
+static void lv_result(lv *L, const ir_node *n, LLVMValueRef y) { (void)L, (void)n, (void)y; /* lv_chunk wrote it */ }
+#define lv_input lv_source
+#define lv_param lv_source
+#define lv_scalar lv_source
+#define lv_layernorm lv_norm
+#define lv_batchnorm lv_norm
+
+typedef void node_fn(lv *L, const ir_node *n, LLVMValueRef y);
+static node_fn *const node_fns[IR_OP_COUNT] = {
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags) [IR_OP_##name] = lv_##family,
+#include "ops.def"
+#undef OP
+};
+
+/* The plan's in-place depthwise conv (inplace_of == 0, cg_c_can_inplace). */
+static void dwconv_inplace(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    if (n->scratch_offset < 0)
+        ax_die("cg_llvm: in-place depthwise conv without its ring buffer");
+    const bool applies = cg_kernel_applies_epilogue(L->g, n);
+    LLVMValueRef args[] = {y, operand(L, n, 1), k_i32(L, cg_operand_packed(L->g, n, 1)), operand(L, n, 2),
+                           k_i32(L, applies ? cg_kernel_act(n) : AXRT_ACT_NONE), scratch(L, n),
+                           conv_params(L, n, true)};
+    call(L, kernel(L, "dwconv_inplace"), "vppipipp", args);
+}
+
+static void emit_node(lv *L, int id)
+{
+    const ir_node *n = node_at(L, id);
+    LLVMValueRef y = ir_has_results(n->op) ? NULL : storage(L, id); /* a producer has none */
+    if (n->op == IR_OP_conv && n->inplace_of == 0)
+        dwconv_inplace(L, n, y);
+    else
+        node_fns[n->op](L, n, y);
+    if (cg_kernel_applies_epilogue(L->g, n))
+        return;
+    if (n->attrs.residual != IR_NONE) {
+        LLVMValueRef args[] = {y, operand(L, n, n->attrs.residual), y, k_size(L, ir_numel(n))};
+        call(L, kernel(L, "add"), "vpppz", args);
+    }
+    if (cg_has_epilogue(n))
+        call_unary(L, (ir_op)n->attrs.act, n, y, y);
+}
+
+/* ---- forward, run and the descriptor ---------------------------------------------- */
+
+static LLVMTypeRef forward_type(const lv *L)
+{
+    const int n = L->g->ninputs + L->g->noutputs;
+    LLVMTypeRef *params = ax_alloc(L->g->ctx->arena, ((size_t)n + 1) * sizeof *params);
+    for (int i = 0; i <= n; i++)
+        params[i] = L->ptr;
+    return LLVMFunctionType(L->i32, params, (unsigned)n + 1, 0);
+}
+
+static void build_forward(lv *L)
+{
+    const int nargs = L->g->ninputs + L->g->noutputs;
+    const size_t arena_size = L->g->arena_bytes ? L->g->arena_bytes : 1;
+    LLVMTypeRef arena_type = LLVMArrayType(L->i8, (unsigned)arena_size);
+    LLVMValueRef static_arena = LLVMAddGlobal(L->M, arena_type, ax_sprintf(arena_of(L), "%s_static_arena", L->g->name));
+    LLVMSetInitializer(static_arena, LLVMConstNull(arena_type));
+    LLVMSetLinkage(static_arena, LLVMInternalLinkage);
+    LLVMSetAlignment(static_arena, 64);
+
+    L->forward = LLVMAddFunction(L->M, ax_sprintf(arena_of(L), "%s_forward", L->g->name), forward_type(L));
+    for (int i = 0; i <= nargs; i++) {
+        LLVMValueRef p = LLVMGetParam(L->forward, (unsigned)i);
+        const char *name = i == nargs ? "arena"
+                           : i < L->g->ninputs ? node_at(L, L->g->inputs[i])->name
+                                               : L->g->output_names[i - L->g->ninputs];
+        LLVMSetValueName2(p, name ? name : "", name ? strlen(name) : 0);
+        if (i < nargs)
+            L->args[i] = p;
+    }
+    LLVMAddAttributeAtIndex(L->forward, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(L->C, LLVMGetEnumAttributeKindForName("nounwind", 8), 0));
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(L->C, L->forward, "entry");
+    LLVMPositionBuilderAtEnd(L->B, entry);
+    LLVMValueRef arena = LLVMGetParam(L->forward, (unsigned)nargs);
+    LLVMValueRef is_null = LLVMBuildICmp(L->B, LLVMIntEQ, arena, k_null(L), "");
+    L->arena = LLVMBuildSelect(L->B, is_null, LLVMConstBitCast(static_arena, L->ptr), arena, "arena");
+    add_arena_pointers(L);
+    for (int id = 0; id < L->g->nnodes; id++) {
+        const ir_node *n = node_at(L, id);
+        if (!n->dead && ir_ops[n->op].kind != IR_SOURCE)
+            emit_node(L, id);
+    }
+    for (int i = 0; i < L->g->noutputs; i++) /* outputs stored elsewhere are copied */
+        copy(L, node_at(L, L->g->outputs[i]), storage(L, L->g->outputs[i]), L->args[L->g->ninputs + i]);
+    LLVMBuildRet(L->B, k_i32(L, 0));
+}
+
+/* static int <m>_run(const void *const *inputs, void *const *outputs, void *arena) */
+static LLVMValueRef build_run(lv *L)
+{
+    LLVMTypeRef pp = LLVMPointerType(L->ptr, 0);
+    LLVMTypeRef params[] = {pp, pp, L->ptr};
+    LLVMValueRef run = LLVMAddFunction(L->M, ax_sprintf(arena_of(L), "%s_run", L->g->name),
+                                       LLVMFunctionType(L->i32, params, 3, 0));
+    LLVMSetLinkage(run, LLVMInternalLinkage);
+    LLVMPositionBuilderAtEnd(L->B, LLVMAppendBasicBlockInContext(L->C, run, "entry"));
+    const int nin = L->g->ninputs, nout = L->g->noutputs;
+    LLVMValueRef *args = ax_alloc(arena_of(L), ((size_t)nin + (size_t)nout + 1) * sizeof *args);
+    for (int i = 0; i < nin + nout; i++) {
+        LLVMValueRef at = k_i64(L, i < nin ? i : i - nin);
+        LLVMValueRef slot = LLVMBuildInBoundsGEP2(L->B, L->ptr, LLVMGetParam(run, i < nin ? 0 : 1), &at, 1, "");
+        args[i] = LLVMBuildLoad2(L->B, L->ptr, slot, "");
+    }
+    args[nin + nout] = LLVMGetParam(run, 2);
+    LLVMValueRef status = LLVMBuildCall2(L->B, forward_type(L), L->forward, args, (unsigned)(nin + nout + 1), "");
+    LLVMBuildRet(L->B, status);
+    return run;
+}
+
+static LLVMValueRef const_string(lv *L, const char *s)
+{
+    return const_global(L, LLVMConstStringInContext(L->C, s, (unsigned)strlen(s), 0), "name", 1);
+}
+
+/* axrt_tensor_info: {const char *name; axrt_dtype dtype; int rank; int64_t dims[8]} */
+static LLVMTypeRef tensor_info_type(const lv *L)
+{
+    LLVMTypeRef fields[] = {L->ptr, L->i32, L->i32, LLVMArrayType(L->i64, AXRT_MAX_RANK)};
+    return LLVMStructTypeInContext(L->C, fields, 4, 0);
+}
+
+static LLVMValueRef tensor_infos(lv *L, const int *ids, const char *const *names, int count)
+{
+    LLVMValueRef *items = ax_alloc(arena_of(L), ((size_t)count + 1) * sizeof *items);
+    for (int i = 0; i < count; i++) {
+        const ir_node *n = node_at(L, ids[i]);
+        LLVMValueRef dims[AXRT_MAX_RANK];
+        for (int d = 0; d < AXRT_MAX_RANK; d++)
+            dims[d] = k_i64(L, d < n->rank ? n->shape[d] : 0);
+        LLVMValueRef fields[] = {const_string(L, names[i] ? names[i] : ""), k_i32(L, n->dtype),
+                                 k_i32(L, n->rank), LLVMConstArray(L->i64, dims, AXRT_MAX_RANK)};
+        items[i] = LLVMConstNamedStruct(tensor_info_type(L), fields, 4);
+    }
+    LLVMValueRef array = LLVMConstArray(tensor_info_type(L), items, (unsigned)count);
+    return const_global(L, array, "tensors", 8);
+}
+
+/* const axrt_model <m>_model = {name, n_inputs, n_outputs, inputs, outputs,
+ * arena_bytes, run}; */
+static void build_descriptor(lv *L, LLVMValueRef run)
+{
+    const char **in_names = ax_alloc(arena_of(L), ((size_t)L->g->ninputs + 1) * sizeof *in_names);
+    for (int i = 0; i < L->g->ninputs; i++)
+        in_names[i] = node_at(L, L->g->inputs[i])->name;
+    LLVMTypeRef info_ptr = LLVMPointerType(tensor_info_type(L), 0);
+    LLVMTypeRef fields[] = {L->ptr, L->i32, L->i32, info_ptr, info_ptr, L->size, LLVMTypeOf(run)};
+    LLVMTypeRef model_type = LLVMStructTypeInContext(L->C, fields, 7, 0);
+    LLVMValueRef values[] = {
+        const_string(L, L->g->name), k_i32(L, L->g->ninputs), k_i32(L, L->g->noutputs),
+        LLVMConstBitCast(tensor_infos(L, L->g->inputs, in_names, L->g->ninputs), info_ptr),
+        LLVMConstBitCast(tensor_infos(L, L->g->outputs, L->g->output_names, L->g->noutputs), info_ptr),
+        k_size(L, (int64_t)L->g->arena_bytes), run};
+    LLVMValueRef model = LLVMAddGlobal(L->M, model_type, ax_sprintf(arena_of(L), "%s_model", L->g->name));
+    LLVMSetInitializer(model, LLVMConstNamedStruct(model_type, values, 7));
+    LLVMSetGlobalConstant(model, 1);
+}
+
+/* ---- the module ------------------------------------------------------------------ */
+
+void cg_llvm_failed(ir_graph *g, const char *what, const char *why)
+{
+    ax_error(g->ctx, g->loc, "internal: LLVM %s failed: %s", what, why && *why ? why : "(no message)");
+}
+
+int cg_llvm_verify_function(ir_graph *g, LLVMValueRef fn)
+{
+    if (!LLVMVerifyFunction(fn, LLVMReturnStatusAction))
+        return 0;
+    size_t len;
+    const char *name = LLVMGetValueName2(fn, &len);
+    char *why = NULL;
+    LLVMVerifyModule(LLVMGetGlobalParent(fn), LLVMReturnStatusAction, &why);
+    cg_llvm_failed(g, ax_sprintf(g->ctx->arena, "verification of function '%.*s'", (int)len, name), why);
+    LLVMDisposeMessage(why);
+    return 1;
+}
+
+int cg_llvm_add_model(LLVMModuleRef M, LLVMTargetDataRef layout, ir_graph *g)
+{
+    lv L = {.g = g, .M = M, .C = LLVMGetModuleContext(M)};
+    L.B = LLVMCreateBuilderInContext(L.C);
+    L.i8 = LLVMInt8TypeInContext(L.C);
+    L.i32 = LLVMInt32TypeInContext(L.C);
+    L.i64 = LLVMInt64TypeInContext(L.C);
+    L.size = LLVMIntPtrTypeInContext(L.C, layout);
+    L.ptr = LLVMPointerType(L.i8, 0);
+    L.real = g->dtype == AXRT_F64 ? LLVMDoubleTypeInContext(L.C) : LLVMFloatTypeInContext(L.C);
+    L.real_ptr = LLVMPointerType(L.real, 0);
+    L.globals = ax_alloc(g->ctx->arena, ((size_t)g->nnodes + 1) * sizeof *L.globals);
+    L.args = ax_alloc(g->ctx->arena, ((size_t)g->ninputs + (size_t)g->noutputs + 1) * sizeof *L.args);
+    add_constants(&L);
+    build_forward(&L);
+    LLVMValueRef run = build_run(&L);
+    build_descriptor(&L, run);
+    LLVMDisposeBuilder(L.B);
+    return cg_llvm_verify_function(g, L.forward) || cg_llvm_verify_function(g, run);
+}
+
+#endif /* AXC_HAVE_LLVM */

@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# llvm suite: the LLVM back end (interface.md §6) against the C target.
+#  - every example, tests/llvm/cases (every elementwise op in fused loops,
+#    Float32 and Float64), tests/ir/cases, and every tests/ops/*.ax model
+#    when that corpus exists:
+#    the host object of `axc -o m.o` defines the same global symbols as the C
+#    target's compiled file, writes the same header, and a generic driver
+#    (runner.c) linked against each gives the same outputs (compare.py:
+#    within 1e-6 relative, and bit-identical: the same kernels and formulas run);
+#  - `-o m.ll` is valid IR (llvm-as, opt -passes=verify);
+#  - `axc run --jit` with CC pointing at nothing matches `axc run` (C);
+#  - mlp built from the LLVM object for Cortex-M4F (thumbv7em-none-eabihf)
+#    has the hard-float ABI tag and runs under QEMU with the host's outputs;
+#  - bad --triple/--cpu are usage errors listing what LLVM knows.
+# Without the back end built (no llvm-config), each case prints SKIP.
+# Environment (set by tests/run.sh): AXC_ROOT, AXC_BUILD, AXC, PYTHON.
+set -u
+root=${AXC_ROOT:?}
+build=${AXC_BUILD:?}
+axc=${AXC:?}
+python=${PYTHON:-/usr/bin/python3}
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cc=${CC:-cc}
+command -v "$cc" >/dev/null || cc=cc
+
+pass() { echo "PASS: llvm $1"; }
+fail() { echo "FAIL: llvm $1"; shift; if [ $# -gt 0 ]; then printf '  %s\n' "$@"; fi; }
+skip() { echo "SKIP: llvm $1"; }
+tail_of() { tail -n "${2:-15}" "$1" | sed 's/^/  /'; }
+
+models_of() { # the *_model descriptors an object defines
+    nm -g --defined-only "$1" | awk '$3 ~ /_model$/ { print $3 }' | sort
+}
+
+# A models.c listing the descriptors of object $1 for runner.c.
+write_model_list() {
+    local syms
+    syms=$(models_of "$1")
+    {
+        echo '#include "axrt.h"'
+        for s in $syms; do echo "extern const axrt_model $s;"; done
+        printf 'const axrt_model *const axc_models[] = {'
+        for s in $syms; do printf '&%s, ' "$s"; done
+        echo '0};'
+        echo "const int axc_nmodels = $(echo "$syms" | wc -w);"
+    } >"$2"
+}
+
+run_listing() { # object, models.c, out
+    "$cc" -std=c11 -O2 -I"$build/include" -o "$3.bin" "$here/runner.c" "$2" "$1" "$build/lib/libaxrt.a" -lm \
+        >"$3.log" 2>&1 && "$3.bin" >"$3" 2>>"$3.log"
+}
+
+# Example $1 (.ax): C target vs LLVM object, header, symbols, .ll.
+check_model() {
+    local ax=$1 stem d
+    stem=$(basename "$ax" .ax)
+    d="$work/$stem"
+    mkdir -p "$d/c" "$d/l"
+    if ! "$axc" "$ax" -o "$d/c/$stem.c" 2>"$d/c.log" ||
+        ! "$cc" -std=c99 -O2 -I"$build/include" -c "$d/c/$stem.c" -o "$d/c/$stem.o" 2>>"$d/c.log"; then
+        fail "$stem: C target builds"; tail_of "$d/c.log"; return
+    fi
+    if ! "$axc" "$ax" -o "$d/l/$stem.o" 2>"$d/l.log"; then
+        fail "$stem: object through LLVM"; tail_of "$d/l.log"; return
+    fi
+    pass "$stem: object through LLVM"
+    if cmp -s "$d/c/$stem.h" "$d/l/$stem.h"; then pass "$stem: same header as the C target"
+    else fail "$stem: same header as the C target" "$(diff "$d/c/$stem.h" "$d/l/$stem.h" | head -5)"; fi
+    local sc sl
+    sc=$(nm -g --defined-only "$d/c/$stem.o" | awk '{ print $3 }' | sort | tr '\n' ' ')
+    sl=$(nm -g --defined-only "$d/l/$stem.o" | awk '{ print $3 }' | sort | tr '\n' ' ')
+    if [ "$sc" = "$sl" ]; then pass "$stem: same global symbols ($sc)"
+    else fail "$stem: same global symbols" "C: $sc" "LLVM: $sl"; fi
+    write_model_list "$d/c/$stem.o" "$d/models.c"
+    if ! run_listing "$d/c/$stem.o" "$d/models.c" "$d/c.txt"; then fail "$stem: runs (C)"; tail_of "$d/c.txt.log"; return; fi
+    if ! run_listing "$d/l/$stem.o" "$d/models.c" "$d/l.txt"; then fail "$stem: runs (LLVM object)"; tail_of "$d/l.txt.log"; return; fi
+    local verdict
+    if verdict=$("$python" "$here/compare.py" "$d/c.txt" "$d/l.txt" 2>&1); then
+        pass "$stem: LLVM object matches the C target ($verdict)"
+    else
+        fail "$stem: LLVM object matches the C target" "$verdict"
+    fi
+    if "$axc" "$ax" -o "$d/l/$stem.ll" 2>"$d/ll.log" && llvm-as "$d/l/$stem.ll" -o /dev/null 2>>"$d/ll.log" &&
+        opt -passes=verify "$d/l/$stem.ll" -o /dev/null 2>>"$d/ll.log"; then
+        pass "$stem: .ll accepted by llvm-as and opt -passes=verify"
+    else
+        fail "$stem: .ll accepted by llvm-as and opt -passes=verify"; tail_of "$d/ll.log"
+    fi
+}
+
+# `axc run --jit` with no C compiler against `axc run` through C, per model.
+check_jit() {
+    local ax=$1 stem name d
+    stem=$(basename "$ax" .ax)
+    d="$work/$stem"
+    for name in $(models_of "$d/c/$stem.o" 2>/dev/null | sed 's/_model$//'); do
+        if ! "$axc" run "$ax" --model="$name" --output-dir "$d/run_c_$name" >"$d/run_c.log" 2>&1; then
+            fail "$stem: axc run $name (C)"; tail_of "$d/run_c.log"; continue
+        fi
+        if ! env CC=/nonexistent/cc PATH=/nonexistent "$axc" run --jit "$ax" --model="$name" \
+            --cc=/nonexistent/cc --output-dir "$d/run_j_$name" >"$d/run_j.log" 2>&1; then
+            fail "$stem: axc run --jit $name with no C compiler"; tail_of "$d/run_j.log"; continue
+        fi
+        if "$python" - "$d/run_c_$name" "$d/run_j_$name" >"$d/cmp.log" 2>&1 <<'PY'
+import os, sys, numpy as np
+a, b = sys.argv[1], sys.argv[2]
+names = sorted(os.listdir(a))
+if not names or names != sorted(os.listdir(b)):
+    sys.exit(f"outputs differ: {names} vs {sorted(os.listdir(b))}")
+for n in names:
+    x, y = np.load(os.path.join(a, n)).astype(np.float64), np.load(os.path.join(b, n)).astype(np.float64)
+    scale = max(np.abs(x).max(), 1e-30)
+    rel = np.abs(x - y) / np.maximum(np.abs(x), 1e-6 * scale)
+    if x.shape != y.shape or rel.max() > 1e-6:
+        sys.exit(f"{n}: max relative difference {rel.max():.3g}")
+PY
+        then pass "$stem: axc run --jit $name (no C compiler) matches axc run"
+        else fail "$stem: axc run --jit $name (no C compiler) matches axc run"; tail_of "$d/cmp.log"; fi
+    done
+}
+
+# mlp for Cortex-M4F from the LLVM object, run under QEMU, against the host.
+check_firmware() {
+    local fw="$work/fw" rt M4
+    M4=(-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16)
+    for t in arm-none-eabi-gcc qemu-system-arm readelf; do
+        command -v "$t" >/dev/null || { fail "firmware" "missing $t (install with: sh scripts/deps.sh)"; return; }
+    done
+    mkdir -p "$fw"
+    if ! "$axc" "$root/examples/mlp.ax" --seed=1 -o "$fw/mlp.o" --triple=thumbv7em-none-eabihf \
+        --cpu=cortex-m4 2>"$fw/axc.log"; then
+        fail "firmware: mlp.o for thumbv7em-none-eabihf"; tail_of "$fw/axc.log"; return
+    fi
+    pass "firmware: mlp.o for thumbv7em-none-eabihf"
+    if readelf -A "$fw/mlp.o" | grep -q 'Tag_ABI_VFP_args: VFP registers'; then
+        pass "firmware: hard-float ABI (Tag_ABI_VFP_args: VFP registers)"
+    else
+        fail "firmware: hard-float ABI (Tag_ABI_VFP_args: VFP registers)" "$(readelf -A "$fw/mlp.o" | head -20)"
+    fi
+    local objs=()
+    for rt in "$root"/runtime/*.c; do
+        arm-none-eabi-gcc "${M4[@]}" -std=c99 -Os -I"$root/runtime" -c "$rt" -o "$fw/rt_$(basename "$rt" .c).o" \
+            2>>"$fw/cc.log" || { fail "firmware: runtime for Cortex-M4F"; tail_of "$fw/cc.log"; return; }
+        objs+=("$fw/rt_$(basename "$rt" .c).o")
+    done
+    local src="$root/examples/firmware"
+    if ! arm-none-eabi-gcc "${M4[@]}" -std=c99 -Os -I"$fw" -I"$root/runtime" \
+        -DAXC_MODEL_HEADER='"mlp.h"' -DAXC_MODEL=mlp_model --specs=nano.specs --specs=rdimon.specs \
+        -u _printf_float -T "$src/mps2_an386.ld" "$src/startup.c" "$src/main.c" "$fw/mlp.o" "${objs[@]}" \
+        -lm -o "$fw/fw.elf" >>"$fw/cc.log" 2>&1; then
+        fail "firmware: link fw.elf with the LLVM object"; tail_of "$fw/cc.log"; return
+    fi
+    pass "firmware: link fw.elf with the LLVM object"
+    timeout 60 qemu-system-arm -M mps2-an386 -nographic -monitor none -serial none \
+        -semihosting-config enable=on,target=native -kernel "$fw/fw.elf" >"$fw/qemu.out" 2>"$fw/qemu.err"
+    local rc=$?
+    if [ $rc -ne 0 ] || [ "$(tail -n 1 "$fw/qemu.out")" != "RESULT: PASS" ]; then
+        fail "firmware: qemu run (RESULT: PASS)" "qemu exit status $rc"; tail_of "$fw/qemu.out" 5; return
+    fi
+    pass "firmware: qemu run (RESULT: PASS)"
+    "$python" - "$fw/x.npy" <<'PY'
+import sys, numpy as np
+i = np.arange(784, dtype=np.int64)
+x = (((37 * i) % 101) - 50).astype(np.float32) / np.float32(64)
+np.save(sys.argv[1], x.reshape(1, 784))
+PY
+    if ! "$axc" run "$root/examples/mlp.ax" --seed=1 --input x="$fw/x.npy" --output "$fw/y.npy" >"$fw/host.log" 2>&1; then
+        fail "firmware: outputs match the host"; tail_of "$fw/host.log"; return
+    fi
+    if "$python" - "$fw/qemu.out" "$fw/y.npy" >"$fw/cmp.log" 2>&1 <<'PY'
+import re, sys, numpy as np
+values = [float(m.group(1)) for m in (re.match(r'^\w+\[\d+\] (\S+)$', l) for l in open(sys.argv[1])) if m]
+host = np.load(sys.argv[2]).astype(np.float64).ravel()
+dev = np.array(values)
+if dev.shape != host.shape:
+    sys.exit(f"device printed {dev.size} values, host has {host.size}")
+err = np.abs(dev - host) / np.maximum(np.abs(host), 1e-30)
+print(f"max relative error {err.max():.3g}")
+if err.max() > 1e-5:
+    sys.exit(f"max relative error {err.max():.3g}")
+PY
+    then pass "firmware: Cortex-M4F outputs match the host ($(cat "$fw/cmp.log"))"
+    else fail "firmware: Cortex-M4F outputs match the host"; tail_of "$fw/cmp.log"; fi
+}
+
+check_bad_input() {
+    local out st
+    out=$("$axc" "$root/examples/mlp.ax" -o "$work/bad.o" --triple=nosuch-none-eabi 2>&1); st=$?
+    if [ $st -eq 2 ] && grep -q "this LLVM has: .*arm" <<<"$out" && [ ! -e "$work/bad.o" ]; then
+        pass "unknown triple: exit 2, lists LLVM's targets"
+    else fail "unknown triple: exit 2, lists LLVM's targets" "status $st" "$(head -c 300 <<<"$out")"; fi
+    out=$("$axc" "$root/examples/mlp.ax" -o "$work/bad.o" --triple=thumbv7em-none-eabihf --cpu=cortex-m44 2>&1); st=$?
+    if [ $st -eq 2 ] && grep -q "unknown CPU 'cortex-m44'" <<<"$out" && grep -q "cortex-m4" <<<"$out" &&
+        [ ! -e "$work/bad.o" ]; then
+        pass "unknown CPU: exit 2, lists the target's CPUs"
+    else fail "unknown CPU: exit 2, lists the target's CPUs" "status $st" "$(head -c 300 <<<"$out")"; fi
+}
+
+main() {
+    if ! "$axc" --help | grep -E '^  llvm ' | grep -qv 'not built'; then
+        skip "back end (this axc was built without llvm-config)"
+        return
+    fi
+    local ax models=("$root"/examples/*.ax "$here"/cases/*.ax "$root"/tests/ir/cases/*.ax)
+    if [ -d "$root/tests/ops" ]; then models+=($(find "$root/tests/ops/" -name '*.ax' | sort)); fi
+    for ax in "${models[@]}"; do check_model "$ax"; done
+    for ax in "$root"/examples/*.ax "$here"/cases/*.ax; do check_jit "$ax"; done
+    check_firmware
+    check_bad_input
+}
+
+main
