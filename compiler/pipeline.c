@@ -9,6 +9,7 @@
 
 #include "cg_target.h"
 #include "driver.h"
+#include "onnx.h"
 #include "weights.h"
 
 /* --print-after-all: the IR after each pass, to stderr. */
@@ -134,9 +135,45 @@ void axc_free_models(ir_graph **models, int n)
     for (int i = 0; i < n; i++) ir_graph_free_nodes(models[i]);
 }
 
+/* An ONNX model: one graph, imported with pass_shape as its shape inference. */
+static int import_onnx(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
+{
+    ir_target_id target;
+    if (requested_target(o, &target)) return AXC_EUSAGE;
+    ir_graph *g = onnx_import(ctx, o->input, ctx->src, ctx->src_len, pass_shape);
+    if (!g) return AXC_EINPUT;
+    g->target = &cg_target_get(target != IR_TARGET_COUNT ? target : g->backend)->facts;
+    if (check_model(o, g, false) != 0) {
+        ir_graph_free_nodes(g);
+        return AXC_EINPUT;
+    }
+    models[(*n)++] = g;
+    return AXC_OK;
+}
+
+/* Parses and lowers the selected models (or imports an ONNX model), then
+ * runs the passes up to the memory plan on each. */
+static int build_front_end(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n);
+
 int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
 {
     *n = 0;
+    int rc = onnx_is_model(o->input) ? import_onnx(ctx, o, models, n)
+                                     : build_front_end(ctx, o, models, n);
+    if (rc) return rc;
+    rc = load_params(ctx, o, models, *n);
+    if (rc) return rc;
+    for (int i = 0; i < *n; i++) {
+        if (pass_run_optimisations(models[i], o->opt_level, print_after_hook, (void *)o))
+            return AXC_EINPUT;
+        if (o->ram_budget && pass_memplan_check_budget(models[i], o->ram_budget)) return AXC_EINPUT;
+        cg_target_get(models[i]->target->id)->select(models[i]);
+    }
+    return ctx->errors ? AXC_EINPUT : AXC_OK;
+}
+
+static int build_front_end(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
+{
     ast_file *f = ast_parse(ctx);
     if (!f) return AXC_EINPUT;
     lower_check_defines(ctx, f, o->defines, o->ndefines);
@@ -152,15 +189,6 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
         g->target = &cg_target_get(target != IR_TARGET_COUNT ? target : g->backend)->facts;
         if (check_model(o, g, ctx->errors > errors_before) == 0) models[(*n)++] = g;
         else ir_graph_free_nodes(g);
-    }
-    if (ctx->errors) return AXC_EINPUT;
-    rc = load_params(ctx, o, models, *n);
-    if (rc) return rc;
-    for (int i = 0; i < *n; i++) {
-        if (pass_run_optimisations(models[i], o->opt_level, print_after_hook, (void *)o))
-            return AXC_EINPUT;
-        if (o->ram_budget && pass_memplan_check_budget(models[i], o->ram_budget)) return AXC_EINPUT;
-        cg_target_get(models[i]->target->id)->select(models[i]);
     }
     return ctx->errors ? AXC_EINPUT : AXC_OK;
 }

@@ -7,7 +7,8 @@ set -eu
 
 PKGS="make gcc g++ clang libclang-rt-dev pkg-config flex bison libfl-dev libjson-c-dev \
 libcmocka-dev libopenblas-dev libdnnl-dev llvm-dev python3 python3-numpy python3-torch \
-gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
+gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm \
+libprotobuf-c-dev protobuf-c-compiler libonnx-dev python3-onnx python3-torchvision libonnx-testdata"
 
 missing=""
 for p in $PKGS; do

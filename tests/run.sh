@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test suite and ends with the one summary line CI reads:
 #   N passed, N failed
-# Usage: tests/run.sh BUILD_DIR [SUITE...]   (suites: layers unit cli ir torch compile firmware install errors)
+# Usage: tests/run.sh BUILD_DIR [SUITE...]   (suites: layers unit cli ir torch compile firmware install errors onnx)
 set -u
 B=${1:-build}
 shift || true
@@ -11,7 +11,7 @@ B=$(cd "$root" && cd "$B" && pwd)
 export AXC="$B/bin/axc" AXC_BUILD="$B" AXC_ROOT="$root"
 export PYTHON=${PYTHON:-/usr/bin/python3}
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(layers unit cli ir torch compile firmware install errors)
+[ ${#suites[@]} -gt 0 ] || suites=(layers unit cli ir torch compile firmware install errors onnx)
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -37,6 +37,7 @@ for s in "${suites[@]}"; do
         unit) run_unit ;;
         cli|ir|compile|firmware|install|errors) bash "$here/$s/run.sh" ;;
         torch) "$PYTHON" "$here/torch/run.py" ;;
+        onnx) "$PYTHON" "$here/onnx/run.py" ;;
         *) echo "FAIL: unknown suite $s" ;;
     esac 2>&1 | tee -a "$log" | grep -v '^PASS: ' || true
 done
