@@ -380,6 +380,24 @@ int ox_param(ox_state *s, const double *values, int rank, const int64_t *shape, 
     return id;
 }
 
+int ox_transpose(ox_state *s, int x, const int *perm, int rank)
+{
+    const ir_node *in = ir_at(s->g, x);
+    int composed[IR_MAX_RANK];
+    if (in->op == IR_OP_transpose && in->attrs.nperm == rank) {   /* one transpose, not two */
+        for (int i = 0; i < rank; i++) composed[i] = in->attrs.perm[perm[i]];
+        perm = composed;
+        x = in->src[0];
+    }
+    bool identity = true;
+    for (int i = 0; i < rank; i++) identity &= perm[i] == i;
+    if (identity) return x;
+    ir_attrs a = ox_attrs();
+    a.nperm = rank;
+    memcpy(a.perm, perm, sizeof *perm * (size_t)rank);
+    return ox_add(s, IR_OP_transpose, &x, 1, &a);
+}
+
 int ox_node(ox_state *s, ox_val *v)
 {
     if (v->c) {
@@ -393,12 +411,8 @@ int ox_node(ox_state *s, ox_val *v)
         return v->c->node;
     }
     if (!v->nhwc) return v->node;
-    if (v->nchw == IR_NONE) {
-        ir_attrs a = ox_attrs();
-        a.nperm = 4;
-        a.perm[0] = 0, a.perm[1] = 3, a.perm[2] = 1, a.perm[3] = 2;
-        v->nchw = ox_add(s, IR_OP_transpose, &v->node, 1, &a);
-    }
+    static const int to_nchw[4] = {0, 3, 1, 2};
+    if (v->nchw == IR_NONE) v->nchw = ox_transpose(s, v->node, to_nchw, 4);
     return v->nchw;
 }
 
@@ -411,10 +425,8 @@ int ox_node_nhwc(ox_state *s, ox_val *v)
         ox_unsupported(s, "an input that is not 4-D (N, C, H, W)");
         return IR_NONE;
     }
-    ir_attrs a = ox_attrs();
-    a.nperm = 4;
-    a.perm[0] = 0, a.perm[1] = 2, a.perm[2] = 3, a.perm[3] = 1;
-    return ox_add(s, IR_OP_transpose, &x, 1, &a);
+    static const int to_nhwc[4] = {0, 2, 3, 1};
+    return ox_transpose(s, x, to_nhwc, 4);
 }
 
 int ox_shape(ox_state *s, ox_val *v, int64_t *shape)

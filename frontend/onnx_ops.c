@@ -107,13 +107,7 @@ static int reshape_to(ox_state *s, int x, const int64_t *shape, int rank)
 
 static int transpose_perm(ox_state *s, int x, const int *perm, int rank)
 {
-    bool identity = true;
-    for (int i = 0; i < rank; i++) identity &= perm[i] == i;
-    if (identity) return x;
-    ir_attrs a = ox_attrs();
-    a.nperm = rank;
-    memcpy(a.perm, perm, sizeof *perm * (size_t)rank);
-    return ox_add(s, IR_OP_transpose, &x, 1, &a);
+    return x == IR_NONE ? x : ox_transpose(s, x, perm, rank);
 }
 
 /* x with axis moved last (perm into fwd), and the inverse into back. */
@@ -892,8 +886,10 @@ static bool op_gemm(ox_state *s)
     return set_node(s, 0, ox_add(s, IR_OP_dense, src, 3, NULL), false);
 }
 
-/* pads, strides, dilations, auto_pad of a 2-D window op into a. */
-static bool window_attrs(ox_state *s, ir_attrs *a, bool conv)
+/* pads, strides, dilations and auto_pad of a 2-D window op over spatial
+ * dims hw (kernel in a->kernel) into a; SAME_* padding is computed here.
+ * ceil_mode=1 (pools) becomes extra padding at the end: *ceil_pad. */
+static bool window_attrs(ox_state *s, ir_attrs *a, const int64_t *hw, bool *ceil_pad)
 {
     int64_t v[8];
     const char *auto_pad = ox_attr_str(s, "auto_pad", "NOTSET");
@@ -902,14 +898,34 @@ static bool window_attrs(ox_state *s, ir_attrs *a, bool conv)
     else if (n >= 0) goto bad;
     if ((n = ox_attr_ints(s, "dilations", v, 2)) == 2) a->dilation[0] = (int)v[0], a->dilation[1] = (int)v[1];
     else if (n >= 0) goto bad;
-    if (!conv && (a->dilation[0] != 1 || a->dilation[1] != 1)) { ox_unsupported(s, "dilated pooling"); return false; }
+    if (ceil_pad && (a->dilation[0] != 1 || a->dilation[1] != 1)) { ox_unsupported(s, "dilated pooling"); return false; }
     if ((n = ox_attr_ints(s, "pads", v, 4)) == 4) for (int i = 0; i < 4; i++) a->pad[i] = (int)v[i];
     else if (n >= 0) goto bad;
-    if (!strcmp(auto_pad, "SAME_UPPER")) a->pad_same = true;
-    else if (strcmp(auto_pad, "NOTSET") && strcmp(auto_pad, "VALID")) { ox_unsupported(s, "auto_pad=SAME_LOWER"); return false; }
-    if (ox_attr_int(s, "ceil_mode", 0)) { ox_unsupported(s, "ceil_mode=1"); return false; }
     for (int i = 0; i < 4; i++) if (a->pad[i] < 0 || a->pad[i] > 1 << 16) goto bad;
     for (int i = 0; i < 2; i++) if (a->stride[i] < 1 || a->dilation[i] < 1 || a->stride[i] > 1 << 16 || a->dilation[i] > 1 << 16) goto bad;
+    bool upper = !strcmp(auto_pad, "SAME_UPPER"), lower = !strcmp(auto_pad, "SAME_LOWER");
+    for (int d = 0; d < 2 && (upper || lower); d++) {
+        int64_t span = (int64_t)a->dilation[d] * (a->kernel[d] - 1) + 1;
+        int64_t total = ((hw[d] + a->stride[d] - 1) / a->stride[d] - 1) * a->stride[d] + span - hw[d];
+        if (total < 0) total = 0;
+        a->pad[d] = (int)(upper ? total / 2 : total - total / 2);
+        a->pad[d + 2] = (int)(total - a->pad[d]);
+    }
+    if (ceil_pad) *ceil_pad = false;
+    if (ox_attr_int(s, "ceil_mode", 0)) {
+        if (!ceil_pad) goto bad;
+        for (int d = 0; d < 2; d++) {
+            int64_t padded = hw[d] + a->pad[d] + a->pad[d + 2] - a->kernel[d];
+            if (padded < 0) continue;
+            int64_t out = (padded + a->stride[d] - 1) / a->stride[d] + 1;
+            if ((out - 1) * a->stride[d] >= hw[d] + a->pad[d]) out--;   /* last window starts inside */
+            int64_t extra = (out - 1) * a->stride[d] + a->kernel[d] - (hw[d] + a->pad[d] + a->pad[d + 2]);
+            if (extra > 0) {
+                a->pad[d + 2] += (int)extra;
+                *ceil_pad = true;
+            }
+        }
+    }
     return true;
 bad:
     ox_unsupported(s, "window attributes other than 2-D (2 strides, 2 dilations, 4 pads)");
@@ -924,29 +940,45 @@ static bool op_conv(ox_state *s)
     if (!w->c || w->c->rank != 4 || (b && !b->c)) { ox_unsupported(s, "a Conv that is not 2-D or whose weights are not constants"); return false; }
     ir_attrs a = ox_attrs();
     a.groups = (int)ox_attr_int(s, "group", 1);
-    if (!window_attrs(s, &a, true)) return false;
+    a.kernel[0] = (int)w->c->shape[2], a.kernel[1] = (int)w->c->shape[3];
+    int64_t xs[IR_MAX_RANK];
+    if (ox_shape(s, x, xs) != 4) { ox_unsupported(s, "a Conv that is not 2-D"); return false; }
+    if (!window_attrs(s, &a, xs + 2, NULL)) return false;
     int src[3] = {ox_node_nhwc(s, x), ox_node(s, w), b ? ox_node(s, b) : IR_NONE};
     if (src[0] == IR_NONE || src[1] == IR_NONE) return false;
     return set_node(s, 0, ox_add(s, IR_OP_conv, src, 3, &a), true);
 }
 
+/* AveragePool excluding padding from the divisor: the mean over the window
+ * divided by the mean of ones over the same window. */
+static int mean_excluding_pad(ox_state *s, int x, const ir_attrs *a)
+{
+    const ir_node *xn = ir_at(s->g, x);
+    int64_t shape[4] = {1, xn->shape[1], xn->shape[2], 1};
+    double *ones = ax_alloc(s->ctx->arena, sizeof *ones * (size_t)(shape[1] * shape[2]));
+    for (int64_t i = 0; i < shape[1] * shape[2]; i++) ones[i] = 1.0;
+    int src[2] = {ox_add(s, IR_OP_meanpool, &x, 1, a), ox_param(s, ones, 4, shape, NULL)};
+    if (src[0] == IR_NONE) return IR_NONE;
+    src[1] = ox_add(s, IR_OP_meanpool, &src[1], 1, a);
+    return src[1] == IR_NONE ? IR_NONE : ox_add(s, IR_OP_div, src, 2, NULL);
+}
+
 static bool op_pool(ox_state *s)
 {
-    bool ok = true, max = !strcmp(s->node->op_type, "MaxPool");
+    bool ok = true, max = !strcmp(s->node->op_type, "MaxPool"), ceil_pad;
     ox_val *x = IN(0);
     if (!ok || !x) return false;
     if (s->node->n_output > 1 && s->node->output[1][0]) { ox_unsupported(s, "the Indices output"); return false; }
     ir_attrs a = ox_attrs();
-    int64_t k[3];
-    if (ox_attr_ints(s, "kernel_shape", k, 2) != 2) { ox_unsupported(s, "a pool that is not 2-D"); return false; }
+    int64_t k[3], xs[IR_MAX_RANK];
+    if (ox_attr_ints(s, "kernel_shape", k, 2) != 2 || ox_shape(s, x, xs) != 4) { ox_unsupported(s, "a pool that is not 2-D"); return false; }
     if (ox_attr_int(s, "storage_order", 0)) { ox_unsupported(s, "storage_order=1"); return false; }
     a.kernel[0] = (int)k[0], a.kernel[1] = (int)k[1];
     if (k[0] < 1 || k[1] < 1 || k[0] > 1 << 16 || k[1] > 1 << 16) { ox_fail(s, "bad kernel_shape"); return false; }
-    if (!window_attrs(s, &a, false)) return false;
-    if (!max && !ox_attr_int(s, "count_include_pad", 0) && (a.pad_same || a.pad[0] || a.pad[1] || a.pad[2] || a.pad[3])) {
-        ox_unsupported(s, "padded AveragePool with count_include_pad=0");
-        return false;
-    }
+    if (!window_attrs(s, &a, xs + 2, &ceil_pad)) return false;
+    bool padded = a.pad[0] || a.pad[1] || a.pad[2] || a.pad[3];
+    bool include_pad = ox_attr_int(s, "count_include_pad", 0);
+    if (!max && include_pad && ceil_pad) { ox_unsupported(s, "AveragePool with ceil_mode=1 and count_include_pad=1"); return false; }
     if (a.pad[0] > a.kernel[0] / 2 || a.pad[2] > a.kernel[0] / 2 || a.pad[1] > a.kernel[1] / 2 ||
         a.pad[3] > a.kernel[1] / 2) {
         ox_unsupported(s, "pool padding over half the kernel");
@@ -954,6 +986,7 @@ static bool op_pool(ox_state *s)
     }
     int src = ox_node_nhwc(s, x);
     if (src == IR_NONE) return false;
+    if (!max && padded && !include_pad) return set_node(s, 0, mean_excluding_pad(s, src, &a), true);
     return set_node(s, 0, ox_add(s, max ? IR_OP_maxpool : IR_OP_meanpool, &src, 1, &a), true);
 }
 

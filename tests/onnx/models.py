@@ -33,7 +33,20 @@ def mobilenet_v2():
     return torchvision.models.mobilenet_v2(num_classes=10, width_mult=0.5), torch.randn(1, 3, 32, 32)
 
 
-MODELS = [("resnet18", resnet18, (13,)), ("mobilenet_v2", mobilenet_v2, (13, 17)),
+def efficientnet_b0():
+    return torchvision.models.efficientnet_b0(num_classes=10), torch.randn(1, 3, 32, 32)
+
+
+def shufflenet_v2():
+    return torchvision.models.shufflenet_v2_x0_5(num_classes=10), torch.randn(1, 3, 32, 32)
+
+
+def squeezenet():
+    return torchvision.models.squeezenet1_1(num_classes=10), torch.randn(1, 3, 48, 48)
+
+
+MODELS = [("efficientnet_b0", efficientnet_b0, (13,)), ("shufflenet_v2", shufflenet_v2, (13,)),
+          ("squeezenet1_1", squeezenet, (13,)), ("resnet18", resnet18, (13,)), ("mobilenet_v2", mobilenet_v2, (13, 17)),
           ("transformer_encoder", transformer, (13, 17))]
 
 
