@@ -538,6 +538,10 @@ static bool check_ops(ox_state *s, const Onnx__GraphProto *gp)
 static bool import_node(ox_state *s, const Onnx__NodeProto *n)
 {
     s->node = n;
+    if (n->n_output < 1 || n->n_input > 1000 || n->n_output > IR_MAX_SRC) {
+        ox_fail(s, "a node needs 1 to %d outputs and at most 1000 inputs", IR_MAX_SRC);
+        return false;
+    }
     for (size_t i = 0; i < n->n_input; i++)
         if (n->input[i][0] && !ox_lookup(s, n->input[i])) {
             ox_fail(s, "input '%s' is not defined before this node (by an earlier node, an "
