@@ -84,11 +84,14 @@ static int check_param_bytes(ir_graph *g)
     return 1;
 }
 
-static int load_params(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n)
+/* have_data: the parameters came with the model (ONNX initializers), so
+ * they are initialised only from --weights. */
+static int load_params(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, bool have_data)
 {
     int oversized = 0;
     for (int i = 0; i < n; i++) oversized += check_param_bytes(models[i]);
     if (oversized) return AXC_EINPUT;
+    if (!o->weights && have_data) return 0;
     if (!o->weights) {
         for (int i = 0; i < n; i++) weights_init(models[i], o->seed);
         return 0;
@@ -158,10 +161,10 @@ static int build_front_end(ax_ctx *ctx, const axc_opts *o, ir_graph **models, in
 int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
 {
     *n = 0;
-    int rc = onnx_is_model(o->input) ? import_onnx(ctx, o, models, n)
-                                     : build_front_end(ctx, o, models, n);
+    bool onnx = onnx_is_model(o->input);
+    int rc = onnx ? import_onnx(ctx, o, models, n) : build_front_end(ctx, o, models, n);
     if (rc) return rc;
-    rc = load_params(ctx, o, models, *n);
+    rc = load_params(ctx, o, models, *n, onnx);
     if (rc) return rc;
     for (int i = 0; i < *n; i++) {
         if (pass_run_optimisations(models[i], o->opt_level, print_after_hook, (void *)o))

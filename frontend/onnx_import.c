@@ -15,7 +15,7 @@
 
 bool onnx_is_model(const char *path)
 {
-    size_t n = strlen(path);
+    size_t n = path ? strlen(path) : 0;
     return n > 5 && strcmp(path + n - 5, ".onnx") == 0;
 }
 
@@ -398,6 +398,17 @@ int ox_transpose(ox_state *s, int x, const int *perm, int rank)
     return ox_add(s, IR_OP_transpose, &x, 1, &a);
 }
 
+int ox_scalar(ox_state *s, double value)
+{
+    int id = ir_add(s->g, IR_OP_scalar, NULL, 0, ax_noloc());
+    ir_node *n = ir_at(s->g, id);
+    n->attrs = ox_attrs();
+    n->attrs.scalar = value;
+    n->dtype = AXRT_F32;
+    n->rank = 0;
+    return id;
+}
+
 int ox_node(ox_state *s, ox_val *v)
 {
     if (v->c) {
@@ -406,6 +417,7 @@ int ox_node(ox_state *s, ox_val *v)
                 ox_unsupported(s, "an integer constant used as a tensor");
                 return IR_NONE;
             }
+            if (v->c->rank == 0) return v->c->node = ox_scalar(s, v->c->v[0]);
             v->c->node = ox_param(s, v->c->v, v->c->rank, v->c->shape, ax_strdup(s->ctx->arena, v->name));
         }
         return v->c->node;

@@ -66,6 +66,8 @@ int ox_node(ox_state *s, ox_val *v);
 int ox_node_nhwc(ox_state *s, ox_val *v);
 /* The logical shape of v. */
 int ox_shape(ox_state *s, ox_val *v, int64_t *shape);
+/* A scalar node (rank 0) of this value. */
+int ox_scalar(ox_state *s, double value);
 /* A float param holding values (count elements) of this shape. */
 int ox_param(ox_state *s, const double *values, int rank, const int64_t *shape, const char *what);
 

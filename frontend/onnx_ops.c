@@ -146,6 +146,29 @@ static int select_axis(ox_state *s, int x, int axis, const int64_t *idx, int64_t
     return y == IR_NONE ? y : transpose_perm(s, y, back, rank);
 }
 
+static int un(ox_state *s, ir_op op, int x)
+{
+    return x == IR_NONE ? x : ox_add(s, op, &x, 1, NULL);
+}
+
+static int bin(ox_state *s, ir_op op, int a, int b)
+{
+    int src[2] = {a, b};
+    return a == IR_NONE || b == IR_NONE ? IR_NONE : ox_add(s, op, src, 2, NULL);
+}
+
+static int scalar_param(ox_state *s, double v)
+{
+    return ox_scalar(s, v);
+}
+
+/* max(a, b) = a + relu(b - a); min(a, b) = a - relu(a - b). */
+static int max_min(ox_state *s, bool max, int a, int b)
+{
+    return max ? bin(s, IR_OP_add, a, un(s, IR_OP_relu, bin(s, IR_OP_sub, b, a)))
+               : bin(s, IR_OP_sub, a, un(s, IR_OP_relu, bin(s, IR_OP_sub, a, b)));
+}
+
 /* ---- folding ----------------------------------------------------------- */
 
 typedef double (*binary_fn)(double, double);
@@ -358,9 +381,7 @@ static bool op_unary(ox_state *s)
         return set_const(s, 0, c);
     }
     if (r->fold == u_recip) {
-        int64_t one = 1;
-        double v = 1.0;
-        int src[2] = {ox_param(s, &v, 0, &one, NULL), x->c ? ox_node(s, x) : x->node};
+        int src[2] = {ox_scalar(s, 1.0), x->c ? ox_node(s, x) : x->node};
         return set_node(s, 0, ox_add(s, IR_OP_div, src, 2, NULL), !x->c && x->nhwc);
     }
     if (r->op == IR_OP_COUNT) {
@@ -468,7 +489,9 @@ static bool op_binary(ox_state *s)
     return binary_tensor(s, r->op, a, b);
 }
 
-/* Sum and Mean of any number of inputs; Min, Max only folded. */
+static bool op_composite(ox_state *s);
+
+/* Sum and Mean of any number of inputs; Min, Max folded or composed. */
 static bool op_variadic(ox_state *s)
 {
     bool ok = true, mean = !strcmp(s->node->op_type, "Mean");
@@ -487,10 +510,7 @@ static bool op_variadic(ox_state *s)
         }
         return set_const(s, 0, c);
     }
-    if (fold_only) {
-        ox_unsupported(s, "Min/Max of computed tensors");
-        return false;
-    }
+    if (fold_only) return op_composite(s);
     ox_val cur = *acc;
     for (int i = 1; i < NIN; i++) {
         ox_val *b = IN(i);
@@ -499,9 +519,7 @@ static bool op_variadic(ox_state *s)
     }
     if (NIN == 1) return op_identity(s);
     if (!mean) return true;
-    int64_t one = 1;
-    double inv = 1.0 / NIN;
-    int src[2] = {cur.node, ox_param(s, &inv, 0, &one, NULL)};
+    int src[2] = {cur.node, ox_scalar(s, 1.0 / NIN)};
     return set_node(s, 0, ox_add(s, IR_OP_mul, src, 2, NULL), cur.nhwc);
 }
 
@@ -852,7 +870,20 @@ static bool op_gemm(ox_state *s)
     if (!ok || !a || !b) return false;
     double alpha = ox_attr_float(s, "alpha", 1), beta = ox_attr_float(s, "beta", 1);
     int64_t ta = ox_attr_int(s, "transA", 0), tb = ox_attr_int(s, "transB", 0);
-    if (!b->c || b->c->rank != 2 || (c && !c->c)) { ox_unsupported(s, "a Gemm whose B or C is not a constant"); return false; }
+    if (!b->c || b->c->rank != 2 || (c && !c->c)) {   /* alpha * A' @ B' + beta * C by matmul */
+        int perm[2] = {1, 0};
+        int x = ox_node(s, a), w = ox_node(s, b);
+        if (x != IR_NONE && ta) x = transpose_perm(s, x, perm, 2);
+        if (w != IR_NONE && tb) w = transpose_perm(s, w, perm, 2);
+        int y = bin(s, IR_OP_matmul, x, w);
+        if (alpha != 1) y = bin(s, IR_OP_mul, y, ox_scalar(s, alpha));
+        if (c) {
+            int cn = ox_node(s, c);
+            if (beta != 1) cn = bin(s, IR_OP_mul, cn, ox_scalar(s, beta));
+            y = bin(s, IR_OP_add, y, cn);
+        }
+        return set_node(s, 0, y, false);
+    }
     int x = ox_node(s, a);
     if (x == IR_NONE) return false;
     if (ta) {
@@ -1058,18 +1089,36 @@ static bool op_layernorm(ox_state *s)
     int64_t shape[IR_MAX_RANK], axis = ox_attr_int(s, "axis", -1);
     int rank = ox_shape(s, x, shape);
     if (!norm_axis(s, &axis, rank)) return false;
-    if (axis != rank - 1 || !w->c || (b && !b->c) || w->c->count != shape[rank - 1] || (b && b->c->count != shape[rank - 1])) {
-        ox_unsupported(s, "LayerNormalization over more than the last axis or with computed scale/bias");
+    if (s->node->n_output > 1 && (s->node->output[1][0] || (s->node->n_output > 2 && s->node->output[2][0]))) {
+        ox_unsupported(s, "the Mean/InvStdDev outputs");
         return false;
     }
-    if (s->node->n_output > 1) { ox_unsupported(s, "the Mean/InvStdDev outputs"); return false; }
-    int64_t d = shape[rank - 1];
-    double *zeros = ax_alloc(s->ctx->arena, sizeof *zeros * (size_t)d);
+    int64_t d = numel(shape + axis, rank - (int)axis), flat[IR_MAX_RANK];
+    int64_t ws[IR_MAX_RANK];
+    if (ox_shape(s, w, ws) < 1 || numel(ws, ox_shape(s, w, ws)) != d) {
+        ox_unsupported(s, "a scale that does not cover the normalised dims exactly");
+        return false;
+    }
+    if (b && numel(ws, ox_shape(s, b, ws)) != d) {
+        ox_unsupported(s, "a bias that does not cover the normalised dims exactly");
+        return false;
+    }
+    for (int i = 0; i < axis; i++) flat[i] = shape[i];
+    flat[axis] = d;
     ir_attrs a = ox_attrs();
     a.eps = ox_attr_float(s, "epsilon", 1e-5);
-    int src[3] = {ox_node(s, x), ox_param(s, w->c->v, 1, &d, ax_strdup(s->ctx->arena, w->name)),
-                  b ? ox_param(s, b->c->v, 1, &d, ax_strdup(s->ctx->arena, b->name)) : ox_param(s, zeros, 1, &d, NULL)};
-    return set_node(s, 0, ox_add(s, IR_OP_layernorm, src, 3, &a), false);
+    int xn = ox_node(s, x);
+    if (axis != rank - 1) xn = reshape_to(s, xn, flat, (int)axis + 1);
+    int wn = w->c ? ox_param(s, w->c->v, 1, &d, ax_strdup(s->ctx->arena, w->name)) : reshape_to(s, ox_node(s, w), &d, 1);
+    int bn;
+    if (!b) {
+        double *zeros = ax_alloc(s->ctx->arena, sizeof *zeros * (size_t)d);
+        bn = ox_param(s, zeros, 1, &d, NULL);
+    } else bn = b->c ? ox_param(s, b->c->v, 1, &d, ax_strdup(s->ctx->arena, b->name)) : reshape_to(s, ox_node(s, b), &d, 1);
+    int src[3] = {xn, wn, bn};
+    int y = ox_add(s, IR_OP_layernorm, src, 3, &a);
+    if (y != IR_NONE && axis != rank - 1) y = reshape_to(s, y, shape, rank);
+    return set_node(s, 0, y, false);
 }
 
 /* ReduceMean/Sum/Max as one single-axis reduction per axis. */
@@ -1077,12 +1126,14 @@ static bool op_reduce(ox_state *s)
 {
     bool ok = true;
     const char *op = s->node->op_type;
-    ir_op ir = !strcmp(op, "ReduceMean") ? IR_OP_mean : !strcmp(op, "ReduceSum") ? IR_OP_sum : IR_OP_maximum;
+    bool is_min = !strcmp(op, "ReduceMin"), square = !strcmp(op, "ReduceL2") || !strcmp(op, "ReduceSumSquare");
+    bool l1 = !strcmp(op, "ReduceL1"), lse = !strcmp(op, "ReduceLogSumExp"), logsum = !strcmp(op, "ReduceLogSum");
+    ir_op ir = !strcmp(op, "ReduceMean") ? IR_OP_mean : !strcmp(op, "ReduceMax") || is_min ? IR_OP_maximum : IR_OP_sum;
     ox_val *x = IN(0);
     if (!ok || !x) return false;
     int64_t shape[IR_MAX_RANK], axes[IR_MAX_RANK];
     int rank = ox_shape(s, x, shape);
-    int na = ir == IR_OP_sum && s->opset >= 13 ? (NIN > 1 && s->node->input[1][0] ? const_ints(s, IN(1), axes, IR_MAX_RANK) : -1)
+    int na = !strcmp(op, "ReduceSum") && s->opset >= 13 ? (NIN > 1 && s->node->input[1][0] ? const_ints(s, IN(1), axes, IR_MAX_RANK) : -1)
                                                 : ox_attr_ints(s, "axes", axes, IR_MAX_RANK);
     if (s->ctx->errors) return false;
     if (na < 0 || na == 0) {
@@ -1092,6 +1143,10 @@ static bool op_reduce(ox_state *s)
     }
     bool reduced[IR_MAX_RANK] = {0};
     int y = ox_node(s, x);
+    if (is_min) y = un(s, IR_OP_neg, y);
+    if (square) y = bin(s, IR_OP_mul, y, y);
+    if (l1) y = un(s, IR_OP_abs, y);
+    if (lse) y = un(s, IR_OP_exp, y);
     for (int i = 0; i < na && y != IR_NONE; i++) {
         if (!norm_axis(s, &axes[i], rank)) return false;
         if (reduced[axes[i]]) continue;
@@ -1100,6 +1155,9 @@ static bool op_reduce(ox_state *s)
         a.axis = (int)axes[i];
         y = ox_add(s, ir, &y, 1, &a);
     }
+    if (is_min) y = un(s, IR_OP_neg, y);
+    if (!strcmp(op, "ReduceL2")) y = un(s, IR_OP_sqrt, y);
+    if (lse || logsum) y = un(s, IR_OP_log, y);
     if (y == IR_NONE) return false;
     if (ox_attr_int(s, "keepdims", 1)) return set_node(s, 0, y, false);
     int64_t out[IR_MAX_RANK];
@@ -1107,6 +1165,182 @@ static bool op_reduce(ox_state *s)
     for (int i = 0; i < rank; i++)
         if (!reduced[i]) out[r++] = shape[i];
     return set_node(s, 0, reshape_to(s, y, out, r), false);
+}
+
+/* ---- composites of IR ops ------------------------------------------------ */
+
+/* Elementwise ops written with the IR's: Softsign, Selu, Celu, HardSigmoid,
+ * HardSwish, ThresholdedRelu-free set; Max/Min of tensors; PRelu. */
+static bool op_composite(ox_state *s)
+{
+    bool ok = true;
+    const char *op = s->node->op_type;
+    ox_val *xv = IN(0);
+    if (!ok || !xv) return false;
+    bool nhwc = !xv->c && xv->nhwc;
+    int x = nhwc ? xv->node : ox_node(s, xv), y = IR_NONE;
+    if (x == IR_NONE) return false;
+    if (!strcmp(op, "Softsign"))
+        y = bin(s, IR_OP_div, x, bin(s, IR_OP_add, un(s, IR_OP_abs, x), scalar_param(s, 1)));
+    else if (!strcmp(op, "Selu")) {
+        ir_attrs a = ox_attrs();
+        a.alpha = ox_attr_float(s, "alpha", 1.67326319217681884765625);
+        y = bin(s, IR_OP_mul, ox_add(s, IR_OP_elu, &x, 1, &a), scalar_param(s, ox_attr_float(s, "gamma", 1.05070102214813232421875)));
+    } else if (!strcmp(op, "Celu")) {
+        double alpha = ox_attr_float(s, "alpha", 1.0);
+        ir_attrs a = ox_attrs();
+        a.alpha = 1.0;
+        int t = bin(s, IR_OP_div, x, scalar_param(s, alpha));
+        y = t == IR_NONE ? t : bin(s, IR_OP_mul, ox_add(s, IR_OP_elu, &t, 1, &a), scalar_param(s, alpha));
+    } else if (!strcmp(op, "HardSigmoid") || !strcmp(op, "HardSwish")) {
+        bool swish = !strcmp(op, "HardSwish");
+        double alpha = swish ? 1.0 / 6 : ox_attr_float(s, "alpha", 0.2), beta = swish ? 0.5 : ox_attr_float(s, "beta", 0.5);
+        /* clamp(alpha x + beta, 0, 1) = relu6(6 alpha x + 6 beta) / 6 */
+        int t = bin(s, IR_OP_add, bin(s, IR_OP_mul, x, scalar_param(s, 6 * alpha)), scalar_param(s, 6 * beta));
+        y = bin(s, IR_OP_div, un(s, IR_OP_relu6, t), scalar_param(s, 6));
+        if (swish) y = bin(s, IR_OP_mul, x, y);
+    } else if (!strcmp(op, "Max") || !strcmp(op, "Min") || !strcmp(op, "PRelu")) {
+        y = x;
+        nhwc = false;
+        y = ox_node(s, xv);
+        for (int i = 1; i < NIN && y != IR_NONE; i++) {
+            ox_val *b = IN(i);
+            if (!ok || !b) return false;
+            if (b->c && b->c->is_int) { ox_unsupported(s, "an integer constant operand"); return false; }
+            int bn = ox_node(s, b);
+            const ir_node *yn = ir_at(s->g, y);
+            if (op[0] == 'P' && b->c && b->c->rank == 1 && yn->rank > 2 && b->c->count == yn->shape[1] &&
+                b->c->count != yn->shape[yn->rank - 1]) {   /* a slope per channel (old exports) */
+                int64_t cs[IR_MAX_RANK];
+                for (int k = 0; k < yn->rank - 1; k++) cs[k] = k == 0 ? b->c->count : 1;
+                bn = reshape_to(s, bn, cs, yn->rank - 1);
+            }
+            if (op[0] == 'P')   /* relu(x) - slope * relu(-x) */
+                y = bin(s, IR_OP_sub, un(s, IR_OP_relu, y), bin(s, IR_OP_mul, bn, un(s, IR_OP_relu, un(s, IR_OP_neg, y))));
+            else y = max_min(s, op[1] == 'a', y, bn);
+        }
+    }
+    return set_node(s, 0, y, nhwc);
+}
+
+/* InstanceNormalization: per (n, c) over the spatial dims, then scale, bias. */
+static bool op_instancenorm(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0), *w = IN(1), *b = IN(2);
+    if (!ok || !xv || !w || !b) return false;
+    if (!w->c || !b->c) { ox_unsupported(s, "computed scale or bias"); return false; }
+    int64_t shape[IR_MAX_RANK];
+    int rank = ox_shape(s, xv, shape), x = ox_node(s, xv);
+    if (rank < 3) { ox_unsupported(s, "an input of rank under 3"); return false; }
+    int64_t flat[3] = {shape[0], shape[1], numel(shape + 2, rank - 2)}, cs[3] = {1, shape[1], 1};
+    ir_attrs a = ox_attrs();
+    a.axis = 2;
+    x = reshape_to(s, x, flat, 3);
+    int mean = x == IR_NONE ? x : ox_add(s, IR_OP_mean, &x, 1, &a);
+    int d = bin(s, IR_OP_sub, x, mean);
+    int sq = bin(s, IR_OP_mul, d, d);
+    int var = sq == IR_NONE ? sq : ox_add(s, IR_OP_mean, &sq, 1, &a);
+    int den = un(s, IR_OP_sqrt, bin(s, IR_OP_add, var, scalar_param(s, ox_attr_float(s, "epsilon", 1e-5))));
+    int y = bin(s, IR_OP_add, bin(s, IR_OP_mul, bin(s, IR_OP_div, d, den), ox_param(s, w->c->v, 3, cs, NULL)),
+                ox_param(s, b->c->v, 3, cs, NULL));
+    return set_node(s, 0, y == IR_NONE ? y : reshape_to(s, y, shape, rank), false);
+}
+
+/* Pad, mode constant: concatenations with constant blocks, axis by axis. */
+static bool op_pad(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0);
+    if (!ok || !xv) return false;
+    if (strcmp(ox_attr_str(s, "mode", "constant"), "constant")) { ox_unsupported(s, "a Pad mode other than constant"); return false; }
+    int64_t shape[IR_MAX_RANK], pads[2 * IR_MAX_RANK];
+    int rank = ox_shape(s, xv, shape);
+    int np = s->opset >= 11 ? const_ints(s, IN(1), pads, 2 * IR_MAX_RANK) : ox_attr_ints(s, "pads", pads, 2 * IR_MAX_RANK);
+    if (np != 2 * rank) { if (!s->ctx->errors) ox_fail(s, "pads has %d values for rank %d", np, rank); return false; }
+    ox_val *cv = s->opset >= 11 ? IN(2) : NULL;
+    double value = cv && cv->c && cv->c->count ? cv->c->v[0] : ox_attr_float(s, "value", 0);
+    if (cv && !cv->c) { ox_unsupported(s, "a computed pad value"); return false; }
+    int y = ox_node(s, xv);
+    for (int ax = 0; ax < rank && y != IR_NONE; ax++) {
+        if (pads[ax] < 0 || pads[ax + rank] < 0) { ox_unsupported(s, "negative pads (cropping)"); return false; }
+        int src[3], n = 0;
+        for (int side = 0; side < 2; side++) {   /* before, x, after */
+            int64_t p = pads[ax + side * rank];
+            if (side == 1) src[n++] = y;
+            if (!p) continue;
+            int64_t bs[IR_MAX_RANK];
+            memcpy(bs, ir_at(s->g, y)->shape, sizeof bs);
+            bs[ax] = p;
+            int64_t cnt = numel(bs, rank);
+            if (cnt > OX_MAX_FOLD) { ox_unsupported(s, "a pad this large"); return false; }
+            double *v = ax_alloc(s->ctx->arena, sizeof *v * (size_t)(cnt ? cnt : 1));
+            for (int64_t i = 0; i < cnt; i++) v[i] = value;
+            src[n++] = ox_param(s, v, rank, bs, NULL);
+        }
+        if (n == 1) continue;
+        ir_attrs a = ox_attrs();
+        a.axis = ax;
+        y = ox_add(s, IR_OP_concat, src, n, &a);
+    }
+    return set_node(s, 0, y, false);
+}
+
+/* DepthToSpace / SpaceToDepth: reshape, transpose, reshape. */
+static bool op_depth_space(ox_state *s)
+{
+    bool ok = true, d2s = !strcmp(s->node->op_type, "DepthToSpace");
+    ox_val *xv = IN(0);
+    if (!ok || !xv) return false;
+    int64_t sh[IR_MAX_RANK], b = ox_attr_int(s, "blocksize", 0);
+    if (ox_shape(s, xv, sh) != 4 || b < 1 || (d2s ? sh[1] % (b * b) : (sh[2] % b) || (sh[3] % b))) {
+        ox_fail(s, "needs a 4-D input whose dims the blocksize divides");
+        return false;
+    }
+    int64_t n = sh[0], c = sh[1], hh = sh[2], w = sh[3];
+    bool crd = !strcmp(ox_attr_str(s, "mode", "DCR"), "CRD");
+    int x = ox_node(s, xv);
+    int64_t t1[6], out[4];
+    int perm[6];
+    if (d2s) {
+        int64_t c2 = c / (b * b);
+        if (crd) { int64_t v[6] = {n, c2, b, b, hh, w}; int p[6] = {0, 1, 4, 2, 5, 3}; memcpy(t1, v, sizeof v); memcpy(perm, p, sizeof p); }
+        else { int64_t v[6] = {n, b, b, c2, hh, w}; int p[6] = {0, 3, 4, 1, 5, 2}; memcpy(t1, v, sizeof v); memcpy(perm, p, sizeof p); }
+        int64_t o[4] = {n, c2, hh * b, w * b};
+        memcpy(out, o, sizeof o);
+    } else {
+        int64_t v[6] = {n, c, hh / b, b, w / b, b};
+        int p[6] = {0, 3, 5, 1, 2, 4};
+        memcpy(t1, v, sizeof v);
+        memcpy(perm, p, sizeof p);
+        int64_t o[4] = {n, c * b * b, hh / b, w / b};
+        memcpy(out, o, sizeof o);
+    }
+    x = reshape_to(s, x, t1, 6);
+    x = transpose_perm(s, x, perm, 6);
+    return set_node(s, 0, x == IR_NONE ? x : reshape_to(s, x, out, 4), false);
+}
+
+/* Tile: a concatenation of copies along each axis. */
+static bool op_tile(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0);
+    int64_t rep[IR_MAX_RANK], shape[IR_MAX_RANK];
+    if (!ok || !xv) return false;
+    int rank = ox_shape(s, xv, shape);
+    if (const_ints(s, IN(1), rep, IR_MAX_RANK) != rank) { if (!s->ctx->errors) ox_fail(s, "repeats has the wrong length"); return false; }
+    int y = ox_node(s, xv);
+    for (int ax = 0; ax < rank && y != IR_NONE; ax++) {
+        if (rep[ax] < 1 || rep[ax] > IR_MAX_SRC) { ox_unsupported(s, "repeats under 1 or over 16"); return false; }
+        if (rep[ax] == 1) continue;
+        int src[IR_MAX_SRC];
+        for (int i = 0; i < rep[ax]; i++) src[i] = y;
+        ir_attrs a = ox_attrs();
+        a.axis = ax;
+        y = ox_add(s, IR_OP_concat, src, (int)rep[ax], &a);
+    }
+    return set_node(s, 0, y, false);
 }
 
 /* ---- the table ------------------------------------------------------------- */
@@ -1131,6 +1365,12 @@ static const op_row op_rows[] = {
     {"GlobalMaxPool", op_global_pool}, {"BatchNormalization", op_batchnorm},
     {"Softmax", op_softmax}, {"LogSoftmax", op_softmax}, {"LayerNormalization", op_layernorm},
     {"ReduceMean", op_reduce}, {"ReduceSum", op_reduce}, {"ReduceMax", op_reduce},
+    {"ReduceMin", op_reduce}, {"ReduceL1", op_reduce}, {"ReduceL2", op_reduce},
+    {"ReduceSumSquare", op_reduce}, {"ReduceLogSum", op_reduce}, {"ReduceLogSumExp", op_reduce},
+    {"Softsign", op_composite}, {"Selu", op_composite}, {"Celu", op_composite},
+    {"HardSigmoid", op_composite}, {"HardSwish", op_composite}, {"PRelu", op_composite},
+    {"InstanceNormalization", op_instancenorm}, {"Pad", op_pad}, {"DepthToSpace", op_depth_space},
+    {"SpaceToDepth", op_depth_space}, {"Tile", op_tile},
 };
 
 ox_handler ox_find_op(const char *op_type)

@@ -79,7 +79,7 @@ void weights_init(ir_graph *g, uint64_t seed)
 {
     for (int i = 0; i < g->nnodes; i++) {
         ir_node *n = ir_at(g, i);
-        if (n->op == IR_OP_param && !n->dead && !n->data) init_param(g, n, seed);   /* ONNX: has data */
+        if (n->op == IR_OP_param && !n->dead) init_param(g, n, seed);
     }
 }
 

@@ -16,8 +16,7 @@
 int weights_load(ir_graph *g, const char *path);
 
 /* Deterministic initialisation from seed: Glorot-uniform for IR_PARAM_GLOROT
- * (fan_in/fan_out as PyTorch computes them), zeros, ones.  Parameters that
- * already hold data (an ONNX model's initializers) keep it. */
+ * (fan_in/fan_out as PyTorch computes them), zeros, ones. */
 void weights_init(ir_graph *g, uint64_t seed);
 
 /* Serialises every param (PyTorch names and layouts, model dtype) as a
