@@ -920,22 +920,24 @@ static bool op_gemm(ox_state *s)
 /* pads, strides, dilations and auto_pad of a 2-D window op over spatial
  * dims hw (kernel in a->kernel) into a; SAME_* padding is computed here.
  * ceil_mode=1 (pools) becomes extra padding at the end: *ceil_pad. */
-static bool window_attrs(ox_state *s, ir_attrs *a, const int64_t *hw, bool *ceil_pad)
+static bool window_attrs(ox_state *s, ir_attrs *a, const int64_t *hw, bool *ceil_pad, int nd)
 {
+    int o = 2 - nd;   /* a 1-D op is a 2-D one of height 1 */
     int64_t v[8];
     const char *auto_pad = ox_attr_str(s, "auto_pad", "NOTSET");
     int n;
-    if ((n = ox_attr_ints(s, "strides", v, 2)) == 2) a->stride[0] = (int)v[0], a->stride[1] = (int)v[1];
+    if ((n = ox_attr_ints(s, "strides", v, nd)) == nd) for (int i = 0; i < nd; i++) a->stride[o + i] = (int)v[i];
     else if (n >= 0) goto bad;
-    if ((n = ox_attr_ints(s, "dilations", v, 2)) == 2) a->dilation[0] = (int)v[0], a->dilation[1] = (int)v[1];
+    if ((n = ox_attr_ints(s, "dilations", v, nd)) == nd) for (int i = 0; i < nd; i++) a->dilation[o + i] = (int)v[i];
     else if (n >= 0) goto bad;
     if (ceil_pad && (a->dilation[0] != 1 || a->dilation[1] != 1)) { ox_unsupported(s, "dilated pooling"); return false; }
-    if ((n = ox_attr_ints(s, "pads", v, 4)) == 4) for (int i = 0; i < 4; i++) a->pad[i] = (int)v[i];
+    if ((n = ox_attr_ints(s, "pads", v, 2 * nd)) == 2 * nd)
+        for (int i = 0; i < nd; i++) a->pad[o + i] = (int)v[i], a->pad[o + i + 2] = (int)v[nd + i];
     else if (n >= 0) goto bad;
     for (int i = 0; i < 4; i++) if (a->pad[i] < 0 || a->pad[i] > 1 << 16) goto bad;
     for (int i = 0; i < 2; i++) if (a->stride[i] < 1 || a->dilation[i] < 1 || a->stride[i] > 1 << 16 || a->dilation[i] > 1 << 16) goto bad;
     bool upper = !strcmp(auto_pad, "SAME_UPPER"), lower = !strcmp(auto_pad, "SAME_LOWER");
-    for (int d = 0; d < 2 && (upper || lower); d++) {
+    for (int d = o; d < 2 && (upper || lower); d++) {
         int64_t span = (int64_t)a->dilation[d] * (a->kernel[d] - 1) + 1;
         int64_t total = ((hw[d] + a->stride[d] - 1) / a->stride[d] - 1) * a->stride[d] + span - hw[d];
         if (total < 0) total = 0;
@@ -945,7 +947,7 @@ static bool window_attrs(ox_state *s, ir_attrs *a, const int64_t *hw, bool *ceil
     if (ceil_pad) *ceil_pad = false;
     if (ox_attr_int(s, "ceil_mode", 0)) {
         if (!ceil_pad) goto bad;
-        for (int d = 0; d < 2; d++) {
+        for (int d = o; d < 2; d++) {
             int64_t padded = hw[d] + a->pad[d] + a->pad[d + 2] - a->kernel[d];
             if (padded < 0) continue;
             int64_t out = (padded + a->stride[d] - 1) / a->stride[d] + 1;
@@ -959,7 +961,7 @@ static bool window_attrs(ox_state *s, ir_attrs *a, const int64_t *hw, bool *ceil
     }
     return true;
 bad:
-    ox_unsupported(s, "window attributes other than 2-D (2 strides, 2 dilations, 4 pads)");
+    ox_unsupported(s, "window attributes of another rank than the op's (strides, dilations, pads)");
     return false;
 }
 
@@ -968,16 +970,34 @@ static bool op_conv(ox_state *s)
     bool ok = true;
     ox_val *x = IN(0), *w = IN(1), *b = IN(2);
     if (!ok || !x || !w) return false;
-    if (!w->c || w->c->rank != 4 || (b && !b->c)) { ox_unsupported(s, "a Conv that is not 2-D or whose weights are not constants"); return false; }
+    int64_t xs[IR_MAX_RANK];
+    int rank = ox_shape(s, x, xs);
+    if (!w->c || (b && !b->c) || w->c->rank != rank || (rank != 4 && rank != 3)) {
+        ox_unsupported(s, "a Conv that is not 1-D or 2-D or whose weights are not constants");
+        return false;
+    }
     ir_attrs a = ox_attrs();
     a.groups = (int)ox_attr_int(s, "group", 1);
-    a.kernel[0] = (int)w->c->shape[2], a.kernel[1] = (int)w->c->shape[3];
-    int64_t xs[IR_MAX_RANK];
-    if (ox_shape(s, x, xs) != 4) { ox_unsupported(s, "a Conv that is not 2-D"); return false; }
-    if (!window_attrs(s, &a, xs + 2, NULL)) return false;
-    int src[3] = {ox_node_nhwc(s, x), ox_node(s, w), b ? ox_node(s, b) : IR_NONE};
-    if (src[0] == IR_NONE || src[1] == IR_NONE) return false;
-    return set_node(s, 0, ox_add(s, IR_OP_conv, src, 3, &a), true);
+    a.kernel[0] = rank == 4 ? (int)w->c->shape[2] : 1, a.kernel[1] = (int)w->c->shape[rank - 1];
+    int64_t hw[2] = {rank == 4 ? xs[2] : 1, xs[rank - 1]};
+    if (!window_attrs(s, &a, hw, NULL, rank - 2)) return false;
+    if (rank == 4) {
+        int src[3] = {ox_node_nhwc(s, x), ox_node(s, w), b ? ox_node(s, b) : IR_NONE};
+        if (src[0] == IR_NONE || src[1] == IR_NONE) return false;
+        return set_node(s, 0, ox_add(s, IR_OP_conv, src, 3, &a), true);
+    }
+    int64_t x4[4] = {xs[0], xs[1], 1, xs[2]}, w4[4] = {w->c->shape[0], w->c->shape[1], 1, w->c->shape[2]};
+    ox_val xv = {.name = x->name, .node = reshape_to(s, ox_node(s, x), x4, 4), .nchw = IR_NONE};
+    if (xv.node == IR_NONE) return false;
+    int src[3] = {ox_node_nhwc(s, &xv), ox_param(s, w->c->v, 4, w4, ax_strdup(s->ctx->arena, w->name)),
+                  b ? ox_node(s, b) : IR_NONE};
+    int y = src[0] == IR_NONE ? IR_NONE : ox_add(s, IR_OP_conv, src, 3, &a);   /* [N, 1, L', O] */
+    if (y == IR_NONE) return false;
+    static const int to_ncl[4] = {0, 3, 1, 2};
+    y = transpose_perm(s, y, to_ncl, 4);
+    const ir_node *yn = ir_at(s->g, y);
+    int64_t out[3] = {yn->shape[0], yn->shape[1], yn->shape[3]};
+    return set_node(s, 0, reshape_to(s, y, out, 3), false);
 }
 
 /* AveragePool excluding padding from the divisor: the mean over the window
@@ -1002,11 +1022,14 @@ static bool op_pool(ox_state *s)
     if (s->node->n_output > 1 && s->node->output[1][0]) { ox_unsupported(s, "the Indices output"); return false; }
     ir_attrs a = ox_attrs();
     int64_t k[3], xs[IR_MAX_RANK];
-    if (ox_attr_ints(s, "kernel_shape", k, 2) != 2 || ox_shape(s, x, xs) != 4) { ox_unsupported(s, "a pool that is not 2-D"); return false; }
+    int rank = ox_shape(s, x, xs), nd = rank - 2;
+    if ((rank != 4 && rank != 3) || ox_attr_ints(s, "kernel_shape", k, 2) != nd) { ox_unsupported(s, "a pool that is not 1-D or 2-D"); return false; }
     if (ox_attr_int(s, "storage_order", 0)) { ox_unsupported(s, "storage_order=1"); return false; }
+    if (nd == 1) k[1] = k[0], k[0] = 1;
     a.kernel[0] = (int)k[0], a.kernel[1] = (int)k[1];
     if (k[0] < 1 || k[1] < 1 || k[0] > 1 << 16 || k[1] > 1 << 16) { ox_fail(s, "bad kernel_shape"); return false; }
-    if (!window_attrs(s, &a, xs + 2, &ceil_pad)) return false;
+    int64_t hw[2] = {nd == 2 ? xs[2] : 1, xs[rank - 1]};
+    if (!window_attrs(s, &a, hw, &ceil_pad, nd)) return false;
     bool padded = a.pad[0] || a.pad[1] || a.pad[2] || a.pad[3];
     bool include_pad = ox_attr_int(s, "count_include_pad", 0);
     if (!max && include_pad && ceil_pad) { ox_unsupported(s, "AveragePool with ceil_mode=1 and count_include_pad=1"); return false; }
@@ -1015,10 +1038,22 @@ static bool op_pool(ox_state *s)
         ox_unsupported(s, "pool padding over half the kernel");
         return false;
     }
-    int src = ox_node_nhwc(s, x);
+    ox_val xv = *x;
+    if (nd == 1) {
+        int64_t x4[4] = {xs[0], xs[1], 1, xs[2]};
+        xv = (ox_val){.name = x->name, .node = reshape_to(s, ox_node(s, x), x4, 4), .nchw = IR_NONE};
+        if (xv.node == IR_NONE) return false;
+    }
+    int src = ox_node_nhwc(s, &xv);
     if (src == IR_NONE) return false;
-    if (!max && padded && !include_pad) return set_node(s, 0, mean_excluding_pad(s, src, &a), true);
-    return set_node(s, 0, ox_add(s, max ? IR_OP_maxpool : IR_OP_meanpool, &src, 1, &a), true);
+    int y = !max && padded && !include_pad ? mean_excluding_pad(s, src, &a)
+                                           : ox_add(s, max ? IR_OP_maxpool : IR_OP_meanpool, &src, 1, &a);
+    if (nd == 2 || y == IR_NONE) return set_node(s, 0, y, true);
+    static const int to_ncl[4] = {0, 3, 1, 2};
+    y = transpose_perm(s, y, to_ncl, 4);
+    const ir_node *yn = ir_at(s->g, y);
+    int64_t out[3] = {yn->shape[0], yn->shape[1], yn->shape[3]};
+    return set_node(s, 0, reshape_to(s, y, out, 3), false);
 }
 
 /* Global pools as two reductions over H and W of the NHWC tensor. */
