@@ -401,16 +401,20 @@ static bool op_clip(ox_state *s)
     ox_val *x = IN(0), *lo = IN(1), *hi = IN(2);
     if (!ok || !x) return false;
     double min = ox_attr_float(s, "min", -INFINITY), max = ox_attr_float(s, "max", INFINITY);
-    if ((lo && !lo->c) || (hi && !hi->c)) {
-        ox_unsupported(s, "Clip bounds that are not constants");
-        return false;
+    if ((lo && !lo->c) || (hi && !hi->c)) {   /* computed bounds */
+        int y = ox_node(s, x);
+        if (lo) y = max_min(s, true, y, lo->c ? ox_scalar(s, lo->c->v[0]) : ox_node(s, lo));
+        if (hi) y = max_min(s, false, y, hi->c ? ox_scalar(s, hi->c->v[0]) : ox_node(s, hi));
+        return set_node(s, 0, y, false);
     }
     if (lo) min = lo->c->v[0];
     if (hi) max = hi->c->v[0];
     ir_op op = min == 0 && max == 6 ? IR_OP_relu6 : min == 0 && isinf(max) ? IR_OP_relu : IR_OP_COUNT;
-    if (op == IR_OP_COUNT) {
-        ox_unsupported(s, "Clip bounds other than (0, 6) and (0, none)");
-        return false;
+    if (op == IR_OP_COUNT) {   /* min(max(x, lo), hi) of IR ops */
+        int y = ox_node(s, x);
+        if (!isinf(min)) y = max_min(s, true, y, ox_scalar(s, min));
+        if (!isinf(max)) y = max_min(s, false, y, ox_scalar(s, max));
+        return set_node(s, 0, y, false);
     }
     int src = ox_node(s, x);
     if (!x->c && x->nhwc) src = x->node;
@@ -1124,10 +1128,6 @@ static bool op_layernorm(ox_state *s)
     int64_t shape[IR_MAX_RANK], axis = ox_attr_int(s, "axis", -1);
     int rank = ox_shape(s, x, shape);
     if (!norm_axis(s, &axis, rank)) return false;
-    if (s->node->n_output > 1 && (s->node->output[1][0] || (s->node->n_output > 2 && s->node->output[2][0]))) {
-        ox_unsupported(s, "the Mean/InvStdDev outputs");
-        return false;
-    }
     int64_t d = numel(shape + axis, rank - (int)axis), flat[IR_MAX_RANK];
     int64_t ws[IR_MAX_RANK];
     if (ox_shape(s, w, ws) < 1 || numel(ws, ox_shape(s, w, ws)) != d) {
@@ -1153,7 +1153,22 @@ static bool op_layernorm(ox_state *s)
     int src[3] = {xn, wn, bn};
     int y = ox_add(s, IR_OP_layernorm, src, 3, &a);
     if (y != IR_NONE && axis != rank - 1) y = reshape_to(s, y, shape, rank);
-    return set_node(s, 0, y, false);
+    if (!set_node(s, 0, y, false)) return false;
+    if (s->node->n_output < 2) return true;
+    /* Mean and InvStdDev: the statistics, normalised dims kept as 1 */
+    ir_attrs r = ox_attrs();
+    r.axis = (int)axis;
+    int mean = xn == IR_NONE ? xn : ox_add(s, IR_OP_mean, &xn, 1, &r);
+    int dev = bin(s, IR_OP_sub, xn, mean), sq = bin(s, IR_OP_mul, dev, dev);
+    int var = sq == IR_NONE ? sq : ox_add(s, IR_OP_mean, &sq, 1, &r);
+    int inv = bin(s, IR_OP_div, ox_scalar(s, 1.0), un(s, IR_OP_sqrt, bin(s, IR_OP_add, var, ox_scalar(s, a.eps))));
+    int64_t kept[IR_MAX_RANK];
+    for (int i = 0; i < rank; i++) kept[i] = i < axis ? shape[i] : 1;
+    int outs[2] = {mean, inv};
+    for (int k = 0; k < 2 && k + 1 < (int)s->node->n_output; k++)
+        if (s->node->output[k + 1][0] && !set_node(s, k + 1, outs[k] == IR_NONE ? IR_NONE : reshape_to(s, outs[k], kept, rank), false))
+            return false;
+    return true;
 }
 
 /* ReduceMean/Sum/Max as one single-axis reduction per axis. */
@@ -1264,7 +1279,6 @@ static bool op_instancenorm(ox_state *s)
     bool ok = true;
     ox_val *xv = IN(0), *w = IN(1), *b = IN(2);
     if (!ok || !xv || !w || !b) return false;
-    if (!w->c || !b->c) { ox_unsupported(s, "computed scale or bias"); return false; }
     int64_t shape[IR_MAX_RANK];
     int rank = ox_shape(s, xv, shape), x = ox_node(s, xv);
     if (rank < 3) { ox_unsupported(s, "an input of rank under 3"); return false; }
@@ -1277,8 +1291,9 @@ static bool op_instancenorm(ox_state *s)
     int sq = bin(s, IR_OP_mul, d, d);
     int var = sq == IR_NONE ? sq : ox_add(s, IR_OP_mean, &sq, 1, &a);
     int den = un(s, IR_OP_sqrt, bin(s, IR_OP_add, var, scalar_param(s, ox_attr_float(s, "epsilon", 1e-5))));
-    int y = bin(s, IR_OP_add, bin(s, IR_OP_mul, bin(s, IR_OP_div, d, den), ox_param(s, w->c->v, 3, cs, NULL)),
-                ox_param(s, b->c->v, 3, cs, NULL));
+    int wn = w->c ? ox_param(s, w->c->v, 3, cs, NULL) : reshape_to(s, ox_node(s, w), cs, 3);
+    int bn = b->c ? ox_param(s, b->c->v, 3, cs, NULL) : reshape_to(s, ox_node(s, b), cs, 3);
+    int y = bin(s, IR_OP_add, bin(s, IR_OP_mul, bin(s, IR_OP_div, d, den), wn), bn);
     return set_node(s, 0, y == IR_NONE ? y : reshape_to(s, y, shape, rank), false);
 }
 
