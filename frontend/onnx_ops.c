@@ -169,6 +169,26 @@ static int max_min(ox_state *s, bool max, int a, int b)
                : bin(s, IR_OP_sub, a, un(s, IR_OP_relu, bin(s, IR_OP_sub, a, b)));
 }
 
+/* y = W x along axis (W [m, d], row-major): the dense of select_axis with
+ * any weights (Resize's interpolation). */
+static int weigh_axis(ox_state *s, int x, int axis, const double *w, int64_t m)
+{
+    const ir_node *xn = ir_at(s->g, x);
+    int rank = xn->rank;
+    int64_t d = xn->shape[axis];
+    if (m * d > ((int64_t)1 << 22) || m < 1) {
+        ox_unsupported(s, "a resize this large");
+        return IR_NONE;
+    }
+    int back[IR_MAX_RANK];
+    int t = axis_last(s, x, rank, axis, back);
+    if (t == IR_NONE) return IR_NONE;
+    int64_t wshape[2] = {m, d};
+    int src[3] = {t, ox_param(s, w, 2, wshape, NULL), IR_NONE};
+    int y = ox_add(s, IR_OP_dense, src, 3, NULL);
+    return y == IR_NONE ? y : transpose_perm(s, y, back, rank);
+}
+
 /* ---- folding ----------------------------------------------------------- */
 
 typedef double (*binary_fn)(double, double);
@@ -1393,6 +1413,77 @@ static bool op_tile(ox_state *s)
     return set_node(s, 0, y, false);
 }
 
+/* Resize (nearest, linear; opset 10+) and Upsample (opset 7-9): one
+ * interpolation matrix per resized axis, applied as a dense. */
+static double resize_coord(const char *mode, int64_t i, double scale, int64_t in, int64_t out)
+{
+    if (!strcmp(mode, "asymmetric")) return (double)i / scale;
+    if (!strcmp(mode, "align_corners")) return out == 1 ? 0 : (double)i * (double)(in - 1) / (double)(out - 1);
+    if (!strcmp(mode, "pytorch_half_pixel")) return out > 1 ? (i + 0.5) / scale - 0.5 : 0;
+    if (!strcmp(mode, "tf_half_pixel_for_nn")) return (i + 0.5) / scale;
+    return (i + 0.5) / scale - 0.5;   /* half_pixel */
+}
+
+static int64_t nearest_index(const char *mode, double x)
+{
+    if (!strcmp(mode, "floor")) return (int64_t)floor(x);
+    if (!strcmp(mode, "ceil")) return (int64_t)ceil(x);
+    if (!strcmp(mode, "round_prefer_ceil")) return x - floor(x) == 0.5 ? (int64_t)ceil(x) : (int64_t)llround(x);
+    return x - floor(x) == 0.5 ? (int64_t)floor(x) : (int64_t)llround(x);   /* round_prefer_floor */
+}
+
+static bool op_resize(ox_state *s)
+{
+    bool ok = true, upsample = !strcmp(s->node->op_type, "Upsample");
+    ox_val *x = IN(0);
+    if (!ok || !x) return false;
+    int64_t shape[IR_MAX_RANK], out[IR_MAX_RANK];
+    double scales[IR_MAX_RANK];
+    int rank = ox_shape(s, x, shape);
+    const char *mode = ox_attr_str(s, "mode", "nearest");
+    const char *coord = upsample ? "asymmetric" : ox_attr_str(s, "coordinate_transformation_mode", s->opset < 11 ? "asymmetric" : "half_pixel");
+    const char *nearest = upsample || s->opset < 11 ? "floor" : ox_attr_str(s, "nearest_mode", "round_prefer_floor");
+    if ((strcmp(mode, "nearest") && strcmp(mode, "linear")) || !strcmp(coord, "tf_crop_and_resize")) {
+        ox_unsupported(s, "this resize mode (nearest and linear only, no tf_crop_and_resize)");
+        return false;
+    }
+    ox_val *sc = NULL, *sz = NULL;
+    const Onnx__AttributeProto *attr = upsample ? ox_attr(s, "scales") : NULL;
+    if (upsample && !attr) sc = IN(1);
+    else if (!upsample && s->opset < 11) sc = IN(1);
+    else if (!upsample) { sc = NIN > 2 ? IN(2) : NULL; sz = NIN > 3 ? IN(3) : NULL; }
+    if (!ok) return false;
+    if (sc && sc->c && sc->c->count == 0) sc = NULL;
+    for (int i = 0; i < rank; i++) {
+        if (attr && (int)attr->n_floats == rank) scales[i] = attr->floats[i];
+        else if (sc && sc->c && sc->c->count == rank) scales[i] = sc->c->v[i];
+        else if (sz && sz->c && sz->c->count == rank) scales[i] = sz->c->v[i] / (double)shape[i];
+        else { ox_unsupported(s, "scales or sizes that are not constants of the input's rank"); return false; }
+        out[i] = sz && sz->c ? (int64_t)sz->c->v[i] : (int64_t)floor(shape[i] * scales[i]);
+        if (scales[i] <= 0 || out[i] < 1 || out[i] > ((int64_t)1 << 20)) { ox_fail(s, "bad scale or size"); return false; }
+    }
+    int y = ox_node(s, x);
+    for (int ax = 0; ax < rank && y != IR_NONE; ax++) {
+        if (out[ax] == shape[ax] && scales[ax] == 1) continue;
+        int64_t in = shape[ax], m = out[ax];
+        double *w = ax_alloc(s->ctx->arena, sizeof *w * (size_t)(m * in));
+        for (int64_t i = 0; i < m; i++) {
+            double c = resize_coord(coord, i, scales[ax], in, m);
+            if (!strcmp(mode, "nearest")) {
+                int64_t k = nearest_index(nearest, c);
+                w[i * in + (k < 0 ? 0 : k >= in ? in - 1 : k)] = 1;
+                continue;
+            }
+            c = c < 0 ? 0 : c > (double)(in - 1) ? (double)(in - 1) : c;
+            int64_t k0 = (int64_t)floor(c), k1 = k0 + 1 < in ? k0 + 1 : in - 1;
+            w[i * in + k0] += 1 - (c - (double)k0);
+            w[i * in + k1] += c - (double)k0;
+        }
+        y = weigh_axis(s, y, ax, w, m);
+    }
+    return set_node(s, 0, y, false);
+}
+
 /* ---- the table ------------------------------------------------------------- */
 
 typedef struct op_row { const char *name; ox_handler fn; } op_row;
@@ -1420,7 +1511,8 @@ static const op_row op_rows[] = {
     {"Softsign", op_composite}, {"Selu", op_composite}, {"Celu", op_composite},
     {"HardSigmoid", op_composite}, {"HardSwish", op_composite}, {"PRelu", op_composite},
     {"InstanceNormalization", op_instancenorm}, {"Pad", op_pad}, {"DepthToSpace", op_depth_space},
-    {"SpaceToDepth", op_depth_space}, {"Tile", op_tile},
+    {"SpaceToDepth", op_depth_space}, {"Tile", op_tile}, {"Resize", op_resize},
+    {"Upsample", op_resize},
 };
 
 ox_handler ox_find_op(const char *op_type)

@@ -45,7 +45,15 @@ def squeezenet():
     return torchvision.models.squeezenet1_1(num_classes=10), torch.randn(1, 3, 48, 48)
 
 
-MODELS = [("efficientnet_b0", efficientnet_b0, (13,)), ("shufflenet_v2", shufflenet_v2, (13,)),
+def upsample():
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Upsample(scale_factor=2, mode="nearest"),
+                            torch.nn.Conv2d(4, 4, 3), torch.nn.Upsample(scale_factor=2, mode="bilinear"),
+                            torch.nn.Upsample(size=(20, 30), mode="bilinear", align_corners=True),
+                            torch.nn.Upsample(size=(9, 7), mode="nearest"))
+    return m, torch.randn(1, 3, 8, 8)
+
+
+MODELS = [("upsample", upsample, (11, 13)), ("efficientnet_b0", efficientnet_b0, (13,)), ("shufflenet_v2", shufflenet_v2, (13,)),
           ("squeezenet1_1", squeezenet, (13,)), ("resnet18", resnet18, (13,)), ("mobilenet_v2", mobilenet_v2, (13, 17)),
           ("transformer_encoder", transformer, (13, 17))]
 
