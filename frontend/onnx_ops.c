@@ -1484,6 +1484,55 @@ static bool op_resize(ox_state *s)
     return set_node(s, 0, y, false);
 }
 
+/* ConvTranspose (2-D, groups 1): zeros inserted between the input's pixels
+ * (a 0/1 dense per spatial axis), then a Conv with the kernel flipped and
+ * its channels swapped, padded by dilation * (k - 1) - pads. */
+static bool op_conv_transpose(ox_state *s)
+{
+    bool ok = true;
+    ox_val *x = IN(0), *w = IN(1), *b = IN(2);
+    if (!ok || !x || !w) return false;
+    int64_t xs[IR_MAX_RANK], v[4], st[2] = {1, 1}, dl[2] = {1, 1}, pd[4] = {0, 0, 0, 0}, op[2] = {0, 0};
+    if (ox_shape(s, x, xs) != 4 || !w->c || w->c->rank != 4 || (b && !b->c) || ox_attr_int(s, "group", 1) != 1 ||
+        ox_attr(s, "output_shape") || strcmp(ox_attr_str(s, "auto_pad", "NOTSET"), "NOTSET")) {
+        ox_unsupported(s, "a ConvTranspose that is not 2-D with constant weights, groups 1, explicit pads");
+        return false;
+    }
+    if (ox_attr_ints(s, "strides", v, 2) == 2) st[0] = v[0], st[1] = v[1];
+    if (ox_attr_ints(s, "dilations", v, 2) == 2) dl[0] = v[0], dl[1] = v[1];
+    if (ox_attr_ints(s, "pads", v, 4) == 4) memcpy(pd, v, sizeof pd);
+    if (ox_attr_ints(s, "output_padding", v, 2) == 2) op[0] = v[0], op[1] = v[1];
+    int64_t cin = w->c->shape[0], cout = w->c->shape[1], kh = w->c->shape[2], kw = w->c->shape[3];
+    ir_attrs a = ox_attrs();
+    int64_t k[2] = {kh, kw};
+    for (int d = 0; d < 2; d++) {
+        if (st[d] < 1 || st[d] > 64 || dl[d] < 1 || dl[d] > 64 || op[d] < 0 || op[d] >= st[d]) { ox_fail(s, "bad strides, dilations or output_padding"); return false; }
+        int64_t lo = dl[d] * (k[d] - 1) - pd[d], hi = dl[d] * (k[d] - 1) - pd[d + 2] + op[d];
+        if (lo < 0 || hi < 0 || lo > 1 << 16 || hi > 1 << 16) { ox_unsupported(s, "pads over dilation * (kernel - 1)"); return false; }
+        a.pad[d] = (int)lo, a.pad[d + 2] = (int)hi, a.dilation[d] = (int)dl[d];
+    }
+    if (xs[1] != cin) { ox_fail(s, "input has %lld channels, the weight %lld", (long long)xs[1], (long long)cin); return false; }
+    int y = ox_node(s, x);
+    for (int d = 0; d < 2 && y != IR_NONE; d++) {   /* zeros between pixels */
+        if (st[d] == 1) continue;
+        int64_t in = xs[2 + d], m = (in - 1) * st[d] + 1;
+        double *z = ax_alloc(s->ctx->arena, sizeof *z * (size_t)(m * in));
+        for (int64_t i = 0; i < in; i++) z[i * st[d] * in + i] = 1;
+        y = weigh_axis(s, y, 2 + d, z, m);
+    }
+    double *fw = ax_alloc(s->ctx->arena, sizeof *fw * (size_t)(cin * cout * kh * kw));
+    for (int64_t i = 0; i < cin; i++)
+        for (int64_t o = 0; o < cout; o++)
+            for (int64_t r = 0; r < kh; r++)
+                for (int64_t c = 0; c < kw; c++)
+                    fw[((o * cin + i) * kh + (kh - 1 - r)) * kw + (kw - 1 - c)] = w->c->v[((i * cout + o) * kh + r) * kw + c];
+    int64_t wshape[4] = {cout, cin, kh, kw};
+    ox_val yv = {.name = "upsampled", .node = y, .nchw = IR_NONE};
+    int src[3] = {y == IR_NONE ? IR_NONE : ox_node_nhwc(s, &yv), ox_param(s, fw, 4, wshape, NULL), b ? ox_node(s, b) : IR_NONE};
+    if (src[0] == IR_NONE) return false;
+    return set_node(s, 0, ox_add(s, IR_OP_conv, src, 3, &a), true);
+}
+
 /* ---- the table ------------------------------------------------------------- */
 
 typedef struct op_row { const char *name; ox_handler fn; } op_row;
@@ -1512,7 +1561,7 @@ static const op_row op_rows[] = {
     {"HardSigmoid", op_composite}, {"HardSwish", op_composite}, {"PRelu", op_composite},
     {"InstanceNormalization", op_instancenorm}, {"Pad", op_pad}, {"DepthToSpace", op_depth_space},
     {"SpaceToDepth", op_depth_space}, {"Tile", op_tile}, {"Resize", op_resize},
-    {"Upsample", op_resize},
+    {"Upsample", op_resize}, {"ConvTranspose", op_conv_transpose},
 };
 
 ox_handler ox_find_op(const char *op_type)

@@ -53,7 +53,14 @@ def upsample():
     return m, torch.randn(1, 3, 8, 8)
 
 
-MODELS = [("upsample", upsample, (11, 13)), ("efficientnet_b0", efficientnet_b0, (13,)), ("shufflenet_v2", shufflenet_v2, (13,)),
+def conv_transpose():
+    m = torch.nn.Sequential(torch.nn.ConvTranspose2d(3, 5, 3, stride=2, padding=1, output_padding=1),
+                            torch.nn.ReLU(), torch.nn.ConvTranspose2d(5, 4, (3, 2), dilation=2),
+                            torch.nn.ConvTranspose2d(4, 2, 4, stride=(1, 3), padding=(2, 1)))
+    return m, torch.randn(1, 3, 6, 7)
+
+
+MODELS = [("conv_transpose", conv_transpose, (13,)), ("upsample", upsample, (11, 13)), ("efficientnet_b0", efficientnet_b0, (13,)), ("shufflenet_v2", shufflenet_v2, (13,)),
           ("squeezenet1_1", squeezenet, (13,)), ("resnet18", resnet18, (13,)), ("mobilenet_v2", mobilenet_v2, (13, 17)),
           ("transformer_encoder", transformer, (13, 17))]
 
