@@ -55,6 +55,17 @@ const char *axc_home(ax_arena *a)
 /* ---- inputs -------------------------------------------------------------- */
 
 /* Smallest Embedding vocabulary fed by input node id (indices stay valid). */
+/* An output's name as a file name inside --output-dir: an ONNX name may hold
+ * '/' or start with '.' ("../x"), which must not leave the directory. */
+static const char *file_name(ax_arena *a, const char *name)
+{
+    char *f = ax_strdup(a, name && *name ? name : "output");
+    for (char *c = f; *c; c++)
+        if (*c == '/' || *c == '\\') *c = '_';
+    if (f[0] == '.') f[0] = '_';
+    return f;
+}
+
 static int64_t index_limit(const ir_graph *g, int id)
 {
     int64_t limit = 10;
@@ -329,7 +340,8 @@ static int write_outputs(ax_ctx *ctx, const axc_opts *o, const ir_graph *g, cons
         tf_tensor t = output_tensor(g, k, io->out[k]);
         ax_buf b = {0};
         tf_npy_write(&b, &t);
-        const char *path = o->run_output ? o->run_output : ax_sprintf(ctx->arena, "%s/%s.npy", o->run_output_dir, t.name);
+        const char *path = o->run_output ? o->run_output
+                                         : ax_sprintf(ctx->arena, "%s/%s.npy", o->run_output_dir, file_name(ctx->arena, t.name));
         int bad = ax_stage(&set, path, b.data, b.len);
         ax_buf_free(&b);
         if (bad) { axc_fail("cannot write '%s': %s", path, strerror(errno)); ax_abort(&set); return AXC_EUSAGE; }

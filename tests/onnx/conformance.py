@@ -86,7 +86,9 @@ def run_case(case, interp, tmp):
         return "fail", f"exit {r.returncode}: {first}"
     for k, n in enumerate(outs):
         want = numpy_helper.to_array(onnx.load_tensor(os.path.join(ds, f"output_{k}.pb")))
-        p = os.path.join(work, f"{n}.npy")
+        fname = n.replace("/", "_").replace("\\", "_")
+        fname = "_" + fname[1:] if fname.startswith(".") else fname
+        p = os.path.join(work, f"{fname}.npy")
         if not os.path.isfile(p):
             return "fail", f"no output {n}"
         got = np.load(p)

@@ -93,6 +93,20 @@ def external_ok(axc, d):
     return np.array_equal(got, x + w), f"got {got}, expected {x + w}"
 
 
+def output_name_stays_inside(axc, d):
+    """An output named '../escape' is written inside --output-dir."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("../escape", TensorProto.FLOAT, [1, 4])
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["../escape"], name="r")], "g", [x], [y])
+    path = os.path.join(d, "esc.onnx")
+    open(path, "wb").write(helper.make_model(g).SerializeToString())
+    out = os.path.join(d, "outdir")
+    os.makedirs(out, exist_ok=True)
+    r = subprocess.run([axc, "run", path, "--interp", "--output-dir", out], capture_output=True, text=True, timeout=60)
+    return r.returncode == 0 and not os.path.exists(os.path.join(d, "escape.npy")) and len(os.listdir(out)) == 1, \
+        f"exit {r.returncode}, {os.listdir(out)}: {r.stderr[:300]}"
+
+
 def main():
     if onnx is None:
         print("SKIP: onnx hostile models (needs python3-onnx)")
@@ -113,6 +127,11 @@ def main():
                 rc = 1
                 print(f"  exit {r.returncode}, output written: {wrote}, expected /{pattern}/\n  " +
                       r.stderr.strip()[:400].replace("\n", "\n  "))
+        ok, why = output_name_stays_inside(axc, sub)
+        print(f"{'PASS' if ok else 'FAIL'}: onnx output named '../escape' stays inside --output-dir")
+        if not ok:
+            rc = 1
+            print("  " + why)
         ok, why = external_ok(axc, sub)
         print(f"{'PASS' if ok else 'FAIL'}: onnx external data beside the model is read (offset, length)")
         if not ok:
