@@ -1323,7 +1323,9 @@ static bool op_pad(ox_state *s)
     bool ok = true;
     ox_val *xv = IN(0);
     if (!ok || !xv) return false;
-    if (strcmp(ox_attr_str(s, "mode", "constant"), "constant")) { ox_unsupported(s, "a Pad mode other than constant"); return false; }
+    const char *mode = ox_attr_str(s, "mode", "constant");
+    bool edge = !strcmp(mode, "edge"), reflect = !strcmp(mode, "reflect");
+    if (!edge && !reflect && strcmp(mode, "constant")) { ox_unsupported(s, "this Pad mode"); return false; }
     int64_t shape[IR_MAX_RANK], pads[2 * IR_MAX_RANK];
     int rank = ox_shape(s, xv, shape);
     int np = s->opset >= 11 ? const_ints(s, IN(1), pads, 2 * IR_MAX_RANK) : ox_attr_ints(s, "pads", pads, 2 * IR_MAX_RANK);
@@ -1332,7 +1334,20 @@ static bool op_pad(ox_state *s)
     double value = cv && cv->c && cv->c->count ? cv->c->v[0] : ox_attr_float(s, "value", 0);
     if (cv && !cv->c) { ox_unsupported(s, "a computed pad value"); return false; }
     int y = ox_node(s, xv);
-    for (int ax = 0; ax < rank && y != IR_NONE; ax++) {
+    for (int ax = 0; ax < rank && y != IR_NONE && (edge || reflect); ax++) {   /* a gather of indices */
+        int64_t lo = pads[ax], hi = pads[ax + rank], d = shape[ax], m = d + lo + hi;
+        if (lo < 0 || hi < 0 || (reflect && (lo >= d || hi >= d)) || m > OX_MAX_FOLD) { ox_unsupported(s, "these pads"); return false; }
+        if (!lo && !hi) continue;
+        int64_t *idx = ax_alloc(s->ctx->arena, sizeof *idx * (size_t)m);
+        for (int64_t i = 0; i < m; i++) {
+            int64_t k = i - lo;
+            if (edge) k = k < 0 ? 0 : k >= d ? d - 1 : k;
+            else k = k < 0 ? -k : k >= d ? 2 * (d - 1) - k : k;
+            idx[i] = k;
+        }
+        y = select_axis(s, y, ax, idx, m);
+    }
+    for (int ax = 0; ax < rank && y != IR_NONE && !edge && !reflect; ax++) {
         if (pads[ax] < 0 || pads[ax + rank] < 0) { ox_unsupported(s, "negative pads (cropping)"); return false; }
         int src[3], n = 0;
         for (int side = 0; side < 2; side++) {   /* before, x, after */

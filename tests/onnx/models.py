@@ -60,7 +60,13 @@ def conv_transpose():
     return m, torch.randn(1, 3, 6, 7)
 
 
-MODELS = [("conv_transpose", conv_transpose, (13,)), ("upsample", upsample, (11, 13)), ("efficientnet_b0", efficientnet_b0, (13,)), ("shufflenet_v2", shufflenet_v2, (13,)),
+def pads():
+    m = torch.nn.Sequential(torch.nn.ReflectionPad2d(2), torch.nn.ReplicationPad2d((1, 2, 0, 3)),
+                            torch.nn.ConstantPad2d(1, 0.5), torch.nn.Conv2d(3, 2, 3))
+    return m, torch.randn(1, 3, 5, 6)
+
+
+MODELS = [("pads", pads, (13,)), ("conv_transpose", conv_transpose, (13,)), ("upsample", upsample, (11, 13)), ("efficientnet_b0", efficientnet_b0, (13,)), ("shufflenet_v2", shufflenet_v2, (13,)),
           ("squeezenet1_1", squeezenet, (13,)), ("resnet18", resnet18, (13,)), ("mobilenet_v2", mobilenet_v2, (13, 17)),
           ("transformer_encoder", transformer, (13, 17))]
 
