@@ -39,11 +39,26 @@ AXC_LINK    :=
 RT_LINK     = $(LIBAXRT)
 endif
 CXX     ?= g++
+# The ONNX front end (frontend/onnx_*.c) needs protobuf-c and onnx.proto; the
+# C reader is generated into $(B)/gen.  Without them it is left out (axc then
+# says so for a .onnx input) and everything else builds.
+PROTOC_C   := $(shell command -v protoc-c 2>/dev/null)
+ONNX_PROTO := $(firstword $(wildcard /usr/include/onnx/onnx.proto /usr/lib/python3/dist-packages/onnx/onnx.proto))
+HAVE_ONNX  := $(if $(and $(PROTOC_C),$(ONNX_PROTO),$(shell pkg-config --exists libprotobuf-c && echo y)),y,)
+ifeq ($(HAVE_ONNX),y)
+CFLAGS_AXC += -DAXC_ONNX
+LDLIBS_AXC += $(shell pkg-config --libs libprotobuf-c)
+ONNX_GEN_OBJ := $(B)/obj/gen/onnx.pb-c.o
+else
+$(info axc: ONNX front end left out (needs protoc-c, libprotobuf-c-dev and onnx.proto: sh scripts/deps.sh))
+ONNX_GEN_OBJ :=
+endif
 
 GRAMMAR_C := $(B)/gen/axc.tab.c $(B)/gen/axc.lex.c
 GRAMMAR_H := $(B)/gen/axc.tab.h $(B)/gen/axc.lex.h
 AXC_SRC   := $(foreach d,$(AXC_DIRS),$(wildcard $(d)/*.c))
-AXC_OBJ   := $(patsubst %.c,$(B)/obj/%.o,$(AXC_SRC)) $(B)/obj/gen/axc.tab.o $(B)/obj/gen/axc.lex.o
+AXC_OBJ   := $(patsubst %.c,$(B)/obj/%.o,$(AXC_SRC)) $(B)/obj/gen/axc.tab.o $(B)/obj/gen/axc.lex.o \
+             $(ONNX_GEN_OBJ)
 LIB_OBJ   := $(filter-out $(B)/obj/compiler/main.o,$(AXC_OBJ)) $(CXX_AXC)
 RT_SRC    := $(wildcard runtime/*.c)
 RT_OBJ    := $(patsubst %.c,$(B)/obj/%.o,$(RT_SRC))
@@ -72,6 +87,19 @@ $(B)/gen/axc.tab.c $(B)/gen/axc.tab.h &: grammar/axc.y
 $(B)/gen/axc.lex.c $(B)/gen/axc.lex.h &: grammar/axc.l $(B)/gen/axc.tab.h
 	@mkdir -p $(B)/gen
 	flex --header-file=$(B)/gen/axc.lex.h -o $(B)/gen/axc.lex.c $<
+
+$(B)/gen/onnx.pb-c.c $(B)/gen/onnx.pb-c.h &: $(ONNX_PROTO)
+	@mkdir -p $(B)/gen
+	cp $< $(B)/gen/onnx.proto
+	cd $(B)/gen && $(PROTOC_C) --c_out=. onnx.proto
+
+$(B)/obj/gen/onnx.pb-c.o: $(B)/gen/onnx.pb-c.c $(B)/gen/onnx.pb-c.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_AXC) -w -c $< -o $@
+
+ifeq ($(HAVE_ONNX),y)
+$(patsubst %.c,$(B)/obj/%.o,$(wildcard frontend/onnx_*.c)): $(B)/gen/onnx.pb-c.h
+endif
 
 $(B)/obj/gen/%.o: $(B)/gen/%.c $(GRAMMAR_H) $(HEADERS)
 	@mkdir -p $(dir $@)

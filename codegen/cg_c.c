@@ -44,8 +44,21 @@ static const char *ctype(axrt_dtype dtype) { return ir_dtypes[dtype].c_type; }
 
 /* ---- names -------------------------------------------------------------- */
 
+/* The pointers a fused loop declares from storage names (emit_fused): y_
+ * and x0_, x1_, ...; a model's argument of that name would be shadowed. */
+static bool is_fused_pointer(const char *name)
+{
+    size_t n = strlen(name);
+    if (!strcmp(name, "y_")) return true;
+    if (n < 3 || name[0] != 'x' || name[n - 1] != '_') return false;
+    for (size_t i = 1; i + 1 < n; i++)
+        if (!isdigit((unsigned char)name[i])) return false;
+    return true;
+}
+
 static bool is_reserved_word(const char *name)
 {
+    if (is_fused_pointer(name)) return true;
     static const char *const words[] = {
         "arena", "status", "auto", "break", "case", "char", "const", "continue", "default",
         "do", "double", "else", "enum", "extern", "float", "for", "goto", "if", "inline",
@@ -738,8 +751,8 @@ static void emit_fused(emitter *em, const ir_node *n, const char *y)
     const char *t = ctype(n->dtype);
     ax_buf_puts(em->out, "    {\n");
     for (int k = 0; k < n->nsrc; k++)
-        ax_buf_printf(em->out, "        const %s *x%d = %s;\n", t, k, operand(em, n, k));
-    ax_buf_printf(em->out, "        %s *y = %s;\n        size_t o = 0", t, y);
+        ax_buf_printf(em->out, "        const %s *x%d_ = %s;\n", t, k, operand(em, n, k));
+    ax_buf_printf(em->out, "        %s *y_ = %s;\n        size_t o = 0", t, y);
     for (int d = 0; d < loops; d++)
         ax_buf_printf(em->out, ", i%d", d);
     ax_buf_puts(em->out, ";\n");
@@ -749,10 +762,10 @@ static void emit_fused(emitter *em, const ir_node *n, const char *y)
         ax_buf_printf(em->out, "%*sfor (i%d = 0; i%d < %lld; i%d++%s)%s\n", 8 + 4 * d, "", d, d,
                       (long long)dims[d], d, d == loops - 1 ? ", o++" : "", d == loops - 1 ? " {" : "");
     for (int k = 0; k < n->nsrc; k++)
-        ax_buf_printf(em->out, "%sconst %s a%d = x%d[%s];\n", indent, t, k, k,
+        ax_buf_printf(em->out, "%sconst %s a%d = x%d_[%s];\n", indent, t, k, k,
                       fused_index(em, strides[k], loops));
     emit_fused_steps(em, n, indent);
-    ax_buf_printf(em->out, "%sy[o] = t%d;\n%*s}\n    }\n", indent, n->attrs.nsteps - 1, 4 + 4 * loops, "");
+    ax_buf_printf(em->out, "%sy_[o] = t%d;\n%*s}\n    }\n", indent, n->attrs.nsteps - 1, 4 + 4 * loops, "");
 }
 
 /* Families that need no code of their own, or share an emitter. */

@@ -12,6 +12,7 @@
 #include "cg_target.h"
 #include "driver.h"
 #include "weights.h"
+#include "onnx.h"
 
 /* --print-after-all: the IR after each pass, to stderr. */
 static void print_after(const axc_opts *o, const ir_graph *g, const char *pass)
@@ -97,11 +98,14 @@ static void note_random_params(ax_ctx *ctx, const axc_opts *o)
             "this on purpose", (unsigned long long)o->seed);
 }
 
-static int load_params(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n)
+/* have_data: the parameters came with the model (ONNX initializers), so
+ * they are initialised only from --weights. */
+static int load_params(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, bool have_data)
 {
     int oversized = 0;
     for (int i = 0; i < n; i++) oversized += check_param_bytes(models[i]);
     if (oversized) return AXC_EINPUT;
+    if (!o->weights && have_data) return 0;
     if (!o->weights) {
         for (int i = 0; i < n; i++) weights_init(models[i], o->seed);
         note_random_params(ctx, o);
@@ -175,9 +179,25 @@ void axc_free_models(ir_graph **models, int n)
     for (int i = 0; i < n; i++) ir_graph_free_nodes(models[i]);
 }
 
-int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
+/* An ONNX model: one graph, imported with pass_shape as its shape inference. */
+static int import_onnx(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
 {
-    *n = 0;
+    ir_target_id target;
+    if (requested_target(o, &target)) return AXC_EUSAGE;
+    ir_graph *g = onnx_import(ctx, o->input, ctx->src, ctx->src_len, pass_shape);
+    if (!g) return AXC_EINPUT;
+    g->target = &cg_target_get(target != IR_TARGET_COUNT ? target : g->backend)->facts;
+    if (check_model(o, g, false) != 0) {
+        ir_graph_free_nodes(g);
+        return AXC_EINPUT;
+    }
+    models[(*n)++] = g;
+    return AXC_OK;
+}
+
+/* Parses and lowers the selected models of a .ax file. */
+static int build_front_end(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
+{
     ast_file *f = ast_parse(ctx);
     if (!f) return AXC_EINPUT;
     lower_check_defines(ctx, f, o->defines, o->ndefines);
@@ -197,8 +217,16 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
         if (check_model(o, g, ctx->errors > errors_before) == 0) models[(*n)++] = g;
         else ir_graph_free_nodes(g);
     }
-    if (ctx->errors) return AXC_EINPUT;
-    rc = load_params(ctx, o, models, *n);
+    return ctx->errors ? AXC_EINPUT : AXC_OK;
+}
+
+int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
+{
+    *n = 0;
+    const bool onnx = onnx_is_model(o->input);
+    int rc = onnx ? import_onnx(ctx, o, models, n) : build_front_end(ctx, o, models, n);
+    if (rc) return rc;
+    rc = load_params(ctx, o, models, *n, onnx);
     if (rc) return rc;
     for (int i = 0; i < *n; i++) {
         if (pass_run_optimisations(models[i], o->opt_level, print_after_hook, (void *)o))

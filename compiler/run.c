@@ -58,6 +58,17 @@ const char *axc_home(ax_arena *a)
 /* ---- inputs -------------------------------------------------------------- */
 
 /* Smallest Embedding vocabulary fed by input node id (indices stay valid). */
+/* An output's name as a file name inside --output-dir: an ONNX name may hold
+ * '/' or start with '.' ("../x"), which must not leave the directory. */
+static const char *file_name(ax_arena *a, const char *name)
+{
+    char *f = ax_strdup(a, name && *name ? name : "output");
+    for (char *c = f; *c; c++)
+        if (*c == '/' || *c == '\\') *c = '_';
+    if (f[0] == '.') f[0] = '_';
+    return f;
+}
+
 static int64_t index_limit(const ir_graph *g, int id)
 {
     int64_t limit = 10;
@@ -417,7 +428,7 @@ static int write_outputs(ax_ctx *ctx, const axc_opts *o, const ir_graph *g, cons
     for (int k = 0; k < g->noutputs; k++)
         outs[nouts++] = o->run_output ? (axc_output){"--output", o->run_output}
                                       : (axc_output){"--output-dir", ax_sprintf(ctx->arena, "%s/%s.npy",
-                                                     o->run_output_dir, g->output_names[k])};
+                                                     o->run_output_dir, file_name(ctx->arena, g->output_names[k]))};
     int rc = axc_check_outputs(o, outs, nouts);
     if (rc) return rc;
     ax_outset set = {0};

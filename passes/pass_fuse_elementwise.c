@@ -405,7 +405,7 @@ static void fuse_tree(ir_graph *g, user_lists *users, bool *opaque, int root)
                 return;
             continue;
         }
-        if (b.work >= 2 && b.noperands >= 1 && !b.overflow) {
+        if (b.work >= 2 && b.nsteps >= 1 && b.noperands >= 1 && !b.overflow) { /* views alone: no program */
             rewrite_root(g, root, &b);
             add_users_of(users, g, root);
         }

@@ -7,7 +7,8 @@ set -eu
 
 PKGS="make gcc g++ clang libclang-rt-dev pkg-config flex bison libfl-dev libjson-c-dev \
 libcmocka-dev libopenblas-dev libdnnl-dev llvm-dev python3 python3-numpy python3-torch python3-torchvision python3-venv \
-gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm graphviz"
+gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm graphviz \
+libprotobuf-c-dev protobuf-c-compiler libonnx-dev python3-onnx libonnx-testdata"
 
 missing=""
 for p in $PKGS; do

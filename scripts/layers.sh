@@ -8,7 +8,8 @@
 #   ir        the IR and its op table; may use runtime/axrt.h (dtypes, layouts)
 #   grammar   .ax text -> syntax tree (flex/bison)
 #   io        tensor files (safetensors, .npy) and parameter binding
-#   frontend  syntax tree -> IR (lowering), later ONNX -> IR
+#   frontend  syntax tree -> IR (lowering); ONNX -> IR (onnx_*.c, with the
+#             generated onnx.pb-c.h)
 #   passes    IR -> IR (shape, dtype, fusion, schedule, memory plan)
 #   codegen   IR -> target code (the back ends and their target table)
 #   compiler  the axc driver: the only folder that may include everything
@@ -41,7 +42,7 @@ check() {
             [ -f "$f" ] || continue
             sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f" |
             while read -r hdr; do
-                case $hdr in axc.tab.h|axc.lex.h) owner=grammar ;; *) owner="" ;; esac
+                case $hdr in axc.tab.h|axc.lex.h) owner=grammar ;; onnx.pb-c.h) owner=frontend ;; *) owner="" ;; esac
                 if [ -z "$owner" ]; then
                     for d in $FOLDERS; do
                         if [ -f "$root/$d/$hdr" ]; then owner=$d; break; fi

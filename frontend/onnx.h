@@ -1,0 +1,33 @@
+/* onnx.h — the second front end: an ONNX model (interface.md §9) -> the same
+ * graph IR the .ax front end builds.  Bounded parser (protobuf-c, generated
+ * at build time from onnx.proto into build/gen); float32 models with static
+ * shapes.  Shape-computing subgraphs (Shape, Gather, Unsqueeze, Concat,
+ * Range, Constant, small integer arithmetic) are folded at import.  NCHW
+ * tensors stay NCHW at the model's inputs and outputs; around Conv and the
+ * pools the importer transposes to the IR's NHWC and keeps that layout
+ * through elementwise ops and batch norms.  Errors name the ONNX node and
+ * op type; every unsupported op of the model is listed in one error. */
+#ifndef AX_ONNX_H
+#define AX_ONNX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ir.h"
+
+/* Shape inference of the graph built so far (pass_shape), given by the
+ * driver: the importer needs shapes to fold Shape and resolve Reshape, and
+ * the passes live above the front ends.  Returns the number of errors. */
+typedef int (*onnx_infer_fn)(ir_graph *g);
+
+/* Whether this axc was built with the ONNX front end (protobuf-c present). */
+bool onnx_available(void);
+/* Whether the file at path with these bytes is an ONNX model: its extension
+ * is .onnx (the bytes are not checked: a model has no magic number). */
+bool onnx_is_model(const char *path);
+/* Imports the model in bytes (read from path; external data is read from
+ * path's directory and never outside it).  NULL after reporting errors. */
+ir_graph *onnx_import(ax_ctx *ctx, const char *path, const void *bytes, size_t len,
+                      onnx_infer_fn infer);
+
+#endif

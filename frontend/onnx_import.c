@@ -1,0 +1,660 @@
+/* onnx_import.c — ONNX bytes -> IR (onnx.h): the bounded model reader
+ * (protobuf-c with size limits, tensors from raw_data, typed fields or
+ * external data beside the model), the value table, and the graph walk that
+ * hands each node to its op handler (onnx_ops.c).  Without protobuf-c at
+ * build time (AXC_ONNX undefined) onnx_import reports that the ONNX front
+ * end was left out of this build. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx.h"
+
+bool onnx_is_model(const char *path)
+{
+    size_t n = path ? strlen(path) : 0;
+    return n > 5 && strcmp(path + n - 5, ".onnx") == 0;
+}
+
+#ifndef AXC_ONNX
+
+bool onnx_available(void) { return false; }
+
+ir_graph *onnx_import(ax_ctx *ctx, const char *path, const void *bytes, size_t len,
+                      onnx_infer_fn infer)
+{
+    (void)bytes; (void)len; (void)infer;
+    ax_error(ctx, ax_noloc(), "'%s' is an ONNX model, but this axc was built without the ONNX "
+             "front end (install protobuf-c: sh scripts/deps.sh, then rebuild)", path);
+    return NULL;
+}
+
+#else
+
+#include <sys/stat.h>
+
+#include "onnx_internal.h"
+
+bool onnx_available(void) { return true; }
+
+/* A model is at most this many nodes / initializers / inputs. */
+#define OX_MAX_NODES 100000
+#define OX_MAX_TENSOR_BYTES ((int64_t)1 << 32)
+
+/* ---- values ------------------------------------------------------------- */
+
+static size_t hash_name(const char *s)
+{
+    size_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static ox_val *slot(ox_state *s, const char *name)
+{
+    size_t i = hash_name(name) & (s->cap - 1);
+    while (s->vals[i].name && strcmp(s->vals[i].name, name) != 0) i = (i + 1) & (s->cap - 1);
+    return &s->vals[i];
+}
+
+ox_val *ox_lookup(ox_state *s, const char *name)
+{
+    if (!s->cap) return NULL;
+    ox_val *v = slot(s, name);
+    return v->name ? v : NULL;
+}
+
+static void grow(ox_state *s)
+{
+    ox_val *old = s->vals;
+    size_t oldcap = s->cap;
+    s->cap = oldcap ? oldcap * 2 : 1024;
+    s->vals = calloc(s->cap, sizeof *s->vals);
+    if (!s->vals) ax_die("out of memory");
+    for (size_t i = 0; i < oldcap; i++)
+        if (old[i].name) *slot(s, old[i].name) = old[i];
+    free(old);
+}
+
+ox_val *ox_define(ox_state *s, const char *name)
+{
+    if (2 * (s->used + 1) > s->cap) grow(s);
+    ox_val *v = slot(s, name);
+    if (!v->name) s->used++;
+    memset(v, 0, sizeof *v);
+    v->name = name;
+    v->node = IR_NONE;
+    v->nchw = IR_NONE;
+    return v;
+}
+
+/* ---- messages ------------------------------------------------------------ */
+
+void ox_fail(ox_state *s, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const Onnx__NodeProto *n = s->node;
+    if (n)
+        ax_error(s->ctx, ax_noloc(), "ONNX node '%s' (%s): %s", n->name && *n->name ? n->name : "?",
+                 n->op_type ? n->op_type : "?", msg);
+    else
+        ax_error(s->ctx, ax_noloc(), "ONNX model: %s", msg);
+}
+
+void ox_unsupported(ox_state *s, const char *what)
+{
+    ox_fail(s, "unsupported: %s", what);
+}
+
+ox_val *ox_input(ox_state *s, int i, bool *ok)
+{
+    const Onnx__NodeProto *n = s->node;
+    if (i >= (int)n->n_input || !n->input[i][0]) return NULL;
+    ox_val *v = ox_lookup(s, n->input[i]);
+    if (!v) {
+        ox_fail(s, "input '%s' is not defined before this node (by an earlier node, an initializer "
+                "or a graph input)", n->input[i]);
+        *ok = false;
+    }
+    return v;
+}
+
+/* ---- attributes ---------------------------------------------------------- */
+
+const Onnx__AttributeProto *ox_attr(ox_state *s, const char *name)
+{
+    for (size_t i = 0; i < s->node->n_attribute; i++)
+        if (s->node->attribute[i]->name && !strcmp(s->node->attribute[i]->name, name))
+            return s->node->attribute[i];
+    return NULL;
+}
+
+int64_t ox_attr_int(ox_state *s, const char *name, int64_t dflt)
+{
+    const Onnx__AttributeProto *a = ox_attr(s, name);
+    return a && a->has_i ? a->i : dflt;
+}
+
+double ox_attr_float(ox_state *s, const char *name, double dflt)
+{
+    const Onnx__AttributeProto *a = ox_attr(s, name);
+    return a && a->has_f ? a->f : dflt;
+}
+
+const char *ox_attr_str(ox_state *s, const char *name, const char *dflt)
+{
+    const Onnx__AttributeProto *a = ox_attr(s, name);
+    if (!a || !a->has_s) return dflt;
+    char *t = ax_alloc(s->ctx->arena, a->s.len + 1);
+    memcpy(t, a->s.data, a->s.len);
+    return t;
+}
+
+int ox_attr_ints(ox_state *s, const char *name, int64_t *out, int max)
+{
+    const Onnx__AttributeProto *a = ox_attr(s, name);
+    if (!a) return -1;
+    int n = (int)(a->n_ints < (size_t)max ? a->n_ints : (size_t)max);
+    for (int i = 0; i < n; i++) out[i] = a->ints[i];
+    return a->n_ints > (size_t)max ? max + 1 : n;
+}
+
+/* ---- tensors ------------------------------------------------------------- */
+
+ox_const *ox_const_new(ox_state *s, bool is_int, int rank, const int64_t *shape)
+{
+    ox_const *c = ax_alloc(s->ctx->arena, sizeof *c);
+    c->is_int = is_int;
+    c->rank = rank;
+    c->count = 1;
+    c->node = IR_NONE;
+    for (int i = 0; i < rank; i++) {
+        c->shape[i] = shape[i];
+        c->count *= shape[i];
+    }
+    c->v = ax_alloc(s->ctx->arena, sizeof *c->v * (size_t)(c->count ? c->count : 1));
+    return c;
+}
+
+/* Element size of an ONNX data type we read, 0 if unsupported. */
+static int elem_size(int dt, bool *is_int)
+{
+    *is_int = true;
+    switch (dt) {
+    case 1: *is_int = false; return 4;       /* FLOAT */
+    case 11: *is_int = false; return 8;      /* DOUBLE */
+    case 2: case 3: case 9: return 1;        /* UINT8, INT8, BOOL */
+    case 4: case 5: return 2;                /* UINT16, INT16 */
+    case 6: case 12: return 4;               /* INT32, UINT32 */
+    case 7: case 13: return 8;               /* INT64, UINT64 */
+    default: return 0;
+    }
+}
+
+static double raw_elem(const uint8_t *p, int dt)
+{
+    switch (dt) {
+    case 1: { float f; memcpy(&f, p, 4); return f; }
+    case 11: { double d; memcpy(&d, p, 8); return d; }
+    case 2: case 9: return *p;
+    case 3: return (int8_t)*p;
+    case 4: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case 5: { int16_t v; memcpy(&v, p, 2); return v; }
+    case 6: { int32_t v; memcpy(&v, p, 4); return v; }
+    case 12: { uint32_t v; memcpy(&v, p, 4); return v; }
+    case 13: { uint64_t v; memcpy(&v, p, 8); return (double)v; }
+    default: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+    }
+}
+
+static const char *ext_field(const Onnx__TensorProto *t, const char *key)
+{
+    for (size_t i = 0; i < t->n_external_data; i++)
+        if (t->external_data[i]->key && !strcmp(t->external_data[i]->key, key))
+            return t->external_data[i]->value;
+    return NULL;
+}
+
+/* Reads external data of t (bytes wanted) from a file inside s->dir. */
+static uint8_t *read_external(ox_state *s, const Onnx__TensorProto *t, size_t want)
+{
+    const char *loc = ext_field(t, "location"), *off = ext_field(t, "offset"),
+               *len = ext_field(t, "length");
+    const char *name = t->name ? t->name : "?";
+    if (!loc || !*loc || loc[0] == '/' || strstr(loc, "..")) {
+        ox_fail(s, "tensor '%s': external data location '%s' must be a relative path inside the "
+                "model's directory", name, loc ? loc : "");
+        return NULL;
+    }
+    char *path = ax_sprintf(s->ctx->arena, "%s/%s", s->dir, loc);
+    char real_dir[PATH_MAX], real_file[PATH_MAX];
+    if (!realpath(s->dir, real_dir) || !realpath(path, real_file)) {
+        ox_fail(s, "tensor '%s': cannot read external data '%s': %s", name, loc, strerror(errno));
+        return NULL;
+    }
+    size_t dl = strlen(real_dir);
+    if (strncmp(real_file, real_dir, dl) != 0 || real_file[dl] != '/') {
+        ox_fail(s, "tensor '%s': external data location '%s' must be a relative path inside the "
+                "model's directory", name, loc);
+        return NULL;
+    }
+    long long o = off ? atoll(off) : 0, l = len ? atoll(len) : (long long)want;
+    FILE *f = fopen(real_file, "rb");
+    struct stat st;
+    if (!f || fstat(fileno(f), &st) != 0 || o < 0 || l != (long long)want ||
+        o > (long long)st.st_size || (long long)want > (long long)st.st_size - o ||
+        fseek(f, (long)o, SEEK_SET) != 0) {
+        if (f) fclose(f);
+        ox_fail(s, "tensor '%s': external data '%s' (offset %lld, length %lld) does not hold its %zu "
+                "bytes", name, loc, o, l, want);
+        return NULL;
+    }
+    uint8_t *buf = malloc(want ? want : 1);
+    if (!buf) ax_die("out of memory");
+    size_t got = fread(buf, 1, want, f);
+    fclose(f);
+    if (got != want) {
+        free(buf);
+        ox_fail(s, "tensor '%s': external data '%s' (offset %lld, length %lld) does not hold its %zu "
+                "bytes", name, loc, o, l, want);
+        return NULL;
+    }
+    return buf;
+}
+
+/* Typed-field values of t, if it has them (count checked). */
+static bool typed_fields(ox_state *s, const Onnx__TensorProto *t, ox_const *c)
+{
+    size_t n = t->n_float_data + t->n_int32_data + t->n_int64_data + t->n_double_data +
+               t->n_uint64_data;
+    if (n != (size_t)c->count) {
+        ox_fail(s, "tensor '%s' has %zu values for its %lld elements", t->name ? t->name : "?", n,
+                (long long)c->count);
+        return false;
+    }
+    for (size_t i = 0; i < t->n_float_data; i++) c->v[i] = t->float_data[i];
+    for (size_t i = 0; i < t->n_int32_data; i++) c->v[i] = t->int32_data[i];
+    for (size_t i = 0; i < t->n_int64_data; i++) c->v[i] = (double)t->int64_data[i];
+    for (size_t i = 0; i < t->n_double_data; i++) c->v[i] = t->double_data[i];
+    for (size_t i = 0; i < t->n_uint64_data; i++) c->v[i] = (double)t->uint64_data[i];
+    return true;
+}
+
+ox_const *ox_tensor(ox_state *s, const Onnx__TensorProto *t)
+{
+    const char *name = t->name ? t->name : "?";
+    bool is_int;
+    int es = elem_size(t->data_type, &is_int);
+    if (!es) {
+        ox_fail(s, "unsupported: tensor '%s' of ONNX data type %d (float, double and integer "
+                "types only)", name, (int)t->data_type);
+        return NULL;
+    }
+    if (t->n_dims > IR_MAX_RANK) {
+        ox_fail(s, "tensor '%s' has rank %zu (at most %d)", name, t->n_dims, IR_MAX_RANK);
+        return NULL;
+    }
+    int64_t bytes = es;
+    for (size_t i = 0; i < t->n_dims; i++)
+        if (t->dims[i] < 0 || __builtin_mul_overflow(bytes, t->dims[i], &bytes) ||
+            bytes > OX_MAX_TENSOR_BYTES) {
+            ox_fail(s, "tensor '%s' has a negative or too large dimension", name);
+            return NULL;
+        }
+    ox_const *c = ox_const_new(s, is_int, (int)t->n_dims, t->dims);
+    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        uint8_t *buf = read_external(s, t, (size_t)bytes);
+        if (!buf) return NULL;
+        for (int64_t i = 0; i < c->count; i++) c->v[i] = raw_elem(buf + i * es, t->data_type);
+        free(buf);
+        return c;
+    }
+    if (!t->has_raw_data) return typed_fields(s, t, c) ? c : NULL;
+    if (t->raw_data.len != (size_t)bytes) {
+        ox_fail(s, "tensor '%s' has %zu bytes of raw data for its %lld elements", name,
+                t->raw_data.len, (long long)c->count);
+        return NULL;
+    }
+    for (int64_t i = 0; i < c->count; i++) c->v[i] = raw_elem(t->raw_data.data + i * es, t->data_type);
+    return c;
+}
+
+/* ---- nodes ----------------------------------------------------------------- */
+
+ir_attrs ox_attrs(void)
+{
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    a.act = IR_NONE;
+    a.residual = IR_NONE;
+    a.axis = -1;
+    a.stride[0] = a.stride[1] = 1;
+    a.dilation[0] = a.dilation[1] = 1;
+    a.groups = 1;
+    return a;
+}
+
+static const char *node_label(ox_state *s)
+{
+    const Onnx__NodeProto *n = s->node;
+    if (!n) return NULL;
+    return ax_sprintf(s->ctx->arena, "%s '%s'", n->op_type ? n->op_type : "?",
+                      n->name && *n->name ? n->name : (n->n_output ? n->output[0] : "?"));
+}
+
+int ox_add(ox_state *s, ir_op op, const int *src, int nsrc, const ir_attrs *attrs)
+{
+    for (int i = 0; i < nsrc; i++)
+        if (src[i] == IR_NONE && !(ir_ops[op].optional & (1u << i))) return IR_NONE;
+    int id = ir_add(s->g, op, src, nsrc, ax_noloc());
+    ir_node *n = ir_at(s->g, id);
+    n->attrs = attrs ? *attrs : ox_attrs();
+    n->name = node_label(s);
+    n->dtype = AXRT_F32;
+    int errors = s->ctx->errors;
+    if (s->infer(s->g) || s->ctx->errors > errors) return IR_NONE;
+    return id;
+}
+
+int ox_param(ox_state *s, const double *values, int rank, const int64_t *shape, const char *what)
+{
+    int id = ir_add(s->g, IR_OP_param, NULL, 0, ax_noloc());
+    ir_node *n = ir_at(s->g, id);
+    n->attrs = ox_attrs();
+    n->name = what ? what : ax_sprintf(s->ctx->arena, "onnx_const_%d", s->counter++);
+    n->dtype = AXRT_F32;
+    n->role = IR_PARAM_ZEROS;
+    n->rank = rank;
+    int64_t count = 1;
+    for (int i = 0; i < rank; i++) count *= (n->shape[i] = shape[i]);
+    float *data = ax_alloc(s->ctx->arena, sizeof *data * (size_t)(count ? count : 1));
+    for (int64_t i = 0; i < count; i++) data[i] = (float)values[i];
+    n->data = data;
+    return id;
+}
+
+int ox_transpose(ox_state *s, int x, const int *perm, int rank)
+{
+    const ir_node *in = ir_at(s->g, x);
+    int composed[IR_MAX_RANK];
+    if (in->op == IR_OP_transpose && in->attrs.nperm == rank) {   /* one transpose, not two */
+        for (int i = 0; i < rank; i++) composed[i] = in->attrs.perm[perm[i]];
+        perm = composed;
+        x = in->src[0];
+    }
+    bool identity = true;
+    for (int i = 0; i < rank; i++) identity &= perm[i] == i;
+    if (identity) return x;
+    ir_attrs a = ox_attrs();
+    a.nperm = rank;
+    memcpy(a.perm, perm, sizeof *perm * (size_t)rank);
+    return ox_add(s, IR_OP_transpose, &x, 1, &a);
+}
+
+int ox_scalar(ox_state *s, double value)
+{
+    int id = ir_add(s->g, IR_OP_scalar, NULL, 0, ax_noloc());
+    ir_node *n = ir_at(s->g, id);
+    n->attrs = ox_attrs();
+    n->attrs.scalar = value;
+    n->dtype = AXRT_F32;
+    n->rank = 0;
+    return id;
+}
+
+int ox_node(ox_state *s, ox_val *v)
+{
+    if (v->c) {
+        if (v->c->node == IR_NONE) {
+            if (v->c->is_int) {
+                ox_unsupported(s, "an integer constant used as a tensor");
+                return IR_NONE;
+            }
+            if (v->c->rank == 0) return v->c->node = ox_scalar(s, v->c->v[0]);
+            v->c->node = ox_param(s, v->c->v, v->c->rank, v->c->shape, ax_strdup(s->ctx->arena, v->name));
+        }
+        return v->c->node;
+    }
+    if (!v->nhwc) return v->node;
+    static const int to_nchw[4] = {0, 3, 1, 2};
+    if (v->nchw == IR_NONE) v->nchw = ox_transpose(s, v->node, to_nchw, 4);
+    return v->nchw;
+}
+
+int ox_node_nhwc(ox_state *s, ox_val *v)
+{
+    if (!v->c && v->nhwc) return v->node;
+    int x = ox_node(s, v);
+    if (x == IR_NONE) return IR_NONE;
+    if (ir_at(s->g, x)->rank != 4) {
+        ox_unsupported(s, "an input that is not 4-D (N, C, H, W)");
+        return IR_NONE;
+    }
+    static const int to_nhwc[4] = {0, 2, 3, 1};
+    return ox_transpose(s, x, to_nhwc, 4);
+}
+
+int ox_shape(ox_state *s, ox_val *v, int64_t *shape)
+{
+    if (v->c) {
+        memcpy(shape, v->c->shape, sizeof *shape * (size_t)v->c->rank);
+        return v->c->rank;
+    }
+    const ir_node *n = ir_at(s->g, v->node);
+    if (v->nhwc) {
+        shape[0] = n->shape[0], shape[1] = n->shape[3], shape[2] = n->shape[1], shape[3] = n->shape[2];
+        return 4;
+    }
+    memcpy(shape, n->shape, sizeof *shape * (size_t)n->rank);
+    return n->rank;
+}
+
+/* ---- the model ---------------------------------------------------------- */
+
+/* "resnet18" from ".../resnet18.onnx", made a C identifier. */
+static const char *model_name(ax_arena *a, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *name = ax_strdup(a, slash ? slash + 1 : path);
+    char *dot = strrchr(name, '.');
+    if (dot && dot != name) *dot = '\0';
+    for (char *c = name; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
+            *c = '_';
+    if (!*name || (*name >= '0' && *name <= '9')) return ax_sprintf(a, "m_%s", name);
+    return name;
+}
+
+static const char *dir_of(ax_arena *a, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) return ".";
+    if (slash == path) return "/";
+    char *d = ax_strdup(a, path);
+    d[slash - path] = '\0';
+    return d;
+}
+
+static bool add_input(ox_state *s, const Onnx__ValueInfoProto *vi)
+{
+    const char *name = vi->name ? vi->name : "";
+    if (ox_lookup(s, name) && ox_lookup(s, name)->c) return true;   /* an initializer */
+    const Onnx__TypeProto *t = vi->type;
+    if (!t || t->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !t->tensor_type ||
+        !t->tensor_type->shape) {
+        ox_fail(s, "input '%s' is not a tensor of known shape", name);
+        return false;
+    }
+    const Onnx__TypeProto__Tensor *tt = t->tensor_type;
+    axrt_dtype dt = tt->elem_type == 1 ? AXRT_F32 : tt->elem_type == 7 ? AXRT_I64 :
+                    tt->elem_type == 6 ? AXRT_I32 : AXRT_DTYPE_COUNT;
+    if (dt == AXRT_DTYPE_COUNT) {
+        ox_fail(s, "unsupported: input '%s' has ONNX element type %d (float32, int32 or int64 only)",
+                name, (int)tt->elem_type);
+        return false;
+    }
+    if (tt->shape->n_dim > IR_MAX_RANK || s->g->ninputs >= IR_MAX_SRC) {
+        ox_fail(s, "input '%s': rank over %d or more than %d inputs", name, IR_MAX_RANK, IR_MAX_SRC);
+        return false;
+    }
+    int id = ir_add(s->g, IR_OP_input, NULL, 0, ax_noloc());
+    ir_node *n = ir_at(s->g, id);
+    n->attrs = ox_attrs();
+    n->name = ax_strdup(s->ctx->arena, name);
+    n->dtype = dt;
+    n->rank = (int)tt->shape->n_dim;
+    for (int i = 0; i < n->rank; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE || d->dim_value < 1) {
+            ox_fail(s, "input '%s' has a dynamic or non-positive dimension %d ('%s'): static shapes "
+                    "only (export with fixed sizes)", name, i,
+                    d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ? d->dim_param : "");
+            return false;
+        }
+        n->shape[i] = d->dim_value;
+    }
+    ir_add_input(s->g, id);
+    ox_val *v = ox_define(s, name);
+    v->node = id;
+    return s->infer(s->g) == 0;
+}
+
+/* Lists every node whose op has no handler in one error (spec §9). */
+static bool check_ops(ox_state *s, const Onnx__GraphProto *gp)
+{
+    ax_buf b = {0};
+    int missing = 0;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *n = gp->node[i];
+        bool foreign = n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0;
+        if (!foreign && n->op_type && ox_find_op(n->op_type)) continue;
+        if (missing++ < 20)
+            ax_buf_printf(&b, "%s'%s' (%s%s%s, opset %lld)", missing > 1 ? ", " : "",
+                          n->name && *n->name ? n->name : "?", foreign ? n->domain : "",
+                          foreign ? "." : "", n->op_type ? n->op_type : "?", (long long)s->opset);
+    }
+    if (missing)
+        ax_error(s->ctx, ax_noloc(), "unsupported ONNX operators in %d node%s: %.*s%s", missing,
+                 missing > 1 ? "s" : "", (int)b.len, b.data, missing > 20 ? ", ..." : "");
+    ax_buf_free(&b);
+    return missing == 0;
+}
+
+static bool import_node(ox_state *s, const Onnx__NodeProto *n)
+{
+    s->node = n;
+    if (n->n_output < 1 || n->n_input > 1000 || n->n_output > IR_MAX_SRC) {
+        ox_fail(s, "a node needs 1 to %d outputs and at most 1000 inputs", IR_MAX_SRC);
+        return false;
+    }
+    for (size_t i = 0; i < n->n_input; i++)
+        if (n->input[i][0] && !ox_lookup(s, n->input[i])) {
+            ox_fail(s, "input '%s' is not defined before this node (by an earlier node, an "
+                    "initializer or a graph input)", n->input[i]);
+            return false;
+        }
+    int errors = s->ctx->errors;
+    bool ok = ox_find_op(n->op_type)(s) && s->ctx->errors == errors;
+    for (size_t i = 0; ok && i < n->n_output; i++)
+        if (n->output[i][0] && !ox_lookup(s, n->output[i])) {
+            ox_unsupported(s, "this output of the node");
+            ok = false;
+        }
+    s->node = NULL;
+    return ok;
+}
+
+/* The graph outputs, in NCHW, each a node of its own. */
+static bool add_outputs(ox_state *s, const Onnx__GraphProto *gp)
+{
+    if (gp->n_output == 0 || gp->n_output > IR_MAX_SRC) {
+        ox_fail(s, "the graph has %zu outputs (1 to %d)", gp->n_output, IR_MAX_SRC);
+        return false;
+    }
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const char *name = gp->output[i]->name ? gp->output[i]->name : "";
+        ox_val *v = ox_lookup(s, name);
+        if (!v) {
+            ox_fail(s, "output '%s' is computed by no node", name);
+            return false;
+        }
+        int id = ox_node(s, v);
+        if (id == IR_NONE) return false;
+        const ir_node *n = ir_at(s->g, id);
+        if (ir_ops[n->op].kind == IR_SOURCE || ir_is_output(s->g, id)) {   /* a copy of its own */
+            ir_attrs a = ox_attrs();
+            a.nperm = n->rank;
+            for (int k = 0; k < n->rank; k++) a.perm[k] = k;
+            id = ox_add(s, IR_OP_transpose, &id, 1, &a);
+            if (id == IR_NONE) return false;
+        }
+        ir_add_output(s->g, id, ax_strdup(s->ctx->arena, name));
+    }
+    return true;
+}
+
+static bool import_graph(ox_state *s, const Onnx__GraphProto *gp)
+{
+    if (gp->n_node > OX_MAX_NODES || gp->n_initializer > OX_MAX_NODES) {
+        ox_fail(s, "the graph has more than %d nodes or initializers", OX_MAX_NODES);
+        return false;
+    }
+    if (!check_ops(s, gp)) return false;
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        ox_const *c = ox_tensor(s, gp->initializer[i]);
+        if (!c) return false;
+        ox_define(s, gp->initializer[i]->name ? gp->initializer[i]->name : "")->c = c;
+    }
+    for (size_t i = 0; i < gp->n_input; i++)
+        if (!add_input(s, gp->input[i])) return false;
+    for (size_t i = 0; i < gp->n_node; i++)
+        if (!import_node(s, gp->node[i])) return false;
+    return add_outputs(s, gp);
+}
+
+static int64_t default_opset(const Onnx__ModelProto *m)
+{
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const char *d = m->opset_import[i]->domain;
+        if (!d || !*d || !strcmp(d, "ai.onnx")) return m->opset_import[i]->version;
+    }
+    return 1;
+}
+
+ir_graph *onnx_import(ax_ctx *ctx, const char *path, const void *bytes, size_t len,
+                      onnx_infer_fn infer)
+{
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, bytes);
+    if (!m || !m->graph) {
+        ax_error(ctx, ax_noloc(), "'%s' is not a valid ONNX model (truncated or not a ModelProto)",
+                 path);
+        if (m) onnx__model_proto__free_unpacked(m, NULL);
+        return NULL;
+    }
+    ox_state s = {.ctx = ctx, .infer = infer, .dir = dir_of(ctx->arena, path)};
+    s.opset = default_opset(m);
+    s.g = ir_graph_new(ctx, model_name(ctx->arena, path), ax_noloc());
+    s.g->wording = &onnx_wording;
+    int errors = ctx->errors;
+    if (s.opset < 1 || s.opset > 17)
+        ax_error(ctx, ax_noloc(), "'%s' uses ONNX opset %lld, which is unsupported: axc reads opsets up to 17", path,
+                 (long long)s.opset);
+    else
+        import_graph(&s, m->graph);
+    free(s.vals);
+    onnx__model_proto__free_unpacked(m, NULL);
+    if (ctx->errors > errors) {
+        ir_graph_free_nodes(s.g);
+        return NULL;
+    }
+    return s.g;
+}
+
+#endif

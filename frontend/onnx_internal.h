@@ -1,0 +1,90 @@
+/* onnx_internal.h — what onnx_import.c (the model, tensors, values, the
+ * graph walk) and onnx_ops.c (one handler per ONNX op) share.  Only those
+ * two files include it; it needs the generated onnx.pb-c.h. */
+#ifndef AX_ONNX_INTERNAL_H
+#define AX_ONNX_INTERNAL_H
+
+#include "onnx.h"
+#include "onnx.pb-c.h"
+
+/* Constants folded at import have at most this many elements; larger
+ * computed constants are an error (initializers may be larger). */
+#define OX_MAX_FOLD ((int64_t)1 << 20)
+
+/* A tensor known at import: an initializer, a Constant, or folded. */
+typedef struct ox_const {
+    bool is_int;                  /* integer (or bool) element type */
+    int rank;
+    int64_t shape[IR_MAX_RANK];
+    int64_t count;
+    double *v;                    /* count values (int64 exact up to 2^53) */
+    int node;                     /* its param node once materialised, else IR_NONE */
+} ox_const;
+
+/* An ONNX value: a constant, or an IR node.  nhwc: the node holds the
+ * rank-4 NCHW tensor as NHWC (transposed); nchw caches its transposed
+ * back node. */
+typedef struct ox_val {
+    const char *name;
+    ox_const *c;
+    int node;
+    bool nhwc;
+    int nchw;
+} ox_val;
+
+typedef struct ox_state {
+    ax_ctx *ctx;
+    ir_graph *g;
+    onnx_infer_fn infer;
+    const char *dir;              /* the model's directory, for external data */
+    int64_t opset;
+    ox_val *vals;                 /* open-addressing table by name */
+    size_t cap, used;
+    const Onnx__NodeProto *node;  /* the node being imported (messages) */
+    int counter;                  /* for generated parameter names */
+} ox_state;
+
+/* ---- onnx_import.c ---- */
+ox_val *ox_lookup(ox_state *s, const char *name);
+/* Defines name (an output of the current node); returns its slot. */
+ox_val *ox_define(ox_state *s, const char *name);
+/* The value of input i of the current node; NULL when absent ("" or past
+ * the end); an input that names no value is reported. */
+ox_val *ox_input(ox_state *s, int i, bool *ok);
+/* Error at the current node: "node 'NAME' (OP): ...". */
+void ox_fail(ox_state *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ox_unsupported(ox_state *s, const char *what);
+ox_const *ox_const_new(ox_state *s, bool is_int, int rank, const int64_t *shape);
+/* Adds a node after inferring shapes; IR_NONE after an error. */
+int ox_add(ox_state *s, ir_op op, const int *src, int nsrc, const ir_attrs *attrs);
+ir_attrs ox_attrs(void);
+/* transpose(x, perm), composed with x's own transpose; x when the identity. */
+int ox_transpose(ox_state *s, int x, const int *perm, int rank);
+/* The node of value v in logical (ONNX) layout; constants become params. */
+int ox_node(ox_state *s, ox_val *v);
+/* The node of rank-4 value v as NHWC. */
+int ox_node_nhwc(ox_state *s, ox_val *v);
+/* The logical shape of v. */
+int ox_shape(ox_state *s, ox_val *v, int64_t *shape);
+/* A scalar node (rank 0) of this value. */
+int ox_scalar(ox_state *s, double value);
+/* A float param holding values (count elements) of this shape. */
+int ox_param(ox_state *s, const double *values, int rank, const int64_t *shape, const char *what);
+
+/* Attributes of the current node. */
+const Onnx__AttributeProto *ox_attr(ox_state *s, const char *name);
+int64_t ox_attr_int(ox_state *s, const char *name, int64_t dflt);
+double ox_attr_float(ox_state *s, const char *name, double dflt);
+const char *ox_attr_str(ox_state *s, const char *name, const char *dflt);
+/* ints attribute into out (at most max); returns the count or -1 if absent. */
+int ox_attr_ints(ox_state *s, const char *name, int64_t *out, int max);
+/* A TensorProto into a constant (bounded; external data read from s->dir). */
+ox_const *ox_tensor(ox_state *s, const Onnx__TensorProto *t);
+
+/* ---- onnx_ops.c ---- */
+typedef bool (*ox_handler)(ox_state *s);
+/* The handler of op_type, or NULL: unsupported. */
+ox_handler ox_find_op(const char *op_type);
+extern const ir_wording onnx_wording;
+
+#endif

@@ -1,0 +1,1633 @@
+/* onnx_ops.c — one handler per ONNX op (the table at the end): each reads
+ * the current node's inputs and attributes (onnx_internal.h) and defines its
+ * outputs, as IR nodes or, when every input is known at import, as folded
+ * constants (shape arithmetic).  An attribute or case the IR cannot express
+ * is a located "unsupported" error, never an approximation.  Slices and
+ * gathers along an axis of a computed tensor are a dense with a 0/1
+ * selection matrix (exact) until the IR has a slice op. */
+#ifdef AXC_ONNX
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "onnx_internal.h"
+
+#define IN(i) ox_input(s, (i), &ok)
+#define NIN ((int)s->node->n_input)
+
+static ox_val *def_out(ox_state *s, int i)
+{
+    return ox_define(s, s->node->output[i]);
+}
+
+static bool set_node(ox_state *s, int i, int node, bool nhwc)
+{
+    if (node == IR_NONE) return false;
+    ox_val *v = def_out(s, i);
+    v->node = node;
+    v->nhwc = nhwc;
+    return true;
+}
+
+static bool set_const(ox_state *s, int i, ox_const *c)
+{
+    if (!c) return false;
+    def_out(s, i)->c = c;
+    return true;
+}
+
+/* Every present input is a constant. */
+static bool all_const(ox_state *s)
+{
+    for (int i = 0; i < NIN; i++) {
+        ox_val *v = s->node->input[i][0] ? ox_lookup(s, s->node->input[i]) : NULL;
+        if (v && !v->c) return false;
+    }
+    return true;
+}
+
+static ox_const *fold_new(ox_state *s, bool is_int, int rank, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        if (shape[i] < 0 || __builtin_mul_overflow(n, shape[i], &n) || n > OX_MAX_FOLD) {
+            ox_fail(s, "a constant of more than %lld elements or a negative dimension",
+                    (long long)OX_MAX_FOLD);
+            return NULL;
+        }
+    }
+    return ox_const_new(s, is_int, rank, shape);
+}
+
+/* Integer list from a constant input (at most max). */
+static int const_ints(ox_state *s, ox_val *v, int64_t *out, int max)
+{
+    if (!v || !v->c) {
+        ox_unsupported(s, "a shape, axes or index input that is not a constant");
+        return -1;
+    }
+    if (v->c->count > max) {
+        ox_fail(s, "'%s' has %lld values (at most %d)", v->name, (long long)v->c->count, max);
+        return -1;
+    }
+    for (int64_t i = 0; i < v->c->count; i++) out[i] = (int64_t)v->c->v[i];
+    return (int)v->c->count;
+}
+
+static bool norm_axis(ox_state *s, int64_t *axis, int rank)
+{
+    if (*axis < 0) *axis += rank;
+    if (*axis < 0 || *axis >= (rank ? rank : 1)) {
+        ox_fail(s, "axis out of range for rank %d", rank);
+        return false;
+    }
+    return true;
+}
+
+static int64_t numel(const int64_t *shape, int rank)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= shape[i];
+    return n;
+}
+
+/* ---- IR building helpers ------------------------------------------------- */
+
+static int reshape_to(ox_state *s, int x, const int64_t *shape, int rank)
+{
+    ir_attrs a = ox_attrs();
+    a.nnewshape = rank;
+    memcpy(a.newshape, shape, sizeof *shape * (size_t)rank);
+    if (rank == 0) {   /* IR reshape needs a rank: keep [1] then it is the same bytes */
+        a.nnewshape = 1;
+        a.newshape[0] = 1;
+    }
+    return ox_add(s, IR_OP_reshape, &x, 1, &a);
+}
+
+static int transpose_perm(ox_state *s, int x, const int *perm, int rank)
+{
+    return x == IR_NONE ? x : ox_transpose(s, x, perm, rank);
+}
+
+/* x with axis moved last (perm into fwd), and the inverse into back. */
+static int axis_last(ox_state *s, int x, int rank, int axis, int *back)
+{
+    int perm[IR_MAX_RANK], k = 0;
+    for (int i = 0; i < rank; i++)
+        if (i != axis) perm[k++] = i;
+    perm[k] = axis;
+    for (int i = 0; i < rank; i++) back[perm[i]] = i;
+    return transpose_perm(s, x, perm, rank);
+}
+
+/* y = x[..., idx, ...] along axis (idx: m indices in range): exact, as a
+ * dense with a one-hot weight [m, D]. */
+static int select_axis(ox_state *s, int x, int axis, const int64_t *idx, int64_t m)
+{
+    const ir_node *xn = ir_at(s->g, x);
+    int rank = xn->rank;
+    int64_t d = xn->shape[axis];
+    bool whole = m == d;
+    for (int64_t i = 0; whole && i < m; i++) whole = idx[i] == i;
+    if (whole) return x;
+    if (m * d > ((int64_t)1 << 22) || m < 1) {
+        ox_unsupported(s, "a slice or gather this large (no slice op in the IR yet)");
+        return IR_NONE;
+    }
+    int back[IR_MAX_RANK];
+    int t = axis_last(s, x, rank, axis, back);
+    if (t == IR_NONE) return IR_NONE;
+    double *w = ax_alloc(s->ctx->arena, sizeof *w * (size_t)(m * d));
+    for (int64_t i = 0; i < m; i++) w[i * d + idx[i]] = 1.0;
+    int64_t wshape[2] = {m, d};
+    int src[3] = {t, ox_param(s, w, 2, wshape, NULL), IR_NONE};
+    int y = ox_add(s, IR_OP_dense, src, 3, NULL);
+    return y == IR_NONE ? y : transpose_perm(s, y, back, rank);
+}
+
+static int un(ox_state *s, ir_op op, int x)
+{
+    return x == IR_NONE ? x : ox_add(s, op, &x, 1, NULL);
+}
+
+static int bin(ox_state *s, ir_op op, int a, int b)
+{
+    int src[2] = {a, b};
+    return a == IR_NONE || b == IR_NONE ? IR_NONE : ox_add(s, op, src, 2, NULL);
+}
+
+static int scalar_param(ox_state *s, double v)
+{
+    return ox_scalar(s, v);
+}
+
+/* max(a, b) = a + relu(b - a); min(a, b) = a - relu(a - b). */
+static int max_min(ox_state *s, bool max, int a, int b)
+{
+    return max ? bin(s, IR_OP_add, a, un(s, IR_OP_relu, bin(s, IR_OP_sub, b, a)))
+               : bin(s, IR_OP_sub, a, un(s, IR_OP_relu, bin(s, IR_OP_sub, a, b)));
+}
+
+/* y = W x along axis (W [m, d], row-major): the dense of select_axis with
+ * any weights (Resize's interpolation). */
+static int weigh_axis(ox_state *s, int x, int axis, const double *w, int64_t m)
+{
+    const ir_node *xn = ir_at(s->g, x);
+    int rank = xn->rank;
+    int64_t d = xn->shape[axis];
+    if (m * d > ((int64_t)1 << 22) || m < 1) {
+        ox_unsupported(s, "a resize this large");
+        return IR_NONE;
+    }
+    int back[IR_MAX_RANK];
+    int t = axis_last(s, x, rank, axis, back);
+    if (t == IR_NONE) return IR_NONE;
+    int64_t wshape[2] = {m, d};
+    int src[3] = {t, ox_param(s, w, 2, wshape, NULL), IR_NONE};
+    int y = ox_add(s, IR_OP_dense, src, 3, NULL);
+    return y == IR_NONE ? y : transpose_perm(s, y, back, rank);
+}
+
+/* ---- folding ----------------------------------------------------------- */
+
+typedef double (*binary_fn)(double, double);
+static double f_add(double a, double b) { return a + b; }
+static double f_sub(double a, double b) { return a - b; }
+static double f_mul(double a, double b) { return a * b; }
+static double f_div(double a, double b) { return a / b; }
+static double f_idiv(double a, double b) { return b == 0 ? 0 : (double)((int64_t)a / (int64_t)b); }
+static double f_pow(double a, double b) { return pow(a, b); }
+static double f_eq(double a, double b) { return a == b; }
+static double f_lt(double a, double b) { return a < b; }
+static double f_gt(double a, double b) { return a > b; }
+static double f_min(double a, double b) { return a < b ? a : b; }
+static double f_max(double a, double b) { return a > b ? a : b; }
+static double f_and(double a, double b) { return a != 0 && b != 0; }
+static double f_or(double a, double b) { return a != 0 || b != 0; }
+static double f_mod(double a, double b) { return b == 0 ? 0 : fmod(a, b); }
+
+static bool broadcast_shape(ox_state *s, const ox_const *const *c, int n, int64_t *out, int *rank)
+{
+    *rank = 0;
+    for (int k = 0; k < n; k++) *rank = c[k]->rank > *rank ? c[k]->rank : *rank;
+    for (int i = 0; i < *rank; i++) {
+        out[i] = 1;
+        for (int k = 0; k < n; k++) {
+            int j = i - (*rank - c[k]->rank);
+            int64_t d = j >= 0 ? c[k]->shape[j] : 1;
+            if (d != 1 && out[i] != 1 && d != out[i]) {
+                ox_fail(s, "shapes of the operands do not broadcast");
+                return false;
+            }
+            if (d != 1) out[i] = d;
+        }
+    }
+    return true;
+}
+
+/* Flat index into c of the broadcast result's flat index. */
+static int64_t bcast_index(const ox_const *c, const int64_t *shape, int rank, int64_t flat)
+{
+    int64_t idx = 0, stride = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        int64_t coord = flat % shape[i];
+        flat /= shape[i];
+        int j = i - (rank - c->rank);
+        if (j >= 0) {
+            if (c->shape[j] != 1) idx += coord * stride;
+            stride *= c->shape[j];
+        }
+    }
+    return idx;
+}
+
+static ox_const *fold_binary(ox_state *s, const ox_const *a, const ox_const *b, binary_fn f,
+                             bool logical)
+{
+    const ox_const *cs[2] = {a, b};
+    int64_t shape[IR_MAX_RANK];
+    int rank;
+    if (!broadcast_shape(s, cs, 2, shape, &rank)) return NULL;
+    bool is_int = logical || (a->is_int && b->is_int);
+    if (f == f_div && is_int) f = f_idiv;
+    ox_const *r = fold_new(s, is_int, rank, shape);
+    if (!r) return NULL;
+    for (int64_t i = 0; i < r->count; i++)
+        r->v[i] = f(a->v[bcast_index(a, shape, rank, i)], b->v[bcast_index(b, shape, rank, i)]);
+    return r;
+}
+
+/* ---- constants and shapes ------------------------------------------------ */
+
+static bool op_constant(ox_state *s)
+{
+    const Onnx__AttributeProto *a;
+    if ((a = ox_attr(s, "value")) && a->t) return set_const(s, 0, ox_tensor(s, a->t));
+    int64_t one = 1;
+    if ((a = ox_attr(s, "value_float")) && a->has_f) {
+        ox_const *c = ox_const_new(s, false, 0, &one);
+        c->v[0] = a->f;
+        return set_const(s, 0, c);
+    }
+    if ((a = ox_attr(s, "value_int")) && a->has_i) {
+        ox_const *c = ox_const_new(s, true, 0, &one);
+        c->v[0] = (double)a->i;
+        return set_const(s, 0, c);
+    }
+    if ((a = ox_attr(s, "value_floats")) || (a = ox_attr(s, "value_ints"))) {
+        bool is_int = a->n_ints > 0 || a->n_floats == 0;
+        int64_t n = is_int ? (int64_t)a->n_ints : (int64_t)a->n_floats;
+        ox_const *c = fold_new(s, is_int, 1, &n);
+        if (!c) return false;
+        for (int64_t i = 0; i < n; i++) c->v[i] = is_int ? (double)a->ints[i] : a->floats[i];
+        return set_const(s, 0, c);
+    }
+    ox_unsupported(s, "a Constant without a tensor, float or int value");
+    return false;
+}
+
+static bool op_shape(ox_state *s)
+{
+    bool ok = true;
+    ox_val *x = IN(0);
+    if (!ok || !x) return false;
+    int64_t shape[IR_MAX_RANK];
+    int rank = ox_shape(s, x, shape);
+    int64_t start = ox_attr_int(s, "start", 0), end = ox_attr_int(s, "end", rank);
+    if (start < 0) start += rank;
+    if (end < 0) end += rank;
+    start = start < 0 ? 0 : start > rank ? rank : start;
+    end = end < start ? start : end > rank ? rank : end;
+    int64_t n = end - start;
+    ox_const *c = ox_const_new(s, true, 1, &n);
+    for (int64_t i = 0; i < n; i++) c->v[i] = (double)shape[start + i];
+    return set_const(s, 0, c);
+}
+
+static bool op_size(ox_state *s)
+{
+    bool ok = true;
+    ox_val *x = IN(0);
+    if (!ok || !x) return false;
+    int64_t shape[IR_MAX_RANK];
+    int rank = ox_shape(s, x, shape);
+    ox_const *c = ox_const_new(s, true, 0, shape);
+    c->v[0] = (double)numel(shape, rank);
+    return set_const(s, 0, c);
+}
+
+static bool op_identity(ox_state *s)
+{
+    bool ok = true;
+    ox_val *x = IN(0);
+    if (!ok || !x) return false;
+    if (s->node->n_output > 1 && s->node->output[1][0]) {
+        ox_unsupported(s, "the mask output of Dropout");
+        return false;
+    }
+    ox_val copy = *x;
+    ox_val *y = def_out(s, 0);
+    const char *name = y->name;
+    *y = copy;
+    y->name = name;
+    return true;
+}
+
+static bool op_constant_of_shape(ox_state *s)
+{
+    bool ok = true;
+    ox_val *sh = IN(0);
+    int64_t shape[IR_MAX_RANK];
+    int rank = ok ? const_ints(s, sh, shape, IR_MAX_RANK) : -1;
+    if (rank < 0) return false;
+    const Onnx__AttributeProto *a = ox_attr(s, "value");
+    ox_const *val = a && a->t ? ox_tensor(s, a->t) : NULL;
+    if (a && !val) return false;
+    ox_const *c = fold_new(s, val ? val->is_int : false, rank, shape);
+    if (!c) return false;
+    for (int64_t i = 0; i < c->count; i++) c->v[i] = val && val->count ? val->v[0] : 0;
+    return set_const(s, 0, c);
+}
+
+static bool op_range(ox_state *s)
+{
+    bool ok = true;
+    ox_val *a = IN(0), *b = IN(1), *d = IN(2);
+    if (!ok || !a || !b || !d || !all_const(s)) {
+        ox_unsupported(s, "a Range whose bounds are not constants");
+        return false;
+    }
+    double start = a->c->v[0], limit = b->c->v[0], delta = d->c->v[0];
+    double n = delta == 0 ? -1 : ceil((limit - start) / delta);
+    int64_t count = n < 0 ? 0 : (int64_t)n;
+    ox_const *c = fold_new(s, a->c->is_int, 1, &count);
+    if (!c) return false;
+    for (int64_t i = 0; i < count; i++) c->v[i] = start + (double)i * delta;
+    return set_const(s, 0, c);
+}
+
+/* ---- elementwise ---------------------------------------------------------- */
+
+typedef struct unary_row { const char *name; ir_op op; double (*fold)(double); } unary_row;
+static double u_relu(double x) { return x > 0 ? x : 0; }
+static double u_sigmoid(double x) { return 1 / (1 + exp(-x)); }
+static double u_neg(double x) { return -x; }
+static double u_softplus(double x) { return log1p(exp(x)); }
+static double u_not(double x) { return x == 0; }
+static double u_recip(double x) { return 1 / x; }
+
+static const unary_row unary_rows[] = {
+    {"Relu", IR_OP_relu, u_relu}, {"Sigmoid", IR_OP_sigmoid, u_sigmoid}, {"Tanh", IR_OP_tanh, tanh},
+    {"Exp", IR_OP_exp, exp}, {"Log", IR_OP_log, log}, {"Sqrt", IR_OP_sqrt, sqrt},
+    {"Abs", IR_OP_abs, fabs}, {"Neg", IR_OP_neg, u_neg}, {"Erf", IR_OP_erf, erf},
+    {"Softplus", IR_OP_softplus, u_softplus}, {"Elu", IR_OP_elu, NULL},
+    {"LeakyRelu", IR_OP_leaky_relu, NULL}, {"Floor", IR_OP_COUNT, floor},
+    {"Ceil", IR_OP_COUNT, ceil}, {"Not", IR_OP_COUNT, u_not}, {"Reciprocal", IR_OP_COUNT, u_recip},
+};
+
+static bool op_unary(ox_state *s)
+{
+    const unary_row *r = NULL;
+    for (size_t i = 0; i < sizeof unary_rows / sizeof *unary_rows; i++)
+        if (!strcmp(unary_rows[i].name, s->node->op_type)) r = &unary_rows[i];
+    bool ok = true;
+    ox_val *x = IN(0);
+    if (!ok || !x) return false;
+    if (x->c && r->fold) {
+        ox_const *c = fold_new(s, x->c->is_int && r->fold != u_sigmoid, x->c->rank, x->c->shape);
+        if (!c) return false;
+        for (int64_t i = 0; i < c->count; i++) c->v[i] = r->fold(x->c->v[i]);
+        return set_const(s, 0, c);
+    }
+    if (r->fold == u_recip) {
+        int src[2] = {ox_scalar(s, 1.0), x->c ? ox_node(s, x) : x->node};
+        return set_node(s, 0, ox_add(s, IR_OP_div, src, 2, NULL), !x->c && x->nhwc);
+    }
+    if (r->op == IR_OP_COUNT) {
+        ox_unsupported(s, "this op on a computed tensor (only folded on constants)");
+        return false;
+    }
+    ir_attrs a = ox_attrs();
+    a.alpha = ox_attr_float(s, "alpha", r->op == IR_OP_elu ? 1.0 : 0.01);
+    int src = x->c ? ox_node(s, x) : x->node;
+    return set_node(s, 0, ox_add(s, r->op, &src, 1, &a), !x->c && x->nhwc);
+}
+
+/* Clip(0, 6) -> relu6, Clip(0, inf) -> relu. */
+static bool op_clip(ox_state *s)
+{
+    bool ok = true;
+    ox_val *x = IN(0), *lo = IN(1), *hi = IN(2);
+    if (!ok || !x) return false;
+    double min = ox_attr_float(s, "min", -INFINITY), max = ox_attr_float(s, "max", INFINITY);
+    if ((lo && !lo->c) || (hi && !hi->c)) {   /* computed bounds */
+        int y = ox_node(s, x);
+        if (lo) y = max_min(s, true, y, lo->c ? ox_scalar(s, lo->c->v[0]) : ox_node(s, lo));
+        if (hi) y = max_min(s, false, y, hi->c ? ox_scalar(s, hi->c->v[0]) : ox_node(s, hi));
+        return set_node(s, 0, y, false);
+    }
+    if (lo) min = lo->c->v[0];
+    if (hi) max = hi->c->v[0];
+    ir_op op = min == 0 && max == 6 ? IR_OP_relu6 : min == 0 && isinf(max) ? IR_OP_relu : IR_OP_COUNT;
+    if (op == IR_OP_COUNT) {   /* min(max(x, lo), hi) of IR ops */
+        int y = ox_node(s, x);
+        if (!isinf(min)) y = max_min(s, true, y, ox_scalar(s, min));
+        if (!isinf(max)) y = max_min(s, false, y, ox_scalar(s, max));
+        return set_node(s, 0, y, false);
+    }
+    int src = ox_node(s, x);
+    if (!x->c && x->nhwc) src = x->node;
+    return set_node(s, 0, ox_add(s, op, &src, 1, NULL), !x->c && x->nhwc);
+}
+
+/* The constant c laid out to broadcast against an NHWC tensor (rank <= 4). */
+static int const_nhwc(ox_state *s, const ox_const *c)
+{
+    int64_t sh[4] = {1, 1, 1, 1};
+    for (int i = 0; i < c->rank; i++) sh[4 - c->rank + i] = c->shape[i];
+    int64_t nh[4] = {sh[0], sh[2], sh[3], sh[1]};
+    double *v = ax_alloc(s->ctx->arena, sizeof *v * (size_t)(c->count ? c->count : 1));
+    for (int64_t n = 0; n < sh[0]; n++)
+        for (int64_t ch = 0; ch < sh[1]; ch++)
+            for (int64_t h = 0; h < sh[2]; h++)
+                for (int64_t w = 0; w < sh[3]; w++)
+                    v[((n * sh[2] + h) * sh[3] + w) * sh[1] + ch] = c->v[((n * sh[1] + ch) * sh[2] + h) * sh[3] + w];
+    return ox_param(s, v, 4, nh, NULL);
+}
+
+static bool binary_tensor(ox_state *s, ir_op op, ox_val *a, ox_val *b)
+{
+    bool nhwc = (!a->c && a->nhwc) || (!b->c && b->nhwc);
+    bool keep = nhwc && (a->c ? a->c->rank <= 4 : a->nhwc) && (b->c ? b->c->rank <= 4 : b->nhwc);
+    if (a->c && a->c->is_int) ox_unsupported(s, "an integer constant operand");
+    if (b->c && b->c->is_int) ox_unsupported(s, "an integer constant operand");
+    if ((a->c && a->c->is_int) || (b->c && b->c->is_int)) return false;
+    int src[2];
+    if (keep) {
+        src[0] = a->c ? const_nhwc(s, a->c) : a->node;
+        src[1] = b->c ? const_nhwc(s, b->c) : b->node;
+    } else {
+        src[0] = ox_node(s, a);
+        src[1] = ox_node(s, b);
+    }
+    return set_node(s, 0, ox_add(s, op, src, 2, NULL), keep);
+}
+
+typedef struct binary_row { const char *name; ir_op op; binary_fn fold; bool logical; } binary_row;
+static const binary_row binary_rows[] = {
+    {"Add", IR_OP_add, f_add, false}, {"Sub", IR_OP_sub, f_sub, false},
+    {"Mul", IR_OP_mul, f_mul, false}, {"Div", IR_OP_div, f_div, false},
+    {"Pow", IR_OP_COUNT, f_pow, false}, {"Equal", IR_OP_COUNT, f_eq, true},
+    {"Less", IR_OP_COUNT, f_lt, true}, {"Greater", IR_OP_COUNT, f_gt, true},
+    {"And", IR_OP_COUNT, f_and, true}, {"Or", IR_OP_COUNT, f_or, true},
+    {"Mod", IR_OP_COUNT, f_mod, false},
+};
+
+static bool op_binary(ox_state *s)
+{
+    const binary_row *r = NULL;
+    for (size_t i = 0; i < sizeof binary_rows / sizeof *binary_rows; i++)
+        if (!strcmp(binary_rows[i].name, s->node->op_type)) r = &binary_rows[i];
+    bool ok = true;
+    ox_val *a = IN(0), *b = IN(1);
+    if (!ok || !a || !b) return false;
+    if (ox_attr(s, "broadcast") && ox_attr(s, "axis")) {
+        ox_unsupported(s, "opset-1 broadcasting with an axis attribute");
+        return false;
+    }
+    if (a->c && b->c) return set_const(s, 0, fold_binary(s, a->c, b->c, r->fold, r->logical));
+    if (r->fold == f_pow && b->c && b->c->count == 1 && (b->c->v[0] == 2 || b->c->v[0] == 0.5 || b->c->v[0] == 1)) {
+        int x = a->c ? ox_node(s, a) : a->node;
+        bool nhwc = !a->c && a->nhwc;
+        if (b->c->v[0] == 1) return set_node(s, 0, x, nhwc);
+        if (b->c->v[0] == 0.5) return set_node(s, 0, ox_add(s, IR_OP_sqrt, &x, 1, NULL), nhwc);
+        int src[2] = {x, x};
+        return set_node(s, 0, ox_add(s, IR_OP_mul, src, 2, NULL), nhwc);
+    }
+    if (r->op == IR_OP_COUNT) {
+        ox_unsupported(s, "this op on computed tensors (only folded on constants; Pow only with "
+                       "exponent 2, 1 or 0.5)");
+        return false;
+    }
+    return binary_tensor(s, r->op, a, b);
+}
+
+static bool op_composite(ox_state *s);
+
+/* Sum and Mean of any number of inputs; Min, Max folded or composed. */
+static bool op_variadic(ox_state *s)
+{
+    bool ok = true, mean = !strcmp(s->node->op_type, "Mean");
+    bool fold_only = !strcmp(s->node->op_type, "Min") || !strcmp(s->node->op_type, "Max");
+    ox_val *acc = IN(0);
+    if (!ok || !acc) return false;
+    if (all_const(s)) {
+        binary_fn f = fold_only ? (s->node->op_type[1] == 'i' ? f_min : f_max) : f_add;
+        ox_const *c = acc->c;
+        for (int i = 1; i < NIN && c; i++) c = fold_binary(s, c, IN(i)->c, f, false);
+        if (c && mean) {
+            ox_const *r = fold_new(s, c->is_int, c->rank, c->shape);
+            if (!r) return false;
+            for (int64_t i = 0; i < c->count; i++) r->v[i] = c->v[i] / NIN;
+            c = r;
+        }
+        return set_const(s, 0, c);
+    }
+    if (fold_only) return op_composite(s);
+    ox_val cur = *acc;
+    for (int i = 1; i < NIN; i++) {
+        ox_val *b = IN(i);
+        if (!ok || !binary_tensor(s, IR_OP_add, &cur, b)) return false;
+        cur = *ox_lookup(s, s->node->output[0]);
+    }
+    if (NIN == 1) return op_identity(s);
+    if (!mean) return true;
+    int src[2] = {cur.node, ox_scalar(s, 1.0 / NIN)};
+    return set_node(s, 0, ox_add(s, IR_OP_mul, src, 2, NULL), cur.nhwc);
+}
+
+static bool op_cast(ox_state *s)
+{
+    bool ok = true;
+    ox_val *x = IN(0);
+    if (!ok || !x) return false;
+    int64_t to = ox_attr_int(s, "to", 1);
+    bool to_int = to != 1 && to != 10 && to != 11;
+    if (x->c) {
+        ox_const *c = fold_new(s, to_int, x->c->rank, x->c->shape);
+        if (!c) return false;
+        for (int64_t i = 0; i < c->count; i++)
+            c->v[i] = to == 9 ? x->c->v[i] != 0 : to_int ? trunc(x->c->v[i]) : (double)(float)x->c->v[i];
+        return set_const(s, 0, c);
+    }
+    if (to_int || ir_at(s->g, x->node)->dtype != AXRT_F32) {
+        ox_unsupported(s, "a Cast of a computed tensor to or from an integer type");
+        return false;
+    }
+    return op_identity(s);
+}
+
+/* ---- data movement ---------------------------------------------------- */
+
+/* Output shape of Reshape/Flatten/Squeeze/Unsqueeze into out; -1 if bad. */
+static int reshape_target(ox_state *s, const int64_t *in, int rin, int *rout, int64_t *out)
+{
+    const char *op = s->node->op_type;
+    bool ok = true;
+    if (!strcmp(op, "Flatten")) {
+        int64_t axis = ox_attr_int(s, "axis", 1);
+        if (axis < 0) axis += rin;
+        if (axis < 0 || axis > rin) { ox_fail(s, "axis out of range for rank %d", rin); return -1; }
+        out[0] = numel(in, (int)axis);
+        out[1] = numel(in + axis, rin - (int)axis);
+        return *rout = 2;
+    }
+    if (!strcmp(op, "Reshape")) {
+        int n = const_ints(s, IN(1), out, IR_MAX_RANK);
+        if (n < 0) return -1;
+        int neg = -1;
+        int64_t known = 1;
+        for (int i = 0; i < n; i++) {
+            if (out[i] == 0 && !ox_attr_int(s, "allowzero", 0)) {
+                if (i >= rin) { ox_fail(s, "shape copies dimension %d of a rank-%d input", i, rin); return -1; }
+                out[i] = in[i];
+            }
+            if (out[i] == -1 && neg < 0) neg = i;
+            else if (out[i] < 0) { ox_fail(s, "shape has a bad dimension"); return -1; }
+            else known *= out[i];
+        }
+        if (neg >= 0) out[neg] = known ? numel(in, rin) / known : 0;
+        if (numel(out, n) != numel(in, rin)) { ox_fail(s, "cannot reshape %lld elements into that shape", (long long)numel(in, rin)); return -1; }
+        return *rout = n;
+    }
+    int64_t axes[IR_MAX_RANK];
+    int na = NIN > 1 ? const_ints(s, IN(1), axes, IR_MAX_RANK) : ox_attr_ints(s, "axes", axes, IR_MAX_RANK);
+    if (!ok || (NIN > 1 && na < 0)) return -1;
+    if (!strcmp(op, "Unsqueeze")) {
+        int r = rin + (na < 0 ? 0 : na);
+        if (r > IR_MAX_RANK) { ox_fail(s, "rank over %d", IR_MAX_RANK); return -1; }
+        bool is_new[IR_MAX_RANK] = {0};
+        for (int i = 0; i < na; i++) {
+            if (!norm_axis(s, &axes[i], r)) return -1;
+            is_new[axes[i]] = true;
+        }
+        for (int i = 0, k = 0; i < r; i++) out[i] = is_new[i] ? 1 : in[k++];
+        return *rout = r;
+    }
+    bool drop[IR_MAX_RANK] = {0};   /* Squeeze */
+    for (int i = 0; i < na; i++) {
+        if (!norm_axis(s, &axes[i], rin)) return -1;
+        drop[axes[i]] = true;
+    }
+    int r = 0;
+    for (int i = 0; i < rin; i++)
+        if (!(na < 0 ? in[i] == 1 : drop[i])) out[r++] = in[i];
+    return *rout = r;
+}
+
+static bool op_reshape(ox_state *s)
+{
+    bool ok = true;
+    ox_val *x = IN(0);
+    if (!ok || !x) return false;
+    int64_t in[IR_MAX_RANK], out[IR_MAX_RANK];
+    int rin = ox_shape(s, x, in), rout;
+    if (reshape_target(s, in, rin, &rout, out) < 0) return false;
+    if (x->c) {
+        ox_const *c = ox_const_new(s, x->c->is_int, 0, out);
+        *c = *x->c;
+        c->rank = rout;
+        c->node = IR_NONE;
+        memcpy(c->shape, out, sizeof *out * (size_t)rout);
+        return set_const(s, 0, c);
+    }
+    return set_node(s, 0, reshape_to(s, ox_node(s, x), out, rout), false);
+}
+
+static bool op_transpose(ox_state *s)
+{
+    bool ok = true;
+    ox_val *x = IN(0);
+    if (!ok || !x) return false;
+    int64_t shape[IR_MAX_RANK], p[IR_MAX_RANK];
+    int rank = ox_shape(s, x, shape), perm[IR_MAX_RANK];
+    int np = ox_attr_ints(s, "perm", p, IR_MAX_RANK);
+    for (int i = 0; i < rank; i++) perm[i] = np < 0 ? rank - 1 - i : (int)p[i];
+    if (np >= 0 && np != rank) { ox_fail(s, "perm has %d entries for rank %d", np, rank); return false; }
+    bool used[IR_MAX_RANK] = {0};
+    for (int i = 0; i < rank; i++) {
+        if (perm[i] < 0 || perm[i] >= rank || used[perm[i]]) { ox_fail(s, "perm is not a permutation"); return false; }
+        used[perm[i]] = true;
+    }
+    if (x->c) {
+        int64_t out[IR_MAX_RANK];
+        for (int i = 0; i < rank; i++) out[i] = shape[perm[i]];
+        ox_const *c = fold_new(s, x->c->is_int, rank, out);
+        if (!c) return false;
+        int64_t istride[IR_MAX_RANK];
+        for (int i = rank - 1, st = 1; i >= 0; i--) { istride[i] = st; st *= (int)shape[i]; }
+        for (int64_t f = 0; f < c->count; f++) {
+            int64_t rem = f, src = 0;
+            for (int i = rank - 1; i >= 0; i--) { src += (rem % out[i]) * istride[perm[i]]; rem /= out[i]; }
+            c->v[f] = x->c->v[src];
+        }
+        return set_const(s, 0, c);
+    }
+    if (x->nhwc && rank == 4 && perm[0] == 0 && perm[1] == 2 && perm[2] == 3 && perm[3] == 1)
+        return set_node(s, 0, x->node, false);
+    return set_node(s, 0, transpose_perm(s, ox_node(s, x), perm, rank), false);
+}
+
+static bool op_concat(ox_state *s)
+{
+    bool ok = true, nhwc = true;
+    int64_t axis = ox_attr_int(s, "axis", 0);
+    ox_val *v[IR_MAX_SRC];
+    if (NIN < 1 || NIN > IR_MAX_SRC) { ox_unsupported(s, "a Concat of more than 16 inputs"); return false; }
+    for (int i = 0; i < NIN; i++) {
+        if (!(v[i] = IN(i)) || !ok) { if (ok) ox_fail(s, "an absent input"); return false; }
+        nhwc &= !v[i]->c && v[i]->nhwc;
+    }
+    int64_t shape[IR_MAX_RANK];
+    int rank = ox_shape(s, v[0], shape);
+    if (!norm_axis(s, &axis, rank)) return false;
+    if (all_const(s)) {
+        int64_t out[IR_MAX_RANK], total = 0, inner = numel(shape + axis + 1, rank - (int)axis - 1), outer = numel(shape, (int)axis);
+        memcpy(out, shape, sizeof shape);
+        for (int i = 0; i < NIN; i++) {
+            if (v[i]->c->rank != rank) { ox_fail(s, "inputs of different ranks"); return false; }
+            total += v[i]->c->shape[axis];
+        }
+        out[axis] = total;
+        ox_const *c = fold_new(s, v[0]->c->is_int, rank, out);
+        if (!c) return false;
+        int64_t k = 0;
+        for (int64_t o = 0; o < outer; o++)
+            for (int i = 0; i < NIN; i++) {
+                int64_t n = v[i]->c->shape[axis] * inner;
+                if (o * n + n > v[i]->c->count) { ox_fail(s, "inputs of different shapes"); return false; }
+                memcpy(c->v + k, v[i]->c->v + o * n, sizeof *c->v * (size_t)n);
+                k += n;
+            }
+        return set_const(s, 0, c);
+    }
+    int src[IR_MAX_SRC];
+    ir_attrs a = ox_attrs();
+    a.axis = nhwc && rank == 4 ? (axis == 1 ? 3 : axis == 0 ? 0 : (int)axis - 1) : (int)axis;
+    for (int i = 0; i < NIN; i++)
+        if ((src[i] = nhwc ? v[i]->node : ox_node(s, v[i])) == IR_NONE) return false;
+    if (NIN == 1) return set_node(s, 0, src[0], nhwc);
+    return set_node(s, 0, ox_add(s, IR_OP_concat, src, NIN, &a), nhwc);
+}
+
+/* Gather: folded, an embedding (constant table, computed indices), or a
+ * selection along an axis (computed data, constant indices). */
+static bool op_gather(ox_state *s)
+{
+    bool ok = true;
+    ox_val *x = IN(0), *ix = IN(1);
+    if (!ok || !x || !ix) return false;
+    int64_t shape[IR_MAX_RANK], axis = ox_attr_int(s, "axis", 0);
+    int rank = ox_shape(s, x, shape);
+    if (!norm_axis(s, &axis, rank)) return false;
+    if (x->c && !ix->c) {
+        if (axis != 0 || rank != 2 || x->c->is_int) { ox_unsupported(s, "a Gather of computed indices other than a float table [vocab, dim] on axis 0"); return false; }
+        int src[2] = {ix->node, ox_node(s, x)};
+        return set_node(s, 0, ox_add(s, IR_OP_embedding, src, 2, NULL), false);
+    }
+    if (!ix->c) { ox_unsupported(s, "a Gather of computed indices from a computed tensor"); return false; }
+    int64_t m = ix->c->count, *idx = ax_alloc(s->ctx->arena, sizeof *idx * (size_t)(m ? m : 1));
+    for (int64_t i = 0; i < m; i++) {
+        idx[i] = (int64_t)ix->c->v[i];
+        if (idx[i] < 0) idx[i] += shape[axis];
+        if (idx[i] < 0 || idx[i] >= shape[axis]) { ox_fail(s, "index %lld out of range", (long long)ix->c->v[i]); return false; }
+    }
+    int64_t out[IR_MAX_RANK];
+    int rout = 0;
+    for (int i = 0; i < axis; i++) out[rout++] = shape[i];
+    for (int i = 0; i < ix->c->rank; i++) out[rout++] = ix->c->shape[i];
+    for (int i = (int)axis + 1; i < rank; i++) out[rout++] = shape[i];
+    if (rout > IR_MAX_RANK) { ox_fail(s, "rank over %d", IR_MAX_RANK); return false; }
+    if (x->c) {
+        ox_const *c = fold_new(s, x->c->is_int, rout, out);
+        if (!c) return false;
+        int64_t inner = numel(shape + axis + 1, rank - (int)axis - 1), outer = numel(shape, (int)axis), k = 0;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < inner; j++) c->v[k++] = x->c->v[(o * shape[axis] + idx[i]) * inner + j];
+        return set_const(s, 0, c);
+    }
+    int y = select_axis(s, ox_node(s, x), (int)axis, idx, m);
+    return y != IR_NONE && set_node(s, 0, reshape_to(s, y, out, rout), false);
+}
+
+/* Slice (opset >= 10: starts, ends, axes, steps as inputs; before: attributes). */
+static bool op_slice(ox_state *s)
+{
+    bool ok = true;
+    ox_val *x = IN(0);
+    if (!ok || !x) return false;
+    int64_t shape[IR_MAX_RANK], st[IR_MAX_RANK], en[IR_MAX_RANK], ax[IR_MAX_RANK], sp[IR_MAX_RANK];
+    int rank = ox_shape(s, x, shape), n, na, ns = -1;
+    if (s->opset < 10) {
+        n = ox_attr_ints(s, "starts", st, IR_MAX_RANK);
+        if (ox_attr_ints(s, "ends", en, IR_MAX_RANK) != n) { ox_fail(s, "starts and ends differ in length"); return false; }
+        na = ox_attr_ints(s, "axes", ax, IR_MAX_RANK);
+    } else {
+        n = const_ints(s, IN(1), st, IR_MAX_RANK);
+        if (n < 0 || const_ints(s, IN(2), en, IR_MAX_RANK) != n) { if (s->ctx->errors == 0) ox_fail(s, "starts and ends differ in length"); return false; }
+        na = NIN > 3 && s->node->input[3][0] ? const_ints(s, IN(3), ax, IR_MAX_RANK) : -1;
+        ns = NIN > 4 && s->node->input[4][0] ? const_ints(s, IN(4), sp, IR_MAX_RANK) : -1;
+    }
+    if (!ok || n < 0 || (na >= 0 && na != n) || (ns >= 0 && ns != n)) { if (s->ctx->errors == 0) ox_fail(s, "bad starts/ends/axes/steps"); return false; }
+    int64_t lo[IR_MAX_RANK], step[IR_MAX_RANK], len[IR_MAX_RANK];
+    for (int i = 0; i < rank; i++) lo[i] = 0, step[i] = 1, len[i] = shape[i];
+    for (int i = 0; i < n; i++) {
+        int64_t a = na >= 0 ? ax[i] : i, d;
+        if (!norm_axis(s, &a, rank)) return false;
+        d = shape[a];
+        int64_t k = ns >= 0 ? sp[i] : 1, b = st[i], e = en[i];
+        if (k == 0) { ox_fail(s, "a step of 0"); return false; }
+        if (b < 0) b += d;
+        if (e < 0) e += d;
+        if (k > 0) { b = b < 0 ? 0 : b > d ? d : b; e = e < 0 ? 0 : e > d ? d : e; len[a] = e > b ? (e - b + k - 1) / k : 0; }
+        else { b = b < 0 ? -1 : b > d - 1 ? d - 1 : b; e = e < -1 ? -1 : e > d - 1 ? d - 1 : e; len[a] = b > e ? (b - e + (-k) - 1) / (-k) : 0; }
+        lo[a] = b, step[a] = k;
+    }
+    if (x->c) {
+        ox_const *c = fold_new(s, x->c->is_int, rank, len);
+        if (!c) return false;
+        for (int64_t f = 0; f < c->count; f++) {
+            int64_t rem = f, src = 0, stride = 1;
+            for (int i = rank - 1; i >= 0; i--) { src += (lo[i] + (rem % len[i]) * step[i]) * stride; rem /= len[i]; stride *= shape[i]; }
+            c->v[f] = x->c->v[src];
+        }
+        return set_const(s, 0, c);
+    }
+    int y = ox_node(s, x);
+    for (int a = 0; a < rank && y != IR_NONE; a++) {
+        if (len[a] == shape[a] && step[a] == 1) continue;
+        int64_t *idx = ax_alloc(s->ctx->arena, sizeof *idx * (size_t)(len[a] ? len[a] : 1));
+        for (int64_t i = 0; i < len[a]; i++) idx[i] = lo[a] + i * step[a];
+        y = select_axis(s, y, a, idx, len[a]);
+    }
+    return set_node(s, 0, y, false);
+}
+
+static bool op_split(ox_state *s)
+{
+    bool ok = true;
+    ox_val *x = IN(0);
+    if (!ok || !x) return false;
+    int64_t shape[IR_MAX_RANK], axis = ox_attr_int(s, "axis", 0), parts[IR_MAX_SRC];
+    int rank = ox_shape(s, x, shape), nout = (int)s->node->n_output;
+    if (!norm_axis(s, &axis, rank) || nout < 1 || nout > IR_MAX_SRC) return false;
+    int np = NIN > 1 && s->node->input[1][0] ? const_ints(s, IN(1), parts, IR_MAX_SRC) : ox_attr_ints(s, "split", parts, IR_MAX_SRC);
+    if (np < 0) for (int i = 0; i < nout; i++) parts[i] = (shape[axis] + nout - 1) / nout - (i == nout - 1 ? (shape[axis] + nout - 1) / nout * nout - shape[axis] : 0);
+    else if (np != nout) { ox_fail(s, "split has %d sizes for %d outputs", np, nout); return false; }
+    int x0 = ox_node(s, x);
+    for (int i = 0, start = 0; i < nout; i++) {
+        int64_t *idx = ax_alloc(s->ctx->arena, sizeof *idx * (size_t)(parts[i] > 0 ? parts[i] : 1));
+        if (parts[i] < 1 || start + parts[i] > shape[axis]) { ox_fail(s, "split sizes do not fit dimension %lld", (long long)shape[axis]); return false; }
+        for (int64_t k = 0; k < parts[i]; k++) idx[k] = start + k;
+        start += (int)parts[i];
+        if (!set_node(s, i, select_axis(s, x0, (int)axis, idx, parts[i]), false)) return false;
+    }
+    return true;
+}
+
+static bool op_expand(ox_state *s)
+{
+    bool ok = true;
+    ox_val *x = IN(0);
+    int64_t shape[IR_MAX_RANK];
+    int n = ok ? const_ints(s, IN(1), shape, IR_MAX_RANK) : -1;
+    if (!ok || !x || n < 0) return false;
+    ox_const *ones = fold_new(s, x->c ? x->c->is_int : false, n, shape);
+    if (!ones) return false;
+    for (int64_t i = 0; i < ones->count; i++) ones->v[i] = x->c && x->c->is_int ? 0 : 0.0;
+    if (x->c) return set_const(s, 0, fold_binary(s, x->c, ones, f_add, false));
+    ox_val z = {.name = "zeros", .c = ones, .node = IR_NONE, .nchw = IR_NONE};
+    return binary_tensor(s, IR_OP_add, x, &z);
+}
+
+static bool op_where(ox_state *s)
+{
+    bool ok = true;
+    ox_val *c = IN(0), *a = IN(1), *b = IN(2);
+    if (!ok || !c || !a || !b || !all_const(s)) { if (ok) ox_unsupported(s, "a Where of computed tensors"); return false; }
+    const ox_const *cs[3] = {c->c, a->c, b->c};
+    int64_t shape[IR_MAX_RANK];
+    int rank;
+    if (!broadcast_shape(s, cs, 3, shape, &rank)) return false;
+    ox_const *r = fold_new(s, a->c->is_int && b->c->is_int, rank, shape);
+    if (!r) return false;
+    for (int64_t i = 0; i < r->count; i++)
+        r->v[i] = c->c->v[bcast_index(c->c, shape, rank, i)] != 0 ? a->c->v[bcast_index(a->c, shape, rank, i)] : b->c->v[bcast_index(b->c, shape, rank, i)];
+    return set_const(s, 0, r);
+}
+
+/* ---- layers ------------------------------------------------------------ */
+
+static bool op_matmul(ox_state *s)
+{
+    bool ok = true;
+    ox_val *a = IN(0), *b = IN(1);
+    if (!ok || !a || !b) return false;
+    if (b->c && b->c->rank == 2 && !a->c) {   /* x @ W: dense with W transposed */
+        int64_t k = b->c->shape[0], n = b->c->shape[1], wshape[2] = {n, k};
+        double *w = ax_alloc(s->ctx->arena, sizeof *w * (size_t)(k * n > 0 ? k * n : 1));
+        for (int64_t i = 0; i < k; i++)
+            for (int64_t j = 0; j < n; j++) w[j * k + i] = b->c->v[i * n + j];
+        int src[3] = {ox_node(s, a), ox_param(s, w, 2, wshape, ax_strdup(s->ctx->arena, b->name)), IR_NONE};
+        return set_node(s, 0, ox_add(s, IR_OP_dense, src, 3, NULL), false);
+    }
+    int src[2] = {ox_node(s, a), ox_node(s, b)};
+    return set_node(s, 0, ox_add(s, IR_OP_matmul, src, 2, NULL), false);
+}
+
+static bool op_gemm(ox_state *s)
+{
+    bool ok = true;
+    ox_val *a = IN(0), *b = IN(1), *c = IN(2);
+    if (!ok || !a || !b) return false;
+    double alpha = ox_attr_float(s, "alpha", 1), beta = ox_attr_float(s, "beta", 1);
+    int64_t ta = ox_attr_int(s, "transA", 0), tb = ox_attr_int(s, "transB", 0);
+    if (!b->c || b->c->rank != 2 || (c && !c->c)) {   /* alpha * A' @ B' + beta * C by matmul */
+        int perm[2] = {1, 0};
+        int x = ox_node(s, a), w = ox_node(s, b);
+        if (x != IR_NONE && ta) x = transpose_perm(s, x, perm, 2);
+        if (w != IR_NONE && tb) w = transpose_perm(s, w, perm, 2);
+        int y = bin(s, IR_OP_matmul, x, w);
+        if (alpha != 1) y = bin(s, IR_OP_mul, y, ox_scalar(s, alpha));
+        if (c) {
+            int cn = ox_node(s, c);
+            if (beta != 1) cn = bin(s, IR_OP_mul, cn, ox_scalar(s, beta));
+            y = bin(s, IR_OP_add, y, cn);
+        }
+        return set_node(s, 0, y, false);
+    }
+    int x = ox_node(s, a);
+    if (x == IR_NONE) return false;
+    if (ta) {
+        int perm[2] = {1, 0};
+        x = transpose_perm(s, x, perm, 2);
+    }
+    int64_t r = b->c->shape[0], k = b->c->shape[1], n = tb ? r : k, kk = tb ? k : r, wshape[2] = {n, kk};
+    double *w = ax_alloc(s->ctx->arena, sizeof *w * (size_t)(n * kk > 0 ? n * kk : 1));
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < kk; j++) w[i * kk + j] = alpha * (tb ? b->c->v[i * k + j] : b->c->v[j * k + i]);
+    int src[3] = {x, ox_param(s, w, 2, wshape, ax_strdup(s->ctx->arena, b->name)), IR_NONE};
+    if (c) {
+        int64_t bshape[1] = {n};
+        double *bias = ax_alloc(s->ctx->arena, sizeof *bias * (size_t)(n ? n : 1));
+        if (c->c->count != 1 && c->c->count != n) {
+            int y = ox_add(s, IR_OP_dense, src, 3, NULL);
+            if (y == IR_NONE) return false;
+            ox_val yv = {.name = "gemm", .node = y, .nchw = IR_NONE};
+            ox_const *cc = c->c;
+            if (beta != 1) {
+                ox_const *sc = ox_const_new(s, false, 0, bshape);
+                sc->v[0] = beta;
+                cc = fold_binary(s, c->c, sc, f_mul, false);
+            }
+            ox_val cv = {.name = "C", .c = cc, .node = IR_NONE, .nchw = IR_NONE};
+            return cc && binary_tensor(s, IR_OP_add, &yv, &cv);
+        }
+        for (int64_t i = 0; i < n; i++) bias[i] = beta * c->c->v[c->c->count == 1 ? 0 : i];
+        src[2] = ox_param(s, bias, 1, bshape, ax_strdup(s->ctx->arena, c->name));
+    }
+    return set_node(s, 0, ox_add(s, IR_OP_dense, src, 3, NULL), false);
+}
+
+/* pads, strides, dilations and auto_pad of a 2-D window op over spatial
+ * dims hw (kernel in a->kernel) into a; SAME_* padding is computed here.
+ * ceil_mode=1 (pools) becomes extra padding at the end: *ceil_pad. */
+static bool window_attrs(ox_state *s, ir_attrs *a, const int64_t *hw, bool *ceil_pad, int nd)
+{
+    int o = 2 - nd;   /* a 1-D op is a 2-D one of height 1 */
+    int64_t v[8];
+    const char *auto_pad = ox_attr_str(s, "auto_pad", "NOTSET");
+    int n;
+    if ((n = ox_attr_ints(s, "strides", v, nd)) == nd) for (int i = 0; i < nd; i++) a->stride[o + i] = (int)v[i];
+    else if (n >= 0) goto bad;
+    if ((n = ox_attr_ints(s, "dilations", v, nd)) == nd) for (int i = 0; i < nd; i++) a->dilation[o + i] = (int)v[i];
+    else if (n >= 0) goto bad;
+    if (ceil_pad && (a->dilation[0] != 1 || a->dilation[1] != 1)) { ox_unsupported(s, "dilated pooling"); return false; }
+    if ((n = ox_attr_ints(s, "pads", v, 2 * nd)) == 2 * nd)
+        for (int i = 0; i < nd; i++) a->pad[o + i] = (int)v[i], a->pad[o + i + 2] = (int)v[nd + i];
+    else if (n >= 0) goto bad;
+    for (int i = 0; i < 4; i++) if (a->pad[i] < 0 || a->pad[i] > 1 << 16) goto bad;
+    for (int i = 0; i < 2; i++) if (a->stride[i] < 1 || a->dilation[i] < 1 || a->stride[i] > 1 << 16 || a->dilation[i] > 1 << 16) goto bad;
+    bool upper = !strcmp(auto_pad, "SAME_UPPER"), lower = !strcmp(auto_pad, "SAME_LOWER");
+    for (int d = o; d < 2 && (upper || lower); d++) {
+        int64_t span = (int64_t)a->dilation[d] * (a->kernel[d] - 1) + 1;
+        int64_t total = ((hw[d] + a->stride[d] - 1) / a->stride[d] - 1) * a->stride[d] + span - hw[d];
+        if (total < 0) total = 0;
+        a->pad[d] = (int)(upper ? total / 2 : total - total / 2);
+        a->pad[d + 2] = (int)(total - a->pad[d]);
+    }
+    if (ceil_pad) *ceil_pad = false;
+    if (ox_attr_int(s, "ceil_mode", 0)) {
+        if (!ceil_pad) goto bad;
+        for (int d = o; d < 2; d++) {
+            int64_t padded = hw[d] + a->pad[d] + a->pad[d + 2] - a->kernel[d];
+            if (padded < 0) continue;
+            int64_t out = (padded + a->stride[d] - 1) / a->stride[d] + 1;
+            if ((out - 1) * a->stride[d] >= hw[d] + a->pad[d]) out--;   /* last window starts inside */
+            int64_t extra = (out - 1) * a->stride[d] + a->kernel[d] - (hw[d] + a->pad[d] + a->pad[d + 2]);
+            if (extra > 0) {
+                a->pad[d + 2] += (int)extra;
+                *ceil_pad = true;
+            }
+        }
+    }
+    return true;
+bad:
+    ox_unsupported(s, "window attributes of another rank than the op's (strides, dilations, pads)");
+    return false;
+}
+
+static bool op_conv(ox_state *s)
+{
+    bool ok = true;
+    ox_val *x = IN(0), *w = IN(1), *b = IN(2);
+    if (!ok || !x || !w) return false;
+    int64_t xs[IR_MAX_RANK];
+    int rank = ox_shape(s, x, xs);
+    if (!w->c || (b && !b->c) || w->c->rank != rank || (rank != 4 && rank != 3)) {
+        ox_unsupported(s, "a Conv that is not 1-D or 2-D or whose weights are not constants");
+        return false;
+    }
+    ir_attrs a = ox_attrs();
+    a.groups = (int)ox_attr_int(s, "group", 1);
+    a.kernel[0] = rank == 4 ? (int)w->c->shape[2] : 1, a.kernel[1] = (int)w->c->shape[rank - 1];
+    int64_t hw[2] = {rank == 4 ? xs[2] : 1, xs[rank - 1]};
+    if (!window_attrs(s, &a, hw, NULL, rank - 2)) return false;
+    if (rank == 4) {
+        int src[3] = {ox_node_nhwc(s, x), ox_node(s, w), b ? ox_node(s, b) : IR_NONE};
+        if (src[0] == IR_NONE || src[1] == IR_NONE) return false;
+        return set_node(s, 0, ox_add(s, IR_OP_conv, src, 3, &a), true);
+    }
+    int64_t x4[4] = {xs[0], xs[1], 1, xs[2]}, w4[4] = {w->c->shape[0], w->c->shape[1], 1, w->c->shape[2]};
+    ox_val xv = {.name = x->name, .node = reshape_to(s, ox_node(s, x), x4, 4), .nchw = IR_NONE};
+    if (xv.node == IR_NONE) return false;
+    int src[3] = {ox_node_nhwc(s, &xv), ox_param(s, w->c->v, 4, w4, ax_strdup(s->ctx->arena, w->name)),
+                  b ? ox_node(s, b) : IR_NONE};
+    int y = src[0] == IR_NONE ? IR_NONE : ox_add(s, IR_OP_conv, src, 3, &a);   /* [N, 1, L', O] */
+    if (y == IR_NONE) return false;
+    static const int to_ncl[4] = {0, 3, 1, 2};
+    y = transpose_perm(s, y, to_ncl, 4);
+    const ir_node *yn = ir_at(s->g, y);
+    int64_t out[3] = {yn->shape[0], yn->shape[1], yn->shape[3]};
+    return set_node(s, 0, reshape_to(s, y, out, 3), false);
+}
+
+/* AveragePool excluding padding from the divisor: the mean over the window
+ * divided by the mean of ones over the same window. */
+static int mean_excluding_pad(ox_state *s, int x, const ir_attrs *a)
+{
+    const ir_node *xn = ir_at(s->g, x);
+    int64_t shape[4] = {1, xn->shape[1], xn->shape[2], 1};
+    double *ones = ax_alloc(s->ctx->arena, sizeof *ones * (size_t)(shape[1] * shape[2]));
+    for (int64_t i = 0; i < shape[1] * shape[2]; i++) ones[i] = 1.0;
+    int src[2] = {ox_add(s, IR_OP_meanpool, &x, 1, a), ox_param(s, ones, 4, shape, NULL)};
+    if (src[0] == IR_NONE) return IR_NONE;
+    src[1] = ox_add(s, IR_OP_meanpool, &src[1], 1, a);
+    return src[1] == IR_NONE ? IR_NONE : ox_add(s, IR_OP_div, src, 2, NULL);
+}
+
+static bool op_pool(ox_state *s)
+{
+    bool ok = true, max = !strcmp(s->node->op_type, "MaxPool"), ceil_pad;
+    ox_val *x = IN(0);
+    if (!ok || !x) return false;
+    if (s->node->n_output > 1 && s->node->output[1][0]) { ox_unsupported(s, "the Indices output"); return false; }
+    ir_attrs a = ox_attrs();
+    int64_t k[3], xs[IR_MAX_RANK];
+    int rank = ox_shape(s, x, xs), nd = rank - 2;
+    if ((rank != 4 && rank != 3) || ox_attr_ints(s, "kernel_shape", k, 2) != nd) { ox_unsupported(s, "a pool that is not 1-D or 2-D"); return false; }
+    if (ox_attr_int(s, "storage_order", 0)) { ox_unsupported(s, "storage_order=1"); return false; }
+    if (nd == 1) k[1] = k[0], k[0] = 1;
+    a.kernel[0] = (int)k[0], a.kernel[1] = (int)k[1];
+    if (k[0] < 1 || k[1] < 1 || k[0] > 1 << 16 || k[1] > 1 << 16) { ox_fail(s, "bad kernel_shape"); return false; }
+    int64_t hw[2] = {nd == 2 ? xs[2] : 1, xs[rank - 1]};
+    if (!window_attrs(s, &a, hw, &ceil_pad, nd)) return false;
+    bool padded = a.pad[0] || a.pad[1] || a.pad[2] || a.pad[3];
+    bool include_pad = ox_attr_int(s, "count_include_pad", 0);
+    if (!max && include_pad && ceil_pad) { ox_unsupported(s, "AveragePool with ceil_mode=1 and count_include_pad=1"); return false; }
+    if (a.pad[0] > a.kernel[0] / 2 || a.pad[2] > a.kernel[0] / 2 || a.pad[1] > a.kernel[1] / 2 ||
+        a.pad[3] > a.kernel[1] / 2) {
+        ox_unsupported(s, "pool padding over half the kernel");
+        return false;
+    }
+    ox_val xv = *x;
+    if (nd == 1) {
+        int64_t x4[4] = {xs[0], xs[1], 1, xs[2]};
+        xv = (ox_val){.name = x->name, .node = reshape_to(s, ox_node(s, x), x4, 4), .nchw = IR_NONE};
+        if (xv.node == IR_NONE) return false;
+    }
+    int src = ox_node_nhwc(s, &xv);
+    if (src == IR_NONE) return false;
+    int y = !max && padded && !include_pad ? mean_excluding_pad(s, src, &a)
+                                           : ox_add(s, max ? IR_OP_maxpool : IR_OP_meanpool, &src, 1, &a);
+    if (nd == 2 || y == IR_NONE) return set_node(s, 0, y, true);
+    static const int to_ncl[4] = {0, 3, 1, 2};
+    y = transpose_perm(s, y, to_ncl, 4);
+    const ir_node *yn = ir_at(s->g, y);
+    int64_t out[3] = {yn->shape[0], yn->shape[1], yn->shape[3]};
+    return set_node(s, 0, reshape_to(s, y, out, 3), false);
+}
+
+/* Global pools as two reductions over H and W of the NHWC tensor. */
+static bool op_global_pool(ox_state *s)
+{
+    bool ok = true, max = !strcmp(s->node->op_type, "GlobalMaxPool");
+    ox_val *x = IN(0);
+    if (!ok || !x) return false;
+    int y = ox_node_nhwc(s, x);
+    for (int axis = 1; axis <= 2 && y != IR_NONE; axis++) {
+        ir_attrs a = ox_attrs();
+        a.axis = axis;
+        y = ox_add(s, max ? IR_OP_maximum : IR_OP_mean, &y, 1, &a);
+    }
+    return set_node(s, 0, y, true);
+}
+
+static bool op_batchnorm(ox_state *s)
+{
+    bool ok = true;
+    ox_val *v[5];
+    for (int i = 0; i < 5; i++)
+        if (!(v[i] = IN(i)) || !ok) { if (ok) ox_fail(s, "an absent input"); return false; }
+    for (int i = 1; i < 5; i++)
+        if (!v[i]->c) { ox_unsupported(s, "BatchNormalization with computed statistics"); return false; }
+    if (s->node->n_output > 1) { ox_unsupported(s, "training-mode BatchNormalization"); return false; }
+    int64_t shape[IR_MAX_RANK];
+    int rank = ox_shape(s, v[0], shape), x, back[IR_MAX_RANK];
+    bool nhwc = rank == 4;
+    if (nhwc) x = ox_node_nhwc(s, v[0]);
+    else if (rank >= 2) x = axis_last(s, ox_node(s, v[0]), rank, 1, back);
+    else { ox_unsupported(s, "BatchNormalization of a 1-D input"); return false; }
+    ir_attrs a = ox_attrs();
+    a.eps = ox_attr_float(s, "epsilon", 1e-5);
+    int src[5] = {x};
+    for (int i = 1; i < 5; i++) src[i] = ox_node(s, v[i]);
+    int y = ox_add(s, IR_OP_batchnorm, src, 5, &a);
+    if (y == IR_NONE) return false;
+    return set_node(s, 0, nhwc ? y : transpose_perm(s, y, back, rank), nhwc);
+}
+
+static bool op_softmax(ox_state *s)
+{
+    bool ok = true, lg = !strcmp(s->node->op_type, "LogSoftmax");
+    ox_val *x = IN(0);
+    if (!ok || !x) return false;
+    int64_t shape[IR_MAX_RANK], axis = ox_attr_int(s, "axis", s->opset >= 13 ? -1 : 1);
+    int rank = ox_shape(s, x, shape), y = ox_node(s, x);
+    if (!norm_axis(s, &axis, rank) || y == IR_NONE) return false;
+    ir_attrs a = ox_attrs();
+    ir_op op = lg ? IR_OP_log_softmax : IR_OP_softmax;
+    if (s->opset < 13 && axis != rank - 1) {   /* over the flattened dims from axis */
+        int64_t flat[2] = {numel(shape, (int)axis), numel(shape + axis, rank - (int)axis)};
+        a.axis = 1;
+        y = reshape_to(s, y, flat, 2);
+        y = y == IR_NONE ? y : ox_add(s, op, &y, 1, &a);
+        return set_node(s, 0, y == IR_NONE ? y : reshape_to(s, y, shape, rank), false);
+    }
+    a.axis = (int)axis;
+    return set_node(s, 0, ox_add(s, op, &y, 1, &a), false);
+}
+
+static bool op_layernorm(ox_state *s)
+{
+    bool ok = true;
+    ox_val *x = IN(0), *w = IN(1), *b = IN(2);
+    if (!ok || !x || !w) return false;
+    int64_t shape[IR_MAX_RANK], axis = ox_attr_int(s, "axis", -1);
+    int rank = ox_shape(s, x, shape);
+    if (!norm_axis(s, &axis, rank)) return false;
+    int64_t d = numel(shape + axis, rank - (int)axis), flat[IR_MAX_RANK];
+    int64_t ws[IR_MAX_RANK];
+    if (ox_shape(s, w, ws) < 1 || numel(ws, ox_shape(s, w, ws)) != d) {
+        ox_unsupported(s, "a scale that does not cover the normalised dims exactly");
+        return false;
+    }
+    if (b && numel(ws, ox_shape(s, b, ws)) != d) {
+        ox_unsupported(s, "a bias that does not cover the normalised dims exactly");
+        return false;
+    }
+    for (int i = 0; i < axis; i++) flat[i] = shape[i];
+    flat[axis] = d;
+    ir_attrs a = ox_attrs();
+    a.eps = ox_attr_float(s, "epsilon", 1e-5);
+    int xn = ox_node(s, x);
+    if (axis != rank - 1) xn = reshape_to(s, xn, flat, (int)axis + 1);
+    int wn = w->c ? ox_param(s, w->c->v, 1, &d, ax_strdup(s->ctx->arena, w->name)) : reshape_to(s, ox_node(s, w), &d, 1);
+    int bn;
+    if (!b) {
+        double *zeros = ax_alloc(s->ctx->arena, sizeof *zeros * (size_t)d);
+        bn = ox_param(s, zeros, 1, &d, NULL);
+    } else bn = b->c ? ox_param(s, b->c->v, 1, &d, ax_strdup(s->ctx->arena, b->name)) : reshape_to(s, ox_node(s, b), &d, 1);
+    int src[3] = {xn, wn, bn};
+    int y = ox_add(s, IR_OP_layernorm, src, 3, &a);
+    if (y != IR_NONE && axis != rank - 1) y = reshape_to(s, y, shape, rank);
+    if (!set_node(s, 0, y, false)) return false;
+    if (s->node->n_output < 2) return true;
+    /* Mean and InvStdDev: the statistics, normalised dims kept as 1 */
+    ir_attrs r = ox_attrs();
+    r.axis = (int)axis;
+    int mean = xn == IR_NONE ? xn : ox_add(s, IR_OP_mean, &xn, 1, &r);
+    int dev = bin(s, IR_OP_sub, xn, mean), sq = bin(s, IR_OP_mul, dev, dev);
+    int var = sq == IR_NONE ? sq : ox_add(s, IR_OP_mean, &sq, 1, &r);
+    int inv = bin(s, IR_OP_div, ox_scalar(s, 1.0), un(s, IR_OP_sqrt, bin(s, IR_OP_add, var, ox_scalar(s, a.eps))));
+    int64_t kept[IR_MAX_RANK];
+    for (int i = 0; i < rank; i++) kept[i] = i < axis ? shape[i] : 1;
+    int outs[2] = {mean, inv};
+    for (int k = 0; k < 2 && k + 1 < (int)s->node->n_output; k++)
+        if (s->node->output[k + 1][0] && !set_node(s, k + 1, outs[k] == IR_NONE ? IR_NONE : reshape_to(s, outs[k], kept, rank), false))
+            return false;
+    return true;
+}
+
+/* ReduceMean/Sum/Max as one single-axis reduction per axis. */
+static bool op_reduce(ox_state *s)
+{
+    bool ok = true;
+    const char *op = s->node->op_type;
+    bool is_min = !strcmp(op, "ReduceMin"), square = !strcmp(op, "ReduceL2") || !strcmp(op, "ReduceSumSquare");
+    bool l1 = !strcmp(op, "ReduceL1"), lse = !strcmp(op, "ReduceLogSumExp"), logsum = !strcmp(op, "ReduceLogSum");
+    ir_op ir = !strcmp(op, "ReduceMean") ? IR_OP_mean : !strcmp(op, "ReduceMax") || is_min ? IR_OP_maximum : IR_OP_sum;
+    ox_val *x = IN(0);
+    if (!ok || !x) return false;
+    int64_t shape[IR_MAX_RANK], axes[IR_MAX_RANK];
+    int rank = ox_shape(s, x, shape);
+    int na = !strcmp(op, "ReduceSum") && s->opset >= 13 ? (NIN > 1 && s->node->input[1][0] ? const_ints(s, IN(1), axes, IR_MAX_RANK) : -1)
+                                                : ox_attr_ints(s, "axes", axes, IR_MAX_RANK);
+    if (s->ctx->errors) return false;
+    if (na < 0 || na == 0) {
+        if (na == 0 && ox_attr_int(s, "noop_with_empty_axes", 0)) return op_identity(s);
+        na = rank;
+        for (int i = 0; i < rank; i++) axes[i] = i;
+    }
+    bool reduced[IR_MAX_RANK] = {0};
+    int y = ox_node(s, x);
+    if (is_min) y = un(s, IR_OP_neg, y);
+    if (square) y = bin(s, IR_OP_mul, y, y);
+    if (l1) y = un(s, IR_OP_abs, y);
+    if (lse) y = un(s, IR_OP_exp, y);
+    for (int i = 0; i < na && y != IR_NONE; i++) {
+        if (!norm_axis(s, &axes[i], rank)) return false;
+        if (reduced[axes[i]]) continue;
+        reduced[axes[i]] = true;
+        ir_attrs a = ox_attrs();
+        a.axis = (int)axes[i];
+        y = ox_add(s, ir, &y, 1, &a);
+    }
+    if (is_min) y = un(s, IR_OP_neg, y);
+    if (!strcmp(op, "ReduceL2")) y = un(s, IR_OP_sqrt, y);
+    if (lse || logsum) y = un(s, IR_OP_log, y);
+    if (y == IR_NONE) return false;
+    if (ox_attr_int(s, "keepdims", 1)) return set_node(s, 0, y, false);
+    int64_t out[IR_MAX_RANK];
+    int r = 0;
+    for (int i = 0; i < rank; i++)
+        if (!reduced[i]) out[r++] = shape[i];
+    return set_node(s, 0, reshape_to(s, y, out, r), false);
+}
+
+/* ---- composites of IR ops ------------------------------------------------ */
+
+/* Elementwise ops written with the IR's: Softsign, Selu, Celu, HardSigmoid,
+ * HardSwish, ThresholdedRelu-free set; Max/Min of tensors; PRelu. */
+static bool op_composite(ox_state *s)
+{
+    bool ok = true;
+    const char *op = s->node->op_type;
+    ox_val *xv = IN(0);
+    if (!ok || !xv) return false;
+    bool nhwc = !xv->c && xv->nhwc;
+    int x = nhwc ? xv->node : ox_node(s, xv), y = IR_NONE;
+    if (x == IR_NONE) return false;
+    if (!strcmp(op, "Softsign"))
+        y = bin(s, IR_OP_div, x, bin(s, IR_OP_add, un(s, IR_OP_abs, x), scalar_param(s, 1)));
+    else if (!strcmp(op, "Selu")) {
+        ir_attrs a = ox_attrs();
+        a.alpha = ox_attr_float(s, "alpha", 1.67326319217681884765625);
+        y = bin(s, IR_OP_mul, ox_add(s, IR_OP_elu, &x, 1, &a), scalar_param(s, ox_attr_float(s, "gamma", 1.05070102214813232421875)));
+    } else if (!strcmp(op, "Celu")) {
+        double alpha = ox_attr_float(s, "alpha", 1.0);
+        ir_attrs a = ox_attrs();
+        a.alpha = 1.0;
+        int t = bin(s, IR_OP_div, x, scalar_param(s, alpha));
+        y = t == IR_NONE ? t : bin(s, IR_OP_mul, ox_add(s, IR_OP_elu, &t, 1, &a), scalar_param(s, alpha));
+    } else if (!strcmp(op, "HardSigmoid") || !strcmp(op, "HardSwish")) {
+        bool swish = !strcmp(op, "HardSwish");
+        double alpha = swish ? 1.0 / 6 : ox_attr_float(s, "alpha", 0.2), beta = swish ? 0.5 : ox_attr_float(s, "beta", 0.5);
+        /* clamp(alpha x + beta, 0, 1) = relu6(6 alpha x + 6 beta) / 6 */
+        int t = bin(s, IR_OP_add, bin(s, IR_OP_mul, x, scalar_param(s, 6 * alpha)), scalar_param(s, 6 * beta));
+        y = bin(s, IR_OP_div, un(s, IR_OP_relu6, t), scalar_param(s, 6));
+        if (swish) y = bin(s, IR_OP_mul, x, y);
+    } else if (!strcmp(op, "Max") || !strcmp(op, "Min") || !strcmp(op, "PRelu")) {
+        y = x;
+        nhwc = false;
+        y = ox_node(s, xv);
+        for (int i = 1; i < NIN && y != IR_NONE; i++) {
+            ox_val *b = IN(i);
+            if (!ok || !b) return false;
+            if (b->c && b->c->is_int) { ox_unsupported(s, "an integer constant operand"); return false; }
+            int bn = ox_node(s, b);
+            const ir_node *yn = ir_at(s->g, y);
+            if (op[0] == 'P' && b->c && b->c->rank == 1 && yn->rank > 2 && b->c->count == yn->shape[1] &&
+                b->c->count != yn->shape[yn->rank - 1]) {   /* a slope per channel (old exports) */
+                int64_t cs[IR_MAX_RANK];
+                for (int k = 0; k < yn->rank - 1; k++) cs[k] = k == 0 ? b->c->count : 1;
+                bn = reshape_to(s, bn, cs, yn->rank - 1);
+            }
+            if (op[0] == 'P')   /* relu(x) - slope * relu(-x) */
+                y = bin(s, IR_OP_sub, un(s, IR_OP_relu, y), bin(s, IR_OP_mul, bn, un(s, IR_OP_relu, un(s, IR_OP_neg, y))));
+            else y = max_min(s, op[1] == 'a', y, bn);
+        }
+    }
+    return set_node(s, 0, y, nhwc);
+}
+
+/* InstanceNormalization: per (n, c) over the spatial dims, then scale, bias. */
+static bool op_instancenorm(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0), *w = IN(1), *b = IN(2);
+    if (!ok || !xv || !w || !b) return false;
+    int64_t shape[IR_MAX_RANK];
+    int rank = ox_shape(s, xv, shape), x = ox_node(s, xv);
+    if (rank < 3) { ox_unsupported(s, "an input of rank under 3"); return false; }
+    int64_t flat[3] = {shape[0], shape[1], numel(shape + 2, rank - 2)}, cs[3] = {1, shape[1], 1};
+    ir_attrs a = ox_attrs();
+    a.axis = 2;
+    x = reshape_to(s, x, flat, 3);
+    int mean = x == IR_NONE ? x : ox_add(s, IR_OP_mean, &x, 1, &a);
+    int d = bin(s, IR_OP_sub, x, mean);
+    int sq = bin(s, IR_OP_mul, d, d);
+    int var = sq == IR_NONE ? sq : ox_add(s, IR_OP_mean, &sq, 1, &a);
+    int den = un(s, IR_OP_sqrt, bin(s, IR_OP_add, var, scalar_param(s, ox_attr_float(s, "epsilon", 1e-5))));
+    int wn = w->c ? ox_param(s, w->c->v, 3, cs, NULL) : reshape_to(s, ox_node(s, w), cs, 3);
+    int bn = b->c ? ox_param(s, b->c->v, 3, cs, NULL) : reshape_to(s, ox_node(s, b), cs, 3);
+    int y = bin(s, IR_OP_add, bin(s, IR_OP_mul, bin(s, IR_OP_div, d, den), wn), bn);
+    return set_node(s, 0, y == IR_NONE ? y : reshape_to(s, y, shape, rank), false);
+}
+
+/* Pad, mode constant: concatenations with constant blocks, axis by axis. */
+static bool op_pad(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0);
+    if (!ok || !xv) return false;
+    const char *mode = ox_attr_str(s, "mode", "constant");
+    bool edge = !strcmp(mode, "edge"), reflect = !strcmp(mode, "reflect");
+    if (!edge && !reflect && strcmp(mode, "constant")) { ox_unsupported(s, "this Pad mode"); return false; }
+    int64_t shape[IR_MAX_RANK], pads[2 * IR_MAX_RANK];
+    int rank = ox_shape(s, xv, shape);
+    int np = s->opset >= 11 ? const_ints(s, IN(1), pads, 2 * IR_MAX_RANK) : ox_attr_ints(s, "pads", pads, 2 * IR_MAX_RANK);
+    if (np != 2 * rank) { if (!s->ctx->errors) ox_fail(s, "pads has %d values for rank %d", np, rank); return false; }
+    ox_val *cv = s->opset >= 11 ? IN(2) : NULL;
+    double value = cv && cv->c && cv->c->count ? cv->c->v[0] : ox_attr_float(s, "value", 0);
+    if (cv && !cv->c) { ox_unsupported(s, "a computed pad value"); return false; }
+    int y = ox_node(s, xv);
+    for (int ax = 0; ax < rank && y != IR_NONE && (edge || reflect); ax++) {   /* a gather of indices */
+        int64_t lo = pads[ax], hi = pads[ax + rank], d = shape[ax], m = d + lo + hi;
+        if (lo < 0 || hi < 0 || (reflect && (lo >= d || hi >= d)) || m > OX_MAX_FOLD) { ox_unsupported(s, "these pads"); return false; }
+        if (!lo && !hi) continue;
+        int64_t *idx = ax_alloc(s->ctx->arena, sizeof *idx * (size_t)m);
+        for (int64_t i = 0; i < m; i++) {
+            int64_t k = i - lo;
+            if (edge) k = k < 0 ? 0 : k >= d ? d - 1 : k;
+            else k = k < 0 ? -k : k >= d ? 2 * (d - 1) - k : k;
+            idx[i] = k;
+        }
+        y = select_axis(s, y, ax, idx, m);
+    }
+    for (int ax = 0; ax < rank && y != IR_NONE && !edge && !reflect; ax++) {
+        if (pads[ax] < 0 || pads[ax + rank] < 0) { ox_unsupported(s, "negative pads (cropping)"); return false; }
+        int src[3], n = 0;
+        for (int side = 0; side < 2; side++) {   /* before, x, after */
+            int64_t p = pads[ax + side * rank];
+            if (side == 1) src[n++] = y;
+            if (!p) continue;
+            int64_t bs[IR_MAX_RANK];
+            memcpy(bs, ir_at(s->g, y)->shape, sizeof bs);
+            bs[ax] = p;
+            int64_t cnt = numel(bs, rank);
+            if (cnt > OX_MAX_FOLD) { ox_unsupported(s, "a pad this large"); return false; }
+            double *v = ax_alloc(s->ctx->arena, sizeof *v * (size_t)(cnt ? cnt : 1));
+            for (int64_t i = 0; i < cnt; i++) v[i] = value;
+            src[n++] = ox_param(s, v, rank, bs, NULL);
+        }
+        if (n == 1) continue;
+        ir_attrs a = ox_attrs();
+        a.axis = ax;
+        y = ox_add(s, IR_OP_concat, src, n, &a);
+    }
+    return set_node(s, 0, y, false);
+}
+
+/* DepthToSpace / SpaceToDepth: reshape, transpose, reshape. */
+static bool op_depth_space(ox_state *s)
+{
+    bool ok = true, d2s = !strcmp(s->node->op_type, "DepthToSpace");
+    ox_val *xv = IN(0);
+    if (!ok || !xv) return false;
+    int64_t sh[IR_MAX_RANK], b = ox_attr_int(s, "blocksize", 0);
+    if (ox_shape(s, xv, sh) != 4 || b < 1 || (d2s ? sh[1] % (b * b) : (sh[2] % b) || (sh[3] % b))) {
+        ox_fail(s, "needs a 4-D input whose dims the blocksize divides");
+        return false;
+    }
+    int64_t n = sh[0], c = sh[1], hh = sh[2], w = sh[3];
+    bool crd = !strcmp(ox_attr_str(s, "mode", "DCR"), "CRD");
+    int x = ox_node(s, xv);
+    int64_t t1[6], out[4];
+    int perm[6];
+    if (d2s) {
+        int64_t c2 = c / (b * b);
+        if (crd) { int64_t v[6] = {n, c2, b, b, hh, w}; int p[6] = {0, 1, 4, 2, 5, 3}; memcpy(t1, v, sizeof v); memcpy(perm, p, sizeof p); }
+        else { int64_t v[6] = {n, b, b, c2, hh, w}; int p[6] = {0, 3, 4, 1, 5, 2}; memcpy(t1, v, sizeof v); memcpy(perm, p, sizeof p); }
+        int64_t o[4] = {n, c2, hh * b, w * b};
+        memcpy(out, o, sizeof o);
+    } else {
+        int64_t v[6] = {n, c, hh / b, b, w / b, b};
+        int p[6] = {0, 3, 5, 1, 2, 4};
+        memcpy(t1, v, sizeof v);
+        memcpy(perm, p, sizeof p);
+        int64_t o[4] = {n, c * b * b, hh / b, w / b};
+        memcpy(out, o, sizeof o);
+    }
+    x = reshape_to(s, x, t1, 6);
+    x = transpose_perm(s, x, perm, 6);
+    return set_node(s, 0, x == IR_NONE ? x : reshape_to(s, x, out, 4), false);
+}
+
+/* Tile: a concatenation of copies along each axis. */
+static bool op_tile(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0);
+    int64_t rep[IR_MAX_RANK], shape[IR_MAX_RANK];
+    if (!ok || !xv) return false;
+    int rank = ox_shape(s, xv, shape);
+    if (const_ints(s, IN(1), rep, IR_MAX_RANK) != rank) { if (!s->ctx->errors) ox_fail(s, "repeats has the wrong length"); return false; }
+    int y = ox_node(s, xv);
+    for (int ax = 0; ax < rank && y != IR_NONE; ax++) {
+        if (rep[ax] < 1 || rep[ax] > IR_MAX_SRC) { ox_unsupported(s, "repeats under 1 or over 16"); return false; }
+        if (rep[ax] == 1) continue;
+        int src[IR_MAX_SRC];
+        for (int i = 0; i < rep[ax]; i++) src[i] = y;
+        ir_attrs a = ox_attrs();
+        a.axis = ax;
+        y = ox_add(s, IR_OP_concat, src, (int)rep[ax], &a);
+    }
+    return set_node(s, 0, y, false);
+}
+
+/* Resize (nearest, linear; opset 10+) and Upsample (opset 7-9): one
+ * interpolation matrix per resized axis, applied as a dense. */
+static double resize_coord(const char *mode, int64_t i, double scale, int64_t in, int64_t out)
+{
+    if (!strcmp(mode, "asymmetric")) return (double)i / scale;
+    if (!strcmp(mode, "align_corners")) return out == 1 ? 0 : (double)i * (double)(in - 1) / (double)(out - 1);
+    if (!strcmp(mode, "pytorch_half_pixel")) return out > 1 ? (i + 0.5) / scale - 0.5 : 0;
+    if (!strcmp(mode, "tf_half_pixel_for_nn")) return (i + 0.5) / scale;
+    return (i + 0.5) / scale - 0.5;   /* half_pixel */
+}
+
+static int64_t nearest_index(const char *mode, double x)
+{
+    if (!strcmp(mode, "floor")) return (int64_t)floor(x);
+    if (!strcmp(mode, "ceil")) return (int64_t)ceil(x);
+    if (!strcmp(mode, "round_prefer_ceil")) return x - floor(x) == 0.5 ? (int64_t)ceil(x) : (int64_t)llround(x);
+    return x - floor(x) == 0.5 ? (int64_t)floor(x) : (int64_t)llround(x);   /* round_prefer_floor */
+}
+
+static bool op_resize(ox_state *s)
+{
+    bool ok = true, upsample = !strcmp(s->node->op_type, "Upsample");
+    ox_val *x = IN(0);
+    if (!ok || !x) return false;
+    int64_t shape[IR_MAX_RANK], out[IR_MAX_RANK];
+    double scales[IR_MAX_RANK];
+    int rank = ox_shape(s, x, shape);
+    const char *mode = ox_attr_str(s, "mode", "nearest");
+    const char *coord = upsample ? "asymmetric" : ox_attr_str(s, "coordinate_transformation_mode", s->opset < 11 ? "asymmetric" : "half_pixel");
+    const char *nearest = upsample || s->opset < 11 ? "floor" : ox_attr_str(s, "nearest_mode", "round_prefer_floor");
+    if ((strcmp(mode, "nearest") && strcmp(mode, "linear")) || !strcmp(coord, "tf_crop_and_resize")) {
+        ox_unsupported(s, "this resize mode (nearest and linear only, no tf_crop_and_resize)");
+        return false;
+    }
+    ox_val *sc = NULL, *sz = NULL;
+    const Onnx__AttributeProto *attr = upsample ? ox_attr(s, "scales") : NULL;
+    if (upsample && !attr) sc = IN(1);
+    else if (!upsample && s->opset < 11) sc = IN(1);
+    else if (!upsample) { sc = NIN > 2 ? IN(2) : NULL; sz = NIN > 3 ? IN(3) : NULL; }
+    if (!ok) return false;
+    if (sc && sc->c && sc->c->count == 0) sc = NULL;
+    for (int i = 0; i < rank; i++) {
+        if (attr && (int)attr->n_floats == rank) scales[i] = attr->floats[i];
+        else if (sc && sc->c && sc->c->count == rank) scales[i] = sc->c->v[i];
+        else if (sz && sz->c && sz->c->count == rank) scales[i] = sz->c->v[i] / (double)shape[i];
+        else { ox_unsupported(s, "scales or sizes that are not constants of the input's rank"); return false; }
+        out[i] = sz && sz->c ? (int64_t)sz->c->v[i] : (int64_t)floor(shape[i] * scales[i]);
+        if (scales[i] <= 0 || out[i] < 1 || out[i] > ((int64_t)1 << 20)) { ox_fail(s, "bad scale or size"); return false; }
+    }
+    int y = ox_node(s, x);
+    for (int ax = 0; ax < rank && y != IR_NONE; ax++) {
+        if (out[ax] == shape[ax] && scales[ax] == 1) continue;
+        int64_t in = shape[ax], m = out[ax];
+        double *w = ax_alloc(s->ctx->arena, sizeof *w * (size_t)(m * in));
+        for (int64_t i = 0; i < m; i++) {
+            double c = resize_coord(coord, i, scales[ax], in, m);
+            if (!strcmp(mode, "nearest")) {
+                int64_t k = nearest_index(nearest, c);
+                w[i * in + (k < 0 ? 0 : k >= in ? in - 1 : k)] = 1;
+                continue;
+            }
+            c = c < 0 ? 0 : c > (double)(in - 1) ? (double)(in - 1) : c;
+            int64_t k0 = (int64_t)floor(c), k1 = k0 + 1 < in ? k0 + 1 : in - 1;
+            w[i * in + k0] += 1 - (c - (double)k0);
+            w[i * in + k1] += c - (double)k0;
+        }
+        y = weigh_axis(s, y, ax, w, m);
+    }
+    return set_node(s, 0, y, false);
+}
+
+/* ConvTranspose (2-D, groups 1): zeros inserted between the input's pixels
+ * (a 0/1 dense per spatial axis), then a Conv with the kernel flipped and
+ * its channels swapped, padded by dilation * (k - 1) - pads. */
+static bool op_conv_transpose(ox_state *s)
+{
+    bool ok = true;
+    ox_val *x = IN(0), *w = IN(1), *b = IN(2);
+    if (!ok || !x || !w) return false;
+    int64_t xs[IR_MAX_RANK], v[4], st[2] = {1, 1}, dl[2] = {1, 1}, pd[4] = {0, 0, 0, 0}, op[2] = {0, 0};
+    if (ox_shape(s, x, xs) != 4 || !w->c || w->c->rank != 4 || (b && !b->c) || ox_attr_int(s, "group", 1) != 1 ||
+        ox_attr(s, "output_shape") || strcmp(ox_attr_str(s, "auto_pad", "NOTSET"), "NOTSET")) {
+        ox_unsupported(s, "a ConvTranspose that is not 2-D with constant weights, groups 1, explicit pads");
+        return false;
+    }
+    if (ox_attr_ints(s, "strides", v, 2) == 2) st[0] = v[0], st[1] = v[1];
+    if (ox_attr_ints(s, "dilations", v, 2) == 2) dl[0] = v[0], dl[1] = v[1];
+    if (ox_attr_ints(s, "pads", v, 4) == 4) memcpy(pd, v, sizeof pd);
+    if (ox_attr_ints(s, "output_padding", v, 2) == 2) op[0] = v[0], op[1] = v[1];
+    int64_t cin = w->c->shape[0], cout = w->c->shape[1], kh = w->c->shape[2], kw = w->c->shape[3];
+    ir_attrs a = ox_attrs();
+    int64_t k[2] = {kh, kw};
+    for (int d = 0; d < 2; d++) {
+        if (st[d] < 1 || st[d] > 64 || dl[d] < 1 || dl[d] > 64 || op[d] < 0 || op[d] >= st[d]) { ox_fail(s, "bad strides, dilations or output_padding"); return false; }
+        int64_t lo = dl[d] * (k[d] - 1) - pd[d], hi = dl[d] * (k[d] - 1) - pd[d + 2] + op[d];
+        if (lo < 0 || hi < 0 || lo > 1 << 16 || hi > 1 << 16) { ox_unsupported(s, "pads over dilation * (kernel - 1)"); return false; }
+        a.pad[d] = (int)lo, a.pad[d + 2] = (int)hi, a.dilation[d] = (int)dl[d];
+    }
+    if (xs[1] != cin) { ox_fail(s, "input has %lld channels, the weight %lld", (long long)xs[1], (long long)cin); return false; }
+    int y = ox_node(s, x);
+    for (int d = 0; d < 2 && y != IR_NONE; d++) {   /* zeros between pixels */
+        if (st[d] == 1) continue;
+        int64_t in = xs[2 + d], m = (in - 1) * st[d] + 1;
+        double *z = ax_alloc(s->ctx->arena, sizeof *z * (size_t)(m * in));
+        for (int64_t i = 0; i < in; i++) z[i * st[d] * in + i] = 1;
+        y = weigh_axis(s, y, 2 + d, z, m);
+    }
+    double *fw = ax_alloc(s->ctx->arena, sizeof *fw * (size_t)(cin * cout * kh * kw));
+    for (int64_t i = 0; i < cin; i++)
+        for (int64_t o = 0; o < cout; o++)
+            for (int64_t r = 0; r < kh; r++)
+                for (int64_t c = 0; c < kw; c++)
+                    fw[((o * cin + i) * kh + (kh - 1 - r)) * kw + (kw - 1 - c)] = w->c->v[((i * cout + o) * kh + r) * kw + c];
+    int64_t wshape[4] = {cout, cin, kh, kw};
+    ox_val yv = {.name = "upsampled", .node = y, .nchw = IR_NONE};
+    int src[3] = {y == IR_NONE ? IR_NONE : ox_node_nhwc(s, &yv), ox_param(s, fw, 4, wshape, NULL), b ? ox_node(s, b) : IR_NONE};
+    if (src[0] == IR_NONE) return false;
+    return set_node(s, 0, ox_add(s, IR_OP_conv, src, 3, &a), true);
+}
+
+/* ---- the table ------------------------------------------------------------- */
+
+typedef struct op_row { const char *name; ox_handler fn; } op_row;
+static const op_row op_rows[] = {
+    {"Constant", op_constant}, {"Shape", op_shape}, {"Size", op_size}, {"Identity", op_identity},
+    {"Dropout", op_identity}, {"ConstantOfShape", op_constant_of_shape}, {"Range", op_range},
+    {"Relu", op_unary}, {"Sigmoid", op_unary}, {"Tanh", op_unary}, {"Exp", op_unary},
+    {"Log", op_unary}, {"Sqrt", op_unary}, {"Abs", op_unary}, {"Neg", op_unary}, {"Erf", op_unary},
+    {"Softplus", op_unary}, {"Elu", op_unary}, {"LeakyRelu", op_unary}, {"Floor", op_unary},
+    {"Ceil", op_unary}, {"Not", op_unary}, {"Reciprocal", op_unary}, {"Clip", op_clip},
+    {"Add", op_binary}, {"Sub", op_binary}, {"Mul", op_binary}, {"Div", op_binary},
+    {"Pow", op_binary}, {"Equal", op_binary}, {"Less", op_binary}, {"Greater", op_binary},
+    {"And", op_binary}, {"Or", op_binary}, {"Mod", op_binary},
+    {"Sum", op_variadic}, {"Mean", op_variadic}, {"Min", op_variadic}, {"Max", op_variadic},
+    {"Cast", op_cast}, {"Reshape", op_reshape}, {"Flatten", op_reshape}, {"Squeeze", op_reshape},
+    {"Unsqueeze", op_reshape}, {"Transpose", op_transpose}, {"Concat", op_concat},
+    {"Gather", op_gather}, {"Slice", op_slice}, {"Split", op_split}, {"Expand", op_expand},
+    {"Where", op_where}, {"MatMul", op_matmul}, {"Gemm", op_gemm}, {"Conv", op_conv},
+    {"MaxPool", op_pool}, {"AveragePool", op_pool}, {"GlobalAveragePool", op_global_pool},
+    {"GlobalMaxPool", op_global_pool}, {"BatchNormalization", op_batchnorm},
+    {"Softmax", op_softmax}, {"LogSoftmax", op_softmax}, {"LayerNormalization", op_layernorm},
+    {"ReduceMean", op_reduce}, {"ReduceSum", op_reduce}, {"ReduceMax", op_reduce},
+    {"ReduceMin", op_reduce}, {"ReduceL1", op_reduce}, {"ReduceL2", op_reduce},
+    {"ReduceSumSquare", op_reduce}, {"ReduceLogSum", op_reduce}, {"ReduceLogSumExp", op_reduce},
+    {"Softsign", op_composite}, {"Selu", op_composite}, {"Celu", op_composite},
+    {"HardSigmoid", op_composite}, {"HardSwish", op_composite}, {"PRelu", op_composite},
+    {"InstanceNormalization", op_instancenorm}, {"Pad", op_pad}, {"DepthToSpace", op_depth_space},
+    {"SpaceToDepth", op_depth_space}, {"Tile", op_tile}, {"Resize", op_resize},
+    {"Upsample", op_resize}, {"ConvTranspose", op_conv_transpose},
+};
+
+ox_handler ox_find_op(const char *op_type)
+{
+    for (size_t i = 0; i < sizeof op_rows / sizeof *op_rows; i++)
+        if (!strcmp(op_rows[i].name, op_type)) return op_rows[i].fn;
+    return NULL;
+}
+
+/* ---- wording: messages name ONNX nodes and op types ---------------------- */
+
+static const char *onnx_ctor(ir_op op)
+{
+    switch (op) {
+    case IR_OP_dense: return "Gemm";
+    case IR_OP_matmul: return "MatMul";
+    case IR_OP_conv: return "Conv";
+    case IR_OP_layernorm: return "LayerNormalization";
+    case IR_OP_batchnorm: return "BatchNormalization";
+    case IR_OP_maxpool: return "MaxPool";
+    case IR_OP_meanpool: return "AveragePool";
+    case IR_OP_embedding: return "Gather";
+    case IR_OP_reshape: return "Reshape";
+    case IR_OP_transpose: return "Transpose";
+    case IR_OP_concat: return "Concat";
+    default: return (unsigned)op < IR_OP_COUNT ? ir_ops[op].name : "?";
+    }
+}
+
+static const char *onnx_binary(ir_op op)
+{
+    switch (op) {
+    case IR_OP_add: return "Add";
+    case IR_OP_sub: return "Sub";
+    case IR_OP_mul: return "Mul";
+    case IR_OP_div: return "Div";
+    default: return "?";
+    }
+}
+
+/* "ONNX node Conv 'conv1'" (the importer names every node so). */
+static void onnx_layer(const ir_graph *g, const ir_node *n, char *buf, size_t size)
+{
+    (void)g;
+    if (n->name) snprintf(buf, size, "ONNX node %s", n->name);
+    else snprintf(buf, size, "%s", onnx_ctor(n->op));
+}
+
+const ir_wording onnx_wording = {onnx_layer, onnx_ctor, onnx_binary};
+
+#else
+/* Built without protobuf-c: onnx_import.c reports it. */
+typedef int onnx_ops_left_out;
+#endif

@@ -1,0 +1,52 @@
+/* fuzz_onnx.c — libFuzzer harness for the ONNX front end: arbitrary bytes as
+ * a .onnx file go through the same pipeline as `axc FILE.onnx -o F.c`
+ * (onnx_import with pass_shape, pass_dtype, the optimising passes, the
+ * memory plan via axc_build_models) and, when that succeeds, cg_c_emit into
+ * memory buffers.  External data is looked up in the working directory (a
+ * relative location inside it only).  Diagnostics go to /dev/null: a user
+ * error is an expected outcome; a crash, a sanitizer report, a leak or an
+ * internal error is a finding.  Seeds: corpus_onnx/ (small node tests). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cg.h"
+#include "driver.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static FILE *null_sink(void)
+{
+    static FILE *sink;
+    if (!sink) sink = fopen("/dev/null", "w");
+    return sink;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    ax_ctx *ctx = ax_ctx_new();
+    ctx->diag_out = null_sink();
+    ctx->path = "fuzz.onnx";
+    char *src = ax_alloc(ctx->arena, size + 1);
+    memcpy(src, data, size);
+    ctx->src = src;
+    ctx->src_len = size;
+
+    axc_opts o;
+    memset(&o, 0, sizeof o);
+    o.input = "fuzz.onnx";
+    o.output = "fuzz.c";
+    o.opt_level = 2;
+    ir_graph *models[AXC_MAX_MODELS];
+    int n = 0;
+    if (axc_build_models(ctx, &o, models, &n) == AXC_OK && n > 0) {
+        ax_buf c = {0}, h = {0};
+        cg_request req = {models, n, "fuzz.h", "fuzz.onnx"};
+        cg_c_emit(&req, &c, &h);
+        ax_buf_free(&c);
+        ax_buf_free(&h);
+    }
+    axc_free_models(models, n);
+    ax_ctx_free(ctx);
+    return 0;
+}

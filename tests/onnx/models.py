@@ -1,0 +1,123 @@
+"""Models exported by torch.onnx.export here (opsets 13 and 17), compiled to C
+by `axc run` and compared with PyTorch (max abs error <= 1e-4).  Small input
+sizes keep it within the 2-core budget."""
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+
+try:
+    import torch
+    import torchvision
+    import onnx  # noqa: F401  (torch.onnx.export needs it)
+except ImportError:
+    torch = None
+
+TOL = 1e-4
+
+
+def transformer():
+    layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.0,
+                                             batch_first=True)
+    return torch.nn.TransformerEncoder(layer, num_layers=2), torch.randn(2, 8, 32)
+
+
+def resnet18():
+    return torchvision.models.resnet18(num_classes=10), torch.randn(1, 3, 32, 32)
+
+
+def mobilenet_v2():
+    return torchvision.models.mobilenet_v2(num_classes=10, width_mult=0.5), torch.randn(1, 3, 32, 32)
+
+
+def efficientnet_b0():
+    return torchvision.models.efficientnet_b0(num_classes=10), torch.randn(1, 3, 32, 32)
+
+
+def shufflenet_v2():
+    return torchvision.models.shufflenet_v2_x0_5(num_classes=10), torch.randn(1, 3, 32, 32)
+
+
+def squeezenet():
+    return torchvision.models.squeezenet1_1(num_classes=10), torch.randn(1, 3, 48, 48)
+
+
+def upsample():
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Upsample(scale_factor=2, mode="nearest"),
+                            torch.nn.Conv2d(4, 4, 3), torch.nn.Upsample(scale_factor=2, mode="bilinear"),
+                            torch.nn.Upsample(size=(20, 30), mode="bilinear", align_corners=True),
+                            torch.nn.Upsample(size=(9, 7), mode="nearest"))
+    return m, torch.randn(1, 3, 8, 8)
+
+
+def conv_transpose():
+    m = torch.nn.Sequential(torch.nn.ConvTranspose2d(3, 5, 3, stride=2, padding=1, output_padding=1),
+                            torch.nn.ReLU(), torch.nn.ConvTranspose2d(5, 4, (3, 2), dilation=2),
+                            torch.nn.ConvTranspose2d(4, 2, 4, stride=(1, 3), padding=(2, 1)))
+    return m, torch.randn(1, 3, 6, 7)
+
+
+def pads():
+    m = torch.nn.Sequential(torch.nn.ReflectionPad2d(2), torch.nn.ReplicationPad2d((1, 2, 0, 3)),
+                            torch.nn.ConstantPad2d(1, 0.5), torch.nn.Conv2d(3, 2, 3))
+    return m, torch.randn(1, 3, 5, 6)
+
+
+MODELS = [("pads", pads, (13,)), ("conv_transpose", conv_transpose, (13,)), ("upsample", upsample, (11, 13)), ("efficientnet_b0", efficientnet_b0, (13,)), ("shufflenet_v2", shufflenet_v2, (13,)),
+          ("squeezenet1_1", squeezenet, (13,)), ("resnet18", resnet18, (13,)), ("mobilenet_v2", mobilenet_v2, (13, 17)),
+          ("transformer_encoder", transformer, (13, 17))]
+
+
+def check(name, build, opset, tmp):
+    torch.manual_seed(0)
+    model, x = build()
+    model.eval()
+    # random batch-norm statistics so that folding them is tested too
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 1.5)
+    path = os.path.join(tmp, f"{name}_{opset}.onnx")
+    with warnings.catch_warnings():   # with grad on: no fused fast path to export
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, x, path, opset_version=opset, input_names=["input"],
+                          output_names=["output"])
+    with torch.no_grad():
+        want = model(x).numpy()
+    xin, out = os.path.join(tmp, "x.npy"), os.path.join(tmp, "y.npy")
+    np.save(xin, x.numpy())
+    r = subprocess.run([os.environ.get("AXC", "axc"), "run", path, "--input", f"input={xin}",
+                        "--output", out], capture_output=True, text=True, timeout=600)
+    label = f"onnx model {name} (opset {opset}) compiled to C matches PyTorch"
+    if r.returncode != 0:
+        print(f"FAIL: {label}\n  axc exit {r.returncode}: {r.stderr.strip()[:500]}")
+        return 1
+    got = np.load(out)
+    err = float(np.abs(got.reshape(want.shape) - want).max()) if got.size == want.size else float("inf")
+    if err > TOL:
+        print(f"FAIL: {label}\n  max abs error {err:.3g}, shape {got.shape} vs {want.shape}")
+        return 1
+    print(f"PASS: {label} (max abs error {err:.2g})")
+    return 0
+
+
+def main():
+    if torch is None:
+        print("SKIP: onnx models (needs python3-torch, python3-torchvision, python3-onnx)")
+        return 0
+    only = os.environ.get("AXC_ONNX_MODELS")
+    rc = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, build, opsets in MODELS:
+            if only and name not in only.split(","):
+                continue
+            for opset in opsets:
+                rc |= check(name, build, opset, tmp)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
