@@ -73,6 +73,9 @@ static float axrt_bf16_to_float(uint16_t b)
 #define AXRT_CAT(a, b) AXRT_CAT2(a, b)
 
 #define T float
+#define ACC float
+#define LOAD(v) (v)
+#define STORE(v) (v)
 #define FN(name) AXRT_CAT(AXRT_CAT(axrt_, name), _f32)
 #define FN_D(name) AXRT_CAT(AXRT_CAT(axrt_, name), _f32_portable)
 #define MATH_EXP expf
@@ -86,6 +89,9 @@ static float axrt_bf16_to_float(uint16_t b)
 #include "axrt_kernels.inc"
 
 #define T double
+#define ACC double
+#define LOAD(v) (v)
+#define STORE(v) (v)
 #define FN(name) AXRT_CAT(AXRT_CAT(axrt_, name), _f64)
 #define FN_D(name) FN(name)
 #define MATH_EXP exp

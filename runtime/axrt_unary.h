@@ -1,7 +1,8 @@
 /* axrt_unary.h — each elementwise activation's formula, written once.
  * AXRT_UNARY_<name>(v, T, A): v the argument (an expression without side
- * effects), T the element type, A the alpha parameter (elu, leaky_relu);
- * MATH_EXP, MATH_TANH, ... are the includer's libm functions for T.  The
+ * effects), T the compute type (the kernel template passes its ACC), A the
+ * alpha parameter (elu, leaky_relu); MATH_EXP, MATH_TANH, ... are the
+ * includer's libm functions for that type.  The
  * runtime's portable kernels (axrt_kernels.inc) expand these, and the C code
  * generator stringifies the same rows for its fused loops (codegen/cg_c.c),
  * so the two cannot drift.  Comparisons are written so that NaN propagates,
