@@ -212,18 +212,17 @@ def _dumped_layers(dump_dir):
     return found
 
 
-def compare_layers(module, torch_args, dump_dir, rtol=1e-4):
-    """Compares each submodule's output (forward hooks) with the layer of the
-    same name (the submodule's state_dict prefix) that `axc run --dump-dir
-    DIR` wrote.  Returns (name, max |diff|) of the first layer, in PyTorch's
-    execution order, that differs beyond rtol, or None."""
+def _layer_outputs(module, torch_args):
+    """Runs module once without gradients and returns (name, module type,
+    output tensor on the CPU) for every named submodule whose output is a
+    tensor, in execution order (forward hooks)."""
     import torch
     seen = []
 
     def hook(name):
-        def record(_mod, _inp, out):
+        def record(mod, _inp, out):
             if torch.is_tensor(out):
-                seen.append((name, out.detach().cpu().double().numpy()))
+                seen.append((name, type(mod).__name__, out.detach().cpu()))
         return record
 
     handles = [m.register_forward_hook(hook(n)) for n, m in module.named_modules() if n]
@@ -233,6 +232,15 @@ def compare_layers(module, torch_args, dump_dir, rtol=1e-4):
     finally:
         for h in handles:
             h.remove()
+    return seen
+
+
+def compare_layers(module, torch_args, dump_dir, rtol=1e-4):
+    """Compares each submodule's output (forward hooks) with the layer of the
+    same name (the submodule's state_dict prefix) that `axc run --dump-dir
+    DIR` wrote.  Returns (name, max |diff|) of the first layer, in PyTorch's
+    execution order, that differs beyond rtol, or None."""
+    seen = [(name, out.double().numpy()) for name, _kind, out in _layer_outputs(module, torch_args)]
     dumped = _dumped_layers(dump_dir)
     for name, ref in seen:
         path = dumped.get(name)
@@ -255,30 +263,16 @@ def dump_reference(module, torch_args, ref_dir, nhwc=False):
     submodule's state_dict prefix, e.g. "layer1.0.conv1").  nhwc=True stores
     4-D outputs channels-last, as axc's convolutions produce them.  Returns
     the number of layers written."""
-    import torch
     os.makedirs(ref_dir, exist_ok=True)
     rows = []
-
-    def hook(name):
-        def record(_mod, _inp, out):
-            if not torch.is_tensor(out):
-                return
-            value = out.detach().cpu().float().numpy()
-            if nhwc and value.ndim == 4:
-                value = value.transpose(0, 2, 3, 1)
-            safe = "".join(c if c.isalnum() or c in ".-_" else "_" for c in name)
-            file = "%03d_%s.npy" % (len(rows), safe)
-            np.save(os.path.join(ref_dir, file), np.ascontiguousarray(value))
-            rows.append("%d\t%s\t%s\t%s\n" % (len(rows), name, file, type(_mod).__name__))
-        return record
-
-    handles = [m.register_forward_hook(hook(n)) for n, m in module.named_modules() if n]
-    try:
-        with torch.no_grad():
-            module(*torch_args)
-    finally:
-        for h in handles:
-            h.remove()
+    for name, kind, out in _layer_outputs(module, torch_args):
+        value = out.float().numpy()
+        if nhwc and value.ndim == 4:
+            value = value.transpose(0, 2, 3, 1)
+        safe = "".join(ch if ch.isalnum() or ch in ".-_" else "_" for ch in name)
+        file = "%03d_%s.npy" % (len(rows), safe)
+        np.save(os.path.join(ref_dir, file), np.ascontiguousarray(value))
+        rows.append("%d\t%s\t%s\t%s\n" % (len(rows), name, file, kind))
     with open(os.path.join(ref_dir, "index.tsv"), "w") as f:
         f.write("# index\tlayer\tfile\top (axc_torch.dump_reference; axc compare reads it)\n")
         f.writelines(rows)
