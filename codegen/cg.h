@@ -11,6 +11,7 @@ typedef struct cg_request {
     const char *header_name;  /* how the .c file #includes its header, e.g. "mlp.h" */
     const char *source_name;  /* the .ax file, for the banner and the per-node comments */
     bool profile;             /* per-layer timing and output hooks (axc --profile) */
+    bool blas;                /* float32 dense/matmul through cblas_sgemm (axc --blas=openblas) */
 } cg_request;
 
 /* The portable C99 backend (interface.md §2).  Returns 0 or the number of

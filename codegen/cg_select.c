@@ -110,3 +110,10 @@ float *cg_packed_data(ax_arena *a, const ir_node *n)
     }
     return packed;
 }
+
+void cg_select_blas(ir_graph *g)
+{
+    for (int id = 0; id < g->nnodes; id++)
+        if (g->nodes[id].layout == IR_LAYOUT_DENSE)
+            g->nodes[id].layout = IR_LAYOUT_PLAIN;
+}

@@ -23,6 +23,9 @@ const cg_target *cg_target_get(ir_target_id id);
 
 /* Records on g which layout each parameter is stored in (ir_node.layout). */
 void cg_select(ir_graph *g);
+/* After cg_select, for --blas=openblas: dense weights stay as written
+ * ([out, in], what cblas_sgemm reads), not packed. */
+void cg_select_blas(ir_graph *g);
 /* A packed parameter's data in its layout (n->layout), in arena a. */
 float *cg_packed_data(ax_arena *a, const ir_node *n);
 

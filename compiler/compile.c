@@ -125,7 +125,7 @@ static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n,
                  target->missing);
         return AXC_EUSAGE;
     }
-    cg_request req = {models, n, base_name(header), axc_source_name(ctx->arena, o), o->profile};
+    cg_request req = {models, n, base_name(header), axc_source_name(ctx->arena, o), o->profile, o->blas};
     return target->emit(&req, c, h) ? AXC_EINPUT : AXC_OK;
 }
 

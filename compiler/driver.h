@@ -53,6 +53,7 @@ typedef struct axc_opts {
     int threads;                 /* --threads: kernel threads, 0 = the runtime's default */
     bool interp;
     bool profile;                /* --profile: per-layer hooks (compile), the table (run) */
+    bool blas;                   /* --blas=openblas: float32 dense/matmul via cblas_sgemm */
     const char *dump_dir;        /* axc run --dump-dir */
     /* storage for the NAME parts of -D NAME=VALUE */
     char names[AXC_MAX_DEFINES][128];
