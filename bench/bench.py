@@ -36,13 +36,15 @@ import torch_rows
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-SYSTEMS = ["axc", "pytorch", "openblas", "onednn", "onnxruntime", "openvino", "xla"]
-PEERS = SYSTEMS[1:]
-TITLES = {"axc": "axc", "pytorch": "PyTorch", "openblas": "OpenBLAS", "onednn": "oneDNN",
+SYSTEMS = ["axc", "axc+openblas", "pytorch", "openblas", "onednn", "onnxruntime", "openvino", "xla"]
+# axc+openblas: the same models compiled with --blas=openblas (float32 dense and
+# matmul through cblas_sgemm); a column of its own, not a peer in the ratios.
+PEERS = SYSTEMS[2:]
+TITLES = {"axc": "axc", "axc+openblas": "axc+openblas", "pytorch": "PyTorch", "openblas": "OpenBLAS", "onednn": "oneDNN",
           "onnxruntime": "ONNX Runtime", "openvino": "OpenVINO", "xla": "XLA"}
 # The process that runs each system: the C harness, the PyTorch worker, or
 # one py_peers.py process per ONNX-fed peer.
-GROUP = {"axc": "c", "openblas": "c", "onednn": "c", "pytorch": "pytorch",
+GROUP = {"axc": "c", "axc+openblas": "c-blas", "openblas": "c", "onednn": "c", "pytorch": "pytorch",
          "onnxruntime": "onnxruntime", "openvino": "openvino", "xla": "xla"}
 ANCHOR_PEAK_GFLOPS = 227.0  # shared/bench/anchors.md: one AVX-512 core, FMA loop
 ANCHOR_L2_TRIAD_GBS = 106.0
@@ -108,14 +110,15 @@ def model_source(row, data_dir):
     return f"{data_dir}/{row}.ax" if row[0] == "M" else f"{ROOT}/examples/{stem}.ax"
 
 
-def generate_models(axc, data_dir, gen_dir, rows):
-    """Compiles each row's .ax with its weights into gen_dir/ROW.c; returns
-    row -> (C name of the model, arena macro) read from the header."""
+def generate_models(axc, data_dir, gen_dir, rows, extra=()):
+    """Compiles each row's .ax with its weights (and the axc options extra)
+    into gen_dir/ROW.c; returns row -> (C name of the model, arena macro)
+    read from the header."""
     names = {}
     for row in rows:
         model, weights, out = model_source(row, data_dir), f"{data_dir}/{row}.weights.safetensors", f"{gen_dir}/{row}.c"
         if stale(out, [axc, model, weights]):
-            run([axc, model, "-o", out, f"--weights={weights}"])
+            run([axc, model, "-o", out, f"--weights={weights}", *extra])
         with open(f"{gen_dir}/{row}.h") as f:
             header = f.read()
         names[row] = (re.search(r"\bint (\w+)_forward\(", header).group(1),
@@ -151,11 +154,11 @@ const bench_impl bench_axc_rows[] = {{
 """
 
 
-def write_axc_rows(gen_dir, names):
+def write_axc_rows(gen_dir, names, system="axc"):
     text = AXC_ROWS_TEMPLATE.format(
         includes="\n".join(f'#include "{row}.h"' for row in names),
         rows="\n".join(f"AXC_ROW({model}, {arena})" for model, arena in names.values()),
-        table="\n".join(f'    {{"{row}", "axc", setup_{model}, run_{model}}},' for row, (model, _) in names.items()))
+        table="\n".join(f'    {{"{row}", "{system}", setup_{model}, run_{model}}},' for row, (model, _) in names.items()))
     path = f"{gen_dir}/axc_rows.c"
     if not os.path.exists(path) or open(path).read() != text:
         with open(path, "w") as f:
@@ -188,9 +191,12 @@ def axrt_features(stage):
 USER_CFLAGS = ["-std=c99", "-O3"]
 
 
-def compile_units(gen_dir, stage, rows):
-    """(source, flags) for every object of the harness."""
+def compile_units(gen_dir, stage, rows, blas=False):
+    """(source, flags) for every object of the harness (blas: the generated
+    code was compiled with --blas=openblas and includes <cblas.h>)."""
     axrt = pkg_config("--cflags", "axrt", stage=stage)
+    if blas:
+        axrt = [*axrt, *pkg_config("--cflags", "openblas")]
     native = ["-O3", "-march=native"]
     warn = ["-Wall", "-Wextra", "-Wshadow"]
     units = [(f"{gen_dir}/{row}.c", [*USER_CFLAGS, *axrt]) for row in rows]
@@ -204,12 +210,12 @@ def compile_units(gen_dir, stage, rows):
     return units
 
 
-def build_harness(cc, gen_dir, obj_dir, stage, rows):
+def build_harness(cc, gen_dir, obj_dir, stage, rows, blas=False):
     """Compiles what changed and links DIR/harness; returns its path."""
     headers = [f"{HERE}/harness.h", f"{stage}/include/axrt.h"]
     headers += [f"{gen_dir}/{f}" for f in os.listdir(gen_dir) if f.endswith(".h")]
     objects = []
-    for src, flags in compile_units(gen_dir, stage, rows):
+    for src, flags in compile_units(gen_dir, stage, rows, blas):
         obj = f"{obj_dir}/{os.path.basename(src)[:-2]}.o"
         if stale(obj, [src, *headers]):
             run([*shlex.split(cc), *flags, "-c", src, "-o", obj])
@@ -245,8 +251,9 @@ class Worker:
         self.proc.wait()
 
 
-def start_workers(harness, data_dir, venv_python, cpus, threads):
+def start_workers(harness, harness_blas, data_dir, venv_python, cpus, threads):
     workers = {"c": Worker([harness, data_dir, str(threads)], cpus, threads),
+               "c-blas": Worker([harness_blas, data_dir, str(threads)], cpus, threads),
                "pytorch": Worker([sys.executable, f"{HERE}/torch_rows.py", data_dir, str(threads)], cpus, threads)}
     for peer in ("onnxruntime", "openvino", "xla"):
         python = venv_python if venv_python and os.path.exists(venv_python) else sys.executable
@@ -437,13 +444,17 @@ def main():
     rows = ["R1"] if args.smoke else args.rows.split(",")
     thread_counts = [1] if args.smoke else [int(t) for t in args.threads.split(",")]
     stage = os.path.abspath(args.stage)
-    data_dir, gen_dir, obj_dir = (f"{args.build_dir}/{d}" for d in ("data", "gen", "obj"))
-    for d in (data_dir, gen_dir, obj_dir):
+    data_dir, gen_dir, obj_dir, gen_blas, obj_blas = (f"{args.build_dir}/{d}" for d in
+                                                      ("data", "gen", "obj", "gen-blas", "obj-blas"))
+    for d in (data_dir, gen_dir, obj_dir, gen_blas, obj_blas):
         os.makedirs(d, exist_ok=True)
     prepare_data(data_dir, rows)
     names = generate_models(f"{stage}/bin/axc", data_dir, gen_dir, rows)
     write_axc_rows(gen_dir, names)
     harness = build_harness(args.cc, gen_dir, obj_dir, stage, rows)
+    names_blas = generate_models(f"{stage}/bin/axc", data_dir, gen_blas, rows, ["--blas=openblas"])
+    write_axc_rows(gen_blas, names_blas, "axc+openblas")
+    harness_blas = build_harness(args.cc, gen_blas, obj_blas, stage, rows, blas=True)
     allowed = sorted(os.sched_getaffinity(0))
     checks, medians, head, peak, triad = {}, {}, [], 0.0, 0.0
     for threads in thread_counts:
@@ -451,7 +462,7 @@ def main():
             log(f"bench: {threads} threads skipped: only {len(allowed)} CPUs allowed")
             continue
         cpus = set(allowed[-threads:])
-        workers = start_workers(harness, data_dir, args.venv_python, cpus, threads)
+        workers = start_workers(harness, harness_blas, data_dir, args.venv_python, cpus, threads)
         try:
             if args.smoke:
                 return 0 if smoke(workers, rows) else 1

@@ -14,6 +14,7 @@ typedef struct cg_request {
     /* llvm target: triple and cpu (NULL: the host's), textual IR instead of an object */
     const char *triple, *cpu;
     bool llvm_ir;
+    bool blas;                /* float32 dense/matmul through cblas_sgemm (axc --blas=openblas) */
 } cg_request;
 
 /* The portable C99 backend (interface.md §2).  Returns 0 or the number of

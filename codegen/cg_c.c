@@ -27,6 +27,7 @@ typedef struct emitter {
     const char **input_names;   /* forward()'s parameters (context arena) */
     const char **output_names;
     bool profile;            /* cg_request.profile */
+    bool blas;               /* cg_request.blas */
     int nlayers;             /* profiled layers emitted so far */
 } emitter;
 
@@ -456,6 +457,7 @@ static void emit_concat(emitter *em, const ir_node *n, const char *y)
  * both broadcast into the batch. */
 static void emit_matmul(emitter *em, const ir_node *n, const char *y)
 {
+    const bool blas = em->blas && n->dtype == AXRT_F32;
     const ir_node *a = operand_node(em, n, 0), *b = operand_node(em, n, 1);
     const int64_t m = a->rank >= 2 ? a->shape[a->rank - 2] : 1, k = a->shape[a->rank - 1];
     const int64_t cols = b->rank >= 2 ? b->shape[b->rank - 1] : 1;
@@ -478,8 +480,8 @@ static void emit_matmul(emitter *em, const ir_node *n, const char *y)
         emit_int64_array(OUT, "b_strides", sb, rank);
         emit_int64_array(OUT, "batch", shape, rank);
     }
-    ax_buf_printf(OUT, "        axrt_matmul_%s(%s, %s, %s, %s, %s, %s, %d, %lld, %lld, %lld);\n    }\n",
-                  SFX, operand(em, n, 0), rank ? "a_strides" : "NULL", operand(em, n, 1),
+    ax_buf_printf(OUT, "        %s%s(%s, %s, %s, %s, %s, %s, %d, %lld, %lld, %lld);\n    }\n",
+                  blas ? "axc_blas_matmul" : "axrt_matmul_", blas ? "" : SFX, operand(em, n, 0), rank ? "a_strides" : "NULL", operand(em, n, 1),
                   rank ? "b_strides" : "NULL", y, rank ? "batch" : "NULL", rank, (long long)m,
                   (long long)k, (long long)cols);
 }
@@ -488,7 +490,11 @@ static void emit_dense(emitter *em, const ir_node *n, const char *y)
 {
     const ir_node *x = operand_node(em, n, 0);
     const int64_t in = x->shape[x->rank - 1], out = n->shape[n->rank - 1];
-    if (kernel_applies_epilogue(em, n))
+    if (em->blas && n->dtype == AXRT_F32 && !operand_packed(em, n, 1))
+        ax_buf_printf(OUT, "    axc_blas_dense(%s, %s, %s, %s, %lld, %lld, %lld);\n",
+                      operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y,
+                      (long long)(ir_numel(x) / in), (long long)in, (long long)out);
+    else if (kernel_applies_epilogue(em, n))
         ax_buf_printf(OUT, "    axrt_dense_packed_ep_f32(%s, %s, %s, %s, %lld, %lld, %lld);\n",
                       operand(em, n, 0), operand(em, n, 1), epilogue_operands(em, n), y,
                       (long long)(ir_numel(x) / in), (long long)in, (long long)out);
@@ -1181,12 +1187,68 @@ static void emit_c_preamble(const cg_request *req, ax_buf *c)
                   AXRT_PANEL, AXRT_PANEL);
 }
 
+/* Whether any model has a float32 node of op (they then call a BLAS helper). */
+static bool uses_f32_op(const cg_request *req, ir_op op)
+{
+    for (int m = 0; m < req->nmodels; m++)
+        for (int id = 0; id < req->models[m]->nnodes; id++) {
+            const ir_node *n = &req->models[m]->nodes[id];
+            if (!n->dead && n->op == op && n->dtype == AXRT_F32)
+                return true;
+        }
+    return false;
+}
+
+/* --blas=openblas (interface.md §10): <cblas.h> and the two helpers that
+ * float32 dense and matmul call instead of libaxrt's GEMM, only those used
+ * (static, -Wunused-function clean).  Dense weights are [out, in] as
+ * written (cg_select_blas keeps them unpacked); the bias goes into y first
+ * and cblas_sgemm accumulates onto it. */
+static void emit_blas_helpers(const cg_request *req, ax_buf *c)
+{
+    ax_buf_puts(c, "\n/* --blas=openblas: link with -lopenblas */\n#include <cblas.h>\n");
+    if (uses_f32_op(req, IR_OP_dense))
+        ax_buf_puts(c,
+            "\nstatic void axc_blas_dense(const float *x, const float *w, const float *bias, float *y,\n"
+            "                           int rows, int in, int out)\n{\n"
+            "    int r, o;\n"
+            "    if (bias)\n"
+            "        for (r = 0; r < rows; r++)\n"
+            "            for (o = 0; o < out; o++) y[(size_t)r * (size_t)out + (size_t)o] = bias[o];\n"
+            "    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1.0f, x, in, w, in,\n"
+            "                bias ? 1.0f : 0.0f, y, out);\n}\n");
+    if (uses_f32_op(req, IR_OP_matmul))
+        ax_buf_puts(c,
+            "\n/* The contract of libaxrt's matmul: batch dims broadcast through the strides. */\n"
+            "static void axc_blas_matmul(const float *a, const int64_t *a_strides, const float *b,\n"
+            "                            const int64_t *b_strides, float *y, const int64_t *batch,\n"
+            "                            int rank, int m, int k, int n)\n{\n"
+            "    int64_t index[AXRT_MAX_RANK] = {0}, oa = 0, ob = 0;\n"
+            "    int d;\n"
+            "    for (;;) {\n"
+            "        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a + oa, k,\n"
+            "                    b + ob, n, 0.0f, y, n);\n"
+            "        y += (size_t)m * (size_t)n;\n"
+            "        for (d = rank - 1; d >= 0; d--) {\n"
+            "            oa += a_strides[d];\n"
+            "            ob += b_strides[d];\n"
+            "            if (++index[d] < batch[d]) break;\n"
+            "            oa -= a_strides[d] * batch[d];\n"
+            "            ob -= b_strides[d] * batch[d];\n"
+            "            index[d] = 0;\n"
+            "        }\n"
+            "        if (d < 0) return;\n"
+            "    }\n}\n");
+}
+
 int cg_c_header(const cg_request *req, ax_buf *h_out)
 {
     int errors = 0;
     for (int m = 0; m < req->nmodels; m++) {
         errors += check_supported(req->models[m]);
         cg_select(req->models[m]); /* again, for callers that ran the passes by hand */
+        if (req->blas)
+            cg_select_blas(req->models[m]);
     }
     if (errors || req->nmodels < 1)
         return errors ? errors : 1;
@@ -1212,9 +1274,11 @@ int cg_c_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
     emit_c_preamble(req, c_out);
     if (req->profile)
         emit_profile_clock(c_out);
+    if (req->blas)
+        emit_blas_helpers(req, c_out);
     for (int m = 0; m < req->nmodels; m++) {
         emitter em = {.g = req->models[m], .out = c_out, .source_name = req->source_name,
-                      .profile = req->profile};
+                      .profile = req->profile, .blas = req->blas};
         name_arguments(&em);
         ax_buf_printf(c_out, "\n/* ---- model %s ---- */\n", em.g->name);
         emit_constants(&em);

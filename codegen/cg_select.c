@@ -140,3 +140,10 @@ bool cg_has_epilogue(const ir_node *n)
     return n->attrs.act > 0 && n->attrs.act < IR_OP_COUNT &&
            ir_ops[n->attrs.act].kind == IR_UNARY && n->attrs.act != IR_OP_cast;
 }
+
+void cg_select_blas(ir_graph *g)
+{
+    for (int id = 0; id < g->nnodes; id++)
+        if (g->nodes[id].layout == IR_LAYOUT_DENSE)
+            g->nodes[id].layout = IR_LAYOUT_PLAIN;
+}

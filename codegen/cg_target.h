@@ -32,6 +32,9 @@ bool cg_operand_packed(const ir_graph *g, const ir_node *n, int i);
 int cg_kernel_act(const ir_node *n);
 bool cg_kernel_applies_epilogue(const ir_graph *g, const ir_node *n);
 bool cg_has_epilogue(const ir_node *n);
+/* After cg_select, for --blas=openblas: dense weights stay as written
+ * ([out, in], what cblas_sgemm reads), not packed. */
+void cg_select_blas(ir_graph *g);
 /* A packed parameter's data in its layout (n->layout), in arena a. */
 float *cg_packed_data(ax_arena *a, const ir_node *n);
 

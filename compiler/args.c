@@ -39,6 +39,8 @@ static const char usage_text[] =
     "  --file-prefix-map=OLD=NEW  name the source NEW... instead of OLD... in the output\n"
     "                          (default: an absolute source path is named by its file name)\n"
     "  -Werror, -w             warnings as errors / no warnings\n"
+    "  --blas=openblas         float32 dense and matmul call OpenBLAS's cblas_sgemm\n"
+    "                          (the generated code then links -lopenblas)\n"
     "\n"
     "run options:\n"
     "  --input NAME=FILE.npy   one per model input (default: filled from --seed)\n"
@@ -155,7 +157,7 @@ static int set_ram(axc_opts *o, const char *v)
 typedef enum {
     V_OUT, V_TARGET, V_HEADER, V_MODEL, V_WEIGHTS, V_SEED, V_SAVE, V_EMIT, V_ELTYPE,
     V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC, V_DUMP, V_PREFIX_MAP, V_THREADS,
-    V_TRIPLE, V_CPU
+    V_TRIPLE, V_CPU, V_BLAS
 } value_opt;
 
 static const struct { const char *name; value_opt id; bool run; } value_opts[] = {
@@ -169,7 +171,7 @@ static const struct { const char *name; value_opt id; bool run; } value_opts[] =
     {"--input", V_INPUT, true},    {"--output", V_OUTPUT, true},
     {"--output-dir", V_OUTDIR, true}, {"--bench", V_BENCH, true},
     {"--cc", V_CC, true},          {"--dump-dir", V_DUMP, true},
-    {"--threads", V_THREADS, true},
+    {"--threads", V_THREADS, true}, {"--blas", V_BLAS, false},
     {"--triple", V_TRIPLE, false}, {"--cpu", V_CPU, false},
 };
 
@@ -211,6 +213,10 @@ static int set_value(axc_opts *o, value_opt id, const char *v)
             return -1;
         }
         o->bench_runs = (long)n;
+        return 0;
+    case V_BLAS:
+        if (strcmp(v, "openblas")) { axc_fail("unknown BLAS '%s' (expected openblas)", v); return -1; }
+        o->blas = true;
         return 0;
     case V_THREADS:
         if (parse_u64(v, &n) || n < 1 || n > 256) {
@@ -268,7 +274,7 @@ static int try_flag(const char *a, axc_opts *o)
 static const char *const planned_opts[] = {
     "--dtype", "--quantize", "--calibrate", "--train", "--loss",
     "--optimizer", "--lr", "--momentum", "--nesterov", "--weight-decay", "--beta1", "--beta2",
-    "--eps", "--epochs", "--shuffle", "--arch", "--blas",
+    "--eps", "--epochs", "--shuffle", "--arch",
 };
 
 static const char *const flag_opts[] = {"-MD", "--mem-report", "--print-after-all", "-Werror", "-w",

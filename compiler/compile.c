@@ -124,8 +124,8 @@ static int check_llvm_target(ax_ctx *ctx, const axc_opts *o, ir_target_id id)
         axc_fail("--triple and --cpu apply to the llvm target (a .o or .ll output, or --target=llvm)");
         return AXC_EUSAGE;
     }
-    if (o->profile) { /* the LLVM printer has no profile hooks yet */
-        axc_fail("%s and %s exclude each other", "--profile", "the llvm target");
+    if (o->profile || o->blas) { /* the LLVM printer has no profile hooks and no BLAS calls yet */
+        axc_fail("%s and %s exclude each other", o->profile ? "--profile" : "--blas", "the llvm target");
         return AXC_EUSAGE;
     }
 #ifdef AXC_HAVE_LLVM
@@ -166,7 +166,7 @@ static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n,
     int rc = check_llvm_target(ctx, o, target->facts.id);
     if (rc) return rc;
     cg_request req = {models, n, base_name(header), axc_source_name(ctx->arena, o), o->profile, o->triple, o->cpu,
-                      has_ext(o->output, ".ll")};
+                      has_ext(o->output, ".ll"), o->blas};
     return target->emit(&req, c, h) ? AXC_EINPUT : AXC_OK;
 }
 

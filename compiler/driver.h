@@ -55,6 +55,7 @@ typedef struct axc_opts {
     bool interp;
     bool jit;                    /* --jit: ORC LLJIT instead of $CC */
     bool profile;                /* --profile: per-layer hooks (compile), the table (run) */
+    bool blas;                   /* --blas=openblas: float32 dense/matmul via cblas_sgemm */
     const char *dump_dir;        /* axc run --dump-dir */
     /* storage for the NAME parts of -D NAME=VALUE */
     char names[AXC_MAX_DEFINES][128];

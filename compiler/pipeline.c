@@ -233,6 +233,7 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
             return AXC_EINPUT;
         if (o->ram_budget && fit_budget(o, models[i])) return AXC_EINPUT;
         cg_target_get(models[i]->target->id)->select(models[i]);
+        if (o->blas) cg_select_blas(models[i]);
     }
     return ctx->errors ? AXC_EINPUT : AXC_OK;
 }

@@ -212,6 +212,7 @@ static const char *cc_command(const axc_opts *o)
 
 /* What compile_shared passes besides the files (part of the cache key). */
 #define RUN_CFLAGS "-std=c99 -O2 -fPIC -shared -lm"
+#define RUN_CFLAGS_BLAS RUN_CFLAGS " -lopenblas"
 
 static int compile_shared(ax_ctx *ctx, const axc_opts *o, const char *dir, const char *home)
 {
@@ -225,9 +226,15 @@ static int compile_shared(ax_ctx *ctx, const axc_opts *o, const char *dir, const
                           "-Wl,-u,axrt_set_threads", ax_sprintf(a, "%s/lib/libaxrt.a", home),
                           "-lm", "-lpthread", NULL};
     for (int i = 0; rest[i]; i++) argv[n++] = (char *)rest[i];
+    if (o->blas) argv[n++] = "-lopenblas"; /* --blas=openblas: cblas_sgemm */
     argv[n] = NULL;
     int st = spawn(argv);
     if (st == 0) return AXC_OK;
+    if (o->blas) {
+        axc_fail("building the generated code with --blas=openblas failed (status %d): "
+                 "is OpenBLAS installed (cblas.h and -lopenblas, Debian: libopenblas-dev)?", st);
+        return AXC_EUSAGE;
+    }
     axc_fail("building the generated code with '%s' failed (status %d)", argv[0], st);
     return AXC_EUSAGE;
 }
@@ -237,7 +244,8 @@ static int stage_sources(ax_ctx *ctx, const axc_opts *o, ir_graph *g, const char
     ax_buf c = {0}, h = {0};
     ir_graph *models[1] = {g};
     cg_request req = {.models = models, .nmodels = 1, .header_name = "model.h",
-                      .source_name = axc_source_name(ctx->arena, o), .profile = o->profile || o->dump_dir};
+                      .source_name = axc_source_name(ctx->arena, o), .profile = o->profile || o->dump_dir,
+                      .blas = o->blas};
     const cg_target *target = cg_target_get(g->target->id);
     if (target->emit != cg_c_emit) { /* axc run builds C; other targets run their own way */
         axc_fail("the %s target %s; axc run uses --target=c", ir_targets[target->facts.id].name,
@@ -269,7 +277,8 @@ static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
     if (rc) return rc;
     /* a cached build of the same code with the same compiler skips the C compiler */
     const char *so = ax_sprintf(ctx->arena, "%s/model.so", r->tmpdir);
-    const char *cached = axc_run_cache_entry(ctx->arena, cc_command(o), RUN_CFLAGS, r->tmpdir, home);
+    const char *cached = axc_run_cache_entry(ctx->arena, cc_command(o),
+                                                 o->blas ? RUN_CFLAGS_BLAS : RUN_CFLAGS, r->tmpdir, home);
     bool hit = cached && access(cached, R_OK) == 0;
     if (hit) so = cached;
     else if ((rc = compile_shared(ctx, o, r->tmpdir, home))) return rc;

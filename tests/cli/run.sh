@@ -235,7 +235,7 @@ check_option_hints() {
     run_axc mlp.ax --weight w.safetensors -o t.c; expect_rc 2 || return 1
     grep -q "did you mean '--weights'" err || { show; return 1; }
     local opt
-    for opt in --quantize=int8 --dtype=Float16 --blas=openblas; do
+    for opt in --quantize=int8 --dtype=Float16 --epochs=2; do
         run_axc run mlp.ax $opt; expect_rc 2 || return 1
         grep -q "not built yet" err || { echo "$opt: no 'not built yet'"; show; return 1; }
     done
@@ -335,6 +335,39 @@ check_run_cache() {
     ls "$tmp"/xdg/axc/*.so >/dev/null 2>&1 || { echo "no entry under \$XDG_CACHE_HOME/axc"; return 1; }
 }
 
+# --blas=openblas (interface.md §10): float32 dense and matmul call
+# cblas_sgemm; the generated C builds warning-free, and every example with a
+# dense or matmul gives the default build's outputs within 1e-5 (weights
+# from --seed 3 with noise added, so that the biases are not all zero).
+have_openblas() {
+    printf '#include <cblas.h>\nint main(void) { return cblas_sdot(0, 0, 1, 0, 1) != 0.0f; }\n' >ob.c
+    "${CC:-cc}" ob.c -o ob -lopenblas >/dev/null 2>&1
+}
+check_blas_option() {
+    run_axc mlp.ax -o m.c --blas=mkl; expect_rc 2 || return 1
+    grep -q "unknown BLAS 'mkl' (expected openblas)" err || { show; return 1; }
+    [ ! -e m.c ] || { echo "m.c written on a usage error"; return 1; }
+}
+check_blas_equal() {
+    local f name
+    for f in "$root"/examples/{mlp,r1_mlp_b1,r2_mlp_b32,r4_bert_layer,gpt_block,lenet5}.ax \
+             "$root"/tests/ops/matmul.ax "$root"/tests/ops/matmul_2d.ax; do
+        name=$(basename "$f" .ax)
+        run_axc "$f" -o "b_$name.c" --seed 3 --save-weights="w_$name.safetensors" --blas=openblas; expect_rc 0 || return 1
+        "$PYTHON" "$here/write_weights.py" perturb "w_$name.safetensors" || return 1
+        grep -q cblas_sgemm "b_$name.c" || { echo "$name: no cblas_sgemm call"; return 1; }
+        ! grep -Eq 'axrt_(dense|matmul)_' "b_$name.c" || { echo "$name: libaxrt GEMM still called"; return 1; }
+        "${CC:-cc}" -std=c99 -Wall -Wextra -Wpedantic -Werror -I"$AXC_BUILD/include" -c "b_$name.c" -o "b_$name.o" \
+            || { echo "$name: generated C does not build warning-free"; return 1; }
+        mkdir -p "d_$name" "o_$name"
+        run_axc run "$f" --weights="w_$name.safetensors" --seed 3 --output-dir "d_$name"; expect_rc 0 || return 1
+        run_axc run --blas=openblas "$f" --weights="w_$name.safetensors" --seed 3 --output-dir "o_$name"
+        expect_rc 0 || return 1
+        "$PYTHON" "$root/tests/compile/compare_npy.py" "o_$name" "d_$name" 1e-5 \
+            || { echo "$name: --blas=openblas differs from the default build"; return 1; }
+    done
+}
+
 check help check_help
 check version check_version
 check unknown-option-exit-2 check_unknown_option
@@ -369,6 +402,9 @@ check renamed-tensors-paired check_renamed_tensors
 check unused-layer-warns check_unused_layer
 check reproducible-output check_reproducible
 check run-cache check_run_cache
+check blas-option check_blas_option
+if have_openblas; then check blas-equals-default check_blas_equal
+else echo "SKIP: cli:blas-equals-default (no OpenBLAS: cblas.h, -lopenblas)"; fi
 
 # ---- hostile input (issue 11) ------------------------------------------------
 
