@@ -56,11 +56,13 @@ typedef struct axrt_cpu_ops {
     const char *name;          /* "portable", "avx2", "avx512" */
     size_t tile_rows;          /* mr limit of tile, <= AXRT_TILE_M_MAX */
     void (*tile)(const axrt_tile_args *t);
-    /* one output row (image n, row oy) of a depthwise conv on packed
-       weights [kh * kw, c], with its epilogue */
-    void (*depthwise_row)(const float *x, const float *packed, const float *bias,
+    /* one output row of a depthwise conv on packed weights [kh * kw, c],
+       with its epilogue: rows[ky] is the input row (its first pixel) that
+       tap row ky reads, NULL for padding; y and residual are the row's
+       ow * c outputs.  kh <= AXRT_DWCONV_MAX_KH. */
+    void (*depthwise_row)(const float *const *rows, const float *packed, const float *bias,
                           const float *residual, axrt_act act, float *y,
-                          const axrt_conv2d_params *p, int n, int oy);
+                          const axrt_conv2d_params *p);
     /* softmax of one contiguous line of n > 0 elements */
     void (*softmax_line)(const float *x, float *y, size_t n);
     void (*layernorm)(const float *x, const float *w, const float *bias, float *y, size_t rows,
@@ -79,13 +81,9 @@ const axrt_cpu_ops *axrt_cpu_ops_avx2(void);
 const axrt_cpu_ops *axrt_cpu_ops_avx512(void);
 #endif
 
-/* Input pixel (iy, ix) of image n of an NHWC tensor, or NULL outside it. */
-static inline const float *axrt_input_pixel(const float *x, const axrt_conv2d_params *p, int n,
-                                            int iy, int ix)
-{
-    if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w)
-        return NULL;
-    return x + (((size_t)n * p->h + iy) * p->w + ix) * p->c;
-}
+/* The table's depthwise_row (axrt_fast.inc), for the in-place kernel. */
+void axrt_depthwise_row_f32(const float *const *rows, const float *packed, const float *bias,
+                            const float *residual, axrt_act act, float *y,
+                            const axrt_conv2d_params *p);
 
 #endif /* AXRT_CPU_H */

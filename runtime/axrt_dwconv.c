@@ -11,16 +11,37 @@
  * which holds rows oy - pad_top .. oy, every overwritten row still needed;
  * rows below oy are read where they lie, untouched.
  * Weights are either PyTorch's [c, 1, kh, kw] or axrt_pack_depthwise_f32's
- * [kh * kw, c] (packed != 0).  Freestanding C99: <stddef.h> <string.h> <math.h>. */
+ * [kh * kw, c] (packed != 0); float32 rows on packed weights are the kernel
+ * table's (axrt_cpu.h: vectorised where the CPU allows), the rest the plain
+ * loops here.  Freestanding C99: <stddef.h> <string.h> <math.h>. */
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "axrt.h"
+#include "axrt_cpu.h"
 
 size_t axrt_dwconv_inplace_ring_elems(const axrt_conv2d_params *p)
 {
     return ((size_t)p->pad_top + 1) * (size_t)p->w * (size_t)p->c;
+}
+
+/* Output row y by the kernel table, where it applies (float32, packed). */
+static int dwconv_table_row_f32(const float *const *rows, const float *w, int packed,
+                                const float *bias, axrt_act act, float *y,
+                                const axrt_conv2d_params *p)
+{
+    if (packed)
+        axrt_depthwise_row_f32(rows, w, bias, NULL, act, y, p);
+    return packed;
+}
+
+static int dwconv_table_row_f64(const double *const *rows, const double *w, int packed,
+                                const double *bias, axrt_act act, double *y,
+                                const axrt_conv2d_params *p)
+{
+    (void)rows, (void)w, (void)packed, (void)bias, (void)act, (void)y, (void)p;
+    return 0;
 }
 
 /* Defines the kernel for element type T with suffix S; ERF is libm's erf for T. */
@@ -83,7 +104,10 @@ size_t axrt_dwconv_inplace_ring_elems(const axrt_conv2d_params *p)
                     else                                                                       \
                         rows[ky] = image + (size_t)iy * row_elems;                             \
                 }                                                                              \
-                dwconv_row_##S(rows, w, bias, act, image + (size_t)oy * row_elems, p, packed); \
+                if (!dwconv_table_row_##S(rows, w, packed, bias, act,                          \
+                                          image + (size_t)oy * row_elems, p))                  \
+                    dwconv_row_##S(rows, w, bias, act, image + (size_t)oy * row_elems, p,      \
+                                   packed);                                                    \
             }                                                                                  \
         }                                                                                      \
     }

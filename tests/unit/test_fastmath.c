@@ -473,6 +473,48 @@ static void test_depthwise(void **state)
     }
 }
 
+/* Depthwise shapes through each row kernel: 3x3 and 5x5 (the unrolled
+ * ones, interior and edge pixels, 40 and 48 channels), a 3x7 dilated one
+ * and a 17x1 one taller than AXRT_DWCONV_MAX_KH (the generic loops); with
+ * stride 1 and the output the input's size, the in-place kernel too. */
+typedef void dw_inplace_fn(float *, const float *, int, const float *, axrt_act, float *,
+                           const axrt_conv2d_params *);
+static void test_depthwise_shapes(void **state)
+{
+    static const axrt_conv2d_params shapes[] = {
+        {1, 9, 20, 40, 9, 20, 40, 3, 3, 1, 1, 1, 1, 1, 1, 40},
+        {2, 12, 11, 48, 6, 6, 48, 5, 5, 2, 2, 1, 1, 2, 2, 48},
+        {1, 7, 30, 24, 7, 30, 24, 3, 7, 1, 1, 1, 2, 1, 6, 24},
+        {1, 20, 6, 16, 4, 6, 16, 17, 1, 1, 1, 1, 1, 0, 0, 16},
+    };
+    enum { MAX = 2 * 12 * 30 * 48, MAX_W = 48 * 25 };
+    static float x[MAX], xy[MAX], w[MAX_W], packed[MAX_W], bias[48], zero[MAX], y[MAX],
+        ring[MAX];
+    static double ref[MAX];
+    (void)state;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const axrt_conv2d_params *p = &shapes[s];
+        const size_t nx = (size_t)p->n * p->h * p->w * p->c, ny = (size_t)p->n * p->oh * p->ow * p->c;
+        const int inplace = p->stride_h == 1 && p->stride_w == 1 && p->oh == p->h &&
+                            p->ow == p->w && p->kh <= AXRT_DWCONV_MAX_KH;
+        fill(x, nx, -1, 1, 45 + (unsigned)s), fill(w, (size_t)p->c * p->kh * p->kw, -1, 1, 46);
+        fill(bias, (size_t)p->c, -1, 1, 47);
+        conv_ref(x, w, bias, zero, AXRT_ACT_RELU6, ref, p);
+        for (int v = 0; v < n_variants; v++) {
+            ((pack_conv_fn *)symbol(v, "axrt_pack_depthwise_f32"))(w, packed, p);
+            ((conv_ep_fn *)symbol(v, "axrt_conv2d_depthwise_f32"))(x, packed, bias, NULL,
+                                                                   AXRT_ACT_RELU6, y, p);
+            assert_close(y, ref, ny, 1e-5);
+            if (!inplace)
+                continue;
+            memcpy(xy, x, nx * sizeof *x);
+            ((dw_inplace_fn *)symbol(v, "axrt_dwconv_inplace_f32"))(xy, packed, 1, bias,
+                                                                    AXRT_ACT_RELU6, ring, p);
+            assert_close(xy, ref, ny, 1e-5);
+        }
+    }
+}
+
 /* Softmax over a wide line (many vectors and a tail): arguments far below
  * the max underflow to (almost) 0, and one NaN makes the whole line NaN. */
 static void test_softmax_edges(void **state)
@@ -744,6 +786,7 @@ int main(void)
         cmocka_unit_test(test_dense_epilogue),
         cmocka_unit_test(test_conv_epilogue),
         cmocka_unit_test(test_depthwise),
+        cmocka_unit_test(test_depthwise_shapes),
         cmocka_unit_test(test_softmax_edges),
         cmocka_unit_test(test_matmul_softmax_layernorm),
         cmocka_unit_test(test_unary_special_values),
