@@ -55,6 +55,7 @@ SIMD_INLINE __mmask16 lane_mask(long count)
 #define V_XOR _mm512_xor_ps
 #define V_ROUND(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define V_CVTI _mm512_cvtps_epi32
+#define V_SCALE2 _mm512_scalef_ps /* v * 2^floor(n) */
 #define V_FROMI _mm512_castsi512_ps
 #define VI_SET1 _mm512_set1_epi32
 #define VI_ADD _mm512_add_epi32
