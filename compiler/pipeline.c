@@ -153,6 +153,16 @@ static int requested_target(const axc_opts *o, ir_target_id *id)
     return AXC_OK;
 }
 
+/* --mem-report's list of the values pass_remat recomputed, by name. */
+static void print_recomputed(const ir_graph *g)
+{
+    printf("  recomputed:");
+    for (int id = 0; id < g->nnodes; id++)
+        if (!g->nodes[id].dead && g->nodes[id].recomputed)
+            printf(" %%%d %s '%s'", id, ir_ops[g->nodes[id].op].name, g->nodes[id].name);
+    printf("\n");
+}
+
 /* --ram: rematerialise until the plan fits (verified), say what it cost
  * with --mem-report, and report a plan that still does not fit. */
 static int fit_budget(const axc_opts *o, ir_graph *g)
@@ -165,6 +175,7 @@ static int fit_budget(const axc_opts *o, ir_graph *g)
             printf("rematerialised %s: arena %zu -> %zu bytes, %d values recomputed, "
                    "+%.0f FLOPs (+%.1f%%)\n", g->name, st.peak_before, st.peak_after, st.recomputed,
                    st.extra_flops, st.flops > st.extra_flops ? 100 * st.extra_flops / (st.flops - st.extra_flops) : 0);
+        if (st.recomputed && o->mem_report) print_recomputed(g);
     }
     if (!pass_memplan_check_budget(g, o->ram_budget)) return 0;
     if (st.recomputed)
