@@ -163,6 +163,21 @@ static void print_recomputed(const ir_graph *g)
     printf("\n");
 }
 
+/* --ram, when recomputation is not enough: tile the first stage
+ * (pass_tile; verified) and say so with --mem-report. */
+static int tile_stage(const axc_opts *o, ir_graph *g)
+{
+    pass_tile_stats ts;
+    pass_tile(g, o->ram_budget, &ts);
+    if (!ts.tiles) return 0;
+    if (ir_verify(g)) return 1;
+    if (o->mem_report)
+        printf("tiled %s: arena %zu -> %zu bytes, the stage up to '%s' in %d tiles along axis %d, "
+               "+%.0f FLOPs\n", g->name, ts.peak_before, ts.peak_after, ts.end_name ? ts.end_name : "?",
+               ts.tiles, ts.axis, ts.extra_flops);
+    return 0;
+}
+
 /* --ram: rematerialise until the plan fits (verified), say what it cost
  * with --mem-report, and report a plan that still does not fit. */
 static int fit_budget(const axc_opts *o, ir_graph *g)
@@ -177,6 +192,7 @@ static int fit_budget(const axc_opts *o, ir_graph *g)
                    st.extra_flops, st.flops > st.extra_flops ? 100 * st.extra_flops / (st.flops - st.extra_flops) : 0);
         if (st.recomputed && o->mem_report) print_recomputed(g);
     }
+    if (g->arena_bytes > o->ram_budget && tile_stage(o, g)) return 1;
     if (!pass_memplan_check_budget(g, o->ram_budget)) return 0;
     if (st.recomputed)
         ax_note(g->ctx, g->loc, "recomputing %d values took the arena from %zu to %zu bytes, the "

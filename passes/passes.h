@@ -89,6 +89,19 @@ bool pass_remat_exact(const ir_graph *g, pass_remat_set *s, size_t budget);
 size_t pass_remat_min_arena(const ir_graph *g, pass_remat_set *s);
 int pass_remat(ir_graph *g, size_t budget, pass_remat_stats *stats);
 
+/* Tiled inference (pass_tile.c): when the plan exceeds budget, runs the
+ * stage from the input to a narrower tensor tile by tile (rows of a batch,
+ * or H of an NHWC image with its halo) and concatenates; keeps the tiling
+ * with the smallest arena (the fewest extra FLOPs among those that fit);
+ * tiles == 0 when none helps. */
+typedef struct pass_tile_stats {
+    size_t peak_before, peak_after;
+    int end, input, axis, tiles;     /* the stage's last node (before tiling), input, axis, tiles */
+    const char *end_name;
+    double extra_flops;              /* the halo rows computed twice */
+} pass_tile_stats;
+int pass_tile(ir_graph *g, size_t budget, pass_tile_stats *stats);
+
 /* Fusion (pass_fuse.c): each rewrites g in place and returns 0. */
 int pass_fold_batchnorm(ir_graph *g);
 int pass_fold_scale_shift(ir_graph *g);

@@ -19,6 +19,11 @@
 #            smallest arena remat reaches: the plan fits the budget it claims,
 #            outputs bit-identical to the run without --ram, no output file
 #            below it
+#   tile-*   pass_tile under a --ram below the plan's lower bound: the conv
+#            stack of cases/conv_tile.ax (MobileNetV2's first layers) in row
+#            tiles with halos, within 1e-5 of the untiled run (the depthwise
+#            kernel rounds differently on a tile); the 50-layer residual MLP
+#            in batch tiles, bit-identical
 # Environment: AXC, AXC_ROOT, PYTHON.  A golden is made by hand with
 #   axc MODEL.ax --emit=ir [-O0] > tests/ir/golden/NAME[.O0].ir  (check it by eye).
 set -u
@@ -100,6 +105,23 @@ smallest_arena() {
     "$AXC" "$1" --ram=64 --emit=mem 2>&1 | sed -n "s/.*needs a \([0-9]*\)-byte arena.*/\1/p"
 }
 
+# check_tile FILE BUDGET TOL: BUDGET is below the plan's lower bound; with
+# --ram=BUDGET the stage is tiled, the plan fits, outputs agree (TOL 0: cmp).
+check_tile() {
+    local file=$1 budget=$2 tol=$3 bound got
+    bound=$("$AXC" "$file" --emit=mem | awk '/^  lower bound/ {print $3; exit}')
+    [ "$budget" -lt "$bound" ] || { echo "budget $budget not below the lower bound $bound"; return 1; }
+    "$AXC" "$file" --ram="$budget" --mem-report >"$tmp/tile" || return 1
+    grep '^tiled' "$tmp/tile" || { echo "no tiling reported"; return 1; }
+    got=$(awk '/^  peak/ {print $2; exit}' "$tmp/tile")
+    [ "$got" -le "$budget" ] || { echo "plan $got over the budget $budget"; return 1; }
+    rm -rf "$tmp/tile.a" "$tmp/tile.b"; mkdir -p "$tmp/tile.a" "$tmp/tile.b"
+    "$AXC" run --seed 4 "$file" --output-dir "$tmp/tile.a" >/dev/null 2>&1 || return 1
+    "$AXC" run --seed 4 --ram="$budget" "$file" --output-dir "$tmp/tile.b" >/dev/null 2>&1 || return 1
+    if [ "$tol" = 0 ]; then diff -r "$tmp/tile.a" "$tmp/tile.b"
+    else "$PYTHON" "$here/compare_runs.py" "$tmp/tile.a" "$tmp/tile.b" "$tol"; fi
+}
+
 check_remat_random() {
     mkdir -p "$tmp/rand"
     "$PYTHON" "$here/random_remat.py" 7 8 "$tmp/rand" || return 1
@@ -170,4 +192,6 @@ for golden in "$here"/remat/*.expected; do
     check "remat-set:$(basename "$golden" .expected)" check_remat_set "$golden"
 done
 check remat-random check_remat_random
+check tile-conv check_tile "$here/cases/conv_tile.ax" 100000 1e-5
+check tile-resmlp50 check_tile "$root/examples/resmlp50.ax" 40000 0
 check save-weights-originals check_saved_weights_are_originals
