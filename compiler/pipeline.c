@@ -171,10 +171,15 @@ static int tile_stage(const axc_opts *o, ir_graph *g)
     pass_tile(g, o->ram_budget, &ts);
     if (!ts.tiles) return 0;
     if (ir_verify(g)) return 1;
+    double flops = 0;
+    for (int id = 0; id < g->nnodes; id++)
+        if (!g->nodes[id].dead && ir_ops[g->nodes[id].op].kind != IR_SOURCE)
+            flops += ir_node_flops(g, &g->nodes[id]);
     if (o->mem_report)
         printf("tiled %s: arena %zu -> %zu bytes, the stage up to '%s' in %d tiles along axis %d, "
-               "+%.0f FLOPs\n", g->name, ts.peak_before, ts.peak_after, ts.end_name ? ts.end_name : "?",
-               ts.tiles, ts.axis, ts.extra_flops);
+               "+%.0f FLOPs (+%.1f%%)\n", g->name, ts.peak_before, ts.peak_after,
+               ts.end_name ? ts.end_name : "?", ts.tiles, ts.axis, ts.extra_flops,
+               flops > ts.extra_flops ? 100 * ts.extra_flops / (flops - ts.extra_flops) : 0);
     return 0;
 }
 

@@ -1,14 +1,16 @@
-"""remat_report.py AXC SVG MODEL.ax... — the README's memory/compute trade-off
+"""remat_report.py AXC SVG PLOTTED MODEL.ax... — the README's memory/compute trade-off
 table (`make mem-report`): per model the planned arena with no --ram, at the
 smallest budget whose extra compute stays <= 30 %, and at the smallest budget
-axc fits at all, each with the extra FLOPs `--mem-report` names.  The curve
+axc fits at all, each with the extra FLOPs `--mem-report` names (recomputed
+values, pass_remat, plus halo rows, pass_tile).  The curve
 is walked as the compiler answers: each budget is 64 bytes under the arena
 the last one reached, until axc refuses (exit 1).  SVG: peak memory against
-extra compute for the first model given.  Plain python3, no libraries."""
+extra compute for the model named PLOTTED.  Plain python3, no libraries."""
 import re
 import subprocess
 import sys
 
+TILED = re.compile(r"^tiled .*, \+(\d+) FLOPs \(\+([0-9.]+)%\)", re.M)
 REMAT = re.compile(r"^rematerialised \S+: arena (\d+) -> (\d+) bytes, (\d+) values recomputed, "
                    r"\+(\d+) FLOPs \(\+([0-9.]+)%\)", re.M)
 
@@ -28,9 +30,13 @@ def curve(axc, model):
             break
         if r.returncode != 0:
             sys.exit(f"remat_report: {model} --ram={budget}: exit {r.returncode}\n{r.stderr}")
-        m = REMAT.search(r.stdout)
-        peak = int(m.group(2)) if m else plan_peak(axc, model)
-        points.append((peak, int(m.group(4)) if m else 0, float(m.group(5)) if m else 0.0))
+        m, t = REMAT.search(r.stdout), TILED.search(r.stdout)
+        peak = int(re.search(r"^  peak\s+(\d+)", r.stdout, re.M).group(1))
+        extra = (int(m.group(4)) if m else 0) + (int(t.group(1)) if t else 0)
+        # the model's FLOPs: from remat's percentage, else from the tiling's
+        base = int(m.group(4)) / float(m.group(5)) * 100 if m and float(m.group(5)) > 0 else \
+            int(t.group(1)) / float(t.group(2)) * 100 if t and float(t.group(2)) > 0 else 0
+        points.append((peak, extra, 100.0 * extra / base if base else 0.0))
     return points
 
 
@@ -65,17 +71,19 @@ def svg(name, points):
 
 
 def main():
-    axc, svg_path, models = sys.argv[1], sys.argv[2], sys.argv[3:]
+    axc, svg_path, plotted, models = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     head = f"{'model':<14} {'no remat':>10} {'<=30% budget':>13} {'extra':>7} {'smallest':>10} {'extra':>7}"
     print(head)
     first = None
     for model in models:
         name = re.sub(r"\.ax$", "", model.rsplit("/", 1)[-1])
         pts = curve(axc, model)
-        first = first or (name, pts)
+        first = (name, pts) if name == plotted else first
         cheap = min((p for p in pts if p[2] <= 30.0), key=lambda p: p[0])
         low = min(pts, key=lambda p: p[0])
         print(f"{name:<14} {pts[0][0]:>10} {cheap[0]:>13} {cheap[2]:>6.1f}% {low[0]:>10} {low[2]:>6.1f}%")
+    if not first:
+        sys.exit(f"remat_report: {plotted} is none of the models")
     with open(svg_path, "w") as f:
         f.write(svg(*first))
 

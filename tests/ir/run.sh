@@ -19,6 +19,9 @@
 #            smallest arena remat reaches: the plan fits the budget it claims,
 #            outputs bit-identical to the run without --ram, no output file
 #            below it
+#   remat-report  scripts/remat_report.py (make mem-report) on two cases:
+#            a table row per model whose smallest budget is below its plan,
+#            and a well-formed SVG naming the plotted model
 #   tile-*   pass_tile under a --ram below the plan's lower bound: the conv
 #            stack of cases/conv_tile.ax (MobileNetV2's first layers) in row
 #            tiles with halos, within 1e-5 of the untiled run (the depthwise
@@ -103,6 +106,16 @@ check_remat_set() {
 # The smallest arena remat reaches (the one the error names below it).
 smallest_arena() {
     "$AXC" "$1" --ram=64 --emit=mem 2>&1 | sed -n "s/.*needs a \([0-9]*\)-byte arena.*/\1/p"
+}
+
+check_remat_report() {
+    "$PYTHON" "$root/scripts/remat_report.py" "$AXC" "$tmp/remat.svg" unet_remat \
+        "$here/cases/unet_remat.ax" "$here/cases/skip_remat.ax" >"$tmp/table" || return 1
+    cat "$tmp/table"
+    awk '$1 == "unet_remat" || $1 == "skip_remat" { if ($5 >= $2) bad = 1; n++ }
+         END { exit !(n == 2 && !bad) }' "$tmp/table" || return 1
+    "$PYTHON" -c 'import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); assert "unet_remat" in d.toxml()' \
+        "$tmp/remat.svg"
 }
 
 # check_tile FILE BUDGET TOL: BUDGET is below the plan's lower bound; with
@@ -192,6 +205,7 @@ for golden in "$here"/remat/*.expected; do
     check "remat-set:$(basename "$golden" .expected)" check_remat_set "$golden"
 done
 check remat-random check_remat_random
+check remat-report check_remat_report
 check tile-conv check_tile "$here/cases/conv_tile.ax" 100000 1e-5
 check tile-resmlp50 check_tile "$root/examples/resmlp50.ax" 40000 0
 check save-weights-originals check_saved_weights_are_originals
