@@ -165,11 +165,12 @@ static void print_recomputed(const ir_graph *g)
 
 /* --ram, when recomputation is not enough: tile the first stage
  * (pass_tile; verified) and say so with --mem-report. */
-static int tile_stage(const axc_opts *o, ir_graph *g)
+static int tile_stage(const axc_opts *o, ir_graph *g, pass_tile_stats *tiled)
 {
     pass_tile_stats ts;
     pass_tile(g, o->ram_budget, &ts);
     if (!ts.tiles) return 0;
+    *tiled = ts;
     if (ir_verify(g)) return 1;
     double flops = 0;
     for (int id = 0; id < g->nnodes; id++)
@@ -197,8 +198,13 @@ static int fit_budget(const axc_opts *o, ir_graph *g)
                    st.extra_flops, st.flops > st.extra_flops ? 100 * st.extra_flops / (st.flops - st.extra_flops) : 0);
         if (st.recomputed && o->mem_report) print_recomputed(g);
     }
-    if (g->arena_bytes > o->ram_budget && tile_stage(o, g)) return 1;
+    pass_tile_stats ts = {0};
+    if (g->arena_bytes > o->ram_budget && tile_stage(o, g, &ts)) return 1;
     if (!pass_memplan_check_budget(g, o->ram_budget)) return 0;
+    if (ts.tiles)
+        ax_note(g->ctx, g->loc, "running the stage up to '%s' in %d tiles took the arena from %zu to "
+                "%zu bytes, the smallest tiling reaches", ts.end_name ? ts.end_name : "?", ts.tiles,
+                ts.peak_before, ts.peak_after);
     if (st.recomputed)
         ax_note(g->ctx, g->loc, "recomputing %d values took the arena from %zu to %zu bytes, the "
                 "smallest this model reaches: no other value idle across the peak can be recomputed",
