@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *remat_alloc(size_t count, size_t size)
+void *pass_calloc(size_t count, size_t size)
 {
     void *p = calloc(count ? count : 1, size);
     if (!p)
@@ -64,10 +64,10 @@ static bool may_recompute(const ir_graph *g, const ir_use *u, int id)
 pass_remat_set pass_remat_candidates(const ir_graph *g)
 {
     pass_remat_set s = {0};
-    s.ids = remat_alloc((size_t)g->nnodes, sizeof *s.ids);
-    s.split = remat_alloc((size_t)g->nnodes, sizeof *s.split);
-    s.chosen = remat_alloc((size_t)g->nnodes, sizeof *s.chosen);
-    s.flops = remat_alloc((size_t)g->nnodes, sizeof *s.flops);
+    s.ids = pass_calloc((size_t)g->nnodes, sizeof *s.ids);
+    s.split = pass_calloc((size_t)g->nnodes, sizeof *s.split);
+    s.chosen = pass_calloc((size_t)g->nnodes, sizeof *s.chosen);
+    s.flops = pass_calloc((size_t)g->nnodes, sizeof *s.flops);
     ir_use u = {0};
     ir_use_compute(g, &u);
     for (int id = 0; id < g->nnodes; id++) {
@@ -178,10 +178,10 @@ static int chosen_count(const pass_remat_set *s)
 static remat_build build_new(const ir_graph *g, const pass_remat_set *s)
 {
     remat_build b = {0};
-    b.nodes = remat_alloc((size_t)(g->nnodes + chosen_count(s)), sizeof *b.nodes);
-    b.new_id = remat_alloc((size_t)g->nnodes, sizeof *b.new_id);
-    b.copy_id = remat_alloc((size_t)g->nnodes, sizeof *b.copy_id);
-    b.place = remat_alloc((size_t)g->nnodes, sizeof *b.place);
+    b.nodes = pass_calloc((size_t)(g->nnodes + chosen_count(s)), sizeof *b.nodes);
+    b.new_id = pass_calloc((size_t)g->nnodes, sizeof *b.new_id);
+    b.copy_id = pass_calloc((size_t)g->nnodes, sizeof *b.copy_id);
+    b.place = pass_calloc((size_t)g->nnodes, sizeof *b.place);
     build(g, s, &b);
     return b;
 }
@@ -199,8 +199,8 @@ size_t pass_remat_eval(const ir_graph *g, const pass_remat_set *s, size_t *lower
     ir_graph t = *g;
     t.nodes = b.nodes;
     t.nnodes = t.cap = b.n;
-    t.inputs = remat_alloc((size_t)g->ninputs, sizeof *t.inputs);
-    t.outputs = remat_alloc((size_t)g->noutputs, sizeof *t.outputs);
+    t.inputs = pass_calloc((size_t)g->ninputs, sizeof *t.inputs);
+    t.outputs = pass_calloc((size_t)g->noutputs, sizeof *t.outputs);
     for (int i = 0; i < g->ninputs; i++)
         t.inputs[i] = b.new_id[g->inputs[i]];
     for (int i = 0; i < g->noutputs; i++)
@@ -341,7 +341,7 @@ bool pass_remat_exact(const ir_graph *g, pass_remat_set *s, size_t budget)
 {
     if (s->n > PASS_REMAT_EXACT_MAX)
         return false;
-    exact_search e = {g, s, budget, remat_alloc((size_t)s->n, sizeof(bool)), 0, false, 0};
+    exact_search e = {g, s, budget, pass_calloc((size_t)s->n, sizeof(bool)), 0, false, 0};
     memset(s->chosen, 0, (size_t)s->n * sizeof *s->chosen);
     exact_visit(&e, 0, 0);
     if (e.found)

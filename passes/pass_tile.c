@@ -28,14 +28,6 @@
 
 static const int tile_counts[] = {2, 4, 8, 16};
 
-static void *tile_alloc(size_t count, size_t size)
-{
-    void *p = calloc(count ? count : 1, size);
-    if (!p)
-        ax_out_of_memory(0);
-    return p;
-}
-
 static bool is_source(const ir_graph *g, int id)
 {
     return id == IR_NONE || ir_ops[g->nodes[id].op].kind == IR_SOURCE;
@@ -246,11 +238,11 @@ static tile_build build(const ir_graph *g, int e, int x, int axis, int tiles)
 {
     tile_build b = {g, e, x, axis, tiles, NULL, 0, NULL, NULL, NULL, NULL, 0};
     const int stage = e + 1;
-    b.nodes = tile_alloc((size_t)(g->nnodes + 2 * tiles * stage + 1), sizeof *b.nodes);
-    b.map = tile_alloc((size_t)g->nnodes, sizeof *b.map);
-    b.tile_id = tile_alloc((size_t)stage, sizeof *b.tile_id);
-    b.lo = tile_alloc((size_t)stage, sizeof *b.lo);
-    b.hi = tile_alloc((size_t)stage, sizeof *b.hi);
+    b.nodes = pass_calloc((size_t)(g->nnodes + 2 * tiles * stage + 1), sizeof *b.nodes);
+    b.map = pass_calloc((size_t)g->nnodes, sizeof *b.map);
+    b.tile_id = pass_calloc((size_t)stage, sizeof *b.tile_id);
+    b.lo = pass_calloc((size_t)stage, sizeof *b.lo);
+    b.hi = pass_calloc((size_t)stage, sizeof *b.hi);
     for (int id = 0; id < g->nnodes; id++)
         b.map[id] = IR_NONE;
     for (int id = 0; id <= e; id++)
@@ -307,7 +299,7 @@ static size_t eval_tiling(const ir_graph *g, int e, int x, int axis, int tiles, 
 {
     tile_build b = build(g, e, x, axis, tiles);
     ir_graph t = *g;
-    int *in = tile_alloc((size_t)g->ninputs, sizeof *in), *out = tile_alloc((size_t)g->noutputs, sizeof *out);
+    int *in = pass_calloc((size_t)g->ninputs, sizeof *in), *out = pass_calloc((size_t)g->noutputs, sizeof *out);
     install(&t, g, &b, in, out);
     pass_memplan_with(&t, g->share_buffers);
     double stage = 0;

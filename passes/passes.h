@@ -89,6 +89,9 @@ bool pass_remat_exact(const ir_graph *g, pass_remat_set *s, size_t budget);
 size_t pass_remat_min_arena(const ir_graph *g, pass_remat_set *s);
 int pass_remat(ir_graph *g, size_t budget, pass_remat_stats *stats);
 
+/* calloc that never returns NULL (out of memory ends the process). */
+void *pass_calloc(size_t count, size_t size);
+
 /* Tiled inference (pass_tile.c): when the plan exceeds budget, runs the
  * stage from the input to a narrower tensor tile by tile (rows of a batch,
  * or H of an NHWC image with its halo) and concatenates; keeps the tiling

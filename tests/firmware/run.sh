@@ -103,18 +103,8 @@ EOF
         --output "$work/y.npy" >"$work/host.log" 2>&1; then
         fail "outputs match the host build"; tail_of "$work/host.log"; return
     fi
-    if "$python" - "$work/qemu.out" "$work/y.npy" >"$work/cmp.log" 2>&1 <<'EOF'
-import re, sys, numpy as np
-values = [float(m.group(1)) for m in
-          (re.match(r'^out0\[\d+\] (\S+)$', line) for line in open(sys.argv[1])) if m]
-host = np.load(sys.argv[2]).astype(np.float64).ravel()
-device = np.array(values)
-if device.shape != host.shape:
-    sys.exit(f"device printed {device.size} values, host has {host.size}")
-err = np.abs(device - host) / np.maximum(np.abs(host), 1e-30)
-if err.max() > 1e-5:
-    sys.exit(f"max relative error {err.max():.3g} at {err.argmax()}: {device[err.argmax()]} vs {host[err.argmax()]}")
-EOF
+    if "$python" "$root/tests/firmware/compare_device.py" "$work/qemu.out" "$work/y.npy" element \
+        >"$work/cmp.log" 2>&1
     then pass "outputs match the host build (rel <= 1e-5)"
     else fail "outputs match the host build (rel <= 1e-5)"; tail_of "$work/cmp.log"; fi
 }
@@ -181,18 +171,7 @@ EOF
     "$axc" run "$root/tests/ir/cases/$stem.ax" --seed=$SEED --input x="$dir/x.npy" --output "$dir/y.npy" \
         >"$dir/host.log" 2>&1
     if [ -n "$arena" ] && [ "$arena" -le "$budget" ] && grep -q '^RESULT: PASS' "$dir/qemu.out" &&
-        "$python" - "$dir/qemu.out" "$dir/y.npy" >"$dir/cmp.log" 2>&1 <<'EOF'
-import re, sys, numpy as np
-values = [float(m.group(1)) for m in
-          (re.match(r'^\S+\[\d+\] (\S+)$', line) for line in open(sys.argv[1])) if m]
-host = np.load(sys.argv[2]).astype(np.float64).ravel()
-device = np.array(values)
-if device.shape != host.shape:
-    sys.exit(f"device printed {device.size} values, host has {host.size}")
-err = np.abs(device - host) / max(np.abs(host).max(), 1e-30)
-if err.max() > 1e-5:
-    sys.exit(f"max relative error {err.max():.3g}")
-EOF
+        "$python" "$root/tests/firmware/compare_device.py" "$dir/qemu.out" "$dir/y.npy" max >"$dir/cmp.log" 2>&1
     then pass "$stem --ram=$budget on firmware (arena $arena bytes, outputs match the host's without --ram)"
     else
         fail "$stem --ram=$budget on firmware" "arena: ${arena:-no figure}, budget $budget"
