@@ -189,5 +189,10 @@ bench:
 	    --venv-python $(B)/bench/venv/bin/python --cc "$(CC)" $(BENCH_FLAGS)
 
 # The README's memory-plan and -O0/-O2 timing tables (scripts/mem_report.sh).
+# Then the --ram trade-off table and its plot (scripts/remat_report.py;
+# the README shows docs/remat.svg, a copy of $(B)/remat.svg).
+REMAT_MODELS = examples/resmlp50.ax examples/mlp.ax examples/lenet5.ax examples/gpt_block.ax \
+	examples/mobilenet_v2.ax tests/ir/cases/conv_tile.ax tests/ir/cases/unet_remat.ax tests/ir/cases/skip_remat.ax
 mem-report: all
 	bash scripts/mem_report.sh $(B)/bin/axc --bench 20
+	$(PYTHON) scripts/remat_report.py $(B)/bin/axc $(B)/remat.svg mobilenet_v2 $(REMAT_MODELS)

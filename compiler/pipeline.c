@@ -153,6 +153,37 @@ static int requested_target(const axc_opts *o, ir_target_id *id)
     return AXC_OK;
 }
 
+/* --mem-report's list of the values pass_remat recomputed, by name. */
+static void print_recomputed(const ir_graph *g)
+{
+    printf("  recomputed:");
+    for (int id = 0; id < g->nnodes; id++)
+        if (!g->nodes[id].dead && g->nodes[id].recomputed)
+            printf(" %%%d %s '%s'", id, ir_ops[g->nodes[id].op].name, g->nodes[id].name);
+    printf("\n");
+}
+
+/* --ram, when recomputation is not enough: tile the first stage
+ * (pass_tile; verified) and say so with --mem-report. */
+static int tile_stage(const axc_opts *o, ir_graph *g, pass_tile_stats *tiled)
+{
+    pass_tile_stats ts;
+    pass_tile(g, o->ram_budget, &ts);
+    if (!ts.tiles) return 0;
+    *tiled = ts;
+    if (ir_verify(g)) return 1;
+    double flops = 0;
+    for (int id = 0; id < g->nnodes; id++)
+        if (!g->nodes[id].dead && ir_ops[g->nodes[id].op].kind != IR_SOURCE)
+            flops += ir_node_flops(g, &g->nodes[id]);
+    if (o->mem_report)
+        printf("tiled %s: arena %zu -> %zu bytes, the stage up to '%s' in %d tiles along axis %d, "
+               "+%.0f FLOPs (+%.1f%%)\n", g->name, ts.peak_before, ts.peak_after,
+               ts.end_name ? ts.end_name : "?", ts.tiles, ts.axis, ts.extra_flops,
+               flops > ts.extra_flops ? 100 * ts.extra_flops / (flops - ts.extra_flops) : 0);
+    return 0;
+}
+
 /* --ram: rematerialise until the plan fits (verified), say what it cost
  * with --mem-report, and report a plan that still does not fit. */
 static int fit_budget(const axc_opts *o, ir_graph *g)
@@ -165,8 +196,15 @@ static int fit_budget(const axc_opts *o, ir_graph *g)
             printf("rematerialised %s: arena %zu -> %zu bytes, %d values recomputed, "
                    "+%.0f FLOPs (+%.1f%%)\n", g->name, st.peak_before, st.peak_after, st.recomputed,
                    st.extra_flops, st.flops > st.extra_flops ? 100 * st.extra_flops / (st.flops - st.extra_flops) : 0);
+        if (st.recomputed && o->mem_report) print_recomputed(g);
     }
+    pass_tile_stats ts = {0};
+    if (g->arena_bytes > o->ram_budget && tile_stage(o, g, &ts)) return 1;
     if (!pass_memplan_check_budget(g, o->ram_budget)) return 0;
+    if (ts.tiles)
+        ax_note(g->ctx, g->loc, "running the stage up to '%s' in %d tiles took the arena from %zu to "
+                "%zu bytes, the smallest tiling reaches", ts.end_name ? ts.end_name : "?", ts.tiles,
+                ts.peak_before, ts.peak_after);
     if (st.recomputed)
         ax_note(g->ctx, g->loc, "recomputing %d values took the arena from %zu to %zu bytes, the "
                 "smallest this model reaches: no other value idle across the peak can be recomputed",

@@ -1,124 +1,382 @@
-/* pass_remat.c — rematerialisation under a memory budget (--ram), for
- * inference graphs: when the planned arena exceeds the budget, values that
- * sit idle across the peak are dropped after their last use before it and
- * recomputed right before their first use after it.
+/* pass_remat.c — rematerialisation under a memory budget (--ram): values are
+ * dropped after their early uses and recomputed before their late ones, so
+ * the arena fits.  The machinery works on any graph (inference, and a
+ * training step whose backward half reads forward activations late).
  *
- * Contract.  A value v is a candidate when it is live across the peak node
- * p (defined before p, used after p, not read by p itself), is no graph
- * output, and every operand of v is available where the copy goes: a source
- * (input, param, scalar), a graph output, or a value live there anyway.  So
- * a copy never extends another value's life, and the bytes live at every
- * node stay the same or drop: at p they drop by v's size.  Of the
- * candidates the one with the fewest FLOPs per byte freed (ir_node_flops)
- * is taken; the plan is redone, until it fits or no candidate is left.  A
- * copy is never copied again, so the graph at most doubles.  Copies are
- * ordinary nodes (ir_node.recomputed; their name says "(recomputed)"); this pass runs after every rewrite (it is not in the -O
- * table: the driver runs it after the memory plan), so nothing can hoist a
- * copy back or merge it with its original. */
+ * Contract.  A candidate is a live value that is no source, no graph output,
+ * no multi-result producer or result, no copy, and whose readers leave a
+ * gap: between two consecutive readers u_i < u_{i+1} at least one other node
+ * runs.  Its split is the reader after the widest gap (the first such on a
+ * tie).  A recompute set S (pass_remat_set) is applied so:
+ *   - each v in S gets one copy (ir_node.recomputed, "(recomputed)" in its
+ *     name), placed right before node place(v) = min(split(v), place(w) for
+ *     every w in S whose operand is v) — so a chain of dropped values is
+ *     recomputed forward as one segment, as checkpointing does;
+ *   - every node at or after place(v), copies included, reads the copy, the
+ *     earlier readers the original;
+ *   - a copy reads the newest version of each operand, so an operand not in
+ *     S lives until the copy (the memory plan sees that).
+ * The copies are ordinary nodes; the plan is redone on the result.  The
+ * extra FLOPs of S are the sum of its members' FLOPs (ir_node_flops).
+ * pass_remat picks S greedily (most bytes of arena freed per FLOP, then a
+ * pass dropping members the budget no longer needs); pass_remat_sqrt_n is
+ * Chen et al.'s sqrt(n) checkpointing over the candidates; pass_remat_exact
+ * is branch and bound over every subset (the optimum, for few candidates).
+ * The driver runs pass_remat after every rewrite (it is not in the -O
+ * table), so nothing can hoist a copy back or merge it with its original. */
 #include "passes.h"
+#include "ir_use.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Last node reading id (graph outputs: past the end); -1 if unused. */
-static int last_use(const ir_graph *g, int id)
+void *pass_calloc(size_t count, size_t size)
 {
-    if (ir_is_output(g, id))
-        return g->nnodes;
-    for (int u = g->nnodes - 1; u > id; u--)
-        for (int k = 0; !g->nodes[u].dead && k < g->nodes[u].nsrc; k++)
-            if (g->nodes[u].src[k] == id)
-                return u;
-    return -1;
+    void *p = calloc(count ? count : 1, size);
+    if (!p)
+        ax_out_of_memory(0);
+    return p;
 }
 
-static bool reads(const ir_node *n, int id)
+/* The reader of id after the widest gap between consecutive readers, or -1
+ * when no gap is wider than one node. */
+static int split_of(const ir_use *u, int id)
 {
-    for (int k = 0; k < n->nsrc; k++)
-        if (n->src[k] == id)
-            return true;
-    return false;
-}
-
-/* The first node after p reading v. */
-static int first_use_after(const ir_graph *g, int v, int p)
-{
-    for (int u = p + 1; u < g->nnodes; u++)
-        if (!g->nodes[u].dead && reads(&g->nodes[u], v))
-            return u;
-    return -1;
-}
-
-/* Every operand of v is a source, an output or live at node u anyway. */
-static bool operands_available(const ir_graph *g, const ir_node *v, int u)
-{
-    for (int k = 0; k < v->nsrc; k++) {
-        const int s = v->src[k];
-        if (s == IR_NONE || ir_ops[g->nodes[s].op].kind == IR_SOURCE)
-            continue;
-        if (last_use(g, s) < u)
-            return false;
-    }
-    return true;
-}
-
-/* The cheapest candidate (FLOPs per byte freed) live across p, or -1. */
-static int pick_candidate(const ir_graph *g, int p)
-{
-    int best = -1;
-    double best_cost = 0;
-    for (int v = 0; v < p; v++) {
-        const ir_node *n = &g->nodes[v];
-        if (n->dead || n->recomputed || ir_ops[n->op].kind == IR_SOURCE || n->offset < 0 || ir_is_output(g, v) ||
-            reads(&g->nodes[p], v) || last_use(g, v) <= p)
-            continue;
-        const int u = first_use_after(g, v, p);
-        if (u < 0 || !operands_available(g, n, u))
-            continue;
-        const double cost = ir_node_flops(g, n) / (double)ir_nbytes(n);
-        if (best < 0 || cost < best_cost) {
-            best = v;
-            best_cost = cost;
+    int best = -1, widest = 1;
+    for (int k = 1; k < ir_use_nusers(u, id); k++) {
+        const int gap = ir_use_user(u, id, k) - ir_use_user(u, id, k - 1);
+        if (gap > widest) {
+            widest = gap;
+            best = ir_use_user(u, id, k);
         }
     }
     return best;
 }
 
-/* Copies v right before its first use after p; the uses after p read the
- * copy.  Returns the copy's FLOPs. */
-static double recompute(ir_graph *g, int v, int p)
+static bool may_recompute(const ir_graph *g, const ir_use *u, int id)
 {
-    const int u = first_use_after(g, v, p);
-    const ir_node orig = g->nodes[v];
-    const int copy = ir_insert(g, u, orig.op, orig.src, orig.nsrc, orig.loc);
-    ir_node *c = &g->nodes[copy];
-    c->dtype = orig.dtype;
-    c->rank = orig.rank;
-    memcpy(c->shape, orig.shape, sizeof c->shape);
-    c->attrs = orig.attrs;
-    c->recomputed = true;
-    c->name = ax_sprintf(g->ctx->arena, "%s (recomputed)", orig.name ? orig.name : ir_ops[orig.op].name);
-    for (int id = copy + 1; id < g->nnodes; id++)
-        for (int k = 0; k < g->nodes[id].nsrc; k++)
-            if (g->nodes[id].src[k] == v)
-                g->nodes[id].src[k] = copy;
-    return ir_node_flops(g, c);
+    const ir_node *n = &g->nodes[id];
+    return !n->dead && !n->recomputed && ir_ops[n->op].kind != IR_SOURCE && !ir_has_results(n->op) &&
+           n->op != IR_OP_result && !ir_use_is_output(u, id);
+}
+
+pass_remat_set pass_remat_candidates(const ir_graph *g)
+{
+    pass_remat_set s = {0};
+    s.ids = pass_calloc((size_t)g->nnodes, sizeof *s.ids);
+    s.split = pass_calloc((size_t)g->nnodes, sizeof *s.split);
+    s.chosen = pass_calloc((size_t)g->nnodes, sizeof *s.chosen);
+    s.flops = pass_calloc((size_t)g->nnodes, sizeof *s.flops);
+    ir_use u = {0};
+    ir_use_compute(g, &u);
+    for (int id = 0; id < g->nnodes; id++) {
+        const int split = may_recompute(g, &u, id) ? split_of(&u, id) : -1;
+        if (split < 0)
+            continue;
+        s.ids[s.n] = id;
+        s.split[s.n] = split;
+        s.flops[s.n++] = ir_node_flops(g, &g->nodes[id]);
+    }
+    ir_use_free(&u);
+    return s;
+}
+
+void pass_remat_set_free(pass_remat_set *s)
+{
+    free(s->ids);
+    free(s->split);
+    free(s->chosen);
+    free(s->flops);
+    memset(s, 0, sizeof *s);
+}
+
+double pass_remat_extra_flops(const pass_remat_set *s)
+{
+    double sum = 0;
+    for (int k = 0; k < s->n; k++)
+        sum += s->chosen[k] ? s->flops[k] : 0;
+    return sum;
+}
+
+/* ---- applying a set --------------------------------------------------------- */
+
+/* The graph being built: nodes, and per original node its new id and the
+ * new id of its copy (-1 until emitted). */
+typedef struct remat_build {
+    ir_node *nodes;
+    int n;
+    int *new_id, *copy_id, *place;   /* place: per original node, -1 when not in S */
+} remat_build;
+
+/* place(v) for every chosen v: its split, pulled forward to the place of
+ * any chosen copy reading it (readers come later, so walk backwards). */
+static void compute_places(const ir_graph *g, const pass_remat_set *s, int *place)
+{
+    for (int id = 0; id < g->nnodes; id++)
+        place[id] = -1;
+    for (int k = 0; k < s->n; k++)
+        if (s->chosen[k])
+            place[s->ids[k]] = s->split[k];
+    for (int k = s->n - 1; k >= 0; k--) {
+        if (!s->chosen[k])
+            continue;
+        const ir_node *w = &g->nodes[s->ids[k]];
+        for (int i = 0; i < w->nsrc; i++) {
+            const int v = w->src[i];
+            if (v != IR_NONE && place[v] >= 0 && place[s->ids[k]] < place[v])
+                place[v] = place[s->ids[k]];
+        }
+    }
+}
+
+/* The version of original node v a node placed at pos reads. */
+static int version_at(const remat_build *b, int v, int pos)
+{
+    if (v == IR_NONE)
+        return IR_NONE;
+    return b->place[v] >= 0 && pos >= b->place[v] ? b->copy_id[v] : b->new_id[v];
+}
+
+static void emit(remat_build *b, const ir_node *orig, int pos, bool dead)
+{
+    ir_node *n = &b->nodes[b->n++];
+    *n = *orig;
+    for (int i = 0; i < n->nsrc; i++)
+        n->src[i] = dead ? (n->src[i] == IR_NONE ? IR_NONE : b->new_id[n->src[i]]) : version_at(b, n->src[i], pos);
+}
+
+/* Fills b->nodes (room for g->nnodes + |S|) with g and the copies of S.
+ * Copies are emitted before node pos in ascending original id, so a copy's
+ * chosen operands (placed no later, lower ids) come first. */
+static void build(const ir_graph *g, const pass_remat_set *s, remat_build *b)
+{
+    b->n = 0;
+    compute_places(g, s, b->place);
+    for (int pos = 0; pos < g->nnodes; pos++) {
+        for (int k = 0; k < s->n; k++) {
+            const int v = s->ids[k];
+            if (!s->chosen[k] || b->place[v] != pos)
+                continue;
+            b->copy_id[v] = b->n;
+            emit(b, &g->nodes[v], pos, false);
+            b->nodes[b->copy_id[v]].recomputed = true;
+        }
+        b->new_id[pos] = b->n;
+        emit(b, &g->nodes[pos], pos, g->nodes[pos].dead);
+    }
+}
+
+static int chosen_count(const pass_remat_set *s)
+{
+    int n = 0;
+    for (int k = 0; k < s->n; k++)
+        n += s->chosen[k];
+    return n;
+}
+
+static remat_build build_new(const ir_graph *g, const pass_remat_set *s)
+{
+    remat_build b = {0};
+    b.nodes = pass_calloc((size_t)(g->nnodes + chosen_count(s)), sizeof *b.nodes);
+    b.new_id = pass_calloc((size_t)g->nnodes, sizeof *b.new_id);
+    b.copy_id = pass_calloc((size_t)g->nnodes, sizeof *b.copy_id);
+    b.place = pass_calloc((size_t)g->nnodes, sizeof *b.place);
+    build(g, s, &b);
+    return b;
+}
+
+static void build_free(remat_build *b)
+{
+    free(b->new_id);
+    free(b->copy_id);
+    free(b->place);
+}
+
+size_t pass_remat_eval(const ir_graph *g, const pass_remat_set *s, size_t *lower_bound)
+{
+    remat_build b = build_new(g, s);
+    ir_graph t = *g;
+    t.nodes = b.nodes;
+    t.nnodes = t.cap = b.n;
+    t.inputs = pass_calloc((size_t)g->ninputs, sizeof *t.inputs);
+    t.outputs = pass_calloc((size_t)g->noutputs, sizeof *t.outputs);
+    for (int i = 0; i < g->ninputs; i++)
+        t.inputs[i] = b.new_id[g->inputs[i]];
+    for (int i = 0; i < g->noutputs; i++)
+        t.outputs[i] = b.new_id[g->outputs[i]];
+    pass_memplan_with(&t, g->share_buffers);
+    if (lower_bound)
+        *lower_bound = pass_memplan_lower_bound(&t);
+    free(t.inputs);
+    free(t.outputs);
+    free(b.nodes);
+    build_free(&b);
+    return t.arena_bytes;
+}
+
+void pass_remat_apply(ir_graph *g, const pass_remat_set *s)
+{
+    remat_build b = build_new(g, s);
+    for (int k = 0; k < s->n; k++) {
+        if (!s->chosen[k])
+            continue;
+        ir_node *n = &b.nodes[b.copy_id[s->ids[k]]];
+        n->name = ax_sprintf(g->ctx->arena, "%s (recomputed)", n->name ? n->name : ir_ops[n->op].name);
+    }
+    for (int i = 0; i < g->ninputs; i++)
+        g->inputs[i] = b.new_id[g->inputs[i]];
+    for (int i = 0; i < g->noutputs; i++)
+        g->outputs[i] = b.new_id[g->outputs[i]];
+    free(g->nodes);
+    g->nodes = b.nodes;
+    g->nnodes = g->cap = b.n;
+    build_free(&b);
+    pass_memplan_with(g, g->share_buffers);
+}
+
+/* ---- choosing a set ------------------------------------------------------- */
+
+/* The greedy step: the unchosen candidate freeing the most arena bytes per
+ * FLOP; when none frees arena bytes, the one lowering the most bytes live at
+ * once (the first-fit arena may need two drops to move).  -1: none helps. */
+static int greedy_step(const ir_graph *g, pass_remat_set *s, size_t arena, size_t bound)
+{
+    int best = -1;
+    bool best_frees_arena = false;
+    double best_score = 0;
+    for (int k = 0; k < s->n; k++) {
+        if (s->chosen[k])
+            continue;
+        s->chosen[k] = true;
+        size_t lb;
+        const size_t a = pass_remat_eval(g, s, &lb);
+        s->chosen[k] = false;
+        const bool frees = a < arena;
+        if (!frees && !(a == arena && lb < bound))
+            continue;
+        const double score = s->flops[k] / (double)(frees ? arena - a : bound - lb);
+        if (best < 0 || (frees && !best_frees_arena) || (frees == best_frees_arena && score < best_score)) {
+            best = k;
+            best_frees_arena = frees;
+            best_score = score;
+        }
+    }
+    return best;
+}
+
+/* Drops members, costliest first, while the set still fits. */
+static void prune(const ir_graph *g, pass_remat_set *s, size_t budget)
+{
+    for (;;) {
+        int drop = -1;
+        for (int k = 0; k < s->n; k++) {
+            if (!s->chosen[k] || (drop >= 0 && s->flops[k] <= s->flops[drop]))
+                continue;
+            s->chosen[k] = false;
+            if (pass_remat_eval(g, s, NULL) <= budget)
+                drop = k;
+            s->chosen[k] = true;
+        }
+        if (drop < 0)
+            return;
+        s->chosen[drop] = false;
+    }
+}
+
+void pass_remat_greedy(const ir_graph *g, pass_remat_set *s, size_t budget)
+{
+    size_t bound;
+    size_t arena = pass_remat_eval(g, s, &bound);
+    while (arena > budget) {
+        const int k = greedy_step(g, s, arena, bound);
+        if (k < 0)
+            break;
+        s->chosen[k] = true;
+        arena = pass_remat_eval(g, s, &bound);
+    }
+    if (arena <= budget)
+        prune(g, s, budget);
+}
+
+void pass_remat_sqrt_n(pass_remat_set *s)
+{
+    const int step = (int)ceil(sqrt((double)s->n));
+    for (int k = 0; k < s->n; k++)
+        s->chosen[k] = (k + 1) % step != 0;
+}
+
+/* Branch and bound: candidate k in or out; a branch whose FLOPs already
+ * reach the best fitting set's is cut. */
+typedef struct exact_search {
+    const ir_graph *g;
+    pass_remat_set *s;
+    size_t budget;
+    bool *best;
+    double best_flops;
+    bool found;
+    long evaluated;
+} exact_search;
+
+static void exact_visit(exact_search *e, int k, double flops)
+{
+    if (e->found && flops >= e->best_flops)
+        return;
+    if (k == e->s->n) {
+        e->evaluated++;
+        if (pass_remat_eval(e->g, e->s, NULL) <= e->budget) {
+            memcpy(e->best, e->s->chosen, (size_t)e->s->n * sizeof *e->best);
+            e->best_flops = flops;
+            e->found = true;
+        }
+        return;
+    }
+    exact_visit(e, k + 1, flops);
+    e->s->chosen[k] = true;
+    exact_visit(e, k + 1, flops + e->s->flops[k]);
+    e->s->chosen[k] = false;
+}
+
+bool pass_remat_exact(const ir_graph *g, pass_remat_set *s, size_t budget)
+{
+    if (s->n > PASS_REMAT_EXACT_MAX)
+        return false;
+    exact_search e = {g, s, budget, pass_calloc((size_t)s->n, sizeof(bool)), 0, false, 0};
+    memset(s->chosen, 0, (size_t)s->n * sizeof *s->chosen);
+    exact_visit(&e, 0, 0);
+    if (e.found)
+        memcpy(s->chosen, e.best, (size_t)s->n * sizeof *s->chosen);
+    free(e.best);
+    return e.found;
+}
+
+size_t pass_remat_min_arena(const ir_graph *g, pass_remat_set *s)
+{
+    size_t best = (size_t)-1;
+    if (s->n > PASS_REMAT_EXACT_MAX)
+        return best;
+    for (unsigned long mask = 0; mask < (1ul << s->n); mask++) {
+        for (int k = 0; k < s->n; k++)
+            s->chosen[k] = (mask >> k) & 1;
+        const size_t a = pass_remat_eval(g, s, NULL);
+        best = a < best ? a : best;
+    }
+    memset(s->chosen, 0, (size_t)s->n * sizeof *s->chosen);
+    return best;
 }
 
 int pass_remat(ir_graph *g, size_t budget, pass_remat_stats *stats)
 {
     memset(stats, 0, sizeof *stats);
     stats->peak_before = g->arena_bytes;
-    const bool share = g->share_buffers;
-    while (g->arena_bytes > budget && g->nnodes > 0) {
-        size_t live;
-        const int p = pass_memplan_peak(g, &live);
-        const int v = pick_candidate(g, p);
-        if (v < 0)
-            break;
-        stats->extra_flops += recompute(g, v, p);
-        stats->recomputed++;
-        pass_memplan_with(g, share);
+    if (g->arena_bytes > budget) {
+        pass_remat_set s = pass_remat_candidates(g);
+        pass_remat_greedy(g, &s, budget);
+        stats->recomputed = chosen_count(&s);
+        stats->extra_flops = pass_remat_extra_flops(&s);
+        if (stats->recomputed)
+            pass_remat_apply(g, &s);
+        pass_remat_set_free(&s);
     }
     stats->peak_after = g->arena_bytes;
     for (int id = 0; id < g->nnodes; id++)

@@ -51,14 +51,59 @@ size_t pass_memplan_lower_bound(const ir_graph *g);
 int pass_memplan_check_budget(const ir_graph *g, size_t budget);
 
 /* Rematerialisation (pass_remat.c): while the plan exceeds budget,
- * recomputes values idle across the peak instead of keeping them; the
- * plan is redone after each.  The caller checks the budget afterwards. */
+ * recomputes values idle across the peak instead of keeping them (a
+ * greedy choice of recompute set); the plan is redone.  The caller checks
+ * the budget afterwards. */
 typedef struct pass_remat_stats {
     size_t peak_before, peak_after;  /* arena bytes */
     int recomputed;                  /* values copied */
     double flops, extra_flops;       /* the graph's FLOPs after, and what the copies add */
 } pass_remat_stats;
+/* The candidates of a graph (values whose readers leave a gap) and a choice
+ * among them: chosen[k] says whether ids[k] is recomputed before split[k]
+ * (pass_remat.c's contract says where exactly). */
+typedef struct pass_remat_set {
+    int n;
+    int *ids, *split;
+    bool *chosen;
+    double *flops;                   /* ir_node_flops of ids[k]: the cost of its copy */
+} pass_remat_set;
+#define PASS_REMAT_EXACT_MAX 20      /* most candidates pass_remat_exact searches */
+pass_remat_set pass_remat_candidates(const ir_graph *g);   /* none chosen */
+void pass_remat_set_free(pass_remat_set *s);
+double pass_remat_extra_flops(const pass_remat_set *s);
+/* The arena g's plan (same sharing) needs with s applied, and the most
+ * bytes live at once (*lower_bound, may be NULL); g is not changed. */
+size_t pass_remat_eval(const ir_graph *g, const pass_remat_set *s, size_t *lower_bound);
+/* Rewrites g with s's copies and redoes the plan. */
+void pass_remat_apply(ir_graph *g, const pass_remat_set *s);
+/* Choices: the pass's greedy one (from s's current choice on), Chen et
+ * al.'s sqrt(n) checkpoints (every ceil(sqrt n)-th candidate kept, the rest
+ * recomputed; no budget), and the optimum by branch and bound (fewest extra
+ * FLOPs that fit; false when none fits or s has over PASS_REMAT_EXACT_MAX
+ * candidates).  pass_remat_min_arena: the smallest arena any subset
+ * reaches (every subset tried; SIZE_MAX over the limit), none chosen after. */
+void pass_remat_greedy(const ir_graph *g, pass_remat_set *s, size_t budget);
+void pass_remat_sqrt_n(pass_remat_set *s);
+bool pass_remat_exact(const ir_graph *g, pass_remat_set *s, size_t budget);
+size_t pass_remat_min_arena(const ir_graph *g, pass_remat_set *s);
 int pass_remat(ir_graph *g, size_t budget, pass_remat_stats *stats);
+
+/* calloc that never returns NULL (out of memory ends the process). */
+void *pass_calloc(size_t count, size_t size);
+
+/* Tiled inference (pass_tile.c): when the plan exceeds budget, runs the
+ * stage from the input to a narrower tensor tile by tile (rows of a batch,
+ * or H of an NHWC image with its halo) and concatenates; keeps the tiling
+ * with the smallest arena (the fewest extra FLOPs among those that fit);
+ * tiles == 0 when none helps. */
+typedef struct pass_tile_stats {
+    size_t peak_before, peak_after;
+    int end, input, axis, tiles;     /* the stage's last node (before tiling), input, axis, tiles */
+    const char *end_name;
+    double extra_flops;              /* the halo rows computed twice */
+} pass_tile_stats;
+int pass_tile(ir_graph *g, size_t budget, pass_tile_stats *stats);
 
 /* Fusion (pass_fuse.c): each rewrites g in place and returns 0. */
 int pass_fold_batchnorm(ir_graph *g);

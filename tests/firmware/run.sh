@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Firmware suite: the runtime core and generated C build for a Cortex-M4F with
 # no libc beyond <math.h>/<string.h>, and examples/firmware (built through an
-# installed axc.mk) runs the MLP under QEMU with the same outputs as the host.
+# installed axc.mk) runs the MLP under QEMU with the same outputs as the host,
+# and two models fitted to a --ram budget (recomputation, tiling) likewise.
 # Missing cross tools are a failure, not a skip: scripts/deps.sh installs them.
 # Environment (set by tests/run.sh): AXC_ROOT, AXC_BUILD, AXC, PYTHON.
 set -u
@@ -102,18 +103,8 @@ EOF
         --output "$work/y.npy" >"$work/host.log" 2>&1; then
         fail "outputs match the host build"; tail_of "$work/host.log"; return
     fi
-    if "$python" - "$work/qemu.out" "$work/y.npy" >"$work/cmp.log" 2>&1 <<'EOF'
-import re, sys, numpy as np
-values = [float(m.group(1)) for m in
-          (re.match(r'^out0\[\d+\] (\S+)$', line) for line in open(sys.argv[1])) if m]
-host = np.load(sys.argv[2]).astype(np.float64).ravel()
-device = np.array(values)
-if device.shape != host.shape:
-    sys.exit(f"device printed {device.size} values, host has {host.size}")
-err = np.abs(device - host) / np.maximum(np.abs(host), 1e-30)
-if err.max() > 1e-5:
-    sys.exit(f"max relative error {err.max():.3g} at {err.argmax()}: {device[err.argmax()]} vs {host[err.argmax()]}")
-EOF
+    if "$python" "$root/tests/firmware/compare_device.py" "$work/qemu.out" "$work/y.npy" element \
+        >"$work/cmp.log" 2>&1
     then pass "outputs match the host build (rel <= 1e-5)"
     else fail "outputs match the host build (rel <= 1e-5)"; tail_of "$work/cmp.log"; fi
 }
@@ -155,6 +146,40 @@ profile_on_firmware() {
     fi
 }
 
+# A model fitted to a --ram budget (rematerialised or tiled) built into the
+# firmware and run under QEMU: the size report's arena is within the budget,
+# and the outputs match the host's run of the same model without --ram
+# (inputs: main.c's pattern) within 1e-5 of the largest magnitude.
+fitted_on_firmware() {
+    local stem=$1 budget=$2 dir="$work/fit_$1" arena shape
+    mkdir -p "$dir"
+    if ! env -u AXC make -C "$dir" -f "$root/examples/firmware/Makefile" AXC_PREFIX="$work/prefix" \
+        MODEL="$stem" MODEL_DIR="$root/tests/ir/cases" AXC_FLAGS="--seed=$SEED --ram=$budget" \
+        fw.elf size >"$dir/build.log" 2>&1; then
+        fail "$stem --ram=$budget on firmware: build"; tail_of "$dir/build.log"; return
+    fi
+    arena=$(awk '/^  peak/ { print $2; exit }' "$dir/build.log")
+    timeout 120 qemu-system-arm -M mps2-an386 -nographic -monitor none -serial none \
+        -semihosting-config enable=on,target=native -kernel "$dir/fw.elf" >"$dir/qemu.out" 2>&1
+    shape=$(sed -n 's/.*(x::Float32\[\([0-9, ]*\)\]).*/\1/p' "$root/tests/ir/cases/$stem.ax")
+    "$python" - "$dir/x.npy" "$shape" <<'EOF'
+import sys, numpy as np
+shape = [int(d) for d in sys.argv[2].split(",")]
+i = np.arange(int(np.prod(shape)), dtype=np.int64)
+np.save(sys.argv[1], ((((37 * i) % 101) - 50).astype(np.float32) / np.float32(64)).reshape(shape))
+EOF
+    "$axc" run "$root/tests/ir/cases/$stem.ax" --seed=$SEED --input x="$dir/x.npy" --output "$dir/y.npy" \
+        >"$dir/host.log" 2>&1
+    if [ -n "$arena" ] && [ "$arena" -le "$budget" ] && grep -q '^RESULT: PASS' "$dir/qemu.out" &&
+        "$python" "$root/tests/firmware/compare_device.py" "$dir/qemu.out" "$dir/y.npy" max >"$dir/cmp.log" 2>&1
+    then pass "$stem --ram=$budget on firmware (arena $arena bytes, outputs match the host's without --ram)"
+    else
+        fail "$stem --ram=$budget on firmware" "arena: ${arena:-no figure}, budget $budget"
+        local log
+        for log in qemu.out cmp.log host.log; do [ -f "$dir/$log" ] && tail_of "$dir/$log" 5; done
+    fi
+}
+
 main() {
     check_tools || { fail "remaining cases" "not run: cross tools missing"; return; }
     mkdir -p "$work/cross"
@@ -168,6 +193,8 @@ main() {
     compare_with_host
     check_size
     profile_on_firmware
+    fitted_on_firmware unet_remat 5120
+    fitted_on_firmware conv_tile 100000
 }
 
 main

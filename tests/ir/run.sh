@@ -11,6 +11,22 @@
 #            it passes; save-weights writes the same state_dict at -O0 and -O2
 #   remat    --ram below the plan recomputes a skip connection to fit, with
 #            bit-identical outputs
+#   remat-set  the values recomputed at each budget of remat/NAME.BUDGET.expected
+#            (goldens: `axc cases/NAME.ax --ram=BUDGET --mem-report`, the
+#            rematerialised and recomputed lines; the unit test
+#            test_remat_against_exact checks the choice against the optimum)
+#   remat-random  random skip-connection models (random_remat.py) at the
+#            smallest arena remat reaches: the plan fits the budget it claims,
+#            outputs bit-identical to the run without --ram, no output file
+#            below it
+#   remat-report  scripts/remat_report.py (make mem-report) on two cases:
+#            a table row per model whose smallest budget is below its plan,
+#            and a well-formed SVG naming the plotted model
+#   tile-*   pass_tile under a --ram below the plan's lower bound: the conv
+#            stack of cases/conv_tile.ax (MobileNetV2's first layers) in row
+#            tiles with halos, within 1e-5 of the untiled run (the depthwise
+#            kernel rounds differently on a tile); the 50-layer residual MLP
+#            in batch tiles, bit-identical
 # Environment: AXC, AXC_ROOT, PYTHON.  A golden is made by hand with
 #   axc MODEL.ax --emit=ir [-O0] > tests/ir/golden/NAME[.O0].ir  (check it by eye).
 set -u
@@ -78,6 +94,73 @@ check_ram_budget() {
     "$AXC" "$file" --emit=mem --ram=12Q >/dev/null 2>&1; [ $? -eq 2 ] || { echo "--ram=12Q accepted"; return 1; }
 }
 
+check_remat_set() {
+    local golden=$1 name budget
+    name=$(basename "$golden" .expected)
+    budget=${name#*.}
+    name=${name%%.*}
+    "$AXC" "$here/cases/$name.ax" --ram="$budget" --mem-report >"$tmp/rep" || return 1
+    grep -E '^rematerialised|^  recomputed' "$tmp/rep" | diff -u "$golden" -
+}
+
+# The smallest arena remat reaches (the one the error names below it).
+smallest_arena() {
+    "$AXC" "$1" --ram=64 --emit=mem 2>&1 | sed -n "s/.*needs a \([0-9]*\)-byte arena.*/\1/p"
+}
+
+check_remat_report() {
+    "$PYTHON" "$root/scripts/remat_report.py" "$AXC" "$tmp/remat.svg" unet_remat \
+        "$here/cases/unet_remat.ax" "$here/cases/skip_remat.ax" >"$tmp/table" || return 1
+    cat "$tmp/table"
+    awk '$1 == "unet_remat" || $1 == "skip_remat" { if ($5 >= $2) bad = 1; n++ }
+         END { exit !(n == 2 && !bad) }' "$tmp/table" || return 1
+    "$PYTHON" -c 'import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); assert "unet_remat" in d.toxml()' \
+        "$tmp/remat.svg"
+}
+
+# check_tile FILE BUDGET TOL: BUDGET is below the plan's lower bound; with
+# --ram=BUDGET the stage is tiled, the plan fits, outputs agree (TOL 0: cmp).
+check_tile() {
+    local file=$1 budget=$2 tol=$3 bound got
+    bound=$("$AXC" "$file" --emit=mem | awk '/^  lower bound/ {print $3; exit}')
+    [ "$budget" -lt "$bound" ] || { echo "budget $budget not below the lower bound $bound"; return 1; }
+    "$AXC" "$file" --ram="$budget" --mem-report >"$tmp/tile" || return 1
+    grep '^tiled' "$tmp/tile" || { echo "no tiling reported"; return 1; }
+    got=$(awk '/^  peak/ {print $2; exit}' "$tmp/tile")
+    [ "$got" -le "$budget" ] || { echo "plan $got over the budget $budget"; return 1; }
+    rm -rf "$tmp/tile.a" "$tmp/tile.b"; mkdir -p "$tmp/tile.a" "$tmp/tile.b"
+    "$AXC" run --seed 4 "$file" --output-dir "$tmp/tile.a" >/dev/null 2>&1 || return 1
+    "$AXC" run --seed 4 --ram="$budget" "$file" --output-dir "$tmp/tile.b" >/dev/null 2>&1 || return 1
+    if [ "$tol" = 0 ]; then diff -r "$tmp/tile.a" "$tmp/tile.b"
+    else "$PYTHON" "$here/compare_runs.py" "$tmp/tile.a" "$tmp/tile.b" "$tol"; fi
+}
+
+check_remat_random() {
+    mkdir -p "$tmp/rand"
+    "$PYTHON" "$here/random_remat.py" 7 8 "$tmp/rand" || return 1
+    local f name peak low shrunk=0
+    for f in "$tmp"/rand/*.ax; do
+        name=$(basename "$f" .ax)
+        peak=$("$AXC" "$f" --emit=mem | awk '/^  peak/ {print $2; exit}')
+        low=$(smallest_arena "$f")
+        [ -n "$low" ] && [ "$low" -le "$peak" ] || { echo "$name: no smallest arena ($low, plan $peak)"; return 1; }
+        [ "$low" -lt "$peak" ] && shrunk=$((shrunk + 1))
+        "$AXC" "$f" --ram="$low" --emit=mem >"$tmp/mem" || { echo "$name: --ram=$low refused"; return 1; }
+        local got
+        got=$(awk '/^  peak/ {print $2; exit}' "$tmp/mem")
+        [ "$got" -le "$low" ] || { echo "$name: plan $got over its budget $low"; return 1; }
+        mkdir -p "$tmp/rand/$name.plain" "$tmp/rand/$name.ram"
+        "$AXC" run --seed 5 "$f" --output-dir "$tmp/rand/$name.plain" >/dev/null || return 1
+        "$AXC" run --seed 5 --ram="$low" "$f" --output-dir "$tmp/rand/$name.ram" >/dev/null || return 1
+        diff -r "$tmp/rand/$name.plain" "$tmp/rand/$name.ram" || return 1
+        [ -n "$(ls "$tmp/rand/$name.ram")" ] || return 1
+        "$AXC" "$f" --ram=$((low - 64)) -o "$tmp/rand/$name.c" 2>/dev/null
+        [ $? -eq 1 ] && [ ! -e "$tmp/rand/$name.c" ] || { echo "$name: --ram=$((low - 64)) not refused cleanly"; return 1; }
+        echo "$name: plan $peak, smallest with remat $low, outputs identical"
+    done
+    [ "$shrunk" -gt 0 ] || { echo "no random model needed remat"; return 1; }
+}
+
 # Rematerialisation (pass_remat): the skip connection of skip_remat is
 # recomputed instead of kept, so --ram=16K fits a 20,480-byte plan; the
 # outputs are bit-identical to the plan without it; 12K is below what any
@@ -118,4 +201,11 @@ for file in "$root"/examples/*.ax "$here"/cases/*.ax; do
 done
 check ram-budget check_ram_budget
 check remat check_remat
+for golden in "$here"/remat/*.expected; do
+    check "remat-set:$(basename "$golden" .expected)" check_remat_set "$golden"
+done
+check remat-random check_remat_random
+check remat-report check_remat_report
+check tile-conv check_tile "$here/cases/conv_tile.ax" 100000 1e-5
+check tile-resmlp50 check_tile "$root/examples/resmlp50.ax" 40000 0
 check save-weights-originals check_saved_weights_are_originals

@@ -955,6 +955,102 @@ static void test_remat_random_dags(void **state)
     print_message("remat: %d values recomputed, %d of 200 plans shrunk\n", recomputed, shrunk);
 }
 
+/* A DAG of at most 20 nodes (an input, a param, up to 18 relu/add) with
+ * long skips, so values sit idle between their readers; sizes vary. */
+static ir_graph *random_small_dag(void)
+{
+    ir_graph *g = new_graph("s");
+    const int nodes = 4 + (int)rnd(15);
+    INPUT(g, "x", 1, 4, 16);
+    int wq = PARAM(g, "w", 3, 3);
+    for (int i = 0; i < nodes; i++) {
+        int a = rnd(3) ? g->nnodes - 1 : (int)rnd((uint32_t)g->nnodes);
+        int b = (int)rnd((uint32_t)g->nnodes);
+        if (a == wq) a = 0;
+        if (b == wq) b = 0;
+        int id = rnd(2) ? NODE(g, IR_OP_relu, a) : NODE(g, IR_OP_add, a, b);
+        ir_node *n = ir_at(g, id);
+        n->rank = 3;
+        n->shape[0] = 1;
+        n->shape[1] = 1 + rnd(8);
+        n->shape[2] = 16 * (1 + rnd(4));
+    }
+    output(g, g->nnodes - 1);
+    return g;
+}
+
+typedef struct remat_tally {
+    int budgets, greedy_fits, greedy_optimal, sqrt_fits, sqrt_optimal;
+    double greedy_ratio, sqrt_ratio;   /* sums of extra FLOPs / optimum's, where both fit */
+} remat_tally;
+
+/* One budget the optimum reaches: the greedy choice and sqrt(n) never beat
+ * the exact solver, and every claimed fit really fits. */
+static void compare_at_budget(ir_graph *g, pass_remat_set *s, size_t budget, remat_tally *t)
+{
+    assert_true(pass_remat_exact(g, s, budget));
+    assert_true(pass_remat_eval(g, s, NULL) <= budget);
+    const double best = pass_remat_extra_flops(s);
+    t->budgets++;
+    memset(s->chosen, 0, (size_t)s->n * sizeof *s->chosen);
+    pass_remat_greedy(g, s, budget);
+    if (pass_remat_eval(g, s, NULL) <= budget) {
+        const double greedy = pass_remat_extra_flops(s);
+        assert_true(greedy >= best);
+        t->greedy_fits++;
+        t->greedy_optimal += greedy == best;
+        t->greedy_ratio += best > 0 ? greedy / best : 1;
+    }
+    pass_remat_sqrt_n(s);
+    if (pass_remat_eval(g, s, NULL) <= budget) {
+        const double sq = pass_remat_extra_flops(s);
+        assert_true(sq >= best);
+        t->sqrt_fits++;
+        t->sqrt_optimal += sq == best;
+        t->sqrt_ratio += best > 0 ? sq / best : 1;
+    }
+    memset(s->chosen, 0, (size_t)s->n * sizeof *s->chosen);
+}
+
+/* The pass's choice against the optimum (branch and bound over every
+ * recompute set) and against sqrt(n) checkpointing, on random graphs of at
+ * most 20 nodes, at the smallest arena any set reaches and halfway between
+ * it and the plan without remat.  Then the greedy set is applied: the IR
+ * verifies, the plan is valid and the arena is what the choice claimed. */
+static void test_remat_against_exact(void **state)
+{
+    (void)state;
+    rng_state = 777;
+    remat_tally t = {0};
+    int graphs = 0;
+    for (int trial = 0; trial < 300; trial++) {
+        ir_graph *g = random_small_dag();
+        assert_true(g->nnodes <= 20);
+        assert_int_equal(pass_memplan(g), 0);
+        pass_remat_set s = pass_remat_candidates(g);
+        const size_t floor = pass_remat_min_arena(g, &s);
+        if (floor < g->arena_bytes) {
+            graphs++;
+            compare_at_budget(g, &s, floor, &t);
+            const size_t mid = (floor + g->arena_bytes) / 2 / 64 * 64;
+            compare_at_budget(g, &s, mid, &t);
+            pass_remat_greedy(g, &s, mid);
+            const size_t claimed = pass_remat_eval(g, &s, NULL);
+            pass_remat_apply(g, &s);
+            assert_int_equal(ir_verify(g), 0);
+            check_plan(g);
+            assert_int_equal(g->arena_bytes, claimed);
+        }
+        pass_remat_set_free(&s);
+        free_graph(g);
+    }
+    assert_true(graphs >= 20 && t.greedy_fits >= t.sqrt_fits);
+    print_message("remat on %d graphs, %d budgets: greedy fits %d (optimal %d, extra FLOPs %.3fx the "
+                  "optimum's); sqrt(n) fits %d (optimal %d, %.3fx)\n", graphs, t.budgets, t.greedy_fits,
+                  t.greedy_optimal, t.greedy_fits ? t.greedy_ratio / t.greedy_fits : 0, t.sqrt_fits,
+                  t.sqrt_optimal, t.sqrt_fits ? t.sqrt_ratio / t.sqrt_fits : 0);
+}
+
 /* -O1 and up: every relu overwrites its operand when it dies there, and a
  * reshape of the input has no buffer at all (codegen uses the pointer). */
 static void test_memplan_shared_chain(void **state)
@@ -1098,6 +1194,7 @@ int main(void)
         cmocka_unit_test(test_memplan_chain),
         cmocka_unit_test(test_memplan_random_dags),
         cmocka_unit_test(test_remat_random_dags),
+        cmocka_unit_test(test_remat_against_exact),
         cmocka_unit_test(test_memplan_shared_chain),
         cmocka_unit_test(test_memplan_results_live_from_producer),
         cmocka_unit_test(test_memplan_shared_random_dags),
