@@ -55,6 +55,7 @@ static int check_model(const axc_opts *o, ir_graph *g, bool lowering_failed)
         return -1;
     }
     print_after(o, g, "lower");
+    if (o->dtype_given) g->dtype = o->dtype;
     if (pass_shape(g)) return -1;
     print_after(o, g, "shape");
     if (pass_dtype(g, o->eltype)) return -1;

@@ -5,7 +5,13 @@
  * types; an input wider than the model is the spurious-promotion trap and
  * is handled per --eltype-mismatch (warn and convert, convert, refuse, or
  * promote the whole model).  Integer inputs are accepted only as Embedding
- * indices.  Runs after pass_shape, so casts get their shapes here. */
+ * indices.  Runs after pass_shape, so casts get their shapes here.
+ *
+ * Float16/BFloat16 models (interface.md §7) store parameters and the
+ * activations between layers in the half type while the kernels accumulate
+ * in Float32; their inputs and outputs keep the declared type: a Float32
+ * input is the expected case (no promotion warning), and each output gets a
+ * cast back to the type of the first float input (Float32 without one). */
 #include "passes.h"
 #include "ir_use.h"
 
@@ -15,6 +21,15 @@
 static int float_width(axrt_dtype t)
 {
     return t == AXRT_F64 ? 2 : t == AXRT_F32 ? 1 : 0;
+}
+
+static bool is_half(axrt_dtype t) { return t == AXRT_F16 || t == AXRT_BF16; }
+
+/* The width an input is compared with: a half model's boundary is Float32. */
+static int boundary_width(const ir_graph *g)
+{
+    const int w = float_width(g->dtype);
+    return is_half(g->dtype) && w < 1 ? 1 : w;
 }
 
 /* The first node that consumes the input's values as a layer (not through
@@ -111,7 +126,7 @@ static int settle_input(ir_graph *g, int input, eltype_mode mode)
                  "indices", in->name, ir_dtype_name(in->dtype));
         return 1;
     }
-    if (float_width(in->dtype) > float_width(g->dtype)) {
+    if (float_width(in->dtype) > boundary_width(g)) {
         if (mode == ELTYPE_ERROR) {
             ax_error(g->ctx, in->loc, "%s (--eltype-mismatch=error)", promotion_text(g, input));
             return 1;
@@ -130,7 +145,7 @@ static void promote_model(ir_graph *g)
 {
     for (int i = 0; i < g->ninputs; i++) {
         axrt_dtype t = g->nodes[g->inputs[i]].dtype;
-        if (ir_dtype_is_float(t) && float_width(t) > float_width(g->dtype))
+        if (ir_dtype_is_float(t) && float_width(t) > boundary_width(g))
             g->dtype = t;
     }
 }
@@ -147,20 +162,45 @@ static void apply_model_dtype(ir_graph *g)
     }
 }
 
+/* The declared type a half model's outputs keep: the first float input's. */
+static axrt_dtype boundary_dtype(const ir_graph *g)
+{
+    for (int i = 0; i < g->ninputs; i++)
+        if (ir_dtype_is_float(g->nodes[g->inputs[i]].dtype))
+            return g->nodes[g->inputs[i]].dtype;
+    return AXRT_F32;
+}
+
+/* A cast to the boundary dtype after every output of a half model. */
+static void cast_outputs(ir_graph *g)
+{
+    const axrt_dtype want = boundary_dtype(g);
+    if (!is_half(g->dtype) || want == g->dtype)
+        return;
+    for (int i = 0; i < g->noutputs; i++) {
+        int src = g->outputs[i];
+        if (g->nodes[src].dtype == want)
+            continue;
+        int cast = ir_insert(g, g->nnodes, IR_OP_cast, &src, 1, g->nodes[src].loc);
+        ir_node *c = &g->nodes[cast];
+        c->dtype = want;
+        c->rank = g->nodes[src].rank;
+        memcpy(c->shape, g->nodes[src].shape, sizeof c->shape);
+        g->outputs[i] = cast;
+    }
+}
+
 int pass_dtype(ir_graph *g, eltype_mode mode)
 {
-    if (g->dtype != AXRT_F32 && g->dtype != AXRT_F64) {
-        ax_error(g->ctx, g->loc, "dtype=%s is not supported by the C backend yet",
-                 ir_dtype_name(g->dtype));
-        return 1;
-    }
     if (mode == ELTYPE_PROMOTE)
         promote_model(g);
     int errors = 0;
     /* Each cast shifts later ids by one; g->inputs is remapped by ir_insert. */
     for (int i = 0; i < g->ninputs; i++)
         errors += settle_input(g, g->inputs[i], mode);
-    if (errors == 0)
+    if (errors == 0) {
         apply_model_dtype(g);
+        cast_outputs(g);
+    }
     return errors;
 }
