@@ -234,7 +234,10 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
             return AXC_EINPUT;
         if (o->ram_budget && fit_budget(o, models[i])) return AXC_EINPUT;
         cg_target_get(models[i]->target->id)->select(models[i]);
-        if (o->blas) cg_select_blas(models[i]);
+        if (o->blas && models[i]->dtype != AXRT_F32)
+            ax_warning(ctx, models[i]->loc, "--blas=openblas applies to Float32 models; model '%s' computes "
+                       "in %s and keeps axc's kernels", models[i]->name, ir_dtype_name(models[i]->dtype));
+        else if (o->blas) cg_select_blas(models[i]);
     }
     return ctx->errors ? AXC_EINPUT : AXC_OK;
 }
