@@ -82,6 +82,7 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p)
 #define FN(name) AXRT_CAT(AXRT_CAT(axrt_, name), _f16)
 #define FN_D(name) FN(name)
 #define FN_DENSE axrt_dense_f16_portable
+#define FN_CONV2D axrt_conv2d_f16_portable
 #define MATH_EXP expf
 #define MATH_LOG logf
 #define MATH_SQRT sqrtf
@@ -99,6 +100,7 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p)
 #define FN(name) AXRT_CAT(AXRT_CAT(axrt_, name), _bf16)
 #define FN_D(name) FN(name)
 #define FN_DENSE axrt_dense_bf16_portable
+#define FN_CONV2D axrt_conv2d_bf16_portable
 #define MATH_EXP expf
 #define MATH_LOG logf
 #define MATH_SQRT sqrtf

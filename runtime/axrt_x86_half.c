@@ -22,7 +22,8 @@
 #define AVX512_FN static __attribute__((target("avx512f,avx512bw,avx512vl,f16c")))
 #define AVX512BF16_FN static __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
-/* Outputs one call computes together. */
+/* Outputs computed together (the kernels below name their four
+ * accumulators). */
 #define GROUP 4
 
 typedef float widen_fn(uint16_t v);
@@ -79,21 +80,23 @@ AVX2_FN __m256 load8_bf16(const uint16_t *p)
     AVX2_FN void NAME(const uint16_t *x, const uint16_t *w, const uint16_t *bias,    \
                       uint16_t *y, size_t rows, size_t in, size_t out)               \
     {                                                                                \
-        size_t r, o, k, j;                                                           \
+        size_t r, o, k;                                                              \
         for (r = 0; r < rows; r++) {                                                 \
             const uint16_t *xr = x + r * in;                                         \
             for (o = 0; o < out; o += GROUP) {                                       \
                 const uint16_t *wr[GROUP];                                           \
                 const size_t nb = group_rows(w, in, o, out, wr);                     \
-                __m256 acc[GROUP];                                                   \
+                __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;         \
                 float sums[GROUP];                                                   \
-                for (j = 0; j < GROUP; j++) acc[j] = _mm256_setzero_ps();            \
                 for (k = 0; k + 8 <= in; k += 8) {                                   \
                     const __m256 xv = LOAD8(xr + k);                                 \
-                    for (j = 0; j < GROUP; j++)                                      \
-                        acc[j] = _mm256_fmadd_ps(xv, LOAD8(wr[j] + k), acc[j]);      \
+                    a0 = _mm256_fmadd_ps(xv, LOAD8(wr[0] + k), a0);                  \
+                    a1 = _mm256_fmadd_ps(xv, LOAD8(wr[1] + k), a1);                  \
+                    a2 = _mm256_fmadd_ps(xv, LOAD8(wr[2] + k), a2);                  \
+                    a3 = _mm256_fmadd_ps(xv, LOAD8(wr[3] + k), a3);                  \
                 }                                                                    \
-                for (j = 0; j < GROUP; j++) sums[j] = hsum8(acc[j]);                 \
+                sums[0] = hsum8(a0), sums[1] = hsum8(a1);                            \
+                sums[2] = hsum8(a2), sums[3] = hsum8(a3);                            \
                 finish_group(sums, xr, wr, k, in, bias, o, nb, y + r * out, WIDEN, BF16); \
             }                                                                        \
         }                                                                            \
@@ -129,21 +132,23 @@ AVX512_FN __m512 load16_bf16(const uint16_t *p)
     AVX512_FN void NAME(const uint16_t *x, const uint16_t *w, const uint16_t *bias,  \
                         uint16_t *y, size_t rows, size_t in, size_t out)             \
     {                                                                                \
-        size_t r, o, k, j;                                                           \
+        size_t r, o, k;                                                              \
         for (r = 0; r < rows; r++) {                                                 \
             const uint16_t *xr = x + r * in;                                         \
             for (o = 0; o < out; o += GROUP) {                                       \
                 const uint16_t *wr[GROUP];                                           \
                 const size_t nb = group_rows(w, in, o, out, wr);                     \
-                __m512 acc[GROUP];                                                   \
+                __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;         \
                 float sums[GROUP];                                                   \
-                for (j = 0; j < GROUP; j++) acc[j] = _mm512_setzero_ps();            \
                 for (k = 0; k + 16 <= in; k += 16) {                                 \
                     const __m512 xv = LOAD16(xr + k);                                \
-                    for (j = 0; j < GROUP; j++)                                      \
-                        acc[j] = _mm512_fmadd_ps(xv, LOAD16(wr[j] + k), acc[j]);     \
+                    a0 = _mm512_fmadd_ps(xv, LOAD16(wr[0] + k), a0);                 \
+                    a1 = _mm512_fmadd_ps(xv, LOAD16(wr[1] + k), a1);                 \
+                    a2 = _mm512_fmadd_ps(xv, LOAD16(wr[2] + k), a2);                 \
+                    a3 = _mm512_fmadd_ps(xv, LOAD16(wr[3] + k), a3);                 \
                 }                                                                    \
-                for (j = 0; j < GROUP; j++) sums[j] = _mm512_reduce_add_ps(acc[j]);  \
+                sums[0] = _mm512_reduce_add_ps(a0), sums[1] = _mm512_reduce_add_ps(a1); \
+                sums[2] = _mm512_reduce_add_ps(a2), sums[3] = _mm512_reduce_add_ps(a3); \
                 finish_group(sums, xr, wr, k, in, bias, o, nb, y + r * out, WIDEN, BF16); \
             }                                                                        \
         }                                                                            \
@@ -157,24 +162,25 @@ DENSE_AVX512(dense_bf16_avx512, load16_bf16, widen_bf16, 1)
 AVX512BF16_FN void dense_bf16_dpbf16(const uint16_t *x, const uint16_t *w, const uint16_t *bias,
                                      uint16_t *y, size_t rows, size_t in, size_t out)
 {
-    size_t r, o, k, j;
+    size_t r, o, k;
     for (r = 0; r < rows; r++) {
         const uint16_t *xr = x + r * in;
         for (o = 0; o < out; o += GROUP) {
             const uint16_t *wr[GROUP];
             const size_t nb = group_rows(w, in, o, out, wr);
-            __m512 acc[GROUP];
+            __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
             float sums[GROUP];
-            for (j = 0; j < GROUP; j++) acc[j] = _mm512_setzero_ps();
             for (k = 0; k < in; k += 32) {
                 const __mmask32 m = in - k >= 32 ? (__mmask32)0xffffffffu
                                                  : (__mmask32)((1u << (in - k)) - 1u);
-                const __m512i xv = _mm512_maskz_loadu_epi16(m, xr + k);
-                for (j = 0; j < GROUP; j++)
-                    acc[j] = _mm512_dpbf16_ps(acc[j], (__m512bh)xv,
-                                              (__m512bh)_mm512_maskz_loadu_epi16(m, wr[j] + k));
+                const __m512bh xv = (__m512bh)_mm512_maskz_loadu_epi16(m, xr + k);
+                a0 = _mm512_dpbf16_ps(a0, xv, (__m512bh)_mm512_maskz_loadu_epi16(m, wr[0] + k));
+                a1 = _mm512_dpbf16_ps(a1, xv, (__m512bh)_mm512_maskz_loadu_epi16(m, wr[1] + k));
+                a2 = _mm512_dpbf16_ps(a2, xv, (__m512bh)_mm512_maskz_loadu_epi16(m, wr[2] + k));
+                a3 = _mm512_dpbf16_ps(a3, xv, (__m512bh)_mm512_maskz_loadu_epi16(m, wr[3] + k));
             }
-            for (j = 0; j < GROUP; j++) sums[j] = _mm512_reduce_add_ps(acc[j]);
+            sums[0] = _mm512_reduce_add_ps(a0), sums[1] = _mm512_reduce_add_ps(a1);
+            sums[2] = _mm512_reduce_add_ps(a2), sums[3] = _mm512_reduce_add_ps(a3);
             finish_group(sums, xr, wr, in, in, bias, o, nb, y + r * out, widen_bf16, 1);
         }
     }
