@@ -59,6 +59,21 @@ cross_compile_all() {
             fail "cross-compile $stem.ax"; tail_of "$work/cc.log"
         fi
     done
+    # Float16/BFloat16 models (interface.md §7): the same, for a few examples
+    local dt
+    for dt in Float16 BFloat16; do
+        for stem in mlp lenet5 mobilenetv2_block gpt_block; do
+            if ! "$axc" "$root/examples/$stem.ax" --dtype=$dt -o "$work/cross/${stem}_$dt.c" 2>"$work/cc.log"; then
+                fail "cross-compile $stem.ax --dtype=$dt (axc)"; tail_of "$work/cc.log"; continue
+            fi
+            if arm-none-eabi-gcc "${M4[@]}" -Wpedantic -Os -I"$work/prefix/include" -c "$work/cross/${stem}_$dt.c" \
+                -o "$work/cross/${stem}_$dt.o" 2>"$work/cc.log"; then
+                pass "cross-compile $stem.ax --dtype=$dt"; objs+=("$work/cross/${stem}_$dt.o")
+            else
+                fail "cross-compile $stem.ax --dtype=$dt"; tail_of "$work/cc.log"
+            fi
+        done
+    done
     [ ${#objs[@]} -gt 0 ] || return 0
     bad=$(arm-none-eabi-nm -u "${objs[@]}" | awk 'NF == 2 { print $2 }' | sort -u | grep -Ev "$ALLOWED_UNDEF")
     if [ -z "$bad" ]; then pass "freestanding (only libm, mem*, EABI helpers undefined)"
