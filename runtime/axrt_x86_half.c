@@ -6,9 +6,9 @@
  *   avx512+f16c   the same 16 at a time (AVX-512F's vcvtph2ps)
  *   avx512+bf16   bfloat16 pairs multiplied and accumulated into float lanes
  *                 by AVX-512 BF16's vdpbf16ps, 32 elements per instruction
- * Each output is one dot product accumulated in float over four outputs at
- * a time (sharing the loads of x), plus bias, rounded once to the storage
- * type.  Empty (but for a declaration) off x86-64, under -DAXRT_NO_SIMD or
+ * Each output is one dot product accumulated in float, in register blocks
+ * of rows x four outputs (each widened weight vector serves every row of
+ * the block), plus bias, rounded once to the storage type.  Empty (but for a declaration) off x86-64, under -DAXRT_NO_SIMD or
  * without GCC/clang. */
 #include <stddef.h>
 #include <stdint.h>
@@ -22,9 +22,11 @@
 #define AVX512_FN static __attribute__((target("avx512f,avx512bw,avx512vl,f16c")))
 #define AVX512BF16_FN static __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
-/* Outputs computed together (the kernels below name their four
- * accumulators). */
+/* Outputs computed together. */
 #define GROUP 4
+/* Fully unrolled constant loops, so that the accumulator blocks live in
+   registers (GCC and clang both read GCC's spelling). */
+#define UNROLL _Pragma("GCC unroll 16")
 
 typedef float widen_fn(uint16_t v);
 
@@ -76,35 +78,49 @@ AVX2_FN __m256 load8_bf16(const uint16_t *p)
     return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
 }
 
-#define DENSE_AVX2(NAME, LOAD8, WIDEN, BF16)                                          \
-    AVX2_FN void NAME(const uint16_t *x, const uint16_t *w, const uint16_t *bias,    \
-                      uint16_t *y, size_t rows, size_t in, size_t out)               \
-    {                                                                                \
-        size_t r, o, k;                                                              \
-        for (r = 0; r < rows; r++) {                                                 \
-            const uint16_t *xr = x + r * in;                                         \
-            for (o = 0; o < out; o += GROUP) {                                       \
-                const uint16_t *wr[GROUP];                                           \
-                const size_t nb = group_rows(w, in, o, out, wr);                     \
-                __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;         \
-                float sums[GROUP];                                                   \
-                for (k = 0; k + 8 <= in; k += 8) {                                   \
-                    const __m256 xv = LOAD8(xr + k);                                 \
-                    a0 = _mm256_fmadd_ps(xv, LOAD8(wr[0] + k), a0);                  \
-                    a1 = _mm256_fmadd_ps(xv, LOAD8(wr[1] + k), a1);                  \
-                    a2 = _mm256_fmadd_ps(xv, LOAD8(wr[2] + k), a2);                  \
-                    a3 = _mm256_fmadd_ps(xv, LOAD8(wr[3] + k), a3);                  \
-                }                                                                    \
-                sums[0] = hsum8(a0), sums[1] = hsum8(a1);                            \
-                sums[2] = hsum8(a2), sums[3] = hsum8(a3);                            \
-                finish_group(sums, xr, wr, k, in, bias, o, nb, y + r * out, WIDEN, BF16); \
-            }                                                                        \
-        }                                                                            \
+/* y[r, o] for a block of RB rows times GROUP outputs: the GROUP weight
+ * vectors of each step are widened once and used for all RB rows (rows past
+ * the end repeat the last one; computed and dropped). */
+#define DENSE_BLOCKED(NAME, ATTR, VEC, VW, ZERO, FMA, HSUM, LOADV, WIDEN, BF16, RB)        \
+    ATTR void NAME(const uint16_t *x, const uint16_t *w, const uint16_t *bias, uint16_t *y, \
+                   size_t rows, size_t in, size_t out)                                   \
+    {                                                                                    \
+        size_t r0, o, k, i, j;                                                           \
+        for (r0 = 0; r0 < rows; r0 += RB) {                                              \
+            const size_t nr = rows - r0 < RB ? rows - r0 : RB;                           \
+            const uint16_t *xr[RB];                                                      \
+            for (i = 0; i < RB; i++) xr[i] = x + (r0 + (i < nr ? i : nr - 1)) * in;      \
+            for (o = 0; o < out; o += GROUP) {                                           \
+                const uint16_t *wr[GROUP];                                               \
+                const size_t nb = group_rows(w, in, o, out, wr);                         \
+                VEC acc[RB][GROUP];                                                      \
+                float sums[GROUP];                                                       \
+                UNROLL for (i = 0; i < RB; i++)                                          \
+                    UNROLL for (j = 0; j < GROUP; j++) acc[i][j] = ZERO();               \
+                for (k = 0; k + VW <= in; k += VW) {                                     \
+                    VEC wv[GROUP];                                                       \
+                    UNROLL for (j = 0; j < GROUP; j++) wv[j] = LOADV(wr[j] + k);         \
+                    UNROLL for (i = 0; i < RB; i++) {                                    \
+                        const VEC xv = LOADV(xr[i] + k);                                 \
+                        UNROLL for (j = 0; j < GROUP; j++)                               \
+                            acc[i][j] = FMA(xv, wv[j], acc[i][j]);                       \
+                    }                                                                    \
+                }                                                                        \
+                UNROLL for (i = 0; i < RB; i++) { /* constant bounds: acc stays in registers */ \
+                    if (i >= nr) break;                                                  \
+                    UNROLL for (j = 0; j < GROUP; j++) sums[j] = HSUM(acc[i][j]);        \
+                    finish_group(sums, xr[i], wr, k, in, bias, o, nb, y + (r0 + i) * out, \
+                                 WIDEN, BF16);                                           \
+                }                                                                        \
+            }                                                                            \
+        }                                                                                \
     }
 
-DENSE_AVX2(dense_f16_avx2, load8_f16, widen_f16, 0)
-DENSE_AVX2(dense_bf16_avx2, load8_bf16, widen_bf16, 1)
-
+/* 2 rows x 4 outputs: 8 accumulators, 4 weight vectors and x in 16 ymm registers */
+DENSE_BLOCKED(dense_f16_avx2, AVX2_FN, __m256, 8, _mm256_setzero_ps, _mm256_fmadd_ps, hsum8,
+              load8_f16, widen_f16, 0, 2)
+DENSE_BLOCKED(dense_bf16_avx2, AVX2_FN, __m256, 8, _mm256_setzero_ps, _mm256_fmadd_ps, hsum8,
+              load8_bf16, widen_bf16, 1, 2)
 static const axrt_half_ops avx2_ops = {"avx2+f16c", dense_f16_avx2, dense_bf16_avx2};
 
 const axrt_half_ops *axrt_half_ops_avx2(void)
@@ -128,60 +144,54 @@ AVX512_FN __m512 load16_bf16(const uint16_t *p)
     return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
 }
 
-#define DENSE_AVX512(NAME, LOAD16, WIDEN, BF16)                                       \
-    AVX512_FN void NAME(const uint16_t *x, const uint16_t *w, const uint16_t *bias,  \
-                        uint16_t *y, size_t rows, size_t in, size_t out)             \
-    {                                                                                \
-        size_t r, o, k;                                                              \
-        for (r = 0; r < rows; r++) {                                                 \
-            const uint16_t *xr = x + r * in;                                         \
-            for (o = 0; o < out; o += GROUP) {                                       \
-                const uint16_t *wr[GROUP];                                           \
-                const size_t nb = group_rows(w, in, o, out, wr);                     \
-                __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;         \
-                float sums[GROUP];                                                   \
-                for (k = 0; k + 16 <= in; k += 16) {                                 \
-                    const __m512 xv = LOAD16(xr + k);                                \
-                    a0 = _mm512_fmadd_ps(xv, LOAD16(wr[0] + k), a0);                 \
-                    a1 = _mm512_fmadd_ps(xv, LOAD16(wr[1] + k), a1);                 \
-                    a2 = _mm512_fmadd_ps(xv, LOAD16(wr[2] + k), a2);                 \
-                    a3 = _mm512_fmadd_ps(xv, LOAD16(wr[3] + k), a3);                 \
-                }                                                                    \
-                sums[0] = _mm512_reduce_add_ps(a0), sums[1] = _mm512_reduce_add_ps(a1); \
-                sums[2] = _mm512_reduce_add_ps(a2), sums[3] = _mm512_reduce_add_ps(a3); \
-                finish_group(sums, xr, wr, k, in, bias, o, nb, y + r * out, WIDEN, BF16); \
-            }                                                                        \
-        }                                                                            \
-    }
+AVX512_FN float hsum16(__m512 v) { return _mm512_reduce_add_ps(v); }
 
-DENSE_AVX512(dense_f16_avx512, load16_f16, widen_f16, 0)
-DENSE_AVX512(dense_bf16_avx512, load16_bf16, widen_bf16, 1)
+/* 4 rows x 4 outputs: 16 accumulators, 4 weight vectors and x in 32 zmm registers */
+DENSE_BLOCKED(dense_f16_avx512, AVX512_FN, __m512, 16, _mm512_setzero_ps, _mm512_fmadd_ps, hsum16,
+              load16_f16, widen_f16, 0, 4)
+DENSE_BLOCKED(dense_bf16_avx512, AVX512_FN, __m512, 16, _mm512_setzero_ps, _mm512_fmadd_ps, hsum16,
+              load16_bf16, widen_bf16, 1, 4)
 
 /* vdpbf16ps: lane i += x[2i] * w[2i] + x[2i+1] * w[2i+1], products exact in
  * float; the tail is a zero-masked load, so no scalar remainder. */
+AVX512BF16_FN __m512 dpbf16(__m512i x, __m512i w, __m512 acc)
+{
+    return _mm512_dpbf16_ps(acc, (__m512bh)x, (__m512bh)w);
+}
+
+/* The tail is a zero-masked load, so no scalar remainder: the blocked
+ * kernel's step with VW 32 over in rounded up. */
 AVX512BF16_FN void dense_bf16_dpbf16(const uint16_t *x, const uint16_t *w, const uint16_t *bias,
                                      uint16_t *y, size_t rows, size_t in, size_t out)
 {
-    size_t r, o, k;
-    for (r = 0; r < rows; r++) {
-        const uint16_t *xr = x + r * in;
+    enum { RB = 4 };
+    size_t r0, o, k, i, j;
+    for (r0 = 0; r0 < rows; r0 += RB) {
+        const size_t nr = rows - r0 < RB ? rows - r0 : RB;
+        const uint16_t *xr[RB];
+        for (i = 0; i < RB; i++) xr[i] = x + (r0 + (i < nr ? i : nr - 1)) * in;
         for (o = 0; o < out; o += GROUP) {
             const uint16_t *wr[GROUP];
             const size_t nb = group_rows(w, in, o, out, wr);
-            __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+            __m512 acc[RB][GROUP];
             float sums[GROUP];
+            UNROLL for (i = 0; i < RB; i++)
+                UNROLL for (j = 0; j < GROUP; j++) acc[i][j] = _mm512_setzero_ps();
             for (k = 0; k < in; k += 32) {
                 const __mmask32 m = in - k >= 32 ? (__mmask32)0xffffffffu
                                                  : (__mmask32)((1u << (in - k)) - 1u);
-                const __m512bh xv = (__m512bh)_mm512_maskz_loadu_epi16(m, xr + k);
-                a0 = _mm512_dpbf16_ps(a0, xv, (__m512bh)_mm512_maskz_loadu_epi16(m, wr[0] + k));
-                a1 = _mm512_dpbf16_ps(a1, xv, (__m512bh)_mm512_maskz_loadu_epi16(m, wr[1] + k));
-                a2 = _mm512_dpbf16_ps(a2, xv, (__m512bh)_mm512_maskz_loadu_epi16(m, wr[2] + k));
-                a3 = _mm512_dpbf16_ps(a3, xv, (__m512bh)_mm512_maskz_loadu_epi16(m, wr[3] + k));
+                __m512i wv[GROUP];
+                UNROLL for (j = 0; j < GROUP; j++) wv[j] = _mm512_maskz_loadu_epi16(m, wr[j] + k);
+                UNROLL for (i = 0; i < RB; i++) {
+                    const __m512i xv = _mm512_maskz_loadu_epi16(m, xr[i] + k);
+                    UNROLL for (j = 0; j < GROUP; j++) acc[i][j] = dpbf16(xv, wv[j], acc[i][j]);
+                }
             }
-            sums[0] = _mm512_reduce_add_ps(a0), sums[1] = _mm512_reduce_add_ps(a1);
-            sums[2] = _mm512_reduce_add_ps(a2), sums[3] = _mm512_reduce_add_ps(a3);
-            finish_group(sums, xr, wr, in, in, bias, o, nb, y + r * out, widen_bf16, 1);
+            UNROLL for (i = 0; i < RB; i++) { /* constant bounds: acc stays in registers */
+                if (i >= nr) break;
+                UNROLL for (j = 0; j < GROUP; j++) sums[j] = _mm512_reduce_add_ps(acc[i][j]);
+                finish_group(sums, xr[i], wr, in, in, bias, o, nb, y + (r0 + i) * out, widen_bf16, 1);
+            }
         }
     }
 }
