@@ -26,9 +26,13 @@ same half model can round one intermediate differently (one ulp = 2u) and
 pass that on; over L rounding stages on the longest path the difference,
 measured against the output's scale (max |ref|: sums cancel, so an
 element-wise relative bound would not hold), stays below 2u*(L+1).  Against
-Float32 the half model's own rounding enters at every stage too, amplified
-by the layer's gain: the bound used is 4u*(L+1)*G with G the case's gain
-(1, or what the DEEP models of tests/torch already allow: 10).
+Float32 the half model's own rounding enters at every stage too (the
+weights' and the activations', 2u per stage) on top of that: 4u*(L+1).
+Op cases have at most three rounding stages (input, op, output cast):
+6u against the interpreter at the same dtype, and 120u = 4u*3*10 against
+Float32, 10 being the condition number |x f'(x) / f(x)| the corpus reaches
+relative to the output's scale (exp over [-90, 90]: 90u at its largest
+output).
 Prints `PASS: half ...` / `FAIL: ...` lines; `half error vs Float32` lines
 give the README's precision table.  Environment: AXC, AXC_ROOT; arguments
 select cases whose name contains any of them."""
@@ -66,7 +70,6 @@ ISAS = ("portable", "avx2", "avx512")
 # gain G of each example
 STAGES = {"mlp": 4, "r1_mlp_b1": 4, "r2_mlp_b32": 4, "r3_resnet_block": 8, "r4_bert_layer": 16,
           "r5_layernorm": 2, "r6_softmax": 2, "lenet5": 12, "mobilenetv2_block": 9, "gpt_block": 14}
-GAIN = {name: (10.0 if tol > 1e-5 else 1.0) for name, (_, _, tol) in C.EXAMPLES.items()}
 
 
 def axc(workdir, args, env=None):
@@ -91,8 +94,8 @@ def scaled_error(got, ref):
     return float(err / max(1.0, float(np.max(np.abs(ref[finite])))))
 
 
-def line(ok, name, details=()):
-    print(f"{'PASS' if ok else 'FAIL'}: half {name}")
+def line(ok, name, details=(), figure=""):
+    print(f"{'PASS' if ok else 'FAIL'}: half {name}{f' ({figure})' if figure else ''}")
     for d in ([] if ok else details):
         print("  " + d)
     return 0 if ok else 1
@@ -169,7 +172,8 @@ def check_example_dtype(name, dtype, twin, xs, args, work, f32, table):
     bound_same = 2 * u * (stages + 1)
     e_torch = scaled_error(got, ref)
     failed = line(e_torch <= bound_same, f"torch/{name} {dtype}",
-                  [cmd, f"scaled error vs PyTorch {dtype} {e_torch:.3g} > {bound_same:.3g}"])
+                  [cmd, f"scaled error vs PyTorch {dtype} {e_torch:.3g} > {bound_same:.3g}"],
+                  f"scaled error {e_torch:.2e}, bound {bound_same:.2e}")
     for isa in ISAS:
         env = dict(os.environ, AXRT_ISA=isa)
         rc, err, cmd = axc(work, base + ["--output", f"{isa}.npy"], env)
@@ -185,12 +189,13 @@ def check_example_dtype(name, dtype, twin, xs, args, work, f32, table):
     same = rc == 0 and np.array_equal(np.load(os.path.join(work, "conv.npy")), got)
     failed += line(same, f"f32-weights/{name} {dtype}",
                    [cmd, "F32 weights converted by axc differ from F16/BF16 weights rounded by PyTorch"])
-    bound_f32 = 4 * u * (stages + 1) * GAIN[name]
+    bound_f32 = 4 * u * (stages + 1)
     e_f32 = scaled_error(got, f32)
     rel = float(np.max(np.abs(got - f32)) / max(1e-30, float(np.max(np.abs(f32)))))
     table.append((name, dtype, e_f32, rel, bound_f32))
     failed += line(e_f32 <= bound_f32, f"f32/{name} {dtype}",
-                   [f"scaled error vs the Float32 model {e_f32:.3g} > {bound_f32:.3g}"])
+                   [f"scaled error vs the Float32 model {e_f32:.3g} > {bound_f32:.3g}"],
+                   f"scaled error {e_f32:.2e}, bound {bound_f32:.2e}")
     return failed
 
 
@@ -214,9 +219,9 @@ def run_op_case(case, dtypes):
             if ref is None or got is None:
                 failed += line(False, f"ops/{case.name} {dtype}", (details if ref is None else gdetails))
                 continue
-            problems = compare_scaled(got, ref, 2 * u * 3, np.inf)
+            problems = compare_scaled(got, ref, 6 * u, np.inf)
             failed += line(not problems, f"ops/{case.name} {dtype}", gdetails[:1] + problems)
-            problems = compare_scaled(got, f32, 4 * u * 3 * 10, LARGEST[dtype])
+            problems = compare_scaled(got, f32, 120 * u, LARGEST[dtype])
             failed += line(not problems, f"ops-f32/{case.name} {dtype}", gdetails[:1] + problems)
     finally:
         shutil.rmtree(work, ignore_errors=True)
