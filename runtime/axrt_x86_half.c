@@ -16,7 +16,15 @@
 #include "axrt_cpu.h"
 
 #ifdef AXRT_X86_SIMD
+#include <cpuid.h>
 #include <immintrin.h>
+
+/* F16C (CPUID leaf 1, ECX bit 29): clang's __builtin_cpu_supports lacks it. */
+static int has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
+}
 
 #define AVX2_FN static __attribute__((target("avx2,fma,f16c")))
 #define AVX512_FN static __attribute__((target("avx512f,avx512bw,avx512vl,f16c")))
@@ -125,8 +133,7 @@ static const axrt_half_ops avx2_ops = {"avx2+f16c", dense_f16_avx2, dense_bf16_a
 
 const axrt_half_ops *axrt_half_ops_avx2(void)
 {
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                   __builtin_cpu_supports("f16c")
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c()
                ? &avx2_ops
                : NULL;
 }
@@ -202,7 +209,7 @@ static const axrt_half_ops avx512_bf16_ops = {"avx512+bf16", dense_f16_avx512, d
 const axrt_half_ops *axrt_half_ops_avx512(void)
 {
     if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("f16c"))
+        !__builtin_cpu_supports("avx512vl") || !has_f16c())
         return NULL;
     return __builtin_cpu_supports("avx512bf16") ? &avx512_bf16_ops : &avx512_ops;
 }
