@@ -49,14 +49,7 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p)
 #define STORE(v) (v)
 #define FN(name) AXRT_CAT(AXRT_CAT(axrt_, name), _f32)
 #define FN_D(name) AXRT_CAT(AXRT_CAT(axrt_, name), _f32_portable)
-#define MATH_EXP expf
-#define MATH_LOG logf
-#define MATH_SQRT sqrtf
-#define MATH_TANH tanhf
-#define MATH_ERF erff
-#define MATH_EXPM1 expm1f
-#define MATH_LOG1P log1pf
-#define MATH_FABS fabsf
+#include "axrt_math_float.inc"
 #include "axrt_kernels.inc"
 
 #define T double
@@ -83,14 +76,7 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p)
 #define FN_D(name) FN(name)
 #define FN_DENSE axrt_dense_f16_portable
 #define FN_CONV2D axrt_conv2d_f16_portable
-#define MATH_EXP expf
-#define MATH_LOG logf
-#define MATH_SQRT sqrtf
-#define MATH_TANH tanhf
-#define MATH_ERF erff
-#define MATH_EXPM1 expm1f
-#define MATH_LOG1P log1pf
-#define MATH_FABS fabsf
+#include "axrt_math_float.inc"
 #include "axrt_kernels.inc"
 
 #define T uint16_t
@@ -101,14 +87,7 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p)
 #define FN_D(name) FN(name)
 #define FN_DENSE axrt_dense_bf16_portable
 #define FN_CONV2D axrt_conv2d_bf16_portable
-#define MATH_EXP expf
-#define MATH_LOG logf
-#define MATH_SQRT sqrtf
-#define MATH_TANH tanhf
-#define MATH_ERF erff
-#define MATH_EXPM1 expm1f
-#define MATH_LOG1P log1pf
-#define MATH_FABS fabsf
+#include "axrt_math_float.inc"
 #include "axrt_kernels.inc"
 
 #include "axrt_fast.inc"
