@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "cg_target.h"
-#include "tensorfile.h"
+#include "ir_interp.h"
 
 /* State while emitting one model. */
 typedef struct emitter {
@@ -173,13 +173,13 @@ static const ir_node *operand_node(const emitter *em, const ir_node *n, int i)
 }
 
 /* A compute-dtype literal: exact for double, correctly rounded for float;
- * a half type's bits, rounded to nearest even (tf_convert), with the value
- * in a comment. */
+ * a half type's bits, rounded once to nearest even, with the value in a
+ * comment. */
 static const char *real_literal(const emitter *em, axrt_dtype dtype, double value)
 {
     if (dtype == AXRT_F16 || dtype == AXRT_BF16) {
         uint16_t bits;
-        tf_convert(&bits, dtype, &value, AXRT_F64, 1);
+        ir_element_set(&bits, dtype, 0, value);
         return ax_sprintf(arena_of(em), "(uint16_t)0x%04x /* %.9g */", bits, value);
     }
     return ax_sprintf(arena_of(em), "(%s)%.17g", ctype(dtype), value);

@@ -149,6 +149,16 @@ static void store_element(void *data, axrt_dtype dtype, int64_t i, double x)
     }
 }
 
+double ir_element_get(const void *data, axrt_dtype dtype, int64_t i)
+{
+    return load_element(data, dtype, i);
+}
+
+void ir_element_set(void *data, axrt_dtype dtype, int64_t i, double x)
+{
+    store_element(data, dtype, i, x);
+}
+
 /* ---- small helpers ------------------------------------------------------ */
 
 static int64_t dims_product(const int64_t *shape, int from, int to)

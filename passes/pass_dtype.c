@@ -14,6 +14,7 @@
  * cast back to the type of the first float input (Float32 without one). */
 #include "passes.h"
 #include "ir_use.h"
+#include "ir_interp.h"
 
 #include <string.h>
 
@@ -150,13 +151,30 @@ static void promote_model(ir_graph *g)
     }
 }
 
-/* Everything but inputs and casts (and params already holding data) takes
- * the model dtype. */
+/* A param that came with data (ONNX initializers) in another float type:
+ * its values converted to the model dtype (rounded to nearest even). */
+static void convert_param_data(ir_graph *g, ir_node *n)
+{
+    const size_t count = (size_t)ir_numel(n);
+    void *data = ax_alloc(g->ctx->arena, count * axrt_dtype_size(g->dtype) + 1);
+    for (size_t i = 0; i < count; i++)
+        ir_element_set(data, g->dtype, (int64_t)i, ir_element_get(n->data, n->dtype, (int64_t)i));
+    n->data = data;
+    n->dtype = g->dtype;
+}
+
+/* Everything but inputs and casts takes the model dtype; params already
+ * holding data keep theirs unless it is another float type. */
 static void apply_model_dtype(ir_graph *g)
 {
     for (int id = 0; id < g->nnodes; id++) {
         ir_node *n = &g->nodes[id];
-        if (n->op == IR_OP_input || n->op == IR_OP_cast || (n->op == IR_OP_param && n->data))
+        if (n->op == IR_OP_param && n->data) {
+            if (ir_dtype_is_float(n->dtype) && n->dtype != g->dtype)
+                convert_param_data(g, n);
+            continue;
+        }
+        if (n->op == IR_OP_input || n->op == IR_OP_cast)
             continue;
         n->dtype = g->dtype;
     }

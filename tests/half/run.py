@@ -199,6 +199,45 @@ def check_example_dtype(name, dtype, twin, xs, args, work, f32, table):
     return failed
 
 
+# ---- an ONNX model (parameters that come with the model, as Float32) -------------------
+
+def run_onnx(dtypes):
+    """A Linear+ReLU+Linear exported by torch.onnx: its Float32 initializers
+    are converted to the half dtype by axc; the output must stay within the
+    bound of the Float32 run (L = 4)."""
+    failed = 0
+    work = tempfile.mkdtemp(prefix="axc_half_onnx_")
+    try:
+        torch.manual_seed(3)
+        model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8)).eval()
+        x = torch.randn(2, 16)
+        try:
+            torch.onnx.export(model, x, os.path.join(work, "m.onnx"), input_names=[ONNX_INPUT])
+        except Exception as e:  # no ONNX export in this PyTorch
+            print(f"SKIP: half onnx (torch.onnx.export: {type(e).__name__})")
+            return 0
+        np.save(os.path.join(work, "x.npy"), x.numpy())
+        rc, err, cmd = axc(work, ["run", "m.onnx", "--output", "f32.npy", "--input", f"{ONNX_INPUT}=x.npy"])
+        if rc:
+            return line(False, "onnx Float32", [cmd, err[-400:]])
+        f32 = np.load(os.path.join(work, "f32.npy"))
+        for dtype in dtypes:
+            rc, err, cmd = axc(work, ["run", "m.onnx", f"--dtype={dtype}", "--output", "h.npy",
+                                      "--input", f"{ONNX_INPUT}=x.npy"])
+            if rc:
+                failed += line(False, f"onnx {dtype}", [cmd, err[-400:]])
+                continue
+            e, bound = scaled_error(np.load(os.path.join(work, "h.npy")), f32), 4 * UNIT[dtype] * 5
+            failed += line(e <= bound, f"onnx {dtype}", [cmd, f"scaled error {e:.3g} > {bound:.3g}"],
+                           f"scaled error {e:.2e}, bound {bound:.2e}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return failed
+
+
+ONNX_INPUT = "x"
+
+
 # ---- the op corpus ---------------------------------------------------------------------
 
 def run_op_case(case, dtypes):
@@ -260,6 +299,8 @@ def main(patterns):
     for name in C.EXAMPLES:
         if not patterns or any(p in name for p in patterns):
             failed += run_example(name, dtypes, table)
+    if not patterns or any("onnx" in p for p in patterns):
+        failed += run_onnx(dtypes)
     for f in sorted(os.listdir(os.path.join(ROOT, "tests", "ops"))):
         if f.endswith(".ax") and (not patterns or any(p in f for p in patterns)):
             failed += run_op_case(ops.parse_case(os.path.join(ROOT, "tests", "ops", f)), dtypes)
