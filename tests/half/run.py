@@ -305,9 +305,10 @@ def main(patterns):
         if f.endswith(".ax") and (not patterns or any(p in f for p in patterns)):
             failed += run_op_case(ops.parse_case(os.path.join(ROOT, "tests", "ops", f)), dtypes)
     if table:
-        print("half error vs Float32 (max |half - f32| / max(1, max |f32|); relative to max |f32|; bound)")
+        # indented: suites print only PASS/FAIL/SKIP lines and indented details
+        print("  half error vs Float32 (max |half - f32| / max(1, max |f32|); relative to max |f32|; bound)")
         for name, dtype, e, rel, bound in table:
-            print(f"  {name:18s} {dtype:8s} {e:9.2e} {rel:9.2e} {bound:9.2e}")
+            print(f"    {name:18s} {dtype:8s} {e:9.2e} {rel:9.2e} {bound:9.2e}")
     return 1 if failed else 0
 
 
