@@ -34,8 +34,9 @@ Float32, 10 being the condition number |x f'(x) / f(x)| the corpus reaches
 relative to the output's scale (exp over [-90, 90]: 90u at its largest
 output).
 Prints `PASS: half ...` / `FAIL: ...` lines; `half error vs Float32` lines
-give the README's precision table.  Environment: AXC, AXC_ROOT; arguments
-select cases whose name contains any of them."""
+(with --table, the table of the README's precision section) follow the
+results.  Environment: AXC, AXC_ROOT; other arguments select cases whose
+name contains any of them."""
 
 import os
 import shutil
@@ -291,6 +292,8 @@ def compare_scaled(got, ref, bound, limit):
 
 
 def main(patterns):
+    show_table = "--table" in patterns
+    patterns = [p for p in patterns if p != "--table"]
     if not os.access(AXC, os.X_OK):
         print(f"FAIL: half: axc binary not found at {AXC}")
         return 1
@@ -304,8 +307,8 @@ def main(patterns):
     for f in sorted(os.listdir(os.path.join(ROOT, "tests", "ops"))):
         if f.endswith(".ax") and (not patterns or any(p in f for p in patterns)):
             failed += run_op_case(ops.parse_case(os.path.join(ROOT, "tests", "ops", f)), dtypes)
-    if table:
-        # indented: suites print only PASS/FAIL/SKIP lines and indented details
+    if table and show_table:
+        # only on request: under tests/run.sh a suite prints only result lines
         print("  half error vs Float32 (max |half - f32| / max(1, max |f32|); relative to max |f32|; bound)")
         for name, dtype, e, rel, bound in table:
             print(f"    {name:18s} {dtype:8s} {e:9.2e} {rel:9.2e} {bound:9.2e}")
