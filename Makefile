@@ -188,6 +188,12 @@ bench:
 	@$(PYTHON) bench/bench.py --build-dir $(B)/bench --stage $(BENCH_STAGE) \
 	    --venv-python $(B)/bench/venv/bin/python --cc "$(CC)" $(BENCH_FLAGS)
 
+# Float16/BFloat16 against Float32 on rows R2 and R3, one thread
+# (bench/precision.py; README "Precision").  BENCH_FLAGS: e.g. `--runs 50`.
+.PHONY: bench-precision
+bench-precision: all
+	@$(PYTHON) bench/precision.py --axc $(B)/bin/axc $(BENCH_FLAGS)
+
 # The README's memory-plan and -O0/-O2 timing tables (scripts/mem_report.sh).
 # Then the --ram trade-off table and its plot (scripts/remat_report.py;
 # the README shows docs/remat.svg, a copy of $(B)/remat.svg).

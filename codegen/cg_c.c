@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cg_target.h"
+#include "ir_interp.h"
 
 /* State while emitting one model. */
 typedef struct emitter {
@@ -35,10 +36,11 @@ typedef struct emitter {
 static ax_arena *arena_of(const emitter *em) { return em->g->ctx->arena; }
 static ir_node *node_at(const emitter *em, int id) { return &em->g->nodes[id]; }
 
-/* Kernel name suffix of the compute dtype (kernels exist for f32 and f64). */
+/* Kernel name suffix of the compute dtype (kernels exist for f32, f64, f16
+ * and bf16). */
 static const char *kernel_suffix(axrt_dtype dtype)
 {
-    return dtype == AXRT_F64 ? "f64" : "f32";
+    return dtype == AXRT_F64 ? "f64" : dtype == AXRT_F16 ? "f16" : dtype == AXRT_BF16 ? "bf16" : "f32";
 }
 
 static const char *ctype(axrt_dtype dtype) { return ir_dtypes[dtype].c_type; }
@@ -170,9 +172,16 @@ static const ir_node *operand_node(const emitter *em, const ir_node *n, int i)
     return node_at(em, n->src[i]);
 }
 
-/* A compute-dtype literal: exact for double, correctly rounded for float. */
+/* A compute-dtype literal: exact for double, correctly rounded for float;
+ * a half type's bits, rounded once to nearest even, with the value in a
+ * comment. */
 static const char *real_literal(const emitter *em, axrt_dtype dtype, double value)
 {
+    if (dtype == AXRT_F16 || dtype == AXRT_BF16) {
+        uint16_t bits;
+        ir_element_set(&bits, dtype, 0, value);
+        return ax_sprintf(arena_of(em), "(uint16_t)0x%04x /* %.9g */", bits, value);
+    }
     return ax_sprintf(arena_of(em), "(%s)%.17g", ctype(dtype), value);
 }
 
@@ -1103,9 +1112,9 @@ static void emit_descriptor(emitter *em)
 static int check_supported(const ir_graph *g)
 {
     int errors = 0;
-    if (g->dtype != AXRT_F32 && g->dtype != AXRT_F64) {
-        ax_error(g->ctx, g->loc, "the C backend computes in Float32 or Float64, not %s (model '%s')",
-                 ir_dtype_name(g->dtype), g->name);
+    if (!ir_dtype_is_float(g->dtype)) {
+        ax_error(g->ctx, g->loc, "the C backend computes in Float32, Float64, Float16 or "
+                 "BFloat16, not %s (model '%s')", ir_dtype_name(g->dtype), g->name);
         errors++;
     }
     if (g->ninputs < 1 || g->noutputs < 1) {
@@ -1114,7 +1123,8 @@ static int check_supported(const ir_graph *g)
     }
     for (int id = 0; id < g->nnodes && !errors; id++) {
         const ir_node *n = &g->nodes[id];
-        if (!n->dead && ir_ops[n->op].kind != IR_SOURCE && n->dtype != g->dtype) {
+        if (!n->dead && ir_ops[n->op].kind != IR_SOURCE && n->op != IR_OP_cast &&
+            n->dtype != g->dtype) {
             ax_error(g->ctx, n->loc, "the C backend cannot compute %s in %s", ir_ops[n->op].name,
                      ir_dtype_name(n->dtype));
             errors++;

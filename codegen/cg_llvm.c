@@ -945,6 +945,11 @@ int cg_llvm_verify_function(ir_graph *g, LLVMValueRef fn)
 
 int cg_llvm_add_model(LLVMModuleRef M, LLVMTargetDataRef layout, ir_graph *g)
 {
+    if (g->dtype != AXRT_F32 && g->dtype != AXRT_F64) { /* no half kernels in this printer */
+        ax_error(g->ctx, g->loc, "the llvm target computes in Float32 or Float64, not %s (model '%s'); "
+                 "the c target compiles Float16 and BFloat16 models", ir_dtype_name(g->dtype), g->name);
+        return 1;
+    }
     lv L = {.g = g, .M = M, .C = LLVMGetModuleContext(M)};
     L.B = LLVMCreateBuilderInContext(L.C);
     L.i8 = LLVMInt8TypeInContext(L.C);

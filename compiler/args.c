@@ -35,6 +35,8 @@ static const char usage_text[] =
     "  --mem-report            print the arena plan\n"
     "  --ram=BYTES             fail if the arena exceeds BYTES (suffix K or M: 64K, 1M)\n"
     "  --eltype-mismatch=warn|convert|error|promote\n"
+    "  --dtype=T               parameters and activations in T (Float32, Float16, BFloat16,\n"
+    "                          Float64), over the model's dtype=; accumulation stays Float32\n"
     "  -MD, -MF FILE, -MT TARGET  write a make dependency file\n"
     "  --file-prefix-map=OLD=NEW  name the source NEW... instead of OLD... in the output\n"
     "                          (default: an absolute source path is named by its file name)\n"
@@ -100,6 +102,20 @@ static int set_eltype(axc_opts *o, const char *v)
     return -1;
 }
 
+/* --dtype=Float32|Float64|Float16|BFloat16 (or f32 f64 f16 bf16): the model
+ * dtype, over the model's dtype= option (interface.md §7). */
+static int set_dtype(axc_opts *o, const char *v)
+{
+    axrt_dtype dt;
+    if (!ir_dtype_parse(v, &dt) || !ir_dtype_is_float(dt)) {
+        axc_fail("--dtype expects Float32, Float16, BFloat16 or Float64, not '%s'", v);
+        return -1;
+    }
+    o->dtype = dt;
+    o->dtype_given = true;
+    return 0;
+}
+
 /* Copies the NAME of NAME=VALUE (eq points at '=') into o's storage. */
 static const char *keep_name(axc_opts *o, const char *v, const char *eq, const char *opt)
 {
@@ -157,7 +173,8 @@ static int set_ram(axc_opts *o, const char *v)
 typedef enum {
     V_OUT, V_TARGET, V_HEADER, V_MODEL, V_WEIGHTS, V_SEED, V_SAVE, V_EMIT, V_ELTYPE,
     V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC, V_DUMP, V_PREFIX_MAP, V_THREADS,
-    V_TRIPLE, V_CPU, V_BLAS
+    V_TRIPLE, V_CPU, V_BLAS,
+    V_DTYPE
 } value_opt;
 
 static const struct { const char *name; value_opt id; bool run; } value_opts[] = {
@@ -173,6 +190,7 @@ static const struct { const char *name; value_opt id; bool run; } value_opts[] =
     {"--cc", V_CC, true},          {"--dump-dir", V_DUMP, true},
     {"--threads", V_THREADS, true}, {"--blas", V_BLAS, false},
     {"--triple", V_TRIPLE, false}, {"--cpu", V_CPU, false},
+    {"--dtype", V_DTYPE, false},
 };
 
 static int set_value(axc_opts *o, value_opt id, const char *v)
@@ -195,6 +213,7 @@ static int set_value(axc_opts *o, value_opt id, const char *v)
     case V_TRIPLE: o->triple = v; return 0;
     case V_CPU: o->cpu = v; return 0;
     case V_ELTYPE: return set_eltype(o, v);
+    case V_DTYPE: return set_dtype(o, v);
     case V_D: return add_define(o, v);
     case V_RAM: return set_ram(o, v);
     case V_INPUT: return add_input(o, v);
@@ -272,7 +291,7 @@ static int try_flag(const char *a, axc_opts *o)
 /* Options interface.md names that this axc does not implement yet: they
  * say so instead of "unknown option" (matched with or without =VALUE). */
 static const char *const planned_opts[] = {
-    "--dtype", "--quantize", "--calibrate", "--train", "--loss",
+    "--quantize", "--calibrate", "--train", "--loss",
     "--optimizer", "--lr", "--momentum", "--nesterov", "--weight-decay", "--beta1", "--beta2",
     "--eps", "--epochs", "--shuffle", "--arch",
 };

@@ -42,6 +42,8 @@ typedef struct axc_opts {
     uint64_t seed;
     bool seed_given;             /* --seed was on the command line */
     eltype_mode eltype;
+    axrt_dtype dtype;            /* --dtype, when dtype_given: the model dtype */
+    bool dtype_given;
     const char *prefix_maps[AXC_MAX_DEFINES]; /* --file-prefix-map OLD=NEW */
     int nprefix_maps;
     ax_define defines[AXC_MAX_DEFINES];

@@ -55,6 +55,7 @@ static int check_model(const axc_opts *o, ir_graph *g, bool lowering_failed)
         return -1;
     }
     print_after(o, g, "lower");
+    if (o->dtype_given) g->dtype = o->dtype;
     if (pass_shape(g)) return -1;
     print_after(o, g, "shape");
     if (pass_dtype(g, o->eltype)) return -1;
@@ -271,7 +272,10 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
             return AXC_EINPUT;
         if (o->ram_budget && fit_budget(o, models[i])) return AXC_EINPUT;
         cg_target_get(models[i]->target->id)->select(models[i]);
-        if (o->blas) cg_select_blas(models[i]);
+        if (o->blas && models[i]->dtype != AXRT_F32)
+            ax_warning(ctx, models[i]->loc, "--blas=openblas applies to Float32 models; model '%s' computes "
+                       "in %s and keeps axc's kernels", models[i]->name, ir_dtype_name(models[i]->dtype));
+        else if (o->blas) cg_select_blas(models[i]);
     }
     return ctx->errors ? AXC_EINPUT : AXC_OK;
 }

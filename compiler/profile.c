@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -41,6 +42,13 @@ static void dump_layer(int index, const axrt_layer_profile *layer, const void *o
         count *= (size_t)t.shape[d];
     }
     t.nbytes = count * axrt_dtype_size(t.dtype);
+    float *widened = NULL;
+    if (t.dtype == AXRT_BF16) { /* .npy has no bfloat16: widened to float32, exactly */
+        widened = malloc(count * sizeof *widened + 1);
+        if (!widened) ax_die("out of memory");
+        tf_convert(widened, AXRT_F32, output, AXRT_BF16, count);
+        t.dtype = AXRT_F32, t.data = (const uint8_t *)widened, t.nbytes = count * sizeof *widened;
+    }
     char name[200], path[4096];
     file_name(name, sizeof name, index, layer->layer);
     snprintf(path, sizeof path, "%s/%s", dump.dir, name);
@@ -50,6 +58,7 @@ static void dump_layer(int index, const axrt_layer_profile *layer, const void *o
         if (!dump.failed) axc_fail("cannot write '%s': %s", path, strerror(errno));
         dump.failed = 1;
     }
+    free(widened);
     ax_buf_free(&b);
     ax_buf_printf(&dump.index, "%d\t%s\t%s\t%s\n", index, layer->layer, name, layer->op);
 }

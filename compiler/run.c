@@ -402,6 +402,19 @@ static tf_tensor output_tensor(const ir_graph *g, int k, const void *data)
     return t;
 }
 
+/* t as a .npy file holds it: .npy has no bfloat16, so a BFloat16 output
+ * (a model whose first input is declared BFloat16) is widened to float32,
+ * exactly. */
+static tf_tensor npy_tensor(ax_arena *arena, tf_tensor t)
+{
+    if (t.dtype != AXRT_BF16) return t;
+    size_t count = t.nbytes / 2;
+    float *wide = ax_alloc(arena, count * sizeof *wide + 1);
+    tf_convert(wide, AXRT_F32, t.data, AXRT_BF16, count);
+    t.dtype = AXRT_F32, t.data = (const uint8_t *)wide, t.nbytes = count * sizeof *wide;
+    return t;
+}
+
 /* Without --output/--output-dir: a readable listing on stdout. */
 static void print_outputs(const ir_graph *g, const run_io *io)
 {
@@ -442,7 +455,7 @@ static int write_outputs(ax_ctx *ctx, const axc_opts *o, const ir_graph *g, cons
     if (rc) return rc;
     ax_outset set = {0};
     for (int k = 0; k < g->noutputs; k++) {
-        tf_tensor t = output_tensor(g, k, io->out[k]);
+        tf_tensor t = npy_tensor(ctx->arena, output_tensor(g, k, io->out[k]));
         ax_buf b = {0};
         tf_npy_write(&b, &t);
         const char *path = outs[nouts - g->noutputs + k].path;

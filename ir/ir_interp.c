@@ -3,7 +3,10 @@
  * Every node's value is a heap array of doubles in row-major order, whatever
  * the node's dtype: inputs and params are widened on entry, graph outputs are
  * narrowed to their node's dtype at the end, and only an explicit cast rounds
- * in between (so "Float64 input -> cast -> Float32 model" sees float values).
+ * in between (so "Float64 input -> cast -> Float32 model" sees float values);
+ * but a Float16/BFloat16 node's result is rounded to its format, as a half
+ * model stores every activation (interface.md §7: stored in the half type,
+ * computed in wider precision).
  * The semantics are PyTorch's, written out naively and independently of the
  * runtime kernels and the code generators so that it can cross-check them.
  * A value is freed after its last live reader; graph outputs are kept, and a
@@ -144,6 +147,16 @@ static void store_element(void *data, axrt_dtype dtype, int64_t i, double x)
     case AXRT_I64: ((int64_t *)data)[i] = (int64_t)r; break;
     default: break;
     }
+}
+
+double ir_element_get(const void *data, axrt_dtype dtype, int64_t i)
+{
+    return load_element(data, dtype, i);
+}
+
+void ir_element_set(void *data, axrt_dtype dtype, int64_t i, double x)
+{
+    store_element(data, dtype, i, x);
 }
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -844,7 +857,12 @@ static eval_fn *const eval_fns[IR_OP_COUNT] = {
 /* Computes node id into out (ir_numel elements). */
 static int eval_node(const interp *in, int id, double *out)
 {
-    return eval_fns[in->g->nodes[id].op](in, &in->g->nodes[id], out);
+    const ir_node *n = &in->g->nodes[id];
+    int rc = eval_fns[n->op](in, n, out);
+    if (n->dtype == AXRT_F16 || n->dtype == AXRT_BF16)
+        for (int64_t i = 0; rc == 0 && ir_has_results(n->op) == 0 && i < ir_numel(n); i++)
+            out[i] = round_to_dtype(out[i], n->dtype);
+    return rc;
 }
 
 /* The fused epilogue: the residual operand (attrs.residual) added, then

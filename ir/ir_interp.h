@@ -12,4 +12,10 @@
  * Returns 0, or -1 after an internal failure (out of memory). */
 int ir_interp_run(const ir_graph *g, const void *const *inputs, void *const *outputs);
 
+/* Element i of data (of dtype) as a double; x stored as element i of data,
+ * rounded once to nearest, ties to even (integers: truncated, saturated).
+ * The compiler's conversions of constants to Float16/BFloat16 use these. */
+double ir_element_get(const void *data, axrt_dtype dtype, int64_t i);
+void ir_element_set(void *data, axrt_dtype dtype, int64_t i, double x);
+
 #endif

@@ -5,9 +5,16 @@
  * types; an input wider than the model is the spurious-promotion trap and
  * is handled per --eltype-mismatch (warn and convert, convert, refuse, or
  * promote the whole model).  Integer inputs are accepted only as Embedding
- * indices.  Runs after pass_shape, so casts get their shapes here. */
+ * indices.  Runs after pass_shape, so casts get their shapes here.
+ *
+ * Float16/BFloat16 models (interface.md §7) store parameters and the
+ * activations between layers in the half type while the kernels accumulate
+ * in Float32; their inputs and outputs keep the declared type: a Float32
+ * input is the expected case (no promotion warning), and each output gets a
+ * cast back to the type of the first float input (Float32 without one). */
 #include "passes.h"
 #include "ir_use.h"
+#include "ir_interp.h"
 
 #include <string.h>
 
@@ -15,6 +22,15 @@
 static int float_width(axrt_dtype t)
 {
     return t == AXRT_F64 ? 2 : t == AXRT_F32 ? 1 : 0;
+}
+
+static bool is_half(axrt_dtype t) { return t == AXRT_F16 || t == AXRT_BF16; }
+
+/* The width an input is compared with: a half model's boundary is Float32. */
+static int boundary_width(const ir_graph *g)
+{
+    const int w = float_width(g->dtype);
+    return is_half(g->dtype) && w < 1 ? 1 : w;
 }
 
 /* The first node that consumes the input's values as a layer (not through
@@ -111,7 +127,7 @@ static int settle_input(ir_graph *g, int input, eltype_mode mode)
                  "indices", in->name, ir_dtype_name(in->dtype));
         return 1;
     }
-    if (float_width(in->dtype) > float_width(g->dtype)) {
+    if (float_width(in->dtype) > boundary_width(g)) {
         if (mode == ELTYPE_ERROR) {
             ax_error(g->ctx, in->loc, "%s (--eltype-mismatch=error)", promotion_text(g, input));
             return 1;
@@ -130,37 +146,79 @@ static void promote_model(ir_graph *g)
 {
     for (int i = 0; i < g->ninputs; i++) {
         axrt_dtype t = g->nodes[g->inputs[i]].dtype;
-        if (ir_dtype_is_float(t) && float_width(t) > float_width(g->dtype))
+        if (ir_dtype_is_float(t) && float_width(t) > boundary_width(g))
             g->dtype = t;
     }
 }
 
-/* Everything but inputs and casts (and params already holding data) takes
- * the model dtype. */
+/* A param that came with data (ONNX initializers) in another float type:
+ * its values converted to the model dtype (rounded to nearest even). */
+static void convert_param_data(ir_graph *g, ir_node *n)
+{
+    const size_t count = (size_t)ir_numel(n);
+    void *data = ax_alloc(g->ctx->arena, count * axrt_dtype_size(g->dtype) + 1);
+    for (size_t i = 0; i < count; i++)
+        ir_element_set(data, g->dtype, (int64_t)i, ir_element_get(n->data, n->dtype, (int64_t)i));
+    n->data = data;
+    n->dtype = g->dtype;
+}
+
+/* Everything but inputs and casts takes the model dtype; params already
+ * holding data keep theirs unless it is another float type. */
 static void apply_model_dtype(ir_graph *g)
 {
     for (int id = 0; id < g->nnodes; id++) {
         ir_node *n = &g->nodes[id];
-        if (n->op == IR_OP_input || n->op == IR_OP_cast || (n->op == IR_OP_param && n->data))
+        if (n->op == IR_OP_param && n->data) {
+            if (ir_dtype_is_float(n->dtype) && n->dtype != g->dtype)
+                convert_param_data(g, n);
+            continue;
+        }
+        if (n->op == IR_OP_input || n->op == IR_OP_cast)
             continue;
         n->dtype = g->dtype;
     }
 }
 
+/* The declared type a half model's outputs keep: the first float input's. */
+static axrt_dtype boundary_dtype(const ir_graph *g)
+{
+    for (int i = 0; i < g->ninputs; i++)
+        if (ir_dtype_is_float(g->nodes[g->inputs[i]].dtype))
+            return g->nodes[g->inputs[i]].dtype;
+    return AXRT_F32;
+}
+
+/* A cast to the boundary dtype after every output of a half model. */
+static void cast_outputs(ir_graph *g)
+{
+    const axrt_dtype want = boundary_dtype(g);
+    if (!is_half(g->dtype) || want == g->dtype)
+        return;
+    for (int i = 0; i < g->noutputs; i++) {
+        int src = g->outputs[i];
+        if (g->nodes[src].dtype == want)
+            continue;
+        int cast = ir_insert(g, g->nnodes, IR_OP_cast, &src, 1, g->nodes[src].loc);
+        ir_node *c = &g->nodes[cast];
+        c->dtype = want;
+        c->rank = g->nodes[src].rank;
+        memcpy(c->shape, g->nodes[src].shape, sizeof c->shape);
+        g->outputs[i] = cast;
+    }
+}
+
 int pass_dtype(ir_graph *g, eltype_mode mode)
 {
-    if (g->dtype != AXRT_F32 && g->dtype != AXRT_F64) {
-        ax_error(g->ctx, g->loc, "dtype=%s is not supported by the C backend yet",
-                 ir_dtype_name(g->dtype));
-        return 1;
-    }
     if (mode == ELTYPE_PROMOTE)
         promote_model(g);
     int errors = 0;
     /* Each cast shifts later ids by one; g->inputs is remapped by ir_insert. */
     for (int i = 0; i < g->ninputs; i++)
         errors += settle_input(g, g->inputs[i], mode);
-    if (errors == 0)
+    if (errors == 0) {
         apply_model_dtype(g);
+        cast_outputs(g);
+    }
     return errors;
 }

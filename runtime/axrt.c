@@ -1,7 +1,8 @@
 /* axrt.c — the freestanding core of libaxrt: dtype helpers and the kernels
  * generated C calls (axrt.h).  The kernel bodies live in axrt_kernels.inc,
- * instantiated here for float (_f32) and double (_f64) so that both compute
- * dtypes share one implementation.  The float kernels that have a faster
+ * instantiated here for float (_f32), double (_f64), and the half types
+ * (_f16, _bf16: uint16_t storage, float accumulation; the conversions are in
+ * axrt_cpu.h) so that every compute dtype shares one implementation.  The float kernels that have a faster
  * variant are instantiated as axrt_<name>_f32_portable; axrt_fast.inc,
  * included last, exports axrt_<name>_f32 through the kernel table of the
  * instruction set in use (axrt_cpu.h; x86 tables in axrt_x86_avx2.c and
@@ -39,36 +40,6 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p)
     return 2 * lq * d + 3 * lk * d + lq * lk;
 }
 
-/* IEEE binary16 bits to float, subnormals, infinities and NaN included;
- * done by bit manipulation because freestanding targets lack _Float16. */
-static float axrt_half_to_float(uint16_t h)
-{
-    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    const uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
-    float magnitude;
-    uint32_t bits;
-    if (exponent == 0) {
-        magnitude = ldexpf((float)mantissa, -24);
-        memcpy(&bits, &magnitude, sizeof bits);
-        bits |= sign;
-    } else if (exponent == 31) {
-        bits = sign | 0x7f800000u | (mantissa << 13);
-    } else {
-        bits = sign | ((exponent + 112u) << 23) | (mantissa << 13);
-    }
-    memcpy(&magnitude, &bits, sizeof bits);
-    return magnitude;
-}
-
-/* bfloat16 is the upper half of a float. */
-static float axrt_bf16_to_float(uint16_t b)
-{
-    const uint32_t bits = (uint32_t)b << 16;
-    float value;
-    memcpy(&value, &bits, sizeof value);
-    return value;
-}
-
 #define AXRT_CAT2(a, b) a##b
 #define AXRT_CAT(a, b) AXRT_CAT2(a, b)
 
@@ -78,14 +49,7 @@ static float axrt_bf16_to_float(uint16_t b)
 #define STORE(v) (v)
 #define FN(name) AXRT_CAT(AXRT_CAT(axrt_, name), _f32)
 #define FN_D(name) AXRT_CAT(AXRT_CAT(axrt_, name), _f32_portable)
-#define MATH_EXP expf
-#define MATH_LOG logf
-#define MATH_SQRT sqrtf
-#define MATH_TANH tanhf
-#define MATH_ERF erff
-#define MATH_EXPM1 expm1f
-#define MATH_LOG1P log1pf
-#define MATH_FABS fabsf
+#include "axrt_math_float.inc"
 #include "axrt_kernels.inc"
 
 #define T double
@@ -104,4 +68,27 @@ static float axrt_bf16_to_float(uint16_t b)
 #define MATH_FABS fabs
 #include "axrt_kernels.inc"
 
+#define T uint16_t
+#define ACC float
+#define LOAD(v) axrt_half_to_float(v)
+#define STORE(v) axrt_float_to_half(v)
+#define FN(name) AXRT_CAT(AXRT_CAT(axrt_, name), _f16)
+#define FN_D(name) FN(name)
+#define FN_DENSE axrt_dense_f16_portable
+#define FN_CONV2D axrt_conv2d_f16_portable
+#include "axrt_math_float.inc"
+#include "axrt_kernels.inc"
+
+#define T uint16_t
+#define ACC float
+#define LOAD(v) axrt_bf16_to_float(v)
+#define STORE(v) axrt_float_to_bf16(v)
+#define FN(name) AXRT_CAT(AXRT_CAT(axrt_, name), _bf16)
+#define FN_D(name) FN(name)
+#define FN_DENSE axrt_dense_bf16_portable
+#define FN_CONV2D axrt_conv2d_bf16_portable
+#include "axrt_math_float.inc"
+#include "axrt_kernels.inc"
+
 #include "axrt_fast.inc"
+#include "axrt_half.inc"

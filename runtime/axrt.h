@@ -80,8 +80,8 @@ size_t axrt_dtype_size(axrt_dtype dtype);
 
 
 /* ---- kernels ------------------------------------------------------------
- * What generated C calls, one set per compute dtype: suffix _f32 (float) and
- * _f64 (double).  Tensors are dense, row-major.  Sizes are element counts.
+ * What generated C calls, one set per compute dtype: suffix _f32 (float),
+ * _f64 (double), _f16 and _bf16 (uint16_t bits, below).  Tensors are dense, row-major.  Sizes are element counts.
  * Kernels whose ir op may run in place (ops.def "inplace") accept y == x;
  * all others need y distinct from every input.  Only kernels that can fail
  * return a status (0 = success, see axrt_status). */
@@ -202,6 +202,12 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
 
 AXRT_DECLARE_KERNELS(float, f32)
 AXRT_DECLARE_KERNELS(double, f64)
+/* The half types (interface.md §7): IEEE binary16 (_f16) and bfloat16
+ * (_bf16), stored as their bits in uint16_t (scalar parameters such as eps
+ * and alpha too); every kernel widens to float, accumulates in float and
+ * rounds each result once, to nearest, ties to even. */
+AXRT_DECLARE_KERNELS(uint16_t, f16)
+AXRT_DECLARE_KERNELS(uint16_t, bf16)
 
 /* ---- instruction set ------------------------------------------------------
  * The float32 kernels run on one instruction set, chosen on first use: the
@@ -213,6 +219,9 @@ AXRT_DECLARE_KERNELS(double, f64)
 int axrt_set_isa(const char *name);
 /* The name of the instruction set the kernels use ("portable", "avx2", ...). */
 const char *axrt_isa_name(void);
+/* The path the half-type dense kernels take with it: "portable",
+   "avx2+f16c", "avx512+f16c", "avx512+bf16" (vdpbf16ps). */
+const char *axrt_half_isa_name(void);
 
 /* ---- threads --------------------------------------------------------------
  * The float32 dense, convolution and depthwise kernels split their work

@@ -13,6 +13,9 @@
 #define AXRT_CPU_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
 
 #include "axrt.h"
 
@@ -85,5 +88,96 @@ const axrt_cpu_ops *axrt_cpu_ops_avx512(void);
 void axrt_depthwise_row_f32(const float *const *rows, const float *packed, const float *bias,
                             const float *residual, axrt_act act, float *y,
                             const axrt_conv2d_params *p);
+
+/* ---- the half types -----------------------------------------------------
+ * Conversions by bit manipulation (freestanding targets lack _Float16):
+ * widening is exact; narrowing rounds to nearest, ties to even, overflows to
+ * infinity and keeps NaN a (quiet) NaN. */
+
+/* IEEE binary16 bits to float, subnormals, infinities and NaN included. */
+static inline float axrt_half_to_float(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    const uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+    float magnitude;
+    uint32_t bits;
+    if (exponent == 0) {
+        magnitude = ldexpf((float)mantissa, -24);
+        memcpy(&bits, &magnitude, sizeof bits);
+        bits |= sign;
+    } else if (exponent == 31) {
+        bits = sign | 0x7f800000u | (mantissa << 13);
+    } else {
+        bits = sign | ((exponent + 112u) << 23) | (mantissa << 13);
+    }
+    memcpy(&magnitude, &bits, sizeof bits);
+    return magnitude;
+}
+
+/* float to binary16 bits (F. Giesen's float_to_half_fast3_rtne): values
+ * below 2^-14 are rounded by the FPU itself by adding 0.5f, which lines the
+ * half's subnormal bits up with the float's low mantissa bits. */
+static inline uint16_t axrt_float_to_half(float f)
+{
+    const uint32_t f16_overflow = (127u + 16u) << 23, f32_inf = 255u << 23;
+    uint32_t bits, sign;
+    memcpy(&bits, &f, sizeof bits);
+    sign = bits & 0x80000000u;
+    bits ^= sign;
+    if (bits >= f16_overflow) {
+        bits = bits > f32_inf ? 0x7e00u : 0x7c00u;
+    } else if (bits < 113u << 23) {
+        const float magic = 0.5f;
+        uint32_t magic_bits;
+        float v;
+        memcpy(&v, &bits, sizeof v);
+        v += magic;
+        memcpy(&bits, &v, sizeof bits);
+        memcpy(&magic_bits, &magic, sizeof magic_bits);
+        bits -= magic_bits;
+    } else {
+        const uint32_t mantissa_odd = (bits >> 13) & 1u;
+        bits += 0xc8000fffu + mantissa_odd; /* exponent 127 -> 15, round half up/even */
+        bits >>= 13;
+    }
+    return (uint16_t)(bits | (sign >> 16));
+}
+
+/* bfloat16 is the upper half of a float. */
+static inline float axrt_bf16_to_float(uint16_t b)
+{
+    const uint32_t bits = (uint32_t)b << 16;
+    float value;
+    memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
+static inline uint16_t axrt_float_to_bf16(float f)
+{
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    if ((bits & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((bits >> 16) | 0x40u);
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    return (uint16_t)(bits >> 16);
+}
+
+/* The dense kernel of a half type: y = x w^T + bias, as axrt_dense_f16. */
+typedef void axrt_dense_half_fn(const uint16_t *x, const uint16_t *w, const uint16_t *bias,
+                                uint16_t *y, size_t rows, size_t in, size_t out);
+
+/* The half-type kernels one instruction set provides (axrt_half.inc picks
+ * the table of the instruction set axrt_cpu() uses). */
+typedef struct axrt_half_ops {
+    const char *name; /* "portable", "avx2+f16c", "avx512+bf16", ... */
+    axrt_dense_half_fn *dense_f16, *dense_bf16;
+} axrt_half_ops;
+
+#ifdef AXRT_X86_SIMD
+/* axrt_x86_half.c: NULL when this CPU lacks the instructions (F16C and
+   AVX2+FMA; AVX-512F+BW, with AVX-512 BF16's vdpbf16ps where present). */
+const axrt_half_ops *axrt_half_ops_avx2(void);
+const axrt_half_ops *axrt_half_ops_avx512(void);
+#endif
 
 #endif /* AXRT_CPU_H */

@@ -2,7 +2,7 @@
 # Runs the test suites, in parallel, and ends with the one summary line CI reads:
 #   N passed, N failed, N skipped
 # Usage: tests/run.sh BUILD_DIR [SUITE...]
-#   suites: layers unit cli ir torch ops compile firmware install errors profile bench llvm onnx
+#   suites: layers unit cli ir torch ops half compile firmware install errors profile bench llvm onnx
 # Suites (and each unit binary) run as background jobs, AXC_TEST_JOBS at once
 # (default: the number of cores), each into its own log; the logs are printed
 # in suite order as soon as every earlier one is done.  firmware and install
@@ -19,7 +19,7 @@ B=$(cd "$root" && cd "$B" && pwd)
 export AXC="$B/bin/axc" AXC_BUILD="$B" AXC_ROOT="$root"
 export PYTHON=${PYTHON:-/usr/bin/python3}
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(layers unit cli ir torch ops compile firmware install errors profile bench llvm onnx)
+[ ${#suites[@]} -gt 0 ] || suites=(layers unit cli ir torch ops half compile firmware install errors profile bench llvm onnx)
 max_jobs=${AXC_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 logs=$(mktemp -d)
@@ -54,6 +54,7 @@ run_job() {
         cli|ir|compile|firmware|install|errors|profile|bench|llvm) bash "$here/$1/run.sh" ;;
         torch) "$PYTHON" "$here/torch/run.py" ;;
         ops) "$PYTHON" "$here/ops/run.py" ;;
+        half) "$PYTHON" "$here/half/run.py" ;;
         onnx) "$PYTHON" "$here/onnx/run.py" ;;
         *) echo "FAIL: unknown suite $1" ;;
     esac 2>&1
@@ -77,7 +78,7 @@ done
 # Start order: the longest jobs first, so the last to finish starts early.
 weight() {
     case $1 in
-        torch|unit:test_codegen|compile) echo 5 ;;
+        torch|half|unit:test_codegen|compile) echo 5 ;;
         ops|ir|*firmware*|*install*|cli|profile|bench) echo 3 ;;
         *) echo 1 ;;
     esac

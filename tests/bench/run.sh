@@ -12,6 +12,12 @@ build=${AXC_BUILD:?}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# Float16/BFloat16 rows (bench/precision.py --smoke): R2 and R3 run at every
+# dtype and stay close to Float32; no timing is judged.
+"$PYTHON" "$root/bench/precision.py" --smoke --axc "$build/bin/axc" 2>"$work/precision.log" ||
+    { echo "FAIL: bench precision --smoke"; tail -n 15 "$work/precision.log" | sed 's/^/  /'; }
+
+
 if ! "$PYTHON" -c "import torch, torchvision" >/dev/null 2>&1; then
     echo "SKIP: bench smoke (needs $PYTHON with torch and torchvision)"
     exit 0

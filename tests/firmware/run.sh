@@ -60,6 +60,21 @@ cross_compile_all() {
             fail "cross-compile $stem.ax"; tail_of "$work/cc.log"
         fi
     done
+    # Float16/BFloat16 models (interface.md §7): the same, for a few examples
+    local dt
+    for dt in Float16 BFloat16; do
+        for stem in mlp lenet5 mobilenetv2_block gpt_block; do
+            if ! "$axc" "$root/examples/$stem.ax" --dtype=$dt -o "$work/cross/${stem}_$dt.c" 2>"$work/cc.log"; then
+                fail "cross-compile $stem.ax --dtype=$dt (axc)"; tail_of "$work/cc.log"; continue
+            fi
+            if arm-none-eabi-gcc "${M4[@]}" -Wpedantic -Os -I"$work/prefix/include" -c "$work/cross/${stem}_$dt.c" \
+                -o "$work/cross/${stem}_$dt.o" 2>"$work/cc.log"; then
+                pass "cross-compile $stem.ax --dtype=$dt"; objs+=("$work/cross/${stem}_$dt.o")
+            else
+                fail "cross-compile $stem.ax --dtype=$dt"; tail_of "$work/cc.log"
+            fi
+        done
+    done
     [ ${#objs[@]} -gt 0 ] || return 0
     bad=$(arm-none-eabi-nm -u "${objs[@]}" | awk 'NF == 2 { print $2 }' | sort -u | grep -Ev "$ALLOWED_UNDEF")
     if [ -z "$bad" ]; then pass "freestanding (only libm, mem*, EABI helpers undefined)"
@@ -107,6 +122,45 @@ EOF
         >"$work/cmp.log" 2>&1
     then pass "outputs match the host build (rel <= 1e-5)"
     else fail "outputs match the host build (rel <= 1e-5)"; tail_of "$work/cmp.log"; fi
+}
+
+# Float16/BFloat16 builds of the same MLP (AXC_FLAGS --dtype=...) run under
+# QEMU and print what the host's portable half kernels compute (AXRT_ISA=
+# portable: the same C, the same order of additions; only libm's expf in the
+# softmax may differ by a float ulp, which can flip one rounding to the
+# format): max |device - host| <= 4u of the largest output (u = 2^-11
+# Float16, 2^-8 BFloat16).  Needs compare_with_host's x.npy.
+half_on_firmware() {
+    local dt u
+    for dt in Float16 BFloat16; do
+        [ $dt = Float16 ] && u=0.00048828125 || u=0.00390625
+        mkdir -p "$work/fw$dt"
+        if ! env -u AXC make -C "$work/fw$dt" -f "$root/examples/firmware/Makefile" AXC_PREFIX="$work/prefix" \
+            AXC_FLAGS="--seed=$SEED --dtype=$dt" fw.elf >"$work/fw$dt.log" 2>&1; then
+            fail "$dt mlp on firmware: build"; tail_of "$work/fw$dt.log"; continue
+        fi
+        timeout 60 qemu-system-arm -M mps2-an386 -nographic -monitor none -serial none \
+            -semihosting-config enable=on,target=native -kernel "$work/fw$dt/fw.elf" \
+            >"$work/qemu$dt.out" 2>&1
+        if ! AXRT_ISA=portable "$axc" run "$root/examples/mlp.ax" --seed=$SEED --dtype=$dt \
+            --input x="$work/x.npy" --output "$work/y$dt.npy" >"$work/host$dt.log" 2>&1; then
+            fail "$dt mlp on firmware matches the host"; tail_of "$work/host$dt.log"; continue
+        fi
+        if "$python" - "$work/qemu$dt.out" "$work/y$dt.npy" "$u" >"$work/cmp$dt.log" 2>&1 <<'EOF'
+import re, sys, numpy as np
+values = [float(m.group(1)) for m in
+          (re.match(r'^out0\[\d+\] (\S+)$', line) for line in open(sys.argv[1])) if m]
+host = np.load(sys.argv[2]).astype(np.float64).ravel()
+device = np.array(values)
+if device.shape != host.shape:
+    sys.exit(f"device printed {device.size} values, host has {host.size}")
+err = np.max(np.abs(device - host)) / np.max(np.abs(host))
+if not err <= 4 * float(sys.argv[3]):
+    sys.exit(f"max |device - host| / max |host| = {err:.3g}")
+EOF
+        then pass "$dt mlp on firmware (QEMU) matches the host's portable kernels"
+        else fail "$dt mlp on firmware (QEMU) matches the host's portable kernels"; tail_of "$work/cmp$dt.log"; fi
+    done
 }
 
 # make size: prints the report; model + runtime code within 4 KiB, no heap.
@@ -191,6 +245,7 @@ main() {
     build_firmware || return
     run_in_qemu || return
     compare_with_host
+    half_on_firmware
     check_size
     profile_on_firmware
     fitted_on_firmware unet_remat 5120

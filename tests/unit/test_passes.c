@@ -747,10 +747,23 @@ static void test_dtype_narrower_and_integer_inputs(void **state)
 static void test_dtype_model_dtype(void **state)
 {
     (void)state;
+    /* Float16 (interface.md §7): a Float32 input is the expected boundary (no
+       warning), cast after the input; the output is cast back to Float32 */
     ir_graph *g = typed_mlp(AXRT_F32);
     g->dtype = AXRT_F16;
-    assert_int_equal(pass_dtype(g, ELTYPE_WARN), 1);
-    assert_string_equal(test_diagnostics(g->ctx), "axc: error: dtype=Float16 is not supported by the C backend yet\n");
+    assert_int_equal(pass_dtype(g, ELTYPE_WARN), 0);
+    assert_string_equal(test_diagnostics(g->ctx), "");
+    assert_int_equal(g->nnodes, 6);
+    assert_int_equal(ir_at(g, 1)->op, IR_OP_cast);
+    assert_int_equal(ir_at(g, 1)->dtype, AXRT_F16);
+    assert_int_equal(ir_at(g, 4)->src[0], 1);
+    assert_int_equal(ir_at(g, 2)->dtype, AXRT_F16);
+    assert_int_equal(ir_at(g, 4)->dtype, AXRT_F16);
+    assert_int_equal(g->outputs[0], 5);
+    assert_int_equal(ir_at(g, 5)->op, IR_OP_cast);
+    assert_int_equal(ir_at(g, 5)->src[0], 4);
+    assert_int_equal(ir_at(g, 5)->dtype, AXRT_F32);
+    assert_int_equal(ir_verify(g), 0);
     free_graph(g);
 
     g = typed_mlp(AXRT_F64);
