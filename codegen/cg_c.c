@@ -621,6 +621,7 @@ static void emit_embedding(emitter *em, const ir_node *n, const char *y)
 #define MATH_EXPM1 AXC_MATH_expm1
 #define MATH_LOG1P AXC_MATH_log1p
 #define MATH_FABS AXC_MATH_fabs
+#define MATH_FN(f) AXC_MATH_##f
 #include "axrt_unary.h"
 #define CG_STR2(x) #x
 #define CG_STR(x) CG_STR2(x)

@@ -622,6 +622,25 @@ static LLVMValueRef lv_selu(lv *L, LLVMValueRef v, double a)
     return mul(L, k_real(L, 1.0507009873554804934), sel(L, gt(L, v, 0), v, neg_part));
 }
 static LLVMValueRef lv_reciprocal(lv *L, LLVMValueRef v, double a) { (void)a; return fdiv(L, k_real(L, 1), v); }
+static LLVMValueRef lv_sin(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "sin", v); }
+static LLVMValueRef lv_cos(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "cos", v); }
+static LLVMValueRef lv_tan(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "tan", v); }
+static LLVMValueRef lv_asin(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "asin", v); }
+static LLVMValueRef lv_acos(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "acos", v); }
+static LLVMValueRef lv_atan(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "atan", v); }
+static LLVMValueRef lv_sinh(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "sinh", v); }
+static LLVMValueRef lv_cosh(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "cosh", v); }
+static LLVMValueRef lv_asinh(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "asinh", v); }
+static LLVMValueRef lv_acosh(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "acosh", v); }
+static LLVMValueRef lv_atanh(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "atanh", v); }
+static LLVMValueRef lv_floor(lv *L, LLVMValueRef v, double a) { (void)a; return intrinsic(L, "floor", v); }
+static LLVMValueRef lv_ceil(lv *L, LLVMValueRef v, double a) { (void)a; return intrinsic(L, "ceil", v); }
+static LLVMValueRef lv_round(lv *L, LLVMValueRef v, double a) { (void)a; return intrinsic(L, "rint", v); }
+static LLVMValueRef lv_sign(lv *L, LLVMValueRef v, double a)
+{
+    (void)a;
+    return sel(L, gt(L, v, 0), k_real(L, 1), sel(L, lt(L, v, 0), k_real(L, -1), v));
+}
 
 static unary_fn *const unary_fns[IR_OP_COUNT] = {
 #define OP(name, min, max, kind, inplace, family, shape, optional, flags)

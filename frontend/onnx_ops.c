@@ -376,14 +376,20 @@ static double u_neg(double x) { return -x; }
 static double u_softplus(double x) { return log1p(exp(x)); }
 static double u_not(double x) { return x == 0; }
 static double u_recip(double x) { return 1 / x; }
+static double u_sign(double x) { return x > 0 ? 1 : x < 0 ? -1 : x; }
 
 static const unary_row unary_rows[] = {
     {"Relu", IR_OP_relu, u_relu}, {"Sigmoid", IR_OP_sigmoid, u_sigmoid}, {"Tanh", IR_OP_tanh, tanh},
     {"Exp", IR_OP_exp, exp}, {"Log", IR_OP_log, log}, {"Sqrt", IR_OP_sqrt, sqrt},
     {"Abs", IR_OP_abs, fabs}, {"Neg", IR_OP_neg, u_neg}, {"Erf", IR_OP_erf, erf},
     {"Softplus", IR_OP_softplus, u_softplus}, {"Elu", IR_OP_elu, NULL},
-    {"LeakyRelu", IR_OP_leaky_relu, NULL}, {"Floor", IR_OP_COUNT, floor},
-    {"Ceil", IR_OP_COUNT, ceil}, {"Not", IR_OP_COUNT, u_not}, {"Reciprocal", IR_OP_COUNT, u_recip},
+    {"LeakyRelu", IR_OP_leaky_relu, NULL}, {"Floor", IR_OP_floor, floor},
+    {"Ceil", IR_OP_ceil, ceil}, {"Not", IR_OP_COUNT, u_not}, {"Reciprocal", IR_OP_reciprocal, u_recip},
+    {"Sin", IR_OP_sin, sin}, {"Cos", IR_OP_cos, cos}, {"Tan", IR_OP_tan, tan},
+    {"Asin", IR_OP_asin, asin}, {"Acos", IR_OP_acos, acos}, {"Atan", IR_OP_atan, atan},
+    {"Sinh", IR_OP_sinh, sinh}, {"Cosh", IR_OP_cosh, cosh}, {"Asinh", IR_OP_asinh, asinh},
+    {"Acosh", IR_OP_acosh, acosh}, {"Atanh", IR_OP_atanh, atanh}, {"Round", IR_OP_round, nearbyint},
+    {"Sign", IR_OP_sign, u_sign},
 };
 
 static bool op_unary(ox_state *s)
@@ -399,10 +405,6 @@ static bool op_unary(ox_state *s)
         if (!c) return false;
         for (int64_t i = 0; i < c->count; i++) c->v[i] = r->fold(x->c->v[i]);
         return set_const(s, 0, c);
-    }
-    if (r->fold == u_recip) {
-        int src[2] = {ox_scalar(s, 1.0), x->c ? ox_node(s, x) : x->node};
-        return set_node(s, 0, ox_add(s, IR_OP_div, src, 2, NULL), !x->c && x->nhwc);
     }
     if (r->op == IR_OP_COUNT) {
         ox_unsupported(s, "this op on a computed tensor (only folded on constants)");
@@ -1558,6 +1560,10 @@ static const op_row op_rows[] = {
     {"Log", op_unary}, {"Sqrt", op_unary}, {"Abs", op_unary}, {"Neg", op_unary}, {"Erf", op_unary},
     {"Softplus", op_unary}, {"Elu", op_unary}, {"LeakyRelu", op_unary}, {"Floor", op_unary},
     {"Ceil", op_unary}, {"Not", op_unary}, {"Reciprocal", op_unary}, {"Clip", op_clip},
+    {"Sin", op_unary}, {"Cos", op_unary}, {"Tan", op_unary}, {"Asin", op_unary},
+    {"Acos", op_unary}, {"Atan", op_unary}, {"Sinh", op_unary}, {"Cosh", op_unary},
+    {"Asinh", op_unary}, {"Acosh", op_unary}, {"Atanh", op_unary}, {"Round", op_unary},
+    {"Sign", op_unary},
     {"Add", op_binary}, {"Sub", op_binary}, {"Mul", op_binary}, {"Div", op_binary},
     {"Pow", op_binary}, {"Equal", op_binary}, {"Less", op_binary}, {"Greater", op_binary},
     {"And", op_binary}, {"Or", op_binary}, {"Mod", op_binary},

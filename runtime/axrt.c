@@ -86,6 +86,7 @@ static float axrt_bf16_to_float(uint16_t b)
 #define MATH_EXPM1 expm1f
 #define MATH_LOG1P log1pf
 #define MATH_FABS fabsf
+#define MATH_FN(name) name##f
 #include "axrt_kernels.inc"
 
 #define T double
@@ -102,6 +103,7 @@ static float axrt_bf16_to_float(uint16_t b)
 #define MATH_EXPM1 expm1
 #define MATH_LOG1P log1p
 #define MATH_FABS fabs
+#define MATH_FN(f) f
 #include "axrt_kernels.inc"
 
 #include "axrt_fast.inc"
