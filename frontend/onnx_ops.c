@@ -998,13 +998,15 @@ static bool op_conv(ox_state *s)
     if (!ok || !x || !w) return false;
     int64_t xs[IR_MAX_RANK];
     int rank = ox_shape(s, x, xs);
-    if (!w->c || (b && !b->c) || w->c->rank != rank || (rank != 4 && rank != 3)) {
-        ox_unsupported(s, "a Conv that is not 1-D or 2-D or whose weights are not constants");
+    int64_t ws[IR_MAX_RANK];
+    int wrank = ox_shape(s, w, ws);
+    if ((rank == 3 && (!w->c || (b && !b->c))) || wrank != rank || (rank != 4 && rank != 3)) {
+        ox_unsupported(s, "a Conv that is not 1-D or 2-D, or a 1-D one whose weights are not constants");
         return false;
     }
     ir_attrs a = ox_attrs();
     a.groups = (int)ox_attr_int(s, "group", 1);
-    a.kernel[0] = rank == 4 ? (int)w->c->shape[2] : 1, a.kernel[1] = (int)w->c->shape[rank - 1];
+    a.kernel[0] = rank == 4 ? (int)ws[2] : 1, a.kernel[1] = (int)ws[rank - 1];
     int64_t hw[2] = {rank == 4 ? xs[2] : 1, xs[rank - 1]};
     if (!window_attrs(s, &a, hw, NULL, rank - 2)) return false;
     if (rank == 4) {
@@ -1103,8 +1105,6 @@ static bool op_batchnorm(ox_state *s)
     ox_val *v[5];
     for (int i = 0; i < 5; i++)
         if (!(v[i] = IN(i)) || !ok) { if (ok) ox_fail(s, "an absent input"); return false; }
-    for (int i = 1; i < 5; i++)
-        if (!v[i]->c) { ox_unsupported(s, "BatchNormalization with computed statistics"); return false; }
     if (s->node->n_output > 1) { ox_unsupported(s, "training-mode BatchNormalization"); return false; }
     int64_t shape[IR_MAX_RANK];
     int rank = ox_shape(s, v[0], shape), x, back[IR_MAX_RANK];
@@ -1193,14 +1193,16 @@ static bool op_layernorm(ox_state *s)
     return true;
 }
 
-/* ReduceMean/Sum/Max as one single-axis reduction per axis. */
+/* ReduceMean/Sum/Max/Min/Prod (and the L1/L2/log forms) as one single-axis
+ * reduction per axis. */
 static bool op_reduce(ox_state *s)
 {
     bool ok = true;
     const char *op = s->node->op_type;
-    bool is_min = !strcmp(op, "ReduceMin"), square = !strcmp(op, "ReduceL2") || !strcmp(op, "ReduceSumSquare");
+    bool square = !strcmp(op, "ReduceL2") || !strcmp(op, "ReduceSumSquare");
     bool l1 = !strcmp(op, "ReduceL1"), lse = !strcmp(op, "ReduceLogSumExp"), logsum = !strcmp(op, "ReduceLogSum");
-    ir_op ir = !strcmp(op, "ReduceMean") ? IR_OP_mean : !strcmp(op, "ReduceMax") || is_min ? IR_OP_maximum : IR_OP_sum;
+    ir_op ir = !strcmp(op, "ReduceMean") ? IR_OP_mean : !strcmp(op, "ReduceMax") ? IR_OP_maximum
+             : !strcmp(op, "ReduceMin") ? IR_OP_minimum : !strcmp(op, "ReduceProd") ? IR_OP_prod : IR_OP_sum;
     ox_val *x = IN(0);
     if (!ok || !x) return false;
     int64_t shape[IR_MAX_RANK], axes[IR_MAX_RANK];
@@ -1215,7 +1217,6 @@ static bool op_reduce(ox_state *s)
     }
     bool reduced[IR_MAX_RANK] = {0};
     int y = ox_node(s, x);
-    if (is_min) y = un(s, IR_OP_neg, y);
     if (square) y = bin(s, IR_OP_mul, y, y);
     if (l1) y = un(s, IR_OP_abs, y);
     if (lse) y = un(s, IR_OP_exp, y);
@@ -1227,7 +1228,6 @@ static bool op_reduce(ox_state *s)
         a.axis = (int)axes[i];
         y = ox_add(s, ir, &y, 1, &a);
     }
-    if (is_min) y = un(s, IR_OP_neg, y);
     if (!strcmp(op, "ReduceL2")) y = un(s, IR_OP_sqrt, y);
     if (lse || logsum) y = un(s, IR_OP_log, y);
     if (y == IR_NONE) return false;
@@ -1578,6 +1578,7 @@ static const op_row op_rows[] = {
     {"ReduceMean", op_reduce}, {"ReduceSum", op_reduce}, {"ReduceMax", op_reduce},
     {"ReduceMin", op_reduce}, {"ReduceL1", op_reduce}, {"ReduceL2", op_reduce},
     {"ReduceSumSquare", op_reduce}, {"ReduceLogSum", op_reduce}, {"ReduceLogSumExp", op_reduce},
+    {"ReduceProd", op_reduce},
     {"Softsign", op_composite}, {"Selu", op_composite}, {"Celu", op_composite},
     {"HardSigmoid", op_composite}, {"HardSwish", op_composite}, {"PRelu", op_composite},
     {"InstanceNormalization", op_instancenorm}, {"Pad", op_pad}, {"DepthToSpace", op_depth_space},
