@@ -1319,6 +1319,94 @@ static bool op_instancenorm(ox_state *s)
     return set_node(s, 0, y == IR_NONE ? y : reshape_to(s, y, shape, rank), false);
 }
 
+/* 1 where t > 0, else 0 (exact: relu(sign(t))). */
+static int step_positive(ox_state *s, int t)
+{
+    return un(s, IR_OP_relu, un(s, IR_OP_sign, t));
+}
+
+/* ThresholdedRelu x * [x > alpha]; Shrink [x < -l] (x + b) + [x > l] (x - b). */
+static bool op_piecewise(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0);
+    if (!ok || !xv) return false;
+    bool nhwc = !xv->c && xv->nhwc;
+    int x = nhwc ? xv->node : ox_node(s, xv), y;
+    if (!strcmp(s->node->op_type, "ThresholdedRelu")) {
+        double alpha = ox_attr_float(s, "alpha", 1.0);
+        y = bin(s, IR_OP_mul, x, step_positive(s, bin(s, IR_OP_sub, x, scalar_param(s, alpha))));
+    } else {
+        double l = ox_attr_float(s, "lambd", 0.5), b = ox_attr_float(s, "bias", 0.0);
+        int below = step_positive(s, bin(s, IR_OP_sub, scalar_param(s, -l), x));
+        int above = step_positive(s, bin(s, IR_OP_sub, x, scalar_param(s, l)));
+        y = bin(s, IR_OP_add, bin(s, IR_OP_mul, below, bin(s, IR_OP_add, x, scalar_param(s, b))),
+                bin(s, IR_OP_mul, above, bin(s, IR_OP_sub, x, scalar_param(s, b))));
+    }
+    return set_node(s, 0, y, nhwc);
+}
+
+/* Hardmax: 1 at the first maximum along the axis (opset < 13: of the dims
+ * flattened from axis), else 0.  eq = [x == max] = 1 - sign(max - x); the
+ * running count of eq along the axis (a lower-triangular dense) is 1 only up
+ * to the first maximum, so eq * (1 - sign(count - 1)) keeps that one. */
+static bool op_hardmax(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0);
+    if (!ok || !xv) return false;
+    int64_t shape[IR_MAX_RANK], axis = ox_attr_int(s, "axis", s->opset >= 13 ? -1 : 1);
+    int rank = ox_shape(s, xv, shape), x = ox_node(s, xv);
+    if (!norm_axis(s, &axis, rank) || x == IR_NONE) return false;
+    if (s->opset < 13) {
+        int64_t flat[2] = {numel(shape, (int)axis), numel(shape + axis, rank - (int)axis)};
+        x = reshape_to(s, x, flat, 2);
+        axis = 1;
+    }
+    if (x == IR_NONE) return false;
+    int64_t d = ir_at(s->g, x)->shape[axis];
+    ir_attrs a = ox_attrs();
+    a.axis = (int)axis;
+    int max = ox_add(s, IR_OP_maximum, &x, 1, &a);
+    int eq = bin(s, IR_OP_sub, scalar_param(s, 1), un(s, IR_OP_sign, bin(s, IR_OP_sub, max, x)));
+    if (eq == IR_NONE || d > 4096) { if (!s->ctx->errors) ox_unsupported(s, "a Hardmax axis this long"); return false; }
+    double *w = ax_alloc(s->ctx->arena, sizeof *w * (size_t)(d * d));
+    for (int64_t i = 0; i < d; i++)
+        for (int64_t j = 0; j <= i; j++) w[i * d + j] = 1.0;
+    int count = weigh_axis(s, eq, (int)axis, w, d);
+    int first = bin(s, IR_OP_sub, scalar_param(s, 1), un(s, IR_OP_sign, bin(s, IR_OP_sub, count, scalar_param(s, 1))));
+    int y = bin(s, IR_OP_mul, eq, first);
+    return set_node(s, 0, y == IR_NONE ? y : reshape_to(s, y, shape, rank), false);
+}
+
+/* MeanVarianceNormalization: (x - mean) / sqrt(var + 1e-9) over axes. */
+static bool op_mvn(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0);
+    if (!ok || !xv) return false;
+    int64_t shape[IR_MAX_RANK], axes[IR_MAX_RANK] = {0, 2, 3};
+    int rank = ox_shape(s, xv, shape), x = ox_node(s, xv);
+    int na = ox_attr_ints(s, "axes", axes, IR_MAX_RANK);
+    if (na < 0) na = 3;
+    int mean = x, var;
+    for (int i = 0; i < na; i++) {
+        if (!norm_axis(s, &axes[i], rank)) return false;
+        ir_attrs a = ox_attrs();
+        a.axis = (int)axes[i];
+        mean = mean == IR_NONE ? mean : ox_add(s, IR_OP_mean, &mean, 1, &a);
+    }
+    int d = bin(s, IR_OP_sub, x, mean);
+    var = bin(s, IR_OP_mul, d, d);
+    for (int i = 0; i < na; i++) {
+        ir_attrs a = ox_attrs();
+        a.axis = (int)axes[i];
+        var = var == IR_NONE ? var : ox_add(s, IR_OP_mean, &var, 1, &a);
+    }
+    int y = bin(s, IR_OP_div, d, un(s, IR_OP_sqrt, bin(s, IR_OP_add, var, scalar_param(s, 1e-9))));
+    return set_node(s, 0, y, false);
+}
+
 /* Pad, mode constant: concatenations with constant blocks, axis by axis. */
 static bool op_pad(ox_state *s)
 {
@@ -1579,6 +1667,8 @@ static const op_row op_rows[] = {
     {"ReduceMin", op_reduce}, {"ReduceL1", op_reduce}, {"ReduceL2", op_reduce},
     {"ReduceSumSquare", op_reduce}, {"ReduceLogSum", op_reduce}, {"ReduceLogSumExp", op_reduce},
     {"ReduceProd", op_reduce},
+    {"ThresholdedRelu", op_piecewise}, {"Shrink", op_piecewise}, {"Hardmax", op_hardmax},
+    {"MeanVarianceNormalization", op_mvn},
     {"Softsign", op_composite}, {"Selu", op_composite}, {"Celu", op_composite},
     {"HardSigmoid", op_composite}, {"HardSwish", op_composite}, {"PRelu", op_composite},
     {"InstanceNormalization", op_instancenorm}, {"Pad", op_pad}, {"DepthToSpace", op_depth_space},
