@@ -273,6 +273,7 @@ static const lower_fn functions[] = {
     {"minimum", IR_OP_minimum, 1, 1, FN_NO_TUPLE, KW_REDUCE, 0, false, "(x; dims=k)"},
     {"prod", IR_OP_prod, 1, 1, FN_NO_TUPLE, KW_REDUCE, 0, false, "(x; dims=k)"},
     {"matmul", IR_OP_matmul, 2, 2, FN_NO_TUPLE, KW_NONE, 0, false, "(a, b)"},
+    {"fmod", IR_OP_fmod, 2, 2, FN_NO_TUPLE, KW_NONE, 0, false, "(a, b)"},
 };
 #undef UNARY
 #define NFUNCTIONS ((int)(sizeof functions / sizeof functions[0]))

@@ -480,10 +480,10 @@ typedef struct binary_row { const char *name; ir_op op; binary_fn fold; bool log
 static const binary_row binary_rows[] = {
     {"Add", IR_OP_add, f_add, false}, {"Sub", IR_OP_sub, f_sub, false},
     {"Mul", IR_OP_mul, f_mul, false}, {"Div", IR_OP_div, f_div, false},
-    {"Pow", IR_OP_COUNT, f_pow, false}, {"Equal", IR_OP_COUNT, f_eq, true},
+    {"Pow", IR_OP_pow, f_pow, false}, {"Equal", IR_OP_COUNT, f_eq, true},
     {"Less", IR_OP_COUNT, f_lt, true}, {"Greater", IR_OP_COUNT, f_gt, true},
     {"And", IR_OP_COUNT, f_and, true}, {"Or", IR_OP_COUNT, f_or, true},
-    {"Mod", IR_OP_COUNT, f_mod, false},
+    {"Mod", IR_OP_fmod, f_mod, false},
 };
 
 static bool op_binary(ox_state *s)
@@ -499,17 +499,12 @@ static bool op_binary(ox_state *s)
         return false;
     }
     if (a->c && b->c) return set_const(s, 0, fold_binary(s, a->c, b->c, r->fold, r->logical));
-    if (r->fold == f_pow && b->c && b->c->count == 1 && (b->c->v[0] == 2 || b->c->v[0] == 0.5 || b->c->v[0] == 1)) {
-        int x = a->c ? ox_node(s, a) : a->node;
-        bool nhwc = !a->c && a->nhwc;
-        if (b->c->v[0] == 1) return set_node(s, 0, x, nhwc);
-        if (b->c->v[0] == 0.5) return set_node(s, 0, ox_add(s, IR_OP_sqrt, &x, 1, NULL), nhwc);
-        int src[2] = {x, x};
-        return set_node(s, 0, ox_add(s, IR_OP_mul, src, 2, NULL), nhwc);
+    if (r->op == IR_OP_fmod && !ox_attr_int(s, "fmod", 0)) {
+        ox_unsupported(s, "Mod with fmod=0 on computed tensors (only fmod=1, C's fmod)");
+        return false;
     }
     if (r->op == IR_OP_COUNT) {
-        ox_unsupported(s, "this op on computed tensors (only folded on constants; Pow only with "
-                       "exponent 2, 1 or 0.5)");
+        ox_unsupported(s, "this op on computed tensors (only folded on constants)");
         return false;
     }
     return binary_tensor(s, r->op, a, b);

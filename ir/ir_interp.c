@@ -301,6 +301,8 @@ static double interp_add(double a, double b) { return a + b; }
 static double interp_sub(double a, double b) { return a - b; }
 static double interp_mul(double a, double b) { return a * b; }
 static double interp_div(double a, double b) { return a / b; }
+static double interp_pow(double a, double b) { return pow(a, b); }
+static double interp_fmod(double a, double b) { return fmod(a, b); }
 
 typedef double binary_fn(double a, double b);
 static binary_fn *const binary_fns[IR_OP_COUNT] = {

@@ -59,4 +59,13 @@
 /* torch.sign: NaN stays NaN, zero stays zero. */
 #define AXRT_UNARY_sign(v, T, A) ((v) > (T)0 ? (T)1 : ((v) < (T)0 ? (T)-1 : (v)))
 
+/* The binary ops' formulas (BINARY_OP rows): a, b are ACC values. */
+#define AXRT_BINARY_add(a, b) ((a) + (b))
+#define AXRT_BINARY_sub(a, b) ((a) - (b))
+#define AXRT_BINARY_mul(a, b) ((a) * (b))
+#define AXRT_BINARY_div(a, b) ((a) / (b))
+#define AXRT_BINARY_pow(a, b) MATH_FN(pow)(a, b)
+/* torch.fmod, ONNX Mod with fmod=1: the remainder takes the dividend's sign. */
+#define AXRT_BINARY_fmod(a, b) MATH_FN(fmod)(a, b)
+
 #endif
