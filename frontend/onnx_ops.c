@@ -121,8 +121,20 @@ static int axis_last(ox_state *s, int x, int rank, int axis, int *back)
     return transpose_perm(s, x, perm, rank);
 }
 
-/* y = x[..., idx, ...] along axis (idx: m indices in range): exact, as a
- * dense with a one-hot weight [m, D]. */
+/* x[begin:end:step] along axis: one IR slice. */
+static int slice_axis(ox_state *s, int x, int axis, int64_t begin, int64_t end, int64_t step)
+{
+    if (x == IR_NONE) return x;
+    ir_attrs a = ox_attrs();
+    a.nslice = ir_at(s->g, x)->rank;
+    for (int d = 0; d < a.nslice; d++) a.begin[d] = INT64_MIN, a.end[d] = INT64_MAX, a.step[d] = 1;
+    a.begin[axis] = begin, a.end[axis] = end, a.step[axis] = step;
+    return ox_add(s, IR_OP_slice, &x, 1, &a);
+}
+
+/* y = x[..., idx, ...] along axis (idx: m indices in range): exact, an IR
+ * slice when idx is a progression with a positive step, else a dense with a
+ * one-hot weight [m, D]. */
 static int select_axis(ox_state *s, int x, int axis, const int64_t *idx, int64_t m)
 {
     const ir_node *xn = ir_at(s->g, x);
@@ -131,6 +143,10 @@ static int select_axis(ox_state *s, int x, int axis, const int64_t *idx, int64_t
     bool whole = m == d;
     for (int64_t i = 0; whole && i < m; i++) whole = idx[i] == i;
     if (whole) return x;
+    int64_t step = m > 1 ? idx[1] - idx[0] : 1;
+    bool progression = m >= 1 && step >= 1;
+    for (int64_t i = 1; progression && i < m; i++) progression = idx[i] - idx[i - 1] == step;
+    if (progression) return slice_axis(s, x, axis, idx[0], idx[0] + (m - 1) * step + 1, step);
     if (m * d > ((int64_t)1 << 22) || m < 1) {
         ox_unsupported(s, "a slice or gather this large (no slice op in the IR yet)");
         return IR_NONE;
