@@ -1418,6 +1418,79 @@ static bool op_mvn(ox_state *s)
     return set_node(s, 0, y, false);
 }
 
+/* w[0] of a [1, r, c] tensor as [c, r] (a weight transposed for matmul). */
+static int rnn_weight_t(ox_state *s, ox_val *w, int64_t r, int64_t c)
+{
+    int64_t shape[2] = {r, c};
+    static const int perm[2] = {1, 0};
+    return transpose_perm(s, reshape_to(s, ox_node(s, w), shape, 2), perm, 2);
+}
+
+/* RNN (forward, tanh, no sequence_lens or clip) unrolled over the sequence:
+ * H_t = tanh(X_t W^T + H_{t-1} R^T + Wb + Rb); Y stacks the H_t, Y_h is the last. */
+static bool op_rnn(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0), *w = IN(1), *r = IN(2), *b = IN(3), *lens = IN(4), *h0 = IN(5);
+    if (!ok || !xv || !w || !r) return false;
+    int64_t xs[IR_MAX_RANK];
+    bool batch_first = ox_attr_int(s, "layout", 0) == 1;
+    int x = ox_node(s, xv);
+    if (ox_shape(s, xv, xs) != 3 || x == IR_NONE) { ox_unsupported(s, "an RNN input that is not 3-D"); return false; }
+    int64_t seq = batch_first ? xs[1] : xs[0], batch = batch_first ? xs[0] : xs[1], in = xs[2];
+    const Onnx__AttributeProto *act = ox_attr(s, "activations");
+    bool plain = !strcmp(ox_attr_str(s, "direction", "forward"), "forward") && !ox_attr(s, "clip") &&
+                 (!act || (act->n_strings == 1 && act->strings[0].len == 4 && !memcmp(act->strings[0].data, "Tanh", 4)));
+    for (int64_t i = 0; lens && plain && i < (lens->c ? lens->c->count : 0); i++) plain = lens->c->v[i] == seq;
+    if (!plain || (lens && !lens->c)) {   /* sequence_lens only as constants equal to the length */
+        ox_unsupported(s, "an RNN that is not forward tanh with full sequences and no clip");
+        return false;
+    }
+    static const int swap01[3] = {1, 0, 2};
+    if (batch_first) x = transpose_perm(s, x, swap01, 3);
+    int64_t hid = ox_attr_int(s, "hidden_size", 0);
+    if (hid < 1 || hid > 1 << 16 || seq < 1 || seq > 4096) { ox_unsupported(s, "this RNN size"); return false; }
+    int wt = rnn_weight_t(s, w, hid, in), rt = rnn_weight_t(s, r, hid, hid), bias = IR_NONE;
+    if (b) {
+        int64_t two[1] = {2 * hid};
+        int bb = reshape_to(s, ox_node(s, b), two, 1);
+        bias = bin(s, IR_OP_add, slice_axis(s, bb, 0, 0, hid, 1), slice_axis(s, bb, 0, hid, 2 * hid, 1));
+    }
+    int64_t bh[2] = {batch, hid}, step_shape[4] = {1, 1, batch, hid};
+    int h;
+    if (h0) h = reshape_to(s, ox_node(s, h0), bh, 2);
+    else h = ox_param(s, ax_alloc(s->ctx->arena, sizeof(double) * (size_t)(batch * hid)), 2, bh, NULL);
+    int *steps = ax_alloc(s->ctx->arena, sizeof *steps * (size_t)seq);
+    for (int64_t t = 0; t < seq && h != IR_NONE; t++) {
+        int64_t xt_shape[2] = {batch, in};
+        int xt = reshape_to(s, slice_axis(s, x, 0, t, t + 1, 1), xt_shape, 2);
+        int pre = bin(s, IR_OP_add, bin(s, IR_OP_matmul, xt, wt), bin(s, IR_OP_matmul, h, rt));
+        if (bias != IR_NONE) pre = bin(s, IR_OP_add, pre, bias);
+        h = un(s, IR_OP_tanh, pre);
+        steps[t] = reshape_to(s, h, step_shape, 4);
+        if (steps[t] == IR_NONE) return false;
+    }
+    if (h == IR_NONE) return false;
+    if (s->node->n_output > 0 && s->node->output[0][0]) {
+        int y = steps[0];
+        for (int64_t t = 1; t < seq && y != IR_NONE;) {   /* concat at most IR_MAX_SRC at once */
+            int src[IR_MAX_SRC] = {y}, n = 1;
+            while (t < seq && n < IR_MAX_SRC) src[n++] = steps[t++];
+            ir_attrs a = ox_attrs();
+            a.axis = 0;
+            y = ox_add(s, IR_OP_concat, src, n, &a);
+        }
+        static const int to_batch_first[4] = {2, 0, 1, 3};
+        if (batch_first) y = transpose_perm(s, y, to_batch_first, 4);
+        if (!set_node(s, 0, y, false)) return false;
+    }
+    if (s->node->n_output > 1 && s->node->output[1][0]) {
+        int64_t hs[3] = {1, batch, hid}, hs_bf[3] = {batch, 1, hid};
+        if (!set_node(s, 1, reshape_to(s, h, batch_first ? hs_bf : hs, 3), false)) return false;
+    }
+    return true;
+}
+
 /* Pad, mode constant: concatenations with constant blocks, axis by axis. */
 static bool op_pad(ox_state *s)
 {
@@ -1679,7 +1752,7 @@ static const op_row op_rows[] = {
     {"ReduceSumSquare", op_reduce}, {"ReduceLogSum", op_reduce}, {"ReduceLogSumExp", op_reduce},
     {"ReduceProd", op_reduce},
     {"ThresholdedRelu", op_piecewise}, {"Shrink", op_piecewise}, {"Hardmax", op_hardmax},
-    {"MeanVarianceNormalization", op_mvn},
+    {"MeanVarianceNormalization", op_mvn}, {"RNN", op_rnn},
     {"Softsign", op_composite}, {"Selu", op_composite}, {"Celu", op_composite},
     {"HardSigmoid", op_composite}, {"HardSwish", op_composite}, {"PRelu", op_composite},
     {"InstanceNormalization", op_instancenorm}, {"Pad", op_pad}, {"DepthToSpace", op_depth_space},
