@@ -1039,6 +1039,40 @@ static bool op_conv(ox_state *s)
     return set_node(s, 0, reshape_to(s, y, out, 3), false);
 }
 
+/* x with lo and hi elements of value before and after it along axis: a
+ * concatenation with constant blocks. */
+static int pad_axis(ox_state *s, int x, int ax, int64_t lo, int64_t hi, double value)
+{
+    int src[3], n = 0;
+    for (int side = 0; side < 2 && x != IR_NONE; side++) {   /* before, x, after */
+        int64_t p = side ? hi : lo;
+        if (side == 1) src[n++] = x;
+        if (!p) continue;
+        int64_t bs[IR_MAX_RANK];
+        int rank = ir_at(s->g, x)->rank;
+        memcpy(bs, ir_at(s->g, x)->shape, sizeof bs);
+        bs[ax] = p;
+        int64_t cnt = numel(bs, rank);
+        if (cnt > OX_MAX_FOLD) { ox_unsupported(s, "a pad this large"); return IR_NONE; }
+        double *v = ax_alloc(s->ctx->arena, sizeof *v * (size_t)(cnt ? cnt : 1));
+        for (int64_t i = 0; i < cnt; i++) v[i] = value;
+        src[n++] = ox_param(s, v, rank, bs, NULL);
+    }
+    if (n <= 1 || x == IR_NONE) return x;
+    ir_attrs a = ox_attrs();
+    a.axis = ax;
+    return ox_add(s, IR_OP_concat, src, n, &a);
+}
+
+/* The pads of a (NHWC H and W) written out with value; a's pads cleared. */
+static int pad_window(ox_state *s, int x, ir_attrs *a, double value)
+{
+    x = pad_axis(s, x, 1, a->pad[0], a->pad[2], value);
+    x = pad_axis(s, x, 2, a->pad[1], a->pad[3], value);
+    memset(a->pad, 0, sizeof a->pad);
+    return x;
+}
+
 /* AveragePool excluding padding from the divisor: the mean over the window
  * divided by the mean of ones over the same window. */
 static int mean_excluding_pad(ox_state *s, int x, const ir_attrs *a)
@@ -1072,21 +1106,31 @@ static bool op_pool(ox_state *s)
     bool padded = a.pad[0] || a.pad[1] || a.pad[2] || a.pad[3];
     bool include_pad = ox_attr_int(s, "count_include_pad", 0);
     if (!max && include_pad && ceil_pad) { ox_unsupported(s, "AveragePool with ceil_mode=1 and count_include_pad=1"); return false; }
-    if (a.pad[0] > a.kernel[0] / 2 || a.pad[2] > a.kernel[0] / 2 || a.pad[1] > a.kernel[1] / 2 ||
-        a.pad[3] > a.kernel[1] / 2) {
-        ox_unsupported(s, "pool padding over half the kernel");
-        return false;
-    }
+    bool wide = a.pad[0] > a.kernel[0] / 2 || a.pad[2] > a.kernel[0] / 2 || a.pad[1] > a.kernel[1] / 2 ||
+                a.pad[3] > a.kernel[1] / 2;   /* more than the IR's pools take: padded here */
     ox_val xv = *x;
     if (nd == 1) {
         int64_t x4[4] = {xs[0], xs[1], 1, xs[2]};
         xv = (ox_val){.name = x->name, .node = reshape_to(s, ox_node(s, x), x4, 4), .nchw = IR_NONE};
         if (xv.node == IR_NONE) return false;
     }
-    int src = ox_node_nhwc(s, &xv);
+    int src = ox_node_nhwc(s, &xv), y;
     if (src == IR_NONE) return false;
-    int y = !max && padded && !include_pad ? mean_excluding_pad(s, src, &a)
-                                           : ox_add(s, max ? IR_OP_maxpool : IR_OP_meanpool, &src, 1, &a);
+    if (wide && !max && padded && !include_pad) {   /* window sums of x over window sums of ones */
+        const ir_node *xn = ir_at(s->g, src);
+        int64_t shape[4] = {1, xn->shape[1], xn->shape[2], 1};
+        double *ones = ax_alloc(s->ctx->arena, sizeof *ones * (size_t)(shape[1] * shape[2]));
+        for (int64_t i = 0; i < shape[1] * shape[2]; i++) ones[i] = 1.0;
+        ir_attrs b = a;
+        int num = pad_window(s, src, &a, 0.0), den = pad_window(s, ox_param(s, ones, 4, shape, NULL), &b, 0.0);
+        num = num == IR_NONE ? num : ox_add(s, IR_OP_meanpool, &num, 1, &a);
+        den = den == IR_NONE ? den : ox_add(s, IR_OP_meanpool, &den, 1, &b);
+        y = bin(s, IR_OP_div, num, den);
+    } else {
+        if (wide) src = pad_window(s, src, &a, max ? -INFINITY : 0.0);
+        y = src == IR_NONE ? src : !max && padded && !include_pad ? mean_excluding_pad(s, src, &a)
+                                 : ox_add(s, max ? IR_OP_maxpool : IR_OP_meanpool, &src, 1, &a);
+    }
     if (nd == 2 || y == IR_NONE) return set_node(s, 0, y, true);
     static const int to_ncl[4] = {0, 3, 1, 2};
     y = transpose_perm(s, y, to_ncl, 4);
@@ -1418,6 +1462,26 @@ static bool op_mvn(ox_state *s)
     return set_node(s, 0, y, false);
 }
 
+/* LRN: x / (bias + alpha / size * sum of x^2 over the size channels around
+ * c)^beta; the window sum is a band dense along the channels. */
+static bool op_lrn(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0);
+    if (!ok || !xv) return false;
+    int64_t shape[IR_MAX_RANK], size = ox_attr_int(s, "size", 0);
+    int rank = ox_shape(s, xv, shape), x = ox_node(s, xv);
+    if (rank < 3 || size < 1 || x == IR_NONE || shape[1] > 4096) { ox_unsupported(s, "this LRN input or size"); return false; }
+    double alpha = ox_attr_float(s, "alpha", 1e-4), beta = ox_attr_float(s, "beta", 0.75), bias = ox_attr_float(s, "bias", 1.0);
+    int64_t c = shape[1], lo = (size - 1) / 2, hi = size - 1 - lo;
+    double *w = ax_alloc(s->ctx->arena, sizeof *w * (size_t)(c * c));
+    for (int64_t i = 0; i < c; i++)
+        for (int64_t j = i - lo < 0 ? 0 : i - lo; j <= i + hi && j < c; j++) w[i * c + j] = 1.0;
+    int sum = weigh_axis(s, bin(s, IR_OP_mul, x, x), 1, w, c);
+    int den = bin(s, IR_OP_add, scalar_param(s, bias), bin(s, IR_OP_mul, sum, scalar_param(s, alpha / (double)size)));
+    return set_node(s, 0, bin(s, IR_OP_div, x, bin(s, IR_OP_pow, den, scalar_param(s, beta))), false);
+}
+
 /* w[0] of a [1, r, c] tensor as [c, r] (a weight transposed for matmul). */
 static int rnn_weight_t(ox_state *s, ox_val *w, int64_t r, int64_t c)
 {
@@ -1523,24 +1587,7 @@ static bool op_pad(ox_state *s)
     }
     for (int ax = 0; ax < rank && y != IR_NONE && !edge && !reflect; ax++) {
         if (pads[ax] < 0 || pads[ax + rank] < 0) { ox_unsupported(s, "negative pads (cropping)"); return false; }
-        int src[3], n = 0;
-        for (int side = 0; side < 2; side++) {   /* before, x, after */
-            int64_t p = pads[ax + side * rank];
-            if (side == 1) src[n++] = y;
-            if (!p) continue;
-            int64_t bs[IR_MAX_RANK];
-            memcpy(bs, ir_at(s->g, y)->shape, sizeof bs);
-            bs[ax] = p;
-            int64_t cnt = numel(bs, rank);
-            if (cnt > OX_MAX_FOLD) { ox_unsupported(s, "a pad this large"); return false; }
-            double *v = ax_alloc(s->ctx->arena, sizeof *v * (size_t)(cnt ? cnt : 1));
-            for (int64_t i = 0; i < cnt; i++) v[i] = value;
-            src[n++] = ox_param(s, v, rank, bs, NULL);
-        }
-        if (n == 1) continue;
-        ir_attrs a = ox_attrs();
-        a.axis = ax;
-        y = ox_add(s, IR_OP_concat, src, n, &a);
+        y = pad_axis(s, y, ax, pads[ax], pads[ax + rank], value);
     }
     return set_node(s, 0, y, false);
 }
@@ -1752,7 +1799,7 @@ static const op_row op_rows[] = {
     {"ReduceSumSquare", op_reduce}, {"ReduceLogSum", op_reduce}, {"ReduceLogSumExp", op_reduce},
     {"ReduceProd", op_reduce},
     {"ThresholdedRelu", op_piecewise}, {"Shrink", op_piecewise}, {"Hardmax", op_hardmax},
-    {"MeanVarianceNormalization", op_mvn}, {"RNN", op_rnn},
+    {"MeanVarianceNormalization", op_mvn}, {"RNN", op_rnn}, {"LRN", op_lrn},
     {"Softsign", op_composite}, {"Selu", op_composite}, {"Celu", op_composite},
     {"HardSigmoid", op_composite}, {"HardSwish", op_composite}, {"PRelu", op_composite},
     {"InstanceNormalization", op_instancenorm}, {"Pad", op_pad}, {"DepthToSpace", op_depth_space},
