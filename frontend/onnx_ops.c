@@ -1154,13 +1154,71 @@ static bool op_global_pool(ox_state *s)
     return set_node(s, 0, y, true);
 }
 
+/* BatchNormalization with training_mode=1 (opset 14+): normalised by the
+ * batch's own mean and biased variance over every axis but 1; the running
+ * statistics out are input * momentum + batch * (1 - momentum). */
+static bool batchnorm_training(ox_state *s, ox_val **v)
+{
+    int64_t shape[IR_MAX_RANK], cs[IR_MAX_RANK];
+    int rank = ox_shape(s, v[0], shape), x = ox_node(s, v[0]);
+    if (rank < 2 || x == IR_NONE) { ox_unsupported(s, "BatchNormalization of a 1-D input"); return false; }
+    double eps = ox_attr_float(s, "epsilon", 1e-5), momentum = ox_attr_float(s, "momentum", 0.9);
+    for (int i = 0; i < rank; i++) cs[i] = i == 1 ? shape[1] : 1;
+    int mean = x, var;
+    for (int ax = 0; ax < rank && mean != IR_NONE; ax++) {
+        ir_attrs a = ox_attrs();
+        a.axis = ax;
+        if (ax != 1) mean = ox_add(s, IR_OP_mean, &mean, 1, &a);
+    }
+    int d = bin(s, IR_OP_sub, x, mean);
+    var = bin(s, IR_OP_mul, d, d);
+    for (int ax = 0; ax < rank && var != IR_NONE; ax++) {
+        ir_attrs a = ox_attrs();
+        a.axis = ax;
+        if (ax != 1) var = ox_add(s, IR_OP_mean, &var, 1, &a);
+    }
+    int scale = reshape_to(s, ox_node(s, v[1]), cs, rank), bias = reshape_to(s, ox_node(s, v[2]), cs, rank);
+    int norm = bin(s, IR_OP_div, d, un(s, IR_OP_sqrt, bin(s, IR_OP_add, var, scalar_param(s, eps))));
+    if (!set_node(s, 0, bin(s, IR_OP_add, bin(s, IR_OP_mul, norm, scale), bias), false)) return false;
+    int64_t c[1] = {shape[1]};
+    for (int k = 1; k <= 2 && k < (int)s->node->n_output; k++) {
+        if (!s->node->output[k][0]) continue;
+        int batch = reshape_to(s, k == 1 ? mean : var, c, 1);
+        int run = bin(s, IR_OP_add, bin(s, IR_OP_mul, ox_node(s, v[2 + k]), scalar_param(s, momentum)),
+                      bin(s, IR_OP_mul, batch, scalar_param(s, 1 - momentum)));
+        if (!set_node(s, k, run, false)) return false;
+    }
+    return true;
+}
+
+/* Det of 2x2 matrices (the trailing two dims): a d - b c. */
+static bool op_det(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0);
+    if (!ok || !xv) return false;
+    int64_t shape[IR_MAX_RANK];
+    int rank = ox_shape(s, xv, shape), x = ox_node(s, xv);
+    if (rank < 2 || shape[rank - 1] != 2 || shape[rank - 2] != 2 || x == IR_NONE) {
+        ox_unsupported(s, "Det of matrices that are not 2x2");
+        return false;
+    }
+    int e[2][2];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            e[i][j] = reshape_to(s, slice_axis(s, slice_axis(s, x, rank - 2, i, i + 1, 1), rank - 1, j, j + 1, 1),
+                                 shape, rank - 2);
+    int y = bin(s, IR_OP_sub, bin(s, IR_OP_mul, e[0][0], e[1][1]), bin(s, IR_OP_mul, e[0][1], e[1][0]));
+    return set_node(s, 0, y, false);
+}
+
 static bool op_batchnorm(ox_state *s)
 {
     bool ok = true;
     ox_val *v[5];
     for (int i = 0; i < 5; i++)
         if (!(v[i] = IN(i)) || !ok) { if (ok) ox_fail(s, "an absent input"); return false; }
-    if (s->node->n_output > 1) { ox_unsupported(s, "training-mode BatchNormalization"); return false; }
+    if (s->node->n_output > 1 || ox_attr_int(s, "training_mode", 0)) return batchnorm_training(s, v);
     int64_t shape[IR_MAX_RANK];
     int rank = ox_shape(s, v[0], shape), x, back[IR_MAX_RANK];
     bool nhwc = rank == 4;
@@ -1799,7 +1857,7 @@ static const op_row op_rows[] = {
     {"ReduceSumSquare", op_reduce}, {"ReduceLogSum", op_reduce}, {"ReduceLogSumExp", op_reduce},
     {"ReduceProd", op_reduce},
     {"ThresholdedRelu", op_piecewise}, {"Shrink", op_piecewise}, {"Hardmax", op_hardmax},
-    {"MeanVarianceNormalization", op_mvn}, {"RNN", op_rnn}, {"LRN", op_lrn},
+    {"MeanVarianceNormalization", op_mvn}, {"RNN", op_rnn}, {"LRN", op_lrn}, {"Det", op_det},
     {"Softsign", op_composite}, {"Selu", op_composite}, {"Celu", op_composite},
     {"HardSigmoid", op_composite}, {"HardSwish", op_composite}, {"PRelu", op_composite},
     {"InstanceNormalization", op_instancenorm}, {"Pad", op_pad}, {"DepthToSpace", op_depth_space},
