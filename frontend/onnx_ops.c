@@ -1377,13 +1377,13 @@ static bool op_composite(ox_state *s)
         a.alpha = 1.0;
         int t = bin(s, IR_OP_div, x, scalar_param(s, alpha));
         y = t == IR_NONE ? t : bin(s, IR_OP_mul, ox_add(s, IR_OP_elu, &t, 1, &a), scalar_param(s, alpha));
-    } else if (!strcmp(op, "HardSigmoid") || !strcmp(op, "HardSwish")) {
-        bool swish = !strcmp(op, "HardSwish");
-        double alpha = swish ? 1.0 / 6 : ox_attr_float(s, "alpha", 0.2), beta = swish ? 0.5 : ox_attr_float(s, "beta", 0.5);
+    } else if (!strcmp(op, "HardSwish")) {   /* x * clamp(x / 6 + 1/2, 0, 1): torch's */
+        y = un(s, IR_OP_hardswish, x);
+    } else if (!strcmp(op, "HardSigmoid")) {
+        double alpha = ox_attr_float(s, "alpha", 0.2), beta = ox_attr_float(s, "beta", 0.5);
         /* clamp(alpha x + beta, 0, 1) = relu6(6 alpha x + 6 beta) / 6 */
         int t = bin(s, IR_OP_add, bin(s, IR_OP_mul, x, scalar_param(s, 6 * alpha)), scalar_param(s, 6 * beta));
         y = bin(s, IR_OP_div, un(s, IR_OP_relu6, t), scalar_param(s, 6));
-        if (swish) y = bin(s, IR_OP_mul, x, y);
     } else if (!strcmp(op, "Max") || !strcmp(op, "Min") || !strcmp(op, "PRelu")) {
         y = x;
         nhwc = false;
