@@ -1154,6 +1154,17 @@ static bool op_global_pool(ox_state *s)
     return set_node(s, 0, y, true);
 }
 
+/* The mean of x over axes (each kept as 1). */
+static int mean_axes(ox_state *s, int x, const int64_t *axes, int na)
+{
+    for (int i = 0; i < na && x != IR_NONE; i++) {
+        ir_attrs a = ox_attrs();
+        a.axis = (int)axes[i];
+        x = ox_add(s, IR_OP_mean, &x, 1, &a);
+    }
+    return x;
+}
+
 /* BatchNormalization with training_mode=1 (opset 14+): normalised by the
  * batch's own mean and biased variance over every axis but 1; the running
  * statistics out are input * momentum + batch * (1 - momentum). */
@@ -1163,20 +1174,14 @@ static bool batchnorm_training(ox_state *s, ox_val **v)
     int rank = ox_shape(s, v[0], shape), x = ox_node(s, v[0]);
     if (rank < 2 || x == IR_NONE) { ox_unsupported(s, "BatchNormalization of a 1-D input"); return false; }
     double eps = ox_attr_float(s, "epsilon", 1e-5), momentum = ox_attr_float(s, "momentum", 0.9);
-    for (int i = 0; i < rank; i++) cs[i] = i == 1 ? shape[1] : 1;
-    int mean = x, var;
-    for (int ax = 0; ax < rank && mean != IR_NONE; ax++) {
-        ir_attrs a = ox_attrs();
-        a.axis = ax;
-        if (ax != 1) mean = ox_add(s, IR_OP_mean, &mean, 1, &a);
+    int64_t axes[IR_MAX_RANK];
+    int na = 0;
+    for (int i = 0; i < rank; i++) {
+        cs[i] = i == 1 ? shape[1] : 1;
+        if (i != 1) axes[na++] = i;
     }
-    int d = bin(s, IR_OP_sub, x, mean);
-    var = bin(s, IR_OP_mul, d, d);
-    for (int ax = 0; ax < rank && var != IR_NONE; ax++) {
-        ir_attrs a = ox_attrs();
-        a.axis = ax;
-        if (ax != 1) var = ox_add(s, IR_OP_mean, &var, 1, &a);
-    }
+    int mean = mean_axes(s, x, axes, na), d = bin(s, IR_OP_sub, x, mean);
+    int var = mean_axes(s, bin(s, IR_OP_mul, d, d), axes, na);
     int scale = reshape_to(s, ox_node(s, v[1]), cs, rank), bias = reshape_to(s, ox_node(s, v[2]), cs, rank);
     int norm = bin(s, IR_OP_div, d, un(s, IR_OP_sqrt, bin(s, IR_OP_add, var, scalar_param(s, eps))));
     if (!set_node(s, 0, bin(s, IR_OP_add, bin(s, IR_OP_mul, norm, scale), bias), false)) return false;
@@ -1502,20 +1507,10 @@ static bool op_mvn(ox_state *s)
     int rank = ox_shape(s, xv, shape), x = ox_node(s, xv);
     int na = ox_attr_ints(s, "axes", axes, IR_MAX_RANK);
     if (na < 0) na = 3;
-    int mean = x, var;
-    for (int i = 0; i < na; i++) {
+    for (int i = 0; i < na; i++)
         if (!norm_axis(s, &axes[i], rank)) return false;
-        ir_attrs a = ox_attrs();
-        a.axis = (int)axes[i];
-        mean = mean == IR_NONE ? mean : ox_add(s, IR_OP_mean, &mean, 1, &a);
-    }
-    int d = bin(s, IR_OP_sub, x, mean);
-    var = bin(s, IR_OP_mul, d, d);
-    for (int i = 0; i < na; i++) {
-        ir_attrs a = ox_attrs();
-        a.axis = (int)axes[i];
-        var = var == IR_NONE ? var : ox_add(s, IR_OP_mean, &var, 1, &a);
-    }
+    int mean = mean_axes(s, x, axes, na), d = bin(s, IR_OP_sub, x, mean);
+    int var = mean_axes(s, bin(s, IR_OP_mul, d, d), axes, na);
     int y = bin(s, IR_OP_div, d, un(s, IR_OP_sqrt, bin(s, IR_OP_add, var, scalar_param(s, 1e-9))));
     return set_node(s, 0, y, false);
 }
