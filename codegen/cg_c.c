@@ -630,6 +630,7 @@ static void emit_embedding(emitter *em, const ir_node *n, const char *y)
 #define MATH_EXPM1 AXC_MATH_expm1
 #define MATH_LOG1P AXC_MATH_log1p
 #define MATH_FABS AXC_MATH_fabs
+#define MATH_FN(f) AXC_MATH_##f
 #include "axrt_unary.h"
 #define CG_STR2(x) #x
 #define CG_STR(x) CG_STR2(x)
@@ -702,6 +703,9 @@ static void emit_fused_steps(emitter *em, const ir_node *n, const char *indent)
         ax_buf_printf(em->out, "%sconst %s t%d = ", indent, ctype(n->dtype), s);
         if (step->op == IR_OP_scalar)
             ax_buf_puts(em->out, real_literal(em, n->dtype, step->value));
+        else if (ir_ops[step->op].kind == IR_BINARY && isalpha((unsigned char)binary_symbols[step->op][0]))
+            ax_buf_printf(em->out, "%s%s(%s, %s)", binary_symbols[step->op],   /* libm: powf */
+                          n->dtype == AXRT_F64 ? "" : "f", fused_arg(em, step, 0), fused_arg(em, step, 1));
         else if (ir_ops[step->op].kind == IR_BINARY)
             ax_buf_printf(em->out, "%s %s %s", fused_arg(em, step, 0),
                           binary_symbols[step->op], fused_arg(em, step, 1));

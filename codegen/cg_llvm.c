@@ -622,6 +622,25 @@ static LLVMValueRef lv_selu(lv *L, LLVMValueRef v, double a)
     return mul(L, k_real(L, 1.0507009873554804934), sel(L, gt(L, v, 0), v, neg_part));
 }
 static LLVMValueRef lv_reciprocal(lv *L, LLVMValueRef v, double a) { (void)a; return fdiv(L, k_real(L, 1), v); }
+static LLVMValueRef lv_sin(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "sin", v); }
+static LLVMValueRef lv_cos(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "cos", v); }
+static LLVMValueRef lv_tan(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "tan", v); }
+static LLVMValueRef lv_asin(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "asin", v); }
+static LLVMValueRef lv_acos(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "acos", v); }
+static LLVMValueRef lv_atan(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "atan", v); }
+static LLVMValueRef lv_sinh(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "sinh", v); }
+static LLVMValueRef lv_cosh(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "cosh", v); }
+static LLVMValueRef lv_asinh(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "asinh", v); }
+static LLVMValueRef lv_acosh(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "acosh", v); }
+static LLVMValueRef lv_atanh(lv *L, LLVMValueRef v, double a) { (void)a; return libm(L, "atanh", v); }
+static LLVMValueRef lv_floor(lv *L, LLVMValueRef v, double a) { (void)a; return intrinsic(L, "floor", v); }
+static LLVMValueRef lv_ceil(lv *L, LLVMValueRef v, double a) { (void)a; return intrinsic(L, "ceil", v); }
+static LLVMValueRef lv_round(lv *L, LLVMValueRef v, double a) { (void)a; return intrinsic(L, "rint", v); }
+static LLVMValueRef lv_sign(lv *L, LLVMValueRef v, double a)
+{
+    (void)a;
+    return sel(L, gt(L, v, 0), k_real(L, 1), sel(L, lt(L, v, 0), k_real(L, -1), v));
+}
 
 static unary_fn *const unary_fns[IR_OP_COUNT] = {
 #define OP(name, min, max, kind, inplace, family, shape, optional, flags)
@@ -630,11 +649,20 @@ static unary_fn *const unary_fns[IR_OP_COUNT] = {
 #undef OP
 };
 
-typedef LLVMValueRef binary_fn(LLVMBuilderRef B, LLVMValueRef a, LLVMValueRef b, const char *name);
-#define lv_binary_add LLVMBuildFAdd
-#define lv_binary_sub LLVMBuildFSub
-#define lv_binary_mul LLVMBuildFMul
-#define lv_binary_div LLVMBuildFDiv
+typedef LLVMValueRef binary_fn(lv *L, LLVMValueRef a, LLVMValueRef b);
+static LLVMValueRef lv_binary_add(lv *L, LLVMValueRef a, LLVMValueRef b) { return add(L, a, b); }
+static LLVMValueRef lv_binary_sub(lv *L, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFSub(L->B, a, b, ""); }
+static LLVMValueRef lv_binary_mul(lv *L, LLVMValueRef a, LLVMValueRef b) { return mul(L, a, b); }
+static LLVMValueRef lv_binary_div(lv *L, LLVMValueRef a, LLVMValueRef b) { return fdiv(L, a, b); }
+/* libm of two arguments for the graph's dtype (powf / pow). */
+static LLVMValueRef libm2(lv *L, const char *name, LLVMValueRef a, LLVMValueRef b)
+{
+    const char *fn = L->g->dtype == AXRT_F64 ? name : ax_sprintf(arena_of(L), "%sf", name);
+    LLVMValueRef args[] = {a, b};
+    return call(L, fn, "rrr", args);
+}
+static LLVMValueRef lv_binary_pow(lv *L, LLVMValueRef a, LLVMValueRef b) { return libm2(L, "pow", a, b); }
+static LLVMValueRef lv_binary_fmod(lv *L, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFRem(L->B, a, b, ""); }
 /* One instruction per BINARY_OP row of ops.def (a missing one does not compile). */
 static binary_fn *const binary_fns[IR_OP_COUNT] = {
 #define OP(name, min, max, kind, inplace, family, shape, optional, flags)
@@ -703,7 +731,7 @@ static void fused_body(lv *L, const ir_node *n, LLVMValueRef *x, LLVMValueRef y,
         if (step->op == IR_OP_scalar)
             t[s] = k_real(L, step->value);
         else if (ir_ops[step->op].kind == IR_BINARY && binary_fns[step->op])
-            t[s] = binary_fns[step->op](L->B, arg[0], arg[1], "");
+            t[s] = binary_fns[step->op](L, arg[0], arg[1]);
         else if (step->op < IR_OP_COUNT && unary_fns[step->op])
             t[s] = unary_fns[step->op](L, arg[0], step->value);
         else

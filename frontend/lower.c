@@ -9,6 +9,7 @@
  *  - a const may use any other const of the file; a cycle is an error.
  *  - a function-form binding shadows a const of the same name. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -240,6 +241,10 @@ static bool int_arith(lower_state *st, const ast_node *e, int64_t a, int64_t b, 
 static bool eval_binop(lower_state *st, const ast_node *e, lower_num a, lower_num b,
                        lower_num *out)
 {
+    if (e->op == AST_OP_DOTPOW) {
+        *out = num_float(pow(a.is_int ? (double)a.i : a.f, b.is_int ? (double)b.i : b.f));
+        return true;
+    }
     if (a.is_int && b.is_int) return int_arith(st, e, a.i, b.i, out);
     switch (e->op) {
     case '+': *out = num_float(a.f + b.f); return true;
@@ -382,6 +387,7 @@ static int lower_binop(lower_state *st, const ast_node *e)
     case '-': op = IR_OP_sub; break;
     case AST_OP_DOTMUL: op = IR_OP_mul; break;
     case AST_OP_DOTDIV: op = IR_OP_div; break;
+    case AST_OP_DOTPOW: op = IR_OP_pow; break;
     case '*':
         if (!scalar) {
             ax_error(st->ctx, e->loc, "'*' needs a scalar on one side; use '.*' for an "

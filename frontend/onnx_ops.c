@@ -121,8 +121,20 @@ static int axis_last(ox_state *s, int x, int rank, int axis, int *back)
     return transpose_perm(s, x, perm, rank);
 }
 
-/* y = x[..., idx, ...] along axis (idx: m indices in range): exact, as a
- * dense with a one-hot weight [m, D]. */
+/* x[begin:end:step] along axis: one IR slice. */
+static int slice_axis(ox_state *s, int x, int axis, int64_t begin, int64_t end, int64_t step)
+{
+    if (x == IR_NONE) return x;
+    ir_attrs a = ox_attrs();
+    a.nslice = ir_at(s->g, x)->rank;
+    for (int d = 0; d < a.nslice; d++) a.begin[d] = INT64_MIN, a.end[d] = INT64_MAX, a.step[d] = 1;
+    a.begin[axis] = begin, a.end[axis] = end, a.step[axis] = step;
+    return ox_add(s, IR_OP_slice, &x, 1, &a);
+}
+
+/* y = x[..., idx, ...] along axis (idx: m indices in range): exact, an IR
+ * slice when idx is a progression with a positive step, else a dense with a
+ * one-hot weight [m, D]. */
 static int select_axis(ox_state *s, int x, int axis, const int64_t *idx, int64_t m)
 {
     const ir_node *xn = ir_at(s->g, x);
@@ -131,6 +143,10 @@ static int select_axis(ox_state *s, int x, int axis, const int64_t *idx, int64_t
     bool whole = m == d;
     for (int64_t i = 0; whole && i < m; i++) whole = idx[i] == i;
     if (whole) return x;
+    int64_t step = m > 1 ? idx[1] - idx[0] : 1;
+    bool progression = m >= 1 && step >= 1;
+    for (int64_t i = 1; progression && i < m; i++) progression = idx[i] - idx[i - 1] == step;
+    if (progression) return slice_axis(s, x, axis, idx[0], idx[0] + (m - 1) * step + 1, step);
     if (m * d > ((int64_t)1 << 22) || m < 1) {
         ox_unsupported(s, "a slice or gather this large (no slice op in the IR yet)");
         return IR_NONE;
@@ -376,14 +392,20 @@ static double u_neg(double x) { return -x; }
 static double u_softplus(double x) { return log1p(exp(x)); }
 static double u_not(double x) { return x == 0; }
 static double u_recip(double x) { return 1 / x; }
+static double u_sign(double x) { return x > 0 ? 1 : x < 0 ? -1 : x; }
 
 static const unary_row unary_rows[] = {
     {"Relu", IR_OP_relu, u_relu}, {"Sigmoid", IR_OP_sigmoid, u_sigmoid}, {"Tanh", IR_OP_tanh, tanh},
     {"Exp", IR_OP_exp, exp}, {"Log", IR_OP_log, log}, {"Sqrt", IR_OP_sqrt, sqrt},
     {"Abs", IR_OP_abs, fabs}, {"Neg", IR_OP_neg, u_neg}, {"Erf", IR_OP_erf, erf},
     {"Softplus", IR_OP_softplus, u_softplus}, {"Elu", IR_OP_elu, NULL},
-    {"LeakyRelu", IR_OP_leaky_relu, NULL}, {"Floor", IR_OP_COUNT, floor},
-    {"Ceil", IR_OP_COUNT, ceil}, {"Not", IR_OP_COUNT, u_not}, {"Reciprocal", IR_OP_COUNT, u_recip},
+    {"LeakyRelu", IR_OP_leaky_relu, NULL}, {"Floor", IR_OP_floor, floor},
+    {"Ceil", IR_OP_ceil, ceil}, {"Not", IR_OP_COUNT, u_not}, {"Reciprocal", IR_OP_reciprocal, u_recip},
+    {"Sin", IR_OP_sin, sin}, {"Cos", IR_OP_cos, cos}, {"Tan", IR_OP_tan, tan},
+    {"Asin", IR_OP_asin, asin}, {"Acos", IR_OP_acos, acos}, {"Atan", IR_OP_atan, atan},
+    {"Sinh", IR_OP_sinh, sinh}, {"Cosh", IR_OP_cosh, cosh}, {"Asinh", IR_OP_asinh, asinh},
+    {"Acosh", IR_OP_acosh, acosh}, {"Atanh", IR_OP_atanh, atanh}, {"Round", IR_OP_round, nearbyint},
+    {"Sign", IR_OP_sign, u_sign},
 };
 
 static bool op_unary(ox_state *s)
@@ -399,10 +421,6 @@ static bool op_unary(ox_state *s)
         if (!c) return false;
         for (int64_t i = 0; i < c->count; i++) c->v[i] = r->fold(x->c->v[i]);
         return set_const(s, 0, c);
-    }
-    if (r->fold == u_recip) {
-        int src[2] = {ox_scalar(s, 1.0), x->c ? ox_node(s, x) : x->node};
-        return set_node(s, 0, ox_add(s, IR_OP_div, src, 2, NULL), !x->c && x->nhwc);
     }
     if (r->op == IR_OP_COUNT) {
         ox_unsupported(s, "this op on a computed tensor (only folded on constants)");
@@ -478,10 +496,10 @@ typedef struct binary_row { const char *name; ir_op op; binary_fn fold; bool log
 static const binary_row binary_rows[] = {
     {"Add", IR_OP_add, f_add, false}, {"Sub", IR_OP_sub, f_sub, false},
     {"Mul", IR_OP_mul, f_mul, false}, {"Div", IR_OP_div, f_div, false},
-    {"Pow", IR_OP_COUNT, f_pow, false}, {"Equal", IR_OP_COUNT, f_eq, true},
+    {"Pow", IR_OP_pow, f_pow, false}, {"Equal", IR_OP_COUNT, f_eq, true},
     {"Less", IR_OP_COUNT, f_lt, true}, {"Greater", IR_OP_COUNT, f_gt, true},
     {"And", IR_OP_COUNT, f_and, true}, {"Or", IR_OP_COUNT, f_or, true},
-    {"Mod", IR_OP_COUNT, f_mod, false},
+    {"Mod", IR_OP_fmod, f_mod, false},
 };
 
 static bool op_binary(ox_state *s)
@@ -497,17 +515,12 @@ static bool op_binary(ox_state *s)
         return false;
     }
     if (a->c && b->c) return set_const(s, 0, fold_binary(s, a->c, b->c, r->fold, r->logical));
-    if (r->fold == f_pow && b->c && b->c->count == 1 && (b->c->v[0] == 2 || b->c->v[0] == 0.5 || b->c->v[0] == 1)) {
-        int x = a->c ? ox_node(s, a) : a->node;
-        bool nhwc = !a->c && a->nhwc;
-        if (b->c->v[0] == 1) return set_node(s, 0, x, nhwc);
-        if (b->c->v[0] == 0.5) return set_node(s, 0, ox_add(s, IR_OP_sqrt, &x, 1, NULL), nhwc);
-        int src[2] = {x, x};
-        return set_node(s, 0, ox_add(s, IR_OP_mul, src, 2, NULL), nhwc);
+    if (r->op == IR_OP_fmod && !ox_attr_int(s, "fmod", 0)) {
+        ox_unsupported(s, "Mod with fmod=0 on computed tensors (only fmod=1, C's fmod)");
+        return false;
     }
     if (r->op == IR_OP_COUNT) {
-        ox_unsupported(s, "this op on computed tensors (only folded on constants; Pow only with "
-                       "exponent 2, 1 or 0.5)");
+        ox_unsupported(s, "this op on computed tensors (only folded on constants)");
         return false;
     }
     return binary_tensor(s, r->op, a, b);
@@ -996,13 +1009,15 @@ static bool op_conv(ox_state *s)
     if (!ok || !x || !w) return false;
     int64_t xs[IR_MAX_RANK];
     int rank = ox_shape(s, x, xs);
-    if (!w->c || (b && !b->c) || w->c->rank != rank || (rank != 4 && rank != 3)) {
-        ox_unsupported(s, "a Conv that is not 1-D or 2-D or whose weights are not constants");
+    int64_t ws[IR_MAX_RANK];
+    int wrank = ox_shape(s, w, ws);
+    if ((rank == 3 && (!w->c || (b && !b->c))) || wrank != rank || (rank != 4 && rank != 3)) {
+        ox_unsupported(s, "a Conv that is not 1-D or 2-D, or a 1-D one whose weights are not constants");
         return false;
     }
     ir_attrs a = ox_attrs();
     a.groups = (int)ox_attr_int(s, "group", 1);
-    a.kernel[0] = rank == 4 ? (int)w->c->shape[2] : 1, a.kernel[1] = (int)w->c->shape[rank - 1];
+    a.kernel[0] = rank == 4 ? (int)ws[2] : 1, a.kernel[1] = (int)ws[rank - 1];
     int64_t hw[2] = {rank == 4 ? xs[2] : 1, xs[rank - 1]};
     if (!window_attrs(s, &a, hw, NULL, rank - 2)) return false;
     if (rank == 4) {
@@ -1022,6 +1037,40 @@ static bool op_conv(ox_state *s)
     const ir_node *yn = ir_at(s->g, y);
     int64_t out[3] = {yn->shape[0], yn->shape[1], yn->shape[3]};
     return set_node(s, 0, reshape_to(s, y, out, 3), false);
+}
+
+/* x with lo and hi elements of value before and after it along axis: a
+ * concatenation with constant blocks. */
+static int pad_axis(ox_state *s, int x, int ax, int64_t lo, int64_t hi, double value)
+{
+    int src[3], n = 0;
+    for (int side = 0; side < 2 && x != IR_NONE; side++) {   /* before, x, after */
+        int64_t p = side ? hi : lo;
+        if (side == 1) src[n++] = x;
+        if (!p) continue;
+        int64_t bs[IR_MAX_RANK];
+        int rank = ir_at(s->g, x)->rank;
+        memcpy(bs, ir_at(s->g, x)->shape, sizeof bs);
+        bs[ax] = p;
+        int64_t cnt = numel(bs, rank);
+        if (cnt > OX_MAX_FOLD) { ox_unsupported(s, "a pad this large"); return IR_NONE; }
+        double *v = ax_alloc(s->ctx->arena, sizeof *v * (size_t)(cnt ? cnt : 1));
+        for (int64_t i = 0; i < cnt; i++) v[i] = value;
+        src[n++] = ox_param(s, v, rank, bs, NULL);
+    }
+    if (n <= 1 || x == IR_NONE) return x;
+    ir_attrs a = ox_attrs();
+    a.axis = ax;
+    return ox_add(s, IR_OP_concat, src, n, &a);
+}
+
+/* The pads of a (NHWC H and W) written out with value; a's pads cleared. */
+static int pad_window(ox_state *s, int x, ir_attrs *a, double value)
+{
+    x = pad_axis(s, x, 1, a->pad[0], a->pad[2], value);
+    x = pad_axis(s, x, 2, a->pad[1], a->pad[3], value);
+    memset(a->pad, 0, sizeof a->pad);
+    return x;
 }
 
 /* AveragePool excluding padding from the divisor: the mean over the window
@@ -1057,21 +1106,31 @@ static bool op_pool(ox_state *s)
     bool padded = a.pad[0] || a.pad[1] || a.pad[2] || a.pad[3];
     bool include_pad = ox_attr_int(s, "count_include_pad", 0);
     if (!max && include_pad && ceil_pad) { ox_unsupported(s, "AveragePool with ceil_mode=1 and count_include_pad=1"); return false; }
-    if (a.pad[0] > a.kernel[0] / 2 || a.pad[2] > a.kernel[0] / 2 || a.pad[1] > a.kernel[1] / 2 ||
-        a.pad[3] > a.kernel[1] / 2) {
-        ox_unsupported(s, "pool padding over half the kernel");
-        return false;
-    }
+    bool wide = a.pad[0] > a.kernel[0] / 2 || a.pad[2] > a.kernel[0] / 2 || a.pad[1] > a.kernel[1] / 2 ||
+                a.pad[3] > a.kernel[1] / 2;   /* more than the IR's pools take: padded here */
     ox_val xv = *x;
     if (nd == 1) {
         int64_t x4[4] = {xs[0], xs[1], 1, xs[2]};
         xv = (ox_val){.name = x->name, .node = reshape_to(s, ox_node(s, x), x4, 4), .nchw = IR_NONE};
         if (xv.node == IR_NONE) return false;
     }
-    int src = ox_node_nhwc(s, &xv);
+    int src = ox_node_nhwc(s, &xv), y;
     if (src == IR_NONE) return false;
-    int y = !max && padded && !include_pad ? mean_excluding_pad(s, src, &a)
-                                           : ox_add(s, max ? IR_OP_maxpool : IR_OP_meanpool, &src, 1, &a);
+    if (wide && !max && padded && !include_pad) {   /* window sums of x over window sums of ones */
+        const ir_node *xn = ir_at(s->g, src);
+        int64_t shape[4] = {1, xn->shape[1], xn->shape[2], 1};
+        double *ones = ax_alloc(s->ctx->arena, sizeof *ones * (size_t)(shape[1] * shape[2]));
+        for (int64_t i = 0; i < shape[1] * shape[2]; i++) ones[i] = 1.0;
+        ir_attrs b = a;
+        int num = pad_window(s, src, &a, 0.0), den = pad_window(s, ox_param(s, ones, 4, shape, NULL), &b, 0.0);
+        num = num == IR_NONE ? num : ox_add(s, IR_OP_meanpool, &num, 1, &a);
+        den = den == IR_NONE ? den : ox_add(s, IR_OP_meanpool, &den, 1, &b);
+        y = bin(s, IR_OP_div, num, den);
+    } else {
+        if (wide) src = pad_window(s, src, &a, max ? -INFINITY : 0.0);
+        y = src == IR_NONE ? src : !max && padded && !include_pad ? mean_excluding_pad(s, src, &a)
+                                 : ox_add(s, max ? IR_OP_maxpool : IR_OP_meanpool, &src, 1, &a);
+    }
     if (nd == 2 || y == IR_NONE) return set_node(s, 0, y, true);
     static const int to_ncl[4] = {0, 3, 1, 2};
     y = transpose_perm(s, y, to_ncl, 4);
@@ -1095,15 +1154,76 @@ static bool op_global_pool(ox_state *s)
     return set_node(s, 0, y, true);
 }
 
+/* The mean of x over axes (each kept as 1). */
+static int mean_axes(ox_state *s, int x, const int64_t *axes, int na)
+{
+    for (int i = 0; i < na && x != IR_NONE; i++) {
+        ir_attrs a = ox_attrs();
+        a.axis = (int)axes[i];
+        x = ox_add(s, IR_OP_mean, &x, 1, &a);
+    }
+    return x;
+}
+
+/* BatchNormalization with training_mode=1 (opset 14+): normalised by the
+ * batch's own mean and biased variance over every axis but 1; the running
+ * statistics out are input * momentum + batch * (1 - momentum). */
+static bool batchnorm_training(ox_state *s, ox_val **v)
+{
+    int64_t shape[IR_MAX_RANK], cs[IR_MAX_RANK];
+    int rank = ox_shape(s, v[0], shape), x = ox_node(s, v[0]);
+    if (rank < 2 || x == IR_NONE) { ox_unsupported(s, "BatchNormalization of a 1-D input"); return false; }
+    double eps = ox_attr_float(s, "epsilon", 1e-5), momentum = ox_attr_float(s, "momentum", 0.9);
+    int64_t axes[IR_MAX_RANK];
+    int na = 0;
+    for (int i = 0; i < rank; i++) {
+        cs[i] = i == 1 ? shape[1] : 1;
+        if (i != 1) axes[na++] = i;
+    }
+    int mean = mean_axes(s, x, axes, na), d = bin(s, IR_OP_sub, x, mean);
+    int var = mean_axes(s, bin(s, IR_OP_mul, d, d), axes, na);
+    int scale = reshape_to(s, ox_node(s, v[1]), cs, rank), bias = reshape_to(s, ox_node(s, v[2]), cs, rank);
+    int norm = bin(s, IR_OP_div, d, un(s, IR_OP_sqrt, bin(s, IR_OP_add, var, scalar_param(s, eps))));
+    if (!set_node(s, 0, bin(s, IR_OP_add, bin(s, IR_OP_mul, norm, scale), bias), false)) return false;
+    int64_t c[1] = {shape[1]};
+    for (int k = 1; k <= 2 && k < (int)s->node->n_output; k++) {
+        if (!s->node->output[k][0]) continue;
+        int batch = reshape_to(s, k == 1 ? mean : var, c, 1);
+        int run = bin(s, IR_OP_add, bin(s, IR_OP_mul, ox_node(s, v[2 + k]), scalar_param(s, momentum)),
+                      bin(s, IR_OP_mul, batch, scalar_param(s, 1 - momentum)));
+        if (!set_node(s, k, run, false)) return false;
+    }
+    return true;
+}
+
+/* Det of 2x2 matrices (the trailing two dims): a d - b c. */
+static bool op_det(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0);
+    if (!ok || !xv) return false;
+    int64_t shape[IR_MAX_RANK];
+    int rank = ox_shape(s, xv, shape), x = ox_node(s, xv);
+    if (rank < 2 || shape[rank - 1] != 2 || shape[rank - 2] != 2 || x == IR_NONE) {
+        ox_unsupported(s, "Det of matrices that are not 2x2");
+        return false;
+    }
+    int e[2][2];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            e[i][j] = reshape_to(s, slice_axis(s, slice_axis(s, x, rank - 2, i, i + 1, 1), rank - 1, j, j + 1, 1),
+                                 shape, rank - 2);
+    int y = bin(s, IR_OP_sub, bin(s, IR_OP_mul, e[0][0], e[1][1]), bin(s, IR_OP_mul, e[0][1], e[1][0]));
+    return set_node(s, 0, y, false);
+}
+
 static bool op_batchnorm(ox_state *s)
 {
     bool ok = true;
     ox_val *v[5];
     for (int i = 0; i < 5; i++)
         if (!(v[i] = IN(i)) || !ok) { if (ok) ox_fail(s, "an absent input"); return false; }
-    for (int i = 1; i < 5; i++)
-        if (!v[i]->c) { ox_unsupported(s, "BatchNormalization with computed statistics"); return false; }
-    if (s->node->n_output > 1) { ox_unsupported(s, "training-mode BatchNormalization"); return false; }
+    if (s->node->n_output > 1 || ox_attr_int(s, "training_mode", 0)) return batchnorm_training(s, v);
     int64_t shape[IR_MAX_RANK];
     int rank = ox_shape(s, v[0], shape), x, back[IR_MAX_RANK];
     bool nhwc = rank == 4;
@@ -1191,14 +1311,16 @@ static bool op_layernorm(ox_state *s)
     return true;
 }
 
-/* ReduceMean/Sum/Max as one single-axis reduction per axis. */
+/* ReduceMean/Sum/Max/Min/Prod (and the L1/L2/log forms) as one single-axis
+ * reduction per axis. */
 static bool op_reduce(ox_state *s)
 {
     bool ok = true;
     const char *op = s->node->op_type;
-    bool is_min = !strcmp(op, "ReduceMin"), square = !strcmp(op, "ReduceL2") || !strcmp(op, "ReduceSumSquare");
+    bool square = !strcmp(op, "ReduceL2") || !strcmp(op, "ReduceSumSquare");
     bool l1 = !strcmp(op, "ReduceL1"), lse = !strcmp(op, "ReduceLogSumExp"), logsum = !strcmp(op, "ReduceLogSum");
-    ir_op ir = !strcmp(op, "ReduceMean") ? IR_OP_mean : !strcmp(op, "ReduceMax") || is_min ? IR_OP_maximum : IR_OP_sum;
+    ir_op ir = !strcmp(op, "ReduceMean") ? IR_OP_mean : !strcmp(op, "ReduceMax") ? IR_OP_maximum
+             : !strcmp(op, "ReduceMin") ? IR_OP_minimum : !strcmp(op, "ReduceProd") ? IR_OP_prod : IR_OP_sum;
     ox_val *x = IN(0);
     if (!ok || !x) return false;
     int64_t shape[IR_MAX_RANK], axes[IR_MAX_RANK];
@@ -1213,7 +1335,6 @@ static bool op_reduce(ox_state *s)
     }
     bool reduced[IR_MAX_RANK] = {0};
     int y = ox_node(s, x);
-    if (is_min) y = un(s, IR_OP_neg, y);
     if (square) y = bin(s, IR_OP_mul, y, y);
     if (l1) y = un(s, IR_OP_abs, y);
     if (lse) y = un(s, IR_OP_exp, y);
@@ -1225,7 +1346,6 @@ static bool op_reduce(ox_state *s)
         a.axis = (int)axes[i];
         y = ox_add(s, ir, &y, 1, &a);
     }
-    if (is_min) y = un(s, IR_OP_neg, y);
     if (!strcmp(op, "ReduceL2")) y = un(s, IR_OP_sqrt, y);
     if (lse || logsum) y = un(s, IR_OP_log, y);
     if (y == IR_NONE) return false;
@@ -1262,13 +1382,13 @@ static bool op_composite(ox_state *s)
         a.alpha = 1.0;
         int t = bin(s, IR_OP_div, x, scalar_param(s, alpha));
         y = t == IR_NONE ? t : bin(s, IR_OP_mul, ox_add(s, IR_OP_elu, &t, 1, &a), scalar_param(s, alpha));
-    } else if (!strcmp(op, "HardSigmoid") || !strcmp(op, "HardSwish")) {
-        bool swish = !strcmp(op, "HardSwish");
-        double alpha = swish ? 1.0 / 6 : ox_attr_float(s, "alpha", 0.2), beta = swish ? 0.5 : ox_attr_float(s, "beta", 0.5);
+    } else if (!strcmp(op, "HardSwish")) {   /* x * clamp(x / 6 + 1/2, 0, 1): torch's */
+        y = un(s, IR_OP_hardswish, x);
+    } else if (!strcmp(op, "HardSigmoid")) {
+        double alpha = ox_attr_float(s, "alpha", 0.2), beta = ox_attr_float(s, "beta", 0.5);
         /* clamp(alpha x + beta, 0, 1) = relu6(6 alpha x + 6 beta) / 6 */
         int t = bin(s, IR_OP_add, bin(s, IR_OP_mul, x, scalar_param(s, 6 * alpha)), scalar_param(s, 6 * beta));
         y = bin(s, IR_OP_div, un(s, IR_OP_relu6, t), scalar_param(s, 6));
-        if (swish) y = bin(s, IR_OP_mul, x, y);
     } else if (!strcmp(op, "Max") || !strcmp(op, "Min") || !strcmp(op, "PRelu")) {
         y = x;
         nhwc = false;
@@ -1317,6 +1437,177 @@ static bool op_instancenorm(ox_state *s)
     return set_node(s, 0, y == IR_NONE ? y : reshape_to(s, y, shape, rank), false);
 }
 
+/* 1 where t > 0, else 0 (exact: relu(sign(t))). */
+static int step_positive(ox_state *s, int t)
+{
+    return un(s, IR_OP_relu, un(s, IR_OP_sign, t));
+}
+
+/* ThresholdedRelu x * [x > alpha]; Shrink [x < -l] (x + b) + [x > l] (x - b). */
+static bool op_piecewise(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0);
+    if (!ok || !xv) return false;
+    bool nhwc = !xv->c && xv->nhwc;
+    int x = nhwc ? xv->node : ox_node(s, xv), y;
+    if (!strcmp(s->node->op_type, "ThresholdedRelu")) {
+        double alpha = ox_attr_float(s, "alpha", 1.0);
+        y = bin(s, IR_OP_mul, x, step_positive(s, bin(s, IR_OP_sub, x, scalar_param(s, alpha))));
+    } else {
+        double l = ox_attr_float(s, "lambd", 0.5), b = ox_attr_float(s, "bias", 0.0);
+        int below = step_positive(s, bin(s, IR_OP_sub, scalar_param(s, -l), x));
+        int above = step_positive(s, bin(s, IR_OP_sub, x, scalar_param(s, l)));
+        y = bin(s, IR_OP_add, bin(s, IR_OP_mul, below, bin(s, IR_OP_add, x, scalar_param(s, b))),
+                bin(s, IR_OP_mul, above, bin(s, IR_OP_sub, x, scalar_param(s, b))));
+    }
+    return set_node(s, 0, y, nhwc);
+}
+
+/* Hardmax: 1 at the first maximum along the axis (opset < 13: of the dims
+ * flattened from axis), else 0.  eq = [x == max] = 1 - sign(max - x); the
+ * running count of eq along the axis (a lower-triangular dense) is 1 only up
+ * to the first maximum, so eq * (1 - sign(count - 1)) keeps that one. */
+static bool op_hardmax(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0);
+    if (!ok || !xv) return false;
+    int64_t shape[IR_MAX_RANK], axis = ox_attr_int(s, "axis", s->opset >= 13 ? -1 : 1);
+    int rank = ox_shape(s, xv, shape), x = ox_node(s, xv);
+    if (!norm_axis(s, &axis, rank) || x == IR_NONE) return false;
+    if (s->opset < 13) {
+        int64_t flat[2] = {numel(shape, (int)axis), numel(shape + axis, rank - (int)axis)};
+        x = reshape_to(s, x, flat, 2);
+        axis = 1;
+    }
+    if (x == IR_NONE) return false;
+    int64_t d = ir_at(s->g, x)->shape[axis];
+    ir_attrs a = ox_attrs();
+    a.axis = (int)axis;
+    int max = ox_add(s, IR_OP_maximum, &x, 1, &a);
+    int eq = bin(s, IR_OP_sub, scalar_param(s, 1), un(s, IR_OP_sign, bin(s, IR_OP_sub, max, x)));
+    if (eq == IR_NONE || d > 4096) { if (!s->ctx->errors) ox_unsupported(s, "a Hardmax axis this long"); return false; }
+    double *w = ax_alloc(s->ctx->arena, sizeof *w * (size_t)(d * d));
+    for (int64_t i = 0; i < d; i++)
+        for (int64_t j = 0; j <= i; j++) w[i * d + j] = 1.0;
+    int count = weigh_axis(s, eq, (int)axis, w, d);
+    int first = bin(s, IR_OP_sub, scalar_param(s, 1), un(s, IR_OP_sign, bin(s, IR_OP_sub, count, scalar_param(s, 1))));
+    int y = bin(s, IR_OP_mul, eq, first);
+    return set_node(s, 0, y == IR_NONE ? y : reshape_to(s, y, shape, rank), false);
+}
+
+/* MeanVarianceNormalization: (x - mean) / sqrt(var + 1e-9) over axes. */
+static bool op_mvn(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0);
+    if (!ok || !xv) return false;
+    int64_t shape[IR_MAX_RANK], axes[IR_MAX_RANK] = {0, 2, 3};
+    int rank = ox_shape(s, xv, shape), x = ox_node(s, xv);
+    int na = ox_attr_ints(s, "axes", axes, IR_MAX_RANK);
+    if (na < 0) na = 3;
+    for (int i = 0; i < na; i++)
+        if (!norm_axis(s, &axes[i], rank)) return false;
+    int mean = mean_axes(s, x, axes, na), d = bin(s, IR_OP_sub, x, mean);
+    int var = mean_axes(s, bin(s, IR_OP_mul, d, d), axes, na);
+    int y = bin(s, IR_OP_div, d, un(s, IR_OP_sqrt, bin(s, IR_OP_add, var, scalar_param(s, 1e-9))));
+    return set_node(s, 0, y, false);
+}
+
+/* LRN: x / (bias + alpha / size * sum of x^2 over the size channels around
+ * c)^beta; the window sum is a band dense along the channels. */
+static bool op_lrn(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0);
+    if (!ok || !xv) return false;
+    int64_t shape[IR_MAX_RANK], size = ox_attr_int(s, "size", 0);
+    int rank = ox_shape(s, xv, shape), x = ox_node(s, xv);
+    if (rank < 3 || size < 1 || x == IR_NONE || shape[1] > 4096) { ox_unsupported(s, "this LRN input or size"); return false; }
+    double alpha = ox_attr_float(s, "alpha", 1e-4), beta = ox_attr_float(s, "beta", 0.75), bias = ox_attr_float(s, "bias", 1.0);
+    int64_t c = shape[1], lo = (size - 1) / 2, hi = size - 1 - lo;
+    double *w = ax_alloc(s->ctx->arena, sizeof *w * (size_t)(c * c));
+    for (int64_t i = 0; i < c; i++)
+        for (int64_t j = i - lo < 0 ? 0 : i - lo; j <= i + hi && j < c; j++) w[i * c + j] = 1.0;
+    int sum = weigh_axis(s, bin(s, IR_OP_mul, x, x), 1, w, c);
+    int den = bin(s, IR_OP_add, scalar_param(s, bias), bin(s, IR_OP_mul, sum, scalar_param(s, alpha / (double)size)));
+    return set_node(s, 0, bin(s, IR_OP_div, x, bin(s, IR_OP_pow, den, scalar_param(s, beta))), false);
+}
+
+/* w[0] of a [1, r, c] tensor as [c, r] (a weight transposed for matmul). */
+static int rnn_weight_t(ox_state *s, ox_val *w, int64_t r, int64_t c)
+{
+    int64_t shape[2] = {r, c};
+    static const int perm[2] = {1, 0};
+    return transpose_perm(s, reshape_to(s, ox_node(s, w), shape, 2), perm, 2);
+}
+
+/* RNN (forward, tanh, no sequence_lens or clip) unrolled over the sequence:
+ * H_t = tanh(X_t W^T + H_{t-1} R^T + Wb + Rb); Y stacks the H_t, Y_h is the last. */
+static bool op_rnn(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0), *w = IN(1), *r = IN(2), *b = IN(3), *lens = IN(4), *h0 = IN(5);
+    if (!ok || !xv || !w || !r) return false;
+    int64_t xs[IR_MAX_RANK];
+    bool batch_first = ox_attr_int(s, "layout", 0) == 1;
+    int x = ox_node(s, xv);
+    if (ox_shape(s, xv, xs) != 3 || x == IR_NONE) { ox_unsupported(s, "an RNN input that is not 3-D"); return false; }
+    int64_t seq = batch_first ? xs[1] : xs[0], batch = batch_first ? xs[0] : xs[1], in = xs[2];
+    const Onnx__AttributeProto *act = ox_attr(s, "activations");
+    bool plain = !strcmp(ox_attr_str(s, "direction", "forward"), "forward") && !ox_attr(s, "clip") &&
+                 (!act || (act->n_strings == 1 && act->strings[0].len == 4 && !memcmp(act->strings[0].data, "Tanh", 4)));
+    for (int64_t i = 0; lens && plain && i < (lens->c ? lens->c->count : 0); i++) plain = lens->c->v[i] == seq;
+    if (!plain || (lens && !lens->c)) {   /* sequence_lens only as constants equal to the length */
+        ox_unsupported(s, "an RNN that is not forward tanh with full sequences and no clip");
+        return false;
+    }
+    static const int swap01[3] = {1, 0, 2};
+    if (batch_first) x = transpose_perm(s, x, swap01, 3);
+    int64_t hid = ox_attr_int(s, "hidden_size", 0);
+    if (hid < 1 || hid > 1 << 16 || seq < 1 || seq > 4096) { ox_unsupported(s, "this RNN size"); return false; }
+    int wt = rnn_weight_t(s, w, hid, in), rt = rnn_weight_t(s, r, hid, hid), bias = IR_NONE;
+    if (b) {
+        int64_t two[1] = {2 * hid};
+        int bb = reshape_to(s, ox_node(s, b), two, 1);
+        bias = bin(s, IR_OP_add, slice_axis(s, bb, 0, 0, hid, 1), slice_axis(s, bb, 0, hid, 2 * hid, 1));
+    }
+    int64_t bh[2] = {batch, hid}, step_shape[4] = {1, 1, batch, hid};
+    int h;
+    if (h0) h = reshape_to(s, ox_node(s, h0), bh, 2);
+    else h = ox_param(s, ax_alloc(s->ctx->arena, sizeof(double) * (size_t)(batch * hid)), 2, bh, NULL);
+    int *steps = ax_alloc(s->ctx->arena, sizeof *steps * (size_t)seq);
+    for (int64_t t = 0; t < seq && h != IR_NONE; t++) {
+        int64_t xt_shape[2] = {batch, in};
+        int xt = reshape_to(s, slice_axis(s, x, 0, t, t + 1, 1), xt_shape, 2);
+        int pre = bin(s, IR_OP_add, bin(s, IR_OP_matmul, xt, wt), bin(s, IR_OP_matmul, h, rt));
+        if (bias != IR_NONE) pre = bin(s, IR_OP_add, pre, bias);
+        h = un(s, IR_OP_tanh, pre);
+        steps[t] = reshape_to(s, h, step_shape, 4);
+        if (steps[t] == IR_NONE) return false;
+    }
+    if (h == IR_NONE) return false;
+    if (s->node->n_output > 0 && s->node->output[0][0]) {
+        int y = steps[0];
+        for (int64_t t = 1; t < seq && y != IR_NONE;) {   /* concat at most IR_MAX_SRC at once */
+            int src[IR_MAX_SRC] = {y}, n = 1;
+            while (t < seq && n < IR_MAX_SRC) src[n++] = steps[t++];
+            ir_attrs a = ox_attrs();
+            a.axis = 0;
+            y = ox_add(s, IR_OP_concat, src, n, &a);
+        }
+        static const int to_batch_first[4] = {2, 0, 1, 3};
+        if (batch_first) y = transpose_perm(s, y, to_batch_first, 4);
+        if (!set_node(s, 0, y, false)) return false;
+    }
+    if (s->node->n_output > 1 && s->node->output[1][0]) {
+        int64_t hs[3] = {1, batch, hid}, hs_bf[3] = {batch, 1, hid};
+        if (!set_node(s, 1, reshape_to(s, h, batch_first ? hs_bf : hs, 3), false)) return false;
+    }
+    return true;
+}
+
 /* Pad, mode constant: concatenations with constant blocks, axis by axis. */
 static bool op_pad(ox_state *s)
 {
@@ -1349,24 +1640,7 @@ static bool op_pad(ox_state *s)
     }
     for (int ax = 0; ax < rank && y != IR_NONE && !edge && !reflect; ax++) {
         if (pads[ax] < 0 || pads[ax + rank] < 0) { ox_unsupported(s, "negative pads (cropping)"); return false; }
-        int src[3], n = 0;
-        for (int side = 0; side < 2; side++) {   /* before, x, after */
-            int64_t p = pads[ax + side * rank];
-            if (side == 1) src[n++] = y;
-            if (!p) continue;
-            int64_t bs[IR_MAX_RANK];
-            memcpy(bs, ir_at(s->g, y)->shape, sizeof bs);
-            bs[ax] = p;
-            int64_t cnt = numel(bs, rank);
-            if (cnt > OX_MAX_FOLD) { ox_unsupported(s, "a pad this large"); return false; }
-            double *v = ax_alloc(s->ctx->arena, sizeof *v * (size_t)(cnt ? cnt : 1));
-            for (int64_t i = 0; i < cnt; i++) v[i] = value;
-            src[n++] = ox_param(s, v, rank, bs, NULL);
-        }
-        if (n == 1) continue;
-        ir_attrs a = ox_attrs();
-        a.axis = ax;
-        y = ox_add(s, IR_OP_concat, src, n, &a);
+        y = pad_axis(s, y, ax, pads[ax], pads[ax + rank], value);
     }
     return set_node(s, 0, y, false);
 }
@@ -1558,6 +1832,10 @@ static const op_row op_rows[] = {
     {"Log", op_unary}, {"Sqrt", op_unary}, {"Abs", op_unary}, {"Neg", op_unary}, {"Erf", op_unary},
     {"Softplus", op_unary}, {"Elu", op_unary}, {"LeakyRelu", op_unary}, {"Floor", op_unary},
     {"Ceil", op_unary}, {"Not", op_unary}, {"Reciprocal", op_unary}, {"Clip", op_clip},
+    {"Sin", op_unary}, {"Cos", op_unary}, {"Tan", op_unary}, {"Asin", op_unary},
+    {"Acos", op_unary}, {"Atan", op_unary}, {"Sinh", op_unary}, {"Cosh", op_unary},
+    {"Asinh", op_unary}, {"Acosh", op_unary}, {"Atanh", op_unary}, {"Round", op_unary},
+    {"Sign", op_unary},
     {"Add", op_binary}, {"Sub", op_binary}, {"Mul", op_binary}, {"Div", op_binary},
     {"Pow", op_binary}, {"Equal", op_binary}, {"Less", op_binary}, {"Greater", op_binary},
     {"And", op_binary}, {"Or", op_binary}, {"Mod", op_binary},
@@ -1572,6 +1850,9 @@ static const op_row op_rows[] = {
     {"ReduceMean", op_reduce}, {"ReduceSum", op_reduce}, {"ReduceMax", op_reduce},
     {"ReduceMin", op_reduce}, {"ReduceL1", op_reduce}, {"ReduceL2", op_reduce},
     {"ReduceSumSquare", op_reduce}, {"ReduceLogSum", op_reduce}, {"ReduceLogSumExp", op_reduce},
+    {"ReduceProd", op_reduce},
+    {"ThresholdedRelu", op_piecewise}, {"Shrink", op_piecewise}, {"Hardmax", op_hardmax},
+    {"MeanVarianceNormalization", op_mvn}, {"RNN", op_rnn}, {"LRN", op_lrn}, {"Det", op_det},
     {"Softsign", op_composite}, {"Selu", op_composite}, {"Celu", op_composite},
     {"HardSigmoid", op_composite}, {"HardSwish", op_composite}, {"PRelu", op_composite},
     {"InstanceNormalization", op_instancenorm}, {"Pad", op_pad}, {"DepthToSpace", op_depth_space},

@@ -168,6 +168,7 @@ static const char *binop_text(int op)
     case '/': return "/";
     case AST_OP_DOTMUL: return ".*";
     case AST_OP_DOTDIV: return "./";
+    case AST_OP_DOTPOW: return ".^";
     default: ax_die("ast_dump: unknown operator %d", op);
     }
 }

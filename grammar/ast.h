@@ -19,7 +19,7 @@ typedef enum ast_kind {
     AST_KWARG,  /* name = lhs (only inside call arguments) */
     AST_PAIR,   /* lhs => rhs */
     AST_TUPLE,  /* (args...) with at least one comma */
-    AST_BINOP,  /* lhs op rhs, op one of '+' '-' '*' '/' and AST_OP_DOTMUL AST_OP_DOTDIV */
+    AST_BINOP,  /* lhs op rhs, op one of '+' '-' '*' '/' and AST_OP_DOTMUL AST_OP_DOTDIV AST_OP_DOTPOW */
     AST_NEG,    /* -lhs */
     AST_PIPE,   /* lhs |> rhs */
     AST_RANGE,  /* lhs:rhs, an inclusive integer range (for loops, comprehensions) */
@@ -28,7 +28,7 @@ typedef enum ast_kind {
     AST_SLICE   /* lhs:rhs or lhs:rhs:step inside [ ], each part NULL when omitted */
 } ast_kind;
 
-enum { AST_OP_DOTMUL = 256, AST_OP_DOTDIV = 257 };
+enum { AST_OP_DOTMUL = 256, AST_OP_DOTDIV = 257, AST_OP_DOTPOW = 258 };
 
 typedef struct ast_node ast_node;
 struct ast_node {

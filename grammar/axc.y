@@ -151,7 +151,7 @@ static ast_node *new_slice(axc_parser *p, ax_loc loc, ast_node *lo, ast_node *hi
 %token <ival> INT
 %token <fval> FLOAT
 %token KW_AXIOM KW_FUNCTION KW_BEGIN KW_END KW_RETURN KW_CONST KW_FOR
-%token PIPE ARROW DOTMUL DOTDIV DCOLON
+%token PIPE ARROW DOTMUL DOTDIV DOTPOW DCOLON
 
 %type <node> expr postfix primary arg kwarg for_iter index_item slice_bound
 %type <stmt> stmt
@@ -168,6 +168,7 @@ static ast_node *new_slice(axc_parser *p, ax_loc loc, ast_node *lo, ast_node *hi
 %left PIPE
 %left '+' '-'
 %left '*' '/' DOTMUL DOTDIV
+%right DOTPOW
 %precedence UMINUS
 
 %%
@@ -347,6 +348,7 @@ expr
     | expr '*' expr     { $$ = ast_new_binary(arena_of(p), AST_BINOP, '*', axc_loc(@$), $1, $3); }
     | expr '/' expr     { $$ = ast_new_binary(arena_of(p), AST_BINOP, '/', axc_loc(@$), $1, $3); }
     | expr DOTMUL expr  { $$ = ast_new_binary(arena_of(p), AST_BINOP, AST_OP_DOTMUL, axc_loc(@$), $1, $3); }
+    | expr DOTPOW expr  { $$ = ast_new_binary(arena_of(p), AST_BINOP, AST_OP_DOTPOW, axc_loc(@$), $1, $3); }
     | expr DOTDIV expr  { $$ = ast_new_binary(arena_of(p), AST_BINOP, AST_OP_DOTDIV, axc_loc(@$), $1, $3); }
     | '-' expr %prec UMINUS
         { $$ = ast_new_neg(arena_of(p), axc_loc(@$), $2, $2->loc.col == @2.first_column && $2->loc.line == @2.first_line); }
@@ -609,6 +611,7 @@ static const char *token_words(yysymbol_kind_t kind)
     case YYSYMBOL_ARROW: return "'=>'";
     case YYSYMBOL_DOTMUL: return "'.*'";
     case YYSYMBOL_DOTDIV: return "'./'";
+    case YYSYMBOL_DOTPOW: return "'.^'";
     case YYSYMBOL_DCOLON: return "'::'";
     default: return yysymbol_name(kind);   /* single characters: "'('" */
     }

@@ -256,6 +256,21 @@ static double interp_selu(double x, double alpha)
     return 1.0507009873554804934193349852946 * (x > 0 ? x : 1.6732632423543772848170429916717 * expm1(x));
 }
 static double interp_reciprocal(double x, double alpha) { (void)alpha; return 1 / x; }
+static double interp_sin(double x, double alpha) { (void)alpha; return sin(x); }
+static double interp_cos(double x, double alpha) { (void)alpha; return cos(x); }
+static double interp_tan(double x, double alpha) { (void)alpha; return tan(x); }
+static double interp_asin(double x, double alpha) { (void)alpha; return asin(x); }
+static double interp_acos(double x, double alpha) { (void)alpha; return acos(x); }
+static double interp_atan(double x, double alpha) { (void)alpha; return atan(x); }
+static double interp_sinh(double x, double alpha) { (void)alpha; return sinh(x); }
+static double interp_cosh(double x, double alpha) { (void)alpha; return cosh(x); }
+static double interp_asinh(double x, double alpha) { (void)alpha; return asinh(x); }
+static double interp_acosh(double x, double alpha) { (void)alpha; return acosh(x); }
+static double interp_atanh(double x, double alpha) { (void)alpha; return atanh(x); }
+static double interp_floor(double x, double alpha) { (void)alpha; return floor(x); }
+static double interp_ceil(double x, double alpha) { (void)alpha; return ceil(x); }
+static double interp_round(double x, double alpha) { (void)alpha; return rint(x); }
+static double interp_sign(double x, double alpha) { (void)alpha; return x > 0 ? 1 : x < 0 ? -1 : x; }
 static double interp_exp(double x, double alpha) { (void)alpha; return exp(x); }
 static double interp_log(double x, double alpha) { (void)alpha; return log(x); }
 static double interp_sqrt(double x, double alpha) { (void)alpha; return sqrt(x); }
@@ -299,6 +314,8 @@ static double interp_add(double a, double b) { return a + b; }
 static double interp_sub(double a, double b) { return a - b; }
 static double interp_mul(double a, double b) { return a * b; }
 static double interp_div(double a, double b) { return a / b; }
+static double interp_pow(double a, double b) { return pow(a, b); }
+static double interp_fmod(double a, double b) { return fmod(a, b); }
 
 typedef double binary_fn(double a, double b);
 static binary_fn *const binary_fns[IR_OP_COUNT] = {

@@ -66,6 +66,7 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p)
 #define MATH_EXPM1 expm1
 #define MATH_LOG1P log1p
 #define MATH_FABS fabs
+#define MATH_FN(f) f
 #include "axrt_kernels.inc"
 
 #define T uint16_t

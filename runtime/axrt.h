@@ -142,10 +142,16 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
     AXRT_DECLARE_UNARY(T, S, hardswish) AXRT_DECLARE_UNARY(T, S, hardsigmoid)            \
     AXRT_DECLARE_UNARY(T, S, mish) AXRT_DECLARE_UNARY(T, S, selu)                        \
     AXRT_DECLARE_UNARY(T, S, reciprocal)                                                 \
+    AXRT_DECLARE_UNARY(T, S, sin) AXRT_DECLARE_UNARY(T, S, cos) AXRT_DECLARE_UNARY(T, S, tan)\
+    AXRT_DECLARE_UNARY(T, S, asin) AXRT_DECLARE_UNARY(T, S, acos) AXRT_DECLARE_UNARY(T, S, atan)\
+    AXRT_DECLARE_UNARY(T, S, sinh) AXRT_DECLARE_UNARY(T, S, cosh) AXRT_DECLARE_UNARY(T, S, asinh)\
+    AXRT_DECLARE_UNARY(T, S, acosh) AXRT_DECLARE_UNARY(T, S, atanh) AXRT_DECLARE_UNARY(T, S, floor)\
+    AXRT_DECLARE_UNARY(T, S, ceil) AXRT_DECLARE_UNARY(T, S, round) AXRT_DECLARE_UNARY(T, S, sign)\
     void axrt_elu_##S(const T *x, T *y, size_t n, T alpha);                              \
     void axrt_leaky_relu_##S(const T *x, T *y, size_t n, T alpha);                       \
     AXRT_DECLARE_BINARY(T, S, add) AXRT_DECLARE_BINARY(T, S, sub)                        \
     AXRT_DECLARE_BINARY(T, S, mul) AXRT_DECLARE_BINARY(T, S, div)                        \
+    AXRT_DECLARE_BINARY(T, S, pow) AXRT_DECLARE_BINARY(T, S, fmod)                       \
     /* x holds n elements of dtype from (any axrt_dtype) */                              \
     void axrt_cast_##S(const void *x, axrt_dtype from, T *y, size_t n);                  \
     /* reductions and softmax over the middle axis of [outer, axis, inner] */            \

@@ -1,7 +1,7 @@
 /* axrt_unary.h — each elementwise activation's formula, written once.
  * AXRT_UNARY_<name>(v, T, A): v the argument (an expression without side
  * effects), T the compute type (the kernel template passes its ACC), A the
- * alpha parameter (elu, leaky_relu); MATH_EXP, MATH_TANH, ... are the
+ * alpha parameter (elu, leaky_relu); MATH_EXP, MATH_TANH, ..., MATH_FN(f) are the
  * includer's libm functions for that type.  The
  * runtime's portable kernels (axrt_kernels.inc) expand these, and the C code
  * generator stringifies the same rows for its fused loops (codegen/cg_c.c),
@@ -40,5 +40,32 @@
 #define AXRT_UNARY_selu(v, T, A)                                                           \
     ((T)1.0507009873554804934 * ((v) > (T)0 ? (v) : (T)1.6732632423543772848 * MATH_EXPM1(v)))
 #define AXRT_UNARY_reciprocal(v, T, A) ((T)1 / (v))
+/* Plain libm, one call each (MATH_FN(f): f for the type); round is rint,
+ * halves to even as torch.round and ONNX Round. */
+#define AXRT_UNARY_sin(v, T, A) MATH_FN(sin)(v)
+#define AXRT_UNARY_cos(v, T, A) MATH_FN(cos)(v)
+#define AXRT_UNARY_tan(v, T, A) MATH_FN(tan)(v)
+#define AXRT_UNARY_asin(v, T, A) MATH_FN(asin)(v)
+#define AXRT_UNARY_acos(v, T, A) MATH_FN(acos)(v)
+#define AXRT_UNARY_atan(v, T, A) MATH_FN(atan)(v)
+#define AXRT_UNARY_sinh(v, T, A) MATH_FN(sinh)(v)
+#define AXRT_UNARY_cosh(v, T, A) MATH_FN(cosh)(v)
+#define AXRT_UNARY_asinh(v, T, A) MATH_FN(asinh)(v)
+#define AXRT_UNARY_acosh(v, T, A) MATH_FN(acosh)(v)
+#define AXRT_UNARY_atanh(v, T, A) MATH_FN(atanh)(v)
+#define AXRT_UNARY_floor(v, T, A) MATH_FN(floor)(v)
+#define AXRT_UNARY_ceil(v, T, A) MATH_FN(ceil)(v)
+#define AXRT_UNARY_round(v, T, A) MATH_FN(rint)(v)
+/* torch.sign: NaN stays NaN, zero stays zero. */
+#define AXRT_UNARY_sign(v, T, A) ((v) > (T)0 ? (T)1 : ((v) < (T)0 ? (T)-1 : (v)))
+
+/* The binary ops' formulas (BINARY_OP rows): a, b are ACC values. */
+#define AXRT_BINARY_add(a, b) ((a) + (b))
+#define AXRT_BINARY_sub(a, b) ((a) - (b))
+#define AXRT_BINARY_mul(a, b) ((a) * (b))
+#define AXRT_BINARY_div(a, b) ((a) / (b))
+#define AXRT_BINARY_pow(a, b) MATH_FN(pow)(a, b)
+/* torch.fmod, ONNX Mod with fmod=1: the remainder takes the dividend's sign. */
+#define AXRT_BINARY_fmod(a, b) MATH_FN(fmod)(a, b)
 
 #endif

@@ -34,7 +34,7 @@ check_tools() {
 
 # Symbols an object of the freestanding core may leave undefined: libm, the
 # three <string.h> functions, EABI compiler helpers, and the runtime itself.
-ALLOWED_UNDEF='^(__aeabi_[a-z0-9_]+|memcpy|memset|memmove|axrt_[a-z0-9_]+|(exp|log|sqrt|tanh|erf|expm1|log1p|fabs|ldexp|pow|fmax|fmin|floor|ceil)f?)$'
+ALLOWED_UNDEF='^(__aeabi_[a-z0-9_]+|memcpy|memset|memmove|axrt_[a-z0-9_]+|(exp|log|sqrt|tanh|erf|expm1|log1p|fabs|ldexp|pow|fmax|fmin|floor|ceil|sin|cos|tan|asin|acos|atan|sinh|cosh|asinh|acosh|atanh|rint|fmod)f?)$'
 
 # Compiles the installed runtime sources and every example's generated C with
 # the Cortex-M4F flags, then checks what the objects need from outside.

@@ -10,12 +10,16 @@ and classified:
 Every SUBSET-th passing case is run again through generated C (`axc run`,
 no --interp), which must match too.  Counts are printed; ratchet.txt holds
 the floor of each count of passes (a drop FAILs) and the ceiling of fails.
+On a terminal a progress line ("onnx conformance 120/520") is redrawn on
+standard error, as base/progress.c does for axc's own long operations;
+nothing when standard error is not a terminal (logs and CI stay clean).
 """
 import concurrent.futures as cf
 import os
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -103,6 +107,29 @@ def run_case(case, interp, tmp):
     return "pass", ""
 
 
+class Progress:
+    """"\rLABEL i/N" on standard error at most five times a second, erased
+    by end(); silent unless standard error is a terminal."""
+
+    def __init__(self, label, total):
+        self.label, self.total, self.last, self.shown = label, total, 0.0, False
+        self.on_tty = sys.stderr.isatty()
+
+    def step(self, done):
+        now = time.monotonic()
+        if not self.on_tty or (now - self.last < 0.2 and done < self.total):
+            return
+        self.last, self.shown = now, True
+        sys.stderr.write(f"\r\033[K{self.label} {done}/{self.total}")
+        sys.stderr.flush()
+
+    def end(self):
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+        self.shown = False
+
+
 def read_ratchet(path):
     floors = {}
     if os.path.isfile(path):
@@ -128,12 +155,20 @@ def main():
     results = {}
     with tempfile.TemporaryDirectory() as tmp, cf.ThreadPoolExecutor(jobs) as pool:
         futs = {pool.submit(run_case, c, True, tmp): c for c in all_cases}
-        for f in cf.as_completed(futs):
+        bar = Progress("onnx conformance", len(all_cases))
+        for done, f in enumerate(cf.as_completed(futs), 1):
             c = futs[f]
             results[(c[0], c[1])] = f.result()
+            bar.step(done)
+        bar.end()
         passing = [c for c in all_cases if results[(c[0], c[1])][0] == "pass"]
         subset = passing[::SUBSET]
-        cres = list(pool.map(lambda c: run_case(c, False, tmp), subset))
+        bar = Progress("onnx conformance through generated C", len(subset))
+        cfuts = [pool.submit(run_case, c, False, tmp) for c in subset]
+        for done, _ in enumerate(cf.as_completed(cfuts), 1):
+            bar.step(done)
+        bar.end()
+        cres = [f.result() for f in cfuts]
     for (suite, name), (status, why) in sorted(results.items()):
         counts[(suite, status)] = counts.get((suite, status), 0) + 1
         if status == "fail":

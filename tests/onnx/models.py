@@ -66,7 +66,23 @@ def pads():
     return m, torch.randn(1, 3, 5, 6)
 
 
-MODELS = [("pads", pads, (13,)), ("conv_transpose", conv_transpose, (13,)), ("upsample", upsample, (11, 13)), ("efficientnet_b0", efficientnet_b0, (13,)), ("shufflenet_v2", shufflenet_v2, (13,)),
+class FirstOutput(torch.nn.Module if torch else object):
+    """The first output of a module that returns a tuple (an RNN's Y)."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(x)[0]
+
+
+def rnn():
+    # 20 steps: the unrolled Y is concatenated in pieces of at most 16
+    return FirstOutput(torch.nn.RNN(3, 5, batch_first=True)), torch.randn(2, 20, 3)
+
+
+MODELS = [("rnn", rnn, (14,)), ("pads", pads, (13,)), ("conv_transpose", conv_transpose, (13,)), ("upsample", upsample, (11, 13)), ("efficientnet_b0", efficientnet_b0, (13,)), ("shufflenet_v2", shufflenet_v2, (13,)),
           ("squeezenet1_1", squeezenet, (13,)), ("resnet18", resnet18, (13,)), ("mobilenet_v2", mobilenet_v2, (13, 17)),
           ("transformer_encoder", transformer, (13, 17))]
 

@@ -75,6 +75,7 @@ static float axrt_bf16_to_float(uint16_t b)
 #define MATH_EXPM1 expm1f
 #define MATH_LOG1P log1pf
 #define MATH_FABS fabsf
+#define MATH_FN(name) name##f
 #include "axrt_kernels.inc"
 
 /* ---- helpers --------------------------------------------------------------- */
