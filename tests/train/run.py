@@ -1,0 +1,215 @@
+"""Suite `train`: `axc train` (interface.md §8) against PyTorch.
+
+Oracle: the same initial weights (written by this script), the same batches
+in the same order, 20 steps; every trained parameter must match PyTorch's
+torch.optim (Lion: the formula of interface.md written out below) within
+1e-4 relative (max abs difference over the tensor's max abs value).
+Gradients: one SGD step with lr=1 gives each parameter's gradient (init -
+trained), checked against PyTorch autograd and against central finite
+differences of the loss through the reference interpreter (axc run --interp)
+in Float64.  The trained file loads into the PyTorch twin with strict=True."""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "torch"))
+import safetensors_io  # noqa: E402
+
+AXC = os.environ.get("AXC", "build/bin/axc")
+BATCH, IN, HID, OUT, STEPS = 4, 6, 5, 3, 20
+ACTS = {"relu": F.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "gelu": F.gelu,
+        "swish": F.silu, "softplus": F.softplus, "elu": F.elu, "leaky_relu": F.leaky_relu,
+        "exp": torch.exp, "neg": torch.neg, "erf": torch.erf, "mish": F.mish, "selu": F.selu,
+        "hardswish": F.hardswish, "relu6": F.relu6, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+        "abs": torch.abs, "softmax": lambda x: torch.softmax(x, -1),
+        "log_softmax": lambda x: torch.log_softmax(x, -1)}
+
+
+def model_src(act, dtype):
+    return (f"@axiom dtype={dtype} function m(x::{dtype}[{BATCH}, {IN}])\n    fc1 = Dense({IN} => {HID})\n"
+            f"    fc2 = Dense({HID} => {OUT})\n    return fc2({act}(fc1(x)) .* 2.0)\nend\n")
+
+
+class Twin(torch.nn.Module):
+    def __init__(self, act):
+        super().__init__()
+        self.fc1, self.fc2, self.act = torch.nn.Linear(IN, HID), torch.nn.Linear(HID, OUT), ACTS[act]
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)) * 2.0)
+
+
+def loss_fn(name, y, t):
+    if name == "mse":
+        return F.mse_loss(y, t)
+    if name == "cross_entropy":
+        return F.cross_entropy(y, t)
+    return F.binary_cross_entropy_with_logits(y, t)
+
+
+def make_data(rng, loss, steps, np_dtype):
+    x = rng.standard_normal((steps * BATCH, IN)).astype(np_dtype)
+    if loss == "cross_entropy":
+        t = rng.integers(0, OUT, steps * BATCH).astype(np.int64)
+    elif loss == "mse":
+        t = rng.standard_normal((steps * BATCH, OUT)).astype(np_dtype)
+    else:
+        t = rng.random((steps * BATCH, OUT)).astype(np_dtype)
+    return x, t
+
+
+def lion_step(p, g, m, lr, b1, b2, wd):
+    """interface.md §8: u = sign(b1 m + (1 - b1) g), p -= lr (u + wd p), m = b2 m + (1 - b2) g."""
+    u = torch.sign(b1 * m + (1 - b1) * g)
+    p -= lr * (u + wd * p)
+    m.mul_(b2).add_((1 - b2) * g)
+
+
+def torch_train(twin, loss, opt, args, x, t, steps):
+    params = list(twin.parameters())
+    if opt == "lion":
+        moments = [torch.zeros_like(p) for p in params]
+    else:
+        cls = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}[opt]
+        optimizer = cls(params, **args)
+    for s in range(steps):
+        xb, tb = torch.from_numpy(x[s * BATCH:(s + 1) * BATCH]), torch.from_numpy(t[s * BATCH:(s + 1) * BATCH])
+        twin.zero_grad()
+        loss_fn(loss, twin(xb), tb).backward()
+        if opt == "lion":
+            with torch.no_grad():
+                for p, m in zip(params, moments):
+                    lion_step(p, p.grad, m, args.get("lr", 1e-4), 0.9, 0.99, args.get("weight_decay", 0.0))
+        else:
+            optimizer.step()
+
+
+def axc_train(d, src, init, loss, opt, flags, x, t):
+    open(f"{d}/m.ax", "w").write(src)
+    safetensors_io.write(f"{d}/init.safetensors", init)
+    np.save(f"{d}/x.npy", x)
+    np.save(f"{d}/t.npy", t)
+    cmd = [AXC, "train", f"{d}/m.ax", "--weights", f"{d}/init.safetensors", "--input", f"x={d}/x.npy",
+           "--target", f"{d}/t.npy", f"--loss={loss}", f"--optimizer={opt}", *flags,
+           "--save-weights", f"{d}/out.safetensors"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    return r, (safetensors_io.read(f"{d}/out.safetensors") if r.returncode == 0 else None)
+
+
+def rel_err(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-12))
+
+
+def report(name, ok, detail=""):
+    print(f"{'PASS' if ok else 'FAIL'}: {name}")
+    if detail and not ok:
+        print("  " + detail.replace("\n", "\n  "))
+
+
+OPTIMIZERS = [
+    ("sgd", {"lr": 0.05}, ["--lr", "0.05"]),
+    ("sgd", {"lr": 0.05, "momentum": 0.9, "nesterov": True, "weight_decay": 0.01},
+     ["--lr", "0.05", "--momentum", "0.9", "--nesterov", "--weight-decay", "0.01"]),
+    ("sgd", {"lr": 0.05, "momentum": 0.8}, ["--lr", "0.05", "--momentum", "0.8"]),
+    ("adam", {"lr": 0.01}, ["--lr", "0.01"]),
+    ("adam", {"lr": 0.01, "weight_decay": 0.1, "betas": (0.8, 0.99)},
+     ["--lr", "0.01", "--weight-decay", "0.1", "--beta1", "0.8", "--beta2", "0.99"]),
+    ("adamw", {}, []),
+    ("adamw", {"lr": 0.01, "weight_decay": 0.1, "eps": 1e-6},
+     ["--lr", "0.01", "--weight-decay", "0.1", "--eps", "1e-6"]),
+    ("lion", {"lr": 1e-3}, ["--lr", "1e-3"]),
+    ("lion", {"lr": 1e-3, "weight_decay": 0.5}, ["--lr", "1e-3", "--weight-decay", "0.5"]),
+]
+
+
+def oracle(d, rng):
+    for loss, act in (("cross_entropy", "relu"), ("mse", "tanh"), ("bce_with_logits", "gelu")):
+        for opt, targs, flags in OPTIMIZERS:
+            twin = Twin(act)
+            init = {k: v.detach().clone() for k, v in twin.state_dict().items()}
+            x, t = make_data(rng, loss, STEPS, np.float32)
+            r, got = axc_train(d, model_src(act, "Float32"), init, loss, opt, flags, x, t)
+            name = f"train oracle {loss} {act} {opt} {' '.join(flags)}".strip()
+            if r.returncode != 0:
+                report(name, False, r.stderr)
+                continue
+            torch_train(twin, loss, opt, targs, x, t, STEPS)
+            errs = {k: rel_err(got[k], v.detach().numpy()) for k, v in twin.state_dict().items()}
+            moved = max(rel_err(got[k], init[k].numpy()) for k in init)
+            report(name, max(errs.values()) <= 1e-4 and moved > 1e-4,
+                   f"relative errors {errs}, moved {moved:.3g}")
+            # loadable into the twin with strict=True
+            try:
+                Twin(act).load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in got.items()}, strict=True)
+            except RuntimeError as e:
+                report(f"{name} strict load", False, str(e))
+
+
+def loss_np(loss, y, t):
+    return float(loss_fn(loss, torch.from_numpy(y), torch.from_numpy(t)))
+
+
+def gradients(d, rng):
+    """Every rule through one SGD step with lr=1, Float64."""
+    torch.set_default_dtype(torch.float64)
+    for act in ACTS:
+        for loss in ("mse", "cross_entropy", "bce_with_logits") if act == "tanh" else ("mse",):
+            twin = Twin(act)
+            init = {k: v.detach().clone() for k, v in twin.state_dict().items()}
+            x, t = make_data(rng, loss, 1, np.float64)
+            if act in ("log_softmax",):
+                pass
+            r, got = axc_train(d, model_src(act, "Float64"), init, loss, "sgd", ["--lr", "1"], x, t)
+            name = f"train gradient {act} {loss}"
+            if r.returncode != 0:
+                report(name + " vs autograd", False, r.stderr)
+                continue
+            grads = {k: init[k].numpy() - np.asarray(got[k]) for k in init}
+            twin.zero_grad()
+            loss_fn(loss, twin(torch.from_numpy(x)), torch.from_numpy(t)).backward()
+            errs = {k: rel_err(grads[k], p.grad.numpy()) for k, p in twin.named_parameters()}
+            report(name + " vs autograd", max(errs.values()) <= 1e-9, f"relative errors {errs}")
+            fd_check(d, name, act, loss, init, grads, x, t, rng)
+    torch.set_default_dtype(torch.float32)
+
+
+def fd_check(d, name, act, loss, init, grads, x, t, rng, h=1e-6):
+    """Central differences of the loss of the interpreter's forward (axc run --interp)."""
+    worst = 0.0
+    for k in init:
+        flat = init[k].numpy().reshape(-1)
+        for i in rng.choice(flat.size, size=min(2, flat.size), replace=False):
+            vals = []
+            for sgn in (1, -1):
+                w = {kk: vv.numpy().copy() for kk, vv in init.items()}
+                w[k].reshape(-1)[i] += sgn * h
+                safetensors_io.write(f"{d}/fd.safetensors", w)
+                r = subprocess.run([AXC, "run", "--interp", f"{d}/m.ax", "--weights", f"{d}/fd.safetensors",
+                                    "--input", f"x={d}/x.npy", "--output", f"{d}/y.npy"],
+                                   capture_output=True, text=True)
+                if r.returncode:
+                    report(name + " vs finite differences", False, r.stderr)
+                    return
+                vals.append(loss_np(loss, np.load(f"{d}/y.npy"), t))
+            fd = (vals[0] - vals[1]) / (2 * h)
+            g = grads[k].reshape(-1)[i]
+            worst = max(worst, abs(fd - g) / max(abs(g), 1e-3))
+    report(name + " vs finite differences", worst <= 1e-5, f"worst relative difference {worst:.3g}")
+
+
+def main():
+    rng = np.random.default_rng(7)
+    torch.manual_seed(7)
+    with tempfile.TemporaryDirectory() as d:
+        oracle(d, rng)
+        gradients(d, rng)
+
+
+if __name__ == "__main__":
+    main()
