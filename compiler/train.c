@@ -184,10 +184,6 @@ static int build_training_graph(const axc_opts *o, trainer *t)
         ax_error(g->ctx, g->loc, "'axc train' needs a model with one output; '%s' has %d", g->name, g->noutputs);
         return AXC_EINPUT;
     }
-    if (g->dtype != AXRT_F32 && g->dtype != AXRT_F64) {
-        ax_error(g->ctx, g->loc, "'axc train' trains Float32 and Float64 models, not %s", ir_dtype_name(g->dtype));
-        return AXC_EINPUT;
-    }
     const int y = g->outputs[0];
     const bool ce = o->loss == PASS_LOSS_cross_entropy;
     if (ce && g->nodes[y].rank != 2) {
@@ -297,7 +293,7 @@ static int run_steps(const axc_opts *o, trainer *t, batch_file *files, int64_t b
     for (long step = 1; step <= total && !rc; step++) {
         int64_t b = (step - 1) % batches;
         for (int i = 0; i < g->ninputs; i++) in[i] = files[i].data + (size_t)b * files[i].batch_bytes;
-        if (ir_interp_run(g, in, out)) { axc_fail("step %ld: the interpreter failed (out of memory?)", step); rc = AXC_EINPUT; break; }
+        if (ir_interp_run(g, in, out)) ax_die("axc train: the interpreter failed at step %ld", step);
         double loss;
         tf_convert(&loss, AXRT_F64, out[t->loss], g->nodes[g->outputs[t->loss]].dtype, 1);
         const char *bad = first_nonfinite(t, out);

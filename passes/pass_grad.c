@@ -80,26 +80,28 @@ static int scalar(grad_state *s, double v)
 }
 
 /* A derived parameter of shape filled with value (identity: 1 on the
- * diagonal of a square matrix, 0 elsewhere). */
+ * diagonal of a square matrix, 0 elsewhere), held as float or double; for
+ * another model dtype a Float64 one cast to it. */
 static int constant(grad_state *s, const int64_t *shape, int rank, double value, bool identity)
 {
+    const axrt_dtype model = s->g->dtype, held = model == AXRT_F32 ? AXRT_F32 : AXRT_F64;
     int id = add_node(s, IR_OP_param, NULL, 0, shape, rank);
     ir_node *n = &s->g->nodes[id];
+    n->dtype = held;
     n->derived = true;
     n->name = identity ? "<grad identity>" : "<grad constant>";
     n->role = IR_PARAM_ZEROS;
-    int64_t count = ir_numel(n);
-    size_t size = ir_dtypes[n->dtype].size;
-    void *data = ax_alloc(s->g->ctx->arena, (size_t)count * size + 1);
-    double one = 1, zero = 0, v = value;
+    const int64_t count = ir_numel(n);
+    void *data = ax_alloc(s->g->ctx->arena, (size_t)count * ir_dtypes[held].size + 1);
     for (int64_t i = 0; i < count; i++) {
-        const double *src = identity ? (i / shape[1] == i % shape[1] ? &one : &zero) : &v;
-        /* the model dtype is a float type: convert through the interpreter's rules */
-        if (n->dtype == AXRT_F64) memcpy((char *)data + i * (int64_t)size, src, size);
-        else { float f = (float)*src; memcpy((char *)data + i * (int64_t)size, &f, sizeof f); }
+        double v = identity ? (i / shape[1] == i % shape[1] ? 1 : 0) : value;
+        if (held == AXRT_F32) ((float *)data)[i] = (float)v;
+        else ((double *)data)[i] = v;
     }
     n->data = data;
-    return id;
+    if (held == model) return id;
+    int c = add_node(s, IR_OP_cast, &id, 1, shape, rank);
+    return c;
 }
 
 static int reshape(grad_state *s, int x, const int64_t *shape, int rank)
