@@ -375,6 +375,29 @@ static void grad_embedding(grad_state *s, int id)
     accumulate(s, w, matmul(s, swap_last(s, hot), dy2));
 }
 
+/* LayerNorm over the last dim, recomputing x^ = (x - mean) * rstd:
+ * dw = sum dy x^, db = sum dy (over the leading dims), and with g = dy w,
+ * dx = rstd (g - mean(g) - x^ mean(g x^)) along the last dim. */
+static void grad_layernorm(grad_state *s, int id)
+{
+    if (!plain(s, id)) return;
+    int x = SRC(id, 0), w = SRC(id, 1), b = SRC(id, 2), dy = s->adj[id];
+    const int last = N(x)->rank - 1;
+    int xc = binary(s, IR_OP_sub, x, reduce(s, IR_OP_mean, x, last));
+    int var = reduce(s, IR_OP_mean, binary(s, IR_OP_mul, xc, xc), last);
+    int sd = like(s, IR_OP_sqrt, binary(s, IR_OP_add, var, scalar(s, N(id)->attrs.eps)), IR_NONE, var);
+    int rstd = like(s, IR_OP_reciprocal, sd, IR_NONE, sd);
+    int xhat = binary(s, IR_OP_mul, xc, rstd);
+    if (needs(s, w)) accumulate(s, w, unbroadcast(s, binary(s, IR_OP_mul, dy, xhat), w));
+    if (needs(s, b)) accumulate(s, b, unbroadcast(s, dy, b));
+    if (!needs(s, x)) return;
+    int gx = binary(s, IR_OP_mul, dy, w);
+    int m1 = reduce(s, IR_OP_mean, gx, last);
+    int m2 = reduce(s, IR_OP_mean, binary(s, IR_OP_mul, gx, xhat), last);
+    int inner = binary(s, IR_OP_sub, binary(s, IR_OP_sub, gx, m1), binary(s, IR_OP_mul, xhat, m2));
+    accumulate(s, x, binary(s, IR_OP_mul, rstd, inner));
+}
+
 /* Ops without a rule yet, each named (a new ops.def row must be added to
  * one list or the other, or the table below does not compile). */
 #define grad_input grad_none
@@ -387,7 +410,6 @@ static void grad_embedding(grad_state *s, int id)
 #define grad_slice grad_missing
 #define grad_chunk grad_missing
 #define grad_result grad_missing
-#define grad_layernorm grad_missing
 #define grad_batchnorm grad_missing
 #define grad_conv grad_missing
 #define grad_maxpool grad_missing

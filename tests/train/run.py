@@ -203,12 +203,103 @@ def fd_check(d, name, act, loss, init, grads, x, t, rng, h=1e-6):
     report(name + " vs finite differences", worst <= 1e-5, f"worst relative difference {worst:.3g}")
 
 
+class LnNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln, self.fc = torch.nn.LayerNorm(6), torch.nn.Linear(6, 3)
+
+    def forward(self, x):
+        return self.fc(F.gelu(self.ln(x)))
+
+
+class AttnNet(torch.nn.Module):
+    """Single-head attention written in matmul/softmax/transpose, residual, LayerNorm."""
+    def __init__(self):
+        super().__init__()
+        self.q, self.k, self.v = torch.nn.Linear(6, 6), torch.nn.Linear(6, 6, bias=False), torch.nn.Linear(6, 6)
+        self.ln = torch.nn.LayerNorm(6)
+
+    def forward(self, x):
+        s = torch.softmax(torch.matmul(self.q(x), self.k(x).transpose(1, 2)) / 2.0, -1)
+        return self.ln(x + torch.matmul(s, self.v(x)))
+
+
+class EmbNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.e, self.d = torch.nn.Embedding(10, 5), torch.nn.Linear(15, 3)
+
+    def forward(self, i):
+        return self.d(torch.tanh(self.e(i)).reshape(i.shape[0], 15))
+
+
+# name, .ax body (DTYPE substituted), twin, input (shape, kind), loss
+MODELS = [
+    ("layernorm", "@axiom dtype=DTYPE function m(x::DTYPE[4, 3, 6])\n    ln = LayerNorm(6)\n    fc = Dense(6 => 3)\n"
+     "    return fc(gelu(ln(x)))\nend\n", LnNet, ((4, 3, 6), "normal"), "mse"),
+    ("attention", "@axiom dtype=DTYPE function m(x::DTYPE[2, 5, 6])\n    q = Dense(6 => 6)\n    k = Dense(6 => 6, bias=false)\n"
+     "    v = Dense(6 => 6)\n    ln = LayerNorm(6)\n"
+     "    s = softmax(matmul(q(x), transpose(k(x), (0, 2, 1))) ./ 2.0)\n    return ln(x + matmul(s, v(x)))\nend\n",
+     AttnNet, ((2, 5, 6), "normal"), "mse"),
+    ("embedding", "@axiom dtype=DTYPE function m(x::Int64[4, 3])\n    e = Embedding(10 => 5)\n    d = Dense(15 => 3)\n"
+     "    return d(reshape(tanh(e(x)), (4, 15)))\nend\n", EmbNet, ((4, 3), "int"), "cross_entropy"),
+]
+
+
+def model_data(rng, shape, kind, out_shape, loss, steps, np_dtype):
+    n = (steps * shape[0],) + shape[1:]
+    x = rng.integers(0, 10, n).astype(np.int64) if kind == "int" else rng.standard_normal(n).astype(np_dtype)
+    if loss == "cross_entropy":
+        t = rng.integers(0, out_shape[-1], steps * shape[0]).astype(np.int64)
+    else:
+        t = rng.standard_normal((steps * out_shape[0],) + tuple(out_shape[1:])).astype(np_dtype)
+    return x, t
+
+
+def models(d, rng):
+    """The other models: gradients in Float64 (autograd, finite differences), then the
+    oracle in Float32 for each optimizer kind."""
+    global BATCH
+    for name, src, twin_cls, (shape, kind), loss in MODELS:
+        BATCH = shape[0]
+        torch.set_default_dtype(torch.float64)
+        twin = twin_cls()
+        init = {k: v.detach().clone() for k, v in twin.state_dict().items()}
+        out_shape = twin(torch.from_numpy(model_data(rng, shape, kind, (1, 1), "mse", 1, np.float64)[0])).shape
+        x, t = model_data(rng, shape, kind, out_shape, loss, 1, np.float64)
+        r, got = axc_train(d, src.replace("DTYPE", "Float64"), init, loss, "sgd", ["--lr", "1"], x, t)
+        if r.returncode:
+            report(f"train gradient {name} vs autograd", False, r.stderr)
+        else:
+            grads = {k: init[k].numpy() - np.asarray(got[k]) for k in init}
+            twin.zero_grad()
+            loss_fn(loss, twin(torch.from_numpy(x)), torch.from_numpy(t)).backward()
+            errs = {k: rel_err(grads[k], p.grad.numpy()) for k, p in twin.named_parameters()}
+            report(f"train gradient {name} vs autograd", max(errs.values()) <= 1e-9, f"relative errors {errs}")
+            fd_check(d, f"train gradient {name}", None, loss, init, grads, x, t, rng)
+        torch.set_default_dtype(torch.float32)
+        for opt, targs, flags in (OPTIMIZERS[1], OPTIMIZERS[4], OPTIMIZERS[6], OPTIMIZERS[8]):
+            twin = twin_cls()
+            init = {k: v.detach().clone() for k, v in twin.state_dict().items()}
+            x, t = model_data(rng, shape, kind, out_shape, loss, STEPS, np.float32)
+            r, got = axc_train(d, src.replace("DTYPE", "Float32"), init, loss, opt, flags, x, t)
+            label = f"train oracle {name} {opt} {' '.join(flags)}"
+            if r.returncode:
+                report(label, False, r.stderr)
+                continue
+            torch_train(twin, loss, opt, targs, x, t, STEPS)
+            errs = {k: rel_err(got[k], v.detach().numpy()) for k, v in twin.state_dict().items()}
+            report(label, max(errs.values()) <= 1e-4, f"relative errors {errs}")
+    BATCH = 4
+
+
 def main():
     rng = np.random.default_rng(7)
     torch.manual_seed(7)
     with tempfile.TemporaryDirectory() as d:
         oracle(d, rng)
         gradients(d, rng)
+        models(d, rng)
 
 
 if __name__ == "__main__":
