@@ -9,7 +9,7 @@
  * parameters (PyTorch names) go to --save-weights only when every step was
  * finite, so a run that diverges leaves the last good file untouched.
  *
- * Not yet here: the generated C training step (axc --train), BatchNorm and
+ * Not yet here: the generated C training step (axc --train), Conv, pooling and
  * the other ops without a gradient rule (pass_grad.c lists them). */
 #include <errno.h>
 #include <math.h>
@@ -158,6 +158,8 @@ typedef struct trainer {
     int nparams;
     int *params, *grads; /* node ids; grads[i] IR_NONE: no effect on the loss (skipped, as torch) */
     int *grad_out;       /* output index of grads[i], or -1 */
+    int nstats;          /* outputs 1..nstats: BatchNorm running statistics (pass_train_mode) */
+    int *stat_param;     /* the param node each of those outputs replaces */
     double **m, **v, *p, *gbuf;
 } trainer;
 
@@ -184,6 +186,9 @@ static int build_training_graph(const axc_opts *o, trainer *t)
         ax_error(g->ctx, g->loc, "'axc train' needs a model with one output; '%s' has %d", g->name, g->noutputs);
         return AXC_EINPUT;
     }
+    int nbn = pass_train_mode(g);
+    if (nbn < 0) return AXC_EINPUT;
+    t->nstats = 2 * nbn;
     const int y = g->outputs[0];
     const bool ce = o->loss == PASS_LOSS_cross_entropy;
     if (ce && g->nodes[y].rank != 2) {
@@ -193,6 +198,13 @@ static int build_training_graph(const axc_opts *o, trainer *t)
                  shape);
         return AXC_EINPUT;
     }
+    t->stat_param = calloc((size_t)t->nstats + 1, sizeof *t->stat_param);
+    if (!t->stat_param) ax_out_of_memory(0);
+    for (int k = 0; k < t->nstats; k++)
+        for (int id = 0; id < g->nnodes; id++)
+            if (g->nodes[id].op == IR_OP_param && !g->nodes[id].derived &&
+                !strcmp(g->nodes[id].name, g->output_names[1 + k]))
+                t->stat_param[k] = id;
     if (!collect_params(t)) {
         ax_error(g->ctx, g->loc, "model '%s' has no trainable parameter: nothing to train", g->name);
         return AXC_EINPUT;
@@ -240,7 +252,7 @@ static void free_trainer(trainer *t)
 {
     for (int i = 0; i < t->nparams && t->m; i++) { free(t->m[i]); free(t->v[i]); }
     free(t->m), free(t->v), free(t->p), free(t->gbuf);
-    free(t->params), free(t->grads), free(t->grad_out);
+    free(t->params), free(t->grads), free(t->grad_out), free(t->stat_param);
 }
 
 /* The first gradient output holding a NaN or an infinity, or NULL. */
@@ -304,6 +316,10 @@ static int run_steps(const axc_opts *o, trainer *t, batch_file *files, int64_t b
             break;
         }
         apply_updates(t, &h, out, step);
+        for (int k = 0; k < t->nstats; k++) {   /* running statistics, as computed */
+            ir_node *p = &g->nodes[t->stat_param[k]];
+            memcpy(p->data, out[1 + k], ir_nbytes(p));
+        }
         if (step % every == 0 || step == total || step == 1)
             printf("step %ld/%ld  epoch %ld/%ld  loss %.6g  %.1f steps/s\n", step, total,
                    (long)((step - 1) / batches + 1), o->epochs, loss, (double)step / (seconds() - t0 + 1e-9));

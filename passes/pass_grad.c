@@ -33,6 +33,7 @@ typedef struct grad_state {
     bool *needs;     /* per original node id: depends on a wrt node */
     int norig;       /* nodes before the backward was appended */
     int errors;
+    int insert_at;   /* >= 0: new nodes go there (pass_train_mode), else at the end */
 } grad_state;
 
 /* ---- building nodes ---------------------------------------------------- */
@@ -40,7 +41,8 @@ typedef struct grad_state {
 /* A new node of the model's dtype with a resolved shape. */
 static int add_node(grad_state *s, ir_op op, const int *src, int nsrc, const int64_t *shape, int rank)
 {
-    int id = ir_add(s->g, op, src, nsrc, s->g->loc);
+    int id = s->insert_at >= 0 ? ir_insert(s->g, s->insert_at++, op, src, nsrc, s->g->loc)
+                               : ir_add(s->g, op, src, nsrc, s->g->loc);
     ir_node *n = &s->g->nodes[id];
     n->dtype = s->g->dtype;
     n->rank = rank;
@@ -445,7 +447,7 @@ static void mark_needs(grad_state *s, const int *wrt, int nwrt)
 
 int pass_grad(ir_graph *g, int loss, const int *wrt, int nwrt, int *grads)
 {
-    grad_state s = {g, NULL, NULL, g->nnodes, 0};
+    grad_state s = {g, NULL, NULL, g->nnodes, 0, -1};
     s.adj = malloc(sizeof *s.adj * (size_t)s.norig);
     s.needs = calloc((size_t)s.norig, sizeof *s.needs);
     if (!s.adj || !s.needs) ax_out_of_memory(0);
@@ -476,7 +478,7 @@ static int mean_all(grad_state *s, int x)
 
 int pass_loss(ir_graph *g, pass_loss_kind kind, int y, int target)
 {
-    grad_state s = {g, NULL, NULL, g->nnodes, 0};
+    grad_state s = {g, NULL, NULL, g->nnodes, 0, -1};
     grad_state *sp = &s;
     if (kind == PASS_LOSS_mse) {
         int d = binary(sp, IR_OP_sub, y, target);
@@ -498,4 +500,57 @@ int pass_loss(ir_graph *g, pass_loss_kind kind, int y, int target)
     int picked = binary(sp, IR_OP_mul, hot, ls);
     int total = mean_all(sp, picked);
     return binary(sp, IR_OP_mul, total, scalar(sp, -(double)classes));
+}
+
+/* ---- training mode --------------------------------------------------------- */
+
+/* BatchNorm node bn in training mode, its nodes inserted before it: batch
+ * statistics over every dim but the last (biased variance), then bn itself
+ * becomes the final add.  The running statistics' new values (momentum 0.1,
+ * the variance's from the unbiased one) become outputs named after them. */
+static void train_batchnorm(grad_state *s, int bn)
+{
+    s->insert_at = bn;
+    const int x = SRC(bn, 0), w = SRC(bn, 1), b = SRC(bn, 2), rm = SRC(bn, 3), rv = SRC(bn, 4);
+    const double eps = N(bn)->attrs.eps;
+    const int64_t c = N(x)->shape[N(x)->rank - 1], m = ir_numel(N(x)) / c;
+    int64_t rows_shape[2] = {m, c}, c_shape[1] = {c};
+    int rows = reshape(s, x, rows_shape, 2);
+    int mean = reduce(s, IR_OP_mean, rows, 0);
+    int xc = binary(s, IR_OP_sub, rows, mean);
+    int var = reduce(s, IR_OP_mean, binary(s, IR_OP_mul, xc, xc), 0);
+    int sd = like(s, IR_OP_sqrt, binary(s, IR_OP_add, var, scalar(s, eps)), IR_NONE, var);
+    int xhat = binary(s, IR_OP_mul, xc, like(s, IR_OP_reciprocal, sd, IR_NONE, sd));
+    int scaled = reshape_like(s, binary(s, IR_OP_mul, xhat, w), x);
+    int new_mean = binary(s, IR_OP_add, binary(s, IR_OP_mul, rm, scalar(s, 0.9)),
+                          binary(s, IR_OP_mul, reshape(s, mean, c_shape, 1), scalar(s, 0.1)));
+    double unbiased = m > 1 ? 0.1 * (double)m / (double)(m - 1) : 0.1;
+    int new_var = binary(s, IR_OP_add, binary(s, IR_OP_mul, rv, scalar(s, 0.9)),
+                         binary(s, IR_OP_mul, reshape(s, var, c_shape, 1), scalar(s, unbiased)));
+    const int at = s->insert_at;   /* bn, moved past the inserted nodes */
+    ir_node *n = N(at);
+    n->op = IR_OP_add;
+    n->nsrc = 2;
+    n->src[0] = scaled, n->src[1] = b;
+    ir_add_output(s->g, new_mean, N(rm)->name);
+    ir_add_output(s->g, new_var, N(rv)->name);
+    s->insert_at = -1;
+}
+
+int pass_train_mode(ir_graph *g)
+{
+    grad_state s = {g, NULL, NULL, g->nnodes, 0, -1};
+    int count = 0;
+    for (int id = 0; id < g->nnodes; id++) {
+        if (g->nodes[id].dead || g->nodes[id].op != IR_OP_batchnorm) continue;
+        if (g->nodes[id].attrs.act != IR_NONE || g->nodes[id].attrs.residual != IR_NONE) {
+            grad_missing(&s, id);
+            return -1;
+        }
+        const int before = g->nnodes;
+        train_batchnorm(&s, id);
+        id += g->nnodes - before;   /* past the rewritten node */
+        count++;
+    }
+    return count;
 }

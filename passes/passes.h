@@ -69,6 +69,13 @@ int pass_grad(ir_graph *g, int loss, const int *wrt, int nwrt, int *grads);
 /* Whether op has a gradient rule (the unit test lists those without). */
 bool pass_grad_has_rule(ir_op op);
 
+/* Training mode (pass_grad.c), before pass_loss and pass_grad: every
+ * BatchNorm normalises with its batch's statistics, and the new running
+ * mean and variance of each become outputs appended to g->outputs, named
+ * after their parameters (PyTorch train()).  Returns how many BatchNorms,
+ * or -1 after an error. */
+int pass_train_mode(ir_graph *g);
+
 /* The losses of interface.md §8, as PyTorch's with reduction='mean'. */
 typedef enum pass_loss_kind {
     PASS_LOSS_mse, PASS_LOSS_cross_entropy, PASS_LOSS_bce_with_logits, PASS_LOSS_COUNT
