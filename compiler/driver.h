@@ -98,6 +98,8 @@ int axc_check_outputs(const axc_opts *o, const axc_output *outs, int n);
 int axc_compile(ax_ctx *ctx, const axc_opts *o);   /* `axc FILE.ax -o OUT` */
 int axc_run(ax_ctx *ctx, const axc_opts *o);       /* `axc run` */
 int axc_train(ax_ctx *ctx, const axc_opts *o);     /* `axc train` (train.c) */
+/* Writes g's parameters to --save-weights (atomically); an exit status. */
+int axc_save_weights(const axc_opts *o, const ir_graph *g);
 
 /* --optimizer (interface.md §8). */
 typedef enum axc_optimizer { AXC_OPT_sgd, AXC_OPT_adam, AXC_OPT_adamw, AXC_OPT_lion, AXC_OPT_COUNT } axc_optimizer;

@@ -20,7 +20,6 @@
 
 #include "driver.h"
 #include "ir_interp.h"
-#include "weights.h"
 
 const char *const axc_optimizer_names[AXC_OPT_COUNT] = {"sgd", "adam", "adamw", "lion"};
 
@@ -330,17 +329,6 @@ static int run_steps(const axc_opts *o, trainer *t, batch_file *files, int64_t b
     return rc;
 }
 
-static int save_trained(const axc_opts *o, const ir_graph *g)
-{
-    ax_buf b = {0};
-    weights_save(g, &b);
-    int bad = ax_write_file_atomic(o->save_weights, b.data, b.len);
-    ax_buf_free(&b);
-    if (!bad) return AXC_OK;
-    axc_fail("cannot write '%s': %s", o->save_weights, strerror(errno));
-    return AXC_EUSAGE;
-}
-
 /* Every model input and the target, as whole batches of one count. */
 static int load_files(ax_ctx *ctx, const axc_opts *o, trainer *t, batch_file *files, int64_t *batches)
 {
@@ -389,7 +377,7 @@ int axc_train(ax_ctx *ctx, const axc_opts *o)
         rc = load_files(ctx, o, &t, files, &batches);
     }
     if (!rc) rc = run_steps(o, &t, files, batches);
-    if (!rc) rc = save_trained(o, t.g);
+    if (!rc) rc = axc_save_weights(o, t.g);
     for (int i = 0; files && i < t.g->ninputs; i++) free(files[i].data);
     free(files);
     free_trainer(&t);

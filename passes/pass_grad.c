@@ -400,6 +400,37 @@ static void grad_layernorm(grad_state *s, int id)
     accumulate(s, x, binary(s, IR_OP_mul, rstd, inner));
 }
 
+/* [N, H, W, C] -> [N, C] mean: dx = dy / (H W) at every pixel */
+static void grad_globalmeanpool(grad_state *s, int id)
+{
+    int x = SRC(id, 0);
+    if (!needs(s, x)) return;
+    const int64_t *xs = N(x)->shape;
+    int64_t shape[4] = {xs[0], 1, 1, xs[3]};
+    int dy = binary(s, IR_OP_mul, s->adj[id], scalar(s, 1.0 / (double)(xs[1] * xs[2])));
+    accumulate(s, x, expand(s, reshape(s, dy, shape, 4), x));
+}
+
+/* Mean pooling in non-overlapping windows that tile the input (stride =
+ * kernel, no padding, sizes divisible, as LeNet-5's): each input pixel gets
+ * its window's dy / (kh kw), spread through a [N, OH, kh, OW, kw, C] view. */
+static void grad_meanpool(grad_state *s, int id)
+{
+    int x = SRC(id, 0);
+    if (!needs(s, x)) return;
+    const ir_attrs *a = &N(id)->attrs;
+    const int64_t *xs = N(x)->shape, *ys = N(id)->shape;
+    bool tiles = a->stride[0] == a->kernel[0] && a->stride[1] == a->kernel[1] && ys[1] * a->kernel[0] == xs[1] &&
+                 ys[2] * a->kernel[1] == xs[2];
+    for (int k = 0; k < 4; k++) tiles = tiles && a->pad[k] == 0;
+    if (!tiles) { grad_missing(s, id); return; }
+    int64_t view[6] = {ys[0], ys[1], 1, ys[2], 1, ys[3]};
+    int64_t full[6] = {ys[0], ys[1], a->kernel[0], ys[2], a->kernel[1], ys[3]};
+    int dy = binary(s, IR_OP_mul, s->adj[id], scalar(s, 1.0 / (double)(a->kernel[0] * a->kernel[1])));
+    int spread = binary(s, IR_OP_mul, reshape(s, dy, view, 6), constant(s, full, 6, 1, false));
+    accumulate(s, x, reshape_like(s, spread, x));
+}
+
 /* Ops without a rule yet, each named (a new ops.def row must be added to
  * one list or the other, or the table below does not compile). */
 #define grad_input grad_none
@@ -415,8 +446,6 @@ static void grad_layernorm(grad_state *s, int id)
 #define grad_batchnorm grad_missing
 #define grad_conv grad_missing
 #define grad_maxpool grad_missing
-#define grad_meanpool grad_missing
-#define grad_globalmeanpool grad_missing
 #define grad_mha grad_missing
 #define grad_fused_elementwise grad_missing
 #define grad_unary_grad grad_missing

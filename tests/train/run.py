@@ -242,8 +242,22 @@ class BnNet(torch.nn.Module):
         return self.fc2(F.relu(self.bn(self.fc1(x))))
 
 
+class PoolNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(3, 4), torch.nn.Linear(4, 3)
+
+    def forward(self, x):   # NHWC, as axc
+        h = torch.sigmoid(self.fc1(x)).permute(0, 3, 1, 2)
+        h = F.avg_pool2d(h, 2).permute(0, 2, 3, 1)
+        return self.fc2(h.mean((1, 2)))
+
+
 # name, .ax body (DTYPE substituted), twin, input (shape, kind), loss
 MODELS = [
+    ("meanpool", "@axiom dtype=DTYPE function m(x::DTYPE[2, 4, 6, 3])\n    fc1 = Dense(3 => 4)\n    pool = MeanPool((2, 2))\n"
+     "    gp = GlobalMeanPool()\n    fc2 = Dense(4 => 3)\n    return fc2(gp(pool(sigmoid(fc1(x)))))\nend\n",
+     PoolNet, ((2, 4, 6, 3), "normal"), "mse"),
     ("batchnorm", "@axiom dtype=DTYPE function m(x::DTYPE[8, 6])\n    fc1 = Dense(6 => 5, bias=false)\n    bn = BatchNorm(5)\n"
      "    fc2 = Dense(5 => 3)\n    return fc2(relu(bn(fc1(x))))\nend\n", BnNet, ((8, 6), "normal"), "cross_entropy"),
     ("layernorm", "@axiom dtype=DTYPE function m(x::DTYPE[4, 3, 6])\n    ln = LayerNorm(6)\n    fc = Dense(6 => 3)\n"
