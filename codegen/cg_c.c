@@ -821,6 +821,14 @@ static void emit_reshape(emitter *em, const ir_node *n, const char *y)
 #define emit_input emit_source
 #define emit_param emit_source
 #define emit_scalar emit_source
+
+/* The backward's derivative kernel is not generated yet: axc train runs
+ * the training graph on the reference interpreter (compiler/train.c). */
+static void emit_unary_grad(emitter *em, const ir_node *n, const char *y)
+{
+    (void)em, (void)y;
+    ax_die("cg_c: %s of %s has no C kernel yet", ir_ops[n->op].name, ir_ops[n->attrs.of_op].name);
+}
 #define emit_layernorm emit_norm
 #define emit_batchnorm emit_norm
 

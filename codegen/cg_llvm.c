@@ -789,6 +789,11 @@ static void lv_reduce(lv *L, const ir_node *n, LLVMValueRef y) { axis_kernel(L, 
 static void lv_softmax(lv *L, const ir_node *n, LLVMValueRef y) { axis_kernel(L, n, n, y); }
 static void lv_reshape(lv *L, const ir_node *n, LLVMValueRef y) { copy(L, n, operand(L, n, 0), y); }
 static void lv_result(lv *L, const ir_node *n, LLVMValueRef y) { (void)L, (void)n, (void)y; /* lv_chunk wrote it */ }
+static void lv_unary_grad(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    (void)L, (void)y;   /* as cg_c: the training graph runs on the interpreter for now */
+    ax_die("cg_llvm: %s of %s has no kernel yet", ir_ops[n->op].name, ir_ops[n->attrs.of_op].name);
+}
 #define lv_input lv_source
 #define lv_param lv_source
 #define lv_scalar lv_source

@@ -7,12 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <math.h>
+
 #include "cg_target.h"
 #include "driver.h"
 
 static const char usage_text[] =
     "usage: axc [options] FILE.ax -o OUT          compile\n"
     "       axc run [options] FILE.ax [run options] compile, build, run once (or benchmark)\n"
+    "       axc train [options] FILE.ax --input NAME=X.npy --target Y.npy --loss=L\n"
+    "                 --save-weights=OUT.safetensors   train on whole batches (interpreter)\n"
     "       axc --help | --version\n"
     "\n"
     "options:\n"
@@ -57,6 +61,15 @@ static const char usage_text[] =
     "  --dump-dir DIR          write every layer's output as DIR/NNN_LAYER.npy, index in\n"
     "                          DIR/index.tsv (compare two with: axc compare DIR REF_DIR)\n"
     "  --cc=CC                 C compiler for the generated code (default $CC or cc)\n"
+    "\n"
+    "train options (axc train; interface.md section 8):\n"
+    "  --target Y.npy          targets, whole batches along dim 0 (cross_entropy: class indices)\n"
+    "  --loss=mse|cross_entropy|bce_with_logits\n"
+    "  --optimizer=sgd|adam|adamw|lion (default sgd)\n"
+    "  --lr, --momentum, --nesterov, --weight-decay, --beta1, --beta2, --eps\n"
+    "                          torch.optim defaults (Lion: lr 1e-4, betas 0.9, 0.99)\n"
+    "  --epochs E              passes over the files (default 1)\n"
+    "  (--input as for run; the parameters start from --weights or --seed)\n"
     "  (the built code is cached in $AXC_CACHE_DIR, else $XDG_CACHE_HOME/axc or ~/.cache/axc;\n"
     "   AXC_CACHE_DIR=off disables the cache)\n";
 
@@ -173,8 +186,10 @@ static int set_ram(axc_opts *o, const char *v)
 typedef enum {
     V_OUT, V_TARGET, V_HEADER, V_MODEL, V_WEIGHTS, V_SEED, V_SAVE, V_EMIT, V_ELTYPE,
     V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC, V_DUMP, V_PREFIX_MAP, V_THREADS,
-    V_TRIPLE, V_CPU, V_BLAS,
-    V_DTYPE
+    V_TRIPLE, V_CPU, V_BLAS, V_DTYPE,
+    /* training options from here on (set_value checks `>= V_LOSS`) */
+    V_LOSS, V_OPTIMIZER, V_LR, V_MOMENTUM, V_WD, V_BETA1,
+    V_BETA2, V_EPS, V_EPOCHS
 } value_opt;
 
 static const struct { const char *name; value_opt id; bool run; } value_opts[] = {
@@ -191,14 +206,71 @@ static const struct { const char *name; value_opt id; bool run; } value_opts[] =
     {"--threads", V_THREADS, true}, {"--blas", V_BLAS, false},
     {"--triple", V_TRIPLE, false}, {"--cpu", V_CPU, false},
     {"--dtype", V_DTYPE, false},
+    {"--loss", V_LOSS, false},
+    {"--optimizer", V_OPTIMIZER, false}, {"--lr", V_LR, false},
+    {"--momentum", V_MOMENTUM, false}, {"--weight-decay", V_WD, false},
+    {"--beta1", V_BETA1, false}, {"--beta2", V_BETA2, false},
+    {"--eps", V_EPS, false}, {"--epochs", V_EPOCHS, false},
 };
+
+/* A non-negative finite number for a training option. */
+static int set_real(double *out, const char *opt, const char *v)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(x) || x < 0) {
+        axc_fail("%s expects a non-negative number, not '%s'", opt, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* --loss / --optimizer: a name from a table. */
+static int set_choice(int *out, const char *opt, const char *v, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(v, names[i])) { *out = i; return 0; }
+    ax_buf list = {0};
+    for (int i = 0; i < n; i++) ax_buf_printf(&list, "%s%s", i ? (i == n - 1 ? " or " : ", ") : "", names[i]);
+    axc_fail("%s expects %s, not '%s'", opt, list.data, v);
+    ax_buf_free(&list);
+    return -1;
+}
+
+static int set_train_value(axc_opts *o, value_opt id, const char *v)
+{
+    uint64_t n;
+    switch (id) {
+    case V_LOSS: return set_choice(&o->loss, "--loss", v, pass_loss_names, PASS_LOSS_COUNT);
+    case V_OPTIMIZER: return set_choice(&o->optimizer, "--optimizer", v, axc_optimizer_names, AXC_OPT_COUNT);
+    case V_LR: return set_real(&o->lr, "--lr", v);
+    case V_MOMENTUM: return set_real(&o->momentum, "--momentum", v);
+    case V_WD: return set_real(&o->weight_decay, "--weight-decay", v);
+    case V_BETA1: return set_real(&o->beta1, "--beta1", v);
+    case V_BETA2: return set_real(&o->beta2, "--beta2", v);
+    case V_EPS: return set_real(&o->eps, "--eps", v);
+    case V_EPOCHS:
+        if (parse_u64(v, &n) || n < 1 || n > 1000000) {
+            axc_fail("--epochs expects a count from 1 to 1000000, not '%s'", v);
+            return -1;
+        }
+        o->epochs = (long)n;
+        return 0;
+    default: return -1;
+    }
+}
 
 static int set_value(axc_opts *o, value_opt id, const char *v)
 {
     uint64_t n;
     switch (id) {
     case V_OUT: o->output = v; return 0;
-    case V_TARGET: o->target = v; return 0;
+    case V_TARGET: /* axc train: the targets file (interface.md §8), else the code generator */
+        if (o->train) o->target_file = v;
+        else o->target = v;
+        return 0;
     case V_HEADER: o->header = v; return 0;
     case V_MODEL: o->model = v; return 0;
     case V_WEIGHTS: o->weights = v; return 0;
@@ -244,8 +316,8 @@ static int set_value(axc_opts *o, value_opt id, const char *v)
         }
         o->threads = (int)n;
         return 0;
+    default: return set_train_value(o, id, v);
     }
-    return -1;
 }
 
 /* Matches argv[*i] against the value options; 1 = consumed, 0 = not a
@@ -264,8 +336,13 @@ static int try_value_opt(int argc, char **argv, int *i, axc_opts *o)
         else if (a[len]) continue;               /* --outputx: another option */
         else if (*i + 1 < argc) v = argv[++*i];
         else { axc_fail("option '%s' needs a value", name); return -1; }
-        if (value_opts[k].run && !o->run) {
-            axc_fail("option '%s' is only valid with 'axc run'", name);
+        /* run options only with `axc run` (--input with train too), the
+         * training ones (V_LOSS on) only with `axc train` */
+        const bool train_only = value_opts[k].id >= V_LOSS;
+        const bool allowed = train_only ? o->train
+                           : !value_opts[k].run || o->run || (o->train && value_opts[k].id == V_INPUT);
+        if (!allowed) {
+            axc_fail("option '%s' is only valid with 'axc %s'", name, train_only ? "train" : "run");
             return -1;
         }
         return set_value(o, value_opts[k].id, v) ? -1 : 1;
@@ -283,6 +360,7 @@ static int try_flag(const char *a, axc_opts *o)
     else if (!strcmp(a, "--interp") && o->run) o->interp = true;
     else if (!strcmp(a, "--jit") && o->run) o->jit = true;
     else if (!strcmp(a, "--profile")) o->profile = true;
+    else if (!strcmp(a, "--nesterov") && o->train) o->nesterov = true;
     else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) o->opt_level = a[2] - '0';
     else return 0;
     return 1;
@@ -291,13 +369,11 @@ static int try_flag(const char *a, axc_opts *o)
 /* Options interface.md names that this axc does not implement yet: they
  * say so instead of "unknown option" (matched with or without =VALUE). */
 static const char *const planned_opts[] = {
-    "--quantize", "--calibrate", "--train", "--loss",
-    "--optimizer", "--lr", "--momentum", "--nesterov", "--weight-decay", "--beta1", "--beta2",
-    "--eps", "--epochs", "--shuffle", "--arch",
+    "--quantize", "--calibrate", "--train", "--shuffle", "--arch",
 };
 
 static const char *const flag_opts[] = {"-MD", "--mem-report", "--print-after-all", "-Werror", "-w",
-                                        "--interp", "--profile", "-O0", "-O1", "-O2", "-O3", "--help", "--version"};
+                                        "--interp", "--profile", "--nesterov", "-O0", "-O1", "-O2", "-O3", "--help", "--version"};
 
 #define COUNT(a) (sizeof (a) / sizeof (a)[0])
 
@@ -338,6 +414,23 @@ static int check_emit(const axc_opts *o)
     return -1;
 }
 
+/* What `axc train` cannot do without. */
+static int check_train(const axc_opts *o)
+{
+    const char *missing = !o->target_file ? "--target Y.npy" : o->loss < 0 ? "--loss=mse|cross_entropy|bce_with_logits"
+                        : !o->save_weights ? "--save-weights OUT.safetensors" : NULL;
+    if (missing) { axc_fail("'axc train' needs %s", missing); return AXC_EUSAGE; }
+    if (o->output || o->emit || o->interp) {
+        axc_fail("'axc train' writes only --save-weights (it runs on the reference interpreter)");
+        return AXC_EUSAGE;
+    }
+    if (o->nesterov && o->optimizer != AXC_OPT_sgd) {
+        axc_fail("--nesterov applies to --optimizer=sgd only");
+        return AXC_EUSAGE;
+    }
+    return AXC_OK;
+}
+
 int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
 {
     memset(o, 0, sizeof *o);
@@ -347,10 +440,10 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
     *exit_now = false;
     int i = 1;
     if (argc > 1 && !strcmp(argv[1], "run")) { o->run = true; i = 2; }
-    else if (argc > 1 && !strcmp(argv[1], "train")) {
-        axc_fail("'axc %s' is in the interface but not built yet in this axc", argv[1]);
-        return AXC_EUSAGE;
-    }
+    else if (argc > 1 && !strcmp(argv[1], "train")) { o->train = true; i = 2; }
+    o->loss = -1;
+    o->lr = o->momentum = o->weight_decay = o->beta1 = o->beta2 = o->eps = NAN;
+    o->epochs = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { print_usage(); *exit_now = true; return AXC_OK; }
@@ -369,6 +462,7 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
         return AXC_EUSAGE;
     }
     if (check_emit(o)) return AXC_EUSAGE;
+    if (o->train) return check_train(o);
     if (!o->run && !o->output && !o->emit && !o->mem_report && !o->save_weights) {
         axc_fail("no output: give -o OUT or --emit=ir|dot|mem|svg|timeline");
         return AXC_EUSAGE;

@@ -10,6 +10,7 @@
 #include "ir.h"
 #include "lower.h"
 #include "passes.h"
+#include "tensorfile.h"
 
 #define AXC_VERSION "0.1.0"
 
@@ -59,6 +60,14 @@ typedef struct axc_opts {
     bool profile;                /* --profile: per-layer hooks (compile), the table (run) */
     bool blas;                   /* --blas=openblas: float32 dense/matmul via cblas_sgemm */
     const char *dump_dir;        /* axc run --dump-dir */
+    /* axc train (interface.md §8); NaN: the optimizer's default */
+    bool train;
+    const char *target_file;     /* --target Y.npy */
+    int loss;                    /* pass_loss_kind, -1: not given */
+    int optimizer;               /* axc_optimizer */
+    double lr, momentum, weight_decay, beta1, beta2, eps;
+    bool nesterov;
+    long epochs;
     /* storage for the NAME parts of -D NAME=VALUE */
     char names[AXC_MAX_DEFINES][128];
     int nnames;
@@ -90,6 +99,17 @@ int axc_check_outputs(const axc_opts *o, const axc_output *outs, int n);
 
 int axc_compile(ax_ctx *ctx, const axc_opts *o);   /* `axc FILE.ax -o OUT` */
 int axc_run(ax_ctx *ctx, const axc_opts *o);       /* `axc run` */
+int axc_train(ax_ctx *ctx, const axc_opts *o);     /* `axc train` (train.c) */
+/* Writes g's parameters to --save-weights (atomically); an exit status. */
+int axc_save_weights(const axc_opts *o, const ir_graph *g);
+
+/* --optimizer (interface.md §8). */
+typedef enum axc_optimizer { AXC_OPT_sgd, AXC_OPT_adam, AXC_OPT_adamw, AXC_OPT_lion, AXC_OPT_COUNT } axc_optimizer;
+extern const char *const axc_optimizer_names[AXC_OPT_COUNT];
+
+/* Reads a .npy for the command line (at most max bytes): the tensor in *t
+ * (data in the arena), 0; or prints the problem and returns an exit status. */
+int axc_read_npy(ax_ctx *ctx, const char *path, size_t max, tf_tensor *t);
 
 /* The source path the generated files name (banner, layer comments): the
  * first --file-prefix-map OLD=NEW whose OLD prefixes the input path rewrites

@@ -42,7 +42,7 @@ int main(int argc, char **argv)
         axc_free_args(&o);
         return AXC_EUSAGE;
     }
-    rc = o.run ? axc_run(ctx, &o) : axc_compile(ctx, &o);
+    rc = o.run ? axc_run(ctx, &o) : o.train ? axc_train(ctx, &o) : axc_compile(ctx, &o);
     if (rc == AXC_OK && ctx->errors) rc = AXC_EINPUT;
     ax_ctx_free(ctx);
     axc_free_args(&o);

@@ -467,7 +467,7 @@ static int write_outputs(ax_ctx *ctx, const axc_opts *o, const ir_graph *g, cons
     return AXC_OK;
 }
 
-static int save_weights(const axc_opts *o, const ir_graph *g)
+int axc_save_weights(const axc_opts *o, const ir_graph *g)
 {
     ax_buf b = {0};
     weights_save(g, &b);
@@ -556,7 +556,7 @@ int axc_run(ax_ctx *ctx, const axc_opts *o)
     }
     /* with --bench and no output option, the timing line is the whole output */
     if (!rc && (!o->bench_runs || o->run_output || o->run_output_dir)) rc = write_outputs(ctx, o, g, &io);
-    if (!rc && o->save_weights) rc = save_weights(o, g);
+    if (!rc && o->save_weights) rc = axc_save_weights(o, g);
     for (int i = 0; i < g->ninputs; i++) free(io.in[i]);
     for (int i = 0; i < g->noutputs; i++) free(io.out[i]);
     axc_free_models(models, n);

@@ -170,6 +170,7 @@ typedef struct ir_attrs {
     int parts;                /* chunk: parts asked for (torch.chunk's chunks) */
     int nresults;             /* multi-result producer: its number of results */
     int index;                /* result: which result of src[0] it is, 0-based */
+    int of_op;                /* unary_grad: the UNARY ir_op whose derivative it applies */
     const int64_t (*strides)[IR_MAX_RANK]; /* fused_elementwise: row k (context arena) gives
                                  operand src[k] read at result index (i0, i1, ...) as its
                                  element sum(i_d * strides[k][d]) (0 = broadcast dim);

@@ -74,6 +74,7 @@ static double cost_mha(const ir_graph *g, const ir_node *n)
 #define cost_layernorm cost_norm
 #define cost_batchnorm cost_norm
 #define cost_embedding cost_none
+#define cost_unary_grad cost_elementwise
 
 typedef double cost_fn(const ir_graph *g, const ir_node *n);
 static cost_fn *const cost_fns[IR_OP_COUNT] = {

@@ -184,6 +184,14 @@ static void put_unary_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
         ax_buf_printf(out, " alpha=%g", n->attrs.alpha);
 }
 
+static void put_unary_grad_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    ax_buf_printf(out, " of=%s", ir_ops[n->attrs.of_op].name);
+    if (n->attrs.of_op == IR_OP_leaky_relu || n->attrs.of_op == IR_OP_elu)
+        ax_buf_printf(out, " alpha=%g", n->attrs.alpha);
+}
+
 static void put_axis_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
 {
     (void)g;

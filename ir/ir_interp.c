@@ -301,6 +301,83 @@ static int eval_unary(const interp *in, const ir_node *n, double *out)
     return 0;
 }
 
+/* One derivative per UNARY_OP row (the table is generated from those rows,
+ * so an activation without one does not compile): f'(x) as PyTorch's
+ * autograd takes it, kinks included (relu'(0) = 0, abs'(0) = 0). */
+static double deriv_relu(double x, double alpha) { (void)alpha; return x > 0 ? 1 : 0; }
+static double deriv_relu6(double x, double alpha) { (void)alpha; return x > 0 && x < 6 ? 1 : 0; }
+static double deriv_sigmoid(double x, double alpha) { (void)alpha; double s = sigmoid(x); return s * (1 - s); }
+static double deriv_tanh(double x, double alpha) { (void)alpha; double t = tanh(x); return 1 - t * t; }
+static double deriv_swish(double x, double alpha) { (void)alpha; double s = sigmoid(x); return s * (1 + x * (1 - s)); }
+static double deriv_gelu(double x, double alpha)
+{
+    (void)alpha;
+    return 0.5 * (1 + erf(x / sqrt(2.0))) + x * exp(-0.5 * x * x) / sqrt(2 * PI);
+}
+static double deriv_gelu_tanh(double x, double alpha)
+{
+    (void)alpha;
+    const double k = sqrt(2 / PI), t = tanh(k * (x + 0.044715 * x * x * x));
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x);
+}
+static double deriv_softplus(double x, double alpha) { (void)alpha; return x > 20 ? 1 : sigmoid(x); }
+static double deriv_elu(double x, double alpha) { return x > 0 ? 1 : alpha * exp(x); }
+static double deriv_leaky_relu(double x, double alpha) { return x > 0 ? 1 : alpha; }
+static double deriv_hardswish(double x, double alpha) { (void)alpha; return x < -3 ? 0 : x <= 3 ? x / 3 + 0.5 : 1; }
+static double deriv_hardsigmoid(double x, double alpha) { (void)alpha; return x > -3 && x < 3 ? 1.0 / 6 : 0; }
+static double deriv_mish(double x, double alpha)
+{
+    double t = tanh(interp_softplus(x, alpha));
+    return t + x * sigmoid(x) * (1 - t * t);
+}
+static double deriv_selu(double x, double alpha)
+{
+    (void)alpha;
+    return 1.0507009873554804934193349852946 * (x > 0 ? 1 : 1.6732632423543772848170429916717 * exp(x));
+}
+static double deriv_reciprocal(double x, double alpha) { (void)alpha; return -1 / (x * x); }
+static double deriv_sin(double x, double alpha) { (void)alpha; return cos(x); }
+static double deriv_cos(double x, double alpha) { (void)alpha; return -sin(x); }
+static double deriv_tan(double x, double alpha) { (void)alpha; double c = cos(x); return 1 / (c * c); }
+static double deriv_asin(double x, double alpha) { (void)alpha; return 1 / sqrt(1 - x * x); }
+static double deriv_acos(double x, double alpha) { (void)alpha; return -1 / sqrt(1 - x * x); }
+static double deriv_atan(double x, double alpha) { (void)alpha; return 1 / (1 + x * x); }
+static double deriv_sinh(double x, double alpha) { (void)alpha; return cosh(x); }
+static double deriv_cosh(double x, double alpha) { (void)alpha; return sinh(x); }
+static double deriv_asinh(double x, double alpha) { (void)alpha; return 1 / sqrt(x * x + 1); }
+static double deriv_acosh(double x, double alpha) { (void)alpha; return 1 / sqrt(x * x - 1); }
+static double deriv_atanh(double x, double alpha) { (void)alpha; return 1 / (1 - x * x); }
+/* Step functions: zero almost everywhere, as autograd takes them. */
+static double deriv_floor(double x, double alpha) { (void)alpha, (void)x; return 0; }
+static double deriv_ceil(double x, double alpha) { (void)alpha, (void)x; return 0; }
+static double deriv_round(double x, double alpha) { (void)alpha, (void)x; return 0; }
+static double deriv_sign(double x, double alpha) { (void)alpha, (void)x; return 0; }
+static double deriv_exp(double x, double alpha) { (void)alpha; return exp(x); }
+static double deriv_log(double x, double alpha) { (void)alpha; return 1 / x; }
+static double deriv_sqrt(double x, double alpha) { (void)alpha; return 0.5 / sqrt(x); }
+static double deriv_abs(double x, double alpha) { (void)alpha; return x > 0 ? 1 : x < 0 ? -1 : 0; }
+static double deriv_neg(double x, double alpha) { (void)alpha, (void)x; return -1; }
+static double deriv_erf(double x, double alpha) { (void)alpha; return 2 / sqrt(PI) * exp(-x * x); }
+
+static unary_fn *const deriv_fns[IR_OP_COUNT] = {
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags)
+#define UNARY_OP(name, flags) [IR_OP_##name] = deriv_##name,
+#include "ops.def"
+#undef OP
+};
+
+/* dy * f'(x), f = attrs.of_op (same shapes: pass_grad builds it so). */
+static int eval_unary_grad(const interp *in, const ir_node *n, double *out)
+{
+    const double *dy = operand_vals(in, n, 0), *x = operand_vals(in, n, 1);
+    unary_fn *d = (unsigned)n->attrs.of_op < IR_OP_COUNT ? deriv_fns[n->attrs.of_op] : NULL;
+    if (!d || ir_numel(operand(in, n, 0)) != ir_numel(n) || ir_numel(operand(in, n, 1)) != ir_numel(n))
+        return -1;
+    for (int64_t i = 0; i < ir_numel(n); i++)
+        out[i] = dy[i] * d(x[i], n->attrs.alpha);
+    return 0;
+}
+
 static int eval_cast(const interp *in, const ir_node *n, double *out)
 {
     const double *x = operand_vals(in, n, 0);

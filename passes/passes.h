@@ -105,6 +105,31 @@ typedef struct pass_tile_stats {
 } pass_tile_stats;
 int pass_tile(ir_graph *g, size_t budget, pass_tile_stats *stats);
 
+/* Reverse-mode differentiation (pass_grad.c): appends to g the nodes
+ * computing d loss / d wrt[i] into grads[i] (IR_NONE: wrt[i] does not
+ * affect the loss, a zero gradient), loss a one-element node.  Run on the
+ * unfused graph (after pass_dtype, before the optimising passes).  Returns
+ * the number of errors (an op without a gradient rule, located). */
+int pass_grad(ir_graph *g, int loss, const int *wrt, int nwrt, int *grads);
+/* Whether op has a gradient rule (the unit test lists those without). */
+bool pass_grad_has_rule(ir_op op);
+
+/* Training mode (pass_grad.c), before pass_loss and pass_grad: every
+ * BatchNorm normalises with its batch's statistics, and the new running
+ * mean and variance of each become outputs appended to g->outputs, named
+ * after their parameters (PyTorch train()).  Returns how many BatchNorms,
+ * or -1 after an error. */
+int pass_train_mode(ir_graph *g);
+
+/* The losses of interface.md §8, as PyTorch's with reduction='mean'. */
+typedef enum pass_loss_kind {
+    PASS_LOSS_mse, PASS_LOSS_cross_entropy, PASS_LOSS_bce_with_logits, PASS_LOSS_COUNT
+} pass_loss_kind;
+extern const char *const pass_loss_names[PASS_LOSS_COUNT];
+/* Appends loss(y, target) to g and returns its [1] node; target is an
+ * input node of y's shape (cross_entropy: integer classes [batch]). */
+int pass_loss(ir_graph *g, pass_loss_kind kind, int y, int target);
+
 /* Fusion (pass_fuse.c): each rewrites g in place and returns 0. */
 int pass_fold_batchnorm(ir_graph *g);
 int pass_fold_scale_shift(ir_graph *g);

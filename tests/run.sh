@@ -2,7 +2,7 @@
 # Runs the test suites, in parallel, and ends with the one summary line CI reads:
 #   N passed, N failed, N skipped
 # Usage: tests/run.sh BUILD_DIR [SUITE...]
-#   suites: layers unit cli ir torch ops half compile firmware install errors profile bench llvm onnx
+#   suites: layers unit cli ir torch ops half compile firmware install errors profile bench llvm onnx train
 # Suites (and each unit binary) run as background jobs, AXC_TEST_JOBS at once
 # (default: the number of cores), each into its own log; the logs are printed
 # in suite order as soon as every earlier one is done.  firmware and install
@@ -19,7 +19,7 @@ B=$(cd "$root" && cd "$B" && pwd)
 export AXC="$B/bin/axc" AXC_BUILD="$B" AXC_ROOT="$root"
 export PYTHON=${PYTHON:-/usr/bin/python3}
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(layers unit cli ir torch ops half compile firmware install errors profile bench llvm onnx)
+[ ${#suites[@]} -gt 0 ] || suites=(layers unit cli ir torch ops half compile firmware install errors profile bench llvm onnx train)
 max_jobs=${AXC_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 logs=$(mktemp -d)
@@ -56,6 +56,7 @@ run_job() {
         ops) "$PYTHON" "$here/ops/run.py" ;;
         half) "$PYTHON" "$here/half/run.py" ;;
         onnx) "$PYTHON" "$here/onnx/run.py" ;;
+        train) "$PYTHON" "$here/train/run.py" ;;
         *) echo "FAIL: unknown suite $1" ;;
     esac 2>&1
 }
@@ -79,7 +80,7 @@ done
 weight() {
     case $1 in
         torch|half|unit:test_codegen|compile) echo 5 ;;
-        ops|ir|*firmware*|*install*|cli|profile|bench) echo 3 ;;
+        ops|ir|*firmware*|*install*|cli|profile|bench|train) echo 3 ;;
         *) echo 1 ;;
     esac
 }

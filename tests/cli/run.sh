@@ -235,14 +235,16 @@ check_option_hints() {
     run_axc mlp.ax --weight w.safetensors -o t.c; expect_rc 2 || return 1
     grep -q "did you mean '--weights'" err || { show; return 1; }
     local opt
-    for opt in --quantize=int8 --loss=mse --epochs=2; do
+    for opt in --quantize=int8 --calibrate=x=y.npy --shuffle; do
         run_axc run mlp.ax $opt; expect_rc 2 || return 1
         grep -q "not built yet" err || { echo "$opt: no 'not built yet'"; show; return 1; }
     done
     run_axc mlp.ax --emit=ptx; expect_rc 2 || return 1
     grep -q "not built yet" err || { show; return 1; }
-    run_axc train mlp.ax; expect_rc 2 || return 1
-    grep -q "'axc train' is in the interface but not built yet" err || { show; return 1; }
+    run_axc train mlp.ax --loss=mse; expect_rc 2 || return 1
+    grep -q "'axc train' needs --target" err || { show; return 1; }
+    run_axc mlp.ax --epochs=2 -o t.c; expect_rc 2 || return 1
+    grep -q "only valid with 'axc train'" err || { show; return 1; }
 }
 check_io_exit_codes() {  # interface.md §1: an unreadable file is an I/O error (2) whatever its role
     run_axc nosuch.ax -o m.c; expect_rc 2 || return 1

@@ -1,0 +1,386 @@
+/* train.c — `axc train` (interface.md §8).
+ *
+ * Builds the model unfused (pipeline.c skips the optimising passes for
+ * training), appends the loss against a new `target` input (pass_loss) and
+ * the backward graph (pass_grad), and then, batch by batch in file order for
+ * --epochs passes, evaluates loss and gradients on the reference interpreter
+ * and applies the optimizer to the parameters' data in place, with
+ * torch.optim's semantics.  Progress lines go to stdout; the trained
+ * parameters (PyTorch names) go to --save-weights only when every step was
+ * finite, so a run that diverges leaves the last good file untouched.
+ *
+ * Not yet here: the generated C training step (axc --train), Conv, pooling and
+ * the other ops without a gradient rule (pass_grad.c lists them). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "driver.h"
+#include "ir_interp.h"
+
+const char *const axc_optimizer_names[AXC_OPT_COUNT] = {"sgd", "adam", "adamw", "lion"};
+
+int axc_read_npy(ax_ctx *ctx, const char *path, size_t max, tf_tensor *t)
+{
+    size_t len;
+    char err[256];
+    uint8_t *buf = (uint8_t *)ax_read_file_max(ctx->arena, path, max, &len);
+    if (!buf) { axc_fail("cannot read '%s': %s", path, strerror(errno)); return AXC_EUSAGE; }
+    if (tf_npy_parse(buf, len, t, err, sizeof err)) { axc_fail("%s: %s", path, err); return AXC_EINPUT; }
+    return AXC_OK;
+}
+
+/* One file of whole batches for a node of the step's batch shape. */
+typedef struct batch_file {
+    const char *path;
+    uint8_t *data;      /* heap, converted to the node's dtype */
+    size_t batch_bytes;
+    int64_t batches;
+} batch_file;
+
+/* Reads path as batches of node n (dims after 0 equal, dim 0 a multiple). */
+static int load_batches(ax_ctx *ctx, const ir_node *n, const char *what, const char *path, batch_file *f)
+{
+    tf_tensor t;
+    int rc = axc_read_npy(ctx, path, ((size_t)1 << 40), &t);
+    if (rc) return rc;
+    bool fits = t.rank == n->rank && t.rank > 0 && t.shape[0] > 0 && t.shape[0] % n->shape[0] == 0;
+    for (int d = 1; fits && d < n->rank; d++) fits = t.shape[d] == n->shape[d];
+    char want[128], got[128];
+    if (!fits) {
+        ir_shape_str(n->shape, n->rank, want, sizeof want);
+        ir_shape_str(t.shape, t.rank, got, sizeof got);
+        axc_fail("%s '%s' holds %s but takes whole batches of %s (dim 0 a multiple of %lld)", what, path, got,
+                 want, (long long)n->shape[0]);
+        return AXC_EINPUT;
+    }
+    if (ir_dtype_is_float(t.dtype) != ir_dtype_is_float(n->dtype)) {
+        axc_fail("%s '%s' holds %s values but %s ones are expected", what, path, ir_dtype_name(t.dtype),
+                 ir_dtype_is_float(n->dtype) ? "floating-point" : "integer (Int64 or Int32)");
+        return AXC_EINPUT;
+    }
+    size_t count = 1;
+    for (int d = 0; d < t.rank; d++) count *= (size_t)t.shape[d];
+    f->path = path;
+    f->batches = t.shape[0] / n->shape[0];
+    f->batch_bytes = ir_nbytes(n);
+    f->data = malloc(count * ir_dtypes[n->dtype].size + 1);
+    if (!f->data) ax_out_of_memory(0);
+    tf_convert(f->data, n->dtype, t.data, t.dtype, count);
+    return AXC_OK;
+}
+
+/* cross_entropy: every class index within the logits. */
+static int check_classes(const batch_file *f, const ir_node *target, int64_t classes)
+{
+    int64_t count = f->batches * ir_numel(target);
+    for (int64_t i = 0; i < count; i++) {
+        int64_t c = target->dtype == AXRT_I64 ? ((const int64_t *)(const void *)f->data)[i]
+                                               : ((const int32_t *)(const void *)f->data)[i];
+        if (c < 0 || c >= classes) {
+            axc_fail("--target '%s': class index %lld at row %lld is outside 0..%lld (the model has %lld classes)",
+                     f->path, (long long)c, (long long)i, (long long)classes - 1, (long long)classes);
+            return AXC_EINPUT;
+        }
+    }
+    return AXC_OK;
+}
+
+/* ---- optimizers ---------------------------------------------------------- */
+
+typedef struct hyper {
+    axc_optimizer kind;
+    double lr, momentum, wd, beta1, beta2, eps;
+    bool nesterov;
+} hyper;
+
+/* Defaults of torch.optim.SGD/Adam/AdamW and of Lion (interface.md §8). */
+static hyper hyper_from(const axc_opts *o)
+{
+    hyper h = {(axc_optimizer)o->optimizer, o->lr, o->momentum, o->weight_decay, o->beta1, o->beta2, o->eps,
+               o->nesterov};
+    const bool lion = h.kind == AXC_OPT_lion;
+    if (isnan(h.lr)) h.lr = lion ? 1e-4 : 1e-3;
+    if (isnan(h.momentum)) h.momentum = 0;
+    if (isnan(h.wd)) h.wd = h.kind == AXC_OPT_adamw ? 0.01 : 0;
+    if (isnan(h.beta1)) h.beta1 = 0.9;
+    if (isnan(h.beta2)) h.beta2 = lion ? 0.99 : 0.999;
+    if (isnan(h.eps)) h.eps = 1e-8;
+    return h;
+}
+
+/* One parameter tensor's update in place (p, g: n values; m, v: its
+ * moments, zero before step 1; t: 1-based step). */
+static void optimizer_step(const hyper *h, double *p, const double *g, double *m, double *v, size_t n, long t)
+{
+    const double bc1 = 1 - pow(h->beta1, (double)t), bc2 = 1 - pow(h->beta2, (double)t);
+    for (size_t i = 0; i < n; i++) {
+        double gi = g[i];
+        switch (h->kind) {
+        case AXC_OPT_sgd:
+            gi += h->wd * p[i];
+            if (h->momentum != 0) {
+                m[i] = t == 1 ? gi : h->momentum * m[i] + gi;
+                gi = h->nesterov ? gi + h->momentum * m[i] : m[i];
+            }
+            p[i] -= h->lr * gi;
+            break;
+        case AXC_OPT_adamw:
+        case AXC_OPT_adam:
+            if (h->kind == AXC_OPT_adamw) p[i] *= 1 - h->lr * h->wd;  /* decoupled */
+            else gi += h->wd * p[i];                                  /* L2 */
+            m[i] = h->beta1 * m[i] + (1 - h->beta1) * gi;
+            v[i] = h->beta2 * v[i] + (1 - h->beta2) * gi * gi;
+            p[i] -= h->lr / bc1 * m[i] / (sqrt(v[i]) / sqrt(bc2) + h->eps);
+            break;
+        case AXC_OPT_lion: {
+            double c = h->beta1 * m[i] + (1 - h->beta1) * gi;
+            double u = c > 0 ? 1 : c < 0 ? -1 : 0;
+            p[i] -= h->lr * (u + h->wd * p[i]);
+            m[i] = h->beta2 * m[i] + (1 - h->beta2) * gi;
+            break;
+        }
+        case AXC_OPT_COUNT: break;
+        }
+    }
+}
+
+/* ---- the training graph ---------------------------------------------------- */
+
+typedef struct trainer {
+    ir_graph *g;
+    int target;          /* the target input node */
+    int loss;            /* output index of the loss */
+    int nparams;
+    int *params, *grads; /* node ids; grads[i] IR_NONE: no effect on the loss (skipped, as torch) */
+    int *grad_out;       /* output index of grads[i], or -1 */
+    int nstats;          /* outputs 1..nstats: BatchNorm running statistics (pass_train_mode) */
+    int *stat_param;     /* the param node each of those outputs replaces */
+    double **m, **v, *p, *gbuf;
+} trainer;
+
+/* The trainable parameters: the user's (not derived) float ones. */
+static int collect_params(trainer *t)
+{
+    ir_graph *g = t->g;
+    t->params = calloc((size_t)g->nnodes + 1, sizeof *t->params);
+    if (!t->params) ax_out_of_memory(0);
+    for (int id = 0; id < g->nnodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        if (n->op == IR_OP_param && !n->dead && !n->derived && ir_dtype_is_float(n->dtype))
+            t->params[t->nparams++] = id;
+    }
+    return t->nparams;
+}
+
+/* Appends target, loss and backward; the outputs become the model's, the
+ * loss, then each gradient.  Returns an exit status. */
+static int build_training_graph(const axc_opts *o, trainer *t)
+{
+    ir_graph *g = t->g;
+    if (g->noutputs != 1) {
+        ax_error(g->ctx, g->loc, "'axc train' needs a model with one output; '%s' has %d", g->name, g->noutputs);
+        return AXC_EINPUT;
+    }
+    int nbn = pass_train_mode(g);
+    if (nbn < 0) return AXC_EINPUT;
+    t->nstats = 2 * nbn;
+    const int y = g->outputs[0];
+    const bool ce = o->loss == PASS_LOSS_cross_entropy;
+    if (ce && g->nodes[y].rank != 2) {
+        char shape[128];
+        ir_shape_str(g->nodes[y].shape, g->nodes[y].rank, shape, sizeof shape);
+        ax_error(g->ctx, g->loc, "cross_entropy needs logits [batch, classes]; model '%s' returns %s", g->name,
+                 shape);
+        return AXC_EINPUT;
+    }
+    t->stat_param = calloc((size_t)t->nstats + 1, sizeof *t->stat_param);
+    if (!t->stat_param) ax_out_of_memory(0);
+    for (int k = 0; k < t->nstats; k++)
+        for (int id = 0; id < g->nnodes; id++)
+            if (g->nodes[id].op == IR_OP_param && !g->nodes[id].derived &&
+                !strcmp(g->nodes[id].name, g->output_names[1 + k]))
+                t->stat_param[k] = id;
+    if (!collect_params(t)) {
+        ax_error(g->ctx, g->loc, "model '%s' has no trainable parameter: nothing to train", g->name);
+        return AXC_EINPUT;
+    }
+    t->target = ir_add(g, IR_OP_input, NULL, 0, g->loc);
+    ir_node *tn = &g->nodes[t->target];
+    tn->name = "target";
+    tn->dtype = ce ? AXRT_I64 : g->dtype;
+    tn->rank = ce ? 1 : g->nodes[y].rank;
+    memcpy(tn->shape, g->nodes[y].shape, sizeof tn->shape);
+    ir_add_input(g, t->target);
+    int loss = pass_loss(g, (pass_loss_kind)o->loss, y, t->target);
+    t->grads = malloc(sizeof *t->grads * (size_t)t->nparams);
+    t->grad_out = malloc(sizeof *t->grad_out * (size_t)t->nparams);
+    if (!t->grads || !t->grad_out) ax_out_of_memory(0);
+    if (pass_grad(g, loss, t->params, t->nparams, t->grads)) return AXC_EINPUT;
+    t->loss = g->noutputs;
+    ir_add_output(g, loss, "loss");
+    for (int i = 0; i < t->nparams; i++) {
+        t->grad_out[i] = t->grads[i] == IR_NONE ? -1 : g->noutputs;
+        if (t->grads[i] != IR_NONE) ir_add_output(g, t->grads[i], g->nodes[t->params[i]].name);
+    }
+    return ir_verify(g) ? AXC_EINPUT : AXC_OK;
+}
+
+static void alloc_state(trainer *t)
+{
+    size_t most = 1;
+    t->m = calloc((size_t)t->nparams, sizeof *t->m);
+    t->v = calloc((size_t)t->nparams, sizeof *t->v);
+    if (!t->m || !t->v) ax_out_of_memory(0);
+    for (int i = 0; i < t->nparams; i++) {
+        size_t n = (size_t)ir_numel(&t->g->nodes[t->params[i]]);
+        if (n > most) most = n;
+        t->m[i] = calloc(n + 1, sizeof **t->m);
+        t->v[i] = calloc(n + 1, sizeof **t->v);
+        if (!t->m[i] || !t->v[i]) ax_out_of_memory(0);
+    }
+    t->p = malloc(most * sizeof *t->p);
+    t->gbuf = malloc(most * sizeof *t->gbuf);
+    if (!t->p || !t->gbuf) ax_out_of_memory(0);
+}
+
+static void free_trainer(trainer *t)
+{
+    for (int i = 0; i < t->nparams && t->m; i++) { free(t->m[i]); free(t->v[i]); }
+    free(t->m), free(t->v), free(t->p), free(t->gbuf);
+    free(t->params), free(t->grads), free(t->grad_out), free(t->stat_param);
+}
+
+/* The first gradient output holding a NaN or an infinity, or NULL. */
+static const char *first_nonfinite(const trainer *t, void *const *out)
+{
+    for (int i = 0; i < t->nparams; i++) {
+        if (t->grad_out[i] < 0) continue;
+        const ir_node *gn = &t->g->nodes[t->grads[i]];
+        tf_convert(t->gbuf, AXRT_F64, out[t->grad_out[i]], gn->dtype, (size_t)ir_numel(gn));
+        for (int64_t k = 0; k < ir_numel(gn); k++)
+            if (!isfinite(t->gbuf[k])) return t->g->nodes[t->params[i]].name;
+    }
+    return NULL;
+}
+
+static void apply_updates(const trainer *t, const hyper *h, void *const *out, long step)
+{
+    for (int i = 0; i < t->nparams; i++) {
+        if (t->grad_out[i] < 0) continue;
+        ir_node *p = &t->g->nodes[t->params[i]];
+        size_t n = (size_t)ir_numel(p);
+        tf_convert(t->gbuf, AXRT_F64, out[t->grad_out[i]], p->dtype, n);
+        tf_convert(t->p, AXRT_F64, p->data, p->dtype, n);
+        optimizer_step(h, t->p, t->gbuf, t->m[i], t->v[i], n, step);
+        tf_convert(p->data, p->dtype, t->p, AXRT_F64, n);
+    }
+}
+
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The steps: batches in file order, --epochs times. */
+static int run_steps(const axc_opts *o, trainer *t, batch_file *files, int64_t batches)
+{
+    ir_graph *g = t->g;
+    const hyper h = hyper_from(o);
+    const void **in = calloc((size_t)g->ninputs, sizeof *in);
+    void **out = calloc((size_t)g->noutputs, sizeof *out);
+    if (!in || !out) ax_out_of_memory(0);
+    for (int k = 0; k < g->noutputs; k++)
+        if (!(out[k] = malloc(ir_nbytes(&g->nodes[g->outputs[k]]) + 1))) ax_out_of_memory(0);
+    alloc_state(t);
+    const long total = (long)(o->epochs * batches), every = total <= 50 ? 1 : total / 20;
+    const double t0 = seconds();
+    int rc = AXC_OK;
+    for (long step = 1; step <= total && !rc; step++) {
+        int64_t b = (step - 1) % batches;
+        for (int i = 0; i < g->ninputs; i++) in[i] = files[i].data + (size_t)b * files[i].batch_bytes;
+        if (ir_interp_run(g, in, out)) ax_die("axc train: the interpreter failed at step %ld", step);
+        double loss;
+        tf_convert(&loss, AXRT_F64, out[t->loss], g->nodes[g->outputs[t->loss]].dtype, 1);
+        const char *bad = first_nonfinite(t, out);
+        if (!isfinite(loss) || bad) {
+            axc_fail("step %ld: the loss is %g; the first non-finite gradient is %s%s%s (the weights were not written)",
+                     step, loss, bad ? "'" : "", bad ? bad : "none", bad ? "'" : "");
+            rc = AXC_EINPUT;
+            break;
+        }
+        apply_updates(t, &h, out, step);
+        for (int k = 0; k < t->nstats; k++) {   /* running statistics, as computed */
+            ir_node *p = &g->nodes[t->stat_param[k]];
+            memcpy(p->data, out[1 + k], ir_nbytes(p));
+        }
+        if (step % every == 0 || step == total || step == 1)
+            printf("step %ld/%ld  epoch %ld/%ld  loss %.6g  %.1f steps/s\n", step, total,
+                   (long)((step - 1) / batches + 1), o->epochs, loss, (double)step / (seconds() - t0 + 1e-9));
+    }
+    for (int k = 0; k < g->noutputs; k++) free(out[k]);
+    free(out);
+    free((void *)in);
+    return rc;
+}
+
+/* Every model input and the target, as whole batches of one count. */
+static int load_files(ax_ctx *ctx, const axc_opts *o, trainer *t, batch_file *files, int64_t *batches)
+{
+    ir_graph *g = t->g;
+    for (int i = 0; i < g->ninputs; i++) {
+        const ir_node *n = &g->nodes[g->inputs[i]];
+        const char *path = i == g->ninputs - 1 ? o->target_file : NULL;
+        for (int k = 0; k < o->ninputs && !path; k++)
+            if (!strcmp(o->inputs[k].name, n->name)) path = o->inputs[k].path;
+        if (!path) { axc_fail("'axc train' needs --input %s=X.npy (the model's input '%s')", n->name, n->name); return AXC_EUSAGE; }
+        int rc = load_batches(ctx, n, i == g->ninputs - 1 ? "--target" : "--input", path, &files[i]);
+        if (rc) return rc;
+        if (files[i].batches != files[0].batches) {
+            axc_fail("'%s' holds %lld batches but '%s' holds %lld", files[0].path, (long long)files[0].batches, path,
+                     (long long)files[i].batches);
+            return AXC_EINPUT;
+        }
+    }
+    *batches = files[0].batches;
+    if (o->loss == PASS_LOSS_cross_entropy)
+        return check_classes(&files[g->ninputs - 1], &g->nodes[t->target], g->nodes[g->outputs[0]].shape[1]);
+    return AXC_OK;
+}
+
+int axc_train(ax_ctx *ctx, const axc_opts *o)
+{
+    ir_graph *models[AXC_MAX_MODELS];
+    int n = 0;
+    axc_output outs[1] = {{"--save-weights", o->save_weights}};
+    int rc = axc_check_outputs(o, outs, 1);
+    if (!rc) rc = axc_build_models(ctx, o, models, &n);
+    if (!rc && n != 1) {
+        axc_fail("'axc train' trains one model; %s has %d (choose one with --model)", o->input, n);
+        rc = AXC_EUSAGE;
+    }
+    trainer t = {0};
+    batch_file *files = NULL;
+    if (!rc) {
+        t.g = models[0];
+        rc = build_training_graph(o, &t);
+    }
+    int64_t batches = 0;
+    if (!rc) {
+        files = calloc((size_t)t.g->ninputs, sizeof *files);
+        if (!files) ax_out_of_memory(0);
+        rc = load_files(ctx, o, &t, files, &batches);
+    }
+    if (!rc) rc = run_steps(o, &t, files, batches);
+    if (!rc) rc = axc_save_weights(o, t.g);
+    for (int i = 0; files && i < t.g->ninputs; i++) free(files[i].data);
+    free(files);
+    free_trainer(&t);
+    axc_free_models(models, n);
+    return rc;
+}
