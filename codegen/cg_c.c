@@ -94,6 +94,12 @@ static const char *c_identifier(ax_arena *a, const char *name, const char *const
 /* forward()'s parameter names: inputs, then outputs, all distinct. */
 static void name_arguments(emitter *em)
 {
+    cg_argument_names(em->g, &em->input_names, &em->output_names);
+}
+
+void cg_argument_names(ir_graph *g, const char ***inputs, const char ***outputs)
+{
+    emitter em_ = {.g = g}, *em = &em_;
     const char **taken = ax_alloc(arena_of(em), sizeof *taken *
                                   (size_t)(em->g->ninputs + em->g->noutputs + 1));
     int ntaken = 0;
@@ -109,6 +115,8 @@ static void name_arguments(emitter *em)
         em->output_names[i] = c_identifier(arena_of(em), name ? name : "y", taken, ntaken);
         taken[ntaken++] = em->output_names[i];
     }
+    *inputs = em->input_names;
+    *outputs = em->output_names;
 }
 
 /* text with every character that could end a C comment or string, form a
@@ -647,14 +655,13 @@ static const char *const binary_symbols[IR_OP_COUNT] = {
 #undef OP
 };
 
-static const char *unary_expression(const emitter *em, const ir_node *n, const ir_fused_step *step,
-                                    const char *arg)
+const char *cg_unary_text(ax_arena *a, int op, const char *arg, axrt_dtype dtype, double alpha)
 {
-    const char *formula = unary_formulas[step->op];
+    const char *formula = unary_formulas[op];
     if (!formula)
-        ax_die("cg_c: %s in a fused loop", ir_ops[step->op].name);
+        ax_die("cg: %s in a fused loop", ir_ops[op].name);
     static const char *const names[] = {"AXC_X", "AXC_T", "AXC_A", "AXC_MATH_"};
-    const char *values[] = {arg, ctype(n->dtype), real_literal(em, n->dtype, step->value), ""};
+    const char *values[] = {arg, ctype(dtype), ax_sprintf(a, "(%s)%.17g", ctype(dtype), alpha), ""};
     ax_buf text = {0};
     for (const char *c = formula; *c;) {
         int k = 0;
@@ -671,11 +678,22 @@ static const char *unary_expression(const emitter *em, const ir_node *n, const i
         }
         while (isalnum((unsigned char)*c)) /* AXC_MATH_exp -> exp, then the suffix */
             ax_buf_put(&text, c++, 1);
-        ax_buf_puts(&text, n->dtype == AXRT_F64 ? "" : "f");
+        ax_buf_puts(&text, dtype == AXRT_F64 ? "" : "f");
     }
-    const char *result = ax_strdup(arena_of(em), text.data);
+    const char *result = ax_strdup(a, text.data);
     ax_buf_free(&text);
     return result;
+}
+
+static const char *unary_expression(const emitter *em, const ir_node *n, const ir_fused_step *step,
+                                    const char *arg)
+{
+    return cg_unary_text(arena_of(em), step->op, arg, n->dtype, step->value);
+}
+
+const char *cg_binary_symbol(int op)
+{
+    return binary_symbols[op];
 }
 
 /* Argument a of step s: an operand element or an earlier step's local. */
@@ -704,7 +722,7 @@ static void emit_fused_steps(emitter *em, const ir_node *n, const char *indent)
 
 /* The loop nest: dims[] and per-operand strides[k][] after dropping size-1
  * dims and merging neighbours; returns the loop count (at least 1). */
-static int fused_loops(const ir_node *n, int64_t *dims, int64_t strides[][IR_MAX_RANK])
+int cg_fused_loops(const ir_node *n, int64_t *dims, int64_t strides[][IR_MAX_RANK])
 {
     const int64_t (*full)[IR_MAX_RANK] = n->attrs.strides;
     int loops = 0;
@@ -753,7 +771,7 @@ static const char *fused_index(const emitter *em, const int64_t *strides, int lo
 static void emit_fused(emitter *em, const ir_node *n, const char *y)
 {
     int64_t dims[IR_MAX_RANK], strides[IR_MAX_SRC][IR_MAX_RANK];
-    const int loops = fused_loops(n, dims, strides);
+    const int loops = cg_fused_loops(n, dims, strides);
     const char *t = ctype(n->dtype);
     ax_buf_puts(em->out, "    {\n");
     for (int k = 0; k < n->nsrc; k++)
