@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "axrt_gpu.h"
 #include "cg_target.h"
 #include "driver.h"
 #include "ir_interp.h"
@@ -247,6 +248,13 @@ static int stage_sources(ax_ctx *ctx, const axc_opts *o, ir_graph *g, const char
                       .source_name = axc_source_name(ctx->arena, o), .profile = o->profile || o->dump_dir,
                       .blas = o->blas};
     const cg_target *target = cg_target_get(g->target->id);
+    const ir_target_id id = target->facts.id;
+    char why[512];
+    if ((id == IR_TARGET_cuda || id == IR_TARGET_hip) &&
+        axrt_gpu_probe(id == IR_TARGET_cuda ? AXRT_GPU_CUDA : AXRT_GPU_HIP, why, sizeof why)) {
+        axc_fail("axc run --target=%s: %s", ir_targets[id].name, why);
+        return AXC_EUSAGE;
+    }
     if (target->emit != cg_c_emit) { /* axc run builds C; other targets run their own way */
         axc_fail("the %s target %s; axc run uses --target=c", ir_targets[target->facts.id].name,
                  target->missing ? target->missing : "cannot be run by axc run yet");

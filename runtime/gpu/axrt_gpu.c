@@ -146,7 +146,7 @@ static int open_driver(driver *d, const dialect_api *api, char *err, size_t errl
     memset(d, 0, sizeof *d);
     d->lib = open_first(api->driver_env, api->driver_libs, &tried);
     if (!d->lib) {
-        say(err, errlen, "no %s driver: cannot open %s (%s)", api->vendor, tried, dlerror());
+        say(err, errlen, "no %s device: cannot open the driver %s (%s)", api->vendor, tried, dlerror());
         return 1;
     }
     const char *names[] = {api->init, api->count, api->alloc, api->free, api->htod, api->dtoh,
