@@ -39,6 +39,8 @@ const char *cg_unary_text(ax_arena *a, int op, const char *arg, axrt_dtype dtype
 const char *cg_binary_symbol(int op);
 int cg_fused_loops(const ir_node *n, int64_t *dims, int64_t strides[][IR_MAX_RANK]);
 void cg_argument_names(ir_graph *g, const char ***inputs, const char ***outputs);
+/* n elements of esize bytes as string-literal lines of \xHH escapes, little-endian. */
+void cg_bytes_literal(ax_buf *out, const unsigned char *data, size_t n, size_t esize);
 
 /* The LLVM back end (built only with AXC_HAVE_LLVM; cg_llvm*.c).
  * cg_llvm_emit writes an object file (or, with req->llvm_ir, textual IR)

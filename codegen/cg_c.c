@@ -212,7 +212,7 @@ static bool host_is_little_endian(void)
 
 /* The bytes of n elements of size esize as string-literal lines of
  * \xHH escapes, little-endian whatever the host. */
-static void emit_bytes_literal(ax_buf *out, const unsigned char *data, size_t n, size_t esize)
+void cg_bytes_literal(ax_buf *out, const unsigned char *data, size_t n, size_t esize)
 {
     static const char hex[] = "0123456789abcdef";
     const bool swap = !host_is_little_endian();
@@ -286,7 +286,7 @@ static void emit_param_data(emitter *em, int id)
                   "static const union { unsigned char bytes[%zu + 1]; %s values[%zu]; } %s_p%d = {\n",
                   count * esize, ctype(n->dtype), count, em->g->name, id);
     const void *data = kind == IR_LAYOUT_PLAIN ? n->data : (const void *)cg_packed_data(arena_of(em), n);
-    emit_bytes_literal(em->out, data, count, esize);
+    cg_bytes_literal(em->out, data, count, esize);
     ax_buf_puts(em->out, "};\n");
 }
 

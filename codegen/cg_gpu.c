@@ -735,21 +735,22 @@ static void emit_string(ax_buf *out, const char *text, size_t len)
     ax_buf_puts(out, "\"");
 }
 
+/* The parameter block as one string literal (compilers read those far
+ * faster than initialiser lists), zero bytes between the aligned offsets. */
 static void emit_param_block(gk *k, ax_buf *c)
 {
-    const size_t size = k->param_bytes ? k->param_bytes : 1;
-    ax_buf_printf(c, "static const unsigned char %s_params[%zu] = {", k->g->name, size);
-    size_t at = 0;
+    unsigned char *block = ax_alloc(arena_of(k), k->param_bytes + 1);
+    memset(block, 0, k->param_bytes + 1);
     for (int id = 0; id < k->g->nnodes; id++) {
         const ir_node *n = node_at(k, id);
         if (n->dead || n->op != IR_OP_param) continue;
         if (!n->data) ax_die("cg_gpu: parameter %s has no data", n->name ? n->name : "?");
-        for (; at < k->param_offset[id]; at++) ax_buf_printf(c, "%s0", at % 32 ? "," : ",\n");
-        const unsigned char *bytes = n->data;
-        for (size_t b = 0; b < ir_nbytes(n); b++, at++)
-            ax_buf_printf(c, "%s%u", at == 0 ? "\n" : at % 32 ? "," : ",\n", bytes[b]);
+        memcpy(block + k->param_offset[id], n->data, ir_nbytes(n));
     }
-    if (at == 0) ax_buf_puts(c, "0");
+    ax_buf_printf(c, "static const union { unsigned char bytes[%zu + 1]; double align; } %s_param_block = {\n",
+                  k->param_bytes, k->g->name);
+    if (k->param_bytes) cg_bytes_literal(c, block, k->param_bytes, 1);
+    else ax_buf_puts(c, "\"\"\n");
     ax_buf_puts(c, "};\n");
 }
 
@@ -796,7 +797,11 @@ static void emit_header_model(gk *k, ax_buf *h, const char **in, const char **ou
     emit_signature(k, h, "forward_device", in, out, true);
     ax_buf_puts(h, ";\n/* host pointers: copied in, run, copied out, synchronised */\n");
     emit_signature(k, h, "forward", in, out, false);
-    ax_buf_printf(h, ";\nvoid %s_free(axrt_gpu *gpu);\nextern const axrt_gpu_model %s_gpu_model;\n", name, name);
+    ax_buf_printf(h, ";\nvoid %s_free(axrt_gpu *gpu);\nextern const axrt_gpu_model %s_gpu_model;\n"
+                     "/* for generic drivers (axrt.h): run() starts the device on first use and\n"
+                     "   copies in and out; on failure %s_gpu_error says why */\n"
+                     "extern const axrt_model %s_model;\nextern char %s_gpu_error[1024];\n",
+                  name, name, name, name, name);
 }
 
 static void emit_io_array(gk *k, ax_buf *c, const char *decl, const char **in, const char **out)
@@ -805,6 +810,24 @@ static void emit_io_array(gk *k, ax_buf *c, const char *decl, const char **in, c
     for (int i = 0; i < k->g->ninputs; i++) ax_buf_printf(c, "%s%s", i ? ", " : "", in[i]);
     for (int i = 0; i < k->g->noutputs; i++) ax_buf_printf(c, ", %s", out[i]);
     ax_buf_puts(c, "};\n");
+}
+
+/* The generic descriptor (axrt.h axrt_model, as the C target's): its run
+ * starts the device on first use (NAME_gpu_error says why it could not)
+ * and runs a host forward; it needs no host arena. */
+static void emit_descriptor(gk *k, ax_buf *c)
+{
+    const char *name = k->g->name;
+    ax_buf_printf(c, "\nchar %s_gpu_error[1024];\nstatic axrt_gpu *%s_gpu_context;\n\n"
+                     "static int %s_run(const void *const *inputs, void *const *outputs, void *arena)\n{\n"
+                     "    (void)arena;\n"
+                     "    if (%s_gpu_context == NULL)\n"
+                     "        %s_gpu_context = %s_init(%s_gpu_error, sizeof %s_gpu_error);\n"
+                     "    if (%s_gpu_context == NULL)\n        return -1;\n"
+                     "    return axrt_gpu_forward_host(%s_gpu_context, inputs, outputs);\n}\n\n"
+                     "const axrt_model %s_model = {\"%s\", %d, %d, %s_inputs, %s_outputs, 0, %s_run};\n",
+                  name, name, name, name, name, name, name, name, name, name, name, name,
+                  k->g->ninputs, k->g->noutputs, name, name, name);
 }
 
 static void emit_host_model(gk *k, ax_buf *c, const char *source_var, const char **in, const char **out)
@@ -821,7 +844,7 @@ static void emit_host_model(gk *k, ax_buf *c, const char *source_var, const char
         const int id = i < k->g->ninputs ? k->g->inputs[i] : k->g->outputs[i - k->g->ninputs];
         ax_buf_printf(c, "%s%zu", i ? ", " : "", ir_nbytes(node_at(k, id)));
     }
-    ax_buf_printf(c, "};\nconst axrt_gpu_model %s_gpu_model = {\"%s\", %s, %s, %s_params, (size_t)%zu, (size_t)%zu,\n"
+    ax_buf_printf(c, "};\nconst axrt_gpu_model %s_gpu_model = {\"%s\", %s, %s, %s_param_block.bytes, (size_t)%zu, (size_t)%zu,\n"
                      "    %d, %d, %s_inputs, %s_outputs, %s_io_bytes, %s_launches, %d};\n\n",
                   name, name, k->dl->enum_name, source_var, name, k->param_bytes, k->g->arena_bytes,
                   k->g->ninputs, k->g->noutputs, name, name, name, name, k->nlaunches);
@@ -837,6 +860,7 @@ static void emit_host_model(gk *k, ax_buf *c, const char *source_var, const char
     for (int i = 0; i < k->g->noutputs; i++) ax_buf_printf(c, "%s%s", i ? ", " : "", out[i]);
     ax_buf_printf(c, "};\n    return axrt_gpu_forward_host(gpu, in, out);\n}\n\n"
                      "void %s_free(axrt_gpu *gpu)\n{\n    axrt_gpu_free(gpu);\n}\n", name);
+    emit_descriptor(k, c);
 }
 
 static const char *guard_name(ax_arena *a, const char *header_name)

@@ -195,11 +195,14 @@ static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n,
                     const char *header, ax_buf *c, ax_buf *h)
 {
     const cg_target *target = cg_target_get(models[0]->target->id);
-    if (!target->emit) {
+#ifndef AXC_HAVE_LLVM
+    if (!target->emit) { /* only the llvm back end can be left out of a build */
         axc_fail("the %s target %s; use %s", ir_targets[target->facts.id].name, target->missing,
                  "--target=c (a .c output)");
         return AXC_EUSAGE;
     }
+#else
+#endif
     int rc = check_llvm_target(ctx, o, target->facts.id);
     if (rc) return rc;
     cg_request req = {models, n, header ? base_name(header) : "", axc_source_name(ctx->arena, o), o->profile,

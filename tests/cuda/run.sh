@@ -38,7 +38,7 @@ tail_of() { tail -n "${2:-12}" "$1" | sed 's/^/  /'; }
 
 ptxas=$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null || true)
 have_nvrtc=yes; have_hiprtc=yes
-printf '@axiom probe(x::Float32[1, 4]) begin\n    return relu(x)\nend\n' >"$work/probe.ax"
+printf '@axiom probe(x::Float32[1, 4]) begin\n    relu\nend\n' >"$work/probe.ax"
 "$axc" --emit=ptx --arch=sm_80 "$work/probe.ax" -o "$work/probe.ptx" 2>/dev/null || have_nvrtc=
 "$axc" --emit=hsaco --arch=gfx90a "$work/probe.ax" -o "$work/probe.hsaco" 2>/dev/null || have_hiprtc=
 
@@ -90,7 +90,7 @@ emulate() {
       echo '    {0, 0}};'; } >"$d/kt.cpp"
     if ! { g++ -O1 -w -std=c++17 -include "$here/emu.h" -c "$d/kt.cpp" -o "$d/kt.o" &&
            "$cc" -O1 -I"$inc" -c "$d/ref.c" -o "$d/ref.o" &&
-           "$cc" -O1 -I"$inc" -D"${name}_forward=gpu_${name}_forward" -c "$d/gpu.c" -o "$d/gpu.o" &&
+           "$cc" -O1 -I"$inc" -D"${name}_forward=gpu_${name}_forward" -D"${name}_model=gpu_${name}_model" -c "$d/gpu.c" -o "$d/gpu.o" &&
            "$cc" -O1 -I"$inc" -DMODEL="$name" -c "$here/compare.c" -o "$d/cmp.o" &&
            g++ -o "$d/cmp" "$d/cmp.o" "$d/ref.o" "$d/gpu.o" "$d/kt.o" "$work/emu_rt.o" "$build/lib/libaxrt.a" -lpthread -lm; } >"$d/build" 2>&1; then
         fail "emu/$b" "build failed:"; tail_of "$d/build"; return
