@@ -10,8 +10,8 @@ after warm-up.  With no GPU (torch.cuda.is_available() false) it says so and
 exits 0: the figures then wait for a machine with a device.
 
 Usage: python3 bench/gpu_rows.py [--build DIR] [--runs N] [--rows R1,R2,...]
-R4 (BERT layer) needs attention, which the cuda target has no kernel for yet:
-it is reported as not run."""
+R4 (BERT layer) is timed for axc only (its PyTorch twin is the BERT rows of
+bench/torch_rows.py, on the CPU)."""
 import argparse
 import ctypes
 import os
@@ -25,7 +25,7 @@ ROWS = {
     "R1": ("examples/r1_mlp_b1.ax", "mlp"),
     "R2": ("examples/r2_mlp_b32.ax", "mlp"),
     "R3": ("examples/r3_resnet_block.ax", "block"),
-    "R4": ("examples/r4_bert_layer.ax", None),
+    "R4": ("examples/r4_bert_layer.ax", "bert"),
     "R5": ("examples/r5_layernorm.ax", "layernorm"),
     "R6": ("examples/r6_softmax.ax", "softmax"),
 }
@@ -125,10 +125,13 @@ def main():
         text = open(os.path.join(ROOT, path)).read()
         first = int(re.search(r"::Float32\[(\d+)", text).group(1))
         for batch in sorted({first, 256}):
-            if kind is None:
-                print(f"| {row} | {batch} | - | - | - | - | attention has no cuda kernel yet |")
-                continue
             with tempfile.TemporaryDirectory() as work:
+                if kind == "bert":
+                    lib, name = build_model(args.build, with_batch(text, batch), work)
+                    shape = [int(d) for d in re.search(r"::Float32\[([\d, ]+)\]", with_batch(text, batch)).group(1).split(",")]
+                    t_axc = axc_row(lib, name, shape, shape, args.runs, torch)
+                    print(f"| {row} | {batch} | {t_axc:.4f} | - | - | - | axc only |")
+                    continue
                 lib, name = build_model(args.build, with_batch(text, batch), work)
                 shape = [int(d) for d in re.search(r"::Float32\[([\d, ]+)\]", with_batch(text, batch)).group(1).split(",")]
                 tshape = [shape[0], shape[3], shape[1], shape[2]] if kind == "block" else shape

@@ -22,6 +22,7 @@
  * The dialects differ only in the source prelude, the names and the
  * runtime library's entry points (axrt_gpu.c). */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -124,13 +125,19 @@ static bool has_operand(const ir_node *n, int i)
 
 /* ---- kernels and launches ----------------------------------------------- */
 
-static void begin_kernel(gk *k, int id, const char *what)
+/* A kernel named <model>_k<id><suffix> for node id. */
+static void begin_kernel_part(gk *k, int id, const char *suffix, const char *what)
 {
-    k->kernel = ax_sprintf(arena_of(k), "%s_k%d", k->g->name, id);
+    k->kernel = ax_sprintf(arena_of(k), "%s_k%d%s", k->g->name, id, suffix);
     ax_buf_printf(k->src, "\n/* %%%d %s */\nAXK %s(u8 *A, const u8 *P", id, what, k->kernel);
     for (int i = 0; i < k->g->ninputs; i++) ax_buf_printf(k->src, ", const float *X%d", i);
     for (int i = 0; i < k->g->noutputs; i++) ax_buf_printf(k->src, ", float *Y%d", i);
     ax_buf_puts(k->src, ")\n{\n    (void)A; (void)P;\n");
+}
+
+static void begin_kernel(gk *k, int id, const char *what)
+{
+    begin_kernel_part(k, id, "", what);
 }
 
 static void launch(gk *k, int64_t gx, int64_t gy, int64_t gz, int block)
@@ -442,11 +449,19 @@ static void emit_batchnorm(gk *k, const ir_node *n)
  * K through shared memory; each of the 256 threads owns a 4x4 block.
  * a_at/b_at are expressions in (m, kk) / (kk, n) after the batch offsets
  * aoff/boff; the bias (dense) is added per column, then the epilogue. */
-static void emit_gemm(gk *k, const ir_node *n, int64_t M, int64_t N, int64_t K, const char *a_at,
-                      const char *b_at, bool b_k_major, int64_t batch)
+typedef struct gemm_shape {
+    int64_t M, N, K, batch;
+    const char *a_at, *b_at;  /* A(m, kk), B(kk, n) */
+    bool b_k_major;           /* B's consecutive elements run along kk */
+    const char *bias;         /* a float pointer indexed by n, or NULL */
+    const char *out;          /* C, indexed by cbase + m * N + n */
+} gemm_shape;
+
+static void emit_gemm(gk *k, const ir_node *n, const gemm_shape *s)
 {
-    const int id = (int)(n - k->g->nodes);
-    const char *bias = n->op == IR_OP_dense && has_operand(n, 2) ? ptr(k, n->src[2]) : NULL;
+    const int64_t M = s->M, N = s->N, K = s->K;
+    const char *a_at = s->a_at, *b_at = s->b_at, *bias = s->bias;
+    const bool b_k_major = s->b_k_major;
     ax_buf_printf(k->src,
                   "    __shared__ float As[16][68], Bs[16][68];\n"
                   "    const int tx = threadIdx.x %% 16, ty = threadIdx.x / 16;\n"
@@ -482,8 +497,8 @@ static void emit_gemm(gk *k, const ir_node *n, int64_t M, int64_t N, int64_t K, 
                   (long long)N, (long long)K, b_at, (long long)M, (long long)N, (long long)N,
                   bias ? " + " : "", bias ? bias : "", bias ? "[n]" : "");
     epilogue(k, n, "o");
-    ax_buf_printf(k->src, "        %s[o] = v;\n    }\n}\n", ptr(k, id));
-    launch(k, (N + 63) / 64, (M + 63) / 64, batch, BLOCK);
+    ax_buf_printf(k->src, "        %s[o] = v;\n    }\n}\n", s->out);
+    launch(k, (N + 63) / 64, (M + 63) / 64, s->batch, BLOCK);
 }
 
 static void emit_dense(gk *k, const ir_node *n)
@@ -492,8 +507,11 @@ static void emit_dense(gk *k, const ir_node *n)
     const int64_t in = x->shape[x->rank - 1], out = n->shape[n->rank - 1], rows = ir_numel(x) / in;
     begin_kernel(k, (int)(n - k->g->nodes), "dense");
     ax_buf_puts(k->src, "    const long long cbase = 0;\n");
-    emit_gemm(k, n, rows, out, in, ax_sprintf(arena_of(k), "%s[m * %lldLL + kk]", ptr(k, n->src[0]), (long long)in),
-              ax_sprintf(arena_of(k), "%s[n * %lldLL + kk]", ptr(k, n->src[1]), (long long)in), true, 1);
+    const gemm_shape s = {rows, out, in, 1,
+                          ax_sprintf(arena_of(k), "%s[m * %lldLL + kk]", ptr(k, n->src[0]), (long long)in),
+                          ax_sprintf(arena_of(k), "%s[n * %lldLL + kk]", ptr(k, n->src[1]), (long long)in), true,
+                          has_operand(n, 2) ? ptr(k, n->src[2]) : NULL, ptr(k, (int)(n - k->g->nodes))};
+    emit_gemm(k, n, &s);
 }
 
 /* torch.matmul: 1-D operands as [1, k] / [k, 1]; batch dims broadcast,
@@ -519,10 +537,11 @@ static void emit_matmul(gk *k, const ir_node *n)
     decompose(k, shape, rank, "(long long)blockIdx.z");
     ax_buf_printf(k->src, "    const long long aoff = %s, boff = %s, cbase = (long long)blockIdx.z * %lldLL;\n",
                   index_of(k, sa, rank), index_of(k, sb, rank), (long long)(m * cols));
-    emit_gemm(k, n, m, cols, kk,
-              ax_sprintf(arena_of(k), "%s[aoff + m * %lldLL + kk]", ptr(k, n->src[0]), (long long)kk),
-              ax_sprintf(arena_of(k), "%s[boff + kk * %lldLL + n]", ptr(k, n->src[1]), (long long)cols),
-              false, product(shape, 0, rank));
+    const gemm_shape s = {m, cols, kk, product(shape, 0, rank),
+                          ax_sprintf(arena_of(k), "%s[aoff + m * %lldLL + kk]", ptr(k, n->src[0]), (long long)kk),
+                          ax_sprintf(arena_of(k), "%s[boff + kk * %lldLL + n]", ptr(k, n->src[1]), (long long)cols),
+                          false, NULL, ptr(k, (int)(n - k->g->nodes))};
+    emit_gemm(k, n, &s);
 }
 
 /* ---- convolution and pooling (NHWC) ------------------------------------------ */
@@ -605,13 +624,120 @@ static void emit_globalpool(gk *k, const ir_node *n)
     end_elementwise(k, n);
 }
 
+/* ---- attention ----------------------------------------------------------- */
+
+/* The longest key sequence one block's shared scores hold. */
+#define MHA_MAX_KEYS 8192
+
+typedef struct mha_dims {
+    int64_t batch, lq, lk, d, hd;
+} mha_dims;
+
+static mha_dims mha_dims_of(const ir_graph *g, const ir_node *n)
+{
+    const ir_node *q = &g->nodes[n->src[0]], *kn = &g->nodes[n->src[1]];
+    mha_dims m;
+    m.d = q->shape[q->rank - 1];
+    m.lq = q->shape[q->rank - 2];
+    m.lk = kn->shape[kn->rank - 2];
+    m.batch = ir_numel(q) / (m.lq * m.d);
+    m.hd = m.d / n->attrs.heads;
+    return m;
+}
+
+/* Scratch: the projected q [batch*lq, d], k and v [batch*lk, d], the heads [batch*lq, d]. */
+static const char *mha_part(const gk *k, const ir_node *n, int part)
+{
+    const mha_dims m = mha_dims_of(k->g, n);
+    const int64_t starts[4] = {0, m.batch * m.lq * m.d, m.batch * (m.lq + m.lk) * m.d,
+                               m.batch * (m.lq + 2 * m.lk) * m.d};
+    return ax_sprintf(arena_of(k), "((float *)(A + %lld))",
+                      (long long)(n->scratch_offset + 4 * starts[part]));
+}
+
+/* x [rows, d] times rows [w_row0, w_row0 + d) of w, plus the bias's same rows. */
+static void emit_projection(gk *k, const ir_node *n, const char *suffix, const char *x, int64_t rows,
+                            int w_operand, int b_operand, int64_t first, const char *out)
+{
+    const int64_t d = mha_dims_of(k->g, n).d;
+    begin_kernel_part(k, (int)(n - k->g->nodes), suffix, "attention projection");
+    ax_buf_puts(k->src, "    const long long cbase = 0;\n");
+    const gemm_shape s = {rows, d, d, 1, ax_sprintf(arena_of(k), "%s[m * %lldLL + kk]", x, (long long)d),
+                          ax_sprintf(arena_of(k), "%s[%lldLL + n * %lldLL + kk]", ptr(k, n->src[w_operand]),
+                                     (long long)(first * d), (long long)d),
+                          true,
+                          has_operand(n, b_operand) ? ax_sprintf(arena_of(k), "(%s + %lld)", ptr(k, n->src[b_operand]),
+                                                                  (long long)first) : NULL,
+                          out};
+    emit_gemm(k, n, &s);
+}
+
+/* One block per (batch, head, query): scores into shared memory, softmax,
+ * then the weighted sum of v for the head's columns. */
+static void emit_attend(gk *k, const ir_node *n)
+{
+    const mha_dims m = mha_dims_of(k->g, n);
+    begin_kernel_part(k, (int)(n - k->g->nodes), "_att", "attention heads");
+    ax_buf_printf(k->src,
+                  "    __shared__ float sc[%lld], red[%d];\n"
+                  "    const long long row = blockIdx.x, i = row %% %lldLL, h = (row / %lldLL) %% %d, b = row / %lldLL;\n"
+                  "    const float *q = %s + (b * %lldLL + i) * %lldLL + h * %lldLL;\n"
+                  "    const float *kb = %s + b * %lldLL * %lldLL + h * %lldLL;\n"
+                  "    const float *vb = %s + b * %lldLL * %lldLL + h * %lldLL;\n"
+                  "    float mx = -AXK_INF;\n"
+                  "    for (long long j = threadIdx.x; j < %lldLL; j += %d) {\n"
+                  "        float acc = 0.0f;\n"
+                  "        for (int e = 0; e < %lld; e++) acc = fmaf(q[e], kb[j * %lldLL + e], acc);\n"
+                  "        sc[j] = %s;\n"
+                  "        mx = sc[j] > mx ? sc[j] : mx;\n    }\n"
+                  "    red[threadIdx.x] = mx;\n    __syncthreads();\n"
+                  "    for (int s = %d; s > 0; s >>= 1) {\n"
+                  "        if ((int)threadIdx.x < s && red[threadIdx.x + s] > red[threadIdx.x]) red[threadIdx.x] = red[threadIdx.x + s];\n"
+                  "        __syncthreads();\n    }\n"
+                  "    mx = red[0];\n    __syncthreads();\n    float acc = 0.0f;\n"
+                  "    for (long long j = threadIdx.x; j < %lldLL; j += %d) { sc[j] = expf(sc[j] - mx); acc += sc[j]; }\n",
+                  (long long)m.lk, BLOCK, (long long)m.lq, (long long)m.lq, n->attrs.heads,
+                  (long long)(m.lq * n->attrs.heads), mha_part(k, n, 0), (long long)m.lq, (long long)m.d,
+                  (long long)m.hd, mha_part(k, n, 1), (long long)m.lk, (long long)m.d, (long long)m.hd,
+                  mha_part(k, n, 2), (long long)m.lk, (long long)m.d, (long long)m.hd, (long long)m.lk, BLOCK,
+                  (long long)m.hd, (long long)m.d,
+                  n->attrs.causal ? ax_sprintf(arena_of(k), "j > i ? -AXK_INF : acc * %s", flit(k, 1.0 / sqrt((double)m.hd)))
+                                  : ax_sprintf(arena_of(k), "acc * %s", flit(k, 1.0 / sqrt((double)m.hd))),
+                  BLOCK / 2, (long long)m.lk, BLOCK);
+    block_sum(k, "sum", "acc");
+    ax_buf_printf(k->src,
+                  "    float *out = %s + (b * %lldLL + i) * %lldLL + h * %lldLL;\n"
+                  "    for (int e = threadIdx.x; e < %lld; e += %d) {\n"
+                  "        float o = 0.0f;\n"
+                  "        for (long long j = 0; j < %lldLL; j++) o = fmaf(sc[j] / sum, vb[j * %lldLL + e], o);\n"
+                  "        out[e] = o;\n    }\n}\n",
+                  mha_part(k, n, 3), (long long)m.lq, (long long)m.d, (long long)m.hd, (long long)m.hd, BLOCK,
+                  (long long)m.lk, (long long)m.d);
+    launch(k, m.batch * n->attrs.heads * m.lq, 1, 1, BLOCK);
+}
+
+/* q, k, v, in_proj_weight [3d, d], in_proj_bias?, out_proj.weight [d, d], out_proj.bias?
+ * (torch.nn.MultiheadAttention): the three projections, the heads, the output projection. */
+static void emit_mha(gk *k, const ir_node *n)
+{
+    const mha_dims m = mha_dims_of(k->g, n);
+    if (n->scratch_offset < 0) ax_die("cg_gpu: mha %%%d has no scratch buffer", (int)(n - k->g->nodes));
+    emit_projection(k, n, "_q", ptr(k, n->src[0]), m.batch * m.lq, 3, 4, 0, mha_part(k, n, 0));
+    emit_projection(k, n, "_k", ptr(k, n->src[1]), m.batch * m.lk, 3, 4, m.d, mha_part(k, n, 1));
+    emit_projection(k, n, "_v", ptr(k, n->src[2]), m.batch * m.lk, 3, 4, 2 * m.d, mha_part(k, n, 2));
+    emit_attend(k, n);
+    emit_projection(k, n, "_o", mha_part(k, n, 3), m.batch * m.lq, 5, 6, 0, ptr(k, (int)(n - k->g->nodes)));
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 /* The op this back end has no kernel for, or NULL. */
 static const char *unsupported(const ir_graph *g, const ir_node *n)
 {
-    if (n->op == IR_OP_mha || n->op == IR_OP_embedding)
+    if (n->op == IR_OP_embedding)
         return ir_ops[n->op].name;
+    if (n->op == IR_OP_mha && mha_dims_of(g, n).lk > MHA_MAX_KEYS)
+        return "attention over more than 8192 keys";
     if (n->op == IR_OP_cast && g->nodes[n->src[0]].dtype != n->dtype)
         return "cast between dtypes";
     if (n->op == IR_OP_meanpool && n->attrs.adaptive)
@@ -631,6 +757,7 @@ static void emit_node(gk *k, int id)
     case IR_OP_globalmeanpool: emit_globalpool(k, n); return;
     case IR_OP_softmax: case IR_OP_log_softmax: emit_softmax(k, n); return;
     case IR_OP_layernorm: emit_layernorm(k, n); return;
+    case IR_OP_mha: emit_mha(k, n); return;
     case IR_OP_batchnorm: emit_batchnorm(k, n); return;
     case IR_OP_transpose: emit_transpose(k, n); return;
     case IR_OP_slice: emit_slice(k, n); return;
@@ -942,10 +1069,12 @@ void cg_gpu_select(ir_graph *g)
         g->nodes[id].layout = IR_LAYOUT_PLAIN;
 }
 
+/* Attention keeps its projections and heads in scratch (mha_part). */
 size_t cg_gpu_scratch_bytes(const ir_node *n, const ir_graph *g)
 {
-    (void)n, (void)g;
-    return 0;
+    if (n->op != IR_OP_mha) return 0;
+    const mha_dims m = mha_dims_of(g, n);
+    return (size_t)(2 * m.batch * (m.lq + m.lk) * m.d) * sizeof(float);
 }
 
 bool cg_gpu_can_inplace(const ir_node *n, const ir_graph *g, int k)

@@ -35,23 +35,45 @@ axrt_gpu *axrt_gpu_init(const axrt_gpu_model *m, char *err, size_t errlen)
     return g;
 }
 
-typedef void (*k2)(void *, void *);
-typedef void (*k3)(void *, void *, void *);
-typedef void (*k4)(void *, void *, void *, void *);
-typedef void (*k5)(void *, void *, void *, void *, void *);
-typedef void (*k6)(void *, void *, void *, void *, void *, void *);
+/* Every kernel takes 2 + inputs + outputs pointers; called with its own arity. */
+template <int N> struct call;
+#define AXK_CALL(N, ...)                                                                     \
+    template <> struct call<N> {                                                             \
+        static void run(void *f, void **a) { ((void (*)(__VA_ARGS__))f)(AXK_ARGS##N); }      \
+    };
+#define P void *
+#define AXK_ARGS3 a[0], a[1], a[2]
+#define AXK_ARGS4 AXK_ARGS3, a[3]
+#define AXK_ARGS5 AXK_ARGS4, a[4]
+#define AXK_ARGS6 AXK_ARGS5, a[5]
+#define AXK_ARGS7 AXK_ARGS6, a[6]
+#define AXK_ARGS8 AXK_ARGS7, a[7]
+#define AXK_ARGS9 AXK_ARGS8, a[8]
+#define AXK_ARGS10 AXK_ARGS9, a[9]
+AXK_CALL(3, P, P, P)
+AXK_CALL(4, P, P, P, P)
+AXK_CALL(5, P, P, P, P, P)
+AXK_CALL(6, P, P, P, P, P, P)
+AXK_CALL(7, P, P, P, P, P, P, P)
+AXK_CALL(8, P, P, P, P, P, P, P, P)
+AXK_CALL(9, P, P, P, P, P, P, P, P, P)
+AXK_CALL(10, P, P, P, P, P, P, P, P, P, P)
+#undef P
 
 struct job { void *fn; void **a; int n; unsigned tx; };
 static void *thread_main(void *p)
 {
     job *j = (job *)p;
     threadIdx.x = j->tx; threadIdx.y = threadIdx.z = 0;
-    void **a = j->a;
     switch (j->n) {
-    case 3: ((k3)j->fn)(a[0], a[1], a[2]); break;
-    case 4: ((k4)j->fn)(a[0], a[1], a[2], a[3]); break;
-    case 5: ((k5)j->fn)(a[0], a[1], a[2], a[3], a[4]); break;
-    case 6: ((k6)j->fn)(a[0], a[1], a[2], a[3], a[4], a[5]); break;
+    case 3: call<3>::run(j->fn, j->a); break;
+    case 4: call<4>::run(j->fn, j->a); break;
+    case 5: call<5>::run(j->fn, j->a); break;
+    case 6: call<6>::run(j->fn, j->a); break;
+    case 7: call<7>::run(j->fn, j->a); break;
+    case 8: call<8>::run(j->fn, j->a); break;
+    case 9: call<9>::run(j->fn, j->a); break;
+    case 10: call<10>::run(j->fn, j->a); break;
     default: abort();
     }
     return NULL;
@@ -61,9 +83,9 @@ int axrt_gpu_forward(axrt_gpu *g, const void *const *io, void *stream)
 {
     (void)stream;
     const axrt_gpu_model *m = g->m;
-    void *a[8] = {g->arena, g->params};
+    void *a[10] = {g->arena, g->params};
     const int n = 2 + m->ninputs + m->noutputs;
-    if (n > 6) return 1;
+    if (n > 10) return 1;
     for (int i = 2; i < n; i++) a[i] = (void *)io[i - 2];
     for (int l = 0; l < m->nlaunches; l++) {
         const axrt_gpu_launch *L = &m->launches[l];

@@ -9,7 +9,7 @@
 #  - hsaco: the HIP kernels compile with hiprtc (--emit=hsaco --arch=gfx90a);
 #  - emu: the kernels run on the CPU (emu.h, emu_rt.cpp: one block at a time,
 #    its threads as pthreads) and match the C target within 1e-4 relative
-#    (compare.c) — the kernel code, the parameter block, the launch list
+#    (compare.c; the op corpus and the small examples) — the kernel code, the parameter block, the launch list
 #    and the arena plan, everything but the driver;
 #  - loader: libaxrt_gpu's error paths with fake drivers built here (no
 #    libcuda, no device, a stub, NVRTC failing with its log) and, with a
@@ -101,7 +101,7 @@ emulate() {
 
 command -v g++ >/dev/null && emu_objs || echo "SKIP: cuda emu (no g++)"
 # small enough for one-pthread-per-GPU-thread emulation
-emu_models=" mlp lenet5 r1_mlp_b1 r5_layernorm r6_softmax mobilenetv2_block "
+emu_models=" mlp lenet5 r1_mlp_b1 r5_layernorm r6_softmax mobilenetv2_block gpt_block "
 for f in "${models[@]}"; do
     b=$(basename "$f" .ax)
     check_model "$f" || continue
