@@ -169,6 +169,8 @@ install: all
 	install -m 755 $(AXC) $(PREFIX)/bin/axc
 	install -m 644 runtime/axrt.h $(PREFIX)/include/axrt.h
 	install -m 644 $(LIBAXRT) $(PREFIX)/lib/libaxrt.a
+	install -m 644 runtime/gpu/axrt_gpu.h $(PREFIX)/include/axrt_gpu.h
+	install -m 644 $(LIBAXRT_GPU) $(PREFIX)/lib/libaxrt_gpu.a
 	install -m 644 $(RT_SHARE) $(PREFIX)/share/axc/runtime/
 	install -m 644 runtime/axc.mk $(PREFIX)/share/axc/axc.mk
 	install -m 644 python/axc_torch.py $(PREFIX)/share/axc/python/axc_torch.py
