@@ -125,14 +125,21 @@ static bool has_operand(const ir_node *n, int i)
 
 /* ---- kernels and launches ----------------------------------------------- */
 
-/* A kernel named <model>_k<id><suffix> for node id. */
-static void begin_kernel_part(gk *k, int id, const char *suffix, const char *what)
+/* The kernel name's declaration: (arena, parameters, inputs, outputs). */
+static void begin_kernel_named(gk *k, const char *name, const char *comment)
 {
-    k->kernel = ax_sprintf(arena_of(k), "%s_k%d%s", k->g->name, id, suffix);
-    ax_buf_printf(k->src, "\n/* %%%d %s */\nAXK %s(u8 *A, const u8 *P", id, what, k->kernel);
+    k->kernel = name;
+    ax_buf_printf(k->src, "\n/* %s */\nAXK %s(u8 *A, const u8 *P", comment, name);
     for (int i = 0; i < k->g->ninputs; i++) ax_buf_printf(k->src, ", const float *X%d", i);
     for (int i = 0; i < k->g->noutputs; i++) ax_buf_printf(k->src, ", float *Y%d", i);
     ax_buf_puts(k->src, ")\n{\n    (void)A; (void)P;\n");
+}
+
+/* A kernel named <model>_k<id><suffix> for node id. */
+static void begin_kernel_part(gk *k, int id, const char *suffix, const char *what)
+{
+    begin_kernel_named(k, ax_sprintf(arena_of(k), "%s_k%d%s", k->g->name, id, suffix),
+                       ax_sprintf(arena_of(k), "%%%d %s", id, what));
 }
 
 static void begin_kernel(gk *k, int id, const char *what)
@@ -764,8 +771,8 @@ static void emit_node(gk *k, int id)
     case IR_OP_concat: emit_concat(k, n); return;
     case IR_OP_chunk: return; /* its results are gathered from its operand */
     case IR_OP_result: emit_result(k, n); return;
-    case IR_OP_reshape:
-        if (ptr(k, id) != NULL && strcmp(ptr(k, id), ptr(k, n->src[0])) != 0) emit_copy(k, n, n->src[0], "reshape");
+    case IR_OP_reshape: /* a copy only where it has storage of its own */
+        if (strcmp(ptr(k, id), ptr(k, n->src[0])) != 0) emit_copy(k, n, n->src[0], "reshape");
         return;
     default: break;
     }
@@ -785,12 +792,9 @@ static void emit_output_copies(gk *k)
         const char *from = ptr(k, id), *to = ax_sprintf(arena_of(k), "Y%d", i);
         if (strcmp(from, to) == 0) continue;
         const ir_node *n = node_at(k, id);
-        k->kernel = ax_sprintf(arena_of(k), "%s_out%d", k->g->name, i);
-        ax_buf_printf(k->src, "\n/* output %d */\nAXK %s(u8 *A, const u8 *P", i, k->kernel);
-        for (int j = 0; j < k->g->ninputs; j++) ax_buf_printf(k->src, ", const float *X%d", j);
-        for (int j = 0; j < k->g->noutputs; j++) ax_buf_printf(k->src, ", float *Y%d", j);
-        ax_buf_printf(k->src, ")\n{\n    (void)A; (void)P;\n"
-                              "    const long long o = (long long)blockIdx.x * %d + threadIdx.x;\n"
+        begin_kernel_named(k, ax_sprintf(arena_of(k), "%s_out%d", k->g->name, i),
+                           ax_sprintf(arena_of(k), "output %d", i));
+        ax_buf_printf(k->src, "    const long long o = (long long)blockIdx.x * %d + threadIdx.x;\n"
                               "    if (o < %lldLL) %s[o] = %s[o];\n}\n",
                       BLOCK, (long long)ir_numel(n), to,
                       n->op == IR_OP_scalar ? ax_sprintf(arena_of(k), "(&%s)", flit(k, n->attrs.scalar)) : from);
