@@ -15,7 +15,7 @@ AXC_DIRS := base ir grammar frontend io passes codegen compiler
 
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
 CFLAGS_AXC := -std=c11 -O2 -g $(WARN) $(SAN) -D_GNU_SOURCE \
-              $(AXC_DIRS:%=-I%) -Iruntime -I$(B)/gen
+              $(AXC_DIRS:%=-I%) -Iruntime -Iruntime/gpu -I$(B)/gen
 CFLAGS_RT  := -std=c99 -O2 -g -fPIC -Wall -Wextra -Wpedantic $(SAN) -Iruntime
 LDLIBS_AXC := $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c) -ldl -lm
 
@@ -62,13 +62,16 @@ AXC_OBJ   := $(patsubst %.c,$(B)/obj/%.o,$(AXC_SRC)) $(B)/obj/gen/axc.tab.o $(B)
 LIB_OBJ   := $(filter-out $(B)/obj/compiler/main.o,$(AXC_OBJ)) $(CXX_AXC)
 RT_SRC    := $(wildcard runtime/*.c)
 RT_OBJ    := $(patsubst %.c,$(B)/obj/%.o,$(RT_SRC))
-HEADERS   := $(foreach d,$(AXC_DIRS),$(wildcard $(d)/*.h $(d)/*.def)) $(wildcard runtime/*.h)
+HEADERS   := $(foreach d,$(AXC_DIRS),$(wildcard $(d)/*.h $(d)/*.def)) $(wildcard runtime/*.h runtime/gpu/*.h)
 
 AXC    := $(B)/bin/axc
 LIBAXRT := $(B)/lib/libaxrt.a
+# The runtime's optional GPU part (--target=cuda|hip): its own library, not
+# the freestanding core; it opens the driver and NVRTC/hiprtc with dlopen.
+LIBAXRT_GPU := $(B)/lib/libaxrt_gpu.a
 
 .PHONY: all deps demo test test-unit install firmware size mem-report clean layers
-all: $(AXC) $(LIBAXRT) $(B)/include/axrt.h
+all: $(AXC) $(LIBAXRT) $(B)/include/axrt.h $(LIBAXRT_GPU) $(B)/include/axrt_gpu.h
 
 # Fails when an #include points upward between the compiler's layers
 # (scripts/layers.sh has the table); part of make test.
@@ -124,9 +127,21 @@ $(B)/lib/libaxcc.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 # The compiler shares the runtime's dtype table and scratch-size helpers.
-$(AXC): $(B)/obj/compiler/main.o $(B)/lib/libaxcc.a $(LIBAXRT)
+$(AXC): $(B)/obj/compiler/main.o $(B)/lib/libaxcc.a $(LIBAXRT) $(LIBAXRT_GPU)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(AXC_LINK) -o $@ $(B)/obj/compiler/main.o $(B)/lib/libaxcc.a $(RT_LINK) $(LDLIBS_AXC)
+	$(CC) $(SAN) $(AXC_LINK) -o $@ $(B)/obj/compiler/main.o $(B)/lib/libaxcc.a $(RT_LINK) $(LIBAXRT_GPU) $(LDLIBS_AXC)
+
+$(B)/obj/runtime/gpu/axrt_gpu.o: runtime/gpu/axrt_gpu.c runtime/gpu/axrt_gpu.h runtime/axrt.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_RT) -Iruntime/gpu -c $< -o $@
+
+$(LIBAXRT_GPU): $(B)/obj/runtime/gpu/axrt_gpu.o
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/include/axrt_gpu.h: runtime/gpu/axrt_gpu.h
+	@mkdir -p $(dir $@)
+	cp $< $@
 
 $(LIBAXRT): $(RT_OBJ)
 	@mkdir -p $(dir $@)
@@ -154,6 +169,8 @@ install: all
 	install -m 755 $(AXC) $(PREFIX)/bin/axc
 	install -m 644 runtime/axrt.h $(PREFIX)/include/axrt.h
 	install -m 644 $(LIBAXRT) $(PREFIX)/lib/libaxrt.a
+	install -m 644 runtime/gpu/axrt_gpu.h $(PREFIX)/include/axrt_gpu.h
+	install -m 644 $(LIBAXRT_GPU) $(PREFIX)/lib/libaxrt_gpu.a
 	install -m 644 $(RT_SHARE) $(PREFIX)/share/axc/runtime/
 	install -m 644 runtime/axc.mk $(PREFIX)/share/axc/axc.mk
 	install -m 644 python/axc_torch.py $(PREFIX)/share/axc/python/axc_torch.py

@@ -15,6 +15,7 @@ typedef struct cg_request {
     const char *triple, *cpu;
     bool llvm_ir;
     bool blas;                /* float32 dense/matmul through cblas_sgemm (axc --blas=openblas) */
+    bool kernels_only;        /* cuda/hip: the kernel source alone (-o m.cu, --emit=ptx|hsaco) */
 } cg_request;
 
 /* The portable C99 backend (interface.md §2).  Returns 0 or the number of
@@ -23,6 +24,25 @@ int cg_c_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out);
 /* The checks and the header of cg_c_emit alone (the LLVM back end writes the
  * same header).  Returns 0 or the number of errors reported. */
 int cg_c_header(const cg_request *req, ax_buf *h_out);
+
+/* The CUDA and HIP back ends (cg_gpu.c, interface.md §6): host C99 with
+ * the model's kernel source embedded, and its header; or, with
+ * req->kernels_only, the kernel source alone. */
+int cg_cuda_emit(const cg_request *req, ax_buf *out, ax_buf *hdr);
+int cg_hip_emit(const cg_request *req, ax_buf *out, ax_buf *hdr);
+
+/* Shared with the GPU back end (cg_gpu.c): the C expression of unary op on
+ * arg (the runtime's formula, axrt_unary.h), a binary op's C operator, a
+ * fused_elementwise node's merged loop nest (dims and per-operand strides;
+ * returns the loop count) and forward()'s argument names. */
+const char *cg_unary_text(ax_arena *a, int op, const char *arg, axrt_dtype dtype, double alpha);
+/* lhs OP rhs for a BINARY_OP row: an infix operator, or libm's function
+ * (powf, fmodf) for the dtype. */
+const char *cg_binary_text(ax_arena *a, int op, const char *lhs, const char *rhs, axrt_dtype dtype);
+int cg_fused_loops(const ir_node *n, int64_t *dims, int64_t strides[][IR_MAX_RANK]);
+void cg_argument_names(ir_graph *g, const char ***inputs, const char ***outputs);
+/* n elements of esize bytes as string-literal lines of \xHH escapes, little-endian. */
+void cg_bytes_literal(ax_buf *out, const unsigned char *data, size_t n, size_t esize);
 
 /* The LLVM back end (built only with AXC_HAVE_LLVM; cg_llvm*.c).
  * cg_llvm_emit writes an object file (or, with req->llvm_ir, textual IR)

@@ -96,6 +96,12 @@ static const char *c_identifier(ax_arena *a, const char *name, const char *const
 /* forward()'s parameter names: inputs, then outputs, all distinct. */
 static void name_arguments(emitter *em)
 {
+    cg_argument_names(em->g, &em->input_names, &em->output_names);
+}
+
+void cg_argument_names(ir_graph *g, const char ***inputs, const char ***outputs)
+{
+    emitter em_ = {.g = g}, *em = &em_;
     const char **taken = ax_alloc(arena_of(em), sizeof *taken *
                                   (size_t)(em->g->ninputs + em->g->noutputs + 1));
     int ntaken = 0;
@@ -111,6 +117,8 @@ static void name_arguments(emitter *em)
         em->output_names[i] = c_identifier(arena_of(em), name ? name : "y", taken, ntaken);
         taken[ntaken++] = em->output_names[i];
     }
+    *inputs = em->input_names;
+    *outputs = em->output_names;
 }
 
 /* text with every character that could end a C comment or string, form a
@@ -213,7 +221,7 @@ static bool host_is_little_endian(void)
 
 /* The bytes of n elements of size esize as string-literal lines of
  * \xHH escapes, little-endian whatever the host. */
-static void emit_bytes_literal(ax_buf *out, const unsigned char *data, size_t n, size_t esize)
+void cg_bytes_literal(ax_buf *out, const unsigned char *data, size_t n, size_t esize)
 {
     static const char hex[] = "0123456789abcdef";
     const bool swap = !host_is_little_endian();
@@ -287,7 +295,7 @@ static void emit_param_data(emitter *em, int id)
                   "static const union { unsigned char bytes[%zu + 1]; %s values[%zu]; } %s_p%d = {\n",
                   count * esize, ctype(n->dtype), count, em->g->name, id);
     const void *data = kind == IR_LAYOUT_PLAIN ? n->data : (const void *)cg_packed_data(arena_of(em), n);
-    emit_bytes_literal(em->out, data, count, esize);
+    cg_bytes_literal(em->out, data, count, esize);
     ax_buf_puts(em->out, "};\n");
 }
 
@@ -657,14 +665,13 @@ static const char *const binary_symbols[IR_OP_COUNT] = {
 #undef OP
 };
 
-static const char *unary_expression(const emitter *em, const ir_node *n, const ir_fused_step *step,
-                                    const char *arg)
+const char *cg_unary_text(ax_arena *a, int op, const char *arg, axrt_dtype dtype, double alpha)
 {
-    const char *formula = unary_formulas[step->op];
+    const char *formula = unary_formulas[op];
     if (!formula)
-        ax_die("cg_c: %s in a fused loop", ir_ops[step->op].name);
+        ax_die("cg: %s in a fused loop", ir_ops[op].name);
     static const char *const names[] = {"AXC_X", "AXC_T", "AXC_A", "AXC_MATH_"};
-    const char *values[] = {arg, ctype(n->dtype), real_literal(em, n->dtype, step->value), ""};
+    const char *values[] = {arg, ctype(dtype), ax_sprintf(a, "(%s)%.17g", ctype(dtype), alpha), ""};
     ax_buf text = {0};
     for (const char *c = formula; *c;) {
         int k = 0;
@@ -681,11 +688,25 @@ static const char *unary_expression(const emitter *em, const ir_node *n, const i
         }
         while (isalnum((unsigned char)*c)) /* AXC_MATH_exp -> exp, then the suffix */
             ax_buf_put(&text, c++, 1);
-        ax_buf_puts(&text, n->dtype == AXRT_F64 ? "" : "f");
+        ax_buf_puts(&text, dtype == AXRT_F64 ? "" : "f");
     }
-    const char *result = ax_strdup(arena_of(em), text.data);
+    const char *result = ax_strdup(a, text.data);
     ax_buf_free(&text);
     return result;
+}
+
+static const char *unary_expression(const emitter *em, const ir_node *n, const ir_fused_step *step,
+                                    const char *arg)
+{
+    return cg_unary_text(arena_of(em), step->op, arg, n->dtype, step->value);
+}
+
+const char *cg_binary_text(ax_arena *a, int op, const char *lhs, const char *rhs, axrt_dtype dtype)
+{
+    const char *symbol = binary_symbols[op];
+    if (isalpha((unsigned char)symbol[0])) /* libm: powf, fmodf */
+        return ax_sprintf(a, "%s%s(%s, %s)", symbol, dtype == AXRT_F64 ? "" : "f", lhs, rhs);
+    return ax_sprintf(a, "%s %s %s", lhs, symbol, rhs);
 }
 
 /* Argument a of step s: an operand element or an earlier step's local. */
@@ -703,12 +724,9 @@ static void emit_fused_steps(emitter *em, const ir_node *n, const char *indent)
         ax_buf_printf(em->out, "%sconst %s t%d = ", indent, ctype(n->dtype), s);
         if (step->op == IR_OP_scalar)
             ax_buf_puts(em->out, real_literal(em, n->dtype, step->value));
-        else if (ir_ops[step->op].kind == IR_BINARY && isalpha((unsigned char)binary_symbols[step->op][0]))
-            ax_buf_printf(em->out, "%s%s(%s, %s)", binary_symbols[step->op],   /* libm: powf */
-                          n->dtype == AXRT_F64 ? "" : "f", fused_arg(em, step, 0), fused_arg(em, step, 1));
         else if (ir_ops[step->op].kind == IR_BINARY)
-            ax_buf_printf(em->out, "%s %s %s", fused_arg(em, step, 0),
-                          binary_symbols[step->op], fused_arg(em, step, 1));
+            ax_buf_puts(em->out, cg_binary_text(arena_of(em), step->op, fused_arg(em, step, 0),
+                                                fused_arg(em, step, 1), n->dtype));
         else
             ax_buf_puts(em->out, unary_expression(em, n, step, fused_arg(em, step, 0)));
         ax_buf_puts(em->out, ";\n");
@@ -717,7 +735,7 @@ static void emit_fused_steps(emitter *em, const ir_node *n, const char *indent)
 
 /* The loop nest: dims[] and per-operand strides[k][] after dropping size-1
  * dims and merging neighbours; returns the loop count (at least 1). */
-static int fused_loops(const ir_node *n, int64_t *dims, int64_t strides[][IR_MAX_RANK])
+int cg_fused_loops(const ir_node *n, int64_t *dims, int64_t strides[][IR_MAX_RANK])
 {
     const int64_t (*full)[IR_MAX_RANK] = n->attrs.strides;
     int loops = 0;
@@ -766,7 +784,7 @@ static const char *fused_index(const emitter *em, const int64_t *strides, int lo
 static void emit_fused(emitter *em, const ir_node *n, const char *y)
 {
     int64_t dims[IR_MAX_RANK], strides[IR_MAX_SRC][IR_MAX_RANK];
-    const int loops = fused_loops(n, dims, strides);
+    const int loops = cg_fused_loops(n, dims, strides);
     const char *t = ctype(n->dtype);
     ax_buf_puts(em->out, "    {\n");
     for (int k = 0; k < n->nsrc; k++)

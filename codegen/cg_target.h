@@ -43,4 +43,10 @@ float *cg_packed_data(ax_arena *a, const ir_node *n);
 size_t cg_c_scratch_bytes(const ir_node *n, const ir_graph *g);
 bool cg_c_can_inplace(const ir_node *n, const ir_graph *g, int k);
 
+/* The GPU targets' facts and selection (cg_gpu.c): parameters stay as
+ * written, no scratch, no in-place kernels. */
+size_t cg_gpu_scratch_bytes(const ir_node *n, const ir_graph *g);
+bool cg_gpu_can_inplace(const ir_node *n, const ir_graph *g, int k);
+void cg_gpu_select(ir_graph *g);
+
 #endif

@@ -3,12 +3,13 @@
  * a targets.def row without its row here does not compile. */
 #include "cg_target.h"
 
-/* Back ends not built yet still plan memory as the C target does, so that
- * --emit=mem and --mem-report answer for them. */
+/* A back end not built in still plans memory as the C target does, so that
+ * --emit=mem and --mem-report answer for it. */
 #define C_FACTS(id) {id, cg_c_scratch_bytes, cg_c_can_inplace}
 #define ROW_c {C_FACTS(IR_TARGET_c), cg_c_emit, NULL, cg_select}
-#define ROW_cuda {C_FACTS(IR_TARGET_cuda), NULL, "is not built yet (the CUDA back end is planned)", cg_select}
-#define ROW_hip {C_FACTS(IR_TARGET_hip), NULL, "is not built yet (the HIP back end is planned)", cg_select}
+#define GPU_FACTS(id) {id, cg_gpu_scratch_bytes, cg_gpu_can_inplace}
+#define ROW_cuda {GPU_FACTS(IR_TARGET_cuda), cg_cuda_emit, NULL, cg_gpu_select}
+#define ROW_hip {GPU_FACTS(IR_TARGET_hip), cg_hip_emit, NULL, cg_gpu_select}
 #ifdef AXC_HAVE_LLVM
 #define ROW_llvm {C_FACTS(IR_TARGET_llvm), cg_llvm_emit, NULL, cg_select}
 #else

@@ -35,6 +35,8 @@ static const char usage_text[] =
     "  --emit=ir|dot|mem       print the IR, a Graphviz graph or the memory plan\n"
     "  --emit=svg|timeline     the graph drawn by Graphviz's dot, or the memory plan as a\n"
     "                          timeline (buffers as bars over the schedule, peak marked)\n"
+    "  --emit=ptx|hsaco --arch=A  the cuda (hip) kernels compiled by NVRTC (hiprtc), no GPU\n"
+    "                          needed: --arch=sm_80|sm_90 (gfx90a, ...)\n"
     "  --print-after-all       print the IR after every pass to stderr\n"
     "  --mem-report            print the arena plan\n"
     "  --ram=BYTES             fail if the arena exceeds BYTES (suffix K or M: 64K, 1M)\n"
@@ -186,7 +188,7 @@ static int set_ram(axc_opts *o, const char *v)
 typedef enum {
     V_OUT, V_TARGET, V_HEADER, V_MODEL, V_WEIGHTS, V_SEED, V_SAVE, V_EMIT, V_ELTYPE,
     V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC, V_DUMP, V_PREFIX_MAP, V_THREADS,
-    V_TRIPLE, V_CPU, V_BLAS, V_DTYPE,
+    V_TRIPLE, V_CPU, V_BLAS, V_DTYPE, V_ARCH,
     /* training options from here on (set_value checks `>= V_LOSS`) */
     V_LOSS, V_OPTIMIZER, V_LR, V_MOMENTUM, V_WD, V_BETA1,
     V_BETA2, V_EPS, V_EPOCHS
@@ -205,7 +207,7 @@ static const struct { const char *name; value_opt id; bool run; } value_opts[] =
     {"--cc", V_CC, true},          {"--dump-dir", V_DUMP, true},
     {"--threads", V_THREADS, true}, {"--blas", V_BLAS, false},
     {"--triple", V_TRIPLE, false}, {"--cpu", V_CPU, false},
-    {"--dtype", V_DTYPE, false},
+    {"--dtype", V_DTYPE, false}, {"--arch", V_ARCH, false},
     {"--loss", V_LOSS, false},
     {"--optimizer", V_OPTIMIZER, false}, {"--lr", V_LR, false},
     {"--momentum", V_MOMENTUM, false}, {"--weight-decay", V_WD, false},
@@ -284,6 +286,7 @@ static int set_value(axc_opts *o, value_opt id, const char *v)
     case V_CC: o->cc = v; return 0;
     case V_TRIPLE: o->triple = v; return 0;
     case V_CPU: o->cpu = v; return 0;
+    case V_ARCH: o->arch = v; return 0;
     case V_ELTYPE: return set_eltype(o, v);
     case V_DTYPE: return set_dtype(o, v);
     case V_D: return add_define(o, v);
@@ -369,7 +372,7 @@ static int try_flag(const char *a, axc_opts *o)
 /* Options interface.md names that this axc does not implement yet: they
  * say so instead of "unknown option" (matched with or without =VALUE). */
 static const char *const planned_opts[] = {
-    "--quantize", "--calibrate", "--train", "--shuffle", "--arch",
+    "--quantize", "--calibrate", "--train", "--shuffle",
 };
 
 static const char *const flag_opts[] = {"-MD", "--mem-report", "--print-after-all", "-Werror", "-w",
@@ -401,16 +404,14 @@ static void unknown_option(const char *a)
 
 static int check_emit(const axc_opts *o)
 {
-    static const char *const kinds[] = {"ir", "dot", "mem", "svg", "timeline"};
+    static const char *const kinds[] = {"ir", "dot", "mem", "svg", "timeline", "ptx", "hsaco"};
     if (!o->emit) return 0;
-    for (int i = 0; i < 5; i++) if (!strcmp(o->emit, kinds[i])) return 0;
-    static const char *const planned[] = {"ax", "ptx", "hsaco"};
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(o->emit, planned[i])) {
-            axc_fail("--emit=%s is in the interface but not built yet in this axc", o->emit);
-            return -1;
-        }
-    axc_fail("--emit expects ir, dot, mem, svg or timeline, not '%s'", o->emit);
+    for (int i = 0; i < 7; i++) if (!strcmp(o->emit, kinds[i])) return 0;
+    if (!strcmp(o->emit, "ax")) {
+        axc_fail("--emit=%s is in the interface but not built yet in this axc", o->emit);
+        return -1;
+    }
+    axc_fail("--emit expects ir, dot, mem, svg, timeline, ptx or hsaco, not '%s'", o->emit);
     return -1;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "axrt_gpu.h"
 #include "cg_target.h"
 #include "driver.h"
 #include "weights.h"
@@ -95,10 +96,46 @@ static void emit_dot(const ir_graph *g, ax_buf *out)
     ir_dump_dot(g, peak, live, out);
 }
 
-/* --emit: the IR, a Graphviz graph (as SVG through dot), the memory plan
- * (as text or a timeline picture).  Returns an exit status. */
-static int emit_view(const axc_opts *o, ir_graph **models, int n, ax_buf *out)
+/* --emit=ptx|hsaco: the GPU target's kernel source compiled here with NVRTC
+ * or hiprtc (opened with dlopen; no GPU needed) for --arch.  Returns an
+ * exit status. */
+static int emit_gpu_code(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, ax_buf *out)
 {
+    const bool ptx = !strcmp(o->emit, "ptx");
+    const ir_target_id want = ptx ? IR_TARGET_cuda : IR_TARGET_hip;
+    if (models[0]->target->id != want) {
+        axc_fail("--emit=%s needs --target=%s", o->emit, ir_targets[want].name);
+        return AXC_EUSAGE;
+    }
+    if (!o->arch) {
+        axc_fail("--emit=%s needs --arch (for example --arch=%s)", o->emit, ptx ? "sm_90" : "gfx90a");
+        return AXC_EUSAGE;
+    }
+    ax_buf src = {0}, none = {0};
+    cg_request req = {.models = models, .nmodels = n, .header_name = "", .kernels_only = true,
+                      .source_name = axc_source_name(ctx->arena, o)};
+    if (cg_target_get(want)->emit(&req, &src, &none)) { ax_buf_free(&src); ax_buf_free(&none); return AXC_EINPUT; }
+    ax_buf_put(&src, "", 1);
+    char *code = NULL, *err = ax_alloc(ctx->arena, 1 << 16);
+    size_t len = 0;
+    const int failed = axrt_gpu_compile(ptx ? AXRT_GPU_CUDA : AXRT_GPU_HIP, src.data, o->arch, &code, &len,
+                                        err, 1 << 16);
+    ax_buf_free(&src);
+    ax_buf_free(&none);
+    if (failed) {
+        axc_fail("cannot compile the %s kernels for %s: %s", ir_targets[want].name, o->arch, err);
+        return AXC_EUSAGE;
+    }
+    ax_buf_put(out, code, len);
+    free(code);
+    return AXC_OK;
+}
+
+/* --emit: the IR, a Graphviz graph (as SVG through dot), the memory plan
+ * (as text or a timeline picture), GPU code.  Returns an exit status. */
+static int emit_view(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, ax_buf *out)
+{
+    if (!strcmp(o->emit, "ptx") || !strcmp(o->emit, "hsaco")) return emit_gpu_code(ctx, o, models, n, out);
     for (int i = 0; i < n; i++) {
         if (!strcmp(o->emit, "ir")) ir_dump(models[i], out);
         else if (!strcmp(o->emit, "dot") || !strcmp(o->emit, "svg")) emit_dot(models[i], out);
@@ -158,22 +195,33 @@ static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n,
                     const char *header, ax_buf *c, ax_buf *h)
 {
     const cg_target *target = cg_target_get(models[0]->target->id);
-    if (!target->emit) {
+#ifndef AXC_HAVE_LLVM
+    if (!target->emit) { /* only the llvm back end can be left out of a build */
         axc_fail("the %s target %s; use %s", ir_targets[target->facts.id].name, target->missing,
                  "--target=c (a .c output)");
         return AXC_EUSAGE;
     }
+#else
+#endif
     int rc = check_llvm_target(ctx, o, target->facts.id);
     if (rc) return rc;
-    cg_request req = {models, n, base_name(header), axc_source_name(ctx->arena, o), o->profile, o->triple, o->cpu,
-                      has_ext(o->output, ".ll"), o->blas};
+    cg_request req = {models, n, header ? base_name(header) : "", axc_source_name(ctx->arena, o), o->profile,
+                      o->triple, o->cpu, has_ext(o->output, ".ll"), o->blas,
+                      has_ext(o->output, ".cu") || has_ext(o->output, ".hip")};
     return target->emit(&req, c, h) ? AXC_EINPUT : AXC_OK;
+}
+
+/* -o m.cu / m.hip: the kernel source alone, no header. */
+static bool has_kernel_ext(const char *path)
+{
+    const char *e = ext_of(path);
+    return !strcmp(e, ".cu") || !strcmp(e, ".hip");
 }
 
 /* The header and dependency file paths (NULL where none is written). */
 static const char *header_path(ax_ctx *ctx, const axc_opts *o)
 {
-    if (o->emit || !o->output) return NULL;
+    if (o->emit || !o->output || has_kernel_ext(o->output)) return NULL;
     return o->header ? o->header : with_ext(ctx->arena, o->output, ".h");
 }
 
@@ -202,13 +250,13 @@ static int write_outputs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int 
     int rc = AXC_OK;
     const char *header = NULL;
     if (o->emit) {
-        rc = emit_view(o, models, n, &view);
+        rc = emit_view(ctx, o, models, n, &view);
         if (!rc && o->output) rc = stage(set, o->output, &view) ? AXC_EUSAGE : AXC_OK;
         else if (!rc) fwrite(view.data ? view.data : "", 1, view.len, stdout);
     } else if (o->output) {
         header = header_path(ctx, o);
         rc = generate(ctx, o, models, n, header, &c, &h);
-        if (!rc && (stage(set, o->output, &c) || stage(set, header, &h))) rc = AXC_EUSAGE;
+        if (!rc && (stage(set, o->output, &c) || (header && stage(set, header, &h)))) rc = AXC_EUSAGE;
     }
     if (!rc && o->save_weights) {
         if (n > 1) { axc_fail("--save-weights needs a single model (choose one with --model)"); rc = AXC_EUSAGE; }
@@ -245,6 +293,10 @@ static int commit_outputs(ax_ctx *ctx, ax_outset *set)
 int axc_compile(ax_ctx *ctx, const axc_opts *o)
 {
     if (o->output && !o->emit && check_output_ext(o->output)) return AXC_EUSAGE;
+    if (o->arch && (!o->emit || (strcmp(o->emit, "ptx") && strcmp(o->emit, "hsaco")))) {
+        axc_fail("--arch applies to --emit=ptx or --emit=hsaco");
+        return AXC_EUSAGE;
+    }
     ir_graph *models[AXC_MAX_MODELS];
     int n = 0;
     int rc = check_outputs(ctx, o);

@@ -30,6 +30,7 @@ typedef struct axc_opts {
     const char *header;          /* --header */
     const char *target;          /* --target */
     const char *triple, *cpu;    /* --triple, --cpu (llvm target) */
+    const char *arch;            /* --arch (--emit=ptx|hsaco: sm_90, gfx90a) */
     const char *model;           /* --model */
     const char *weights;         /* --weights */
     const char *save_weights;    /* --save-weights */

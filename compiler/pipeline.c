@@ -145,6 +145,10 @@ static int requested_target(const axc_opts *o, ir_target_id *id)
         ax_arena_free(a);
         return AXC_EUSAGE;
     }
+    if (o->emit && (!strcmp(o->emit, "ptx") || !strcmp(o->emit, "hsaco"))) {
+        *id = o->emit[0] == 'p' ? IR_TARGET_cuda : IR_TARGET_hip;
+        return AXC_OK;
+    }
     const char *ext = o->output ? extension_of(o->output) : "";
     for (int t = 0; t < IR_TARGET_COUNT && *ext; t++) {
         const char *hit = strstr(ir_targets[t].extensions, ext);

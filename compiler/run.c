@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "axrt_gpu.h"
 #include "cg_target.h"
 #include "driver.h"
 #include "ir_interp.h"
@@ -213,8 +214,9 @@ static const char *cc_command(const axc_opts *o)
 /* What compile_shared passes besides the files (part of the cache key). */
 #define RUN_CFLAGS "-std=c99 -O2 -fPIC -shared -lm"
 #define RUN_CFLAGS_BLAS RUN_CFLAGS " -lopenblas"
+#define RUN_CFLAGS_GPU RUN_CFLAGS " -laxrt_gpu -ldl"
 
-static int compile_shared(ax_ctx *ctx, const axc_opts *o, const char *dir, const char *home)
+static int compile_shared(ax_ctx *ctx, const axc_opts *o, const char *dir, const char *home, bool gpu)
 {
     ax_arena *a = ctx->arena;
     char *words = ax_strdup(a, cc_command(o));
@@ -226,6 +228,10 @@ static int compile_shared(ax_ctx *ctx, const axc_opts *o, const char *dir, const
                           "-Wl,-u,axrt_set_threads", ax_sprintf(a, "%s/lib/libaxrt.a", home),
                           "-lm", "-lpthread", NULL};
     for (int i = 0; rest[i]; i++) argv[n++] = (char *)rest[i];
+    if (gpu) { /* the runtime's GPU part, which opens the driver with dlopen */
+        argv[n++] = ax_sprintf(a, "%s/lib/libaxrt_gpu.a", home);
+        argv[n++] = "-ldl";
+    }
     if (o->blas) argv[n++] = "-lopenblas"; /* --blas=openblas: cblas_sgemm */
     argv[n] = NULL;
     int st = spawn(argv);
@@ -247,12 +253,16 @@ static int stage_sources(ax_ctx *ctx, const axc_opts *o, ir_graph *g, const char
                       .source_name = axc_source_name(ctx->arena, o), .profile = o->profile || o->dump_dir,
                       .blas = o->blas};
     const cg_target *target = cg_target_get(g->target->id);
-    if (target->emit != cg_c_emit) { /* axc run builds C; other targets run their own way */
-        axc_fail("the %s target %s; axc run uses --target=c", ir_targets[target->facts.id].name,
-                 target->missing ? target->missing : "cannot be run by axc run yet");
+    const ir_target_id id = target->facts.id;
+    char why[512];
+    if ((id == IR_TARGET_cuda || id == IR_TARGET_hip) &&
+        axrt_gpu_probe(id == IR_TARGET_cuda ? AXRT_GPU_CUDA : AXRT_GPU_HIP, why, sizeof why)) {
+        axc_fail("axc run --target=%s: %s", ir_targets[id].name, why);
         return AXC_EUSAGE;
     }
-    int rc = cg_c_emit(&req, &c, &h) ? AXC_EINPUT : AXC_OK;
+    /* C, or the GPU targets' host C (the llvm target runs through the JIT) */
+    if (!target->emit) ax_die("axc run: the %s target has no printer", ir_targets[id].name);
+    int rc = target->emit(&req, &c, &h) ? AXC_EINPUT : AXC_OK;
     if (!rc && (ax_write_file_atomic(ax_sprintf(ctx->arena, "%s/model.c", dir), c.data, c.len) ||
                 ax_write_file_atomic(ax_sprintf(ctx->arena, "%s/model.h", dir), h.data, h.len))) {
         axc_fail("cannot write into '%s': %s", dir, strerror(errno));
@@ -263,8 +273,30 @@ static int stage_sources(ax_ctx *ctx, const axc_opts *o, ir_graph *g, const char
     return rc;
 }
 
+/* The GPU targets: the model's init once here, so that a compiler or
+ * driver failure is reported with its message (the descriptor's run then
+ * starts its own context, from the compiled-kernel cache). */
+static int start_gpu(ax_ctx *ctx, ir_graph *g, runner *r)
+{
+    axrt_gpu *(*init)(char *, size_t) = NULL;
+    void (*done)(axrt_gpu *) = NULL;
+    void *pi = dlsym(r->dl, ax_sprintf(ctx->arena, "%s_init", g->name));
+    void *pf = dlsym(r->dl, ax_sprintf(ctx->arena, "%s_free", g->name));
+    memcpy(&init, &pi, sizeof pi);
+    memcpy(&done, &pf, sizeof pf);
+    char why[8192] = "";
+    axrt_gpu *gpu = init ? init(why, sizeof why) : NULL;
+    if (!gpu) {
+        axc_fail("axc run --target=%s: %s", ir_targets[g->target->id].name, why);
+        return AXC_EUSAGE;
+    }
+    if (done) done(gpu);
+    return AXC_OK;
+}
+
 static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
 {
+    const bool gpu = g->target->id == IR_TARGET_cuda || g->target->id == IR_TARGET_hip;
     const char *home = axc_home(ctx->arena);
     if (!home) { axc_fail("cannot locate the axc runtime (include/ and lib/ beside bin/axc)"); return AXC_EUSAGE; }
     const char *tmp = getenv("TMPDIR");
@@ -278,14 +310,16 @@ static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
     /* a cached build of the same code with the same compiler skips the C compiler */
     const char *so = ax_sprintf(ctx->arena, "%s/model.so", r->tmpdir);
     const char *cached = axc_run_cache_entry(ctx->arena, cc_command(o),
-                                                 o->blas ? RUN_CFLAGS_BLAS : RUN_CFLAGS, r->tmpdir, home);
+                                                 gpu ? RUN_CFLAGS_GPU : o->blas ? RUN_CFLAGS_BLAS : RUN_CFLAGS,
+                                                 r->tmpdir, home);
     bool hit = cached && access(cached, R_OK) == 0;
     if (hit) so = cached;
-    else if ((rc = compile_shared(ctx, o, r->tmpdir, home))) return rc;
+    else if ((rc = compile_shared(ctx, o, r->tmpdir, home, gpu))) return rc;
     r->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     if (!r->dl) { axc_fail("cannot load the generated code: %s", dlerror()); return AXC_EUSAGE; }
     r->model = dlsym(r->dl, ax_sprintf(ctx->arena, "%s_model", g->name));
     if (!r->model) { axc_fail("generated code lacks '%s_model'", g->name); return AXC_EUSAGE; }
+    if (gpu && (rc = start_gpu(ctx, g, r))) return rc;
     /* only a build that loads and has the model goes into the cache */
     if (!hit && cached) axc_run_cache_store(ctx->arena, so, cached);
     int (*set_threads)(int) = (int (*)(int))dlsym(r->dl, "axrt_set_threads");
@@ -299,18 +333,18 @@ static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
 /* --jit: the model compiled in-process by LLVM's ORC JIT, no C compiler. */
 static int load_jit(ax_ctx *ctx, ir_graph *g, runner *r)
 {
-#ifdef AXC_HAVE_LLVM
+#ifndef AXC_HAVE_LLVM
+    (void)ctx, (void)g, (void)r;
+    axc_fail("the %s target %s; use %s", "llvm", cg_target_get(IR_TARGET_llvm)->missing,
+             "axc run without --jit (it builds the generated C with $CC)");
+    return AXC_EUSAGE;
+#else
     r->model = cg_llvm_jit(g, &r->jit);
     if (!r->model) return AXC_EINPUT;
     size_t bytes = (r->model->arena_bytes + 63) / 64 * 64;
     r->arena = aligned_alloc(64, bytes ? bytes : 64);
     if (!r->arena) ax_die("out of memory");
     return AXC_OK;
-#else
-    (void)ctx, (void)g, (void)r;
-    axc_fail("the %s target %s; use %s", "llvm", cg_target_get(IR_TARGET_llvm)->missing,
-             "axc run without --jit (it builds the generated C with $CC)");
-    return AXC_EUSAGE;
 #endif
 }
 

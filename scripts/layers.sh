@@ -5,6 +5,7 @@
 #
 #   base      arena, diagnostics, files: includes nothing of ours
 #   runtime   the freestanding libaxrt: includes nothing of ours (a leaf)
+#   runtime/gpu  libaxrt_gpu, the runtime's optional GPU part: may use runtime/axrt.h
 #   ir        the IR and its op table; may use runtime/axrt.h (dtypes, layouts)
 #   grammar   .ax text -> syntax tree (flex/bison)
 #   io        tensor files (safetensors, .npy) and parameter binding
@@ -22,16 +23,17 @@ allowed() {  # folder -> folders it may include from
     case $1 in
         base) echo "base" ;;
         runtime) echo "runtime" ;;
+        runtime/gpu) echo "runtime/gpu runtime" ;;
         ir) echo "ir base runtime" ;;
         grammar) echo "grammar base" ;;
         io) echo "io base ir runtime" ;;
         frontend) echo "frontend base ir grammar io" ;;
         passes) echo "passes base ir runtime" ;;
         codegen) echo "codegen base ir passes runtime" ;;
-        compiler) echo "compiler base ir grammar io frontend passes codegen runtime" ;;
+        compiler) echo "compiler base ir grammar io frontend passes codegen runtime runtime/gpu" ;;
     esac
 }
-FOLDERS="base runtime ir grammar io frontend passes codegen compiler"
+FOLDERS="base runtime runtime/gpu ir grammar io frontend passes codegen compiler"
 
 check() {
     root=$1 bad=0
@@ -68,7 +70,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 if [ "${1:-}" = "--self-test" ]; then
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT
-    for d in $FOLDERS; do [ -d "$here/$d" ] && cp -r "$here/$d" "$tmp/$d"; done
+    for d in $FOLDERS; do [ -d "$here/$d" ] && [ ! -d "$tmp/$d" ] && cp -r "$here/$d" "$tmp/$d"; done
     printf '#include "driver.h"\n' >> "$tmp/ir/ir.c"
     if check "$tmp" >/dev/null; then
         echo "FAIL: layers: an upward include (ir -> compiler) was not caught"; exit 1

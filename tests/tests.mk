@@ -8,9 +8,9 @@
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BIN  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 
-$(B)/tests/%: tests/unit/%.c $(B)/lib/libaxcc.a $(LIBAXRT) $(HEADERS)
+$(B)/tests/%: tests/unit/%.c $(B)/lib/libaxcc.a $(LIBAXRT) $(LIBAXRT_GPU) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_AXC) -Wno-unused-function -o $@ $< $(B)/lib/libaxcc.a $(LIBAXRT) -lcmocka $(LDLIBS_AXC)
+	$(CC) $(CFLAGS_AXC) -Wno-unused-function -o $@ $< $(B)/lib/libaxcc.a $(LIBAXRT) $(LIBAXRT_GPU) -lcmocka $(LDLIBS_AXC)
 
 # the LLVM back end's unit test reads its internals (cg_llvm.h)
 $(B)/tests/test_llvm: CFLAGS_AXC += $(LLVM_INC)

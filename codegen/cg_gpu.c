@@ -1,0 +1,1089 @@
+/* cg_gpu.c — the CUDA and HIP back ends (interface.md §6): one emitter,
+ * two dialects.
+ *
+ * For each fully planned model it writes kernel source specialised to the
+ * model (every shape, stride and offset a literal; one kernel per node, each
+ * with its epilogue — residual add, then activation — fused in), and host
+ * C99 that embeds that source as a string, the parameter block and the
+ * launch list, and calls libaxrt_gpu (runtime/gpu/axrt_gpu.h) to compile it
+ * at start-up.  Every kernel takes (A arena, P parameters, X0.. inputs,
+ * Y0.. outputs) so the runtime launches the whole list with one argument
+ * array.  Where a value lives on the device:
+ *   input/output  X<i> / Y<i> (the caller's device pointers)
+ *   param         P + its offset in the parameter block (256-byte aligned)
+ *   scalar        a literal in the kernel
+ *   computed      A + node->offset (the same arena plan as the C target;
+ *                 <NAME>_DEVICE_ARENA_BYTES), or the output pointer.
+ * Kernels: a shared-memory tiled FP32 GEMM (64x64 tiles, 4x4 per thread)
+ * for dense and matmul; direct conv and pools (one thread per output);
+ * softmax with an online max/sum (one block per row); LayerNorm in one
+ * block per row; fused elementwise chains as one indexed loop.  Exact FP32
+ * throughout (no TF32), so results match the C target within rounding.
+ * The dialects differ only in the source prelude, the names and the
+ * runtime library's entry points (axrt_gpu.c). */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cg_target.h"
+
+typedef struct gpu_dialect {
+    const char *name;        /* "cuda" */
+    const char *vendor;      /* "CUDA" for messages */
+    const char *enum_name;   /* axrt_gpu_dialect */
+    const char *prelude;     /* first lines of the kernel source */
+} gpu_dialect;
+
+#define COMMON_PRELUDE                                                                         \
+    "#define AXK extern \"C\" __global__ void __launch_bounds__(256)\n"                        \
+    "typedef unsigned char u8;\n"                                                              \
+    "#define AXK_INF __int_as_float(0x7f800000)\n"
+
+static const gpu_dialect dialects[] = {
+    {"cuda", "CUDA", "AXRT_GPU_CUDA", "/* CUDA C++ for NVRTC */\n" COMMON_PRELUDE},
+    {"hip", "HIP", "AXRT_GPU_HIP", "/* HIP for hiprtc */\n#include <hip/hip_runtime.h>\n" COMMON_PRELUDE},
+};
+
+/* State while emitting one model's kernels. */
+typedef struct gk {
+    ir_graph *g;
+    const gpu_dialect *dl;
+    ax_buf *src;              /* kernel source */
+    ax_buf launches;          /* axrt_gpu_launch initialisers */
+    int nlaunches;
+    size_t *param_offset;     /* per node id */
+    size_t param_bytes;
+    const char *kernel;       /* the kernel being written */
+} gk;
+
+#define BLOCK 256
+
+static ax_arena *arena_of(const gk *k) { return k->g->ctx->arena; }
+static ir_node *node_at(const gk *k, int id) { return &k->g->nodes[id]; }
+
+static int64_t product(const int64_t *dims, int from, int to)
+{
+    int64_t p = 1;
+    for (int i = from; i < to; i++) p *= dims[i];
+    return p;
+}
+
+/* A float literal: "32.0f", "1e-05f", AXK_INF for infinities. */
+static const char *flit(const gk *k, double v)
+{
+    if (v != v) return "__int_as_float(0x7fc00000)";
+    if (v > 3.5e38 || v < -3.5e38) return v > 0 ? "AXK_INF" : "(-AXK_INF)";
+    char text[64];
+    snprintf(text, sizeof text, "%.9g", v);
+    return ax_sprintf(arena_of(k), "%s%sf", text, strpbrk(text, ".e") ? "" : ".0");
+}
+
+/* ---- where values live ----------------------------------------------------- */
+
+static int io_index(const gk *k, int id, bool *output)
+{
+    for (int i = 0; i < k->g->ninputs; i++)
+        if (k->g->inputs[i] == id) { *output = false; return i; }
+    const int out = ir_output_index(k->g, id);
+    *output = true;
+    return out;
+}
+
+/* A float pointer expression for node id's device storage. */
+static const char *ptr(const gk *k, int id)
+{
+    while (node_at(k, id)->op == IR_OP_reshape && node_at(k, id)->offset < 0 &&
+           ir_output_index(k->g, id) < 0)
+        id = node_at(k, id)->src[0];
+    const ir_node *n = node_at(k, id);
+    bool output = false;
+    if (n->op == IR_OP_input)
+        return ax_sprintf(arena_of(k), "X%d", io_index(k, id, &output));
+    if (n->op == IR_OP_param)
+        return ax_sprintf(arena_of(k), "((const float *)(P + %zu))", k->param_offset[id]);
+    if (n->offset >= 0)
+        return ax_sprintf(arena_of(k), "((float *)(A + %lld))", (long long)n->offset);
+    const int out = io_index(k, id, &output);
+    if (out >= 0 && output)
+        return ax_sprintf(arena_of(k), "Y%d", out);
+    ax_die("cg_gpu: %%%d %s has no storage (not planned)", id, ir_ops[n->op].name);
+}
+
+/* Operand i of n at element index idx (a literal for a scalar). */
+static const char *elem(const gk *k, const ir_node *n, int i, const char *idx)
+{
+    const ir_node *s = node_at(k, n->src[i]);
+    if (s->op == IR_OP_scalar) return flit(k, s->attrs.scalar);
+    return ax_sprintf(arena_of(k), "%s[%s]", ptr(k, n->src[i]), idx);
+}
+
+static bool has_operand(const ir_node *n, int i)
+{
+    return i < n->nsrc && n->src[i] != IR_NONE;
+}
+
+/* ---- kernels and launches ----------------------------------------------- */
+
+/* The kernel name's declaration: (arena, parameters, inputs, outputs). */
+static void begin_kernel_named(gk *k, const char *name, const char *comment)
+{
+    k->kernel = name;
+    ax_buf_printf(k->src, "\n/* %s */\nAXK %s(u8 *A, const u8 *P", comment, name);
+    for (int i = 0; i < k->g->ninputs; i++) ax_buf_printf(k->src, ", const float *X%d", i);
+    for (int i = 0; i < k->g->noutputs; i++) ax_buf_printf(k->src, ", float *Y%d", i);
+    ax_buf_puts(k->src, ")\n{\n    (void)A; (void)P;\n");
+}
+
+/* A kernel named <model>_k<id><suffix> for node id. */
+static void begin_kernel_part(gk *k, int id, const char *suffix, const char *what)
+{
+    begin_kernel_named(k, ax_sprintf(arena_of(k), "%s_k%d%s", k->g->name, id, suffix),
+                       ax_sprintf(arena_of(k), "%%%d %s", id, what));
+}
+
+static void begin_kernel(gk *k, int id, const char *what)
+{
+    begin_kernel_part(k, id, "", what);
+}
+
+static void launch(gk *k, int64_t gx, int64_t gy, int64_t gz, int block)
+{
+    ax_buf_printf(&k->launches, "    {\"%s\", {%lldu, %lldu, %lldu}, {%du, 1u, 1u}},\n", k->kernel,
+                  (long long)gx, (long long)gy, (long long)gz, block);
+    k->nlaunches++;
+}
+
+/* Residual add, then activation, on v at output element o. */
+static void epilogue(gk *k, const ir_node *n, const char *o)
+{
+    if (n->attrs.residual != IR_NONE && ir_ops[n->op].flags & IR_EPILOGUE)
+        ax_buf_printf(k->src, "    v = v + %s;\n", elem(k, n, n->attrs.residual, o));
+    if (n->attrs.act != IR_NONE && ir_ops[n->op].flags & IR_EPILOGUE)
+        ax_buf_printf(k->src, "    v = %s;\n",
+                      cg_unary_text(arena_of(k), n->attrs.act, "v", AXRT_F32, n->attrs.alpha));
+}
+
+/* One thread per element of n: "o" is the element, declared and bounded. */
+static void begin_elementwise(gk *k, const ir_node *n, const char *what)
+{
+    begin_kernel(k, (int)(n - k->g->nodes), what);
+    ax_buf_printf(k->src, "    const long long o = (long long)blockIdx.x * %d + threadIdx.x;\n"
+                          "    if (o >= %lldLL) return;\n", BLOCK, (long long)ir_numel(n));
+}
+
+static void end_elementwise(gk *k, const ir_node *n)
+{
+    epilogue(k, n, "o");
+    ax_buf_printf(k->src, "    %s[o] = v;\n}\n", ptr(k, (int)(n - k->g->nodes)));
+    launch(k, (ir_numel(n) + BLOCK - 1) / BLOCK, 1, 1, BLOCK);
+}
+
+/* i0.. i<rank-1> of element o over dims. */
+static void decompose(gk *k, const int64_t *dims, int rank, const char *o)
+{
+    ax_buf_printf(k->src, "    long long r_ = %s;\n", o);
+    for (int d = rank - 1; d >= 0; d--)
+        ax_buf_printf(k->src, "    const long long i%d = r_ %% %lldLL; r_ /= %lldLL;\n", d,
+                      (long long)dims[d], (long long)dims[d]);
+    ax_buf_puts(k->src, "    (void)r_;\n");
+}
+
+/* "i0 * 16 + i1": the element of strides at (i0, i1, ...). */
+static const char *index_of(const gk *k, const int64_t *strides, int rank)
+{
+    ax_buf t = {0};
+    for (int d = 0; d < rank; d++)
+        if (strides[d]) ax_buf_printf(&t, "%si%d * %lldLL", t.len ? " + " : "", d, (long long)strides[d]);
+    const char *s = ax_strdup(arena_of(k), t.len ? t.data : "0");
+    ax_buf_free(&t);
+    return s;
+}
+
+static void broadcast_strides(const ir_node *src, const ir_node *n, int64_t *strides)
+{
+    int64_t stride = 1;
+    for (int d = n->rank - 1; d >= 0; d--) {
+        const int sd = d - (n->rank - src->rank);
+        strides[d] = (sd < 0 || src->shape[sd] == 1) ? 0 : stride;
+        if (sd >= 0) stride *= src->shape[sd];
+    }
+}
+
+/* ---- elementwise families ------------------------------------------------ */
+
+static void emit_fused(gk *k, const ir_node *n)
+{
+    int64_t dims[IR_MAX_RANK], strides[IR_MAX_SRC][IR_MAX_RANK];
+    const int loops = cg_fused_loops(n, dims, strides);
+    begin_elementwise(k, n, "fused elementwise");
+    decompose(k, dims, loops, "o");
+    for (int i = 0; i < n->nsrc; i++)
+        ax_buf_printf(k->src, "    const float a%d = %s;\n", i, elem(k, n, i, index_of(k, strides[i], loops)));
+    for (int s = 0; s < n->attrs.nsteps; s++) {
+        const ir_fused_step *st = &n->attrs.steps[s];
+        const char *arg[2];
+        for (int a = 0; a < 2; a++)
+            arg[a] = st->arg[a] >= 0 ? ax_sprintf(arena_of(k), "t%d", st->arg[a])
+                                     : ax_sprintf(arena_of(k), "a%d", IR_FUSED_OPERAND_INDEX(st->arg[a]));
+        ax_buf_printf(k->src, "    const float t%d = ", s);
+        if (st->op == IR_OP_scalar) ax_buf_puts(k->src, flit(k, st->value));
+        else if (ir_ops[st->op].kind == IR_BINARY)
+            ax_buf_puts(k->src, cg_binary_text(arena_of(k), st->op, arg[0], arg[1], AXRT_F32));
+        else ax_buf_puts(k->src, cg_unary_text(arena_of(k), st->op, arg[0], AXRT_F32, st->value));
+        ax_buf_puts(k->src, ";\n");
+    }
+    ax_buf_printf(k->src, "    float v = t%d;\n", n->attrs.nsteps - 1);
+    end_elementwise(k, n);
+}
+
+static void emit_unary(gk *k, const ir_node *n)
+{
+    begin_elementwise(k, n, ir_ops[n->op].name);
+    const char *x = elem(k, n, 0, "o");
+    if (n->op == IR_OP_cast) ax_buf_printf(k->src, "    float v = %s;\n", x);
+    else ax_buf_printf(k->src, "    const float x = %s;\n    float v = %s;\n", x,
+                       cg_unary_text(arena_of(k), n->op, "x", AXRT_F32, n->attrs.alpha));
+    end_elementwise(k, n);
+}
+
+static void emit_binary(gk *k, const ir_node *n)
+{
+    int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
+    broadcast_strides(node_at(k, n->src[0]), n, sa);
+    broadcast_strides(node_at(k, n->src[1]), n, sb);
+    begin_elementwise(k, n, ir_ops[n->op].name);
+    decompose(k, n->shape, n->rank, "o");
+    ax_buf_printf(k->src, "    float v = %s;\n",
+                  cg_binary_text(arena_of(k), n->op, elem(k, n, 0, index_of(k, sa, n->rank)),
+                                 elem(k, n, 1, index_of(k, sb, n->rank)), AXRT_F32));
+    end_elementwise(k, n);
+}
+
+/* A copy through strides of the source: transpose, slice, reshape. */
+static void emit_gather_from(gk *k, const ir_node *n, int from, const int64_t *strides, int64_t offset,
+                             const char *what)
+{
+    begin_elementwise(k, n, what);
+    decompose(k, n->shape, n->rank, "o");
+    ax_buf_printf(k->src, "    float v = %s[%lldLL + %s];\n", ptr(k, from), (long long)offset,
+                  index_of(k, strides, n->rank));
+    end_elementwise(k, n);
+}
+
+static void emit_gather(gk *k, const ir_node *n, const int64_t *strides, int64_t offset, const char *what)
+{
+    emit_gather_from(k, n, n->src[0], strides, offset, what);
+}
+
+static void contiguous_strides(const ir_node *x, int64_t *strides)
+{
+    for (int d = x->rank - 1; d >= 0; d--)
+        strides[d] = d == x->rank - 1 ? 1 : strides[d + 1] * x->shape[d + 1];
+}
+
+static void emit_transpose(gk *k, const ir_node *n)
+{
+    int64_t xs[IR_MAX_RANK], s[IR_MAX_RANK];
+    contiguous_strides(node_at(k, n->src[0]), xs);
+    for (int d = 0; d < n->rank; d++) s[d] = xs[n->attrs.perm[d]];
+    emit_gather(k, n, s, 0, "transpose");
+}
+
+static void emit_slice(gk *k, const ir_node *n)
+{
+    int64_t xs[IR_MAX_RANK], s[IR_MAX_RANK], offset = 0;
+    contiguous_strides(node_at(k, n->src[0]), xs);
+    for (int d = 0; d < n->rank; d++) {
+        s[d] = xs[d] * n->attrs.step[d];
+        offset += n->attrs.begin[d] * xs[d];
+    }
+    emit_gather(k, n, s, offset, "slice");
+}
+
+/* Result k of a chunk: its part of the chunk's operand along the axis
+ * (torch.chunk: parts of ceil(size / parts), the last one smaller). */
+static void emit_result(gk *k, const ir_node *n)
+{
+    const ir_node *chunk = node_at(k, n->src[0]);
+    const ir_node *x = node_at(k, chunk->src[0]);
+    const int axis = chunk->attrs.axis;
+    const int64_t size = (x->shape[axis] + chunk->attrs.parts - 1) / chunk->attrs.parts;
+    int64_t xs[IR_MAX_RANK];
+    contiguous_strides(x, xs);
+    emit_gather_from(k, n, chunk->src[0], xs, n->attrs.index * size * xs[axis], "chunk result");
+}
+
+static void emit_copy(gk *k, const ir_node *n, int from_id, const char *what)
+{
+    begin_elementwise(k, n, what);
+    ax_buf_printf(k->src, "    float v = %s[o];\n", ptr(k, from_id));
+    end_elementwise(k, n);
+}
+
+static void emit_concat(gk *k, const ir_node *n)
+{
+    const int axis = n->attrs.axis;
+    const int64_t inner = product(n->shape, axis + 1, n->rank), row = n->shape[axis] * inner;
+    begin_elementwise(k, n, "concat");
+    ax_buf_printf(k->src, "    const long long outer = o / %lldLL, c = o %% %lldLL;\n    float v;\n",
+                  (long long)row, (long long)row);
+    int64_t start = 0;
+    for (int i = 0; i < n->nsrc; i++) {
+        const int64_t part = node_at(k, n->src[i])->shape[axis] * inner;
+        ax_buf_printf(k->src, "    %sif (c < %lldLL) v = %s[outer * %lldLL + c - %lldLL];\n",
+                      i ? "else " : "", (long long)(start + part), ptr(k, n->src[i]), (long long)part,
+                      (long long)start);
+        start += part;
+    }
+    ax_buf_puts(k->src, "    else v = 0.0f;\n");
+    end_elementwise(k, n);
+}
+
+/* ---- reductions ------------------------------------------------------------ */
+
+static void emit_reduce(gk *k, const ir_node *n)
+{
+    const ir_node *x = node_at(k, n->src[0]);
+    const int axis = n->attrs.axis;
+    const int64_t len = x->shape[axis], inner = product(x->shape, axis + 1, x->rank);
+    static const char *const init[] = {"0.0f", "-AXK_INF", "AXK_INF", "1.0f"};
+    static const char *const step[] = {"acc += e", "acc = (e > acc || e != e) ? e : acc",
+                                       "acc = (e < acc || e != e) ? e : acc", "acc *= e"};
+    const int kind = n->op == IR_OP_maximum ? 1 : n->op == IR_OP_minimum ? 2 : n->op == IR_OP_prod ? 3 : 0;
+    begin_elementwise(k, n, ir_ops[n->op].name);
+    ax_buf_printf(k->src,
+                  "    const float *x = %s + (o / %lldLL) * %lldLL + o %% %lldLL;\n"
+                  "    float acc = %s;\n"
+                  "    for (long long j = 0; j < %lldLL; j++) { const float e = x[j * %lldLL]; %s; }\n"
+                  "    float v = acc%s;\n",
+                  ptr(k, n->src[0]), (long long)inner, (long long)(len * inner), (long long)inner,
+                  init[kind], (long long)len, (long long)inner, step[kind],
+                  n->op == IR_OP_mean ? ax_sprintf(arena_of(k), " / %s", flit(k, (double)len)) : "");
+    end_elementwise(k, n);
+}
+
+/* Block-wide sum of the float expression into `name` (every thread gets it). */
+static void block_sum(gk *k, const char *name, const char *value)
+{
+    ax_buf_printf(k->src,
+                  "    red[threadIdx.x] = %s;\n    __syncthreads();\n"
+                  "    for (int s = %d; s > 0; s >>= 1) {\n"
+                  "        if ((int)threadIdx.x < s) red[threadIdx.x] += red[threadIdx.x + s];\n"
+                  "        __syncthreads();\n    }\n"
+                  "    const float %s = red[0];\n    __syncthreads();\n",
+                  value, BLOCK / 2, name);
+}
+
+/* One block per row of [outer, len, inner]: each thread keeps a running
+ * max m and sum s of exp(x - m) (online softmax), the block combines the
+ * pairs, then writes. */
+static void emit_softmax(gk *k, const ir_node *n)
+{
+    const int axis = n->attrs.axis;
+    const int64_t len = n->shape[axis], inner = product(n->shape, axis + 1, n->rank);
+    const int id = (int)(n - k->g->nodes);
+    begin_kernel(k, id, ir_ops[n->op].name);
+    ax_buf_printf(k->src,
+                  "    __shared__ float rm[%d], rs[%d];\n"
+                  "    const long long row = blockIdx.x, base = (row / %lldLL) * %lldLL + row %% %lldLL;\n"
+                  "    const float *x = %s + base;\n    float *y = %s + base;\n"
+                  "    float m = -AXK_INF, s = 0.0f;\n"
+                  "    for (long long j = threadIdx.x; j < %lldLL; j += %d) {\n"
+                  "        const float e = x[j * %lldLL];\n"
+                  "        if (e > m) { s = s * expf(m - e) + 1.0f; m = e; } else s += expf(e - m);\n    }\n"
+                  "    rm[threadIdx.x] = m; rs[threadIdx.x] = s;\n    __syncthreads();\n"
+                  "    for (int h = %d; h > 0; h >>= 1) {\n"
+                  "        if ((int)threadIdx.x < h) {\n"
+                  "            const float m2 = rm[threadIdx.x + h], s2 = rs[threadIdx.x + h], m1 = rm[threadIdx.x];\n"
+                  "            const float mm = m1 > m2 ? m1 : m2;\n"
+                  "            if (mm != -AXK_INF) rs[threadIdx.x] = rs[threadIdx.x] * expf(m1 - mm) + s2 * expf(m2 - mm);\n"
+                  "            rm[threadIdx.x] = mm;\n        }\n        __syncthreads();\n    }\n"
+                  "    const float mx = rm[0], sum = rs[0];\n",
+                  BLOCK, BLOCK, (long long)inner, (long long)(len * inner), (long long)inner,
+                  ptr(k, n->src[0]), ptr(k, id), (long long)len, BLOCK, (long long)inner, BLOCK / 2);
+    const char *x_j = ax_sprintf(arena_of(k), "x[j * %lldLL]", (long long)inner);
+    ax_buf_printf(k->src, "    for (long long j = threadIdx.x; j < %lldLL; j += %d)\n        y[j * %lldLL] = %s;\n}\n",
+                  (long long)len, BLOCK, (long long)inner,
+                  n->op == IR_OP_log_softmax ? ax_sprintf(arena_of(k), "%s - mx - logf(sum)", x_j)
+                                             : ax_sprintf(arena_of(k), "expf(%s - mx) / sum", x_j));
+    launch(k, product(n->shape, 0, axis) * inner, 1, 1, BLOCK);
+}
+
+/* One block per row of the last dim: mean, then variance about it (two
+ * sweeps over the row, which stays in L1/L2), then the affine write. */
+static void emit_layernorm(gk *k, const ir_node *n)
+{
+    const int64_t len = n->shape[n->rank - 1];
+    const int id = (int)(n - k->g->nodes);
+    begin_kernel(k, id, "layernorm");
+    ax_buf_printf(k->src,
+                  "    __shared__ float red[%d];\n"
+                  "    const long long row = blockIdx.x;\n"
+                  "    const float *x = %s + row * %lldLL;\n"
+                  "    float acc = 0.0f;\n"
+                  "    for (long long j = threadIdx.x; j < %lldLL; j += %d) acc += x[j];\n",
+                  BLOCK, ptr(k, n->src[0]), (long long)len, (long long)len, BLOCK);
+    block_sum(k, "total", "acc");
+    ax_buf_printf(k->src, "    const float mean = total / %s;\n    acc = 0.0f;\n"
+                          "    for (long long j = threadIdx.x; j < %lldLL; j += %d) { const float d = x[j] - mean; acc += d * d; }\n",
+                  flit(k, (double)len), (long long)len, BLOCK);
+    block_sum(k, "squares", "acc");
+    ax_buf_printf(k->src, "    const float inv = 1.0f / sqrtf(squares / %s + %s);\n"
+                          "    for (long long j = threadIdx.x; j < %lldLL; j += %d) {\n"
+                          "        const long long o = row * %lldLL + j;\n"
+                          "        float v = (x[j] - mean) * inv * %s[j] + %s[j];\n",
+                  flit(k, (double)len), flit(k, n->attrs.eps), (long long)len, BLOCK, (long long)len,
+                  ptr(k, n->src[1]), ptr(k, n->src[2]));
+    epilogue(k, n, "o");
+    ax_buf_printf(k->src, "        %s[o] = v;\n    }\n}\n", ptr(k, id));
+    launch(k, ir_numel(n) / len, 1, 1, BLOCK);
+}
+
+static void emit_batchnorm(gk *k, const ir_node *n)
+{
+    const int64_t c = n->shape[n->rank - 1];
+    begin_elementwise(k, n, "batchnorm");
+    ax_buf_printf(k->src, "    const long long ch = o %% %lldLL;\n"
+                          "    float v = (%s[o] - %s[ch]) / sqrtf(%s[ch] + %s) * %s[ch] + %s[ch];\n",
+                  (long long)c, ptr(k, n->src[0]), ptr(k, n->src[3]), ptr(k, n->src[4]),
+                  flit(k, n->attrs.eps), ptr(k, n->src[1]), ptr(k, n->src[2]));
+    end_elementwise(k, n);
+}
+
+/* ---- GEMM ---------------------------------------------------------------- */
+
+/* C[m, n] = sum_k A(m, kk) B(kk, n) over 64x64 tiles of C, 16-deep slices of
+ * K through shared memory; each of the 256 threads owns a 4x4 block.
+ * a_at/b_at are expressions in (m, kk) / (kk, n) after the batch offsets
+ * aoff/boff; the bias (dense) is added per column, then the epilogue. */
+typedef struct gemm_shape {
+    int64_t M, N, K, batch;
+    const char *a_at, *b_at;  /* A(m, kk), B(kk, n) */
+    bool b_k_major;           /* B's consecutive elements run along kk */
+    const char *bias;         /* a float pointer indexed by n, or NULL */
+    const char *out;          /* C, indexed by cbase + m * N + n */
+} gemm_shape;
+
+static void emit_gemm(gk *k, const ir_node *n, const gemm_shape *s)
+{
+    const int64_t M = s->M, N = s->N, K = s->K;
+    const char *a_at = s->a_at, *b_at = s->b_at, *bias = s->bias;
+    const bool b_k_major = s->b_k_major;
+    ax_buf_printf(k->src,
+                  "    __shared__ float As[16][68], Bs[16][68];\n"
+                  "    const int tx = threadIdx.x %% 16, ty = threadIdx.x / 16;\n"
+                  "    const long long m0 = (long long)blockIdx.y * 64, n0 = (long long)blockIdx.x * 64;\n"
+                  "    float acc[4][4];\n"
+                  "    for (int r = 0; r < 4; r++) for (int c = 0; c < 4; c++) acc[r][c] = 0.0f;\n"
+                  "    for (long long k0 = 0; k0 < %lldLL; k0 += 16) {\n"
+                  "        for (int i = threadIdx.x; i < 1024; i += 256) {\n"
+                  "            const int mm = i / 16, kq = i %% 16;\n"
+                  "            const long long m = m0 + mm, kk = k0 + kq;\n"
+                  "            As[kq][mm] = (m < %lldLL && kk < %lldLL) ? %s : 0.0f;\n"
+                  "        }\n"
+                  "        for (int i = threadIdx.x; i < 1024; i += 256) {\n"
+                  "            const int nn = %s, kq = %s;\n"
+                  "            const long long n = n0 + nn, kk = k0 + kq;\n"
+                  "            Bs[kq][nn] = (n < %lldLL && kk < %lldLL) ? %s : 0.0f;\n"
+                  "        }\n"
+                  "        __syncthreads();\n"
+                  "        for (int kq = 0; kq < 16; kq++) {\n"
+                  "            float a[4], b[4];\n"
+                  "            for (int r = 0; r < 4; r++) a[r] = As[kq][ty * 4 + r];\n"
+                  "            for (int c = 0; c < 4; c++) b[c] = Bs[kq][tx * 4 + c];\n"
+                  "            for (int r = 0; r < 4; r++) for (int c = 0; c < 4; c++) acc[r][c] = fmaf(a[r], b[c], acc[r][c]);\n"
+                  "        }\n"
+                  "        __syncthreads();\n    }\n"
+                  "    for (int r = 0; r < 4; r++) for (int c = 0; c < 4; c++) {\n"
+                  "        const long long m = m0 + ty * 4 + r, n = n0 + tx * 4 + c;\n"
+                  "        if (m >= %lldLL || n >= %lldLL) continue;\n"
+                  "        const long long o = cbase + m * %lldLL + n;\n"
+                  "        float v = acc[r][c]%s%s%s;\n",
+                  (long long)K, (long long)M, (long long)K, a_at,
+                  b_k_major ? "i / 16" : "i % 64", b_k_major ? "i % 16" : "i / 64",
+                  (long long)N, (long long)K, b_at, (long long)M, (long long)N, (long long)N,
+                  bias ? " + " : "", bias ? bias : "", bias ? "[n]" : "");
+    epilogue(k, n, "o");
+    ax_buf_printf(k->src, "        %s[o] = v;\n    }\n}\n", s->out);
+    launch(k, (N + 63) / 64, (M + 63) / 64, s->batch, BLOCK);
+}
+
+static void emit_dense(gk *k, const ir_node *n)
+{
+    const ir_node *x = node_at(k, n->src[0]);
+    const int64_t in = x->shape[x->rank - 1], out = n->shape[n->rank - 1], rows = ir_numel(x) / in;
+    begin_kernel(k, (int)(n - k->g->nodes), "dense");
+    ax_buf_puts(k->src, "    const long long cbase = 0;\n");
+    const gemm_shape s = {rows, out, in, 1,
+                          ax_sprintf(arena_of(k), "%s[m * %lldLL + kk]", ptr(k, n->src[0]), (long long)in),
+                          ax_sprintf(arena_of(k), "%s[n * %lldLL + kk]", ptr(k, n->src[1]), (long long)in), true,
+                          has_operand(n, 2) ? ptr(k, n->src[2]) : NULL, ptr(k, (int)(n - k->g->nodes))};
+    emit_gemm(k, n, &s);
+}
+
+/* torch.matmul: 1-D operands as [1, k] / [k, 1]; batch dims broadcast,
+ * decomposed from blockIdx.z. */
+static void emit_matmul(gk *k, const ir_node *n)
+{
+    const ir_node *a = node_at(k, n->src[0]), *b = node_at(k, n->src[1]);
+    const int64_t m = a->rank >= 2 ? a->shape[a->rank - 2] : 1, kk = a->shape[a->rank - 1];
+    const int64_t cols = b->rank >= 2 ? b->shape[b->rank - 1] : 1;
+    const int a_batch = a->rank > 2 ? a->rank - 2 : 0, b_batch = b->rank > 2 ? b->rank - 2 : 0;
+    const int rank = a_batch > b_batch ? a_batch : b_batch;
+    int64_t shape[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK], stride_a = m * kk, stride_b = kk * cols;
+    for (int d = rank - 1; d >= 0; d--) {
+        const int da = d - (rank - a_batch), db = d - (rank - b_batch);
+        const int64_t ea = da >= 0 ? a->shape[da] : 1, eb = db >= 0 ? b->shape[db] : 1;
+        shape[d] = ea > eb ? ea : eb;
+        sa[d] = ea == 1 ? 0 : stride_a;
+        sb[d] = eb == 1 ? 0 : stride_b;
+        stride_a *= ea;
+        stride_b *= eb;
+    }
+    begin_kernel(k, (int)(n - k->g->nodes), "matmul");
+    decompose(k, shape, rank, "(long long)blockIdx.z");
+    ax_buf_printf(k->src, "    const long long aoff = %s, boff = %s, cbase = (long long)blockIdx.z * %lldLL;\n",
+                  index_of(k, sa, rank), index_of(k, sb, rank), (long long)(m * cols));
+    const gemm_shape s = {m, cols, kk, product(shape, 0, rank),
+                          ax_sprintf(arena_of(k), "%s[aoff + m * %lldLL + kk]", ptr(k, n->src[0]), (long long)kk),
+                          ax_sprintf(arena_of(k), "%s[boff + kk * %lldLL + n]", ptr(k, n->src[1]), (long long)cols),
+                          false, NULL, ptr(k, (int)(n - k->g->nodes))};
+    emit_gemm(k, n, &s);
+}
+
+/* ---- convolution and pooling (NHWC) ------------------------------------------ */
+
+static void emit_conv(gk *k, const ir_node *n)
+{
+    const ir_node *x = node_at(k, n->src[0]), *w = node_at(k, n->src[1]);
+    const ir_attrs *at = &n->attrs;
+    const int64_t H = x->shape[1], W = x->shape[2], C = x->shape[3], OH = n->shape[1], OW = n->shape[2];
+    const int64_t OC = n->shape[3], cig = w->shape[1], KH = w->shape[2], KW = w->shape[3];
+    const int64_t ocg = OC / at->groups;
+    begin_elementwise(k, n, "conv");
+    ax_buf_printf(k->src,
+                  "    const long long oc = o %% %lldLL, ow = (o / %lldLL) %% %lldLL, oh = (o / %lldLL) %% %lldLL, b = o / %lldLL;\n"
+                  "    const long long g = oc / %lldLL;\n"
+                  "    const float *xb = %s + b * %lldLL + g * %lldLL;\n"
+                  "    const float *wo = %s + oc * %lldLL;\n"
+                  "    float v = %s;\n"
+                  "    for (int kh = 0; kh < %lld; kh++) {\n"
+                  "        const long long ih = oh * %d - %d + kh * %d;\n"
+                  "        if (ih < 0 || ih >= %lldLL) continue;\n"
+                  "        for (int kw = 0; kw < %lld; kw++) {\n"
+                  "            const long long iw = ow * %d - %d + kw * %d;\n"
+                  "            if (iw < 0 || iw >= %lldLL) continue;\n"
+                  "            const float *xp = xb + (ih * %lldLL + iw) * %lldLL;\n"
+                  "            for (int ci = 0; ci < %lld; ci++) v = fmaf(xp[ci], wo[(ci * %lldLL + kh) * %lldLL + kw], v);\n"
+                  "        }\n    }\n",
+                  (long long)OC, (long long)OC, (long long)OW, (long long)(OC * OW), (long long)OH,
+                  (long long)(OC * OW * OH), (long long)ocg, ptr(k, n->src[0]), (long long)(H * W * C),
+                  (long long)cig, ptr(k, n->src[1]), (long long)(cig * KH * KW),
+                  has_operand(n, 2) ? ax_sprintf(arena_of(k), "%s[oc]", ptr(k, n->src[2])) : "0.0f",
+                  (long long)KH, at->stride[0], at->pad[0], at->dilation[0], (long long)H, (long long)KW,
+                  at->stride[1], at->pad[1], at->dilation[1], (long long)W, (long long)W, (long long)C,
+                  (long long)cig, (long long)KH, (long long)KW);
+    end_elementwise(k, n);
+}
+
+static void emit_pool(gk *k, const ir_node *n)
+{
+    const ir_node *x = node_at(k, n->src[0]);
+    const ir_attrs *at = &n->attrs;
+    const int64_t H = x->shape[1], W = x->shape[2], C = x->shape[3], OH = n->shape[1], OW = n->shape[2];
+    const bool max = n->op == IR_OP_maxpool;
+    /* meanpool's divisor: the whole window (count_include_pad), or the real
+       pixels (exclude_pad), never the rows/columns ceil mode added */
+    const int limit_h = (int)H + at->pad[2] - at->ceil_extra[0], limit_w = (int)W + at->pad[3] - at->ceil_extra[1];
+    begin_elementwise(k, n, ir_ops[n->op].name);
+    ax_buf_printf(k->src,
+                  "    const long long c = o %% %lldLL, ow = (o / %lldLL) %% %lldLL, oh = (o / %lldLL) %% %lldLL, b = o / %lldLL;\n"
+                  "    float acc = %s; int count = 0;\n"
+                  "    for (int kh = 0; kh < %d; kh++) for (int kw = 0; kw < %d; kw++) {\n"
+                  "        const long long ih = oh * %d - %d + kh, iw = ow * %d - %d + kw;\n"
+                  "        if (ih >= -%d && ih < %d && iw >= -%d && iw < %d%s) count++;\n"
+                  "        if (ih < 0 || ih >= %lldLL || iw < 0 || iw >= %lldLL) continue;\n"
+                  "        const float e = %s[((b * %lldLL + ih) * %lldLL + iw) * %lldLL + c];\n"
+                  "        %s;\n    }\n"
+                  "    float v = %s;\n",
+                  (long long)C, (long long)C, (long long)OW, (long long)(C * OW), (long long)OH,
+                  (long long)(C * OW * OH), max ? "-AXK_INF" : "0.0f", at->kernel[0], at->kernel[1],
+                  at->stride[0], at->pad[0], at->stride[1], at->pad[1],
+                  at->exclude_pad ? 0 : at->pad[0], at->exclude_pad ? (int)H : limit_h,
+                  at->exclude_pad ? 0 : at->pad[1], at->exclude_pad ? (int)W : limit_w, "",
+                  (long long)H, (long long)W, ptr(k, n->src[0]), (long long)H, (long long)W, (long long)C,
+                  max ? "acc = (e > acc || e != e) ? e : acc" : "acc += e",
+                  max ? "acc" : "acc / (float)(count > 0 ? count : 1)");
+    end_elementwise(k, n);
+}
+
+static void emit_globalpool(gk *k, const ir_node *n)
+{
+    const ir_node *x = node_at(k, n->src[0]);
+    const int64_t hw = x->shape[1] * x->shape[2], C = x->shape[3];
+    begin_elementwise(k, n, "globalmeanpool");
+    ax_buf_printf(k->src,
+                  "    const long long c = o %% %lldLL, b = o / %lldLL;\n    float acc = 0.0f;\n"
+                  "    for (long long p = 0; p < %lldLL; p++) acc += %s[(b * %lldLL + p) * %lldLL + c];\n"
+                  "    float v = acc / %s;\n",
+                  (long long)C, (long long)C, (long long)hw, ptr(k, n->src[0]), (long long)hw, (long long)C,
+                  flit(k, (double)hw));
+    end_elementwise(k, n);
+}
+
+/* ---- attention ----------------------------------------------------------- */
+
+/* The longest key sequence one block's shared scores hold. */
+#define MHA_MAX_KEYS 8192
+
+typedef struct mha_dims {
+    int64_t batch, lq, lk, d, hd;
+} mha_dims;
+
+static mha_dims mha_dims_of(const ir_graph *g, const ir_node *n)
+{
+    const ir_node *q = &g->nodes[n->src[0]], *kn = &g->nodes[n->src[1]];
+    mha_dims m;
+    m.d = q->shape[q->rank - 1];
+    m.lq = q->shape[q->rank - 2];
+    m.lk = kn->shape[kn->rank - 2];
+    m.batch = ir_numel(q) / (m.lq * m.d);
+    m.hd = m.d / n->attrs.heads;
+    return m;
+}
+
+/* Scratch: the projected q [batch*lq, d], k and v [batch*lk, d], the heads [batch*lq, d]. */
+static const char *mha_part(const gk *k, const ir_node *n, int part)
+{
+    const mha_dims m = mha_dims_of(k->g, n);
+    const int64_t starts[4] = {0, m.batch * m.lq * m.d, m.batch * (m.lq + m.lk) * m.d,
+                               m.batch * (m.lq + 2 * m.lk) * m.d};
+    return ax_sprintf(arena_of(k), "((float *)(A + %lld))",
+                      (long long)(n->scratch_offset + 4 * starts[part]));
+}
+
+/* x [rows, d] times rows [w_row0, w_row0 + d) of w, plus the bias's same rows. */
+static void emit_projection(gk *k, const ir_node *n, const char *suffix, const char *x, int64_t rows,
+                            int w_operand, int b_operand, int64_t first, const char *out)
+{
+    const int64_t d = mha_dims_of(k->g, n).d;
+    begin_kernel_part(k, (int)(n - k->g->nodes), suffix, "attention projection");
+    ax_buf_puts(k->src, "    const long long cbase = 0;\n");
+    const gemm_shape s = {rows, d, d, 1, ax_sprintf(arena_of(k), "%s[m * %lldLL + kk]", x, (long long)d),
+                          ax_sprintf(arena_of(k), "%s[%lldLL + n * %lldLL + kk]", ptr(k, n->src[w_operand]),
+                                     (long long)(first * d), (long long)d),
+                          true,
+                          has_operand(n, b_operand) ? ax_sprintf(arena_of(k), "(%s + %lld)", ptr(k, n->src[b_operand]),
+                                                                  (long long)first) : NULL,
+                          out};
+    emit_gemm(k, n, &s);
+}
+
+/* One block per (batch, head, query): scores into shared memory, softmax,
+ * then the weighted sum of v for the head's columns. */
+static void emit_attend(gk *k, const ir_node *n)
+{
+    const mha_dims m = mha_dims_of(k->g, n);
+    begin_kernel_part(k, (int)(n - k->g->nodes), "_att", "attention heads");
+    ax_buf_printf(k->src,
+                  "    __shared__ float sc[%lld], red[%d];\n"
+                  "    const long long row = blockIdx.x, i = row %% %lldLL, h = (row / %lldLL) %% %d, b = row / %lldLL;\n"
+                  "    const float *q = %s + (b * %lldLL + i) * %lldLL + h * %lldLL;\n"
+                  "    const float *kb = %s + b * %lldLL * %lldLL + h * %lldLL;\n"
+                  "    const float *vb = %s + b * %lldLL * %lldLL + h * %lldLL;\n"
+                  "    float mx = -AXK_INF;\n"
+                  "    for (long long j = threadIdx.x; j < %lldLL; j += %d) {\n"
+                  "        float acc = 0.0f;\n"
+                  "        for (int e = 0; e < %lld; e++) acc = fmaf(q[e], kb[j * %lldLL + e], acc);\n"
+                  "        sc[j] = %s;\n"
+                  "        mx = sc[j] > mx ? sc[j] : mx;\n    }\n"
+                  "    red[threadIdx.x] = mx;\n    __syncthreads();\n"
+                  "    for (int s = %d; s > 0; s >>= 1) {\n"
+                  "        if ((int)threadIdx.x < s && red[threadIdx.x + s] > red[threadIdx.x]) red[threadIdx.x] = red[threadIdx.x + s];\n"
+                  "        __syncthreads();\n    }\n"
+                  "    mx = red[0];\n    __syncthreads();\n    float acc = 0.0f;\n"
+                  "    for (long long j = threadIdx.x; j < %lldLL; j += %d) { sc[j] = expf(sc[j] - mx); acc += sc[j]; }\n",
+                  (long long)m.lk, BLOCK, (long long)m.lq, (long long)m.lq, n->attrs.heads,
+                  (long long)(m.lq * n->attrs.heads), mha_part(k, n, 0), (long long)m.lq, (long long)m.d,
+                  (long long)m.hd, mha_part(k, n, 1), (long long)m.lk, (long long)m.d, (long long)m.hd,
+                  mha_part(k, n, 2), (long long)m.lk, (long long)m.d, (long long)m.hd, (long long)m.lk, BLOCK,
+                  (long long)m.hd, (long long)m.d,
+                  n->attrs.causal ? ax_sprintf(arena_of(k), "j > i ? -AXK_INF : acc * %s", flit(k, 1.0 / sqrt((double)m.hd)))
+                                  : ax_sprintf(arena_of(k), "acc * %s", flit(k, 1.0 / sqrt((double)m.hd))),
+                  BLOCK / 2, (long long)m.lk, BLOCK);
+    block_sum(k, "sum", "acc");
+    ax_buf_printf(k->src,
+                  "    float *out = %s + (b * %lldLL + i) * %lldLL + h * %lldLL;\n"
+                  "    for (int e = threadIdx.x; e < %lld; e += %d) {\n"
+                  "        float o = 0.0f;\n"
+                  "        for (long long j = 0; j < %lldLL; j++) o = fmaf(sc[j] / sum, vb[j * %lldLL + e], o);\n"
+                  "        out[e] = o;\n    }\n}\n",
+                  mha_part(k, n, 3), (long long)m.lq, (long long)m.d, (long long)m.hd, (long long)m.hd, BLOCK,
+                  (long long)m.lk, (long long)m.d);
+    launch(k, m.batch * n->attrs.heads * m.lq, 1, 1, BLOCK);
+}
+
+/* q, k, v, in_proj_weight [3d, d], in_proj_bias?, out_proj.weight [d, d], out_proj.bias?
+ * (torch.nn.MultiheadAttention): the three projections, the heads, the output projection. */
+static void emit_mha(gk *k, const ir_node *n)
+{
+    const mha_dims m = mha_dims_of(k->g, n);
+    if (n->scratch_offset < 0) ax_die("cg_gpu: mha %%%d has no scratch buffer", (int)(n - k->g->nodes));
+    emit_projection(k, n, "_q", ptr(k, n->src[0]), m.batch * m.lq, 3, 4, 0, mha_part(k, n, 0));
+    emit_projection(k, n, "_k", ptr(k, n->src[1]), m.batch * m.lk, 3, 4, m.d, mha_part(k, n, 1));
+    emit_projection(k, n, "_v", ptr(k, n->src[2]), m.batch * m.lk, 3, 4, 2 * m.d, mha_part(k, n, 2));
+    emit_attend(k, n);
+    emit_projection(k, n, "_o", mha_part(k, n, 3), m.batch * m.lq, 5, 6, 0, ptr(k, (int)(n - k->g->nodes)));
+}
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+/* The op this back end has no kernel for, or NULL. */
+static const char *unsupported(const ir_graph *g, const ir_node *n)
+{
+    if (n->op == IR_OP_embedding)
+        return ir_ops[n->op].name;
+    if (n->op == IR_OP_mha && mha_dims_of(g, n).lk > MHA_MAX_KEYS)
+        return "attention over more than 8192 keys";
+    if (n->op == IR_OP_cast && g->nodes[n->src[0]].dtype != n->dtype)
+        return "cast between dtypes";
+    if (n->op == IR_OP_meanpool && n->attrs.adaptive)
+        return "adaptive meanpool";
+    return NULL;
+}
+
+static void emit_node(gk *k, int id)
+{
+    const ir_node *n = node_at(k, id);
+    switch (n->op) {
+    case IR_OP_fused_elementwise: emit_fused(k, n); return;
+    case IR_OP_dense: emit_dense(k, n); return;
+    case IR_OP_matmul: emit_matmul(k, n); return;
+    case IR_OP_conv: emit_conv(k, n); return;
+    case IR_OP_maxpool: case IR_OP_meanpool: emit_pool(k, n); return;
+    case IR_OP_globalmeanpool: emit_globalpool(k, n); return;
+    case IR_OP_softmax: case IR_OP_log_softmax: emit_softmax(k, n); return;
+    case IR_OP_layernorm: emit_layernorm(k, n); return;
+    case IR_OP_mha: emit_mha(k, n); return;
+    case IR_OP_batchnorm: emit_batchnorm(k, n); return;
+    case IR_OP_transpose: emit_transpose(k, n); return;
+    case IR_OP_slice: emit_slice(k, n); return;
+    case IR_OP_concat: emit_concat(k, n); return;
+    case IR_OP_chunk: return; /* its results are gathered from its operand */
+    case IR_OP_result: emit_result(k, n); return;
+    case IR_OP_reshape: /* a copy only where it has storage of its own */
+        if (strcmp(ptr(k, id), ptr(k, n->src[0])) != 0) emit_copy(k, n, n->src[0], "reshape");
+        return;
+    default: break;
+    }
+    switch (ir_ops[n->op].kind) {
+    case IR_UNARY: emit_unary(k, n); return;
+    case IR_BINARY: emit_binary(k, n); return;
+    case IR_REDUCE: emit_reduce(k, n); return;
+    default: ax_die("cg_gpu: no kernel for %s", ir_ops[n->op].name);
+    }
+}
+
+/* Outputs whose storage is not their own buffer get a copy kernel. */
+static void emit_output_copies(gk *k)
+{
+    for (int i = 0; i < k->g->noutputs; i++) {
+        const int id = k->g->outputs[i];
+        const char *from = ptr(k, id), *to = ax_sprintf(arena_of(k), "Y%d", i);
+        if (strcmp(from, to) == 0) continue;
+        const ir_node *n = node_at(k, id);
+        begin_kernel_named(k, ax_sprintf(arena_of(k), "%s_out%d", k->g->name, i),
+                           ax_sprintf(arena_of(k), "output %d", i));
+        ax_buf_printf(k->src, "    const long long o = (long long)blockIdx.x * %d + threadIdx.x;\n"
+                              "    if (o < %lldLL) %s[o] = %s[o];\n}\n",
+                      BLOCK, (long long)ir_numel(n), to,
+                      n->op == IR_OP_scalar ? ax_sprintf(arena_of(k), "(&%s)", flit(k, n->attrs.scalar)) : from);
+        launch(k, (ir_numel(n) + BLOCK - 1) / BLOCK, 1, 1, BLOCK);
+    }
+}
+
+/* Reports what the GPU back end cannot emit; returns the number of errors. */
+static int check_supported(const ir_graph *g, const gpu_dialect *dl)
+{
+    if (g->dtype != AXRT_F32) {
+        ax_error(g->ctx, g->loc, "the %s target computes in Float32, not %s (model '%s')", dl->name,
+                 ir_dtype_name(g->dtype), g->name);
+        return 1;
+    }
+    if (g->ninputs + g->noutputs > 32 || g->ninputs < 1 || g->noutputs < 1) {
+        ax_error(g->ctx, g->loc, "the %s target needs 1 to 32 inputs and outputs (model '%s')", dl->name, g->name);
+        return 1;
+    }
+    for (int id = 0; id < g->nnodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        const char *what = n->dead ? NULL : unsupported(g, n);
+        if (!n->dead && !what && n->dtype != AXRT_F32) what = ir_dtype_name(n->dtype);
+        if (what) {
+            ax_error(g->ctx, n->loc, "the %s target has no kernel for %s yet (use --target=c)", dl->name, what);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Parameters in one block, each 256-byte aligned. */
+static void place_params(gk *k)
+{
+    k->param_offset = ax_alloc(arena_of(k), sizeof *k->param_offset * (size_t)(k->g->nnodes + 1));
+    k->param_bytes = 0;
+    for (int id = 0; id < k->g->nnodes; id++) {
+        const ir_node *n = node_at(k, id);
+        if (n->dead || n->op != IR_OP_param) continue;
+        k->param_offset[id] = k->param_bytes;
+        k->param_bytes += (ir_nbytes(n) + 255) / 256 * 256;
+    }
+}
+
+/* Kernel source of one model into src; the launch list stays in k. */
+static void emit_kernels(gk *k)
+{
+    place_params(k);
+    ax_buf_printf(k->src, "\n/* ---- model %s ---- */\n", k->g->name);
+    for (int id = 0; id < k->g->nnodes; id++) {
+        const ir_node *n = node_at(k, id);
+        if (!n->dead && ir_ops[n->op].kind != IR_SOURCE) emit_node(k, id);
+    }
+    emit_output_copies(k);
+}
+
+/* ---- the host C ------------------------------------------------------------ */
+
+static void emit_string(ax_buf *out, const char *text, size_t len)
+{
+    ax_buf_puts(out, "\"");
+    for (size_t i = 0; i < len; i++) {
+        const unsigned char c = (unsigned char)text[i];
+        if (c == '\n') ax_buf_puts(out, "\\n\"\n\"");
+        else if (c == '"' || c == '\\') ax_buf_printf(out, "\\%c", c);
+        else if (c == '?') ax_buf_puts(out, "\\?");
+        else ax_buf_put(out, &text[i], 1);
+    }
+    ax_buf_puts(out, "\"");
+}
+
+/* The parameter block as one string literal (compilers read those far
+ * faster than initialiser lists), zero bytes between the aligned offsets. */
+static void emit_param_block(gk *k, ax_buf *c)
+{
+    unsigned char *block = ax_alloc(arena_of(k), k->param_bytes + 1);
+    memset(block, 0, k->param_bytes + 1);
+    for (int id = 0; id < k->g->nnodes; id++) {
+        const ir_node *n = node_at(k, id);
+        if (n->dead || n->op != IR_OP_param) continue;
+        if (!n->data) ax_die("cg_gpu: parameter %s has no data", n->name ? n->name : "?");
+        memcpy(block + k->param_offset[id], n->data, ir_nbytes(n));
+    }
+    ax_buf_printf(c, "static const union { unsigned char bytes[%zu + 1]; double align; } %s_param_block = {\n",
+                  k->param_bytes, k->g->name);
+    if (k->param_bytes) cg_bytes_literal(c, block, k->param_bytes, 1);
+    else ax_buf_puts(c, "\"\"\n");
+    ax_buf_puts(c, "};\n");
+}
+
+static void emit_infos(gk *k, ax_buf *c, const char *what, const int *ids, const char *const *names, int count)
+{
+    ax_buf_printf(c, "static const axrt_tensor_info %s_%s[%d] = {\n", k->g->name, what, count);
+    for (int i = 0; i < count; i++) {
+        const ir_node *n = node_at(k, ids[i]);
+        ax_buf_printf(c, "    {\"%s\", %s, %d, {", names[i], ir_dtypes[n->dtype].enum_name, n->rank);
+        for (int d = 0; d < n->rank; d++) ax_buf_printf(c, "%s%lld", d ? ", " : "", (long long)n->shape[d]);
+        ax_buf_puts(c, n->rank ? "}},\n" : "0}},\n");
+    }
+    ax_buf_puts(c, "};\n");
+}
+
+static const char *upper(ax_arena *a, const char *s)
+{
+    char *u = ax_strdup(a, s);
+    for (char *c = u; *c; c++) *c = (char)toupper((unsigned char)*c);
+    return u;
+}
+
+/* "NAME_forward_device(axrt_gpu *gpu, const float *x, float *y, void *stream)" etc. */
+static void emit_signature(gk *k, ax_buf *out, const char *fn, const char **in, const char **outn, bool stream)
+{
+    ax_buf_printf(out, "int %s_%s(axrt_gpu *gpu", k->g->name, fn);
+    for (int i = 0; i < k->g->ninputs; i++) ax_buf_printf(out, ", const float *%s", in[i]);
+    for (int i = 0; i < k->g->noutputs; i++) ax_buf_printf(out, ", float *%s", outn[i]);
+    ax_buf_puts(out, stream ? ", void *stream)" : ")");
+}
+
+static void emit_header_model(gk *k, ax_buf *h, const char **in, const char **out)
+{
+    const char *name = k->g->name, *up = upper(arena_of(k), name);
+    ax_buf_printf(h, "\n/* model %s on %s: %s_init compiles the kernels for the device found (or\n"
+                     "   reads them from the compiled-kernel cache), uploads the parameters and\n"
+                     "   allocates %s_DEVICE_ARENA_BYTES of device memory, once; it returns NULL\n"
+                     "   with the reason in err (no driver, no device, the compiler's log). */\n",
+                  name, k->dl->vendor, name, up);
+    ax_buf_printf(h, "#define %s_DEVICE_ARENA_BYTES ((size_t)%zu)\n#define %s_PARAM_BYTES ((size_t)%zu)\n",
+                  up, k->g->arena_bytes, up, k->param_bytes);
+    ax_buf_printf(h, "axrt_gpu *%s_init(char *err, size_t errlen);\n"
+                     "/* device pointers, launched on stream (NULL: the default stream); allocates nothing */\n", name);
+    emit_signature(k, h, "forward_device", in, out, true);
+    ax_buf_puts(h, ";\n/* host pointers: copied in, run, copied out, synchronised */\n");
+    emit_signature(k, h, "forward", in, out, false);
+    ax_buf_printf(h, ";\nvoid %s_free(axrt_gpu *gpu);\nextern const axrt_gpu_model %s_gpu_model;\n"
+                     "/* for generic drivers (axrt.h): run() starts the device on first use and\n"
+                     "   copies in and out; on failure %s_gpu_error says why */\n"
+                     "extern const axrt_model %s_model;\nextern char %s_gpu_error[1024];\n",
+                  name, name, name, name, name);
+}
+
+static void emit_io_array(gk *k, ax_buf *c, const char *decl, const char **in, const char **out)
+{
+    ax_buf_printf(c, "    %s io[%d] = {", decl, k->g->ninputs + k->g->noutputs);
+    for (int i = 0; i < k->g->ninputs; i++) ax_buf_printf(c, "%s%s", i ? ", " : "", in[i]);
+    for (int i = 0; i < k->g->noutputs; i++) ax_buf_printf(c, ", %s", out[i]);
+    ax_buf_puts(c, "};\n");
+}
+
+/* The generic descriptor (axrt.h axrt_model, as the C target's): its run
+ * starts the device on first use (NAME_gpu_error says why it could not)
+ * and runs a host forward; it needs no host arena. */
+static void emit_descriptor(gk *k, ax_buf *c)
+{
+    const char *name = k->g->name;
+    ax_buf_printf(c, "\nchar %s_gpu_error[1024];\nstatic axrt_gpu *%s_gpu_context;\n\n"
+                     "static int %s_run(const void *const *inputs, void *const *outputs, void *arena)\n{\n"
+                     "    (void)arena;\n"
+                     "    if (%s_gpu_context == NULL)\n"
+                     "        %s_gpu_context = %s_init(%s_gpu_error, sizeof %s_gpu_error);\n"
+                     "    if (%s_gpu_context == NULL)\n        return -1;\n"
+                     "    return axrt_gpu_forward_host(%s_gpu_context, inputs, outputs);\n}\n\n"
+                     "const axrt_model %s_model = {\"%s\", %d, %d, %s_inputs, %s_outputs, 0, %s_run};\n",
+                  name, name, name, name, name, name, name, name, name, name, name, name,
+                  k->g->ninputs, k->g->noutputs, name, name, name);
+}
+
+static void emit_host_model(gk *k, ax_buf *c, const char *source_var, const char **in, const char **out)
+{
+    const char *name = k->g->name;
+    const int nio = k->g->ninputs + k->g->noutputs;
+    emit_param_block(k, c);
+    ax_buf_printf(c, "static const axrt_gpu_launch %s_launches[%d] = {\n%s};\n", name,
+                  k->nlaunches ? k->nlaunches : 1, k->nlaunches ? k->launches.data : "    {\"\", {0u, 0u, 0u}, {0u, 0u, 0u}},\n");
+    emit_infos(k, c, "inputs", k->g->inputs, in, k->g->ninputs);
+    emit_infos(k, c, "outputs", k->g->outputs, out, k->g->noutputs);
+    ax_buf_printf(c, "static const size_t %s_io_bytes[%d] = {", name, nio);
+    for (int i = 0; i < nio; i++) {
+        const int id = i < k->g->ninputs ? k->g->inputs[i] : k->g->outputs[i - k->g->ninputs];
+        ax_buf_printf(c, "%s%zu", i ? ", " : "", ir_nbytes(node_at(k, id)));
+    }
+    ax_buf_printf(c, "};\nconst axrt_gpu_model %s_gpu_model = {\"%s\", %s, %s, %s_param_block.bytes, (size_t)%zu, (size_t)%zu,\n"
+                     "    %d, %d, %s_inputs, %s_outputs, %s_io_bytes, %s_launches, %d};\n\n",
+                  name, name, k->dl->enum_name, source_var, name, k->param_bytes, k->g->arena_bytes,
+                  k->g->ninputs, k->g->noutputs, name, name, name, name, k->nlaunches);
+    ax_buf_printf(c, "axrt_gpu *%s_init(char *err, size_t errlen)\n{\n    return axrt_gpu_init(&%s_gpu_model, err, errlen);\n}\n\n", name, name);
+    emit_signature(k, c, "forward_device", in, out, true);
+    ax_buf_puts(c, "\n{\n");
+    emit_io_array(k, c, "const void *const", in, out);
+    ax_buf_puts(c, "    return axrt_gpu_forward(gpu, io, stream);\n}\n\n");
+    emit_signature(k, c, "forward", in, out, false);
+    ax_buf_printf(c, "\n{\n    const void *const in[%d] = {", k->g->ninputs);
+    for (int i = 0; i < k->g->ninputs; i++) ax_buf_printf(c, "%s%s", i ? ", " : "", in[i]);
+    ax_buf_printf(c, "};\n    void *const out[%d] = {", k->g->noutputs);
+    for (int i = 0; i < k->g->noutputs; i++) ax_buf_printf(c, "%s%s", i ? ", " : "", out[i]);
+    ax_buf_printf(c, "};\n    return axrt_gpu_forward_host(gpu, in, out);\n}\n\n"
+                     "void %s_free(axrt_gpu *gpu)\n{\n    axrt_gpu_free(gpu);\n}\n", name);
+    emit_descriptor(k, c);
+}
+
+static const char *guard_name(ax_arena *a, const char *header_name)
+{
+    const char *base = strrchr(header_name, '/');
+    char *guard = ax_sprintf(a, "AXC_%s", base ? base + 1 : header_name);
+    for (char *c = guard; *c; c++) *c = isalnum((unsigned char)*c) ? (char)toupper((unsigned char)*c) : '_';
+    return guard;
+}
+
+/* Kernel source of every model (into src) and their emitters (into ks). */
+static int build_kernels(const cg_request *req, const gpu_dialect *dl, ax_buf *src, gk *ks)
+{
+    int errors = 0;
+    for (int m = 0; m < req->nmodels; m++) errors += check_supported(req->models[m], dl);
+    if (errors || req->nmodels < 1) return errors ? errors : 1;
+    ax_buf_printf(src, "%s/* generated by axc from %s -- do not edit */\n", dl->prelude, req->source_name);
+    for (int m = 0; m < req->nmodels; m++) {
+        ks[m] = (gk){.g = req->models[m], .dl = dl, .src = src};
+        emit_kernels(&ks[m]);
+    }
+    return 0;
+}
+
+static int gpu_emit(const cg_request *req, const gpu_dialect *dl, ax_buf *c, ax_buf *h)
+{
+    ax_buf src = {0};
+    gk ks[64];
+    if (req->nmodels > 64) return 1;
+    int errors = build_kernels(req, dl, &src, ks);
+    if (errors) { ax_buf_free(&src); return errors; }
+    if (req->kernels_only) { /* -o m.cu / m.hip, --emit=ptx|hsaco: the kernel source alone */
+        ax_buf_put(c, src.data, src.len);
+        ax_buf_free(&src);
+        for (int m = 0; m < req->nmodels; m++) ax_buf_free(&ks[m].launches);
+        return 0;
+    }
+    ax_arena *a = req->models[0]->ctx->arena;
+    const char *guard = guard_name(a, req->header_name);
+    ax_buf_printf(h, "/* Generated by axc from %s -- do not edit. */\n#ifndef %s\n#define %s\n\n"
+                     "#include <stddef.h>\n#include \"axrt_gpu.h\"\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n",
+                  req->source_name, guard, guard);
+    ax_buf_printf(c, "/* Generated by axc from %s -- do not edit.\n"
+                     "   Host C for the %s target: the kernel source below is compiled at start-up by\n"
+                     "   libaxrt_gpu (link -laxrt_gpu -ldl; no %s headers or libraries at build time). */\n"
+                     "#include <stddef.h>\n#include \"%s\"\n\n"
+                     "#if defined(__GNUC__)\n#pragma GCC diagnostic ignored \"-Woverlength-strings\"\n#endif\n"
+                     "static const char axc_kernel_source[] =\n",
+                  req->source_name, dl->name, dl->vendor, req->header_name);
+    emit_string(c, src.data, src.len);
+    ax_buf_puts(c, ";\n");
+    for (int m = 0; m < req->nmodels; m++) {
+        const char **in, **out;
+        cg_argument_names(ks[m].g, &in, &out);
+        emit_header_model(&ks[m], h, in, out);
+        ax_buf_printf(c, "\n/* ---- model %s ---- */\n", ks[m].g->name);
+        emit_host_model(&ks[m], c, "axc_kernel_source", in, out);
+        ax_buf_free(&ks[m].launches);
+    }
+    ax_buf_puts(h, "\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
+    ax_buf_free(&src);
+    return 0;
+}
+
+int cg_cuda_emit(const cg_request *req, ax_buf *c, ax_buf *h)
+{
+    return gpu_emit(req, &dialects[0], c, h);
+}
+
+int cg_hip_emit(const cg_request *req, ax_buf *c, ax_buf *h)
+{
+    return gpu_emit(req, &dialects[1], c, h);
+}
+
+/* The GPU targets keep every parameter as written (no CPU panels). */
+void cg_gpu_select(ir_graph *g)
+{
+    for (int id = 0; id < g->nnodes; id++)
+        g->nodes[id].layout = IR_LAYOUT_PLAIN;
+}
+
+/* Attention keeps its projections and heads in scratch (mha_part). */
+size_t cg_gpu_scratch_bytes(const ir_node *n, const ir_graph *g)
+{
+    if (n->op != IR_OP_mha) return 0;
+    const mha_dims m = mha_dims_of(g, n);
+    return (size_t)(2 * m.batch * (m.lq + m.lk) * m.d) * sizeof(float);
+}
+
+bool cg_gpu_can_inplace(const ir_node *n, const ir_graph *g, int k)
+{
+    (void)n, (void)g, (void)k;
+    return false;
+}

@@ -1,0 +1,120 @@
+/* emu_rt.cpp — libaxrt_gpu's API (runtime/gpu/axrt_gpu.h) on the CPU for
+ * the tests: the parameter block and the arena in host memory, each launch
+ * run block by block through emu.h, the kernels found by name in the table
+ * the test appends to the kernel source (axk_table). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+#include "axrt_gpu.h"
+#include "emu.h"
+
+thread_local axk_dim3 threadIdx;
+axk_dim3 blockIdx;
+pthread_barrier_t axk_barrier;
+struct axk_entry { const char *name; void *fn; };
+extern axk_entry axk_table[];
+
+struct axrt_gpu { const axrt_gpu_model *m; unsigned char *params, *arena; std::vector<void *> fns; };
+
+axrt_gpu *axrt_gpu_init(const axrt_gpu_model *m, char *err, size_t errlen)
+{
+    axrt_gpu *g = new axrt_gpu;
+    g->m = m;
+    g->params = (unsigned char *)aligned_alloc(256, (m->param_bytes + 256) / 256 * 256);
+    g->arena = (unsigned char *)aligned_alloc(256, (m->arena_bytes + 256) / 256 * 256);
+    memcpy(g->params, m->params, m->param_bytes);
+    for (int i = 0; i < m->nlaunches; i++) {
+        void *f = NULL;
+        for (int t = 0; axk_table[t].name; t++)
+            if (!strcmp(axk_table[t].name, m->launches[i].kernel)) f = axk_table[t].fn;
+        if (!f) { snprintf(err, errlen, "no kernel %s", m->launches[i].kernel); return NULL; }
+        g->fns.push_back(f);
+    }
+    return g;
+}
+
+/* Every kernel takes 2 + inputs + outputs pointers; called with its own arity. */
+template <int N> struct call;
+#define AXK_CALL(N, ...)                                                                     \
+    template <> struct call<N> {                                                             \
+        static void run(void *f, void **a) { ((void (*)(__VA_ARGS__))f)(AXK_ARGS##N); }      \
+    };
+#define P void *
+#define AXK_ARGS3 a[0], a[1], a[2]
+#define AXK_ARGS4 AXK_ARGS3, a[3]
+#define AXK_ARGS5 AXK_ARGS4, a[4]
+#define AXK_ARGS6 AXK_ARGS5, a[5]
+#define AXK_ARGS7 AXK_ARGS6, a[6]
+#define AXK_ARGS8 AXK_ARGS7, a[7]
+#define AXK_ARGS9 AXK_ARGS8, a[8]
+#define AXK_ARGS10 AXK_ARGS9, a[9]
+AXK_CALL(3, P, P, P)
+AXK_CALL(4, P, P, P, P)
+AXK_CALL(5, P, P, P, P, P)
+AXK_CALL(6, P, P, P, P, P, P)
+AXK_CALL(7, P, P, P, P, P, P, P)
+AXK_CALL(8, P, P, P, P, P, P, P, P)
+AXK_CALL(9, P, P, P, P, P, P, P, P, P)
+AXK_CALL(10, P, P, P, P, P, P, P, P, P, P)
+#undef P
+
+struct job { void *fn; void **a; int n; unsigned tx; };
+static void *thread_main(void *p)
+{
+    job *j = (job *)p;
+    threadIdx.x = j->tx; threadIdx.y = threadIdx.z = 0;
+    switch (j->n) {
+    case 3: call<3>::run(j->fn, j->a); break;
+    case 4: call<4>::run(j->fn, j->a); break;
+    case 5: call<5>::run(j->fn, j->a); break;
+    case 6: call<6>::run(j->fn, j->a); break;
+    case 7: call<7>::run(j->fn, j->a); break;
+    case 8: call<8>::run(j->fn, j->a); break;
+    case 9: call<9>::run(j->fn, j->a); break;
+    case 10: call<10>::run(j->fn, j->a); break;
+    default: abort();
+    }
+    return NULL;
+}
+
+int axrt_gpu_forward(axrt_gpu *g, const void *const *io, void *stream)
+{
+    (void)stream;
+    const axrt_gpu_model *m = g->m;
+    void *a[10] = {g->arena, g->params};
+    const int n = 2 + m->ninputs + m->noutputs;
+    if (n > 10) return 1;
+    for (int i = 2; i < n; i++) a[i] = (void *)io[i - 2];
+    for (int l = 0; l < m->nlaunches; l++) {
+        const axrt_gpu_launch *L = &m->launches[l];
+        const unsigned bs = L->block[0];
+        pthread_barrier_init(&axk_barrier, NULL, bs);
+        std::vector<pthread_t> th(bs);
+        std::vector<job> jobs(bs);
+        for (unsigned z = 0; z < L->grid[2]; z++)
+            for (unsigned y = 0; y < L->grid[1]; y++)
+                for (unsigned x = 0; x < L->grid[0]; x++) {
+                    blockIdx.x = x; blockIdx.y = y; blockIdx.z = z;
+                    for (unsigned t = 0; t < bs; t++) {
+                        jobs[t] = job{g->fns[l], a, n, t};
+                        pthread_create(&th[t], NULL, thread_main, &jobs[t]);
+                    }
+                    for (unsigned t = 0; t < bs; t++) pthread_join(th[t], NULL);
+                }
+        pthread_barrier_destroy(&axk_barrier);
+    }
+    return 0;
+}
+
+int axrt_gpu_forward_host(axrt_gpu *g, const void *const *in, void *const *out)
+{
+    const void *io[AXRT_GPU_MAX_IO];
+    for (int i = 0; i < g->m->ninputs; i++) io[i] = in[i];
+    for (int i = 0; i < g->m->noutputs; i++) io[g->m->ninputs + i] = out[i];
+    return axrt_gpu_forward(g, io, NULL);
+}
+
+const char *axrt_gpu_error(const axrt_gpu *g) { (void)g; return ""; }
+void axrt_gpu_free(axrt_gpu *g) { free(g->params); free(g->arena); delete g; }

@@ -1,0 +1,25 @@
+/* fake_driver.c — a stand-in libcuda.so.1 for the loader's tests (never a
+ * driver): FAKE_MODE 1 no device (cuInit: CUDA_ERROR_NO_DEVICE), 2 the
+ * toolkit's stub (CUDA_ERROR_STUB_LIBRARY), 3 one sm_80 device that
+ * accepts every call (memory is host memory; launches do nothing). */
+#include <stdlib.h>
+#include <string.h>
+#ifndef FAKE_MODE
+#define FAKE_MODE 3
+#endif
+int cuInit(unsigned f) { (void)f; return FAKE_MODE == 1 ? 100 : FAKE_MODE == 2 ? 34 : 0; }
+int cuDeviceGetCount(int *n) { *n = FAKE_MODE == 3; return 0; }
+int cuDeviceGetAttribute(int *v, int attr, int dev) { (void)dev; *v = attr == 75 ? 8 : 0; return 0; }
+int cuDevicePrimaryCtxRetain(void **ctx, int dev) { (void)dev; *ctx = (void *)1; return 0; }
+int cuCtxSetCurrent(void *ctx) { (void)ctx; return 0; }
+int cuMemAlloc_v2(void **p, size_t n) { *p = malloc(n); return *p ? 0 : 2; }
+int cuMemFree_v2(void *p) { free(p); return 0; }
+int cuMemcpyHtoD_v2(void *d, const void *s, size_t n) { memcpy(d, s, n); return 0; }
+int cuMemcpyDtoH_v2(void *d, const void *s, size_t n) { memcpy(d, s, n); return 0; }
+int cuModuleLoadData(void **m, const void *code) { *m = (void *)code; return code ? 0 : 1; }
+int cuModuleUnload(void *m) { (void)m; return 0; }
+int cuModuleGetFunction(void **f, void *m, const char *name) { (void)m; *f = (void *)name; return 0; }
+int cuLaunchKernel(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsigned e, unsigned g,
+                   unsigned s, void *st, void **p, void **x)
+{ (void)f, (void)a, (void)b, (void)c, (void)d, (void)e, (void)g, (void)s, (void)st, (void)p, (void)x; return 0; }
+int cuCtxSynchronize(void) { return 0; }

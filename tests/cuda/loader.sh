@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Part of the cuda suite (run.sh): libaxrt_gpu's start-up against fake
+# drivers and compilers built here.  Environment as run.sh.
+set -u
+root=${AXC_ROOT:?}; build=${AXC_BUILD:?}; axc=${AXC:?}
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cc=${CC:-cc}
+pass() { echo "PASS: cuda loader/$1"; }
+fail() { echo "FAIL: cuda loader/$1"; shift; if [ $# -gt 0 ]; then printf '  %s\n' "$@"; fi; }
+skip() { echo "SKIP: cuda loader/$1"; }
+
+for mode in 1 2 3; do
+    "$cc" -shared -fPIC -DFAKE_MODE=$mode "$here/fake_driver.c" -o "$work/libcuda$mode.so" || { fail build "fake driver"; exit 0; }
+done
+"$cc" -shared -fPIC "$here/fake_nvrtc.c" -o "$work/libnvrtc_fake.so" || { fail build "fake nvrtc"; exit 0; }
+"$axc" --seed=0 --target=cuda "$root/examples/mlp.ax" -o "$work/m.c" 2>/dev/null &&
+"$cc" -std=c99 -Wall -Wextra -Wpedantic -Werror -I"$build/include" -I"$work" "$work/m.c" "$here/host_main.c" \
+    "$build/lib/libaxrt_gpu.a" -ldl -o "$work/host" || { fail build "the mlp host program"; exit 0; }
+
+expect() { # NAME WANT-EXIT WANT-TEXT ENV...
+    local name=$1 want=$2 text=$3; shift 3
+    env "$@" "$work/host" >"$work/out" 2>&1; local rc=$?
+    if [ $rc = "$want" ] && grep -q "$text" "$work/out"; then pass "$name"
+    else fail "$name" "exit $rc (want $want), want '$text' in:"; sed 's/^/  /' "$work/out"; fi
+}
+expect no-driver 2 "no CUDA device: cannot open the driver" AXRT_CUDA_LIB="$work/absent/libcuda.so.1"
+expect no-device 2 "no CUDA device" AXRT_CUDA_LIB="$work/libcuda1.so"
+expect stub 2 "stub library" AXRT_CUDA_LIB="$work/libcuda2.so"
+expect nvrtc-failure 2 "fake NVRTC log" AXRT_CUDA_LIB="$work/libcuda3.so" AXRT_NVRTC_LIB="$work/libnvrtc_fake.so" AXRT_GPU_CACHE=off
+expect no-nvrtc 2 "cannot open the CUDA run-time compiler" AXRT_CUDA_LIB="$work/libcuda3.so" AXRT_NVRTC_LIB="$work/absent/libnvrtc.so" AXRT_GPU_CACHE=off
+
+# a real NVRTC compile for the fake sm_80 device, then the cache
+if AXRT_CUDA_LIB="$work/libcuda3.so" AXRT_GPU_CACHE="$work/cache" AXRT_GPU_VERBOSE=1 "$work/host" >"$work/first" 2>&1; then
+    expect compile-then-cache 0 "from the cache" AXRT_CUDA_LIB="$work/libcuda3.so" AXRT_GPU_CACHE="$work/cache" AXRT_GPU_VERBOSE=1
+    grep -q "compiled" "$work/out" && fail second-start-compiles-nothing "$(cat "$work/out")"
+    grep -q "compiled for sm_80" "$work/first" && pass first-start-compiles || fail first-start-compiles "$(cat "$work/first")"
+elif grep -q "cannot open the CUDA run-time compiler" "$work/first"; then
+    skip "compile-then-cache (no NVRTC: the CUDA toolkit is not installed)"
+else fail compile "$(cat "$work/first")"; fi
+
+# axc run on a machine without a device: exit 2, "no CUDA device"
+AXRT_CUDA_LIB="$work/libcuda1.so" "$axc" run --seed=0 --target=cuda "$root/examples/mlp.ax" >"$work/run" 2>&1; rc=$?
+if [ $rc = 2 ] && grep -q "no CUDA device" "$work/run"; then pass "axc-run-no-device"
+else fail "axc-run-no-device" "exit $rc:"; sed 's/^/  /' "$work/run"; fi

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# cuda suite: the CUDA and HIP back ends (interface.md §6) without a GPU.
+#  - host: every example and tests/ops model: `axc --target=cuda -o m.c`
+#    builds with plain cc -std=c99 -Wall -Wextra -Wpedantic -Werror and no
+#    CUDA header (a model with an op the target has no kernel for is
+#    refused with a located error: SKIP naming the op);
+#  - ptx: the kernels compile with NVRTC (--emit=ptx) for sm_80 and sm_90
+#    and assemble with ptxas when the toolkit has it;
+#  - hsaco: the HIP kernels compile with hiprtc (--emit=hsaco --arch=gfx90a);
+#  - emu: the kernels run on the CPU (emu.h, emu_rt.cpp: one block at a time,
+#    its threads as pthreads) and match the C target within 1e-4 relative
+#    (compare.c; the op corpus and the small examples) — the kernel code, the parameter block, the launch list
+#    and the arena plan, everything but the driver;
+#  - loader: libaxrt_gpu's error paths with fake drivers built here (no
+#    libcuda, no device, a stub, NVRTC failing with its log) and, with a
+#    fake driver that accepts everything, a real NVRTC compile whose result
+#    the second start reads from the kernel cache; `axc run --target=cuda`
+#    exits 2 saying there is no CUDA device.
+# Needing a GPU: nothing here (bench/gpu.sh times on a device).  Without
+# NVRTC (the CUDA toolkit) or hiprtc (Debian's libamdhip64), those cases SKIP.
+# Environment (set by tests/run.sh): AXC_ROOT, AXC_BUILD, AXC.
+set -u
+root=${AXC_ROOT:?}
+build=${AXC_BUILD:?}
+axc=${AXC:?}
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cc=${CC:-cc}
+command -v "$cc" >/dev/null || cc=cc
+inc=$build/include
+export AXRT_GPU_CACHE=$work/cache
+
+pass() { echo "PASS: cuda $1"; }
+fail() { echo "FAIL: cuda $1"; shift; if [ $# -gt 0 ]; then printf '  %s\n' "$@"; fi; }
+skip() { echo "SKIP: cuda $1"; }
+tail_of() { tail -n "${2:-12}" "$1" | sed 's/^/  /'; }
+
+ptxas=$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null || true)
+have_nvrtc=yes; have_hiprtc=yes
+printf '@axiom probe(x::Float32[1, 4]) begin\n    relu\nend\n' >"$work/probe.ax"
+"$axc" --emit=ptx --arch=sm_80 "$work/probe.ax" -o "$work/probe.ptx" 2>/dev/null || have_nvrtc=
+"$axc" --emit=hsaco --arch=gfx90a "$work/probe.ax" -o "$work/probe.hsaco" 2>/dev/null || have_hiprtc=
+
+models=("$root"/examples/*.ax "$root"/tests/ops/*.ax)
+
+# host C and kernel compiles of one model
+check_model() {
+    local f=$1 b d
+    b=$(basename "$f" .ax); d=$work/$b; mkdir -p "$d"
+    if ! "$axc" --seed=0 --target=cuda "$f" -o "$d/m.c" 2>"$d/err"; then
+        if grep -q "has no kernel for\|computes in Float32" "$d/err"; then
+            skip "host/$b ($(grep -o 'the cuda target [^(]*' "$d/err" | head -1 | sed 's/ *$//'))"
+        else fail "host/$b" "axc --target=cuda failed:"; tail_of "$d/err"; fi
+        return 1
+    fi
+    if grep -q '#include <cuda\|#include <hip' "$d/m.c" "$d/m.h"; then fail "host/$b" "includes a CUDA/HIP header"; return 1; fi
+    if "$cc" -std=c99 -Wall -Wextra -Wpedantic -Werror -I"$inc" -c "$d/m.c" -o "$d/m.o" 2>"$d/cc"; then pass "host/$b"
+    else fail "host/$b" "the host C does not build warning-free:"; tail_of "$d/cc"; fi
+    for arch in sm_80 sm_90; do
+        [ -n "$have_nvrtc" ] || { skip "ptx/$b (no NVRTC: the CUDA toolkit is not installed)"; continue; }
+        if ! "$axc" --seed=0 --target=cuda --emit=ptx --arch=$arch "$f" -o "$d/$arch.ptx" 2>"$d/err"; then
+            fail "ptx/$b-$arch" "NVRTC failed:"; tail_of "$d/err"; continue
+        fi
+        if [ -z "$ptxas" ]; then pass "ptx/$b-$arch (NVRTC; no ptxas)"; continue; fi
+        if "$ptxas" -arch=$arch "$d/$arch.ptx" -o "$d/$arch.cubin" 2>"$d/ptxas"; then pass "ptx/$b-$arch"
+        else fail "ptx/$b-$arch" "ptxas failed:"; tail_of "$d/ptxas"; fi
+    done
+    if [ -z "$have_hiprtc" ]; then skip "hsaco/$b (no hiprtc: Debian's libamdhip64 is not installed)"
+    elif "$axc" --seed=0 --target=hip --emit=hsaco --arch=gfx90a "$f" -o "$d/m.hsaco" 2>"$d/err" &&
+         [ "$(head -c 4 "$d/m.hsaco" | od -An -c | tr -d ' ')" = '177ELF' ]; then pass "hsaco/$b"
+    else fail "hsaco/$b" "hiprtc failed or wrote no ELF:"; tail_of "$d/err"; fi
+    return 0
+}
+
+# the kernels on the CPU emulator against the C target
+emu_objs() {
+    g++ -O1 -std=c++17 -I"$inc" -c "$here/emu_rt.cpp" -o "$work/emu_rt.o" 2>"$work/emu.err"
+}
+emulate() {
+    local f=$1 b d name
+    b=$(basename "$f" .ax); d=$work/$b
+    name=$(sed -n 's/^extern const axrt_gpu_model \(.*\)_gpu_model;/\1/p' "$d/m.h" | head -1)
+    "$axc" --seed=0 "$f" --model="$name" -o "$d/ref.c" 2>/dev/null &&
+    "$axc" --seed=0 --target=cuda "$f" --model="$name" -o "$d/gpu.c" 2>/dev/null &&
+    "$axc" --seed=0 --target=cuda "$f" --model="$name" -o "$d/k.cu" 2>/dev/null || { fail "emu/$b" "axc failed"; return; }
+    { cat "$d/k.cu"; echo 'struct axk_entry { const char *name; void *fn; };'
+      echo 'axk_entry axk_table[] = {'
+      grep -o '^AXK [A-Za-z0-9_]*' "$d/k.cu" | sed 's/AXK \(.*\)/    {"\1", (void *)\1},/'
+      echo '    {0, 0}};'; } >"$d/kt.cpp"
+    if ! { g++ -O1 -w -std=c++17 -include "$here/emu.h" -c "$d/kt.cpp" -o "$d/kt.o" &&
+           "$cc" -O1 -I"$inc" -c "$d/ref.c" -o "$d/ref.o" &&
+           "$cc" -O1 -I"$inc" -D"${name}_forward=gpu_${name}_forward" -D"${name}_model=gpu_${name}_model" -c "$d/gpu.c" -o "$d/gpu.o" &&
+           "$cc" -O1 -I"$inc" -DMODEL="$name" -c "$here/compare.c" -o "$d/cmp.o" &&
+           g++ -o "$d/cmp" "$d/cmp.o" "$d/ref.o" "$d/gpu.o" "$d/kt.o" "$work/emu_rt.o" "$build/lib/libaxrt.a" -lpthread -lm; } >"$d/build" 2>&1; then
+        fail "emu/$b" "build failed:"; tail_of "$d/build"; return
+    fi
+    if timeout 120 "$d/cmp" 1e-4 >"$d/out" 2>&1; then pass "emu/$b ($(cat "$d/out"))"
+    else fail "emu/$b" "does not match the C target within 1e-4:"; tail_of "$d/out"; fi
+}
+
+command -v g++ >/dev/null && emu_objs || echo "SKIP: cuda emu (no g++)"
+# small enough for one-pthread-per-GPU-thread emulation
+emu_models=" mlp lenet5 r1_mlp_b1 r5_layernorm r6_softmax mobilenetv2_block gpt_block "
+for f in "${models[@]}"; do
+    b=$(basename "$f" .ax)
+    check_model "$f" || continue
+    case $f in */tests/ops/*) ;; *) [[ $emu_models == *" $b "* ]] || continue ;; esac
+    [ -e "$work/emu_rt.o" ] && emulate "$f"
+done
+
+bash "$here/loader.sh"
