@@ -231,6 +231,7 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
     for (int i = 0; i < *n; i++) {
         if (pass_run_optimisations(models[i], o->opt_level, print_after_hook, (void *)o))
             return AXC_EINPUT;
+        if (o->quantize && (rc = axc_quantize(ctx, o, models[i]))) return rc;
         if (o->ram_budget && fit_budget(o, models[i])) return AXC_EINPUT;
         cg_target_get(models[i]->target->id)->select(models[i]);
         if (o->blas) cg_select_blas(models[i]);

@@ -11,5 +11,11 @@
  * outputs[i] receives output i in its node's dtype.  Params must have data.
  * Returns 0, or -1 after an internal failure (out of memory). */
 int ir_interp_run(const ir_graph *g, const void *const *inputs, void *const *outputs);
+/* As ir_interp_run, calling observe with each node's value (count elements,
+ * after its fused epilogue) as soon as it is computed; observe may change it
+ * (what later nodes read): calibration and the int8 error estimate. */
+typedef void ir_interp_observer(void *user, int id, double *values, int64_t count);
+int ir_interp_run_observed(const ir_graph *g, const void *const *inputs, void *const *outputs,
+                           ir_interp_observer *observe, void *user);
 
 #endif
