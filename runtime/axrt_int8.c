@@ -73,7 +73,7 @@ static int32_t dot_portable(const uint8_t *x, const int8_t *w, size_t n)
         memcpy(&xb, x + i, 4);
         memcpy(&wb, w + i, 4);
         acc = __smlad(__uxtb16(xb), __sxtb16(wb), acc);
-        acc = __smlad(__uxtb16(__ror(xb, 8)), __sxtb16(__ror(wb, 8)), acc);
+        acc = __smlad(__uxtb16(xb >> 8), __sxtb16(wb >> 8), acc);   /* bytes 1 and 3 */
     }
 #endif
     for (; i < n; i++)
