@@ -309,10 +309,10 @@ static void emit_q_array(emitter *em, const char *ctype_name, const char *what, 
     ax_buf_puts(em->out, "};\n");
 }
 
-/* A float exactly as the compiler holds it (%a round-trips). */
+/* A float literal that reads back as exactly v (9 significant digits). */
 static const char *float_text(ax_arena *a, float v)
 {
-    return ax_sprintf(a, "%.9gf", (double)v);
+    return ax_sprintf(a, "%.8ef", (double)v);
 }
 
 static void emit_quant_constants(emitter *em, int id)
