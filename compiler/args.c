@@ -374,11 +374,11 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
         axc_fail("--quantize=int8 runs in generated C, not %s", o->interp ? "--interp" : "--jit");
         return AXC_EUSAGE;
     }
-    if (o->quantize != (o->ncalib > 0)) {
-        axc_fail(o->quantize ? "--quantize=int8 needs calibration inputs: --calibrate NAME=FILE.npy per model input"
-                             : "--calibrate is used only with --quantize=int8");
+    if (o->quantize && !o->ncalib) {
+        axc_fail("--quantize=int8 needs calibration inputs: --calibrate NAME=FILE.npy per model input");
         return AXC_EUSAGE;
     }
+    if (!o->quantize && o->ncalib) { axc_fail("--calibrate is used only with --quantize=int8"); return AXC_EUSAGE; }
     return AXC_OK;
 }
 

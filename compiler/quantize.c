@@ -127,7 +127,7 @@ int axc_quantize(ax_ctx *ctx, const axc_opts *o, ir_graph *g)
     ranges r = {ax_alloc(ctx->arena, sizeof(double) * (size_t)(g->nnodes + 1)),
                 ax_alloc(ctx->arena, sizeof(double) * (size_t)(g->nnodes + 1))};
     for (int id = 0; id < g->nnodes; id++) { r.lo[id] = INFINITY; r.hi[id] = -INFINITY; }
-    if (observe_ranges(g, &set, &r)) { axc_fail("out of memory while calibrating"); return AXC_EUSAGE; }
+    if (observe_ranges(g, &set, &r)) ax_out_of_memory(0);
     int layers = 0;
     for (int id = 0; id < g->nnodes; id++)
         layers += !g->nodes[id].dead && (g->nodes[id].op == IR_OP_dense || g->nodes[id].op == IR_OP_conv);
