@@ -366,8 +366,10 @@ static void emit_quant_layer(emitter *em, const ir_node *n, const char *y)
                   (long long)n->shape[3], (long long)w->shape[2], (long long)w->shape[3],
                   at->stride[0], at->stride[1], at->dilation[0], at->dilation[1], at->pad[0],
                   at->pad[1], at->groups);
-    ax_buf_printf(em->out, "        axrt_conv2d_q8(%s, %d, %s_q%d_w.values, &%s_q%d_rq, %s, &params);\n    }\n",
-                  qx, q->in_zp + 128, em->g->name, id, em->g->name, id, y);
+    ax_buf_printf(em->out, "        axrt_conv2d_q8(%s, %d, %s_q%d_w.values, &%s_q%d_rq, %s, "
+                  "(uint8_t *)((unsigned char *)arena + %lld), &params);\n    }\n",
+                  qx, q->in_zp + 128, em->g->name, id, em->g->name, id, y,
+                  (long long)(n->scratch_offset + ir_numel(x)));
 }
 
 static void emit_constants(emitter *em)

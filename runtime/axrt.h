@@ -301,9 +301,11 @@ typedef struct axrt_requant {
 /* x [rows, in] (quantised, + 128), w [out, in] */
 void axrt_dense_q8(const uint8_t *x, const int8_t *w, const axrt_requant *rq, float *y, size_t rows,
                    size_t in, size_t out);
-/* x NHWC (quantised, + 128; padding reads x_zp = zp_x + 128), w [oc, kh, kw, c / groups] */
+/* x NHWC (quantised, + 128; padding reads x_zp = zp_x + 128), w [oc, kh, kw, c / groups];
+   patch holds axrt_conv2d_q8_scratch(p) bytes (one receptive field) */
+size_t axrt_conv2d_q8_scratch(const axrt_conv2d_params *p);
 void axrt_conv2d_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_requant *rq, float *y,
-                    const axrt_conv2d_params *p);
+                    uint8_t *patch, const axrt_conv2d_params *p);
 /* The int8 dot product in use: "portable", "avx2" or "avx512vnni". */
 const char *axrt_q8_isa_name(void);
 

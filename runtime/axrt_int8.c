@@ -32,12 +32,21 @@ static int32_t clamp_i32(int64_t v, int32_t lo, int32_t hi)
     return v < lo ? lo : v > hi ? hi : (int32_t)v;
 }
 
+/* round_half_away(x / scale) + zp clamped to int8, + 128.  The quotient is
+ * clamped to +-1024 first (the result is clamped to [-128, 127] anyway, and
+ * NaN becomes -1024), so the truncation below is exact and the loop has no
+ * library call: rounding half away is the truncation plus the sign where the
+ * dropped fraction is at least one half (exact in float). */
 void axrt_quantize_u8(const float *x, uint8_t *q, size_t n, float scale, int32_t zp)
 {
     for (size_t i = 0; i < n; i++) {
-        const float r = roundf(x[i] / scale);   /* half away from zero, exact */
-        const int64_t v = r >= 2147483647.0f ? INT32_MAX : r <= -2147483648.0f ? INT32_MIN : (int64_t)r;
-        q[i] = (uint8_t)(clamp_i32(v + zp, -128, 127) + 128);
+        float r = x[i] / scale;
+        r = r > 1024.0f ? 1024.0f : r >= -1024.0f ? r : -1024.0f;
+        int32_t t = (int32_t)r;
+        const float frac = r - (float)t;
+        t += frac >= 0.5f ? 1 : frac <= -0.5f ? -1 : 0;
+        const int32_t v = t + zp;
+        q[i] = (uint8_t)((v < -128 ? -128 : v > 127 ? 127 : v) + 128);
     }
 }
 
@@ -62,6 +71,12 @@ static float finish(const axrt_requant *rq, int32_t acc, size_t o)
 /* ---- the dot products, one per instruction set ----------------------------- */
 
 typedef int32_t dot_fn(const uint8_t *x, const int8_t *w, size_t n);
+/* out[j] = dot(x, w + j * stride, n) for j < 4: one pass over x for four rows of w */
+typedef void dot4_fn(const uint8_t *x, const int8_t *w, size_t stride, size_t n, int32_t *out);
+typedef struct dot_impl {
+    dot_fn *one;
+    dot4_fn *four;
+} dot_impl;
 
 static int32_t dot_portable(const uint8_t *x, const int8_t *w, size_t n)
 {
@@ -79,6 +94,12 @@ static int32_t dot_portable(const uint8_t *x, const int8_t *w, size_t n)
     for (; i < n; i++)
         acc += (int32_t)x[i] * w[i];
     return acc;
+}
+
+static void dot4_portable(const uint8_t *x, const int8_t *w, size_t stride, size_t n, int32_t *out)
+{
+    for (int j = 0; j < 4; j++)
+        out[j] = dot_portable(x, w + (size_t)j * stride, n);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(AXRT_NO_SIMD)
@@ -116,22 +137,67 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static int32_t dot_vnni(c
     return _mm512_reduce_add_epi32(acc);
 }
 
-static dot_fn *pick_dot(void)
+__attribute__((target("avx2"))) static void dot4_avx2(const uint8_t *x, const int8_t *w, size_t stride,
+                                                      size_t n, int32_t *out)
+{
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;   /* in registers, not an array */
+    const int8_t *w1 = w + stride, *w2 = w1 + stride, *w3 = w2 + stride;
+    size_t i = 0;
+#define DOT4_AVX2_ROW(acc, row) \
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(xv, _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)((row) + i)))))
+    for (; i + 16 <= n; i += 16) {
+        const __m256i xv = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(x + i)));
+        DOT4_AVX2_ROW(a0, w);
+        DOT4_AVX2_ROW(a1, w1);
+        DOT4_AVX2_ROW(a2, w2);
+        DOT4_AVX2_ROW(a3, w3);
+    }
+#undef DOT4_AVX2_ROW
+    /* horizontal sums of the four at once */
+    const __m256i s01 = _mm256_hadd_epi32(a0, a1), s23 = _mm256_hadd_epi32(a2, a3);
+    const __m256i s = _mm256_hadd_epi32(s01, s23);
+    const __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    _mm_storeu_si128((__m128i *)out, t);
+    for (; i < n; i++)
+        for (int j = 0; j < 4; j++)
+            out[j] += (int32_t)x[i] * w[(size_t)j * stride + i];
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void dot4_vnni(const uint8_t *x, const int8_t *w,
+                                                                            size_t stride, size_t n, int32_t *out)
+{
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;   /* in registers, not an array */
+    const int8_t *w1 = w + stride, *w2 = w1 + stride, *w3 = w2 + stride;
+    for (size_t i = 0; i < n; i += 64) {
+        const __mmask64 m = n - i >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (n - i)) - 1;
+        const __m512i xv = _mm512_maskz_loadu_epi8(m, x + i);
+        a0 = _mm512_dpbusd_epi32(a0, xv, _mm512_maskz_loadu_epi8(m, w + i));
+        a1 = _mm512_dpbusd_epi32(a1, xv, _mm512_maskz_loadu_epi8(m, w1 + i));
+        a2 = _mm512_dpbusd_epi32(a2, xv, _mm512_maskz_loadu_epi8(m, w2 + i));
+        a3 = _mm512_dpbusd_epi32(a3, xv, _mm512_maskz_loadu_epi8(m, w3 + i));
+    }
+    out[0] = _mm512_reduce_add_epi32(a0);
+    out[1] = _mm512_reduce_add_epi32(a1);
+    out[2] = _mm512_reduce_add_epi32(a2);
+    out[3] = _mm512_reduce_add_epi32(a3);
+}
+
+static dot_impl pick_dot(void)
 {
     const char *isa = axrt_isa_name();
     if (!strcmp(isa, "avx512") && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw"))
-        return dot_vnni;
+        return (dot_impl){dot_vnni, dot4_vnni};
     if (!strcmp(isa, "avx512") || !strcmp(isa, "avx2"))
-        return dot_avx2;
-    return dot_portable;
+        return (dot_impl){dot_avx2, dot4_avx2};
+    return (dot_impl){dot_portable, dot4_portable};
 }
 #else
-static dot_fn *pick_dot(void) { return dot_portable; }
+static dot_impl pick_dot(void) { return (dot_impl){dot_portable, dot4_portable}; }
 #endif
 
 const char *axrt_q8_isa_name(void)
 {
-    dot_fn *dot = pick_dot();
+    dot_fn *dot = pick_dot().one;
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(AXRT_NO_SIMD)
     if (dot == dot_vnni) return "avx512vnni";
     if (dot == dot_avx2) return "avx2";
@@ -139,57 +205,65 @@ const char *axrt_q8_isa_name(void)
     return dot == dot_portable ? "portable" : "?";
 }
 
+/* y[o] for o in [0, count): rows of w k apart, four at a time. */
+static void dot_rows(dot_impl d, const uint8_t *x, const int8_t *w, size_t k, size_t first, size_t count,
+                     const axrt_requant *rq, float *y)
+{
+    size_t o = first;
+    int32_t acc[4];
+    for (; o + 4 <= first + count; o += 4) {
+        d.four(x, w + o * k, k, k, acc);
+        for (int j = 0; j < 4; j++)
+            y[o + (size_t)j] = finish(rq, rq->bias[o + (size_t)j] + acc[j], o + (size_t)j);
+    }
+    for (; o < first + count; o++)
+        y[o] = finish(rq, rq->bias[o] + d.one(x, w + o * k, k), o);
+}
+
 /* ---- dense and conv ------------------------------------------------------------ */
 
 void axrt_dense_q8(const uint8_t *x, const int8_t *w, const axrt_requant *rq, float *y, size_t rows,
                    size_t in, size_t out)
 {
-    dot_fn *dot = pick_dot();
+    const dot_impl d = pick_dot();
     for (size_t r = 0; r < rows; r++)
-        for (size_t o = 0; o < out; o++)
-            y[r * out + o] = finish(rq, rq->bias[o] + dot(x + r * in, w + o * in, in), o);
+        dot_rows(d, x + r * in, w, in, 0, out, rq, y + r * out);
 }
 
-/* Sum of the cig weights of one tap: what a padding pixel (every channel at
- * the zero point x_zp) contributes is x_zp times it. */
-static int32_t tap_sum(const int8_t *w, size_t cig)
+/* Gathers the receptive field of output pixel (n, oy, ox) for group g into
+ * patch [kh, kw, cig], padding at the zero point x_zp. */
+static void gather_patch(const uint8_t *x, uint8_t x_zp, const axrt_conv2d_params *p, int n, int oy, int ox,
+                         size_t g, uint8_t *patch)
 {
-    int32_t s = 0;
-    for (size_t i = 0; i < cig; i++)
-        s += w[i];
-    return s;
+    const size_t cig = (size_t)(p->c / p->groups);
+    for (int ky = 0; ky < p->kh; ky++)
+        for (int kx = 0; kx < p->kw; kx++, patch += cig) {
+            const int iy = oy * p->stride_h - p->pad_top + ky * p->dilation_h;
+            const int ix = ox * p->stride_w - p->pad_left + kx * p->dilation_w;
+            if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w)
+                memset(patch, x_zp, cig);
+            else
+                memcpy(patch, x + (((size_t)n * (size_t)p->h + (size_t)iy) * (size_t)p->w + (size_t)ix) * (size_t)p->c + g * cig, cig);
+        }
 }
 
-/* One output pixel (n, oy, ox), every output channel. */
-static void conv_pixel(dot_fn *dot, const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_requant *rq,
-                       float *y, const axrt_conv2d_params *p, int n, int oy, int ox)
+size_t axrt_conv2d_q8_scratch(const axrt_conv2d_params *p)
 {
-    const size_t cig = (size_t)(p->c / p->groups), ocg = (size_t)(p->oc / p->groups);
-    for (size_t oc = 0; oc < (size_t)p->oc; oc++) {
-        const size_t g = oc / ocg;
-        int32_t acc = rq->bias[oc];
-        for (int ky = 0; ky < p->kh; ky++)
-            for (int kx = 0; kx < p->kw; kx++) {
-                const int iy = oy * p->stride_h - p->pad_top + ky * p->dilation_h;
-                const int ix = ox * p->stride_w - p->pad_left + kx * p->dilation_w;
-                const int8_t *wt = w + ((oc * (size_t)p->kh + (size_t)ky) * (size_t)p->kw + (size_t)kx) * cig;
-                if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) {
-                    acc += x_zp * tap_sum(wt, cig);
-                    continue;
-                }
-                const uint8_t *xp = x + (((size_t)n * (size_t)p->h + (size_t)iy) * (size_t)p->w + (size_t)ix) * (size_t)p->c + g * cig;
-                acc += cig == 1 ? (int32_t)xp[0] * wt[0] : dot(xp, wt, cig);
-            }
-        y[(((size_t)n * (size_t)p->oh + (size_t)oy) * (size_t)p->ow + (size_t)ox) * (size_t)p->oc + oc] = finish(rq, acc, oc);
-    }
+    return (size_t)p->kh * (size_t)p->kw * (size_t)(p->c / p->groups);
 }
 
 void axrt_conv2d_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_requant *rq, float *y,
-                    const axrt_conv2d_params *p)
+                    uint8_t *patch, const axrt_conv2d_params *p)
 {
-    dot_fn *dot = pick_dot();
+    const dot_impl d = pick_dot();
+    const size_t k = axrt_conv2d_q8_scratch(p), ocg = (size_t)(p->oc / p->groups);
     for (int n = 0; n < p->n; n++)
         for (int oy = 0; oy < p->oh; oy++)
-            for (int ox = 0; ox < p->ow; ox++)
-                conv_pixel(dot, x, x_zp, w, rq, y, p, n, oy, ox);
+            for (int ox = 0; ox < p->ow; ox++) {
+                float *out = y + (((size_t)n * (size_t)p->oh + (size_t)oy) * (size_t)p->ow + (size_t)ox) * (size_t)p->oc;
+                for (size_t g = 0; g < (size_t)p->groups; g++) {
+                    gather_patch(x, (uint8_t)x_zp, p, n, oy, ox, g, patch);
+                    dot_rows(d, patch, w, k, g * ocg, ocg, rq, out);
+                }
+            }
 }

@@ -123,7 +123,9 @@ static void check_conv(axrt_conv2d_params p)
     for (int i = 0; i < 3; i++) {
         if (axrt_set_isa(isas[i]) != 0) { print_message("  (no %s on this CPU)\n", isas[i]); continue; }
         memset(got, 0, sizeof(float) * c.ny);
-        axrt_conv2d_q8(c.x, 77, c.w, &c.rq, got, &c.p);
+        uint8_t *patch = malloc(axrt_conv2d_q8_scratch(&c.p));
+        axrt_conv2d_q8(c.x, 77, c.w, &c.rq, got, patch, &c.p);
+        free(patch);
         if (memcmp(got, want, sizeof(float) * c.ny))
             fail_msg("conv %dx%dx%d groups %d differs from the reference on %s (%s)", p.h, p.w, p.c, p.groups,
                      isas[i], axrt_q8_isa_name());
