@@ -4,7 +4,9 @@
  * every sample in the reference interpreter, recording each node's smallest
  * and largest value, and hands the ranges to pass_quant, which rewrites the
  * dense and conv layers to int8.  Bad files are usage errors (exit 2) that
- * name the file, the input and what was expected. */
+ * name the file, the input and what was expected.  Then it runs the samples
+ * again, float and with every int8 layer computed by the runtime's int8
+ * kernels (the rest in the interpreter), and prints the error per output. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -88,31 +90,157 @@ static int load_calibration(ax_ctx *ctx, const axc_opts *o, const ir_graph *g, c
     return AXC_OK;
 }
 
-/* Runs every sample through the interpreter, widening r per node. */
-static int observe_ranges(const ir_graph *g, const calib_set *set, ranges *r)
+/* ---- the calibration set's error: int8 layers emulated in the interpreter ---- */
+
+typedef struct emulation {
+    const ir_graph *g;
+    float **stash;   /* per node: a float copy of its value, for the int8 layers reading it */
+    bool *wanted;
+} emulation;
+
+static float *float_copy(const double *v, int64_t count)
+{
+    float *f = malloc(sizeof *f * (size_t)(count > 0 ? count : 1));
+    if (!f) ax_out_of_memory(0);
+    for (int64_t i = 0; i < count; i++) f[i] = (float)v[i];
+    return f;
+}
+
+/* y (float, numel(n)) = the int8 layer n of the generated code, over x. */
+static void run_int8_layer(const ir_graph *g, const ir_node *n, const float *x, float *y)
+{
+    const ir_quant *q = n->quant;
+    const ir_node *xn = &g->nodes[n->src[0]], *w = &g->nodes[n->src[1]];
+    const axrt_requant rq = {q->bias, q->float_out ? NULL : q->mult, q->shift, q->fscale, q->out_zp, q->lo,
+                             q->hi, q->out_scale};
+    const int64_t nx = ir_numel(xn);
+    axrt_conv2d_params p = {0};
+    if (n->op == IR_OP_conv) {
+        const ir_attrs *a = &n->attrs;
+        p = (axrt_conv2d_params){(int)xn->shape[0], (int)xn->shape[1], (int)xn->shape[2], (int)xn->shape[3],
+                                 (int)n->shape[1], (int)n->shape[2], (int)n->shape[3], (int)w->shape[2],
+                                 (int)w->shape[3], a->stride[0], a->stride[1], a->dilation[0], a->dilation[1],
+                                 a->pad[0], a->pad[1], a->groups};
+    }
+    uint8_t *qx = malloc((size_t)nx + (n->op == IR_OP_conv ? axrt_conv2d_q8_scratch(&p) : 0) + 1);
+    if (!qx) ax_out_of_memory(0);
+    axrt_quantize_u8(x, qx, (size_t)nx, q->in_scale, q->in_zp);
+    if (n->op == IR_OP_dense) {
+        const int64_t in = xn->shape[xn->rank - 1];
+        axrt_dense_q8(qx, q->w, &rq, y, (size_t)(nx / in), (size_t)in, (size_t)n->shape[n->rank - 1]);
+    } else {
+        axrt_conv2d_q8(qx, q->in_zp + 128, q->w, &rq, y, qx + nx, &p);
+    }
+    free(qx);
+}
+
+static void emulate(void *user, int id, double *v, int64_t count)
+{
+    emulation *e = user;
+    const ir_node *n = &e->g->nodes[id];
+    if (n->quant) {
+        float *y = malloc(sizeof *y * (size_t)count + 1);
+        if (!y) ax_out_of_memory(0);
+        run_int8_layer(e->g, n, e->stash[n->src[0]], y);
+        for (int64_t i = 0; i < count; i++) {   /* a float epilogue as the generated code's */
+            float r = y[i];
+            if (n->quant->float_out && n->attrs.residual != IR_NONE) r += e->stash[n->src[n->attrs.residual]][i];
+            v[i] = n->quant->float_out && n->attrs.act != IR_NONE
+                       ? (float)ir_interp_unary((ir_op)n->attrs.act, n->attrs.alpha, r) : r;
+        }
+        free(y);
+    }
+    if (e->wanted[id]) e->stash[id] = float_copy(v, count);
+}
+
+/* Runs sample inputs `in` float and emulated; adds each output's squared
+ * error and squared float value to err2[k], ref2[k]. */
+static int compare_sample(const ir_graph *g, const void *const *in, void **f, void **q, emulation *e,
+                          double *err2, double *ref2)
+{
+    if (ir_interp_run(g, in, f) || ir_interp_run_observed(g, in, q, emulate, e)) return -1;
+    for (int id = 0; id < g->nnodes; id++) { free(e->stash[id]); e->stash[id] = NULL; }
+    for (int k = 0; k < g->noutputs; k++) {
+        const ir_node *o = &g->nodes[g->outputs[k]];
+        for (int64_t i = 0; i < ir_numel(o); i++) {
+            const double a = o->dtype == AXRT_F64 ? ((double *)f[k])[i] : ((float *)f[k])[i];
+            const double b = o->dtype == AXRT_F64 ? ((double *)q[k])[i] : ((float *)q[k])[i];
+            err2[k] += (b - a) * (b - a);
+            ref2[k] += a * a;
+        }
+    }
+    return 0;
+}
+
+/* Called per sample with its inputs and two sets of output buffers. */
+typedef int sample_fn(const ir_graph *g, const void *const *in, void **out_a, void **out_b, void *user);
+
+/* Calls fn for every sample (aligned copies of its inputs); 0 or -1. */
+static int for_each_sample(const ir_graph *g, const calib_set *set, sample_fn *fn, void *user)
 {
     const void **in = calloc((size_t)g->ninputs + 1, sizeof *in);
-    void **out = calloc((size_t)g->noutputs + 1, sizeof *out);
+    void **out = calloc(2 * (size_t)g->noutputs + 1, sizeof *out);
     void **owned = calloc((size_t)g->ninputs + 1, sizeof *owned);
     int status = in && out && owned ? 0 : -1;
-    for (int k = 0; k < g->noutputs && !status; k++)
-        if (!(out[k] = malloc(ir_nbytes(&g->nodes[g->outputs[k]]) + 1))) status = -1;
+    for (int k = 0; k < 2 * g->noutputs && !status; k++)
+        if (!(out[k] = malloc(ir_nbytes(&g->nodes[g->outputs[k % g->noutputs]]) + 1))) status = -1;
     for (int i = 0; i < g->ninputs && !status; i++)
         if (!(owned[i] = malloc(ir_nbytes(&g->nodes[g->inputs[i]]) + 1))) status = -1;
     for (int64_t s = 0; s < set->samples && !status; s++) {
-        for (int i = 0; i < g->ninputs; i++) {   /* aligned copies of sample s */
+        for (int i = 0; i < g->ninputs; i++) {
             const size_t bytes = ir_nbytes(&g->nodes[g->inputs[i]]);
             memcpy(owned[i], set->data[i] + (size_t)s * bytes, bytes);
             in[i] = owned[i];
         }
-        status = ir_interp_run_observed(g, in, out, observe, r);
+        status = fn(g, in, out, out + g->noutputs, user);
     }
-    for (int k = 0; out && k < g->noutputs; k++) free(out[k]);
+    for (int k = 0; out && k < 2 * g->noutputs; k++) free(out[k]);
     for (int i = 0; owned && i < g->ninputs; i++) free(owned[i]);
     free(in);
     free(out);
     free(owned);
     return status;
+}
+
+static int sample_ranges(const ir_graph *g, const void *const *in, void **out, void **unused, void *r)
+{
+    (void)unused;
+    return ir_interp_run_observed(g, in, out, observe, r);
+}
+
+typedef struct error_sums {
+    emulation e;
+    double *err2, *ref2;
+} error_sums;
+
+static int sample_error(const ir_graph *g, const void *const *in, void **f, void **q, void *user)
+{
+    error_sums *sums = user;
+    return compare_sample(g, in, f, q, &sums->e, sums->err2, sums->ref2);
+}
+
+/* "axc: NAME: int8 vs float on the calibration set: OUT relative error P %" per output. */
+static int report_error(ax_ctx *ctx, const ir_graph *g, const calib_set *set)
+{
+    const size_t nodes = (size_t)g->nnodes + 1, outs = (size_t)g->noutputs + 1;
+    error_sums sums = {{g, ax_alloc(ctx->arena, nodes * sizeof(float *)), ax_alloc(ctx->arena, nodes)},
+                       ax_alloc(ctx->arena, outs * sizeof(double)), ax_alloc(ctx->arena, outs * sizeof(double))};
+    for (int id = 0; id < g->nnodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        if (!n->quant || n->dead) continue;
+        sums.e.wanted[n->src[0]] = true;
+        if (n->attrs.residual != IR_NONE) sums.e.wanted[n->src[n->attrs.residual]] = true;
+    }
+    for (int k = 0; k < g->noutputs; k++)
+        if (!ir_dtype_is_float(g->nodes[g->outputs[k]].dtype)) return 0;
+    if (for_each_sample(g, set, sample_error, &sums)) return -1;
+    for (int k = 0; k < g->noutputs; k++) {
+        const char *name = g->output_names && g->output_names[k] ? g->output_names[k]
+                           : g->nodes[g->outputs[k]].name ? g->nodes[g->outputs[k]].name : "output";
+        fprintf(stderr, "axc: %s: int8 vs float on the calibration set: output %d (%s) relative error %.3g %%\n",
+                g->name, k, name, 100 * sqrt(sums.err2[k] / (sums.ref2[k] > 0 ? sums.ref2[k] : 1)));
+    }
+    return 0;
 }
 
 int axc_quantize(ax_ctx *ctx, const axc_opts *o, ir_graph *g)
@@ -127,13 +255,14 @@ int axc_quantize(ax_ctx *ctx, const axc_opts *o, ir_graph *g)
     ranges r = {ax_alloc(ctx->arena, sizeof(double) * (size_t)(g->nnodes + 1)),
                 ax_alloc(ctx->arena, sizeof(double) * (size_t)(g->nnodes + 1))};
     for (int id = 0; id < g->nnodes; id++) { r.lo[id] = INFINITY; r.hi[id] = -INFINITY; }
-    if (observe_ranges(g, &set, &r)) ax_out_of_memory(0);
+    if (for_each_sample(g, &set, sample_ranges, &r)) ax_out_of_memory(0);
     int layers = 0;
     for (int id = 0; id < g->nnodes; id++)
         layers += !g->nodes[id].dead && (g->nodes[id].op == IR_OP_dense || g->nodes[id].op == IR_OP_conv);
     const int done = pass_quant(g, r.lo, r.hi);
-    if (!o->emit || o->run)
-        fprintf(stderr, "axc: %s: %d of %d dense/conv layers in int8 (calibrated on %lld samples); "
-                "the rest of the model in float\n", g->name, done, layers, (long long)set.samples);
+    if (o->emit && !o->run) return ctx->errors ? AXC_EINPUT : AXC_OK;
+    fprintf(stderr, "axc: %s: %d of %d dense/conv layers in int8 (calibrated on %lld samples); "
+            "the rest of the model in float\n", g->name, done, layers, (long long)set.samples);
+    if (report_error(ctx, g, &set)) ax_out_of_memory(0);
     return ctx->errors ? AXC_EINPUT : AXC_OK;
 }

@@ -267,6 +267,11 @@ static double unary_value(ir_op op, double alpha, double x)
     return unary_fns[op] ? unary_fns[op](x, alpha) : NAN;
 }
 
+double ir_interp_unary(ir_op op, double alpha, double x)
+{
+    return op >= 0 && op < IR_OP_COUNT ? unary_value(op, alpha, x) : NAN;
+}
+
 static int eval_unary(const interp *in, const ir_node *n, double *out)
 {
     const double *x = operand_vals(in, n, 0);

@@ -15,6 +15,8 @@ int ir_interp_run(const ir_graph *g, const void *const *inputs, void *const *out
  * after its fused epilogue) as soon as it is computed; observe may change it
  * (what later nodes read): calibration and the int8 error estimate. */
 typedef void ir_interp_observer(void *user, int id, double *values, int64_t count);
+/* The interpreter's formula of UNARY op at x (NaN for another op). */
+double ir_interp_unary(ir_op op, double alpha, double x);
 int ir_interp_run_observed(const ir_graph *g, const void *const *inputs, void *const *outputs,
                            ir_interp_observer *observe, void *user);
 
