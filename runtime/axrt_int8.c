@@ -15,6 +15,7 @@
  * without VNNI on this CPU uses the avx2 dot.  Requantisation is one integer
  * formula (axrt_requantize) shared by all paths.  Freestanding C99. */
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -37,7 +38,7 @@ static int32_t clamp_i32(int64_t v, int32_t lo, int32_t hi)
  * NaN becomes -1024), so the truncation below is exact and the loop has no
  * library call: rounding half away is the truncation plus the sign where the
  * dropped fraction is at least one half (exact in float). */
-void axrt_quantize_u8(const float *x, uint8_t *q, size_t n, float scale, int32_t zp)
+static void quantize_portable(const float *x, uint8_t *q, size_t n, float scale, int32_t zp)
 {
     for (size_t i = 0; i < n; i++) {
         float r = x[i] / scale;
@@ -191,9 +192,48 @@ static dot_impl pick_dot(void)
         return (dot_impl){dot_avx2, dot4_avx2};
     return (dot_impl){dot_portable, dot4_portable};
 }
+/* quantize_portable, sixteen lanes at a time: the same float operations. */
+__attribute__((target("avx512f"))) static void quantize_avx512(const float *x, uint8_t *q, size_t n, float scale,
+                                                            int32_t zp)
+{
+    const __m512 s = _mm512_set1_ps(scale), hi = _mm512_set1_ps(1024.0f), lo = _mm512_set1_ps(-1024.0f);
+    const __m512 half = _mm512_set1_ps(0.5f), mhalf = _mm512_set1_ps(-0.5f);
+    const __m512i z = _mm512_set1_epi32(zp + 128), one = _mm512_set1_epi32(1);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 r = _mm512_div_ps(_mm512_loadu_ps(x + i), s);
+        r = _mm512_min_ps(r, hi);
+        r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(r, lo, _CMP_GE_OQ), lo, r);   /* NaN -> -1024 */
+        __m512i t = _mm512_cvttps_epi32(r);
+        const __m512 frac = _mm512_sub_ps(r, _mm512_cvtepi32_ps(t));
+        t = _mm512_mask_add_epi32(t, _mm512_cmp_ps_mask(frac, half, _CMP_GE_OQ), t, one);
+        t = _mm512_mask_sub_epi32(t, _mm512_cmp_ps_mask(frac, mhalf, _CMP_LE_OQ), t, one);
+        t = _mm512_add_epi32(t, z);
+        t = _mm512_min_epi32(_mm512_max_epi32(t, _mm512_setzero_si512()), _mm512_set1_epi32(255));
+        _mm_storeu_si128((__m128i *)(q + i), _mm512_cvtepi32_epi8(t));
+    }
+    quantize_portable(x + i, q + i, n - i, scale, zp);
+}
+
+static bool quantize_wide(void)
+{
+    return !strcmp(axrt_isa_name(), "avx512");
+}
 #else
 static dot_impl pick_dot(void) { return (dot_impl){dot_portable, dot4_portable}; }
+static bool quantize_wide(void) { return false; }
 #endif
+
+void axrt_quantize_u8(const float *x, uint8_t *q, size_t n, float scale, int32_t zp)
+{
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(AXRT_NO_SIMD)
+    if (quantize_wide()) {
+        quantize_avx512(x, q, n, scale, zp);
+        return;
+    }
+#endif
+    quantize_portable(x, q, n, scale, zp);
+}
 
 const char *axrt_q8_isa_name(void)
 {

@@ -50,6 +50,28 @@ static void test_quantize(void **state)
         assert_int_equal((int)q[i] - 128, want[i]);
 }
 
+/* Every instruction set quantises like the portable C, halves and clamps included. */
+static void test_quantize_isas(void **state)
+{
+    enum { N = 1037 };
+    static float x[N];
+    static uint8_t want[N], got[N];
+    (void)state;
+    for (int i = 0; i < N; i++)
+        x[i] = i % 7 == 0 ? ((float)(i % 300) - 150.0f) * 0.25f + 0.125f   /* exact halves of 0.25 */
+                          : ((float)next_random() / 65536.0f - 128.0f) * 0.37f;
+    x[5] = 1e30f; x[6] = -1e30f;
+    assert_int_equal(axrt_set_isa("portable"), 0);
+    axrt_quantize_u8(x, want, N, 0.25f, -7);
+    const char *others[] = {"avx2", "avx512"};
+    for (int k = 0; k < 2; k++) {
+        if (axrt_set_isa(others[k]) != 0) continue;
+        axrt_quantize_u8(x, got, N, 0.25f, -7);
+        assert_memory_equal(got, want, N);
+    }
+    axrt_set_isa(NULL);
+}
+
 typedef struct case_data {
     axrt_conv2d_params p;
     uint8_t *x;
@@ -189,6 +211,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_requantize),
         cmocka_unit_test(test_quantize),
+        cmocka_unit_test(test_quantize_isas),
         cmocka_unit_test(test_dense),
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_dispatch),
