@@ -299,13 +299,105 @@ static void emit_param_data(emitter *em, int id)
     ax_buf_puts(em->out, "};\n");
 }
 
+/* ---- int8 layers (--quantize=int8: ir_quant, runtime/axrt.h "int8") ------- */
+
+/* Whether parameter id is read only by int8 layers, which read their own
+ * int8 copies: then its float data is left out of the file. */
+static bool param_only_quantised(const emitter *em, int id)
+{
+    bool quantised = false;
+    for (int k = 0; k < em->g->nnodes; k++) {
+        const ir_node *n = node_at(em, k);
+        for (int i = 0; i < n->nsrc && !n->dead; i++) {
+            if (n->src[i] != id) continue;
+            if (!n->quant || i == 0) return false;
+            quantised = true;
+        }
+    }
+    return quantised;
+}
+
+static void emit_q_array(emitter *em, const char *ctype_name, const char *what, int id, const void *v,
+                         int64_t count, size_t esize)
+{
+    ax_buf_printf(em->out, "static const union { unsigned char bytes[%lld + 1]; %s values[%lld]; } %s_q%d_%s = {\n",
+                  (long long)(count * (int64_t)esize), ctype_name, (long long)count, em->g->name, id, what);
+    cg_bytes_literal(em->out, v, (size_t)count, esize);
+    ax_buf_puts(em->out, "};\n");
+}
+
+/* A float literal that reads back as exactly v (9 significant digits). */
+static const char *float_text(ax_arena *a, float v)
+{
+    return ax_sprintf(a, "%.8ef", (double)v);
+}
+
+static void emit_quant_constants(emitter *em, int id)
+{
+    const ir_quant *q = node_at(em, id)->quant;
+    ax_buf_printf(em->out, "/* %%%d in int8: weights [%lld] per-channel symmetric; input scale %.9g zero %d, "
+                  "output scale %.9g zero %d */\n", id, (long long)q->nw, (double)q->in_scale, q->in_zp,
+                  (double)q->out_scale, q->out_zp);
+    emit_q_array(em, "int8_t", "w", id, q->w, q->nw, 1);
+    emit_q_array(em, "int32_t", "bias", id, q->bias, q->nout, 4);
+    if (q->float_out) {
+        emit_q_array(em, "float", "fscale", id, q->fscale, q->nout, 4);
+        ax_buf_printf(em->out, "static const axrt_requant %s_q%d_rq = {%s_q%d_bias.values, NULL, NULL, "
+                      "%s_q%d_fscale.values, 0, 0, 0, 0.0f};\n", em->g->name, id, em->g->name, id,
+                      em->g->name, id);
+        return;
+    }
+    emit_q_array(em, "int32_t", "mult", id, q->mult, q->nout, 4);
+    emit_q_array(em, "int8_t", "shift", id, q->shift, q->nout, 1);
+    ax_buf_printf(em->out, "static const axrt_requant %s_q%d_rq = {%s_q%d_bias.values, %s_q%d_mult.values, "
+                  "%s_q%d_shift.values, NULL, %d, %d, %d, %s};\n", em->g->name, id, em->g->name, id,
+                  em->g->name, id, em->g->name, id, q->out_zp, q->lo, q->hi,
+                  float_text(arena_of(em), q->out_scale));
+}
+
+/* Quantises operand 0 into the node's scratch, then the int8 kernel. */
+static void emit_quant_layer(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_quant *q = n->quant;
+    const ir_node *x = operand_node(em, n, 0), *w = operand_node(em, n, 1);
+    const int id = (int)(n - em->g->nodes);
+    if (n->scratch_offset < 0)
+        ax_die("cg_c: int8 layer %%%d has no scratch buffer", id);
+    const char *qx = ax_sprintf(arena_of(em), "(uint8_t *)((unsigned char *)arena + %lld)",
+                                (long long)n->scratch_offset);
+    ax_buf_printf(em->out, "    axrt_quantize_u8(%s, %s, %lld, %s, %d);\n", operand(em, n, 0), qx,
+                  (long long)ir_numel(x), float_text(arena_of(em), q->in_scale), q->in_zp);
+    if (n->op == IR_OP_dense) {
+        const int64_t in = x->shape[x->rank - 1];
+        ax_buf_printf(em->out, "    axrt_dense_q8(%s, %s_q%d_w.values, &%s_q%d_rq, %s, %lld, %lld, %lld);\n",
+                      qx, em->g->name, id, em->g->name, id, y, (long long)(ir_numel(x) / in),
+                      (long long)in, (long long)n->shape[n->rank - 1]);
+        return;
+    }
+    const ir_attrs *at = &n->attrs;
+    ax_buf_printf(em->out,
+                  "    {\n        static const axrt_conv2d_params params = "
+                  "{%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d, %d, %d, %d, %d};\n",
+                  (long long)x->shape[0], (long long)x->shape[1], (long long)x->shape[2],
+                  (long long)x->shape[3], (long long)n->shape[1], (long long)n->shape[2],
+                  (long long)n->shape[3], (long long)w->shape[2], (long long)w->shape[3],
+                  at->stride[0], at->stride[1], at->dilation[0], at->dilation[1], at->pad[0],
+                  at->pad[1], at->groups);
+    ax_buf_printf(em->out, "        axrt_conv2d_q8(%s, %d, %s_q%d_w.values, &%s_q%d_rq, %s, "
+                  "(uint8_t *)((unsigned char *)arena + %lld), &params);\n    }\n",
+                  qx, q->in_zp + 128, em->g->name, id, em->g->name, id, y,
+                  (long long)(n->scratch_offset + ir_numel(x)));
+}
+
 static void emit_constants(emitter *em)
 {
     for (int id = 0; id < em->g->nnodes; id++) {
         const ir_node *n = node_at(em, id);
         if (n->dead)
             continue;
-        if (n->op == IR_OP_param)
+        if (n->quant)
+            emit_quant_constants(em, id);
+        if (n->op == IR_OP_param && !param_only_quantised(em, id))
             emit_param_data(em, id);
         else if (n->op == IR_OP_scalar)
             ax_buf_printf(em->out, "static const %s %s_s%d = %s;\n", ctype(n->dtype),
@@ -507,7 +599,9 @@ static void emit_dense(emitter *em, const ir_node *n, const char *y)
 {
     const ir_node *x = operand_node(em, n, 0);
     const int64_t in = x->shape[x->rank - 1], out = n->shape[n->rank - 1];
-    if (em->blas && n->dtype == AXRT_F32 && !operand_packed(em, n, 1))
+    if (n->quant)
+        emit_quant_layer(em, n, y);
+    else if (em->blas && n->dtype == AXRT_F32 && !operand_packed(em, n, 1))
         ax_buf_printf(OUT, "    axc_blas_dense(%s, %s, %s, %s, %lld, %lld, %lld);\n",
                       operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y,
                       (long long)(ir_numel(x) / in), (long long)in, (long long)out);
@@ -540,6 +634,10 @@ static void emit_norm(emitter *em, const ir_node *n, const char *y)
 static void emit_conv(emitter *em, const ir_node *n, const char *y)
 {
     const ir_node *x = operand_node(em, n, 0), *w = operand_node(em, n, 1);
+    if (n->quant) {
+        emit_quant_layer(em, n, y);
+        return;
+    }
     const ir_attrs *at = &n->attrs;
     ax_buf_printf(OUT,
                   "    {\n        static const axrt_conv2d_params params = "
@@ -1021,7 +1119,7 @@ static void emit_node(emitter *em, int id)
         emit_dwconv_inplace(em, n, y);
     else
         emit_kernel(em, n, y);
-    if (!kernel_applies_epilogue(em, n)) {
+    if (!kernel_applies_epilogue(em, n) && !(n->quant && !n->quant->float_out)) {
         if (n->attrs.residual != IR_NONE)
             ax_buf_printf(em->out, "    axrt_add_%s(%s, %s, %s, %lld);\n", kernel_suffix(n->dtype), y,
                           operand(em, n, n->attrs.residual), y, (long long)ir_numel(n));

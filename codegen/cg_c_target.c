@@ -29,7 +29,7 @@ static size_t mha_scratch_bytes(const ir_node *n, const ir_graph *g)
  * input, no residual, computed over its operand 0. */
 bool cg_c_can_inplace(const ir_node *n, const ir_graph *g, int k)
 {
-    if (k != 0 || n->op != IR_OP_conv || n->rank != 4 || n->attrs.residual != IR_NONE ||
+    if (k != 0 || n->op != IR_OP_conv || n->rank != 4 || n->attrs.residual != IR_NONE || n->quant ||
         (n->dtype != AXRT_F32 && n->dtype != AXRT_F64))
         return false;
     const ir_node *x = &g->nodes[n->src[0]], *w = &g->nodes[n->src[1]];
@@ -68,8 +68,17 @@ static size_t dwconv_ring_bytes(const ir_node *n, const ir_graph *g)
     return axrt_dwconv_inplace_ring_elems(&p) * axrt_dtype_size(n->dtype);
 }
 
+/* axrt_conv2d_q8's patch: kh * kw * (c / groups) bytes. */
+static size_t q8_patch_bytes(const ir_node *n, const ir_graph *g)
+{
+    const ir_node *w = &g->nodes[n->src[1]];
+    return (size_t)(w->shape[1] * w->shape[2] * w->shape[3]);
+}
+
 size_t cg_c_scratch_bytes(const ir_node *n, const ir_graph *g)
 {
+    if (n->quant)   /* the int8 layer's quantised operand 0, then a conv's receptive field */
+        return (size_t)ir_numel(&g->nodes[n->src[0]]) + (n->op == IR_OP_conv ? q8_patch_bytes(n, g) : 0);
     if (n->op == IR_OP_mha)
         return mha_scratch_bytes(n, g);
     if (n->op == IR_OP_conv)

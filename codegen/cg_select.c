@@ -131,7 +131,7 @@ int cg_kernel_act(const ir_node *n)
 
 bool cg_kernel_applies_epilogue(const ir_graph *g, const ir_node *n)
 {
-    return (n->op == IR_OP_dense || n->op == IR_OP_conv) && cg_operand_packed(g, n, 1) &&
+    return (n->op == IR_OP_dense || n->op == IR_OP_conv) && !n->quant && cg_operand_packed(g, n, 1) &&
            cg_kernel_act(n) >= 0;
 }
 

@@ -49,6 +49,8 @@ static const char usage_text[] =
     "  -Werror, -w             warnings as errors / no warnings\n"
     "  --blas=openblas         float32 dense and matmul call OpenBLAS's cblas_sgemm\n"
     "                          (the generated code then links -lopenblas)\n"
+    "  --quantize=int8         int8 post-training quantisation of dense and conv layers,\n"
+    "  --calibrate NAME=FILE.npy  with ranges observed on these inputs (samples along dim 0)\n"
     "\n"
     "run options:\n"
     "  --input NAME=FILE.npy   one per model input (default: filled from --seed)\n"
@@ -154,17 +156,18 @@ static int add_define(axc_opts *o, const char *v)
     return 0;
 }
 
-static int add_input(axc_opts *o, const char *v)
+/* NAME=FILE.npy of --input or --calibrate, appended to list (a slot per argument). */
+static int add_named_file(axc_named_file *list, int *count, const char *opt, const char *v)
 {
     const char *eq = strchr(v, '=');
-    if (!eq || eq == v || !eq[1]) { axc_fail("--input expects NAME=FILE.npy, not '%s'", v); return -1; }
-    char *name = malloc((size_t)(eq - v) + 1);   /* o->inputs has a slot per argument */
+    if (!eq || eq == v || !eq[1]) { axc_fail("%s expects NAME=FILE.npy, not '%s'", opt, v); return -1; }
+    char *name = malloc((size_t)(eq - v) + 1);
     if (!name) ax_die("out of memory");
     memcpy(name, v, (size_t)(eq - v));
     name[eq - v] = 0;
-    o->inputs[o->ninputs].name = name;
-    o->inputs[o->ninputs].path = eq + 1;
-    o->ninputs++;
+    list[*count].name = name;
+    list[*count].path = eq + 1;
+    (*count)++;
     return 0;
 }
 
@@ -188,7 +191,7 @@ static int set_ram(axc_opts *o, const char *v)
 typedef enum {
     V_OUT, V_TARGET, V_HEADER, V_MODEL, V_WEIGHTS, V_SEED, V_SAVE, V_EMIT, V_ELTYPE,
     V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC, V_DUMP, V_PREFIX_MAP, V_THREADS,
-    V_TRIPLE, V_CPU, V_BLAS, V_DTYPE, V_ARCH,
+    V_TRIPLE, V_CPU, V_BLAS, V_DTYPE, V_ARCH, V_QUANTIZE, V_CALIBRATE,
     /* training options from here on (set_value checks `>= V_LOSS`) */
     V_LOSS, V_OPTIMIZER, V_LR, V_MOMENTUM, V_WD, V_BETA1,
     V_BETA2, V_EPS, V_EPOCHS
@@ -208,6 +211,7 @@ static const struct { const char *name; value_opt id; bool run; } value_opts[] =
     {"--threads", V_THREADS, true}, {"--blas", V_BLAS, false},
     {"--triple", V_TRIPLE, false}, {"--cpu", V_CPU, false},
     {"--dtype", V_DTYPE, false}, {"--arch", V_ARCH, false},
+    {"--quantize", V_QUANTIZE, false}, {"--calibrate", V_CALIBRATE, false},
     {"--loss", V_LOSS, false},
     {"--optimizer", V_OPTIMIZER, false}, {"--lr", V_LR, false},
     {"--momentum", V_MOMENTUM, false}, {"--weight-decay", V_WD, false},
@@ -291,7 +295,12 @@ static int set_value(axc_opts *o, value_opt id, const char *v)
     case V_DTYPE: return set_dtype(o, v);
     case V_D: return add_define(o, v);
     case V_RAM: return set_ram(o, v);
-    case V_INPUT: return add_input(o, v);
+    case V_INPUT: return add_named_file(o->inputs, &o->ninputs, "--input", v);
+    case V_CALIBRATE: return add_named_file(o->calib, &o->ncalib, "--calibrate", v);
+    case V_QUANTIZE:
+        if (strcmp(v, "int8")) { axc_fail("--quantize expects int8, not '%s'", v); return -1; }
+        o->quantize = true;
+        return 0;
     case V_PREFIX_MAP:
         if (!strchr(v, '=') || *v == '=') { axc_fail("--file-prefix-map expects OLD=NEW, not '%s'", v); return -1; }
         if (o->nprefix_maps == AXC_MAX_DEFINES) { axc_fail("too many --file-prefix-map options"); return -1; }
@@ -372,7 +381,7 @@ static int try_flag(const char *a, axc_opts *o)
 /* Options interface.md names that this axc does not implement yet: they
  * say so instead of "unknown option" (matched with or without =VALUE). */
 static const char *const planned_opts[] = {
-    "--quantize", "--calibrate", "--train", "--shuffle",
+    "--train", "--shuffle",
 };
 
 static const char *const flag_opts[] = {"-MD", "--mem-report", "--print-after-all", "-Werror", "-w",
@@ -437,7 +446,8 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
     memset(o, 0, sizeof *o);
     o->opt_level = 2;
     o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
-    if (!o->inputs) ax_die("out of memory");
+    o->calib = calloc((size_t)argc + 1, sizeof *o->calib);
+    if (!o->inputs || !o->calib) ax_die("out of memory");
     *exit_now = false;
     int i = 1;
     if (argc > 1 && !strcmp(argv[1], "run")) { o->run = true; i = 2; }
@@ -474,6 +484,15 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
     }
     if (o->run_output && o->run_output_dir) { axc_fail("--output and --output-dir exclude each other"); return AXC_EUSAGE; }
     if (o->jit && o->interp) { axc_fail("%s and %s exclude each other", "--jit", "--interp"); return AXC_EUSAGE; }
+    if (o->quantize && (o->interp || o->jit)) {
+        axc_fail("--quantize=int8 runs in generated C, not %s", o->interp ? "--interp" : "--jit");
+        return AXC_EUSAGE;
+    }
+    if (o->quantize && !o->ncalib) {
+        axc_fail("--quantize=int8 needs calibration inputs: --calibrate NAME=FILE.npy per model input");
+        return AXC_EUSAGE;
+    }
+    if (!o->quantize && o->ncalib) { axc_fail("--calibrate is used only with --quantize=int8"); return AXC_EUSAGE; }
     return AXC_OK;
 }
 
@@ -484,4 +503,9 @@ void axc_free_args(axc_opts *o)
     free(o->inputs);
     o->inputs = NULL;
     o->ninputs = 0;
+    for (int i = 0; i < o->ncalib; i++)
+        free((char *)o->calib[i].name);
+    free(o->calib);
+    o->calib = NULL;
+    o->ncalib = 0;
 }

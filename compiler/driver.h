@@ -60,6 +60,9 @@ typedef struct axc_opts {
     bool jit;                    /* --jit: ORC LLJIT instead of $CC */
     bool profile;                /* --profile: per-layer hooks (compile), the table (run) */
     bool blas;                   /* --blas=openblas: float32 dense/matmul via cblas_sgemm */
+    bool quantize;               /* --quantize=int8 (quantize.c) */
+    axc_named_file *calib;       /* --calibrate NAME=FILE.npy, as inputs */
+    int ncalib;
     const char *dump_dir;        /* axc run --dump-dir */
     /* axc train (interface.md §8); NaN: the optimizer's default */
     bool train;
@@ -130,6 +133,12 @@ const char *axc_home(ax_arena *a);
 const char *axc_run_cache_entry(ax_arena *a, const char *cc, const char *flags, const char *build_dir,
                                 const char *home);
 void axc_run_cache_store(ax_arena *a, const char *built, const char *entry);
+
+/* --quantize=int8 (quantize.c): runs the float model over the --calibrate
+ * samples in the reference interpreter, quantises its dense and conv layers
+ * (pass_quant) and prints the calibration set's error per output.  Returns
+ * an exit status. */
+int axc_quantize(ax_ctx *ctx, const axc_opts *o, ir_graph *g);
 
 /* Per-layer profile of a loaded model built with hooks (profile.c). */
 typedef struct axc_profile {

@@ -274,6 +274,7 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
     for (int i = 0; i < *n && !o->train; i++) {   /* axc train differentiates the unfused graph */
         if (pass_run_optimisations(models[i], o->opt_level, print_after_hook, (void *)o))
             return AXC_EINPUT;
+        if (o->quantize && (rc = axc_quantize(ctx, o, models[i]))) return rc;
         if (o->ram_budget && fit_budget(o, models[i])) return AXC_EINPUT;
         cg_target_get(models[i]->target->id)->select(models[i]);
         if (o->blas && models[i]->dtype != AXRT_F32)

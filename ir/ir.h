@@ -215,7 +215,23 @@ struct ir_node {
                             in-place decision; every back end reads it), else IR_NONE */
     ir_layout layout;    /* param only: how the back end stores it (cg_select) */
     const ax_context *context; /* the block instance it was written in (language.md §9), or NULL */
+    const struct ir_quant *quant; /* --quantize=int8: how this dense or conv runs in int8 */
 };
+
+/* A dense or conv computed in int8 (passes/pass_quant.c; runtime/axrt.h "int8"):
+ * operand 0 quantised with (in_scale, in_zp), weights per output channel,
+ * requantised to (out_scale, out_zp) clamped to [lo, hi] (a fused ReLU/ReLU6),
+ * or, with float_out (a fused residual follows), scaled to float by fscale. */
+typedef struct ir_quant {
+    float in_scale, out_scale;
+    int32_t in_zp, out_zp, lo, hi;
+    bool float_out;
+    int64_t nw, nout;
+    int8_t *w;        /* [out, in] or [oc, kh, kw, c / groups] */
+    int32_t *bias, *mult;
+    int8_t *shift;
+    float *fscale;
+} ir_quant;
 
 struct ir_graph {
     const char *name;          /* model name = C symbol prefix */

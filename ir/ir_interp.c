@@ -25,6 +25,8 @@ typedef struct interp {
     const void *const *inputs; /* the caller's, in g->inputs order */
     double **vals;   /* per node id; NULL for dead, not yet computed or freed */
     int *last_use;   /* per node id: the last node reading it, or nnodes for outputs */
+    ir_interp_observer *observe; /* or NULL */
+    void *user;
 } interp;
 
 /* ---- dtype conversion ------------------------------------------------- */
@@ -291,6 +293,11 @@ static unary_fn *const unary_fns[IR_OP_COUNT] = {
 static double unary_value(ir_op op, double alpha, double x)
 {
     return unary_fns[op] ? unary_fns[op](x, alpha) : NAN;
+}
+
+double ir_interp_unary(ir_op op, double alpha, double x)
+{
+    return op >= 0 && op < IR_OP_COUNT ? unary_value(op, alpha, x) : NAN;
 }
 
 static int eval_unary(const interp *in, const ir_node *n, double *out)
@@ -1011,6 +1018,8 @@ static int evaluate_all(interp *in)
         if (!in->vals[id] || eval_node(in, id, in->vals[id]) != 0 ||
             apply_epilogue(in, n, in->vals[id]) != 0)
             return -1;
+        if (in->observe)
+            in->observe(in->user, id, in->vals[id], count);
         release_operands(in, id);
     }
     return 0;
@@ -1018,8 +1027,14 @@ static int evaluate_all(interp *in)
 
 int ir_interp_run(const ir_graph *g, const void *const *inputs, void *const *outputs)
 {
+    return ir_interp_run_observed(g, inputs, outputs, NULL, NULL);
+}
+
+int ir_interp_run_observed(const ir_graph *g, const void *const *inputs, void *const *outputs,
+                           ir_interp_observer *observe, void *user)
+{
     interp in = {g, inputs, calloc((size_t)g->nnodes + 1, sizeof(double *)),
-                 malloc(((size_t)g->nnodes + 1) * sizeof(int))};
+                 malloc(((size_t)g->nnodes + 1) * sizeof(int)), observe, user};
     int status = in.vals && in.last_use ? 0 : -1;
     if (status == 0) {
         find_last_uses(g, in.last_use);

@@ -11,6 +11,14 @@
  * outputs[i] receives output i in its node's dtype.  Params must have data.
  * Returns 0, or -1 after an internal failure (out of memory). */
 int ir_interp_run(const ir_graph *g, const void *const *inputs, void *const *outputs);
+/* As ir_interp_run, calling observe with each node's value (count elements,
+ * after its fused epilogue) as soon as it is computed; observe may change it
+ * (what later nodes read): calibration and the int8 error estimate. */
+typedef void ir_interp_observer(void *user, int id, double *values, int64_t count);
+/* The interpreter's formula of UNARY op at x (NaN for another op). */
+double ir_interp_unary(ir_op op, double alpha, double x);
+int ir_interp_run_observed(const ir_graph *g, const void *const *inputs, void *const *outputs,
+                           ir_interp_observer *observe, void *user);
 
 /* Element i of data (of dtype) as a double; x stored as element i of data,
  * rounded once to nearest, ties to even (integers: truncated, saturated).

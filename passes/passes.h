@@ -149,6 +149,13 @@ int pass_schedule(ir_graph *g);
  * after each, calls after(g, pass name, user) (may be NULL) and the IR
  * verifier.  Returns the number of errors (0 = success). */
 typedef void pass_hook(const ir_graph *g, const char *pass, void *user);
+/* --quantize=int8 (pass_quant.c): every dense/conv pass_quant_applies to gets
+ * its ir_quant from the ranges [lo[id], hi[id]] calibration observed per node;
+ * then the memory plan is made again.  Returns how many layers are int8. */
+int pass_quant(ir_graph *g, const double *lo, const double *hi);
+bool pass_quant_applies(const ir_graph *g, const ir_node *n);
+/* Per-tensor asymmetric int8 parameters of [lo, hi] (widened to hold 0). */
+void pass_quant_params(double lo, double hi, float *scale, int32_t *zp);
 int pass_run_optimisations(ir_graph *g, int opt_level, pass_hook *after, void *user);
 
 #endif

@@ -295,6 +295,35 @@ void axrt_dwconv_inplace_f32(float *xy, const float *w, int packed, const float 
 void axrt_dwconv_inplace_f64(double *xy, const double *w, int packed, const double *bias,
                              axrt_act act, double *ring, const axrt_conv2d_params *p);
 
+/* ---- int8 (axc --quantize=int8; axrt_int8.c) --------------------------------
+ * Activations quantised per tensor, asymmetric: q = clamp(round_half_away(x /
+ * scale) + zp, -128, 127), held as q + 128 in uint8; weights int8 [-127, 127],
+ * symmetric per output channel; int32 accumulation; requantisation
+ * q_out = zp + axrt_requantize(acc, mult[o], shift[o]) clamped to [lo, hi]
+ * (ReLU/ReLU6 folded into lo/hi), then dequantised to float.  The same
+ * integers on every instruction set and on Cortex-M. */
+void axrt_quantize_u8(const float *x, uint8_t *q, size_t n, float scale, int32_t zp);
+/* round_half_away(acc * mult / 2^shift), 1 <= shift <= 62 */
+int32_t axrt_requantize(int32_t acc, int32_t mult, int shift);
+typedef struct axrt_requant {
+    const int32_t *bias;  /* [out] round(b / (s_x s_w)) - (zp_x + 128) * sum of the channel's w */
+    const int32_t *mult;  /* [out] multipliers; NULL: y = acc * fscale[o] (float epilogue follows) */
+    const int8_t *shift;  /* [out] */
+    const float *fscale;  /* [out] s_x * s_w, read when mult is NULL */
+    int32_t zp, lo, hi;   /* output zero point and clamp */
+    float scale;          /* output scale */
+} axrt_requant;
+/* x [rows, in] (quantised, + 128), w [out, in] */
+void axrt_dense_q8(const uint8_t *x, const int8_t *w, const axrt_requant *rq, float *y, size_t rows,
+                   size_t in, size_t out);
+/* x NHWC (quantised, + 128; padding reads x_zp = zp_x + 128), w [oc, kh, kw, c / groups];
+   patch holds axrt_conv2d_q8_scratch(p) bytes (one receptive field) */
+size_t axrt_conv2d_q8_scratch(const axrt_conv2d_params *p);
+void axrt_conv2d_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_requant *rq, float *y,
+                    uint8_t *patch, const axrt_conv2d_params *p);
+/* The int8 dot product in use: "portable", "avx2" or "avx512vnni". */
+const char *axrt_q8_isa_name(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,7 +2,7 @@
 # Runs the test suites, in parallel, and ends with the one summary line CI reads:
 #   N passed, N failed, N skipped
 # Usage: tests/run.sh BUILD_DIR [SUITE...]
-#   suites: layers unit cli ir torch ops half compile firmware install errors profile bench llvm onnx train cuda
+#   suites: layers unit cli ir torch ops half compile firmware install errors profile bench llvm onnx train cuda quant
 # Suites (and each unit binary) run as background jobs, AXC_TEST_JOBS at once
 # (default: the number of cores), each into its own log; the logs are printed
 # in suite order as soon as every earlier one is done.  firmware and install
@@ -19,7 +19,7 @@ B=$(cd "$root" && cd "$B" && pwd)
 export AXC="$B/bin/axc" AXC_BUILD="$B" AXC_ROOT="$root"
 export PYTHON=${PYTHON:-/usr/bin/python3}
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(layers unit cli ir torch ops half compile firmware install errors profile bench llvm onnx train cuda)
+[ ${#suites[@]} -gt 0 ] || suites=(layers unit cli ir torch ops half compile firmware install errors profile bench llvm onnx train cuda quant)
 max_jobs=${AXC_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 logs=$(mktemp -d)
@@ -51,7 +51,7 @@ run_job() {
         unit:*) run_unit_binary "$B/tests/${1#unit:}" ;;
         firmware+install) bash "$here/firmware/run.sh"; bash "$here/install/run.sh" ;;
         install+firmware) bash "$here/install/run.sh"; bash "$here/firmware/run.sh" ;;
-        cli|ir|compile|firmware|install|errors|profile|bench|llvm|cuda) bash "$here/$1/run.sh" ;;
+        cli|ir|compile|firmware|install|errors|profile|bench|llvm|cuda|quant) bash "$here/$1/run.sh" ;;
         torch) "$PYTHON" "$here/torch/run.py" ;;
         ops) "$PYTHON" "$here/ops/run.py" ;;
         half) "$PYTHON" "$here/half/run.py" ;;

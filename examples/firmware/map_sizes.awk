@@ -6,7 +6,8 @@
 # Only sections that occupy the target's memory count (not .debug_*).
 #   code_model    .text (and unwind index) of the generated model (<model>.o)
 #   code_runtime  .text of the runtime core (objects under rtdir)
-#   weights       .rodata.<model>_p<N>: the embedded parameters
+#   weights       .rodata.<model>_p<N>: the embedded parameters, and
+#                 .rodata.<model>_q<N>_{w,bias,mult,shift,fscale}: an int8 layer's
 #   const_model   other .rodata/.data of model and runtime (descriptors, names)
 #   ram_model     .bss of model and runtime (the static arena)
 #   code_libm     .text pulled from libm (expf, ...)
@@ -40,7 +41,9 @@ function count(section, hexsize, file,    bytes, owner) {
     else if (file ~ /libm(_nano)?\.a\(/) owner = "libm"
     else if (file ~ /lib(gcc|c|c_nano)\.a\(/) owner = "libgcc"
     else return
-    if (owner == "model" && section ~ ("^\\.rodata\\." model "_p[0-9]+$")) total["weights"] += bytes
+    if (owner == "model" && (section ~ ("^\\.rodata\\." model "_p[0-9]+$") ||
+                             section ~ ("^\\.rodata\\." model "_q[0-9]+_(w|bias|mult|shift|fscale)$")))
+        total["weights"] += bytes
     else if (section ~ /^\.(text|ARM\.exidx)/) total["code_" owner] += bytes
     else if (owner == "libm" || owner == "libgcc") total["code_" owner] += bytes
     else if (section ~ /^\.bss/ || section == "COMMON") total["ram_model"] += bytes

@@ -7,6 +7,7 @@
 # Environment (set by tests/run.sh): AXC_ROOT, AXC_BUILD, AXC, PYTHON.
 set -u
 root=${AXC_ROOT:?}
+here=$(cd "$(dirname "$0")" && pwd)
 build=${AXC_BUILD:?}
 axc=${AXC:?}
 python=${PYTHON:-/usr/bin/python3}
@@ -34,7 +35,7 @@ check_tools() {
 
 # Symbols an object of the freestanding core may leave undefined: libm, the
 # three <string.h> functions, EABI compiler helpers, and the runtime itself.
-ALLOWED_UNDEF='^(__aeabi_[a-z0-9_]+|memcpy|memset|memmove|axrt_[a-z0-9_]+|(exp|log|sqrt|tanh|erf|expm1|log1p|fabs|ldexp|pow|fmax|fmin|floor|ceil|sin|cos|tan|asin|acos|atan|sinh|cosh|asinh|acosh|atanh|rint|fmod)f?)$'
+ALLOWED_UNDEF='^(__aeabi_[a-z0-9_]+|memcpy|memset|memmove|axrt_[a-z0-9_]+|(exp|log|sqrt|tanh|erf|expm1|log1p|fabs|ldexp|pow|fmax|fmin|floor|ceil|sin|cos|tan|asin|acos|atan|sinh|cosh|asinh|acosh|atanh|rint|fmod|round)f?)$'
 
 # Compiles the installed runtime sources and every example's generated C with
 # the Cortex-M4F flags, then checks what the objects need from outside.
@@ -234,6 +235,61 @@ EOF
     fi
 }
 
+# --quantize=int8 (interface.md §7) on the Cortex-M4: MODEL (DIR/MODEL.ax,
+# its output an int8 layer's, not a float softmax's) built float and
+# int8 (calibrated on random samples); the int8 image run under QEMU gives
+# the very floats (so the very integers) the host's int8 build gives for the
+# same input, and its flash (code + weights + constants) is at most 30 % of
+# the float image's.  Prints both size reports' figures.
+int8_on_firmware() {
+    local model=$1 shape=$2 dir=$3 rtol=${4:-0} d=$work/q8_$1 flags report what
+    mkdir -p "$d/float" "$d/int8"
+    "$python" - "$d" "$shape" <<'EOF' || { fail "int8 $model: inputs"; return; }
+import sys, numpy as np
+d, shape = sys.argv[1], tuple(int(v) for v in sys.argv[2].split(","))
+rng = np.random.default_rng(7)
+np.save(f"{d}/cal.npy", rng.standard_normal((8,) + shape).astype(np.float32))
+i = np.arange(int(np.prod(shape)), dtype=np.int64)
+np.save(f"{d}/x.npy", ((((37 * i) % 101) - 50).astype(np.float32) / np.float32(64)).reshape(shape))
+EOF
+    flags="--seed=$SEED --quantize=int8 --calibrate x=$d/cal.npy"
+    if ! env -u AXC make -C "$d/int8" -f "$root/examples/firmware/Makefile" AXC_PREFIX="$work/prefix" \
+        MODEL="$model" MODEL_DIR="$dir" AXC_FLAGS="$flags" size >"$d/int8.log" 2>&1; then
+        fail "int8 $model: firmware build, QEMU run and size report"; tail_of "$d/int8.log"; return
+    fi
+    pass "int8 $model: firmware build, QEMU run and size report"
+    if ! "$axc" run "$dir/$model.ax" $flags --input x="$d/x.npy" --output "$d/y.npy" \
+        >"$d/host.log" 2>&1; then
+        fail "int8 $model: outputs on host and Cortex-M4"; tail_of "$d/host.log"; return
+    fi
+    what="identical outputs on host and Cortex-M4"
+    [ "$rtol" = 0 ] || what="outputs on host and Cortex-M4 within $rtol (float softmax after int8)"
+    if "$python" - "$d/int8/fw.out" "$d/y.npy" "$rtol" >"$d/cmp.log" 2>&1 <<'EOF'
+import re, sys, numpy as np
+values = [m.group(1) for m in (re.match(r'^out0\[\d+\] (\S+)$', l) for l in open(sys.argv[1])) if m]
+device = np.array(values, dtype=np.float32)
+host = np.load(sys.argv[2]).astype(np.float32).ravel()
+rtol = float(sys.argv[3])
+if rtol and device.shape == host.shape:
+    err = float(np.max(np.abs(device - host) / np.abs(host)))
+    print(f"largest relative difference {err:.3g}")
+    sys.exit(0 if err <= rtol else 1)
+if device.shape != host.shape or not np.array_equal(device, host):
+    bad = np.flatnonzero(device != host) if device.shape == host.shape else []
+    sys.exit(f"{len(bad)} of {host.size} differ; first: {[(int(k), float(device[k]), float(host[k])) for k in bad[:3]]}")
+print(f"{host.size} outputs bit-identical")
+EOF
+    then pass "int8 $model: $what ($(cat "$d/cmp.log"))"
+    else fail "int8 $model: $what"; tail_of "$d/cmp.log"; fi
+    if ! env -u AXC make -C "$d/float" -f "$root/examples/firmware/Makefile" AXC_PREFIX="$work/prefix" \
+        MODEL="$model" MODEL_DIR="$dir" AXC_FLAGS=--seed=$SEED size >"$d/float.log" 2>&1; then
+        fail "int8 $model: flash <= 30 % of float"; tail_of "$d/float.log"; return
+    fi
+    if report=$(awk -f "$here/int8_sizes.awk" "$d/float.log" "$d/int8.log"); then
+        pass "int8 $model: flash <= 30 % of float: $report"
+    else fail "int8 $model: flash <= 30 % of float" "$report"; fi
+}
+
 main() {
     check_tools || { fail "remaining cases" "not run: cross tools missing"; return; }
     mkdir -p "$work/cross"
@@ -250,6 +306,9 @@ main() {
     profile_on_firmware
     fitted_on_firmware unet_remat 5120
     fitted_on_firmware conv_tile 100000
+    int8_on_firmware qmlp 2,96 "$root/tests/quant"
+    int8_on_firmware mlp 1,784 "$root/examples" 1e-6
+    int8_on_firmware lenet5 1,28,28,1 "$root/examples"
 }
 
 main

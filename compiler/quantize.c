@@ -1,0 +1,268 @@
+/* quantize.c — `--quantize=int8 --calibrate NAME=FILE.npy` (interface.md §7):
+ * reads one calibration file per model input (samples along dim 0: shape
+ * [S, input dims...], the input's dtype, S >= 1), runs the float model over
+ * every sample in the reference interpreter, recording each node's smallest
+ * and largest value, and hands the ranges to pass_quant, which rewrites the
+ * dense and conv layers to int8.  Bad files are usage errors (exit 2) that
+ * name the file, the input and what was expected.  Then it runs the samples
+ * again, float and with every int8 layer computed by the runtime's int8
+ * kernels (the rest in the interpreter), and prints the error per output. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+#include "ir_interp.h"
+#include "tensorfile.h"
+
+typedef struct calib_set {
+    int64_t samples;
+    const uint8_t **data;  /* per graph input: S samples, each ir_nbytes(input) */
+} calib_set;
+
+typedef struct ranges {
+    double *lo, *hi;
+} ranges;
+
+static void observe(void *user, int id, double *v, int64_t count)
+{
+    ranges *r = user;
+    for (int64_t i = 0; i < count; i++) {
+        if (v[i] < r->lo[id]) r->lo[id] = v[i];
+        if (v[i] > r->hi[id]) r->hi[id] = v[i];
+    }
+}
+
+/* The --calibrate file for graph input n (index i), checked against it. */
+static int load_one(ax_ctx *ctx, const ir_node *n, const char *path, calib_set *set, int i)
+{
+    size_t len;
+    char err[256];
+    const uint8_t *buf = (const uint8_t *)ax_read_file(ctx->arena, path, &len);
+    if (!buf) { axc_fail("cannot read '%s': %s", path, strerror(errno)); return AXC_EUSAGE; }
+    tf_tensor t;
+    if (tf_npy_parse(buf, len, &t, err, sizeof err)) { axc_fail("%s: %s", path, err); return AXC_EUSAGE; }
+    bool fits = t.rank == n->rank + 1 && t.dtype == n->dtype;
+    for (int d = 0; fits && d < n->rank; d++) fits = t.shape[d + 1] == n->shape[d];
+    if (!fits) {
+        char want[128], got[128];
+        ir_shape_str(n->shape, n->rank, want, sizeof want);
+        ir_shape_str(t.shape, t.rank, got, sizeof got);
+        axc_fail("--calibrate %s: %s holds %s%s, but input '%s' takes %s%s: expected %s[S, ...] with "
+                 "the S samples along dim 0", n->name, path, ir_dtype_name(t.dtype), got, n->name,
+                 ir_dtype_name(n->dtype), want, ir_dtype_name(n->dtype));
+        return AXC_EUSAGE;
+    }
+    if (t.shape[0] == 0) { axc_fail("--calibrate %s: %s holds no samples", n->name, path); return AXC_EUSAGE; }
+    if (set->samples && set->samples != t.shape[0]) {
+        axc_fail("--calibrate %s: %s holds %lld samples, the other inputs' files %lld", n->name, path,
+                 (long long)t.shape[0], (long long)set->samples);
+        return AXC_EUSAGE;
+    }
+    set->samples = t.shape[0];
+    set->data[i] = t.data;
+    return AXC_OK;
+}
+
+/* One --calibrate file per graph input, each naming one. */
+static int load_calibration(ax_ctx *ctx, const axc_opts *o, const ir_graph *g, calib_set *set)
+{
+    set->data = ax_alloc(ctx->arena, sizeof *set->data * (size_t)(g->ninputs + 1));
+    for (int k = 0; k < o->ncalib; k++) {
+        int found = -1;
+        for (int i = 0; i < g->ninputs; i++)
+            if (!strcmp(g->nodes[g->inputs[i]].name, o->calib[k].name)) found = i;
+        if (found < 0) {
+            axc_fail("--calibrate %s: model '%s' has no input of that name", o->calib[k].name, g->name);
+            return AXC_EUSAGE;
+        }
+        int rc = load_one(ctx, &g->nodes[g->inputs[found]], o->calib[k].path, set, found);
+        if (rc) return rc;
+    }
+    for (int i = 0; i < g->ninputs; i++)
+        if (!set->data[i]) {
+            axc_fail("--quantize=int8: no --calibrate file for input '%s' of model '%s'",
+                     g->nodes[g->inputs[i]].name, g->name);
+            return AXC_EUSAGE;
+        }
+    return AXC_OK;
+}
+
+/* ---- the calibration set's error: int8 layers emulated in the interpreter ---- */
+
+typedef struct emulation {
+    const ir_graph *g;
+    float **stash;   /* per node: a float copy of its value, for the int8 layers reading it */
+    bool *wanted;
+} emulation;
+
+static float *float_copy(const double *v, int64_t count)
+{
+    float *f = malloc(sizeof *f * (size_t)(count > 0 ? count : 1));
+    if (!f) ax_out_of_memory(0);
+    for (int64_t i = 0; i < count; i++) f[i] = (float)v[i];
+    return f;
+}
+
+/* y (float, numel(n)) = the int8 layer n of the generated code, over x. */
+static void run_int8_layer(const ir_graph *g, const ir_node *n, const float *x, float *y)
+{
+    const ir_quant *q = n->quant;
+    const ir_node *xn = &g->nodes[n->src[0]], *w = &g->nodes[n->src[1]];
+    const axrt_requant rq = {q->bias, q->float_out ? NULL : q->mult, q->shift, q->fscale, q->out_zp, q->lo,
+                             q->hi, q->out_scale};
+    const int64_t nx = ir_numel(xn);
+    axrt_conv2d_params p = {0};
+    if (n->op == IR_OP_conv) {
+        const ir_attrs *a = &n->attrs;
+        p = (axrt_conv2d_params){(int)xn->shape[0], (int)xn->shape[1], (int)xn->shape[2], (int)xn->shape[3],
+                                 (int)n->shape[1], (int)n->shape[2], (int)n->shape[3], (int)w->shape[2],
+                                 (int)w->shape[3], a->stride[0], a->stride[1], a->dilation[0], a->dilation[1],
+                                 a->pad[0], a->pad[1], a->groups};
+    }
+    uint8_t *qx = malloc((size_t)nx + (n->op == IR_OP_conv ? axrt_conv2d_q8_scratch(&p) : 0) + 1);
+    if (!qx) ax_out_of_memory(0);
+    axrt_quantize_u8(x, qx, (size_t)nx, q->in_scale, q->in_zp);
+    if (n->op == IR_OP_dense) {
+        const int64_t in = xn->shape[xn->rank - 1];
+        axrt_dense_q8(qx, q->w, &rq, y, (size_t)(nx / in), (size_t)in, (size_t)n->shape[n->rank - 1]);
+    } else {
+        axrt_conv2d_q8(qx, q->in_zp + 128, q->w, &rq, y, qx + nx, &p);
+    }
+    free(qx);
+}
+
+static void emulate(void *user, int id, double *v, int64_t count)
+{
+    emulation *e = user;
+    const ir_node *n = &e->g->nodes[id];
+    if (n->quant) {
+        float *y = malloc(sizeof *y * (size_t)count + 1);
+        if (!y) ax_out_of_memory(0);
+        run_int8_layer(e->g, n, e->stash[n->src[0]], y);
+        for (int64_t i = 0; i < count; i++) {   /* a float epilogue as the generated code's */
+            float r = y[i];
+            if (n->quant->float_out && n->attrs.residual != IR_NONE) r += e->stash[n->src[n->attrs.residual]][i];
+            v[i] = n->quant->float_out && n->attrs.act != IR_NONE
+                       ? (float)ir_interp_unary((ir_op)n->attrs.act, n->attrs.alpha, r) : r;
+        }
+        free(y);
+    }
+    if (e->wanted[id]) e->stash[id] = float_copy(v, count);
+}
+
+/* Runs sample inputs `in` float and emulated; adds each output's squared
+ * error and squared float value to err2[k], ref2[k]. */
+static int compare_sample(const ir_graph *g, const void *const *in, void **f, void **q, emulation *e,
+                          double *err2, double *ref2)
+{
+    if (ir_interp_run(g, in, f) || ir_interp_run_observed(g, in, q, emulate, e)) return -1;
+    for (int id = 0; id < g->nnodes; id++) { free(e->stash[id]); e->stash[id] = NULL; }
+    for (int k = 0; k < g->noutputs; k++) {
+        const ir_node *o = &g->nodes[g->outputs[k]];
+        for (int64_t i = 0; i < ir_numel(o); i++) {
+            const double a = o->dtype == AXRT_F64 ? ((double *)f[k])[i] : ((float *)f[k])[i];
+            const double b = o->dtype == AXRT_F64 ? ((double *)q[k])[i] : ((float *)q[k])[i];
+            err2[k] += (b - a) * (b - a);
+            ref2[k] += a * a;
+        }
+    }
+    return 0;
+}
+
+/* Called per sample with its inputs and two sets of output buffers. */
+typedef int sample_fn(const ir_graph *g, const void *const *in, void **out_a, void **out_b, void *user);
+
+/* Calls fn for every sample (aligned copies of its inputs); 0 or -1. */
+static int for_each_sample(const ir_graph *g, const calib_set *set, sample_fn *fn, void *user)
+{
+    const void **in = calloc((size_t)g->ninputs + 1, sizeof *in);
+    void **out = calloc(2 * (size_t)g->noutputs + 1, sizeof *out);
+    void **owned = calloc((size_t)g->ninputs + 1, sizeof *owned);
+    int status = in && out && owned ? 0 : -1;
+    for (int k = 0; k < 2 * g->noutputs && !status; k++)
+        if (!(out[k] = malloc(ir_nbytes(&g->nodes[g->outputs[k % g->noutputs]]) + 1))) status = -1;
+    for (int i = 0; i < g->ninputs && !status; i++)
+        if (!(owned[i] = malloc(ir_nbytes(&g->nodes[g->inputs[i]]) + 1))) status = -1;
+    for (int64_t s = 0; s < set->samples && !status; s++) {
+        for (int i = 0; i < g->ninputs; i++) {
+            const size_t bytes = ir_nbytes(&g->nodes[g->inputs[i]]);
+            memcpy(owned[i], set->data[i] + (size_t)s * bytes, bytes);
+            in[i] = owned[i];
+        }
+        status = fn(g, in, out, out + g->noutputs, user);
+    }
+    for (int k = 0; out && k < 2 * g->noutputs; k++) free(out[k]);
+    for (int i = 0; owned && i < g->ninputs; i++) free(owned[i]);
+    free(in);
+    free(out);
+    free(owned);
+    return status;
+}
+
+static int sample_ranges(const ir_graph *g, const void *const *in, void **out, void **unused, void *r)
+{
+    (void)unused;
+    return ir_interp_run_observed(g, in, out, observe, r);
+}
+
+typedef struct error_sums {
+    emulation e;
+    double *err2, *ref2;
+} error_sums;
+
+static int sample_error(const ir_graph *g, const void *const *in, void **f, void **q, void *user)
+{
+    error_sums *sums = user;
+    return compare_sample(g, in, f, q, &sums->e, sums->err2, sums->ref2);
+}
+
+/* "axc: NAME: int8 vs float on the calibration set: OUT relative error P %" per output. */
+static int report_error(ax_ctx *ctx, const ir_graph *g, const calib_set *set)
+{
+    const size_t nodes = (size_t)g->nnodes + 1, outs = (size_t)g->noutputs + 1;
+    error_sums sums = {{g, ax_alloc(ctx->arena, nodes * sizeof(float *)), ax_alloc(ctx->arena, nodes)},
+                       ax_alloc(ctx->arena, outs * sizeof(double)), ax_alloc(ctx->arena, outs * sizeof(double))};
+    for (int id = 0; id < g->nnodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        if (!n->quant || n->dead) continue;
+        sums.e.wanted[n->src[0]] = true;
+        if (n->attrs.residual != IR_NONE) sums.e.wanted[n->src[n->attrs.residual]] = true;
+    }
+    for (int k = 0; k < g->noutputs; k++)
+        if (!ir_dtype_is_float(g->nodes[g->outputs[k]].dtype)) return 0;
+    if (for_each_sample(g, set, sample_error, &sums)) return -1;
+    for (int k = 0; k < g->noutputs; k++) {
+        const char *name = g->output_names && g->output_names[k] ? g->output_names[k]
+                           : g->nodes[g->outputs[k]].name ? g->nodes[g->outputs[k]].name : "output";
+        fprintf(stderr, "axc: %s: int8 vs float on the calibration set: output %d (%s) relative error %.3g %%\n",
+                g->name, k, name, 100 * sqrt(sums.err2[k] / (sums.ref2[k] > 0 ? sums.ref2[k] : 1)));
+    }
+    return 0;
+}
+
+int axc_quantize(ax_ctx *ctx, const axc_opts *o, ir_graph *g)
+{
+    if (g->target && g->target->id != IR_TARGET_c) {
+        axc_fail("--quantize=int8 is built for the C target only, not --target=%s", ir_targets[g->target->id].name);
+        return AXC_EUSAGE;
+    }
+    calib_set set = {0};
+    int rc = load_calibration(ctx, o, g, &set);
+    if (rc) return rc;
+    ranges r = {ax_alloc(ctx->arena, sizeof(double) * (size_t)(g->nnodes + 1)),
+                ax_alloc(ctx->arena, sizeof(double) * (size_t)(g->nnodes + 1))};
+    for (int id = 0; id < g->nnodes; id++) { r.lo[id] = INFINITY; r.hi[id] = -INFINITY; }
+    if (for_each_sample(g, &set, sample_ranges, &r)) ax_out_of_memory(0);
+    int layers = 0;
+    for (int id = 0; id < g->nnodes; id++)
+        layers += !g->nodes[id].dead && (g->nodes[id].op == IR_OP_dense || g->nodes[id].op == IR_OP_conv);
+    const int done = pass_quant(g, r.lo, r.hi);
+    if (o->emit && !o->run) return ctx->errors ? AXC_EINPUT : AXC_OK;
+    fprintf(stderr, "axc: %s: %d of %d dense/conv layers in int8 (calibrated on %lld samples); "
+            "the rest of the model in float\n", g->name, done, layers, (long long)set.samples);
+    if (report_error(ctx, g, &set)) ax_out_of_memory(0);
+    return ctx->errors ? AXC_EINPUT : AXC_OK;
+}

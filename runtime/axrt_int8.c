@@ -1,0 +1,308 @@
+/* axrt_int8.c — the int8 kernels of `axc --quantize=int8` (axrt.h, "int8";
+ * interface.md §7).  Activations arrive as float and are quantised at the
+ * kernel's door (axrt_quantize_u8: asymmetric, per tensor, stored offset by
+ * 128 as uint8); weights are int8, symmetric per output channel; every dot
+ * product accumulates exactly in int32, so every instruction set below
+ * produces the same integers:
+ *   portable C     4 products per step through the DSP extension's SMLAD
+ *                  (ACLE __smlad/__sxtb16/__uxtb16) when __ARM_FEATURE_DSP
+ *                  (Cortex-M4/M7/M33), plain C elsewhere;
+ *   avx2           bytes widened to int16, pairs summed by vpmaddwd (exact:
+ *                  vpmaddubsw would saturate 255 * 127 * 2 in int16);
+ *   avx512 + VNNI  vpdpbusd, four u8 x s8 products into each int32 lane.
+ * The x86 paths are compiled with __attribute__((target)) and follow the float
+ * kernels' choice (axrt_isa_name: AXRT_ISA / axrt_set_isa force it); "avx512"
+ * without VNNI on this CPU uses the avx2 dot.  Requantisation is one integer
+ * formula (axrt_requantize) shared by all paths.  Freestanding C99. */
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "axrt.h"
+
+#if defined(__ARM_FEATURE_DSP)
+#include <arm_acle.h>
+#endif
+
+/* ---- quantise, requantise ------------------------------------------------ */
+
+static int32_t clamp_i32(int64_t v, int32_t lo, int32_t hi)
+{
+    return v < lo ? lo : v > hi ? hi : (int32_t)v;
+}
+
+/* round_half_away(x / scale) + zp clamped to int8, + 128.  The quotient is
+ * clamped to +-1024 first (the result is clamped to [-128, 127] anyway, and
+ * NaN becomes -1024), so the truncation below is exact and the loop has no
+ * library call: rounding half away is the truncation plus the sign where the
+ * dropped fraction is at least one half (exact in float). */
+static void quantize_portable(const float *x, uint8_t *q, size_t n, float scale, int32_t zp)
+{
+    for (size_t i = 0; i < n; i++) {
+        float r = x[i] / scale;
+        r = r > 1024.0f ? 1024.0f : r >= -1024.0f ? r : -1024.0f;
+        int32_t t = (int32_t)r;
+        const float frac = r - (float)t;
+        t += frac >= 0.5f ? 1 : frac <= -0.5f ? -1 : 0;
+        const int32_t v = t + zp;
+        q[i] = (uint8_t)((v < -128 ? -128 : v > 127 ? 127 : v) + 128);
+    }
+}
+
+int32_t axrt_requantize(int32_t acc, int32_t mult, int shift)
+{
+    const int64_t p = (int64_t)acc * mult;
+    const uint64_t mag = p < 0 ? (uint64_t)0 - (uint64_t)p : (uint64_t)p;
+    const int64_t r = (int64_t)((mag + ((uint64_t)1 << (shift - 1))) >> shift);
+    return (int32_t)(p < 0 ? -r : r);
+}
+
+/* Output channel o of accumulator acc as float: requantised, clamped and
+ * dequantised, or (rq->mult NULL) scaled to float directly. */
+static float finish(const axrt_requant *rq, int32_t acc, size_t o)
+{
+    if (!rq->mult)
+        return (float)acc * rq->fscale[o];
+    const int64_t q = (int64_t)rq->zp + axrt_requantize(acc, rq->mult[o], rq->shift[o]);
+    return (float)(clamp_i32(q, rq->lo, rq->hi) - rq->zp) * rq->scale;
+}
+
+/* ---- the dot products, one per instruction set ----------------------------- */
+
+typedef int32_t dot_fn(const uint8_t *x, const int8_t *w, size_t n);
+/* out[j] = dot(x, w + j * stride, n) for j < 4: one pass over x for four rows of w */
+typedef void dot4_fn(const uint8_t *x, const int8_t *w, size_t stride, size_t n, int32_t *out);
+typedef struct dot_impl {
+    dot_fn *one;
+    dot4_fn *four;
+} dot_impl;
+
+static int32_t dot_portable(const uint8_t *x, const int8_t *w, size_t n)
+{
+    int32_t acc = 0;
+    size_t i = 0;
+#if defined(__ARM_FEATURE_DSP)
+    for (; i + 4 <= n; i += 4) {
+        uint32_t xb, wb;
+        memcpy(&xb, x + i, 4);
+        memcpy(&wb, w + i, 4);
+        acc = __smlad(__uxtb16(xb), __sxtb16(wb), acc);
+        acc = __smlad(__uxtb16(xb >> 8), __sxtb16(wb >> 8), acc);   /* bytes 1 and 3 */
+    }
+#endif
+    for (; i < n; i++)
+        acc += (int32_t)x[i] * w[i];
+    return acc;
+}
+
+static void dot4_portable(const uint8_t *x, const int8_t *w, size_t stride, size_t n, int32_t *out)
+{
+    for (int j = 0; j < 4; j++)
+        out[j] = dot_portable(x, w + (size_t)j * stride, n);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(AXRT_NO_SIMD)
+#include <immintrin.h>
+
+__attribute__((target("avx2"))) static int32_t dot_avx2(const uint8_t *x, const int8_t *w, size_t n)
+{
+    __m256i acc = _mm256_setzero_si256();
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m256i xv = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(x + i)));
+        const __m256i wv = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + i)));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(xv, wv));
+    }
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    int32_t total = _mm_cvtsi128_si32(s);
+    for (; i < n; i++)
+        total += (int32_t)x[i] * w[i];
+    return total;
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static int32_t dot_vnni(const uint8_t *x,
+                                                                               const int8_t *w, size_t n)
+{
+    __m512i acc = _mm512_setzero_si512();
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(x + i), _mm512_loadu_si512(w + i));
+    if (i < n) {
+        const __mmask64 m = ((__mmask64)1 << (n - i)) - 1; /* n - i < 64 */
+        acc = _mm512_dpbusd_epi32(acc, _mm512_maskz_loadu_epi8(m, x + i), _mm512_maskz_loadu_epi8(m, w + i));
+    }
+    return _mm512_reduce_add_epi32(acc);
+}
+
+__attribute__((target("avx2"))) static void dot4_avx2(const uint8_t *x, const int8_t *w, size_t stride,
+                                                      size_t n, int32_t *out)
+{
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;   /* in registers, not an array */
+    const int8_t *w1 = w + stride, *w2 = w1 + stride, *w3 = w2 + stride;
+    size_t i = 0;
+#define DOT4_AVX2_ROW(acc, row) \
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(xv, _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)((row) + i)))))
+    for (; i + 16 <= n; i += 16) {
+        const __m256i xv = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(x + i)));
+        DOT4_AVX2_ROW(a0, w);
+        DOT4_AVX2_ROW(a1, w1);
+        DOT4_AVX2_ROW(a2, w2);
+        DOT4_AVX2_ROW(a3, w3);
+    }
+#undef DOT4_AVX2_ROW
+    /* horizontal sums of the four at once */
+    const __m256i s01 = _mm256_hadd_epi32(a0, a1), s23 = _mm256_hadd_epi32(a2, a3);
+    const __m256i s = _mm256_hadd_epi32(s01, s23);
+    const __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    _mm_storeu_si128((__m128i *)out, t);
+    for (; i < n; i++)
+        for (int j = 0; j < 4; j++)
+            out[j] += (int32_t)x[i] * w[(size_t)j * stride + i];
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void dot4_vnni(const uint8_t *x, const int8_t *w,
+                                                                            size_t stride, size_t n, int32_t *out)
+{
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;   /* in registers, not an array */
+    const int8_t *w1 = w + stride, *w2 = w1 + stride, *w3 = w2 + stride;
+    for (size_t i = 0; i < n; i += 64) {
+        const __mmask64 m = n - i >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (n - i)) - 1;
+        const __m512i xv = _mm512_maskz_loadu_epi8(m, x + i);
+        a0 = _mm512_dpbusd_epi32(a0, xv, _mm512_maskz_loadu_epi8(m, w + i));
+        a1 = _mm512_dpbusd_epi32(a1, xv, _mm512_maskz_loadu_epi8(m, w1 + i));
+        a2 = _mm512_dpbusd_epi32(a2, xv, _mm512_maskz_loadu_epi8(m, w2 + i));
+        a3 = _mm512_dpbusd_epi32(a3, xv, _mm512_maskz_loadu_epi8(m, w3 + i));
+    }
+    out[0] = _mm512_reduce_add_epi32(a0);
+    out[1] = _mm512_reduce_add_epi32(a1);
+    out[2] = _mm512_reduce_add_epi32(a2);
+    out[3] = _mm512_reduce_add_epi32(a3);
+}
+
+static dot_impl pick_dot(void)
+{
+    const char *isa = axrt_isa_name();
+    if (!strcmp(isa, "avx512") && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw"))
+        return (dot_impl){dot_vnni, dot4_vnni};
+    if (!strcmp(isa, "avx512") || !strcmp(isa, "avx2"))
+        return (dot_impl){dot_avx2, dot4_avx2};
+    return (dot_impl){dot_portable, dot4_portable};
+}
+/* quantize_portable, sixteen lanes at a time: the same float operations. */
+__attribute__((target("avx512f"))) static void quantize_avx512(const float *x, uint8_t *q, size_t n, float scale,
+                                                            int32_t zp)
+{
+    const __m512 s = _mm512_set1_ps(scale), hi = _mm512_set1_ps(1024.0f), lo = _mm512_set1_ps(-1024.0f);
+    const __m512 half = _mm512_set1_ps(0.5f), mhalf = _mm512_set1_ps(-0.5f);
+    const __m512i z = _mm512_set1_epi32(zp + 128), one = _mm512_set1_epi32(1);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 r = _mm512_div_ps(_mm512_loadu_ps(x + i), s);
+        r = _mm512_min_ps(r, hi);
+        r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(r, lo, _CMP_GE_OQ), lo, r);   /* NaN -> -1024 */
+        __m512i t = _mm512_cvttps_epi32(r);
+        const __m512 frac = _mm512_sub_ps(r, _mm512_cvtepi32_ps(t));
+        t = _mm512_mask_add_epi32(t, _mm512_cmp_ps_mask(frac, half, _CMP_GE_OQ), t, one);
+        t = _mm512_mask_sub_epi32(t, _mm512_cmp_ps_mask(frac, mhalf, _CMP_LE_OQ), t, one);
+        t = _mm512_add_epi32(t, z);
+        t = _mm512_min_epi32(_mm512_max_epi32(t, _mm512_setzero_si512()), _mm512_set1_epi32(255));
+        _mm_storeu_si128((__m128i *)(q + i), _mm512_cvtepi32_epi8(t));
+    }
+    quantize_portable(x + i, q + i, n - i, scale, zp);
+}
+
+static bool quantize_wide(void)
+{
+    return !strcmp(axrt_isa_name(), "avx512");
+}
+#else
+static dot_impl pick_dot(void) { return (dot_impl){dot_portable, dot4_portable}; }
+#endif
+
+void axrt_quantize_u8(const float *x, uint8_t *q, size_t n, float scale, int32_t zp)
+{
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(AXRT_NO_SIMD)
+    if (quantize_wide()) {
+        quantize_avx512(x, q, n, scale, zp);
+        return;
+    }
+#endif
+    quantize_portable(x, q, n, scale, zp);
+}
+
+const char *axrt_q8_isa_name(void)
+{
+    dot_fn *dot = pick_dot().one;
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(AXRT_NO_SIMD)
+    if (dot == dot_vnni) return "avx512vnni";
+    if (dot == dot_avx2) return "avx2";
+#endif
+    return dot == dot_portable ? "portable" : "?";
+}
+
+/* y[o] for o in [0, count): rows of w k apart, four at a time. */
+static void dot_rows(dot_impl d, const uint8_t *x, const int8_t *w, size_t k, size_t first, size_t count,
+                     const axrt_requant *rq, float *y)
+{
+    size_t o = first;
+    int32_t acc[4];
+    for (; o + 4 <= first + count; o += 4) {
+        d.four(x, w + o * k, k, k, acc);
+        for (int j = 0; j < 4; j++)
+            y[o + (size_t)j] = finish(rq, rq->bias[o + (size_t)j] + acc[j], o + (size_t)j);
+    }
+    for (; o < first + count; o++)
+        y[o] = finish(rq, rq->bias[o] + d.one(x, w + o * k, k), o);
+}
+
+/* ---- dense and conv ------------------------------------------------------------ */
+
+void axrt_dense_q8(const uint8_t *x, const int8_t *w, const axrt_requant *rq, float *y, size_t rows,
+                   size_t in, size_t out)
+{
+    const dot_impl d = pick_dot();
+    for (size_t r = 0; r < rows; r++)
+        dot_rows(d, x + r * in, w, in, 0, out, rq, y + r * out);
+}
+
+/* Gathers the receptive field of output pixel (n, oy, ox) for group g into
+ * patch [kh, kw, cig], padding at the zero point x_zp. */
+static void gather_patch(const uint8_t *x, uint8_t x_zp, const axrt_conv2d_params *p, int n, int oy, int ox,
+                         size_t g, uint8_t *patch)
+{
+    const size_t cig = (size_t)(p->c / p->groups);
+    for (int ky = 0; ky < p->kh; ky++)
+        for (int kx = 0; kx < p->kw; kx++, patch += cig) {
+            const int iy = oy * p->stride_h - p->pad_top + ky * p->dilation_h;
+            const int ix = ox * p->stride_w - p->pad_left + kx * p->dilation_w;
+            if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w)
+                memset(patch, x_zp, cig);
+            else
+                memcpy(patch, x + (((size_t)n * (size_t)p->h + (size_t)iy) * (size_t)p->w + (size_t)ix) * (size_t)p->c + g * cig, cig);
+        }
+}
+
+size_t axrt_conv2d_q8_scratch(const axrt_conv2d_params *p)
+{
+    return (size_t)p->kh * (size_t)p->kw * (size_t)(p->c / p->groups);
+}
+
+void axrt_conv2d_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_requant *rq, float *y,
+                    uint8_t *patch, const axrt_conv2d_params *p)
+{
+    const dot_impl d = pick_dot();
+    const size_t k = axrt_conv2d_q8_scratch(p), ocg = (size_t)(p->oc / p->groups);
+    for (int n = 0; n < p->n; n++)
+        for (int oy = 0; oy < p->oh; oy++)
+            for (int ox = 0; ox < p->ow; ox++) {
+                float *out = y + (((size_t)n * (size_t)p->oh + (size_t)oy) * (size_t)p->ow + (size_t)ox) * (size_t)p->oc;
+                for (size_t g = 0; g < (size_t)p->groups; g++) {
+                    gather_patch(x, (uint8_t)x_zp, p, n, oy, ox, g, patch);
+                    dot_rows(d, patch, w, k, g * ocg, ocg, rq, out);
+                }
+            }
+}

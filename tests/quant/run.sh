@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# int8 suite (axc --quantize=int8 --calibrate, interface.md §7):
+#   reference  qmlp (ReLU, ReLU6, plain) and lenet5 (conv, max-pool, dense)
+#              built int8 and run on a held-out input, on every instruction
+#              set the CPU has (AXRT_ISA forced): the same bytes on each, and
+#              within one output LSB of the PyTorch fake-quant of the scheme
+#              (reference.py); the figures say how many outputs are exact
+#   accuracy   every CNN example, random weights (--seed), calibrated on 8
+#              random samples, against the float build on 4 held-out ones:
+#              top-1 agreement and relative error printed (relative error
+#              below 50 %: random-weight deep nets are a harsh case)
+#   errors     bad calibration input: exit 2 and a message naming the problem
+# Environment (set by tests/run.sh): AXC_ROOT, AXC, PYTHON.
+set -u
+root=${AXC_ROOT:?}
+axc=${AXC:?}
+python=${PYTHON:-/usr/bin/python3}
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+pass() { echo "PASS: quant $1"; }
+fail() { echo "FAIL: quant $1"; shift; if [ $# -gt 0 ]; then printf '  %s\n' "$@"; fi; }
+tail_of() { tail -n "${2:-10}" "$1" | sed 's/^/  /'; }
+
+# make_samples FILE COUNT SEED DIMS...: standard normal float32 [COUNT, DIMS...]
+make_samples() {
+    "$python" -c "import sys, numpy as np
+f, n, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+dims = tuple(int(d) for d in sys.argv[4:])
+np.save(f, np.random.default_rng(seed).standard_normal((n,) + dims).astype(np.float32))" "$@"
+}
+
+isas() {
+    echo portable
+    grep -qw avx2 /proc/cpuinfo 2>/dev/null && echo avx2
+    grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo avx512
+}
+
+# reference MODEL AXFILE DIMS...
+reference() {
+    local model=$1 ax=$2 d=$work/ref_$1 isa first=
+    shift 2
+    mkdir -p "$d"
+    make_samples "$d/cal.npy" 8 1 "$@"
+    make_samples "$d/held.npy" 1 9 "$@"
+    "$python" -c "import numpy as np; np.save('$d/x.npy', np.load('$d/held.npy')[0])"
+    "$axc" "$ax" --seed=3 --save-weights "$d/w.safetensors" --emit=ir >/dev/null 2>&1
+    for isa in $(isas); do
+        if ! AXRT_ISA=$isa "$axc" run "$ax" --weights "$d/w.safetensors" --quantize=int8 \
+            --calibrate x="$d/cal.npy" --input x="$d/x.npy" --output "$d/y_$isa.npy" >"$d/run.log" 2>&1; then
+            fail "$model int8 on $isa: axc run"; tail_of "$d/run.log"; continue
+        fi
+        if [ -z "$first" ]; then first=$isa
+        elif cmp -s "$d/y_$first.npy" "$d/y_$isa.npy"; then pass "$model int8: $isa bytes equal $first's"
+        else fail "$model int8: $isa bytes equal $first's"; fi
+    done
+    [ -n "$first" ] || return
+    if "$python" "$here/reference.py" "$model" "$d/w.safetensors" "$d/cal.npy" "$d/x.npy" \
+        "$d/y_$first.npy" >"$d/ref.log" 2>&1; then
+        pass "$model int8 within one LSB of the PyTorch fake-quant reference:$(sed 's/^ *[a-z0-9_]*://' "$d/ref.log")"
+    else
+        fail "$model int8 within one LSB of the PyTorch fake-quant reference"; tail_of "$d/ref.log"
+    fi
+}
+
+# accuracy EXAMPLE: float vs int8 on held-out inputs.
+accuracy() {
+    local ex=$1 ax=$root/examples/$1.ax d=$work/acc_$1 k dims
+    mkdir -p "$d"
+    dims=$("$axc" "$ax" --emit=ir 2>/dev/null | sed -n 's/^ *%[0-9]* = input x : Float32\[\([^]]*\)\].*/\1/p' |
+           head -n 1 | tr ',' ' ')
+    [ -n "$dims" ] || { fail "accuracy $ex: input shape not found"; return; }
+    make_samples "$d/cal.npy" 8 11 $dims
+    make_samples "$d/held.npy" 4 12 $dims
+    for k in 0 1 2 3; do
+        "$python" -c "import numpy as np; np.save('$d/x$k.npy', np.load('$d/held.npy')[$k])"
+        if ! "$axc" run "$ax" --seed=5 --input x="$d/x$k.npy" --output "$d/f$k.npy" >"$d/f.log" 2>&1 ||
+           ! "$axc" run "$ax" --seed=5 --quantize=int8 --calibrate x="$d/cal.npy" --input x="$d/x$k.npy" \
+               --output "$d/q$k.npy" >"$d/q.log" 2>&1; then
+            fail "accuracy $ex: axc run"; tail_of "$d/f.log" 4; tail_of "$d/q.log" 4; return
+        fi
+    done
+    local layers
+    layers=$(sed -n 's/.*: \([0-9]* of [0-9]* dense\/conv layers in int8\).*/\1/p' "$d/q.log" | head -n 1)
+    if "$python" - "$d" >"$d/acc.log" 2>&1 <<'EOF'
+import sys, numpy as np
+d = sys.argv[1]
+agree, errs = 0, []
+for k in range(4):
+    f = np.load(f"{d}/f{k}.npy").astype(np.float64).ravel()
+    q = np.load(f"{d}/q{k}.npy").astype(np.float64).ravel()
+    agree += int(f.argmax() == q.argmax())
+    errs.append(np.linalg.norm(q - f) / max(np.linalg.norm(f), 1e-30))
+print(f"top-1 agreement {agree}/4, relative error mean {100 * np.mean(errs):.1f} %, worst {100 * max(errs):.1f} %")
+sys.exit(0 if max(errs) < 0.5 else 1)
+EOF
+    then pass "accuracy $ex ($layers): $(cat "$d/acc.log")"
+    else fail "accuracy $ex ($layers)"; tail_of "$d/acc.log"; fi
+}
+
+# expect_error NAME PATTERN ARGS...: exit 2 and PATTERN in stderr.
+expect_error() {
+    local name=$1 pattern=$2 rc
+    shift 2
+    "$axc" "$@" >"$work/err.out" 2>"$work/err.log"
+    rc=$?
+    if [ $rc -eq 2 ] && grep -q -- "$pattern" "$work/err.log"; then pass "error: $name"
+    else fail "error: $name" "exit $rc (want 2), stderr:"; tail_of "$work/err.log" 4; fi
+}
+
+errors() {
+    local mlp=$root/examples/mlp.ax d=$work/err
+    mkdir -p "$d"
+    make_samples "$d/good.npy" 4 1 1 784
+    make_samples "$d/shape.npy" 4 1 1 783
+    make_samples "$d/flat.npy" 4 1 784
+    make_samples "$d/empty.npy" 0 1 1 784
+    "$python" -c "import numpy as np; np.save('$d/f64.npy', np.zeros((4, 1, 784)))"
+    "$python" -c "import numpy as np; np.save('$d/int.npy', np.zeros((4, 1, 784), dtype=np.int32))"
+    expect_error "calibration file of the wrong shape" "holds Float32\[4, 1, 783\], but input 'x' takes Float32\[1, 784\]" \
+        "$mlp" --quantize=int8 --calibrate x="$d/shape.npy" -o "$d/m.c"
+    expect_error "calibration samples not along dim 0" "expected Float32\[S, ...\]" \
+        "$mlp" --quantize=int8 --calibrate x="$d/flat.npy" -o "$d/m.c"
+    expect_error "calibration file of the wrong dtype (Float64)" "holds Float64" \
+        "$mlp" --quantize=int8 --calibrate x="$d/f64.npy" -o "$d/m.c"
+    expect_error "calibration file of the wrong dtype (Int32)" "holds Int32" \
+        "$mlp" --quantize=int8 --calibrate x="$d/int.npy" -o "$d/m.c"
+    expect_error "empty calibration set" "holds no samples" \
+        "$mlp" --quantize=int8 --calibrate x="$d/empty.npy" -o "$d/m.c"
+    expect_error "calibration file missing" "cannot read" \
+        "$mlp" --quantize=int8 --calibrate x="$d/none.npy" -o "$d/m.c"
+    expect_error "no such input" "has no input of that name" \
+        "$mlp" --quantize=int8 --calibrate y="$d/good.npy" -o "$d/m.c"
+    expect_error "--quantize without --calibrate" "needs calibration inputs" \
+        "$mlp" --quantize=int8 -o "$d/m.c"
+    expect_error "--calibrate without --quantize" "only with --quantize=int8" \
+        "$mlp" --calibrate x="$d/good.npy" -o "$d/m.c"
+    expect_error "--quantize=int4" "expects int8" "$mlp" --quantize=int4 --calibrate x="$d/good.npy" -o "$d/m.c"
+    expect_error "--quantize with the llvm target" "C target only" \
+        "$mlp" --quantize=int8 --calibrate x="$d/good.npy" --target=llvm -o "$d/m.ll"
+    [ ! -e "$d/m.c" ] && pass "error: no output written" || fail "error: no output written" "$d/m.c exists"
+}
+
+reference qmlp "$here/qmlp.ax" 2 96
+reference lenet5 "$root/examples/lenet5.ax" 1 28 28 1
+for ax in "$root"/examples/*.ax; do    # the CNN examples: those with a conv
+    grep -q 'Conv(' "$ax" && accuracy "$(basename "$ax" .ax)"
+done
+errors

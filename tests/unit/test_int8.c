@@ -1,0 +1,220 @@
+/* test_int8.c — the int8 kernels (runtime/axrt_int8.c): requantisation
+ * against an independent rounding of the exact quotient; dense and conv
+ * (plain, grouped, depthwise, padded, strided, odd lengths for the SIMD
+ * tails) against naive int32 sums written here; and every instruction set
+ * this CPU has, forced with axrt_set_isa, bit-identical to the portable C. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "axrt.h"
+
+/* round_half_away(p / 2^s) by truncating division and a remainder test. */
+static int32_t reference_requantize(int32_t acc, int32_t mult, int s)
+{
+    const int64_t p = (int64_t)acc * mult, d = (int64_t)1 << s;
+    int64_t q = p / d, r = p % d;
+    if (2 * (r < 0 ? -r : r) >= d) q += p < 0 ? -1 : 1;
+    return (int32_t)q;
+}
+
+static uint32_t rng = 12345;
+static uint32_t next_random(void) { rng = rng * 1664525u + 1013904223u; return rng >> 8; }
+
+static void test_requantize(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 100000; i++) {
+        const int32_t acc = (int32_t)(next_random() * 257u) - (int32_t)(1u << 30);
+        const int32_t mult = (int32_t)((1u << 30) + next_random() % (1u << 30));
+        const int s = 1 + (int)(next_random() % 62);
+        assert_int_equal(axrt_requantize(acc, mult, s), reference_requantize(acc, mult, s));
+    }
+    assert_int_equal(axrt_requantize(5, 1 << 30, 31), 3);    /* 2.5 -> 3 */
+    assert_int_equal(axrt_requantize(-5, 1 << 30, 31), -3);  /* -2.5 -> -3 */
+}
+
+static void test_quantize(void **state)
+{
+    const float x[] = {0.0f, 0.5f, -0.5f, 1.49999994f, 100.0f, -100.0f, 0.25f};
+    uint8_t q[7];
+    (void)state;
+    axrt_quantize_u8(x, q, 7, 0.5f, 3);
+    const int want[] = {3, 4, 2, 6, 127, -128, 4};   /* round half away, then + zp, clamped */
+    for (int i = 0; i < 7; i++)
+        assert_int_equal((int)q[i] - 128, want[i]);
+}
+
+/* Every instruction set quantises like the portable C, halves and clamps included. */
+static void test_quantize_isas(void **state)
+{
+    enum { N = 1037 };
+    static float x[N];
+    static uint8_t want[N], got[N];
+    (void)state;
+    for (int i = 0; i < N; i++)
+        x[i] = i % 7 == 0 ? ((float)(i % 300) - 150.0f) * 0.25f + 0.125f   /* exact halves of 0.25 */
+                          : ((float)next_random() / 65536.0f - 128.0f) * 0.37f;
+    x[5] = 1e30f; x[6] = -1e30f;
+    assert_int_equal(axrt_set_isa("portable"), 0);
+    axrt_quantize_u8(x, want, N, 0.25f, -7);
+    const char *others[] = {"avx2", "avx512"};
+    for (int k = 0; k < 2; k++) {
+        if (axrt_set_isa(others[k]) != 0) continue;
+        axrt_quantize_u8(x, got, N, 0.25f, -7);
+        assert_memory_equal(got, want, N);
+    }
+    axrt_set_isa(NULL);
+}
+
+typedef struct case_data {
+    axrt_conv2d_params p;
+    uint8_t *x;
+    int8_t *w;
+    int32_t *bias, *mult;
+    int8_t *shift;
+    axrt_requant rq;
+    size_t nx, nw, ny;
+} case_data;
+
+static void fill_case(case_data *c)
+{
+    const axrt_conv2d_params *p = &c->p;
+    c->nx = (size_t)p->n * p->h * p->w * p->c;
+    c->nw = (size_t)p->oc * p->kh * p->kw * (p->c / p->groups);
+    c->ny = (size_t)p->n * p->oh * p->ow * p->oc;
+    c->x = malloc(c->nx);
+    c->w = malloc(c->nw);
+    c->bias = malloc(sizeof(int32_t) * (size_t)p->oc);
+    c->mult = malloc(sizeof(int32_t) * (size_t)p->oc);
+    c->shift = malloc((size_t)p->oc);
+    for (size_t i = 0; i < c->nx; i++) c->x[i] = (uint8_t)next_random();
+    for (size_t i = 0; i < c->nw; i++) c->w[i] = (int8_t)((int)(next_random() % 255) - 127);
+    for (int o = 0; o < p->oc; o++) {
+        c->bias[o] = (int32_t)(next_random() % 20001) - 10000;
+        c->mult[o] = (int32_t)((1u << 30) + next_random() % (1u << 30));
+        c->shift[o] = (int8_t)(38 + next_random() % 4);
+    }
+    c->rq = (axrt_requant){c->bias, c->mult, c->shift, NULL, 5, -100, 120, 0.125f};
+}
+
+static void free_case(case_data *c)
+{
+    free(c->x); free(c->w); free(c->bias); free(c->mult); free(c->shift);
+}
+
+/* The conv by its definition, to integers q (before dequantisation). */
+static void reference_conv(const case_data *c, int32_t x_zp, float *y)
+{
+    const axrt_conv2d_params *p = &c->p;
+    const int cig = p->c / p->groups, ocg = p->oc / p->groups;
+    for (int n = 0; n < p->n; n++)
+        for (int oy = 0; oy < p->oh; oy++)
+            for (int ox = 0; ox < p->ow; ox++)
+                for (int oc = 0; oc < p->oc; oc++) {
+                    int64_t acc = c->bias[oc];
+                    for (int ky = 0; ky < p->kh; ky++)
+                        for (int kx = 0; kx < p->kw; kx++)
+                            for (int ci = 0; ci < cig; ci++) {
+                                const int iy = oy * p->stride_h - p->pad_top + ky * p->dilation_h;
+                                const int ix = ox * p->stride_w - p->pad_left + kx * p->dilation_w;
+                                const int inside = iy >= 0 && iy < p->h && ix >= 0 && ix < p->w;
+                                const int xv = inside ? c->x[((n * p->h + iy) * p->w + ix) * p->c + (oc / ocg) * cig + ci] : x_zp;
+                                acc += (int64_t)xv * c->w[((oc * p->kh + ky) * p->kw + kx) * cig + ci];
+                            }
+                    int32_t q = c->rq.zp + reference_requantize((int32_t)acc, c->mult[oc], c->shift[oc]);
+                    q = q < c->rq.lo ? c->rq.lo : q > c->rq.hi ? c->rq.hi : q;
+                    y[((n * p->oh + oy) * p->ow + ox) * p->oc + oc] = (float)(q - c->rq.zp) * c->rq.scale;
+                }
+}
+
+static const char *const isas[] = {"portable", "avx2", "avx512"};
+
+/* The conv on every instruction set against the reference; equal bits. */
+static void check_conv(axrt_conv2d_params p)
+{
+    case_data c = {.p = p};
+    fill_case(&c);
+    float *want = malloc(sizeof(float) * c.ny), *got = malloc(sizeof(float) * c.ny);
+    reference_conv(&c, 77, want);
+    for (int i = 0; i < 3; i++) {
+        if (axrt_set_isa(isas[i]) != 0) { print_message("  (no %s on this CPU)\n", isas[i]); continue; }
+        memset(got, 0, sizeof(float) * c.ny);
+        uint8_t *patch = malloc(axrt_conv2d_q8_scratch(&c.p));
+        axrt_conv2d_q8(c.x, 77, c.w, &c.rq, got, patch, &c.p);
+        free(patch);
+        if (memcmp(got, want, sizeof(float) * c.ny))
+            fail_msg("conv %dx%dx%d groups %d differs from the reference on %s (%s)", p.h, p.w, p.c, p.groups,
+                     isas[i], axrt_q8_isa_name());
+    }
+    axrt_set_isa(NULL);
+    free(want); free(got);
+    free_case(&c);
+}
+
+static void test_conv(void **state)
+{
+    (void)state;
+    /* n h w c oh ow oc kh kw sh sw dh dw pt pl groups */
+    check_conv((axrt_conv2d_params){1, 7, 6, 13, 7, 6, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1});
+    check_conv((axrt_conv2d_params){2, 8, 8, 67, 4, 4, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1});
+    check_conv((axrt_conv2d_params){1, 5, 5, 130, 5, 5, 3, 1, 1, 1, 1, 1, 1, 0, 0, 1});
+    check_conv((axrt_conv2d_params){1, 6, 6, 24, 6, 6, 24, 3, 3, 1, 1, 1, 1, 1, 1, 24}); /* depthwise */
+    check_conv((axrt_conv2d_params){1, 6, 6, 32, 3, 3, 16, 3, 3, 2, 2, 1, 1, 1, 1, 4});  /* grouped */
+}
+
+/* Dense is the 1x1 conv over a 1x1 image with `rows` images. */
+static void test_dense(void **state)
+{
+    (void)state;
+    const size_t ins[] = {1, 15, 16, 17, 63, 64, 65, 200, 784};
+    for (size_t t = 0; t < sizeof ins / sizeof ins[0]; t++) {
+        const int in = (int)ins[t], rows = 3, out = 11;
+        case_data c = {.p = {rows, 1, 1, in, 1, 1, out, 1, 1, 1, 1, 1, 1, 0, 0, 1}};
+        fill_case(&c);
+        float want[3 * 11], got[3 * 11];
+        reference_conv(&c, 0, want);
+        for (int i = 0; i < 3; i++) {
+            if (axrt_set_isa(isas[i]) != 0) continue;
+            axrt_dense_q8(c.x, c.w, &c.rq, got, (size_t)rows, (size_t)in, (size_t)out);
+            if (memcmp(got, want, sizeof got))
+                fail_msg("dense in=%d differs from the reference on %s (%s)", in, isas[i], axrt_q8_isa_name());
+        }
+        axrt_set_isa(NULL);
+        free_case(&c);
+    }
+}
+
+/* The dot product the float ISA names is the one used. */
+static void test_dispatch(void **state)
+{
+    (void)state;
+    assert_int_equal(axrt_set_isa("portable"), 0);
+    assert_string_equal(axrt_q8_isa_name(), "portable");
+    if (axrt_set_isa("avx2") == 0)
+        assert_string_equal(axrt_q8_isa_name(), "avx2");
+    if (axrt_set_isa("avx512") == 0) {
+        const char *name = axrt_q8_isa_name();
+        print_message("  avx512 float kernels use the int8 dot '%s'\n", name);
+        assert_true(!strcmp(name, "avx512vnni") || !strcmp(name, "avx2"));
+    }
+    axrt_set_isa(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_requantize),
+        cmocka_unit_test(test_quantize),
+        cmocka_unit_test(test_quantize_isas),
+        cmocka_unit_test(test_dense),
+        cmocka_unit_test(test_conv),
+        cmocka_unit_test(test_dispatch),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
