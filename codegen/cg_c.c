@@ -800,6 +800,15 @@ static void emit_result(emitter *em, const ir_node *n, const char *y)
     (void)em, (void)n, (void)y; /* written by its producer (emit_chunk) */
 }
 
+static void emit_groupnorm(emitter *em, const ir_node *n, const char *y)
+{
+    const int64_t c = n->shape[n->rank - 1], batch = n->shape[0];
+    ax_buf_printf(OUT, "    axrt_groupnorm_%s(%s, %s, %s, %s, %lld, %lld, %lld, %d, %s);\n", SFX,
+                  operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y, (long long)batch,
+                  (long long)(ir_numel(n) / batch / c), (long long)c, n->attrs.groups,
+                  real_literal(em, n->dtype, n->attrs.eps));
+}
+
 static void emit_reshape(emitter *em, const ir_node *n, const char *y)
 {
     emit_copy(em, n, operand(em, n, 0), y);

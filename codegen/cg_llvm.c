@@ -757,6 +757,15 @@ static void lv_fused(lv *L, const ir_node *n, LLVMValueRef y)
 
 static void lv_source(lv *L, const ir_node *n, LLVMValueRef y) { (void)L, (void)n, (void)y; }
 static void lv_unary(lv *L, const ir_node *n, LLVMValueRef y) { call_unary(L, n->op, n, operand(L, n, 0), y); }
+static void lv_groupnorm(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const int64_t c = n->shape[n->rank - 1], batch = n->shape[0];
+    LLVMValueRef args[] = {operand(L, n, 0), operand(L, n, 1), operand(L, n, 2), y,
+                           k_size(L, batch), k_size(L, ir_numel(n) / batch / c), k_size(L, c),
+                           k_size(L, n->attrs.groups), k_real(L, n->attrs.eps)};
+    call(L, kernel(L, "groupnorm"), "vppppzzzzr", args);
+}
+
 static void lv_reduce(lv *L, const ir_node *n, LLVMValueRef y) { axis_kernel(L, n, operand_node(L, n, 0), y); }
 static void lv_softmax(lv *L, const ir_node *n, LLVMValueRef y) { axis_kernel(L, n, n, y); }
 static void lv_reshape(lv *L, const ir_node *n, LLVMValueRef y) { copy(L, n, operand(L, n, 0), y); }

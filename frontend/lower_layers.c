@@ -644,6 +644,56 @@ static bool build_layernorm(lower_state *st, lower_layer *l, const lower_args *a
     return true;
 }
 
+/* GroupNorm(groups, channels; eps=1e-5): torch.nn.GroupNorm's argument order. */
+static bool build_groupnorm(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    int64_t groups = 1, c = 1;
+    l->attrs.eps = 1e-5;
+    bool ok = eval_int_min(st, a->pos[0], "GroupNorm groups", 1, &groups);
+    ok = eval_int_min(st, a->pos[1], "GroupNorm channels", 1, &c) && ok;
+    ok = kw_float(st, a, "eps", true, &l->attrs.eps) && ok;
+    if (!ok) return false;
+    if (c % groups != 0) {
+        ax_error(st->ctx, a->pos[0]->loc, "GroupNorm: groups (%lld) must divide the channels (%lld)",
+                 (long long)groups, (long long)c);
+        return false;
+    }
+    l->op = IR_OP_groupnorm;
+    l->attrs.groups = (int)groups;
+    add_vector_param(st, l, "weight", IR_PARAM_ONES, c);
+    add_vector_param(st, l, "bias", IR_PARAM_ZEROS, c);
+    return true;
+}
+
+/* RMSNorm(D; eps): torch.nn.RMSNorm(D), whose eps defaults to the dtype's
+ * machine epsilon; built from nodes by apply_rmsnorm. */
+static bool build_rmsnorm(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    int64_t d = 1;
+    l->attrs.eps = st->g->dtype == AXRT_F64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
+    bool ok = eval_int_min(st, a->pos[0], "RMSNorm size", 1, &d);
+    ok = kw_float(st, a, "eps", true, &l->attrs.eps) && ok;
+    if (!ok) return false;
+    l->op = IR_OP_mul;
+    add_vector_param(st, l, "weight", IR_PARAM_ONES, d);
+    return true;
+}
+
+/* x / sqrt(mean(x .* x; dims=-1) + eps) .* weight */
+static int apply_rmsnorm(lower_state *st, const lower_layer *l, int x, ax_loc loc)
+{
+    ir_attrs none = lower_attrs(), eps = lower_attrs();
+    eps.scalar = l->attrs.eps;
+    int sq = lower_add(st, IR_OP_mul, (int[]){x, x}, 2, &none, loc, l->name);
+    int mean = lower_add(st, IR_OP_mean, &sq, 1, &none, loc, l->name);
+    int e = lower_add(st, IR_OP_scalar, NULL, 0, &eps, loc, NULL);
+    ir_at(st->g, e)->rank = 0;
+    int rms = lower_add(st, IR_OP_sqrt, (int[]){lower_add(st, IR_OP_add, (int[]){mean, e}, 2, &none,
+                                                          loc, l->name)}, 1, &none, loc, l->name);
+    int y = lower_add(st, IR_OP_div, (int[]){x, rms}, 2, &none, loc, l->name);
+    return lower_add(st, IR_OP_mul, (int[]){y, l->params[0]}, 2, &none, loc, l->name);
+}
+
 static bool build_dropout(lower_state *st, lower_layer *l, const lower_args *a)
 {
     lower_num p;
@@ -717,6 +767,8 @@ static const lower_ctor ctors[] = {
     {"AdaptiveMeanPool", 1, "((h, w))", NULL, build_adaptivepool},
     {"BatchNorm", 1, "(channels)", kw_batchnorm, build_batchnorm},
     {"LayerNorm", 1, "(size)", kw_eps, build_layernorm},
+    {"GroupNorm", 2, "(groups, channels)", kw_eps, build_groupnorm},
+    {"RMSNorm", 1, "(size)", kw_eps, build_rmsnorm},
     {"Dropout", 1, "(p)", NULL, build_dropout},
     {"Flatten", 0, "()", NULL, build_flatten},
     {"Embedding", 1, "(vocab => dim)", NULL, build_embedding},
@@ -777,6 +829,7 @@ int lower_apply_layer(lower_state *st, const lower_layer *l, const int *in, int 
         return IR_NONE;
     }
     if (l->op == IR_OP_COUNT) return in[0];
+    if (l->ctor->build == build_rmsnorm) return apply_rmsnorm(st, l, in[0], loc);  /* several nodes */
     int src[IR_MAX_SRC], n = 0;
     for (int i = 0; i < (l->op == IR_OP_mha ? 3 : nin); i++) src[n++] = in[nin == 1 ? 0 : i];
     for (int i = 0; i < l->nparams; i++) src[n++] = l->params[i];

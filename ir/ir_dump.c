@@ -225,6 +225,12 @@ static void put_eps_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
     ax_buf_printf(out, " eps=%g", n->attrs.eps);
 }
 
+static void put_groups_eps_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    ax_buf_printf(out, " groups=%d eps=%g", n->attrs.groups, n->attrs.eps);
+}
+
 static void put_mha_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
 {
     (void)g;
@@ -260,6 +266,7 @@ static void put_fused_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
 #define put_matmul_attrs put_no_attrs
 #define put_dense_attrs put_no_attrs
 #define put_layernorm_attrs put_eps_attrs
+#define put_groupnorm_attrs put_groups_eps_attrs
 #define put_batchnorm_attrs put_eps_attrs
 #define put_conv_attrs put_window
 #define put_pool_attrs put_window

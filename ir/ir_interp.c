@@ -589,6 +589,34 @@ static int eval_layernorm(const interp *in, const ir_node *n, double *out)
     return 0;
 }
 
+/* torch.nn.GroupNorm on [N, S..., C]: per sample and group, the mean and
+ * biased variance over the positions and the group's C/groups channels. */
+static int eval_groupnorm(const interp *in, const ir_node *n, double *out)
+{
+    const double *x = operand_vals(in, n, 0), *w = operand_vals(in, n, 1);
+    const double *bias = operand_vals(in, n, 2);
+    int64_t c = n->shape[n->rank - 1], batch = n->shape[0], cg = c / n->attrs.groups;
+    int64_t spatial = ir_numel(n) / batch / c;
+    double count = (double)(spatial * cg);
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t g = 0; g < n->attrs.groups; g++) {
+            int64_t base = b * spatial * c + g * cg;
+            double mean = 0, var = 0;
+            for (int64_t s = 0; s < spatial; s++)
+                for (int64_t i = 0; i < cg; i++) mean += x[base + s * c + i];
+            mean /= count;
+            for (int64_t s = 0; s < spatial; s++)
+                for (int64_t i = 0; i < cg; i++)
+                    var += (x[base + s * c + i] - mean) * (x[base + s * c + i] - mean);
+            double inv_std = 1 / sqrt(var / count + n->attrs.eps);
+            for (int64_t s = 0; s < spatial; s++)
+                for (int64_t i = 0; i < cg; i++)
+                    out[base + s * c + i] = (x[base + s * c + i] - mean) * inv_std * w[g * cg + i] +
+                                            bias[g * cg + i];
+        }
+    return 0;
+}
+
 static int eval_batchnorm(const interp *in, const ir_node *n, double *out)
 {
     const double *x = operand_vals(in, n, 0), *w = operand_vals(in, n, 1);

@@ -440,6 +440,16 @@ static bool shape_norm(ir_graph *g, ir_node *n)
 static bool shape_layernorm(ir_graph *g, ir_node *n) { return shape_norm(g, n); }
 static bool shape_batchnorm(ir_graph *g, ir_node *n) { return shape_norm(g, n); }
 
+/* GroupNorm: as the other norms, and a batch dim before the channels. */
+static bool shape_groupnorm(ir_graph *g, ir_node *n)
+{
+    const ir_node *x = operand(g, n, 0), *w = operand(g, n, 1);
+    char expected[64];
+    snprintf(expected, sizeof expected, "[N, ..., %lld]", (long long)dim(w, 0));
+    if (x->rank < 2) return fail_expects(g, n, "input", expected, x);
+    return shape_norm(g, n);
+}
+
 /* One spatial dimension of a window op; pad_same fills pad_lo/pad_hi. */
 static int64_t window_out(int64_t size, int k, int stride, int dilation, bool same, int *pad_lo,
                           int *pad_hi)

@@ -180,6 +180,9 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
                         size_t in, size_t out);                                          \
     void axrt_layernorm_##S(const T *x, const T *w, const T *bias, T *y, size_t rows,     \
                             size_t d, T eps);                                            \
+    /* torch.nn.GroupNorm on x [n, spatial, c]: groups of c/groups channels */    \
+    void axrt_groupnorm_##S(const T *x, const T *w, const T *bias, T *y, size_t n,        \
+                            size_t spatial, size_t c, size_t groups, T eps);             \
     void axrt_batchnorm_##S(const T *x, const T *w, const T *bias, const T *mean,         \
                             const T *var, T *y, size_t rows, size_t c, T eps);           \
     void axrt_conv2d_##S(const T *x, const T *w, const T *bias, T *y,                     \

@@ -353,6 +353,14 @@ def norm_cases():
               "Conv((3, 3), 3 => 8, pad=1, bias=false)\nBatchNorm(8)\nrelu",
               lambda: {"0": T.ConvNHWC(3, 8, 3, pad=1, bias=False), "1": T.BatchNormNHWC(8)},
               lambda m, x: F.relu(m["1"](m["0"](x))), {"x": ((1, 7, 7, 3), "normal")}),
+        layer("groupnorm_nhwc", "x::Float32[2, 5, 7, 12]", "GroupNorm(4, 12)",
+              lambda: {"0": T.GroupNormNHWC(4, 12)}, only("0"), {"x": ((2, 5, 7, 12), "normal")}),
+        layer("groupnorm_1d_eps", "x::Float32[3, 9, 6]", "GroupNorm(6, 6, eps=1e-3)",
+              lambda: {"0": T.GroupNormNHWC(6, 6, eps=1e-3)}, only("0"), {"x": ((3, 9, 6), "normal")}),
+        layer("rmsnorm", "x::Float32[2, 5, 13]", "RMSNorm(13)",
+              lambda: {"0": T.RMSNorm(13)}, only("0"), {"x": ((2, 5, 13), "normal")}),
+        layer("rmsnorm_eps", "x::Float32[3, 33]", "RMSNorm(33, eps=1e-5)",
+              lambda: {"0": T.RMSNorm(33, eps=1e-5)}, only("0"), {"x": ((3, 33), "normal")}),
     ]
 
 
