@@ -809,6 +809,15 @@ static void emit_groupnorm(emitter *em, const ir_node *n, const char *y)
                   real_literal(em, n->dtype, n->attrs.eps));
 }
 
+static void emit_upsample(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *x = operand_node(em, n, 0);
+    ax_buf_printf(OUT, "    axrt_upsample_%s(%s, %s, %lld, %lld, %lld, %lld, %d, %d, %d);\n", SFX,
+                  operand(em, n, 0), y, (long long)x->shape[0], (long long)x->shape[1],
+                  (long long)x->shape[2], (long long)x->shape[3], n->attrs.scale[0],
+                  n->attrs.scale[1], n->attrs.mode);
+}
+
 static void emit_reshape(emitter *em, const ir_node *n, const char *y)
 {
     emit_copy(em, n, operand(em, n, 0), y);

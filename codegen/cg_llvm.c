@@ -766,6 +766,16 @@ static void lv_groupnorm(lv *L, const ir_node *n, LLVMValueRef y)
     call(L, kernel(L, "groupnorm"), "vppppzzzzr", args);
 }
 
+static void lv_upsample(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const ir_node *x = operand_node(L, n, 0);
+    LLVMValueRef args[] = {operand(L, n, 0), y, k_size(L, x->shape[0]), k_size(L, x->shape[1]),
+                           k_size(L, x->shape[2]), k_size(L, x->shape[3]),
+                           k_size(L, n->attrs.scale[0]), k_size(L, n->attrs.scale[1]),
+                           k_size(L, n->attrs.mode)};
+    call(L, kernel(L, "upsample"), "vppzzzzzzz", args);
+}
+
 static void lv_reduce(lv *L, const ir_node *n, LLVMValueRef y) { axis_kernel(L, n, operand_node(L, n, 0), y); }
 static void lv_softmax(lv *L, const ir_node *n, LLVMValueRef y) { axis_kernel(L, n, n, y); }
 static void lv_reshape(lv *L, const ir_node *n, LLVMValueRef y) { copy(L, n, operand(L, n, 0), y); }

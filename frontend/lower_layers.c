@@ -50,6 +50,7 @@ static const char *const torch_names[][2] = {
     {"AvgPool2d", "MeanPool((kh, kw))"}, {"AdaptiveAvgPool2d", "AdaptiveMeanPool((h, w))"},
     {"Sequential", "Chain(...)"}, {"ModuleList", "a list [E for i in a:b]"},
     {"MultiheadAttention", "MultiHeadAttention(d => heads)"}, {"ReLU", "relu"},
+    {"UpsamplingNearest2d", "Upsample(scale)"}, {"UpsamplingBilinear2d", "Upsample(scale, mode=bilinear, align_corners=true)"},
     {"ReLU6", "relu6"}, {"GELU", "gelu"}, {"SiLU", "silu"}, {"Sigmoid", "sigmoid"},
     {"Tanh", "tanh"}, {"Hardswish", "hardswish"}, {"Hardsigmoid", "hardsigmoid"},
     {"Softmax", "softmax"}, {"Identity", "identity"}, {"cat", "concat(a, b; dims=k)"},
@@ -62,6 +63,7 @@ static const char *const torch_keywords[][2] = {
     {"in_channels", "in => out"}, {"out_channels", "in => out"},
     {"in_features", "in => out"}, {"out_features", "in => out"},
     {"dim", "dims="}, {"keepdim", "keepdims="}, {"ceil_mode", "ceil="},
+    {"scale_factor", "the first argument: Upsample(scale)"}, {"num_groups", "GroupNorm(groups, C)"},
 };
 
 const char *lower_torch_name(const char *name)
@@ -694,6 +696,30 @@ static int apply_rmsnorm(lower_state *st, const lower_layer *l, int x, ax_loc lo
     return lower_add(st, IR_OP_mul, (int[]){y, l->params[0]}, 2, &none, loc, l->name);
 }
 
+/* Upsample(scale; mode=nearest|bilinear, align_corners=false): an integer
+ * or (h, w) factor, torch.nn.Upsample(scale_factor=...) on NHWC. */
+static bool build_upsample(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    bool corners = false, ok = eval_int_or_tuple(st, a->pos[0], 2, 1, "Upsample expects the scale: a "
+                                                 "positive integer or an (h, w) tuple", l->attrs.scale);
+    ok = kw_bool(st, a, "align_corners", &corners) && ok;
+    const ast_node *mode = kw_value(a, "mode");
+    l->op = IR_OP_upsample;
+    l->attrs.mode = IR_UPSAMPLE_NEAREST;
+    if (mode && is_ident(mode, "bilinear")) {
+        l->attrs.mode = corners ? IR_UPSAMPLE_BILINEAR_CORNERS : IR_UPSAMPLE_BILINEAR;
+    } else if (mode && !is_ident(mode, "nearest")) {
+        ax_error(st->ctx, mode->loc, "Upsample mode expects nearest or bilinear");
+        return false;
+    }
+    if (ok && corners && l->attrs.mode == IR_UPSAMPLE_NEAREST) {
+        ax_error(st->ctx, kw_value(a, "align_corners")->loc, "align_corners is a keyword of "
+                 "mode=bilinear (nearest has no corners to align)");
+        return false;
+    }
+    return ok;
+}
+
 static bool build_dropout(lower_state *st, lower_layer *l, const lower_args *a)
 {
     lower_num p;
@@ -757,6 +783,7 @@ static const char *const kw_pool[] = {"stride", "pad", "ceil", "count_include_pa
 static const char *const kw_batchnorm[] = {"eps", "activation", NULL};
 static const char *const kw_eps[] = {"eps", NULL};
 static const char *const kw_mha[] = {"bias", "causal", NULL};
+static const char *const kw_upsample[] = {"mode", "align_corners", NULL};
 
 static const lower_ctor ctors[] = {
     {"Dense", 1, "(in => out)", kw_dense, build_dense},
@@ -769,6 +796,7 @@ static const lower_ctor ctors[] = {
     {"LayerNorm", 1, "(size)", kw_eps, build_layernorm},
     {"GroupNorm", 2, "(groups, channels)", kw_eps, build_groupnorm},
     {"RMSNorm", 1, "(size)", kw_eps, build_rmsnorm},
+    {"Upsample", 1, "(scale)", kw_upsample, build_upsample},
     {"Dropout", 1, "(p)", NULL, build_dropout},
     {"Flatten", 0, "()", NULL, build_flatten},
     {"Embedding", 1, "(vocab => dim)", NULL, build_embedding},

@@ -123,6 +123,14 @@ typedef struct ir_fused_step {
 #define IR_FUSED_OPERAND(k) (-1 - (k))
 #define IR_FUSED_OPERAND_INDEX(arg) (-1 - (arg))
 
+/* upsample's attrs.mode: torch.nn.Upsample(mode=..., align_corners=...);
+ * the same numbers as the runtime kernel's mode argument. */
+typedef enum ir_upsample_mode {
+    IR_UPSAMPLE_NEAREST = 0,
+    IR_UPSAMPLE_BILINEAR = 1,        /* align_corners=False, PyTorch's default */
+    IR_UPSAMPLE_BILINEAR_CORNERS = 2 /* align_corners=True */
+} ir_upsample_mode;
+
 /* Operator attributes; which fields mean something depends on the op. */
 typedef struct ir_attrs {
     int axis;                 /* softmax, log_softmax, sum/mean/maximum, concat: normalised to 0..rank-1 by pass_shape */
@@ -168,6 +176,8 @@ typedef struct ir_attrs {
     const ir_fused_step *steps; /* fused_elementwise: the program (context arena) */
     int nsteps;
     int parts;                /* chunk: parts asked for (torch.chunk's chunks) */
+    int scale[2];             /* upsample: integer factors (h, w) */
+    int mode;                 /* upsample: an ir_upsample_mode */
     int nresults;             /* multi-result producer: its number of results */
     int index;                /* result: which result of src[0] it is, 0-based */
     const int64_t (*strides)[IR_MAX_RANK]; /* fused_elementwise: row k (context arena) gives

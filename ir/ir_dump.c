@@ -231,6 +231,14 @@ static void put_groups_eps_attrs(ax_buf *out, const ir_graph *g, const ir_node *
     ax_buf_printf(out, " groups=%d eps=%g", n->attrs.groups, n->attrs.eps);
 }
 
+static void put_upsample_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    static const char *const modes[] = {"nearest", "bilinear", "bilinear_align_corners"};
+    (void)g;
+    ax_buf_printf(out, " scale=(%d, %d) mode=%s", n->attrs.scale[0], n->attrs.scale[1],
+                  modes[n->attrs.mode]);
+}
+
 static void put_mha_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
 {
     (void)g;

@@ -590,6 +590,17 @@ static bool shape_pool(ir_graph *g, ir_node *n)
     return true;
 }
 
+static bool shape_upsample(ir_graph *g, ir_node *n)
+{
+    const ir_node *x = operand(g, n, 0);
+    if (x->rank != 4)
+        return fail_expects(g, n, "input", "[N, H, W, C]", x);
+    int64_t out[4] = {x->shape[0], x->shape[1] * n->attrs.scale[0], x->shape[2] * n->attrs.scale[1],
+                      x->shape[3]};
+    set_shape(n, out, 4);
+    return true;
+}
+
 static bool shape_globalpool(ir_graph *g, ir_node *n)
 {
     const ir_node *x = operand(g, n, 0);
