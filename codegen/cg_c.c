@@ -584,8 +584,11 @@ static void emit_mha(emitter *em, const ir_node *n, const char *y)
                   (long long)(ir_numel(q) / (lq * d)), (long long)lq,
                   (long long)k->shape[k->rank - 2], (long long)d, n->attrs.heads,
                   n->attrs.causal ? 1 : 0);
-    ax_buf_printf(OUT, "        axrt_mha_%s%s(%s, %s, %s, %s, %s, %s, %s, %s,\n",
-                  operand_packed(em, n, 3) ? "packed_" : "", SFX, operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), operand(em, n, 3),
+    const bool masked = n->nsrc > 7 && n->src[7] != IR_NONE;
+    ax_buf_printf(OUT, "        axrt_mha_%s%s%s(%s, %s, %s, %s%s%s, %s, %s, %s, %s,\n",
+                  operand_packed(em, n, 3) ? "packed_" : "", masked ? "masked_" : "", SFX,
+                  operand(em, n, 0), operand(em, n, 1), operand(em, n, 2),
+                  masked ? operand(em, n, 7) : "", masked ? ", " : "", operand(em, n, 3),
                   operand(em, n, 4), operand(em, n, 5), operand(em, n, 6), y);
     ax_buf_printf(OUT, "                  (%s *)((unsigned char *)arena + %lld), &params);\n    }\n",
                   ctype(n->dtype), (long long)n->scratch_offset);

@@ -485,11 +485,16 @@ static void lv_mha(lv *L, const ir_node *n, LLVMValueRef y)
         ax_die("cg_llvm: mha %%%d has no scratch buffer", (int)(n - L->g->nodes));
     const int p[] = {(int)(ir_numel(q) / (lq * d)), (int)lq, (int)k->shape[k->rank - 2], (int)d,
                      n->attrs.heads, n->attrs.causal ? 1 : 0};
-    LLVMValueRef args[10];
-    for (int i = 0; i < 7; i++)
-        args[i] = operand(L, n, i);
-    args[7] = y, args[8] = scratch(L, n), args[9] = const_ints(L, p, 6);
-    call(L, kernel(L, cg_operand_packed(L->g, n, 3) ? "mha_packed" : "mha"), "vpppppppppp", args);
+    const bool masked = n->nsrc > 7 && n->src[7] != IR_NONE, packed = cg_operand_packed(L->g, n, 3);
+    LLVMValueRef args[11];
+    int a = 0;
+    for (int i = 0; i < 7; i++) {
+        if (i == 3 && masked) args[a++] = operand(L, n, 7); /* key_mask after q, k, v */
+        args[a++] = operand(L, n, i);
+    }
+    args[a++] = y, args[a++] = scratch(L, n), args[a++] = const_ints(L, p, 6);
+    call(L, kernel(L, masked ? (packed ? "mha_packed_masked" : "mha_masked") : packed ? "mha_packed" : "mha"),
+         masked ? "vppppppppppp" : "vpppppppppp", args);
 }
 
 /* Returns a non-zero status from forward as the C target does. */

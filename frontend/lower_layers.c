@@ -823,6 +823,22 @@ int lower_callable_names(const char **names)
     return n;
 }
 
+/* Attention: mha(x), mha(x, mask), mha(q, k, v) or mha(q, k, v, mask); the
+ * key mask [N, S] (0 = padding) is the node's last operand. */
+static int apply_mha(lower_state *st, const lower_layer *l, const int *in, int nin, ax_loc loc)
+{
+    if (nin < 1 || nin > 4) {
+        ax_error(st->ctx, loc, "layer '%s' (%s) expects x, (x, mask), (q, k, v) or (q, k, v, mask), "
+                 "got %d inputs", l->name, l->ctor->name, nin);
+        return IR_NONE;
+    }
+    int src[IR_MAX_SRC], n = 0;
+    for (int i = 0; i < 3; i++) src[n++] = in[nin <= 2 ? 0 : i];
+    for (int i = 0; i < l->nparams; i++) src[n++] = l->params[i];
+    src[n++] = nin % 2 == 0 ? in[nin - 1] : IR_NONE;
+    return lower_add(st, l->op, src, n, &l->attrs, loc, l->name);
+}
+
 lower_layer *lower_make_layer(lower_state *st, const lower_ctor *c, const ast_node *call,
                               const char *name, ax_loc decl)
 {
@@ -847,19 +863,16 @@ lower_layer *lower_make_layer(lower_state *st, const lower_ctor *c, const ast_no
 int lower_apply_layer(lower_state *st, const lower_layer *l, const int *in, int nin, ax_loc loc)
 {
     if (l->kind != LAYER_CTOR) return lower_apply_composite(st, l, in, nin, loc);
+    if (l->op == IR_OP_mha) return apply_mha(st, l, in, nin, loc);
     if (nin != l->min_in && nin != l->max_in) {
-        if (l->min_in == l->max_in)
-            ax_error(st->ctx, loc, "layer '%s' (%s) expects 1 input, got %d", l->name,
-                     l->ctor->name, nin);
-        else
-            ax_error(st->ctx, loc, "layer '%s' (%s) expects 1 or 3 inputs (x or q, k, v), got %d",
-                     l->name, l->ctor->name, nin);
+        ax_error(st->ctx, loc, "layer '%s' (%s) expects 1 input, got %d", l->name,
+                 l->ctor->name, nin);
         return IR_NONE;
     }
     if (l->op == IR_OP_COUNT) return in[0];
     if (l->ctor->build == build_rmsnorm) return apply_rmsnorm(st, l, in[0], loc);  /* several nodes */
     int src[IR_MAX_SRC], n = 0;
-    for (int i = 0; i < (l->op == IR_OP_mha ? 3 : nin); i++) src[n++] = in[nin == 1 ? 0 : i];
+    for (int i = 0; i < nin; i++) src[n++] = in[i];
     for (int i = 0; i < l->nparams; i++) src[n++] = l->params[i];
     int id = lower_add(st, l->op, src, n, &l->attrs, loc, l->name);
     if (l->act != IR_OP_COUNT) id = lower_add(st, l->act, &id, 1, &l->act_attrs, loc, l->name);

@@ -788,7 +788,7 @@ typedef struct mha_dims {
 
 /* One head of one batch: ctx[i, head cols] = softmax(Q Kᵀ/√hd + mask) V. */
 static void attend_head(const mha_dims *m, const double *q, const double *k, const double *v,
-                        double *scores, double *ctx)
+                        const double *key_mask, double *scores, double *ctx)
 {
     double scale = 1 / sqrt((double)m->head_dim);
     for (int64_t i = 0; i < m->lq; i++) {
@@ -798,7 +798,7 @@ static void attend_head(const mha_dims *m, const double *q, const double *k, con
             double dot = 0;
             for (int64_t c = 0; c < m->head_dim; c++)
                 dot += q[i * m->d + c] * k[j * m->d + c];
-            scores[j] = dot * scale;
+            scores[j] = key_mask && key_mask[j] == 0 ? -INFINITY : dot * scale;
             max = fmax(max, scores[j]);
         }
         for (int64_t j = 0; j < visible; j++)
@@ -823,6 +823,7 @@ static int eval_mha(const interp *in, const ir_node *n, double *out)
         return -1;
     m.head_dim = m.d / m.heads;
     const double *in_w = operand_vals(in, n, 3), *in_b = operand_vals(in, n, 4);
+    const double *key_mask = n->nsrc > 7 ? operand_vals(in, n, 7) : NULL;
     size_t q_elems = (size_t)(m.batch * m.lq * m.d), kv_elems = (size_t)(m.batch * m.lk * m.d);
     double *qp = malloc(q_elems * sizeof *qp), *ctx = malloc(q_elems * sizeof *ctx);
     double *kp = malloc(kv_elems * sizeof *kp), *vp = malloc(kv_elems * sizeof *vp);
@@ -838,7 +839,8 @@ static int eval_mha(const interp *in, const ir_node *n, double *out)
             for (int64_t h = 0; h < m.heads; h++)
                 attend_head(&m, qp + b * m.lq * m.d + h * m.head_dim,
                             kp + b * m.lk * m.d + h * m.head_dim,
-                            vp + b * m.lk * m.d + h * m.head_dim, scores,
+                            vp + b * m.lk * m.d + h * m.head_dim, key_mask ? key_mask + b * m.lk : NULL,
+                            scores,
                             ctx + b * m.lq * m.d + h * m.head_dim);
         linear_rows(ctx, m.batch * m.lq, m.d, operand_vals(in, n, 5), operand_vals(in, n, 6), m.d,
                     out);

@@ -649,6 +649,10 @@ static bool shape_mha(ir_graph *g, ir_node *n)
         return fail_expects(g, n, "key", expected, k);
     if (v->rank != 3 || v->shape[2] != d || v->shape[0] != q->shape[0])
         return fail_expects(g, n, "value", expected, v);
+    snprintf(expected, sizeof expected, "[%lld, %lld]", (long long)q->shape[0], (long long)k->shape[1]);
+    const ir_node *mask = n->nsrc > 7 && n->src[7] != IR_NONE ? operand(g, n, 7) : NULL;
+    if (mask && (mask->rank != 2 || mask->shape[0] != q->shape[0] || mask->shape[1] != k->shape[1]))
+        return fail_expects(g, n, "key mask", expected, mask);
     if (k->shape[1] != v->shape[1])
         return fail(g, n, "%s: key %s and value %s differ in length", ir_describe_layer(g, n, desc, sizeof desc),
                     shape_text(k, sk, sizeof sk), shape_text(v, sv, sizeof sv));

@@ -203,6 +203,11 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
     void axrt_mha_##S(const T *q, const T *k, const T *v, const T *in_w, const T *in_b,   \
                       const T *out_w, const T *out_b, T *y, T *scratch,                  \
                       const axrt_mha_params *p);                                         \
+    /* the same with key_mask [n, lk]: key j of batch element b is never attended   \
+       where key_mask[b * lk + j] == 0 (padding) */                                    \
+    void axrt_mha_masked_##S(const T *q, const T *k, const T *v, const T *key_mask,      \
+                             const T *in_w, const T *in_b, const T *out_w, const T *out_b, \
+                             T *y, T *scratch, const axrt_mha_params *p);              \
     /* y[i, :] = w[idx[i], :] for n indices of dtype AXRT_I8, AXRT_I32 or AXRT_I64 */      \
     int axrt_embedding_##S(const void *idx, axrt_dtype idx_dtype, const T *w, T *y,       \
                            size_t n, size_t vocab, size_t dim);
@@ -275,6 +280,10 @@ void axrt_conv2d_depthwise_f32(const float *x, const float *packed, const float 
 void axrt_mha_packed_f32(const float *q, const float *k, const float *v, const float *in_w,
                          const float *in_b, const float *out_w, const float *out_b, float *y,
                          float *scratch, const axrt_mha_params *p);
+void axrt_mha_packed_masked_f32(const float *q, const float *k, const float *v,
+                                const float *key_mask, const float *in_w, const float *in_b,
+                                const float *out_w, const float *out_b, float *y, float *scratch,
+                                const axrt_mha_params *p);
 
 /* Depthwise conv overwriting its own input xy (axrt_dwconv.c): groups == c ==
    oc, stride 1, oh == h, ow == w, kh <= AXRT_DWCONV_MAX_KH.  w is [c, 1, kh, kw],
