@@ -552,8 +552,61 @@ static bool kw_groups(lower_state *st, const lower_args *a, int64_t in, int64_t 
     return true;
 }
 
+/* Conv((k,), in => out; stride, pad, dilation, groups, activation, bias) on
+ * [N, L, C]: torch.nn.Conv1d, weight [out, in/groups, k]; applied as a 2-D
+ * conv of kernel (1, k) by apply_conv1d. */
+static bool build_conv1d(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    int64_t in = 1, out = 1, k = 1, stride = 1, dilation = 1, pad = 0;
+    bool bias = true, ok = true;
+    ir_attrs *at = &l->attrs;
+    ok = eval_int_min(st, a->pos[0]->args[0], "Conv kernel size", 1, &k);
+    ok = eval_pair(st, a->pos[1], "Conv", "((k,), in => out)", &in, &out) && ok;
+    const char *const names[3] = {"stride", "dilation", "pad"};
+    int64_t *values[3] = {&stride, &dilation, &pad};
+    for (int i = 0; i < 3; i++) {
+        const ast_node *v = kw_value(a, names[i]);
+        if (v && i == 2 && is_ident(v, "same")) at->pad_same = true;
+        else if (v) ok = eval_int_min(st, v->kind == AST_TUPLE && v->nargs == 1 ? v->args[0] : v,
+                                      ax_sprintf(st->ctx->arena, "%s of a 1-D Conv", names[i]),
+                                      i == 2 ? 0 : 1, values[i]) && ok;
+    }
+    ok = ok && kw_groups(st, a, in, out, &at->groups);
+    ok = kw_bool(st, a, "bias", &bias) && ok;
+    ok = kw_activation(st, l, a) && ok;
+    if (!ok) return false;
+    l->op = IR_OP_conv;
+    at->kernel[0] = 1, at->kernel[1] = (int)k;
+    at->stride[0] = 1, at->stride[1] = (int)stride;
+    at->dilation[0] = 1, at->dilation[1] = (int)dilation;
+    at->pad[1] = at->pad[3] = (int)pad;
+    add_param(st, l, "weight", IR_PARAM_GLOROT, 3, (int64_t[]){out, in / at->groups, k});
+    if (bias) add_vector_param(st, l, "bias", IR_PARAM_ZEROS, out);
+    else add_absent_param(l);
+    return true;
+}
+
+/* [N, L, C] -> [N, 1, L, C], the conv with the weight viewed as
+ * [out, in/groups, 1, k], back to [N, L', out]. */
+static int apply_conv1d(lower_state *st, const lower_layer *l, int x, ax_loc loc)
+{
+    const ir_node *w = ir_at(st->g, l->params[0]);
+    ir_attrs up = lower_attrs(), wv = lower_attrs(), down = lower_attrs();
+    int64_t out = w->shape[0];
+    up.nnewshape = 4, wv.nnewshape = 4, down.nnewshape = 3;
+    memcpy(up.newshape, (int64_t[]){0, 1, -1, w->shape[1] * l->attrs.groups}, 4 * sizeof(int64_t));
+    memcpy(wv.newshape, (int64_t[]){out, w->shape[1], 1, w->shape[2]}, 4 * sizeof(int64_t));
+    memcpy(down.newshape, (int64_t[]){0, -1, out}, 3 * sizeof(int64_t));
+    int src[3] = {lower_add(st, IR_OP_reshape, &x, 1, &up, loc, l->name),
+                  lower_add(st, IR_OP_reshape, &l->params[0], 1, &wv, loc, l->name), l->params[1]};
+    int y = lower_add(st, IR_OP_conv, src, 3, &l->attrs, loc, l->name);
+    if (l->act != IR_OP_COUNT) y = lower_add(st, l->act, &y, 1, &l->act_attrs, loc, l->name);
+    return lower_add(st, IR_OP_reshape, &y, 1, &down, loc, l->name);
+}
+
 static bool build_conv(lower_state *st, lower_layer *l, const lower_args *a)
 {
+    if (a->pos[0]->kind == AST_TUPLE && a->pos[0]->nargs == 1) return build_conv1d(st, l, a);
     int64_t in = 1, out = 1;
     bool bias = true;
     ir_attrs *at = &l->attrs;
@@ -871,6 +924,8 @@ int lower_apply_layer(lower_state *st, const lower_layer *l, const int *in, int 
     }
     if (l->op == IR_OP_COUNT) return in[0];
     if (l->ctor->build == build_rmsnorm) return apply_rmsnorm(st, l, in[0], loc);  /* several nodes */
+    if (l->op == IR_OP_conv && ir_at(st->g, l->params[0])->rank == 3)
+        return apply_conv1d(st, l, in[0], loc);
     int src[IR_MAX_SRC], n = 0;
     for (int i = 0; i < nin; i++) src[n++] = in[i];
     for (int i = 0; i < l->nparams; i++) src[n++] = l->params[i];

@@ -136,7 +136,8 @@ typedef struct ir_attrs {
     int axis;                 /* softmax, log_softmax, sum/mean/maximum, concat: normalised to 0..rank-1 by pass_shape */
     int perm[IR_MAX_RANK];    /* transpose */
     int nperm;
-    int64_t newshape[IR_MAX_RANK]; /* reshape as written (one -1 allowed); pass_shape resolves */
+    int64_t newshape[IR_MAX_RANK]; /* reshape as written (one -1 allowed; 0: the input's dim at
+                                 that index, as ONNX, used by lowered layers); pass_shape resolves */
     int nnewshape;            /* 0 with flatten=true means Flatten(): [N, prod(rest)] */
     bool flatten;
     int64_t begin[IR_MAX_RANK]; /* slice: per dim, as written (negative from the end;

@@ -200,9 +200,12 @@ static bool shape_reshape(ir_graph *g, ir_node *n)
     char to[200], from[160];
     newshape_text(&n->attrs, to, sizeof to);
     int unknown = -1;
-    int64_t known = 1;
+    int64_t known = 1, resolved[IR_MAX_RANK];
     for (int i = 0; i < n->attrs.nnewshape; i++) {
         int64_t d = n->attrs.newshape[i];
+        if (d == 0 && i < x->rank)  /* the input's own dim (lowered layers; .ax refuses 0) */
+            d = x->shape[i];
+        resolved[i] = d;
         if (d == -1 && unknown < 0)
             unknown = i;
         else if (d == -1)
@@ -216,7 +219,7 @@ static bool shape_reshape(ir_graph *g, ir_node *n)
     if (unknown < 0 ? known != total : total % known != 0)
         return fail(g, n, "cannot reshape %s (%lld elements) to %s", shape_text(x, from, sizeof from),
                     (long long)total, to);
-    set_shape(n, n->attrs.newshape, n->attrs.nnewshape);
+    set_shape(n, resolved, n->attrs.nnewshape);
     if (unknown >= 0)
         n->shape[unknown] = total / known;
     return true;

@@ -63,6 +63,17 @@ def same_padding(size, kernel, stride, dilation):
     return total // 2, total - total // 2
 
 
+class Conv1dNLC(nn.Conv1d):
+    """Conv((k,), in => out; ...) on [N, L, C]; pad is an int or "same"."""
+
+    def __init__(self, cin, cout, k, activation="identity", **kw):
+        super().__init__(cin, cout, k, **kw)
+        self.act = ACTIVATIONS[activation]
+
+    def forward(self, x):
+        return self.act(super().forward(x.transpose(1, 2))).transpose(1, 2)
+
+
 class GroupNormNHWC(nn.GroupNorm):
     """GroupNorm(groups, C) on channels-last [N, ..., C]."""
 
