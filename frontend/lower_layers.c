@@ -46,7 +46,8 @@ static const ast_node *kw_value(const lower_args *a, const char *name)
 static const char *const torch_names[][2] = {
     {"Linear", "Dense(in => out)"}, {"Conv2d", "Conv((kh, kw), in => out)"},
     {"BatchNorm2d", "BatchNorm(C)"},
-    {"BatchNorm1d", "BatchNorm(C)"}, {"MaxPool2d", "MaxPool((kh, kw))"},
+    {"BatchNorm1d", "BatchNorm(C)"}, {"InstanceNorm2d", "InstanceNorm(C)"},
+    {"InstanceNorm1d", "InstanceNorm(C)"}, {"MaxPool2d", "MaxPool((kh, kw))"},
     {"AvgPool2d", "MeanPool((kh, kw))"}, {"AdaptiveAvgPool2d", "AdaptiveMeanPool((h, w))"},
     {"Sequential", "Chain(...)"}, {"ModuleList", "a list [E for i in a:b]"},
     {"MultiheadAttention", "MultiHeadAttention(d => heads)"}, {"ReLU", "relu"},
@@ -720,6 +721,30 @@ static bool build_groupnorm(lower_state *st, lower_layer *l, const lower_args *a
     return true;
 }
 
+/* InstanceNorm(C; eps=1e-5, affine=false): torch.nn.InstanceNorm1d/2d (no
+ * running statistics), a GroupNorm of C groups; weight and bias only with
+ * affine=true. */
+static bool build_instancenorm(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    int64_t c = 1;
+    bool affine = false;
+    l->attrs.eps = 1e-5;
+    bool ok = eval_int_min(st, a->pos[0], "InstanceNorm channels", 1, &c);
+    ok = kw_float(st, a, "eps", true, &l->attrs.eps) && ok;
+    ok = kw_bool(st, a, "affine", &affine) && ok;
+    if (!ok) return false;
+    l->op = IR_OP_groupnorm;
+    l->attrs.groups = (int)c;
+    if (affine) {
+        add_vector_param(st, l, "weight", IR_PARAM_ONES, c);
+        add_vector_param(st, l, "bias", IR_PARAM_ZEROS, c);
+    } else {
+        add_absent_param(l);
+        add_absent_param(l);
+    }
+    return true;
+}
+
 /* RMSNorm(D; eps): torch.nn.RMSNorm(D), whose eps defaults to the dtype's
  * machine epsilon; built from nodes by apply_rmsnorm. */
 static bool build_rmsnorm(lower_state *st, lower_layer *l, const lower_args *a)
@@ -837,6 +862,7 @@ static const char *const kw_batchnorm[] = {"eps", "activation", NULL};
 static const char *const kw_eps[] = {"eps", NULL};
 static const char *const kw_mha[] = {"bias", "causal", NULL};
 static const char *const kw_upsample[] = {"mode", "align_corners", NULL};
+static const char *const kw_instancenorm[] = {"eps", "affine", NULL};
 
 static const lower_ctor ctors[] = {
     {"Dense", 1, "(in => out)", kw_dense, build_dense},
@@ -849,6 +875,7 @@ static const lower_ctor ctors[] = {
     {"LayerNorm", 1, "(size)", kw_eps, build_layernorm},
     {"GroupNorm", 2, "(groups, channels)", kw_eps, build_groupnorm},
     {"RMSNorm", 1, "(size)", kw_eps, build_rmsnorm},
+    {"InstanceNorm", 1, "(channels)", kw_instancenorm, build_instancenorm},
     {"Upsample", 1, "(scale)", kw_upsample, build_upsample},
     {"Dropout", 1, "(p)", NULL, build_dropout},
     {"Flatten", 0, "()", NULL, build_flatten},

@@ -611,8 +611,8 @@ static int eval_groupnorm(const interp *in, const ir_node *n, double *out)
             double inv_std = 1 / sqrt(var / count + n->attrs.eps);
             for (int64_t s = 0; s < spatial; s++)
                 for (int64_t i = 0; i < cg; i++)
-                    out[base + s * c + i] = (x[base + s * c + i] - mean) * inv_std * w[g * cg + i] +
-                                            bias[g * cg + i];
+                    out[base + s * c + i] = (x[base + s * c + i] - mean) * inv_std *
+                                            (w ? w[g * cg + i] : 1) + (bias ? bias[g * cg + i] : 0);
         }
     return 0;
 }

@@ -443,14 +443,22 @@ static bool shape_norm(ir_graph *g, ir_node *n)
 static bool shape_layernorm(ir_graph *g, ir_node *n) { return shape_norm(g, n); }
 static bool shape_batchnorm(ir_graph *g, ir_node *n) { return shape_norm(g, n); }
 
-/* GroupNorm: as the other norms, and a batch dim before the channels. */
+/* GroupNorm (and InstanceNorm): [N, ..., C] with C a multiple of the groups;
+ * weight and bias, where present, [C]. */
 static bool shape_groupnorm(ir_graph *g, ir_node *n)
 {
-    const ir_node *x = operand(g, n, 0), *w = operand(g, n, 1);
+    const ir_node *x = operand(g, n, 0);
+    int64_t c = x->rank >= 2 ? x->shape[x->rank - 1] : 0;
     char expected[64];
-    snprintf(expected, sizeof expected, "[N, ..., %lld]", (long long)dim(w, 0));
-    if (x->rank < 2) return fail_expects(g, n, "input", expected, x);
-    return shape_norm(g, n);
+    snprintf(expected, sizeof expected, "[N, ..., C] with C a multiple of %d", n->attrs.groups);
+    if (x->rank < 2 || c % n->attrs.groups != 0) return fail_expects(g, n, "input", expected, x);
+    for (int i = 1; i < 3; i++) {
+        const ir_node *p = n->src[i] != IR_NONE ? operand(g, n, i) : NULL;
+        snprintf(expected, sizeof expected, "[%lld]", (long long)c);
+        if (p && (p->rank != 1 || p->shape[0] != c)) return fail_expects(g, n, "parameter", expected, p);
+    }
+    set_shape(n, x->shape, x->rank);
+    return true;
 }
 
 /* One spatial dimension of a window op; pad_same fills pad_lo/pad_hi. */

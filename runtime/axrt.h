@@ -180,7 +180,8 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
                         size_t in, size_t out);                                          \
     void axrt_layernorm_##S(const T *x, const T *w, const T *bias, T *y, size_t rows,     \
                             size_t d, T eps);                                            \
-    /* torch.nn.GroupNorm on x [n, spatial, c]: groups of c/groups channels */    \
+    /* torch.nn.GroupNorm on x [n, spatial, c]: groups of c/groups channels;    \
+       w and bias may be NULL (1 and 0: InstanceNorm without affine) */            \
     void axrt_groupnorm_##S(const T *x, const T *w, const T *bias, T *y, size_t n,        \
                             size_t spatial, size_t c, size_t groups, T eps);             \
     /* torch.nn.Upsample on NHWC x [n, h, w, c] -> y [n, h*sh, w*sw, c]; mode 0       \

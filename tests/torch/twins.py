@@ -83,6 +83,13 @@ class GroupNormNHWC(nn.GroupNorm):
         return super().forward(x.permute(*perm)).permute(*back)
 
 
+class InstanceNormNLC(nn.InstanceNorm1d):
+    """InstanceNorm(C; ...) on [N, L, C]."""
+
+    def forward(self, x):
+        return super().forward(x.transpose(1, 2)).transpose(1, 2)
+
+
 class RMSNorm(nn.Module):
     """torch.nn.RMSNorm(d, eps) (PyTorch 2.4; Debian's is older): the weight,
     eps defaulting to the dtype's machine epsilon."""
@@ -190,6 +197,9 @@ def randomise(module, generator):
                 sub.running_var.uniform_(0.5, 2.0, generator=generator)
                 sub.num_batches_tracked.fill_(17)
             if isinstance(sub, (nn.BatchNorm1d, nn.BatchNorm2d, nn.LayerNorm, nn.GroupNorm)):
+                sub.weight.uniform_(0.5, 1.5, generator=generator)
+                sub.bias.normal_(0, 0.3, generator=generator)
+            if isinstance(sub, (nn.InstanceNorm1d, nn.InstanceNorm2d)) and sub.affine:
                 sub.weight.uniform_(0.5, 1.5, generator=generator)
                 sub.bias.normal_(0, 0.3, generator=generator)
             if isinstance(sub, RMSNorm):
