@@ -812,6 +812,22 @@ static void emit_groupnorm(emitter *em, const ir_node *n, const char *y)
                   real_literal(em, n->dtype, n->attrs.eps));
 }
 
+static void emit_conv_transpose(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *x = operand_node(em, n, 0), *w = operand_node(em, n, 1);
+    const ir_attrs *at = &n->attrs;
+    ax_buf_printf(OUT,
+                  "    {\n        static const axrt_conv2d_params params = "
+                  "{%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d, %d, %d, %d, %d};\n",
+                  (long long)x->shape[0], (long long)x->shape[1], (long long)x->shape[2],
+                  (long long)x->shape[3], (long long)n->shape[1], (long long)n->shape[2],
+                  (long long)n->shape[3], (long long)w->shape[2], (long long)w->shape[3],
+                  at->stride[0], at->stride[1], at->dilation[0], at->dilation[1], at->pad[0],
+                  at->pad[1], at->groups);
+    ax_buf_printf(OUT, "        axrt_conv_transpose2d_%s(%s, %s, %s, %s, &params);\n    }\n", SFX,
+                  operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y);
+}
+
 static void emit_upsample(emitter *em, const ir_node *n, const char *y)
 {
     const ir_node *x = operand_node(em, n, 0);

@@ -771,6 +771,13 @@ static void lv_groupnorm(lv *L, const ir_node *n, LLVMValueRef y)
     call(L, kernel(L, "groupnorm"), "vppppzzzzr", args);
 }
 
+static void lv_conv_transpose(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    LLVMValueRef args[] = {operand(L, n, 0), operand(L, n, 1), operand(L, n, 2), y,
+                           conv_params(L, n, false)};
+    call(L, kernel(L, "conv_transpose2d"), "vppppp", args);
+}
+
 static void lv_upsample(lv *L, const ir_node *n, LLVMValueRef y)
 {
     const ir_node *x = operand_node(L, n, 0);

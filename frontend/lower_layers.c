@@ -47,6 +47,7 @@ static const char *const torch_names[][2] = {
     {"Linear", "Dense(in => out)"}, {"Conv2d", "Conv((kh, kw), in => out)"},
     {"BatchNorm2d", "BatchNorm(C)"},
     {"BatchNorm1d", "BatchNorm(C)"}, {"InstanceNorm2d", "InstanceNorm(C)"},
+    {"ConvTranspose2d", "ConvTranspose((kh, kw), in => out)"},
     {"InstanceNorm1d", "InstanceNorm(C)"}, {"MaxPool2d", "MaxPool((kh, kw))"},
     {"AvgPool2d", "MeanPool((kh, kw))"}, {"AdaptiveAvgPool2d", "AdaptiveMeanPool((h, w))"},
     {"Sequential", "Chain(...)"}, {"ModuleList", "a list [E for i in a:b]"},
@@ -630,6 +631,45 @@ static bool build_conv(lower_state *st, lower_layer *l, const lower_args *a)
     return true;
 }
 
+/* ConvTranspose((kh, kw), in => out; stride, pad, output_padding, dilation,
+ * groups, activation, bias): torch.nn.ConvTranspose2d on NHWC, weight
+ * [in, out/groups, kh, kw]; pad is an int or an (h, w) tuple. */
+static bool build_convtranspose(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    int64_t in = 1, out = 1;
+    int pad[2] = {0, 0};
+    bool bias = true;
+    ir_attrs *at = &l->attrs;
+    bool ok = eval_int_or_tuple(st, a->pos[0], 2, 1, "ConvTranspose kernel expects a positive "
+                                "integer or a (kh, kw) tuple", at->kernel);
+    ok = eval_pair(st, a->pos[1], "ConvTranspose", "((kh, kw), in => out)", &in, &out) && ok;
+    ok = kw_pair(st, a, "stride", at->stride) && ok;
+    ok = kw_pair(st, a, "dilation", at->dilation) && ok;
+    const ast_node *v = kw_value(a, "pad"), *op = kw_value(a, "output_padding");
+    if (v) ok = eval_int_or_tuple(st, v, 2, 0, "ConvTranspose pad expects an integer or an (h, w) "
+                                  "tuple", pad) && ok;
+    if (op) ok = eval_int_or_tuple(st, op, 2, 0, "output_padding expects an integer or an (h, w) "
+                                   "tuple", at->out_pad) && ok;
+    ok = ok && kw_groups(st, a, in, out, &at->groups);
+    ok = kw_bool(st, a, "bias", &bias) && ok;
+    ok = kw_activation(st, l, a) && ok;
+    if (!ok) return false;
+    for (int i = 0; i < 2; i++) {
+        if (at->out_pad[i] >= at->stride[i] && at->out_pad[i] >= at->dilation[i]) {
+            ax_error(st->ctx, op->loc, "output_padding must be smaller than the stride or the dilation");
+            return false;
+        }
+    }
+    at->pad[0] = at->pad[2] = pad[0];
+    at->pad[1] = at->pad[3] = pad[1];
+    l->op = IR_OP_conv_transpose;
+    add_param(st, l, "weight", IR_PARAM_GLOROT, 4,
+              (int64_t[]){in, out / at->groups, at->kernel[0], at->kernel[1]});
+    if (bias) add_vector_param(st, l, "bias", IR_PARAM_ZEROS, out);
+    else add_absent_param(l);
+    return true;
+}
+
 /* MaxPool / MeanPool: stride defaults to the kernel. */
 static bool build_pool(lower_state *st, lower_layer *l, const lower_args *a)
 {
@@ -863,10 +903,13 @@ static const char *const kw_eps[] = {"eps", NULL};
 static const char *const kw_mha[] = {"bias", "causal", NULL};
 static const char *const kw_upsample[] = {"mode", "align_corners", NULL};
 static const char *const kw_instancenorm[] = {"eps", "affine", NULL};
+static const char *const kw_convtranspose[] = {"stride", "pad", "output_padding", "dilation",
+                                               "groups", "activation", "bias", NULL};
 
 static const lower_ctor ctors[] = {
     {"Dense", 1, "(in => out)", kw_dense, build_dense},
     {"Conv", 2, "((kh, kw), in => out)", kw_conv, build_conv},
+    {"ConvTranspose", 2, "((kh, kw), in => out)", kw_convtranspose, build_convtranspose},
     {"MaxPool", 1, "((kh, kw))", kw_pool, build_pool},
     {"MeanPool", 1, "((kh, kw))", kw_pool, build_pool},
     {"GlobalMeanPool", 0, "()", NULL, build_globalpool},

@@ -178,6 +178,7 @@ typedef struct ir_attrs {
     int nsteps;
     int parts;                /* chunk: parts asked for (torch.chunk's chunks) */
     int scale[2];             /* upsample: integer factors (h, w) */
+    int out_pad[2];           /* conv_transpose: output_padding (h, w) */
     int mode;                 /* upsample: an ir_upsample_mode */
     int nresults;             /* multi-result producer: its number of results */
     int index;                /* result: which result of src[0] it is, 0-based */

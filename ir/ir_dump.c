@@ -231,6 +231,14 @@ static void put_groups_eps_attrs(ax_buf *out, const ir_graph *g, const ir_node *
     ax_buf_printf(out, " groups=%d eps=%g", n->attrs.groups, n->attrs.eps);
 }
 
+static void put_conv_transpose_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    put_window_attrs(out, n);
+    if (n->attrs.out_pad[0] || n->attrs.out_pad[1])
+        put_int_tuple(out, "output_padding", n->attrs.out_pad, 2);
+}
+
 static void put_upsample_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
 {
     static const char *const modes[] = {"nearest", "bilinear", "bilinear_align_corners"};

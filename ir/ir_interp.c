@@ -718,6 +718,36 @@ static int eval_pool(const interp *in, const ir_node *n, double *out)
     return 0;
 }
 
+/* torch.nn.ConvTranspose2d on NHWC: every input pixel scattered through the
+ * kernel, weight [in, out/groups, kh, kw]. */
+static int eval_conv_transpose(const interp *in, const ir_node *n, double *out)
+{
+    const ir_node *x = operand(in, n, 0), *w = operand(in, n, 1);
+    const double *xv = operand_vals(in, n, 0), *wv = operand_vals(in, n, 1), *bias = operand_vals(in, n, 2);
+    const ir_attrs *a = &n->attrs;
+    int64_t h = x->shape[1], wd = x->shape[2], c = x->shape[3], oh = n->shape[1], ow = n->shape[2];
+    int64_t oc = n->shape[3], kh = w->shape[2], kw = w->shape[3], cg = c / a->groups, og = oc / a->groups;
+    for (int64_t i = 0; i < ir_numel(n); i++)
+        out[i] = bias ? bias[i % oc] : 0;
+    for (int64_t b = 0; b < x->shape[0]; b++)
+        for (int64_t iy = 0; iy < h; iy++)
+            for (int64_t ix = 0; ix < wd; ix++)
+                for (int64_t ci = 0; ci < c; ci++) {
+                    double v = xv[((b * h + iy) * wd + ix) * c + ci];
+                    int64_t g = ci / cg;
+                    for (int64_t ky = 0; ky < kh; ky++)
+                        for (int64_t kx = 0; kx < kw; kx++) {
+                            int64_t oy = iy * a->stride[0] - a->pad[0] + ky * a->dilation[0];
+                            int64_t ox = ix * a->stride[1] - a->pad[1] + kx * a->dilation[1];
+                            if (oy < 0 || oy >= oh || ox < 0 || ox >= ow) continue;
+                            for (int64_t o = 0; o < og; o++)
+                                out[((b * oh + oy) * ow + ox) * oc + g * og + o] +=
+                                    v * wv[((ci * og + o) * kh + ky) * kw + kx];
+                        }
+                }
+    return 0;
+}
+
 /* torch.nn.Upsample's source of output index dst along an axis of size
  * in scaled by s: *i0, *i1 and the weight *frac of *i1. */
 static void upsample_source(int64_t dst, int64_t in, int s, int mode, int64_t *i0, int64_t *i1,

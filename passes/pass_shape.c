@@ -601,6 +601,34 @@ static bool shape_pool(ir_graph *g, ir_node *n)
     return true;
 }
 
+/* ConvTranspose2d: H' = (H - 1) * stride - 2 * pad + dilation * (kh - 1) + output_padding + 1. */
+static bool shape_conv_transpose(ir_graph *g, ir_node *n)
+{
+    const ir_node *x = operand(g, n, 0), *w = operand(g, n, 1);
+    const ir_node *bias = n->src[2] != IR_NONE ? operand(g, n, 2) : NULL;
+    const ir_attrs *a = &n->attrs;
+    char expected[96];
+    if (w->rank != 4)
+        return fail_expects(g, n, "weight", "[in, out/groups, kh, kw]", w);
+    snprintf(expected, sizeof expected, "[N, H, W, %lld]", (long long)w->shape[0]);
+    if (x->rank != 4 || x->shape[3] != w->shape[0])
+        return fail_expects(g, n, "input", expected, x);
+    int64_t out[4] = {x->shape[0], 0, 0, w->shape[1] * a->groups};
+    for (int i = 0; i < 2; i++)
+        out[1 + i] = (x->shape[1 + i] - 1) * a->stride[i] - a->pad[i] - a->pad[i + 2] +
+                     a->dilation[i] * (w->shape[2 + i] - 1) + a->out_pad[i] + 1;
+    if (out[1] < 1 || out[2] < 1)
+        return fail_expects(g, n, "input", "a size giving a positive output", x);
+    if (bias && (bias->rank != 1 || bias->shape[0] != out[3])) {
+        snprintf(expected, sizeof expected, "[%lld]", (long long)out[3]);
+        return fail_expects(g, n, "bias", expected, bias);
+    }
+    n->attrs.kernel[0] = (int)w->shape[2];
+    n->attrs.kernel[1] = (int)w->shape[3];
+    set_shape(n, out, 4);
+    return true;
+}
+
 static bool shape_upsample(ir_graph *g, ir_node *n)
 {
     const ir_node *x = operand(g, n, 0);

@@ -184,6 +184,10 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
        w and bias may be NULL (1 and 0: InstanceNorm without affine) */            \
     void axrt_groupnorm_##S(const T *x, const T *w, const T *bias, T *y, size_t n,        \
                             size_t spatial, size_t c, size_t groups, T eps);             \
+    /* torch.nn.ConvTranspose2d on NHWC: w [c, oc/groups, kh, kw]; p->c, h, w the   \
+       input, p->oh, ow, oc the output; bias may be NULL */                           \
+    void axrt_conv_transpose2d_##S(const T *x, const T *w, const T *bias, T *y,          \
+                                   const axrt_conv2d_params *p);                        \
     /* torch.nn.Upsample on NHWC x [n, h, w, c] -> y [n, h*sh, w*sw, c]; mode 0       \
        nearest, 1 bilinear, 2 bilinear with align_corners (ir.h ir_upsample_mode) */  \
     void axrt_upsample_##S(const T *x, T *y, size_t n, size_t h, size_t w, size_t c,    \

@@ -74,6 +74,13 @@ class Conv1dNLC(nn.Conv1d):
         return self.act(super().forward(x.transpose(1, 2))).transpose(1, 2)
 
 
+class ConvTransposeNHWC(nn.ConvTranspose2d):
+    """ConvTranspose((kh, kw), in => out; ...) on NHWC."""
+
+    def forward(self, x):
+        return to_nhwc(super().forward(to_nchw(x)))
+
+
 class GroupNormNHWC(nn.GroupNorm):
     """GroupNorm(groups, C) on channels-last [N, ..., C]."""
 
