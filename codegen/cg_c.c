@@ -520,7 +520,9 @@ static void emit_norm(emitter *em, const ir_node *n, const char *y)
                       (long long)last, eps);
 }
 
-static void emit_conv(emitter *em, const ir_node *n, const char *y)
+/* Opens a block declaring conv or conv_transpose n's axrt_conv2d_params
+ * `params` (the kernel sizes are the weight's last two dims in both). */
+static void emit_conv_params(emitter *em, const ir_node *n)
 {
     const ir_node *x = operand_node(em, n, 0), *w = operand_node(em, n, 1);
     const ir_attrs *at = &n->attrs;
@@ -532,6 +534,11 @@ static void emit_conv(emitter *em, const ir_node *n, const char *y)
                   (long long)n->shape[3], (long long)w->shape[2], (long long)w->shape[3],
                   at->stride[0], at->stride[1], at->dilation[0], at->dilation[1], at->pad[0],
                   at->pad[1], at->groups);
+}
+
+static void emit_conv(emitter *em, const ir_node *n, const char *y)
+{
+    emit_conv_params(em, n);
     if (node_at(em, n->src[1])->layout == IR_LAYOUT_DEPTHWISE)
         ax_buf_printf(OUT, "        axrt_conv2d_depthwise_f32(%s, %s, %s, %s, &params);\n    }\n",
                       operand(em, n, 0), operand(em, n, 1), epilogue_operands(em, n), y);
@@ -814,16 +821,7 @@ static void emit_groupnorm(emitter *em, const ir_node *n, const char *y)
 
 static void emit_conv_transpose(emitter *em, const ir_node *n, const char *y)
 {
-    const ir_node *x = operand_node(em, n, 0), *w = operand_node(em, n, 1);
-    const ir_attrs *at = &n->attrs;
-    ax_buf_printf(OUT,
-                  "    {\n        static const axrt_conv2d_params params = "
-                  "{%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d, %d, %d, %d, %d};\n",
-                  (long long)x->shape[0], (long long)x->shape[1], (long long)x->shape[2],
-                  (long long)x->shape[3], (long long)n->shape[1], (long long)n->shape[2],
-                  (long long)n->shape[3], (long long)w->shape[2], (long long)w->shape[3],
-                  at->stride[0], at->stride[1], at->dilation[0], at->dilation[1], at->pad[0],
-                  at->pad[1], at->groups);
+    emit_conv_params(em, n);
     ax_buf_printf(OUT, "        axrt_conv_transpose2d_%s(%s, %s, %s, %s, &params);\n    }\n", SFX,
                   operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y);
 }
