@@ -16,7 +16,7 @@ if [ -f "$dir/.pins" ] && [ "$(cat "$dir/.pins")" = "$pins" ]; then
 fi
 echo "torch: installing $pins into $dir"
 if "$python" -m venv "$dir" &&
-   "$dir/bin/python" -m pip install -q --disable-pip-version-check --no-deps --timeout 30 $pins; then
+   "$dir/bin/python" -m pip install -q --disable-pip-version-check --no-deps --timeout 30 --retries 1 $pins; then
     echo "$pins" >"$dir/.pins"
     exit 0
 fi
