@@ -596,6 +596,7 @@ static int apply_conv1d(lower_state *st, const lower_layer *l, int x, ax_loc loc
     ir_attrs up = lower_attrs(), wv = lower_attrs(), down = lower_attrs();
     int64_t out = w->shape[0];
     up.nnewshape = 4, wv.nnewshape = 4, down.nnewshape = 3;
+    up.zero_copies = down.zero_copies = true;
     memcpy(up.newshape, (int64_t[]){0, 1, -1, w->shape[1] * l->attrs.groups}, 4 * sizeof(int64_t));
     memcpy(wv.newshape, (int64_t[]){out, w->shape[1], 1, w->shape[2]}, 4 * sizeof(int64_t));
     memcpy(down.newshape, (int64_t[]){0, -1, out}, 3 * sizeof(int64_t));

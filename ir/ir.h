@@ -136,9 +136,11 @@ typedef struct ir_attrs {
     int axis;                 /* softmax, log_softmax, sum/mean/maximum, concat: normalised to 0..rank-1 by pass_shape */
     int perm[IR_MAX_RANK];    /* transpose */
     int nperm;
-    int64_t newshape[IR_MAX_RANK]; /* reshape as written (one -1 allowed; 0: the input's dim at
-                                 that index, as ONNX, used by lowered layers); pass_shape resolves */
-    int nnewshape;            /* 0 with flatten=true means Flatten(): [N, prod(rest)] */
+    int64_t newshape[IR_MAX_RANK]; /* reshape as written (one -1 allowed; 0 see zero_copies);
+                                 pass_shape resolves */
+    int nnewshape;
+    bool zero_copies;         /* reshape: a newshape 0 is the input's dim at that index (set
+                                 only by lowered layers; otherwise 0 is an error) */            /* 0 with flatten=true means Flatten(): [N, prod(rest)] */
     bool flatten;
     int64_t begin[IR_MAX_RANK]; /* slice: per dim, as written (negative from the end;
                                  INT64_MIN: from the start); pass_shape clamps to 0..size */

@@ -203,7 +203,7 @@ static bool shape_reshape(ir_graph *g, ir_node *n)
     int64_t known = 1, resolved[IR_MAX_RANK];
     for (int i = 0; i < n->attrs.nnewshape; i++) {
         int64_t d = n->attrs.newshape[i];
-        if (d == 0 && i < x->rank)  /* the input's own dim (lowered layers; .ax refuses 0) */
+        if (d == 0 && n->attrs.zero_copies && i < x->rank)  /* the input's own dim */
             d = x->shape[i];
         resolved[i] = d;
         if (d == -1 && unknown < 0)

@@ -189,7 +189,7 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
     void axrt_conv_transpose2d_##S(const T *x, const T *w, const T *bias, T *y,          \
                                    const axrt_conv2d_params *p);                        \
     /* torch.nn.Upsample on NHWC x [n, h, w, c] -> y [n, h*sh, w*sw, c]; mode 0       \
-       nearest, 1 bilinear, 2 bilinear with align_corners (ir.h ir_upsample_mode) */  \
+       nearest, 1 bilinear, 2 bilinear with align_corners (the IR's upsample modes) */  \
     void axrt_upsample_##S(const T *x, T *y, size_t n, size_t h, size_t w, size_t c,    \
                            size_t sh, size_t sw, size_t mode);                          \
     void axrt_batchnorm_##S(const T *x, const T *w, const T *bias, const T *mean,         \
