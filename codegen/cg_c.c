@@ -631,13 +631,11 @@ static void emit_norm(emitter *em, const ir_node *n, const char *y)
                       (long long)last, eps);
 }
 
-static void emit_conv(emitter *em, const ir_node *n, const char *y)
+/* Opens a block declaring conv or conv_transpose n's axrt_conv2d_params
+ * `params` (the kernel sizes are the weight's last two dims in both). */
+static void emit_conv_params(emitter *em, const ir_node *n)
 {
     const ir_node *x = operand_node(em, n, 0), *w = operand_node(em, n, 1);
-    if (n->quant) {
-        emit_quant_layer(em, n, y);
-        return;
-    }
     const ir_attrs *at = &n->attrs;
     ax_buf_printf(OUT,
                   "    {\n        static const axrt_conv2d_params params = "
@@ -647,6 +645,15 @@ static void emit_conv(emitter *em, const ir_node *n, const char *y)
                   (long long)n->shape[3], (long long)w->shape[2], (long long)w->shape[3],
                   at->stride[0], at->stride[1], at->dilation[0], at->dilation[1], at->pad[0],
                   at->pad[1], at->groups);
+}
+
+static void emit_conv(emitter *em, const ir_node *n, const char *y)
+{
+    if (n->quant) {
+        emit_quant_layer(em, n, y);
+        return;
+    }
+    emit_conv_params(em, n);
     if (node_at(em, n->src[1])->layout == IR_LAYOUT_DEPTHWISE)
         ax_buf_printf(OUT, "        axrt_conv2d_depthwise_f32(%s, %s, %s, %s, &params);\n    }\n",
                       operand(em, n, 0), operand(em, n, 1), epilogue_operands(em, n), y);
@@ -699,8 +706,11 @@ static void emit_mha(emitter *em, const ir_node *n, const char *y)
                   (long long)(ir_numel(q) / (lq * d)), (long long)lq,
                   (long long)k->shape[k->rank - 2], (long long)d, n->attrs.heads,
                   n->attrs.causal ? 1 : 0);
-    ax_buf_printf(OUT, "        axrt_mha_%s%s(%s, %s, %s, %s, %s, %s, %s, %s,\n",
-                  operand_packed(em, n, 3) ? "packed_" : "", SFX, operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), operand(em, n, 3),
+    const bool masked = n->nsrc > 7 && n->src[7] != IR_NONE;
+    ax_buf_printf(OUT, "        axrt_mha_%s%s%s(%s, %s, %s, %s%s%s, %s, %s, %s, %s,\n",
+                  operand_packed(em, n, 3) ? "packed_" : "", masked ? "masked_" : "", SFX,
+                  operand(em, n, 0), operand(em, n, 1), operand(em, n, 2),
+                  masked ? operand(em, n, 7) : "", masked ? ", " : "", operand(em, n, 3),
                   operand(em, n, 4), operand(em, n, 5), operand(em, n, 6), y);
     ax_buf_printf(OUT, "                  (%s *)((unsigned char *)arena + %lld), &params);\n    }\n",
                   ctype(n->dtype), (long long)n->scratch_offset);
@@ -927,6 +937,31 @@ static void emit_softmax(emitter *em, const ir_node *n, const char *y)
 static void emit_result(emitter *em, const ir_node *n, const char *y)
 {
     (void)em, (void)n, (void)y; /* written by its producer (emit_chunk) */
+}
+
+static void emit_groupnorm(emitter *em, const ir_node *n, const char *y)
+{
+    const int64_t c = n->shape[n->rank - 1], batch = n->shape[0];
+    ax_buf_printf(OUT, "    axrt_groupnorm_%s(%s, %s, %s, %s, %lld, %lld, %lld, %d, %s);\n", SFX,
+                  operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y, (long long)batch,
+                  (long long)(ir_numel(n) / batch / c), (long long)c, n->attrs.groups,
+                  real_literal(em, n->dtype, n->attrs.eps));
+}
+
+static void emit_conv_transpose(emitter *em, const ir_node *n, const char *y)
+{
+    emit_conv_params(em, n);
+    ax_buf_printf(OUT, "        axrt_conv_transpose2d_%s(%s, %s, %s, %s, &params);\n    }\n", SFX,
+                  operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y);
+}
+
+static void emit_upsample(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *x = operand_node(em, n, 0);
+    ax_buf_printf(OUT, "    axrt_upsample_%s(%s, %s, %lld, %lld, %lld, %lld, %d, %d, %d);\n", SFX,
+                  operand(em, n, 0), y, (long long)x->shape[0], (long long)x->shape[1],
+                  (long long)x->shape[2], (long long)x->shape[3], n->attrs.scale[0],
+                  n->attrs.scale[1], n->attrs.mode);
 }
 
 static void emit_reshape(emitter *em, const ir_node *n, const char *y)

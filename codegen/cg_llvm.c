@@ -485,11 +485,16 @@ static void lv_mha(lv *L, const ir_node *n, LLVMValueRef y)
         ax_die("cg_llvm: mha %%%d has no scratch buffer", (int)(n - L->g->nodes));
     const int p[] = {(int)(ir_numel(q) / (lq * d)), (int)lq, (int)k->shape[k->rank - 2], (int)d,
                      n->attrs.heads, n->attrs.causal ? 1 : 0};
-    LLVMValueRef args[10];
-    for (int i = 0; i < 7; i++)
-        args[i] = operand(L, n, i);
-    args[7] = y, args[8] = scratch(L, n), args[9] = const_ints(L, p, 6);
-    call(L, kernel(L, cg_operand_packed(L->g, n, 3) ? "mha_packed" : "mha"), "vpppppppppp", args);
+    const bool masked = n->nsrc > 7 && n->src[7] != IR_NONE, packed = cg_operand_packed(L->g, n, 3);
+    LLVMValueRef args[11];
+    int a = 0;
+    for (int i = 0; i < 7; i++) {
+        if (i == 3 && masked) args[a++] = operand(L, n, 7); /* key_mask after q, k, v */
+        args[a++] = operand(L, n, i);
+    }
+    args[a++] = y, args[a++] = scratch(L, n), args[a++] = const_ints(L, p, 6);
+    call(L, kernel(L, masked ? (packed ? "mha_packed_masked" : "mha_masked") : packed ? "mha_packed" : "mha"),
+         masked ? "vppppppppppp" : "vpppppppppp", args);
 }
 
 /* Returns a non-zero status from forward as the C target does. */
@@ -785,6 +790,32 @@ static void lv_fused(lv *L, const ir_node *n, LLVMValueRef y)
 
 static void lv_source(lv *L, const ir_node *n, LLVMValueRef y) { (void)L, (void)n, (void)y; }
 static void lv_unary(lv *L, const ir_node *n, LLVMValueRef y) { call_unary(L, n->op, n, operand(L, n, 0), y); }
+static void lv_groupnorm(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const int64_t c = n->shape[n->rank - 1], batch = n->shape[0];
+    LLVMValueRef args[] = {operand(L, n, 0), operand(L, n, 1), operand(L, n, 2), y,
+                           k_size(L, batch), k_size(L, ir_numel(n) / batch / c), k_size(L, c),
+                           k_size(L, n->attrs.groups), k_real(L, n->attrs.eps)};
+    call(L, kernel(L, "groupnorm"), "vppppzzzzr", args);
+}
+
+static void lv_conv_transpose(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    LLVMValueRef args[] = {operand(L, n, 0), operand(L, n, 1), operand(L, n, 2), y,
+                           conv_params(L, n, false)};
+    call(L, kernel(L, "conv_transpose2d"), "vppppp", args);
+}
+
+static void lv_upsample(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const ir_node *x = operand_node(L, n, 0);
+    LLVMValueRef args[] = {operand(L, n, 0), y, k_size(L, x->shape[0]), k_size(L, x->shape[1]),
+                           k_size(L, x->shape[2]), k_size(L, x->shape[3]),
+                           k_size(L, n->attrs.scale[0]), k_size(L, n->attrs.scale[1]),
+                           k_size(L, n->attrs.mode)};
+    call(L, kernel(L, "upsample"), "vppzzzzzzz", args);
+}
+
 static void lv_reduce(lv *L, const ir_node *n, LLVMValueRef y) { axis_kernel(L, n, operand_node(L, n, 0), y); }
 static void lv_softmax(lv *L, const ir_node *n, LLVMValueRef y) { axis_kernel(L, n, n, y); }
 static void lv_reshape(lv *L, const ir_node *n, LLVMValueRef y) { copy(L, n, operand(L, n, 0), y); }

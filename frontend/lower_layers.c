@@ -46,10 +46,13 @@ static const ast_node *kw_value(const lower_args *a, const char *name)
 static const char *const torch_names[][2] = {
     {"Linear", "Dense(in => out)"}, {"Conv2d", "Conv((kh, kw), in => out)"},
     {"BatchNorm2d", "BatchNorm(C)"},
-    {"BatchNorm1d", "BatchNorm(C)"}, {"MaxPool2d", "MaxPool((kh, kw))"},
+    {"BatchNorm1d", "BatchNorm(C)"}, {"InstanceNorm2d", "InstanceNorm(C)"},
+    {"ConvTranspose2d", "ConvTranspose((kh, kw), in => out)"},
+    {"InstanceNorm1d", "InstanceNorm(C)"}, {"MaxPool2d", "MaxPool((kh, kw))"},
     {"AvgPool2d", "MeanPool((kh, kw))"}, {"AdaptiveAvgPool2d", "AdaptiveMeanPool((h, w))"},
     {"Sequential", "Chain(...)"}, {"ModuleList", "a list [E for i in a:b]"},
     {"MultiheadAttention", "MultiHeadAttention(d => heads)"}, {"ReLU", "relu"},
+    {"UpsamplingNearest2d", "Upsample(scale)"}, {"UpsamplingBilinear2d", "Upsample(scale, mode=bilinear, align_corners=true)"},
     {"ReLU6", "relu6"}, {"GELU", "gelu"}, {"SiLU", "silu"}, {"Sigmoid", "sigmoid"},
     {"Tanh", "tanh"}, {"Hardswish", "hardswish"}, {"Hardsigmoid", "hardsigmoid"},
     {"Softmax", "softmax"}, {"Identity", "identity"}, {"cat", "concat(a, b; dims=k)"},
@@ -62,6 +65,7 @@ static const char *const torch_keywords[][2] = {
     {"in_channels", "in => out"}, {"out_channels", "in => out"},
     {"in_features", "in => out"}, {"out_features", "in => out"},
     {"dim", "dims="}, {"keepdim", "keepdims="}, {"ceil_mode", "ceil="},
+    {"scale_factor", "the first argument: Upsample(scale)"}, {"num_groups", "GroupNorm(groups, C)"},
 };
 
 const char *lower_torch_name(const char *name)
@@ -566,8 +570,62 @@ static bool kw_groups(lower_state *st, const lower_args *a, int64_t in, int64_t 
     return true;
 }
 
+/* Conv((k,), in => out; stride, pad, dilation, groups, activation, bias) on
+ * [N, L, C]: torch.nn.Conv1d, weight [out, in/groups, k]; applied as a 2-D
+ * conv of kernel (1, k) by apply_conv1d. */
+static bool build_conv1d(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    int64_t in = 1, out = 1, k = 1, stride = 1, dilation = 1, pad = 0;
+    bool bias = true, ok = true;
+    ir_attrs *at = &l->attrs;
+    ok = eval_int_min(st, a->pos[0]->args[0], "Conv kernel size", 1, &k);
+    ok = eval_pair(st, a->pos[1], "Conv", "((k,), in => out)", &in, &out) && ok;
+    const char *const names[3] = {"stride", "dilation", "pad"};
+    int64_t *values[3] = {&stride, &dilation, &pad};
+    for (int i = 0; i < 3; i++) {
+        const ast_node *v = kw_value(a, names[i]);
+        if (v && i == 2 && is_ident(v, "same")) at->pad_same = true;
+        else if (v) ok = eval_int_min(st, v->kind == AST_TUPLE && v->nargs == 1 ? v->args[0] : v,
+                                      ax_sprintf(st->ctx->arena, "%s of a 1-D Conv", names[i]),
+                                      i == 2 ? 0 : 1, values[i]) && ok;
+    }
+    ok = ok && kw_groups(st, a, in, out, &at->groups);
+    ok = kw_bool(st, a, "bias", &bias) && ok;
+    ok = kw_activation(st, l, a) && ok;
+    if (!ok) return false;
+    l->op = IR_OP_conv;
+    at->kernel[0] = 1, at->kernel[1] = (int)k;
+    at->stride[0] = 1, at->stride[1] = (int)stride;
+    at->dilation[0] = 1, at->dilation[1] = (int)dilation;
+    at->pad[1] = at->pad[3] = (int)pad;
+    add_param(st, l, "weight", IR_PARAM_GLOROT, 3, (int64_t[]){out, in / at->groups, k});
+    if (bias) add_vector_param(st, l, "bias", IR_PARAM_ZEROS, out);
+    else add_absent_param(l);
+    return true;
+}
+
+/* [N, L, C] -> [N, 1, L, C], the conv with the weight viewed as
+ * [out, in/groups, 1, k], back to [N, L', out]. */
+static int apply_conv1d(lower_state *st, const lower_layer *l, int x, ax_loc loc)
+{
+    const ir_node *w = ir_at(st->g, l->params[0]);
+    ir_attrs up = lower_attrs(), wv = lower_attrs(), down = lower_attrs();
+    int64_t out = w->shape[0];
+    up.nnewshape = 4, wv.nnewshape = 4, down.nnewshape = 3;
+    up.zero_copies = down.zero_copies = true;
+    memcpy(up.newshape, (int64_t[]){0, 1, -1, w->shape[1] * l->attrs.groups}, 4 * sizeof(int64_t));
+    memcpy(wv.newshape, (int64_t[]){out, w->shape[1], 1, w->shape[2]}, 4 * sizeof(int64_t));
+    memcpy(down.newshape, (int64_t[]){0, -1, out}, 3 * sizeof(int64_t));
+    int src[3] = {lower_add(st, IR_OP_reshape, &x, 1, &up, loc, l->name),
+                  lower_add(st, IR_OP_reshape, &l->params[0], 1, &wv, loc, l->name), l->params[1]};
+    int y = lower_add(st, IR_OP_conv, src, 3, &l->attrs, loc, l->name);
+    if (l->act != IR_OP_COUNT) y = lower_add(st, l->act, &y, 1, &l->act_attrs, loc, l->name);
+    return lower_add(st, IR_OP_reshape, &y, 1, &down, loc, l->name);
+}
+
 static bool build_conv(lower_state *st, lower_layer *l, const lower_args *a)
 {
+    if (a->pos[0]->kind == AST_TUPLE && a->pos[0]->nargs == 1) return build_conv1d(st, l, a);
     int64_t in = 1, out = 1;
     bool bias = true;
     ir_attrs *at = &l->attrs;
@@ -585,6 +643,45 @@ static bool build_conv(lower_state *st, lower_layer *l, const lower_args *a)
     l->op = IR_OP_conv;
     add_param(st, l, "weight", IR_PARAM_GLOROT, 4,
               (int64_t[]){out, in / at->groups, at->kernel[0], at->kernel[1]});
+    if (bias) add_vector_param(st, l, "bias", IR_PARAM_ZEROS, out);
+    else add_absent_param(l);
+    return true;
+}
+
+/* ConvTranspose((kh, kw), in => out; stride, pad, output_padding, dilation,
+ * groups, activation, bias): torch.nn.ConvTranspose2d on NHWC, weight
+ * [in, out/groups, kh, kw]; pad is an int or an (h, w) tuple. */
+static bool build_convtranspose(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    int64_t in = 1, out = 1;
+    int pad[2] = {0, 0};
+    bool bias = true;
+    ir_attrs *at = &l->attrs;
+    bool ok = eval_int_or_tuple(st, a->pos[0], 2, 1, "ConvTranspose kernel expects a positive "
+                                "integer or a (kh, kw) tuple", at->kernel);
+    ok = eval_pair(st, a->pos[1], "ConvTranspose", "((kh, kw), in => out)", &in, &out) && ok;
+    ok = kw_pair(st, a, "stride", at->stride) && ok;
+    ok = kw_pair(st, a, "dilation", at->dilation) && ok;
+    const ast_node *v = kw_value(a, "pad"), *op = kw_value(a, "output_padding");
+    if (v) ok = eval_int_or_tuple(st, v, 2, 0, "ConvTranspose pad expects an integer or an (h, w) "
+                                  "tuple", pad) && ok;
+    if (op) ok = eval_int_or_tuple(st, op, 2, 0, "output_padding expects an integer or an (h, w) "
+                                   "tuple", at->out_pad) && ok;
+    ok = ok && kw_groups(st, a, in, out, &at->groups);
+    ok = kw_bool(st, a, "bias", &bias) && ok;
+    ok = kw_activation(st, l, a) && ok;
+    if (!ok) return false;
+    for (int i = 0; i < 2; i++) {
+        if (at->out_pad[i] >= at->stride[i] && at->out_pad[i] >= at->dilation[i]) {
+            ax_error(st->ctx, op->loc, "output_padding must be smaller than the stride or the dilation");
+            return false;
+        }
+    }
+    at->pad[0] = at->pad[2] = pad[0];
+    at->pad[1] = at->pad[3] = pad[1];
+    l->op = IR_OP_conv_transpose;
+    add_param(st, l, "weight", IR_PARAM_GLOROT, 4,
+              (int64_t[]){in, out / at->groups, at->kernel[0], at->kernel[1]});
     if (bias) add_vector_param(st, l, "bias", IR_PARAM_ZEROS, out);
     else add_absent_param(l);
     return true;
@@ -660,6 +757,104 @@ static bool build_layernorm(lower_state *st, lower_layer *l, const lower_args *a
     return true;
 }
 
+/* GroupNorm(groups, channels; eps=1e-5): torch.nn.GroupNorm's argument order. */
+static bool build_groupnorm(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    int64_t groups = 1, c = 1;
+    l->attrs.eps = 1e-5;
+    bool ok = eval_int_min(st, a->pos[0], "GroupNorm groups", 1, &groups);
+    ok = eval_int_min(st, a->pos[1], "GroupNorm channels", 1, &c) && ok;
+    ok = kw_float(st, a, "eps", true, &l->attrs.eps) && ok;
+    if (!ok) return false;
+    if (c % groups != 0) {
+        ax_error(st->ctx, a->pos[0]->loc, "GroupNorm: groups (%lld) must divide the channels (%lld)",
+                 (long long)groups, (long long)c);
+        return false;
+    }
+    l->op = IR_OP_groupnorm;
+    l->attrs.groups = (int)groups;
+    add_vector_param(st, l, "weight", IR_PARAM_ONES, c);
+    add_vector_param(st, l, "bias", IR_PARAM_ZEROS, c);
+    return true;
+}
+
+/* InstanceNorm(C; eps=1e-5, affine=false): torch.nn.InstanceNorm1d/2d (no
+ * running statistics), a GroupNorm of C groups; weight and bias only with
+ * affine=true. */
+static bool build_instancenorm(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    int64_t c = 1;
+    bool affine = false;
+    l->attrs.eps = 1e-5;
+    bool ok = eval_int_min(st, a->pos[0], "InstanceNorm channels", 1, &c);
+    ok = kw_float(st, a, "eps", true, &l->attrs.eps) && ok;
+    ok = kw_bool(st, a, "affine", &affine) && ok;
+    if (!ok) return false;
+    l->op = IR_OP_groupnorm;
+    l->attrs.groups = (int)c;
+    if (affine) {
+        add_vector_param(st, l, "weight", IR_PARAM_ONES, c);
+        add_vector_param(st, l, "bias", IR_PARAM_ZEROS, c);
+    } else {
+        add_absent_param(l);
+        add_absent_param(l);
+    }
+    return true;
+}
+
+/* RMSNorm(D; eps): torch.nn.RMSNorm(D), whose eps defaults to the dtype's
+ * machine epsilon; built from nodes by apply_rmsnorm. */
+static bool build_rmsnorm(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    int64_t d = 1;
+    l->attrs.eps = st->g->dtype == AXRT_F64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
+    bool ok = eval_int_min(st, a->pos[0], "RMSNorm size", 1, &d);
+    ok = kw_float(st, a, "eps", true, &l->attrs.eps) && ok;
+    if (!ok) return false;
+    l->op = IR_OP_mul;
+    add_vector_param(st, l, "weight", IR_PARAM_ONES, d);
+    return true;
+}
+
+/* x / sqrt(mean(x .* x; dims=-1) + eps) .* weight */
+static int apply_rmsnorm(lower_state *st, const lower_layer *l, int x, ax_loc loc)
+{
+    ir_attrs none = lower_attrs(), eps = lower_attrs();
+    eps.scalar = l->attrs.eps;
+    int sq = lower_add(st, IR_OP_mul, (int[]){x, x}, 2, &none, loc, l->name);
+    int mean = lower_add(st, IR_OP_mean, &sq, 1, &none, loc, l->name);
+    int e = lower_add(st, IR_OP_scalar, NULL, 0, &eps, loc, NULL);
+    ir_at(st->g, e)->rank = 0;
+    int rms = lower_add(st, IR_OP_sqrt, (int[]){lower_add(st, IR_OP_add, (int[]){mean, e}, 2, &none,
+                                                          loc, l->name)}, 1, &none, loc, l->name);
+    int y = lower_add(st, IR_OP_div, (int[]){x, rms}, 2, &none, loc, l->name);
+    return lower_add(st, IR_OP_mul, (int[]){y, l->params[0]}, 2, &none, loc, l->name);
+}
+
+/* Upsample(scale; mode=nearest|bilinear, align_corners=false): an integer
+ * or (h, w) factor, torch.nn.Upsample(scale_factor=...) on NHWC. */
+static bool build_upsample(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    bool corners = false, ok = eval_int_or_tuple(st, a->pos[0], 2, 1, "Upsample expects the scale: a "
+                                                 "positive integer or an (h, w) tuple", l->attrs.scale);
+    ok = kw_bool(st, a, "align_corners", &corners) && ok;
+    const ast_node *mode = kw_value(a, "mode");
+    l->op = IR_OP_upsample;
+    l->attrs.mode = IR_UPSAMPLE_NEAREST;
+    if (mode && is_ident(mode, "bilinear")) {
+        l->attrs.mode = corners ? IR_UPSAMPLE_BILINEAR_CORNERS : IR_UPSAMPLE_BILINEAR;
+    } else if (mode && !is_ident(mode, "nearest")) {
+        ax_error(st->ctx, mode->loc, "Upsample mode expects nearest or bilinear");
+        return false;
+    }
+    if (ok && corners && l->attrs.mode == IR_UPSAMPLE_NEAREST) {
+        ax_error(st->ctx, kw_value(a, "align_corners")->loc, "align_corners is a keyword of "
+                 "mode=bilinear (nearest has no corners to align)");
+        return false;
+    }
+    return ok;
+}
+
 static bool build_dropout(lower_state *st, lower_layer *l, const lower_args *a)
 {
     lower_num p;
@@ -723,16 +918,25 @@ static const char *const kw_pool[] = {"stride", "pad", "ceil", "count_include_pa
 static const char *const kw_batchnorm[] = {"eps", "activation", NULL};
 static const char *const kw_eps[] = {"eps", NULL};
 static const char *const kw_mha[] = {"bias", "causal", NULL};
+static const char *const kw_upsample[] = {"mode", "align_corners", NULL};
+static const char *const kw_instancenorm[] = {"eps", "affine", NULL};
+static const char *const kw_convtranspose[] = {"stride", "pad", "output_padding", "dilation",
+                                               "groups", "activation", "bias", NULL};
 
 static const lower_ctor ctors[] = {
     {"Dense", 1, "(in => out)", kw_dense, build_dense},
     {"Conv", 2, "((kh, kw), in => out)", kw_conv, build_conv},
+    {"ConvTranspose", 2, "((kh, kw), in => out)", kw_convtranspose, build_convtranspose},
     {"MaxPool", 1, "((kh, kw))", kw_pool, build_pool},
     {"MeanPool", 1, "((kh, kw))", kw_pool, build_pool},
     {"GlobalMeanPool", 0, "()", NULL, build_globalpool},
     {"AdaptiveMeanPool", 1, "((h, w))", NULL, build_adaptivepool},
     {"BatchNorm", 1, "(channels)", kw_batchnorm, build_batchnorm},
     {"LayerNorm", 1, "(size)", kw_eps, build_layernorm},
+    {"GroupNorm", 2, "(groups, channels)", kw_eps, build_groupnorm},
+    {"RMSNorm", 1, "(size)", kw_eps, build_rmsnorm},
+    {"InstanceNorm", 1, "(channels)", kw_instancenorm, build_instancenorm},
+    {"Upsample", 1, "(scale)", kw_upsample, build_upsample},
     {"Dropout", 1, "(p)", NULL, build_dropout},
     {"Flatten", 0, "()", NULL, build_flatten},
     {"Embedding", 1, "(vocab => dim)", NULL, build_embedding},
@@ -759,6 +963,22 @@ int lower_callable_names(const char **names)
     return n;
 }
 
+/* Attention: mha(x), mha(x, mask), mha(q, k, v) or mha(q, k, v, mask); the
+ * key mask [N, S] (0 = padding) is the node's last operand. */
+static int apply_mha(lower_state *st, const lower_layer *l, const int *in, int nin, ax_loc loc)
+{
+    if (nin < 1 || nin > 4) {
+        ax_error(st->ctx, loc, "layer '%s' (%s) expects x, (x, mask), (q, k, v) or (q, k, v, mask), "
+                 "got %d inputs", l->name, l->ctor->name, nin);
+        return IR_NONE;
+    }
+    int src[IR_MAX_SRC], n = 0;
+    for (int i = 0; i < 3; i++) src[n++] = in[nin <= 2 ? 0 : i];
+    for (int i = 0; i < l->nparams; i++) src[n++] = l->params[i];
+    src[n++] = nin % 2 == 0 ? in[nin - 1] : IR_NONE;
+    return lower_add(st, l->op, src, n, &l->attrs, loc, l->name);
+}
+
 lower_layer *lower_make_layer(lower_state *st, const lower_ctor *c, const ast_node *call,
                               const char *name, ax_loc decl)
 {
@@ -783,18 +1003,18 @@ lower_layer *lower_make_layer(lower_state *st, const lower_ctor *c, const ast_no
 int lower_apply_layer(lower_state *st, const lower_layer *l, const int *in, int nin, ax_loc loc)
 {
     if (l->kind != LAYER_CTOR) return lower_apply_composite(st, l, in, nin, loc);
+    if (l->op == IR_OP_mha) return apply_mha(st, l, in, nin, loc);
     if (nin != l->min_in && nin != l->max_in) {
-        if (l->min_in == l->max_in)
-            ax_error(st->ctx, loc, "layer '%s' (%s) expects 1 input, got %d", l->name,
-                     l->ctor->name, nin);
-        else
-            ax_error(st->ctx, loc, "layer '%s' (%s) expects 1 or 3 inputs (x or q, k, v), got %d",
-                     l->name, l->ctor->name, nin);
+        ax_error(st->ctx, loc, "layer '%s' (%s) expects 1 input, got %d", l->name,
+                 l->ctor->name, nin);
         return IR_NONE;
     }
     if (l->op == IR_OP_COUNT) return in[0];
+    if (l->ctor->build == build_rmsnorm) return apply_rmsnorm(st, l, in[0], loc);  /* several nodes */
+    if (l->op == IR_OP_conv && ir_at(st->g, l->params[0])->rank == 3)
+        return apply_conv1d(st, l, in[0], loc);
     int src[IR_MAX_SRC], n = 0;
-    for (int i = 0; i < (l->op == IR_OP_mha ? 3 : nin); i++) src[n++] = in[nin == 1 ? 0 : i];
+    for (int i = 0; i < nin; i++) src[n++] = in[i];
     for (int i = 0; i < l->nparams; i++) src[n++] = l->params[i];
     int id = lower_add(st, l->op, src, n, &l->attrs, loc, l->name);
     if (l->act != IR_OP_COUNT) id = lower_add(st, l->act, &id, 1, &l->act_attrs, loc, l->name);

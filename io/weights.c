@@ -94,6 +94,28 @@ static bool is_batches_tracked(const char *name)
            (len == slen || name[len - slen - 1] == '.');
 }
 
+/* Hugging Face's `embeddings.position_ids` buffer: an integer tensor named
+ * "position_ids" (or ending in ".position_ids") whose every row is 0, 1, ...
+ * It holds nothing a model needs (positions are an input in axc), and
+ * transformers itself ignores it when loading, so it is accepted and
+ * ignored like num_batches_tracked. */
+static bool is_position_ids(ax_arena *arena, const tf_tensor *t)
+{
+    static const char suffix[] = "position_ids";
+    size_t len = strlen(t->name), slen = sizeof suffix - 1;
+    if (len < slen || strcmp(t->name + len - slen, suffix) != 0 ||
+        (len > slen && t->name[len - slen - 1] != '.'))
+        return false;
+    if ((t->dtype != AXRT_I64 && t->dtype != AXRT_I32) || t->rank < 1) return false;
+    size_t count = t->nbytes / (t->dtype == AXRT_I64 ? 8 : 4);
+    int64_t row = t->shape[t->rank - 1];
+    double *v = ax_alloc(arena, sizeof *v * (count ? count : 1));
+    tf_convert(v, AXRT_F64, t->data, t->dtype, count);
+    for (size_t i = 0; i < count; i++)
+        if (v[i] != (double)((int64_t)i % row)) return false;
+    return true;
+}
+
 static bool same_shape(const ir_node *n, const tf_tensor *t)
 {
     if (n->rank != t->rank) return false;
@@ -192,7 +214,7 @@ int weights_load(ir_graph *g, const char *path)
     int nt, errors = 0;
     /* The largest file that can hold this model's parameters: the length
        prefix, the largest header, every element at 8 bytes, some slack for
-       extra tensors (batches_tracked). */
+       extra tensors (batches_tracked, position_ids). */
     size_t max = 8 + (size_t)TF_MAX_HEADER_BYTES + ((size_t)1 << 20);
     for (int i = 0; i < g->nnodes; i++)
         if (g->nodes[i].op == IR_OP_param && !g->nodes[i].dead)
@@ -228,7 +250,7 @@ int weights_load(ir_graph *g, const char *path)
     for (int i = 0; i < g->nnodes; i++)
         if (missing[i]) { report_missing(g, ir_at(g, i), t, nt, used, path); errors++; }
     for (int k = 0; k < nt; k++)
-        if (!used[k] && !is_batches_tracked(t[k].name)) {
+        if (!used[k] && !is_batches_tracked(t[k].name) && !is_position_ids(g->ctx->arena, &t[k])) {
             ax_error(g->ctx, ax_noloc(), "%s: unexpected tensor '%s' (the model has no such "
                      "parameter)", path, t[k].name);
             errors++;

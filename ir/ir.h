@@ -123,13 +123,24 @@ typedef struct ir_fused_step {
 #define IR_FUSED_OPERAND(k) (-1 - (k))
 #define IR_FUSED_OPERAND_INDEX(arg) (-1 - (arg))
 
+/* upsample's attrs.mode: torch.nn.Upsample(mode=..., align_corners=...);
+ * the same numbers as the runtime kernel's mode argument. */
+typedef enum ir_upsample_mode {
+    IR_UPSAMPLE_NEAREST = 0,
+    IR_UPSAMPLE_BILINEAR = 1,        /* align_corners=False, PyTorch's default */
+    IR_UPSAMPLE_BILINEAR_CORNERS = 2 /* align_corners=True */
+} ir_upsample_mode;
+
 /* Operator attributes; which fields mean something depends on the op. */
 typedef struct ir_attrs {
     int axis;                 /* softmax, log_softmax, sum/mean/maximum, concat: normalised to 0..rank-1 by pass_shape */
     int perm[IR_MAX_RANK];    /* transpose */
     int nperm;
-    int64_t newshape[IR_MAX_RANK]; /* reshape as written (one -1 allowed); pass_shape resolves */
-    int nnewshape;            /* 0 with flatten=true means Flatten(): [N, prod(rest)] */
+    int64_t newshape[IR_MAX_RANK]; /* reshape as written (one -1 allowed; 0 see zero_copies);
+                                 pass_shape resolves */
+    int nnewshape;
+    bool zero_copies;         /* reshape: a newshape 0 is the input's dim at that index (set
+                                 only by lowered layers; otherwise 0 is an error) */            /* 0 with flatten=true means Flatten(): [N, prod(rest)] */
     bool flatten;
     int64_t begin[IR_MAX_RANK]; /* slice: per dim, as written (negative from the end;
                                  INT64_MIN: from the start); pass_shape clamps to 0..size */
@@ -168,6 +179,9 @@ typedef struct ir_attrs {
     const ir_fused_step *steps; /* fused_elementwise: the program (context arena) */
     int nsteps;
     int parts;                /* chunk: parts asked for (torch.chunk's chunks) */
+    int scale[2];             /* upsample: integer factors (h, w) */
+    int out_pad[2];           /* conv_transpose: output_padding (h, w) */
+    int mode;                 /* upsample: an ir_upsample_mode */
     int nresults;             /* multi-result producer: its number of results */
     int index;                /* result: which result of src[0] it is, 0-based */
     int of_op;                /* unary_grad: the UNARY ir_op whose derivative it applies */

@@ -47,6 +47,13 @@ static double cost_conv(const ir_graph *g, const ir_node *n)
     return w ? 2 * numel(n) * (double)(w->shape[1] * w->shape[2] * w->shape[3]) : 0;
 }
 
+/* weight [in, out/groups, kh, kw]: each input element meets out/groups * kh * kw. */
+static double cost_conv_transpose(const ir_graph *g, const ir_node *n)
+{
+    const ir_node *x = src(g, n, 0), *w = src(g, n, 1);
+    return x && w ? 2 * numel(x) * (double)(w->shape[1] * w->shape[2] * w->shape[3]) : 0;
+}
+
 /* Projections of q, k, v and the output, scores and their weighted sum. */
 static double cost_mha(const ir_graph *g, const ir_node *n)
 {
@@ -73,6 +80,8 @@ static double cost_mha(const ir_graph *g, const ir_node *n)
 #define cost_result cost_none
 #define cost_layernorm cost_norm
 #define cost_batchnorm cost_norm
+#define cost_groupnorm cost_norm
+#define cost_upsample cost_norm
 #define cost_embedding cost_none
 #define cost_unary_grad cost_elementwise
 

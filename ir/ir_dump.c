@@ -233,6 +233,28 @@ static void put_eps_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
     ax_buf_printf(out, " eps=%g", n->attrs.eps);
 }
 
+static void put_groups_eps_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    ax_buf_printf(out, " groups=%d eps=%g", n->attrs.groups, n->attrs.eps);
+}
+
+static void put_conv_transpose_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    put_window_attrs(out, n);
+    if (n->attrs.out_pad[0] || n->attrs.out_pad[1])
+        put_int_tuple(out, "output_padding", n->attrs.out_pad, 2);
+}
+
+static void put_upsample_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    static const char *const modes[] = {"nearest", "bilinear", "bilinear_align_corners"};
+    (void)g;
+    ax_buf_printf(out, " scale=(%d, %d) mode=%s", n->attrs.scale[0], n->attrs.scale[1],
+                  modes[n->attrs.mode]);
+}
+
 static void put_mha_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
 {
     (void)g;
@@ -268,6 +290,7 @@ static void put_fused_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
 #define put_matmul_attrs put_no_attrs
 #define put_dense_attrs put_no_attrs
 #define put_layernorm_attrs put_eps_attrs
+#define put_groupnorm_attrs put_groups_eps_attrs
 #define put_batchnorm_attrs put_eps_attrs
 #define put_conv_attrs put_window
 #define put_pool_attrs put_window

@@ -703,6 +703,34 @@ static int eval_layernorm(const interp *in, const ir_node *n, double *out)
     return 0;
 }
 
+/* torch.nn.GroupNorm on [N, S..., C]: per sample and group, the mean and
+ * biased variance over the positions and the group's C/groups channels. */
+static int eval_groupnorm(const interp *in, const ir_node *n, double *out)
+{
+    const double *x = operand_vals(in, n, 0), *w = operand_vals(in, n, 1);
+    const double *bias = operand_vals(in, n, 2);
+    int64_t c = n->shape[n->rank - 1], batch = n->shape[0], cg = c / n->attrs.groups;
+    int64_t spatial = ir_numel(n) / batch / c;
+    double count = (double)(spatial * cg);
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t g = 0; g < n->attrs.groups; g++) {
+            int64_t base = b * spatial * c + g * cg;
+            double mean = 0, var = 0;
+            for (int64_t s = 0; s < spatial; s++)
+                for (int64_t i = 0; i < cg; i++) mean += x[base + s * c + i];
+            mean /= count;
+            for (int64_t s = 0; s < spatial; s++)
+                for (int64_t i = 0; i < cg; i++)
+                    var += (x[base + s * c + i] - mean) * (x[base + s * c + i] - mean);
+            double inv_std = 1 / sqrt(var / count + n->attrs.eps);
+            for (int64_t s = 0; s < spatial; s++)
+                for (int64_t i = 0; i < cg; i++)
+                    out[base + s * c + i] = (x[base + s * c + i] - mean) * inv_std *
+                                            (w ? w[g * cg + i] : 1) + (bias ? bias[g * cg + i] : 0);
+        }
+    return 0;
+}
+
 static int eval_batchnorm(const interp *in, const ir_node *n, double *out)
 {
     const double *x = operand_vals(in, n, 0), *w = operand_vals(in, n, 1);
@@ -804,6 +832,80 @@ static int eval_pool(const interp *in, const ir_node *n, double *out)
     return 0;
 }
 
+/* torch.nn.ConvTranspose2d on NHWC: every input pixel scattered through the
+ * kernel, weight [in, out/groups, kh, kw]. */
+static int eval_conv_transpose(const interp *in, const ir_node *n, double *out)
+{
+    const ir_node *x = operand(in, n, 0), *w = operand(in, n, 1);
+    const double *xv = operand_vals(in, n, 0), *wv = operand_vals(in, n, 1), *bias = operand_vals(in, n, 2);
+    const ir_attrs *a = &n->attrs;
+    int64_t h = x->shape[1], wd = x->shape[2], c = x->shape[3], oh = n->shape[1], ow = n->shape[2];
+    int64_t oc = n->shape[3], kh = w->shape[2], kw = w->shape[3], cg = c / a->groups, og = oc / a->groups;
+    for (int64_t i = 0; i < ir_numel(n); i++)
+        out[i] = bias ? bias[i % oc] : 0;
+    for (int64_t b = 0; b < x->shape[0]; b++)
+        for (int64_t iy = 0; iy < h; iy++)
+            for (int64_t ix = 0; ix < wd; ix++)
+                for (int64_t ci = 0; ci < c; ci++) {
+                    double v = xv[((b * h + iy) * wd + ix) * c + ci];
+                    int64_t g = ci / cg;
+                    for (int64_t ky = 0; ky < kh; ky++)
+                        for (int64_t kx = 0; kx < kw; kx++) {
+                            int64_t oy = iy * a->stride[0] - a->pad[0] + ky * a->dilation[0];
+                            int64_t ox = ix * a->stride[1] - a->pad[1] + kx * a->dilation[1];
+                            if (oy < 0 || oy >= oh || ox < 0 || ox >= ow) continue;
+                            for (int64_t o = 0; o < og; o++)
+                                out[((b * oh + oy) * ow + ox) * oc + g * og + o] +=
+                                    v * wv[((ci * og + o) * kh + ky) * kw + kx];
+                        }
+                }
+    return 0;
+}
+
+/* torch.nn.Upsample's source of output index dst along an axis of size
+ * in scaled by s: *i0, *i1 and the weight *frac of *i1. */
+static void upsample_source(int64_t dst, int64_t in, int s, int mode, int64_t *i0, int64_t *i1,
+                            double *frac)
+{
+    if (mode == IR_UPSAMPLE_NEAREST) {
+        *i0 = *i1 = dst / s;
+        *frac = 0;
+        return;
+    }
+    double src = mode == IR_UPSAMPLE_BILINEAR_CORNERS
+                 ? (in * s > 1 ? (double)dst * (double)(in - 1) / (double)(in * s - 1) : 0)
+                 : ((double)dst + 0.5) / s - 0.5;
+    if (src < 0) src = 0;
+    *i0 = (int64_t)src;
+    if (*i0 > in - 1) *i0 = in - 1;
+    *i1 = *i0 + 1 < in ? *i0 + 1 : in - 1;
+    *frac = src - (double)*i0;
+}
+
+static int eval_upsample(const interp *in, const ir_node *n, double *out)
+{
+    const ir_node *x = operand(in, n, 0);
+    const double *xv = operand_vals(in, n, 0);
+    int64_t h = x->shape[1], w = x->shape[2], c = x->shape[3], oh = n->shape[1], ow = n->shape[2];
+    for (int64_t b = 0; b < n->shape[0]; b++)
+        for (int64_t oy = 0; oy < oh; oy++) {
+            int64_t y0, y1, x0, x1;
+            double fy, fx;
+            upsample_source(oy, h, n->attrs.scale[0], n->attrs.mode, &y0, &y1, &fy);
+            for (int64_t ox = 0; ox < ow; ox++) {
+                upsample_source(ox, w, n->attrs.scale[1], n->attrs.mode, &x0, &x1, &fx);
+                const double *r0 = xv + (b * h + y0) * w * c, *r1 = xv + (b * h + y1) * w * c;
+                for (int64_t ch = 0; ch < c; ch++) {
+                    double top = r0[x0 * c + ch] * (1 - fx) + r0[x1 * c + ch] * fx;
+                    double bottom = r1[x0 * c + ch] * (1 - fx) + r1[x1 * c + ch] * fx;
+                    out[((b * oh + oy) * ow + ox) * c + ch] =
+                        n->attrs.mode == IR_UPSAMPLE_NEAREST ? r0[x0 * c + ch] : top * (1 - fy) + bottom * fy;
+                }
+            }
+        }
+    return 0;
+}
+
 static int eval_globalpool(const interp *in, const ir_node *n, double *out)
 {
     const ir_node *x = operand(in, n, 0);
@@ -830,7 +932,7 @@ typedef struct mha_dims {
 
 /* One head of one batch: ctx[i, head cols] = softmax(Q Kᵀ/√hd + mask) V. */
 static void attend_head(const mha_dims *m, const double *q, const double *k, const double *v,
-                        double *scores, double *ctx)
+                        const double *key_mask, double *scores, double *ctx)
 {
     double scale = 1 / sqrt((double)m->head_dim);
     for (int64_t i = 0; i < m->lq; i++) {
@@ -840,7 +942,7 @@ static void attend_head(const mha_dims *m, const double *q, const double *k, con
             double dot = 0;
             for (int64_t c = 0; c < m->head_dim; c++)
                 dot += q[i * m->d + c] * k[j * m->d + c];
-            scores[j] = dot * scale;
+            scores[j] = key_mask && key_mask[j] == 0 ? -INFINITY : dot * scale;
             max = fmax(max, scores[j]);
         }
         for (int64_t j = 0; j < visible; j++)
@@ -865,6 +967,7 @@ static int eval_mha(const interp *in, const ir_node *n, double *out)
         return -1;
     m.head_dim = m.d / m.heads;
     const double *in_w = operand_vals(in, n, 3), *in_b = operand_vals(in, n, 4);
+    const double *key_mask = n->nsrc > 7 ? operand_vals(in, n, 7) : NULL;
     size_t q_elems = (size_t)(m.batch * m.lq * m.d), kv_elems = (size_t)(m.batch * m.lk * m.d);
     double *qp = malloc(q_elems * sizeof *qp), *ctx = malloc(q_elems * sizeof *ctx);
     double *kp = malloc(kv_elems * sizeof *kp), *vp = malloc(kv_elems * sizeof *vp);
@@ -880,7 +983,8 @@ static int eval_mha(const interp *in, const ir_node *n, double *out)
             for (int64_t h = 0; h < m.heads; h++)
                 attend_head(&m, qp + b * m.lq * m.d + h * m.head_dim,
                             kp + b * m.lk * m.d + h * m.head_dim,
-                            vp + b * m.lk * m.d + h * m.head_dim, scores,
+                            vp + b * m.lk * m.d + h * m.head_dim, key_mask ? key_mask + b * m.lk : NULL,
+                            scores,
                             ctx + b * m.lq * m.d + h * m.head_dim);
         linear_rows(ctx, m.batch * m.lq, m.d, operand_vals(in, n, 5), operand_vals(in, n, 6), m.d,
                     out);

@@ -200,9 +200,12 @@ static bool shape_reshape(ir_graph *g, ir_node *n)
     char to[200], from[160];
     newshape_text(&n->attrs, to, sizeof to);
     int unknown = -1;
-    int64_t known = 1;
+    int64_t known = 1, resolved[IR_MAX_RANK];
     for (int i = 0; i < n->attrs.nnewshape; i++) {
         int64_t d = n->attrs.newshape[i];
+        if (d == 0 && n->attrs.zero_copies && i < x->rank)  /* the input's own dim */
+            d = x->shape[i];
+        resolved[i] = d;
         if (d == -1 && unknown < 0)
             unknown = i;
         else if (d == -1)
@@ -216,7 +219,7 @@ static bool shape_reshape(ir_graph *g, ir_node *n)
     if (unknown < 0 ? known != total : total % known != 0)
         return fail(g, n, "cannot reshape %s (%lld elements) to %s", shape_text(x, from, sizeof from),
                     (long long)total, to);
-    set_shape(n, n->attrs.newshape, n->attrs.nnewshape);
+    set_shape(n, resolved, n->attrs.nnewshape);
     if (unknown >= 0)
         n->shape[unknown] = total / known;
     return true;
@@ -440,6 +443,24 @@ static bool shape_norm(ir_graph *g, ir_node *n)
 static bool shape_layernorm(ir_graph *g, ir_node *n) { return shape_norm(g, n); }
 static bool shape_batchnorm(ir_graph *g, ir_node *n) { return shape_norm(g, n); }
 
+/* GroupNorm (and InstanceNorm): [N, ..., C] with C a multiple of the groups;
+ * weight and bias, where present, [C]. */
+static bool shape_groupnorm(ir_graph *g, ir_node *n)
+{
+    const ir_node *x = operand(g, n, 0);
+    int64_t c = x->rank >= 2 ? x->shape[x->rank - 1] : 0;
+    char expected[64];
+    snprintf(expected, sizeof expected, "[N, ..., C] with C a multiple of %d", n->attrs.groups);
+    if (x->rank < 2 || c % n->attrs.groups != 0) return fail_expects(g, n, "input", expected, x);
+    for (int i = 1; i < 3; i++) {
+        const ir_node *p = n->src[i] != IR_NONE ? operand(g, n, i) : NULL;
+        snprintf(expected, sizeof expected, "[%lld]", (long long)c);
+        if (p && (p->rank != 1 || p->shape[0] != c)) return fail_expects(g, n, "parameter", expected, p);
+    }
+    set_shape(n, x->shape, x->rank);
+    return true;
+}
+
 /* One spatial dimension of a window op; pad_same fills pad_lo/pad_hi. */
 static int64_t window_out(int64_t size, int k, int stride, int dilation, bool same, int *pad_lo,
                           int *pad_hi)
@@ -580,6 +601,45 @@ static bool shape_pool(ir_graph *g, ir_node *n)
     return true;
 }
 
+/* ConvTranspose2d: H' = (H - 1) * stride - 2 * pad + dilation * (kh - 1) + output_padding + 1. */
+static bool shape_conv_transpose(ir_graph *g, ir_node *n)
+{
+    const ir_node *x = operand(g, n, 0), *w = operand(g, n, 1);
+    const ir_node *bias = n->src[2] != IR_NONE ? operand(g, n, 2) : NULL;
+    const ir_attrs *a = &n->attrs;
+    char expected[96];
+    if (w->rank != 4)
+        return fail_expects(g, n, "weight", "[in, out/groups, kh, kw]", w);
+    snprintf(expected, sizeof expected, "[N, H, W, %lld]", (long long)w->shape[0]);
+    if (x->rank != 4 || x->shape[3] != w->shape[0])
+        return fail_expects(g, n, "input", expected, x);
+    int64_t out[4] = {x->shape[0], 0, 0, w->shape[1] * a->groups};
+    for (int i = 0; i < 2; i++)
+        out[1 + i] = (x->shape[1 + i] - 1) * a->stride[i] - a->pad[i] - a->pad[i + 2] +
+                     a->dilation[i] * (w->shape[2 + i] - 1) + a->out_pad[i] + 1;
+    if (out[1] < 1 || out[2] < 1)
+        return fail_expects(g, n, "input", "a size giving a positive output", x);
+    if (bias && (bias->rank != 1 || bias->shape[0] != out[3])) {
+        snprintf(expected, sizeof expected, "[%lld]", (long long)out[3]);
+        return fail_expects(g, n, "bias", expected, bias);
+    }
+    n->attrs.kernel[0] = (int)w->shape[2];
+    n->attrs.kernel[1] = (int)w->shape[3];
+    set_shape(n, out, 4);
+    return true;
+}
+
+static bool shape_upsample(ir_graph *g, ir_node *n)
+{
+    const ir_node *x = operand(g, n, 0);
+    if (x->rank != 4)
+        return fail_expects(g, n, "input", "[N, H, W, C]", x);
+    int64_t out[4] = {x->shape[0], x->shape[1] * n->attrs.scale[0], x->shape[2] * n->attrs.scale[1],
+                      x->shape[3]};
+    set_shape(n, out, 4);
+    return true;
+}
+
 static bool shape_globalpool(ir_graph *g, ir_node *n)
 {
     const ir_node *x = operand(g, n, 0);
@@ -628,6 +688,10 @@ static bool shape_mha(ir_graph *g, ir_node *n)
         return fail_expects(g, n, "key", expected, k);
     if (v->rank != 3 || v->shape[2] != d || v->shape[0] != q->shape[0])
         return fail_expects(g, n, "value", expected, v);
+    snprintf(expected, sizeof expected, "[%lld, %lld]", (long long)q->shape[0], (long long)k->shape[1]);
+    const ir_node *mask = n->nsrc > 7 && n->src[7] != IR_NONE ? operand(g, n, 7) : NULL;
+    if (mask && (mask->rank != 2 || mask->shape[0] != q->shape[0] || mask->shape[1] != k->shape[1]))
+        return fail_expects(g, n, "key mask", expected, mask);
     if (k->shape[1] != v->shape[1])
         return fail(g, n, "%s: key %s and value %s differ in length", ir_describe_layer(g, n, desc, sizeof desc),
                     shape_text(k, sk, sizeof sk), shape_text(v, sv, sizeof sv));

@@ -186,6 +186,18 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
                         size_t in, size_t out);                                          \
     void axrt_layernorm_##S(const T *x, const T *w, const T *bias, T *y, size_t rows,     \
                             size_t d, T eps);                                            \
+    /* torch.nn.GroupNorm on x [n, spatial, c]: groups of c/groups channels;    \
+       w and bias may be NULL (1 and 0: InstanceNorm without affine) */            \
+    void axrt_groupnorm_##S(const T *x, const T *w, const T *bias, T *y, size_t n,        \
+                            size_t spatial, size_t c, size_t groups, T eps);             \
+    /* torch.nn.ConvTranspose2d on NHWC: w [c, oc/groups, kh, kw]; p->c, h, w the   \
+       input, p->oh, ow, oc the output; bias may be NULL */                           \
+    void axrt_conv_transpose2d_##S(const T *x, const T *w, const T *bias, T *y,          \
+                                   const axrt_conv2d_params *p);                        \
+    /* torch.nn.Upsample on NHWC x [n, h, w, c] -> y [n, h*sh, w*sw, c]; mode 0       \
+       nearest, 1 bilinear, 2 bilinear with align_corners (the IR's upsample modes) */  \
+    void axrt_upsample_##S(const T *x, T *y, size_t n, size_t h, size_t w, size_t c,    \
+                           size_t sh, size_t sw, size_t mode);                          \
     void axrt_batchnorm_##S(const T *x, const T *w, const T *bias, const T *mean,         \
                             const T *var, T *y, size_t rows, size_t c, T eps);           \
     void axrt_conv2d_##S(const T *x, const T *w, const T *bias, T *y,                     \
@@ -202,6 +214,11 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
     void axrt_mha_##S(const T *q, const T *k, const T *v, const T *in_w, const T *in_b,   \
                       const T *out_w, const T *out_b, T *y, T *scratch,                  \
                       const axrt_mha_params *p);                                         \
+    /* the same with key_mask [n, lk]: key j of batch element b is never attended   \
+       where key_mask[b * lk + j] == 0 (padding) */                                    \
+    void axrt_mha_masked_##S(const T *q, const T *k, const T *v, const T *key_mask,      \
+                             const T *in_w, const T *in_b, const T *out_w, const T *out_b, \
+                             T *y, T *scratch, const axrt_mha_params *p);              \
     /* y[i, :] = w[idx[i], :] for n indices of dtype AXRT_I8, AXRT_I32 or AXRT_I64 */      \
     int axrt_embedding_##S(const void *idx, axrt_dtype idx_dtype, const T *w, T *y,       \
                            size_t n, size_t vocab, size_t dim);
@@ -283,6 +300,10 @@ void axrt_conv2d_depthwise_f32(const float *x, const float *packed, const float 
 void axrt_mha_packed_f32(const float *q, const float *k, const float *v, const float *in_w,
                          const float *in_b, const float *out_w, const float *out_b, float *y,
                          float *scratch, const axrt_mha_params *p);
+void axrt_mha_packed_masked_f32(const float *q, const float *k, const float *v,
+                                const float *key_mask, const float *in_w, const float *in_b,
+                                const float *out_w, const float *out_b, float *y, float *scratch,
+                                const axrt_mha_params *p);
 
 /* Depthwise conv overwriting its own input xy (axrt_dwconv.c): groups == c ==
    oc, stride 1, oh == h, ow == w, kh <= AXRT_DWCONV_MAX_KH.  w is [c, 1, kh, kw],

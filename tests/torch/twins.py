@@ -63,6 +63,54 @@ def same_padding(size, kernel, stride, dilation):
     return total // 2, total - total // 2
 
 
+class Conv1dNLC(nn.Conv1d):
+    """Conv((k,), in => out; ...) on [N, L, C]; pad is an int or "same"."""
+
+    def __init__(self, cin, cout, k, activation="identity", **kw):
+        super().__init__(cin, cout, k, **kw)
+        self.act = ACTIVATIONS[activation]
+
+    def forward(self, x):
+        return self.act(super().forward(x.transpose(1, 2))).transpose(1, 2)
+
+
+class ConvTransposeNHWC(nn.ConvTranspose2d):
+    """ConvTranspose((kh, kw), in => out; ...) on NHWC."""
+
+    def forward(self, x):
+        return to_nhwc(super().forward(to_nchw(x)))
+
+
+class GroupNormNHWC(nn.GroupNorm):
+    """GroupNorm(groups, C) on channels-last [N, ..., C]."""
+
+    def forward(self, x):
+        perm = [0, x.dim() - 1, *range(1, x.dim() - 1)]
+        back = [0, *range(2, x.dim()), 1]
+        return super().forward(x.permute(*perm)).permute(*back)
+
+
+class InstanceNormNLC(nn.InstanceNorm1d):
+    """InstanceNorm(C; ...) on [N, L, C]."""
+
+    def forward(self, x):
+        return super().forward(x.transpose(1, 2)).transpose(1, 2)
+
+
+class RMSNorm(nn.Module):
+    """torch.nn.RMSNorm(d, eps) (PyTorch 2.4; Debian's is older): the weight,
+    eps defaulting to the dtype's machine epsilon."""
+
+    def __init__(self, d, eps=None):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.eps = eps
+
+    def forward(self, x):
+        eps = self.eps if self.eps is not None else torch.finfo(x.dtype).eps
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * self.weight
+
+
 class ConvNHWC(nn.Conv2d):
     """Conv((kh, kw), in => out; ...) on NHWC.  pad is an int, an (h, w)
     tuple, or "same"."""
@@ -155,9 +203,14 @@ def randomise(module, generator):
                 sub.running_mean.normal_(0, 0.5, generator=generator)
                 sub.running_var.uniform_(0.5, 2.0, generator=generator)
                 sub.num_batches_tracked.fill_(17)
-            if isinstance(sub, (nn.BatchNorm1d, nn.BatchNorm2d, nn.LayerNorm)):
+            if isinstance(sub, (nn.BatchNorm1d, nn.BatchNorm2d, nn.LayerNorm, nn.GroupNorm)):
                 sub.weight.uniform_(0.5, 1.5, generator=generator)
                 sub.bias.normal_(0, 0.3, generator=generator)
+            if isinstance(sub, (nn.InstanceNorm1d, nn.InstanceNorm2d)) and sub.affine:
+                sub.weight.uniform_(0.5, 1.5, generator=generator)
+                sub.bias.normal_(0, 0.3, generator=generator)
+            if isinstance(sub, RMSNorm):
+                sub.weight.uniform_(0.5, 1.5, generator=generator)
             if isinstance(sub, nn.MultiheadAttention):
                 for p in (sub.in_proj_bias, sub.out_proj.bias):
                     if p is not None:

@@ -637,7 +637,7 @@ static int mha(model *m, const char *prefix, int q, int k, int v, int64_t d, boo
     int b_in = bias ? param(m, ax_sprintf(a, "%s.in_proj_bias", prefix), 1, SHAPE(3 * d)) : IR_NONE;
     int w_out = param(m, ax_sprintf(a, "%s.out_proj.weight", prefix), 2, SHAPE(d, d));
     int b_out = bias ? param(m, ax_sprintf(a, "%s.out_proj.bias", prefix), 1, SHAPE(d)) : IR_NONE;
-    int id = op(m, IR_OP_mha, NSRC(q, k, v, w_in, b_in, w_out, b_out));
+    int id = op(m, IR_OP_mha, NSRC(q, k, v, w_in, b_in, w_out, b_out, IR_NONE));
     attrs(m, id)->heads = 2;
     return id;
 }

@@ -609,7 +609,7 @@ static void expect_mha(void **state, const char *c, bool self_attention, int hea
                                           "out_proj.bias"};
     char name[96];
     test_graph t = tg_new();
-    int src[7];
+    int src[8];
     for (int i = 0; i < 3; i++) {
         snprintf(name, sizeof name, "%s.%c", c, "qkv"[i]);
         src[i] = self_attention && i > 0 ? src[0] : tg_input(&t, ref(state, name));
@@ -619,7 +619,8 @@ static void expect_mha(void **state, const char *c, bool self_attention, int hea
         src[3 + i] = optional_param(state, &t, name);
     }
     snprintf(name, sizeof name, "%s.y", c);
-    int y = tg_op(&t, IR_OP_mha, src, 7, ref(state, name));
+    src[7] = IR_NONE; /* no key mask */
+    int y = tg_op(&t, IR_OP_mha, src, 8, ref(state, name));
     ir_at(t.g, y)->attrs.heads = heads;
     ir_at(t.g, y)->attrs.causal = causal;
     tg_expect(&t, y, ref(state, name), TOL);

@@ -305,7 +305,8 @@ static void multihead_attention(void **state)
     assert_shape(param(r->g, "att.out_proj.weight"), 2, (int64_t[]){8, 8});
     const ir_node *a = nth_op(r->g, IR_OP_mha, 0), *b = nth_op(r->g, IR_OP_mha, 1);
     int qid = r->g->inputs[0], kvid = r->g->inputs[1];
-    assert_int_equal(a->nsrc, 7);
+    assert_int_equal(a->nsrc, 8);
+    assert_int_equal(a->src[7], IR_NONE); /* no key mask */
     assert_int_equal(a->src[0], qid);
     assert_int_equal(a->src[1], kvid);
     assert_int_equal(a->src[2], kvid);
@@ -477,11 +478,11 @@ static void error_wrong_kind_of_value(void **state)
 static void error_layer_arguments(void **state)
 {
     expect_errors("@axiom function f(x::Float32[1, 4])\n    d = Dense(4 => 4)\n"
-                  "    a = MultiHeadAttention(4 => 2)\n    h = relu(x)\n    k = a(x, x)\n"
+                  "    a = MultiHeadAttention(4 => 2)\n    h = relu(x)\n    k = a(x, x, x, x, x)\n"
                   "    v = d\n    w = h(x)\n    u = x |> relu(x)\n    z = d(x, x)\n"
                   "    return x |> d(x)\nend\n",
-                  "t.ax:5:9: error: layer 'a' (MultiHeadAttention) expects 1 or 3 inputs "
-                  "(x or q, k, v), got 2",
+                  "t.ax:5:9: error: layer 'a' (MultiHeadAttention) expects x, (x, mask), "
+                  "(q, k, v) or (q, k, v, mask), got 5 inputs",
                   "t.ax:6:9: error: 'd' is a layer, not a value; apply it: d(x) or x |> d",
                   "t.ax:7:9: error: 'h' is a value, not a layer or function; it cannot be applied",
                   "t.ax:8:14: error: relu(...) applied to a value takes keyword arguments only",

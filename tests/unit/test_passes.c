@@ -563,7 +563,8 @@ static ir_graph *mha_graph(const int64_t *qs, const int64_t *ks, const int64_t *
     int k = INPUT(g, "k", ks[0], ks[1], ks[2]);
     int v = INPUT(g, "v", vs[0], vs[1], vs[2]);
     int m = NODE(g, IR_OP_mha, q, k, v, PARAM(g, "in_proj_weight", 3 * d, d),
-                 PARAM(g, "in_proj_bias", 3 * d), PARAM(g, "out_proj.weight", d, d), IR_NONE);
+                 PARAM(g, "in_proj_bias", 3 * d), PARAM(g, "out_proj.weight", d, d), IR_NONE,
+                 IR_NONE);
     ir_at(g, m)->attrs.heads = heads;
     ir_at(g, m)->name = "attn";
     output(g, m);
@@ -841,7 +842,7 @@ static ir_graph *random_dag(void)
         uint32_t kind = rnd(10);
         int id = kind < 4 ? NODE(g, IR_OP_relu, a)
                : kind < 9 ? NODE(g, IR_OP_add, a, b)
-                          : NODE(g, IR_OP_mha, a, b, b, wq, IR_NONE, wq, IR_NONE);
+                          : NODE(g, IR_OP_mha, a, b, b, wq, IR_NONE, wq, IR_NONE, IR_NONE);
         ir_node *n = ir_at(g, id);
         n->rank = 3;
         n->shape[0] = 1;

@@ -2,7 +2,8 @@
  * the documented init algorithm against values from an independent Python
  * implementation, determinism and per-name independence, Glorot bounds,
  * zeros/ones, save→load round trip, every mismatch class reported in one
- * run (missing, misshapen, unexpected; num_batches_tracked ignored), dtype
+ * run (missing, misshapen, unexpected; num_batches_tracked ignored, Hugging
+ * Face's position_ids only when it holds 0, 1, ... per row), dtype
  * conversion on load, unreadable and malformed files. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -240,6 +241,37 @@ static void load_reports_every_mismatch(void **state)
     ir_graph_free_nodes(g);
 }
 
+/* An integer position_ids of 0..n-1 rows is ignored; any other content, or
+ * a float tensor of that name, is an unexpected tensor. */
+static void load_ignores_only_arange_position_ids(void **state)
+{
+    fixture *fx = *state;
+    static const float w[6] = {1, 2, 3, 4, 5, 6}, v[3] = {1, 1, 1};
+    static const int64_t arange[2][3] = {{0, 1, 2}, {0, 1, 2}}, other[3] = {0, 2, 1};
+    static const int32_t arange32[3] = {0, 1, 2};
+    tf_tensor t[] = {
+        {"0.weight", AXRT_F32, 2, {3, 2}, (const uint8_t *)w, sizeof w},
+        {"0.bias", AXRT_F32, 1, {3}, (const uint8_t *)v, sizeof v},
+        {"bn.weight", AXRT_F32, 1, {3}, (const uint8_t *)v, sizeof v},
+        {"bn.running_var", AXRT_F32, 1, {3}, (const uint8_t *)v, sizeof v},
+        {"embeddings.position_ids", AXRT_I64, 2, {2, 3}, (const uint8_t *)arange, sizeof arange},
+        {"position_ids", AXRT_I32, 1, {3}, (const uint8_t *)arange32, sizeof arange32},
+        {"b.position_ids", AXRT_I64, 1, {3}, (const uint8_t *)other, sizeof other},
+        {"c.position_ids", AXRT_F32, 1, {3}, (const uint8_t *)v, sizeof v},
+        {"xposition_ids", AXRT_I32, 1, {3}, (const uint8_t *)arange32, sizeof arange32},
+    };
+    write_tensors(fx, t, 9);
+    ir_graph *g = small_graph(fx);
+    assert_int_equal(weights_load(g, fx->path), 3);
+    const char *d = diagnostics(fx);
+    assert_null(strstr(d, "'embeddings.position_ids'"));
+    assert_null(strstr(d, "'position_ids'"));
+    assert_non_null(strstr(d, "unexpected tensor 'b.position_ids'"));
+    assert_non_null(strstr(d, "unexpected tensor 'c.position_ids'"));
+    assert_non_null(strstr(d, "unexpected tensor 'xposition_ids'"));
+    ir_graph_free_nodes(g);
+}
+
 static void load_converts_f64_to_f32(void **state)
 {
     fixture *fx = *state;
@@ -282,6 +314,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(init_in_half_precision, setup, teardown),
         cmocka_unit_test_setup_teardown(save_then_load_round_trips, setup, teardown),
         cmocka_unit_test_setup_teardown(load_reports_every_mismatch, setup, teardown),
+        cmocka_unit_test_setup_teardown(load_ignores_only_arange_position_ids, setup, teardown),
         cmocka_unit_test_setup_teardown(load_converts_f64_to_f32, setup, teardown),
         cmocka_unit_test_setup_teardown(load_unreadable_and_malformed_files, setup, teardown),
     };
