@@ -742,8 +742,14 @@ static void emit_mha(gk *k, const ir_node *n)
 /* The op this back end has no kernel for, or NULL. */
 static const char *unsupported(const ir_graph *g, const ir_node *n)
 {
-    if (n->op == IR_OP_embedding)
+    switch (n->op) { /* no kernel of this back end's yet */
+    case IR_OP_embedding: case IR_OP_groupnorm: case IR_OP_upsample: case IR_OP_conv_transpose:
+    case IR_OP_unary_grad:
         return ir_ops[n->op].name;
+    default: break;
+    }
+    if (n->op == IR_OP_mha && n->nsrc > 7 && n->src[7] != IR_NONE)
+        return "attention with a padding mask";
     if (n->op == IR_OP_mha && mha_dims_of(g, n).lk > MHA_MAX_KEYS)
         return "attention over more than 8192 keys";
     if (n->op == IR_OP_cast && g->nodes[n->src[0]].dtype != n->dtype)

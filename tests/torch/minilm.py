@@ -211,9 +211,9 @@ def main():
     failed = False
     for name, label in (("embedding", "embedding"), ("pooler_output", "pooler")):
         err = float(np.max(np.abs(got[name].astype(np.float64) - ref[name])))
-        failed |= report(label, None if got[name].shape == ref[name].shape and err <= TOL else
+        failed |= report(f"{label} (max |axc - PyTorch| = {err:.2e})",
+                         None if got[name].shape == ref[name].shape and err <= TOL else
                          [f"shape {got[name].shape} vs {ref[name].shape}, max |a-b| = {err:.3g} > {TOL}"])
-        print(f"  # {label}: max |axc - PyTorch| = {err:.2e}")
     mine, theirs = neighbours(got["embedding"]), neighbours(ref["embedding"])
     failed |= report("ranking", None if mine == theirs else [f"axc {mine}", f"PyTorch {theirs}"])
     want = {0: 1, 1: 0, 2: 3, 3: 2}
