@@ -46,7 +46,8 @@ static int add_node(grad_state *s, ir_op op, const int *src, int nsrc, const int
     ir_node *n = &s->g->nodes[id];
     n->dtype = s->g->dtype;
     n->rank = rank;
-    memcpy(n->shape, shape, sizeof n->shape[0] * (size_t)rank);
+    if (rank > 0)
+        memcpy(n->shape, shape, sizeof n->shape[0] * (size_t)rank);
     return id;
 }
 

@@ -112,17 +112,21 @@ static void say(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-/* dlopen of the environment's override, else each name in turn. */
+/* dlopen of the environment's override, else each name in turn.  The
+ * libraries stay mapped after dlclose (RTLD_NODELETE): NVRTC carries its own
+ * static C++ runtime, whose state (the exception pool) unloading would leak,
+ * and a driver is not made to be unloaded and loaded again in one process. */
 static void *open_first(const char *env, const char *const *names, const char **tried)
 {
+    const int mode = RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE;
     const char *forced = getenv(env);
     if (forced && *forced) {
         *tried = forced;
-        return dlopen(forced, RTLD_NOW | RTLD_LOCAL);
+        return dlopen(forced, mode);
     }
     *tried = names[0];
     for (int i = 0; names[i]; i++) {
-        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        void *h = dlopen(names[i], mode);
         if (h) return h;
     }
     return NULL;
