@@ -353,6 +353,7 @@ lower_layer *lower_index_layer(lower_state *st, const ast_node *e)
         ax_error(st->ctx, obj->loc, "only a list or a Chain of layers can be indexed here");
         return NULL;
     }
+    if (b) b->layer->used = true;
     if (e->nargs != 1 || e->args[0]->kind == AST_SLICE) {
         ax_error(st->ctx, e->loc, "a list takes one constant index: %s[i]", l->name);
         return NULL;
@@ -443,6 +444,7 @@ void lower_for(lower_state *st, const ast_stmt *s)
                      "layers (for b in blocks)");
         return;
     }
+    b->layer->used = true;
     for (int k = 0; k < l->nitems; k++) {
         if (!l->items[k]) {
             ax_error(st->ctx, it->loc, "element %d of '%s' is a function, not a layer", k,

@@ -304,6 +304,19 @@ AX
     run_axc unused.ax -o unused.c --seed=0; expect_rc 0 || return 1
     grep -q "unused.ax:3:5: warning: layer 'fc2' is declared but never used" err || { show; return 1; }
     run_axc unused.ax -o unused.c --seed=0 -Werror; expect_rc 1 || return 1
+    # a list used only by a for loop or by indexing is used
+    cat >looped.ax <<'AX'
+@axiom function looped(x::Float32[1, 4])
+    blocks = [Dense(4 => 4) for i in 1:2]
+    heads = [Dense(4 => 4) for i in 1:2]
+    h = x
+    for b in blocks
+        h = b(h)
+    end
+    return heads[1](h)
+end
+AX
+    run_axc looped.ax -o looped.c --seed=0 -Werror; expect_rc 0 || return 1
 }
 # The generated files do not depend on where the source lies: the same
 # model compiled from two directories (absolute paths, as make's vpath
