@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int n = 0;
     if (axc_build_models(ctx, &o, models, &n) == AXC_OK && n > 0) {
         ax_buf c = {0}, h = {0};
-        cg_request req = {models, n, "fuzz.h", "fuzz.onnx"};
+        cg_request req = {.models = models, .nmodels = n, .header_name = "fuzz.h", .source_name = "fuzz.onnx"};
         cg_c_emit(&req, &c, &h);
         ax_buf_free(&c);
         ax_buf_free(&h);
