@@ -118,8 +118,12 @@ static void put_tensor_lines(ax_buf *h, const char *what, const ir_graph *g, con
 static void emit_header(const train_emit *te, ax_buf *h)
 {
     ax_arena *a = te->step->ctx->arena;
+    char *summary = ax_strdup(a, te->t->summary);
+    for (char *c = summary; *c; c++)   /* nothing that could end the comment */
+        if (!isprint((unsigned char)*c) || strchr("*/\\", *c))
+            *c = '_';
     ax_buf_printf(h, "\n/* training step of model %s (axc --train; interface.md section 8)\n   %s\n", te->name,
-                  c_string_text(a, te->t->summary));
+                  summary);
     put_tensor_lines(h, "input ", te->step, te->step->inputs, te->step_body.input_names, te->step->ninputs);
     put_tensor_lines(h, "output", te->fwd, te->fwd->outputs, te->fwd_body.output_names, te->fwd->noutputs);
     ax_buf_printf(h,
