@@ -38,6 +38,10 @@ typedef struct cg_train {
     int ntensors;
     size_t state_bytes;       /* 64-byte header (the step count), then the tensors */
     axrt_optim optim;         /* hyperparameters with the defaults applied */
+    /* arena offsets (step, forward) of the room at the end of each arena where
+     * a Float32 dense packs its weight from the state for the packed GEMM
+     * (the weights change every step), or -1 */
+    int64_t step_pack_offset, fwd_pack_offset;
     const char *summary;      /* "loss cross_entropy, optimizer adam (lr 0.001, ...)" */
 } cg_train;
 

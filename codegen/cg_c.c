@@ -624,7 +624,14 @@ static void emit_dense(emitter *em, const ir_node *n, const char *y)
         ax_buf_printf(OUT, "    axc_blas_dense(%s, %s, %s, %s, %lld, %lld, %lld);\n",
                       operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y,
                       (long long)(ir_numel(x) / in), (long long)in, (long long)out);
-    else if (kernel_applies_epilogue(em, n))
+    else if (em->body && em->body->pack_offset >= 0 && n->dtype == AXRT_F32 && state_offset(em, n->src[1]) >= 0) {
+        const char *packed = ax_sprintf(arena_of(em), "(float *)((unsigned char *)arena + %lld)",
+                                        (long long)em->body->pack_offset);
+        ax_buf_printf(OUT, "    axrt_pack_dense_f32(%s, %s, %lld, %lld);\n", operand(em, n, 1), packed,
+                      (long long)in, (long long)out);
+        ax_buf_printf(OUT, "    axrt_dense_packed_f32(%s, %s, %s, %s, %lld, %lld, %lld);\n", operand(em, n, 0),
+                      packed, operand(em, n, 2), y, (long long)(ir_numel(x) / in), (long long)in, (long long)out);
+    } else if (kernel_applies_epilogue(em, n))
         ax_buf_printf(OUT, "    axrt_dense_packed_ep_f32(%s, %s, %s, %s, %lld, %lld, %lld);\n",
                       operand(em, n, 0), operand(em, n, 1), epilogue_operands(em, n), y,
                       (long long)(ir_numel(x) / in), (long long)in, (long long)out);

@@ -18,6 +18,9 @@ struct cg_c_body {
     const int64_t *state_offset;
     bool state_const;            /* state is `const void *`; its parameters are then not embedded */
     const char *fail_return;     /* what a failing kernel status returns (NULL: "status") */
+    /* >= 0: arena offset of room where a Float32 dense packs its weight read
+     * from the state before calling the packed kernel (cg_train.pack_offset) */
+    int64_t pack_offset;
     /* called after each node's statements (may be NULL) */
     void (*after_node)(const cg_c_body *b, int id, ax_buf *out);
     const void *user;            /* for after_node */

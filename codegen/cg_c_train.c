@@ -253,6 +253,7 @@ static void init_body(train_emit *te, cg_c_body *b, ir_graph *g, bool forward)
     b->state_offset = state_offsets(te, g, forward);
     b->state_const = forward;
     b->fail_return = forward ? "status" : "NAN";
+    b->pack_offset = forward ? te->t->fwd_pack_offset : te->t->step_pack_offset;
     b->after_node = forward ? NULL : emit_updates;
     b->user = te;
 }

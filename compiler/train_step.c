@@ -132,10 +132,31 @@ static const char *summary(ax_arena *a, const axc_opts *o, const axrt_optim *h)
                       h->kind == AXRT_OPT_LION ? 0.0 : h->eps);
 }
 
-/* Both graphs planned together-with-sharing, verified, within --ram. */
-static int plan(const axc_opts *o, ir_graph *g)
+/* Room at the end of g's arena for the largest Float32 dense weight: the
+ * C back end packs each dense weight there before the packed GEMM (the
+ * state's weights change every step, so they cannot be packed at compile
+ * time).  Returns its offset, or -1 when g has no such dense. */
+static int64_t add_pack_room(ir_graph *g)
+{
+    size_t most = 0;
+    for (int id = 0; id < g->nnodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        if (!n->dead && n->op == IR_OP_dense && n->dtype == AXRT_F32 && g->nodes[n->src[1]].op == IR_OP_param &&
+            ir_nbytes(&g->nodes[n->src[1]]) > most)
+            most = ir_nbytes(&g->nodes[n->src[1]]);
+    }
+    if (!most) return -1;
+    const int64_t at = (int64_t)g->arena_bytes;
+    g->arena_bytes += align_up(most);
+    return at;
+}
+
+/* Both graphs planned with sharing (forward and backward in one arena),
+ * verified, within --ram. */
+static int plan(const axc_opts *o, ir_graph *g, int64_t *pack_offset)
 {
     pass_memplan_with(g, true);
+    *pack_offset = add_pack_room(g);
     if (ir_verify(g)) return AXC_EINPUT;
     if (o->ram_budget && pass_memplan_check_budget(g, o->ram_budget)) return AXC_EINPUT;
     return AXC_OK;
@@ -174,8 +195,8 @@ int axc_train_step_graphs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int
         train->summary = summary(ctx->arena, o, &train->optim);
         lay_out_state(&t, stat_value, fwd, train);
         free(stat_value);
-        rc = plan(o, g);
-        if (!rc) rc = plan(o, fwd);
+        rc = plan(o, g, &train->step_pack_offset);
+        if (!rc) rc = plan(o, fwd, &train->fwd_pack_offset);
     }
     axc_free_trainer(&t);
     if (rc) { ir_graph_free_nodes(fwd); train->forward = NULL; }
