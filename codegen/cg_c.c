@@ -778,33 +778,23 @@ static void emit_embedding(emitter *em, const ir_node *n, const char *y)
 #define CG_STR2(x) #x
 #define CG_STR(x) CG_STR2(x)
 #define CG_FORMULA(name) CG_STR(AXRT_UNARY_##name(AXC_X, AXC_T, AXC_A))
+/* The same for each derivative (AXRT_DERIV_<name>), for unary_grad. */
+#define CG_DERIV(name) CG_STR(AXRT_DERIV_##name(AXC_X, AXC_T, AXC_A))
 
 #define OP(name, min, max, kind, inplace, family, shape, optional, flags)
 #define UNARY_OP(name, flags)                                                             \
     _Static_assert(sizeof CG_FORMULA(name) != sizeof "AXRT_UNARY_" #name "(AXC_X, AXC_T, AXC_A)", \
-                   "runtime/axrt_unary.h has no formula for " #name);
-#include "ops.def"
-#undef OP
-
-static const char *const unary_formulas[IR_OP_COUNT] = {
-#define OP(name, min, max, kind, inplace, family, shape, optional, flags)
-#define UNARY_OP(name, flags) [IR_OP_##name] = CG_FORMULA(name),
-#include "ops.def"
-#undef OP
-};
-
-/* The same for each derivative (AXRT_DERIV_<name>), for unary_grad. */
-#define CG_DERIV(name) CG_STR(AXRT_DERIV_##name(AXC_X, AXC_T, AXC_A))
-#define OP(name, min, max, kind, inplace, family, shape, optional, flags)
-#define UNARY_OP(name, flags)                                                             \
+                   "runtime/axrt_unary.h has no formula for " #name);                      \
     _Static_assert(sizeof CG_DERIV(name) != sizeof "AXRT_DERIV_" #name "(AXC_X, AXC_T, AXC_A)", \
                    "runtime/axrt_unary.h has no derivative for " #name);
 #include "ops.def"
 #undef OP
 
-static const char *const deriv_formulas[IR_OP_COUNT] = {
+static const struct {
+    const char *value, *deriv;
+} unary_formulas[IR_OP_COUNT] = {
 #define OP(name, min, max, kind, inplace, family, shape, optional, flags)
-#define UNARY_OP(name, flags) [IR_OP_##name] = CG_DERIV(name),
+#define UNARY_OP(name, flags) [IR_OP_##name] = {CG_FORMULA(name), CG_DERIV(name)},
 #include "ops.def"
 #undef OP
 };
@@ -847,9 +837,9 @@ static const char *formula_text(ax_arena *a, const char *formula, const char *ar
 
 const char *cg_unary_text(ax_arena *a, int op, const char *arg, axrt_dtype dtype, double alpha)
 {
-    if (!unary_formulas[op])
+    if (!unary_formulas[op].value)
         ax_die("cg: %s in a fused loop", ir_ops[op].name);
-    return formula_text(a, unary_formulas[op], arg, dtype, alpha);
+    return formula_text(a, unary_formulas[op].value, arg, dtype, alpha);
 }
 
 static const char *unary_expression(const emitter *em, const ir_node *n, const ir_fused_step *step,
@@ -1027,14 +1017,14 @@ static void emit_reshape(emitter *em, const ir_node *n, const char *y)
 static void emit_unary_grad(emitter *em, const ir_node *n, const char *y)
 {
     const int of = n->attrs.of_op;
-    if ((unsigned)of >= IR_OP_COUNT || !deriv_formulas[of])
+    if ((unsigned)of >= IR_OP_COUNT || !unary_formulas[of].deriv)
         ax_die("cg_c: unary_grad of op %d", of);
     const char *t = ctype(n->dtype);
     ax_buf_printf(OUT, "    {\n        const %s *dy_ = %s, *x_ = %s;\n        %s *y_ = %s;\n        size_t i;\n"
                   "        for (i = 0; i < %lld; i++) {\n            const %s v = x_[i];\n"
                   "            y_[i] = dy_[i] * (%s);\n        }\n    }\n",
                   t, operand(em, n, 0), operand(em, n, 1), t, y, (long long)ir_numel(n), t,
-                  formula_text(arena_of(em), deriv_formulas[of], "v", n->dtype, n->attrs.alpha));
+                  formula_text(arena_of(em), unary_formulas[of].deriv, "v", n->dtype, n->attrs.alpha));
 }
 #define emit_layernorm emit_norm
 #define emit_batchnorm emit_norm
