@@ -164,7 +164,6 @@ static int plan(const axc_opts *o, ir_graph *g, int64_t *pack_offset)
 
 int axc_train_step_graphs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, cg_train *train)
 {
-    (void)ctx;
     if (n != 1) {
         axc_fail("'axc %s' trains one model; %s has %d (choose one with --model)", "--train", o->input, n);
         return AXC_EUSAGE;
