@@ -16,7 +16,34 @@ typedef struct cg_request {
     bool llvm_ir;
     bool blas;                /* float32 dense/matmul through cblas_sgemm (axc --blas=openblas) */
     bool kernels_only;        /* cuda/hip: the kernel source alone (-o m.cu, --emit=ptx|hsaco) */
+    const struct cg_train *train; /* axc --train: models[0] is the training step (C target only) */
 } cg_request;
+
+/* One tensor of a training step's state (axc --train, interface.md §8):
+ * a parameter the step graph reads from the caller's state, and what the
+ * step writes back into it after node `after`: the optimizer's update from
+ * gradient node `grad`, or a running statistic's new value `value`. */
+typedef struct cg_train_tensor {
+    int param;                /* node id in the step graph */
+    int grad, value;          /* node ids, or IR_NONE */
+    int after;                /* the update runs after this node (IR_NONE: no update) */
+    int64_t offset;           /* byte offset of its values in the state */
+    int64_t moments[2];       /* byte offsets of the optimizer's moments, or -1 */
+    int fwd_param;            /* node id in the forward graph, or IR_NONE */
+} cg_train_tensor;
+
+typedef struct cg_train {
+    ir_graph *forward;        /* the model in inference mode, planned; params from the state */
+    const cg_train_tensor *tensors;
+    int ntensors;
+    size_t state_bytes;       /* 64-byte header (the step count), then the tensors */
+    axrt_optim optim;         /* hyperparameters with the defaults applied */
+    /* arena offsets (step, forward) of the room at the end of each arena where
+     * a Float32 dense packs its weight from the state for the packed GEMM
+     * (the weights change every step), or -1 */
+    int64_t step_pack_offset, fwd_pack_offset;
+    const char *summary;      /* "loss cross_entropy, optimizer adam (lr 0.001, ...)" */
+} cg_train;
 
 /* The portable C99 backend (interface.md §2).  Returns 0 or the number of
  * errors reported (e.g. an op the backend cannot emit). */

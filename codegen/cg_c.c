@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cg_c.h"
 #include "cg_target.h"
 #include "ir_interp.h"
 
@@ -30,11 +31,23 @@ typedef struct emitter {
     bool profile;            /* cg_request.profile */
     bool blas;               /* cg_request.blas */
     int nlayers;             /* profiled layers emitted so far */
+    const cg_c_body *body;   /* a function body for another driver (cg_c_train.c), or NULL */
 } emitter;
 
 
 static ax_arena *arena_of(const emitter *em) { return em->g->ctx->arena; }
 static ir_node *node_at(const emitter *em, int id) { return &em->g->nodes[id]; }
+/* The symbol prefix of the file-scope constants (<prefix>_p<id>, _s<id>). */
+static const char *prefix_of(const emitter *em)
+{
+    return em->body && em->body->prefix ? em->body->prefix : em->g->name;
+}
+
+/* Byte offset of param id in the caller's training state, or -1. */
+static int64_t state_offset(const emitter *em, int id)
+{
+    return em->body && em->body->state_offset ? em->body->state_offset[id] : -1;
+}
 
 /* Kernel name suffix of the compute dtype (kernels exist for f32, f64, f16
  * and bf16). */
@@ -63,7 +76,7 @@ static bool is_reserved_word(const char *name)
 {
     if (is_fused_pointer(name)) return true;
     static const char *const words[] = {
-        "arena", "status", "auto", "break", "case", "char", "const", "continue", "default",
+        "arena", "status", "state", "step", "auto", "break", "case", "char", "const", "continue", "default",
         "do", "double", "else", "enum", "extern", "float", "for", "goto", "if", "inline",
         "int", "long", "register", "restrict", "return", "short", "signed", "sizeof",
         "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile",
@@ -149,7 +162,11 @@ static const char *storage(const emitter *em, int id)
            ir_output_index(em->g, id) < 0)
         id = node_at(em, id)->src[0];
     const ir_node *n = node_at(em, id);
-    const char *prefix = em->g->name;
+    const char *prefix = prefix_of(em);
+    if (n->op == IR_OP_param && state_offset(em, id) >= 0)
+        return ax_sprintf(arena_of(em), "(%s%s *)((%sunsigned char *)state + %lld)",
+                          em->body->state_const ? "const " : "", ctype(n->dtype),
+                          em->body->state_const ? "const " : "", (long long)state_offset(em, id));
     switch (n->op) {
     case IR_OP_input:
         for (int i = 0; i < em->g->ninputs; i++)
@@ -293,7 +310,7 @@ static void emit_param_data(emitter *em, int id)
                   kind == IR_LAYOUT_PLAIN ? "" : ", packed in AXRT_PANEL-wide panels");
     ax_buf_printf(em->out,
                   "static const union { unsigned char bytes[%zu + 1]; %s values[%zu]; } %s_p%d = {\n",
-                  count * esize, ctype(n->dtype), count, em->g->name, id);
+                  count * esize, ctype(n->dtype), count, prefix_of(em), id);
     const void *data = kind == IR_LAYOUT_PLAIN ? n->data : (const void *)cg_packed_data(arena_of(em), n);
     cg_bytes_literal(em->out, data, count, esize);
     ax_buf_puts(em->out, "};\n");
@@ -397,11 +414,13 @@ static void emit_constants(emitter *em)
             continue;
         if (n->quant)
             emit_quant_constants(em, id);
+        if (n->op == IR_OP_param && em->body && em->body->state_const && state_offset(em, id) >= 0)
+            continue;   /* read from the state only */
         if (n->op == IR_OP_param && !param_only_quantised(em, id))
             emit_param_data(em, id);
         else if (n->op == IR_OP_scalar)
             ax_buf_printf(em->out, "static const %s %s_s%d = %s;\n", ctype(n->dtype),
-                          em->g->name, id, real_literal(em, n->dtype, n->attrs.scalar));
+                          prefix_of(em), id, real_literal(em, n->dtype, n->attrs.scalar));
     }
 }
 
@@ -440,7 +459,7 @@ static void emit_cast(emitter *em, const ir_node *n, const char *y)
 static const char *scalar_value(const emitter *em, const ir_node *n, int i)
 {
     if (operand_node(em, n, i)->op == IR_OP_scalar)
-        return ax_sprintf(arena_of(em), "%s_s%d", em->g->name, n->src[i]);
+        return ax_sprintf(arena_of(em), "%s_s%d", prefix_of(em), n->src[i]);
     return ax_sprintf(arena_of(em), "(%s)[0]", operand(em, n, i));
 }
 
@@ -605,7 +624,14 @@ static void emit_dense(emitter *em, const ir_node *n, const char *y)
         ax_buf_printf(OUT, "    axc_blas_dense(%s, %s, %s, %s, %lld, %lld, %lld);\n",
                       operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y,
                       (long long)(ir_numel(x) / in), (long long)in, (long long)out);
-    else if (kernel_applies_epilogue(em, n))
+    else if (em->body && em->body->pack_offset >= 0 && n->dtype == AXRT_F32 && state_offset(em, n->src[1]) >= 0) {
+        const char *packed = ax_sprintf(arena_of(em), "(float *)((unsigned char *)arena + %lld)",
+                                        (long long)em->body->pack_offset);
+        ax_buf_printf(OUT, "    axrt_pack_dense_f32(%s, %s, %lld, %lld);\n", operand(em, n, 1), packed,
+                      (long long)in, (long long)out);
+        ax_buf_printf(OUT, "    axrt_dense_packed_f32(%s, %s, %s, %s, %lld, %lld, %lld);\n", operand(em, n, 0),
+                      packed, operand(em, n, 2), y, (long long)(ir_numel(x) / in), (long long)in, (long long)out);
+    } else if (kernel_applies_epilogue(em, n))
         ax_buf_printf(OUT, "    axrt_dense_packed_ep_f32(%s, %s, %s, %s, %lld, %lld, %lld);\n",
                       operand(em, n, 0), operand(em, n, 1), epilogue_operands(em, n), y,
                       (long long)(ir_numel(x) / in), (long long)in, (long long)out);
@@ -722,7 +748,8 @@ static void emit_embedding(emitter *em, const ir_node *n, const char *y)
     ax_buf_printf(OUT, "    status = axrt_embedding_%s(%s, %s, %s, %s, %lld, %lld, %lld);\n", SFX,
                   operand(em, n, 0), ir_dtypes[idx->dtype].enum_name, operand(em, n, 1), y,
                   (long long)ir_numel(idx), (long long)w->shape[0], (long long)w->shape[1]);
-    ax_buf_puts(OUT, "    if (status != 0)\n        return status;\n");
+    ax_buf_printf(OUT, "    if (status != 0)\n        return %s;\n",
+                  em->body && em->body->fail_return ? em->body->fail_return : "status");
 }
 
 /* ---- fused elementwise loops ------------------------------------------------
@@ -751,17 +778,23 @@ static void emit_embedding(emitter *em, const ir_node *n, const char *y)
 #define CG_STR2(x) #x
 #define CG_STR(x) CG_STR2(x)
 #define CG_FORMULA(name) CG_STR(AXRT_UNARY_##name(AXC_X, AXC_T, AXC_A))
+/* The same for each derivative (AXRT_DERIV_<name>), for unary_grad. */
+#define CG_DERIV(name) CG_STR(AXRT_DERIV_##name(AXC_X, AXC_T, AXC_A))
 
 #define OP(name, min, max, kind, inplace, family, shape, optional, flags)
 #define UNARY_OP(name, flags)                                                             \
     _Static_assert(sizeof CG_FORMULA(name) != sizeof "AXRT_UNARY_" #name "(AXC_X, AXC_T, AXC_A)", \
-                   "runtime/axrt_unary.h has no formula for " #name);
+                   "runtime/axrt_unary.h has no formula for " #name);                      \
+    _Static_assert(sizeof CG_DERIV(name) != sizeof "AXRT_DERIV_" #name "(AXC_X, AXC_T, AXC_A)", \
+                   "runtime/axrt_unary.h has no derivative for " #name);
 #include "ops.def"
 #undef OP
 
-static const char *const unary_formulas[IR_OP_COUNT] = {
+static const struct {
+    const char *value, *deriv;
+} unary_formulas[IR_OP_COUNT] = {
 #define OP(name, min, max, kind, inplace, family, shape, optional, flags)
-#define UNARY_OP(name, flags) [IR_OP_##name] = CG_FORMULA(name),
+#define UNARY_OP(name, flags) [IR_OP_##name] = {CG_FORMULA(name), CG_DERIV(name)},
 #include "ops.def"
 #undef OP
 };
@@ -773,11 +806,10 @@ static const char *const binary_symbols[IR_OP_COUNT] = {
 #undef OP
 };
 
-const char *cg_unary_text(ax_arena *a, int op, const char *arg, axrt_dtype dtype, double alpha)
+/* formula (a stringified axrt_unary.h row) with its placeholders replaced. */
+static const char *formula_text(ax_arena *a, const char *formula, const char *arg, axrt_dtype dtype,
+                                double alpha)
 {
-    const char *formula = unary_formulas[op];
-    if (!formula)
-        ax_die("cg: %s in a fused loop", ir_ops[op].name);
     static const char *const names[] = {"AXC_X", "AXC_T", "AXC_A", "AXC_MATH_"};
     const char *values[] = {arg, ctype(dtype), ax_sprintf(a, "(%s)%.17g", ctype(dtype), alpha), ""};
     ax_buf text = {0};
@@ -801,6 +833,13 @@ const char *cg_unary_text(ax_arena *a, int op, const char *arg, axrt_dtype dtype
     const char *result = ax_strdup(a, text.data);
     ax_buf_free(&text);
     return result;
+}
+
+const char *cg_unary_text(ax_arena *a, int op, const char *arg, axrt_dtype dtype, double alpha)
+{
+    if (!unary_formulas[op].value)
+        ax_die("cg: %s in a fused loop", ir_ops[op].name);
+    return formula_text(a, unary_formulas[op].value, arg, dtype, alpha);
 }
 
 static const char *unary_expression(const emitter *em, const ir_node *n, const ir_fused_step *step,
@@ -973,12 +1012,19 @@ static void emit_reshape(emitter *em, const ir_node *n, const char *y)
 #define emit_param emit_source
 #define emit_scalar emit_source
 
-/* The backward's derivative kernel is not generated yet: axc train runs
- * the training graph on the reference interpreter (compiler/train.c). */
+/* The backward's dy * f'(x) (pass_grad), one loop with f' written in
+ * (axrt_unary.h AXRT_DERIV_<f>); dy, x and y have the same shape. */
 static void emit_unary_grad(emitter *em, const ir_node *n, const char *y)
 {
-    (void)em, (void)y;
-    ax_die("cg_c: %s of %s has no C kernel yet", ir_ops[n->op].name, ir_ops[n->attrs.of_op].name);
+    const int of = n->attrs.of_op;
+    if ((unsigned)of >= IR_OP_COUNT || !unary_formulas[of].deriv)
+        ax_die("cg_c: unary_grad of op %d", of);
+    const char *t = ctype(n->dtype);
+    ax_buf_printf(OUT, "    {\n        const %s *dy_ = %s, *x_ = %s;\n        %s *y_ = %s;\n        size_t i;\n"
+                  "        for (i = 0; i < %lld; i++) {\n            const %s v = x_[i];\n"
+                  "            y_[i] = dy_[i] * (%s);\n        }\n    }\n",
+                  t, operand(em, n, 0), operand(em, n, 1), t, y, (long long)ir_numel(n), t,
+                  formula_text(arena_of(em), unary_formulas[of].deriv, "v", n->dtype, n->attrs.alpha));
 }
 #define emit_layernorm emit_norm
 #define emit_batchnorm emit_norm
@@ -1229,6 +1275,42 @@ static void emit_forward(emitter *em)
     ax_buf_puts(em->out, "    return 0;\n}\n");
 }
 
+/* ---- bodies for another driver (cg_c.h) ----------------------------------- */
+
+static emitter body_emitter(const cg_c_body *b, ax_buf *out)
+{
+    emitter em = {.g = b->g, .out = out, .source_name = b->source_name, .input_names = b->input_names,
+                  .output_names = b->output_names, .body = b};
+    return em;
+}
+
+void cg_c_emit_body(const cg_c_body *b, ax_buf *out)
+{
+    emitter em = body_emitter(b, out);
+    if (uses_status(&em))
+        ax_buf_puts(out, "    int status;\n");
+    for (int id = 0; id < b->g->nnodes; id++) {
+        const ir_node *n = node_at(&em, id);
+        if (!n->dead && ir_ops[n->op].kind != IR_SOURCE)
+            emit_node(&em, id);
+        if (b->after_node)
+            b->after_node(b, id, out);
+    }
+    emit_output_copies(&em);
+}
+
+void cg_c_emit_constants(const cg_c_body *b, ax_buf *out)
+{
+    emitter em = body_emitter(b, out);
+    emit_constants(&em);
+}
+
+const char *cg_c_storage(const cg_c_body *b, int id)
+{
+    emitter em = body_emitter(b, NULL);
+    return storage(&em, id);
+}
+
 static void emit_tensor_infos(emitter *em, const char *what, const int *ids, const char *const *names,
                               int count)
 {
@@ -1272,7 +1354,7 @@ static void emit_descriptor(emitter *em)
 /* ---- checks and the two files --------------------------------------------- */
 
 /* Reports what this backend cannot emit; returns the number of errors. */
-static int check_supported(const ir_graph *g)
+int cg_c_check(const ir_graph *g)
 {
     int errors = 0;
     if (!ir_dtype_is_float(g->dtype)) {
@@ -1287,7 +1369,7 @@ static int check_supported(const ir_graph *g)
     for (int id = 0; id < g->nnodes && !errors; id++) {
         const ir_node *n = &g->nodes[id];
         if (!n->dead && ir_ops[n->op].kind != IR_SOURCE && n->op != IR_OP_cast &&
-            n->dtype != g->dtype) {
+            n->op != IR_OP_reshape && n->dtype != g->dtype) {   /* a reshape copies bytes */
             ax_error(g->ctx, n->loc, "the C backend cannot compute %s in %s", ir_ops[n->op].name,
                      ir_dtype_name(n->dtype));
             errors++;
@@ -1337,7 +1419,7 @@ static const char *guard_name(ax_arena *a, const char *header_name)
     return guard;
 }
 
-static void emit_c_preamble(const cg_request *req, ax_buf *c)
+void cg_c_emit_preamble(const cg_request *req, ax_buf *c)
 {
     if (req->profile) /* the default clock's clock_gettime under -std=c99 */
         ax_buf_puts(c, "#if defined(__unix__) && !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE)\n"
@@ -1418,7 +1500,7 @@ int cg_c_header(const cg_request *req, ax_buf *h_out)
 {
     int errors = 0;
     for (int m = 0; m < req->nmodels; m++) {
-        errors += check_supported(req->models[m]);
+        errors += cg_c_check(req->models[m]);
         cg_select(req->models[m]); /* again, for callers that ran the passes by hand */
         if (req->blas)
             cg_select_blas(req->models[m]);
@@ -1441,10 +1523,12 @@ int cg_c_header(const cg_request *req, ax_buf *h_out)
 
 int cg_c_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
 {
+    if (req->train)
+        return cg_c_train_emit(req, c_out, h_out);
     int errors = cg_c_header(req, h_out);
     if (errors)
         return errors;
-    emit_c_preamble(req, c_out);
+    cg_c_emit_preamble(req, c_out);
     if (req->profile)
         emit_profile_clock(c_out);
     if (req->blas)

@@ -17,6 +17,7 @@ static const char usage_text[] =
     "       axc run [options] FILE.ax [run options] compile, build, run once (or benchmark)\n"
     "       axc train [options] FILE.ax --input NAME=X.npy --target Y.npy --loss=L\n"
     "                 --save-weights=OUT.safetensors   train on whole batches (interpreter)\n"
+    "       axc --train [options] FILE.ax --loss=L -o OUT.c   emit a training step as C\n"
     "       axc --help | --version\n"
     "\n"
     "options:\n"
@@ -66,13 +67,13 @@ static const char usage_text[] =
     "                          DIR/index.tsv (compare two with: axc compare DIR REF_DIR)\n"
     "  --cc=CC                 C compiler for the generated code (default $CC or cc)\n"
     "\n"
-    "train options (axc train; interface.md section 8):\n"
+    "train options (axc train and axc --train; interface.md section 8):\n"
     "  --target Y.npy          targets, whole batches along dim 0 (cross_entropy: class indices)\n"
     "  --loss=mse|cross_entropy|bce_with_logits\n"
     "  --optimizer=sgd|adam|adamw|lion (default sgd)\n"
     "  --lr, --momentum, --nesterov, --weight-decay, --beta1, --beta2, --eps\n"
     "                          torch.optim defaults (Lion: lr 1e-4, betas 0.9, 0.99)\n"
-    "  --epochs E              passes over the files (default 1)\n"
+    "  --epochs E              passes over the files (default 1; axc train)\n"
     "  (--input as for run; the parameters start from --weights or --seed)\n"
     "  (the built code is cached in $AXC_CACHE_DIR, else $XDG_CACHE_HOME/axc or ~/.cache/axc;\n"
     "   AXC_CACHE_DIR=off disables the cache)\n";
@@ -349,9 +350,10 @@ static int try_value_opt(int argc, char **argv, int *i, axc_opts *o)
         else if (*i + 1 < argc) v = argv[++*i];
         else { axc_fail("option '%s' needs a value", name); return -1; }
         /* run options only with `axc run` (--input with train too), the
-         * training ones (V_LOSS on) only with `axc train` */
+         * training ones (V_LOSS on) only with `axc train` (and but --epochs
+         * with `axc --train`) */
         const bool train_only = value_opts[k].id >= V_LOSS;
-        const bool allowed = train_only ? o->train
+        const bool allowed = train_only ? o->train || (o->train_step && value_opts[k].id != V_EPOCHS)
                            : !value_opts[k].run || o->run || (o->train && value_opts[k].id == V_INPUT);
         if (!allowed) {
             axc_fail("option '%s' is only valid with 'axc %s'", name, train_only ? "train" : "run");
@@ -372,7 +374,8 @@ static int try_flag(const char *a, axc_opts *o)
     else if (!strcmp(a, "--interp") && o->run) o->interp = true;
     else if (!strcmp(a, "--jit") && o->run) o->jit = true;
     else if (!strcmp(a, "--profile")) o->profile = true;
-    else if (!strcmp(a, "--nesterov") && o->train) o->nesterov = true;
+    else if (!strcmp(a, "--nesterov") && (o->train || o->train_step)) o->nesterov = true;
+    else if (!strcmp(a, "--train") && o->train_step) return 1;   /* seen by axc_parse_args */
     else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) o->opt_level = a[2] - '0';
     else return 0;
     return 1;
@@ -381,11 +384,11 @@ static int try_flag(const char *a, axc_opts *o)
 /* Options interface.md names that this axc does not implement yet: they
  * say so instead of "unknown option" (matched with or without =VALUE). */
 static const char *const planned_opts[] = {
-    "--train", "--shuffle",
+    "--shuffle",
 };
 
 static const char *const flag_opts[] = {"-MD", "--mem-report", "--print-after-all", "-Werror", "-w",
-                                        "--interp", "--profile", "--nesterov", "-O0", "-O1", "-O2", "-O3", "--help", "--version"};
+                                        "--interp", "--profile", "--nesterov", "--train", "-O0", "-O1", "-O2", "-O3", "--help", "--version"};
 
 #define COUNT(a) (sizeof (a) / sizeof (a)[0])
 
@@ -424,21 +427,34 @@ static int check_emit(const axc_opts *o)
     return -1;
 }
 
-/* What `axc train` cannot do without. */
-static int check_train(const axc_opts *o)
+static int check_optimizer(const axc_opts *o)
 {
-    const char *missing = !o->target_file ? "--target Y.npy" : o->loss < 0 ? "--loss=mse|cross_entropy|bce_with_logits"
-                        : !o->save_weights ? "--save-weights OUT.safetensors" : NULL;
-    if (missing) { axc_fail("'axc train' needs %s", missing); return AXC_EUSAGE; }
-    if (o->output || o->emit || o->interp) {
-        axc_fail("'axc train' writes only --save-weights (it runs on the reference interpreter)");
-        return AXC_EUSAGE;
-    }
     if (o->nesterov && o->optimizer != AXC_OPT_sgd) {
         axc_fail("--nesterov applies to --optimizer=sgd only");
         return AXC_EUSAGE;
     }
     return AXC_OK;
+}
+
+/* What `axc train` cannot do without. */
+static int check_train(const axc_opts *o)
+{
+    const char *missing = !o->target_file ? "--target Y.npy" : o->loss < 0 ? "--loss=mse|cross_entropy|bce_with_logits"
+                        : !o->save_weights ? "--save-weights OUT.safetensors" : NULL;
+    if (missing) { axc_fail("'axc %s' needs %s", "train", missing); return AXC_EUSAGE; }
+    if (o->output || o->emit || o->interp) {
+        axc_fail("'axc train' writes only --save-weights (it runs on the reference interpreter)");
+        return AXC_EUSAGE;
+    }
+    return check_optimizer(o);
+}
+
+/* What `axc --train` cannot do without (it writes C: -o OUT.c or --emit). */
+static int check_train_step(const axc_opts *o)
+{
+    if (o->loss < 0) { axc_fail("'axc %s' needs %s", "--train", "--loss=mse|cross_entropy|bce_with_logits"); return AXC_EUSAGE; }
+    if (!o->output && !o->emit) { axc_fail("'axc %s' needs %s", "--train", "-o OUT.c"); return AXC_EUSAGE; }
+    return check_optimizer(o);
 }
 
 int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
@@ -452,6 +468,8 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
     int i = 1;
     if (argc > 1 && !strcmp(argv[1], "run")) { o->run = true; i = 2; }
     else if (argc > 1 && !strcmp(argv[1], "train")) { o->train = true; i = 2; }
+    for (int k = i; k < argc && !o->run && !o->train; k++)   /* before the training options it allows */
+        if (!strcmp(argv[k], "--train")) o->train_step = true;
     o->loss = -1;
     o->lr = o->momentum = o->weight_decay = o->beta1 = o->beta2 = o->eps = NAN;
     o->epochs = 1;
@@ -474,6 +492,7 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
     }
     if (check_emit(o)) return AXC_EUSAGE;
     if (o->train) return check_train(o);
+    if (o->train_step) return check_train_step(o);
     if (!o->run && !o->output && !o->emit && !o->mem_report && !o->save_weights) {
         axc_fail("no output: give -o OUT or --emit=ir|dot|mem|svg|timeline");
         return AXC_EUSAGE;

@@ -191,7 +191,7 @@ static bool has_ext(const char *path, const char *ext)
 }
 
 /* Generates code into c/h.  Returns an exit status. */
-static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n,
+static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, const cg_train *train,
                     const char *header, ax_buf *c, ax_buf *h)
 {
     const cg_target *target = cg_target_get(models[0]->target->id);
@@ -207,7 +207,7 @@ static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n,
     if (rc) return rc;
     cg_request req = {models, n, header ? base_name(header) : "", axc_source_name(ctx->arena, o), o->profile,
                       o->triple, o->cpu, has_ext(o->output, ".ll"), o->blas,
-                      has_ext(o->output, ".cu") || has_ext(o->output, ".hip")};
+                      has_ext(o->output, ".cu") || has_ext(o->output, ".hip"), train};
     return target->emit(&req, c, h) ? AXC_EINPUT : AXC_OK;
 }
 
@@ -244,7 +244,8 @@ static int check_outputs(ax_ctx *ctx, const axc_opts *o)
     return axc_check_outputs(o, outs, n);
 }
 
-static int write_outputs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, ax_outset *set)
+static int write_outputs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, const cg_train *train,
+                         ax_outset *set)
 {
     ax_buf view = {0}, c = {0}, h = {0}, w = {0}, d = {0};
     int rc = AXC_OK;
@@ -255,7 +256,7 @@ static int write_outputs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int 
         else if (!rc) fwrite(view.data ? view.data : "", 1, view.len, stdout);
     } else if (o->output) {
         header = header_path(ctx, o);
-        rc = generate(ctx, o, models, n, header, &c, &h);
+        rc = generate(ctx, o, models, n, train, header, &c, &h);
         if (!rc && (stage(set, o->output, &c) || (header && stage(set, header, &h)))) rc = AXC_EUSAGE;
     }
     if (!rc && o->save_weights) {
@@ -301,17 +302,24 @@ int axc_compile(ax_ctx *ctx, const axc_opts *o)
     int n = 0;
     int rc = check_outputs(ctx, o);
     if (!rc) rc = axc_build_models(ctx, o, models, &n);
+    cg_train train = {0};
+    if (!rc && o->train_step) rc = axc_train_step_graphs(ctx, o, models, n, &train);
     if (rc) { axc_free_models(models, n); return rc; }
     if (o->mem_report) {
         ax_buf b = {0};
         for (int i = 0; i < n; i++) pass_memplan_report(models[i], &b);
+        if (o->train_step)   /* interface.md §8 */
+            ax_buf_printf(&b, "training peak without remat: %zu bytes\nforward on the state: %zu bytes\n"
+                          "training state: %zu bytes\n", models[0]->arena_bytes, train.forward->arena_bytes,
+                          train.state_bytes);
         fwrite(b.data ? b.data : "", 1, b.len, stdout);
         ax_buf_free(&b);
     }
     ax_outset set = {0};
-    rc = write_outputs(ctx, o, models, n, &set);
+    rc = write_outputs(ctx, o, models, n, o->train_step ? &train : NULL, &set);
     if (rc == AXC_OK && ctx->errors) rc = AXC_EINPUT;
     axc_free_models(models, n);
+    if (train.forward) ir_graph_free_nodes(train.forward);
     if (rc) { ax_abort(&set); return rc; }
     return commit_outputs(ctx, &set);
 }

@@ -66,6 +66,7 @@ typedef struct axc_opts {
     const char *dump_dir;        /* axc run --dump-dir */
     /* axc train (interface.md §8); NaN: the optimizer's default */
     bool train;
+    bool train_step;             /* axc --train: emit the training step as C */
     const char *target_file;     /* --target Y.npy */
     int loss;                    /* pass_loss_kind, -1: not given */
     int optimizer;               /* axc_optimizer */
@@ -110,6 +111,33 @@ int axc_save_weights(const axc_opts *o, const ir_graph *g);
 /* --optimizer (interface.md §8). */
 typedef enum axc_optimizer { AXC_OPT_sgd, AXC_OPT_adam, AXC_OPT_adamw, AXC_OPT_lion, AXC_OPT_COUNT } axc_optimizer;
 extern const char *const axc_optimizer_names[AXC_OPT_COUNT];
+
+/* The training graph (train.c): the model's graph in training mode
+ * (pass_train_mode) with a `target` input, the loss (pass_loss) and the
+ * backward (pass_grad) appended; its outputs are the model's output, the
+ * BatchNorm running statistics' new values (1..nstats), the loss and each
+ * gradient. */
+typedef struct axc_trainer {
+    ir_graph *g;
+    int target;          /* the target input node */
+    int loss;            /* output index of the loss */
+    int nparams;
+    int *params, *grads; /* node ids; grads[i] IR_NONE: no effect on the loss (skipped, as torch) */
+    int *grad_out;       /* output index of grads[i], or -1 */
+    int nstats;          /* outputs 1..nstats: BatchNorm running statistics (pass_train_mode) */
+    int *stat_param;     /* the param node each of those outputs replaces */
+    double **m, **v, *p, *gbuf;   /* axc train's optimizer state */
+} axc_trainer;
+/* Builds t->g's training graph (t->g set, the rest zero); an exit status. */
+int axc_build_training_graph(const axc_opts *o, axc_trainer *t);
+void axc_free_trainer(axc_trainer *t);
+/* The optimizer options with torch.optim's (and Lion's) defaults applied. */
+axrt_optim axc_optim_from(const axc_opts *o);
+/* axc --train (train_step.c): turns models[0] into the training step and
+ * adds its forward graph for the C back end; *train describes the state.
+ * Returns an exit status. */
+struct cg_train;
+int axc_train_step_graphs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, struct cg_train *train);
 
 /* Reads a .npy for the command line (at most max bytes): the tensor in *t
  * (data in the arena), 0; or prints the problem and returns an exit status. */

@@ -271,7 +271,7 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
     if (rc) return rc;
     rc = load_params(ctx, o, models, *n, onnx);
     if (rc) return rc;
-    for (int i = 0; i < *n && !o->train; i++) {   /* axc train differentiates the unfused graph */
+    for (int i = 0; i < *n && !o->train && !o->train_step; i++) {   /* training differentiates the unfused graph */
         if (pass_run_optimisations(models[i], o->opt_level, print_after_hook, (void *)o))
             return AXC_EINPUT;
         if (o->quantize && (rc = axc_quantize(ctx, o, models[i]))) return rc;

@@ -9,8 +9,10 @@
  * parameters (PyTorch names) go to --save-weights only when every step was
  * finite, so a run that diverges leaves the last good file untouched.
  *
- * Not yet here: the generated C training step (axc --train), Conv, pooling and
- * the other ops without a gradient rule (pass_grad.c lists them). */
+ * The training graph is shared with the generated C training step (axc
+ * --train, train_step.c), and the optimizer's formulas with it through the
+ * runtime (axrt_optim_step_*).  Not yet here: Conv, pooling and the other
+ * ops without a gradient rule (pass_grad.c lists them). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -91,76 +93,25 @@ static int check_classes(const batch_file *f, const ir_node *target, int64_t cla
 
 /* ---- optimizers ---------------------------------------------------------- */
 
-typedef struct hyper {
-    axc_optimizer kind;
-    double lr, momentum, wd, beta1, beta2, eps;
-    bool nesterov;
-} hyper;
-
-/* Defaults of torch.optim.SGD/Adam/AdamW and of Lion (interface.md §8). */
-static hyper hyper_from(const axc_opts *o)
+axrt_optim axc_optim_from(const axc_opts *o)
 {
-    hyper h = {(axc_optimizer)o->optimizer, o->lr, o->momentum, o->weight_decay, o->beta1, o->beta2, o->eps,
-               o->nesterov};
-    const bool lion = h.kind == AXC_OPT_lion;
+    static const axrt_optimizer kinds[AXC_OPT_COUNT] = {AXRT_OPT_SGD, AXRT_OPT_ADAM, AXRT_OPT_ADAMW,
+                                                        AXRT_OPT_LION};
+    axrt_optim h = {kinds[o->optimizer], o->lr, o->momentum, o->weight_decay, o->beta1, o->beta2, o->eps,
+                    o->nesterov};
+    const bool lion = h.kind == AXRT_OPT_LION;
     if (isnan(h.lr)) h.lr = lion ? 1e-4 : 1e-3;
     if (isnan(h.momentum)) h.momentum = 0;
-    if (isnan(h.wd)) h.wd = h.kind == AXC_OPT_adamw ? 0.01 : 0;
+    if (isnan(h.weight_decay)) h.weight_decay = h.kind == AXRT_OPT_ADAMW ? 0.01 : 0;
     if (isnan(h.beta1)) h.beta1 = 0.9;
     if (isnan(h.beta2)) h.beta2 = lion ? 0.99 : 0.999;
     if (isnan(h.eps)) h.eps = 1e-8;
     return h;
 }
 
-/* One parameter tensor's update in place (p, g: n values; m, v: its
- * moments, zero before step 1; t: 1-based step). */
-static void optimizer_step(const hyper *h, double *p, const double *g, double *m, double *v, size_t n, long t)
-{
-    const double bc1 = 1 - pow(h->beta1, (double)t), bc2 = 1 - pow(h->beta2, (double)t);
-    for (size_t i = 0; i < n; i++) {
-        double gi = g[i];
-        switch (h->kind) {
-        case AXC_OPT_sgd:
-            gi += h->wd * p[i];
-            if (h->momentum != 0) {
-                m[i] = t == 1 ? gi : h->momentum * m[i] + gi;
-                gi = h->nesterov ? gi + h->momentum * m[i] : m[i];
-            }
-            p[i] -= h->lr * gi;
-            break;
-        case AXC_OPT_adamw:
-        case AXC_OPT_adam:
-            if (h->kind == AXC_OPT_adamw) p[i] *= 1 - h->lr * h->wd;  /* decoupled */
-            else gi += h->wd * p[i];                                  /* L2 */
-            m[i] = h->beta1 * m[i] + (1 - h->beta1) * gi;
-            v[i] = h->beta2 * v[i] + (1 - h->beta2) * gi * gi;
-            p[i] -= h->lr / bc1 * m[i] / (sqrt(v[i]) / sqrt(bc2) + h->eps);
-            break;
-        case AXC_OPT_lion: {
-            double c = h->beta1 * m[i] + (1 - h->beta1) * gi;
-            double u = c > 0 ? 1 : c < 0 ? -1 : 0;
-            p[i] -= h->lr * (u + h->wd * p[i]);
-            m[i] = h->beta2 * m[i] + (1 - h->beta2) * gi;
-            break;
-        }
-        case AXC_OPT_COUNT: break;
-        }
-    }
-}
-
 /* ---- the training graph ---------------------------------------------------- */
 
-typedef struct trainer {
-    ir_graph *g;
-    int target;          /* the target input node */
-    int loss;            /* output index of the loss */
-    int nparams;
-    int *params, *grads; /* node ids; grads[i] IR_NONE: no effect on the loss (skipped, as torch) */
-    int *grad_out;       /* output index of grads[i], or -1 */
-    int nstats;          /* outputs 1..nstats: BatchNorm running statistics (pass_train_mode) */
-    int *stat_param;     /* the param node each of those outputs replaces */
-    double **m, **v, *p, *gbuf;
-} trainer;
+typedef axc_trainer trainer;
 
 /* The trainable parameters: the user's (not derived) float ones. */
 static int collect_params(trainer *t)
@@ -178,7 +129,7 @@ static int collect_params(trainer *t)
 
 /* Appends target, loss and backward; the outputs become the model's, the
  * loss, then each gradient.  Returns an exit status. */
-static int build_training_graph(const axc_opts *o, trainer *t)
+int axc_build_training_graph(const axc_opts *o, trainer *t)
 {
     ir_graph *g = t->g;
     if (g->noutputs != 1) {
@@ -247,7 +198,7 @@ static void alloc_state(trainer *t)
     if (!t->p || !t->gbuf) ax_out_of_memory(0);
 }
 
-static void free_trainer(trainer *t)
+void axc_free_trainer(trainer *t)
 {
     for (int i = 0; i < t->nparams && t->m; i++) { free(t->m[i]); free(t->v[i]); }
     free(t->m), free(t->v), free(t->p), free(t->gbuf);
@@ -267,7 +218,7 @@ static const char *first_nonfinite(const trainer *t, void *const *out)
     return NULL;
 }
 
-static void apply_updates(const trainer *t, const hyper *h, void *const *out, long step)
+static void apply_updates(const trainer *t, const axrt_optim *h, void *const *out, long step)
 {
     for (int i = 0; i < t->nparams; i++) {
         if (t->grad_out[i] < 0) continue;
@@ -275,7 +226,7 @@ static void apply_updates(const trainer *t, const hyper *h, void *const *out, lo
         size_t n = (size_t)ir_numel(p);
         tf_convert(t->gbuf, AXRT_F64, out[t->grad_out[i]], p->dtype, n);
         tf_convert(t->p, AXRT_F64, p->data, p->dtype, n);
-        optimizer_step(h, t->p, t->gbuf, t->m[i], t->v[i], n, step);
+        axrt_optim_step_f64(h, t->p, t->gbuf, t->m[i], t->v[i], n, step);
         tf_convert(p->data, p->dtype, t->p, AXRT_F64, n);
     }
 }
@@ -291,7 +242,7 @@ static double seconds(void)
 static int run_steps(const axc_opts *o, trainer *t, batch_file *files, int64_t batches)
 {
     ir_graph *g = t->g;
-    const hyper h = hyper_from(o);
+    const axrt_optim h = axc_optim_from(o);
     const void **in = calloc((size_t)g->ninputs, sizeof *in);
     void **out = calloc((size_t)g->noutputs, sizeof *out);
     if (!in || !out) ax_out_of_memory(0);
@@ -361,14 +312,14 @@ int axc_train(ax_ctx *ctx, const axc_opts *o)
     int rc = axc_check_outputs(o, outs, 1);
     if (!rc) rc = axc_build_models(ctx, o, models, &n);
     if (!rc && n != 1) {
-        axc_fail("'axc train' trains one model; %s has %d (choose one with --model)", o->input, n);
+        axc_fail("'axc %s' trains one model; %s has %d (choose one with --model)", "train", o->input, n);
         rc = AXC_EUSAGE;
     }
     trainer t = {0};
     batch_file *files = NULL;
     if (!rc) {
         t.g = models[0];
-        rc = build_training_graph(o, &t);
+        rc = axc_build_training_graph(o, &t);
     }
     int64_t batches = 0;
     if (!rc) {
@@ -380,7 +331,7 @@ int axc_train(ax_ctx *ctx, const axc_opts *o)
     if (!rc) rc = axc_save_weights(o, t.g);
     for (int i = 0; files && i < t.g->ninputs; i++) free(files[i].data);
     free(files);
-    free_trainer(&t);
+    axc_free_trainer(&t);
     axc_free_models(models, n);
     return rc;
 }

@@ -220,6 +220,9 @@ struct ir_node {
     void *data;          /* param only: rank/shape elements of dtype, filled by weights.c */
     bool dead;           /* removed by a pass; skipped everywhere */
     bool recomputed;     /* a copy pass_remat made of an earlier node, to free memory */
+    int live_until;      /* > 0: the back end reads the value up to after this node index
+                            though no IR node does (a gradient the training step's optimizer
+                            update consumes); pass_memplan keeps it live that long */
     bool derived;        /* param only: computed by a pass from the user's parameters (e.g. a
                             BatchNorm folded into a conv); not part of the state_dict, so
                             --save-weights writes the originals (kept, dead) instead */

@@ -5,7 +5,8 @@
  * into the caller's buffer).  A buffer is live from its defining node's index
  * to its last use inclusive; kernels read their operands while writing the
  * result, so a buffer never shares bytes with anything live at its
- * definition, operands included — except where sharing is planned
+ * definition, operands included (a node's live_until extends its last use
+ * for a reader outside the IR) — except where sharing is planned
  * (pass_memplan_with(g, true), -O1 and up):
  *   alias     an op whose ops.def inplace column is ALIAS (reshape) never
  *             copies: it is its operand's buffer (a reshape of an input,
@@ -75,8 +76,11 @@ static int *last_uses(const ir_graph *g)
     int *last = checked_calloc((size_t)g->nnodes + 1, sizeof *last);
     ir_use u = {0};
     ir_use_compute(g, &u);
-    for (int id = 0; id < g->nnodes; id++)
+    for (int id = 0; id < g->nnodes; id++) {
         last[id] = u.last[id] != IR_NONE ? u.last[id] : id;
+        if (g->nodes[id].live_until > last[id])
+            last[id] = g->nodes[id].live_until;
+    }
     ir_use_free(&u);
     return last;
 }

@@ -345,6 +345,26 @@ void axrt_conv2d_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_
 /* The int8 dot product in use: "portable", "avx2" or "avx512vnni". */
 const char *axrt_q8_isa_name(void);
 
+/* ---- training (axc --train and axc train; interface.md §8) ----
+ * One optimizer step over one parameter tensor in place: p and g hold n
+ * values, m and v its moments (zero before step 1; v used by adam/adamw
+ * only, m by sgd with momentum, adam, adamw and lion; NULL where unused),
+ * step is 1-based.  torch.optim.SGD/Adam/AdamW semantics (sgd: L2 weight
+ * decay, momentum buffer = g at step 1, Nesterov; adam: L2; adamw: decoupled
+ * decay), Lion: u = sign(b1 m + (1 - b1) g), p -= lr (u + wd p), then
+ * m = b2 m + (1 - b2) g.  Arithmetic in the tensor's type; the bias
+ * corrections in double. */
+typedef enum axrt_optimizer { AXRT_OPT_SGD, AXRT_OPT_ADAM, AXRT_OPT_ADAMW, AXRT_OPT_LION } axrt_optimizer;
+typedef struct axrt_optim {
+    axrt_optimizer kind;
+    double lr, momentum, weight_decay, beta1, beta2, eps;
+    int nesterov;
+} axrt_optim;
+void axrt_optim_step_f32(const axrt_optim *h, float *p, const float *g, float *m, float *v, size_t n,
+                         int64_t step);
+void axrt_optim_step_f64(const axrt_optim *h, double *p, const double *g, double *m, double *v, size_t n,
+                         int64_t step);
+
 #ifdef __cplusplus
 }
 #endif

@@ -59,6 +59,62 @@
 /* torch.sign: NaN stays NaN, zero stays zero. */
 #define AXRT_UNARY_sign(v, T, A) ((v) > (T)0 ? (T)1 : ((v) < (T)0 ? (T)-1 : (v)))
 
+/* Each activation's derivative f'(v), as PyTorch's autograd takes it, kinks
+ * included (relu'(0) = 0, abs'(0) = 0): the C code generator stringifies
+ * these for the backward's unary_grad loops (dy * f'(x)), the same way as
+ * the AXRT_UNARY_ rows; the reference interpreter keeps its own copy
+ * (ir/ir_interp.c deriv_<name>).  One row per UNARY_OP row of ir/ops.def. */
+#define AXRT_DERIV_relu(v, T, A) ((v) > (T)0 ? (T)1 : (T)0)
+#define AXRT_DERIV_relu6(v, T, A) ((v) > (T)0 && (v) < (T)6 ? (T)1 : (T)0)
+#define AXRT_DERIV_sigmoid(v, T, A) (AXRT_UNARY_sigmoid(v, T, A) * ((T)1 - AXRT_UNARY_sigmoid(v, T, A)))
+#define AXRT_DERIV_tanh(v, T, A) ((T)1 - MATH_TANH(v) * MATH_TANH(v))
+#define AXRT_DERIV_swish(v, T, A) \
+    (AXRT_UNARY_sigmoid(v, T, A) * ((T)1 + (v) * ((T)1 - AXRT_UNARY_sigmoid(v, T, A))))
+#define AXRT_DERIV_gelu(v, T, A)                                                           \
+    ((T)0.5 * ((T)1 + MATH_ERF((v) * (T)0.70710678118654752440)) +                        \
+     (v) * MATH_EXP((T)-0.5 * (v) * (v)) * (T)0.39894228040143267794)
+#define AXRT_DERIV_gelu_tanh(v, T, A)                                                      \
+    ((T)0.5 * ((T)1 + MATH_TANH((T)0.79788456080286535588 * ((v) + (T)0.044715 * (v) * (v) * (v)))) + \
+     (T)0.5 * (v) *                                                                        \
+         ((T)1 - MATH_TANH((T)0.79788456080286535588 * ((v) + (T)0.044715 * (v) * (v) * (v))) *      \
+                     MATH_TANH((T)0.79788456080286535588 * ((v) + (T)0.044715 * (v) * (v) * (v)))) * \
+         (T)0.79788456080286535588 * ((T)1 + (T)0.134145 * (v) * (v)))
+#define AXRT_DERIV_softplus(v, T, A) ((v) > (T)20 ? (T)1 : AXRT_UNARY_sigmoid(v, T, A))
+#define AXRT_DERIV_elu(v, T, A) ((v) > (T)0 ? (T)1 : (A) * MATH_EXP(v))
+#define AXRT_DERIV_leaky_relu(v, T, A) ((v) > (T)0 ? (T)1 : (A))
+#define AXRT_DERIV_exp(v, T, A) MATH_EXP(v)
+#define AXRT_DERIV_log(v, T, A) ((T)1 / (v))
+#define AXRT_DERIV_sqrt(v, T, A) ((T)0.5 / MATH_SQRT(v))
+#define AXRT_DERIV_abs(v, T, A) ((v) > (T)0 ? (T)1 : ((v) < (T)0 ? (T)-1 : (T)0))
+#define AXRT_DERIV_neg(v, T, A) ((T)-1)
+#define AXRT_DERIV_erf(v, T, A) ((T)1.12837916709551257390 * MATH_EXP(-(v) * (v)))
+#define AXRT_DERIV_hardswish(v, T, A) \
+    ((v) < (T)-3 ? (T)0 : ((v) <= (T)3 ? (v) / (T)3 + (T)0.5 : (T)1))
+#define AXRT_DERIV_hardsigmoid(v, T, A) ((v) > (T)-3 && (v) < (T)3 ? (T)1 / (T)6 : (T)0)
+#define AXRT_DERIV_mish(v, T, A)                                                           \
+    (MATH_TANH(AXRT_UNARY_softplus(v, T, A)) +                                             \
+     (v) * AXRT_UNARY_sigmoid(v, T, A) *                                                   \
+         ((T)1 - MATH_TANH(AXRT_UNARY_softplus(v, T, A)) * MATH_TANH(AXRT_UNARY_softplus(v, T, A))))
+#define AXRT_DERIV_selu(v, T, A) \
+    ((T)1.0507009873554804934 * ((v) > (T)0 ? (T)1 : (T)1.6732632423543772848 * MATH_EXP(v)))
+#define AXRT_DERIV_reciprocal(v, T, A) ((T)-1 / ((v) * (v)))
+#define AXRT_DERIV_sin(v, T, A) MATH_FN(cos)(v)
+#define AXRT_DERIV_cos(v, T, A) (-MATH_FN(sin)(v))
+#define AXRT_DERIV_tan(v, T, A) ((T)1 / (MATH_FN(cos)(v) * MATH_FN(cos)(v)))
+#define AXRT_DERIV_asin(v, T, A) ((T)1 / MATH_SQRT((T)1 - (v) * (v)))
+#define AXRT_DERIV_acos(v, T, A) ((T)-1 / MATH_SQRT((T)1 - (v) * (v)))
+#define AXRT_DERIV_atan(v, T, A) ((T)1 / ((T)1 + (v) * (v)))
+#define AXRT_DERIV_sinh(v, T, A) MATH_FN(cosh)(v)
+#define AXRT_DERIV_cosh(v, T, A) MATH_FN(sinh)(v)
+#define AXRT_DERIV_asinh(v, T, A) ((T)1 / MATH_SQRT((v) * (v) + (T)1))
+#define AXRT_DERIV_acosh(v, T, A) ((T)1 / MATH_SQRT((v) * (v) - (T)1))
+#define AXRT_DERIV_atanh(v, T, A) ((T)1 / ((T)1 - (v) * (v)))
+/* Step functions: zero almost everywhere, as autograd takes them. */
+#define AXRT_DERIV_floor(v, T, A) ((T)0)
+#define AXRT_DERIV_ceil(v, T, A) ((T)0)
+#define AXRT_DERIV_round(v, T, A) ((T)0)
+#define AXRT_DERIV_sign(v, T, A) ((T)0)
+
 /* The binary ops' formulas (BINARY_OP rows): a, b are ACC values. */
 #define AXRT_BINARY_add(a, b) ((a) + (b))
 #define AXRT_BINARY_sub(a, b) ((a) - (b))

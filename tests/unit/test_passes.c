@@ -1065,6 +1065,34 @@ static void test_remat_against_exact(void **state)
                   t.sqrt_optimal, t.sqrt_fits ? t.sqrt_ratio / t.sqrt_fits : 0);
 }
 
+/* live_until (a value the back end reads after its last IR reader: a
+ * gradient consumed by the training step's update) keeps the buffer live:
+ * without it the unread relu's bytes are reused by the next node. */
+static void test_memplan_live_until(void **state)
+{
+    (void)state;
+    for (int keep = 0; keep < 2; keep++) {
+        ir_graph *g = new_graph("keep");
+        int x = INPUT(g, "x", 1, 100);
+        int unread = NODE(g, IR_OP_relu, x);
+        int b = NODE(g, IR_OP_neg, x);
+        int c = NODE(g, IR_OP_relu, b);
+        output(g, NODE(g, IR_OP_relu, c));
+        if (keep) ir_at(g, unread)->live_until = c;
+        assert_int_equal(pass_shape(g), 0);
+        assert_int_equal(pass_memplan(g), 0);
+        if (keep) {
+            assert_true(ir_at(g, unread)->offset != ir_at(g, b)->offset);
+            assert_true(ir_at(g, unread)->offset != ir_at(g, c)->offset);
+            assert_int_equal(g->arena_bytes, 3 * 448);
+        } else {
+            assert_int_equal(ir_at(g, unread)->offset, ir_at(g, b)->offset);
+            assert_int_equal(g->arena_bytes, 2 * 448);
+        }
+        free_graph(g);
+    }
+}
+
 /* -O1 and up: every relu overwrites its operand when it dies there, and a
  * reshape of the input has no buffer at all (codegen uses the pointer). */
 static void test_memplan_shared_chain(void **state)
@@ -1210,6 +1238,7 @@ int main(void)
         cmocka_unit_test(test_remat_random_dags),
         cmocka_unit_test(test_remat_against_exact),
         cmocka_unit_test(test_memplan_shared_chain),
+        cmocka_unit_test(test_memplan_live_until),
         cmocka_unit_test(test_memplan_results_live_from_producer),
         cmocka_unit_test(test_memplan_shared_random_dags),
     };

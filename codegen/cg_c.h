@@ -1,0 +1,45 @@
+/* cg_c.h — the C back end's pieces for another driver in codegen/ (the
+ * training step, cg_c_train.c): a function body over a planned graph whose
+ * parameters may live in a caller-owned state, the file-scope constants it
+ * reads, the storage of a node, and the file's preamble. */
+#ifndef AX_CG_C_H
+#define AX_CG_C_H
+
+#include "cg.h"
+
+typedef struct cg_c_body cg_c_body;
+struct cg_c_body {
+    ir_graph *g;                 /* planned (pass_memplan) */
+    const char *prefix;          /* of the constants <prefix>_p<id>, <prefix>_s<id>; NULL: g->name */
+    const char *source_name;     /* the .ax file, for the per-node comments */
+    const char **input_names, **output_names;   /* cg_argument_names */
+    /* per node id: a parameter's byte offset in the `state` argument, or -1
+     * (embedded); NULL: every parameter embedded */
+    const int64_t *state_offset;
+    bool state_const;            /* state is `const void *`; its parameters are then not embedded */
+    const char *fail_return;     /* what a failing kernel status returns (NULL: "status") */
+    /* >= 0: arena offset of room where a Float32 dense packs its weight read
+     * from the state before calling the packed kernel (cg_train.pack_offset) */
+    int64_t pack_offset;
+    /* called after each node's statements (may be NULL) */
+    void (*after_node)(const cg_c_body *b, int id, ax_buf *out);
+    const void *user;            /* for after_node */
+};
+
+/* The statements computing every node of b->g in order, then the copies
+ * into outputs that live elsewhere; declares `int status` where needed.
+ * The arena is `arena`, the state `state`. */
+void cg_c_emit_body(const cg_c_body *b, ax_buf *out);
+/* The parameters (but a const state's) and scalars the body reads. */
+void cg_c_emit_constants(const cg_c_body *b, ax_buf *out);
+/* An expression of type (const) T * for node id's storage. */
+const char *cg_c_storage(const cg_c_body *b, int id);
+/* The banner, includes and checks every generated .c file starts with. */
+void cg_c_emit_preamble(const cg_request *req, ax_buf *c);
+/* Reports what the C back end cannot compute in g; the number of errors. */
+int cg_c_check(const ir_graph *g);
+
+/* The training step (axc --train), cg_c_train.c: req->train set. */
+int cg_c_train_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out);
+
+#endif

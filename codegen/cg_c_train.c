@@ -1,0 +1,287 @@
+/* cg_c_train.c — the training step as C (axc --train; interface.md §8).
+ *
+ * From the driver's two planned graphs (compiler/train_step.c) -- the step
+ * (forward in training mode, loss, backward; its one output the loss) and
+ * the model in inference mode -- writes, besides the usual constants:
+ *   <name>_state_init(state)       the embedded parameters into the caller's
+ *                                  state, optimizer moments and step count 0
+ *   <name>_train_step(state, inputs..., target, arena)
+ *                                  forward, loss, backward and update on one
+ *                                  batch; returns the loss (NaN, with the
+ *                                  state untouched, for a class index out of
+ *                                  range)
+ *   <name>_forward_state(state, inputs..., outputs..., arena)
+ *                                  inference with the state's parameters
+ *   <name>_state_tensors[], <name>_state_offsets[]
+ *                                  each state tensor (PyTorch name, dtype,
+ *                                  shape) and its byte offset in the state
+ * Both graphs read every parameter from the state (cg_c_body.state_offset);
+ * each parameter's update (runtime axrt_optim_step_*, shared with `axc
+ * train`) runs right after the node the driver chose (its gradient
+ * complete, the parameter read for the last time), and a BatchNorm running
+ * statistic's new value is copied back there.  The state starts with the
+ * step count (int64_t), then the tensors, each 64-byte aligned. */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cg_c.h"
+
+typedef struct train_emit {
+    const cg_request *req;
+    const cg_train *t;
+    ir_graph *step, *fwd;
+    const char *name;
+    char upper[256];
+    cg_c_body step_body, fwd_body;
+} train_emit;
+
+static const char *ctype_of(axrt_dtype d) { return ir_dtypes[d].c_type; }
+
+static const char *kernel_sfx(axrt_dtype d) { return d == AXRT_F64 ? "f64" : "f32"; }
+
+/* A parameter name as C string contents (PyTorch names are tame; anything
+ * else becomes '_'). */
+static const char *c_string_text(ax_arena *a, const char *text)
+{
+    char *s = ax_strdup(a, text ? text : "");
+    for (char *c = s; *c; c++)
+        if (!isalnum((unsigned char)*c) && !strchr("._-", *c))
+            *c = '_';
+    return s;
+}
+
+static const char *state_ref(ax_arena *a, axrt_dtype dtype, int64_t offset)
+{
+    if (offset < 0)
+        return "NULL";
+    return ax_sprintf(a, "(%s *)((unsigned char *)state + %lld)", ctype_of(dtype), (long long)offset);
+}
+
+/* After node id of the step: the updates the driver placed there. */
+static void emit_updates(const cg_c_body *b, int id, ax_buf *out)
+{
+    const train_emit *te = b->user;
+    ax_arena *a = b->g->ctx->arena;
+    for (int k = 0; k < te->t->ntensors; k++) {
+        const cg_train_tensor *s = &te->t->tensors[k];
+        if (s->after != id)
+            continue;
+        const ir_node *p = &b->g->nodes[s->param];
+        const char *target = state_ref(a, p->dtype, s->offset);
+        if (s->value != IR_NONE) {
+            ax_buf_printf(out, "    /* running statistic '%s' */\n    memcpy(%s, %s, %zu);\n",
+                          c_string_text(a, p->name), target, cg_c_storage(b, s->value), ir_nbytes(p));
+            continue;
+        }
+        ax_buf_printf(out, "    /* update '%s' */\n    axrt_optim_step_%s(&%s_optim, %s, %s, %s, %s, %lld, step);\n",
+                      c_string_text(a, p->name), kernel_sfx(p->dtype), te->name, target,
+                      cg_c_storage(b, s->grad), state_ref(a, p->dtype, s->moments[0]),
+                      state_ref(a, p->dtype, s->moments[1]), (long long)ir_numel(p));
+    }
+}
+
+/* "const float *x, const int64_t *target, " (inputs), "float *y, " (outputs). */
+static void put_arguments(ax_buf *out, const ir_graph *g, const cg_c_body *b, bool outputs)
+{
+    for (int i = 0; i < g->ninputs; i++)
+        ax_buf_printf(out, "const %s *%s, ", ctype_of(g->nodes[g->inputs[i]].dtype), b->input_names[i]);
+    for (int i = 0; outputs && i < g->noutputs; i++)
+        ax_buf_printf(out, "%s *%s, ", ctype_of(g->nodes[g->outputs[i]].dtype), b->output_names[i]);
+}
+
+static void put_train_signature(const train_emit *te, ax_buf *out)
+{
+    ax_buf_printf(out, "%s %s_train_step(void *state, ", ctype_of(te->step->dtype), te->name);
+    put_arguments(out, te->step, &te->step_body, false);
+    ax_buf_puts(out, "void *arena)");
+}
+
+static void put_forward_signature(const train_emit *te, ax_buf *out)
+{
+    ax_buf_printf(out, "int %s_forward_state(const void *state, ", te->name);
+    put_arguments(out, te->fwd, &te->fwd_body, true);
+    ax_buf_puts(out, "void *arena)");
+}
+
+static void put_tensor_lines(ax_buf *h, const char *what, const ir_graph *g, const int *ids,
+                             const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char shape[128];
+        const ir_node *x = &g->nodes[ids[i]];
+        ax_buf_printf(h, "   %s %s %s%s\n", what, names[i], ir_dtype_name(x->dtype),
+                      ir_shape_str(x->shape, x->rank, shape, sizeof shape));
+    }
+}
+
+static void emit_header(const train_emit *te, ax_buf *h)
+{
+    ax_arena *a = te->step->ctx->arena;
+    char *summary = ax_strdup(a, te->t->summary);
+    for (char *c = summary; *c; c++)   /* nothing that could end the comment */
+        if (!isprint((unsigned char)*c) || strchr("*/\\", *c))
+            *c = '_';
+    ax_buf_printf(h, "\n/* training step of model %s (axc --train; interface.md section 8)\n   %s\n", te->name,
+                  summary);
+    put_tensor_lines(h, "input ", te->step, te->step->inputs, te->step_body.input_names, te->step->ninputs);
+    put_tensor_lines(h, "output", te->fwd, te->fwd->outputs, te->fwd_body.output_names, te->fwd->noutputs);
+    ax_buf_printf(h,
+                  "   state: %s_STATE_BYTES bytes, caller-owned, 64-byte aligned: the step count, the\n"
+                  "   parameters (%s_state_tensors[k] at byte %s_state_offsets[k]) and the optimizer's\n"
+                  "   moments; %s_state_init fills it from the embedded parameters.\n"
+                  "   %s_train_step: forward, loss, backward and update on one batch; returns the loss\n"
+                  "   (NaN, state untouched, for a class index out of range).  %s_forward_state:\n"
+                  "   inference with the state's parameters.  Arenas: %s_TRAIN_ARENA_BYTES and\n"
+                  "   %s_ARENA_BYTES, 64-byte aligned; NULL uses a static one (not reentrant). */\n",
+                  te->upper, te->name, te->name, te->name, te->name, te->name, te->upper, te->upper);
+    ax_buf_printf(h, "#define %s_STATE_BYTES ((size_t)%zu)\n#define %s_TRAIN_ARENA_BYTES ((size_t)%zu)\n"
+                     "#define %s_ARENA_BYTES ((size_t)%zu)\n#define %s_STATE_TENSORS %d\n",
+                  te->upper, te->t->state_bytes, te->upper, te->step->arena_bytes, te->upper,
+                  te->fwd->arena_bytes, te->upper, te->t->ntensors);
+    ax_buf_printf(h, "void %s_state_init(void *state);\n", te->name);
+    put_train_signature(te, h);
+    ax_buf_puts(h, ";\n");
+    put_forward_signature(te, h);
+    ax_buf_printf(h, ";\nextern const axrt_tensor_info %s_state_tensors[%d];\nextern const size_t %s_state_offsets[%d];\n",
+                  te->name, te->t->ntensors, te->name, te->t->ntensors);
+}
+
+static void emit_static_arena(ax_buf *c, const char *name, size_t bytes)
+{
+    if (!bytes)
+        bytes = 1;
+    ax_buf_printf(c, "\n#if defined(__GNUC__)\nstatic unsigned char %s[%zu] __attribute__((aligned(64)));\n"
+                     "#else\nstatic unsigned char %s[%zu];\n#endif\n",
+                  name, bytes, name, bytes);
+}
+
+static void emit_voids(ax_buf *c, const cg_c_body *b, int ninputs)
+{
+    ax_buf_puts(c, "    (void)arena;\n");
+    for (int i = 0; i < ninputs; i++)
+        ax_buf_printf(c, "    (void)%s;\n", b->input_names[i]);
+}
+
+static void emit_state_tables(const train_emit *te, ax_buf *c)
+{
+    ax_arena *a = te->step->ctx->arena;
+    const int n = te->t->ntensors;
+    ax_buf_printf(c, "\nconst axrt_tensor_info %s_state_tensors[%d] = {\n", te->name, n);
+    for (int k = 0; k < n; k++) {
+        const ir_node *p = &te->step->nodes[te->t->tensors[k].param];
+        ax_buf_printf(c, "    {\"%s\", %s, %d, {", c_string_text(a, p->name), ir_dtypes[p->dtype].enum_name, p->rank);
+        for (int d = 0; d < p->rank; d++)
+            ax_buf_printf(c, "%s%lld", d ? ", " : "", (long long)p->shape[d]);
+        ax_buf_puts(c, p->rank ? "}},\n" : "0}},\n");
+    }
+    ax_buf_printf(c, "};\nconst size_t %s_state_offsets[%d] = {", te->name, n);
+    for (int k = 0; k < n; k++)
+        ax_buf_printf(c, "%s%lld", k ? ", " : "", (long long)te->t->tensors[k].offset);
+    ax_buf_puts(c, "};\n");
+}
+
+static void emit_state_init(const train_emit *te, ax_buf *c)
+{
+    ax_buf_printf(c, "\nvoid %s_state_init(void *state)\n{\n    memset(state, 0, %zu);\n", te->name,
+                  te->t->state_bytes);
+    for (int k = 0; k < te->t->ntensors; k++) {
+        const cg_train_tensor *s = &te->t->tensors[k];
+        ax_buf_printf(c, "    memcpy((unsigned char *)state + %lld, %s_p%d.values, %zu);\n", (long long)s->offset,
+                      te->name, s->param, ir_nbytes(&te->step->nodes[s->param]));
+    }
+    ax_buf_puts(c, "}\n");
+}
+
+static void emit_optim(const train_emit *te, ax_buf *c)
+{
+    static const char *const kinds[] = {"AXRT_OPT_SGD", "AXRT_OPT_ADAM", "AXRT_OPT_ADAMW", "AXRT_OPT_LION"};
+    const axrt_optim *h = &te->t->optim;
+    ax_buf_printf(c, "\nstatic const axrt_optim %s_optim = {%s, %.17g, %.17g, %.17g, %.17g, %.17g, %.17g, %d};\n",
+                  te->name, kinds[h->kind], h->lr, h->momentum, h->weight_decay, h->beta1, h->beta2, h->eps,
+                  h->nesterov ? 1 : 0);
+}
+
+static void emit_train_step(const train_emit *te, ax_buf *c)
+{
+    const char *loss = te->step_body.output_names[0];
+    emit_static_arena(c, ax_sprintf(te->step->ctx->arena, "%s_train_arena", te->name), te->step->arena_bytes);
+    ax_buf_puts(c, "\n");
+    put_train_signature(te, c);
+    ax_buf_printf(c, "\n{\n    %s %s[1];\n    const int64_t step = *(const int64_t *)state + 1;\n"
+                     "    if (arena == NULL)\n        arena = %s_train_arena;\n",
+                  ctype_of(te->step->dtype), loss, te->name);
+    emit_voids(c, &te->step_body, te->step->ninputs);
+    cg_c_emit_body(&te->step_body, c);
+    ax_buf_printf(c, "    *(int64_t *)state = step;\n    return %s[0];\n}\n", loss);
+}
+
+static void emit_forward_state(const train_emit *te, ax_buf *c)
+{
+    emit_static_arena(c, ax_sprintf(te->step->ctx->arena, "%s_forward_arena", te->name), te->fwd->arena_bytes);
+    ax_buf_puts(c, "\n");
+    put_forward_signature(te, c);
+    ax_buf_printf(c, "\n{\n    if (arena == NULL)\n        arena = %s_forward_arena;\n", te->name);
+    emit_voids(c, &te->fwd_body, te->fwd->ninputs);
+    ax_buf_puts(c, "    (void)state;\n");
+    cg_c_emit_body(&te->fwd_body, c);
+    ax_buf_puts(c, "    return 0;\n}\n");
+}
+
+/* Per node id of g: the state offset of the tensor whose param (in the
+ * step, or fwd_param in the forward graph) it is, else -1. */
+static int64_t *state_offsets(const train_emit *te, const ir_graph *g, bool forward)
+{
+    int64_t *offsets = ax_alloc(g->ctx->arena, sizeof *offsets * ((size_t)g->nnodes + 1));
+    for (int id = 0; id < g->nnodes; id++)
+        offsets[id] = -1;
+    for (int k = 0; k < te->t->ntensors; k++) {
+        const int id = forward ? te->t->tensors[k].fwd_param : te->t->tensors[k].param;
+        if (id != IR_NONE)
+            offsets[id] = te->t->tensors[k].offset;
+    }
+    return offsets;
+}
+
+static void init_body(train_emit *te, cg_c_body *b, ir_graph *g, bool forward)
+{
+    memset(b, 0, sizeof *b);
+    b->g = g;
+    b->prefix = forward ? ax_sprintf(g->ctx->arena, "%s_fwd", te->name) : te->name;
+    b->source_name = te->req->source_name;
+    cg_argument_names(g, &b->input_names, &b->output_names);
+    b->state_offset = state_offsets(te, g, forward);
+    b->state_const = forward;
+    b->fail_return = forward ? "status" : "NAN";
+    b->pack_offset = forward ? te->t->fwd_pack_offset : te->t->step_pack_offset;
+    b->after_node = forward ? NULL : emit_updates;
+    b->user = te;
+}
+
+int cg_c_train_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
+{
+    train_emit te = {req, req->train, req->models[0], req->train->forward, req->models[0]->name, {0}, {0}, {0}};
+    int errors = cg_c_check(te.step) + cg_c_check(te.fwd);
+    if (errors)
+        return errors;
+    size_t len = 0;
+    for (const char *c = te.name; *c && len + 1 < sizeof te.upper; c++)
+        te.upper[len++] = (char)toupper((unsigned char)*c);
+    init_body(&te, &te.step_body, te.step, false);
+    init_body(&te, &te.fwd_body, te.fwd, true);
+    ax_buf_printf(h_out, "/* Generated by axc from %s -- do not edit. */\n#ifndef AXC_TRAIN_%s_H\n#define AXC_TRAIN_%s_H\n\n"
+                         "#include \"axrt.h\"\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n",
+                  c_string_text(te.step->ctx->arena, req->source_name), te.upper, te.upper);
+    emit_header(&te, h_out);
+    ax_buf_puts(h_out, "\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
+    cg_c_emit_preamble(req, c_out);
+    ax_buf_printf(c_out, "\n/* ---- training step of model %s ---- */\n", te.name);
+    cg_c_emit_constants(&te.step_body, c_out);
+    cg_c_emit_constants(&te.fwd_body, c_out);
+    emit_optim(&te, c_out);
+    emit_state_tables(&te, c_out);
+    emit_state_init(&te, c_out);
+    emit_train_step(&te, c_out);
+    emit_forward_state(&te, c_out);
+    return 0;
+}

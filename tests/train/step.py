@@ -1,0 +1,226 @@
+"""Suite `train`, part 2: the generated C training step (`axc --train`, interface.md §8).
+
+For the small MLP of run.py (each optimizer configuration, three losses) and the
+other models of run.py (BatchNorm with its running statistics, LayerNorm,
+attention, embedding, mean pooling): the step is generated from the same
+initial weights, built with the host's cc (-std=c99 -Wall -Wextra -Wpedantic
+-Werror) against libaxrt and run for 20 steps on the same batches as PyTorch
+(torch.optim; Lion from its formula) and as `axc train` on the reference
+interpreter; every state tensor must match both within 1e-4 relative, and the
+forward on the trained state must match the trained PyTorch twin in eval mode.
+Then, where arm-none-eabi-gcc and qemu-system-arm exist (else SKIP), the same
+step built for a Cortex-M4F (examples/firmware's startup and linker script)
+runs under QEMU and its weights match the host build's within 1e-5 relative."""
+import copy
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+import run as tr  # noqa: E402  (the twins, data, optimizers and oracle of `axc train`)
+import safetensors_io  # noqa: E402
+
+AXC = tr.AXC
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.environ.get("AXC_ROOT", os.path.join(HERE, "..", ".."))
+BUILD = os.environ.get("AXC_BUILD", os.path.join(ROOT, "build"))
+CC = os.environ.get("CC", "cc")
+M4 = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]
+WARN = ["-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Werror"]
+report = tr.report
+
+
+def c_array(name, ctype, a, steps):
+    rows = a.reshape(steps, -1)
+    fmt = (lambda v: float.hex(float(v))) if ctype == "float" else (lambda v: f"{int(v)}")
+    body = ",\n".join("{" + ", ".join(fmt(v) for v in row) + "}" for row in rows)
+    return f"static const {ctype} {name}[{steps}][{rows.shape[1]}] = {{\n{body}}};\n"
+
+
+def write_data(d, x, t, out_count):
+    xt = "float" if x.dtype == np.float32 else "int64_t"
+    tt = "float" if t.dtype == np.float32 else "int64_t"
+    open(f"{d}/step_data.h", "w").write(
+        '#include "m.h"\n#define STEPS %d\n#define STATE_BYTES M_STATE_BYTES\n#define STATE_INIT(st) m_state_init(st)\n'
+        "%s%s#define TRAIN_STEP(st, s) m_train_step(st, x_data[s], t_data[s], NULL)\n"
+        "#define FORWARD_STATE(st, y) m_forward_state(st, x_data[0], y, NULL)\n#define OUT_COUNT %d\n"
+        "#define STATE_TENSORS M_STATE_TENSORS\n#define STATE_INFO m_state_tensors\n"
+        "#define STATE_OFFSETS m_state_offsets\n"
+        % (tr.STEPS, c_array("x_data", xt, x, tr.STEPS), c_array("t_data", tt, t, tr.STEPS), out_count))
+
+
+def parse(text):
+    """The harness's printout: {tensor: flat values}, the forward's output, ok."""
+    vals, out = {}, []
+    for line in text.splitlines():
+        m = re.match(r"^(\S+)\[(\d+)\] (\S+)$", line)
+        if m and m.group(1) == "out":
+            out.append(float(m.group(3)))
+        elif m:
+            vals.setdefault(m.group(1), []).append(float(m.group(3)))
+    return {k: np.array(v) for k, v in vals.items()}, np.array(out), "RESULT: PASS" in text
+
+
+def generate(d, src, init, loss, opt, flags):
+    open(f"{d}/m.ax", "w").write(src)
+    safetensors_io.write(f"{d}/init.safetensors", init)
+    return subprocess.run([AXC, "--train", f"{d}/m.ax", "--weights", f"{d}/init.safetensors", f"--loss={loss}",
+                           f"--optimizer={opt}", *flags, "-o", f"{d}/m.c"], capture_output=True, text=True)
+
+
+def host_build(d):
+    return subprocess.run([CC, *WARN, "-O1", "-I", d, "-I", f"{BUILD}/include", f"{HERE}/step_main.c", f"{d}/m.c",
+                           f"{BUILD}/lib/libaxrt.a", "-lm", "-o", f"{d}/host"], capture_output=True, text=True)
+
+
+def run_host(d, portable=False):
+    env = dict(os.environ, AXRT_ISA="portable") if portable else None
+    r = subprocess.run([f"{d}/host"], capture_output=True, text=True, env=env)
+    return r, parse(r.stdout)
+
+
+def compare(got, ref, keys):
+    return {k: tr.rel_err(got[k], np.asarray(ref[k]).reshape(-1)) for k in keys}
+
+
+def one_case(d, label, src, twin, loss, opt, targs, flags, x, t, init):
+    """Generated step vs torch and vs axc train; returns the host's weights or None."""
+    r = generate(d, src, init, loss, opt, flags)
+    if r.returncode:
+        report(f"{label}: axc --train", False, r.stderr)
+        return None
+    probe = copy.deepcopy(twin).eval()   # a forward in train() mode would move the running statistics
+    write_data(d, x, t, probe(torch.from_numpy(x[:tr.BATCH])).detach().numpy().size)
+    r = host_build(d)
+    if r.returncode:
+        report(f"{label}: cc -std=c99 -Wall -Wextra -Wpedantic -Werror", False, r.stderr[-3000:])
+        return None
+    res, (got, out, ok) = run_host(d)
+    if res.returncode or not ok:
+        report(f"{label}: host run", False, res.stdout[-2000:] + res.stderr[-2000:])
+        return None
+    keys = list(init)
+    rr, interp = tr.axc_train(d, src, init, loss, opt, flags, x, t)
+    tr.torch_train(twin, loss, opt, targs, x, t, tr.STEPS)
+    ref = {k: v.detach().numpy() for k, v in twin.state_dict().items()}
+    errs = compare(got, ref, keys)
+    moved = max(tr.rel_err(got[k], init[k].numpy().reshape(-1)) for k in keys)
+    report(f"{label}: generated C vs PyTorch (20 steps, rel <= 1e-4)",
+           max(errs.values()) <= 1e-4 and moved > 1e-4 and set(got) == set(keys),
+           f"relative errors {errs}, moved {moved:.3g}, tensors {sorted(got)}")
+    if rr.returncode:
+        report(f"{label}: generated C vs axc train", False, rr.stderr)
+    else:
+        errs = compare(got, interp, keys)
+        report(f"{label}: generated C vs axc train (interpreter, rel <= 1e-4)", max(errs.values()) <= 1e-4,
+               f"relative errors {errs}")
+    twin.eval()
+    y = twin(torch.from_numpy(x[:tr.BATCH])).detach().numpy().reshape(-1)
+    report(f"{label}: forward on the trained state vs the trained twin (rel <= 1e-4)",
+           out.shape == y.shape and tr.rel_err(out, y) <= 1e-4, f"out {out[:6]} twin {y[:6]}")
+    return got
+
+
+def mlp_cases(d, rng, fw):
+    tr.BATCH = 4
+    cases = [("cross_entropy", "relu", o) for o in tr.OPTIMIZERS]
+    cases += [("mse", "tanh", tr.OPTIMIZERS[3]), ("bce_with_logits", "gelu", tr.OPTIMIZERS[1])]
+    for loss, act, (opt, targs, flags) in cases:
+        twin = tr.Twin(act)
+        init = {k: v.detach().clone() for k, v in twin.state_dict().items()}
+        x, t = tr.make_data(rng, loss, tr.STEPS, np.float32)
+        label = f"train step mlp {loss} {act} {opt} {' '.join(flags)}".strip()
+        got = one_case(d, label, tr.model_src(act, "Float32"), twin, loss, opt, targs, flags, x, t, init)
+        if got is not None and fw and loss == "cross_entropy":   # each optimizer on the Cortex-M4
+            firmware(d, label, got, fw)
+
+
+def model_cases(d, rng, fw):
+    for name, src, twin_cls, (shape, kind), loss in tr.MODELS:
+        tr.BATCH = shape[0]
+        opt, targs, flags = tr.OPTIMIZERS[4]
+        twin = twin_cls()
+        init = {k: v.detach().clone() for k, v in twin.state_dict().items() if "num_batches" not in k}
+        probe = tr.model_data(rng, shape, kind, (1, 1), "mse", 1, np.float32)[0]
+        out_shape = copy.deepcopy(twin).eval()(torch.from_numpy(probe)).shape
+        x, t = tr.model_data(rng, shape, kind, out_shape, loss, tr.STEPS, np.float32)
+        label = f"train step {name} {opt} {' '.join(flags)}"
+        got = one_case(d, label, src.replace("DTYPE", "Float32"), twin, loss, opt, targs, flags, x, t, init)
+        if got is not None and fw and name == "batchnorm":
+            firmware(d, label, got, fw)
+    tr.BATCH = 4
+
+
+def cross_tools():
+    tools = ["arm-none-eabi-gcc", "qemu-system-arm"]
+    return all(shutil.which(t) for t in tools)
+
+
+def build_runtime_m4(fw):
+    """The runtime core for the Cortex-M4F, once (as tests/firmware does, from the sources)."""
+    objs = []
+    for src in sorted(os.listdir(f"{ROOT}/runtime")):
+        if not src.endswith(".c"):
+            continue
+        o = f"{fw}/rt_{src[:-2]}.o"
+        r = subprocess.run(["arm-none-eabi-gcc", *M4, *WARN, "-Os", "-ffunction-sections", "-fdata-sections",
+                            "-c", f"{ROOT}/runtime/{src}", "-o", o], capture_output=True, text=True)
+        if r.returncode:
+            report("train step firmware: runtime for Cortex-M4", False, r.stderr[-2000:])
+            return None
+        objs.append(o)
+    return objs
+
+
+def firmware(d, label, host_weights, fw):
+    objs = fw["objs"]
+    fwdir = f"{ROOT}/examples/firmware"
+    r = subprocess.run(["arm-none-eabi-gcc", *M4, "-std=c99", "-Wall", "-Wextra", "-Werror", "-Os", "-c",
+                        f"{fwdir}/startup.c", "-o", f"{d}/startup.o"], capture_output=True, text=True)
+    cmd = ["arm-none-eabi-gcc", *M4, *WARN, "-Os", "-ffunction-sections", "-fdata-sections", "-I", d,
+           "-I", f"{ROOT}/runtime", f"{d}/startup.o", f"{HERE}/step_main.c", f"{d}/m.c", *objs,
+           "-Wl,--gc-sections", "--specs=nano.specs", "--specs=rdimon.specs", "-u", "_printf_float",
+           "-T", f"{fwdir}/mps2_an386.ld", "-lm", "-o", f"{d}/fw.elf"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        report(f"{label}: Cortex-M4 build", False, r.stderr[-3000:])
+        return
+    r = subprocess.run(["timeout", "120", "qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none",
+                        "-serial", "none", "-semihosting-config", "enable=on,target=native", "-kernel",
+                        f"{d}/fw.elf"], capture_output=True, text=True)
+    got, _, ok = parse(r.stdout)
+    res, (portable, _, pok) = run_host(d, portable=True)
+    if r.returncode or not ok or not pok:
+        report(f"{label}: Cortex-M4 under QEMU", False, f"qemu exit {r.returncode}\n{r.stdout[-1500:]}{r.stderr[-1500:]}")
+        return
+    errs = {k: tr.rel_err(got[k], portable[k]) for k in portable}
+    report(f"{label}: Cortex-M4 (QEMU) weights vs the host's (portable kernels, rel <= 1e-5)",
+           set(got) == set(portable) and max(errs.values()) <= 1e-5, f"relative errors {errs}")
+    errs = {k: tr.rel_err(got[k], host_weights[k]) for k in host_weights}
+    report(f"{label}: Cortex-M4 (QEMU) weights vs the host's (rel <= 1e-5)", max(errs.values()) <= 1e-5,
+           f"relative errors {errs}")
+
+
+def main():
+    rng = np.random.default_rng(11)
+    torch.manual_seed(11)
+    with tempfile.TemporaryDirectory() as d:
+        fw = None
+        if cross_tools():
+            os.makedirs(f"{d}/m4")
+            objs = build_runtime_m4(f"{d}/m4")
+            fw = {"objs": objs} if objs else None
+        else:
+            print("SKIP: train step on Cortex-M4 (QEMU) (arm-none-eabi-gcc or qemu-system-arm missing)")
+        mlp_cases(d, rng, fw)
+        model_cases(d, rng, fw)
+
+
+if __name__ == "__main__":
+    main()
