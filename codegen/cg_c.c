@@ -1045,15 +1045,15 @@ static bool conv_in_place(const ir_node *n)
 /* ---- per-layer profile (axc --profile, interface.md §10) -------------------- */
 
 /* The layer as the user wrote it; nodes a pass made have none: op%id. */
-static const char *layer_name(const emitter *em, int id)
+const char *cg_layer_name(const ir_graph *g, int id)
 {
-    const ir_node *n = node_at(em, id);
-    return n->name ? literal_text(arena_of(em), n->name)
-                   : ax_sprintf(arena_of(em), "%s%%%d", ir_ops[n->op].name, id);
+    const ir_node *n = &g->nodes[id];
+    return n->name ? literal_text(g->ctx->arena, n->name)
+                   : ax_sprintf(g->ctx->arena, "%s%%%d", ir_ops[n->op].name, id);
 }
 
 /* "dense+residual+relu", "fused(exp,add)": the op and what is fused in. */
-static const char *layer_op(const emitter *em, const ir_node *n)
+const char *cg_layer_op(const ir_graph *g, const ir_node *n)
 {
     const bool fused = n->op == IR_OP_fused_elementwise;
     ax_buf b = {0};
@@ -1067,21 +1067,21 @@ static const char *layer_op(const emitter *em, const ir_node *n)
         ax_buf_puts(&b, "+residual");
     if (n->attrs.act != IR_NONE)
         ax_buf_printf(&b, "+%s", ir_ops[n->attrs.act].name);
-    const char *text = ax_strdup(arena_of(em), b.data);
+    const char *text = ax_strdup(g->ctx->arena, b.data);
     ax_buf_free(&b);
     return text;
 }
 
-static bool is_profiled(const ir_node *n)
+bool cg_is_profiled(const ir_node *n)
 {
     return !n->dead && ir_ops[n->op].kind != IR_SOURCE;
 }
 
-static int profiled_layers(const ir_graph *g)
+int cg_profiled_layers(const ir_graph *g)
 {
     int count = 0;
     for (int id = 0; id < g->nnodes; id++)
-        count += is_profiled(&g->nodes[id]);
+        count += cg_is_profiled(&g->nodes[id]);
     return count;
 }
 
@@ -1101,14 +1101,14 @@ static void emit_profile_clock(ax_buf *c)
 static void emit_profile_table(emitter *em)
 {
     const ir_graph *g = em->g;
-    const int count = profiled_layers(g);
+    const int count = cg_profiled_layers(g);
     ax_buf_printf(em->out, "\naxrt_layer_profile %s_profile[%d] = {\n", g->name, count ? count : 1);
     for (int id = 0; id < g->nnodes; id++) {
         const ir_node *n = &g->nodes[id];
-        if (!is_profiled(n))
+        if (!cg_is_profiled(n))
             continue;
-        const char *layer = layer_name(em, id);
-        ax_buf_printf(em->out, "    {\"%s\", \"%s\", {\"%s\", %s, %d, {", layer, layer_op(em, n), layer,
+        const char *layer = cg_layer_name(g, id);
+        ax_buf_printf(em->out, "    {\"%s\", \"%s\", {\"%s\", %s, %d, {", layer, cg_layer_op(g, n), layer,
                       ir_dtypes[n->dtype].enum_name, n->rank);
         for (int d = 0; d < n->rank; d++)
             ax_buf_printf(em->out, "%s%lld", d ? ", " : "", (long long)n->shape[d]);
@@ -1124,7 +1124,8 @@ static void emit_profile_begin(emitter *em)
         ax_buf_puts(em->out, "    profile_t0 = axc_profile_clock();\n");
 }
 
-/* Adds the layer's ticks, then hands its output to the hook, if any. */
+/* Adds the layer's ticks, then hands its output (NULL for a multi-result
+ * producer) to the hook, if any. */
 static void emit_profile_end(emitter *em, const char *y)
 {
     if (!em->profile)
@@ -1161,7 +1162,7 @@ static void emit_node(emitter *em, int id)
         if (has_epilogue(n))
             emit_unary_call(em, (ir_op)n->attrs.act, n, y, y);
     }
-    emit_profile_end(em, y);
+    emit_profile_end(em, *y ? y : "0"); /* a producer's results are layers of their own */
 }
 
 /* "int NAME_forward(const float *x, float *y, void *arena)" */
@@ -1321,7 +1322,7 @@ static void emit_header_model(emitter *em, ax_buf *h)
     ax_buf_printf(h, ";\nextern const axrt_model %s_model;\n", em->g->name);
     if (!em->profile)
         return;
-    const int count = profiled_layers(em->g);
+    const int count = cg_profiled_layers(em->g);
     ax_buf_printf(h, "/* per-layer profile (axc --profile; axrt.h axrt_layer_profile) */\n"
                      "#define %s_LAYERS %d\nextern axrt_layer_profile %s_profile[%d];\n"
                      "extern axrt_layer_hook %s_layer_hook;\nuint64_t axc_profile_clock(void);\n",

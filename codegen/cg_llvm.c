@@ -42,6 +42,9 @@ typedef struct lv {
     int64_t *offsets;                  /* the arena offsets in use, and their pointers */
     LLVMValueRef *at_offset;           /* (computed once in forward's entry block) */
     int noffsets;
+    bool profile;                      /* cg_request.profile: per-layer counters and hook */
+    LLVMValueRef layers, hook;         /* <model>_profile[] and <model>_layer_hook */
+    int nlayers;                       /* profiled layers built so far */
 } lv;
 
 static ir_node *node_at(const lv *L, int id) { return &L->g->nodes[id]; }
@@ -850,10 +853,125 @@ static void dwconv_inplace(lv *L, const ir_node *n, LLVMValueRef y)
     call(L, kernel(L, "dwconv_inplace"), "vppipipp", args);
 }
 
-static void emit_node(lv *L, int id)
+/* ---- per-layer profile (cg_request.profile, interface.md §10) ------------------ */
+
+/* The same globals and calls as cg_c.c's profile: <model>_profile[] (one
+ * axrt_layer_profile per profiled node, execution order), <model>_layer_hook,
+ * and axc_profile_clock() around every layer, the application's clock; a
+ * Linux target (and the JIT) gets a weak default in nanoseconds. */
+
+static LLVMTypeRef tensor_info_type(const lv *L);
+static LLVMValueRef const_string(lv *L, const char *s);
+
+/* axrt_layer_profile: {layer, op, axrt_tensor_info out, flops, bytes, ticks, calls} */
+enum { PROFILE_TICKS = 5, PROFILE_CALLS = 6 };
+static LLVMTypeRef layer_profile_type(const lv *L)
+{
+    LLVMTypeRef real64 = LLVMDoubleTypeInContext(L->C);
+    LLVMTypeRef fields[] = {L->ptr, L->ptr, tensor_info_type(L), real64, real64, L->i64, L->i64};
+    return LLVMStructTypeInContext(L->C, fields, 7, 0);
+}
+
+static LLVMValueRef layer_profile_entry(lv *L, int id)
 {
     const ir_node *n = node_at(L, id);
-    LLVMValueRef y = ir_has_results(n->op) ? NULL : storage(L, id); /* a producer has none */
+    const char *layer = cg_layer_name(L->g, id);
+    LLVMValueRef dims[AXRT_MAX_RANK];
+    for (int d = 0; d < AXRT_MAX_RANK; d++)
+        dims[d] = k_i64(L, d < n->rank ? n->shape[d] : 0);
+    LLVMValueRef out[] = {const_string(L, layer), k_i32(L, n->dtype), k_i32(L, n->rank),
+                          LLVMConstArray(L->i64, dims, AXRT_MAX_RANK)};
+    LLVMTypeRef real64 = LLVMDoubleTypeInContext(L->C);
+    LLVMValueRef fields[] = {const_string(L, layer), const_string(L, cg_layer_op(L->g, n)),
+                             LLVMConstNamedStruct(tensor_info_type(L), out, 4),
+                             LLVMConstReal(real64, ir_node_flops(L->g, n)),
+                             LLVMConstReal(real64, ir_node_bytes(L->g, n)), k_i64(L, 0), k_i64(L, 0)};
+    return LLVMConstNamedStruct(layer_profile_type(L), fields, 7);
+}
+
+static void add_profile_globals(lv *L)
+{
+    const int count = cg_profiled_layers(L->g);
+    LLVMValueRef *items = ax_alloc(arena_of(L), ((size_t)count + 1) * sizeof *items);
+    int k = 0;
+    for (int id = 0; id < L->g->nnodes; id++)
+        if (cg_is_profiled(node_at(L, id)))
+            items[k++] = layer_profile_entry(L, id);
+    if (!count) /* as the C target: an array of one */
+        items[k++] = LLVMConstNull(layer_profile_type(L));
+    LLVMValueRef table = LLVMConstArray(layer_profile_type(L), items, (unsigned)k);
+    L->layers = LLVMAddGlobal(L->M, LLVMTypeOf(table), ax_sprintf(arena_of(L), "%s_profile", L->g->name));
+    LLVMSetInitializer(L->layers, table);
+    LLVMSetAlignment(L->layers, 8);
+    L->hook = LLVMAddGlobal(L->M, L->ptr, ax_sprintf(arena_of(L), "%s_layer_hook", L->g->name));
+    LLVMSetInitializer(L->hook, k_null(L));
+    LLVMSetAlignment(L->hook, 8);
+}
+
+/* uint64_t axc_profile_clock(void), weak: clock_gettime(CLOCK_MONOTONIC) in
+ * nanoseconds (struct timespec is two longs on Linux).  Once per module. */
+static void add_default_clock(lv *L)
+{
+    LLVMValueRef fn = LLVMGetNamedFunction(L->M, "axc_profile_clock");
+    if (!strstr(LLVMGetTarget(L->M), "linux") || (fn && LLVMCountBasicBlocks(fn)))
+        return;
+    if (!fn)
+        fn = LLVMAddFunction(L->M, "axc_profile_clock", LLVMFunctionType(L->i64, NULL, 0, 0));
+    LLVMSetLinkage(fn, LLVMWeakAnyLinkage);
+    LLVMPositionBuilderAtEnd(L->B, LLVMAppendBasicBlockInContext(L->C, fn, "entry"));
+    LLVMTypeRef timespec_fields[] = {L->size, L->size};
+    LLVMTypeRef timespec = LLVMStructTypeInContext(L->C, timespec_fields, 2, 0);
+    LLVMValueRef ts = LLVMBuildAlloca(L->B, timespec, "ts");
+    LLVMValueRef args[] = {k_i32(L, 1 /* CLOCK_MONOTONIC */), LLVMBuildBitCast(L->B, ts, L->ptr, "")};
+    call(L, "clock_gettime", "iip", args);
+    LLVMValueRef part[2];
+    for (unsigned i = 0; i < 2; i++)
+        part[i] = LLVMBuildSExtOrBitCast(
+            L->B, LLVMBuildLoad2(L->B, L->size, LLVMBuildStructGEP2(L->B, timespec, ts, i, ""), ""), L->i64, "");
+    LLVMBuildRet(L->B, LLVMBuildAdd(L->B, LLVMBuildMul(L->B, part[0], k_i64(L, 1000000000), ""), part[1], ""));
+}
+
+static LLVMValueRef profile_clock(lv *L)
+{
+    return call(L, "axc_profile_clock", "l", NULL);
+}
+
+/* &<model>_profile[k].field */
+static LLVMValueRef profile_field(lv *L, int k, int field)
+{
+    LLVMValueRef at[] = {k_i32(L, 0), k_i32(L, k), k_i32(L, field)};
+    return LLVMBuildInBoundsGEP2(L->B, LLVMGlobalGetValueType(L->layers), L->layers, at, field < 0 ? 2 : 3, "");
+}
+
+static void add_to(lv *L, LLVMValueRef at, LLVMValueRef v)
+{
+    LLVMBuildStore(L->B, LLVMBuildAdd(L->B, LLVMBuildLoad2(L->B, L->i64, at, ""), v, ""), at);
+}
+
+/* Adds the layer's ticks and a call, then hands its output (NULL for a
+ * multi-result producer) to the hook, if one is set. */
+static void profile_layer_end(lv *L, LLVMValueRef t0, LLVMValueRef y)
+{
+    const int k = L->nlayers++;
+    add_to(L, profile_field(L, k, PROFILE_TICKS), LLVMBuildSub(L->B, profile_clock(L), t0, ""));
+    add_to(L, profile_field(L, k, PROFILE_CALLS), k_i64(L, 1));
+    LLVMValueRef hook = LLVMBuildLoad2(L->B, L->ptr, L->hook, "hook");
+    LLVMBasicBlockRef set = LLVMAppendBasicBlockInContext(L->C, L->forward, "hook");
+    LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(L->C, L->forward, "");
+    LLVMBuildCondBr(L->B, LLVMBuildICmp(L->B, LLVMIntNE, hook, k_null(L), ""), set, next);
+    LLVMPositionBuilderAtEnd(L->B, set);
+    LLVMTypeRef params[] = {L->i32, L->ptr, L->ptr};
+    LLVMTypeRef type = LLVMFunctionType(LLVMVoidTypeInContext(L->C), params, 3, 0);
+    LLVMValueRef args[] = {k_i32(L, k), LLVMBuildBitCast(L->B, profile_field(L, k, -1), L->ptr, ""),
+                           y ? y : k_null(L)};
+    LLVMBuildCall2(L->B, type, LLVMBuildBitCast(L->B, hook, LLVMPointerType(type, 0), ""), args, 3, "");
+    LLVMBuildBr(L->B, next);
+    LLVMPositionBuilderAtEnd(L->B, next);
+}
+
+static void emit_node_body(lv *L, int id, LLVMValueRef y)
+{
+    const ir_node *n = node_at(L, id);
     if (n->op == IR_OP_conv && n->inplace_of == 0)
         dwconv_inplace(L, n, y);
     else
@@ -866,6 +984,17 @@ static void emit_node(lv *L, int id)
     }
     if (cg_has_epilogue(n))
         call_unary(L, (ir_op)n->attrs.act, n, y, y);
+}
+
+/* The node's calls, timed when profiled (cg_c.c emit_node). */
+static void emit_node(lv *L, int id)
+{
+    const ir_node *n = node_at(L, id);
+    LLVMValueRef y = ir_has_results(n->op) ? NULL : storage(L, id); /* a producer has none */
+    LLVMValueRef t0 = L->profile ? profile_clock(L) : NULL;
+    emit_node_body(L, id, y);
+    if (L->profile)
+        profile_layer_end(L, t0, y);
 }
 
 /* ---- forward, run and the descriptor ---------------------------------------------- */
@@ -1007,14 +1136,14 @@ int cg_llvm_verify_function(ir_graph *g, LLVMValueRef fn)
     return 1;
 }
 
-int cg_llvm_add_model(LLVMModuleRef M, LLVMTargetDataRef layout, ir_graph *g)
+int cg_llvm_add_model(LLVMModuleRef M, LLVMTargetDataRef layout, ir_graph *g, bool profile)
 {
     if (g->dtype != AXRT_F32 && g->dtype != AXRT_F64) { /* no half kernels in this printer */
         ax_error(g->ctx, g->loc, "the llvm target computes in Float32 or Float64, not %s (model '%s'); "
                  "the c target compiles Float16 and BFloat16 models", ir_dtype_name(g->dtype), g->name);
         return 1;
     }
-    lv L = {.g = g, .M = M, .C = LLVMGetModuleContext(M)};
+    lv L = {.g = g, .M = M, .C = LLVMGetModuleContext(M), .profile = profile};
     L.B = LLVMCreateBuilderInContext(L.C);
     L.i8 = LLVMInt8TypeInContext(L.C);
     L.i32 = LLVMInt32TypeInContext(L.C);
@@ -1026,6 +1155,10 @@ int cg_llvm_add_model(LLVMModuleRef M, LLVMTargetDataRef layout, ir_graph *g)
     L.globals = ax_alloc(g->ctx->arena, ((size_t)g->nnodes + 1) * sizeof *L.globals);
     L.args = ax_alloc(g->ctx->arena, ((size_t)g->ninputs + (size_t)g->noutputs + 1) * sizeof *L.args);
     add_constants(&L);
+    if (profile) {
+        add_profile_globals(&L);
+        add_default_clock(&L);
+    }
     build_forward(&L);
     LLVMValueRef run = build_run(&L);
     build_descriptor(&L, run);
