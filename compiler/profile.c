@@ -93,6 +93,8 @@ int axc_profile_dump_begin(const axc_profile *p, const char *dir)
 int axc_profile_dump_end(const axc_profile *p)
 {
     *p->hook = NULL;
+    if (!dump.dir) /* begin failed (and said why) */
+        return AXC_EUSAGE;
     char path[4096];
     snprintf(path, sizeof path, "%s/index.tsv", dump.dir);
     if (!dump.failed && ax_write_file_atomic(path, dump.index.data, dump.index.len)) {
@@ -100,6 +102,7 @@ int axc_profile_dump_end(const axc_profile *p)
         dump.failed = 1;
     }
     ax_buf_free(&dump.index);
+    dump.dir = NULL;
     return dump.failed ? AXC_EUSAGE : AXC_OK;
 }
 
