@@ -28,6 +28,7 @@
 
 #include "cg_llvm.h"
 #include "cg_llvm_tm.h"
+#include "ir_interp.h"
 
 /* State while building one model's functions. */
 typedef struct lv {
@@ -35,7 +36,9 @@ typedef struct lv {
     LLVMContextRef C;
     LLVMModuleRef M;
     LLVMBuilderRef B;
-    LLVMTypeRef i8, i32, i64, size, ptr, real, real_ptr;
+    LLVMTypeRef i8, i32, i64, size, ptr;
+    axrt_dtype dtype;                  /* the node being built's (set_dtype) */
+    LLVMTypeRef real, real_ptr;        /* its element: float, double, or i16 for half bits */
     LLVMValueRef forward, arena;
     LLVMValueRef *args;                /* forward's inputs, then outputs */
     LLVMValueRef *globals;             /* per node: a param's or scalar's constant */
@@ -55,7 +58,18 @@ static ax_arena *arena_of(const lv *L) { return L->g->ctx->arena; }
 static LLVMValueRef k_size(const lv *L, int64_t v) { return LLVMConstInt(L->size, (unsigned long long)v, 0); }
 static LLVMValueRef k_i64(const lv *L, int64_t v) { return LLVMConstInt(L->i64, (unsigned long long)v, 1); }
 static LLVMValueRef k_i32(const lv *L, int64_t v) { return LLVMConstInt(L->i32, (unsigned long long)v, 1); }
-static LLVMValueRef k_real(const lv *L, double v) { return LLVMConstReal(L->real, v); }
+static bool is_half(axrt_dtype t) { return t == AXRT_F16 || t == AXRT_BF16; }
+
+/* A compute-dtype constant: a half type's bits rounded once to nearest
+ * even (the C target's real_literal). */
+static LLVMValueRef k_real(const lv *L, double v)
+{
+    if (!is_half(L->dtype))
+        return LLVMConstReal(L->real, v);
+    uint16_t bits;
+    ir_element_set(&bits, L->dtype, 0, v);
+    return LLVMConstInt(L->real, bits, 0);
+}
 static LLVMValueRef k_null(const lv *L) { return LLVMConstNull(L->ptr); }
 
 /* An LLVM type for one letter of a call signature:
@@ -73,8 +87,20 @@ static LLVMTypeRef sig_type(const lv *L, char c)
     }
 }
 
+/* The compute dtype of the calls and loops built next, as the C target's
+ * kernel suffix: Float64, Float16, BFloat16, else Float32. */
+static void set_dtype(lv *L, axrt_dtype dtype)
+{
+    L->dtype = dtype == AXRT_F64 || is_half(dtype) ? dtype : AXRT_F32;
+    L->real = dtype == AXRT_F64 ? LLVMDoubleTypeInContext(L->C)
+              : is_half(dtype)  ? LLVMInt16TypeInContext(L->C)
+                                : LLVMFloatTypeInContext(L->C);
+    L->real_ptr = LLVMPointerType(L->real, 0);
+}
+
 /* Declares (once) and calls the external function name whose signature is
- * sig: the result letter, then one letter per argument. */
+ * sig: the result letter, then one letter per argument.  A half scalar
+ * (uint16_t) is passed zero-extended, as C compilers do. */
 static LLVMValueRef call(lv *L, const char *name, const char *sig, LLVMValueRef *args)
 {
     LLVMTypeRef params[24];
@@ -87,13 +113,20 @@ static LLVMValueRef call(lv *L, const char *name, const char *sig, LLVMValueRef 
         fn = LLVMAddFunction(L->M, name, type);
         LLVMSetLinkage(fn, LLVMExternalLinkage);
     }
-    return LLVMBuildCall2(L->B, type, fn, args, nargs, "");
+    LLVMValueRef result = LLVMBuildCall2(L->B, type, fn, args, nargs, "");
+    for (unsigned i = 0; i < nargs && is_half(L->dtype); i++)
+        if (sig[i + 1] == 'r') {
+            LLVMAttributeRef zext = LLVMCreateEnumAttribute(L->C, LLVMGetEnumAttributeKindForName("zeroext", 7), 0);
+            LLVMAddAttributeAtIndex(fn, i + 1, zext);
+            LLVMAddCallSiteAttribute(result, i + 1, zext);
+        }
+    return result;
 }
 
-/* "axrt_<op>_<f32|f64>" */
+/* "axrt_<op>_<f32|f64|f16|bf16>" for the node being built */
 static const char *kernel(const lv *L, const char *op)
 {
-    return ax_sprintf(arena_of(L), "axrt_%s_%s", op, L->g->dtype == AXRT_F64 ? "f64" : "f32");
+    return ax_sprintf(arena_of(L), "axrt_%s_%s", op, ir_dtypes[L->dtype].short_name);
 }
 
 /* A private read-only global holding init; returns it as i8*. */
@@ -221,6 +254,7 @@ static void add_constants(lv *L)
             LLVMValueRef bytes = LLVMConstStringInContext(L->C, data, (unsigned)ir_nbytes(n), 1);
             L->globals[id] = const_global(L, bytes, name, 64);
         } else if (n->op == IR_OP_scalar) {
+            set_dtype(L, n->dtype);
             L->globals[id] = const_global(L, k_real(L, n->attrs.scalar), name, 0);
         }
     }
@@ -522,13 +556,13 @@ static void lv_embedding(lv *L, const ir_node *n, LLVMValueRef y)
 
 static LLVMValueRef libm(lv *L, const char *name, LLVMValueRef v)
 {
-    const char *fn = L->g->dtype == AXRT_F64 ? name : ax_sprintf(arena_of(L), "%sf", name);
+    const char *fn = L->dtype == AXRT_F64 ? name : ax_sprintf(arena_of(L), "%sf", name);
     return call(L, fn, "rr", &v);
 }
 
 static LLVMValueRef intrinsic(lv *L, const char *name, LLVMValueRef v)
 {
-    const char *fn = ax_sprintf(arena_of(L), "llvm.%s.%s", name, L->g->dtype == AXRT_F64 ? "f64" : "f32");
+    const char *fn = ax_sprintf(arena_of(L), "llvm.%s.%s", name, L->dtype == AXRT_F64 ? "f64" : "f32");
     return call(L, fn, "rr", &v);
 }
 
@@ -665,7 +699,7 @@ static LLVMValueRef lv_binary_div(lv *L, LLVMValueRef a, LLVMValueRef b) { retur
 /* libm of two arguments for the graph's dtype (powf / pow). */
 static LLVMValueRef libm2(lv *L, const char *name, LLVMValueRef a, LLVMValueRef b)
 {
-    const char *fn = L->g->dtype == AXRT_F64 ? name : ax_sprintf(arena_of(L), "%sf", name);
+    const char *fn = L->dtype == AXRT_F64 ? name : ax_sprintf(arena_of(L), "%sf", name);
     LLVMValueRef args[] = {a, b};
     return call(L, fn, "rrr", args);
 }
@@ -991,6 +1025,7 @@ static void emit_node(lv *L, int id)
 {
     const ir_node *n = node_at(L, id);
     LLVMValueRef y = ir_has_results(n->op) ? NULL : storage(L, id); /* a producer has none */
+    set_dtype(L, n->dtype);
     LLVMValueRef t0 = L->profile ? profile_clock(L) : NULL;
     emit_node_body(L, id, y);
     if (L->profile)
@@ -1138,11 +1173,6 @@ int cg_llvm_verify_function(ir_graph *g, LLVMValueRef fn)
 
 int cg_llvm_add_model(LLVMModuleRef M, LLVMTargetDataRef layout, ir_graph *g, bool profile)
 {
-    if (g->dtype != AXRT_F32 && g->dtype != AXRT_F64) { /* no half kernels in this printer */
-        ax_error(g->ctx, g->loc, "the llvm target computes in Float32 or Float64, not %s (model '%s'); "
-                 "the c target compiles Float16 and BFloat16 models", ir_dtype_name(g->dtype), g->name);
-        return 1;
-    }
     lv L = {.g = g, .M = M, .C = LLVMGetModuleContext(M), .profile = profile};
     L.B = LLVMCreateBuilderInContext(L.C);
     L.i8 = LLVMInt8TypeInContext(L.C);
@@ -1150,8 +1180,7 @@ int cg_llvm_add_model(LLVMModuleRef M, LLVMTargetDataRef layout, ir_graph *g, bo
     L.i64 = LLVMInt64TypeInContext(L.C);
     L.size = LLVMIntPtrTypeInContext(L.C, layout);
     L.ptr = LLVMPointerType(L.i8, 0);
-    L.real = g->dtype == AXRT_F64 ? LLVMDoubleTypeInContext(L.C) : LLVMFloatTypeInContext(L.C);
-    L.real_ptr = LLVMPointerType(L.real, 0);
+    set_dtype(&L, g->dtype);
     L.globals = ax_alloc(g->ctx->arena, ((size_t)g->nnodes + 1) * sizeof *L.globals);
     L.args = ax_alloc(g->ctx->arena, ((size_t)g->ninputs + (size_t)g->noutputs + 1) * sizeof *L.args);
     add_constants(&L);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # llvm suite: the LLVM back end (interface.md §6) against the C target.
-#  - every example, tests/llvm/cases (every elementwise op in fused loops,
+#  - every example (and five of them with --dtype=Float16 and BFloat16:
+#    the half kernels the C target calls, bit-identical), tests/llvm/cases (every elementwise op in fused loops,
 #    Float32 and Float64), tests/ir/cases, and every tests/ops/*.ax model
 #    when that corpus exists:
 #    the host object of `axc -o m.o` defines the same global symbols as the C
@@ -63,17 +64,19 @@ run_listing() { # object, models.c, out
         >"$3.log" 2>&1 && "$3.bin" >"$3" 2>>"$3.log"
 }
 
-# Example $1 (.ax): C target vs LLVM object, header, symbols, .ll.
+# Example $1 (.ax): C target vs LLVM object, header, symbols, .ll.  An
+# option after it (--dtype=Float16) is passed to axc and names the case.
 check_model() {
     local ax=$1 stem d
-    stem=$(basename "$ax" .ax)
+    shift
+    stem=$(basename "$ax" .ax)${1:+_${1#--dtype=}}
     d="$work/$stem"
     mkdir -p "$d/c" "$d/l"
-    if ! "$axc" "$ax" -o "$d/c/$stem.c" 2>"$d/c.log" ||
+    if ! "$axc" "$ax" "$@" -o "$d/c/$stem.c" 2>"$d/c.log" ||
         ! "$cc" -std=c99 -O2 -I"$build/include" -c "$d/c/$stem.c" -o "$d/c/$stem.o" 2>>"$d/c.log"; then
         fail "$stem: C target builds"; tail_of "$d/c.log"; return
     fi
-    if ! "$axc" "$ax" -o "$d/l/$stem.o" 2>"$d/l.log"; then
+    if ! "$axc" "$ax" "$@" -o "$d/l/$stem.o" 2>"$d/l.log"; then
         fail "$stem: object through LLVM"; tail_of "$d/l.log"; return
     fi
     pass "$stem: object through LLVM"
@@ -93,7 +96,7 @@ check_model() {
     else
         fail "$stem: LLVM object matches the C target" "$verdict"
     fi
-    if "$axc" "$ax" -o "$d/l/$stem.ll" 2>"$d/ll.log" && llvm-as "$d/l/$stem.ll" -o /dev/null 2>>"$d/ll.log" &&
+    if "$axc" "$ax" "$@" -o "$d/l/$stem.ll" 2>"$d/ll.log" && llvm-as "$d/l/$stem.ll" -o /dev/null 2>>"$d/ll.log" &&
         opt -passes=verify "$d/l/$stem.ll" -o /dev/null 2>>"$d/ll.log"; then
         pass "$stem: .ll accepted by llvm-as and opt -passes=verify"
     else
@@ -104,14 +107,15 @@ check_model() {
 # `axc run --jit` with no C compiler against `axc run` through C, per model.
 check_jit() {
     local ax=$1 stem name d
-    stem=$(basename "$ax" .ax)
+    shift
+    stem=$(basename "$ax" .ax)${1:+_${1#--dtype=}}
     d="$work/$stem"
     for name in $(models_of "$d/c/$stem.o" 2>/dev/null | sed 's/_model$//'); do
-        if ! "$axc" run "$ax" --model="$name" --output-dir "$d/run_c_$name" >"$d/run_c.log" 2>&1; then
+        if ! "$axc" run "$ax" "$@" --model="$name" --output-dir "$d/run_c_$name" >"$d/run_c.log" 2>&1; then
             fail "$stem: axc run $name (C)"; tail_of "$d/run_c.log"; continue
         fi
         if ! env CC=/nonexistent/cc PATH=/nonexistent "$axc" run --jit "$ax" --model="$name" \
-            --cc=/nonexistent/cc --output-dir "$d/run_j_$name" >"$d/run_j.log" 2>&1; then
+            "$@" --cc=/nonexistent/cc --output-dir "$d/run_j_$name" >"$d/run_j.log" 2>&1; then
             fail "$stem: axc run --jit $name with no C compiler"; tail_of "$d/run_j.log"; continue
         fi
         if "$python" - "$d/run_c_$name" "$d/run_j_$name" >"$d/cmp.log" 2>&1 <<'PY'
@@ -279,14 +283,15 @@ EOF
 }
 
 # --dump-dir through the llvm target against the C target's: the same files
-# and index, and axc compare agrees.
+# and index, and axc compare agrees.  Options after the model go to axc.
 check_dump() {
     local ax=$1 stem d verdict
-    stem=$(basename "$ax" .ax)
+    shift
+    stem=$(basename "$ax" .ax)${1:+_${1#--dtype=}}
     d="$work/dump_$stem"
     mkdir -p "$d"
-    if ! "$axc" run "$ax" --seed=3 --target=llvm --dump-dir "$d/l" >"$d.log" 2>&1 ||
-        ! "$axc" run "$ax" --seed=3 --dump-dir "$d/c" >>"$d.log" 2>&1; then
+    if ! "$axc" run "$ax" "$@" --seed=3 --target=llvm --dump-dir "$d/l" >"$d.log" 2>&1 ||
+        ! "$axc" run "$ax" "$@" --seed=3 --dump-dir "$d/c" >>"$d.log" 2>&1; then
         fail "dump: $stem"; tail_of "$d.log"; return
     fi
     if ! diff <(ls "$d/c") <(ls "$d/l") >"$d.diff" || ! cmp -s "$d/c/index.tsv" "$d/l/index.tsv"; then
@@ -353,10 +358,17 @@ main() {
     if [ -d "$root/tests/ops" ]; then models+=($(find "$root/tests/ops/" -name '*.ax' | sort)); fi
     for ax in "${models[@]}"; do check_model "$ax"; done
     for ax in "$root"/examples/*.ax "$here"/cases/*.ax; do check_jit "$ax"; done
+    for ax in mlp lenet5 mobilenetv2_block gpt_block r4_bert_layer; do   # half storage, float accumulation
+        for dtype in Float16 BFloat16; do
+            check_model "$root/examples/$ax.ax" --dtype=$dtype
+            check_jit "$root/examples/$ax.ax" --dtype=$dtype
+        done
+    done
     check_profile_table
     check_profile_object
     for ax in "$root"/examples/lenet5.ax "$root"/examples/mobilenetv2_block.ax "$root"/tests/ir/cases/chunk.ax \
         "$root"/examples/gpt_block.ax; do check_dump "$ax"; done
+    check_dump "$root/examples/lenet5.ax" --dtype=BFloat16
     check_firmware
     check_bad_input
 }
