@@ -50,6 +50,9 @@ bool cg_is_profiled(const ir_node *n);
 int cg_profiled_layers(const ir_graph *g);
 const char *cg_layer_name(const ir_graph *g, int id);
 const char *cg_layer_op(const ir_graph *g, const ir_node *n);
+/* Whether parameter id is read only by int8 layers (--quantize=int8), which
+ * read their own int8 copies: its float data is then left out. */
+bool cg_param_only_quantised(const ir_graph *g, int id);
 /* n elements of esize bytes as string-literal lines of \xHH escapes, little-endian. */
 void cg_bytes_literal(ax_buf *out, const unsigned char *data, size_t n, size_t esize);
 

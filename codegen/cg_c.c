@@ -303,11 +303,11 @@ static void emit_param_data(emitter *em, int id)
 
 /* Whether parameter id is read only by int8 layers, which read their own
  * int8 copies: then its float data is left out of the file. */
-static bool param_only_quantised(const emitter *em, int id)
+bool cg_param_only_quantised(const ir_graph *g, int id)
 {
     bool quantised = false;
-    for (int k = 0; k < em->g->nnodes; k++) {
-        const ir_node *n = node_at(em, k);
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = &g->nodes[k];
         for (int i = 0; i < n->nsrc && !n->dead; i++) {
             if (n->src[i] != id) continue;
             if (!n->quant || i == 0) return false;
@@ -397,7 +397,7 @@ static void emit_constants(emitter *em)
             continue;
         if (n->quant)
             emit_quant_constants(em, id);
-        if (n->op == IR_OP_param && !param_only_quantised(em, id))
+        if (n->op == IR_OP_param && !cg_param_only_quantised(em->g, id))
             emit_param_data(em, id);
         else if (n->op == IR_OP_scalar)
             ax_buf_printf(em->out, "static const %s %s_s%d = %s;\n", ctype(n->dtype),

@@ -41,7 +41,9 @@ typedef struct lv {
     LLVMTypeRef real, real_ptr;        /* its element: float, double, or i16 for half bits */
     LLVMValueRef forward, arena;
     LLVMValueRef *args;                /* forward's inputs, then outputs */
-    LLVMValueRef *globals;             /* per node: a param's or scalar's constant */
+    LLVMValueRef *globals;             /* per node: a param's or scalar's constant, an int8
+                                          layer's axrt_requant */
+    LLVMValueRef *qweights;            /* per int8 layer: its int8 weights */
     int64_t *offsets;                  /* the arena offsets in use, and their pointers */
     LLVMValueRef *at_offset;           /* (computed once in forward's entry block) */
     int noffsets;
@@ -73,7 +75,7 @@ static LLVMValueRef k_real(const lv *L, double v)
 static LLVMValueRef k_null(const lv *L) { return LLVMConstNull(L->ptr); }
 
 /* An LLVM type for one letter of a call signature:
- *   p pointer  z size_t  l int64_t  i int  r the compute type  v void */
+ *   p pointer  z size_t  l int64_t  i int  f float  r the compute type  v void */
 static LLVMTypeRef sig_type(const lv *L, char c)
 {
     switch (c) {
@@ -82,6 +84,7 @@ static LLVMTypeRef sig_type(const lv *L, char c)
     case 'l': return L->i64;
     case 'i': return L->i32;
     case 'r': return L->real;
+    case 'f': return LLVMFloatTypeInContext(L->C);
     case 'v': return LLVMVoidTypeInContext(L->C);
     default: ax_die("cg_llvm: bad signature letter '%c'", c);
     }
@@ -240,6 +243,32 @@ static int64_t product(const int64_t *dims, int from, int to)
 
 /* ---- parameters and scalars --------------------------------------------------- */
 
+static LLVMValueRef bytes_global(lv *L, const void *data, size_t bytes, const char *name, unsigned align)
+{
+    return const_global(L, LLVMConstStringInContext(L->C, data, (unsigned)bytes, 1), name, align);
+}
+
+/* An int8 layer's weights and its axrt_requant {bias, mult, shift, fscale,
+ * zp, lo, hi, scale}: mult and shift, or fscale when the float epilogue
+ * follows (cg_c.c emit_quant_constants). */
+static void add_quant_constants(lv *L, int id)
+{
+    const ir_quant *q = node_at(L, id)->quant;
+    const size_t nout = (size_t)q->nout;
+    LLVMTypeRef f32 = LLVMFloatTypeInContext(L->C);
+    L->qweights[id] = bytes_global(L, q->w, (size_t)q->nw, "qw", 64);
+    LLVMValueRef bias = bytes_global(L, q->bias, nout * 4, "qbias", 4);
+    LLVMValueRef mult = q->float_out ? k_null(L) : bytes_global(L, q->mult, nout * 4, "qmult", 4);
+    LLVMValueRef shift = q->float_out ? k_null(L) : bytes_global(L, q->shift, nout, "qshift", 1);
+    LLVMValueRef fscale = q->float_out ? bytes_global(L, q->fscale, nout * 4, "qfscale", 4) : k_null(L);
+    LLVMTypeRef types[] = {L->ptr, L->ptr, L->ptr, L->ptr, L->i32, L->i32, L->i32, f32};
+    LLVMValueRef fields[] = {bias, mult, shift, fscale, k_i32(L, q->float_out ? 0 : q->out_zp),
+                             k_i32(L, q->float_out ? 0 : q->lo), k_i32(L, q->float_out ? 0 : q->hi),
+                             LLVMConstReal(f32, q->float_out ? 0.0 : (double)q->out_scale)};
+    LLVMValueRef rq = LLVMConstNamedStruct(LLVMStructTypeInContext(L->C, types, 8, 0), fields, 8);
+    L->globals[id] = const_global(L, rq, "requant", 8);
+}
+
 static void add_constants(lv *L)
 {
     for (int id = 0; id < L->g->nnodes; id++) {
@@ -247,7 +276,9 @@ static void add_constants(lv *L)
         if (n->dead)
             continue;
         const char *name = ax_sprintf(arena_of(L), "%s_%c%d", L->g->name, n->op == IR_OP_param ? 'p' : 's', id);
-        if (n->op == IR_OP_param) {
+        if (n->quant)
+            add_quant_constants(L, id);
+        if (n->op == IR_OP_param && !cg_param_only_quantised(L->g, id)) {
             if (!n->data)
                 ax_die("cg_llvm: parameter %s has no data", n->name ? n->name : "?");
             const void *data = n->layout == IR_LAYOUT_PLAIN ? n->data : (const void *)cg_packed_data(arena_of(L), n);
@@ -436,12 +467,41 @@ static void epilogue_args(lv *L, const ir_node *n, LLVMValueRef *args)
     args[2] = k_i32(L, applies ? cg_kernel_act(n) : AXRT_ACT_NONE);
 }
 
+static LLVMValueRef conv_params(lv *L, const ir_node *n, bool unit_stride);
+
+/* An int8 layer: operand 0 quantised into the node's scratch, then the
+ * int8 kernel (cg_c.c emit_quant_layer). */
+static void lv_quant(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const ir_quant *q = n->quant;
+    const ir_node *x = operand_node(L, n, 0);
+    const int id = (int)(n - L->g->nodes);
+    if (n->scratch_offset < 0)
+        ax_die("cg_llvm: int8 layer %%%d has no scratch buffer", id);
+    LLVMValueRef qx = scratch(L, n), scale = LLVMConstReal(LLVMFloatTypeInContext(L->C), (double)q->in_scale);
+    LLVMValueRef quantise[] = {operand(L, n, 0), qx, k_size(L, ir_numel(x)), scale, k_i32(L, q->in_zp)};
+    call(L, "axrt_quantize_u8", "vppzfi", quantise);
+    if (n->op == IR_OP_dense) {
+        const int64_t in = x->shape[x->rank - 1];
+        LLVMValueRef args[] = {qx, L->qweights[id], L->globals[id], y, k_size(L, ir_numel(x) / in),
+                               k_size(L, in), k_size(L, n->shape[n->rank - 1])};
+        call(L, "axrt_dense_q8", "vppppzzz", args);
+        return;
+    }
+    LLVMValueRef after = k_i64(L, ir_numel(x)); /* the receptive field follows the quantised input */
+    LLVMValueRef args[] = {qx, k_i32(L, q->in_zp + 128), L->qweights[id], L->globals[id], y,
+                           LLVMBuildInBoundsGEP2(L->B, L->i8, qx, &after, 1, "patch"), conv_params(L, n, false)};
+    call(L, "axrt_conv2d_q8", "vpippppp", args);
+}
+
 static void lv_dense(lv *L, const ir_node *n, LLVMValueRef y)
 {
     const ir_node *x = operand_node(L, n, 0);
     const int64_t in = x->shape[x->rank - 1], out = n->shape[n->rank - 1];
     LLVMValueRef rows = k_size(L, ir_numel(x) / in);
-    if (cg_kernel_applies_epilogue(L->g, n)) {
+    if (n->quant) {
+        lv_quant(L, n, y);
+    } else if (cg_kernel_applies_epilogue(L->g, n)) {
         LLVMValueRef args[9] = {operand(L, n, 0), operand(L, n, 1)};
         epilogue_args(L, n, args + 2);
         args[5] = y, args[6] = rows, args[7] = k_size(L, in), args[8] = k_size(L, out);
@@ -482,6 +542,10 @@ static LLVMValueRef conv_params(lv *L, const ir_node *n, bool unit_stride)
 
 static void lv_conv(lv *L, const ir_node *n, LLVMValueRef y)
 {
+    if (n->quant) {
+        lv_quant(L, n, y);
+        return;
+    }
     LLVMValueRef params = conv_params(L, n, false);
     const bool depthwise = operand_node(L, n, 1)->layout == IR_LAYOUT_DEPTHWISE;
     if (depthwise || cg_kernel_applies_epilogue(L->g, n)) {
@@ -1010,8 +1074,8 @@ static void emit_node_body(lv *L, int id, LLVMValueRef y)
         dwconv_inplace(L, n, y);
     else
         node_fns[n->op](L, n, y);
-    if (cg_kernel_applies_epilogue(L->g, n))
-        return;
+    if (cg_kernel_applies_epilogue(L->g, n) || (n->quant && !n->quant->float_out))
+        return; /* the kernel applied it (int8: clamps) */
     if (n->attrs.residual != IR_NONE) {
         LLVMValueRef args[] = {y, operand(L, n, n->attrs.residual), y, k_size(L, ir_numel(n))};
         call(L, kernel(L, "add"), "vpppz", args);
@@ -1182,6 +1246,7 @@ int cg_llvm_add_model(LLVMModuleRef M, LLVMTargetDataRef layout, ir_graph *g, bo
     L.ptr = LLVMPointerType(L.i8, 0);
     set_dtype(&L, g->dtype);
     L.globals = ax_alloc(g->ctx->arena, ((size_t)g->nnodes + 1) * sizeof *L.globals);
+    L.qweights = ax_alloc(g->ctx->arena, ((size_t)g->nnodes + 1) * sizeof *L.qweights);
     L.args = ax_alloc(g->ctx->arena, ((size_t)g->ninputs + (size_t)g->noutputs + 1) * sizeof *L.args);
     add_constants(&L);
     if (profile) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # llvm suite: the LLVM back end (interface.md §6) against the C target.
 #  - every example (and five of them with --dtype=Float16 and BFloat16:
-#    the half kernels the C target calls, bit-identical), tests/llvm/cases (every elementwise op in fused loops,
+#    the half kernels the C target calls, bit-identical; three with
+#    --quantize=int8: the same int8 kernels and constants), tests/llvm/cases (every elementwise op in fused loops,
 #    Float32 and Float64), tests/ir/cases, and every tests/ops/*.ax model
 #    when that corpus exists:
 #    the host object of `axc -o m.o` defines the same global symbols as the C
@@ -41,6 +42,14 @@ fail() { echo "FAIL: llvm $1"; shift; if [ $# -gt 0 ]; then printf '  %s\n' "$@"
 skip() { echo "SKIP: llvm $1"; }
 tail_of() { tail -n "${2:-15}" "$1" | sed 's/^/  /'; }
 
+# "_Float16" for --dtype=Float16, "_quantize=int8" for --quantize=int8 ...:
+# the options of a case, in its name.
+case_suffix() {
+    local first=${1:-}
+    first=${first#--}
+    [ -z "$first" ] || echo "_${first#dtype=}"
+}
+
 models_of() { # the *_model descriptors an object defines
     nm -g --defined-only "$1" | awk '$3 ~ /_model$/ { print $3 }' | sort
 }
@@ -69,7 +78,7 @@ run_listing() { # object, models.c, out
 check_model() {
     local ax=$1 stem d
     shift
-    stem=$(basename "$ax" .ax)${1:+_${1#--dtype=}}
+    stem=$(basename "$ax" .ax)$(case_suffix "$@")
     d="$work/$stem"
     mkdir -p "$d/c" "$d/l"
     if ! "$axc" "$ax" "$@" -o "$d/c/$stem.c" 2>"$d/c.log" ||
@@ -108,7 +117,7 @@ check_model() {
 check_jit() {
     local ax=$1 stem name d
     shift
-    stem=$(basename "$ax" .ax)${1:+_${1#--dtype=}}
+    stem=$(basename "$ax" .ax)$(case_suffix "$@")
     d="$work/$stem"
     for name in $(models_of "$d/c/$stem.o" 2>/dev/null | sed 's/_model$//'); do
         if ! "$axc" run "$ax" "$@" --model="$name" --output-dir "$d/run_c_$name" >"$d/run_c.log" 2>&1; then
@@ -287,7 +296,7 @@ EOF
 check_dump() {
     local ax=$1 stem d verdict
     shift
-    stem=$(basename "$ax" .ax)${1:+_${1#--dtype=}}
+    stem=$(basename "$ax" .ax)$(case_suffix "$@")
     d="$work/dump_$stem"
     mkdir -p "$d"
     if ! "$axc" run "$ax" "$@" --seed=3 --target=llvm --dump-dir "$d/l" >"$d.log" 2>&1 ||
@@ -336,6 +345,23 @@ profile_on_firmware() {
     fi
 }
 
+# --quantize=int8: qmlp (dense, folded ReLU/ReLU6 clamps), lenet5 (conv,
+# pooling, dense) and squeezenet1_1 (1x1 and 3x3 convs, concat) calibrated
+# on random samples: the object and the JIT against the C target.
+check_int8() {
+    local spec ax dims
+    for spec in "$root/tests/quant/qmlp.ax 2,96" "$root/examples/lenet5.ax 1,28,28,1" \
+        "$root/examples/squeezenet1_1.ax 1,64,64,3"; do
+        read -r ax dims <<<"$spec"
+        "$python" -c "import sys, numpy as np
+dims = tuple(int(d) for d in sys.argv[2].split(','))
+np.save(sys.argv[1], np.random.default_rng(1).standard_normal((4,) + dims).astype(np.float32))" \
+            "$work/cal_$(basename "$ax" .ax).npy" "$dims"
+        check_model "$ax" --quantize=int8 --seed=3 --calibrate x="$work/cal_$(basename "$ax" .ax).npy"
+        check_jit "$ax" --quantize=int8 --seed=3 --calibrate x="$work/cal_$(basename "$ax" .ax).npy"
+    done
+}
+
 check_bad_input() {
     local out st
     out=$("$axc" "$root/examples/mlp.ax" -o "$work/bad.o" --triple=nosuch-none-eabi 2>&1); st=$?
@@ -364,6 +390,7 @@ main() {
             check_jit "$root/examples/$ax.ax" --dtype=$dtype
         done
     done
+    check_int8
     check_profile_table
     check_profile_object
     for ax in "$root"/examples/lenet5.ax "$root"/examples/mobilenetv2_block.ax "$root"/tests/ir/cases/chunk.ax \
