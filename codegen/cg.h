@@ -68,6 +68,18 @@ const char *cg_unary_text(ax_arena *a, int op, const char *arg, axrt_dtype dtype
 const char *cg_binary_text(ax_arena *a, int op, const char *lhs, const char *rhs, axrt_dtype dtype);
 int cg_fused_loops(const ir_node *n, int64_t *dims, int64_t strides[][IR_MAX_RANK]);
 void cg_argument_names(ir_graph *g, const char ***inputs, const char ***outputs);
+/* The per-layer profile (cg_request.profile) every CPU printer builds, one
+ * axrt_layer_profile per profiled node in execution order: whether node n
+ * is one (live, not a source), how many g has, the layer's name as the
+ * user wrote it (op%id for a node a pass made; characters a C literal
+ * cannot hold become '_') and its op with what is fused into it. */
+bool cg_is_profiled(const ir_node *n);
+int cg_profiled_layers(const ir_graph *g);
+const char *cg_layer_name(const ir_graph *g, int id);
+const char *cg_layer_op(const ir_graph *g, const ir_node *n);
+/* Whether parameter id is read only by int8 layers (--quantize=int8), which
+ * read their own int8 copies: its float data is then left out. */
+bool cg_param_only_quantised(const ir_graph *g, int id);
 /* n elements of esize bytes as string-literal lines of \xHH escapes, little-endian. */
 void cg_bytes_literal(ax_buf *out, const unsigned char *data, size_t n, size_t esize);
 
@@ -85,9 +97,12 @@ const char *cg_llvm_target_names(ax_arena *a);
 void cg_llvm_list_cpus(const char *triple);
 /* Compiles g in-process with ORC LLJIT (the runtime's symbols come from
  * axc itself) and returns its descriptor, or NULL after reporting an
- * error.  *jit holds the code until cg_llvm_jit_free. */
+ * error; with profile, the code has the per-layer profile and hook
+ * (<name>_profile, <name>_layer_hook), found with cg_llvm_jit_symbol
+ * (NULL if absent).  *jit holds the code until cg_llvm_jit_free. */
 typedef struct cg_jit cg_jit;
-const axrt_model *cg_llvm_jit(ir_graph *g, cg_jit **jit);
+const axrt_model *cg_llvm_jit(ir_graph *g, bool profile, cg_jit **jit);
+void *cg_llvm_jit_symbol(cg_jit *jit, const char *name);
 void cg_llvm_jit_free(cg_jit *jit);
 
 #endif

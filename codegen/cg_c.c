@@ -320,11 +320,11 @@ static void emit_param_data(emitter *em, int id)
 
 /* Whether parameter id is read only by int8 layers, which read their own
  * int8 copies: then its float data is left out of the file. */
-static bool param_only_quantised(const emitter *em, int id)
+bool cg_param_only_quantised(const ir_graph *g, int id)
 {
     bool quantised = false;
-    for (int k = 0; k < em->g->nnodes; k++) {
-        const ir_node *n = node_at(em, k);
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = &g->nodes[k];
         for (int i = 0; i < n->nsrc && !n->dead; i++) {
             if (n->src[i] != id) continue;
             if (!n->quant || i == 0) return false;
@@ -416,7 +416,7 @@ static void emit_constants(emitter *em)
             emit_quant_constants(em, id);
         if (n->op == IR_OP_param && em->body && em->body->state_const && state_offset(em, id) >= 0)
             continue;   /* read from the state only */
-        if (n->op == IR_OP_param && !param_only_quantised(em, id))
+        if (n->op == IR_OP_param && !cg_param_only_quantised(em->g, id))
             emit_param_data(em, id);
         else if (n->op == IR_OP_scalar)
             ax_buf_printf(em->out, "static const %s %s_s%d = %s;\n", ctype(n->dtype),
@@ -1091,15 +1091,15 @@ static bool conv_in_place(const ir_node *n)
 /* ---- per-layer profile (axc --profile, interface.md §10) -------------------- */
 
 /* The layer as the user wrote it; nodes a pass made have none: op%id. */
-static const char *layer_name(const emitter *em, int id)
+const char *cg_layer_name(const ir_graph *g, int id)
 {
-    const ir_node *n = node_at(em, id);
-    return n->name ? literal_text(arena_of(em), n->name)
-                   : ax_sprintf(arena_of(em), "%s%%%d", ir_ops[n->op].name, id);
+    const ir_node *n = &g->nodes[id];
+    return n->name ? literal_text(g->ctx->arena, n->name)
+                   : ax_sprintf(g->ctx->arena, "%s%%%d", ir_ops[n->op].name, id);
 }
 
 /* "dense+residual+relu", "fused(exp,add)": the op and what is fused in. */
-static const char *layer_op(const emitter *em, const ir_node *n)
+const char *cg_layer_op(const ir_graph *g, const ir_node *n)
 {
     const bool fused = n->op == IR_OP_fused_elementwise;
     ax_buf b = {0};
@@ -1113,21 +1113,21 @@ static const char *layer_op(const emitter *em, const ir_node *n)
         ax_buf_puts(&b, "+residual");
     if (n->attrs.act != IR_NONE)
         ax_buf_printf(&b, "+%s", ir_ops[n->attrs.act].name);
-    const char *text = ax_strdup(arena_of(em), b.data);
+    const char *text = ax_strdup(g->ctx->arena, b.data);
     ax_buf_free(&b);
     return text;
 }
 
-static bool is_profiled(const ir_node *n)
+bool cg_is_profiled(const ir_node *n)
 {
     return !n->dead && ir_ops[n->op].kind != IR_SOURCE;
 }
 
-static int profiled_layers(const ir_graph *g)
+int cg_profiled_layers(const ir_graph *g)
 {
     int count = 0;
     for (int id = 0; id < g->nnodes; id++)
-        count += is_profiled(&g->nodes[id]);
+        count += cg_is_profiled(&g->nodes[id]);
     return count;
 }
 
@@ -1147,14 +1147,14 @@ static void emit_profile_clock(ax_buf *c)
 static void emit_profile_table(emitter *em)
 {
     const ir_graph *g = em->g;
-    const int count = profiled_layers(g);
+    const int count = cg_profiled_layers(g);
     ax_buf_printf(em->out, "\naxrt_layer_profile %s_profile[%d] = {\n", g->name, count ? count : 1);
     for (int id = 0; id < g->nnodes; id++) {
         const ir_node *n = &g->nodes[id];
-        if (!is_profiled(n))
+        if (!cg_is_profiled(n))
             continue;
-        const char *layer = layer_name(em, id);
-        ax_buf_printf(em->out, "    {\"%s\", \"%s\", {\"%s\", %s, %d, {", layer, layer_op(em, n), layer,
+        const char *layer = cg_layer_name(g, id);
+        ax_buf_printf(em->out, "    {\"%s\", \"%s\", {\"%s\", %s, %d, {", layer, cg_layer_op(g, n), layer,
                       ir_dtypes[n->dtype].enum_name, n->rank);
         for (int d = 0; d < n->rank; d++)
             ax_buf_printf(em->out, "%s%lld", d ? ", " : "", (long long)n->shape[d]);
@@ -1170,7 +1170,8 @@ static void emit_profile_begin(emitter *em)
         ax_buf_puts(em->out, "    profile_t0 = axc_profile_clock();\n");
 }
 
-/* Adds the layer's ticks, then hands its output to the hook, if any. */
+/* Adds the layer's ticks, then hands its output (NULL for a multi-result
+ * producer) to the hook, if any. */
 static void emit_profile_end(emitter *em, const char *y)
 {
     if (!em->profile)
@@ -1207,7 +1208,7 @@ static void emit_node(emitter *em, int id)
         if (has_epilogue(n))
             emit_unary_call(em, (ir_op)n->attrs.act, n, y, y);
     }
-    emit_profile_end(em, y);
+    emit_profile_end(em, *y ? y : "0"); /* a producer's results are layers of their own */
 }
 
 /* "int NAME_forward(const float *x, float *y, void *arena)" */
@@ -1403,7 +1404,7 @@ static void emit_header_model(emitter *em, ax_buf *h)
     ax_buf_printf(h, ";\nextern const axrt_model %s_model;\n", em->g->name);
     if (!em->profile)
         return;
-    const int count = profiled_layers(em->g);
+    const int count = cg_profiled_layers(em->g);
     ax_buf_printf(h, "/* per-layer profile (axc --profile; axrt.h axrt_layer_profile) */\n"
                      "#define %s_LAYERS %d\nextern axrt_layer_profile %s_profile[%d];\n"
                      "extern axrt_layer_hook %s_layer_hook;\nuint64_t axc_profile_clock(void);\n",

@@ -28,6 +28,7 @@
 
 #include "cg_llvm.h"
 #include "cg_llvm_tm.h"
+#include "ir_interp.h"
 
 /* State while building one model's functions. */
 typedef struct lv {
@@ -35,13 +36,20 @@ typedef struct lv {
     LLVMContextRef C;
     LLVMModuleRef M;
     LLVMBuilderRef B;
-    LLVMTypeRef i8, i32, i64, size, ptr, real, real_ptr;
+    LLVMTypeRef i8, i32, i64, size, ptr;
+    axrt_dtype dtype;                  /* the node being built's (set_dtype) */
+    LLVMTypeRef real, real_ptr;        /* its element: float, double, or i16 for half bits */
     LLVMValueRef forward, arena;
     LLVMValueRef *args;                /* forward's inputs, then outputs */
-    LLVMValueRef *globals;             /* per node: a param's or scalar's constant */
+    LLVMValueRef *globals;             /* per node: a param's or scalar's constant, an int8
+                                          layer's axrt_requant */
+    LLVMValueRef *qweights;            /* per int8 layer: its int8 weights */
     int64_t *offsets;                  /* the arena offsets in use, and their pointers */
     LLVMValueRef *at_offset;           /* (computed once in forward's entry block) */
     int noffsets;
+    bool profile;                      /* cg_request.profile: per-layer counters and hook */
+    LLVMValueRef layers, hook;         /* <model>_profile[] and <model>_layer_hook */
+    int nlayers;                       /* profiled layers built so far */
 } lv;
 
 static ir_node *node_at(const lv *L, int id) { return &L->g->nodes[id]; }
@@ -52,11 +60,22 @@ static ax_arena *arena_of(const lv *L) { return L->g->ctx->arena; }
 static LLVMValueRef k_size(const lv *L, int64_t v) { return LLVMConstInt(L->size, (unsigned long long)v, 0); }
 static LLVMValueRef k_i64(const lv *L, int64_t v) { return LLVMConstInt(L->i64, (unsigned long long)v, 1); }
 static LLVMValueRef k_i32(const lv *L, int64_t v) { return LLVMConstInt(L->i32, (unsigned long long)v, 1); }
-static LLVMValueRef k_real(const lv *L, double v) { return LLVMConstReal(L->real, v); }
+static bool is_half(axrt_dtype t) { return t == AXRT_F16 || t == AXRT_BF16; }
+
+/* A compute-dtype constant: a half type's bits rounded once to nearest
+ * even (the C target's real_literal). */
+static LLVMValueRef k_real(const lv *L, double v)
+{
+    if (!is_half(L->dtype))
+        return LLVMConstReal(L->real, v);
+    uint16_t bits;
+    ir_element_set(&bits, L->dtype, 0, v);
+    return LLVMConstInt(L->real, bits, 0);
+}
 static LLVMValueRef k_null(const lv *L) { return LLVMConstNull(L->ptr); }
 
 /* An LLVM type for one letter of a call signature:
- *   p pointer  z size_t  l int64_t  i int  r the compute type  v void */
+ *   p pointer  z size_t  l int64_t  i int  f float  r the compute type  v void */
 static LLVMTypeRef sig_type(const lv *L, char c)
 {
     switch (c) {
@@ -65,13 +84,26 @@ static LLVMTypeRef sig_type(const lv *L, char c)
     case 'l': return L->i64;
     case 'i': return L->i32;
     case 'r': return L->real;
+    case 'f': return LLVMFloatTypeInContext(L->C);
     case 'v': return LLVMVoidTypeInContext(L->C);
     default: ax_die("cg_llvm: bad signature letter '%c'", c);
     }
 }
 
+/* The compute dtype of the calls and loops built next, as the C target's
+ * kernel suffix: Float64, Float16, BFloat16, else Float32. */
+static void set_dtype(lv *L, axrt_dtype dtype)
+{
+    L->dtype = dtype == AXRT_F64 || is_half(dtype) ? dtype : AXRT_F32;
+    L->real = dtype == AXRT_F64 ? LLVMDoubleTypeInContext(L->C)
+              : is_half(dtype)  ? LLVMInt16TypeInContext(L->C)
+                                : LLVMFloatTypeInContext(L->C);
+    L->real_ptr = LLVMPointerType(L->real, 0);
+}
+
 /* Declares (once) and calls the external function name whose signature is
- * sig: the result letter, then one letter per argument. */
+ * sig: the result letter, then one letter per argument.  A half scalar
+ * (uint16_t) is passed zero-extended, as C compilers do. */
 static LLVMValueRef call(lv *L, const char *name, const char *sig, LLVMValueRef *args)
 {
     LLVMTypeRef params[24];
@@ -84,13 +116,20 @@ static LLVMValueRef call(lv *L, const char *name, const char *sig, LLVMValueRef 
         fn = LLVMAddFunction(L->M, name, type);
         LLVMSetLinkage(fn, LLVMExternalLinkage);
     }
-    return LLVMBuildCall2(L->B, type, fn, args, nargs, "");
+    LLVMValueRef result = LLVMBuildCall2(L->B, type, fn, args, nargs, "");
+    for (unsigned i = 0; i < nargs && is_half(L->dtype); i++)
+        if (sig[i + 1] == 'r') {
+            LLVMAttributeRef zext = LLVMCreateEnumAttribute(L->C, LLVMGetEnumAttributeKindForName("zeroext", 7), 0);
+            LLVMAddAttributeAtIndex(fn, i + 1, zext);
+            LLVMAddCallSiteAttribute(result, i + 1, zext);
+        }
+    return result;
 }
 
-/* "axrt_<op>_<f32|f64>" */
+/* "axrt_<op>_<f32|f64|f16|bf16>" for the node being built */
 static const char *kernel(const lv *L, const char *op)
 {
-    return ax_sprintf(arena_of(L), "axrt_%s_%s", op, L->g->dtype == AXRT_F64 ? "f64" : "f32");
+    return ax_sprintf(arena_of(L), "axrt_%s_%s", op, ir_dtypes[L->dtype].short_name);
 }
 
 /* A private read-only global holding init; returns it as i8*. */
@@ -204,6 +243,32 @@ static int64_t product(const int64_t *dims, int from, int to)
 
 /* ---- parameters and scalars --------------------------------------------------- */
 
+static LLVMValueRef bytes_global(lv *L, const void *data, size_t bytes, const char *name, unsigned align)
+{
+    return const_global(L, LLVMConstStringInContext(L->C, data, (unsigned)bytes, 1), name, align);
+}
+
+/* An int8 layer's weights and its axrt_requant {bias, mult, shift, fscale,
+ * zp, lo, hi, scale}: mult and shift, or fscale when the float epilogue
+ * follows (cg_c.c emit_quant_constants). */
+static void add_quant_constants(lv *L, int id)
+{
+    const ir_quant *q = node_at(L, id)->quant;
+    const size_t nout = (size_t)q->nout;
+    LLVMTypeRef f32 = LLVMFloatTypeInContext(L->C);
+    L->qweights[id] = bytes_global(L, q->w, (size_t)q->nw, "qw", 64);
+    LLVMValueRef bias = bytes_global(L, q->bias, nout * 4, "qbias", 4);
+    LLVMValueRef mult = q->float_out ? k_null(L) : bytes_global(L, q->mult, nout * 4, "qmult", 4);
+    LLVMValueRef shift = q->float_out ? k_null(L) : bytes_global(L, q->shift, nout, "qshift", 1);
+    LLVMValueRef fscale = q->float_out ? bytes_global(L, q->fscale, nout * 4, "qfscale", 4) : k_null(L);
+    LLVMTypeRef types[] = {L->ptr, L->ptr, L->ptr, L->ptr, L->i32, L->i32, L->i32, f32};
+    LLVMValueRef fields[] = {bias, mult, shift, fscale, k_i32(L, q->float_out ? 0 : q->out_zp),
+                             k_i32(L, q->float_out ? 0 : q->lo), k_i32(L, q->float_out ? 0 : q->hi),
+                             LLVMConstReal(f32, q->float_out ? 0.0 : (double)q->out_scale)};
+    LLVMValueRef rq = LLVMConstNamedStruct(LLVMStructTypeInContext(L->C, types, 8, 0), fields, 8);
+    L->globals[id] = const_global(L, rq, "requant", 8);
+}
+
 static void add_constants(lv *L)
 {
     for (int id = 0; id < L->g->nnodes; id++) {
@@ -211,13 +276,16 @@ static void add_constants(lv *L)
         if (n->dead)
             continue;
         const char *name = ax_sprintf(arena_of(L), "%s_%c%d", L->g->name, n->op == IR_OP_param ? 'p' : 's', id);
-        if (n->op == IR_OP_param) {
+        if (n->quant)
+            add_quant_constants(L, id);
+        if (n->op == IR_OP_param && !cg_param_only_quantised(L->g, id)) {
             if (!n->data)
                 ax_die("cg_llvm: parameter %s has no data", n->name ? n->name : "?");
             const void *data = n->layout == IR_LAYOUT_PLAIN ? n->data : (const void *)cg_packed_data(arena_of(L), n);
             LLVMValueRef bytes = LLVMConstStringInContext(L->C, data, (unsigned)ir_nbytes(n), 1);
             L->globals[id] = const_global(L, bytes, name, 64);
         } else if (n->op == IR_OP_scalar) {
+            set_dtype(L, n->dtype);
             L->globals[id] = const_global(L, k_real(L, n->attrs.scalar), name, 0);
         }
     }
@@ -399,12 +467,41 @@ static void epilogue_args(lv *L, const ir_node *n, LLVMValueRef *args)
     args[2] = k_i32(L, applies ? cg_kernel_act(n) : AXRT_ACT_NONE);
 }
 
+static LLVMValueRef conv_params(lv *L, const ir_node *n, bool unit_stride);
+
+/* An int8 layer: operand 0 quantised into the node's scratch, then the
+ * int8 kernel (cg_c.c emit_quant_layer). */
+static void lv_quant(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const ir_quant *q = n->quant;
+    const ir_node *x = operand_node(L, n, 0);
+    const int id = (int)(n - L->g->nodes);
+    if (n->scratch_offset < 0)
+        ax_die("cg_llvm: int8 layer %%%d has no scratch buffer", id);
+    LLVMValueRef qx = scratch(L, n), scale = LLVMConstReal(LLVMFloatTypeInContext(L->C), (double)q->in_scale);
+    LLVMValueRef quantise[] = {operand(L, n, 0), qx, k_size(L, ir_numel(x)), scale, k_i32(L, q->in_zp)};
+    call(L, "axrt_quantize_u8", "vppzfi", quantise);
+    if (n->op == IR_OP_dense) {
+        const int64_t in = x->shape[x->rank - 1];
+        LLVMValueRef args[] = {qx, L->qweights[id], L->globals[id], y, k_size(L, ir_numel(x) / in),
+                               k_size(L, in), k_size(L, n->shape[n->rank - 1])};
+        call(L, "axrt_dense_q8", "vppppzzz", args);
+        return;
+    }
+    LLVMValueRef after = k_i64(L, ir_numel(x)); /* the receptive field follows the quantised input */
+    LLVMValueRef args[] = {qx, k_i32(L, q->in_zp + 128), L->qweights[id], L->globals[id], y,
+                           LLVMBuildInBoundsGEP2(L->B, L->i8, qx, &after, 1, "patch"), conv_params(L, n, false)};
+    call(L, "axrt_conv2d_q8", "vpippppp", args);
+}
+
 static void lv_dense(lv *L, const ir_node *n, LLVMValueRef y)
 {
     const ir_node *x = operand_node(L, n, 0);
     const int64_t in = x->shape[x->rank - 1], out = n->shape[n->rank - 1];
     LLVMValueRef rows = k_size(L, ir_numel(x) / in);
-    if (cg_kernel_applies_epilogue(L->g, n)) {
+    if (n->quant) {
+        lv_quant(L, n, y);
+    } else if (cg_kernel_applies_epilogue(L->g, n)) {
         LLVMValueRef args[9] = {operand(L, n, 0), operand(L, n, 1)};
         epilogue_args(L, n, args + 2);
         args[5] = y, args[6] = rows, args[7] = k_size(L, in), args[8] = k_size(L, out);
@@ -445,6 +542,10 @@ static LLVMValueRef conv_params(lv *L, const ir_node *n, bool unit_stride)
 
 static void lv_conv(lv *L, const ir_node *n, LLVMValueRef y)
 {
+    if (n->quant) {
+        lv_quant(L, n, y);
+        return;
+    }
     LLVMValueRef params = conv_params(L, n, false);
     const bool depthwise = operand_node(L, n, 1)->layout == IR_LAYOUT_DEPTHWISE;
     if (depthwise || cg_kernel_applies_epilogue(L->g, n)) {
@@ -519,13 +620,13 @@ static void lv_embedding(lv *L, const ir_node *n, LLVMValueRef y)
 
 static LLVMValueRef libm(lv *L, const char *name, LLVMValueRef v)
 {
-    const char *fn = L->g->dtype == AXRT_F64 ? name : ax_sprintf(arena_of(L), "%sf", name);
+    const char *fn = L->dtype == AXRT_F64 ? name : ax_sprintf(arena_of(L), "%sf", name);
     return call(L, fn, "rr", &v);
 }
 
 static LLVMValueRef intrinsic(lv *L, const char *name, LLVMValueRef v)
 {
-    const char *fn = ax_sprintf(arena_of(L), "llvm.%s.%s", name, L->g->dtype == AXRT_F64 ? "f64" : "f32");
+    const char *fn = ax_sprintf(arena_of(L), "llvm.%s.%s", name, L->dtype == AXRT_F64 ? "f64" : "f32");
     return call(L, fn, "rr", &v);
 }
 
@@ -662,7 +763,7 @@ static LLVMValueRef lv_binary_div(lv *L, LLVMValueRef a, LLVMValueRef b) { retur
 /* libm of two arguments for the graph's dtype (powf / pow). */
 static LLVMValueRef libm2(lv *L, const char *name, LLVMValueRef a, LLVMValueRef b)
 {
-    const char *fn = L->g->dtype == AXRT_F64 ? name : ax_sprintf(arena_of(L), "%sf", name);
+    const char *fn = L->dtype == AXRT_F64 ? name : ax_sprintf(arena_of(L), "%sf", name);
     LLVMValueRef args[] = {a, b};
     return call(L, fn, "rrr", args);
 }
@@ -850,22 +951,149 @@ static void dwconv_inplace(lv *L, const ir_node *n, LLVMValueRef y)
     call(L, kernel(L, "dwconv_inplace"), "vppipipp", args);
 }
 
-static void emit_node(lv *L, int id)
+/* ---- per-layer profile (cg_request.profile, interface.md §10) ------------------ */
+
+/* The same globals and calls as cg_c.c's profile: <model>_profile[] (one
+ * axrt_layer_profile per profiled node, execution order), <model>_layer_hook,
+ * and axc_profile_clock() around every layer, the application's clock; a
+ * Linux target (and the JIT) gets a weak default in nanoseconds. */
+
+static LLVMTypeRef tensor_info_type(const lv *L);
+static LLVMValueRef const_string(lv *L, const char *s);
+
+/* axrt_layer_profile: {layer, op, axrt_tensor_info out, flops, bytes, ticks, calls} */
+enum { PROFILE_TICKS = 5, PROFILE_CALLS = 6 };
+static LLVMTypeRef layer_profile_type(const lv *L)
+{
+    LLVMTypeRef real64 = LLVMDoubleTypeInContext(L->C);
+    LLVMTypeRef fields[] = {L->ptr, L->ptr, tensor_info_type(L), real64, real64, L->i64, L->i64};
+    return LLVMStructTypeInContext(L->C, fields, 7, 0);
+}
+
+static LLVMValueRef layer_profile_entry(lv *L, int id)
 {
     const ir_node *n = node_at(L, id);
-    LLVMValueRef y = ir_has_results(n->op) ? NULL : storage(L, id); /* a producer has none */
+    const char *layer = cg_layer_name(L->g, id);
+    LLVMValueRef dims[AXRT_MAX_RANK];
+    for (int d = 0; d < AXRT_MAX_RANK; d++)
+        dims[d] = k_i64(L, d < n->rank ? n->shape[d] : 0);
+    LLVMValueRef out[] = {const_string(L, layer), k_i32(L, n->dtype), k_i32(L, n->rank),
+                          LLVMConstArray(L->i64, dims, AXRT_MAX_RANK)};
+    LLVMTypeRef real64 = LLVMDoubleTypeInContext(L->C);
+    LLVMValueRef fields[] = {const_string(L, layer), const_string(L, cg_layer_op(L->g, n)),
+                             LLVMConstNamedStruct(tensor_info_type(L), out, 4),
+                             LLVMConstReal(real64, ir_node_flops(L->g, n)),
+                             LLVMConstReal(real64, ir_node_bytes(L->g, n)), k_i64(L, 0), k_i64(L, 0)};
+    return LLVMConstNamedStruct(layer_profile_type(L), fields, 7);
+}
+
+static void add_profile_globals(lv *L)
+{
+    const int count = cg_profiled_layers(L->g);
+    LLVMValueRef *items = ax_alloc(arena_of(L), ((size_t)count + 1) * sizeof *items);
+    int k = 0;
+    for (int id = 0; id < L->g->nnodes; id++)
+        if (cg_is_profiled(node_at(L, id)))
+            items[k++] = layer_profile_entry(L, id);
+    if (!count) /* as the C target: an array of one */
+        items[k++] = LLVMConstNull(layer_profile_type(L));
+    LLVMValueRef table = LLVMConstArray(layer_profile_type(L), items, (unsigned)k);
+    L->layers = LLVMAddGlobal(L->M, LLVMTypeOf(table), ax_sprintf(arena_of(L), "%s_profile", L->g->name));
+    LLVMSetInitializer(L->layers, table);
+    LLVMSetAlignment(L->layers, 8);
+    L->hook = LLVMAddGlobal(L->M, L->ptr, ax_sprintf(arena_of(L), "%s_layer_hook", L->g->name));
+    LLVMSetInitializer(L->hook, k_null(L));
+    LLVMSetAlignment(L->hook, 8);
+}
+
+/* uint64_t axc_profile_clock(void), weak: clock_gettime(CLOCK_MONOTONIC) in
+ * nanoseconds (struct timespec is two longs on Linux).  Once per module. */
+static void add_default_clock(lv *L)
+{
+    LLVMValueRef fn = LLVMGetNamedFunction(L->M, "axc_profile_clock");
+    if (!strstr(LLVMGetTarget(L->M), "linux") || (fn && LLVMCountBasicBlocks(fn)))
+        return;
+    if (!fn)
+        fn = LLVMAddFunction(L->M, "axc_profile_clock", LLVMFunctionType(L->i64, NULL, 0, 0));
+    LLVMSetLinkage(fn, LLVMWeakAnyLinkage);
+    LLVMPositionBuilderAtEnd(L->B, LLVMAppendBasicBlockInContext(L->C, fn, "entry"));
+    LLVMTypeRef timespec_fields[] = {L->size, L->size};
+    LLVMTypeRef timespec = LLVMStructTypeInContext(L->C, timespec_fields, 2, 0);
+    LLVMValueRef ts = LLVMBuildAlloca(L->B, timespec, "ts");
+    LLVMValueRef args[] = {k_i32(L, 1 /* CLOCK_MONOTONIC */), LLVMBuildBitCast(L->B, ts, L->ptr, "")};
+    call(L, "clock_gettime", "iip", args);
+    LLVMValueRef part[2];
+    for (unsigned i = 0; i < 2; i++)
+        part[i] = LLVMBuildSExtOrBitCast(
+            L->B, LLVMBuildLoad2(L->B, L->size, LLVMBuildStructGEP2(L->B, timespec, ts, i, ""), ""), L->i64, "");
+    LLVMBuildRet(L->B, LLVMBuildAdd(L->B, LLVMBuildMul(L->B, part[0], k_i64(L, 1000000000), ""), part[1], ""));
+}
+
+static LLVMValueRef profile_clock(lv *L)
+{
+    return call(L, "axc_profile_clock", "l", NULL);
+}
+
+/* &<model>_profile[k].field */
+static LLVMValueRef profile_field(lv *L, int k, int field)
+{
+    LLVMValueRef at[] = {k_i32(L, 0), k_i32(L, k), k_i32(L, field)};
+    return LLVMBuildInBoundsGEP2(L->B, LLVMGlobalGetValueType(L->layers), L->layers, at, field < 0 ? 2 : 3, "");
+}
+
+static void add_to(lv *L, LLVMValueRef at, LLVMValueRef v)
+{
+    LLVMBuildStore(L->B, LLVMBuildAdd(L->B, LLVMBuildLoad2(L->B, L->i64, at, ""), v, ""), at);
+}
+
+/* Adds the layer's ticks and a call, then hands its output (NULL for a
+ * multi-result producer) to the hook, if one is set. */
+static void profile_layer_end(lv *L, LLVMValueRef t0, LLVMValueRef y)
+{
+    const int k = L->nlayers++;
+    add_to(L, profile_field(L, k, PROFILE_TICKS), LLVMBuildSub(L->B, profile_clock(L), t0, ""));
+    add_to(L, profile_field(L, k, PROFILE_CALLS), k_i64(L, 1));
+    LLVMValueRef hook = LLVMBuildLoad2(L->B, L->ptr, L->hook, "hook");
+    LLVMBasicBlockRef set = LLVMAppendBasicBlockInContext(L->C, L->forward, "hook");
+    LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(L->C, L->forward, "");
+    LLVMBuildCondBr(L->B, LLVMBuildICmp(L->B, LLVMIntNE, hook, k_null(L), ""), set, next);
+    LLVMPositionBuilderAtEnd(L->B, set);
+    LLVMTypeRef params[] = {L->i32, L->ptr, L->ptr};
+    LLVMTypeRef type = LLVMFunctionType(LLVMVoidTypeInContext(L->C), params, 3, 0);
+    LLVMValueRef args[] = {k_i32(L, k), LLVMBuildBitCast(L->B, profile_field(L, k, -1), L->ptr, ""),
+                           y ? y : k_null(L)};
+    LLVMBuildCall2(L->B, type, LLVMBuildBitCast(L->B, hook, LLVMPointerType(type, 0), ""), args, 3, "");
+    LLVMBuildBr(L->B, next);
+    LLVMPositionBuilderAtEnd(L->B, next);
+}
+
+static void emit_node_body(lv *L, int id, LLVMValueRef y)
+{
+    const ir_node *n = node_at(L, id);
     if (n->op == IR_OP_conv && n->inplace_of == 0)
         dwconv_inplace(L, n, y);
     else
         node_fns[n->op](L, n, y);
-    if (cg_kernel_applies_epilogue(L->g, n))
-        return;
+    if (cg_kernel_applies_epilogue(L->g, n) || (n->quant && !n->quant->float_out))
+        return; /* the kernel applied it (int8: clamps) */
     if (n->attrs.residual != IR_NONE) {
         LLVMValueRef args[] = {y, operand(L, n, n->attrs.residual), y, k_size(L, ir_numel(n))};
         call(L, kernel(L, "add"), "vpppz", args);
     }
     if (cg_has_epilogue(n))
         call_unary(L, (ir_op)n->attrs.act, n, y, y);
+}
+
+/* The node's calls, timed when profiled (cg_c.c emit_node). */
+static void emit_node(lv *L, int id)
+{
+    const ir_node *n = node_at(L, id);
+    LLVMValueRef y = ir_has_results(n->op) ? NULL : storage(L, id); /* a producer has none */
+    set_dtype(L, n->dtype);
+    LLVMValueRef t0 = L->profile ? profile_clock(L) : NULL;
+    emit_node_body(L, id, y);
+    if (L->profile)
+        profile_layer_end(L, t0, y);
 }
 
 /* ---- forward, run and the descriptor ---------------------------------------------- */
@@ -1007,25 +1235,24 @@ int cg_llvm_verify_function(ir_graph *g, LLVMValueRef fn)
     return 1;
 }
 
-int cg_llvm_add_model(LLVMModuleRef M, LLVMTargetDataRef layout, ir_graph *g)
+int cg_llvm_add_model(LLVMModuleRef M, LLVMTargetDataRef layout, ir_graph *g, bool profile)
 {
-    if (g->dtype != AXRT_F32 && g->dtype != AXRT_F64) { /* no half kernels in this printer */
-        ax_error(g->ctx, g->loc, "the llvm target computes in Float32 or Float64, not %s (model '%s'); "
-                 "the c target compiles Float16 and BFloat16 models", ir_dtype_name(g->dtype), g->name);
-        return 1;
-    }
-    lv L = {.g = g, .M = M, .C = LLVMGetModuleContext(M)};
+    lv L = {.g = g, .M = M, .C = LLVMGetModuleContext(M), .profile = profile};
     L.B = LLVMCreateBuilderInContext(L.C);
     L.i8 = LLVMInt8TypeInContext(L.C);
     L.i32 = LLVMInt32TypeInContext(L.C);
     L.i64 = LLVMInt64TypeInContext(L.C);
     L.size = LLVMIntPtrTypeInContext(L.C, layout);
     L.ptr = LLVMPointerType(L.i8, 0);
-    L.real = g->dtype == AXRT_F64 ? LLVMDoubleTypeInContext(L.C) : LLVMFloatTypeInContext(L.C);
-    L.real_ptr = LLVMPointerType(L.real, 0);
+    set_dtype(&L, g->dtype);
     L.globals = ax_alloc(g->ctx->arena, ((size_t)g->nnodes + 1) * sizeof *L.globals);
+    L.qweights = ax_alloc(g->ctx->arena, ((size_t)g->nnodes + 1) * sizeof *L.qweights);
     L.args = ax_alloc(g->ctx->arena, ((size_t)g->ninputs + (size_t)g->noutputs + 1) * sizeof *L.args);
     add_constants(&L);
+    if (profile) {
+        add_profile_globals(&L);
+        add_default_clock(&L);
+    }
     build_forward(&L);
     LLVMValueRef run = build_run(&L);
     build_descriptor(&L, run);

@@ -30,14 +30,14 @@ static int failed(ir_graph *g, const char *what, LLVMErrorRef e)
 }
 
 /* g's module for the JIT's triple and layout, optimised for this CPU. */
-static int build_module(ir_graph *g, LLVMOrcLLJITRef lljit, LLVMContextRef C, LLVMModuleRef *out)
+static int build_module(ir_graph *g, bool profile, LLVMOrcLLJITRef lljit, LLVMContextRef C, LLVMModuleRef *out)
 {
     const char *triple = LLVMOrcLLJITGetTripleString(lljit);
     LLVMModuleRef M = LLVMModuleCreateWithNameInContext(g->name, C);
     LLVMSetTarget(M, triple);
     LLVMSetDataLayout(M, LLVMOrcLLJITGetDataLayoutStr(lljit));
     LLVMTargetDataRef layout = LLVMCreateTargetData(LLVMOrcLLJITGetDataLayoutStr(lljit));
-    int errors = cg_llvm_add_model(M, layout, g);
+    int errors = cg_llvm_add_model(M, layout, g, profile);
     LLVMDisposeTargetData(layout);
     if (!errors) {
         char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
@@ -69,7 +69,7 @@ static int add_process_symbols(ir_graph *g, LLVMOrcLLJITRef lljit)
     return 0;
 }
 
-const axrt_model *cg_llvm_jit(ir_graph *g, cg_jit **jit)
+const axrt_model *cg_llvm_jit(ir_graph *g, bool profile, cg_jit **jit)
 {
     LLVMInitializeNativeTarget();
     LLVMInitializeNativeAsmPrinter();
@@ -86,7 +86,7 @@ const axrt_model *cg_llvm_jit(ir_graph *g, cg_jit **jit)
     LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
     LLVMModuleRef M = NULL;
     int errors = add_process_symbols(g, lljit) ||
-                 build_module(g, lljit, LLVMOrcThreadSafeContextGetContext(tsc), &M);
+                 build_module(g, profile, lljit, LLVMOrcThreadSafeContextGetContext(tsc), &M);
     if (!errors) {
         LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(M, tsc);
         LLVMErrorRef e = LLVMOrcLLJITAddLLVMIRModule(lljit, LLVMOrcLLJITGetMainJITDylib(lljit), tsm);
@@ -100,6 +100,15 @@ const axrt_model *cg_llvm_jit(ir_graph *g, cg_jit **jit)
         errors = failed(g, "JIT compilation",
                         LLVMOrcLLJITLookup(lljit, &address, ax_sprintf(g->ctx->arena, "%s_model", g->name)));
     return errors ? NULL : (const axrt_model *)(uintptr_t)address;
+}
+
+void *cg_llvm_jit_symbol(cg_jit *jit, const char *name)
+{
+    LLVMOrcExecutorAddress address = 0;
+    LLVMErrorRef e = LLVMOrcLLJITLookup(jit->lljit, &address, name);
+    if (e)
+        LLVMConsumeError(e);
+    return e ? NULL : (void *)(uintptr_t)address;
 }
 
 void cg_llvm_jit_free(cg_jit *jit)

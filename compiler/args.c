@@ -503,8 +503,8 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
     }
     if (o->run_output && o->run_output_dir) { axc_fail("--output and --output-dir exclude each other"); return AXC_EUSAGE; }
     if (o->jit && o->interp) { axc_fail("%s and %s exclude each other", "--jit", "--interp"); return AXC_EUSAGE; }
-    if (o->quantize && (o->interp || o->jit)) {
-        axc_fail("--quantize=int8 runs in generated C, not %s", o->interp ? "--interp" : "--jit");
+    if (o->quantize && o->interp) {
+        axc_fail("--quantize=int8 runs in generated code (C, or LLVM with --jit), not --interp");
         return AXC_EUSAGE;
     }
     if (o->quantize && !o->ncalib) {

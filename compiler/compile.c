@@ -161,8 +161,8 @@ static int check_llvm_target(ax_ctx *ctx, const axc_opts *o, ir_target_id id)
         axc_fail("--triple and --cpu apply to the llvm target (a .o or .ll output, or --target=llvm)");
         return AXC_EUSAGE;
     }
-    if (o->profile || o->blas) { /* the LLVM printer has no profile hooks and no BLAS calls yet */
-        axc_fail("%s and %s exclude each other", o->profile ? "--profile" : "--blas", "the llvm target");
+    if (o->blas) { /* the LLVM printer has no BLAS calls yet */
+        axc_fail("%s and %s exclude each other", "--blas", "the llvm target");
         return AXC_EUSAGE;
     }
 #ifdef AXC_HAVE_LLVM

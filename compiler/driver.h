@@ -174,7 +174,10 @@ typedef struct axc_profile {
     axrt_layer_hook *hook;        /* the generated <name>_layer_hook */
     int count;
 } axc_profile;
-int axc_profile_attach(ax_ctx *ctx, void *dl, const ir_graph *g, axc_profile *p);
+/* lookup(handle, symbol) finds the generated globals: dlsym on a loaded
+ * library, or the JIT's (cg_llvm_jit_symbol). */
+int axc_profile_attach(ax_ctx *ctx, void *(*lookup)(void *, const char *), void *handle, const ir_graph *g,
+                       axc_profile *p);
 void axc_profile_reset(const axc_profile *p);
 void axc_profile_print(const axc_profile *p, const char *model, double wall_us_per_run);
 /* --dump-dir: every layer's output of the next run as DIR/NNN_LAYER.npy and

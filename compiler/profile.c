@@ -2,7 +2,6 @@
  * generated with per-layer hooks (cg_request.profile, axrt.h
  * axrt_layer_profile): the per-layer table, and each layer's output written
  * as .npy with an index file in execution order (interface.md §10). */
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +33,8 @@ static void file_name(char *buf, size_t size, int index, const char *layer)
 
 static void dump_layer(int index, const axrt_layer_profile *layer, const void *output)
 {
+    if (!output) /* a multi-result producer: its results are dumped as layers */
+        return;
     tf_tensor t = {.name = layer->layer, .dtype = layer->out.dtype, .rank = layer->out.rank,
                    .data = output};
     size_t count = 1;
@@ -63,10 +64,11 @@ static void dump_layer(int index, const axrt_layer_profile *layer, const void *o
     ax_buf_printf(&dump.index, "%d\t%s\t%s\t%s\n", index, layer->layer, name, layer->op);
 }
 
-int axc_profile_attach(ax_ctx *ctx, void *dl, const ir_graph *g, axc_profile *p)
+int axc_profile_attach(ax_ctx *ctx, void *(*lookup)(void *, const char *), void *handle, const ir_graph *g,
+                       axc_profile *p)
 {
-    p->layers = dlsym(dl, ax_sprintf(ctx->arena, "%s_profile", g->name));
-    p->hook = dlsym(dl, ax_sprintf(ctx->arena, "%s_layer_hook", g->name));
+    p->layers = lookup(handle, ax_sprintf(ctx->arena, "%s_profile", g->name));
+    p->hook = lookup(handle, ax_sprintf(ctx->arena, "%s_layer_hook", g->name));
     p->count = 0;
     for (int id = 0; id < g->nnodes; id++)
         p->count += !g->nodes[id].dead && ir_ops[g->nodes[id].op].kind != IR_SOURCE;
@@ -91,6 +93,8 @@ int axc_profile_dump_begin(const axc_profile *p, const char *dir)
 int axc_profile_dump_end(const axc_profile *p)
 {
     *p->hook = NULL;
+    if (!dump.dir) /* begin failed (and said why) */
+        return AXC_EUSAGE;
     char path[4096];
     snprintf(path, sizeof path, "%s/index.tsv", dump.dir);
     if (!dump.failed && ax_write_file_atomic(path, dump.index.data, dump.index.len)) {
@@ -98,6 +102,7 @@ int axc_profile_dump_end(const axc_profile *p)
         dump.failed = 1;
     }
     ax_buf_free(&dump.index);
+    dump.dir = NULL;
     return dump.failed ? AXC_EUSAGE : AXC_OK;
 }
 

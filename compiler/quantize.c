@@ -245,8 +245,9 @@ static int report_error(ax_ctx *ctx, const ir_graph *g, const calib_set *set)
 
 int axc_quantize(ax_ctx *ctx, const axc_opts *o, ir_graph *g)
 {
-    if (g->target && g->target->id != IR_TARGET_c) {
-        axc_fail("--quantize=int8 is built for the C target only, not --target=%s", ir_targets[g->target->id].name);
+    if (g->target && g->target->id != IR_TARGET_c && g->target->id != IR_TARGET_llvm) {
+        axc_fail("--quantize=int8 is built for the c and llvm targets only, not --target=%s",
+                 ir_targets[g->target->id].name);
         return AXC_EUSAGE;
     }
     calib_set set = {0};

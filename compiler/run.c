@@ -331,21 +331,31 @@ static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
 }
 
 /* --jit: the model compiled in-process by LLVM's ORC JIT, no C compiler. */
-static int load_jit(ax_ctx *ctx, ir_graph *g, runner *r)
+static int load_jit(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
 {
 #ifndef AXC_HAVE_LLVM
-    (void)ctx, (void)g, (void)r;
+    (void)ctx, (void)o, (void)g, (void)r;
     axc_fail("the %s target %s; use %s", "llvm", cg_target_get(IR_TARGET_llvm)->missing,
              "axc run without --jit (it builds the generated C with $CC)");
     return AXC_EUSAGE;
 #else
-    r->model = cg_llvm_jit(g, &r->jit);
+    r->model = cg_llvm_jit(g, o->profile || o->dump_dir, &r->jit);
     if (!r->model) return AXC_EINPUT;
     size_t bytes = (r->model->arena_bytes + 63) / 64 * 64;
     r->arena = aligned_alloc(64, bytes ? bytes : 64);
     if (!r->arena) ax_die("out of memory");
     return AXC_OK;
 #endif
+}
+
+/* A global of the loaded code (the profile's), from the library or the JIT. */
+static void *runner_symbol(void *runner_, const char *name)
+{
+    const runner *r = runner_;
+#ifdef AXC_HAVE_LLVM
+    if (r->jit) return cg_llvm_jit_symbol(r->jit, name);
+#endif
+    return r->dl ? dlsym(r->dl, name) : NULL;
 }
 
 static void runner_close(ax_ctx *ctx, runner *r)
@@ -546,12 +556,8 @@ static int execute(ax_ctx *ctx, const axc_opts *o, ir_graph *g, run_io *io)
     axc_profile prof = {0};
     /* --jit, and the llvm target, run in-process through LLVM's ORC JIT */
     const bool jit = o->jit || g->target->id == IR_TARGET_llvm;
-    if (jit && (o->profile || o->dump_dir)) {
-        axc_fail("%s and %s exclude each other", "--jit", o->profile ? "--profile" : "--dump-dir");
-        return AXC_EUSAGE;
-    }
-    int rc = o->interp ? AXC_OK : jit ? load_jit(ctx, g, &r) : load_compiled(ctx, o, g, &r);
-    if (!rc && (o->profile || o->dump_dir)) rc = axc_profile_attach(ctx, r.dl, g, &prof);
+    int rc = o->interp ? AXC_OK : jit ? load_jit(ctx, o, g, &r) : load_compiled(ctx, o, g, &r);
+    if (!rc && (o->profile || o->dump_dir)) rc = axc_profile_attach(ctx, runner_symbol, &r, g, &prof);
     if (!rc && o->dump_dir) rc = axc_profile_dump_begin(&prof, o->dump_dir);
     if (!rc && run_once(&r, io)) {
         axc_fail("model '%s' failed at run time (an Embedding index out of range?)", g->name);

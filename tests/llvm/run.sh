@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # llvm suite: the LLVM back end (interface.md §6) against the C target.
-#  - every example, tests/llvm/cases (every elementwise op in fused loops,
+#  - every example (and five of them with --dtype=Float16 and BFloat16:
+#    the half kernels the C target calls, bit-identical; three with
+#    --quantize=int8: the same int8 kernels and constants), tests/llvm/cases (every elementwise op in fused loops,
 #    Float32 and Float64), tests/ir/cases, and every tests/ops/*.ax model
 #    when that corpus exists:
 #    the host object of `axc -o m.o` defines the same global symbols as the C
@@ -11,6 +13,16 @@
 #  - `axc run --jit` with CC pointing at nothing matches `axc run` (C);
 #  - mlp built from the LLVM object for Cortex-M4F (thumbv7em-none-eabihf)
 #    has the hard-float ABI tag and runs under QEMU with the host's outputs;
+#  - --profile (interface.md §10): `axc run --target=llvm --profile` lists
+#    every IR layer once with the C target's names, ops and shapes, its
+#    layers summing to the measured total within 10 %; the profiled object
+#    defines the same globals as the C target's, calls the application's
+#    clock (one tick per call) and the output hook around every layer, and
+#    its .ll verifies; for Cortex-M4F it leaves the clock to the
+#    application, and under QEMU (SysTick) prints the layers the host lists;
+#  - --dump-dir: the llvm target writes the C target's files (names and
+#    index.tsv identical) and `axc compare` of the two dump dirs agrees
+#    (single and multi-result layers, fused loops, in-place convs);
 #  - bad --triple/--cpu are usage errors listing what LLVM knows.
 # Without the back end built (no llvm-config), each case prints SKIP.
 # Environment (set by tests/run.sh): AXC_ROOT, AXC_BUILD, AXC, PYTHON.
@@ -29,6 +41,14 @@ pass() { echo "PASS: llvm $1"; }
 fail() { echo "FAIL: llvm $1"; shift; if [ $# -gt 0 ]; then printf '  %s\n' "$@"; fi; }
 skip() { echo "SKIP: llvm $1"; }
 tail_of() { tail -n "${2:-15}" "$1" | sed 's/^/  /'; }
+
+# "_Float16" for --dtype=Float16, "_quantize=int8" for --quantize=int8 ...:
+# the options of a case, in its name.
+case_suffix() {
+    local first=${1:-}
+    first=${first#--}
+    [ -z "$first" ] || echo "_${first#dtype=}"
+}
 
 models_of() { # the *_model descriptors an object defines
     nm -g --defined-only "$1" | awk '$3 ~ /_model$/ { print $3 }' | sort
@@ -53,17 +73,19 @@ run_listing() { # object, models.c, out
         >"$3.log" 2>&1 && "$3.bin" >"$3" 2>>"$3.log"
 }
 
-# Example $1 (.ax): C target vs LLVM object, header, symbols, .ll.
+# Example $1 (.ax): C target vs LLVM object, header, symbols, .ll.  An
+# option after it (--dtype=Float16) is passed to axc and names the case.
 check_model() {
     local ax=$1 stem d
-    stem=$(basename "$ax" .ax)
+    shift
+    stem=$(basename "$ax" .ax)$(case_suffix "$@")
     d="$work/$stem"
     mkdir -p "$d/c" "$d/l"
-    if ! "$axc" "$ax" -o "$d/c/$stem.c" 2>"$d/c.log" ||
+    if ! "$axc" "$ax" "$@" -o "$d/c/$stem.c" 2>"$d/c.log" ||
         ! "$cc" -std=c99 -O2 -I"$build/include" -c "$d/c/$stem.c" -o "$d/c/$stem.o" 2>>"$d/c.log"; then
         fail "$stem: C target builds"; tail_of "$d/c.log"; return
     fi
-    if ! "$axc" "$ax" -o "$d/l/$stem.o" 2>"$d/l.log"; then
+    if ! "$axc" "$ax" "$@" -o "$d/l/$stem.o" 2>"$d/l.log"; then
         fail "$stem: object through LLVM"; tail_of "$d/l.log"; return
     fi
     pass "$stem: object through LLVM"
@@ -83,7 +105,7 @@ check_model() {
     else
         fail "$stem: LLVM object matches the C target" "$verdict"
     fi
-    if "$axc" "$ax" -o "$d/l/$stem.ll" 2>"$d/ll.log" && llvm-as "$d/l/$stem.ll" -o /dev/null 2>>"$d/ll.log" &&
+    if "$axc" "$ax" "$@" -o "$d/l/$stem.ll" 2>"$d/ll.log" && llvm-as "$d/l/$stem.ll" -o /dev/null 2>>"$d/ll.log" &&
         opt -passes=verify "$d/l/$stem.ll" -o /dev/null 2>>"$d/ll.log"; then
         pass "$stem: .ll accepted by llvm-as and opt -passes=verify"
     else
@@ -94,14 +116,15 @@ check_model() {
 # `axc run --jit` with no C compiler against `axc run` through C, per model.
 check_jit() {
     local ax=$1 stem name d
-    stem=$(basename "$ax" .ax)
+    shift
+    stem=$(basename "$ax" .ax)$(case_suffix "$@")
     d="$work/$stem"
     for name in $(models_of "$d/c/$stem.o" 2>/dev/null | sed 's/_model$//'); do
-        if ! "$axc" run "$ax" --model="$name" --output-dir "$d/run_c_$name" >"$d/run_c.log" 2>&1; then
+        if ! "$axc" run "$ax" "$@" --model="$name" --output-dir "$d/run_c_$name" >"$d/run_c.log" 2>&1; then
             fail "$stem: axc run $name (C)"; tail_of "$d/run_c.log"; continue
         fi
         if ! env CC=/nonexistent/cc PATH=/nonexistent "$axc" run --jit "$ax" --model="$name" \
-            --cc=/nonexistent/cc --output-dir "$d/run_j_$name" >"$d/run_j.log" 2>&1; then
+            "$@" --cc=/nonexistent/cc --output-dir "$d/run_j_$name" >"$d/run_j.log" 2>&1; then
             fail "$stem: axc run --jit $name with no C compiler"; tail_of "$d/run_j.log"; continue
         fi
         if "$python" - "$d/run_c_$name" "$d/run_j_$name" >"$d/cmp.log" 2>&1 <<'PY'
@@ -129,7 +152,7 @@ check_firmware() {
     for t in arm-none-eabi-gcc qemu-system-arm readelf; do
         command -v "$t" >/dev/null || { fail "firmware" "missing $t (install with: sh scripts/deps.sh)"; return; }
     done
-    mkdir -p "$fw"
+    mkdir -p "$fw/prof"
     if ! "$axc" "$root/examples/mlp.ax" --seed=1 -o "$fw/mlp.o" --triple=thumbv7em-none-eabihf \
         --cpu=cortex-m4 2>"$fw/axc.log"; then
         fail "firmware: mlp.o for thumbv7em-none-eabihf"; tail_of "$fw/axc.log"; return
@@ -154,6 +177,7 @@ check_firmware() {
         fail "firmware: link fw.elf with the LLVM object"; tail_of "$fw/cc.log"; return
     fi
     pass "firmware: link fw.elf with the LLVM object"
+    profile_on_firmware "$fw" "${objs[@]}"
     timeout 60 qemu-system-arm -M mps2-an386 -nographic -monitor none -serial none \
         -semihosting-config enable=on,target=native -kernel "$fw/fw.elf" >"$fw/qemu.out" 2>"$fw/qemu.err"
     local rc=$?
@@ -186,6 +210,158 @@ PY
     else fail "firmware: Cortex-M4F outputs match the host"; tail_of "$fw/cmp.log"; fi
 }
 
+# The layer rows of an `axc run --profile` table ($1), one per line.
+table_rows() {
+    awk '/^  layer/ { on = 1; next } /^  total/ { on = 0 } on' "$1"
+}
+
+# The IR's layers (live non-source nodes) of model $1.
+ir_layer_count() {
+    "$axc" "$1" --emit=ir | awk '$1 ~ /^%/ && $3 != "input" && $3 != "param" && $3 != "scalar"' | wc -l
+}
+
+# `axc run --target=llvm --profile` (through the JIT): the C target's rows,
+# and the layers add up to the time measured around the whole model.
+check_profile_table() {
+    local ax=$root/examples/lenet5.ax d="$work/prof" rows want
+    mkdir -p "$d"
+    if ! "$axc" run "$ax" --target=llvm --profile --bench 50 >"$d/l.txt" 2>"$d/l.log" ||
+        ! "$axc" run "$ax" --profile --bench 1 >"$d/c.txt" 2>"$d/c.log"; then
+        fail "profile: axc run --target=llvm --profile"; tail_of "$d/l.log"; tail_of "$d/c.log"; return
+    fi
+    rows=$(table_rows "$d/l.txt" | wc -l)
+    want=$(ir_layer_count "$ax")
+    if [ "$rows" -eq "$want" ] && [ "$(table_rows "$d/l.txt" | awk '{ NF -= 4; print }')" = \
+        "$(table_rows "$d/c.txt" | awk '{ NF -= 4; print }')" ]; then
+        pass "profile: lenet5 table through the JIT ($rows layers, the C target's names, ops and shapes)"
+    else
+        fail "profile: lenet5 table through the JIT" "rows $rows, IR layers $want"; tail_of "$d/l.txt"; tail_of "$d/c.txt"
+    fi
+    local sums
+    if sums=$(awk '/^  total/ { r = $2 / $6; printf "%s us in layers, %s us measured", $2, $6; exit !(r > 0.9 && r < 1.1) }' \
+        "$d/l.txt"); then pass "profile: layers sum to the total within 10 % ($sums)"
+    else fail "profile: layers sum to the total within 10 %" "${sums:-no total line}"; fi
+}
+
+# The profiled host object: the C target's global symbols, an application
+# clock (one tick per call) and an output hook seen around every layer
+# (the profile suite's hook check, against the LLVM object), valid .ll.
+check_profile_object() {
+    local d="$work/profobj" sc sl
+    mkdir -p "$d/c" "$d/l"
+    if ! "$axc" "$root/examples/mlp.ax" --profile -o "$d/l/mlp.o" 2>"$d/l.log" ||
+        ! "$axc" "$root/examples/mlp.ax" --profile -o "$d/c/mlp.c" 2>"$d/c.log" ||
+        ! "$cc" -std=c99 -O2 -I"$build/include" -c "$d/c/mlp.c" -o "$d/c/mlp.o" 2>>"$d/c.log"; then
+        fail "profile: object with --profile"; tail_of "$d/l.log"; tail_of "$d/c.log"; return
+    fi
+    sc=$(nm -g --defined-only "$d/c/mlp.o" | awk '{ print $2, $3 }' | sort | tr '\n' ' ')
+    sl=$(nm -g --defined-only "$d/l/mlp.o" | awk '{ print $2, $3 }' | sort | tr '\n' ' ')
+    if [ "$sc" = "$sl" ] && cmp -s "$d/c/mlp.h" "$d/l/mlp.h"; then
+        pass "profile: object has the C target's globals and header ($sl)"
+    else fail "profile: object has the C target's globals and header" "C: $sc" "LLVM: $sl"; fi
+    cat >"$d/app.c" <<'EOF'
+#include <stdio.h>
+#include "mlp.h"
+static uint64_t ticks;
+uint64_t axc_profile_clock(void) { return ++ticks; }
+static int seen, outputs;
+static void hook(int index, const axrt_layer_profile *layer, const void *output)
+{
+    if (index == seen % MLP_LAYERS) seen++;
+    outputs += output != NULL && layer == &mlp_profile[index];
+}
+int main(void)
+{
+    static float x[784], y[10];
+    mlp_layer_hook = hook;
+    if (mlp_forward(x, y, NULL) || mlp_forward(x, y, NULL)) return 1;
+    for (int k = 0; k < MLP_LAYERS; k++)
+        if (mlp_profile[k].calls != 2 || mlp_profile[k].ticks != 2) return 2; /* one tick per layer call */
+    printf("%d layers\n", MLP_LAYERS);
+    return seen == 2 * MLP_LAYERS && outputs == seen ? 0 : 3;
+}
+EOF
+    if "$cc" -std=c99 -Wall -Wextra -Wpedantic -Werror -I"$d/l" -I"$build/include" "$d/app.c" "$d/l/mlp.o" \
+        "$build/lib/libaxrt.a" -lm -o "$d/app" 2>"$d/app.log" && "$d/app" >"$d/app.out" 2>>"$d/app.log"; then
+        pass "profile: application clock and output hook around every layer ($(cat "$d/app.out"))"
+    else fail "profile: application clock and output hook around every layer" "exit status $?"; tail_of "$d/app.log"; fi
+    if "$axc" "$root/examples/mlp.ax" --profile -o "$d/l/mlp.ll" 2>"$d/ll.log" &&
+        opt -passes=verify "$d/l/mlp.ll" -o /dev/null 2>>"$d/ll.log"; then
+        pass "profile: .ll with --profile accepted by opt -passes=verify"
+    else fail "profile: .ll with --profile accepted by opt -passes=verify"; tail_of "$d/ll.log"; fi
+}
+
+# --dump-dir through the llvm target against the C target's: the same files
+# and index, and axc compare agrees.  Options after the model go to axc.
+check_dump() {
+    local ax=$1 stem d verdict
+    shift
+    stem=$(basename "$ax" .ax)$(case_suffix "$@")
+    d="$work/dump_$stem"
+    mkdir -p "$d"
+    if ! "$axc" run "$ax" "$@" --seed=3 --target=llvm --dump-dir "$d/l" >"$d.log" 2>&1 ||
+        ! "$axc" run "$ax" "$@" --seed=3 --dump-dir "$d/c" >>"$d.log" 2>&1; then
+        fail "dump: $stem"; tail_of "$d.log"; return
+    fi
+    if ! diff <(ls "$d/c") <(ls "$d/l") >"$d.diff" || ! cmp -s "$d/c/index.tsv" "$d/l/index.tsv"; then
+        fail "dump: $stem writes the C target's files"; tail_of "$d.diff"; return
+    fi
+    if verdict=$("$axc" compare "$d/l" "$d/c" 2>&1); then
+        pass "dump: $stem, axc compare with the C target's dump: $verdict"
+    else fail "dump: $stem, axc compare with the C target's dump" "$verdict"; fi
+}
+
+# PROFILE as in the firmware suite: the LLVM object for Cortex-M4F built
+# with --profile leaves the clock to the application (SysTick in main.c)
+# and prints one line per layer under QEMU, the layers the host lists.
+# Arguments: the work directory, then the runtime's objects.
+profile_on_firmware() {
+    local fw=$1 device host
+    shift
+    if ! "$axc" "$root/examples/mlp.ax" --seed=1 --profile -o "$fw/prof/mlp.o" --triple=thumbv7em-none-eabihf \
+        --cpu=cortex-m4 2>"$fw/prof.log"; then
+        fail "firmware: profiled mlp.o for thumbv7em-none-eabihf"; tail_of "$fw/prof.log"; return
+    fi
+    if nm "$fw/prof/mlp.o" | grep -q ' U axc_profile_clock$'; then
+        pass "firmware: profiled object leaves the clock to the application"
+    else fail "firmware: profiled object leaves the clock to the application" "$(nm "$fw/prof/mlp.o" | grep clock)"; fi
+    if ! arm-none-eabi-gcc "${M4[@]}" -std=c99 -Os -I"$fw/prof" -I"$root/runtime" \
+        -DAXC_MODEL_HEADER='"mlp.h"' -DAXC_MODEL=mlp_model -DAXC_PROFILE=mlp_profile --specs=nano.specs \
+        --specs=rdimon.specs -u _printf_float -T "$src/mps2_an386.ld" "$src/startup.c" "$src/main.c" \
+        "$fw/prof/mlp.o" "$@" -lm -o "$fw/prof/fw.elf" >>"$fw/prof.log" 2>&1; then
+        fail "firmware: profile under QEMU (link)"; tail_of "$fw/prof.log"; return
+    fi
+    timeout 60 qemu-system-arm -M mps2-an386 -nographic -monitor none -serial none \
+        -semihosting-config enable=on,target=native -kernel "$fw/prof/fw.elf" >"$fw/prof/qemu.out" 2>&1
+    "$axc" run "$root/examples/mlp.ax" --seed=1 --profile --bench 1 >"$fw/prof/host.out" 2>&1
+    device=$(awk '$1 == "layer" && $4 == "calls" && $5 == 1 { print $2, $3 }' "$fw/prof/qemu.out")
+    host=$(table_rows "$fw/prof/host.out" | awk '{ print $1, $2 }')
+    if [ -n "$device" ] && [ "$device" = "$host" ] && grep -q '^RESULT: PASS' "$fw/prof/qemu.out" &&
+        awk '$1 == "layer" { t += $7 } END { exit !(t > 0) }' "$fw/prof/qemu.out"; then
+        pass "firmware: profile under QEMU, one line per layer with SysTick ticks, as on the host"
+    else
+        fail "firmware: profile under QEMU, one line per layer with SysTick ticks, as on the host" \
+            "device: $device" "host: $host"; tail_of "$fw/prof/qemu.out" 8
+    fi
+}
+
+# --quantize=int8: qmlp (dense, folded ReLU/ReLU6 clamps), lenet5 (conv,
+# pooling, dense) and squeezenet1_1 (1x1 and 3x3 convs, concat) calibrated
+# on random samples: the object and the JIT against the C target.
+check_int8() {
+    local spec ax dims
+    for spec in "$root/tests/quant/qmlp.ax 2,96" "$root/examples/lenet5.ax 1,28,28,1" \
+        "$root/examples/squeezenet1_1.ax 1,64,64,3"; do
+        read -r ax dims <<<"$spec"
+        "$python" -c "import sys, numpy as np
+dims = tuple(int(d) for d in sys.argv[2].split(','))
+np.save(sys.argv[1], np.random.default_rng(1).standard_normal((4,) + dims).astype(np.float32))" \
+            "$work/cal_$(basename "$ax" .ax).npy" "$dims"
+        check_model "$ax" --quantize=int8 --seed=3 --calibrate x="$work/cal_$(basename "$ax" .ax).npy"
+        check_jit "$ax" --quantize=int8 --seed=3 --calibrate x="$work/cal_$(basename "$ax" .ax).npy"
+    done
+}
+
 check_bad_input() {
     local out st
     out=$("$axc" "$root/examples/mlp.ax" -o "$work/bad.o" --triple=nosuch-none-eabi 2>&1); st=$?
@@ -208,6 +384,18 @@ main() {
     if [ -d "$root/tests/ops" ]; then models+=($(find "$root/tests/ops/" -name '*.ax' | sort)); fi
     for ax in "${models[@]}"; do check_model "$ax"; done
     for ax in "$root"/examples/*.ax "$here"/cases/*.ax; do check_jit "$ax"; done
+    for ax in mlp lenet5 mobilenetv2_block gpt_block r4_bert_layer; do   # half storage, float accumulation
+        for dtype in Float16 BFloat16; do
+            check_model "$root/examples/$ax.ax" --dtype=$dtype
+            check_jit "$root/examples/$ax.ax" --dtype=$dtype
+        done
+    done
+    check_int8
+    check_profile_table
+    check_profile_object
+    for ax in "$root"/examples/lenet5.ax "$root"/examples/mobilenetv2_block.ax "$root"/tests/ir/cases/chunk.ax \
+        "$root"/examples/gpt_block.ax; do check_dump "$ax"; done
+    check_dump "$root/examples/lenet5.ax" --dtype=BFloat16
     check_firmware
     check_bad_input
 }

@@ -4,7 +4,8 @@
 #              built int8 and run on a held-out input, on every instruction
 #              set the CPU has (AXRT_ISA forced): the same bytes on each, and
 #              within one output LSB of the PyTorch fake-quant of the scheme
-#              (reference.py); the figures say how many outputs are exact
+#              (reference.py); the figures say how many outputs are exact;
+#              the llvm target (axc run --target=llvm) gives the same bytes
 #   accuracy   every CNN example, random weights (--seed), calibrated on 8
 #              random samples, against the float build on 4 held-out ones:
 #              top-1 agreement and relative error printed (relative error
@@ -56,6 +57,13 @@ reference() {
         else fail "$model int8: $isa bytes equal $first's"; fi
     done
     [ -n "$first" ] || return
+    if ! "$axc" --help | grep -E '^  llvm ' | grep -qv 'not built'; then
+        echo "SKIP: quant $model int8 through the llvm target (this axc was built without llvm-config)"
+    elif ! "$axc" run "$ax" --target=llvm --weights "$d/w.safetensors" --quantize=int8 --calibrate x="$d/cal.npy" \
+        --input x="$d/x.npy" --output "$d/y_llvm.npy" >"$d/llvm.log" 2>&1; then
+        fail "$model int8 through the llvm target: axc run"; tail_of "$d/llvm.log"
+    elif cmp -s "$d/y_$first.npy" "$d/y_llvm.npy"; then pass "$model int8 through the llvm target (JIT): the C target's bytes"
+    else fail "$model int8 through the llvm target (JIT): the C target's bytes"; fi
     if "$python" "$here/reference.py" "$model" "$d/w.safetensors" "$d/cal.npy" "$d/x.npy" \
         "$d/y_$first.npy" >"$d/ref.log" 2>&1; then
         pass "$model int8 within one LSB of the PyTorch fake-quant reference:$(sed 's/^ *[a-z0-9_]*://' "$d/ref.log")"
@@ -137,8 +145,8 @@ errors() {
     expect_error "--calibrate without --quantize" "only with --quantize=int8" \
         "$mlp" --calibrate x="$d/good.npy" -o "$d/m.c"
     expect_error "--quantize=int4" "expects int8" "$mlp" --quantize=int4 --calibrate x="$d/good.npy" -o "$d/m.c"
-    expect_error "--quantize with the llvm target" "C target only" \
-        "$mlp" --quantize=int8 --calibrate x="$d/good.npy" --target=llvm -o "$d/m.ll"
+    expect_error "--quantize with the cuda target" "c and llvm targets only" \
+        "$mlp" --quantize=int8 --calibrate x="$d/good.npy" --target=cuda -o "$d/m.c"
     [ ! -e "$d/m.c" ] && pass "error: no output written" || fail "error: no output written" "$d/m.c exists"
 }
 
