@@ -73,6 +73,7 @@ static const char usage_text[] =
     "  --lr, --momentum, --nesterov, --weight-decay, --beta1, --beta2, --eps\n"
     "                          torch.optim defaults (Lion: lr 1e-4, betas 0.9, 0.99)\n"
     "  --epochs E              passes over the files (default 1)\n"
+    "  --shuffle               batches in an order drawn from --seed each epoch (default: file order)\n"
     "  (--input as for run; the parameters start from --weights or --seed)\n"
     "  (the built code is cached in $AXC_CACHE_DIR, else $XDG_CACHE_HOME/axc or ~/.cache/axc;\n"
     "   AXC_CACHE_DIR=off disables the cache)\n";
@@ -373,6 +374,7 @@ static int try_flag(const char *a, axc_opts *o)
     else if (!strcmp(a, "--jit") && o->run) o->jit = true;
     else if (!strcmp(a, "--profile")) o->profile = true;
     else if (!strcmp(a, "--nesterov") && o->train) o->nesterov = true;
+    else if (!strcmp(a, "--shuffle") && o->train) o->shuffle = true;
     else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) o->opt_level = a[2] - '0';
     else return 0;
     return 1;
@@ -381,11 +383,12 @@ static int try_flag(const char *a, axc_opts *o)
 /* Options interface.md names that this axc does not implement yet: they
  * say so instead of "unknown option" (matched with or without =VALUE). */
 static const char *const planned_opts[] = {
-    "--train", "--shuffle",
+    "--train",
 };
 
 static const char *const flag_opts[] = {"-MD", "--mem-report", "--print-after-all", "-Werror", "-w",
-                                        "--interp", "--profile", "--nesterov", "-O0", "-O1", "-O2", "-O3", "--help", "--version"};
+                                        "--interp", "--profile", "--nesterov", "--shuffle", "-O0", "-O1", "-O2",
+                                        "-O3", "--help", "--version"};
 
 #define COUNT(a) (sizeof (a) / sizeof (a)[0])
 

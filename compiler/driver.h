@@ -71,6 +71,7 @@ typedef struct axc_opts {
     int optimizer;               /* axc_optimizer */
     double lr, momentum, weight_decay, beta1, beta2, eps;
     bool nesterov;
+    bool shuffle;                /* --shuffle: batches in an order drawn from --seed per epoch */
     long epochs;
     /* storage for the NAME parts of -D NAME=VALUE */
     char names[AXC_MAX_DEFINES][128];
