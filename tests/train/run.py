@@ -103,6 +103,7 @@ def axc_train(d, src, init, loss, opt, flags, x, t):
 
 def rel_err(a, b):
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    a = a.reshape(b.shape) if a.size == b.size else a
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-12))
 
 
@@ -572,12 +573,85 @@ def shuffle(d, rng):
            all(np.array_equal(np.asarray(again[k]), np.asarray(got[k])) for k in got), r2.stderr)
 
 
+def run_kernel(exe, name, ints, *arrays, real=None):
+    text = " ".join([name] + [str(int(v)) for v in ints] + ([repr(float(real))] if real is not None else []) +
+                    [repr(float(v)) for a in arrays for v in np.asarray(a, np.float64).reshape(-1)])
+    r = subprocess.run([exe], input=text, capture_output=True, text=True)
+    return np.array([float(v) for v in r.stdout.split()]) if r.returncode == 0 else None
+
+
+def kernels(d, rng):
+    """libaxrt's backward kernels (the C back end's, for the generated training step) in
+    Float64 against PyTorch autograd, through tests/train/kernels.c."""
+    exe = f"{d}/kernels"
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    build = os.path.dirname(os.path.dirname(os.path.abspath(AXC)))
+    r = subprocess.run([os.environ.get("CC", "cc"), "-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Werror",
+                        f"-I{build}/include", os.path.join(root, "tests", "train", "kernels.c"),
+                        f"{build}/lib/libaxrt.a", "-lm", "-lpthread", "-o", exe], capture_output=True, text=True)
+    if r.returncode:
+        report("train kernels build", False, r.stderr)
+        return
+    torch.set_default_dtype(torch.float64)
+    # n, h, w, c, oc, kh, kw, stride, dilation, pad (top, left, bottom, right), groups
+    for n, h, w, c, oc, kh, kw, st, dl, pad, g in ((2, 7, 6, 4, 6, 3, 3, (2, 1), (1, 2), (1, 0, 1, 0), 2),
+                                                    (1, 6, 7, 3, 3, 3, 2, (1, 2), (1, 1), (0, 1, 1, 0), 3),
+                                                    (2, 5, 5, 2, 4, 1, 1, (1, 1), (1, 1), (0, 0, 0, 0), 1)):
+        x = torch.randn(n, c, h, w, requires_grad=True)
+        wt = torch.randn(oc, c // g, kh, kw, requires_grad=True)
+        y = F.conv2d(F.pad(x, (pad[1], pad[3], pad[0], pad[2])), wt, stride=st, dilation=dl, groups=g)
+        dy = torch.randn_like(y)
+        y.backward(dy)
+        oh, ow = y.shape[2], y.shape[3]
+        label = f"conv n{n} {h}x{w}x{c}->{oc} k{kh}x{kw} stride {st} dilation {dl} pad {pad} groups {g}"
+        dy_nhwc, x_nhwc = nhwc(dy).detach().numpy(), nhwc(x).detach().numpy()
+        got = run_kernel(exe, "conv_grad_weight", (n, h, w, c, oh, ow, oc, kh, kw, *st, *dl, pad[0], pad[1], g),
+                         dy_nhwc, x_nhwc)
+        report(f"train kernel conv_grad_weight {label}", got is not None and rel_err(got, wt.grad.numpy()) < 1e-12)
+        got = run_kernel(exe, "conv_grad_input", (n, oh, ow, oc, h, w, c, kh, kw, *st, *dl, pad[0], pad[1], g),
+                         dy_nhwc, wt.detach().numpy())
+        report(f"train kernel conv input gradient (conv_transpose2d) {label}",
+               got is not None and rel_err(got, nhwc(x.grad).numpy()) < 1e-12)
+    # n, h, w, c, k, stride, pad, max, count_include_pad
+    for n, h, w, c, k, st, pad, is_max, cip in ((2, 6, 7, 3, (3, 2), (1, 2), (1, 1), 1, 1), (1, 5, 5, 2, (2, 2), (2, 2), (0, 0), 1, 1),
+                                                (2, 7, 6, 3, (3, 3), (2, 1), (1, 1), 0, 1), (1, 6, 6, 2, (3, 3), (2, 2), (1, 1), 0, 0)):
+        x = torch.randn(n, c, h, w, requires_grad=True)
+        y = (F.max_pool2d(x, k, st, pad) if is_max else
+             F.avg_pool2d(x, k, st, pad, count_include_pad=bool(cip)))
+        dy = torch.randn_like(y)
+        y.backward(dy)
+        got = run_kernel(exe, "pool_grad", (n, h, w, c, y.shape[2], y.shape[3], *k, *st, pad[0], pad[1], pad[0], pad[1],
+                                            is_max, cip), nhwc(dy).numpy(), nhwc(x).detach().numpy())
+        report(f"train kernel pool_grad {'max' if is_max else 'mean'} {h}x{w} k{k} stride {st} pad {pad}"
+               f"{'' if is_max or cip else ' count_include_pad=false'}",
+               got is not None and rel_err(got, nhwc(x.grad).numpy()) < 1e-12)
+    x = torch.randn(5, 7, requires_grad=True)
+    y = x[1:5:2, 0:7:3]
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    got = run_kernel(exe, "scatter", (35, 2, 2, 3, 14, 3, 7), dy.numpy())
+    report("train kernel scatter_strided (a slice's gradient)", got is not None and rel_err(got, x.grad.numpy()) < 1e-15)
+    idx = torch.tensor([3, 0, 3, 5, 1, 3])
+    wt = torch.randn(7, 4, requires_grad=True)
+    y = F.embedding(idx, wt)
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    got = run_kernel(exe, "embedding_grad", (6, 7, 4, *idx.tolist()), dy.numpy())
+    report("train kernel embedding_grad (repeated rows)", got is not None and rel_err(got, wt.grad.numpy()) < 1e-15)
+    x = rng.standard_normal(50)
+    keep = dropout_keep(5, 2, 9, (50,), 0.3)
+    got = run_kernel(exe, "dropout", (50, 2, 5, 9), x, real=0.3)
+    report("train kernel dropout (the generator's mask, scaled)",
+           got is not None and rel_err(got, x * keep / 0.7) < 1e-15 and 0 < keep.sum() < 50)
+    torch.set_default_dtype(torch.float32)
+
+
 def main():
     rng = np.random.default_rng(7)
     torch.manual_seed(7)
-    only = sys.argv[1:]   # suite parts to run (oracle gradients models dropout shuffle); default all
+    only = sys.argv[1:]   # suite parts to run (oracle gradients models dropout shuffle kernels); default all
     with tempfile.TemporaryDirectory() as d:
-        for part in (oracle, gradients, models, dropout, shuffle):
+        for part in (oracle, gradients, models, dropout, shuffle, kernels):
             if not only or part.__name__ in only:
                 part(d, rng)
 
