@@ -452,6 +452,27 @@ static void grad_conv(grad_state *s, int id)
     if (needs(s, b)) accumulate(s, b, bias_grad(s, dy, b));
 }
 
+/* ConvTranspose2d (weight [in, out/groups, kh, kw]), the adjoint of a conv:
+ * dx is the conv of dy through the same weight and window (sized as x), dW is
+ * conv_grad_weight with x in dy's place and dy in x's (its layout is then the
+ * transposed conv's own), db sums dy. */
+static void grad_conv_transpose(grad_state *s, int id)
+{
+    if (!plain(s, id)) return;
+    int x = SRC(id, 0), w = SRC(id, 1), b = N(id)->nsrc > 2 ? SRC(id, 2) : IR_NONE, dy = s->adj[id];
+    if (needs(s, x)) {
+        int src[3] = {dy, w, IR_NONE};
+        int t = with_attrs(s, IR_OP_conv, src, 3, id, N(x)->shape, N(x)->rank);
+        N(t)->attrs.kernel[0] = (int)N(w)->shape[2], N(t)->attrs.kernel[1] = (int)N(w)->shape[3];
+        accumulate(s, x, t);
+    }
+    if (needs(s, w)) {
+        int src[2] = {x, dy};
+        accumulate(s, w, with_attrs(s, IR_OP_conv_grad_weight, src, 2, id, N(w)->shape, N(w)->rank));
+    }
+    if (needs(s, b)) accumulate(s, b, bias_grad(s, dy, b));
+}
+
 /* MaxPool and MeanPool, any window, stride, padding, ceil mode and divisor:
  * pool_grad routes each window's dy as the forward read it. */
 static void grad_pool(grad_state *s, int id)
@@ -541,9 +562,8 @@ static void grad_dropout(grad_state *s, int id)
 #define grad_prod grad_missing
 #define grad_pow grad_missing
 #define grad_fmod grad_missing
-#define grad_groupnorm grad_missing
+#define grad_groupnorm grad_missing   /* pass_train_mode rewrites it into ops */
 #define grad_upsample grad_missing
-#define grad_conv_transpose grad_missing
 #define grad_batchnorm grad_missing   /* pass_train_mode rewrites it into ops */
 #define grad_mha grad_missing         /* likewise */
 #define grad_fused_elementwise grad_missing
@@ -746,6 +766,44 @@ static bool train_mha(grad_state *s, int m)
     return true;
 }
 
+/* [a, b, c, d] transposed to [a, c, b, d] */
+static int swap_middle(grad_state *s, int x)
+{
+    const int64_t *xs = N(x)->shape;
+    int64_t shape[4] = {xs[0], xs[2], xs[1], xs[3]};
+    int t = add_node(s, IR_OP_transpose, &x, 1, shape, 4);
+    int perm[4] = {0, 2, 1, 3};
+    memcpy(N(t)->attrs.perm, perm, sizeof perm);
+    N(t)->attrs.nperm = 4;
+    return t;
+}
+
+/* GroupNorm node gn ([N, ..., C], groups G) written out before it: x as
+ * [N, G, S * C/G] rows normalised with their biased variance, back to x's
+ * layout, then gn itself becomes the affine step (weight, bias optional). */
+static void train_groupnorm(grad_state *s, int gn)
+{
+    s->insert_at = gn;
+    const int x = SRC(gn, 0), w = SRC(gn, 1), b = SRC(gn, 2);
+    const int64_t n = N(x)->shape[0], c = N(x)->shape[N(x)->rank - 1], groups = N(gn)->attrs.groups;
+    const int64_t sp = ir_numel(N(x)) / (n * c), cg = c / groups;
+    const double eps = N(gn)->attrs.eps;   /* gn moves as nodes are inserted before it */
+    int64_t four[4] = {n, sp, groups, cg}, rows[3] = {n, groups, sp * cg}, back[4] = {n, groups, sp, cg};
+    int r = reshape(s, swap_middle(s, reshape(s, x, four, 4)), rows, 3);
+    int xc = binary(s, IR_OP_sub, r, reduce(s, IR_OP_mean, r, 2));
+    int var = reduce(s, IR_OP_mean, binary(s, IR_OP_mul, xc, xc), 2);
+    int sd = like(s, IR_OP_sqrt, binary(s, IR_OP_add, var, scalar(s, eps)), IR_NONE, var);
+    int xhat = binary(s, IR_OP_mul, xc, like(s, IR_OP_reciprocal, sd, IR_NONE, sd));
+    int normed = reshape_like(s, swap_middle(s, reshape(s, xhat, back, 4)), x);
+    int scaled = w != IR_NONE && b != IR_NONE ? binary(s, IR_OP_mul, normed, w) : normed;
+    const int other = b == IR_NONE ? (w == IR_NONE ? scalar(s, 1) : w) : b;
+    ir_node *node = N(s->insert_at);
+    node->op = b == IR_NONE ? IR_OP_mul : IR_OP_add;
+    node->nsrc = 2;
+    node->src[0] = scaled, node->src[1] = other;
+    s->insert_at = -1;
+}
+
 /* The name of the dropout counter parameter (pass_train_mode). */
 const char *const pass_dropout_counter_name = "<dropout counter>";
 
@@ -781,6 +839,7 @@ int pass_train_mode(ir_graph *g)
         if (g->nodes[id].dead) continue;
         if (g->nodes[id].op == IR_OP_mha && !train_mha(&s, id)) return -1;
         if (g->nodes[id].op == IR_OP_dropout) train_dropout(&s, id, &counter, streams++);
+        if (g->nodes[id].op == IR_OP_groupnorm) train_groupnorm(&s, id);
         if (g->nodes[id].op != IR_OP_batchnorm) {
             id += g->nnodes - before;
             continue;
