@@ -552,18 +552,62 @@ static void grad_dropout(grad_state *s, int id)
     accumulate(s, x, with_attrs(s, IR_OP_dropout, src, 2, id, N(x)->shape, N(x)->rank));
 }
 
+/* maximum/minimum over an axis (dim kept): dy shared evenly among the
+ * elements equal to the result (torch.amax/amin), found as 1 + sign(x - y)
+ * (maximum) or 1 - sign(x - y) (minimum), which is 1 there and 0 elsewhere. */
+static void grad_extremum(grad_state *s, int id)
+{
+    int x = SRC(id, 0);
+    if (!needs(s, x)) return;
+    int diff = binary(s, IR_OP_sub, x, id);
+    int sg = like(s, IR_OP_sign, diff, IR_NONE, diff);
+    int hit = binary(s, N(id)->op == IR_OP_maximum ? IR_OP_add : IR_OP_sub, scalar(s, 1), sg);
+    int count = reduce(s, IR_OP_sum, hit, N(id)->attrs.axis);
+    accumulate(s, x, binary(s, IR_OP_mul, hit, binary(s, IR_OP_div, s->adj[id], count)));
+}
+#define grad_maximum grad_extremum
+#define grad_minimum grad_extremum
+
+/* y = a .^ b: da = dy b a^(b - 1), db = dy y log(a) (NaN for a < 0, as torch) */
+static void grad_pow(grad_state *s, int id)
+{
+    int a = SRC(id, 0), b = SRC(id, 1), dy = s->adj[id];
+    if (needs(s, a)) {
+        int lower = binary(s, IR_OP_pow, a, binary(s, IR_OP_sub, b, scalar(s, 1)));
+        accumulate(s, a, unbroadcast(s, binary(s, IR_OP_mul, binary(s, IR_OP_mul, dy, b), lower), a));
+    }
+    if (needs(s, b)) {
+        int log_a = like(s, IR_OP_log, a, IR_NONE, a);
+        accumulate(s, b, unbroadcast(s, binary(s, IR_OP_mul, binary(s, IR_OP_mul, dy, id), log_a), b));
+    }
+}
+
+/* Upsample, nearest: each input pixel's dy is the sum over the block it was
+ * copied to, a mean pool of dy (window = stride = scale) times the block's size.
+ * Bilinear modes have no rule yet. */
+static void grad_upsample(grad_state *s, int id)
+{
+    int x = SRC(id, 0);
+    if (!needs(s, x)) return;
+    if (N(id)->attrs.mode != IR_UPSAMPLE_NEAREST) { grad_missing(s, id); return; }
+    const int sh = N(id)->attrs.scale[0], sw = N(id)->attrs.scale[1];
+    int dy = s->adj[id];
+    int pool = add_node(s, IR_OP_meanpool, &dy, 1, N(x)->shape, N(x)->rank);
+    ir_attrs *a = &N(pool)->attrs;
+    a->kernel[0] = a->stride[0] = sh, a->kernel[1] = a->stride[1] = sw;
+    a->dilation[0] = a->dilation[1] = 1;
+    memset(a->pad, 0, sizeof a->pad);
+    accumulate(s, x, binary(s, IR_OP_mul, pool, scalar(s, (double)(sh * sw))));
+}
+
 /* Ops without a rule yet, each named (a new ops.def row must be added to
  * one list or the other, or the table below does not compile). */
 #define grad_input grad_none
 #define grad_param grad_none
 #define grad_scalar grad_none
-#define grad_maximum grad_missing
-#define grad_minimum grad_missing
 #define grad_prod grad_missing
-#define grad_pow grad_missing
 #define grad_fmod grad_missing
 #define grad_groupnorm grad_missing   /* pass_train_mode rewrites it into ops */
-#define grad_upsample grad_missing
 #define grad_batchnorm grad_missing   /* pass_train_mode rewrites it into ops */
 #define grad_mha grad_missing         /* likewise */
 #define grad_fused_elementwise grad_missing

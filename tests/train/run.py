@@ -337,6 +337,19 @@ class NormNet(torch.nn.Module):
         return self.fc(h.mean((2, 3)))
 
 
+class ExtremaPow(torch.nn.Module):
+    """maximum/minimum over a dim (torch.amax/amin), a tensor power, a nearest Upsample."""
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(6, 5), torch.nn.Linear(5, 2)
+
+    def forward(self, x):
+        h = self.fc1(x)
+        s = torch.sigmoid(h)
+        r = torch.amax(h, 1, keepdim=True) + torch.amin(s ** (s + 0.5), 2, keepdim=True)
+        return self.fc2(nhwc(F.interpolate(nchw(r), scale_factor=(2, 3), mode="nearest")) * h.mean((1, 2), keepdim=True))
+
+
 class Pieces(torch.nn.Module):
     """chunk, strided slices and concat."""
     def __init__(self):
@@ -384,6 +397,10 @@ MODELS = [
      "    gn = GroupNorm(3, 6)\n    up = ConvTranspose((3, 3), 6 => 4, stride=2, pad=1, output_padding=1)\n"
      "    mp = MaxPool((3, 3), stride=2, ceil=true)\n    inn = InstanceNorm(4)\n    gp = GlobalMeanPool()\n"
      "    fc = Dense(4 => 3)\n    return fc(gp(tanh(inn(mp(tanh(up(gn(c1(x)))))))))\nend\n", NormNet, ((2, 6, 5, 4), "normal"), "mse"),
+    ("extrema_pow_upsample", "@axiom dtype=DTYPE function m(x::DTYPE[2, 3, 4, 6])\n    fc1 = Dense(6 => 5)\n"
+     "    fc2 = Dense(5 => 2)\n    up = Upsample((2, 3))\n    h = fc1(x)\n    s = sigmoid(h)\n"
+     "    r = maximum(h, dims=1) + minimum(s .^ (s + 0.5), dims=2)\n    return fc2(up(r) .* mean(mean(h, dims=1), dims=2))\nend\n",
+     ExtremaPow, ((2, 3, 4, 6), "normal"), "mse"),
     ("concat_slice", "@axiom dtype=DTYPE function m(x::DTYPE[4, 6])\n    fc1 = Dense(6 => 8)\n    fc2 = Dense(9 => 3)\n"
      "    h = tanh(fc1(x))\n    a, b = chunk(h, 2; dims=1)\n"
      "    return fc2(concat(b, h[:, 1:8:3] .* 2.0, a[:, 0:2]; dims=1))\nend\n", Pieces, ((4, 6), "normal"),
