@@ -1255,7 +1255,8 @@ static void emit_signature(emitter *em, ax_buf *out)
 static bool uses_status(const emitter *em)
 {
     for (int id = 0; id < em->g->nnodes; id++)
-        if (!em->g->nodes[id].dead && em->g->nodes[id].op == IR_OP_embedding)
+        if (!em->g->nodes[id].dead &&
+            (em->g->nodes[id].op == IR_OP_embedding || em->g->nodes[id].op == IR_OP_embedding_grad))
             return true;
     return false;
 }
