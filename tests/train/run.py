@@ -323,16 +323,17 @@ class CrossAttn(torch.nn.Module):
 
 
 class NormNet(torch.nn.Module):
-    """A pad=same strided conv (asymmetric padding), GroupNorm, ConvTranspose2d, a
-    ceil-mode MaxPool and InstanceNorm."""
+    """A pad=same strided conv (asymmetric padding, its input gradient needed), GroupNorm,
+    ConvTranspose2d, a ceil-mode MaxPool and InstanceNorm."""
     def __init__(self):
         super().__init__()
+        self.c0 = torch.nn.Conv2d(4, 4, 3, padding=1)
         self.c1, self.gn = torch.nn.Conv2d(4, 6, 3, stride=2), torch.nn.GroupNorm(3, 6)
         self.up = torch.nn.ConvTranspose2d(6, 4, 3, stride=2, padding=1, output_padding=1)
         self.fc = torch.nn.Linear(4, 3)
 
     def forward(self, x):
-        h = torch.tanh(self.up(self.gn(self.c1(F.pad(nchw(x), (1, 1, 0, 1))))))
+        h = torch.tanh(self.up(self.gn(self.c1(F.pad(torch.tanh(self.c0(nchw(x))), (1, 1, 0, 1))))))
         h = torch.tanh(F.instance_norm(F.max_pool2d(h, 3, 2, ceil_mode=True)))
         return self.fc(h.mean((2, 3)))
 
@@ -393,10 +394,11 @@ MODELS = [
     ("cross_attention", "@axiom dtype=DTYPE function m(x::DTYPE[2, 4, 6])\n    fc = Dense(6 => 6)\n"
      "    attn = MultiHeadAttention(6 => 3, bias=false)\n    out = Dense(6 => 2)\n    y = tanh(fc(x))\n"
      "    return out(attn(x, y, y))\nend\n", CrossAttn, ((2, 4, 6), "normal"), "mse"),
-    ("norms_convt", "@axiom dtype=DTYPE function m(x::DTYPE[2, 6, 5, 4])\n    c1 = Conv((3, 3), 4 => 6, stride=2, pad=same)\n"
+    ("norms_convt", "@axiom dtype=DTYPE function m(x::DTYPE[2, 6, 5, 4])\n    c0 = Conv((3, 3), 4 => 4, pad=1)\n"
+     "    c1 = Conv((3, 3), 4 => 6, stride=2, pad=same)\n"
      "    gn = GroupNorm(3, 6)\n    up = ConvTranspose((3, 3), 6 => 4, stride=2, pad=1, output_padding=1)\n"
      "    mp = MaxPool((3, 3), stride=2, ceil=true)\n    inn = InstanceNorm(4)\n    gp = GlobalMeanPool()\n"
-     "    fc = Dense(4 => 3)\n    return fc(gp(tanh(inn(mp(tanh(up(gn(c1(x)))))))))\nend\n", NormNet, ((2, 6, 5, 4), "normal"), "mse"),
+     "    fc = Dense(4 => 3)\n    return fc(gp(tanh(inn(mp(tanh(up(gn(c1(tanh(c0(x)))))))))))\nend\n", NormNet, ((2, 6, 5, 4), "normal"), "mse"),
     ("extrema_pow_upsample", "@axiom dtype=DTYPE function m(x::DTYPE[2, 3, 4, 6])\n    fc1 = Dense(6 => 5)\n"
      "    fc2 = Dense(5 => 2)\n    up = Upsample((2, 3))\n    h = fc1(x)\n    s = sigmoid(h)\n"
      "    r = maximum(h, dims=1) + minimum(s .^ (s + 0.5), dims=2)\n    return fc2(up(r) .* mean(mean(h, dims=1), dims=2))\nend\n",
