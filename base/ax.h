@@ -67,6 +67,7 @@ typedef struct ax_ctx {
     bool no_warnings;      /* -w */
     int max_errors;        /* stop printing after this many (default 20) */
     const ax_context *context; /* the expansion being compiled, or NULL */
+    bool training;         /* the models are built for training: Dropout keeps a node */
 } ax_ctx;
 
 ax_ctx *ax_ctx_new(void);

@@ -1029,6 +1029,81 @@ static void emit_unary_grad(emitter *em, const ir_node *n, const char *y)
 #define emit_layernorm emit_norm
 #define emit_batchnorm emit_norm
 
+/* ---- the training graph's backward kernels and Dropout (pass_grad) ------- */
+
+/* dW from dy (operand 0) and x (operand 1); the conv's attrs, copied. */
+static void emit_conv_grad_weight(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *dy = operand_node(em, n, 0), *x = operand_node(em, n, 1);
+    const ir_attrs *at = &n->attrs;
+    ax_buf_printf(OUT,
+                  "    {\n        static const axrt_conv2d_params params = "
+                  "{%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d, %d, %d, %d, %d};\n",
+                  (long long)x->shape[0], (long long)x->shape[1], (long long)x->shape[2],
+                  (long long)x->shape[3], (long long)dy->shape[1], (long long)dy->shape[2],
+                  (long long)dy->shape[3], (long long)n->shape[2], (long long)n->shape[3],
+                  at->stride[0], at->stride[1], at->dilation[0], at->dilation[1], at->pad[0],
+                  at->pad[1], at->groups);
+    ax_buf_printf(OUT, "        axrt_conv2d_grad_weight_%s(%s, %s, %s, &params);\n    }\n", SFX,
+                  operand(em, n, 0), operand(em, n, 1), y);
+}
+
+/* dx of the pool attrs.of_op, dividing as emit_pool's kernels do. */
+static void emit_pool_grad(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *dy = operand_node(em, n, 0);
+    const ir_attrs *at = &n->attrs;
+    ax_buf_printf(OUT,
+                  "    {\n        static const axrt_pool2d_params params = "
+                  "{%lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d, %d, %d, %d, %d, %d};\n",
+                  (long long)n->shape[0], (long long)n->shape[1], (long long)n->shape[2],
+                  (long long)n->shape[3], (long long)dy->shape[1], (long long)dy->shape[2],
+                  at->kernel[0], at->kernel[1], at->stride[0], at->stride[1], at->pad[0],
+                  at->pad[1], at->pad[2], at->pad[3]);
+    ax_buf_printf(OUT, "        axrt_pool2d_grad_%s(%s, %s, %s, &params, %d, %d, %d, %d);\n    }\n", SFX,
+                  operand(em, n, 0), operand(em, n, 1), y, at->of_op == IR_OP_maxpool,
+                  at->pad[2] - at->ceil_extra[0], at->pad[3] - at->ceil_extra[1], !at->exclude_pad);
+}
+
+/* x's shape from dy: the slice's elements, as emit_slice reads them. */
+static void emit_slice_grad(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *dy = operand_node(em, n, 0);
+    int64_t x_strides[IR_MAX_RANK], strides[IR_MAX_RANK], offset = 0;
+    for (int d = n->rank - 1; d >= 0; d--)
+        x_strides[d] = d == n->rank - 1 ? 1 : x_strides[d + 1] * n->shape[d + 1];
+    for (int d = 0; d < n->rank; d++) {
+        strides[d] = x_strides[d] * n->attrs.step[d];
+        offset += n->attrs.begin[d] * x_strides[d];
+    }
+    ax_buf_puts(OUT, "    {\n");
+    emit_int64_array(OUT, "dy_shape", dy->shape, dy->rank);
+    emit_int64_array(OUT, "strides", strides, dy->rank);
+    ax_buf_printf(OUT, "        axrt_scatter_strided_%s(%s, %s, %lld, dy_shape, strides, %lld, %d);\n    }\n",
+                  SFX, operand(em, n, 0), y, (long long)ir_numel(n), (long long)offset, dy->rank);
+}
+
+static void emit_embedding_grad(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *idx = operand_node(em, n, 0);
+    ax_buf_printf(OUT, "    status = axrt_embedding_grad_%s(%s, %s, %s, %s, %lld, %lld, %lld);\n", SFX,
+                  operand(em, n, 0), ir_dtypes[idx->dtype].enum_name, operand(em, n, 1), y,
+                  (long long)ir_numel(idx), (long long)n->shape[0], (long long)n->shape[1]);
+    ax_buf_puts(OUT, "    if (status != 0)\n        return status;\n");
+}
+
+/* Without its counter (not a training graph) Dropout is a copy. */
+static void emit_dropout(emitter *em, const ir_node *n, const char *y)
+{
+    if (n->src[1] == IR_NONE) {
+        emit_copy(em, n, operand(em, n, 0), y);
+        return;
+    }
+    ax_buf_printf(OUT, "    axrt_dropout_%s(%s, (const int64_t *)(const void *)%s, %s, %lld, %d, %.17g);\n", SFX,
+                  operand(em, n, 0), operand(em, n, 1), y, (long long)ir_numel(n), n->attrs.index,
+                  n->attrs.alpha);
+}
+
 /* The one dispatch over ops, generated from ops.def's family column: the
  * kernel call computing n into y. */
 typedef void emit_fn(emitter *em, const ir_node *n, const char *y);
@@ -1227,7 +1302,8 @@ static void emit_signature(emitter *em, ax_buf *out)
 static bool uses_status(const emitter *em)
 {
     for (int id = 0; id < em->g->nnodes; id++)
-        if (!em->g->nodes[id].dead && em->g->nodes[id].op == IR_OP_embedding)
+        if (!em->g->nodes[id].dead &&
+            (em->g->nodes[id].op == IR_OP_embedding || em->g->nodes[id].op == IR_OP_embedding_grad))
             return true;
     return false;
 }

@@ -744,7 +744,8 @@ static const char *unsupported(const ir_graph *g, const ir_node *n)
 {
     switch (n->op) { /* no kernel of this back end's yet */
     case IR_OP_embedding: case IR_OP_groupnorm: case IR_OP_upsample: case IR_OP_conv_transpose:
-    case IR_OP_unary_grad:
+    case IR_OP_unary_grad: case IR_OP_conv_grad_weight: case IR_OP_pool_grad: case IR_OP_slice_grad:
+    case IR_OP_embedding_grad: case IR_OP_dropout:
         return ir_ops[n->op].name;
     default: break;
     }

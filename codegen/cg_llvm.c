@@ -926,6 +926,17 @@ static void lv_unary_grad(lv *L, const ir_node *n, LLVMValueRef y)
     (void)L, (void)y;   /* as cg_c: the training graph runs on the interpreter for now */
     ax_die("cg_llvm: %s of %s has no kernel yet", ir_ops[n->op].name, ir_ops[n->attrs.of_op].name);
 }
+/* The training graph's kernels: cg_llvm_add_model refuses them first. */
+static void lv_training_only(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    (void)L, (void)y;
+    ax_die("cg_llvm: %s has no kernel", ir_ops[n->op].name);
+}
+#define lv_conv_grad_weight lv_training_only
+#define lv_pool_grad lv_training_only
+#define lv_slice_grad lv_training_only
+#define lv_embedding_grad lv_training_only
+#define lv_dropout lv_training_only
 #define lv_input lv_source
 #define lv_param lv_source
 #define lv_scalar lv_source
@@ -1237,6 +1248,15 @@ int cg_llvm_verify_function(ir_graph *g, LLVMValueRef fn)
 
 int cg_llvm_add_model(LLVMModuleRef M, LLVMTargetDataRef layout, ir_graph *g, bool profile)
 {
+    for (int id = 0; id < g->nnodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        if (!n->dead && (n->op == IR_OP_unary_grad || n->op == IR_OP_conv_grad_weight || n->op == IR_OP_pool_grad ||
+                         n->op == IR_OP_slice_grad || n->op == IR_OP_embedding_grad || n->op == IR_OP_dropout)) {
+            ax_error(g->ctx, n->loc, "the %s target has no kernel for %s yet (use --target=c)", "llvm",
+                     ir_ops[n->op].name);
+            return 1;
+        }
+    }
     lv L = {.g = g, .M = M, .C = LLVMGetModuleContext(M), .profile = profile};
     L.B = LLVMCreateBuilderInContext(L.C);
     L.i8 = LLVMInt8TypeInContext(L.C);

@@ -74,6 +74,8 @@ static const char usage_text[] =
     "  --lr, --momentum, --nesterov, --weight-decay, --beta1, --beta2, --eps\n"
     "                          torch.optim defaults (Lion: lr 1e-4, betas 0.9, 0.99)\n"
     "  --epochs E              passes over the files (default 1; axc train)\n"
+    "  --shuffle               batches in an order drawn from --seed each epoch (default: file\n"
+    "                          order; axc train)\n"
     "  (--input as for run; the parameters start from --weights or --seed)\n"
     "  (the built code is cached in $AXC_CACHE_DIR, else $XDG_CACHE_HOME/axc or ~/.cache/axc;\n"
     "   AXC_CACHE_DIR=off disables the cache)\n";
@@ -376,37 +378,33 @@ static int try_flag(const char *a, axc_opts *o)
     else if (!strcmp(a, "--profile")) o->profile = true;
     else if (!strcmp(a, "--nesterov") && (o->train || o->train_step)) o->nesterov = true;
     else if (!strcmp(a, "--train") && o->train_step) return 1;   /* seen by axc_parse_args */
+    else if (!strcmp(a, "--shuffle") && o->train) o->shuffle = true;
     else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) o->opt_level = a[2] - '0';
     else return 0;
     return 1;
 }
 
-/* Options interface.md names that this axc does not implement yet: they
- * say so instead of "unknown option" (matched with or without =VALUE). */
-static const char *const planned_opts[] = {
-    "--shuffle",
-};
-
 static const char *const flag_opts[] = {"-MD", "--mem-report", "--print-after-all", "-Werror", "-w",
-                                        "--interp", "--profile", "--nesterov", "--train", "-O0", "-O1", "-O2", "-O3", "--help", "--version"};
+                                        "--interp", "--profile", "--nesterov", "--train", "--shuffle", "-O0",
+                                        "-O1", "-O2", "-O3", "--help", "--version"};
 
 #define COUNT(a) (sizeof (a) / sizeof (a)[0])
 
-/* An unknown option: "not built yet" for a planned one, else a did-you-mean
- * over every option (the planned ones included). */
+/* An unknown option: a known flag given in a mode that does not take it
+ * (--shuffle outside axc train) says so, else a did-you-mean over every
+ * option. */
 static void unknown_option(const char *a)
 {
     size_t len = strcspn(a, "=");
-    for (size_t k = 0; k < COUNT(planned_opts); k++)
-        if (strlen(planned_opts[k]) == len && !strncmp(a, planned_opts[k], len)) {
-            axc_fail("option '%s' is in the interface but not built yet in this axc", planned_opts[k]);
+    for (size_t k = 0; k < COUNT(flag_opts); k++)
+        if (strlen(flag_opts[k]) == len && !strncmp(a, flag_opts[k], len)) {
+            axc_fail("option '%s' is not valid in this mode (see axc --help for where it belongs)", flag_opts[k]);
             return;
         }
-    const char *names[COUNT(value_opts) + COUNT(flag_opts) + COUNT(planned_opts)];
+    const char *names[COUNT(value_opts) + COUNT(flag_opts)];
     int n = 0;
     for (size_t k = 0; k < COUNT(value_opts); k++) names[n++] = value_opts[k].name;
     for (size_t k = 0; k < COUNT(flag_opts); k++) names[n++] = flag_opts[k];
-    for (size_t k = 0; k < COUNT(planned_opts); k++) names[n++] = planned_opts[k];
     char opt[64];
     snprintf(opt, sizeof opt, "%.*s", (int)(len < sizeof opt ? len : sizeof opt - 1), a);
     const char *s = ax_suggest(opt, names, n);

@@ -72,6 +72,7 @@ typedef struct axc_opts {
     int optimizer;               /* axc_optimizer */
     double lr, momentum, weight_decay, beta1, beta2, eps;
     bool nesterov;
+    bool shuffle;                /* --shuffle: batches in an order drawn from --seed per epoch */
     long epochs;
     /* storage for the NAME parts of -D NAME=VALUE */
     char names[AXC_MAX_DEFINES][128];
@@ -126,6 +127,7 @@ typedef struct axc_trainer {
     int *grad_out;       /* output index of grads[i], or -1 */
     int nstats;          /* outputs 1..nstats: BatchNorm running statistics (pass_train_mode) */
     int *stat_param;     /* the param node each of those outputs replaces */
+    int64_t *dropout_counter; /* the Dropout counter's data (seed, step), or NULL */
     double **m, **v, *p, *gbuf;   /* axc train's optimizer state */
 } axc_trainer;
 /* Builds t->g's training graph (t->g set, the rest zero); an exit status. */

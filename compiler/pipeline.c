@@ -243,6 +243,7 @@ static int build_front_end(ax_ctx *ctx, const axc_opts *o, ir_graph **models, in
 {
     ast_file *f = ast_parse(ctx);
     if (!f) return AXC_EINPUT;
+    ctx->training = o->train || o->train_step;
     lower_check_defines(ctx, f, o->defines, o->ndefines);
     int idx[AXC_MAX_MODELS], nsel;
     ir_target_id target;

@@ -9,10 +9,13 @@
  * parameters (PyTorch names) go to --save-weights only when every step was
  * finite, so a run that diverges leaves the last good file untouched.
  *
+ * With --shuffle each epoch takes the batches in an order drawn from --seed
+ * (batch_order); Dropout's counter holds --seed and the step (pass_train_mode).
+ *
  * The training graph is shared with the generated C training step (axc
  * --train, train_step.c), and the optimizer's formulas with it through the
- * runtime (axrt_optim_step_*).  Not yet here: Conv, pooling and the other
- * ops without a gradient rule (pass_grad.c lists them). */
+ * runtime (axrt_optim_step_*).  The ops without a gradient rule are listed in
+ * pass_grad.c. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -171,6 +174,9 @@ int axc_build_training_graph(const axc_opts *o, trainer *t)
     t->grad_out = malloc(sizeof *t->grad_out * (size_t)t->nparams);
     if (!t->grads || !t->grad_out) ax_out_of_memory(0);
     if (pass_grad(g, loss, t->params, t->nparams, t->grads)) return AXC_EINPUT;
+    for (int id = 0; id < g->nnodes; id++)
+        if (g->nodes[id].op == IR_OP_param && g->nodes[id].name == pass_dropout_counter_name)
+            t->dropout_counter = g->nodes[id].data;
     t->loss = g->noutputs;
     ir_add_output(g, loss, "loss");
     for (int i = 0; i < t->nparams; i++) {
@@ -238,14 +244,29 @@ static double seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The steps: batches in file order, --epochs times. */
+/* The batches of 0-based epoch `epoch` in the order they are used: file
+ * order, or with --shuffle a Fisher-Yates shuffle whose draw for position i
+ * is axrt_mix64(axrt_mix64(seed) ^ (epoch << 32) ^ i) mod (i + 1) (README). */
+static void batch_order(const axc_opts *o, long epoch, int64_t *order, int64_t batches)
+{
+    for (int64_t i = 0; i < batches; i++) order[i] = i;
+    if (!o->shuffle) return;
+    for (int64_t i = batches - 1; i > 0; i--) {
+        uint64_t r = axrt_mix64(axrt_mix64(o->seed) ^ ((uint64_t)epoch << 32) ^ (uint64_t)i);
+        int64_t j = (int64_t)(r % (uint64_t)(i + 1)), swap = order[i];
+        order[i] = order[j], order[j] = swap;
+    }
+}
+
+/* The steps: batches in file (or --shuffle's) order, --epochs times. */
 static int run_steps(const axc_opts *o, trainer *t, batch_file *files, int64_t batches)
 {
     ir_graph *g = t->g;
     const axrt_optim h = axc_optim_from(o);
     const void **in = calloc((size_t)g->ninputs, sizeof *in);
     void **out = calloc((size_t)g->noutputs, sizeof *out);
-    if (!in || !out) ax_out_of_memory(0);
+    int64_t *order = malloc(sizeof *order * (size_t)batches);
+    if (!in || !out || !order) ax_out_of_memory(0);
     for (int k = 0; k < g->noutputs; k++)
         if (!(out[k] = malloc(ir_nbytes(&g->nodes[g->outputs[k]]) + 1))) ax_out_of_memory(0);
     alloc_state(t);
@@ -253,7 +274,9 @@ static int run_steps(const axc_opts *o, trainer *t, batch_file *files, int64_t b
     const double t0 = seconds();
     int rc = AXC_OK;
     for (long step = 1; step <= total && !rc; step++) {
-        int64_t b = (step - 1) % batches;
+        if ((step - 1) % batches == 0) batch_order(o, (step - 1) / batches, order, batches);
+        int64_t b = order[(step - 1) % batches];
+        if (t->dropout_counter) t->dropout_counter[0] = (int64_t)o->seed, t->dropout_counter[1] = step;
         for (int i = 0; i < g->ninputs; i++) in[i] = files[i].data + (size_t)b * files[i].batch_bytes;
         if (ir_interp_run(g, in, out)) ax_die("axc train: the interpreter failed at step %ld", step);
         double loss;
@@ -276,6 +299,7 @@ static int run_steps(const axc_opts *o, trainer *t, batch_file *files, int64_t b
     }
     for (int k = 0; k < g->noutputs; k++) free(out[k]);
     free(out);
+    free(order);
     free((void *)in);
     return rc;
 }

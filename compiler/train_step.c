@@ -178,6 +178,12 @@ int axc_train_step_graphs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int
                  ir_dtype_name(g->dtype), g->name);
         return AXC_EINPUT;
     }
+    for (int id = 0; id < g->nnodes; id++)
+        if (g->nodes[id].op == IR_OP_dropout) {   /* its counter would need a step in the state */
+            ax_error(g->ctx, g->nodes[id].loc, "the generated training step does not take Dropout yet "
+                     "(axc train does); drop it or set p=0 for --train");
+            return AXC_EINPUT;
+        }
     ir_graph *fwd = copy_graph(g);
     axc_trainer t = {0};
     t.g = g;

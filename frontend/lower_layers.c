@@ -863,7 +863,8 @@ static bool build_dropout(lower_state *st, lower_layer *l, const lower_args *a)
         ax_error(st->ctx, a->pos[0]->loc, "Dropout probability must be in [0, 1), got %g", p.f);
         return false;
     }
-    l->op = IR_OP_COUNT;
+    l->op = st->ctx->training && p.f > 0 ? IR_OP_dropout : IR_OP_COUNT;   /* inference: the identity */
+    l->attrs.alpha = p.f;
     return true;
 }
 
@@ -1010,6 +1011,10 @@ int lower_apply_layer(lower_state *st, const lower_layer *l, const int *in, int 
         return IR_NONE;
     }
     if (l->op == IR_OP_COUNT) return in[0];
+    if (l->op == IR_OP_dropout) {   /* its counter comes from pass_train_mode */
+        int src[2] = {in[0], IR_NONE};
+        return lower_add(st, l->op, src, 2, &l->attrs, loc, l->name);
+    }
     if (l->ctor->build == build_rmsnorm) return apply_rmsnorm(st, l, in[0], loc);  /* several nodes */
     if (l->op == IR_OP_conv && ir_at(st->g, l->params[0])->rank == 3)
         return apply_conv1d(st, l, in[0], loc);

@@ -54,6 +54,13 @@ static double cost_conv_transpose(const ir_graph *g, const ir_node *n)
     return x && w ? 2 * numel(x) * (double)(w->shape[1] * w->shape[2] * w->shape[3]) : 0;
 }
 
+/* dW [out, in/groups, kh, kw]: every output pixel (dy's) meets every tap. */
+static double cost_conv_grad_weight(const ir_graph *g, const ir_node *n)
+{
+    const ir_node *dy = src(g, n, 0);
+    return dy ? 2 * numel(dy) * (double)(n->shape[1] * n->shape[2] * n->shape[3]) : 0;
+}
+
 /* Projections of q, k, v and the output, scores and their weighted sum. */
 static double cost_mha(const ir_graph *g, const ir_node *n)
 {
@@ -84,6 +91,10 @@ static double cost_mha(const ir_graph *g, const ir_node *n)
 #define cost_upsample cost_norm
 #define cost_embedding cost_none
 #define cost_unary_grad cost_elementwise
+#define cost_pool_grad cost_elementwise
+#define cost_slice_grad cost_none
+#define cost_embedding_grad cost_none
+#define cost_dropout cost_elementwise
 
 typedef double cost_fn(const ir_graph *g, const ir_node *n);
 static cost_fn *const cost_fns[IR_OP_COUNT] = {

@@ -296,6 +296,22 @@ static void put_fused_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
 #define put_pool_attrs put_window
 #define put_globalpool_attrs put_no_attrs
 #define put_embedding_attrs put_no_attrs
+#define put_conv_grad_weight_attrs put_window
+#define put_slice_grad_attrs put_slice_attrs
+#define put_embedding_grad_attrs put_no_attrs
+
+static void put_pool_grad_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    ax_buf_printf(out, " of=%s", ir_ops[n->attrs.of_op].name);
+    put_window_attrs(out, n);
+}
+
+static void put_dropout_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    ax_buf_printf(out, " p=%g stream=%d", n->attrs.alpha, n->attrs.index);
+}
 
 static put_attrs_fn *const put_family_attrs[IR_OP_COUNT] = {
 #define OP(name, min, max, kind, inplace, family, shape, optional, flags) \

@@ -832,6 +832,126 @@ static int eval_pool(const interp *in, const ir_node *n, double *out)
     return 0;
 }
 
+/* ---- backward kernels of the training graph (pass_grad) ------------------- */
+
+/* dW of conv attrs over x = operand 1 and dy = operand 0: every output pixel's
+ * dy times the input pixel each weight tap read (conv_at's walk). */
+static int eval_conv_grad_weight(const interp *in, const ir_node *n, double *out)
+{
+    const ir_node *dyn = operand(in, n, 0), *x = operand(in, n, 1);
+    const double *dy = operand_vals(in, n, 0), *xv = operand_vals(in, n, 1);
+    const ir_attrs *at = &n->attrs;
+    const int64_t oc = n->shape[0], icg = n->shape[1], kh = n->shape[2], kw = n->shape[3];
+    const int64_t ocg = oc / at->groups, oh = dyn->shape[1], ow = dyn->shape[2];
+    memset(out, 0, (size_t)ir_numel(n) * sizeof *out);
+    for (int64_t b = 0; b < dyn->shape[0]; b++)
+        for (int64_t oy = 0; oy < oh; oy++)
+            for (int64_t ox = 0; ox < ow; ox++)
+                for (int64_t ky = 0; ky < kh; ky++)
+                    for (int64_t kx = 0; kx < kw; kx++) {
+                        const double *pixel = nhwc_pixel(xv, x->shape, b,
+                                                         oy * at->stride[0] - at->pad[0] + ky * at->dilation[0],
+                                                         ox * at->stride[1] - at->pad[1] + kx * at->dilation[1]);
+                        if (!pixel) continue;
+                        for (int64_t o = 0; o < oc; o++) {
+                            double g = dy[((b * oh + oy) * ow + ox) * oc + o];
+                            const double *xg = pixel + (o / ocg) * icg;
+                            for (int64_t ic = 0; ic < icg; ic++)
+                                out[((o * icg + ic) * kh + ky) * kw + kx] += g * xg[ic];
+                        }
+                    }
+    return 0;
+}
+
+/* dx of the pool attrs.of_op: each window's dy to the first maximum (as
+ * pool_at picks it), or spread over its counted pixels divided as pool_at. */
+static int eval_pool_grad(const interp *in, const ir_node *n, double *out)
+{
+    const ir_node *dyn = operand(in, n, 0), *x = operand(in, n, 1);
+    const double *dy = operand_vals(in, n, 0), *xv = operand_vals(in, n, 1);
+    const ir_attrs *at = &n->attrs;
+    const bool is_max = at->of_op == IR_OP_maxpool;
+    const int64_t oh = dyn->shape[1], ow = dyn->shape[2], c = dyn->shape[3];
+    memset(out, 0, (size_t)ir_numel(n) * sizeof *out);
+    for (int64_t b = 0; b < dyn->shape[0]; b++)
+        for (int64_t oy = 0; oy < oh; oy++)
+            for (int64_t ox = 0; ox < ow; ox++)
+                for (int64_t ch = 0; ch < c; ch++) {
+                    const int64_t y0 = oy * at->stride[0] - at->pad[0], x0 = ox * at->stride[1] - at->pad[1];
+                    int64_t best = -1, counted = 0, rows = 0, cols = 0;
+                    double acc = -INFINITY;
+                    for (int ky = 0; ky < at->kernel[0]; ky++) {
+                        rows += y0 + ky < x->shape[1] + at->pad[2] - at->ceil_extra[0];
+                        for (int kx = 0; kx < at->kernel[1]; kx++) {
+                            cols += ky == 0 && x0 + kx < x->shape[2] + at->pad[3] - at->ceil_extra[1];
+                            const double *pixel = nhwc_pixel(xv, x->shape, b, y0 + ky, x0 + kx);
+                            if (!pixel) continue;
+                            counted++;
+                            if (is_max && (best < 0 || pixel[ch] > acc || isnan(pixel[ch])))
+                                acc = pixel[ch], best = pixel + ch - xv;
+                        }
+                    }
+                    const double g = dy[((b * oh + oy) * ow + ox) * c + ch];
+                    if (is_max) {
+                        if (best >= 0) out[best] += g;
+                        continue;
+                    }
+                    const double share = g / (double)(at->exclude_pad ? counted : rows * cols);
+                    for (int ky = 0; ky < at->kernel[0]; ky++)
+                        for (int kx = 0; kx < at->kernel[1]; kx++) {
+                            const double *pixel = nhwc_pixel(xv, x->shape, b, y0 + ky, x0 + kx);
+                            if (pixel) out[pixel + ch - xv] += share;
+                        }
+                }
+    return 0;
+}
+
+/* The slice's inverse: zeros, dy written at the slice's elements (eval_slice's walk). */
+static int eval_slice_grad(const interp *in, const ir_node *n, double *out)
+{
+    const ir_node *dyn = operand(in, n, 0);
+    const double *dy = operand_vals(in, n, 0);
+    int64_t x_strides[IR_MAX_RANK], strides[IR_MAX_RANK], offset = 0;
+    for (int d = n->rank - 1; d >= 0; d--)
+        x_strides[d] = d == n->rank - 1 ? 1 : x_strides[d + 1] * n->shape[d + 1];
+    for (int d = 0; d < n->rank; d++) {
+        strides[d] = x_strides[d] * n->attrs.step[d];
+        offset += n->attrs.begin[d] * x_strides[d];
+    }
+    memset(out, 0, (size_t)ir_numel(n) * sizeof *out);
+    for (int64_t i = 0; i < ir_numel(dyn); i++)
+        out[offset + broadcast_offset(i, dyn->shape, dyn->rank, strides)] += dy[i];
+    return 0;
+}
+
+/* The table's gradient: row idx[i] += dy[i, :]. */
+static int eval_embedding_grad(const interp *in, const ir_node *n, double *out)
+{
+    const ir_node *idx = operand(in, n, 0);
+    const double *iv = operand_vals(in, n, 0), *dy = operand_vals(in, n, 1);
+    const int64_t vocab = n->shape[0], dim = n->shape[1];
+    memset(out, 0, (size_t)ir_numel(n) * sizeof *out);
+    for (int64_t i = 0; i < ir_numel(idx); i++) {
+        if (!(iv[i] >= 0 && iv[i] < (double)vocab))
+            return -1;
+        for (int64_t k = 0; k < dim; k++)
+            out[(int64_t)iv[i] * dim + k] += dy[i * dim + k];
+    }
+    return 0;
+}
+
+/* x * keep / (1 - p) with the counter's (seed, step); no counter: x. */
+static int eval_dropout(const interp *in, const ir_node *n, double *out)
+{
+    const double *x = operand_vals(in, n, 0), *counter = operand_vals(in, n, 1);
+    const double p = n->attrs.alpha;
+    for (int64_t i = 0; i < ir_numel(n); i++)
+        out[i] = !counter ? x[i]
+                 : axrt_dropout_keep((uint64_t)counter[0], (uint64_t)n->attrs.index, (uint64_t)counter[1],
+                                     (uint64_t)i, p) ? x[i] / (1 - p) : 0;
+    return 0;
+}
+
 /* torch.nn.ConvTranspose2d on NHWC: every input pixel scattered through the
  * kernel, weight [in, out/groups, kh, kw]. */
 static int eval_conv_transpose(const interp *in, const ir_node *n, double *out)

@@ -99,8 +99,8 @@ static void insert_cast(ir_graph *g, int input)
     }
 }
 
-/* Every live reader of the integer input is an Embedding reading it as
- * its indices (operand 0) only. */
+/* Every live reader of the integer input is an Embedding (or, in a
+ * training graph, its gradient) reading it as its indices (operand 0) only. */
 static bool integer_input_ok(const ir_graph *g, int input)
 {
     ir_use u = {0};
@@ -108,7 +108,7 @@ static bool integer_input_ok(const ir_graph *g, int input)
     bool ok = true;
     for (int k = 0; k < ir_use_nusers(&u, input) && ok; k++) {
         const ir_node *n = &g->nodes[ir_use_user(&u, input, k)];
-        ok = n->op == IR_OP_embedding && n->src[1] != input;
+        ok = (n->op == IR_OP_embedding || n->op == IR_OP_embedding_grad) && n->src[1] != input;
     }
     ir_use_free(&u);
     return ok;

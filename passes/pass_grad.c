@@ -361,21 +361,17 @@ static void grad_matmul(grad_state *s, int id)
     if (needs(s, b)) accumulate(s, b, unbroadcast(s, matmul(s, swap_last(s, a), dy), b));
 }
 
-/* y = W[idx]: dW = onehot(idx)^T @ dy (rows of idx's flattening) */
+/* y = W[idx]: dW's rows idx[i] += dy's rows (embedding_grad: only the rows
+ * the batch names are non-zero, no [vocab, vocab] one-hot) */
 static void grad_embedding(grad_state *s, int id)
 {
     int idx = SRC(id, 0), w = SRC(id, 1);
     if (!needs(s, w)) return;
-    const int64_t vocab = N(w)->shape[0], dim = N(w)->shape[1], rows = ir_numel(N(idx));
-    int64_t eye_shape[2] = {vocab, vocab}, flat_shape[1] = {rows}, dy2_shape[2] = {rows, dim};
-    int eye = constant(s, eye_shape, 2, 0, true);
-    int flat = N(idx)->rank == 1 ? idx : reshape(s, idx, flat_shape, 1);
-    N(flat)->dtype = N(idx)->dtype;
-    int src[2] = {flat, eye};
-    int64_t hot_shape[2] = {rows, vocab};
-    int hot = add_node(s, IR_OP_embedding, src, 2, hot_shape, 2);
-    int dy2 = reshape(s, s->adj[id], dy2_shape, 2);
-    accumulate(s, w, matmul(s, swap_last(s, hot), dy2));
+    const int64_t dim = N(w)->shape[1], rows = ir_numel(N(idx));
+    int64_t dy2_shape[2] = {rows, dim};
+    int dy2 = N(s->adj[id])->rank == 2 ? s->adj[id] : reshape(s, s->adj[id], dy2_shape, 2);
+    int src[2] = {idx, dy2};
+    accumulate(s, w, add_node(s, IR_OP_embedding_grad, src, 2, N(w)->shape, 2));
 }
 
 /* LayerNorm over the last dim, recomputing x^ = (x - mean) * rstd:
@@ -412,24 +408,196 @@ static void grad_globalmeanpool(grad_state *s, int id)
     accumulate(s, x, expand(s, reshape(s, dy, shape, 4), x));
 }
 
-/* Mean pooling in non-overlapping windows that tile the input (stride =
- * kernel, no padding, sizes divisible, as LeNet-5's): each input pixel gets
- * its window's dy / (kh kw), spread through a [N, OH, kh, OW, kw, C] view. */
-static void grad_meanpool(grad_state *s, int id)
+/* A node of op over src with node `like_attrs`'s attributes (a conv's or a
+ * pool's window, a slice's index) and the given shape. */
+static int with_attrs(grad_state *s, ir_op op, const int *src, int nsrc, int like_attrs, const int64_t *shape,
+                      int rank)
+{
+    int id = add_node(s, op, src, nsrc, shape, rank);
+    N(id)->attrs = N(like_attrs)->attrs;
+    N(id)->attrs.act = IR_NONE, N(id)->attrs.residual = IR_NONE;
+    return id;
+}
+
+/* dy [.., C] summed over every dim but the last, shaped as the bias b [C]. */
+static int bias_grad(grad_state *s, int dy, int b)
+{
+    const int64_t c = N(dy)->shape[N(dy)->rank - 1];
+    int64_t rows_shape[2] = {ir_numel(N(dy)) / c, c};
+    int rows = N(dy)->rank == 2 ? dy : reshape(s, dy, rows_shape, 2);
+    return reshape_like(s, reduce(s, IR_OP_sum, rows, 0), b);
+}
+
+/* Conv (NHWC, weight [O, C/groups, kh, kw], any stride, padding, dilation,
+ * groups): dx is the transposed conv of dy through the same weight (its
+ * layout is ConvTranspose2d's [in, out/groups, kh, kw] with in = O), its
+ * output sized as x; dW is conv_grad_weight; db sums dy. */
+static void grad_conv(grad_state *s, int id)
+{
+    if (!plain(s, id)) return;
+    int x = SRC(id, 0), w = SRC(id, 1), b = N(id)->nsrc > 2 ? SRC(id, 2) : IR_NONE, dy = s->adj[id];
+    if (needs(s, x)) {
+        int src[3] = {dy, w, IR_NONE};
+        int t = with_attrs(s, IR_OP_conv_transpose, src, 3, id, N(x)->shape, N(x)->rank);
+        ir_attrs *a = &N(t)->attrs;
+        for (int k = 0; k < 2; k++)   /* what makes ConvTranspose2d's size x's (for messages and dumps) */
+            a->out_pad[k] = (int)(N(x)->shape[1 + k] - ((N(dy)->shape[1 + k] - 1) * a->stride[k] - 2 * a->pad[k] +
+                                                        a->dilation[k] * (N(w)->shape[2 + k] - 1) + 1));
+        accumulate(s, x, t);
+    }
+    if (needs(s, w)) {
+        int src[2] = {dy, x};
+        accumulate(s, w, with_attrs(s, IR_OP_conv_grad_weight, src, 2, id, N(w)->shape, N(w)->rank));
+    }
+    if (needs(s, b)) accumulate(s, b, bias_grad(s, dy, b));
+}
+
+/* ConvTranspose2d (weight [in, out/groups, kh, kw]), the adjoint of a conv:
+ * dx is the conv of dy through the same weight and window (sized as x), dW is
+ * conv_grad_weight with x in dy's place and dy in x's (its layout is then the
+ * transposed conv's own), db sums dy. */
+static void grad_conv_transpose(grad_state *s, int id)
+{
+    if (!plain(s, id)) return;
+    int x = SRC(id, 0), w = SRC(id, 1), b = N(id)->nsrc > 2 ? SRC(id, 2) : IR_NONE, dy = s->adj[id];
+    if (needs(s, x)) {
+        int src[3] = {dy, w, IR_NONE};
+        int t = with_attrs(s, IR_OP_conv, src, 3, id, N(x)->shape, N(x)->rank);
+        N(t)->attrs.kernel[0] = (int)N(w)->shape[2], N(t)->attrs.kernel[1] = (int)N(w)->shape[3];
+        accumulate(s, x, t);
+    }
+    if (needs(s, w)) {
+        int src[2] = {x, dy};
+        accumulate(s, w, with_attrs(s, IR_OP_conv_grad_weight, src, 2, id, N(w)->shape, N(w)->rank));
+    }
+    if (needs(s, b)) accumulate(s, b, bias_grad(s, dy, b));
+}
+
+/* MaxPool and MeanPool, any window, stride, padding, ceil mode and divisor:
+ * pool_grad routes each window's dy as the forward read it. */
+static void grad_pool(grad_state *s, int id)
 {
     int x = SRC(id, 0);
     if (!needs(s, x)) return;
-    const ir_attrs *a = &N(id)->attrs;
-    const int64_t *xs = N(x)->shape, *ys = N(id)->shape;
-    bool tiles = a->stride[0] == a->kernel[0] && a->stride[1] == a->kernel[1] && ys[1] * a->kernel[0] == xs[1] &&
-                 ys[2] * a->kernel[1] == xs[2];
-    for (int k = 0; k < 4; k++) tiles = tiles && a->pad[k] == 0;
-    if (!tiles) { grad_missing(s, id); return; }
-    int64_t view[6] = {ys[0], ys[1], 1, ys[2], 1, ys[3]};
-    int64_t full[6] = {ys[0], ys[1], a->kernel[0], ys[2], a->kernel[1], ys[3]};
-    int dy = binary(s, IR_OP_mul, s->adj[id], scalar(s, 1.0 / (double)(a->kernel[0] * a->kernel[1])));
-    int spread = binary(s, IR_OP_mul, reshape(s, dy, view, 6), constant(s, full, 6, 1, false));
-    accumulate(s, x, reshape_like(s, spread, x));
+    int src[2] = {s->adj[id], x};
+    int t = with_attrs(s, IR_OP_pool_grad, src, 2, id, N(x)->shape, N(x)->rank);
+    N(t)->attrs.of_op = (int)N(id)->op;
+    accumulate(s, x, t);
+}
+#define grad_maxpool grad_pool
+#define grad_meanpool grad_pool
+
+/* The slice of x's dims [begin, begin + size) along axis, whole elsewhere. */
+static int slice_along(grad_state *s, int x, int axis, int64_t begin, int64_t size)
+{
+    int64_t shape[IR_MAX_RANK];
+    memcpy(shape, N(x)->shape, sizeof shape);
+    shape[axis] = size;
+    int id = add_node(s, IR_OP_slice, &x, 1, shape, N(x)->rank);
+    ir_attrs *a = &N(id)->attrs;
+    for (int d = 0; d < N(x)->rank; d++)
+        a->begin[d] = d == axis ? begin : 0, a->end[d] = d == axis ? begin + size : N(x)->shape[d], a->step[d] = 1;
+    a->nslice = N(x)->rank;
+    return id;
+}
+
+/* concat: each operand's part of dy */
+static void grad_concat(grad_state *s, int id)
+{
+    const int axis = N(id)->attrs.axis;
+    int64_t at = 0;
+    for (int k = 0; k < N(id)->nsrc; k++) {
+        int x = SRC(id, k);
+        if (needs(s, x)) accumulate(s, x, slice_along(s, s->adj[id], axis, at, N(x)->shape[axis]));
+        at += N(x)->shape[axis];
+    }
+}
+
+/* slice (any begin, end, step per dim): dy put back where it came from */
+static void grad_slice(grad_state *s, int id)
+{
+    int x = SRC(id, 0), dy = s->adj[id];
+    if (needs(s, x)) accumulate(s, x, with_attrs(s, IR_OP_slice_grad, &dy, 1, id, N(x)->shape, N(x)->rank));
+}
+
+/* A chunk result is a slice along the producer's axis; the producer passes
+ * the sum of its results' adjoints (its own, of its operand's shape) on. */
+static void grad_result(grad_state *s, int id)
+{
+    int p = SRC(id, 0), dy = s->adj[id];
+    if (!needs(s, p)) return;
+    int64_t start, size;
+    ir_result_extent(s->g, N(id), &start, &size);
+    int t = add_node(s, IR_OP_slice_grad, &dy, 1, N(p)->shape, N(p)->rank);
+    ir_attrs *a = &N(t)->attrs;
+    for (int d = 0; d < N(p)->rank; d++) a->begin[d] = d == N(p)->attrs.axis ? start : 0, a->step[d] = 1;
+    for (int d = 0; d < N(p)->rank; d++) a->end[d] = a->begin[d] + N(id)->shape[d];
+    a->nslice = N(p)->rank;
+    accumulate(s, p, t);
+}
+
+static void grad_chunk(grad_state *s, int id)
+{
+    int x = SRC(id, 0);
+    if (needs(s, x)) accumulate(s, x, s->adj[id]);
+}
+
+/* Dropout's mask is a pure function of its counter (ops.def): the same op on
+ * dy applies the forward's mask and scale. */
+static void grad_dropout(grad_state *s, int id)
+{
+    int x = SRC(id, 0);
+    if (!needs(s, x)) return;
+    int src[2] = {s->adj[id], SRC(id, 1)};
+    accumulate(s, x, with_attrs(s, IR_OP_dropout, src, 2, id, N(x)->shape, N(x)->rank));
+}
+
+/* maximum/minimum over an axis (dim kept): dy shared evenly among the
+ * elements equal to the result (torch.amax/amin), found as 1 + sign(x - y)
+ * (maximum) or 1 - sign(x - y) (minimum), which is 1 there and 0 elsewhere. */
+static void grad_extremum(grad_state *s, int id)
+{
+    int x = SRC(id, 0);
+    if (!needs(s, x)) return;
+    int diff = binary(s, IR_OP_sub, x, id);
+    int sg = like(s, IR_OP_sign, diff, IR_NONE, diff);
+    int hit = binary(s, N(id)->op == IR_OP_maximum ? IR_OP_add : IR_OP_sub, scalar(s, 1), sg);
+    int count = reduce(s, IR_OP_sum, hit, N(id)->attrs.axis);
+    accumulate(s, x, binary(s, IR_OP_mul, hit, binary(s, IR_OP_div, s->adj[id], count)));
+}
+#define grad_maximum grad_extremum
+#define grad_minimum grad_extremum
+
+/* y = a .^ b: da = dy b a^(b - 1), db = dy y log(a) (NaN for a < 0, as torch) */
+static void grad_pow(grad_state *s, int id)
+{
+    int a = SRC(id, 0), b = SRC(id, 1), dy = s->adj[id];
+    if (needs(s, a)) {
+        int lower = binary(s, IR_OP_pow, a, binary(s, IR_OP_sub, b, scalar(s, 1)));
+        accumulate(s, a, unbroadcast(s, binary(s, IR_OP_mul, binary(s, IR_OP_mul, dy, b), lower), a));
+    }
+    if (needs(s, b)) {
+        int log_a = like(s, IR_OP_log, a, IR_NONE, a);
+        accumulate(s, b, unbroadcast(s, binary(s, IR_OP_mul, binary(s, IR_OP_mul, dy, id), log_a), b));
+    }
+}
+
+/* Upsample, nearest: each input pixel's dy is the sum over the block it was
+ * copied to, a mean pool of dy (window = stride = scale) times the block's size.
+ * Bilinear modes have no rule yet. */
+static void grad_upsample(grad_state *s, int id)
+{
+    int x = SRC(id, 0);
+    if (!needs(s, x)) return;
+    if (N(id)->attrs.mode != IR_UPSAMPLE_NEAREST) { grad_missing(s, id); return; }
+    const int sh = N(id)->attrs.scale[0], sw = N(id)->attrs.scale[1];
+    int dy = s->adj[id];
+    int pool = add_node(s, IR_OP_meanpool, &dy, 1, N(x)->shape, N(x)->rank);
+    ir_attrs *a = &N(pool)->attrs;
+    a->kernel[0] = a->stride[0] = sh, a->kernel[1] = a->stride[1] = sw;
+    a->dilation[0] = a->dilation[1] = 1;
+    memset(a->pad, 0, sizeof a->pad);
+    accumulate(s, x, binary(s, IR_OP_mul, pool, scalar(s, (double)(sh * sw))));
 }
 
 /* Ops without a rule yet, each named (a new ops.def row must be added to
@@ -437,24 +605,17 @@ static void grad_meanpool(grad_state *s, int id)
 #define grad_input grad_none
 #define grad_param grad_none
 #define grad_scalar grad_none
-#define grad_maximum grad_missing
-#define grad_minimum grad_missing
 #define grad_prod grad_missing
-#define grad_pow grad_missing
 #define grad_fmod grad_missing
-#define grad_groupnorm grad_missing
-#define grad_upsample grad_missing
-#define grad_conv_transpose grad_missing
-#define grad_concat grad_missing
-#define grad_slice grad_missing
-#define grad_chunk grad_missing
-#define grad_result grad_missing
-#define grad_batchnorm grad_missing
-#define grad_conv grad_missing
-#define grad_maxpool grad_missing
-#define grad_mha grad_missing
+#define grad_groupnorm grad_missing   /* pass_train_mode rewrites it into ops */
+#define grad_batchnorm grad_missing   /* pass_train_mode rewrites it into ops */
+#define grad_mha grad_missing         /* likewise */
 #define grad_fused_elementwise grad_missing
 #define grad_unary_grad grad_missing
+#define grad_conv_grad_weight grad_missing
+#define grad_pool_grad grad_missing
+#define grad_slice_grad grad_missing
+#define grad_embedding_grad grad_missing
 
 static grad_fn *const grad_rules[IR_OP_COUNT] = {
 #define OP(name, min, max, kind, inplace, family, shape, optional, flags) [IR_OP_##name] = grad_##name,
@@ -572,17 +733,165 @@ static void train_batchnorm(grad_state *s, int bn)
     s->insert_at = -1;
 }
 
+/* [B, L, H*hd] -> [B, H, L, hd] (or [B, H, hd, L] with keys_last) */
+static int split_heads(grad_state *s, int x, int64_t heads, bool keys_last)
+{
+    const int64_t b = N(x)->shape[0], l = N(x)->shape[1], hd = N(x)->shape[2] / heads;
+    int64_t four[4] = {b, l, heads, hd}, shape[4] = {b, heads, keys_last ? hd : l, keys_last ? l : hd};
+    int r = reshape(s, x, four, 4);
+    int t = add_node(s, IR_OP_transpose, &r, 1, shape, 4);
+    int perm[4] = {0, 2, keys_last ? 3 : 1, keys_last ? 1 : 3};
+    memcpy(N(t)->attrs.perm, perm, sizeof perm);
+    N(t)->attrs.nperm = 4;
+    return t;
+}
+
+/* Rows [part d, (part + 1) d) of w (in_proj's q, k or v block), or IR_NONE. */
+static int proj_part(grad_state *s, int w, int part, int64_t d)
+{
+    return w == IR_NONE ? IR_NONE : slice_along(s, w, 0, part * d, d);
+}
+
+static int linear(grad_state *s, int x, int w, int b)
+{
+    int src[3] = {x, w, b};
+    int64_t shape[IR_MAX_RANK];
+    memcpy(shape, N(x)->shape, sizeof shape);
+    shape[N(x)->rank - 1] = N(w)->shape[0];
+    return add_node(s, IR_OP_dense, src, 3, shape, N(x)->rank);
+}
+
+/* A derived [lq, lk] constant: 0 where query i sees key j (j <= i), -inf after. */
+static int causal_mask(grad_state *s, int64_t lq, int64_t lk)
+{
+    int64_t shape[2] = {lq, lk};
+    int c = constant(s, shape, 2, 0, false);
+    int p = N(c)->op == IR_OP_param ? c : SRC(c, 0);
+    for (int64_t i = 0; i < lq * lk; i++)
+        if (i % lk > i / lk) {
+            if (N(p)->dtype == AXRT_F32) ((float *)N(p)->data)[i] = -INFINITY;
+            else ((double *)N(p)->data)[i] = -INFINITY;
+        }
+    return c;
+}
+
+/* MultiheadAttention node m written out in dense, matmul, softmax, reshape
+ * and transpose before it (eval_mha's steps), m itself becoming the output
+ * projection, so that their rules give its gradient.  A key padding mask is
+ * not differentiated yet (a located error). */
+static bool train_mha(grad_state *s, int m)
+{
+    if (N(m)->nsrc > 7 && SRC(m, 7) != IR_NONE) { grad_missing(s, m); return false; }
+    s->insert_at = m;
+    const int q = SRC(m, 0), k = SRC(m, 1), v = SRC(m, 2), in_w = SRC(m, 3), in_b = SRC(m, 4);
+    const int64_t d = N(q)->shape[2], heads = N(m)->attrs.heads, lq = N(q)->shape[1], lk = N(k)->shape[1];
+    const bool causal = N(m)->attrs.causal;
+    int qh = split_heads(s, linear(s, q, proj_part(s, in_w, 0, d), proj_part(s, in_b, 0, d)), heads, false);
+    int kt = split_heads(s, linear(s, k, proj_part(s, in_w, 1, d), proj_part(s, in_b, 1, d)), heads, true);
+    int vh = split_heads(s, linear(s, v, proj_part(s, in_w, 2, d), proj_part(s, in_b, 2, d)), heads, false);
+    int scores = binary(s, IR_OP_mul, matmul(s, qh, kt), scalar(s, 1 / sqrt((double)(d / heads))));
+    if (causal) scores = binary(s, IR_OP_add, scores, causal_mask(s, lq, lk));
+    int p = like(s, IR_OP_softmax, scores, IR_NONE, scores);
+    N(p)->attrs.axis = 3;
+    int ctx = matmul(s, p, vh);   /* [B, H, lq, hd] */
+    int64_t bl_shape[4] = {N(q)->shape[0], lq, heads, d / heads}, flat[3] = {N(q)->shape[0], lq, d};
+    int t = add_node(s, IR_OP_transpose, &ctx, 1, bl_shape, 4);
+    int perm[4] = {0, 2, 1, 3};
+    memcpy(N(t)->attrs.perm, perm, sizeof perm);
+    N(t)->attrs.nperm = 4;
+    int joined = reshape(s, t, flat, 3);
+    const int at = s->insert_at;
+    ir_node *n = N(at);
+    const int out_w = n->src[5], out_b = n->src[6];
+    n->op = IR_OP_dense;
+    n->nsrc = 3;
+    n->src[0] = joined, n->src[1] = out_w, n->src[2] = out_b;
+    s->insert_at = -1;
+    return true;
+}
+
+/* [a, b, c, d] transposed to [a, c, b, d] */
+static int swap_middle(grad_state *s, int x)
+{
+    const int64_t *xs = N(x)->shape;
+    int64_t shape[4] = {xs[0], xs[2], xs[1], xs[3]};
+    int t = add_node(s, IR_OP_transpose, &x, 1, shape, 4);
+    int perm[4] = {0, 2, 1, 3};
+    memcpy(N(t)->attrs.perm, perm, sizeof perm);
+    N(t)->attrs.nperm = 4;
+    return t;
+}
+
+/* GroupNorm node gn ([N, ..., C], groups G) written out before it: x as
+ * [N, G, S * C/G] rows normalised with their biased variance, back to x's
+ * layout, then gn itself becomes the affine step (weight, bias optional). */
+static void train_groupnorm(grad_state *s, int gn)
+{
+    s->insert_at = gn;
+    const int x = SRC(gn, 0), w = SRC(gn, 1), b = SRC(gn, 2);
+    const int64_t n = N(x)->shape[0], c = N(x)->shape[N(x)->rank - 1], groups = N(gn)->attrs.groups;
+    const int64_t sp = ir_numel(N(x)) / (n * c), cg = c / groups;
+    const double eps = N(gn)->attrs.eps;   /* gn moves as nodes are inserted before it */
+    int64_t four[4] = {n, sp, groups, cg}, rows[3] = {n, groups, sp * cg}, back[4] = {n, groups, sp, cg};
+    int r = reshape(s, swap_middle(s, reshape(s, x, four, 4)), rows, 3);
+    int xc = binary(s, IR_OP_sub, r, reduce(s, IR_OP_mean, r, 2));
+    int var = reduce(s, IR_OP_mean, binary(s, IR_OP_mul, xc, xc), 2);
+    int sd = like(s, IR_OP_sqrt, binary(s, IR_OP_add, var, scalar(s, eps)), IR_NONE, var);
+    int xhat = binary(s, IR_OP_mul, xc, like(s, IR_OP_reciprocal, sd, IR_NONE, sd));
+    int normed = reshape_like(s, swap_middle(s, reshape(s, xhat, back, 4)), x);
+    int scaled = w != IR_NONE && b != IR_NONE ? binary(s, IR_OP_mul, normed, w) : normed;
+    const int other = b == IR_NONE ? (w == IR_NONE ? scalar(s, 1) : w) : b;
+    ir_node *node = N(s->insert_at);
+    node->op = b == IR_NONE ? IR_OP_mul : IR_OP_add;
+    node->nsrc = 2;
+    node->src[0] = scaled, node->src[1] = other;
+    s->insert_at = -1;
+}
+
+/* The name of the dropout counter parameter (pass_train_mode). */
+const char *const pass_dropout_counter_name = "<dropout counter>";
+
+/* Every Dropout reads one Int64 [2] counter (seed, step: 0, 0 here; the
+ * trainer sets them), made before the first, and gets its own stream. */
+static void train_dropout(grad_state *s, int id, int *counter, int stream)
+{
+    if (*counter == IR_NONE) {
+        s->insert_at = id;
+        int64_t two[1] = {2};
+        int c = add_node(s, IR_OP_param, NULL, 0, two, 1);
+        ir_node *n = N(c);
+        n->dtype = AXRT_I64;
+        n->derived = true;
+        n->name = pass_dropout_counter_name;
+        n->role = IR_PARAM_ZEROS;
+        n->data = ax_alloc(s->g->ctx->arena, 2 * sizeof(int64_t));
+        memset(n->data, 0, 2 * sizeof(int64_t));
+        *counter = c;
+        id = s->insert_at;
+        s->insert_at = -1;
+    }
+    N(id)->src[1] = *counter;
+    N(id)->attrs.index = stream;
+}
+
 int pass_train_mode(ir_graph *g)
 {
     grad_state s = {g, NULL, NULL, g->nnodes, 0, -1};
-    int count = 0;
+    int count = 0, counter = IR_NONE, streams = 0;
     for (int id = 0; id < g->nnodes; id++) {
-        if (g->nodes[id].dead || g->nodes[id].op != IR_OP_batchnorm) continue;
+        const int before = g->nnodes;
+        if (g->nodes[id].dead) continue;
+        if (g->nodes[id].op == IR_OP_mha && !train_mha(&s, id)) return -1;
+        if (g->nodes[id].op == IR_OP_dropout) train_dropout(&s, id, &counter, streams++);
+        if (g->nodes[id].op == IR_OP_groupnorm) train_groupnorm(&s, id);
+        if (g->nodes[id].op != IR_OP_batchnorm) {
+            id += g->nnodes - before;
+            continue;
+        }
         if (g->nodes[id].attrs.act != IR_NONE || g->nodes[id].attrs.residual != IR_NONE) {
             grad_missing(&s, id);
             return -1;
         }
-        const int before = g->nnodes;
         train_batchnorm(&s, id);
         id += g->nnodes - before;   /* past the rewritten node */
         count++;

@@ -120,6 +120,11 @@ bool pass_grad_has_rule(ir_op op);
  * after their parameters (PyTorch train()).  Returns how many BatchNorms,
  * or -1 after an error. */
 int pass_train_mode(ir_graph *g);
+/* pass_train_mode also writes each MultiheadAttention out in the ops its
+ * gradient comes from, and points every Dropout at one Int64 [2] parameter
+ * (seed, step), not part of the state_dict, named pass_dropout_counter_name;
+ * the trainer sets its seed and counts its steps. */
+extern const char *const pass_dropout_counter_name;
 
 /* The losses of interface.md §8, as PyTorch's with reduction='mean'. */
 typedef enum pass_loss_kind {

@@ -130,6 +130,24 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
     void axrt_##op##_bcast_##S(const T *a, const int64_t *a_strides, const T *b,         \
                                const int64_t *b_strides, T *y, const int64_t *shape, int rank);
 
+/* Dropout's counter-based generator (the IR's dropout op, interface.md §8):
+ * whether element i of dropout layer `stream` at training step `step` is
+ * kept, drop probability p; a pure function of its arguments, so a backward
+ * recomputes the forward's mask instead of storing it (splitmix64's mixer). */
+static inline uint64_t axrt_mix64(uint64_t z)
+{
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static inline int axrt_dropout_keep(uint64_t seed, uint64_t stream, uint64_t step, uint64_t i, double p)
+{
+    const uint64_t h = axrt_mix64(axrt_mix64(axrt_mix64(axrt_mix64(seed) ^ stream) ^ step) ^ i);
+    return (double)(h >> 11) * (1.0 / 9007199254740992.0) >= p;
+}
+
 /* Every kernel of one compute dtype T, with name suffix S. */
 #define AXRT_DECLARE_KERNELS(T, S)                                                       \
     AXRT_DECLARE_UNARY(T, S, relu) AXRT_DECLARE_UNARY(T, S, relu6)                       \
@@ -221,7 +239,26 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
                              T *y, T *scratch, const axrt_mha_params *p);              \
     /* y[i, :] = w[idx[i], :] for n indices of dtype AXRT_I8, AXRT_I32 or AXRT_I64 */      \
     int axrt_embedding_##S(const void *idx, axrt_dtype idx_dtype, const T *w, T *y,       \
-                           size_t n, size_t vocab, size_t dim);
+                           size_t n, size_t vocab, size_t dim);                                  \
+    /* The training step's backward kernels (the IR's *_grad ops): a conv's     \
+       weight gradient [oc, c/groups, kh, kw] from dy (p->o*) and x (p->n, h, w, c) */ \
+    void axrt_conv2d_grad_weight_##S(const T *dy, const T *x, T *dw,                   \
+                                     const axrt_conv2d_params *p);                     \
+    /* dx of maxpool (is_max) or meanpool, divisors as axrt_meanpool_counted's */      \
+    void axrt_pool2d_grad_##S(const T *dy, const T *x, T *dx, const axrt_pool2d_params *p, \
+                              int is_max, int div_pad_bottom, int div_pad_right,       \
+                              int count_pad);                                          \
+    /* x_count zeros, then dy scattered as axrt_gather_strided reads (a slice's dx) */ \
+    void axrt_scatter_strided_##S(const T *dy, T *x, size_t x_count,                   \
+                                  const int64_t *dy_shape, const int64_t *strides,     \
+                                  int64_t offset, int rank);                           \
+    /* dw [vocab, dim] = 0, then dw[idx[i], :] += dy[i, :] (indices as embedding's) */  \
+    int axrt_embedding_grad_##S(const void *idx, axrt_dtype idx_dtype, const T *dy,     \
+                                T *dw, size_t n, size_t vocab, size_t dim);            \
+    /* y = x * keep / (1 - p), keep from axrt_dropout_keep(counter[0] (seed),          \
+       stream, counter[1] (step), i, p) */                                              \
+    void axrt_dropout_##S(const T *x, const int64_t *counter, T *y, size_t n,          \
+                          uint64_t stream, double p);
 
 AXRT_DECLARE_KERNELS(float, f32)
 AXRT_DECLARE_KERNELS(double, f64)

@@ -235,9 +235,9 @@ check_option_hints() {
     run_axc mlp.ax --weight w.safetensors -o t.c; expect_rc 2 || return 1
     grep -q "did you mean '--weights'" err || { show; return 1; }
     local opt
-    for opt in --shuffle; do
+    for opt in --train --shuffle --nesterov; do
         run_axc run mlp.ax $opt; expect_rc 2 || return 1
-        grep -q "not built yet" err || { echo "$opt: no 'not built yet'"; show; return 1; }
+        grep -q "option '$opt' is not valid in this mode" err || { echo "$opt: no 'not valid in this mode'"; show; return 1; }
     done
     run_axc mlp.ax --emit=ax; expect_rc 2 || return 1
     grep -q "not built yet" err || { show; return 1; }

@@ -696,6 +696,67 @@ static void test_embedding_out_of_range(void **state)
     release(&m, &b);
 }
 
+/* The training graph's backward kernels (ops.def's training-only rows, made
+ * by pass_grad), their shapes resolved by hand as pass_grad resolves them
+ * (shape: source); PyTorch computes the same gradients with autograd. */
+static int resolved(model *m, ir_op o, int nsrc, const int *src, int rank, const int64_t *shape)
+{
+    int id = op(m, o, nsrc, src);
+    set_shape(ir_at(m->g, id), rank, shape);
+    return id;
+}
+
+static void window(ir_attrs *a, int k, int sh, int sw, int top, int left, int bottom, int right)
+{
+    a->kernel[0] = a->kernel[1] = k, a->stride[0] = sh, a->stride[1] = sw;
+    a->pad[0] = top, a->pad[1] = left, a->pad[2] = bottom, a->pad[3] = right;
+}
+
+static void test_backward_kernels(void **state)
+{
+    (void)state;
+    static const int64_t ids[6] = {0, 4, 9, 4, 1, 2};
+    model m = model_new("backward", AXRT_F32);
+    int x = input(&m, "x", AXRT_F32, 4, SHAPE(2, 7, 6, 4));
+    int dy = input(&m, "dy", AXRT_F32, 4, SHAPE(2, 4, 2, 6));
+    int dp = input(&m, "dp", AXRT_F32, 4, SHAPE(2, 4, 3, 4));
+    int ds = input(&m, "ds", AXRT_F32, 4, SHAPE(2, 3, 2, 4));
+    int i64 = input(&m, "ids", AXRT_I64, 2, SHAPE(2, 3));
+    int de = input(&m, "de", AXRT_F32, 2, SHAPE(6, 4));
+    m.input_data[4] = (void *)ids;
+    int dw = resolved(&m, IR_OP_conv_grad_weight, NSRC(dy, x), 4, SHAPE(6, 2, 3, 3));
+    window(attrs(&m, dw), 3, 2, 3, 1, 0, 1, 1);
+    attrs(&m, dw)->groups = 2;
+    output(&m, "dw", dw);
+    int mx = resolved(&m, IR_OP_pool_grad, NSRC(dp, x), 4, SHAPE(2, 7, 6, 4));
+    window(attrs(&m, mx), 3, 2, 2, 1, 1, 1, 1);
+    attrs(&m, mx)->of_op = IR_OP_maxpool;
+    output(&m, "mx", mx);
+    int mn = resolved(&m, IR_OP_pool_grad, NSRC(dp, x), 4, SHAPE(2, 7, 6, 4));
+    window(attrs(&m, mn), 3, 2, 2, 1, 1, 1, 1);
+    attrs(&m, mn)->of_op = IR_OP_meanpool, attrs(&m, mn)->exclude_pad = true;
+    output(&m, "mn", mn);
+    int sg = resolved(&m, IR_OP_slice_grad, NSRC(ds), 4, SHAPE(2, 7, 6, 4));
+    ir_attrs *a = attrs(&m, sg);
+    const int64_t begin[4] = {0, 1, 0, 0}, end[4] = {2, 7, 6, 4}, step[4] = {1, 2, 3, 1};
+    memcpy(a->begin, begin, sizeof begin), memcpy(a->end, end, sizeof end), memcpy(a->step, step, sizeof step);
+    a->nslice = 4;
+    output(&m, "sg", sg);
+    output(&m, "eg", resolved(&m, IR_OP_embedding_grad, NSRC(i64, de), 2, SHAPE(10, 4)));
+    check_against_torch(&m,
+                        "c = lambda t: t.permute(0, 3, 1, 2); h = lambda t: t.permute(0, 2, 3, 1)\n"
+                        "dw = torch.nn.grad.conv2d_weight(F.pad(c(x), (0, 1, 1, 1)), (6, 2, 3, 3), c(dy),\n"
+                        "    stride=(2, 3), groups=2)\n"
+                        "def pool_grad(f):\n"
+                        "    xx = c(x).clone().requires_grad_()\n"
+                        "    f(xx).backward(c(dp))\n"
+                        "    return h(xx.grad)\n"
+                        "mx = pool_grad(lambda t: F.max_pool2d(t, 3, 2, 1))\n"
+                        "mn = pool_grad(lambda t: F.avg_pool2d(t, 3, 2, 1, count_include_pad=False))\n"
+                        "sg = torch.zeros(2, 7, 6, 4); sg[:, 1:7:2, 0:6:3, :] = ds\n"
+                        "eg = torch.zeros(10, 4).index_add_(0, ids.reshape(-1), de)\n");
+}
+
 static void test_float64_model(void **state)
 {
     (void)state;
@@ -758,6 +819,7 @@ int main(void)
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_embedding_out_of_range),
+        cmocka_unit_test(test_backward_kernels),
         cmocka_unit_test(test_float64_model),
     };
     return cmocka_run_group_tests(tests, compile_runtime, remove_runtime);
