@@ -11,6 +11,7 @@ extern thread_local axk_dim3 threadIdx;
 extern axk_dim3 blockIdx;
 extern pthread_barrier_t axk_barrier;
 #define __global__
+#define __device__
 #define __launch_bounds__(n)
 #define __shared__ static
 static inline void __syncthreads(void) { pthread_barrier_wait(&axk_barrier); }
