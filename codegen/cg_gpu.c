@@ -46,7 +46,23 @@ typedef struct gpu_dialect {
     "    if (e == 0) { const float f = (float)m * 5.9604644775390625e-8f; return s ? -f : f; }\n" \
     "    if (e == 31) return __int_as_float((int)(s | 0x7f800000u | (m << 13)));\n"              \
     "    return __int_as_float((int)(s | ((e + 112u) << 23) | (m << 13)));\n}\n"                 \
-    "__device__ inline float axk_bf16(unsigned short h) { return __int_as_float((int)((unsigned)h << 16)); }\n"
+    "__device__ inline float axk_bf16(unsigned short h) { return __int_as_float((int)((unsigned)h << 16)); }\n" \
+    "/* GEMMs on tensor cores (BFloat16 operands, Float32 accumulation) when the\n"                 \
+    "   runtime compiles with AXK_MMA_BF16 (AXRT_GPU_MATH=bf16) for sm_80 or later */\n"         \
+    "#if defined(AXK_MMA_BF16) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\n"                \
+    "#define AXK_MMA 1\n"                                                                          \
+    "__device__ inline unsigned axk_bf16_bits(float f)\n{\n"                                        \
+    "    const unsigned u = __float_as_uint(f);\n"                                                 \
+    "    return (f != f ? 0x7fc00000u : u + 0x7fffu + ((u >> 16) & 1u)) >> 16;\n}\n"               \
+    "__device__ inline unsigned axk_bf16x2(float lo, float hi) { return axk_bf16_bits(lo) | axk_bf16_bits(hi) << 16; }\n" \
+    "#ifndef AXK_MMA_16816 /* d[0..3] += A (a0..a3) B (b0, b1), one warp's m16n8k16 */\n"        \
+    "#define AXK_MMA_16816(d, a0, a1, a2, a3, b0, b1) \\\n"                                        \
+    "    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 \" \\\n"             \
+    "                 \"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" \\\n"   \
+    "                 : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3]) \\\n"             \
+    "                 : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1))\n"       \
+    "#endif\n"                                                                                    \
+    "#else\n#define AXK_MMA 0\n#endif\n"
 
 static const gpu_dialect dialects[] = {
     {"cuda", "CUDA", "AXRT_GPU_CUDA", "/* CUDA C++ for NVRTC */\n" COMMON_PRELUDE},
@@ -634,6 +650,29 @@ typedef struct gemm_shape {
     const char *out;          /* C, indexed by cbase + m * N + n */
 } gemm_shape;
 
+/* The tensor-core K step (AXK_MMA: AXRT_GPU_MATH=bf16 on sm_80 and later):
+ * warp w computes rows 16 (w % 4).. and columns 32 (w / 4).. of the tile
+ * as four m16n8k16 mma.sync, the shared float tiles rounded to BFloat16
+ * (PTX ISA fragment layouts), accumulating in Float32. */
+#define MMA_STEP                                                                                   \
+    "#if AXK_MMA\n"                                                                                \
+    "        {\n"                                                                                  \
+    "            const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gq = lane / 4, tq = lane % 4;\n" \
+    "            const int am = (warp % 4) * 16;\n"                                                     \
+    "            const unsigned a0 = axk_bf16x2(As[tq * 2][am + gq], As[tq * 2 + 1][am + gq]);\n"      \
+    "            const unsigned a1 = axk_bf16x2(As[tq * 2][am + gq + 8], As[tq * 2 + 1][am + gq + 8]);\n" \
+    "            const unsigned a2 = axk_bf16x2(As[tq * 2 + 8][am + gq], As[tq * 2 + 9][am + gq]);\n"  \
+    "            const unsigned a3 = axk_bf16x2(As[tq * 2 + 8][am + gq + 8], As[tq * 2 + 9][am + gq + 8]);\n" \
+    "#pragma unroll\n"                                                                            \
+    "            for (int j = 0; j < 4; j++) {\n"                                                  \
+    "                const int bn = (warp / 4) * 32 + j * 8 + gq;\n"                                \
+    "                const unsigned b0 = axk_bf16x2(Bs[tq * 2][bn], Bs[tq * 2 + 1][bn]);\n"          \
+    "                const unsigned b1 = axk_bf16x2(Bs[tq * 2 + 8][bn], Bs[tq * 2 + 9][bn]);\n"      \
+    "                AXK_MMA_16816(acc[j], a0, a1, a2, a3, b0, b1);\n"                               \
+    "            }\n"                                                                              \
+    "        }\n"                                                                                  \
+    "#else\n"
+
 static void emit_gemm(gk *k, const ir_node *n, const gemm_shape *s)
 {
     const int64_t M = s->M, N = s->N, K = s->K;
@@ -657,21 +696,29 @@ static void emit_gemm(gk *k, const ir_node *n, const gemm_shape *s)
                   "            Bs[kq][nn] = (n < %lldLL && kk < %lldLL) ? %s : 0.0f;\n"
                   "        }\n"
                   "        __syncthreads();\n"
+                  "%s"
                   "        for (int kq = 0; kq < 16; kq++) {\n"
                   "            float a[4], b[4];\n"
                   "            for (int r = 0; r < 4; r++) a[r] = As[kq][ty * 4 + r];\n"
                   "            for (int c = 0; c < 4; c++) b[c] = Bs[kq][tx * 4 + c];\n"
                   "            for (int r = 0; r < 4; r++) for (int c = 0; c < 4; c++) acc[r][c] = fmaf(a[r], b[c], acc[r][c]);\n"
                   "        }\n"
+                  "#endif\n"
                   "        __syncthreads();\n    }\n"
                   "    for (int r = 0; r < 4; r++) for (int c = 0; c < 4; c++) {\n"
+                  "#if AXK_MMA /* acc[r]: the warp's n-tile r, acc[r][c] the mma's c-th output */\n"
+                  "        const long long m = m0 + (threadIdx.x / 32 %% 4) * 16 + threadIdx.x %% 32 / 4 + (c >= 2 ? 8 : 0);\n"
+                  "        const long long n = n0 + threadIdx.x / 128 * 32 + r * 8 + threadIdx.x %% 4 * 2 + (c & 1);\n"
+                  "        (void)tx; (void)ty;\n"
+                  "#else\n"
                   "        const long long m = m0 + ty * 4 + r, n = n0 + tx * 4 + c;\n"
+                  "#endif\n"
                   "        if (m >= %lldLL || n >= %lldLL) continue;\n"
                   "        const long long o = cbase + m * %lldLL + n;\n"
                   "        float v = acc[r][c]%s%s%s;\n",
                   (long long)K, (long long)M, (long long)K, a_at,
                   b_k_major ? "i / 16" : "i % 64", b_k_major ? "i % 16" : "i / 64",
-                  (long long)N, (long long)K, b_at, (long long)M, (long long)N, (long long)N,
+                  (long long)N, (long long)K, b_at, MMA_STEP, (long long)M, (long long)N, (long long)N,
                   bias ? " + " : "", bias ? bias : "", bias ? "[n]" : "");
     epilogue(k, n, "o");
     ax_buf_printf(k->src, "        %s[o] = v;\n    }\n}\n", s->out);

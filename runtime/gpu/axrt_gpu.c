@@ -264,6 +264,14 @@ static void rtc_failure(const rtc *r, void *prog, int rc, const char *what, char
     free(log);
 }
 
+/* AXRT_GPU_MATH=bf16: the CUDA GEMMs on tensor cores (BFloat16 operands,
+ * Float32 accumulation) on sm_80 and later; anything else: exact Float32. */
+static int math_bf16(const dialect_api *api)
+{
+    const char *m = getenv("AXRT_GPU_MATH");
+    return api == &apis[AXRT_GPU_CUDA] && m && !strcmp(m, "bf16");
+}
+
 /* Compiles source for arch; binary: CUBIN/code object, else PTX text. */
 static int rtc_build(const rtc *r, const dialect_api *api, const char *source, const char *arch,
                      int binary, char **out, size_t *len, char *err, size_t errlen)
@@ -271,8 +279,9 @@ static int rtc_build(const rtc *r, const dialect_api *api, const char *source, c
     void *prog = NULL;
     char arch_opt[64];
     snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%s", arch);
-    const char *opts[] = {arch_opt, "-default-device"};
-    const int nopts = arch[0] ? (api == &apis[AXRT_GPU_CUDA] ? 2 : 1) : 0;
+    const char *opts[3] = {arch_opt, "-default-device"};
+    int nopts = arch[0] ? (api == &apis[AXRT_GPU_CUDA] ? 2 : 1) : 0;
+    if (math_bf16(api)) opts[nopts++] = "-DAXK_MMA_BF16";
     int rc = r->create(&prog, source, "axc_kernels", 0, NULL, NULL);
     if (rc) { rtc_failure(r, NULL, rc, api->rtc_create, err, errlen); return 1; }
     rc = r->compile(prog, nopts, nopts ? opts : NULL);
@@ -329,7 +338,8 @@ static int cache_path(char *path, size_t size, const dialect_api *api, const rtc
     int major = 0, minor = 0;
     if (r->version) r->version(&major, &minor);
     char version[64];
-    snprintf(version, sizeof version, "%s %s %d.%d", api->vendor, arch, major, minor);
+    snprintf(version, sizeof version, "%s %s %d.%d%s", api->vendor, arch, major, minor,
+             math_bf16(api) ? " bf16" : "");
     const uint64_t h = fnv1a(fnv1a(14695981039346656037ULL, version, strlen(version)), source, strlen(source));
     snprintf(path, size, "%s/axc-%016llx.%s", base, (unsigned long long)h, api->cache_ext);
     return 1;

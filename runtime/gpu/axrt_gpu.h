@@ -15,6 +15,8 @@
  * generated code.  Environment: AXRT_GPU_CACHE (cache directory; default
  * $XDG_CACHE_HOME/axc or $HOME/.cache/axc; "off" disables it),
  * AXRT_GPU_VERBOSE=1 (says on stderr whether it compiled or used the cache),
+ * AXRT_GPU_MATH=bf16 (CUDA, sm_80 and later: the GEMMs on tensor cores, BFloat16
+ * operands with Float32 accumulation; otherwise exact Float32),
  * AXRT_CUDA_LIB / AXRT_NVRTC_LIB / AXRT_HIP_LIB (library names to open). */
 #ifndef AXRT_GPU_H
 #define AXRT_GPU_H

@@ -110,11 +110,27 @@ emulate() {
     fi
     if timeout 120 "$d/cmp" 1e-4 $(input_specs "$f") >"$d/out" 2>&1; then pass "emu/$b ($(cat "$d/out"))"
     else fail "emu/$b" "does not match the C target within 1e-4:"; tail_of "$d/out"; fi
+    [[ $mma_models == *" $b "* ]] && emulate_mma "$f"
+}
+
+# the same with the GEMMs on the tensor-core path (AXRT_GPU_MATH=bf16, sm_80),
+# each mma.sync emulated (emu.h AXK_EMU_MMA): BFloat16 operands, so within 3e-2
+emulate_mma() {
+    local f=$1 b d
+    b=$(basename "$f" .ax); d=$work/$b
+    if ! { g++ -O1 -w -std=c++17 -DAXK_EMU_MMA -include "$here/emu.h" -c "$d/kt.cpp" -o "$d/ktm.o" &&
+           g++ -o "$d/cmpm" "$d/cmp.o" "$d/ref.o" "$d/gpu.o" "$d/ktm.o" "$work/emu_rt.o" "$build/lib/libaxrt.a" -lpthread -lm; } >"$d/buildm" 2>&1; then
+        fail "emu-mma/$b" "build failed:"; tail_of "$d/buildm"; return
+    fi
+    if timeout 120 "$d/cmpm" 3e-2 $(input_specs "$f") >"$d/outm" 2>&1; then pass "emu-mma/$b ($(cat "$d/outm"))"
+    else fail "emu-mma/$b" "does not match the C target within 3e-2:"; tail_of "$d/outm"; fi
 }
 
 command -v g++ >/dev/null && emu_objs || echo "SKIP: cuda emu (no g++)"
 # small enough for one-pthread-per-GPU-thread emulation
 emu_models=" mlp lenet5 r1_mlp_b1 r5_layernorm r6_softmax mobilenetv2_block gpt_block "
+# models whose GEMMs (dense, matmul, attention projections) also run the mma path
+mma_models=" mlp gpt_block dense dense_chain matmul matmul_2d mha mha_mask "
 for f in "${models[@]}"; do
     b=$(basename "$f" .ax)
     if [ $# -gt 0 ]; then # run.sh NAME...: the models whose name holds one (and the loader)
