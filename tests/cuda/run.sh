@@ -142,4 +142,27 @@ for f in "${models[@]}"; do
     [ -e "$work/emu_rt.o" ] && emulate "$f"
 done
 
+# the tensor-core path's PTX (not run: no GPU here): AXRT_GPU_MATH=bf16 puts
+# mma.sync into every GEMM kernel for sm_80 and sm_90 (and ptxas takes it);
+# below sm_80, or without it, the GEMMs stay exact Float32 with no mma
+mma_ptx() { # ARCH MATH: the count of bf16 mma.sync in the mlp's PTX, or "failed"
+    AXRT_GPU_MATH=$2 "$axc" --seed=0 --target=cuda --emit=ptx --arch=$1 "$root/examples/mlp.ax" -o "$work/mma-$1-$2.ptx" 2>"$work/mma.err" || { echo failed; return; }
+    if [ -n "$ptxas" ] && ! "$ptxas" -arch=$1 "$work/mma-$1-$2.ptx" -o "$work/mma.cubin" 2>>"$work/mma.err"; then echo failed; return; fi
+    grep -c 'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32' "$work/mma-$1-$2.ptx"
+}
+if [ $# -gt 0 ] || [ -z "$have_nvrtc" ]; then skip "mma-ptx (no NVRTC, or a run of named models)"
+else
+    for arch in sm_80 sm_90; do
+        got=$(mma_ptx $arch bf16)
+        # the mlp's two dense layers: four m16n8k16 per K step each, unrolled
+        if [ "$got" = 8 ]; then pass "mma-ptx/$arch (8 mma.sync ... bf16; compiled, not run: no GPU here)"
+        else fail "mma-ptx/$arch" "want 8 bf16 mma.sync in the PTX, got '$got'"; sed 's/^/  /' "$work/mma.err"; fi
+    done
+    for case in "sm_75 bf16" "sm_90 fp32"; do
+        got=$(mma_ptx $case)
+        if [ "$got" = 0 ]; then pass "mma-ptx/none-${case// /-}"
+        else fail "mma-ptx/none-${case// /-}" "want no mma.sync, got '$got'"; sed 's/^/  /' "$work/mma.err"; fi
+    done
+fi
+
 bash "$here/loader.sh"
