@@ -523,6 +523,78 @@ int axrt_gpu_forward_host(axrt_gpu *g, const void *const *inputs, void *const *o
     return rc;
 }
 
+/* ---- device timing (axc run --bench) ---------------------------------------- */
+
+typedef int (*fn_evcreate)(void **, unsigned);
+typedef int (*fn_evrecord)(void *, void *);
+typedef int (*fn_evsync)(void *);
+typedef int (*fn_evelapsed)(float *, void *, void *);
+typedef int (*fn_evdestroy)(void *);
+
+typedef struct events {
+    fn_evcreate create;
+    fn_evrecord record;
+    fn_evsync sync;
+    fn_evelapsed elapsed;
+    fn_evdestroy destroy;
+} events;
+
+/* The driver's event calls (looked up only when timing). */
+static int open_events(axrt_gpu *g, events *e)
+{
+    const int cuda = g->api == &apis[AXRT_GPU_CUDA];
+    const char *names[] = {cuda ? "cuEventCreate" : "hipEventCreateWithFlags",
+                           cuda ? "cuEventRecord" : "hipEventRecord",
+                           cuda ? "cuEventSynchronize" : "hipEventSynchronize",
+                           cuda ? "cuEventElapsedTime" : "hipEventElapsedTime",
+                           cuda ? "cuEventDestroy_v2" : "hipEventDestroy"};
+    void *slots[5];
+    const char *missing = resolve(g->d.lib, names, slots, 5);
+    if (missing) {
+        snprintf(g->error, sizeof g->error, "the %s driver has no %s", g->api->vendor, missing);
+        return 1;
+    }
+    memcpy(&e->create, &slots[0], sizeof slots[0]);
+    memcpy(&e->record, &slots[1], sizeof slots[0]);
+    memcpy(&e->sync, &slots[2], sizeof slots[0]);
+    memcpy(&e->elapsed, &slots[3], sizeof slots[0]);
+    memcpy(&e->destroy, &slots[4], sizeof slots[0]);
+    return 0;
+}
+
+/* One forward on the staged inputs between two events: its device time. */
+static int timed_forward(axrt_gpu *g, const events *e, void *start, void *stop, double *us)
+{
+    float ms = 0.0f;
+    int rc = e->record(start, NULL);
+    if (!rc) rc = axrt_gpu_forward(g, (const void *const *)g->staging, NULL);
+    if (!rc) rc = e->record(stop, NULL);
+    if (!rc) rc = e->sync(stop);
+    if (!rc) rc = e->elapsed(&ms, start, stop);
+    *us = (double)ms * 1000.0;
+    return rc;
+}
+
+int axrt_gpu_time_forward(axrt_gpu *g, const void *const *inputs, long warmup, long runs, double *us)
+{
+    const axrt_gpu_model *m = g->model;
+    events e;
+    void *start = NULL, *stop = NULL;
+    g->error[0] = 0;
+    if (open_events(g, &e)) return -1;
+    int rc = 0;
+    for (int i = 0; i < m->ninputs && !rc; i++) rc = g->d.htod(g->staging[i], inputs[i], m->io_bytes[i]);
+    if (!rc) rc = e.create(&start, 0);
+    if (!rc) rc = e.create(&stop, 0);
+    for (long i = 0; i < warmup && !rc; i++) rc = axrt_gpu_forward(g, (const void *const *)g->staging, NULL);
+    if (!rc) rc = g->d.sync();
+    for (long i = 0; i < runs && !rc; i++) rc = timed_forward(g, &e, start, stop, &us[i]);
+    if (start) e.destroy(start);
+    if (stop) e.destroy(stop);
+    if (rc && !g->error[0]) snprintf(g->error, sizeof g->error, "%s timing failed with error %d", g->api->vendor, rc);
+    return rc;
+}
+
 const char *axrt_gpu_error(const axrt_gpu *g)
 {
     return g->error;

@@ -66,6 +66,12 @@ int axrt_gpu_forward(axrt_gpu *g, const void *const *io, void *stream);
 /* Host buffers: copied into the staging buffers allocated at init, run,
  * copied back, synchronised. */
 int axrt_gpu_forward_host(axrt_gpu *g, const void *const *inputs, void *const *outputs);
+/* Device time of forward passes (axc run --bench): the host inputs copied
+ * in once, warmup forwards, then runs forwards, each between two events
+ * (cuEventRecord/hipEventRecord on the default stream); us[i] gets run i's
+ * microseconds, copies excluded.  Returns 0, or non-zero with the reason in
+ * axrt_gpu_error. */
+int axrt_gpu_time_forward(axrt_gpu *g, const void *const *inputs, long warmup, long runs, double *us);
 /* The last error's text (a driver call that failed in forward). */
 const char *axrt_gpu_error(const axrt_gpu *g);
 void axrt_gpu_free(axrt_gpu *g);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <vector>
 #include "axrt_gpu.h"
 #include "emu.h"
@@ -150,4 +151,23 @@ void axk_mma_emu(float *d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, u
         d[i] += sum;
     }
     __syncthreads();
+}
+
+/* --bench's device timing: the emulated forwards timed by the wall clock. */
+int axrt_gpu_time_forward(axrt_gpu *g, const void *const *inputs, long warmup, long runs, double *us)
+{
+    void *outputs[AXRT_GPU_MAX_IO];
+    std::vector<std::vector<unsigned char> > keep(g->m->noutputs);
+    for (int i = 0; i < g->m->noutputs; i++) {
+        keep[i].resize(g->m->io_bytes[g->m->ninputs + i] + 1);
+        outputs[i] = keep[i].data();
+    }
+    for (long i = 0; i < warmup + runs; i++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        if (axrt_gpu_forward_host(g, inputs, outputs)) return 1;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (i >= warmup) us[i - warmup] = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+    }
+    return 0;
 }
