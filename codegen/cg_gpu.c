@@ -38,7 +38,31 @@ typedef struct gpu_dialect {
 #define COMMON_PRELUDE                                                                         \
     "#define AXK extern \"C\" __global__ void __launch_bounds__(256)\n"                        \
     "typedef unsigned char u8;\n"                                                              \
-    "#define AXK_INF __int_as_float(0x7f800000)\n"
+    "#define AXK_INF __int_as_float(0x7f800000)\n"                                              \
+    "#define AXK_NAN __int_as_float(0x7fc00000)\n"                                              \
+    "/* Float16 and BFloat16 bits to float (inputs converted at the boundary) */\n"            \
+    "__device__ inline float axk_f16(unsigned short h)\n{\n"                                    \
+    "    const unsigned s = (unsigned)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;\n" \
+    "    if (e == 0) { const float f = (float)m * 5.9604644775390625e-8f; return s ? -f : f; }\n" \
+    "    if (e == 31) return __int_as_float((int)(s | 0x7f800000u | (m << 13)));\n"              \
+    "    return __int_as_float((int)(s | ((e + 112u) << 23) | (m << 13)));\n}\n"                 \
+    "__device__ inline float axk_bf16(unsigned short h) { return __int_as_float((int)((unsigned)h << 16)); }\n" \
+    "/* GEMMs on tensor cores (BFloat16 operands, Float32 accumulation) when the\n"                 \
+    "   runtime compiles with AXK_MMA_BF16 (AXRT_GPU_MATH=bf16) for sm_80 or later */\n"         \
+    "#if defined(AXK_MMA_BF16) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\n"                \
+    "#define AXK_MMA 1\n"                                                                          \
+    "__device__ inline unsigned axk_bf16_bits(float f)\n{\n"                                        \
+    "    const unsigned u = __float_as_uint(f);\n"                                                 \
+    "    return (f != f ? 0x7fc00000u : u + 0x7fffu + ((u >> 16) & 1u)) >> 16;\n}\n"               \
+    "__device__ inline unsigned axk_bf16x2(float lo, float hi) { return axk_bf16_bits(lo) | axk_bf16_bits(hi) << 16; }\n" \
+    "#ifndef AXK_MMA_16816 /* d[0..3] += A (a0..a3) B (b0, b1), one warp's m16n8k16 */\n"        \
+    "#define AXK_MMA_16816(d, a0, a1, a2, a3, b0, b1) \\\n"                                        \
+    "    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 \" \\\n"             \
+    "                 \"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" \\\n"   \
+    "                 : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3]) \\\n"             \
+    "                 : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1))\n"       \
+    "#endif\n"                                                                                    \
+    "#else\n#define AXK_MMA 0\n#endif\n"
 
 static const gpu_dialect dialects[] = {
     {"cuda", "CUDA", "AXRT_GPU_CUDA", "/* CUDA C++ for NVRTC */\n" COMMON_PRELUDE},
@@ -80,6 +104,29 @@ static const char *flit(const gk *k, double v)
 }
 
 /* ---- where values live ----------------------------------------------------- */
+
+/* The kernel source's element type of dtype (no <stdint.h> in NVRTC);
+ * Float16/BFloat16 are their bits. */
+static const char *kernel_type(axrt_dtype dtype)
+{
+    switch (dtype) {
+    case AXRT_F64: return "double";
+    case AXRT_F16: case AXRT_BF16: return "unsigned short";
+    case AXRT_I8: return "signed char";
+    case AXRT_I32: return "int";
+    case AXRT_I64: return "long long";
+    default: return "float";
+    }
+}
+
+/* x (an element of dtype) as a float expression. */
+static const char *to_float(const gk *k, axrt_dtype dtype, const char *x)
+{
+    if (dtype == AXRT_F16) return ax_sprintf(arena_of(k), "axk_f16(%s)", x);
+    if (dtype == AXRT_BF16) return ax_sprintf(arena_of(k), "axk_bf16(%s)", x);
+    if (dtype == AXRT_F32) return x;
+    return ax_sprintf(arena_of(k), "(float)%s", x);
+}
 
 static int io_index(const gk *k, int id, bool *output)
 {
@@ -130,7 +177,8 @@ static void begin_kernel_named(gk *k, const char *name, const char *comment)
 {
     k->kernel = name;
     ax_buf_printf(k->src, "\n/* %s */\nAXK %s(u8 *A, const u8 *P", comment, name);
-    for (int i = 0; i < k->g->ninputs; i++) ax_buf_printf(k->src, ", const float *X%d", i);
+    for (int i = 0; i < k->g->ninputs; i++)
+        ax_buf_printf(k->src, ", const %s *X%d", kernel_type(node_at(k, k->g->inputs[i])->dtype), i);
     for (int i = 0; i < k->g->noutputs; i++) ax_buf_printf(k->src, ", float *Y%d", i);
     ax_buf_puts(k->src, ")\n{\n    (void)A; (void)P;\n");
 }
@@ -241,7 +289,8 @@ static void emit_unary(gk *k, const ir_node *n)
 {
     begin_elementwise(k, n, ir_ops[n->op].name);
     const char *x = elem(k, n, 0, "o");
-    if (n->op == IR_OP_cast) ax_buf_printf(k->src, "    float v = %s;\n", x);
+    if (n->op == IR_OP_cast)
+        ax_buf_printf(k->src, "    float v = %s;\n", to_float(k, node_at(k, n->src[0])->dtype, x));
     else ax_buf_printf(k->src, "    const float x = %s;\n    float v = %s;\n", x,
                        cg_unary_text(arena_of(k), n->op, "x", AXRT_F32, n->attrs.alpha));
     end_elementwise(k, n);
@@ -337,6 +386,71 @@ static void emit_concat(gk *k, const ir_node *n)
         start += part;
     }
     ax_buf_puts(k->src, "    else v = 0.0f;\n");
+    end_elementwise(k, n);
+}
+
+/* One thread per output element: row idx[o / dim] of the table, or NaN
+ * for an index outside [0, vocab) (the C target returns AXRT_ERR_INDEX). */
+static void emit_embedding(gk *k, const ir_node *n)
+{
+    const ir_node *w = node_at(k, n->src[1]);
+    const int64_t vocab = w->shape[0], dim = w->shape[1];
+    begin_elementwise(k, n, "embedding");
+    ax_buf_printf(k->src, "    const long long row = (long long)%s[o / %lldLL];\n"
+                          "    float v = row >= 0 && row < %lldLL ? %s[row * %lldLL + o %% %lldLL] : AXK_NAN;\n",
+                  ptr(k, n->src[0]), (long long)dim, (long long)vocab, ptr(k, n->src[1]), (long long)dim,
+                  (long long)dim);
+    end_elementwise(k, n);
+}
+
+/* Upsample's source along one axis of size in scaled by s (runtime
+ * upsample_source): i0 and i1 and the weight f of i1, declared as
+ * <p>0, <p>1, <p>f from the output index <p>o. */
+static void upsample_source(gk *k, const char *p, int64_t in, int s, int mode)
+{
+    if (mode == 0) {
+        ax_buf_printf(k->src, "    const long long %s0 = %so / %d, %s1 = %s0;\n    const float %sf = 0.0f;\n",
+                      p, p, s, p, p, p);
+        return;
+    }
+    if (mode == 2)
+        ax_buf_printf(k->src, "    float %ss = %s;\n", p,
+                      in * s > 1 ? ax_sprintf(arena_of(k), "(float)%so * %s / %s", p, flit(k, (double)(in - 1)),
+                                              flit(k, (double)(in * s - 1)))
+                                 : "0.0f");
+    else
+        ax_buf_printf(k->src, "    float %ss = ((float)%so + 0.5f) / %s - 0.5f;\n", p, p, flit(k, (double)s));
+    ax_buf_printf(k->src, "    if (%ss < 0.0f) %ss = 0.0f;\n"
+                          "    long long %s0 = (long long)%ss;\n    if (%s0 > %lldLL) %s0 = %lldLL;\n"
+                          "    const long long %s1 = %s0 + 1 < %lldLL ? %s0 + 1 : %lldLL;\n"
+                          "    const float %sf = %ss - (float)%s0;\n",
+                  p, p, p, p, p, (long long)(in - 1), p, (long long)(in - 1), p, p, (long long)in, p,
+                  (long long)(in - 1), p, p, p);
+}
+
+/* torch.nn.Upsample on NHWC, one thread per output element: nearest, or
+ * bilinear from the four neighbours (align_corners as attrs.mode). */
+static void emit_upsample(gk *k, const ir_node *n)
+{
+    const ir_node *x = node_at(k, n->src[0]);
+    const int64_t H = x->shape[1], W = x->shape[2], C = x->shape[3], OH = n->shape[1], OW = n->shape[2];
+    begin_elementwise(k, n, "upsample");
+    ax_buf_printf(k->src, "    const long long c = o %% %lldLL, xo = (o / %lldLL) %% %lldLL, yo = (o / %lldLL) %% %lldLL, b = o / %lldLL;\n",
+                  (long long)C, (long long)C, (long long)OW, (long long)(C * OW), (long long)OH,
+                  (long long)(C * OW * OH));
+    upsample_source(k, "y", H, n->attrs.scale[0], n->attrs.mode);
+    upsample_source(k, "x", W, n->attrs.scale[1], n->attrs.mode);
+    ax_buf_printf(k->src, "    const float *r0 = %s + (b * %lldLL + y0) * %lldLL, *r1 = %s + (b * %lldLL + y1) * %lldLL;\n",
+                  ptr(k, n->src[0]), (long long)H, (long long)(W * C), ptr(k, n->src[0]), (long long)H,
+                  (long long)(W * C));
+    if (n->attrs.mode == 0)
+        ax_buf_printf(k->src, "    float v = r0[x0 * %lldLL + c];\n    (void)r1; (void)xf; (void)yf;\n", (long long)C);
+    else
+        ax_buf_printf(k->src,
+                      "    const float top = r0[x0 * %lldLL + c] * (1.0f - xf) + r0[x1 * %lldLL + c] * xf;\n"
+                      "    const float bottom = r1[x0 * %lldLL + c] * (1.0f - xf) + r1[x1 * %lldLL + c] * xf;\n"
+                      "    float v = top * (1.0f - yf) + bottom * yf;\n",
+                      (long long)C, (long long)C, (long long)C, (long long)C);
     end_elementwise(k, n);
 }
 
@@ -440,6 +554,77 @@ static void emit_layernorm(gk *k, const ir_node *n)
     launch(k, ir_numel(n) / len, 1, 1, BLOCK);
 }
 
+/* torch.nn.GroupNorm on [N, spatial, C], one block per (sample, group):
+ * its spatial * C/groups values (element j at (j / cg) * C + j % cg after
+ * the group's first), mean, then variance about it, then the affine write
+ * (absent weight and bias: 1 and 0).  InstanceNorm is the groups == C case. */
+static void emit_groupnorm(gk *k, const ir_node *n)
+{
+    const int64_t C = n->shape[n->rank - 1], batch = n->shape[0], spatial = ir_numel(n) / batch / C;
+    const int groups = n->attrs.groups;
+    const int64_t cg = C / groups, count = spatial * cg;
+    const int id = (int)(n - k->g->nodes);
+    begin_kernel(k, id, "groupnorm");
+    ax_buf_printf(k->src,
+                  "    __shared__ float red[%d];\n"
+                  "    const long long g = blockIdx.x %% %d, base = (blockIdx.x / %d) * %lldLL + g * %lldLL;\n"
+                  "    const float *x = %s + base;\n    float *y = %s + base;\n"
+                  "#define AXK_AT(j) (((j) / %lldLL) * %lldLL + (j) %% %lldLL)\n"
+                  "    float acc = 0.0f;\n"
+                  "    for (long long j = threadIdx.x; j < %lldLL; j += %d) acc += x[AXK_AT(j)];\n",
+                  BLOCK, groups, groups, (long long)(spatial * C), (long long)cg, ptr(k, n->src[0]), ptr(k, id),
+                  (long long)cg, (long long)C, (long long)cg, (long long)count, BLOCK);
+    block_sum(k, "total", "acc");
+    ax_buf_printf(k->src, "    const float mean = total / %s;\n    acc = 0.0f;\n"
+                          "    for (long long j = threadIdx.x; j < %lldLL; j += %d) { const float d = x[AXK_AT(j)] - mean; acc += d * d; }\n",
+                  flit(k, (double)count), (long long)count, BLOCK);
+    block_sum(k, "squares", "acc");
+    ax_buf_printf(k->src, "    const float inv = 1.0f / sqrtf(squares / %s + %s);\n"
+                          "    for (long long j = threadIdx.x; j < %lldLL; j += %d) {\n"
+                          "        const long long ch = g * %lldLL + j %% %lldLL;\n"
+                          "        y[AXK_AT(j)] = (x[AXK_AT(j)] - mean) * inv * %s + %s;\n    }\n"
+                          "#undef AXK_AT\n}\n",
+                  flit(k, (double)count), flit(k, n->attrs.eps), (long long)count, BLOCK, (long long)cg,
+                  (long long)cg,
+                  has_operand(n, 1) ? ax_sprintf(arena_of(k), "%s[ch]", ptr(k, n->src[1])) : "1.0f",
+                  has_operand(n, 2) ? ax_sprintf(arena_of(k), "%s[ch]", ptr(k, n->src[2])) : "0.0f");
+    launch(k, batch * groups, 1, 1, BLOCK);
+}
+
+/* torch ConvTranspose2d on NHWC, one thread per output element gathering
+ * the input pixels that reach it: iy * stride - pad + ky * dilation == oy. */
+static void emit_conv_transpose(gk *k, const ir_node *n)
+{
+    const ir_node *x = node_at(k, n->src[0]), *w = node_at(k, n->src[1]);
+    const ir_attrs *at = &n->attrs;
+    const int64_t H = x->shape[1], W = x->shape[2], C = x->shape[3], OH = n->shape[1], OW = n->shape[2];
+    const int64_t OC = n->shape[3], og = w->shape[1], KH = w->shape[2], KW = w->shape[3], cg = C / at->groups;
+    begin_elementwise(k, n, "conv_transpose");
+    ax_buf_printf(k->src,
+                  "    const long long oc = o %% %lldLL, ox = (o / %lldLL) %% %lldLL, oy = (o / %lldLL) %% %lldLL, b = o / %lldLL;\n"
+                  "    const long long g = oc / %lldLL, oi = oc %% %lldLL;\n"
+                  "    float v = %s;\n"
+                  "    for (int ky = 0; ky < %lld; ky++) {\n"
+                  "        const long long ty = oy + %d - ky * %d;\n"
+                  "        if (ty < 0 || ty %% %d != 0 || ty / %d >= %lldLL) continue;\n"
+                  "        for (int kx = 0; kx < %lld; kx++) {\n"
+                  "            const long long tx = ox + %d - kx * %d;\n"
+                  "            if (tx < 0 || tx %% %d != 0 || tx / %d >= %lldLL) continue;\n"
+                  "            const float *xp = %s + ((b * %lldLL + ty / %d) * %lldLL + tx / %d) * %lldLL + g * %lldLL;\n"
+                  "            const float *wp = %s + ((g * %lldLL * %lldLL + oi) * %lldLL + ky) * %lldLL + kx;\n"
+                  "            for (int ci = 0; ci < %lld; ci++) v = fmaf(xp[ci], wp[ci * %lldLL], v);\n"
+                  "        }\n    }\n",
+                  (long long)OC, (long long)OC, (long long)OW, (long long)(OC * OW), (long long)OH,
+                  (long long)(OC * OW * OH), (long long)og, (long long)og,
+                  has_operand(n, 2) ? ax_sprintf(arena_of(k), "%s[oc]", ptr(k, n->src[2])) : "0.0f",
+                  (long long)KH, at->pad[0], at->dilation[0], at->stride[0], at->stride[0], (long long)H,
+                  (long long)KW, at->pad[1], at->dilation[1], at->stride[1], at->stride[1], (long long)W,
+                  ptr(k, n->src[0]), (long long)H, at->stride[0], (long long)W, at->stride[1], (long long)C,
+                  (long long)cg, ptr(k, n->src[1]), (long long)cg, (long long)og, (long long)KH, (long long)KW,
+                  (long long)cg, (long long)(og * KH * KW));
+    end_elementwise(k, n);
+}
+
 static void emit_batchnorm(gk *k, const ir_node *n)
 {
     const int64_t c = n->shape[n->rank - 1];
@@ -465,6 +650,29 @@ typedef struct gemm_shape {
     const char *out;          /* C, indexed by cbase + m * N + n */
 } gemm_shape;
 
+/* The tensor-core K step (AXK_MMA: AXRT_GPU_MATH=bf16 on sm_80 and later):
+ * warp w computes rows 16 (w % 4).. and columns 32 (w / 4).. of the tile
+ * as four m16n8k16 mma.sync, the shared float tiles rounded to BFloat16
+ * (PTX ISA fragment layouts), accumulating in Float32. */
+#define MMA_STEP                                                                                   \
+    "#if AXK_MMA\n"                                                                                \
+    "        {\n"                                                                                  \
+    "            const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gq = lane / 4, tq = lane % 4;\n" \
+    "            const int am = (warp % 4) * 16;\n"                                                     \
+    "            const unsigned a0 = axk_bf16x2(As[tq * 2][am + gq], As[tq * 2 + 1][am + gq]);\n"      \
+    "            const unsigned a1 = axk_bf16x2(As[tq * 2][am + gq + 8], As[tq * 2 + 1][am + gq + 8]);\n" \
+    "            const unsigned a2 = axk_bf16x2(As[tq * 2 + 8][am + gq], As[tq * 2 + 9][am + gq]);\n"  \
+    "            const unsigned a3 = axk_bf16x2(As[tq * 2 + 8][am + gq + 8], As[tq * 2 + 9][am + gq + 8]);\n" \
+    "#pragma unroll\n"                                                                            \
+    "            for (int j = 0; j < 4; j++) {\n"                                                  \
+    "                const int bn = (warp / 4) * 32 + j * 8 + gq;\n"                                \
+    "                const unsigned b0 = axk_bf16x2(Bs[tq * 2][bn], Bs[tq * 2 + 1][bn]);\n"          \
+    "                const unsigned b1 = axk_bf16x2(Bs[tq * 2 + 8][bn], Bs[tq * 2 + 9][bn]);\n"      \
+    "                AXK_MMA_16816(acc[j], a0, a1, a2, a3, b0, b1);\n"                               \
+    "            }\n"                                                                              \
+    "        }\n"                                                                                  \
+    "#else\n"
+
 static void emit_gemm(gk *k, const ir_node *n, const gemm_shape *s)
 {
     const int64_t M = s->M, N = s->N, K = s->K;
@@ -488,21 +696,29 @@ static void emit_gemm(gk *k, const ir_node *n, const gemm_shape *s)
                   "            Bs[kq][nn] = (n < %lldLL && kk < %lldLL) ? %s : 0.0f;\n"
                   "        }\n"
                   "        __syncthreads();\n"
+                  "%s"
                   "        for (int kq = 0; kq < 16; kq++) {\n"
                   "            float a[4], b[4];\n"
                   "            for (int r = 0; r < 4; r++) a[r] = As[kq][ty * 4 + r];\n"
                   "            for (int c = 0; c < 4; c++) b[c] = Bs[kq][tx * 4 + c];\n"
                   "            for (int r = 0; r < 4; r++) for (int c = 0; c < 4; c++) acc[r][c] = fmaf(a[r], b[c], acc[r][c]);\n"
                   "        }\n"
+                  "#endif\n"
                   "        __syncthreads();\n    }\n"
                   "    for (int r = 0; r < 4; r++) for (int c = 0; c < 4; c++) {\n"
+                  "#if AXK_MMA /* acc[r]: the warp's n-tile r, acc[r][c] the mma's c-th output */\n"
+                  "        const long long m = m0 + (threadIdx.x / 32 %% 4) * 16 + threadIdx.x %% 32 / 4 + (c >= 2 ? 8 : 0);\n"
+                  "        const long long n = n0 + threadIdx.x / 128 * 32 + r * 8 + threadIdx.x %% 4 * 2 + (c & 1);\n"
+                  "        (void)tx; (void)ty;\n"
+                  "#else\n"
                   "        const long long m = m0 + ty * 4 + r, n = n0 + tx * 4 + c;\n"
+                  "#endif\n"
                   "        if (m >= %lldLL || n >= %lldLL) continue;\n"
                   "        const long long o = cbase + m * %lldLL + n;\n"
                   "        float v = acc[r][c]%s%s%s;\n",
                   (long long)K, (long long)M, (long long)K, a_at,
                   b_k_major ? "i / 16" : "i % 64", b_k_major ? "i % 16" : "i / 64",
-                  (long long)N, (long long)K, b_at, (long long)M, (long long)N, (long long)N,
+                  (long long)N, (long long)K, b_at, MMA_STEP, (long long)M, (long long)N, (long long)N,
                   bias ? " + " : "", bias ? bias : "", bias ? "[n]" : "");
     epilogue(k, n, "o");
     ax_buf_printf(k->src, "        %s[o] = v;\n    }\n}\n", s->out);
@@ -653,12 +869,13 @@ static mha_dims mha_dims_of(const ir_graph *g, const ir_node *n)
     return m;
 }
 
-/* Scratch: the projected q [batch*lq, d], k and v [batch*lk, d], the heads [batch*lq, d]. */
+/* Scratch: the projected q [batch*lq, d], k and v [batch*lk, d], the heads
+ * [batch*lq, d], and over MHA_MAX_KEYS keys the scores [batch*heads*lq, lk]. */
 static const char *mha_part(const gk *k, const ir_node *n, int part)
 {
     const mha_dims m = mha_dims_of(k->g, n);
-    const int64_t starts[4] = {0, m.batch * m.lq * m.d, m.batch * (m.lq + m.lk) * m.d,
-                               m.batch * (m.lq + 2 * m.lk) * m.d};
+    const int64_t starts[5] = {0, m.batch * m.lq * m.d, m.batch * (m.lq + m.lk) * m.d,
+                               m.batch * (m.lq + 2 * m.lk) * m.d, m.batch * (2 * m.lq + 2 * m.lk) * m.d};
     return ax_sprintf(arena_of(k), "((float *)(A + %lld))",
                       (long long)(n->scratch_offset + 4 * starts[part]));
 }
@@ -685,9 +902,13 @@ static void emit_projection(gk *k, const ir_node *n, const char *suffix, const c
 static void emit_attend(gk *k, const ir_node *n)
 {
     const mha_dims m = mha_dims_of(k->g, n);
+    const bool masked = has_operand(n, 7);
     begin_kernel_part(k, (int)(n - k->g->nodes), "_att", "attention heads");
+    if (m.lk > MHA_MAX_KEYS) /* the scores of each (batch, head, query) in scratch */
+        ax_buf_printf(k->src, "    __shared__ float red[%d];\n    float *sc = %s + (long long)blockIdx.x * %lldLL;\n",
+                      BLOCK, mha_part(k, n, 4), (long long)m.lk);
+    else ax_buf_printf(k->src, "    __shared__ float sc[%lld], red[%d];\n", (long long)m.lk, BLOCK);
     ax_buf_printf(k->src,
-                  "    __shared__ float sc[%lld], red[%d];\n"
                   "    const long long row = blockIdx.x, i = row %% %lldLL, h = (row / %lldLL) %% %d, b = row / %lldLL;\n"
                   "    const float *q = %s + (b * %lldLL + i) * %lldLL + h * %lldLL;\n"
                   "    const float *kb = %s + b * %lldLL * %lldLL + h * %lldLL;\n"
@@ -704,13 +925,15 @@ static void emit_attend(gk *k, const ir_node *n)
                   "        __syncthreads();\n    }\n"
                   "    mx = red[0];\n    __syncthreads();\n    float acc = 0.0f;\n"
                   "    for (long long j = threadIdx.x; j < %lldLL; j += %d) { sc[j] = expf(sc[j] - mx); acc += sc[j]; }\n",
-                  (long long)m.lk, BLOCK, (long long)m.lq, (long long)m.lq, n->attrs.heads,
+                  (long long)m.lq, (long long)m.lq, n->attrs.heads,
                   (long long)(m.lq * n->attrs.heads), mha_part(k, n, 0), (long long)m.lq, (long long)m.d,
                   (long long)m.hd, mha_part(k, n, 1), (long long)m.lk, (long long)m.d, (long long)m.hd,
                   mha_part(k, n, 2), (long long)m.lk, (long long)m.d, (long long)m.hd, (long long)m.lk, BLOCK,
                   (long long)m.hd, (long long)m.d,
-                  n->attrs.causal ? ax_sprintf(arena_of(k), "j > i ? -AXK_INF : acc * %s", flit(k, 1.0 / sqrt((double)m.hd)))
-                                  : ax_sprintf(arena_of(k), "acc * %s", flit(k, 1.0 / sqrt((double)m.hd))),
+                  ax_sprintf(arena_of(k), "%s%s ? -AXK_INF : acc * %s", n->attrs.causal ? "j > i" : "false",
+                             masked ? ax_sprintf(arena_of(k), " || %s[b * %lldLL + j] == 0.0f", ptr(k, n->src[7]),
+                                                 (long long)m.lk) : "",
+                             flit(k, 1.0 / sqrt((double)m.hd))),
                   BLOCK / 2, (long long)m.lk, BLOCK);
     block_sum(k, "sum", "acc");
     ax_buf_printf(k->src,
@@ -740,24 +963,14 @@ static void emit_mha(gk *k, const ir_node *n)
 /* ---- dispatch ------------------------------------------------------------ */
 
 /* The op this back end has no kernel for, or NULL. */
-static const char *unsupported(const ir_graph *g, const ir_node *n)
+static const char *unsupported(const ir_node *n)
 {
-    switch (n->op) { /* no kernel of this back end's yet */
-    case IR_OP_embedding: case IR_OP_groupnorm: case IR_OP_upsample: case IR_OP_conv_transpose:
+    switch (n->op) { /* the training-only ops: the step is generated for the c target only */
     case IR_OP_unary_grad: case IR_OP_conv_grad_weight: case IR_OP_pool_grad: case IR_OP_slice_grad:
     case IR_OP_embedding_grad: case IR_OP_dropout:
         return ir_ops[n->op].name;
-    default: break;
+    default: return NULL;
     }
-    if (n->op == IR_OP_mha && n->nsrc > 7 && n->src[7] != IR_NONE)
-        return "attention with a padding mask";
-    if (n->op == IR_OP_mha && mha_dims_of(g, n).lk > MHA_MAX_KEYS)
-        return "attention over more than 8192 keys";
-    if (n->op == IR_OP_cast && g->nodes[n->src[0]].dtype != n->dtype)
-        return "cast between dtypes";
-    if (n->op == IR_OP_meanpool && n->attrs.adaptive)
-        return "adaptive meanpool";
-    return NULL;
 }
 
 static void emit_node(gk *k, int id)
@@ -774,6 +987,10 @@ static void emit_node(gk *k, int id)
     case IR_OP_layernorm: emit_layernorm(k, n); return;
     case IR_OP_mha: emit_mha(k, n); return;
     case IR_OP_batchnorm: emit_batchnorm(k, n); return;
+    case IR_OP_groupnorm: emit_groupnorm(k, n); return;
+    case IR_OP_embedding: emit_embedding(k, n); return;
+    case IR_OP_upsample: emit_upsample(k, n); return;
+    case IR_OP_conv_transpose: emit_conv_transpose(k, n); return;
     case IR_OP_transpose: emit_transpose(k, n); return;
     case IR_OP_slice: emit_slice(k, n); return;
     case IR_OP_concat: emit_concat(k, n); return;
@@ -810,6 +1027,21 @@ static void emit_output_copies(gk *k)
     }
 }
 
+/* Everything is Float32 on the device but the inputs that a cast converts
+ * or an embedding reads as indices: the dtype n or one of its operands
+ * has where that does not hold, or NULL. */
+static const char *unsupported_dtype(const ir_graph *g, const ir_node *n)
+{
+    if (n->dtype != AXRT_F32 && (n->op != IR_OP_input || ir_is_output(g, (int)(n - g->nodes))))
+        return ir_dtype_name(n->dtype);
+    for (int i = 0; i < n->nsrc; i++) {
+        const axrt_dtype t = n->src[i] == IR_NONE ? AXRT_F32 : g->nodes[n->src[i]].dtype;
+        const bool converts = i == 0 && (n->op == IR_OP_cast || n->op == IR_OP_embedding);
+        if (t != AXRT_F32 && !converts) return ir_dtype_name(t);
+    }
+    return NULL;
+}
+
 /* Reports what the GPU back end cannot emit; returns the number of errors. */
 static int check_supported(const ir_graph *g, const gpu_dialect *dl)
 {
@@ -824,8 +1056,8 @@ static int check_supported(const ir_graph *g, const gpu_dialect *dl)
     }
     for (int id = 0; id < g->nnodes; id++) {
         const ir_node *n = &g->nodes[id];
-        const char *what = n->dead ? NULL : unsupported(g, n);
-        if (!n->dead && !what && n->dtype != AXRT_F32) what = ir_dtype_name(n->dtype);
+        const char *what = n->dead ? NULL : unsupported(n);
+        if (!n->dead && !what) what = unsupported_dtype(g, n);
         if (what) {
             ax_error(g->ctx, n->loc, "the %s target has no kernel for %s yet (use --target=c)", dl->name, what);
             return 1;
@@ -916,7 +1148,8 @@ static const char *upper(ax_arena *a, const char *s)
 static void emit_signature(gk *k, ax_buf *out, const char *fn, const char **in, const char **outn, bool stream)
 {
     ax_buf_printf(out, "int %s_%s(axrt_gpu *gpu", k->g->name, fn);
-    for (int i = 0; i < k->g->ninputs; i++) ax_buf_printf(out, ", const float *%s", in[i]);
+    for (int i = 0; i < k->g->ninputs; i++)
+        ax_buf_printf(out, ", const %s *%s", ir_dtypes[node_at(k, k->g->inputs[i])->dtype].c_type, in[i]);
     for (int i = 0; i < k->g->noutputs; i++) ax_buf_printf(out, ", float *%s", outn[i]);
     ax_buf_puts(out, stream ? ", void *stream)" : ")");
 }
@@ -939,8 +1172,11 @@ static void emit_header_model(gk *k, ax_buf *h, const char **in, const char **ou
     ax_buf_printf(h, ";\nvoid %s_free(axrt_gpu *gpu);\nextern const axrt_gpu_model %s_gpu_model;\n"
                      "/* for generic drivers (axrt.h): run() starts the device on first use and\n"
                      "   copies in and out; on failure %s_gpu_error says why */\n"
-                     "extern const axrt_model %s_model;\nextern char %s_gpu_error[1024];\n",
-                  name, name, name, name, name);
+                     "extern const axrt_model %s_model;\nextern char %s_gpu_error[1024];\n"
+                     "/* axc run --bench: runs timed forwards on the device (CUDA/HIP events) after\n"
+                     "   warmup ones, us[i] the microseconds of run i; -1 with %s_gpu_error set */\n"
+                     "int %s_bench(const void *const *inputs, long warmup, long runs, double *us);\n",
+                  name, name, name, name, name, name, name);
 }
 
 static void emit_io_array(gk *k, ax_buf *c, const char *decl, const char **in, const char **out)
@@ -967,6 +1203,14 @@ static void emit_descriptor(gk *k, ax_buf *c)
                      "const axrt_model %s_model = {\"%s\", %d, %d, %s_inputs, %s_outputs, 0, %s_run};\n",
                   name, name, name, name, name, name, name, name, name, name, name, name,
                   k->g->ninputs, k->g->noutputs, name, name, name);
+    ax_buf_printf(c, "\nint %s_bench(const void *const *inputs, long warmup, long runs, double *us)\n{\n"
+                     "    if (%s_gpu_context == NULL)\n"
+                     "        %s_gpu_context = %s_init(%s_gpu_error, sizeof %s_gpu_error);\n"
+                     "    if (%s_gpu_context == NULL)\n        return -1;\n"
+                     "    if (axrt_gpu_time_forward(%s_gpu_context, inputs, warmup, runs, us) == 0)\n        return 0;\n"
+                     "    snprintf(%s_gpu_error, sizeof %s_gpu_error, \"%%s\", axrt_gpu_error(%s_gpu_context));\n"
+                     "    return -1;\n}\n",
+                  name, name, name, name, name, name, name, name, name, name, name);
 }
 
 static void emit_host_model(gk *k, ax_buf *c, const char *source_var, const char **in, const char **out)
@@ -1045,7 +1289,7 @@ static int gpu_emit(const cg_request *req, const gpu_dialect *dl, ax_buf *c, ax_
     ax_buf_printf(c, "/* Generated by axc from %s -- do not edit.\n"
                      "   Host C for the %s target: the kernel source below is compiled at start-up by\n"
                      "   libaxrt_gpu (link -laxrt_gpu -ldl; no %s headers or libraries at build time). */\n"
-                     "#include <stddef.h>\n#include \"%s\"\n\n"
+                     "#include <stddef.h>\n#include <stdio.h>\n#include \"%s\"\n\n"
                      "#if defined(__GNUC__)\n#pragma GCC diagnostic ignored \"-Woverlength-strings\"\n#endif\n"
                      "static const char axc_kernel_source[] =\n",
                   req->source_name, dl->name, dl->vendor, req->header_name);
@@ -1086,7 +1330,8 @@ size_t cg_gpu_scratch_bytes(const ir_node *n, const ir_graph *g)
 {
     if (n->op != IR_OP_mha) return 0;
     const mha_dims m = mha_dims_of(g, n);
-    return (size_t)(2 * m.batch * (m.lq + m.lk) * m.d) * sizeof(float);
+    const int64_t scores = m.lk > MHA_MAX_KEYS ? m.batch * n->attrs.heads * m.lq * m.lk : 0;
+    return (size_t)(2 * m.batch * (m.lq + m.lk) * m.d + scores) * sizeof(float);
 }
 
 bool cg_gpu_can_inplace(const ir_node *n, const ir_graph *g, int k)

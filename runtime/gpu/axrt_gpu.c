@@ -264,6 +264,14 @@ static void rtc_failure(const rtc *r, void *prog, int rc, const char *what, char
     free(log);
 }
 
+/* AXRT_GPU_MATH=bf16: the CUDA GEMMs on tensor cores (BFloat16 operands,
+ * Float32 accumulation) on sm_80 and later; anything else: exact Float32. */
+static int math_bf16(const dialect_api *api)
+{
+    const char *m = getenv("AXRT_GPU_MATH");
+    return api == &apis[AXRT_GPU_CUDA] && m && !strcmp(m, "bf16");
+}
+
 /* Compiles source for arch; binary: CUBIN/code object, else PTX text. */
 static int rtc_build(const rtc *r, const dialect_api *api, const char *source, const char *arch,
                      int binary, char **out, size_t *len, char *err, size_t errlen)
@@ -271,8 +279,9 @@ static int rtc_build(const rtc *r, const dialect_api *api, const char *source, c
     void *prog = NULL;
     char arch_opt[64];
     snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%s", arch);
-    const char *opts[] = {arch_opt, "-default-device"};
-    const int nopts = arch[0] ? (api == &apis[AXRT_GPU_CUDA] ? 2 : 1) : 0;
+    const char *opts[3] = {arch_opt, "-default-device"};
+    int nopts = arch[0] ? (api == &apis[AXRT_GPU_CUDA] ? 2 : 1) : 0;
+    if (math_bf16(api)) opts[nopts++] = "-DAXK_MMA_BF16";
     int rc = r->create(&prog, source, "axc_kernels", 0, NULL, NULL);
     if (rc) { rtc_failure(r, NULL, rc, api->rtc_create, err, errlen); return 1; }
     rc = r->compile(prog, nopts, nopts ? opts : NULL);
@@ -329,7 +338,8 @@ static int cache_path(char *path, size_t size, const dialect_api *api, const rtc
     int major = 0, minor = 0;
     if (r->version) r->version(&major, &minor);
     char version[64];
-    snprintf(version, sizeof version, "%s %s %d.%d", api->vendor, arch, major, minor);
+    snprintf(version, sizeof version, "%s %s %d.%d%s", api->vendor, arch, major, minor,
+             math_bf16(api) ? " bf16" : "");
     const uint64_t h = fnv1a(fnv1a(14695981039346656037ULL, version, strlen(version)), source, strlen(source));
     snprintf(path, size, "%s/axc-%016llx.%s", base, (unsigned long long)h, api->cache_ext);
     return 1;
@@ -510,6 +520,78 @@ int axrt_gpu_forward_host(axrt_gpu *g, const void *const *inputs, void *const *o
     for (int i = 0; i < m->noutputs && !rc; i++)
         rc = g->d.dtoh(outputs[i], g->staging[m->ninputs + i], m->io_bytes[m->ninputs + i]);
     if (rc && !g->error[0]) snprintf(g->error, sizeof g->error, "%s device call failed with error %d", g->api->vendor, rc);
+    return rc;
+}
+
+/* ---- device timing (axc run --bench) ---------------------------------------- */
+
+typedef int (*fn_evcreate)(void **, unsigned);
+typedef int (*fn_evrecord)(void *, void *);
+typedef int (*fn_evsync)(void *);
+typedef int (*fn_evelapsed)(float *, void *, void *);
+typedef int (*fn_evdestroy)(void *);
+
+typedef struct events {
+    fn_evcreate create;
+    fn_evrecord record;
+    fn_evsync sync;
+    fn_evelapsed elapsed;
+    fn_evdestroy destroy;
+} events;
+
+/* The driver's event calls (looked up only when timing). */
+static int open_events(axrt_gpu *g, events *e)
+{
+    const int cuda = g->api == &apis[AXRT_GPU_CUDA];
+    const char *names[] = {cuda ? "cuEventCreate" : "hipEventCreateWithFlags",
+                           cuda ? "cuEventRecord" : "hipEventRecord",
+                           cuda ? "cuEventSynchronize" : "hipEventSynchronize",
+                           cuda ? "cuEventElapsedTime" : "hipEventElapsedTime",
+                           cuda ? "cuEventDestroy_v2" : "hipEventDestroy"};
+    void *slots[5];
+    const char *missing = resolve(g->d.lib, names, slots, 5);
+    if (missing) {
+        snprintf(g->error, sizeof g->error, "the %s driver has no %s", g->api->vendor, missing);
+        return 1;
+    }
+    memcpy(&e->create, &slots[0], sizeof slots[0]);
+    memcpy(&e->record, &slots[1], sizeof slots[0]);
+    memcpy(&e->sync, &slots[2], sizeof slots[0]);
+    memcpy(&e->elapsed, &slots[3], sizeof slots[0]);
+    memcpy(&e->destroy, &slots[4], sizeof slots[0]);
+    return 0;
+}
+
+/* One forward on the staged inputs between two events: its device time. */
+static int timed_forward(axrt_gpu *g, const events *e, void *start, void *stop, double *us)
+{
+    float ms = 0.0f;
+    int rc = e->record(start, NULL);
+    if (!rc) rc = axrt_gpu_forward(g, (const void *const *)g->staging, NULL);
+    if (!rc) rc = e->record(stop, NULL);
+    if (!rc) rc = e->sync(stop);
+    if (!rc) rc = e->elapsed(&ms, start, stop);
+    *us = (double)ms * 1000.0;
+    return rc;
+}
+
+int axrt_gpu_time_forward(axrt_gpu *g, const void *const *inputs, long warmup, long runs, double *us)
+{
+    const axrt_gpu_model *m = g->model;
+    events e;
+    void *start = NULL, *stop = NULL;
+    g->error[0] = 0;
+    if (open_events(g, &e)) return -1;
+    int rc = 0;
+    for (int i = 0; i < m->ninputs && !rc; i++) rc = g->d.htod(g->staging[i], inputs[i], m->io_bytes[i]);
+    if (!rc) rc = e.create(&start, 0);
+    if (!rc) rc = e.create(&stop, 0);
+    for (long i = 0; i < warmup && !rc; i++) rc = axrt_gpu_forward(g, (const void *const *)g->staging, NULL);
+    if (!rc) rc = g->d.sync();
+    for (long i = 0; i < runs && !rc; i++) rc = timed_forward(g, &e, start, stop, &us[i]);
+    if (start) e.destroy(start);
+    if (stop) e.destroy(stop);
+    if (rc && !g->error[0]) snprintf(g->error, sizeof g->error, "%s timing failed with error %d", g->api->vendor, rc);
     return rc;
 }
 

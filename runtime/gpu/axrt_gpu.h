@@ -15,6 +15,8 @@
  * generated code.  Environment: AXRT_GPU_CACHE (cache directory; default
  * $XDG_CACHE_HOME/axc or $HOME/.cache/axc; "off" disables it),
  * AXRT_GPU_VERBOSE=1 (says on stderr whether it compiled or used the cache),
+ * AXRT_GPU_MATH=bf16 (CUDA, sm_80 and later: the GEMMs on tensor cores, BFloat16
+ * operands with Float32 accumulation; otherwise exact Float32),
  * AXRT_CUDA_LIB / AXRT_NVRTC_LIB / AXRT_HIP_LIB (library names to open). */
 #ifndef AXRT_GPU_H
 #define AXRT_GPU_H
@@ -64,6 +66,12 @@ int axrt_gpu_forward(axrt_gpu *g, const void *const *io, void *stream);
 /* Host buffers: copied into the staging buffers allocated at init, run,
  * copied back, synchronised. */
 int axrt_gpu_forward_host(axrt_gpu *g, const void *const *inputs, void *const *outputs);
+/* Device time of forward passes (axc run --bench): the host inputs copied
+ * in once, warmup forwards, then runs forwards, each between two events
+ * (cuEventRecord/hipEventRecord on the default stream); us[i] gets run i's
+ * microseconds, copies excluded.  Returns 0, or non-zero with the reason in
+ * axrt_gpu_error. */
+int axrt_gpu_time_forward(axrt_gpu *g, const void *const *inputs, long warmup, long runs, double *us);
 /* The last error's text (a driver call that failed in forward). */
 const char *axrt_gpu_error(const axrt_gpu *g);
 void axrt_gpu_free(axrt_gpu *g);

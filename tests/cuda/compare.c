@@ -1,10 +1,17 @@
 /* compare.c — one model through the C target (MODEL_model, libaxrt) and the
  * cuda target's kernels on the CPU emulator (MODEL_gpu_model, emu_rt.cpp),
  * on the same deterministic inputs; prints the largest relative error and
- * exits 1 above the tolerance (argv[1], default 1e-4). */
+ * exits 1 above the tolerance.
+ * Usage: cmp [TOL [NAME=LO,HI[,SPECIAL...]]...]  (TOL default 1e-4)
+ * Input NAME is uniform in [LO, HI] (integers: LO..HI inclusive; default
+ * -1, 1 and 0..1), its first elements the SPECIALs (numbers, nan, inf,
+ * -inf), as the op corpus's `# >>> input` lines; the other inputs' elements
+ * are in [-1, 1).  Each input is written in its own dtype. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "axrt_gpu.h"
 #define CAT2(a, b) a##b
 #define CAT(a, b) CAT2(a, b)
@@ -18,6 +25,51 @@ static size_t count(const axrt_tensor_info *t)
     return n;
 }
 
+typedef struct spec { double lo, hi, specials[16]; int nspecials; } spec;
+
+/* The NAME=... argument for input name, or the default range. */
+static spec spec_of(const char *name, axrt_dtype dtype, int argc, char **argv)
+{
+    spec s = {-1, 1, {0}, 0};
+    if (dtype == AXRT_I8 || dtype == AXRT_I32 || dtype == AXRT_I64) s.lo = 0;
+    for (int a = 2; a < argc; a++) {
+        const size_t len = strlen(name);
+        if (strncmp(argv[a], name, len) != 0 || argv[a][len] != '=') continue;
+        char *p = argv[a] + len + 1;
+        s.lo = strtod(p, &p);
+        s.hi = strtod(p + (*p == ','), &p);
+        while (*p == ',' && s.nspecials < 16) s.specials[s.nspecials++] = strtod(p + 1, &p);
+    }
+    return s;
+}
+
+/* n values of input t (its dtype) as the spec says. */
+static void *make_input(const axrt_tensor_info *t, const spec *s, unsigned *seed)
+{
+    const size_t n = count(t), size = t->dtype == AXRT_F64 || t->dtype == AXRT_I64 ? 8 : 4;
+    unsigned char *data = calloc(n ? n : 1, size);
+    float *as_float = malloc((n ? n : 1) * sizeof *as_float);
+    const int integer = t->dtype == AXRT_I8 || t->dtype == AXRT_I32 || t->dtype == AXRT_I64;
+    for (size_t k = 0; k < n; k++) {
+        *seed = *seed * 1103515245u + 12345u;
+        const double u = (double)((*seed >> 8) & 0xffff) / 65536.0;
+        double v = integer ? s->lo + floor(u * (s->hi - s->lo + 1)) : s->lo + u * (s->hi - s->lo);
+        if (k < (size_t)s->nspecials) v = s->specials[k];
+        as_float[k] = (float)v;
+        switch (t->dtype) {
+        case AXRT_F64: ((double *)data)[k] = v; break;
+        case AXRT_I8: ((int8_t *)data)[k] = (int8_t)v; break;
+        case AXRT_I32: ((int32_t *)data)[k] = (int32_t)v; break;
+        case AXRT_I64: ((int64_t *)data)[k] = (int64_t)v; break;
+        default: ((float *)data)[k] = (float)v; break;
+        }
+    }
+    if (t->dtype == AXRT_F16) axrt_cast_f16(as_float, AXRT_F32, (uint16_t *)data, n);
+    if (t->dtype == AXRT_BF16) axrt_cast_bf16(as_float, AXRT_F32, (uint16_t *)data, n);
+    free(as_float);
+    return data;
+}
+
 int main(int argc, char **argv)
 {
     const axrt_model *c = &CAT(MODEL, _model);
@@ -26,12 +78,8 @@ int main(int argc, char **argv)
     void *in[16], *ref[16], *got[16];
     unsigned seed = 12345;
     for (int i = 0; i < c->n_inputs; i++) {
-        float *x = malloc(count(&c->inputs[i]) * sizeof *x);
-        for (size_t k = 0; k < count(&c->inputs[i]); k++) {
-            seed = seed * 1103515245u + 12345u;
-            x[k] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-        }
-        in[i] = x;
+        const spec s = spec_of(c->inputs[i].name, c->inputs[i].dtype, argc, argv);
+        in[i] = make_input(&c->inputs[i], &s, &seed);
     }
     for (int i = 0; i < c->n_outputs; i++) {
         ref[i] = calloc(count(&c->outputs[i]), sizeof(float));

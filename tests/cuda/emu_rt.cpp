@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <vector>
 #include "axrt_gpu.h"
 #include "emu.h"
@@ -118,3 +119,55 @@ int axrt_gpu_forward_host(axrt_gpu *g, const void *const *in, void *const *out)
 
 const char *axrt_gpu_error(const axrt_gpu *g) { (void)g; return ""; }
 void axrt_gpu_free(axrt_gpu *g) { free(g->params); free(g->arena); delete g; }
+
+/* One warp's mma.sync.m16n8k16.row.col.f32.bf16.bf16.f32, every thread of
+ * the block calling it together: the fragments go to a table, and each
+ * thread reads A (16x16) and B (16x8) back through the PTX ISA's layouts
+ * (A[r][k] in lane (r % 8) * 4 + (k % 8) / 2, register (r / 8) + 2 (k / 8),
+ * half k % 2; B[k][c] in lane c * 4 + (k % 8) / 2, register k / 8, half
+ * k % 2) and adds row gq (+8 for d[2], d[3]), columns 2 tq + (0, 1). */
+static unsigned mma_a[1024][4], mma_b[1024][2];
+static float bf16_half(unsigned word, int high)
+{
+    const unsigned bits = (high ? word >> 16 : word & 0xffffu) << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+void axk_mma_emu(float *d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1)
+{
+    const unsigned t = threadIdx.x, warp = t / 32 * 32, gq = t % 32 / 4, tq = t % 4;
+    mma_a[t][0] = a0; mma_a[t][1] = a1; mma_a[t][2] = a2; mma_a[t][3] = a3;
+    mma_b[t][0] = b0; mma_b[t][1] = b1;
+    __syncthreads();
+    for (int i = 0; i < 4; i++) {
+        const unsigned r = gq + (i >= 2 ? 8 : 0), c = tq * 2 + (i & 1);
+        float sum = 0.0f;
+        for (unsigned k = 0; k < 16; k++) {
+            const float a = bf16_half(mma_a[warp + (r % 8) * 4 + (k % 8) / 2][r / 8 + 2 * (k / 8)], k % 2);
+            const float b = bf16_half(mma_b[warp + c * 4 + (k % 8) / 2][k / 8], k % 2);
+            sum += a * b;
+        }
+        d[i] += sum;
+    }
+    __syncthreads();
+}
+
+/* --bench's device timing: the emulated forwards timed by the wall clock. */
+int axrt_gpu_time_forward(axrt_gpu *g, const void *const *inputs, long warmup, long runs, double *us)
+{
+    void *outputs[AXRT_GPU_MAX_IO];
+    std::vector<std::vector<unsigned char> > keep(g->m->noutputs);
+    for (int i = 0; i < g->m->noutputs; i++) {
+        keep[i].resize(g->m->io_bytes[g->m->ninputs + i] + 1);
+        outputs[i] = keep[i].data();
+    }
+    for (long i = 0; i < warmup + runs; i++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        if (axrt_gpu_forward_host(g, inputs, outputs)) return 1;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (i >= warmup) us[i - warmup] = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+    }
+    return 0;
+}

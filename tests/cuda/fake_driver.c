@@ -1,7 +1,8 @@
 /* fake_driver.c — a stand-in libcuda.so.1 for the loader's tests (never a
  * driver): FAKE_MODE 1 no device (cuInit: CUDA_ERROR_NO_DEVICE), 2 the
  * toolkit's stub (CUDA_ERROR_STUB_LIBRARY), 3 one sm_80 device that
- * accepts every call (memory is host memory; launches do nothing). */
+ * accepts every call (memory is host memory; launches do nothing; every
+ * forward between two events takes 0.25 ms; -DFAKE_NO_EVENTS: no event calls). */
 #include <stdlib.h>
 #include <string.h>
 #ifndef FAKE_MODE
@@ -23,3 +24,10 @@ int cuLaunchKernel(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsi
                    unsigned s, void *st, void **p, void **x)
 { (void)f, (void)a, (void)b, (void)c, (void)d, (void)e, (void)g, (void)s, (void)st, (void)p, (void)x; return 0; }
 int cuCtxSynchronize(void) { return 0; }
+#ifndef FAKE_NO_EVENTS /* events: every forward takes 0.25 ms */
+int cuEventCreate(void **e, unsigned f) { (void)f; *e = malloc(1); return *e ? 0 : 2; }
+int cuEventRecord(void *e, void *s) { (void)e, (void)s; return 0; }
+int cuEventSynchronize(void *e) { (void)e; return 0; }
+int cuEventElapsedTime(float *ms, void *a, void *b) { (void)a, (void)b; *ms = 0.25f; return 0; }
+int cuEventDestroy_v2(void *e) { free(e); return 0; }
+#endif

@@ -14,6 +14,7 @@ skip() { echo "SKIP: cuda loader/$1"; }
 for mode in 1 2 3; do
     "$cc" -shared -fPIC -DFAKE_MODE=$mode "$here/fake_driver.c" -o "$work/libcuda$mode.so" || { fail build "fake driver"; exit 0; }
 done
+"$cc" -shared -fPIC -DFAKE_MODE=3 -DFAKE_NO_EVENTS "$here/fake_driver.c" -o "$work/libcuda4.so" || { fail build "fake driver"; exit 0; }
 "$cc" -shared -fPIC "$here/fake_nvrtc.c" -o "$work/libnvrtc_fake.so" || { fail build "fake nvrtc"; exit 0; }
 "$axc" --seed=0 --target=cuda "$root/examples/mlp.ax" -o "$work/m.c" 2>/dev/null &&
 "$cc" -std=c99 -Wall -Wextra -Wpedantic -Werror -I"$build/include" -I"$work" "$work/m.c" "$here/host_main.c" \
@@ -39,6 +40,23 @@ if AXRT_CUDA_LIB="$work/libcuda3.so" AXRT_GPU_CACHE="$work/cache" AXRT_GPU_VERBO
 elif grep -q "cannot open the CUDA run-time compiler" "$work/first"; then
     skip "compile-then-cache (no NVRTC: the CUDA toolkit is not installed)"
 else fail compile "$(cat "$work/first")"; fi
+
+# axc run --bench on the fake sm_80 device: the device time between its
+# events (0.25 ms a forward), not the wall clock; a driver without events
+# fails saying so
+bench_run() { # LIB: axc run --bench 5 on the mlp with that driver into $work/bench
+    AXRT_CUDA_LIB="$1" AXRT_GPU_CACHE="$work/cache" "$axc" run --seed=0 --target=cuda --bench 5 \
+        "$root/examples/mlp.ax" >"$work/bench" 2>&1
+}
+if ! grep -q "compiled for sm_80" "$work/first"; then skip "bench-events (no NVRTC compile above)"
+else
+    bench_run "$work/libcuda3.so"; rc=$?
+    if [ $rc = 0 ] && grep -q "mlp: min 250.00 us, median 250.00 us, max 250.00 us over 5 runs (device time between events" "$work/bench"
+    then pass bench-events; else fail bench-events "exit $rc:"; sed 's/^/  /' "$work/bench"; fi
+    bench_run "$work/libcuda4.so"; rc=$?
+    if [ $rc != 0 ] && grep -q "axc run --target=cuda: the CUDA driver has no cuEventCreate" "$work/bench"
+    then pass bench-no-events; else fail bench-no-events "exit $rc:"; sed 's/^/  /' "$work/bench"; fi
+fi
 
 # axc run on a machine without a device: exit 2, "no CUDA device"
 AXRT_CUDA_LIB="$work/libcuda1.so" "$axc" run --seed=0 --target=cuda "$root/examples/mlp.ax" >"$work/run" 2>&1; rc=$?

@@ -9,8 +9,9 @@
 #  - hsaco: the HIP kernels compile with hiprtc (--emit=hsaco --arch=gfx90a);
 #  - emu: the kernels run on the CPU (emu.h, emu_rt.cpp: one block at a time,
 #    its threads as pthreads) and match the C target within 1e-4 relative
-#    (compare.c; the op corpus and the small examples) — the kernel code, the parameter block, the launch list
-#    and the arena plan, everything but the driver;
+#    (compare.c; the op corpus, this suite's models/ and the small examples,
+#    on inputs as each case's `# >>> input` lines say) — the kernel code, the
+#    parameter block, the launch list and the arena plan, everything but the driver;
 #  - loader: libaxrt_gpu's error paths with fake drivers built here (no
 #    libcuda, no device, a stub, NVRTC failing with its log) and, with a
 #    fake driver that accepts everything, a real NVRTC compile whose result
@@ -19,6 +20,7 @@
 # Needing a GPU: nothing here (bench/gpu.sh times on a device).  Without
 # NVRTC (the CUDA toolkit) or hiprtc (Debian's libamdhip64), those cases SKIP.
 # Environment (set by tests/run.sh): AXC_ROOT, AXC_BUILD, AXC.
+# Arguments: none (every model), or names: only the models whose name holds one.
 set -u
 root=${AXC_ROOT:?}
 build=${AXC_BUILD:?}
@@ -42,7 +44,7 @@ printf '@axiom probe(x::Float32[1, 4]) begin\n    relu\nend\n' >"$work/probe.ax"
 "$axc" --emit=ptx --arch=sm_80 "$work/probe.ax" -o "$work/probe.ptx" 2>/dev/null || have_nvrtc=
 "$axc" --emit=hsaco --arch=gfx90a "$work/probe.ax" -o "$work/probe.hsaco" 2>/dev/null || have_hiprtc=
 
-models=("$root"/examples/*.ax "$root"/tests/ops/*.ax)
+models=("$root"/examples/*.ax "$root"/tests/ops/*.ax "$here"/models/*.ax)
 
 # host C and kernel compiles of one model
 check_model() {
@@ -73,6 +75,17 @@ check_model() {
     return 0
 }
 
+# compare.c's NAME=LO,HI[,SPECIAL...] from the case's `# >>> input NAME:
+# range=LO,HI specials=...` lines (tests/ops/README.md)
+input_specs() {
+    sed -n 's/^# >>> input \([A-Za-z0-9_]*\): *\(.*\)$/\1 \2/p' "$1" | while read -r name rest; do
+        local range specials
+        range=$(grep -o 'range=[^ ]*' <<<"$rest" | cut -d= -f2)
+        specials=$(grep -o 'specials=[^ ]*' <<<"$rest" | cut -d= -f2)
+        echo "$name=${range:--1,1}${specials:+,$specials}"
+    done
+}
+
 # the kernels on the CPU emulator against the C target
 emu_objs() {
     g++ -O1 -std=c++17 -I"$inc" -c "$here/emu_rt.cpp" -o "$work/emu_rt.o" 2>"$work/emu.err"
@@ -95,18 +108,61 @@ emulate() {
            g++ -o "$d/cmp" "$d/cmp.o" "$d/ref.o" "$d/gpu.o" "$d/kt.o" "$work/emu_rt.o" "$build/lib/libaxrt.a" -lpthread -lm; } >"$d/build" 2>&1; then
         fail "emu/$b" "build failed:"; tail_of "$d/build"; return
     fi
-    if timeout 120 "$d/cmp" 1e-4 >"$d/out" 2>&1; then pass "emu/$b ($(cat "$d/out"))"
+    if timeout 120 "$d/cmp" 1e-4 $(input_specs "$f") >"$d/out" 2>&1; then pass "emu/$b ($(cat "$d/out"))"
     else fail "emu/$b" "does not match the C target within 1e-4:"; tail_of "$d/out"; fi
+    [[ $mma_models == *" $b "* ]] && emulate_mma "$f"
+}
+
+# the same with the GEMMs on the tensor-core path (AXRT_GPU_MATH=bf16, sm_80),
+# each mma.sync emulated (emu.h AXK_EMU_MMA): BFloat16 operands, so within 3e-2
+emulate_mma() {
+    local f=$1 b d
+    b=$(basename "$f" .ax); d=$work/$b
+    if ! { g++ -O1 -w -std=c++17 -DAXK_EMU_MMA -include "$here/emu.h" -c "$d/kt.cpp" -o "$d/ktm.o" &&
+           g++ -o "$d/cmpm" "$d/cmp.o" "$d/ref.o" "$d/gpu.o" "$d/ktm.o" "$work/emu_rt.o" "$build/lib/libaxrt.a" -lpthread -lm; } >"$d/buildm" 2>&1; then
+        fail "emu-mma/$b" "build failed:"; tail_of "$d/buildm"; return
+    fi
+    if timeout 120 "$d/cmpm" 3e-2 $(input_specs "$f") >"$d/outm" 2>&1; then pass "emu-mma/$b ($(cat "$d/outm"))"
+    else fail "emu-mma/$b" "does not match the C target within 3e-2:"; tail_of "$d/outm"; fi
 }
 
 command -v g++ >/dev/null && emu_objs || echo "SKIP: cuda emu (no g++)"
 # small enough for one-pthread-per-GPU-thread emulation
 emu_models=" mlp lenet5 r1_mlp_b1 r5_layernorm r6_softmax mobilenetv2_block gpt_block "
+# models whose GEMMs (dense, matmul, attention projections) also run the mma path
+mma_models=" mlp gpt_block dense dense_chain matmul matmul_2d mha mha_mask "
 for f in "${models[@]}"; do
     b=$(basename "$f" .ax)
+    if [ $# -gt 0 ]; then # run.sh NAME...: the models whose name holds one (and the loader)
+        keep=; for want in "$@"; do [[ $b == *"$want"* ]] && keep=1; done
+        [ -n "$keep" ] || continue
+    fi
     check_model "$f" || continue
-    case $f in */tests/ops/*) ;; *) [[ $emu_models == *" $b "* ]] || continue ;; esac
+    case $f in */tests/ops/*|*/tests/cuda/models/*) ;; *) [[ $emu_models == *" $b "* ]] || continue ;; esac
     [ -e "$work/emu_rt.o" ] && emulate "$f"
 done
+
+# the tensor-core path's PTX (not run: no GPU here): AXRT_GPU_MATH=bf16 puts
+# mma.sync into every GEMM kernel for sm_80 and sm_90 (and ptxas takes it);
+# below sm_80, or without it, the GEMMs stay exact Float32 with no mma
+mma_ptx() { # ARCH MATH: the count of bf16 mma.sync in the mlp's PTX, or "failed"
+    AXRT_GPU_MATH=$2 "$axc" --seed=0 --target=cuda --emit=ptx --arch=$1 "$root/examples/mlp.ax" -o "$work/mma-$1-$2.ptx" 2>"$work/mma.err" || { echo failed; return; }
+    if [ -n "$ptxas" ] && ! "$ptxas" -arch=$1 "$work/mma-$1-$2.ptx" -o "$work/mma.cubin" 2>>"$work/mma.err"; then echo failed; return; fi
+    grep -c 'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32' "$work/mma-$1-$2.ptx"
+}
+if [ $# -gt 0 ] || [ -z "$have_nvrtc" ]; then skip "mma-ptx (no NVRTC, or a run of named models)"
+else
+    for arch in sm_80 sm_90; do
+        got=$(mma_ptx $arch bf16)
+        # the mlp's two dense layers: four m16n8k16 per K step each, unrolled
+        if [ "$got" = 8 ]; then pass "mma-ptx/$arch (8 mma.sync ... bf16; compiled, not run: no GPU here)"
+        else fail "mma-ptx/$arch" "want 8 bf16 mma.sync in the PTX, got '$got'"; sed 's/^/  /' "$work/mma.err"; fi
+    done
+    for case in "sm_75 bf16" "sm_90 fp32"; do
+        got=$(mma_ptx $case)
+        if [ "$got" = 0 ]; then pass "mma-ptx/none-${case// /-}"
+        else fail "mma-ptx/none-${case// /-}" "want no mma.sync, got '$got'"; sed 's/^/  /' "$work/mma.err"; fi
+    done
+fi
 
 bash "$here/loader.sh"
