@@ -744,6 +744,7 @@ static const char *unsupported(const ir_graph *g, const ir_node *n)
 {
     switch (n->op) { /* no kernel of this back end's yet */
     case IR_OP_embedding: case IR_OP_groupnorm: case IR_OP_upsample: case IR_OP_conv_transpose:
+    case IR_OP_gru: case IR_OP_lstm:
     case IR_OP_unary_grad:
         return ir_ops[n->op].name;
     default: break;

@@ -47,6 +47,12 @@ struct lower_layer {
     ir_op act;                 /* activation= epilogue node, IR_OP_COUNT if none */
     ir_attrs act_attrs;
     bool used;                 /* applied somewhere (function form: unused warns) */
+    /* GRU, LSTM: rnn_layers x rnn_dirs cells, each with weight_ih, weight_hh,
+     * bias_ih, bias_hh (IR_NONE without bias) in rnn_params (nparams of them;
+     * more than params[] holds); batch_first as PyTorch's */
+    int *rnn_params;
+    int rnn_layers, rnn_dirs;
+    bool batch_first;
     /* LAYER_BLOCK: the block, its keyword parameters bound as numbers, the
      * layer each body statement declares (decls[i], when declared[i]) */
     const ast_model *block;

@@ -445,6 +445,8 @@ static void grad_meanpool(grad_state *s, int id)
 #define grad_groupnorm grad_missing
 #define grad_upsample grad_missing
 #define grad_conv_transpose grad_missing
+#define grad_gru grad_missing
+#define grad_lstm grad_missing
 #define grad_concat grad_missing
 #define grad_slice grad_missing
 #define grad_chunk grad_missing

@@ -382,6 +382,44 @@ def norm_cases():
     ]
 
 
+def rnn_cases():
+    """GRU/LSTM against nn.GRU/nn.LSTM (batch_first, PyTorch's names and gate
+    order): deep, bidirectional, without bias, sequence-first, with initial
+    states, and the last step's h through slicing."""
+    def seq(m, x):
+        return m["0"](x)[0]
+    cases = []
+    for kind in ("GRU", "LSTM"):
+        mod, low = getattr(nn, kind), kind.lower()
+        cases += [
+            layer(f"{low}_basic", "x::Float32[2, 7, 3]", f"{kind}(3 => 5)",
+                  lambda mod=mod: {"0": mod(3, 5, batch_first=True)}, seq, {"x": ((2, 7, 3), "normal")}),
+            layer(f"{low}_deep_bidirectional", "x::Float32[3, 5, 4]",
+                  f"{kind}(4 => 6, num_layers=3, bidirectional=true)",
+                  lambda mod=mod: {"0": mod(4, 6, num_layers=3, bidirectional=True, batch_first=True)}, seq,
+                  {"x": ((3, 5, 4), "normal")}),
+            layer(f"{low}_nobias_seq_first", "x::Float32[6, 2, 3]",
+                  f"{kind}(3 => 4, bias=false, batch_first=false)",
+                  lambda mod=mod: {"0": mod(3, 4, bias=False)}, seq, {"x": ((6, 2, 3), "normal")}),
+        ]
+    cases += [
+        Case("gru_initial_state_last_step",
+             fn_model("gru_h0", "x::Float32[2, 9, 3], h0::Float32[2, 2, 5]",
+                      "gru = GRU(3 => 5, num_layers=2)\nfc = Dense(5 => 2)\ny = gru(x, h0)\n"
+                      "return fc(y[:, -1, :])"),
+             lambda: Twin(lambda m, x, h0: m["fc"](m["gru"](x, h0)[0][:, -1, :]),
+                          {"gru": nn.GRU(3, 5, num_layers=2, batch_first=True), "fc": nn.Linear(5, 2)}),
+             {"x": ((2, 9, 3), "normal"), "h0": ((2, 2, 5), "normal")}),
+        Case("lstm_initial_state_bidirectional",
+             fn_model("lstm_hc", "x::Float32[3, 4, 2], h0::Float32[2, 3, 5], c0::Float32[2, 3, 5]",
+                      "lstm = LSTM(2 => 5, bidirectional=true)\nreturn lstm(x, h0, c0)"),
+             lambda: Twin(lambda m, x, h0, c0: m["lstm"](x, (h0, c0))[0],
+                          {"lstm": nn.LSTM(2, 5, bidirectional=True, batch_first=True)}),
+             {"x": ((3, 4, 2), "normal"), "h0": ((2, 3, 5), "normal"), "c0": ((2, 3, 5), "normal")}),
+    ]
+    return cases
+
+
 def attention_cases():
     d = 16
     seq = {"x": ((2, 7, d), "normal")}
@@ -553,5 +591,5 @@ def example_cases(root):
 def all_cases(root):
     import cases_compose  # noqa: E402 (it imports Case from here)
     return (activation_cases() + function_cases() + binary_cases() + fused_cases() + layer_cases()
-            + attention_cases() + program_cases() + example_cases(root)
+            + attention_cases() + rnn_cases() + program_cases() + example_cases(root)
             + cases_compose.all_cases(root))
