@@ -238,6 +238,8 @@ static void put_rnn_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
     (void)g;
     if (n->attrs.reverse)
         ax_buf_printf(out, " reverse=true");
+    if (n->attrs.cell)
+        ax_buf_printf(out, " cell=true");
     if (n->op == IR_OP_gru && !n->attrs.linear_before_reset)
         ax_buf_printf(out, " linear_before_reset=false");
 }

@@ -1019,7 +1019,7 @@ static int eval_rnn(const interp *in, const ir_node *n, double *out)
                 lstm_step(gi, gh, hid, h, c);
             else
                 gru_step(gi, gh, hid, n->attrs.linear_before_reset, w_hh, b_hh, h, tmp);
-            memcpy(out + (b * len + t) * hid, h, (size_t)hid * sizeof *h);
+            memcpy(out + (b * len + t) * hid, n->attrs.cell ? c : h, (size_t)hid * sizeof *h);
         }
     }
     free(buf);

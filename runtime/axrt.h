@@ -128,6 +128,7 @@ typedef struct axrt_rnn_params {
     int in, hidden;           /* features of x, of h */
     int reverse;              /* run from the last step to the first */
     int linear_before_reset;  /* gru: r * (W_hn h + b_hn) (PyTorch); 0: W_hn (r * h) + b_hn (ONNX) */
+    int cell;                 /* lstm: y holds each step's c instead of h */
 } axrt_rnn_params;
 
 /* Scratch elements (of the compute dtype) axrt_gru_* (gates 3) and
@@ -208,7 +209,8 @@ size_t axrt_rnn_scratch_elems(const axrt_rnn_params *p, int gates);
                                    const axrt_conv2d_params *p);                        \
     /* GRU / LSTM layer over x [n, l, in] -> y [n, l, hidden] (h of every step);       \
        w_ih [G*hidden, in], w_hh [G*hidden, hidden] with PyTorch's gate order (r, z, n;  \
-       i, f, g, o); biases, h0 and c0 ([n, hidden]) may be NULL (zeros); scratch holds   \
+       i, f, g, o); biases, h0 and c0 ([n, hidden]) may be NULL (zeros); p->cell: y    \
+       holds c instead (LSTM); scratch holds                                             \
        axrt_rnn_scratch_elems(p, G) elements */                                          \
     void axrt_gru_##S(const T *x, const T *w_ih, const T *w_hh, const T *b_ih,            \
                       const T *b_hh, const T *h0, T *y, T *scratch,                       \
