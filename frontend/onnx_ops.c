@@ -1616,7 +1616,7 @@ static bool rnn_shape_is(ox_state *s, ox_val *v, const char *what, const int64_t
     int64_t got[IR_MAX_RANK];
     bool same = ox_shape(s, v, got) == rank;
     for (int i = 0; same && i < rank; i++) same = got[i] == want[i];
-    if (!same) ox_fail(s, "%s '%s' has not the shape the op's X and hidden_size give", what, v->name);
+    if (!same) ox_fail(s, "%s '%s' does not have the shape that X, direction and hidden_size imply", what, v->name);
     return same;
 }
 
