@@ -577,6 +577,9 @@ EXAMPLES = {  # examples/NAME.ax -> (twin, inputs, tolerance)
     "lenet5": (_lenet_twin, {"x": ((1, 28, 28, 1), "normal")}, DEEP),
     "mobilenetv2_block": (_mobilenet_twin, {"x": ((1, 14, 14, 32), "normal")}, DEEP),
     "gpt_block": (_gpt_twin, {"x": ((1, 16, 64), "normal")}, DEEP),
+    "gru_kws": (lambda: Twin(lambda m, x: m["fc"](m["gru"](x)[0][:, -1, :]),
+                             {"gru": nn.GRU(10, 32, num_layers=2, batch_first=True), "fc": nn.Linear(32, 12)}),
+                {"x": ((1, 49, 10), "normal")}, DEEP),
 }
 
 
