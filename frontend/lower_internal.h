@@ -191,6 +191,12 @@ const lower_fn *lower_find_fn(const char *name);
 /* chunk(x, n; dims=k) bound to nresults names (language.md §10): the
  * multi-result chunk node (ir.h "Several results"), or IR_NONE after an error. */
 int lower_chunk(lower_state *st, const ast_node *call, int nresults);
+/* Whether l is a GRU or LSTM. */
+bool lower_is_rnn(const lower_layer *l);
+/* `y, h = gru(...)` / `y, h, c = lstm(...)`: PyTorch's output, h_n and c_n
+ * ([layers * dirs, N, H]) into outs[0..nouts); false after an error. */
+bool lower_rnn_unpack(lower_state *st, const lower_layer *l, const int *in, int nin, ax_loc loc,
+                      int nouts, int *outs);
 /* Appends the names of every constructor and function to names (arena
  * array grown by the caller: at most lower_ncallables() entries). */
 int lower_ncallables(void);

@@ -748,10 +748,40 @@ static int rnn_state_of_cell(lower_state *st, int state, int cell, ax_loc loc)
     return lower_add(st, IR_OP_reshape, &id, 1, &squeeze, loc, NULL);
 }
 
+/* One cell's final state as [1, N, H]: the last step of its [N, L, H]
+ * sequence (the first for the reverse direction). */
+static int rnn_final(lower_state *st, int seq, bool reverse, ax_loc loc)
+{
+    ir_attrs at = lower_attrs(), swap = lower_attrs();
+    at.nslice = 2;
+    at.begin[0] = INT64_MIN, at.end[0] = INT64_MAX, at.step[0] = 1;
+    at.begin[1] = reverse ? 0 : -1, at.end[1] = reverse ? 1 : INT64_MAX, at.step[1] = 1;
+    swap.nperm = 3, swap.perm[0] = 1, swap.perm[1] = 0, swap.perm[2] = 2;
+    int id = lower_add(st, IR_OP_slice, &seq, 1, &at, loc, NULL);
+    return lower_add(st, IR_OP_transpose, &id, 1, &swap, loc, NULL);
+}
+
+/* The cells' [1, N, H] states joined as PyTorch's h_n / c_n [cells, N, H]. */
+static int rnn_join_cells(lower_state *st, const int *cells, int n, ax_loc loc)
+{
+    ir_attrs cat = lower_attrs();
+    cat.axis = 0;
+    int acc = cells[0];
+    for (int i = 1; i < n && acc != IR_NONE;) {   /* at most IR_MAX_SRC at once */
+        int src[IR_MAX_SRC] = {acc}, k = 1;
+        while (i < n && k < IR_MAX_SRC) src[k++] = cells[i++];
+        acc = lower_add(st, IR_OP_concat, src, k, &cat, loc, NULL);
+    }
+    return acc;
+}
+
 /* GRU/LSTM applied to x, or (x, h0) / (x, h0, c0) with the states shaped
  * [layers * dirs, N, H] as PyTorch's: each layer's directions run over the
- * previous layer's output and are concatenated on the features. */
-static int apply_rnn(lower_state *st, const lower_layer *l, const int *in, int nin, ax_loc loc)
+ * previous layer's output and are concatenated on the features.  hn / cn,
+ * when not NULL, get each cell's final h / c (c: the same LSTM cell run
+ * again keeping c, attrs.cell). */
+static int rnn_run(lower_state *st, const lower_layer *l, const int *in, int nin, ax_loc loc, int *hn,
+                   int *cn)
 {
     if (nin != 1 && nin != l->max_in) {
         ax_error(st->ctx, loc, "layer '%s' (%s) expects %s, got %d inputs", l->name, l->ctor->name,
@@ -773,6 +803,9 @@ static int apply_rnn(lower_state *st, const lower_layer *l, const int *in, int n
             ir_attrs at = l->attrs;
             at.reverse = d == 1;
             y[d] = lower_add(st, l->op, src, n, &at, loc, l->name);
+            if (hn) hn[cell] = rnn_final(st, y[d], d == 1, loc);
+            at.cell = true;
+            if (cn) cn[cell] = rnn_final(st, lower_add(st, l->op, src, n, &at, loc, l->name), d == 1, loc);
         }
         ir_attrs cat = lower_attrs();
         cat.axis = 2;
@@ -780,6 +813,31 @@ static int apply_rnn(lower_state *st, const lower_layer *l, const int *in, int n
     }
     if (!l->batch_first && x != IR_NONE) x = lower_add(st, IR_OP_transpose, &x, 1, &swap, loc, NULL);
     return x;
+}
+
+static int apply_rnn(lower_state *st, const lower_layer *l, const int *in, int nin, ax_loc loc)
+{
+    return rnn_run(st, l, in, nin, loc, NULL, NULL);
+}
+
+bool lower_is_rnn(const lower_layer *l) { return l->kind == LAYER_CTOR && l->rnn_params; }
+
+bool lower_rnn_unpack(lower_state *st, const lower_layer *l, const int *in, int nin, ax_loc loc,
+                      int nouts, int *outs)
+{
+    const int most = l->op == IR_OP_lstm ? 3 : 2, cells = l->rnn_layers * l->rnn_dirs;
+    if (nouts < 2 || nouts > most) {
+        ax_error(st->ctx, loc, "%s gives %s; bind %s names", l->ctor->name,
+                 most == 3 ? "(output, h_n, c_n)" : "(output, h_n)", most == 3 ? "2 or 3" : "2");
+        return false;
+    }
+    int *hn = ax_alloc(st->ctx->arena, sizeof *hn * (size_t)cells);
+    int *cn = nouts > 2 ? ax_alloc(st->ctx->arena, sizeof *cn * (size_t)cells) : NULL;
+    outs[0] = rnn_run(st, l, in, nin, loc, hn, cn);
+    if (outs[0] == IR_NONE) return false;
+    outs[1] = rnn_join_cells(st, hn, cells, loc);
+    if (cn) outs[2] = rnn_join_cells(st, cn, cells, loc);
+    return true;
 }
 
 /* MaxPool / MeanPool: stride defaults to the kernel. */

@@ -416,6 +416,19 @@ def rnn_cases():
              lambda: Twin(lambda m, x, h0, c0: m["lstm"](x, (h0, c0))[0],
                           {"lstm": nn.LSTM(2, 5, bidirectional=True, batch_first=True)}),
              {"x": ((3, 4, 2), "normal"), "h0": ((2, 3, 5), "normal"), "c0": ((2, 3, 5), "normal")}),
+        Case("gru_final_state_bidirectional",
+             fn_model("gru_hn", "x::Float32[2, 6, 3]",
+                      "gru = GRU(3 => 4, num_layers=2, bidirectional=true)\ny, h = gru(x)\nreturn y, h"),
+             lambda: Twin(lambda m, x: m["gru"](x),
+                          {"gru": nn.GRU(3, 4, num_layers=2, bidirectional=True, batch_first=True)}),
+             {"x": ((2, 6, 3), "normal")}, outputs=["y", "h"]),
+        Case("lstm_final_states_seq_first",
+             fn_model("lstm_hc_n", "x::Float32[5, 2, 3]",
+                      "lstm = LSTM(3 => 4, num_layers=2, bidirectional=true, batch_first=false)\n"
+                      "y, h, c = lstm(x)\nreturn y, h, c"),
+             lambda: Twin(lambda m, x: (lambda y, hc: (y, hc[0], hc[1]))(*m["lstm"](x)),
+                          {"lstm": nn.LSTM(3, 4, num_layers=2, bidirectional=True)}),
+             {"x": ((5, 2, 3), "normal")}, outputs=["y", "h", "c"]),
     ]
     return cases
 
