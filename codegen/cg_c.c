@@ -987,6 +987,26 @@ static void emit_groupnorm(emitter *em, const ir_node *n, const char *y)
                   real_literal(em, n->dtype, n->attrs.eps));
 }
 
+/* gru / lstm: x [N, L, I] -> y [N, L, H]; the state and gate sums in the
+ * node's scratch (axrt_rnn_scratch_elems). */
+static void emit_rnn(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *x = operand_node(em, n, 0);
+    const bool lstm = n->op == IR_OP_lstm;
+    if (n->scratch_offset < 0)
+        ax_die("cg_c: %s %%%d has no scratch buffer", ir_ops[n->op].name, (int)(n - em->g->nodes));
+    ax_buf_printf(OUT, "    {\n        static const axrt_rnn_params params = {%lld, %lld, %lld, %lld, %d, %d, %d};\n",
+                  (long long)x->shape[0], (long long)x->shape[1], (long long)x->shape[2],
+                  (long long)n->shape[2], n->attrs.reverse ? 1 : 0, n->attrs.linear_before_reset ? 1 : 0,
+                  n->attrs.cell ? 1 : 0);
+    ax_buf_printf(OUT, "        axrt_%s_%s(%s, %s, %s, %s, %s, %s, ", ir_ops[n->op].name, SFX,
+                  operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), operand(em, n, 3),
+                  operand(em, n, 4), operand(em, n, 5));
+    if (lstm) ax_buf_printf(OUT, "%s, ", operand(em, n, 6));
+    ax_buf_printf(OUT, "%s,\n                  (%s *)((unsigned char *)arena + %lld), &params);\n    }\n", y,
+                  ctype(n->dtype), (long long)n->scratch_offset);
+}
+
 static void emit_conv_transpose(emitter *em, const ir_node *n, const char *y)
 {
     emit_conv_params(em, n);

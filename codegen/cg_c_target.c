@@ -3,7 +3,8 @@
  * (cg_c_scratch_bytes), and which kernels may overwrite their input where
  * ops.def leaves it to the target (cg_c_can_inplace).  Attention keeps the projected q, k, v, one
  * head's scores and the concatenated heads of one batch element in scratch;
- * a depthwise conv that may run in place keeps a ring of input rows there.
+ * a depthwise conv that may run in place keeps a ring of input rows there;
+ * a GRU or LSTM its state and gate sums.
  * Sizes come from the runtime itself (axrt_mha_scratch_elems,
  * axrt_dwconv_inplace_ring_elems) so the two cannot disagree. */
 #include "cg_target.h"
@@ -22,6 +23,14 @@ static size_t mha_scratch_bytes(const ir_node *n, const ir_graph *g)
     p.n = 1;
     p.heads = n->attrs.heads;
     return axrt_mha_scratch_elems(&p) * axrt_dtype_size(n->dtype);
+}
+
+/* gru / lstm: axrt_rnn_scratch_elems of their hidden size. */
+static size_t rnn_scratch_bytes(const ir_node *n)
+{
+    axrt_rnn_params p = {0};
+    p.hidden = (int)n->shape[2];
+    return axrt_rnn_scratch_elems(&p, n->op == IR_OP_lstm ? 4 : 3) * axrt_dtype_size(n->dtype);
 }
 
 /* The runtime's contract (axrt.h, axrt_dwconv.c): a depthwise conv
@@ -83,5 +92,7 @@ size_t cg_c_scratch_bytes(const ir_node *n, const ir_graph *g)
         return mha_scratch_bytes(n, g);
     if (n->op == IR_OP_conv)
         return dwconv_ring_bytes(n, g);
+    if (n->op == IR_OP_gru || n->op == IR_OP_lstm)
+        return rnn_scratch_bytes(n);
     return 0;
 }

@@ -907,6 +907,22 @@ static void lv_conv_transpose(lv *L, const ir_node *n, LLVMValueRef y)
     call(L, kernel(L, "conv_transpose2d"), "vppppp", args);
 }
 
+/* gru / lstm through axrt_gru / axrt_lstm, as cg_c.c's emit_rnn. */
+static void lv_rnn(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const ir_node *x = operand_node(L, n, 0);
+    const bool lstm = n->op == IR_OP_lstm;
+    if (n->scratch_offset < 0)
+        ax_die("cg_llvm: %s %%%d has no scratch buffer", ir_ops[n->op].name, (int)(n - L->g->nodes));
+    const int p[] = {(int)x->shape[0], (int)x->shape[1], (int)x->shape[2], (int)n->shape[2],
+                     n->attrs.reverse ? 1 : 0, n->attrs.linear_before_reset ? 1 : 0, n->attrs.cell ? 1 : 0};
+    LLVMValueRef args[10];
+    int a = 0;
+    for (int i = 0; i < (lstm ? 7 : 6); i++) args[a++] = operand(L, n, i);
+    args[a++] = y, args[a++] = scratch(L, n), args[a++] = const_ints(L, p, 7);
+    call(L, kernel(L, ir_ops[n->op].name), lstm ? "vpppppppppp" : "vppppppppp", args);
+}
+
 static void lv_upsample(lv *L, const ir_node *n, LLVMValueRef y)
 {
     const ir_node *x = operand_node(L, n, 0);

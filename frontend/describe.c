@@ -23,6 +23,8 @@ static const char *ax_ctor(ir_op op)
     case IR_OP_globalmeanpool: return "GlobalMeanPool";
     case IR_OP_mha: return "MultiHeadAttention";
     case IR_OP_embedding: return "Embedding";
+    case IR_OP_gru: return "GRU";
+    case IR_OP_lstm: return "LSTM";
     default: return (unsigned)op < IR_OP_COUNT ? ir_ops[op].name : "?";
     }
 }
@@ -53,6 +55,10 @@ static void ax_layer_args(const ir_graph *g, const ir_node *n, char *buf, size_t
         break;
     case IR_OP_mha:
         snprintf(buf, size, "(%lld => %d)", (long long)dim(w, 1), n->attrs.heads);
+        break;
+    case IR_OP_gru: case IR_OP_lstm: /* weight_ih [G*hidden, in]: this layer's own in */
+        snprintf(buf, size, "(%lld => %lld)", (long long)dim(w, 1),
+                 (long long)(dim(w, 0) / (n->op == IR_OP_lstm ? 4 : 3)));
         break;
     default:
         snprintf(buf, size, "()");

@@ -757,11 +757,21 @@ static void lower_return(lower_state *st, const ast_stmt *s)
 }
 
 /* `a, b, ... = chunk(x, n; dims=k)`: one result node per name (ir.h
- * "Several results"); on an error every name is bound as a failed value. */
+ * "Several results"); `y, h = gru(x)` / `y, h, c = lstm(x)`: PyTorch's
+ * output and final states; on an error every name is bound as a failed value. */
 static void lower_unpack(lower_state *st, const ast_stmt *s)
 {
     const ast_node *v = s->value;
     int producer = IR_NONE;
+    const lower_binding *lb = v->kind == AST_CALL && v->callee->kind == AST_IDENT ? scope_find(st, v->callee->name) : NULL;
+    if (lb && lb->layer && lower_is_rnn(lb->layer)) {   /* y, h_n(, c_n) = gru(x) / lstm(x) */
+        int in[IR_MAX_SRC], nin, outs[3] = {IR_NONE, IR_NONE, IR_NONE};
+        lb->layer->used = true;
+        if (lower_positional(st, v, in, &nin))
+            lower_rnn_unpack(st, lb->layer, in, nin, v->loc, s->ntargets, outs);
+        for (int k = 0; k < s->ntargets; k++) scope_bind(st, s->targets[k]->name, k < 3 ? outs[k] : IR_NONE, NULL);
+        return;
+    }
     if (v->kind == AST_CALL && v->callee->kind == AST_IDENT && !scope_find(st, v->callee->name) &&
         strcmp(v->callee->name, "chunk") == 0)
         producer = lower_chunk(st, v, s->ntargets);

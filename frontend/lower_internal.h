@@ -47,6 +47,12 @@ struct lower_layer {
     ir_op act;                 /* activation= epilogue node, IR_OP_COUNT if none */
     ir_attrs act_attrs;
     bool used;                 /* applied somewhere (function form: unused warns) */
+    /* GRU, LSTM: rnn_layers x rnn_dirs cells, each with weight_ih, weight_hh,
+     * bias_ih, bias_hh (IR_NONE without bias) in rnn_params (nparams of them;
+     * more than params[] holds); batch_first as PyTorch's */
+    int *rnn_params;
+    int rnn_layers, rnn_dirs;
+    bool batch_first;
     /* LAYER_BLOCK: the block, its keyword parameters bound as numbers, the
      * layer each body statement declares (decls[i], when declared[i]) */
     const ast_model *block;
@@ -185,6 +191,12 @@ const lower_fn *lower_find_fn(const char *name);
 /* chunk(x, n; dims=k) bound to nresults names (language.md §10): the
  * multi-result chunk node (ir.h "Several results"), or IR_NONE after an error. */
 int lower_chunk(lower_state *st, const ast_node *call, int nresults);
+/* Whether l is a GRU or LSTM. */
+bool lower_is_rnn(const lower_layer *l);
+/* `y, h = gru(...)` / `y, h, c = lstm(...)`: PyTorch's output, h_n and c_n
+ * ([layers * dirs, N, H]) into outs[0..nouts); false after an error. */
+bool lower_rnn_unpack(lower_state *st, const lower_layer *l, const int *in, int nin, ax_loc loc,
+                      int nouts, int *outs);
 /* Appends the names of every constructor and function to names (arena
  * array grown by the caller: at most lower_ncallables() entries). */
 int lower_ncallables(void);

@@ -472,7 +472,8 @@ static void add_param(lower_state *st, lower_layer *l, const char *pname, ir_par
     n->role = role;
     n->rank = rank;
     memcpy(n->shape, shape, (size_t)rank * sizeof *shape);
-    l->params[l->nparams++] = id;
+    if (l->rnn_params) l->rnn_params[l->nparams++] = id;
+    else l->params[l->nparams++] = id;
 }
 
 static void add_vector_param(lower_state *st, lower_layer *l, const char *pname,
@@ -481,7 +482,11 @@ static void add_vector_param(lower_state *st, lower_layer *l, const char *pname,
     add_param(st, l, pname, role, 1, &len);
 }
 
-static void add_absent_param(lower_layer *l) { l->params[l->nparams++] = IR_NONE; }
+static void add_absent_param(lower_layer *l)
+{
+    if (l->rnn_params) l->rnn_params[l->nparams++] = IR_NONE;
+    else l->params[l->nparams++] = IR_NONE;
+}
 
 /* activation=NAME: an activation function applied after the layer. */
 static bool kw_activation(lower_state *st, lower_layer *l, const lower_args *a)
@@ -684,6 +689,154 @@ static bool build_convtranspose(lower_state *st, lower_layer *l, const lower_arg
               (int64_t[]){in, out / at->groups, at->kernel[0], at->kernel[1]});
     if (bias) add_vector_param(st, l, "bias", IR_PARAM_ZEROS, out);
     else add_absent_param(l);
+    return true;
+}
+
+/* GRU(in => hidden; num_layers, bidirectional, bias, batch_first) and LSTM:
+ * torch.nn.GRU / nn.LSTM's parameters, named weight_ih_l<k>[_reverse] and so
+ * on in PyTorch's order, one gru/lstm node per layer and direction when
+ * applied (apply_rnn). */
+static bool build_rnn(lower_state *st, lower_layer *l, const lower_args *a)
+{
+    const bool lstm = strcmp(l->ctor->name, "LSTM") == 0;
+    int64_t in = 1, hid = 1, layers = 1;
+    bool bias = true, bidirectional = false;
+    const ast_node *nl = kw_value(a, "num_layers");
+    l->batch_first = true;
+    bool ok = eval_pair(st, a->pos[0], l->ctor->name, "(in => hidden)", &in, &hid);
+    if (nl) ok = eval_int_min(st, nl, "num_layers", 1, &layers) && ok;
+    ok = kw_bool(st, a, "bias", &bias) && ok;
+    ok = kw_bool(st, a, "bidirectional", &bidirectional) && ok;
+    ok = kw_bool(st, a, "batch_first", &l->batch_first) && ok;
+    if (!ok) return false;
+    if (layers > 64) {
+        ax_error(st->ctx, nl->loc, "num_layers must be at most 64");
+        return false;
+    }
+    l->op = lstm ? IR_OP_lstm : IR_OP_gru;
+    l->attrs.linear_before_reset = true;
+    l->rnn_layers = (int)layers;
+    l->rnn_dirs = bidirectional ? 2 : 1;
+    l->max_in = lstm ? 3 : 2;
+    l->rnn_params = ax_alloc(st->ctx->arena, sizeof *l->rnn_params * (size_t)(4 * layers * l->rnn_dirs));
+    const int64_t gates = (lstm ? 4 : 3) * hid;
+    for (int k = 0; k < l->rnn_layers; k++)
+        for (int d = 0; d < l->rnn_dirs; d++) {
+            const char *sfx = ax_sprintf(st->ctx->arena, "l%d%s", k, d ? "_reverse" : "");
+            int64_t wi[2] = {gates, k ? l->rnn_dirs * hid : in}, wh[2] = {gates, hid};
+            add_param(st, l, ax_sprintf(st->ctx->arena, "weight_ih_%s", sfx), IR_PARAM_GLOROT, 2, wi);
+            add_param(st, l, ax_sprintf(st->ctx->arena, "weight_hh_%s", sfx), IR_PARAM_GLOROT, 2, wh);
+            for (int b = 0; b < 2; b++) {
+                if (bias)
+                    add_vector_param(st, l, ax_sprintf(st->ctx->arena, "bias_%s_%s", b ? "hh" : "ih", sfx),
+                                     IR_PARAM_ZEROS, gates);
+                else
+                    add_absent_param(l);
+            }
+        }
+    return true;
+}
+
+/* Cell `cell` of an initial state [layers * dirs, N, H] as [N, H]. */
+static int rnn_state_of_cell(lower_state *st, int state, int cell, ax_loc loc)
+{
+    ir_attrs at = lower_attrs(), squeeze = lower_attrs();
+    at.nslice = 1;
+    at.begin[0] = cell, at.end[0] = cell + 1, at.step[0] = 1;
+    squeeze.nsqueeze = 1;   /* squeeze[0] = 0: the cell axis */
+    int id = lower_add(st, IR_OP_slice, &state, 1, &at, loc, NULL);
+    return lower_add(st, IR_OP_reshape, &id, 1, &squeeze, loc, NULL);
+}
+
+/* One cell's final state as [1, N, H]: the last step of its [N, L, H]
+ * sequence (the first for the reverse direction). */
+static int rnn_final(lower_state *st, int seq, bool reverse, ax_loc loc)
+{
+    ir_attrs at = lower_attrs(), swap = lower_attrs();
+    at.nslice = 2;
+    at.begin[0] = INT64_MIN, at.end[0] = INT64_MAX, at.step[0] = 1;
+    at.begin[1] = reverse ? 0 : -1, at.end[1] = reverse ? 1 : INT64_MAX, at.step[1] = 1;
+    swap.nperm = 3, swap.perm[0] = 1, swap.perm[1] = 0, swap.perm[2] = 2;
+    int id = lower_add(st, IR_OP_slice, &seq, 1, &at, loc, NULL);
+    return lower_add(st, IR_OP_transpose, &id, 1, &swap, loc, NULL);
+}
+
+/* The cells' [1, N, H] states joined as PyTorch's h_n / c_n [cells, N, H]. */
+static int rnn_join_cells(lower_state *st, const int *cells, int n, ax_loc loc)
+{
+    ir_attrs cat = lower_attrs();
+    cat.axis = 0;
+    int acc = cells[0];
+    for (int i = 1; i < n && acc != IR_NONE;) {   /* at most IR_MAX_SRC at once */
+        int src[IR_MAX_SRC] = {acc}, k = 1;
+        while (i < n && k < IR_MAX_SRC) src[k++] = cells[i++];
+        acc = lower_add(st, IR_OP_concat, src, k, &cat, loc, NULL);
+    }
+    return acc;
+}
+
+/* GRU/LSTM applied to x, or (x, h0) / (x, h0, c0) with the states shaped
+ * [layers * dirs, N, H] as PyTorch's: each layer's directions run over the
+ * previous layer's output and are concatenated on the features.  hn / cn,
+ * when not NULL, get each cell's final h / c (c: the same LSTM cell run
+ * again keeping c, attrs.cell). */
+static int rnn_run(lower_state *st, const lower_layer *l, const int *in, int nin, ax_loc loc, int *hn,
+                   int *cn)
+{
+    if (nin != 1 && nin != l->max_in) {
+        ax_error(st->ctx, loc, "layer '%s' (%s) expects %s, got %d inputs", l->name, l->ctor->name,
+                 l->max_in == 3 ? "x or (x, h0, c0)" : "x or (x, h0)", nin);
+        return IR_NONE;
+    }
+    ir_attrs swap = lower_attrs();
+    swap.nperm = 3, swap.perm[0] = 1, swap.perm[1] = 0, swap.perm[2] = 2;
+    int x = in[0];
+    if (!l->batch_first) x = lower_add(st, IR_OP_transpose, &x, 1, &swap, loc, NULL);
+    for (int k = 0; k < l->rnn_layers && x != IR_NONE; k++) {
+        int y[2];
+        for (int d = 0; d < l->rnn_dirs; d++) {
+            const int cell = k * l->rnn_dirs + d;
+            int src[7] = {x}, n = 1;
+            for (int i = 0; i < 4; i++) src[n++] = l->rnn_params[4 * cell + i];
+            for (int i = 1; i < nin; i++) src[n++] = rnn_state_of_cell(st, in[i], cell, loc);
+            while (n < ir_ops[l->op].max_src) src[n++] = IR_NONE;
+            ir_attrs at = l->attrs;
+            at.reverse = d == 1;
+            y[d] = lower_add(st, l->op, src, n, &at, loc, l->name);
+            if (hn) hn[cell] = rnn_final(st, y[d], d == 1, loc);
+            at.cell = true;
+            if (cn) cn[cell] = rnn_final(st, lower_add(st, l->op, src, n, &at, loc, l->name), d == 1, loc);
+        }
+        ir_attrs cat = lower_attrs();
+        cat.axis = 2;
+        x = l->rnn_dirs == 2 ? lower_add(st, IR_OP_concat, y, 2, &cat, loc, l->name) : y[0];
+    }
+    if (!l->batch_first && x != IR_NONE) x = lower_add(st, IR_OP_transpose, &x, 1, &swap, loc, NULL);
+    return x;
+}
+
+static int apply_rnn(lower_state *st, const lower_layer *l, const int *in, int nin, ax_loc loc)
+{
+    return rnn_run(st, l, in, nin, loc, NULL, NULL);
+}
+
+bool lower_is_rnn(const lower_layer *l) { return l->kind == LAYER_CTOR && l->rnn_params; }
+
+bool lower_rnn_unpack(lower_state *st, const lower_layer *l, const int *in, int nin, ax_loc loc,
+                      int nouts, int *outs)
+{
+    const int most = l->op == IR_OP_lstm ? 3 : 2, cells = l->rnn_layers * l->rnn_dirs;
+    if (nouts < 2 || nouts > most) {
+        ax_error(st->ctx, loc, "%s gives %s; bind %s names", l->ctor->name,
+                 most == 3 ? "(output, h_n, c_n)" : "(output, h_n)", most == 3 ? "2 or 3" : "2");
+        return false;
+    }
+    int *hn = ax_alloc(st->ctx->arena, sizeof *hn * (size_t)cells);
+    int *cn = nouts > 2 ? ax_alloc(st->ctx->arena, sizeof *cn * (size_t)cells) : NULL;
+    outs[0] = rnn_run(st, l, in, nin, loc, hn, cn);
+    if (outs[0] == IR_NONE) return false;
+    outs[1] = rnn_join_cells(st, hn, cells, loc);
+    if (cn) outs[2] = rnn_join_cells(st, cn, cells, loc);
     return true;
 }
 
@@ -924,6 +1077,8 @@ static const char *const kw_instancenorm[] = {"eps", "affine", NULL};
 static const char *const kw_convtranspose[] = {"stride", "pad", "output_padding", "dilation",
                                                "groups", "activation", "bias", NULL};
 
+static const char *const kw_rnn[] = {"num_layers", "bias", "bidirectional", "batch_first", NULL};
+
 static const lower_ctor ctors[] = {
     {"Dense", 1, "(in => out)", kw_dense, build_dense},
     {"Conv", 2, "((kh, kw), in => out)", kw_conv, build_conv},
@@ -942,6 +1097,8 @@ static const lower_ctor ctors[] = {
     {"Flatten", 0, "()", NULL, build_flatten},
     {"Embedding", 1, "(vocab => dim)", NULL, build_embedding},
     {"MultiHeadAttention", 1, "(d => heads)", kw_mha, build_mha},
+    {"GRU", 1, "(in => hidden)", kw_rnn, build_rnn},
+    {"LSTM", 1, "(in => hidden)", kw_rnn, build_rnn},
 };
 #define NCTORS ((int)(sizeof ctors / sizeof ctors[0]))
 
@@ -1005,6 +1162,7 @@ int lower_apply_layer(lower_state *st, const lower_layer *l, const int *in, int 
 {
     if (l->kind != LAYER_CTOR) return lower_apply_composite(st, l, in, nin, loc);
     if (l->op == IR_OP_mha) return apply_mha(st, l, in, nin, loc);
+    if (l->rnn_params) return apply_rnn(st, l, in, nin, loc);
     if (nin != l->min_in && nin != l->max_in) {
         ax_error(st->ctx, loc, "layer '%s' (%s) expects 1 input, got %d", l->name,
                  l->ctor->name, nin);

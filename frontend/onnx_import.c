@@ -562,8 +562,8 @@ static bool import_node(ox_state *s, const Onnx__NodeProto *n)
         }
     int errors = s->ctx->errors;
     bool ok = ox_find_op(n->op_type)(s) && s->ctx->errors == errors;
-    for (size_t i = 0; ok && i < n->n_output; i++)
-        if (n->output[i][0] && !ox_lookup(s, n->output[i])) {
+    for (size_t i = 0; ok && i < n->n_output; i++)   /* one that nothing reads may stay undefined */
+        if (n->output[i][0] && !ox_lookup(s, n->output[i]) && ox_value_used(s, n->output[i])) {
             ox_unsupported(s, "this output of the node");
             ok = false;
         }
@@ -600,6 +600,17 @@ static bool add_outputs(ox_state *s, const Onnx__GraphProto *gp)
     return true;
 }
 
+bool ox_value_used(ox_state *s, const char *name)
+{
+    const Onnx__GraphProto *gp = s->graph;
+    for (size_t i = 0; gp && i < gp->n_node; i++)
+        for (size_t k = 0; k < gp->node[i]->n_input; k++)
+            if (!strcmp(gp->node[i]->input[k], name)) return true;
+    for (size_t i = 0; gp && i < gp->n_output; i++)
+        if (gp->output[i]->name && !strcmp(gp->output[i]->name, name)) return true;
+    return false;
+}
+
 static bool import_graph(ox_state *s, const Onnx__GraphProto *gp)
 {
     if (gp->n_node > OX_MAX_NODES || gp->n_initializer > OX_MAX_NODES) {
@@ -607,6 +618,7 @@ static bool import_graph(ox_state *s, const Onnx__GraphProto *gp)
         return false;
     }
     if (!check_ops(s, gp)) return false;
+    s->graph = gp;
     for (size_t i = 0; i < gp->n_initializer; i++) {
         ox_const *c = ox_tensor(s, gp->initializer[i]);
         if (!c) return false;

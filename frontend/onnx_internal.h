@@ -41,6 +41,7 @@ typedef struct ox_state {
     ox_val *vals;                 /* open-addressing table by name */
     size_t cap, used;
     const Onnx__NodeProto *node;  /* the node being imported (messages) */
+    const Onnx__GraphProto *graph;
     int counter;                  /* for generated parameter names */
 } ox_state;
 
@@ -51,6 +52,8 @@ ox_val *ox_define(ox_state *s, const char *name);
 /* The value of input i of the current node; NULL when absent ("" or past
  * the end); an input that names no value is reported. */
 ox_val *ox_input(ox_state *s, int i, bool *ok);
+/* Whether a node input or a graph output names value name. */
+bool ox_value_used(ox_state *s, const char *name);
 /* Error at the current node: "node 'NAME' (OP): ...". */
 void ox_fail(ox_state *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ox_unsupported(ox_state *s, const char *what);

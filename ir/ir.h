@@ -181,6 +181,9 @@ typedef struct ir_attrs {
     int parts;                /* chunk: parts asked for (torch.chunk's chunks) */
     int scale[2];             /* upsample: integer factors (h, w) */
     int out_pad[2];           /* conv_transpose: output_padding (h, w) */
+    bool reverse;             /* gru, lstm: the sequence runs from its last step to its first */
+    bool linear_before_reset; /* gru: r multiplies (W_hn h + b_hn), as PyTorch (true) */
+    bool cell;                /* lstm: the result holds each step's cell state c, not h */
     int mode;                 /* upsample: an ir_upsample_mode */
     int nresults;             /* multi-result producer: its number of results */
     int index;                /* result: which result of src[0] it is, 0-based */

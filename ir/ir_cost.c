@@ -61,6 +61,16 @@ static double cost_conv_grad_weight(const ir_graph *g, const ir_node *n)
     return dy ? 2 * numel(dy) * (double)(n->shape[1] * n->shape[2] * n->shape[3]) : 0;
 }
 
+/* Per step: the input and hidden products of every gate (w_ih [G*H, I],
+ * w_hh [G*H, H]); the gate nonlinearities are small beside them. */
+static double cost_rnn(const ir_graph *g, const ir_node *n)
+{
+    const ir_node *wi = src(g, n, 1), *wh = src(g, n, 2);
+    if (!wi || !wh || n->rank != 3)
+        return 0;
+    return 2 * (double)(n->shape[0] * n->shape[1]) * (numel(wi) + numel(wh));
+}
+
 /* Projections of q, k, v and the output, scores and their weighted sum. */
 static double cost_mha(const ir_graph *g, const ir_node *n)
 {

@@ -233,6 +233,17 @@ static void put_eps_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
     ax_buf_printf(out, " eps=%g", n->attrs.eps);
 }
 
+static void put_rnn_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    if (n->attrs.reverse)
+        ax_buf_printf(out, " reverse=true");
+    if (n->attrs.cell)
+        ax_buf_printf(out, " cell=true");
+    if (n->op == IR_OP_gru && !n->attrs.linear_before_reset)
+        ax_buf_printf(out, " linear_before_reset=false");
+}
+
 static void put_groups_eps_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
 {
     (void)g;

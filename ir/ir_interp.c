@@ -1076,6 +1076,76 @@ static void attend_head(const mha_dims *m, const double *q, const double *k, con
     }
 }
 
+/* ---- recurrent layers --------------------------------------------------- */
+
+/* One step of a torch.nn.GRU cell over the gate pre-activations gi = W_ih x
+ * + b_ih and gh = W_hh h + b_hh (r, z, n of h each): h becomes h'.  Without
+ * linear_before_reset (ONNX's default) the n gate sees W_hn (r * h) + b_hn,
+ * which needs w_hh_n and b_hh_n. */
+static void gru_step(const double *gi, const double *gh, int64_t hid, bool lbr,
+                     const double *w_hh, const double *b_hh, double *h, double *rh)
+{
+    for (int64_t j = 0; j < hid; j++) rh[j] = sigmoid(gi[j] + gh[j]) * h[j];
+    for (int64_t j = 0; j < hid; j++) {
+        double r = sigmoid(gi[j] + gh[j]), z = sigmoid(gi[hid + j] + gh[hid + j]), hn;
+        if (lbr) {
+            hn = r * gh[2 * hid + j];
+        } else {
+            hn = b_hh ? b_hh[2 * hid + j] : 0;
+            for (int64_t k = 0; k < hid; k++) hn += w_hh[(2 * hid + j) * hid + k] * rh[k];
+        }
+        double nv = tanh(gi[2 * hid + j] + hn);
+        rh[hid + j] = (1 - z) * nv + z * h[j];
+    }
+    memcpy(h, rh + hid, (size_t)hid * sizeof *h);
+}
+
+/* One step of a torch.nn.LSTM cell: gates i, f, g, o in gi + gh. */
+static void lstm_step(const double *gi, const double *gh, int64_t hid, double *h, double *c)
+{
+    for (int64_t j = 0; j < hid; j++) {
+        double ig = sigmoid(gi[j] + gh[j]), fg = sigmoid(gi[hid + j] + gh[hid + j]);
+        double gg = tanh(gi[2 * hid + j] + gh[2 * hid + j]), og = sigmoid(gi[3 * hid + j] + gh[3 * hid + j]);
+        c[j] = fg * c[j] + ig * gg;
+        h[j] = og * tanh(c[j]);
+    }
+}
+
+/* gru / lstm (ops.def): per batch element, the state runs over the steps in
+ * order (or reversed) and each step's h is the output row. */
+static int eval_rnn(const interp *in, const ir_node *n, double *out)
+{
+    const ir_node *x = operand(in, n, 0);
+    const bool lstm = n->op == IR_OP_lstm;
+    const int64_t batch = x->shape[0], len = x->shape[1], idim = x->shape[2], hid = n->shape[2];
+    const int64_t gates = (lstm ? 4 : 3) * hid;
+    const double *xv = operand_vals(in, n, 0), *w_ih = operand_vals(in, n, 1), *w_hh = operand_vals(in, n, 2);
+    const double *b_ih = operand_vals(in, n, 3), *b_hh = operand_vals(in, n, 4), *h0 = operand_vals(in, n, 5);
+    const double *c0 = lstm ? operand_vals(in, n, 6) : NULL;
+    double *buf = malloc((size_t)(2 * gates + 4 * hid) * sizeof *buf);
+    if (!buf)
+        return -1;
+    double *gi = buf, *gh = gi + gates, *h = gh + gates, *c = h + hid, *tmp = c + hid;
+    for (int64_t b = 0; b < batch; b++) {
+        for (int64_t j = 0; j < hid; j++) {
+            h[j] = h0 ? h0[b * hid + j] : 0;
+            c[j] = c0 ? c0[b * hid + j] : 0;
+        }
+        for (int64_t s = 0; s < len; s++) {
+            int64_t t = n->attrs.reverse ? len - 1 - s : s;
+            linear_rows(xv + (b * len + t) * idim, 1, idim, w_ih, b_ih, gates, gi);
+            linear_rows(h, 1, hid, w_hh, b_hh, gates, gh);
+            if (lstm)
+                lstm_step(gi, gh, hid, h, c);
+            else
+                gru_step(gi, gh, hid, n->attrs.linear_before_reset, w_hh, b_hh, h, tmp);
+            memcpy(out + (b * len + t) * hid, n->attrs.cell ? c : h, (size_t)hid * sizeof *h);
+        }
+    }
+    free(buf);
+    return 0;
+}
+
 /* torch.nn.MultiheadAttention(batch_first=True): project q, k, v with the
  * three row blocks of in_proj, attend per head, concatenate, out_proj. */
 static int eval_mha(const interp *in, const ir_node *n, double *out)

@@ -13,6 +13,7 @@
 
 #include <limits.h>
 #include <stdarg.h>
+#include <string.h>
 
 typedef bool (*shape_fn)(ir_graph *g, ir_node *n);
 
@@ -458,6 +459,42 @@ static bool shape_groupnorm(ir_graph *g, ir_node *n)
         if (p && (p->rank != 1 || p->shape[0] != c)) return fail_expects(g, n, "parameter", expected, p);
     }
     set_shape(n, x->shape, x->rank);
+    return true;
+}
+
+/* Operand k of n, when present, must have shape want[0..rank). */
+static bool check_operand_shape(ir_graph *g, ir_node *n, int k, const char *what,
+                                const int64_t *want, int rank)
+{
+    const ir_node *p = k < n->nsrc && n->src[k] != IR_NONE ? operand(g, n, k) : NULL;
+    bool same = !p || p->rank == rank;
+    for (int i = 0; p && same && i < rank; i++) same = p->shape[i] == want[i];
+    if (same) return true;
+    char expected[96] = "[";
+    for (int i = 0; i < rank; i++)
+        snprintf(expected + strlen(expected), sizeof expected - strlen(expected), "%s%lld",
+                 i ? ", " : "", (long long)want[i]);
+    strcat(expected, "]");
+    return fail_expects(g, n, what, expected, p);
+}
+
+/* gru, lstm (ops.def): x [N, L, I], w_hh [G*H, H] gives H (G = 3 or 4 gates),
+ * w_ih [G*H, I], biases [G*H], initial states [N, H]; the result [N, L, H]. */
+static bool shape_rnn(ir_graph *g, ir_node *n)
+{
+    const ir_node *x = operand(g, n, 0), *wh = operand(g, n, 2);
+    const int64_t gates = n->op == IR_OP_lstm ? 4 : 3;
+    if (x->rank != 3) return fail_expects(g, n, "input", "[N, L, features]", x);
+    if (wh->rank != 2 || wh->shape[0] != gates * wh->shape[1])
+        return fail_expects(g, n, "weight_hh", gates == 4 ? "[4H, H]" : "[3H, H]", wh);
+    const int64_t hid = wh->shape[1], wi[2] = {gates * hid, x->shape[2]}, b[1] = {gates * hid};
+    const int64_t state[2] = {x->shape[0], hid}, out[3] = {x->shape[0], x->shape[1], hid};
+    if (!check_operand_shape(g, n, 1, "weight_ih", wi, 2) || !check_operand_shape(g, n, 3, "bias_ih", b, 1) ||
+        !check_operand_shape(g, n, 4, "bias_hh", b, 1) ||
+        !check_operand_shape(g, n, 5, "initial hidden state", state, 2) ||
+        !check_operand_shape(g, n, 6, "initial cell state", state, 2))
+        return false;
+    set_shape(n, out, 3);
     return true;
 }
 

@@ -40,6 +40,12 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p)
     return 2 * lq * d + 3 * lk * d + lq * lk;
 }
 
+size_t axrt_rnn_scratch_elems(const axrt_rnn_params *p, int gates)
+{
+    /* the input and hidden gate sums, the state h, and c (LSTM) or r * h (GRU) */
+    return 2 * (size_t)gates * (size_t)p->hidden + 2 * (size_t)p->hidden;
+}
+
 #define AXRT_CAT2(a, b) a##b
 #define AXRT_CAT(a, b) AXRT_CAT2(a, b)
 

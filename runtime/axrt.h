@@ -122,6 +122,19 @@ typedef struct axrt_mha_params {
 /* Scratch elements (of the compute dtype) axrt_mha_* needs. */
 size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
 
+/* One layer and direction of torch.nn.GRU / torch.nn.LSTM, batch_first. */
+typedef struct axrt_rnn_params {
+    int n, l;                 /* batch, sequence length */
+    int in, hidden;           /* features of x, of h */
+    int reverse;              /* run from the last step to the first */
+    int linear_before_reset;  /* gru: r * (W_hn h + b_hn) (PyTorch); 0: W_hn (r * h) + b_hn (ONNX) */
+    int cell;                 /* lstm: y holds each step's c instead of h */
+} axrt_rnn_params;
+
+/* Scratch elements (of the compute dtype) axrt_gru_* (gates 3) and
+   axrt_lstm_* (gates 4) need; the batch size does not enter. */
+size_t axrt_rnn_scratch_elems(const axrt_rnn_params *p, int gates);
+
 #define AXRT_DECLARE_UNARY(T, S, op) void axrt_##op##_##S(const T *x, T *y, size_t n);
 #define AXRT_DECLARE_BINARY(T, S, op)                                                    \
     void axrt_##op##_##S(const T *a, const T *b, T *y, size_t n);                        \
@@ -212,6 +225,17 @@ static inline int axrt_dropout_keep(uint64_t seed, uint64_t stream, uint64_t ste
        input, p->oh, ow, oc the output; bias may be NULL */                           \
     void axrt_conv_transpose2d_##S(const T *x, const T *w, const T *bias, T *y,          \
                                    const axrt_conv2d_params *p);                        \
+    /* GRU / LSTM layer over x [n, l, in] -> y [n, l, hidden] (h of every step);       \
+       w_ih [G*hidden, in], w_hh [G*hidden, hidden] with PyTorch's gate order (r, z, n;  \
+       i, f, g, o); biases, h0 and c0 ([n, hidden]) may be NULL (zeros); p->cell: y    \
+       holds c instead (LSTM); scratch holds                                             \
+       axrt_rnn_scratch_elems(p, G) elements */                                          \
+    void axrt_gru_##S(const T *x, const T *w_ih, const T *w_hh, const T *b_ih,            \
+                      const T *b_hh, const T *h0, T *y, T *scratch,                       \
+                      const axrt_rnn_params *p);                                          \
+    void axrt_lstm_##S(const T *x, const T *w_ih, const T *w_hh, const T *b_ih,           \
+                       const T *b_hh, const T *h0, const T *c0, T *y, T *scratch,         \
+                       const axrt_rnn_params *p);                                         \
     /* torch.nn.Upsample on NHWC x [n, h, w, c] -> y [n, h*sh, w*sw, c]; mode 0       \
        nearest, 1 bilinear, 2 bilinear with align_corners (the IR's upsample modes) */  \
     void axrt_upsample_##S(const T *x, T *y, size_t n, size_t h, size_t w, size_t c,    \

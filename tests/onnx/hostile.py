@@ -49,6 +49,15 @@ def cases(d):
     dyn = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])
     yield "dynamic input", relu_graph(inputs=[dyn]).SerializeToString(), r"input 'x' has a dynamic or non-positive dimension 0 \('N'\)"
     yield "opset 18", relu_graph(opset=18).SerializeToString(), r"uses ONNX opset 18, which is unsupported"
+    for op, rows, what in (("GRU", 12, "R 'r' does not have the shape"), ("LSTM", 17, "W 'w' does not have the shape")):
+        w = numpy_helper.from_array(np.zeros((1, rows if op == "LSTM" else 12, 4), np.float32), "w")
+        r = numpy_helper.from_array(np.zeros((1, 12, 3), np.float32), "r")   # hidden_size 4 wants [1, G*4, 4]
+        rnn = [helper.make_node(op, ["x3", "w", "r"], ["", "y"], name="rnn", hidden_size=4)]
+        x3 = helper.make_tensor_value_info("x3", TensorProto.FLOAT, [1, 1, 4])
+        yield f"{op} weights of the wrong shape", relu_graph(rnn, [w, r], inputs=[x3]).SerializeToString(), what
+    huge_rnn = [helper.make_node("GRU", ["x3", "x3", "x3"], ["", "y"], name="rnn", hidden_size=1 << 40)]
+    yield "GRU of a huge hidden_size", relu_graph(huge_rnn, inputs=[helper.make_tensor_value_info(
+        "x3", TensorProto.FLOAT, [1, 1, 4])]).SerializeToString(), r"\(GRU\): unsupported: this hidden_size"
     for name, loc in (("outside", "../secret.bin"), ("absolute", "/etc/passwd")):
         t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1, 4],
                         data_location=TensorProto.EXTERNAL)

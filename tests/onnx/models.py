@@ -82,7 +82,43 @@ def rnn():
     return FirstOutput(torch.nn.RNN(3, 5, batch_first=True)), torch.randn(2, 20, 3)
 
 
-MODELS = [("rnn", rnn, (14,)), ("pads", pads, (13,)), ("conv_transpose", conv_transpose, (13,)), ("upsample", upsample, (11, 13)), ("efficientnet_b0", efficientnet_b0, (13,)), ("shufflenet_v2", shufflenet_v2, (13,)),
+def gru():
+    return FirstOutput(torch.nn.GRU(3, 5, num_layers=2, bidirectional=True, batch_first=True)), torch.randn(2, 7, 3)
+
+
+class LastHidden(torch.nn.Module if torch else object):
+    """A classifier on an LSTM's final hidden state h_n (its Y_h)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(4, 6, num_layers=2, batch_first=True)
+        self.fc = torch.nn.Linear(6, 3)
+
+    def forward(self, x):
+        return self.fc(self.lstm(x)[1][0][-1])
+
+
+def lstm():
+    return LastHidden(), torch.randn(3, 9, 4)
+
+
+class FinalStates(torch.nn.Module if torch else object):
+    """A bidirectional LSTM's h_n and c_n side by side (Y_h and Y_c)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(3, 5, bidirectional=True, batch_first=True)
+
+    def forward(self, x):
+        _, (h, c) = self.lstm(x)
+        return torch.cat([h, c], dim=-1)
+
+
+def lstm_states():
+    return FinalStates(), torch.randn(2, 6, 3)
+
+
+MODELS = [("gru", gru, (13, 17)), ("lstm", lstm, (13, 17)), ("lstm_states", lstm_states, (13,)), ("rnn", rnn, (14,)), ("pads", pads, (13,)), ("conv_transpose", conv_transpose, (13,)), ("upsample", upsample, (11, 13)), ("efficientnet_b0", efficientnet_b0, (13,)), ("shufflenet_v2", shufflenet_v2, (13,)),
           ("squeezenet1_1", squeezenet, (13,)), ("resnet18", resnet18, (13,)), ("mobilenet_v2", mobilenet_v2, (13, 17)),
           ("transformer_encoder", transformer, (13, 17))]
 

@@ -382,6 +382,57 @@ def norm_cases():
     ]
 
 
+def rnn_cases():
+    """GRU/LSTM against nn.GRU/nn.LSTM (batch_first, PyTorch's names and gate
+    order): deep, bidirectional, without bias, sequence-first, with initial
+    states, and the last step's h through slicing."""
+    def seq(m, x):
+        return m["0"](x)[0]
+    cases = []
+    for kind in ("GRU", "LSTM"):
+        mod, low = getattr(nn, kind), kind.lower()
+        cases += [
+            layer(f"{low}_basic", "x::Float32[2, 7, 3]", f"{kind}(3 => 5)",
+                  lambda mod=mod: {"0": mod(3, 5, batch_first=True)}, seq, {"x": ((2, 7, 3), "normal")}),
+            layer(f"{low}_deep_bidirectional", "x::Float32[3, 5, 4]",
+                  f"{kind}(4 => 6, num_layers=3, bidirectional=true)",
+                  lambda mod=mod: {"0": mod(4, 6, num_layers=3, bidirectional=True, batch_first=True)}, seq,
+                  {"x": ((3, 5, 4), "normal")}),
+            layer(f"{low}_nobias_seq_first", "x::Float32[6, 2, 3]",
+                  f"{kind}(3 => 4, bias=false, batch_first=false)",
+                  lambda mod=mod: {"0": mod(3, 4, bias=False)}, seq, {"x": ((6, 2, 3), "normal")}),
+        ]
+    cases += [
+        Case("gru_initial_state_last_step",
+             fn_model("gru_h0", "x::Float32[2, 9, 3], h0::Float32[2, 2, 5]",
+                      "gru = GRU(3 => 5, num_layers=2)\nfc = Dense(5 => 2)\ny = gru(x, h0)\n"
+                      "return fc(y[:, -1, :])"),
+             lambda: Twin(lambda m, x, h0: m["fc"](m["gru"](x, h0)[0][:, -1, :]),
+                          {"gru": nn.GRU(3, 5, num_layers=2, batch_first=True), "fc": nn.Linear(5, 2)}),
+             {"x": ((2, 9, 3), "normal"), "h0": ((2, 2, 5), "normal")}),
+        Case("lstm_initial_state_bidirectional",
+             fn_model("lstm_hc", "x::Float32[3, 4, 2], h0::Float32[2, 3, 5], c0::Float32[2, 3, 5]",
+                      "lstm = LSTM(2 => 5, bidirectional=true)\nreturn lstm(x, h0, c0)"),
+             lambda: Twin(lambda m, x, h0, c0: m["lstm"](x, (h0, c0))[0],
+                          {"lstm": nn.LSTM(2, 5, bidirectional=True, batch_first=True)}),
+             {"x": ((3, 4, 2), "normal"), "h0": ((2, 3, 5), "normal"), "c0": ((2, 3, 5), "normal")}),
+        Case("gru_final_state_bidirectional",
+             fn_model("gru_hn", "x::Float32[2, 6, 3]",
+                      "gru = GRU(3 => 4, num_layers=2, bidirectional=true)\ny, h = gru(x)\nreturn y, h"),
+             lambda: Twin(lambda m, x: m["gru"](x),
+                          {"gru": nn.GRU(3, 4, num_layers=2, bidirectional=True, batch_first=True)}),
+             {"x": ((2, 6, 3), "normal")}, outputs=["y", "h"]),
+        Case("lstm_final_states_seq_first",
+             fn_model("lstm_hc_n", "x::Float32[5, 2, 3]",
+                      "lstm = LSTM(3 => 4, num_layers=2, bidirectional=true, batch_first=false)\n"
+                      "y, h, c = lstm(x)\nreturn y, h, c"),
+             lambda: Twin(lambda m, x: (lambda y, hc: (y, hc[0], hc[1]))(*m["lstm"](x)),
+                          {"lstm": nn.LSTM(3, 4, num_layers=2, bidirectional=True)}),
+             {"x": ((5, 2, 3), "normal")}, outputs=["y", "h", "c"]),
+    ]
+    return cases
+
+
 def attention_cases():
     d = 16
     seq = {"x": ((2, 7, d), "normal")}
@@ -539,6 +590,9 @@ EXAMPLES = {  # examples/NAME.ax -> (twin, inputs, tolerance)
     "lenet5": (_lenet_twin, {"x": ((1, 28, 28, 1), "normal")}, DEEP),
     "mobilenetv2_block": (_mobilenet_twin, {"x": ((1, 14, 14, 32), "normal")}, DEEP),
     "gpt_block": (_gpt_twin, {"x": ((1, 16, 64), "normal")}, DEEP),
+    "gru_kws": (lambda: Twin(lambda m, x: m["fc"](m["gru"](x)[0][:, -1, :]),
+                             {"gru": nn.GRU(10, 32, num_layers=2, batch_first=True), "fc": nn.Linear(32, 12)}),
+                {"x": ((1, 49, 10), "normal")}, DEEP),
 }
 
 
@@ -553,5 +607,5 @@ def example_cases(root):
 def all_cases(root):
     import cases_compose  # noqa: E402 (it imports Case from here)
     return (activation_cases() + function_cases() + binary_cases() + fused_cases() + layer_cases()
-            + attention_cases() + program_cases() + example_cases(root)
+            + attention_cases() + rnn_cases() + program_cases() + example_cases(root)
             + cases_compose.all_cases(root))

@@ -211,6 +211,9 @@ def randomise(module, generator):
                 sub.bias.normal_(0, 0.3, generator=generator)
             if isinstance(sub, RMSNorm):
                 sub.weight.uniform_(0.5, 1.5, generator=generator)
+            if isinstance(sub, (nn.GRU, nn.LSTM)):   # wider than 1/sqrt(H): gates far from 0.5
+                for p in sub.parameters():
+                    p.uniform_(-0.7, 0.7, generator=generator)
             if isinstance(sub, nn.MultiheadAttention):
                 for p in (sub.in_proj_bias, sub.out_proj.bias):
                     if p is not None:
