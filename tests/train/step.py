@@ -89,8 +89,10 @@ def compare(got, ref, keys):
     return {k: tr.rel_err(got[k], np.asarray(ref[k]).reshape(-1)) for k in keys}
 
 
-def one_case(d, label, src, twin, loss, opt, targs, flags, x, t, init):
-    """Generated step vs torch and vs axc train; returns the host's weights or None."""
+def one_case(d, label, src, twin, loss, opt, targs, flags, x, t, init, f64=False):
+    """Generated step vs torch and vs axc train; returns the host's weights or None.
+    f64: PyTorch trains in Float64 from the same Float32 start (as the `train`
+    suite's model oracles do), so its own round-off does not enter the comparison."""
     r = generate(d, src, init, loss, opt, flags)
     if r.returncode:
         report(f"{label}: axc --train", False, r.stderr)
@@ -107,7 +109,12 @@ def one_case(d, label, src, twin, loss, opt, targs, flags, x, t, init):
         return None
     keys = list(init)
     rr, interp = tr.axc_train(d, src, init, loss, opt, flags, x, t)
-    tr.torch_train(twin, loss, opt, targs, x, t, tr.STEPS)
+    xt, tt = x, t
+    if f64:
+        twin.double()
+        xt = x if x.dtype == np.int64 else x.astype(np.float64)
+        tt = t if t.dtype == np.int64 else t.astype(np.float64)
+    tr.torch_train(twin, loss, opt, targs, xt, tt, tr.STEPS)
     ref = {k: v.detach().numpy() for k, v in twin.state_dict().items()}
     errs = compare(got, ref, keys)
     moved = max(tr.rel_err(got[k], init[k].numpy().reshape(-1)) for k in keys)
@@ -121,9 +128,11 @@ def one_case(d, label, src, twin, loss, opt, targs, flags, x, t, init):
         report(f"{label}: generated C vs axc train (interpreter, rel <= 1e-4)", max(errs.values()) <= 1e-4,
                f"relative errors {errs}")
     twin.eval()
-    y = twin(torch.from_numpy(x[:tr.BATCH])).detach().numpy().reshape(-1)
-    report(f"{label}: forward on the trained state vs the trained twin (rel <= 1e-4)",
-           out.shape == y.shape and tr.rel_err(out, y) <= 1e-4, f"out {out[:6]} twin {y[:6]}")
+    y = twin(torch.from_numpy(xt[:tr.BATCH])).detach().numpy().reshape(-1)
+    # the weights agree within 1e-4, so a deep model's outputs within a few times that
+    tol = 1e-3 if f64 else 1e-4
+    report(f"{label}: forward on the trained state vs the trained twin (rel <= {tol:g})",
+           out.shape == y.shape and tr.rel_err(out, y) <= tol, f"out {out[:6]} twin {y[:6]}")
     return got
 
 
@@ -157,7 +166,7 @@ def model_cases(d, rng, fw):
         out_shape = copy.deepcopy(twin).eval()(torch.from_numpy(probe)).shape
         x, t = tr.model_data(rng, shape, kind, out_shape, loss, tr.STEPS, np.float32)
         label = f"train step {name} {opt} {' '.join(flags)}"
-        got = one_case(d, label, src.replace("DTYPE", "Float32"), twin, loss, opt, targs, flags, x, t, init)
+        got = one_case(d, label, src.replace("DTYPE", "Float32"), twin, loss, opt, targs, flags, x, t, init, True)
         if got is not None and fw and name in ("batchnorm", "lenet5_bn"):
             firmware(d, label, got, fw, "4M" if name == "lenet5_bn" else "256K")
     tr.BATCH = 4
