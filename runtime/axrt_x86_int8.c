@@ -33,50 +33,72 @@ static uint32_t load32(const uint8_t *p)
 #define VNNI_INLINE static inline __attribute__((target(VNNI_TARGET), always_inline))
 
 /* The tile with MR rows and NB blocks of 16 channels, both constants after
- * inlining, so that acc lives in registers. */
+ * inlining; the accumulators are named variables c<row><block> (an array
+ * would live in memory), those outside MR x NB vanish.  One group of four k:
+ * the NB weight vectors, then row by row the broadcast input and its NB dot
+ * products (24 accumulators + 4 weights + 1 input of the 32 registers). */
+#define VNNI_BLOCKS(OP, r) OP(r, 0) OP(r, 1) OP(r, 2) OP(r, 3)
+#define VNNI_ALL(OP) VNNI_BLOCKS(OP, 0) VNNI_BLOCKS(OP, 1) VNNI_BLOCKS(OP, 2) VNNI_BLOCKS(OP, 3) \
+    VNNI_BLOCKS(OP, 4) VNNI_BLOCKS(OP, 5)
+#define VNNI_DECLARE(r, b) __m512i c##r##b = _mm512_setzero_si512();
+/* c += dot(x, w) in place: GCC 12 copies (and spills) the accumulators of
+   _mm512_dpbusd_epi32 in a loop like this one; the asm statement does not. */
+#define VNNI_DPBUSD(c, x, w) __asm__("vpdpbusd %2, %1, %0" : "+v"(c) : "v"(x), "v"(w))
+#define VNNI_DOT(r, b) if (b < NB) VNNI_DPBUSD(c##r##b, xv, w##b);
+#define VNNI_STORE(r, b)                                                                             \
+    if (r < MR && b < NB)                                                                            \
+        _mm512_mask_storeu_epi32(t->acc + (size_t)r * t->ldacc + (size_t)b * AXRT_Q8_BLOCK, m##b, c##r##b);
+#define VNNI_ROW(r, load)                                                    \
+    if (r < MR) {                                                            \
+        const __m512i xv = _mm512_set1_epi32((int)load(a##r));               \
+        VNNI_BLOCKS(VNNI_DOT, r)                                             \
+    }
+#define VNNI_W(b) const __m512i w##b = b < NB ? _mm512_maskz_loadu_epi32(m##b, w + b * bstride) : _mm512_setzero_si512();
+#define VNNI_GROUP(load)                                                                   \
+    do {                                                                                   \
+        VNNI_W(0) VNNI_W(1) VNNI_W(2) VNNI_W(3)                                            \
+        VNNI_ROW(0, load) VNNI_ROW(1, load) VNNI_ROW(2, load) VNNI_ROW(3, load)            \
+        VNNI_ROW(4, load) VNNI_ROW(5, load)                                                \
+        w += step;                                                                         \
+    } while (0)
+#define VNNI_MASK(b) const __mmask16 m##b = (__mmask16)(b + 1 < NB ? 0xffffu : (1u << wb) - 1u);
+#define VNNI_ROW_PTR(r) const uint8_t *a##r = t->rows[s * (size_t)MR + (size_t)(r < MR ? r : 0)];
+#define LOAD_FULL(p) load32((p) + 4 * g)
 VNNI_INLINE void vnni_tile(const axrt_q8_tile *t, const int MR, const int NB)
 {
     const size_t kp = t->nseg * axrt_q8_round4(t->seg_len), full = t->seg_len / 4, rem = t->seg_len % 4;
-    const int8_t *wp[4];
-    size_t step[4];
-    __mmask16 m[4];
-    for (int b = 0; b < NB; b++) {
-        const size_t col = t->c0 + (size_t)b * AXRT_Q8_BLOCK;
-        const size_t wb = t->out - col < AXRT_Q8_BLOCK ? t->out - col : AXRT_Q8_BLOCK;
-        wp[b] = t->packed + col * kp;
-        step[b] = wb * 4;
-        m[b] = (__mmask16)((1u << wb) - 1u);
-    }
-    __m512i acc[6][4];
-    for (int r = 0; r < MR; r++)
-        for (int b = 0; b < NB; b++)
-            acc[r][b] = _mm512_setzero_si512();
-#define VNNI_GROUP(xload)                                                          \
-    do {                                                                           \
-        __m512i w[4];                                                              \
-        for (int b = 0; b < NB; b++) {                                             \
-            w[b] = _mm512_maskz_loadu_epi32(m[b], wp[b]);                          \
-            wp[b] += step[b];                                                      \
-        }                                                                          \
-        for (int r = 0; r < MR; r++) {                                             \
-            const __m512i xv = _mm512_set1_epi32((int)(xload));                    \
-            for (int b = 0; b < NB; b++)                                           \
-                acc[r][b] = _mm512_dpbusd_epi32(acc[r][b], xv, w[b]);              \
-        }                                                                          \
-    } while (0)
+    /* blocks before the last are full (64 bytes a group); the last has wb
+       channels, and is the only one if narrow (vnni_tile_dispatch) */
+    const size_t last = t->c0 + (size_t)(NB - 1) * AXRT_Q8_BLOCK;
+    const size_t wb = t->out - last < AXRT_Q8_BLOCK ? t->out - last : AXRT_Q8_BLOCK;
+    VNNI_MASK(0) VNNI_MASK(1) VNNI_MASK(2) VNNI_MASK(3)
+    const int8_t *w = t->packed + t->c0 * kp;
+    const size_t bstride = AXRT_Q8_BLOCK * kp, step = NB > 1 ? 64 : wb * 4;
+    VNNI_ALL(VNNI_DECLARE)
     for (size_t s = 0; s < t->nseg; s++) {
-        const uint8_t *a[6];
-        for (int r = 0; r < MR; r++)
-            a[r] = t->rows[s * (size_t)MR + (size_t)r];
+        VNNI_ROW_PTR(0) VNNI_ROW_PTR(1) VNNI_ROW_PTR(2) VNNI_ROW_PTR(3) VNNI_ROW_PTR(4) VNNI_ROW_PTR(5)
         for (size_t g = 0; g < full; g++)
-            VNNI_GROUP(load32(a[r] + 4 * g));
-        if (rem)
-            VNNI_GROUP(axrt_q8_load4(a[r] + 4 * full, rem));
+            VNNI_GROUP(LOAD_FULL);
+        w += rem ? step : 0;   /* the tail group: vnni_tail's */
     }
-#undef VNNI_GROUP
-    for (int r = 0; r < MR; r++)
-        for (int b = 0; b < NB; b++)
-            _mm512_mask_storeu_epi32(t->acc + (size_t)r * t->ldacc + (size_t)b * AXRT_Q8_BLOCK, m[b], acc[r][b]);
+    VNNI_ALL(VNNI_STORE)
+}
+
+/* Adds the last group of four k when seg_len % 4 != 0 (then nseg == 1: see
+ * axrt_int8.c's conv_segments), its missing input bytes read as 0. */
+__attribute__((target(VNNI_TARGET))) static void vnni_tail(const axrt_q8_tile *t)
+{
+    const size_t kp = axrt_q8_round4(t->seg_len), full = t->seg_len / 4, rem = t->seg_len % 4;
+    for (size_t j = 0; j < t->nc; j += AXRT_Q8_BLOCK) {
+        const size_t col = t->c0 + j, wb = t->out - col < AXRT_Q8_BLOCK ? t->out - col : AXRT_Q8_BLOCK;
+        const __mmask16 m = (__mmask16)((1u << wb) - 1u);
+        const __m512i wv = _mm512_maskz_loadu_epi32(m, t->packed + col * kp + full * wb * 4);
+        for (size_t r = 0; r < t->mr; r++) {
+            int32_t *acc = t->acc + r * t->ldacc + j;
+            const __m512i xv = _mm512_set1_epi32((int)axrt_q8_load4(t->rows[r] + 4 * full, rem));
+            _mm512_mask_storeu_epi32(acc, m, _mm512_dpbusd_epi32(_mm512_maskz_loadu_epi32(m, acc), xv, wv));
+        }
+    }
 }
 
 #define VNNI_TILE_FN(MR, NB)                                                                         \
@@ -88,13 +110,28 @@ VNNI_INLINE void vnni_tile(const axrt_q8_tile *t, const int MR, const int NB)
 VNNI_TILE_ROW(1) VNNI_TILE_ROW(2) VNNI_TILE_ROW(3) VNNI_TILE_ROW(4) VNNI_TILE_ROW(5) VNNI_TILE_ROW(6)
 #define VNNI_TILE_ENTRY(MR) {vnni_tile_##MR##_1, vnni_tile_##MR##_2, vnni_tile_##MR##_3, vnni_tile_##MR##_4}
 
-static void vnni_tile_any(const axrt_q8_tile *t)
+static void vnni_tile_dispatch(const axrt_q8_tile *t)
 {
     static void (*const tiles[6][4])(const axrt_q8_tile *) = {
         VNNI_TILE_ENTRY(1), VNNI_TILE_ENTRY(2), VNNI_TILE_ENTRY(3),
         VNNI_TILE_ENTRY(4), VNNI_TILE_ENTRY(5), VNNI_TILE_ENTRY(6),
     };
+    const size_t head = (t->nc - 1) / AXRT_Q8_BLOCK * AXRT_Q8_BLOCK;
+    if (head && t->nc - head < AXRT_Q8_BLOCK) {
+        /* a narrow last block after full ones: two tiles, the blocks' paces differ */
+        axrt_q8_tile part = *t;
+        part.nc = head;
+        vnni_tile_dispatch(&part);
+        part = *t;
+        part.c0 += head;
+        part.nc -= head;
+        part.acc += head;
+        vnni_tile_dispatch(&part);
+        return;
+    }
     tiles[t->mr - 1][(t->nc + AXRT_Q8_BLOCK - 1) / AXRT_Q8_BLOCK - 1](t);
+    if (t->seg_len % 4)
+        vnni_tail(t);
 }
 
 /* round_half_away(|v| * |mult| / 2^shift) in 64-bit lanes, truncated to 32
@@ -141,7 +178,7 @@ __attribute__((target(VNNI_TARGET))) static void vnni_finish(const axrt_requant 
 
 const axrt_q8_gemm_ops *axrt_q8_gemm_vnni(void)
 {
-    static const axrt_q8_gemm_ops ops = {"avx512vnni", 6, 64, vnni_tile_any, vnni_finish};
+    static const axrt_q8_gemm_ops ops = {"avx512vnni", 6, 64, vnni_tile_dispatch, vnni_finish};
     const int ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
     return ok ? &ops : NULL;
@@ -152,51 +189,57 @@ const axrt_q8_gemm_ops *axrt_q8_gemm_vnni(void)
 #define AVX2_INLINE static inline __attribute__((target("avx2"), always_inline))
 
 /* The tile with MR rows (a constant after inlining) and one block of 16
- * channels: acc[r][q] holds channels 4q..4q+3, two partial sums each. */
+ * channels: c<r><q> holds row r's channels 4q..4q+3, two partial sums each
+ * (named variables, so that they stay in registers: 12 + 3 inputs + 1
+ * weight vector of the 16). */
+#define AVX2_QUADS(OP, r) OP(r, 0) OP(r, 1) OP(r, 2) OP(r, 3)
+#define AVX2_ALL(OP) AVX2_QUADS(OP, 0) AVX2_QUADS(OP, 1) AVX2_QUADS(OP, 2)
+#define AVX2_DECLARE(r, q) __m256i c##r##q = _mm256_setzero_si256();
+#define AVX2_X(r, load) \
+    const __m256i x##r = r < MR ? _mm256_cvtepu8_epi16(_mm_set1_epi32((int)load(a##r))) : _mm256_setzero_si256();
+/* c += madd(x, w), the sum in place (an asm statement, as VNNI_DPBUSD) */
+#define AVX2_MADD(r, q) \
+    if (r < MR) __asm__("vpaddd %1, %0, %0" : "+x"(c##r##q) : "x"(_mm256_madd_epi16(x##r, wq)));
+#define AVX2_QUAD(q)                                                                       \
+    {                                                                                      \
+        const __m256i wq = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(src + 16 * q))); \
+        AVX2_MADD(0, q) AVX2_MADD(1, q) AVX2_MADD(2, q)                                    \
+    }
+#define AVX2_GROUP(load)                                                                   \
+    do {                                                                                   \
+        const int8_t *src = wp;                                                            \
+        if (wb < AXRT_Q8_BLOCK)                                                            \
+            src = memcpy(narrow, wp, step);                                                \
+        wp += step;                                                                        \
+        AVX2_X(0, load) AVX2_X(1, load) AVX2_X(2, load)                                    \
+        AVX2_QUAD(0) AVX2_QUAD(1) AVX2_QUAD(2) AVX2_QUAD(3)                                \
+    } while (0)
+#define AVX2_ROW_PTR(r) const uint8_t *a##r = t->rows[s * (size_t)MR + (size_t)(r < MR ? r : 0)];
+#define LOAD_TAIL(p) axrt_q8_load4((p) + 4 * full, rem)
+/* hadd: [c0 c1 c4 c5 | c2 c3 c6 c7]; the permute puts them in order */
+#define AVX2_STORE(r)                                                                              \
+    if (r < MR) {                                                                                  \
+        int32_t sums[16];                                                                          \
+        _mm256_storeu_si256((__m256i *)sums, _mm256_permute4x64_epi64(_mm256_hadd_epi32(c##r##0, c##r##1), 0xd8)); \
+        _mm256_storeu_si256((__m256i *)(sums + 8),                                                 \
+                            _mm256_permute4x64_epi64(_mm256_hadd_epi32(c##r##2, c##r##3), 0xd8));  \
+        memcpy(t->acc + (size_t)r * t->ldacc, sums, t->nc * sizeof *sums);                         \
+    }
 AVX2_INLINE void avx2_tile(const axrt_q8_tile *t, const int MR)
 {
     const size_t kp = t->nseg * axrt_q8_round4(t->seg_len), full = t->seg_len / 4, rem = t->seg_len % 4;
     const size_t wb = t->out - t->c0 < AXRT_Q8_BLOCK ? t->out - t->c0 : AXRT_Q8_BLOCK, step = wb * 4;
     const int8_t *wp = t->packed + t->c0 * kp;
     int8_t narrow[64] = {0};   /* a narrow block's group, padded to 16 channels */
-    __m256i acc[3][4];
-    for (int r = 0; r < MR; r++)
-        for (int q = 0; q < 4; q++)
-            acc[r][q] = _mm256_setzero_si256();
-#define AVX2_GROUP(xload)                                                                       \
-    do {                                                                                        \
-        const int8_t *src = wp;                                                                 \
-        if (wb < AXRT_Q8_BLOCK)                                                                 \
-            src = memcpy(narrow, wp, step);                                                     \
-        wp += step;                                                                             \
-        __m256i w[4];                                                                           \
-        for (int q = 0; q < 4; q++)                                                             \
-            w[q] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(src + 16 * q)));      \
-        for (int r = 0; r < MR; r++) {                                                          \
-            const __m256i xv = _mm256_cvtepu8_epi16(_mm_set1_epi32((int)(xload)));             \
-            for (int q = 0; q < 4; q++)                                                         \
-                acc[r][q] = _mm256_add_epi32(acc[r][q], _mm256_madd_epi16(xv, w[q]));           \
-        }                                                                                       \
-    } while (0)
+    AVX2_ALL(AVX2_DECLARE)
     for (size_t s = 0; s < t->nseg; s++) {
-        const uint8_t *a[3];
-        for (int r = 0; r < MR; r++)
-            a[r] = t->rows[s * (size_t)MR + (size_t)r];
+        AVX2_ROW_PTR(0) AVX2_ROW_PTR(1) AVX2_ROW_PTR(2)
         for (size_t g = 0; g < full; g++)
-            AVX2_GROUP(load32(a[r] + 4 * g));
+            AVX2_GROUP(LOAD_FULL);
         if (rem)
-            AVX2_GROUP(axrt_q8_load4(a[r] + 4 * full, rem));
+            AVX2_GROUP(LOAD_TAIL);
     }
-#undef AVX2_GROUP
-    for (int r = 0; r < MR; r++) {
-        /* hadd: [c0 c1 c4 c5 | c2 c3 c6 c7]; the permute puts them in order */
-        const __m256i s01 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[r][0], acc[r][1]), 0xd8);
-        const __m256i s23 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[r][2], acc[r][3]), 0xd8);
-        int32_t sums[16];
-        _mm256_storeu_si256((__m256i *)sums, s01);
-        _mm256_storeu_si256((__m256i *)(sums + 8), s23);
-        memcpy(t->acc + (size_t)r * t->ldacc, sums, t->nc * sizeof *sums);
-    }
+    AVX2_STORE(0) AVX2_STORE(1) AVX2_STORE(2)
 }
 
 __attribute__((target("avx2"))) static void avx2_tile_1(const axrt_q8_tile *t) { avx2_tile(t, 1); }
