@@ -349,13 +349,45 @@ static const char *float_text(ax_arena *a, float v)
     return ax_sprintf(a, "%.8ef", (double)v);
 }
 
+/* An int8 conv's parameters for the runtime (x NHWC, weights OIHW). */
+static axrt_conv2d_params quant_conv_params(emitter *em, const ir_node *n)
+{
+    const ir_node *x = operand_node(em, n, 0), *w = operand_node(em, n, 1);
+    const ir_attrs *at = &n->attrs;
+    return (axrt_conv2d_params){(int)x->shape[0], (int)x->shape[1], (int)x->shape[2], (int)x->shape[3],
+                                (int)n->shape[1], (int)n->shape[2], (int)n->shape[3], (int)w->shape[2],
+                                (int)w->shape[3], at->stride[0], at->stride[1], at->dilation[0],
+                                at->dilation[1], at->pad[0], at->pad[1], at->groups};
+}
+
+/* The int8 weights in the layout the runtime's GEMM reads (axrt_*_q8_pack). */
+static void emit_packed_weights(emitter *em, const ir_node *n, int id)
+{
+    const ir_quant *q = n->quant;
+    int8_t *packed;
+    size_t bytes;
+    if (n->op == IR_OP_dense) {
+        const ir_node *x = operand_node(em, n, 0);
+        const size_t in = (size_t)x->shape[x->rank - 1], out = (size_t)n->shape[n->rank - 1];
+        bytes = axrt_dense_q8_pack(q->w, in, out, NULL);
+        packed = ax_alloc(arena_of(em), bytes + 1);
+        axrt_dense_q8_pack(q->w, in, out, packed);
+    } else {
+        const axrt_conv2d_params p = quant_conv_params(em, n);
+        bytes = axrt_conv2d_q8_pack(q->w, &p, NULL);
+        packed = ax_alloc(arena_of(em), bytes + 1);
+        axrt_conv2d_q8_pack(q->w, &p, packed);
+    }
+    emit_q_array(em, "int8_t", "w", id, packed, (int64_t)bytes, 1);
+}
+
 static void emit_quant_constants(emitter *em, int id)
 {
     const ir_quant *q = node_at(em, id)->quant;
-    ax_buf_printf(em->out, "/* %%%d in int8: weights [%lld] per-channel symmetric; input scale %.9g zero %d, "
-                  "output scale %.9g zero %d */\n", id, (long long)q->nw, (double)q->in_scale, q->in_zp,
-                  (double)q->out_scale, q->out_zp);
-    emit_q_array(em, "int8_t", "w", id, q->w, q->nw, 1);
+    ax_buf_printf(em->out, "/* %%%d in int8: weights [%lld] per-channel symmetric, packed for the GEMM; "
+                  "input scale %.9g zero %d, output scale %.9g zero %d */\n", id, (long long)q->nw,
+                  (double)q->in_scale, q->in_zp, (double)q->out_scale, q->out_zp);
+    emit_packed_weights(em, node_at(em, id), id);
     emit_q_array(em, "int32_t", "bias", id, q->bias, q->nout, 4);
     if (q->float_out) {
         emit_q_array(em, "float", "fscale", id, q->fscale, q->nout, 4);
@@ -376,7 +408,7 @@ static void emit_quant_constants(emitter *em, int id)
 static void emit_quant_layer(emitter *em, const ir_node *n, const char *y)
 {
     const ir_quant *q = n->quant;
-    const ir_node *x = operand_node(em, n, 0), *w = operand_node(em, n, 1);
+    const ir_node *x = operand_node(em, n, 0);
     const int id = (int)(n - em->g->nodes);
     if (n->scratch_offset < 0)
         ax_die("cg_c: int8 layer %%%d has no scratch buffer", id);
@@ -386,21 +418,18 @@ static void emit_quant_layer(emitter *em, const ir_node *n, const char *y)
                   (long long)ir_numel(x), float_text(arena_of(em), q->in_scale), q->in_zp);
     if (n->op == IR_OP_dense) {
         const int64_t in = x->shape[x->rank - 1];
-        ax_buf_printf(em->out, "    axrt_dense_q8(%s, %s_q%d_w.values, &%s_q%d_rq, %s, %lld, %lld, %lld);\n",
+        ax_buf_printf(em->out, "    axrt_dense_q8_packed(%s, %s_q%d_w.values, &%s_q%d_rq, %s, %lld, %lld, %lld);\n",
                       qx, em->g->name, id, em->g->name, id, y, (long long)(ir_numel(x) / in),
                       (long long)in, (long long)n->shape[n->rank - 1]);
         return;
     }
-    const ir_attrs *at = &n->attrs;
+    const axrt_conv2d_params p = quant_conv_params(em, n);
     ax_buf_printf(em->out,
                   "    {\n        static const axrt_conv2d_params params = "
-                  "{%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d, %d, %d, %d, %d};\n",
-                  (long long)x->shape[0], (long long)x->shape[1], (long long)x->shape[2],
-                  (long long)x->shape[3], (long long)n->shape[1], (long long)n->shape[2],
-                  (long long)n->shape[3], (long long)w->shape[2], (long long)w->shape[3],
-                  at->stride[0], at->stride[1], at->dilation[0], at->dilation[1], at->pad[0],
-                  at->pad[1], at->groups);
-    ax_buf_printf(em->out, "        axrt_conv2d_q8(%s, %d, %s_q%d_w.values, &%s_q%d_rq, %s, "
+                  "{%d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d};\n",
+                  p.n, p.h, p.w, p.c, p.oh, p.ow, p.oc, p.kh, p.kw, p.stride_h, p.stride_w,
+                  p.dilation_h, p.dilation_w, p.pad_top, p.pad_left, p.groups);
+    ax_buf_printf(em->out, "        axrt_conv2d_q8_packed(%s, %d, %s_q%d_w.values, &%s_q%d_rq, %s, "
                   "(uint8_t *)((unsigned char *)arena + %lld), &params);\n    }\n",
                   qx, q->in_zp + 128, em->g->name, id, em->g->name, id, y,
                   (long long)(n->scratch_offset + ir_numel(x)));

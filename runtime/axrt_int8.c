@@ -12,7 +12,11 @@
  *   avx512 + VNNI  vpdpbusd, four u8 x s8 products into each int32 lane.
  * The x86 paths are compiled with __attribute__((target)) and follow the float
  * kernels' choice (axrt_isa_name: AXRT_ISA / axrt_set_isa force it); "avx512"
- * without VNNI on this CPU uses the avx2 dot.  Requantisation is one integer
+ * without VNNI on this CPU uses the avx2 dot.
+ * The generated code calls the _packed kernels: dense and ungrouped conv as a
+ * register-tiled GEMM on weights packed at compile time (axrt_q8.h; tiles in
+ * axrt_x86_int8.c, a scalar/SMLAD tile here); grouped and depthwise convs
+ * keep the plain layout and the dot products above.  Requantisation is one integer
  * formula (axrt_requantize) shared by all paths.  Freestanding C99. */
 #include <math.h>
 #include <stdbool.h>
@@ -21,6 +25,7 @@
 #include <string.h>
 
 #include "axrt.h"
+#include "axrt_q8.h"
 
 #if defined(__ARM_FEATURE_DSP)
 #include <arm_acle.h>
@@ -305,4 +310,198 @@ void axrt_conv2d_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_
                     dot_rows(d, patch, w, k, g * ocg, ocg, rq, out);
                 }
             }
+}
+
+/* ---- the packed GEMM (axrt_q8.h) ------------------------------------------------ */
+
+void axrt_q8_finish_portable(const axrt_requant *rq, const int32_t *acc, size_t c0, size_t nc, float *y)
+{
+    for (size_t j = 0; j < nc; j++)
+        y[j] = finish(rq, rq->bias[c0 + j] + acc[j], c0 + j);
+}
+
+/* One channel of one row over the packed layout: w is the channel's first
+ * four bytes, step the distance between its groups. */
+static int32_t packed_dot(const axrt_q8_tile *t, size_t r, const int8_t *w, size_t step)
+{
+    int32_t acc = 0;
+    for (size_t s = 0; s < t->nseg; s++) {
+        const uint8_t *x = t->rows[s * t->mr + r];
+        size_t k = 0;
+        for (; k + 4 <= t->seg_len; k += 4, w += step) {
+#if defined(__ARM_FEATURE_DSP)
+            uint32_t xb, wb;
+            memcpy(&xb, x + k, 4);
+            memcpy(&wb, w, 4);
+            acc = __smlad(__uxtb16(xb), __sxtb16(wb), acc);
+            acc = __smlad(__uxtb16(xb >> 8), __sxtb16(wb >> 8), acc);   /* bytes 1 and 3 */
+#else
+            acc += (int32_t)x[k] * w[0] + (int32_t)x[k + 1] * w[1] + (int32_t)x[k + 2] * w[2] +
+                   (int32_t)x[k + 3] * w[3];
+#endif
+        }
+        if (k < t->seg_len) {
+            for (size_t i = 0; k + i < t->seg_len; i++)
+                acc += (int32_t)x[k + i] * w[i];
+            w += step;
+        }
+    }
+    return acc;
+}
+
+static void tile_portable(const axrt_q8_tile *t)
+{
+    const size_t kp = t->nseg * axrt_q8_round4(t->seg_len);
+    for (size_t j = 0; j < t->nc; j++) {
+        const size_t col = t->c0 + j, first = col - col % AXRT_Q8_BLOCK;
+        const size_t wb = t->out - first < AXRT_Q8_BLOCK ? t->out - first : AXRT_Q8_BLOCK;
+        const int8_t *w = t->packed + first * kp + (col - first) * 4;
+        for (size_t r = 0; r < t->mr; r++)
+            t->acc[r * t->ldacc + j] = packed_dot(t, r, w, wb * 4);
+    }
+}
+
+static const axrt_q8_gemm_ops gemm_portable = {"portable", 1, 16, tile_portable, axrt_q8_finish_portable};
+
+/* The GEMM of the instruction set pick_dot chooses. */
+static const axrt_q8_gemm_ops *pick_gemm(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(AXRT_NO_SIMD)
+    const char *isa = axrt_isa_name();
+    const axrt_q8_gemm_ops *g;
+    if (!strcmp(isa, "avx512") && (g = axrt_q8_gemm_vnni()) != NULL)
+        return g;
+    if ((!strcmp(isa, "avx512") || !strcmp(isa, "avx2")) && (g = axrt_q8_gemm_avx2()) != NULL)
+        return g;
+#endif
+    return &gemm_portable;
+}
+
+void axrt_q8_pack(const int8_t *w, size_t out, size_t nseg, size_t seg_len, int8_t *packed)
+{
+    const size_t padded = axrt_q8_round4(seg_len), kp = nseg * padded;
+    for (size_t first = 0; first < out; first += AXRT_Q8_BLOCK) {
+        const size_t wb = out - first < AXRT_Q8_BLOCK ? out - first : AXRT_Q8_BLOCK;
+        int8_t *block = packed + first * kp;
+        for (size_t j = 0; j < wb; j++)
+            for (size_t s = 0; s < nseg; s++)
+                for (size_t k = 0; k < padded; k++) {
+                    const size_t kk = s * padded + k;
+                    block[(kk / 4 * wb + j) * 4 + kk % 4] =
+                        k < seg_len ? w[(first + j) * nseg * seg_len + s * seg_len + k] : 0;
+                }
+    }
+}
+
+size_t axrt_dense_q8_pack(const int8_t *w, size_t in, size_t out, int8_t *packed)
+{
+    if (packed)
+        axrt_q8_pack(w, out, 1, in, packed);
+    return out * axrt_q8_round4(in);
+}
+
+/* How conv p's packed K splits: one segment per tap, read in place, when the
+ * taps are few and either c % 4 == 0 or there is one tap; else one segment,
+ * the gathered receptive field.  nseg 0: grouped, not packed. */
+#define Q8_TAPS_MAX 64
+static void conv_segments(const axrt_conv2d_params *p, size_t *nseg, size_t *seg_len)
+{
+    const size_t taps = (size_t)p->kh * (size_t)p->kw, c = (size_t)p->c;
+    if (p->groups != 1)
+        *nseg = 0, *seg_len = 0;
+    else if (taps <= Q8_TAPS_MAX && (c % 4 == 0 || taps == 1))
+        *nseg = taps, *seg_len = c;
+    else
+        *nseg = 1, *seg_len = taps * c;
+}
+
+size_t axrt_conv2d_q8_pack(const int8_t *w, const axrt_conv2d_params *p, int8_t *packed)
+{
+    size_t nseg, seg_len;
+    conv_segments(p, &nseg, &seg_len);
+    if (!nseg) {
+        const size_t bytes = (size_t)p->oc * axrt_conv2d_q8_scratch(p);
+        if (packed)
+            memcpy(packed, w, bytes);
+        return bytes;
+    }
+    if (packed)
+        axrt_q8_pack(w, (size_t)p->oc, nseg, seg_len, packed);
+    return (size_t)p->oc * nseg * axrt_q8_round4(seg_len);
+}
+
+/* y[r * ldy + o] for r < mr, o < out: rows[s * mr + r] is row r's segment s. */
+static void gemm_rows(const axrt_q8_gemm_ops *g, const uint8_t *const *rows, size_t mr, size_t nseg,
+                      size_t seg_len, const int8_t *packed, size_t out, const axrt_requant *rq, float *y,
+                      size_t ldy)
+{
+    int32_t acc[AXRT_Q8_MR_MAX * AXRT_Q8_NC_MAX];
+    for (size_t c0 = 0; c0 < out; c0 += g->nc) {
+        const size_t nc = out - c0 < g->nc ? out - c0 : g->nc;
+        const axrt_q8_tile t = {rows, mr, nseg, seg_len, packed, out, c0, nc, acc, g->nc};
+        g->tile(&t);
+        for (size_t r = 0; r < mr; r++)
+            g->finish(rq, acc + r * g->nc, c0, nc, y + r * ldy + c0);
+    }
+}
+
+void axrt_dense_q8_packed(const uint8_t *x, const int8_t *packed, const axrt_requant *rq, float *y, size_t rows,
+                          size_t in, size_t out)
+{
+    const axrt_q8_gemm_ops *g = pick_gemm();
+    const uint8_t *ptr[AXRT_Q8_MR_MAX];
+    for (size_t r0 = 0; r0 < rows; r0 += g->mr) {
+        const size_t mr = rows - r0 < g->mr ? rows - r0 : g->mr;
+        for (size_t r = 0; r < mr; r++)
+            ptr[r] = x + (r0 + r) * in;
+        gemm_rows(g, ptr, mr, 1, in, packed, out, rq, y + r0 * out, out);
+    }
+}
+
+/* rows[t * mr + i] for output pixels first + i (flat n, oy, ox) and taps t:
+ * the input pixel the tap reads, or zp_row outside the image. */
+static void tap_rows(const uint8_t *x, const uint8_t *zp_row, const axrt_conv2d_params *p, size_t first,
+                     size_t mr, const uint8_t **rows)
+{
+    for (size_t i = 0; i < mr; i++) {
+        const size_t pix = first + i, ox = pix % (size_t)p->ow, oy = pix / (size_t)p->ow % (size_t)p->oh;
+        const size_t n = pix / ((size_t)p->ow * (size_t)p->oh);
+        for (int ky = 0; ky < p->kh; ky++)
+            for (int kx = 0; kx < p->kw; kx++) {
+                const int iy = (int)oy * p->stride_h - p->pad_top + ky * p->dilation_h;
+                const int ix = (int)ox * p->stride_w - p->pad_left + kx * p->dilation_w;
+                const size_t tap = (size_t)(ky * p->kw + kx);
+                rows[tap * mr + i] = iy < 0 || iy >= p->h || ix < 0 || ix >= p->w ? zp_row
+                    : x + ((n * (size_t)p->h + (size_t)iy) * (size_t)p->w + (size_t)ix) * (size_t)p->c;
+            }
+    }
+}
+
+void axrt_conv2d_q8_packed(const uint8_t *x, int32_t x_zp, const int8_t *packed, const axrt_requant *rq,
+                           float *y, uint8_t *patch, const axrt_conv2d_params *p)
+{
+    size_t nseg, seg_len;
+    conv_segments(p, &nseg, &seg_len);
+    if (!nseg) {
+        axrt_conv2d_q8(x, x_zp, packed, rq, y, patch, p);
+        return;
+    }
+    const axrt_q8_gemm_ops *g = pick_gemm();
+    const size_t pixels = (size_t)p->n * (size_t)p->oh * (size_t)p->ow, oc = (size_t)p->oc;
+    const uint8_t *rows[Q8_TAPS_MAX * AXRT_Q8_MR_MAX];
+    if (nseg == 1 && seg_len != (size_t)p->c) {   /* gathered, one pixel at a time */
+        rows[0] = patch;
+        for (size_t pix = 0; pix < pixels; pix++) {
+            const int ox = (int)(pix % (size_t)p->ow), oy = (int)(pix / (size_t)p->ow % (size_t)p->oh);
+            gather_patch(x, (uint8_t)x_zp, p, (int)(pix / ((size_t)p->ow * (size_t)p->oh)), oy, ox, 0, patch);
+            gemm_rows(g, rows, 1, 1, seg_len, packed, oc, rq, y + pix * oc, oc);
+        }
+        return;
+    }
+    memset(patch, x_zp, (size_t)p->c);   /* the padding's input pixel */
+    for (size_t first = 0; first < pixels; first += g->mr) {
+        const size_t mr = pixels - first < g->mr ? pixels - first : g->mr;
+        tap_rows(x, patch, p, first, mr, rows);
+        gemm_rows(g, rows, mr, nseg, seg_len, packed, oc, rq, y + first * oc, oc);
+    }
 }

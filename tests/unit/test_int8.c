@@ -76,6 +76,7 @@ typedef struct case_data {
     axrt_conv2d_params p;
     uint8_t *x;
     int8_t *w;
+    float *fscale;
     int32_t *bias, *mult;
     int8_t *shift;
     axrt_requant rq;
@@ -93,19 +94,21 @@ static void fill_case(case_data *c)
     c->bias = malloc(sizeof(int32_t) * (size_t)p->oc);
     c->mult = malloc(sizeof(int32_t) * (size_t)p->oc);
     c->shift = malloc((size_t)p->oc);
+    c->fscale = malloc(sizeof(float) * (size_t)p->oc);
     for (size_t i = 0; i < c->nx; i++) c->x[i] = (uint8_t)next_random();
     for (size_t i = 0; i < c->nw; i++) c->w[i] = (int8_t)((int)(next_random() % 255) - 127);
     for (int o = 0; o < p->oc; o++) {
         c->bias[o] = (int32_t)(next_random() % 20001) - 10000;
         c->mult[o] = (int32_t)((1u << 30) + next_random() % (1u << 30));
         c->shift[o] = (int8_t)(38 + next_random() % 4);
+        c->fscale[o] = (float)(next_random() % 1000 + 1) * 1.1e-6f;
     }
-    c->rq = (axrt_requant){c->bias, c->mult, c->shift, NULL, 5, -100, 120, 0.125f};
+    c->rq = (axrt_requant){c->bias, c->mult, c->shift, c->fscale, 5, -100, 120, 0.125f};
 }
 
 static void free_case(case_data *c)
 {
-    free(c->x); free(c->w); free(c->bias); free(c->mult); free(c->shift);
+    free(c->x); free(c->w); free(c->bias); free(c->mult); free(c->shift); free(c->fscale);
 }
 
 /* The conv by its definition, to integers q (before dequantisation). */
@@ -127,6 +130,10 @@ static void reference_conv(const case_data *c, int32_t x_zp, float *y)
                                 const int xv = inside ? c->x[((n * p->h + iy) * p->w + ix) * p->c + (oc / ocg) * cig + ci] : x_zp;
                                 acc += (int64_t)xv * c->w[((oc * p->kh + ky) * p->kw + kx) * cig + ci];
                             }
+                    if (!c->rq.mult) {   /* float_out: scaled to float */
+                        y[((n * p->oh + oy) * p->ow + ox) * p->oc + oc] = (float)(int32_t)acc * c->rq.fscale[oc];
+                        continue;
+                    }
                     int32_t q = c->rq.zp + reference_requantize((int32_t)acc, c->mult[oc], c->shift[oc]);
                     q = q < c->rq.lo ? c->rq.lo : q > c->rq.hi ? c->rq.hi : q;
                     y[((n * p->oh + oy) * p->ow + ox) * p->oc + oc] = (float)(q - c->rq.zp) * c->rq.scale;
@@ -147,14 +154,52 @@ static void check_conv(axrt_conv2d_params p)
         memset(got, 0, sizeof(float) * c.ny);
         uint8_t *patch = malloc(axrt_conv2d_q8_scratch(&c.p));
         axrt_conv2d_q8(c.x, 77, c.w, &c.rq, got, patch, &c.p);
-        free(patch);
         if (memcmp(got, want, sizeof(float) * c.ny))
             fail_msg("conv %dx%dx%d groups %d differs from the reference on %s (%s)", p.h, p.w, p.c, p.groups,
                      isas[i], axrt_q8_isa_name());
+        /* the register-tiled GEMM on packed weights */
+        int8_t *packed = malloc(axrt_conv2d_q8_pack(c.w, &c.p, NULL));
+        axrt_conv2d_q8_pack(c.w, &c.p, packed);
+        memset(got, 0, sizeof(float) * c.ny);
+        axrt_conv2d_q8_packed(c.x, 77, packed, &c.rq, got, patch, &c.p);
+        if (memcmp(got, want, sizeof(float) * c.ny))
+            fail_msg("packed conv %dx%dx%d -> %d, %dx%d groups %d differs from the reference on %s (%s)", p.h, p.w,
+                     p.c, p.oc, p.kh, p.kw, p.groups, isas[i], axrt_q8_isa_name());
+        free(packed);
+        free(patch);
     }
     axrt_set_isa(NULL);
     free(want); free(got);
     free_case(&c);
+}
+
+/* A fused residual's layer: the accumulator scaled to float (rq.mult NULL). */
+static void test_float_out(void **state)
+{
+    (void)state;
+    /* n h w c oh ow oc kh kw sh sw dh dw pt pl groups */
+    const axrt_conv2d_params cases[] = {{1, 6, 5, 32, 6, 5, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+                                        {7, 1, 1, 100, 1, 1, 21, 1, 1, 1, 1, 1, 1, 0, 0, 1}};
+    for (int k = 0; k < 2; k++) {
+        case_data c = {.p = cases[k]};
+        fill_case(&c);
+        c.rq.mult = NULL;
+        float *want = malloc(sizeof(float) * c.ny), *got = malloc(sizeof(float) * c.ny);
+        int8_t *packed = malloc(axrt_conv2d_q8_pack(c.w, &c.p, NULL));
+        uint8_t *patch = malloc(axrt_conv2d_q8_scratch(&c.p));
+        axrt_conv2d_q8_pack(c.w, &c.p, packed);
+        reference_conv(&c, 77, want);
+        for (int i = 0; i < 3; i++) {
+            if (axrt_set_isa(isas[i]) != 0) continue;
+            memset(got, 0, sizeof(float) * c.ny);
+            axrt_conv2d_q8_packed(c.x, 77, packed, &c.rq, got, patch, &c.p);
+            if (memcmp(got, want, sizeof(float) * c.ny))
+                fail_msg("float-out conv case %d differs from the reference on %s (%s)", k, isas[i], axrt_q8_isa_name());
+        }
+        axrt_set_isa(NULL);
+        free(want); free(got); free(packed); free(patch);
+        free_case(&c);
+    }
 }
 
 static void test_conv(void **state)
@@ -166,6 +211,15 @@ static void test_conv(void **state)
     check_conv((axrt_conv2d_params){1, 5, 5, 130, 5, 5, 3, 1, 1, 1, 1, 1, 1, 0, 0, 1});
     check_conv((axrt_conv2d_params){1, 6, 6, 24, 6, 6, 24, 3, 3, 1, 1, 1, 1, 1, 1, 24}); /* depthwise */
     check_conv((axrt_conv2d_params){1, 6, 6, 32, 3, 3, 16, 3, 3, 2, 2, 1, 1, 1, 1, 4});  /* grouped */
+    /* the packed GEMM's shapes: taps in place (c % 4 == 0), gathered (c % 4 != 0), one tap with
+       odd c; channel counts around the 16-wide blocks and 64-wide tiles; pixels not a multiple
+       of the tile rows; dilation */
+    check_conv((axrt_conv2d_params){1, 9, 7, 64, 9, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1});
+    check_conv((axrt_conv2d_params){1, 8, 8, 16, 8, 8, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1});
+    check_conv((axrt_conv2d_params){2, 7, 7, 12, 3, 3, 33, 3, 3, 2, 2, 2, 2, 1, 1, 1});
+    check_conv((axrt_conv2d_params){1, 11, 10, 3, 6, 5, 17, 5, 5, 2, 2, 1, 1, 2, 2, 1});
+    check_conv((axrt_conv2d_params){1, 5, 3, 7, 5, 3, 130, 1, 1, 1, 1, 1, 1, 0, 0, 1});
+    check_conv((axrt_conv2d_params){1, 4, 4, 4, 4, 4, 1, 9, 9, 1, 1, 1, 1, 4, 4, 1});  /* 81 taps: gathered */
 }
 
 /* Dense is the 1x1 conv over a 1x1 image with `rows` images. */
@@ -174,18 +228,26 @@ static void test_dense(void **state)
     (void)state;
     const size_t ins[] = {1, 15, 16, 17, 63, 64, 65, 200, 784};
     for (size_t t = 0; t < sizeof ins / sizeof ins[0]; t++) {
-        const int in = (int)ins[t], rows = 3, out = 11;
+        const int in = (int)ins[t], rows = 3 + (int)t, out = 11 + 13 * (int)t;
         case_data c = {.p = {rows, 1, 1, in, 1, 1, out, 1, 1, 1, 1, 1, 1, 0, 0, 1}};
         fill_case(&c);
-        float want[3 * 11], got[3 * 11];
+        float *want = malloc(sizeof(float) * c.ny), *got = malloc(sizeof(float) * c.ny);
+        int8_t *packed = malloc(axrt_dense_q8_pack(c.w, (size_t)in, (size_t)out, NULL));
+        axrt_dense_q8_pack(c.w, (size_t)in, (size_t)out, packed);
         reference_conv(&c, 0, want);
         for (int i = 0; i < 3; i++) {
             if (axrt_set_isa(isas[i]) != 0) continue;
             axrt_dense_q8(c.x, c.w, &c.rq, got, (size_t)rows, (size_t)in, (size_t)out);
-            if (memcmp(got, want, sizeof got))
+            if (memcmp(got, want, sizeof(float) * c.ny))
                 fail_msg("dense in=%d differs from the reference on %s (%s)", in, isas[i], axrt_q8_isa_name());
+            memset(got, 0, sizeof(float) * c.ny);
+            axrt_dense_q8_packed(c.x, packed, &c.rq, got, (size_t)rows, (size_t)in, (size_t)out);
+            if (memcmp(got, want, sizeof(float) * c.ny))
+                fail_msg("packed dense %d x %d -> %d differs from the reference on %s (%s)", rows, in, out, isas[i],
+                         axrt_q8_isa_name());
         }
         axrt_set_isa(NULL);
+        free(want); free(got); free(packed);
         free_case(&c);
     }
 }
@@ -214,6 +276,7 @@ int main(void)
         cmocka_unit_test(test_quantize_isas),
         cmocka_unit_test(test_dense),
         cmocka_unit_test(test_conv),
+        cmocka_unit_test(test_float_out),
         cmocka_unit_test(test_dispatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,263 @@
+/* axrt_x86_int8.c — the x86 tiles of the packed int8 GEMM (axrt_q8.h),
+ * compiled with __attribute__((target)), so no special flags are needed:
+ *   AVX-512 VNNI  up to 6 rows x 64 channels: 24 zmm accumulators, one
+ *                 64-byte weight load per 16 channels and group of four k,
+ *                 the row's four input bytes broadcast, vpdpbusd; the
+ *                 epilogue (requantisation in 64-bit lanes) vectorised too;
+ *   AVX2          up to 3 rows x 16 channels: weights widened to int16
+ *                 (vpmovsxbw), the four input bytes widened and broadcast,
+ *                 vpmaddwd (exact: vpmaddubsw would saturate 255 * 127 * 2
+ *                 in int16), pairs summed at the end; the portable epilogue.
+ * Both give the portable path's integers exactly (int32 sums of exact
+ * products, wrapping alike).  Empty (but for a declaration) off x86-64,
+ * under -DAXRT_NO_SIMD or without GCC/clang. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "axrt_q8.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(AXRT_NO_SIMD)
+#include <immintrin.h>
+
+static uint32_t load32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* ---- AVX-512 VNNI ------------------------------------------------------------ */
+
+#define VNNI_TARGET "avx512f,avx512bw,avx512vl,avx512vnni"
+#define VNNI_INLINE static inline __attribute__((target(VNNI_TARGET), always_inline))
+
+/* The tile with MR rows and NB blocks of 16 channels, both constants after
+ * inlining; the accumulators are named variables c<row><block> (an array
+ * would live in memory), those outside MR x NB vanish.  One group of four k:
+ * the NB weight vectors, then row by row the broadcast input and its NB dot
+ * products (24 accumulators + 4 weights + 1 input of the 32 registers). */
+#define VNNI_BLOCKS(OP, r) OP(r, 0) OP(r, 1) OP(r, 2) OP(r, 3)
+#define VNNI_ALL(OP) VNNI_BLOCKS(OP, 0) VNNI_BLOCKS(OP, 1) VNNI_BLOCKS(OP, 2) VNNI_BLOCKS(OP, 3) \
+    VNNI_BLOCKS(OP, 4) VNNI_BLOCKS(OP, 5)
+#define VNNI_DECLARE(r, b) __m512i c##r##b = _mm512_setzero_si512();
+/* c += dot(x, w) in place: GCC 12 copies (and spills) the accumulators of
+   _mm512_dpbusd_epi32 in a loop like this one; the asm statement does not. */
+#define VNNI_DPBUSD(c, x, w) __asm__("vpdpbusd %2, %1, %0" : "+v"(c) : "v"(x), "v"(w))
+#define VNNI_DOT(r, b) if (b < NB) VNNI_DPBUSD(c##r##b, xv, w##b);
+#define VNNI_STORE(r, b)                                                                             \
+    if (r < MR && b < NB)                                                                            \
+        _mm512_mask_storeu_epi32(t->acc + (size_t)r * t->ldacc + (size_t)b * AXRT_Q8_BLOCK, m##b, c##r##b);
+#define VNNI_ROW(r, load)                                                    \
+    if (r < MR) {                                                            \
+        const __m512i xv = _mm512_set1_epi32((int)load(a##r));               \
+        VNNI_BLOCKS(VNNI_DOT, r)                                             \
+    }
+#define VNNI_W(b) const __m512i w##b = b < NB ? _mm512_maskz_loadu_epi32(m##b, w + b * bstride) : _mm512_setzero_si512();
+#define VNNI_GROUP(load)                                                                   \
+    do {                                                                                   \
+        VNNI_W(0) VNNI_W(1) VNNI_W(2) VNNI_W(3)                                            \
+        VNNI_ROW(0, load) VNNI_ROW(1, load) VNNI_ROW(2, load) VNNI_ROW(3, load)            \
+        VNNI_ROW(4, load) VNNI_ROW(5, load)                                                \
+        w += step;                                                                         \
+    } while (0)
+#define VNNI_MASK(b) const __mmask16 m##b = (__mmask16)(b + 1 < NB ? 0xffffu : (1u << wb) - 1u);
+#define VNNI_ROW_PTR(r) const uint8_t *a##r = t->rows[s * (size_t)MR + (size_t)(r < MR ? r : 0)];
+#define LOAD_FULL(p) load32((p) + 4 * g)
+VNNI_INLINE void vnni_tile(const axrt_q8_tile *t, const int MR, const int NB)
+{
+    const size_t kp = t->nseg * axrt_q8_round4(t->seg_len), full = t->seg_len / 4, rem = t->seg_len % 4;
+    /* blocks before the last are full (64 bytes a group); the last has wb
+       channels, and is the only one if narrow (vnni_tile_dispatch) */
+    const size_t last = t->c0 + (size_t)(NB - 1) * AXRT_Q8_BLOCK;
+    const size_t wb = t->out - last < AXRT_Q8_BLOCK ? t->out - last : AXRT_Q8_BLOCK;
+    VNNI_MASK(0) VNNI_MASK(1) VNNI_MASK(2) VNNI_MASK(3)
+    const int8_t *w = t->packed + t->c0 * kp;
+    const size_t bstride = AXRT_Q8_BLOCK * kp, step = NB > 1 ? 64 : wb * 4;
+    VNNI_ALL(VNNI_DECLARE)
+    for (size_t s = 0; s < t->nseg; s++) {
+        VNNI_ROW_PTR(0) VNNI_ROW_PTR(1) VNNI_ROW_PTR(2) VNNI_ROW_PTR(3) VNNI_ROW_PTR(4) VNNI_ROW_PTR(5)
+        for (size_t g = 0; g < full; g++)
+            VNNI_GROUP(LOAD_FULL);
+        w += rem ? step : 0;   /* the tail group: vnni_tail's */
+    }
+    VNNI_ALL(VNNI_STORE)
+}
+
+/* Adds the last group of four k when seg_len % 4 != 0 (then nseg == 1: see
+ * axrt_int8.c's conv_segments), its missing input bytes read as 0. */
+__attribute__((target(VNNI_TARGET))) static void vnni_tail(const axrt_q8_tile *t)
+{
+    const size_t kp = axrt_q8_round4(t->seg_len), full = t->seg_len / 4, rem = t->seg_len % 4;
+    for (size_t j = 0; j < t->nc; j += AXRT_Q8_BLOCK) {
+        const size_t col = t->c0 + j, wb = t->out - col < AXRT_Q8_BLOCK ? t->out - col : AXRT_Q8_BLOCK;
+        const __mmask16 m = (__mmask16)((1u << wb) - 1u);
+        const __m512i wv = _mm512_maskz_loadu_epi32(m, t->packed + col * kp + full * wb * 4);
+        for (size_t r = 0; r < t->mr; r++) {
+            int32_t *acc = t->acc + r * t->ldacc + j;
+            const __m512i xv = _mm512_set1_epi32((int)axrt_q8_load4(t->rows[r] + 4 * full, rem));
+            _mm512_mask_storeu_epi32(acc, m, _mm512_dpbusd_epi32(_mm512_maskz_loadu_epi32(m, acc), xv, wv));
+        }
+    }
+}
+
+#define VNNI_TILE_FN(MR, NB)                                                                         \
+    __attribute__((target(VNNI_TARGET))) static void vnni_tile_##MR##_##NB(const axrt_q8_tile *t) \
+    {                                                                                                \
+        vnni_tile(t, MR, NB);                                                                        \
+    }
+#define VNNI_TILE_ROW(MR) VNNI_TILE_FN(MR, 1) VNNI_TILE_FN(MR, 2) VNNI_TILE_FN(MR, 3) VNNI_TILE_FN(MR, 4)
+VNNI_TILE_ROW(1) VNNI_TILE_ROW(2) VNNI_TILE_ROW(3) VNNI_TILE_ROW(4) VNNI_TILE_ROW(5) VNNI_TILE_ROW(6)
+#define VNNI_TILE_ENTRY(MR) {vnni_tile_##MR##_1, vnni_tile_##MR##_2, vnni_tile_##MR##_3, vnni_tile_##MR##_4}
+
+static void vnni_tile_dispatch(const axrt_q8_tile *t)
+{
+    static void (*const tiles[6][4])(const axrt_q8_tile *) = {
+        VNNI_TILE_ENTRY(1), VNNI_TILE_ENTRY(2), VNNI_TILE_ENTRY(3),
+        VNNI_TILE_ENTRY(4), VNNI_TILE_ENTRY(5), VNNI_TILE_ENTRY(6),
+    };
+    const size_t head = (t->nc - 1) / AXRT_Q8_BLOCK * AXRT_Q8_BLOCK;
+    if (head && t->nc - head < AXRT_Q8_BLOCK) {
+        /* a narrow last block after full ones: two tiles, the blocks' paces differ */
+        axrt_q8_tile part = *t;
+        part.nc = head;
+        vnni_tile_dispatch(&part);
+        part = *t;
+        part.c0 += head;
+        part.nc -= head;
+        part.acc += head;
+        vnni_tile_dispatch(&part);
+        return;
+    }
+    tiles[t->mr - 1][(t->nc + AXRT_Q8_BLOCK - 1) / AXRT_Q8_BLOCK - 1](t);
+    if (t->seg_len % 4)
+        vnni_tail(t);
+}
+
+/* round_half_away(|v| * |mult| / 2^shift) in 64-bit lanes, truncated to 32
+ * bits (axrt_requantize before its sign): eight lanes of av, am, sh. */
+VNNI_INLINE __m256i vnni_requant_half(__m256i av, __m256i am, __m256i sh)
+{
+    const __m512i s = _mm512_cvtepu32_epi64(sh);
+    const __m512i p = _mm512_mul_epu32(_mm512_cvtepu32_epi64(av), _mm512_cvtepu32_epi64(am));
+    const __m512i half = _mm512_sllv_epi64(_mm512_set1_epi64(1), _mm512_sub_epi64(s, _mm512_set1_epi64(1)));
+    return _mm512_cvtepi64_epi32(_mm512_srlv_epi64(_mm512_add_epi64(p, half), s));
+}
+
+/* axrt_q8_finish_portable, sixteen channels at a time, the same integers
+ * and the same float operations. */
+__attribute__((target(VNNI_TARGET))) static void vnni_finish(const axrt_requant *rq, const int32_t *acc,
+                                                             size_t c0, size_t nc, float *y)
+{
+    for (size_t j = 0; j < nc; j += 16) {
+        const size_t n = nc - j < 16 ? nc - j : 16;
+        const __mmask16 m = (__mmask16)((1u << n) - 1u);
+        const __m512i v = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, acc + j),
+                                           _mm512_maskz_loadu_epi32(m, rq->bias + c0 + j));
+        __m512 f;
+        if (!rq->mult) {
+            f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_maskz_loadu_ps(m, rq->fscale + c0 + j));
+        } else {
+            const __m512i mult = _mm512_maskz_loadu_epi32(m, rq->mult + c0 + j);
+            const __m512i sh = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, rq->shift + c0 + j));
+            const __mmask16 neg = _mm512_cmplt_epi32_mask(_mm512_xor_si512(v, mult), _mm512_setzero_si512());
+            const __m512i av = _mm512_abs_epi32(v), am = _mm512_abs_epi32(mult);
+            const __m256i lo = vnni_requant_half(_mm512_castsi512_si256(av), _mm512_castsi512_si256(am),
+                                                 _mm512_castsi512_si256(sh));
+            const __m256i hi = vnni_requant_half(_mm512_extracti64x4_epi64(av, 1), _mm512_extracti64x4_epi64(am, 1),
+                                                 _mm512_extracti64x4_epi64(sh, 1));
+            __m512i r = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+            r = _mm512_mask_sub_epi32(r, neg, _mm512_setzero_si512(), r);
+            r = _mm512_min_epi32(_mm512_max_epi32(r, _mm512_set1_epi32(rq->lo - rq->zp)),
+                                 _mm512_set1_epi32(rq->hi - rq->zp));
+            f = _mm512_mul_ps(_mm512_cvtepi32_ps(r), _mm512_set1_ps(rq->scale));
+        }
+        _mm512_mask_storeu_ps(y + j, m, f);
+    }
+}
+
+const axrt_q8_gemm_ops *axrt_q8_gemm_vnni(void)
+{
+    static const axrt_q8_gemm_ops ops = {"avx512vnni", 6, 64, vnni_tile_dispatch, vnni_finish};
+    const int ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                   __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    return ok ? &ops : NULL;
+}
+
+/* ---- AVX2 ---------------------------------------------------------------------- */
+
+#define AVX2_INLINE static inline __attribute__((target("avx2"), always_inline))
+
+/* The tile with MR rows (a constant after inlining) and one block of 16
+ * channels: c<r><q> holds row r's channels 4q..4q+3, two partial sums each
+ * (named variables, so that they stay in registers: 12 + 3 inputs + 1
+ * weight vector of the 16). */
+#define AVX2_QUADS(OP, r) OP(r, 0) OP(r, 1) OP(r, 2) OP(r, 3)
+#define AVX2_ALL(OP) AVX2_QUADS(OP, 0) AVX2_QUADS(OP, 1) AVX2_QUADS(OP, 2)
+#define AVX2_DECLARE(r, q) __m256i c##r##q = _mm256_setzero_si256();
+#define AVX2_X(r, load) \
+    const __m256i x##r = r < MR ? _mm256_cvtepu8_epi16(_mm_set1_epi32((int)load(a##r))) : _mm256_setzero_si256();
+/* c += madd(x, w), the sum in place (an asm statement, as VNNI_DPBUSD) */
+#define AVX2_MADD(r, q) \
+    if (r < MR) __asm__("vpaddd %1, %0, %0" : "+x"(c##r##q) : "x"(_mm256_madd_epi16(x##r, wq)));
+#define AVX2_QUAD(q)                                                                       \
+    {                                                                                      \
+        const __m256i wq = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(src + 16 * q))); \
+        AVX2_MADD(0, q) AVX2_MADD(1, q) AVX2_MADD(2, q)                                    \
+    }
+#define AVX2_GROUP(load)                                                                   \
+    do {                                                                                   \
+        const int8_t *src = wp;                                                            \
+        if (wb < AXRT_Q8_BLOCK)                                                            \
+            src = memcpy(narrow, wp, step);                                                \
+        wp += step;                                                                        \
+        AVX2_X(0, load) AVX2_X(1, load) AVX2_X(2, load)                                    \
+        AVX2_QUAD(0) AVX2_QUAD(1) AVX2_QUAD(2) AVX2_QUAD(3)                                \
+    } while (0)
+#define AVX2_ROW_PTR(r) const uint8_t *a##r = t->rows[s * (size_t)MR + (size_t)(r < MR ? r : 0)];
+#define LOAD_TAIL(p) axrt_q8_load4((p) + 4 * full, rem)
+/* hadd: [c0 c1 c4 c5 | c2 c3 c6 c7]; the permute puts them in order */
+#define AVX2_STORE(r)                                                                              \
+    if (r < MR) {                                                                                  \
+        int32_t sums[16];                                                                          \
+        _mm256_storeu_si256((__m256i *)sums, _mm256_permute4x64_epi64(_mm256_hadd_epi32(c##r##0, c##r##1), 0xd8)); \
+        _mm256_storeu_si256((__m256i *)(sums + 8),                                                 \
+                            _mm256_permute4x64_epi64(_mm256_hadd_epi32(c##r##2, c##r##3), 0xd8));  \
+        memcpy(t->acc + (size_t)r * t->ldacc, sums, t->nc * sizeof *sums);                         \
+    }
+AVX2_INLINE void avx2_tile(const axrt_q8_tile *t, const int MR)
+{
+    const size_t kp = t->nseg * axrt_q8_round4(t->seg_len), full = t->seg_len / 4, rem = t->seg_len % 4;
+    const size_t wb = t->out - t->c0 < AXRT_Q8_BLOCK ? t->out - t->c0 : AXRT_Q8_BLOCK, step = wb * 4;
+    const int8_t *wp = t->packed + t->c0 * kp;
+    int8_t narrow[64] = {0};   /* a narrow block's group, padded to 16 channels */
+    AVX2_ALL(AVX2_DECLARE)
+    for (size_t s = 0; s < t->nseg; s++) {
+        AVX2_ROW_PTR(0) AVX2_ROW_PTR(1) AVX2_ROW_PTR(2)
+        for (size_t g = 0; g < full; g++)
+            AVX2_GROUP(LOAD_FULL);
+        if (rem)
+            AVX2_GROUP(LOAD_TAIL);
+    }
+    AVX2_STORE(0) AVX2_STORE(1) AVX2_STORE(2)
+}
+
+__attribute__((target("avx2"))) static void avx2_tile_1(const axrt_q8_tile *t) { avx2_tile(t, 1); }
+__attribute__((target("avx2"))) static void avx2_tile_2(const axrt_q8_tile *t) { avx2_tile(t, 2); }
+__attribute__((target("avx2"))) static void avx2_tile_3(const axrt_q8_tile *t) { avx2_tile(t, 3); }
+
+static void avx2_tile_any(const axrt_q8_tile *t)
+{
+    static void (*const tiles[3])(const axrt_q8_tile *) = {avx2_tile_1, avx2_tile_2, avx2_tile_3};
+    tiles[t->mr - 1](t);
+}
+
+const axrt_q8_gemm_ops *axrt_q8_gemm_avx2(void)
+{
+    static const axrt_q8_gemm_ops ops = {"avx2", 3, 16, avx2_tile_any, axrt_q8_finish_portable};
+    return __builtin_cpu_supports("avx2") ? &ops : NULL;
+}
+
+#else
+typedef int axrt_x86_int8_unused; /* ISO C forbids an empty translation unit */
+#endif
