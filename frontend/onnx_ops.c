@@ -1002,6 +1002,18 @@ bad:
     return false;
 }
 
+/* The [N, C, L] tensor of an NHWC result [N, 1, L, C] (1-D window ops). */
+static int ncl_of_nhwc(ox_state *s, int y)
+{
+    if (y == IR_NONE) return y;
+    static const int to_ncl[4] = {0, 3, 1, 2};
+    y = transpose_perm(s, y, to_ncl, 4);
+    if (y == IR_NONE) return y;
+    const ir_node *yn = ir_at(s->g, y);
+    int64_t out[3] = {yn->shape[0], yn->shape[1], yn->shape[3]};
+    return reshape_to(s, y, out, 3);
+}
+
 static bool op_conv(ox_state *s)
 {
     bool ok = true;
@@ -1031,12 +1043,7 @@ static bool op_conv(ox_state *s)
     int src[3] = {ox_node_nhwc(s, &xv), ox_param(s, w->c->v, 4, w4, ax_strdup(s->ctx->arena, w->name)),
                   b ? ox_node(s, b) : IR_NONE};
     int y = src[0] == IR_NONE ? IR_NONE : ox_add(s, IR_OP_conv, src, 3, &a);   /* [N, 1, L', O] */
-    if (y == IR_NONE) return false;
-    static const int to_ncl[4] = {0, 3, 1, 2};
-    y = transpose_perm(s, y, to_ncl, 4);
-    const ir_node *yn = ir_at(s->g, y);
-    int64_t out[3] = {yn->shape[0], yn->shape[1], yn->shape[3]};
-    return set_node(s, 0, reshape_to(s, y, out, 3), false);
+    return set_node(s, 0, ncl_of_nhwc(s, y), false);
 }
 
 /* x with lo and hi elements of value before and after it along axis: a
@@ -1132,11 +1139,7 @@ static bool op_pool(ox_state *s)
                                  : ox_add(s, max ? IR_OP_maxpool : IR_OP_meanpool, &src, 1, &a);
     }
     if (nd == 2 || y == IR_NONE) return set_node(s, 0, y, true);
-    static const int to_ncl[4] = {0, 3, 1, 2};
-    y = transpose_perm(s, y, to_ncl, 4);
-    const ir_node *yn = ir_at(s->g, y);
-    int64_t out[3] = {yn->shape[0], yn->shape[1], yn->shape[3]};
-    return set_node(s, 0, reshape_to(s, y, out, 3), false);
+    return set_node(s, 0, ncl_of_nhwc(s, y), false);
 }
 
 /* Global pools as two reductions over H and W of the NHWC tensor. */
@@ -1773,54 +1776,90 @@ static bool op_resize(ox_state *s)
     return set_node(s, 0, y, false);
 }
 
-/* ConvTranspose (2-D, groups 1): zeros inserted between the input's pixels
- * (a 0/1 dense per spatial axis), then a Conv with the kernel flipped and
- * its channels swapped, padded by dilation * (k - 1) - pads. */
+/* ConvTranspose's strides, dilations and pads over nd spatial dims (1-D as
+ * 2-D of height 1) into a.  Pads are explicit, or follow from output_shape
+ * or auto_pad as onnx's reference computes them: total = stride (in - 1) +
+ * output_padding + dilation (k - 1) + 1 - out, the odd one at the end for
+ * SAME_UPPER, at the start otherwise; a negative end pad (an output_shape
+ * past the natural size) is more output padding. */
+static bool conv_transpose_attrs(ox_state *s, ir_attrs *a, const int64_t *in, const int64_t *k, int nd)
+{
+    int o = 2 - nd, n;
+    int64_t v[8], op[2] = {0, 0}, want[IR_MAX_RANK];
+    if ((n = ox_attr_ints(s, "strides", v, nd)) == nd) for (int i = 0; i < nd; i++) a->stride[o + i] = (int)v[i];
+    else if (n >= 0) goto bad;
+    if ((n = ox_attr_ints(s, "dilations", v, nd)) == nd) for (int i = 0; i < nd; i++) a->dilation[o + i] = (int)v[i];
+    else if (n >= 0) goto bad;
+    if ((n = ox_attr_ints(s, "output_padding", v, nd)) == nd) for (int i = 0; i < nd; i++) op[o + i] = v[i];
+    else if (n >= 0) goto bad;
+    if ((n = ox_attr_ints(s, "pads", v, 2 * nd)) == 2 * nd)
+        for (int i = 0; i < nd; i++) a->pad[o + i] = (int)v[i], a->pad[o + i + 2] = (int)v[nd + i];
+    else if (n >= 0) goto bad;
+    const char *auto_pad = ox_attr_str(s, "auto_pad", "NOTSET");
+    bool upper = !strcmp(auto_pad, "SAME_UPPER"), same = upper || !strcmp(auto_pad, "SAME_LOWER");
+    int nshape = ox_attr_ints(s, "output_shape", want, IR_MAX_RANK);
+    if (nshape >= 0 && nshape != nd && nshape != nd + 2) goto bad;
+    for (int d = o; d < 2; d++) {
+        if (a->stride[d] < 1 || a->stride[d] > 1 << 16 || a->dilation[d] < 1 || a->dilation[d] > 1 << 16 ||
+            op[d] < 0 || op[d] > 1 << 16 || a->pad[d] < 0 || a->pad[d + 2] < 0 || a->pad[d] > 1 << 16 || a->pad[d + 2] > 1 << 16) {
+            ox_fail(s, "bad strides, dilations, pads or output_padding");
+            return false;
+        }
+        int64_t natural = a->stride[d] * (in[d] - 1) + op[d] + a->dilation[d] * (k[d] - 1) + 1, lo, hi;
+        if (nshape >= 0 || same) {
+            int64_t total = natural - (nshape >= 0 ? want[nshape - 2 + d] : in[d] * a->stride[d]);
+            int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);   /* floor */
+            lo = upper ? half : total - half;
+            hi = total - lo;
+            if (lo < 0 || total > 1 << 16) {
+                ox_unsupported(s, "an output_shape or auto_pad that needs negative padding at the start");
+                return false;
+            }
+        } else lo = a->pad[d], hi = a->pad[d + 2];
+        a->pad[d] = (int)lo;
+        a->pad[d + 2] = hi < 0 ? 0 : (int)hi;
+        a->out_pad[d] = (int)(op[d] - (hi < 0 ? hi : 0));
+    }
+    return true;
+bad:
+    ox_unsupported(s, "window attributes of another rank than the op's (strides, dilations, pads, output_shape)");
+    return false;
+}
+
+/* ConvTranspose, 1-D or 2-D: the IR's conv_transpose (torch's
+ * ConvTranspose2d; weight [C, M/group, kh, kw] as ONNX's) on NHWC. */
 static bool op_conv_transpose(ox_state *s)
 {
     bool ok = true;
     ox_val *x = IN(0), *w = IN(1), *b = IN(2);
     if (!ok || !x || !w) return false;
-    int64_t xs[IR_MAX_RANK], v[4], st[2] = {1, 1}, dl[2] = {1, 1}, pd[4] = {0, 0, 0, 0}, op[2] = {0, 0};
-    if (ox_shape(s, x, xs) != 4 || !w->c || w->c->rank != 4 || (b && !b->c) || ox_attr_int(s, "group", 1) != 1 ||
-        ox_attr(s, "output_shape") || strcmp(ox_attr_str(s, "auto_pad", "NOTSET"), "NOTSET")) {
-        ox_unsupported(s, "a ConvTranspose that is not 2-D with constant weights, groups 1, explicit pads");
+    int64_t xs[IR_MAX_RANK], ws[IR_MAX_RANK];
+    int rank = ox_shape(s, x, xs), wrank = ox_shape(s, w, ws);
+    if ((rank != 4 && rank != 3) || wrank != rank) {
+        ox_unsupported(s, "a ConvTranspose that is not 1-D or 2-D");
         return false;
     }
-    if (ox_attr_ints(s, "strides", v, 2) == 2) st[0] = v[0], st[1] = v[1];
-    if (ox_attr_ints(s, "dilations", v, 2) == 2) dl[0] = v[0], dl[1] = v[1];
-    if (ox_attr_ints(s, "pads", v, 4) == 4) memcpy(pd, v, sizeof pd);
-    if (ox_attr_ints(s, "output_padding", v, 2) == 2) op[0] = v[0], op[1] = v[1];
-    int64_t cin = w->c->shape[0], cout = w->c->shape[1], kh = w->c->shape[2], kw = w->c->shape[3];
     ir_attrs a = ox_attrs();
-    int64_t k[2] = {kh, kw};
-    for (int d = 0; d < 2; d++) {
-        if (st[d] < 1 || st[d] > 64 || dl[d] < 1 || dl[d] > 64 || op[d] < 0 || op[d] >= st[d]) { ox_fail(s, "bad strides, dilations or output_padding"); return false; }
-        int64_t lo = dl[d] * (k[d] - 1) - pd[d], hi = dl[d] * (k[d] - 1) - pd[d + 2] + op[d];
-        if (lo < 0 || hi < 0 || lo > 1 << 16 || hi > 1 << 16) { ox_unsupported(s, "pads over dilation * (kernel - 1)"); return false; }
-        a.pad[d] = (int)lo, a.pad[d + 2] = (int)hi, a.dilation[d] = (int)dl[d];
+    a.groups = (int)ox_attr_int(s, "group", 1);
+    int64_t hw[2] = {rank == 4 ? xs[2] : 1, xs[rank - 1]}, k[2] = {rank == 4 ? ws[2] : 1, ws[rank - 1]};
+    if (a.groups < 1 || xs[1] != ws[0] || xs[1] % a.groups) {
+        ox_fail(s, "input has %lld channels, the weight %lld, in %d groups", (long long)xs[1], (long long)ws[0], a.groups);
+        return false;
     }
-    if (xs[1] != cin) { ox_fail(s, "input has %lld channels, the weight %lld", (long long)xs[1], (long long)cin); return false; }
-    int y = ox_node(s, x);
-    for (int d = 0; d < 2 && y != IR_NONE; d++) {   /* zeros between pixels */
-        if (st[d] == 1) continue;
-        int64_t in = xs[2 + d], m = (in - 1) * st[d] + 1;
-        double *z = ax_alloc(s->ctx->arena, sizeof *z * (size_t)(m * in));
-        for (int64_t i = 0; i < in; i++) z[i * st[d] * in + i] = 1;
-        y = weigh_axis(s, y, 2 + d, z, m);
+    if (!conv_transpose_attrs(s, &a, hw, k, rank - 2)) return false;
+    if (rank == 4) {
+        int src[3] = {ox_node_nhwc(s, x), ox_node(s, w), b ? ox_node(s, b) : IR_NONE};
+        if (src[0] == IR_NONE || src[1] == IR_NONE) return false;
+        return set_node(s, 0, ox_add(s, IR_OP_conv_transpose, src, 3, &a), true);
     }
-    double *fw = ax_alloc(s->ctx->arena, sizeof *fw * (size_t)(cin * cout * kh * kw));
-    for (int64_t i = 0; i < cin; i++)
-        for (int64_t o = 0; o < cout; o++)
-            for (int64_t r = 0; r < kh; r++)
-                for (int64_t c = 0; c < kw; c++)
-                    fw[((o * cin + i) * kh + (kh - 1 - r)) * kw + (kw - 1 - c)] = w->c->v[((i * cout + o) * kh + r) * kw + c];
-    int64_t wshape[4] = {cout, cin, kh, kw};
-    ox_val yv = {.name = "upsampled", .node = y, .nchw = IR_NONE};
-    int src[3] = {y == IR_NONE ? IR_NONE : ox_node_nhwc(s, &yv), ox_param(s, fw, 4, wshape, NULL), b ? ox_node(s, b) : IR_NONE};
-    if (src[0] == IR_NONE) return false;
-    return set_node(s, 0, ox_add(s, IR_OP_conv, src, 3, &a), true);
+    int64_t x4[4] = {xs[0], xs[1], 1, xs[2]}, w4[4] = {ws[0], ws[1], 1, ws[2]};
+    ox_val xv = {.name = x->name, .node = reshape_to(s, ox_node(s, x), x4, 4), .nchw = IR_NONE};
+    if (xv.node == IR_NONE) return false;
+    int src[3] = {ox_node_nhwc(s, &xv), reshape_to(s, ox_node(s, w), w4, 4), b ? ox_node(s, b) : IR_NONE};
+    int y = src[0] == IR_NONE || src[1] == IR_NONE ? IR_NONE : ox_add(s, IR_OP_conv_transpose, src, 3, &a);   /* [N, 1, L', M] */
+    return set_node(s, 0, ncl_of_nhwc(s, y), false);
 }
+
 
 /* ---- the table ------------------------------------------------------------- */
 
