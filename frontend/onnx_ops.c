@@ -178,11 +178,10 @@ static int scalar_param(ox_state *s, double v)
     return ox_scalar(s, v);
 }
 
-/* max(a, b) = a + relu(b - a); min(a, b) = a - relu(a - b). */
+/* The elementwise max(a, b) or min(a, b): exact, infinities included. */
 static int max_min(ox_state *s, bool max, int a, int b)
 {
-    return max ? bin(s, IR_OP_add, a, un(s, IR_OP_relu, bin(s, IR_OP_sub, b, a)))
-               : bin(s, IR_OP_sub, a, un(s, IR_OP_relu, bin(s, IR_OP_sub, a, b)));
+    return bin(s, max ? IR_OP_max : IR_OP_min, a, b);
 }
 
 /* y = W x along axis (W [m, d], row-major): the dense of select_axis with
@@ -221,7 +220,13 @@ static double f_min(double a, double b) { return a < b ? a : b; }
 static double f_max(double a, double b) { return a > b ? a : b; }
 static double f_and(double a, double b) { return a != 0 && b != 0; }
 static double f_or(double a, double b) { return a != 0 || b != 0; }
-static double f_mod(double a, double b) { return b == 0 ? 0 : fmod(a, b); }
+static double f_fmod(double a, double b) { return b == 0 ? 0 : fmod(a, b); }
+/* Mod with fmod=0 (integers): Python's %, the result has the divisor's sign. */
+static double f_mod(double a, double b)
+{
+    double r = f_fmod(a, b);
+    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
 
 static bool broadcast_shape(ox_state *s, const ox_const *const *c, int n, int64_t *out, int *rank)
 {
@@ -432,7 +437,7 @@ static bool op_unary(ox_state *s)
     return set_node(s, 0, ox_add(s, r->op, &src, 1, &a), !x->c && x->nhwc);
 }
 
-/* Clip(0, 6) -> relu6, Clip(0, inf) -> relu. */
+/* Clip(0, 6) -> relu6, Clip(0, inf) -> relu, else min(max(x, lo), hi). */
 static bool op_clip(ox_state *s)
 {
     bool ok = true;
@@ -514,9 +519,14 @@ static bool op_binary(ox_state *s)
         ox_unsupported(s, "opset-1 broadcasting with an axis attribute");
         return false;
     }
-    if (a->c && b->c) return set_const(s, 0, fold_binary(s, a->c, b->c, r->fold, r->logical));
-    if (r->op == IR_OP_fmod && !ox_attr_int(s, "fmod", 0)) {
-        ox_unsupported(s, "Mod with fmod=0 on computed tensors (only fmod=1, C's fmod)");
+    bool python_mod = r->op == IR_OP_fmod && !ox_attr_int(s, "fmod", 0);
+    if (a->c && b->c)
+        return set_const(s, 0, fold_binary(s, a->c, b->c, r->op == IR_OP_fmod && !python_mod ? f_fmod : r->fold, r->logical));
+    if (python_mod) {   /* the IR's fmod is C's: integer Mod is folded only */
+        const ox_val *t = a->c ? b : a;
+        if (ir_dtype_is_float(ir_at(s->g, t->node)->dtype))
+            ox_fail(s, "Mod with fmod=0 on floating-point tensors (ONNX requires fmod=1 for them)");
+        else ox_unsupported(s, "Mod of computed integer tensors (integer constants are folded)");
         return false;
     }
     if (r->op == IR_OP_COUNT) {
@@ -839,10 +849,19 @@ static bool op_split(ox_state *s)
     int np = NIN > 1 && s->node->input[1][0] ? const_ints(s, IN(1), parts, IR_MAX_SRC) : ox_attr_ints(s, "split", parts, IR_MAX_SRC);
     if (np < 0) for (int i = 0; i < nout; i++) parts[i] = (shape[axis] + nout - 1) / nout - (i == nout - 1 ? (shape[axis] + nout - 1) / nout * nout - shape[axis] : 0);
     else if (np != nout) { ox_fail(s, "split has %d sizes for %d outputs", np, nout); return false; }
+    int64_t sum = 0;
+    bool bad = false;
+    for (int i = 0; i < nout; i++) bad |= parts[i] < 0 || __builtin_add_overflow(sum, parts[i], &sum);
+    if (bad || sum != shape[axis]) {
+        if (bad) { ox_fail(s, "split sizes must not be negative"); return false; }
+        ox_fail(s, "split sizes sum to %lld, not the axis length %lld", (long long)sum, (long long)shape[axis]);
+        return false;
+    }
+    for (int i = 0; i < nout; i++)
+        if (parts[i] == 0) { ox_unsupported(s, "a Split with an empty part (no zero-size tensors in the IR)"); return false; }
     int x0 = ox_node(s, x);
     for (int i = 0, start = 0; i < nout; i++) {
         int64_t *idx = ax_alloc(s->ctx->arena, sizeof *idx * (size_t)(parts[i] > 0 ? parts[i] : 1));
-        if (parts[i] < 1 || start + parts[i] > shape[axis]) { ox_fail(s, "split sizes do not fit dimension %lld", (long long)shape[axis]); return false; }
         for (int64_t k = 0; k < parts[i]; k++) idx[k] = start + k;
         start += (int)parts[i];
         if (!set_node(s, i, select_axis(s, x0, (int)axis, idx, parts[i]), false)) return false;
@@ -1416,28 +1435,27 @@ static bool op_composite(ox_state *s)
     return set_node(s, 0, y, nhwc);
 }
 
-/* InstanceNormalization: per (n, c) over the spatial dims, then scale, bias. */
+/* InstanceNormalization: the IR's groupnorm with one group per channel, on
+ * the channels-last tensor (NHWC for rank 4, C moved last otherwise). */
 static bool op_instancenorm(ox_state *s)
 {
     bool ok = true;
     ox_val *xv = IN(0), *w = IN(1), *b = IN(2);
     if (!ok || !xv || !w || !b) return false;
     int64_t shape[IR_MAX_RANK];
-    int rank = ox_shape(s, xv, shape), x = ox_node(s, xv);
+    int rank = ox_shape(s, xv, shape), back[IR_MAX_RANK];
     if (rank < 3) { ox_unsupported(s, "an input of rank under 3"); return false; }
-    int64_t flat[3] = {shape[0], shape[1], numel(shape + 2, rank - 2)}, cs[3] = {1, shape[1], 1};
+    if (shape[1] > INT32_MAX) { ox_unsupported(s, "this many channels"); return false; }
+    bool nhwc = rank == 4;
+    int x = nhwc ? ox_node_nhwc(s, xv) : axis_last(s, ox_node(s, xv), rank, 1, back);
+    int64_t c = shape[1];
     ir_attrs a = ox_attrs();
-    a.axis = 2;
-    x = reshape_to(s, x, flat, 3);
-    int mean = x == IR_NONE ? x : ox_add(s, IR_OP_mean, &x, 1, &a);
-    int d = bin(s, IR_OP_sub, x, mean);
-    int sq = bin(s, IR_OP_mul, d, d);
-    int var = sq == IR_NONE ? sq : ox_add(s, IR_OP_mean, &sq, 1, &a);
-    int den = un(s, IR_OP_sqrt, bin(s, IR_OP_add, var, scalar_param(s, ox_attr_float(s, "epsilon", 1e-5))));
-    int wn = w->c ? ox_param(s, w->c->v, 3, cs, NULL) : reshape_to(s, ox_node(s, w), cs, 3);
-    int bn = b->c ? ox_param(s, b->c->v, 3, cs, NULL) : reshape_to(s, ox_node(s, b), cs, 3);
-    int y = bin(s, IR_OP_add, bin(s, IR_OP_mul, bin(s, IR_OP_div, d, den), wn), bn);
-    return set_node(s, 0, y == IR_NONE ? y : reshape_to(s, y, shape, rank), false);
+    a.groups = (int)c;
+    a.eps = ox_attr_float(s, "epsilon", 1e-5);
+    int src[3] = {x, reshape_to(s, ox_node(s, w), &c, 1), reshape_to(s, ox_node(s, b), &c, 1)};
+    if (src[0] == IR_NONE || src[1] == IR_NONE || src[2] == IR_NONE) return false;
+    int y = ox_add(s, IR_OP_groupnorm, src, 3, &a);
+    return set_node(s, 0, nhwc ? y : transpose_perm(s, y, back, rank), nhwc);
 }
 
 /* 1 where t > 0, else 0 (exact: relu(sign(t))). */
@@ -1933,6 +1951,8 @@ static const char *onnx_binary(ir_op op)
     case IR_OP_sub: return "Sub";
     case IR_OP_mul: return "Mul";
     case IR_OP_div: return "Div";
+    case IR_OP_max: return "Max";
+    case IR_OP_min: return "Min";
     default: return "?";
     }
 }

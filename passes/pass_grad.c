@@ -442,6 +442,8 @@ static void grad_meanpool(grad_state *s, int id)
 #define grad_prod grad_missing
 #define grad_pow grad_missing
 #define grad_fmod grad_missing
+#define grad_max grad_missing
+#define grad_min grad_missing
 #define grad_groupnorm grad_missing
 #define grad_upsample grad_missing
 #define grad_conv_transpose grad_missing

@@ -152,6 +152,7 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p);
     AXRT_DECLARE_BINARY(T, S, add) AXRT_DECLARE_BINARY(T, S, sub)                        \
     AXRT_DECLARE_BINARY(T, S, mul) AXRT_DECLARE_BINARY(T, S, div)                        \
     AXRT_DECLARE_BINARY(T, S, pow) AXRT_DECLARE_BINARY(T, S, fmod)                       \
+    AXRT_DECLARE_BINARY(T, S, max) AXRT_DECLARE_BINARY(T, S, min)                        \
     /* x holds n elements of dtype from (any axrt_dtype) */                              \
     void axrt_cast_##S(const void *x, axrt_dtype from, T *y, size_t n);                  \
     /* reductions and softmax over the middle axis of [outer, axis, inner] */            \
