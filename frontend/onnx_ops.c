@@ -1452,7 +1452,10 @@ static bool op_instancenorm(ox_state *s)
     ir_attrs a = ox_attrs();
     a.groups = (int)c;
     a.eps = ox_attr_float(s, "epsilon", 1e-5);
-    int src[3] = {x, reshape_to(s, ox_node(s, w), &c, 1), reshape_to(s, ox_node(s, b), &c, 1)};
+    int64_t ws[IR_MAX_RANK];
+    int src[3] = {x, ox_node(s, w), ox_node(s, b)};
+    for (int i = 1; i < 3; i++)   /* [C] as the IR wants; ONNX's shape rule allows [C, 1, ...] too */
+        if (src[i] != IR_NONE && ox_shape(s, i == 1 ? w : b, ws) != 1) src[i] = reshape_to(s, src[i], &c, 1);
     if (src[0] == IR_NONE || src[1] == IR_NONE || src[2] == IR_NONE) return false;
     int y = ox_add(s, IR_OP_groupnorm, src, 3, &a);
     return set_node(s, 0, nhwc ? y : transpose_perm(s, y, back, rank), nhwc);
@@ -1723,8 +1726,10 @@ static bool op_tile(ox_state *s)
     return set_node(s, 0, y, false);
 }
 
-/* Resize (nearest, linear; opset 10+) and Upsample (opset 7-9): one
- * interpolation matrix per resized axis, applied as a dense. */
+/* Resize (nearest, linear; opset 10+) and Upsample (opset 7-9): the IR's
+ * upsample where it computes the same (resize_upsample_mode), else one
+ * interpolation matrix per resized axis, applied as a dense (exact, any
+ * scale and coordinate mode, but m x n weights per axis). */
 static double resize_coord(const char *mode, int64_t i, double scale, int64_t in, int64_t out)
 {
     if (!strcmp(mode, "asymmetric")) return (double)i / scale;
@@ -1742,6 +1747,40 @@ static int64_t nearest_index(const char *mode, double x)
     return x - floor(x) == 0.5 ? (int64_t)floor(x) : (int64_t)llround(x);   /* round_prefer_floor */
 }
 
+/* The IR upsample mode that computes this resize of a rank-4 tensor by
+ * integer factors s of H and W, or -1.  Nearest: with half_pixel, the source
+ * (i + 1/2) / s - 1/2 = floor(i / s) + (r - (s - 1) / 2) / s lies within 1/2
+ * of floor(i / s), so either round_prefer_* gives it; asymmetric and
+ * tf_half_pixel_for_nn give it with floor.  Linear: half_pixel is
+ * align_corners=False, align_corners is itself. */
+static int resize_upsample_mode(const char *mode, const char *coord, const char *nearest)
+{
+    bool half = !strcmp(coord, "half_pixel") || !strcmp(coord, "pytorch_half_pixel");
+    if (!strcmp(mode, "nearest")) {
+        bool round = !strncmp(nearest, "round_prefer_", 13);
+        bool from_floor = !strcmp(coord, "asymmetric") || !strcmp(coord, "tf_half_pixel_for_nn");
+        return (half && round) || (from_floor && !strcmp(nearest, "floor")) ? IR_UPSAMPLE_NEAREST : -1;
+    }
+    return half ? IR_UPSAMPLE_BILINEAR : !strcmp(coord, "align_corners") ? IR_UPSAMPLE_BILINEAR_CORNERS : -1;
+}
+
+/* The IR upsample of x by the integer factors out / shape of dims 2 and 3
+ * (dims 0 and 1 unchanged), or IR_NONE, nothing added, when it is not one. */
+static int resize_as_upsample(ox_state *s, ox_val *x, int rank, const int64_t *shape, const int64_t *out,
+                              const double *scales, int mode)
+{
+    if (rank != 4 || mode < 0 || out[0] != shape[0] || out[1] != shape[1] || scales[0] != 1 || scales[1] != 1)
+        return IR_NONE;
+    ir_attrs a = ox_attrs();
+    a.mode = mode;
+    for (int d = 0; d < 2; d++) {
+        if (out[2 + d] % shape[2 + d] || scales[2 + d] != (double)(out[2 + d] / shape[2 + d])) return IR_NONE;
+        a.scale[d] = (int)(out[2 + d] / shape[2 + d]);
+    }
+    int src = ox_node_nhwc(s, x);
+    return src == IR_NONE ? IR_NONE : ox_add(s, IR_OP_upsample, &src, 1, &a);
+}
+
 static bool op_resize(ox_state *s)
 {
     bool ok = true, upsample = !strcmp(s->node->op_type, "Upsample");
@@ -1751,6 +1790,7 @@ static bool op_resize(ox_state *s)
     double scales[IR_MAX_RANK];
     int rank = ox_shape(s, x, shape);
     const char *mode = ox_attr_str(s, "mode", "nearest");
+    if (upsample && !strcmp(mode, "bilinear")) mode = "linear";   /* Upsample-7's other name */
     const char *coord = upsample ? "asymmetric" : ox_attr_str(s, "coordinate_transformation_mode", s->opset < 11 ? "asymmetric" : "half_pixel");
     const char *nearest = upsample || s->opset < 11 ? "floor" : ox_attr_str(s, "nearest_mode", "round_prefer_floor");
     if ((strcmp(mode, "nearest") && strcmp(mode, "linear")) || !strcmp(coord, "tf_crop_and_resize")) {
@@ -1772,7 +1812,9 @@ static bool op_resize(ox_state *s)
         out[i] = sz && sz->c ? (int64_t)sz->c->v[i] : (int64_t)floor(shape[i] * scales[i]);
         if (scales[i] <= 0 || out[i] < 1 || out[i] > ((int64_t)1 << 20)) { ox_fail(s, "bad scale or size"); return false; }
     }
-    int y = ox_node(s, x);
+    int y = resize_as_upsample(s, x, rank, shape, out, scales, resize_upsample_mode(mode, coord, nearest));
+    if (y != IR_NONE || s->ctx->errors) return set_node(s, 0, y, true);
+    y = ox_node(s, x);
     for (int ax = 0; ax < rank && y != IR_NONE; ax++) {
         if (out[ax] == shape[ax] && scales[ax] == 1) continue;
         int64_t in = shape[ax], m = out[ax];
