@@ -1726,15 +1726,25 @@ static bool op_tile(ox_state *s)
     return set_node(s, 0, y, false);
 }
 
-/* Resize (nearest, linear; opset 10+) and Upsample (opset 7-9): the IR's
- * upsample where it computes the same (resize_upsample_mode), else one
- * interpolation matrix per resized axis, applied as a dense (exact, any
- * scale and coordinate mode, but m x n weights per axis). */
-static double resize_coord(const char *mode, int64_t i, double scale, int64_t in, int64_t out)
+/* Resize (nearest, linear, cubic; opset 10+) and Upsample (opset 7-9): the
+ * IR's upsample where it computes the same (resize_upsample_mode), else one
+ * interpolation matrix per resized axis: constant weights applied as a dense
+ * when the scales are constants, weights computed by IR ops from the scales
+ * when those come at run time (resize_runtime).  Exact for every scale and
+ * coordinate mode, as onnx's reference: the length of an axis in the
+ * coordinate formulas is in * scale, not the rounded output length. */
+typedef struct resize_spec {
+    const char *mode, *coord, *nearest;
+    double cubic_a;
+    bool exclude_outside;
+} resize_spec;
+
+static double resize_coord(const char *mode, int64_t i, double scale, int64_t in)
 {
+    double len = (double)in * scale;
     if (!strcmp(mode, "asymmetric")) return (double)i / scale;
-    if (!strcmp(mode, "align_corners")) return out == 1 ? 0 : (double)i * (double)(in - 1) / (double)(out - 1);
-    if (!strcmp(mode, "pytorch_half_pixel")) return out > 1 ? (i + 0.5) / scale - 0.5 : 0;
+    if (!strcmp(mode, "align_corners")) return len == 1 ? 0 : (double)i * (double)(in - 1) / (len - 1);
+    if (!strcmp(mode, "pytorch_half_pixel")) return len != 1 ? (i + 0.5) / scale - 0.5 : -0.5;
     if (!strcmp(mode, "tf_half_pixel_for_nn")) return (i + 0.5) / scale;
     return (i + 0.5) / scale - 0.5;   /* half_pixel */
 }
@@ -1743,8 +1753,40 @@ static int64_t nearest_index(const char *mode, double x)
 {
     if (!strcmp(mode, "floor")) return (int64_t)floor(x);
     if (!strcmp(mode, "ceil")) return (int64_t)ceil(x);
-    if (!strcmp(mode, "round_prefer_ceil")) return x - floor(x) == 0.5 ? (int64_t)ceil(x) : (int64_t)llround(x);
-    return x - floor(x) == 0.5 ? (int64_t)floor(x) : (int64_t)llround(x);   /* round_prefer_floor */
+    if (!strcmp(mode, "round_prefer_ceil")) return (int64_t)floor(x + 0.5);
+    return (int64_t)ceil(x - 0.5);   /* round_prefer_floor */
+}
+
+/* Keys' cubic weight of the tap at distance d (0 <= d <= 2) for parameter a. */
+static double cubic_weight(double a, double d)
+{
+    return d <= 1 ? ((a + 2) * d - (a + 3)) * d * d + 1 : ((a * d - 5 * a) * d + 8 * a) * d - 4 * a;
+}
+
+/* Row i of the interpolation matrix of one axis: in weights at w. */
+static void resize_row(const resize_spec *r, int64_t i, double scale, int64_t in, double *w)
+{
+    double c = resize_coord(r->coord, i, scale, in);
+    if (!strcmp(r->mode, "nearest")) {
+        int64_t k = nearest_index(r->nearest, c);
+        w[k < 0 ? 0 : k >= in ? in - 1 : k] = 1;
+    } else if (!strcmp(r->mode, "linear")) {
+        c = c < 0 ? 0 : c > (double)(in - 1) ? (double)(in - 1) : c;
+        int64_t k0 = (int64_t)floor(c), k1 = k0 + 1 < in ? k0 + 1 : in - 1;
+        w[k0] += 1 - (c - (double)k0);
+        w[k1] += c - (double)k0;
+    } else {   /* cubic: taps floor(c) - 1 .. floor(c) + 2, edge-clamped */
+        double f = floor(c), t = c - f, sum = 0, cw[4];
+        for (int j = 0; j < 4; j++) {
+            int64_t k = (int64_t)f + j - 1;
+            cw[j] = r->exclude_outside && (k < 0 || k >= in) ? 0 : cubic_weight(r->cubic_a, fabs(t - (j - 1)));
+            sum += cw[j];
+        }
+        for (int j = 0; j < 4; j++) {
+            int64_t k = (int64_t)f + j - 1;
+            w[k < 0 ? 0 : k >= in ? in - 1 : k] += r->exclude_outside ? cw[j] / sum : cw[j];
+        }
+    }
 }
 
 /* The IR upsample mode that computes this resize of a rank-4 tensor by
@@ -1753,15 +1795,16 @@ static int64_t nearest_index(const char *mode, double x)
  * of floor(i / s), so either round_prefer_* gives it; asymmetric and
  * tf_half_pixel_for_nn give it with floor.  Linear: half_pixel is
  * align_corners=False, align_corners is itself. */
-static int resize_upsample_mode(const char *mode, const char *coord, const char *nearest)
+static int resize_upsample_mode(const resize_spec *r)
 {
-    bool half = !strcmp(coord, "half_pixel") || !strcmp(coord, "pytorch_half_pixel");
-    if (!strcmp(mode, "nearest")) {
-        bool round = !strncmp(nearest, "round_prefer_", 13);
-        bool from_floor = !strcmp(coord, "asymmetric") || !strcmp(coord, "tf_half_pixel_for_nn");
-        return (half && round) || (from_floor && !strcmp(nearest, "floor")) ? IR_UPSAMPLE_NEAREST : -1;
+    bool half = !strcmp(r->coord, "half_pixel") || !strcmp(r->coord, "pytorch_half_pixel");
+    if (!strcmp(r->mode, "nearest")) {
+        bool round = !strncmp(r->nearest, "round_prefer_", 13);
+        bool from_floor = !strcmp(r->coord, "asymmetric") || !strcmp(r->coord, "tf_half_pixel_for_nn");
+        return (half && round) || (from_floor && !strcmp(r->nearest, "floor")) ? IR_UPSAMPLE_NEAREST : -1;
     }
-    return half ? IR_UPSAMPLE_BILINEAR : !strcmp(coord, "align_corners") ? IR_UPSAMPLE_BILINEAR_CORNERS : -1;
+    if (strcmp(r->mode, "linear")) return -1;
+    return half ? IR_UPSAMPLE_BILINEAR : !strcmp(r->coord, "align_corners") ? IR_UPSAMPLE_BILINEAR_CORNERS : -1;
 }
 
 /* The IR upsample of x by the integer factors out / shape of dims 2 and 3
@@ -1781,6 +1824,101 @@ static int resize_as_upsample(ox_state *s, ox_val *x, int rank, const int64_t *s
     return src == IR_NONE ? IR_NONE : ox_add(s, IR_OP_upsample, &src, 1, &a);
 }
 
+/* A float param of n values v0 + step * k, shaped [n, 1] (column) or [1, n]. */
+static int ramp(ox_state *s, int64_t n, double v0, double step, bool column)
+{
+    double *v = ax_alloc(s->ctx->arena, sizeof *v * (size_t)n);
+    for (int64_t k = 0; k < n; k++) v[k] = v0 + step * (double)k;
+    int64_t shape[2] = {column ? n : 1, column ? 1 : n};
+    return ox_param(s, v, 2, shape, NULL);
+}
+
+static int add_c(ox_state *s, int x, double c) { return bin(s, IR_OP_add, x, ox_scalar(s, c)); }
+static int mul_c(ox_state *s, int x, double c) { return bin(s, IR_OP_mul, x, ox_scalar(s, c)); }
+
+/* x clamped to [lo, hi]. */
+static int clamp_c(ox_state *s, int x, double lo, double hi)
+{
+    return bin(s, IR_OP_min, bin(s, IR_OP_max, x, ox_scalar(s, lo)), ox_scalar(s, hi));
+}
+
+/* [k == j] for integer-valued k [1, m] and the column j = 0..in-1: 0/1 [in, m]. */
+static int one_hot(ox_state *s, int k, int64_t in)
+{
+    int d = un(s, IR_OP_abs, bin(s, IR_OP_sub, k, ramp(s, in, 0, 1, true)));
+    return un(s, IR_OP_relu, bin(s, IR_OP_sub, ox_scalar(s, 1), d));
+}
+
+/* Keys' cubic weight of the distances d >= 1 (far) or <= 1 (near), by IR ops. */
+static int cubic_weight_ir(ox_state *s, int d, double a, bool far)
+{
+    if (far) return add_c(s, bin(s, IR_OP_mul, add_c(s, bin(s, IR_OP_mul, add_c(s, mul_c(s, d, a), -5 * a), d), 8 * a), d), -4 * a);
+    return add_c(s, bin(s, IR_OP_mul, bin(s, IR_OP_mul, add_c(s, mul_c(s, d, a + 2), -(a + 3)), d), d), 1);
+}
+
+/* The transposed interpolation matrix [in, m] of one axis whose scale is the
+ * computed [1] node sc: resize_row's formulas as IR ops on the coordinates
+ * of the m outputs, a [1, m] row. */
+static int resize_weights_ir(ox_state *s, const resize_spec *r, int sc, int64_t in, int64_t m)
+{
+    const char *cm = r->coord;
+    int x;
+    if (!strcmp(cm, "align_corners") && m == 1) x = ramp(s, 1, 0, 0, false);   /* 0, even where in scale = 1 */
+    else if (!strcmp(cm, "align_corners"))   /* i (in - 1) / (in scale - 1) */
+        x = bin(s, IR_OP_div, ramp(s, m, 0, (double)(in - 1), false), add_c(s, mul_c(s, sc, (double)in), -1));
+    else if (!strcmp(cm, "asymmetric")) x = bin(s, IR_OP_div, ramp(s, m, 0, 1, false), sc);
+    else {
+        x = bin(s, IR_OP_div, ramp(s, m, 0.5, 1, false), sc);
+        if (strcmp(cm, "tf_half_pixel_for_nn")) x = add_c(s, x, -0.5);
+    }
+    if (!strcmp(r->mode, "nearest")) {
+        const char *nm = r->nearest;
+        int k = !strcmp(nm, "floor") ? un(s, IR_OP_floor, x) : !strcmp(nm, "ceil") ? un(s, IR_OP_ceil, x)
+              : !strcmp(nm, "round_prefer_ceil") ? un(s, IR_OP_floor, add_c(s, x, 0.5)) : un(s, IR_OP_ceil, add_c(s, x, -0.5));
+        return one_hot(s, clamp_c(s, k, 0, (double)(in - 1)), in);
+    }
+    if (!strcmp(r->mode, "linear")) {   /* the hat 1 - |x - j| at x clamped into the axis */
+        int d = un(s, IR_OP_abs, bin(s, IR_OP_sub, clamp_c(s, x, 0, (double)(in - 1)), ramp(s, in, 0, 1, true)));
+        return un(s, IR_OP_relu, bin(s, IR_OP_sub, ox_scalar(s, 1), d));
+    }
+    int f = un(s, IR_OP_floor, x), t = bin(s, IR_OP_sub, x, f), w = IR_NONE, sum = IR_NONE;
+    for (int j = 0; j < 4; j++) {
+        int d = j == 0 ? add_c(s, t, 1) : j == 1 ? t : add_c(s, mul_c(s, t, -1), j - 1);
+        int c = cubic_weight_ir(s, d, r->cubic_a, j == 0 || j == 3), k = add_c(s, f, j - 1);
+        if (r->exclude_outside)   /* times [0 <= k <= in - 1] */
+            c = bin(s, IR_OP_mul, c, un(s, IR_OP_relu, un(s, IR_OP_sign, bin(s, IR_OP_mul, add_c(s, k, 0.5),
+                                                                            add_c(s, mul_c(s, k, -1), (double)in - 0.5)))));
+        int term = bin(s, IR_OP_mul, c, one_hot(s, clamp_c(s, k, 0, (double)(in - 1)), in));
+        w = j ? bin(s, IR_OP_add, w, term) : term;
+        sum = j ? bin(s, IR_OP_add, sum, c) : c;
+    }
+    return r->exclude_outside ? bin(s, IR_OP_div, w, sum) : w;
+}
+
+/* Resize by scales known only at run time (a graph input, say): the output
+ * shape is the one the model declares, the coordinates use the scales' values. */
+static int resize_runtime(ox_state *s, const resize_spec *r, ox_val *x, ox_val *sc, int rank, const int64_t *shape)
+{
+    int64_t out[IR_MAX_RANK], ss[IR_MAX_RANK];
+    if (ox_declared_shape(s, s->node->output[0], out) != rank || ox_shape(s, sc, ss) != 1 || ss[0] != rank) {
+        ox_unsupported(s, "scales computed at run time without a declared static output shape");
+        return IR_NONE;
+    }
+    int y = ox_node(s, x), scn = ox_node(s, sc);
+    for (int ax = 0; ax < rank && y != IR_NONE; ax++) {
+        int64_t in = shape[ax], m = out[ax];
+        if (in == 1 && m == 1) continue;   /* every coordinate clamps to the one element */
+        if (m * in > ((int64_t)1 << 22) || (m == 1 && !strcmp(r->coord, "pytorch_half_pixel"))) {
+            ox_unsupported(s, "a run-time resize this large, or to length 1 with pytorch_half_pixel");
+            return IR_NONE;
+        }
+        int wt = resize_weights_ir(s, r, slice_axis(s, scn, 0, ax, ax + 1, 1), in, m), back[IR_MAX_RANK];
+        int t = axis_last(s, y, rank, ax, back);
+        y = t == IR_NONE ? t : transpose_perm(s, bin(s, IR_OP_matmul, t, wt), back, rank);
+    }
+    return y;
+}
+
 static bool op_resize(ox_state *s)
 {
     bool ok = true, upsample = !strcmp(s->node->op_type, "Upsample");
@@ -1789,12 +1927,13 @@ static bool op_resize(ox_state *s)
     int64_t shape[IR_MAX_RANK], out[IR_MAX_RANK];
     double scales[IR_MAX_RANK];
     int rank = ox_shape(s, x, shape);
-    const char *mode = ox_attr_str(s, "mode", "nearest");
-    if (upsample && !strcmp(mode, "bilinear")) mode = "linear";   /* Upsample-7's other name */
-    const char *coord = upsample ? "asymmetric" : ox_attr_str(s, "coordinate_transformation_mode", s->opset < 11 ? "asymmetric" : "half_pixel");
-    const char *nearest = upsample || s->opset < 11 ? "floor" : ox_attr_str(s, "nearest_mode", "round_prefer_floor");
-    if ((strcmp(mode, "nearest") && strcmp(mode, "linear")) || !strcmp(coord, "tf_crop_and_resize")) {
-        ox_unsupported(s, "this resize mode (nearest and linear only, no tf_crop_and_resize)");
+    resize_spec r = {.mode = ox_attr_str(s, "mode", "nearest"), .cubic_a = ox_attr_float(s, "cubic_coeff_a", -0.75),
+                     .exclude_outside = ox_attr_int(s, "exclude_outside", 0) != 0};
+    if (upsample && !strcmp(r.mode, "bilinear")) r.mode = "linear";   /* Upsample-7's other name */
+    r.coord = upsample ? "asymmetric" : ox_attr_str(s, "coordinate_transformation_mode", s->opset < 11 ? "asymmetric" : "half_pixel");
+    r.nearest = upsample || s->opset < 11 ? "floor" : ox_attr_str(s, "nearest_mode", "round_prefer_floor");
+    if ((strcmp(r.mode, "nearest") && strcmp(r.mode, "linear") && strcmp(r.mode, "cubic")) || !strcmp(r.coord, "tf_crop_and_resize")) {
+        ox_unsupported(s, "this resize mode (nearest, linear and cubic only, no tf_crop_and_resize)");
         return false;
     }
     ox_val *sc = NULL, *sz = NULL;
@@ -1804,6 +1943,7 @@ static bool op_resize(ox_state *s)
     else if (!upsample) { sc = NIN > 2 ? IN(2) : NULL; sz = NIN > 3 ? IN(3) : NULL; }
     if (!ok) return false;
     if (sc && sc->c && sc->c->count == 0) sc = NULL;
+    if (sc && !sc->c && !sz) return set_node(s, 0, resize_runtime(s, &r, x, sc, rank, shape), false);
     for (int i = 0; i < rank; i++) {
         if (attr && (int)attr->n_floats == rank) scales[i] = attr->floats[i];
         else if (sc && sc->c && sc->c->count == rank) scales[i] = sc->c->v[i];
@@ -1812,29 +1952,20 @@ static bool op_resize(ox_state *s)
         out[i] = sz && sz->c ? (int64_t)sz->c->v[i] : (int64_t)floor(shape[i] * scales[i]);
         if (scales[i] <= 0 || out[i] < 1 || out[i] > ((int64_t)1 << 20)) { ox_fail(s, "bad scale or size"); return false; }
     }
-    int y = resize_as_upsample(s, x, rank, shape, out, scales, resize_upsample_mode(mode, coord, nearest));
+    int y = resize_as_upsample(s, x, rank, shape, out, scales, resize_upsample_mode(&r));
     if (y != IR_NONE || s->ctx->errors) return set_node(s, 0, y, true);
     y = ox_node(s, x);
     for (int ax = 0; ax < rank && y != IR_NONE; ax++) {
         if (out[ax] == shape[ax] && scales[ax] == 1) continue;
         int64_t in = shape[ax], m = out[ax];
+        if (m * in > ((int64_t)1 << 22)) { ox_unsupported(s, "a resize this large"); return false; }
         double *w = ax_alloc(s->ctx->arena, sizeof *w * (size_t)(m * in));
-        for (int64_t i = 0; i < m; i++) {
-            double c = resize_coord(coord, i, scales[ax], in, m);
-            if (!strcmp(mode, "nearest")) {
-                int64_t k = nearest_index(nearest, c);
-                w[i * in + (k < 0 ? 0 : k >= in ? in - 1 : k)] = 1;
-                continue;
-            }
-            c = c < 0 ? 0 : c > (double)(in - 1) ? (double)(in - 1) : c;
-            int64_t k0 = (int64_t)floor(c), k1 = k0 + 1 < in ? k0 + 1 : in - 1;
-            w[i * in + k0] += 1 - (c - (double)k0);
-            w[i * in + k1] += c - (double)k0;
-        }
+        for (int64_t i = 0; i < m; i++) resize_row(&r, i, scales[ax], in, w + i * in);
         y = weigh_axis(s, y, ax, w, m);
     }
     return set_node(s, 0, y, false);
 }
+
 
 /* ConvTranspose's strides, dilations and pads over nd spatial dims (1-D as
  * 2-D of height 1) into a.  Pads are explicit, or follow from output_shape

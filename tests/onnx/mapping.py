@@ -61,7 +61,7 @@ def conv_transpose_1d_output_shape():
     return model([node], [("x", x.shape)], [("y", want.shape)], [("w", w)]), {"x": x}, want, "conv_transpose"
 
 
-def resize(mode, coord, scales=None, sizes=None, torch_mode=None, corners=None):
+def resize(mode, coord, scales=None, sizes=None, torch_mode=None, corners=None, ir_op="upsample"):
     def case():
         x = rand(1, 3, 4, 5)
         ins, inits = ["x", "roi"], [("roi", np.zeros(0, np.float32))]
@@ -70,7 +70,8 @@ def resize(mode, coord, scales=None, sizes=None, torch_mode=None, corners=None):
             inits.append(("scales", np.array(scales, np.float32)))
         else:
             ins += ["", "sizes"]
-        node = helper.make_node("Resize", ins, ["y"], name="rs", mode=mode, coordinate_transformation_mode=coord)
+        node = helper.make_node("Resize", ins, ["y"], name="rs", mode=mode, coordinate_transformation_mode=coord,
+                                nearest_mode="floor" if coord == "asymmetric" else "round_prefer_floor")
         kw = {"scale_factor": tuple(scales[2:])} if scales else {"size": tuple(sizes[2:])}
         if corners is not None:
             kw["align_corners"] = corners
@@ -78,7 +79,7 @@ def resize(mode, coord, scales=None, sizes=None, torch_mode=None, corners=None):
         m = model([node], [("x", x.shape)], [("y", want.shape)], inits)
         if sizes:
             m.graph.initializer.append(numpy_helper.from_array(np.array(sizes, np.int64), "sizes"))
-        return m, {"x": x}, want, "upsample"
+        return m, {"x": x}, want, ir_op
     case.__name__ = f"resize_{mode}_{coord}_{'scales' if scales else 'sizes'}"
     return case
 
@@ -138,6 +139,8 @@ GOOD = [conv_transpose_2d, conv_transpose_1d_output_shape,
         resize("nearest", "half_pixel", scales=[1, 1, 2, 3], torch_mode="nearest"),
         resize("linear", "half_pixel", sizes=[1, 3, 12, 10], torch_mode="bilinear", corners=False),
         resize("linear", "align_corners", scales=[1, 1, 3, 2], torch_mode="bilinear", corners=True),
+        resize("cubic", "half_pixel", scales=[1, 1, 2, 1.5], torch_mode="bicubic", corners=False, ir_op=None),
+        resize("nearest", "asymmetric", scales=[1, 1, 1.5, 2.5], torch_mode="nearest", ir_op=None),
         upsample_opset9, instancenorm((2, 3, 4, 5)), instancenorm((2, 3, 7)), clip, maximum, mod_integers]
 
 
