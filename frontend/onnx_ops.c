@@ -2046,7 +2046,8 @@ static bool op_conv_transpose(ox_state *s)
     int64_t x4[4] = {xs[0], xs[1], 1, xs[2]}, w4[4] = {ws[0], ws[1], 1, ws[2]};
     ox_val xv = {.name = x->name, .node = reshape_to(s, ox_node(s, x), x4, 4), .nchw = IR_NONE};
     if (xv.node == IR_NONE) return false;
-    int src[3] = {ox_node_nhwc(s, &xv), reshape_to(s, ox_node(s, w), w4, 4), b ? ox_node(s, b) : IR_NONE};
+    int wn = w->c ? ox_param(s, w->c->v, 4, w4, ax_strdup(s->ctx->arena, w->name)) : reshape_to(s, ox_node(s, w), w4, 4);
+    int src[3] = {ox_node_nhwc(s, &xv), wn, b ? ox_node(s, b) : IR_NONE};
     int y = src[0] == IR_NONE || src[1] == IR_NONE ? IR_NONE : ox_add(s, IR_OP_conv_transpose, src, 3, &a);   /* [N, 1, L', M] */
     return set_node(s, 0, ncl_of_nhwc(s, y), false);
 }
