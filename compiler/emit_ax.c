@@ -9,6 +9,7 @@
  * literals, not tensor literals; parameters live in layers only), pools in
  * ceil mode or excluding padding, multi-result chunks, fused nodes. */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,16 +31,42 @@ static void refuse(ax_printer *p, const ir_node *n, const char *why)
     p->ok = false;
 }
 
+/* A name the printed source uses for something else: a function or layer
+ * (every IR op name is one, or is not printed), a keyword, or the t<id>/l<id>
+ * names of values and layers. */
+static bool taken(const char *id)
+{
+    static const char *const words[] = {"function", "begin", "end", "return", "const", "for", "in", "true",
+                                        "false", "Dense", "Conv", "ConvTranspose", "BatchNorm", "LayerNorm",
+                                        "GroupNorm", "MaxPool", "MeanPool", "Upsample", "GlobalMeanPool",
+                                        "nearest", "bilinear"};
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+        if (!strcmp(id, words[i])) return true;
+    for (int op = 0; op < IR_OP_COUNT; op++)
+        if (!strcmp(id, ir_ops[op].name)) return true;
+    return (id[0] == 't' || id[0] == 'l') && id[1] && strspn(id + 1, "0123456789") == strlen(id + 1);
+}
+
 /* name with every character outside [A-Za-z0-9_] made '_' (and a leading
- * digit prefixed): an identifier of the language. */
+ * digit prefixed, a taken name suffixed): an identifier of the language. */
 static const char *identifier(ax_arena *a, const char *name)
 {
     size_t n = strlen(name);
-    char *id = ax_alloc(a, n + 2), *d = id;
+    char *id = ax_alloc(a, n + 3), *d = id;
     if (!n || isdigit((unsigned char)name[0])) *d++ = '_';
     for (size_t i = 0; i < n; i++) *d++ = isalnum((unsigned char)name[i]) ? name[i] : '_';
     *d = 0;
+    if (taken(id)) strcat(id, "_");
     return id;
+}
+
+/* name for a comment: printable ASCII only (a newline would end the comment). */
+static const char *printable(ax_arena *a, const char *name)
+{
+    char *c = ax_strdup(a, name);
+    for (char *q = c; *q; q++)
+        if (*q < 0x20 || *q > 0x7e) *q = '?';
+    return c;
 }
 
 static const char *operand(ax_printer *p, const ir_node *n, int k)
@@ -52,7 +79,7 @@ static const char *literal(ax_printer *p, double v)
 {
     char buf[40];
     snprintf(buf, sizeof buf, "%.9g", v);
-    if (!strpbrk(buf, ".eEn")) strcat(buf, ".0");
+    if (!strpbrk(buf, ".eE")) strcat(buf, ".0");
     return ax_sprintf(p->g->ctx->arena, v < 0 ? "(%s)" : "%s", buf);
 }
 
@@ -243,6 +270,7 @@ static void print_node(ax_printer *p, int id)
     const char *why = unwritable(n);
     if (why) { refuse(p, n, why); return; }
     if (!no_bare_params(p, n)) return;
+    if (n->op == IR_OP_scalar && !isfinite(n->attrs.scalar)) refuse(p, n, "a number the language has no literal for (inf, nan)");
     if (n->op == IR_OP_scalar) { p->names[id] = literal(p, n->attrs.scalar); return; }
     const char *v = ax_sprintf(p->g->ctx->arena, "t%d", id), *layer = ax_sprintf(p->g->ctx->arena, "l%d", id);
     if (declare_layer(p, n, layer)) ax_buf_printf(p->out, "    %s = %s(%s)\n", v, layer, operand(p, n, 0));
@@ -253,21 +281,28 @@ static void print_node(ax_printer *p, int id)
 int axc_emit_ax(ir_graph *g, ax_buf *out)
 {
     ax_printer p = {g, out, ax_alloc(g->ctx->arena, sizeof(char *) * (size_t)(g->nnodes ? g->nnodes : 1)), true};
-    ax_buf_printf(out, "# %s as .ax (axc --emit=ax); parameters: the --save-weights file\n", g->name);
+    ax_buf_printf(out, "# %s as .ax (axc --emit=ax); parameters: the --save-weights file\n", printable(g->ctx->arena, g->name));
     ax_buf_printf(out, "@axiom function %s(", identifier(g->ctx->arena, g->name));
     for (int i = 0; i < g->ninputs; i++) {
         ir_node *in = ir_at(g, g->inputs[i]);
         char shape[128];
+        if (in->rank == 0) refuse(&p, in, "a rank-0 input (a tensor type of the language has at least one dimension)");
         p.names[g->inputs[i]] = identifier(g->ctx->arena, in->name ? in->name : "x");
         ax_buf_printf(out, "%s%s::%s%s", i ? ", " : "", p.names[g->inputs[i]], ir_dtype_name(in->dtype),
                       ir_shape_str(in->shape, in->rank, shape, sizeof shape));
     }
     ax_buf_puts(out, ")\n");
+    for (int i = 0; i < g->ninputs; i++)   /* names that had to change */
+        if (ir_at(g, g->inputs[i])->name && strcmp(p.names[g->inputs[i]], ir_at(g, g->inputs[i])->name))
+            ax_buf_printf(out, "    # %s: ONNX input '%s'\n", p.names[g->inputs[i]],
+                          printable(g->ctx->arena, ir_at(g, g->inputs[i])->name));
     for (int id = 0; id < g->nnodes; id++)
         if (!ir_at(g, id)->dead && ir_at(g, id)->op != IR_OP_input && ir_at(g, id)->op != IR_OP_param) print_node(&p, id);
     for (int i = 0; i < g->noutputs && p.ok; i++) {
         const char *name = identifier(g->ctx->arena, g->output_names[i] ? g->output_names[i] : ax_sprintf(g->ctx->arena, "out%d", i));
-        ax_buf_printf(out, "    %s = %s\n", name, p.names[g->outputs[i]]);
+        bool renamed = g->output_names[i] && strcmp(name, g->output_names[i]);
+        ax_buf_printf(out, "    %s = %s%s%s%s\n", name, p.names[g->outputs[i]], renamed ? "   # ONNX output '" : "",
+                      renamed ? printable(g->ctx->arena, g->output_names[i]) : "", renamed ? "'" : "");
         p.names[g->outputs[i]] = name;
     }
     ax_buf_puts(out, "    return ");

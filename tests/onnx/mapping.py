@@ -1,7 +1,10 @@
 """ONNX ops imported onto the IR's own ops (frontend/onnx_ops.c): ConvTranspose
 -> conv_transpose, Resize/Upsample -> upsample, InstanceNormalization ->
 groupnorm, Clip/Max/Min -> max/min; and the importer's checks of Mod and
-Split.  Each model is built with onnx.helper, run through generated C (`axc
+Split.  Then `--emit=ax` (interface.md §9): each model written back as .ax
+plus its --save-weights file must compute the same through `axc run` on the
+.ax, or be refused with a located error and no output file (constant tensors
+read as values: the language has none).  Each model is built with onnx.helper, run through generated C (`axc
 run`) and the reference interpreter (`--interp`), and compared with PyTorch or
 NumPy; `--emit=ir` must show the IR op it maps onto.  Bad models must give
 exit 1, the expected located error and no output file."""
@@ -135,7 +138,24 @@ def mod_integers():
     return model(nodes, [("x", x.shape)], [("y", x.shape)]), {"x": x}, x + np.mod(a, b).astype(np.float32), None
 
 
-GOOD = [conv_transpose_2d, conv_transpose_1d_output_shape,
+def torch_cnn():
+    """A small CNN as torch.onnx.export writes it (Conv, BatchNorm, MaxPool, Flatten, Gemm)."""
+    import io
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+                              torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(64, 5)).eval()
+    with torch.no_grad():
+        net[1].running_mean.uniform_(-1, 1)
+        net[1].running_var.uniform_(0.5, 2)
+    x = rand(1, 3, 8, 8)
+    buf = io.BytesIO()
+    torch.onnx.export(net, t(x), buf, input_names=["x"], output_names=["y"], opset_version=13)
+    with torch.no_grad():
+        want = net(t(x)).numpy()
+    return onnx.load_from_string(buf.getvalue()), {"x": x}, want, "conv"
+
+
+GOOD = [torch_cnn, conv_transpose_2d, conv_transpose_1d_output_shape,
         resize("nearest", "half_pixel", scales=[1, 1, 2, 3], torch_mode="nearest"),
         resize("linear", "half_pixel", sizes=[1, 3, 12, 10], torch_mode="bilinear", corners=False),
         resize("linear", "align_corners", scales=[1, 1, 3, 2], torch_mode="bilinear", corners=True),
@@ -184,6 +204,32 @@ def run_good(axc, d, case):
     return True, ""
 
 
+def run_as_ax(axc, d, case):
+    """--emit=ax, then axc run on the .ax with its weights: the same answer, or a refusal."""
+    m, inputs, want, _ = case()
+    path, ax, st = (os.path.join(d, f"{case.__name__}.{e}") for e in ("onnx", "ax", "safetensors"))
+    open(path, "wb").write(m.SerializeToString())
+    r = subprocess.run([axc, path, "--emit=ax", "-o", ax, "--save-weights", st], capture_output=True, text=True,
+                       timeout=60)
+    if r.returncode == 1 and "--emit=ax cannot write ONNX node" in r.stderr:
+        left = [f for f in (ax, st) if os.path.exists(f)]
+        return not left, "refused", f"refused but wrote {left}"
+    if r.returncode != 0:
+        return False, "", f"--emit=ax: exit {r.returncode}: {r.stderr.strip()[:300]}"
+    args = []
+    for n, v in inputs.items():
+        np.save(os.path.join(d, f"{n}.npy"), v)
+        args += ["--input", f"{n}={d}/{n}.npy"]
+    out = os.path.join(d, "y_ax.npy")
+    r = subprocess.run([axc, "run", ax, "--weights", st, *args, "--output", out], capture_output=True, text=True,
+                       timeout=300)
+    if r.returncode != 0:
+        return False, "", f"axc run on the .ax: exit {r.returncode}: {r.stderr.strip()[:300]}\n  {open(ax).read()}"
+    got = np.load(out).reshape(want.shape)
+    ok = np.allclose(got, want, rtol=RTOL, atol=ATOL)
+    return ok, "same outputs", "" if ok else f"max abs error {np.nanmax(np.abs(got - want)):.3g}"
+
+
 def run_bad(axc, d, case):
     m, pattern = case()
     path = os.path.join(d, f"{case.__name__}.onnx")
@@ -207,6 +253,17 @@ def main():
             if not ok:
                 rc = 1
                 print("  " + why)
+        counts = {}
+        for case in GOOD:
+            ok, what, why = run_as_ax(axc, d, case)
+            counts[what] = counts.get(what, 0) + 1
+            print(f"{'PASS' if ok else 'FAIL'}: onnx --emit=ax {case.__name__}: {what or 'written back as .ax'}")
+            if not ok:
+                rc = 1
+                print("  " + why)
+        if counts.get("same outputs", 0) < len(GOOD) // 2:   # the refusals must stay the exception
+            print(f"FAIL: onnx --emit=ax: only {counts.get('same outputs', 0)} of {len(GOOD)} models written back")
+            rc = 1
         for case in BAD:
             ok, why = run_bad(axc, d, case)
             print(f"{'PASS' if ok else 'FAIL'}: onnx mapping {case.__name__}: exit 1, a located error, no output")
