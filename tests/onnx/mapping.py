@@ -240,6 +240,14 @@ def run_bad(axc, d, case):
     return ok, f"exit {r.returncode}, expected /{pattern}/: {r.stderr.strip()[:300]}"
 
 
+def report(ok, line, why):
+    """Prints the PASS/FAIL line (details indented); 1 when it failed."""
+    print(f"{'PASS' if ok else 'FAIL'}: {line}")
+    if not ok:
+        print("  " + why)
+    return 0 if ok else 1
+
+
 def main():
     if onnx is None:
         print("SKIP: onnx op mapping (needs python3-onnx and python3-torch)")
@@ -249,27 +257,17 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         for case in GOOD:
             ok, why = run_good(axc, d, case)
-            print(f"{'PASS' if ok else 'FAIL'}: onnx mapping {case.__name__}: matches the reference, generated C and interpreter")
-            if not ok:
-                rc = 1
-                print("  " + why)
-        counts = {}
+            rc |= report(ok, f"onnx mapping {case.__name__}: matches the reference, generated C and interpreter", why)
+        written = 0
         for case in GOOD:
             ok, what, why = run_as_ax(axc, d, case)
-            counts[what] = counts.get(what, 0) + 1
-            print(f"{'PASS' if ok else 'FAIL'}: onnx --emit=ax {case.__name__}: {what or 'written back as .ax'}")
-            if not ok:
-                rc = 1
-                print("  " + why)
-        if counts.get("same outputs", 0) < len(GOOD) // 2:   # the refusals must stay the exception
-            print(f"FAIL: onnx --emit=ax: only {counts.get('same outputs', 0)} of {len(GOOD)} models written back")
-            rc = 1
+            written += what == "same outputs"
+            rc |= report(ok, f"onnx --emit=ax {case.__name__}: {what or 'written back as .ax'}", why)
+        rc |= report(written >= len(GOOD) // 2, f"onnx --emit=ax: {written} of {len(GOOD)} models written back and "
+                     "recomputed (the refusals stay the exception)", "too few")
         for case in BAD:
             ok, why = run_bad(axc, d, case)
-            print(f"{'PASS' if ok else 'FAIL'}: onnx mapping {case.__name__}: exit 1, a located error, no output")
-            if not ok:
-                rc = 1
-                print("  " + why)
+            rc |= report(ok, f"onnx mapping {case.__name__}: exit 1, a located error, no output", why)
     return rc
 
 
