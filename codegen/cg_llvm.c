@@ -769,6 +769,8 @@ static LLVMValueRef libm2(lv *L, const char *name, LLVMValueRef a, LLVMValueRef 
 }
 static LLVMValueRef lv_binary_pow(lv *L, LLVMValueRef a, LLVMValueRef b) { return libm2(L, "pow", a, b); }
 static LLVMValueRef lv_binary_fmod(lv *L, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFRem(L->B, a, b, ""); }
+static LLVMValueRef lv_binary_max(lv *L, LLVMValueRef a, LLVMValueRef b) { return libm2(L, "fmax", a, b); }
+static LLVMValueRef lv_binary_min(lv *L, LLVMValueRef a, LLVMValueRef b) { return libm2(L, "fmin", a, b); }
 /* One instruction per BINARY_OP row of ops.def (a missing one does not compile). */
 static binary_fn *const binary_fns[IR_OP_COUNT] = {
 #define OP(name, min, max, kind, inplace, family, shape, optional, flags)

@@ -11,6 +11,7 @@
 
 #include "cg_target.h"
 #include "driver.h"
+#include "onnx.h"
 
 static const char usage_text[] =
     "usage: axc [options] FILE.ax -o OUT          compile\n"
@@ -417,11 +418,12 @@ static int check_emit(const axc_opts *o)
     static const char *const kinds[] = {"ir", "dot", "mem", "svg", "timeline", "ptx", "hsaco"};
     if (!o->emit) return 0;
     for (int i = 0; i < 7; i++) if (!strcmp(o->emit, kinds[i])) return 0;
-    if (!strcmp(o->emit, "ax")) {
-        axc_fail("--emit=%s is in the interface but not built yet in this axc", o->emit);
+    if (!strcmp(o->emit, "ax") && o->input && !onnx_is_model(o->input)) {
+        axc_fail("--emit=ax prints an imported model (FILE.onnx) as .ax; '%s' is .ax already", o->input);
         return -1;
     }
-    axc_fail("--emit expects ir, dot, mem, svg, timeline, ptx or hsaco, not '%s'", o->emit);
+    if (!strcmp(o->emit, "ax")) return 0;
+    axc_fail("--emit expects ir, dot, mem, svg, timeline, ptx, hsaco or ax, not '%s'", o->emit);
     return -1;
 }
 

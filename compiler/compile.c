@@ -137,6 +137,8 @@ static int emit_view(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, a
 {
     if (!strcmp(o->emit, "ptx") || !strcmp(o->emit, "hsaco")) return emit_gpu_code(ctx, o, models, n, out);
     for (int i = 0; i < n; i++) {
+        if (!strcmp(o->emit, "ax") && axc_emit_ax(models[i], out)) return AXC_EINPUT;
+        else if (!strcmp(o->emit, "ax")) continue;
         if (!strcmp(o->emit, "ir")) ir_dump(models[i], out);
         else if (!strcmp(o->emit, "dot") || !strcmp(o->emit, "svg")) emit_dot(models[i], out);
         else if (!strcmp(o->emit, "timeline")) pass_memplan_svg(models[i], out);

@@ -272,9 +272,11 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
     if (rc) return rc;
     rc = load_params(ctx, o, models, *n, onnx);
     if (rc) return rc;
+    const bool as_ax = o->emit && !strcmp(o->emit, "ax");   /* the imported graph, unfused (-O0) */
     for (int i = 0; i < *n && !o->train && !o->train_step; i++) {   /* training differentiates the unfused graph */
-        if (pass_run_optimisations(models[i], o->opt_level, print_after_hook, (void *)o))
+        if (pass_run_optimisations(models[i], as_ax ? 0 : o->opt_level, print_after_hook, (void *)o))
             return AXC_EINPUT;
+        if (as_ax) continue;
         if (o->quantize && (rc = axc_quantize(ctx, o, models[i]))) return rc;
         if (o->ram_budget && fit_budget(o, models[i])) return AXC_EINPUT;
         cg_target_get(models[i]->target->id)->select(models[i]);

@@ -278,6 +278,8 @@ static const lower_fn functions[] = {
     {"prod", IR_OP_prod, 1, 1, FN_NO_TUPLE, KW_REDUCE, 0, false, "(x; dims=k)"},
     {"matmul", IR_OP_matmul, 2, 2, FN_NO_TUPLE, KW_NONE, 0, false, "(a, b)"},
     {"fmod", IR_OP_fmod, 2, 2, FN_NO_TUPLE, KW_NONE, 0, false, "(a, b)"},
+    {"max", IR_OP_max, 2, 2, FN_NO_TUPLE, KW_NONE, 0, false, "(a, b)"},
+    {"min", IR_OP_min, 2, 2, FN_NO_TUPLE, KW_NONE, 0, false, "(a, b)"},
 };
 #undef UNARY
 #define NFUNCTIONS ((int)(sizeof functions / sizeof functions[0]))

@@ -526,6 +526,32 @@ static bool add_input(ox_state *s, const Onnx__ValueInfoProto *vi)
     return s->infer(s->g) == 0;
 }
 
+/* The static dims of a declared value, or -1. */
+static int static_dims(const Onnx__ValueInfoProto *vi, int64_t *shape)
+{
+    const Onnx__TypeProto *t = vi->type;
+    if (!t || t->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !t->tensor_type ||
+        !t->tensor_type->shape || t->tensor_type->shape->n_dim > IR_MAX_RANK)
+        return -1;
+    const Onnx__TensorShapeProto *sh = t->tensor_type->shape;
+    for (size_t i = 0; i < sh->n_dim; i++) {
+        if (sh->dim[i]->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE || sh->dim[i]->dim_value < 1)
+            return -1;
+        shape[i] = sh->dim[i]->dim_value;
+    }
+    return (int)sh->n_dim;
+}
+
+int ox_declared_shape(ox_state *s, const char *name, int64_t *shape)
+{
+    const Onnx__GraphProto *gp = s->graph;
+    for (size_t i = 0; gp && i < gp->n_output + gp->n_value_info; i++) {
+        const Onnx__ValueInfoProto *vi = i < gp->n_output ? gp->output[i] : gp->value_info[i - gp->n_output];
+        if (vi->name && !strcmp(vi->name, name)) return static_dims(vi, shape);
+    }
+    return -1;
+}
+
 /* Lists every node whose op has no handler in one error (spec §9). */
 static bool check_ops(ox_state *s, const Onnx__GraphProto *gp)
 {

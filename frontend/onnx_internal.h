@@ -41,7 +41,7 @@ typedef struct ox_state {
     ox_val *vals;                 /* open-addressing table by name */
     size_t cap, used;
     const Onnx__NodeProto *node;  /* the node being imported (messages) */
-    const Onnx__GraphProto *graph;
+    const Onnx__GraphProto *graph; /* the graph being imported (declared shapes) */
     int counter;                  /* for generated parameter names */
 } ox_state;
 
@@ -67,6 +67,9 @@ int ox_transpose(ox_state *s, int x, const int *perm, int rank);
 int ox_node(ox_state *s, ox_val *v);
 /* The node of rank-4 value v as NHWC. */
 int ox_node_nhwc(ox_state *s, ox_val *v);
+/* The static shape the model declares for value name (a graph output or a
+ * value_info entry) into shape: its rank, or -1 when none is declared. */
+int ox_declared_shape(ox_state *s, const char *name, int64_t *shape);
 /* The logical shape of v. */
 int ox_shape(ox_state *s, ox_val *v, int64_t *shape);
 /* A scalar node (rank 0) of this value. */

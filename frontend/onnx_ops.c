@@ -178,11 +178,10 @@ static int scalar_param(ox_state *s, double v)
     return ox_scalar(s, v);
 }
 
-/* max(a, b) = a + relu(b - a); min(a, b) = a - relu(a - b). */
+/* The elementwise max(a, b) or min(a, b): exact, infinities included. */
 static int max_min(ox_state *s, bool max, int a, int b)
 {
-    return max ? bin(s, IR_OP_add, a, un(s, IR_OP_relu, bin(s, IR_OP_sub, b, a)))
-               : bin(s, IR_OP_sub, a, un(s, IR_OP_relu, bin(s, IR_OP_sub, a, b)));
+    return bin(s, max ? IR_OP_max : IR_OP_min, a, b);
 }
 
 /* y = W x along axis (W [m, d], row-major): the dense of select_axis with
@@ -221,7 +220,13 @@ static double f_min(double a, double b) { return a < b ? a : b; }
 static double f_max(double a, double b) { return a > b ? a : b; }
 static double f_and(double a, double b) { return a != 0 && b != 0; }
 static double f_or(double a, double b) { return a != 0 || b != 0; }
-static double f_mod(double a, double b) { return b == 0 ? 0 : fmod(a, b); }
+static double f_fmod(double a, double b) { return b == 0 ? 0 : fmod(a, b); }
+/* Mod with fmod=0 (integers): Python's %, the result has the divisor's sign. */
+static double f_mod(double a, double b)
+{
+    double r = f_fmod(a, b);
+    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
 
 static bool broadcast_shape(ox_state *s, const ox_const *const *c, int n, int64_t *out, int *rank)
 {
@@ -432,7 +437,7 @@ static bool op_unary(ox_state *s)
     return set_node(s, 0, ox_add(s, r->op, &src, 1, &a), !x->c && x->nhwc);
 }
 
-/* Clip(0, 6) -> relu6, Clip(0, inf) -> relu. */
+/* Clip(0, 6) -> relu6, Clip(0, inf) -> relu, else min(max(x, lo), hi). */
 static bool op_clip(ox_state *s)
 {
     bool ok = true;
@@ -514,9 +519,14 @@ static bool op_binary(ox_state *s)
         ox_unsupported(s, "opset-1 broadcasting with an axis attribute");
         return false;
     }
-    if (a->c && b->c) return set_const(s, 0, fold_binary(s, a->c, b->c, r->fold, r->logical));
-    if (r->op == IR_OP_fmod && !ox_attr_int(s, "fmod", 0)) {
-        ox_unsupported(s, "Mod with fmod=0 on computed tensors (only fmod=1, C's fmod)");
+    bool python_mod = r->op == IR_OP_fmod && !ox_attr_int(s, "fmod", 0);
+    if (a->c && b->c)
+        return set_const(s, 0, fold_binary(s, a->c, b->c, r->op == IR_OP_fmod && !python_mod ? f_fmod : r->fold, r->logical));
+    if (python_mod) {   /* the IR's fmod is C's: integer Mod is folded only */
+        const ox_val *t = a->c ? b : a;
+        if (ir_dtype_is_float(ir_at(s->g, t->node)->dtype))
+            ox_fail(s, "Mod with fmod=0 on floating-point tensors (ONNX requires fmod=1 for them)");
+        else ox_unsupported(s, "Mod of computed integer tensors (integer constants are folded)");
         return false;
     }
     if (r->op == IR_OP_COUNT) {
@@ -839,10 +849,19 @@ static bool op_split(ox_state *s)
     int np = NIN > 1 && s->node->input[1][0] ? const_ints(s, IN(1), parts, IR_MAX_SRC) : ox_attr_ints(s, "split", parts, IR_MAX_SRC);
     if (np < 0) for (int i = 0; i < nout; i++) parts[i] = (shape[axis] + nout - 1) / nout - (i == nout - 1 ? (shape[axis] + nout - 1) / nout * nout - shape[axis] : 0);
     else if (np != nout) { ox_fail(s, "split has %d sizes for %d outputs", np, nout); return false; }
+    int64_t sum = 0;
+    bool bad = false;
+    for (int i = 0; i < nout; i++) bad |= parts[i] < 0 || __builtin_add_overflow(sum, parts[i], &sum);
+    if (bad || sum != shape[axis]) {
+        if (bad) { ox_fail(s, "split sizes must not be negative"); return false; }
+        ox_fail(s, "split sizes sum to %lld, not the axis length %lld", (long long)sum, (long long)shape[axis]);
+        return false;
+    }
+    for (int i = 0; i < nout; i++)
+        if (parts[i] == 0) { ox_unsupported(s, "a Split with an empty part (no zero-size tensors in the IR)"); return false; }
     int x0 = ox_node(s, x);
     for (int i = 0, start = 0; i < nout; i++) {
         int64_t *idx = ax_alloc(s->ctx->arena, sizeof *idx * (size_t)(parts[i] > 0 ? parts[i] : 1));
-        if (parts[i] < 1 || start + parts[i] > shape[axis]) { ox_fail(s, "split sizes do not fit dimension %lld", (long long)shape[axis]); return false; }
         for (int64_t k = 0; k < parts[i]; k++) idx[k] = start + k;
         start += (int)parts[i];
         if (!set_node(s, i, select_axis(s, x0, (int)axis, idx, parts[i]), false)) return false;
@@ -1002,6 +1021,18 @@ bad:
     return false;
 }
 
+/* The [N, C, L] tensor of an NHWC result [N, 1, L, C] (1-D window ops). */
+static int ncl_of_nhwc(ox_state *s, int y)
+{
+    if (y == IR_NONE) return y;
+    static const int to_ncl[4] = {0, 3, 1, 2};
+    y = transpose_perm(s, y, to_ncl, 4);
+    if (y == IR_NONE) return y;
+    const ir_node *yn = ir_at(s->g, y);
+    int64_t out[3] = {yn->shape[0], yn->shape[1], yn->shape[3]};
+    return reshape_to(s, y, out, 3);
+}
+
 static bool op_conv(ox_state *s)
 {
     bool ok = true;
@@ -1031,12 +1062,7 @@ static bool op_conv(ox_state *s)
     int src[3] = {ox_node_nhwc(s, &xv), ox_param(s, w->c->v, 4, w4, ax_strdup(s->ctx->arena, w->name)),
                   b ? ox_node(s, b) : IR_NONE};
     int y = src[0] == IR_NONE ? IR_NONE : ox_add(s, IR_OP_conv, src, 3, &a);   /* [N, 1, L', O] */
-    if (y == IR_NONE) return false;
-    static const int to_ncl[4] = {0, 3, 1, 2};
-    y = transpose_perm(s, y, to_ncl, 4);
-    const ir_node *yn = ir_at(s->g, y);
-    int64_t out[3] = {yn->shape[0], yn->shape[1], yn->shape[3]};
-    return set_node(s, 0, reshape_to(s, y, out, 3), false);
+    return set_node(s, 0, ncl_of_nhwc(s, y), false);
 }
 
 /* x with lo and hi elements of value before and after it along axis: a
@@ -1132,11 +1158,7 @@ static bool op_pool(ox_state *s)
                                  : ox_add(s, max ? IR_OP_maxpool : IR_OP_meanpool, &src, 1, &a);
     }
     if (nd == 2 || y == IR_NONE) return set_node(s, 0, y, true);
-    static const int to_ncl[4] = {0, 3, 1, 2};
-    y = transpose_perm(s, y, to_ncl, 4);
-    const ir_node *yn = ir_at(s->g, y);
-    int64_t out[3] = {yn->shape[0], yn->shape[1], yn->shape[3]};
-    return set_node(s, 0, reshape_to(s, y, out, 3), false);
+    return set_node(s, 0, ncl_of_nhwc(s, y), false);
 }
 
 /* Global pools as two reductions over H and W of the NHWC tensor. */
@@ -1413,28 +1435,30 @@ static bool op_composite(ox_state *s)
     return set_node(s, 0, y, nhwc);
 }
 
-/* InstanceNormalization: per (n, c) over the spatial dims, then scale, bias. */
+/* InstanceNormalization: the IR's groupnorm with one group per channel, on
+ * the channels-last tensor (NHWC for rank 4, C moved last otherwise). */
 static bool op_instancenorm(ox_state *s)
 {
     bool ok = true;
     ox_val *xv = IN(0), *w = IN(1), *b = IN(2);
     if (!ok || !xv || !w || !b) return false;
     int64_t shape[IR_MAX_RANK];
-    int rank = ox_shape(s, xv, shape), x = ox_node(s, xv);
+    int rank = ox_shape(s, xv, shape), back[IR_MAX_RANK];
     if (rank < 3) { ox_unsupported(s, "an input of rank under 3"); return false; }
-    int64_t flat[3] = {shape[0], shape[1], numel(shape + 2, rank - 2)}, cs[3] = {1, shape[1], 1};
+    if (shape[1] > INT32_MAX) { ox_unsupported(s, "this many channels"); return false; }
+    bool nhwc = rank == 4;
+    int x = nhwc ? ox_node_nhwc(s, xv) : axis_last(s, ox_node(s, xv), rank, 1, back);
+    int64_t c = shape[1];
     ir_attrs a = ox_attrs();
-    a.axis = 2;
-    x = reshape_to(s, x, flat, 3);
-    int mean = x == IR_NONE ? x : ox_add(s, IR_OP_mean, &x, 1, &a);
-    int d = bin(s, IR_OP_sub, x, mean);
-    int sq = bin(s, IR_OP_mul, d, d);
-    int var = sq == IR_NONE ? sq : ox_add(s, IR_OP_mean, &sq, 1, &a);
-    int den = un(s, IR_OP_sqrt, bin(s, IR_OP_add, var, scalar_param(s, ox_attr_float(s, "epsilon", 1e-5))));
-    int wn = w->c ? ox_param(s, w->c->v, 3, cs, NULL) : reshape_to(s, ox_node(s, w), cs, 3);
-    int bn = b->c ? ox_param(s, b->c->v, 3, cs, NULL) : reshape_to(s, ox_node(s, b), cs, 3);
-    int y = bin(s, IR_OP_add, bin(s, IR_OP_mul, bin(s, IR_OP_div, d, den), wn), bn);
-    return set_node(s, 0, y == IR_NONE ? y : reshape_to(s, y, shape, rank), false);
+    a.groups = (int)c;
+    a.eps = ox_attr_float(s, "epsilon", 1e-5);
+    int64_t ws[IR_MAX_RANK];
+    int src[3] = {x, ox_node(s, w), ox_node(s, b)};
+    for (int i = 1; i < 3; i++)   /* [C] as the IR wants; ONNX's shape rule allows [C, 1, ...] too */
+        if (src[i] != IR_NONE && ox_shape(s, i == 1 ? w : b, ws) != 1) src[i] = reshape_to(s, src[i], &c, 1);
+    if (src[0] == IR_NONE || src[1] == IR_NONE || src[2] == IR_NONE) return false;
+    int y = ox_add(s, IR_OP_groupnorm, src, 3, &a);
+    return set_node(s, 0, nhwc ? y : transpose_perm(s, y, back, rank), nhwc);
 }
 
 /* 1 where t > 0, else 0 (exact: relu(sign(t))). */
@@ -1872,13 +1896,25 @@ static bool op_tile(ox_state *s)
     return set_node(s, 0, y, false);
 }
 
-/* Resize (nearest, linear; opset 10+) and Upsample (opset 7-9): one
- * interpolation matrix per resized axis, applied as a dense. */
-static double resize_coord(const char *mode, int64_t i, double scale, int64_t in, int64_t out)
+/* Resize (nearest, linear, cubic; opset 10+) and Upsample (opset 7-9): the
+ * IR's upsample where it computes the same (resize_upsample_mode), else one
+ * interpolation matrix per resized axis: constant weights applied as a dense
+ * when the scales are constants, weights computed by IR ops from the scales
+ * when those come at run time (resize_runtime).  Exact for every scale and
+ * coordinate mode, as onnx's reference: the length of an axis in the
+ * coordinate formulas is in * scale, not the rounded output length. */
+typedef struct resize_spec {
+    const char *mode, *coord, *nearest;
+    double cubic_a;
+    bool exclude_outside;
+} resize_spec;
+
+static double resize_coord(const char *mode, int64_t i, double scale, int64_t in)
 {
+    double len = (double)in * scale;
     if (!strcmp(mode, "asymmetric")) return (double)i / scale;
-    if (!strcmp(mode, "align_corners")) return out == 1 ? 0 : (double)i * (double)(in - 1) / (double)(out - 1);
-    if (!strcmp(mode, "pytorch_half_pixel")) return out > 1 ? (i + 0.5) / scale - 0.5 : 0;
+    if (!strcmp(mode, "align_corners")) return len == 1 ? 0 : (double)i * (double)(in - 1) / (len - 1);
+    if (!strcmp(mode, "pytorch_half_pixel")) return len != 1 ? (i + 0.5) / scale - 0.5 : -0.5;
     if (!strcmp(mode, "tf_half_pixel_for_nn")) return (i + 0.5) / scale;
     return (i + 0.5) / scale - 0.5;   /* half_pixel */
 }
@@ -1887,8 +1923,170 @@ static int64_t nearest_index(const char *mode, double x)
 {
     if (!strcmp(mode, "floor")) return (int64_t)floor(x);
     if (!strcmp(mode, "ceil")) return (int64_t)ceil(x);
-    if (!strcmp(mode, "round_prefer_ceil")) return x - floor(x) == 0.5 ? (int64_t)ceil(x) : (int64_t)llround(x);
-    return x - floor(x) == 0.5 ? (int64_t)floor(x) : (int64_t)llround(x);   /* round_prefer_floor */
+    if (!strcmp(mode, "round_prefer_ceil")) return (int64_t)floor(x + 0.5);
+    return (int64_t)ceil(x - 0.5);   /* round_prefer_floor */
+}
+
+/* Keys' cubic weight of the tap at distance d (0 <= d <= 2) for parameter a. */
+static double cubic_weight(double a, double d)
+{
+    return d <= 1 ? ((a + 2) * d - (a + 3)) * d * d + 1 : ((a * d - 5 * a) * d + 8 * a) * d - 4 * a;
+}
+
+/* Row i of the interpolation matrix of one axis: in weights at w. */
+static void resize_row(const resize_spec *r, int64_t i, double scale, int64_t in, double *w)
+{
+    double c = resize_coord(r->coord, i, scale, in);
+    if (!strcmp(r->mode, "nearest")) {
+        int64_t k = nearest_index(r->nearest, c);
+        w[k < 0 ? 0 : k >= in ? in - 1 : k] = 1;
+    } else if (!strcmp(r->mode, "linear")) {
+        c = c < 0 ? 0 : c > (double)(in - 1) ? (double)(in - 1) : c;
+        int64_t k0 = (int64_t)floor(c), k1 = k0 + 1 < in ? k0 + 1 : in - 1;
+        w[k0] += 1 - (c - (double)k0);
+        w[k1] += c - (double)k0;
+    } else {   /* cubic: taps floor(c) - 1 .. floor(c) + 2, edge-clamped */
+        double f = floor(c), t = c - f, sum = 0, cw[4];
+        for (int j = 0; j < 4; j++) {
+            int64_t k = (int64_t)f + j - 1;
+            cw[j] = r->exclude_outside && (k < 0 || k >= in) ? 0 : cubic_weight(r->cubic_a, fabs(t - (j - 1)));
+            sum += cw[j];
+        }
+        for (int j = 0; j < 4; j++) {
+            int64_t k = (int64_t)f + j - 1;
+            w[k < 0 ? 0 : k >= in ? in - 1 : k] += r->exclude_outside ? cw[j] / sum : cw[j];
+        }
+    }
+}
+
+/* The IR upsample mode that computes this resize of a rank-4 tensor by
+ * integer factors s of H and W, or -1.  Nearest: with half_pixel, the source
+ * (i + 1/2) / s - 1/2 = floor(i / s) + (r - (s - 1) / 2) / s lies within 1/2
+ * of floor(i / s), so either round_prefer_* gives it; asymmetric and
+ * tf_half_pixel_for_nn give it with floor.  Linear: half_pixel is
+ * align_corners=False, align_corners is itself. */
+static int resize_upsample_mode(const resize_spec *r)
+{
+    bool half = !strcmp(r->coord, "half_pixel") || !strcmp(r->coord, "pytorch_half_pixel");
+    if (!strcmp(r->mode, "nearest")) {
+        bool round = !strncmp(r->nearest, "round_prefer_", 13);
+        bool from_floor = !strcmp(r->coord, "asymmetric") || !strcmp(r->coord, "tf_half_pixel_for_nn");
+        return (half && round) || (from_floor && !strcmp(r->nearest, "floor")) ? IR_UPSAMPLE_NEAREST : -1;
+    }
+    if (strcmp(r->mode, "linear")) return -1;
+    return half ? IR_UPSAMPLE_BILINEAR : !strcmp(r->coord, "align_corners") ? IR_UPSAMPLE_BILINEAR_CORNERS : -1;
+}
+
+/* The IR upsample of x by the integer factors out / shape of dims 2 and 3
+ * (dims 0 and 1 unchanged), or IR_NONE, nothing added, when it is not one. */
+static int resize_as_upsample(ox_state *s, ox_val *x, int rank, const int64_t *shape, const int64_t *out,
+                              const double *scales, int mode)
+{
+    if (rank != 4 || mode < 0 || out[0] != shape[0] || out[1] != shape[1] || scales[0] != 1 || scales[1] != 1)
+        return IR_NONE;
+    ir_attrs a = ox_attrs();
+    a.mode = mode;
+    for (int d = 0; d < 2; d++) {
+        if (out[2 + d] % shape[2 + d] || scales[2 + d] != (double)(out[2 + d] / shape[2 + d])) return IR_NONE;
+        a.scale[d] = (int)(out[2 + d] / shape[2 + d]);
+    }
+    int src = ox_node_nhwc(s, x);
+    return src == IR_NONE ? IR_NONE : ox_add(s, IR_OP_upsample, &src, 1, &a);
+}
+
+/* A float param of n values v0 + step * k, shaped [n, 1] (column) or [1, n]. */
+static int ramp(ox_state *s, int64_t n, double v0, double step, bool column)
+{
+    double *v = ax_alloc(s->ctx->arena, sizeof *v * (size_t)n);
+    for (int64_t k = 0; k < n; k++) v[k] = v0 + step * (double)k;
+    int64_t shape[2] = {column ? n : 1, column ? 1 : n};
+    return ox_param(s, v, 2, shape, NULL);
+}
+
+static int add_c(ox_state *s, int x, double c) { return bin(s, IR_OP_add, x, ox_scalar(s, c)); }
+static int mul_c(ox_state *s, int x, double c) { return bin(s, IR_OP_mul, x, ox_scalar(s, c)); }
+
+/* x clamped to [lo, hi]. */
+static int clamp_c(ox_state *s, int x, double lo, double hi)
+{
+    return bin(s, IR_OP_min, bin(s, IR_OP_max, x, ox_scalar(s, lo)), ox_scalar(s, hi));
+}
+
+/* [k == j] for integer-valued k [1, m] and the column j = 0..in-1: 0/1 [in, m]. */
+static int one_hot(ox_state *s, int k, int64_t in)
+{
+    int d = un(s, IR_OP_abs, bin(s, IR_OP_sub, k, ramp(s, in, 0, 1, true)));
+    return un(s, IR_OP_relu, bin(s, IR_OP_sub, ox_scalar(s, 1), d));
+}
+
+/* Keys' cubic weight of the distances d >= 1 (far) or <= 1 (near), by IR ops. */
+static int cubic_weight_ir(ox_state *s, int d, double a, bool far)
+{
+    if (far) return add_c(s, bin(s, IR_OP_mul, add_c(s, bin(s, IR_OP_mul, add_c(s, mul_c(s, d, a), -5 * a), d), 8 * a), d), -4 * a);
+    return add_c(s, bin(s, IR_OP_mul, bin(s, IR_OP_mul, add_c(s, mul_c(s, d, a + 2), -(a + 3)), d), d), 1);
+}
+
+/* The transposed interpolation matrix [in, m] of one axis whose scale is the
+ * computed [1] node sc: resize_row's formulas as IR ops on the coordinates
+ * of the m outputs, a [1, m] row. */
+static int resize_weights_ir(ox_state *s, const resize_spec *r, int sc, int64_t in, int64_t m)
+{
+    const char *cm = r->coord;
+    int x;
+    if (!strcmp(cm, "align_corners") && m == 1) x = ramp(s, 1, 0, 0, false);   /* 0, even where in scale = 1 */
+    else if (!strcmp(cm, "align_corners"))   /* i (in - 1) / (in scale - 1) */
+        x = bin(s, IR_OP_div, ramp(s, m, 0, (double)(in - 1), false), add_c(s, mul_c(s, sc, (double)in), -1));
+    else if (!strcmp(cm, "asymmetric")) x = bin(s, IR_OP_div, ramp(s, m, 0, 1, false), sc);
+    else {
+        x = bin(s, IR_OP_div, ramp(s, m, 0.5, 1, false), sc);
+        if (strcmp(cm, "tf_half_pixel_for_nn")) x = add_c(s, x, -0.5);
+    }
+    if (!strcmp(r->mode, "nearest")) {
+        const char *nm = r->nearest;
+        int k = !strcmp(nm, "floor") ? un(s, IR_OP_floor, x) : !strcmp(nm, "ceil") ? un(s, IR_OP_ceil, x)
+              : !strcmp(nm, "round_prefer_ceil") ? un(s, IR_OP_floor, add_c(s, x, 0.5)) : un(s, IR_OP_ceil, add_c(s, x, -0.5));
+        return one_hot(s, clamp_c(s, k, 0, (double)(in - 1)), in);
+    }
+    if (!strcmp(r->mode, "linear")) {   /* the hat 1 - |x - j| at x clamped into the axis */
+        int d = un(s, IR_OP_abs, bin(s, IR_OP_sub, clamp_c(s, x, 0, (double)(in - 1)), ramp(s, in, 0, 1, true)));
+        return un(s, IR_OP_relu, bin(s, IR_OP_sub, ox_scalar(s, 1), d));
+    }
+    int f = un(s, IR_OP_floor, x), t = bin(s, IR_OP_sub, x, f), w = IR_NONE, sum = IR_NONE;
+    for (int j = 0; j < 4; j++) {
+        int d = j == 0 ? add_c(s, t, 1) : j == 1 ? t : add_c(s, mul_c(s, t, -1), j - 1);
+        int c = cubic_weight_ir(s, d, r->cubic_a, j == 0 || j == 3), k = add_c(s, f, j - 1);
+        if (r->exclude_outside)   /* times [0 <= k <= in - 1] */
+            c = bin(s, IR_OP_mul, c, un(s, IR_OP_relu, un(s, IR_OP_sign, bin(s, IR_OP_mul, add_c(s, k, 0.5),
+                                                                            add_c(s, mul_c(s, k, -1), (double)in - 0.5)))));
+        int term = bin(s, IR_OP_mul, c, one_hot(s, clamp_c(s, k, 0, (double)(in - 1)), in));
+        w = j ? bin(s, IR_OP_add, w, term) : term;
+        sum = j ? bin(s, IR_OP_add, sum, c) : c;
+    }
+    return r->exclude_outside ? bin(s, IR_OP_div, w, sum) : w;
+}
+
+/* Resize by scales known only at run time (a graph input, say): the output
+ * shape is the one the model declares, the coordinates use the scales' values. */
+static int resize_runtime(ox_state *s, const resize_spec *r, ox_val *x, ox_val *sc, int rank, const int64_t *shape)
+{
+    int64_t out[IR_MAX_RANK], ss[IR_MAX_RANK];
+    if (ox_declared_shape(s, s->node->output[0], out) != rank || ox_shape(s, sc, ss) != 1 || ss[0] != rank) {
+        ox_unsupported(s, "scales computed at run time without a declared static output shape");
+        return IR_NONE;
+    }
+    int y = ox_node(s, x), scn = ox_node(s, sc);
+    for (int ax = 0; ax < rank && y != IR_NONE; ax++) {
+        int64_t in = shape[ax], m = out[ax];
+        if (in == 1 && m == 1) continue;   /* every coordinate clamps to the one element */
+        if (m * in > ((int64_t)1 << 22) || (m == 1 && !strcmp(r->coord, "pytorch_half_pixel"))) {
+            ox_unsupported(s, "a run-time resize this large, or to length 1 with pytorch_half_pixel");
+            return IR_NONE;
+        }
+        int wt = resize_weights_ir(s, r, slice_axis(s, scn, 0, ax, ax + 1, 1), in, m), back[IR_MAX_RANK];
+        int t = axis_last(s, y, rank, ax, back);
+        y = t == IR_NONE ? t : transpose_perm(s, bin(s, IR_OP_matmul, t, wt), back, rank);
+    }
+    return y;
 }
 
 static bool op_resize(ox_state *s)
@@ -1899,11 +2097,13 @@ static bool op_resize(ox_state *s)
     int64_t shape[IR_MAX_RANK], out[IR_MAX_RANK];
     double scales[IR_MAX_RANK];
     int rank = ox_shape(s, x, shape);
-    const char *mode = ox_attr_str(s, "mode", "nearest");
-    const char *coord = upsample ? "asymmetric" : ox_attr_str(s, "coordinate_transformation_mode", s->opset < 11 ? "asymmetric" : "half_pixel");
-    const char *nearest = upsample || s->opset < 11 ? "floor" : ox_attr_str(s, "nearest_mode", "round_prefer_floor");
-    if ((strcmp(mode, "nearest") && strcmp(mode, "linear")) || !strcmp(coord, "tf_crop_and_resize")) {
-        ox_unsupported(s, "this resize mode (nearest and linear only, no tf_crop_and_resize)");
+    resize_spec r = {.mode = ox_attr_str(s, "mode", "nearest"), .cubic_a = ox_attr_float(s, "cubic_coeff_a", -0.75),
+                     .exclude_outside = ox_attr_int(s, "exclude_outside", 0) != 0};
+    if (upsample && !strcmp(r.mode, "bilinear")) r.mode = "linear";   /* Upsample-7's other name */
+    r.coord = upsample ? "asymmetric" : ox_attr_str(s, "coordinate_transformation_mode", s->opset < 11 ? "asymmetric" : "half_pixel");
+    r.nearest = upsample || s->opset < 11 ? "floor" : ox_attr_str(s, "nearest_mode", "round_prefer_floor");
+    if ((strcmp(r.mode, "nearest") && strcmp(r.mode, "linear") && strcmp(r.mode, "cubic")) || !strcmp(r.coord, "tf_crop_and_resize")) {
+        ox_unsupported(s, "this resize mode (nearest, linear and cubic only, no tf_crop_and_resize)");
         return false;
     }
     ox_val *sc = NULL, *sz = NULL;
@@ -1913,6 +2113,7 @@ static bool op_resize(ox_state *s)
     else if (!upsample) { sc = NIN > 2 ? IN(2) : NULL; sz = NIN > 3 ? IN(3) : NULL; }
     if (!ok) return false;
     if (sc && sc->c && sc->c->count == 0) sc = NULL;
+    if (sc && !sc->c && !sz) return set_node(s, 0, resize_runtime(s, &r, x, sc, rank, shape), false);
     for (int i = 0; i < rank; i++) {
         if (attr && (int)attr->n_floats == rank) scales[i] = attr->floats[i];
         else if (sc && sc->c && sc->c->count == rank) scales[i] = sc->c->v[i];
@@ -1921,76 +2122,106 @@ static bool op_resize(ox_state *s)
         out[i] = sz && sz->c ? (int64_t)sz->c->v[i] : (int64_t)floor(shape[i] * scales[i]);
         if (scales[i] <= 0 || out[i] < 1 || out[i] > ((int64_t)1 << 20)) { ox_fail(s, "bad scale or size"); return false; }
     }
-    int y = ox_node(s, x);
+    int y = resize_as_upsample(s, x, rank, shape, out, scales, resize_upsample_mode(&r));
+    if (y != IR_NONE || s->ctx->errors) return set_node(s, 0, y, true);
+    y = ox_node(s, x);
     for (int ax = 0; ax < rank && y != IR_NONE; ax++) {
         if (out[ax] == shape[ax] && scales[ax] == 1) continue;
         int64_t in = shape[ax], m = out[ax];
+        if (m * in > ((int64_t)1 << 22)) { ox_unsupported(s, "a resize this large"); return false; }
         double *w = ax_alloc(s->ctx->arena, sizeof *w * (size_t)(m * in));
-        for (int64_t i = 0; i < m; i++) {
-            double c = resize_coord(coord, i, scales[ax], in, m);
-            if (!strcmp(mode, "nearest")) {
-                int64_t k = nearest_index(nearest, c);
-                w[i * in + (k < 0 ? 0 : k >= in ? in - 1 : k)] = 1;
-                continue;
-            }
-            c = c < 0 ? 0 : c > (double)(in - 1) ? (double)(in - 1) : c;
-            int64_t k0 = (int64_t)floor(c), k1 = k0 + 1 < in ? k0 + 1 : in - 1;
-            w[i * in + k0] += 1 - (c - (double)k0);
-            w[i * in + k1] += c - (double)k0;
-        }
+        for (int64_t i = 0; i < m; i++) resize_row(&r, i, scales[ax], in, w + i * in);
         y = weigh_axis(s, y, ax, w, m);
     }
     return set_node(s, 0, y, false);
 }
 
-/* ConvTranspose (2-D, groups 1): zeros inserted between the input's pixels
- * (a 0/1 dense per spatial axis), then a Conv with the kernel flipped and
- * its channels swapped, padded by dilation * (k - 1) - pads. */
+
+/* ConvTranspose's strides, dilations and pads over nd spatial dims (1-D as
+ * 2-D of height 1) into a.  Pads are explicit, or follow from output_shape
+ * or auto_pad as onnx's reference computes them: total = stride (in - 1) +
+ * output_padding + dilation (k - 1) + 1 - out, the odd one at the end for
+ * SAME_UPPER, at the start otherwise; a negative end pad (an output_shape
+ * past the natural size) is more output padding. */
+static bool conv_transpose_attrs(ox_state *s, ir_attrs *a, const int64_t *in, const int64_t *k, int nd)
+{
+    int o = 2 - nd, n;
+    int64_t v[8], op[2] = {0, 0}, want[IR_MAX_RANK];
+    if ((n = ox_attr_ints(s, "strides", v, nd)) == nd) for (int i = 0; i < nd; i++) a->stride[o + i] = (int)v[i];
+    else if (n >= 0) goto bad;
+    if ((n = ox_attr_ints(s, "dilations", v, nd)) == nd) for (int i = 0; i < nd; i++) a->dilation[o + i] = (int)v[i];
+    else if (n >= 0) goto bad;
+    if ((n = ox_attr_ints(s, "output_padding", v, nd)) == nd) for (int i = 0; i < nd; i++) op[o + i] = v[i];
+    else if (n >= 0) goto bad;
+    if ((n = ox_attr_ints(s, "pads", v, 2 * nd)) == 2 * nd)
+        for (int i = 0; i < nd; i++) a->pad[o + i] = (int)v[i], a->pad[o + i + 2] = (int)v[nd + i];
+    else if (n >= 0) goto bad;
+    const char *auto_pad = ox_attr_str(s, "auto_pad", "NOTSET");
+    bool upper = !strcmp(auto_pad, "SAME_UPPER"), same = upper || !strcmp(auto_pad, "SAME_LOWER");
+    int nshape = ox_attr_ints(s, "output_shape", want, IR_MAX_RANK);
+    if (nshape >= 0 && nshape != nd && nshape != nd + 2) goto bad;
+    for (int d = o; d < 2; d++) {
+        if (a->stride[d] < 1 || a->stride[d] > 1 << 16 || a->dilation[d] < 1 || a->dilation[d] > 1 << 16 ||
+            op[d] < 0 || op[d] > 1 << 16 || a->pad[d] < 0 || a->pad[d + 2] < 0 || a->pad[d] > 1 << 16 || a->pad[d + 2] > 1 << 16) {
+            ox_fail(s, "bad strides, dilations, pads or output_padding");
+            return false;
+        }
+        int64_t natural = a->stride[d] * (in[d] - 1) + op[d] + a->dilation[d] * (k[d] - 1) + 1, lo, hi;
+        if (nshape >= 0 || same) {
+            int64_t total = natural - (nshape >= 0 ? want[nshape - 2 + d] : in[d] * a->stride[d]);
+            int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);   /* floor */
+            lo = upper ? half : total - half;
+            hi = total - lo;
+            if (lo < 0 || total > 1 << 16) {
+                ox_unsupported(s, "an output_shape or auto_pad that needs negative padding at the start");
+                return false;
+            }
+        } else lo = a->pad[d], hi = a->pad[d + 2];
+        a->pad[d] = (int)lo;
+        a->pad[d + 2] = hi < 0 ? 0 : (int)hi;
+        a->out_pad[d] = (int)(op[d] - (hi < 0 ? hi : 0));
+    }
+    return true;
+bad:
+    ox_unsupported(s, "window attributes of another rank than the op's (strides, dilations, pads, output_shape)");
+    return false;
+}
+
+/* ConvTranspose, 1-D or 2-D: the IR's conv_transpose (torch's
+ * ConvTranspose2d; weight [C, M/group, kh, kw] as ONNX's) on NHWC. */
 static bool op_conv_transpose(ox_state *s)
 {
     bool ok = true;
     ox_val *x = IN(0), *w = IN(1), *b = IN(2);
     if (!ok || !x || !w) return false;
-    int64_t xs[IR_MAX_RANK], v[4], st[2] = {1, 1}, dl[2] = {1, 1}, pd[4] = {0, 0, 0, 0}, op[2] = {0, 0};
-    if (ox_shape(s, x, xs) != 4 || !w->c || w->c->rank != 4 || (b && !b->c) || ox_attr_int(s, "group", 1) != 1 ||
-        ox_attr(s, "output_shape") || strcmp(ox_attr_str(s, "auto_pad", "NOTSET"), "NOTSET")) {
-        ox_unsupported(s, "a ConvTranspose that is not 2-D with constant weights, groups 1, explicit pads");
+    int64_t xs[IR_MAX_RANK], ws[IR_MAX_RANK];
+    int rank = ox_shape(s, x, xs), wrank = ox_shape(s, w, ws);
+    if ((rank != 4 && rank != 3) || wrank != rank) {
+        ox_unsupported(s, "a ConvTranspose that is not 1-D or 2-D");
         return false;
     }
-    if (ox_attr_ints(s, "strides", v, 2) == 2) st[0] = v[0], st[1] = v[1];
-    if (ox_attr_ints(s, "dilations", v, 2) == 2) dl[0] = v[0], dl[1] = v[1];
-    if (ox_attr_ints(s, "pads", v, 4) == 4) memcpy(pd, v, sizeof pd);
-    if (ox_attr_ints(s, "output_padding", v, 2) == 2) op[0] = v[0], op[1] = v[1];
-    int64_t cin = w->c->shape[0], cout = w->c->shape[1], kh = w->c->shape[2], kw = w->c->shape[3];
     ir_attrs a = ox_attrs();
-    int64_t k[2] = {kh, kw};
-    for (int d = 0; d < 2; d++) {
-        if (st[d] < 1 || st[d] > 64 || dl[d] < 1 || dl[d] > 64 || op[d] < 0 || op[d] >= st[d]) { ox_fail(s, "bad strides, dilations or output_padding"); return false; }
-        int64_t lo = dl[d] * (k[d] - 1) - pd[d], hi = dl[d] * (k[d] - 1) - pd[d + 2] + op[d];
-        if (lo < 0 || hi < 0 || lo > 1 << 16 || hi > 1 << 16) { ox_unsupported(s, "pads over dilation * (kernel - 1)"); return false; }
-        a.pad[d] = (int)lo, a.pad[d + 2] = (int)hi, a.dilation[d] = (int)dl[d];
+    a.groups = (int)ox_attr_int(s, "group", 1);
+    int64_t hw[2] = {rank == 4 ? xs[2] : 1, xs[rank - 1]}, k[2] = {rank == 4 ? ws[2] : 1, ws[rank - 1]};
+    if (a.groups < 1 || xs[1] != ws[0] || xs[1] % a.groups) {
+        ox_fail(s, "input has %lld channels, the weight %lld, in %d groups", (long long)xs[1], (long long)ws[0], a.groups);
+        return false;
     }
-    if (xs[1] != cin) { ox_fail(s, "input has %lld channels, the weight %lld", (long long)xs[1], (long long)cin); return false; }
-    int y = ox_node(s, x);
-    for (int d = 0; d < 2 && y != IR_NONE; d++) {   /* zeros between pixels */
-        if (st[d] == 1) continue;
-        int64_t in = xs[2 + d], m = (in - 1) * st[d] + 1;
-        double *z = ax_alloc(s->ctx->arena, sizeof *z * (size_t)(m * in));
-        for (int64_t i = 0; i < in; i++) z[i * st[d] * in + i] = 1;
-        y = weigh_axis(s, y, 2 + d, z, m);
+    if (!conv_transpose_attrs(s, &a, hw, k, rank - 2)) return false;
+    if (rank == 4) {
+        int src[3] = {ox_node_nhwc(s, x), ox_node(s, w), b ? ox_node(s, b) : IR_NONE};
+        if (src[0] == IR_NONE || src[1] == IR_NONE) return false;
+        return set_node(s, 0, ox_add(s, IR_OP_conv_transpose, src, 3, &a), true);
     }
-    double *fw = ax_alloc(s->ctx->arena, sizeof *fw * (size_t)(cin * cout * kh * kw));
-    for (int64_t i = 0; i < cin; i++)
-        for (int64_t o = 0; o < cout; o++)
-            for (int64_t r = 0; r < kh; r++)
-                for (int64_t c = 0; c < kw; c++)
-                    fw[((o * cin + i) * kh + (kh - 1 - r)) * kw + (kw - 1 - c)] = w->c->v[((i * cout + o) * kh + r) * kw + c];
-    int64_t wshape[4] = {cout, cin, kh, kw};
-    ox_val yv = {.name = "upsampled", .node = y, .nchw = IR_NONE};
-    int src[3] = {y == IR_NONE ? IR_NONE : ox_node_nhwc(s, &yv), ox_param(s, fw, 4, wshape, NULL), b ? ox_node(s, b) : IR_NONE};
-    if (src[0] == IR_NONE) return false;
-    return set_node(s, 0, ox_add(s, IR_OP_conv, src, 3, &a), true);
+    int64_t x4[4] = {xs[0], xs[1], 1, xs[2]}, w4[4] = {ws[0], ws[1], 1, ws[2]};
+    ox_val xv = {.name = x->name, .node = reshape_to(s, ox_node(s, x), x4, 4), .nchw = IR_NONE};
+    if (xv.node == IR_NONE) return false;
+    int wn = w->c ? ox_param(s, w->c->v, 4, w4, ax_strdup(s->ctx->arena, w->name)) : reshape_to(s, ox_node(s, w), w4, 4);
+    int src[3] = {ox_node_nhwc(s, &xv), wn, b ? ox_node(s, b) : IR_NONE};
+    int y = src[0] == IR_NONE || src[1] == IR_NONE ? IR_NONE : ox_add(s, IR_OP_conv_transpose, src, 3, &a);   /* [N, 1, L', M] */
+    return set_node(s, 0, ncl_of_nhwc(s, y), false);
 }
+
 
 /* ---- the table ------------------------------------------------------------- */
 
@@ -2064,6 +2295,8 @@ static const char *onnx_binary(ir_op op)
     case IR_OP_sub: return "Sub";
     case IR_OP_mul: return "Mul";
     case IR_OP_div: return "Div";
+    case IR_OP_max: return "Max";
+    case IR_OP_min: return "Min";
     default: return "?";
     }
 }

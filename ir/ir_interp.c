@@ -400,6 +400,8 @@ static double interp_mul(double a, double b) { return a * b; }
 static double interp_div(double a, double b) { return a / b; }
 static double interp_pow(double a, double b) { return pow(a, b); }
 static double interp_fmod(double a, double b) { return fmod(a, b); }
+static double interp_max(double a, double b) { return fmax(a, b); }
+static double interp_min(double a, double b) { return fmin(a, b); }
 
 typedef double binary_fn(double a, double b);
 static binary_fn *const binary_fns[IR_OP_COUNT] = {

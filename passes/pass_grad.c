@@ -612,6 +612,8 @@ static void grad_upsample(grad_state *s, int id)
 #define grad_mha grad_missing         /* likewise */
 #define grad_gru grad_missing
 #define grad_lstm grad_missing
+#define grad_max grad_missing
+#define grad_min grad_missing
 #define grad_fused_elementwise grad_missing
 #define grad_unary_grad grad_missing
 #define grad_conv_grad_weight grad_missing

@@ -183,6 +183,7 @@ static inline int axrt_dropout_keep(uint64_t seed, uint64_t stream, uint64_t ste
     AXRT_DECLARE_BINARY(T, S, add) AXRT_DECLARE_BINARY(T, S, sub)                        \
     AXRT_DECLARE_BINARY(T, S, mul) AXRT_DECLARE_BINARY(T, S, div)                        \
     AXRT_DECLARE_BINARY(T, S, pow) AXRT_DECLARE_BINARY(T, S, fmod)                       \
+    AXRT_DECLARE_BINARY(T, S, max) AXRT_DECLARE_BINARY(T, S, min)                        \
     /* x holds n elements of dtype from (any axrt_dtype) */                              \
     void axrt_cast_##S(const void *x, axrt_dtype from, T *y, size_t n);                  \
     /* reductions and softmax over the middle axis of [outer, axis, inner] */            \

@@ -123,5 +123,8 @@
 #define AXRT_BINARY_pow(a, b) MATH_FN(pow)(a, b)
 /* torch.fmod, ONNX Mod with fmod=1: the remainder takes the dividend's sign. */
 #define AXRT_BINARY_fmod(a, b) MATH_FN(fmod)(a, b)
+/* torch.maximum/minimum but for NaN, which C's fmax/fmin drop for the other operand. */
+#define AXRT_BINARY_max(a, b) MATH_FN(fmax)(a, b)
+#define AXRT_BINARY_min(a, b) MATH_FN(fmin)(a, b)
 
 #endif
