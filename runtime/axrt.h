@@ -404,8 +404,8 @@ void axrt_dense_q8(const uint8_t *x, const int8_t *w, const axrt_requant *rq, fl
 size_t axrt_conv2d_q8_scratch(const axrt_conv2d_params *p);
 void axrt_conv2d_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_requant *rq, float *y,
                     uint8_t *patch, const axrt_conv2d_params *p);
-/* The same on weights packed for the register-tiled GEMM (runtime/axrt_q8.h
-   describes the layout): *_pack writes the packed bytes (packed may be NULL)
+/* The same on weights packed for the register-tiled GEMM (the layout:
+   libaxrt's internals): *_pack writes the packed bytes (packed may be NULL)
    and returns their count; a grouped conv's stay in the plain layout. */
 size_t axrt_dense_q8_pack(const int8_t *w, size_t in, size_t out, int8_t *packed);
 size_t axrt_conv2d_q8_pack(const int8_t *w, const axrt_conv2d_params *p, int8_t *packed);
