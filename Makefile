@@ -207,6 +207,13 @@ bench:
 	@$(PYTHON) bench/bench.py --build-dir $(B)/bench --stage $(BENCH_STAGE) \
 	    --venv-python $(B)/bench/venv/bin/python --cc "$(CC)" $(BENCH_FLAGS)
 
+# Training steps per second of axc --train's MLP step against PyTorch eager
+# (bench/train.py), built against the installed library like `make bench`.
+.PHONY: bench-train
+bench-train:
+	@$(MAKE) --no-print-directory install PREFIX=$(BENCH_STAGE) >/dev/null
+	@$(PYTHON) bench/train.py --stage $(BENCH_STAGE) --cc "$(CC)" $(BENCH_FLAGS)
+
 # Float16/BFloat16 against Float32 on rows R2 and R3, one thread
 # (bench/precision.py; README "Precision").  BENCH_FLAGS: e.g. `--runs 50`.
 .PHONY: bench-precision

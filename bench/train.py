@@ -3,7 +3,8 @@ against PyTorch eager, single thread (interface.md §8, issue 18).
 
 Model: the MLP 784-256-10 (Dense + relu, Dense) with cross_entropy, batch 32,
 Adam (lr 1e-3), the same initial weights and batches in both.  axc's step is
-built as users build it (cc -O3 against libaxrt) and timed in a loop of
+built as users build it: the axc and libaxrt that `make install` wrote
+(--stage PREFIX), `cc -O3` with `pkg-config --cflags --libs axrt`, and timed in a loop of
 forward + loss + backward + update calls; PyTorch's step is
 zero_grad, forward, F.cross_entropy, backward, optimizer.step() with
 torch.set_num_threads(1).  Both run the same number of steps after a warm-up;
@@ -13,7 +14,7 @@ script checks first that both reach the same weights after the timed steps
 rows; timings are reported, never judged.  --smoke: a few steps, the check
 only (PASS/FAIL lines for the bench suite).
 
-  python3 bench/train.py [--axc build/bin/axc] [--build build] [--steps N] [--rounds R] [--smoke]
+  make install PREFIX=STAGE && python3 bench/train.py --stage STAGE [--steps N] [--rounds R] [--smoke]
 """
 import argparse
 import os
@@ -127,8 +128,7 @@ def torch_rounds(init, x, t, batches, steps, rounds):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--axc", default=os.path.join(ROOT, "build", "bin", "axc"))
-    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--stage", required=True, help="the prefix `make install` wrote (bin/axc, lib/pkgconfig)")
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=5)
@@ -148,7 +148,7 @@ def main():
         safetensors_io.write(f"{d}/init.safetensors", init)
         x.tofile(f"{d}/x.bin")
         t.tofile(f"{d}/t.bin")
-        gen = subprocess.run([args.axc, "--train", f"{d}/mlp.ax", "--weights", f"{d}/init.safetensors",
+        gen = subprocess.run([f"{args.stage}/bin/axc", "--train", f"{d}/mlp.ax", "--weights", f"{d}/init.safetensors",
                               "--loss=cross_entropy", "--optimizer=adam", "--lr=1e-3", "-o", f"{d}/mlp.c",
                               "--mem-report"], capture_output=True, text=True)
         if gen.returncode:
@@ -156,9 +156,11 @@ def main():
         peak = re.search(r"training peak without remat: (\d+)", gen.stdout).group(1)
         state = re.search(r"training state: (\d+)", gen.stdout).group(1)
         open(f"{d}/main.c", "w").write(HARNESS % {"xs": BATCH * IN, "ts": BATCH})
-        build = subprocess.run([args.cc, "-std=c99", "-O3", "-I", d, "-I", f"{args.build}/include", f"{d}/main.c",
-                                f"{d}/mlp.c", f"{args.build}/lib/libaxrt.a", "-lm", "-o", f"{d}/step"],
-                               capture_output=True, text=True)
+        env = dict(os.environ, PKG_CONFIG_PATH=f"{args.stage}/lib/pkgconfig")
+        axrt = subprocess.run(["pkg-config", "--cflags", "--libs", "axrt"], check=True, capture_output=True,
+                              text=True, env=env).stdout.split()
+        build = subprocess.run([args.cc, "-std=c99", "-O3", "-I", d, f"{d}/main.c", f"{d}/mlp.c", *axrt,
+                                "-o", f"{d}/step"], capture_output=True, text=True)
         if build.returncode:
             sys.exit(f"cc failed:\n{build.stderr}")
         run = subprocess.run([f"{d}/step", f"{d}/x.bin", f"{d}/t.bin", str(batches), str(args.steps),

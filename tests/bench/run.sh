@@ -17,12 +17,6 @@ trap 'rm -rf "$work"' EXIT
 "$PYTHON" "$root/bench/precision.py" --smoke --axc "$build/bin/axc" 2>"$work/precision.log" ||
     { echo "FAIL: bench precision --smoke"; tail -n 15 "$work/precision.log" | sed 's/^/  /'; }
 
-# Training steps (bench/train.py --smoke): axc --train's MLP step against
-# PyTorch's Adam after a few steps; no timing is judged.
-"$PYTHON" "$root/bench/train.py" --smoke --axc "$build/bin/axc" --build "$build" >"$work/train.out" 2>"$work/train.log"
-if grep -q '^\(PASS\|FAIL\): bench train' "$work/train.out"; then cat "$work/train.out"
-else echo "FAIL: bench train smoke"; tail -n 15 "$work/train.log" | sed 's/^/  /'; fi
-
 if ! "$PYTHON" -c "import torch, torchvision" >/dev/null 2>&1; then
     echo "SKIP: bench smoke (needs $PYTHON with torch and torchvision)"
     exit 0
@@ -32,6 +26,12 @@ if ! make -C "$root" --no-print-directory install B="$build" PREFIX="$work/stage
     tail -n 15 "$work/install.log" | sed 's/^/  /'
     exit 0
 fi
+# Training steps (bench/train.py --smoke): the installed axc --train's MLP
+# step, built with pkg-config, against PyTorch's Adam after a few steps; no
+# timing is judged.
+"$PYTHON" "$root/bench/train.py" --smoke --stage "$work/stage" --cc "${CC:-cc}" >"$work/train.out" 2>"$work/train.log"
+if grep -q '^\(PASS\|FAIL\): bench train' "$work/train.out"; then cat "$work/train.out"
+else echo "FAIL: bench train smoke"; tail -n 15 "$work/train.log" | sed 's/^/  /'; fi
 if ! "$PYTHON" "$root/bench/bench.py" --smoke --build-dir "$work/bench" --stage "$work/stage" \
     --cc "${CC:-cc}" 2>"$work/bench.log"; then
     echo "FAIL: bench smoke: bench.py --smoke"
