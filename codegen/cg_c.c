@@ -557,13 +557,8 @@ static void emit_transpose(emitter *em, const ir_node *n, const char *y)
 static void emit_slice(emitter *em, const ir_node *n, const char *y)
 {
     const ir_node *x = operand_node(em, n, 0);
-    int64_t x_strides[IR_MAX_RANK], strides[IR_MAX_RANK], offset = 0;
-    for (int d = x->rank - 1; d >= 0; d--)
-        x_strides[d] = d == x->rank - 1 ? 1 : x_strides[d + 1] * x->shape[d + 1];
-    for (int d = 0; d < x->rank; d++) {
-        strides[d] = x_strides[d] * n->attrs.step[d];
-        offset += n->attrs.begin[d] * x_strides[d];
-    }
+    int64_t strides[IR_MAX_RANK];
+    const int64_t offset = ir_slice_strides(&n->attrs, x->shape, x->rank, strides);
     ax_buf_puts(OUT, "    {\n");
     emit_int64_array(OUT, "y_shape", n->shape, n->rank);
     emit_int64_array(OUT, "strides", strides, n->rank);
@@ -721,17 +716,23 @@ static void emit_conv(emitter *em, const ir_node *n, const char *y)
                       operand(em, n, 1), operand(em, n, 2), y);
 }
 
+/* Opens a block holding the axrt_pool2d_params of a pool from x [N, H, W, C]
+ * to y [N, OH, OW, C]: the forward's x and y for emit_pool and emit_pool_grad alike. */
+static void emit_pool_params(emitter *em, const int64_t *x, const int64_t *y, const ir_attrs *at)
+{
+    ax_buf_printf(OUT,
+                  "    {\n        static const axrt_pool2d_params params = "
+                  "{%lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d, %d, %d, %d, %d, %d};\n",
+                  (long long)x[0], (long long)x[1], (long long)x[2], (long long)x[3], (long long)y[1],
+                  (long long)y[2], at->kernel[0], at->kernel[1], at->stride[0], at->stride[1], at->pad[0],
+                  at->pad[1], at->pad[2], at->pad[3]);
+}
+
 static void emit_pool(emitter *em, const ir_node *n, const char *y)
 {
     const ir_node *x = operand_node(em, n, 0);
     const ir_attrs *at = &n->attrs;
-    ax_buf_printf(OUT,
-                  "    {\n        static const axrt_pool2d_params params = "
-                  "{%lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d, %d, %d, %d, %d, %d};\n",
-                  (long long)x->shape[0], (long long)x->shape[1], (long long)x->shape[2],
-                  (long long)x->shape[3], (long long)n->shape[1], (long long)n->shape[2],
-                  at->kernel[0], at->kernel[1], at->stride[0], at->stride[1], at->pad[0],
-                  at->pad[1], at->pad[2], at->pad[3]);
+    emit_pool_params(em, x->shape, n->shape, at);
     if (n->op == IR_OP_meanpool && (at->exclude_pad || at->ceil_extra[0] || at->ceil_extra[1]))
         ax_buf_printf(OUT, "        axrt_meanpool_counted_%s(%s, %s, &params, %d, %d, %d);\n    }\n",
                       SFX, operand(em, n, 0), y, at->pad[2] - at->ceil_extra[0],
@@ -1102,13 +1103,7 @@ static void emit_pool_grad(emitter *em, const ir_node *n, const char *y)
 {
     const ir_node *dy = operand_node(em, n, 0);
     const ir_attrs *at = &n->attrs;
-    ax_buf_printf(OUT,
-                  "    {\n        static const axrt_pool2d_params params = "
-                  "{%lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d, %d, %d, %d, %d, %d};\n",
-                  (long long)n->shape[0], (long long)n->shape[1], (long long)n->shape[2],
-                  (long long)n->shape[3], (long long)dy->shape[1], (long long)dy->shape[2],
-                  at->kernel[0], at->kernel[1], at->stride[0], at->stride[1], at->pad[0],
-                  at->pad[1], at->pad[2], at->pad[3]);
+    emit_pool_params(em, n->shape, dy->shape, at);
     ax_buf_printf(OUT, "        axrt_pool2d_grad_%s(%s, %s, %s, &params, %d, %d, %d, %d);\n    }\n", SFX,
                   operand(em, n, 0), operand(em, n, 1), y, at->of_op == IR_OP_maxpool,
                   at->pad[2] - at->ceil_extra[0], at->pad[3] - at->ceil_extra[1], !at->exclude_pad);
@@ -1118,13 +1113,8 @@ static void emit_pool_grad(emitter *em, const ir_node *n, const char *y)
 static void emit_slice_grad(emitter *em, const ir_node *n, const char *y)
 {
     const ir_node *dy = operand_node(em, n, 0);
-    int64_t x_strides[IR_MAX_RANK], strides[IR_MAX_RANK], offset = 0;
-    for (int d = n->rank - 1; d >= 0; d--)
-        x_strides[d] = d == n->rank - 1 ? 1 : x_strides[d + 1] * n->shape[d + 1];
-    for (int d = 0; d < n->rank; d++) {
-        strides[d] = x_strides[d] * n->attrs.step[d];
-        offset += n->attrs.begin[d] * x_strides[d];
-    }
+    int64_t strides[IR_MAX_RANK];
+    const int64_t offset = ir_slice_strides(&n->attrs, n->shape, n->rank, strides);
     ax_buf_puts(OUT, "    {\n");
     emit_int64_array(OUT, "dy_shape", dy->shape, dy->rank);
     emit_int64_array(OUT, "strides", strides, dy->rank);

@@ -383,13 +383,8 @@ static void lv_transpose(lv *L, const ir_node *n, LLVMValueRef y)
 static void lv_slice(lv *L, const ir_node *n, LLVMValueRef y)
 {
     const ir_node *x = operand_node(L, n, 0);
-    int64_t x_strides[IR_MAX_RANK], strides[IR_MAX_RANK], offset = 0;
-    for (int d = x->rank - 1; d >= 0; d--)
-        x_strides[d] = d == x->rank - 1 ? 1 : x_strides[d + 1] * x->shape[d + 1];
-    for (int d = 0; d < x->rank; d++) {
-        strides[d] = x_strides[d] * n->attrs.step[d];
-        offset += n->attrs.begin[d] * x_strides[d];
-    }
+    int64_t strides[IR_MAX_RANK];
+    const int64_t offset = ir_slice_strides(&n->attrs, x->shape, x->rank, strides);
     LLVMValueRef args[] = {operand(L, n, 0), y, const_i64s(L, n->shape, n->rank),
                            const_i64s(L, strides, n->rank), k_i64(L, offset), k_i32(L, n->rank)};
     call(L, kernel(L, "gather_strided"), "vppppli", args);

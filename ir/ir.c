@@ -237,6 +237,17 @@ int64_t ir_numel(const ir_node *n)
     return count;
 }
 
+int64_t ir_slice_strides(const ir_attrs *attrs, const int64_t *x_shape, int rank, int64_t *strides)
+{
+    int64_t x_stride = 1, offset = 0;
+    for (int d = rank - 1; d >= 0; d--) {
+        strides[d] = x_stride * attrs->step[d];
+        offset += attrs->begin[d] * x_stride;
+        x_stride *= x_shape[d];
+    }
+    return offset;
+}
+
 size_t ir_nbytes(const ir_node *n)
 {
     return (size_t)ir_numel(n) * axrt_dtype_size(n->dtype);

@@ -299,6 +299,10 @@ void ir_result_extent(const ir_graph *g, const ir_node *r, int64_t *start, int64
 int ir_result_node(const ir_graph *g, int id, int k);
 
 int64_t ir_numel(const ir_node *n);
+/* A slice's (or its gradient's) view of the sliced tensor of shape x_shape
+ * (rank dims, row-major): strides[d] = x's stride of d times attrs.step[d];
+ * returns the element offset of attrs.begin. */
+int64_t ir_slice_strides(const ir_attrs *attrs, const int64_t *x_shape, int rank, int64_t *strides);
 bool ir_same_shape(const ir_node *a, const ir_node *b);  /* same rank and dims */
 int ir_output_index(const ir_graph *g, int id);           /* position among outputs, or -1 */
 static inline bool ir_is_output(const ir_graph *g, int id) { return ir_output_index(g, id) >= 0; }

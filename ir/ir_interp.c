@@ -545,13 +545,8 @@ static int eval_slice(const interp *in, const ir_node *n, double *out)
 {
     const ir_node *x = operand(in, n, 0);
     const double *xv = operand_vals(in, n, 0);
-    int64_t x_strides[IR_MAX_RANK], strides[IR_MAX_RANK], offset = 0;
-    for (int d = x->rank - 1; d >= 0; d--)
-        x_strides[d] = d == x->rank - 1 ? 1 : x_strides[d + 1] * x->shape[d + 1];
-    for (int d = 0; d < x->rank; d++) {
-        strides[d] = x_strides[d] * n->attrs.step[d];
-        offset += n->attrs.begin[d] * x_strides[d];
-    }
+    int64_t strides[IR_MAX_RANK];
+    const int64_t offset = ir_slice_strides(&n->attrs, x->shape, x->rank, strides);
     for (int64_t i = 0; i < ir_numel(n); i++)
         out[i] = xv[offset + broadcast_offset(i, n->shape, n->rank, strides)];
     return 0;
@@ -913,13 +908,8 @@ static int eval_slice_grad(const interp *in, const ir_node *n, double *out)
 {
     const ir_node *dyn = operand(in, n, 0);
     const double *dy = operand_vals(in, n, 0);
-    int64_t x_strides[IR_MAX_RANK], strides[IR_MAX_RANK], offset = 0;
-    for (int d = n->rank - 1; d >= 0; d--)
-        x_strides[d] = d == n->rank - 1 ? 1 : x_strides[d + 1] * n->shape[d + 1];
-    for (int d = 0; d < n->rank; d++) {
-        strides[d] = x_strides[d] * n->attrs.step[d];
-        offset += n->attrs.begin[d] * x_strides[d];
-    }
+    int64_t strides[IR_MAX_RANK];
+    const int64_t offset = ir_slice_strides(&n->attrs, n->shape, n->rank, strides);
     memset(out, 0, (size_t)ir_numel(n) * sizeof *out);
     for (int64_t i = 0; i < ir_numel(dyn); i++)
         out[offset + broadcast_offset(i, dyn->shape, dyn->rank, strides)] += dy[i];
