@@ -68,6 +68,17 @@ const char *cg_unary_text(ax_arena *a, int op, const char *arg, axrt_dtype dtype
 const char *cg_binary_text(ax_arena *a, int op, const char *lhs, const char *rhs, axrt_dtype dtype);
 int cg_fused_loops(const ir_node *n, int64_t *dims, int64_t strides[][IR_MAX_RANK]);
 void cg_argument_names(ir_graph *g, const char ***inputs, const char ***outputs);
+/* Element strides of operand src aligned to n's dims, 0 where broadcast. */
+void cg_broadcast_strides(const ir_node *src, const ir_node *n, int64_t *strides);
+/* torch.matmul's geometry of a @ b: a 1-D a is [1, k], a 1-D b is [k, 1];
+ * the leading dims of both broadcast into a batch of `rank` dims (shape,
+ * and each operand's element strides, 0 where broadcast). */
+typedef struct cg_matmul_geometry {
+    int64_t m, k, cols;
+    int rank;
+    int64_t batch[IR_MAX_RANK], a_strides[IR_MAX_RANK], b_strides[IR_MAX_RANK];
+} cg_matmul_geometry;
+cg_matmul_geometry cg_matmul_geometry_of(const ir_node *a, const ir_node *b);
 /* The per-layer profile (cg_request.profile) every CPU printer builds, one
  * axrt_layer_profile per profiled node in execution order: whether node n
  * is one (live, not a source), how many g has, the layer's name as the

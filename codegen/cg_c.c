@@ -492,8 +492,7 @@ static const char *scalar_value(const emitter *em, const ir_node *n, int i)
     return ax_sprintf(arena_of(em), "(%s)[0]", operand(em, n, i));
 }
 
-/* Element strides of operand src aligned to n's dims, 0 where broadcast. */
-static void broadcast_strides(const ir_node *src, const ir_node *n, int64_t *strides)
+void cg_broadcast_strides(const ir_node *src, const ir_node *n, int64_t *strides)
 {
     int64_t stride = 1;
     for (int d = n->rank - 1; d >= 0; d--) {
@@ -520,8 +519,8 @@ static void emit_binary(emitter *em, const ir_node *n, const char *y)
                       scalar_value(em, n, 0), operand(em, n, 1), y, count);
     } else {
         int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
-        broadcast_strides(a, n, sa);
-        broadcast_strides(b, n, sb);
+        cg_broadcast_strides(a, n, sa);
+        cg_broadcast_strides(b, n, sb);
         ax_buf_puts(OUT, "    {\n");
         emit_int64_array(OUT, "a_strides", sa, n->rank);
         emit_int64_array(OUT, "b_strides", sb, n->rank);
@@ -605,37 +604,42 @@ static void emit_concat(emitter *em, const ir_node *n, const char *y)
     }
 }
 
-/* torch.matmul: a 1-D a is [1, k], a 1-D b is [k, 1]; leading dims of
- * both broadcast into the batch. */
-static void emit_matmul(emitter *em, const ir_node *n, const char *y)
+cg_matmul_geometry cg_matmul_geometry_of(const ir_node *a, const ir_node *b)
 {
-    const bool blas = em->blas && n->dtype == AXRT_F32;
-    const ir_node *a = operand_node(em, n, 0), *b = operand_node(em, n, 1);
-    const int64_t m = a->rank >= 2 ? a->shape[a->rank - 2] : 1, k = a->shape[a->rank - 1];
-    const int64_t cols = b->rank >= 2 ? b->shape[b->rank - 1] : 1;
+    cg_matmul_geometry g = {.m = a->rank >= 2 ? a->shape[a->rank - 2] : 1,
+                            .k = a->shape[a->rank - 1],
+                            .cols = b->rank >= 2 ? b->shape[b->rank - 1] : 1};
     const int a_batch = a->rank > 2 ? a->rank - 2 : 0, b_batch = b->rank > 2 ? b->rank - 2 : 0;
-    const int rank = a_batch > b_batch ? a_batch : b_batch;
-    int64_t shape[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK];
-    int64_t stride_a = m * k, stride_b = k * cols;
-    for (int d = rank - 1; d >= 0; d--) {
-        const int da = d - (rank - a_batch), db = d - (rank - b_batch);
+    g.rank = a_batch > b_batch ? a_batch : b_batch;
+    int64_t stride_a = g.m * g.k, stride_b = g.k * g.cols;
+    for (int d = g.rank - 1; d >= 0; d--) {
+        const int da = d - (g.rank - a_batch), db = d - (g.rank - b_batch);
         const int64_t ea = da >= 0 ? a->shape[da] : 1, eb = db >= 0 ? b->shape[db] : 1;
-        shape[d] = ea > eb ? ea : eb;
-        sa[d] = ea == 1 ? 0 : stride_a;
-        sb[d] = eb == 1 ? 0 : stride_b;
+        g.batch[d] = ea > eb ? ea : eb;
+        g.a_strides[d] = ea == 1 ? 0 : stride_a;
+        g.b_strides[d] = eb == 1 ? 0 : stride_b;
         stride_a *= ea;
         stride_b *= eb;
     }
+    return g;
+}
+
+/* torch.matmul through libaxrt (or cblas with --blas). */
+static void emit_matmul(emitter *em, const ir_node *n, const char *y)
+{
+    const bool blas = em->blas && n->dtype == AXRT_F32;
+    const cg_matmul_geometry g = cg_matmul_geometry_of(operand_node(em, n, 0), operand_node(em, n, 1));
+    const int rank = g.rank;
     ax_buf_puts(OUT, "    {\n");
     if (rank > 0) {
-        emit_int64_array(OUT, "a_strides", sa, rank);
-        emit_int64_array(OUT, "b_strides", sb, rank);
-        emit_int64_array(OUT, "batch", shape, rank);
+        emit_int64_array(OUT, "a_strides", g.a_strides, rank);
+        emit_int64_array(OUT, "b_strides", g.b_strides, rank);
+        emit_int64_array(OUT, "batch", g.batch, rank);
     }
     ax_buf_printf(OUT, "        %s%s(%s, %s, %s, %s, %s, %s, %d, %lld, %lld, %lld);\n    }\n",
                   blas ? "axc_blas_matmul" : "axrt_matmul_", blas ? "" : SFX, operand(em, n, 0), rank ? "a_strides" : "NULL", operand(em, n, 1),
-                  rank ? "b_strides" : "NULL", y, rank ? "batch" : "NULL", rank, (long long)m,
-                  (long long)k, (long long)cols);
+                  rank ? "b_strides" : "NULL", y, rank ? "batch" : "NULL", rank, (long long)g.m,
+                  (long long)g.k, (long long)g.cols);
 }
 
 static void emit_dense(emitter *em, const ir_node *n, const char *y)

@@ -248,16 +248,6 @@ static const char *index_of(const gk *k, const int64_t *strides, int rank)
     return s;
 }
 
-static void broadcast_strides(const ir_node *src, const ir_node *n, int64_t *strides)
-{
-    int64_t stride = 1;
-    for (int d = n->rank - 1; d >= 0; d--) {
-        const int sd = d - (n->rank - src->rank);
-        strides[d] = (sd < 0 || src->shape[sd] == 1) ? 0 : stride;
-        if (sd >= 0) stride *= src->shape[sd];
-    }
-}
-
 /* ---- elementwise families ------------------------------------------------ */
 
 static void emit_fused(gk *k, const ir_node *n)
@@ -299,8 +289,8 @@ static void emit_unary(gk *k, const ir_node *n)
 static void emit_binary(gk *k, const ir_node *n)
 {
     int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
-    broadcast_strides(node_at(k, n->src[0]), n, sa);
-    broadcast_strides(node_at(k, n->src[1]), n, sb);
+    cg_broadcast_strides(node_at(k, n->src[0]), n, sa);
+    cg_broadcast_strides(node_at(k, n->src[1]), n, sb);
     begin_elementwise(k, n, ir_ops[n->op].name);
     decompose(k, n->shape, n->rank, "o");
     ax_buf_printf(k->src, "    float v = %s;\n",
@@ -742,26 +732,14 @@ static void emit_dense(gk *k, const ir_node *n)
  * decomposed from blockIdx.z. */
 static void emit_matmul(gk *k, const ir_node *n)
 {
-    const ir_node *a = node_at(k, n->src[0]), *b = node_at(k, n->src[1]);
-    const int64_t m = a->rank >= 2 ? a->shape[a->rank - 2] : 1, kk = a->shape[a->rank - 1];
-    const int64_t cols = b->rank >= 2 ? b->shape[b->rank - 1] : 1;
-    const int a_batch = a->rank > 2 ? a->rank - 2 : 0, b_batch = b->rank > 2 ? b->rank - 2 : 0;
-    const int rank = a_batch > b_batch ? a_batch : b_batch;
-    int64_t shape[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK], stride_a = m * kk, stride_b = kk * cols;
-    for (int d = rank - 1; d >= 0; d--) {
-        const int da = d - (rank - a_batch), db = d - (rank - b_batch);
-        const int64_t ea = da >= 0 ? a->shape[da] : 1, eb = db >= 0 ? b->shape[db] : 1;
-        shape[d] = ea > eb ? ea : eb;
-        sa[d] = ea == 1 ? 0 : stride_a;
-        sb[d] = eb == 1 ? 0 : stride_b;
-        stride_a *= ea;
-        stride_b *= eb;
-    }
+    const cg_matmul_geometry g = cg_matmul_geometry_of(node_at(k, n->src[0]), node_at(k, n->src[1]));
+    const int64_t m = g.m, kk = g.k, cols = g.cols;
+    const int rank = g.rank;
     begin_kernel(k, (int)(n - k->g->nodes), "matmul");
-    decompose(k, shape, rank, "(long long)blockIdx.z");
+    decompose(k, g.batch, rank, "(long long)blockIdx.z");
     ax_buf_printf(k->src, "    const long long aoff = %s, boff = %s, cbase = (long long)blockIdx.z * %lldLL;\n",
-                  index_of(k, sa, rank), index_of(k, sb, rank), (long long)(m * cols));
-    const gemm_shape s = {m, cols, kk, product(shape, 0, rank),
+                  index_of(k, g.a_strides, rank), index_of(k, g.b_strides, rank), (long long)(m * cols));
+    const gemm_shape s = {m, cols, kk, product(g.batch, 0, rank),
                           ax_sprintf(arena_of(k), "%s[aoff + m * %lldLL + kk]", ptr(k, n->src[0]), (long long)kk),
                           ax_sprintf(arena_of(k), "%s[boff + kk * %lldLL + n]", ptr(k, n->src[1]), (long long)cols),
                           false, NULL, ptr(k, (int)(n - k->g->nodes))};

@@ -326,17 +326,6 @@ static LLVMValueRef scalar_value(lv *L, const ir_node *n, int i)
     return LLVMBuildLoad2(L->B, L->real, p, "");
 }
 
-static void broadcast_strides(const ir_node *src, const ir_node *n, int64_t *strides)
-{
-    int64_t stride = 1;
-    for (int d = n->rank - 1; d >= 0; d--) {
-        int sd = d - (n->rank - src->rank);
-        strides[d] = (sd < 0 || src->shape[sd] == 1) ? 0 : stride;
-        if (sd >= 0)
-            stride *= src->shape[sd];
-    }
-}
-
 static void lv_binary(lv *L, const ir_node *n, LLVMValueRef y)
 {
     const ir_node *a = operand_node(L, n, 0), *b = operand_node(L, n, 1);
@@ -353,8 +342,8 @@ static void lv_binary(lv *L, const ir_node *n, LLVMValueRef y)
         call(L, kernel(L, ax_sprintf(arena_of(L), "%s_scalar_a", name)), "vrppz", args);
     } else {
         int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
-        broadcast_strides(a, n, sa);
-        broadcast_strides(b, n, sb);
+        cg_broadcast_strides(a, n, sa);
+        cg_broadcast_strides(b, n, sb);
         LLVMValueRef args[] = {operand(L, n, 0), const_i64s(L, sa, n->rank), operand(L, n, 1),
                                const_i64s(L, sb, n->rank), y, const_i64s(L, n->shape, n->rank),
                                k_i32(L, n->rank)};
@@ -429,26 +418,12 @@ static void lv_concat(lv *L, const ir_node *n, LLVMValueRef y)
 
 static void lv_matmul(lv *L, const ir_node *n, LLVMValueRef y)
 {
-    const ir_node *a = operand_node(L, n, 0), *b = operand_node(L, n, 1);
-    const int64_t m = a->rank >= 2 ? a->shape[a->rank - 2] : 1, k = a->shape[a->rank - 1];
-    const int64_t cols = b->rank >= 2 ? b->shape[b->rank - 1] : 1;
-    const int a_batch = a->rank > 2 ? a->rank - 2 : 0, b_batch = b->rank > 2 ? b->rank - 2 : 0;
-    const int rank = a_batch > b_batch ? a_batch : b_batch;
-    int64_t shape[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK];
-    int64_t stride_a = m * k, stride_b = k * cols;
-    for (int d = rank - 1; d >= 0; d--) {
-        const int da = d - (rank - a_batch), db = d - (rank - b_batch);
-        const int64_t ea = da >= 0 ? a->shape[da] : 1, eb = db >= 0 ? b->shape[db] : 1;
-        shape[d] = ea > eb ? ea : eb;
-        sa[d] = ea == 1 ? 0 : stride_a;
-        sb[d] = eb == 1 ? 0 : stride_b;
-        stride_a *= ea;
-        stride_b *= eb;
-    }
-    LLVMValueRef args[] = {operand(L, n, 0), rank ? const_i64s(L, sa, rank) : k_null(L),
-                           operand(L, n, 1), rank ? const_i64s(L, sb, rank) : k_null(L), y,
-                           rank ? const_i64s(L, shape, rank) : k_null(L), k_i32(L, rank),
-                           k_size(L, m), k_size(L, k), k_size(L, cols)};
+    const cg_matmul_geometry g = cg_matmul_geometry_of(operand_node(L, n, 0), operand_node(L, n, 1));
+    const int rank = g.rank;
+    LLVMValueRef args[] = {operand(L, n, 0), rank ? const_i64s(L, g.a_strides, rank) : k_null(L),
+                           operand(L, n, 1), rank ? const_i64s(L, g.b_strides, rank) : k_null(L), y,
+                           rank ? const_i64s(L, g.batch, rank) : k_null(L), k_i32(L, rank),
+                           k_size(L, g.m), k_size(L, g.k), k_size(L, g.cols)};
     call(L, kernel(L, "matmul"), "vppppppizzz", args);
 }
 
