@@ -685,20 +685,27 @@ static void emit_norm(emitter *em, const ir_node *n, const char *y)
                       (long long)last, eps);
 }
 
-/* Opens a block declaring conv or conv_transpose n's axrt_conv2d_params
- * `params` (the kernel sizes are the weight's last two dims in both). */
-static void emit_conv_params(emitter *em, const ir_node *n)
+/* Opens a block declaring `params`, the axrt_conv2d_params of a conv from
+ * x to an output shaped like y (NHWC) with a kh x kw kernel and at's
+ * strides, dilation, padding and groups. */
+static void emit_conv_params_of(emitter *em, const ir_node *x, const ir_node *y, int64_t kh, int64_t kw,
+                                const ir_attrs *at)
 {
-    const ir_node *x = operand_node(em, n, 0), *w = operand_node(em, n, 1);
-    const ir_attrs *at = &n->attrs;
     ax_buf_printf(OUT,
                   "    {\n        static const axrt_conv2d_params params = "
                   "{%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d, %d, %d, %d, %d};\n",
                   (long long)x->shape[0], (long long)x->shape[1], (long long)x->shape[2],
-                  (long long)x->shape[3], (long long)n->shape[1], (long long)n->shape[2],
-                  (long long)n->shape[3], (long long)w->shape[2], (long long)w->shape[3],
-                  at->stride[0], at->stride[1], at->dilation[0], at->dilation[1], at->pad[0],
-                  at->pad[1], at->groups);
+                  (long long)x->shape[3], (long long)y->shape[1], (long long)y->shape[2],
+                  (long long)y->shape[3], (long long)kh, (long long)kw, at->stride[0], at->stride[1],
+                  at->dilation[0], at->dilation[1], at->pad[0], at->pad[1], at->groups);
+}
+
+/* The params block of conv or conv_transpose n (the kernel sizes are the
+ * weight's last two dims in both). */
+static void emit_conv_params(emitter *em, const ir_node *n)
+{
+    const ir_node *w = operand_node(em, n, 1);
+    emit_conv_params_of(em, operand_node(em, n, 0), n, w->shape[2], w->shape[3], &n->attrs);
 }
 
 static void emit_conv(emitter *em, const ir_node *n, const char *y)
@@ -1088,16 +1095,7 @@ static void emit_unary_grad(emitter *em, const ir_node *n, const char *y)
 /* dW from dy (operand 0) and x (operand 1); the conv's attrs, copied. */
 static void emit_conv_grad_weight(emitter *em, const ir_node *n, const char *y)
 {
-    const ir_node *dy = operand_node(em, n, 0), *x = operand_node(em, n, 1);
-    const ir_attrs *at = &n->attrs;
-    ax_buf_printf(OUT,
-                  "    {\n        static const axrt_conv2d_params params = "
-                  "{%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d, %d, %d, %d, %d};\n",
-                  (long long)x->shape[0], (long long)x->shape[1], (long long)x->shape[2],
-                  (long long)x->shape[3], (long long)dy->shape[1], (long long)dy->shape[2],
-                  (long long)dy->shape[3], (long long)n->shape[2], (long long)n->shape[3],
-                  at->stride[0], at->stride[1], at->dilation[0], at->dilation[1], at->pad[0],
-                  at->pad[1], at->groups);
+    emit_conv_params_of(em, operand_node(em, n, 1), operand_node(em, n, 0), n->shape[2], n->shape[3], &n->attrs);
     ax_buf_printf(OUT, "        axrt_conv2d_grad_weight_%s(%s, %s, %s, &params);\n    }\n", SFX,
                   operand(em, n, 0), operand(em, n, 1), y);
 }

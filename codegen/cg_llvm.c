@@ -749,38 +749,6 @@ static binary_fn *const binary_fns[IR_OP_COUNT] = {
 #undef OP
 };
 
-/* The loop nest: dims[] and strides[k][] with size-1 dims dropped and
- * neighbours merged (cg_c.c fused_loops, the same rule). */
-static int fused_loops(const ir_node *n, int64_t *dims, int64_t strides[][IR_MAX_RANK])
-{
-    const int64_t (*full)[IR_MAX_RANK] = n->attrs.strides;
-    int loops = 0;
-    for (int d = 0; d < n->rank; d++) {
-        if (n->shape[d] == 1)
-            continue;
-        bool merge = loops > 0;
-        for (int k = 0; k < n->nsrc && merge; k++)
-            merge = strides[k][loops - 1] == full[k][d] * n->shape[d];
-        if (merge) {
-            dims[loops - 1] *= n->shape[d];
-            for (int k = 0; k < n->nsrc; k++)
-                strides[k][loops - 1] = full[k][d];
-            continue;
-        }
-        dims[loops] = n->shape[d];
-        for (int k = 0; k < n->nsrc; k++)
-            strides[k][loops] = full[k][d];
-        loops++;
-    }
-    if (loops == 0) {
-        dims[0] = 1;
-        for (int k = 0; k < n->nsrc; k++)
-            strides[k][0] = 0;
-        loops = 1;
-    }
-    return loops;
-}
-
 /* sum over d of index[d] * strides[d], as i64. */
 static LLVMValueRef linear_index(lv *L, LLVMValueRef *index, const int64_t *strides, int loops)
 {
@@ -852,7 +820,7 @@ static void fused_loop(lv *L, const ir_node *n, LLVMValueRef *x, LLVMValueRef y,
 static void lv_fused(lv *L, const ir_node *n, LLVMValueRef y)
 {
     int64_t dims[IR_MAX_RANK], strides[IR_MAX_SRC][IR_MAX_RANK];
-    const int loops = fused_loops(n, dims, strides);
+    const int loops = cg_fused_loops(n, dims, strides);
     LLVMValueRef x[IR_MAX_SRC], index[IR_MAX_RANK];
     for (int k = 0; k < n->nsrc; k++)
         x[k] = LLVMBuildBitCast(L->B, operand(L, n, k), L->real_ptr, "");
