@@ -442,17 +442,22 @@ static int lower_reduce(lower_state *st, const lower_fn *fn, const lower_args *a
     return lower_add(st, IR_OP_reshape, &x, 1, &squeeze, a->loc, NULL);
 }
 
-/* clamp(x, lo, hi): torch.clamp, clamp_max(clamp_min(x, lo), hi); lo and hi
- * broadcast like any operand (numbers or tensors).  PyTorch's min=/max=
- * keywords get the positional spelling suggested. */
-static int lower_clamp(lower_state *st, const lower_args *a, const int *src)
+/* PyTorch's clamp(x, min=, max=): false after suggesting the positional spelling. */
+static bool clamp_torch_keywords_absent(lower_state *st, const lower_args *a)
 {
     for (int i = 0; i < a->nkw; i++)
         if (strcmp(a->kw[i]->name, "min") == 0 || strcmp(a->kw[i]->name, "max") == 0) {
             ax_error(st->ctx, a->kw[i]->loc, "clamp takes its bounds as arguments, clamp(x, lo, hi), "
                      "not as PyTorch's keyword '%s='", a->kw[i]->name);
-            return IR_NONE;
+            return false;
         }
+    return true;
+}
+
+/* clamp(x, lo, hi): torch.clamp, clamp_max(clamp_min(x, lo), hi); lo and hi
+ * broadcast like any operand (numbers or tensors). */
+static int lower_clamp(lower_state *st, const lower_args *a, const int *src)
+{
     if (!check_keywords(st, "clamp", NULL, a)) return IR_NONE;
     int lower[2] = {src[0], src[1]};
     int upper[2] = {lower_add(st, IR_OP_clamp_min, lower, 2, NULL, a->loc, NULL), src[2]};
@@ -463,6 +468,7 @@ int lower_apply_fn(lower_state *st, const lower_fn *fn, const lower_args *a)
 {
     int ntuple = fn->tuple != FN_NO_TUPLE, total = a->nin + a->npos;
     int ntensor = total - ntuple;
+    if (fn->op == IR_OP_clamp_min && !clamp_torch_keywords_absent(st, a)) return IR_NONE;
     if (ntensor > fn->max_in && fn->max_in > 1 && ntensor >= a->nin) {
         ax_error(st->ctx, a->loc, "%s takes at most %d operands, got %d", fn->name, fn->max_in, ntensor);
         return IR_NONE;

@@ -237,10 +237,8 @@ static void integer_on_path(grad_state *s, int id)
     while (ir_ops[N(id)->op].kind == IR_SHAPE && N(id)->nsrc > 0 && SRC(id, 0) != IR_NONE)
         id = SRC(id, 0);
     if (s->errors++) return;
-    char what[160];
-    ir_describe_layer(s->g, N(id), what, sizeof what);
     ax_error(s->g->ctx, N(id)->loc, "cannot train through %s: its result is %s indices, which carry "
-             "no gradient", what, ir_dtype_name(N(id)->dtype));
+             "no gradient", ir_describe_ctor(s->g, N(id)->op), ir_dtype_name(N(id)->dtype));
 }
 
 static void grad_unary(grad_state *s, int id)
