@@ -96,8 +96,10 @@ static bool check_keywords(lower_state *st, const char *owner, const char *const
         int j = 0;
         while (j < nallowed && strcmp(allowed[j], k->name) != 0) j++;
         if (j == nallowed && torch_keyword(k->name)) {
+            const lower_ctor *c = strcmp(k->name, "kernel_size") == 0 ? lower_find_ctor(owner) : NULL;
             ax_error(st->ctx, k->loc, "%s has no keyword '%s' (PyTorch's spelling); axc spells "
-                     "it %s", owner, k->name, torch_keyword(k->name));
+                     "it %s", owner, k->name, c ? ax_sprintf(st->ctx->arena, "the first argument: %s%s",
+                                                             owner, c->usage) : torch_keyword(k->name));
             ok = false;
         } else if (j == nallowed) {
             lower_unknown(st, k->loc, ax_sprintf(st->ctx->arena, "%s has no keyword '%s'",
