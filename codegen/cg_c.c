@@ -892,6 +892,8 @@ static const char *unary_expression(const emitter *em, const ir_node *n, const i
 const char *cg_binary_text(ax_arena *a, int op, const char *lhs, const char *rhs, axrt_dtype dtype)
 {
     const char *symbol = binary_symbols[op];
+    if (symbol[0] == '?') /* "?>": the larger (a NaN in either gives NaN), axrt_unary.h's clamp_min */
+        return ax_sprintf(a, "((%s %c %s || %s != %s) ? %s : %s)", lhs, symbol[1], rhs, lhs, lhs, lhs, rhs);
     if (isalpha((unsigned char)symbol[0])) /* libm: powf, fmodf */
         return ax_sprintf(a, "%s%s(%s, %s)", symbol, dtype == AXRT_F64 ? "" : "f", lhs, rhs);
     return ax_sprintf(a, "%s %s %s", lhs, symbol, rhs);
@@ -1007,6 +1009,16 @@ static void emit_unary(emitter *em, const ir_node *n, const char *y)
 static void emit_reduce(emitter *em, const ir_node *n, const char *y)
 {
     emit_axis_kernel(em, n, operand_node(em, n, 0), y);
+}
+
+/* Int64 indices from the operand's dtype's kernel. */
+static void emit_argmax(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *x = operand_node(em, n, 0);
+    const int axis = n->attrs.axis;
+    ax_buf_printf(OUT, "    axrt_argmax_%s(%s, %s, %lld, %lld, %lld);\n", kernel_suffix(x->dtype),
+                  operand(em, n, 0), y, (long long)product(x->shape, 0, axis), (long long)x->shape[axis],
+                  (long long)product(x->shape, axis + 1, x->rank));
 }
 
 static void emit_softmax(emitter *em, const ir_node *n, const char *y)
@@ -1487,7 +1499,8 @@ int cg_c_check(const ir_graph *g)
     for (int id = 0; id < g->nnodes && !errors; id++) {
         const ir_node *n = &g->nodes[id];
         if (!n->dead && ir_ops[n->op].kind != IR_SOURCE && n->op != IR_OP_cast &&
-            n->op != IR_OP_reshape && n->dtype != g->dtype) {   /* a reshape copies bytes */
+            n->op != IR_OP_reshape && n->op != IR_OP_argmax && n->dtype != g->dtype) {
+            /* a reshape copies bytes; argmax yields Int64 whatever the model's dtype */
             ax_error(g->ctx, n->loc, "the C backend cannot compute %s in %s", ir_ops[n->op].name,
                      ir_dtype_name(n->dtype));
             errors++;

@@ -946,6 +946,7 @@ static const char *unsupported(const ir_node *n)
     switch (n->op) { /* no kernel of this back end's yet; the training-only ops (the step is
                         generated for the c target only) */
     case IR_OP_gru: case IR_OP_lstm:
+    case IR_OP_argmax:   /* Int64 indices: the device holds Float32 only */
     case IR_OP_unary_grad: case IR_OP_conv_grad_weight: case IR_OP_pool_grad: case IR_OP_slice_grad:
     case IR_OP_embedding_grad: case IR_OP_dropout:
         return ir_ops[n->op].name;

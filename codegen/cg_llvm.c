@@ -741,6 +741,16 @@ static LLVMValueRef lv_binary_pow(lv *L, LLVMValueRef a, LLVMValueRef b) { retur
 static LLVMValueRef lv_binary_fmod(lv *L, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFRem(L->B, a, b, ""); }
 static LLVMValueRef lv_binary_max(lv *L, LLVMValueRef a, LLVMValueRef b) { return libm2(L, "fmax", a, b); }
 static LLVMValueRef lv_binary_min(lv *L, LLVMValueRef a, LLVMValueRef b) { return libm2(L, "fmin", a, b); }
+/* axrt_unary.h's clamp_min/clamp_max: a when past b or NaN (unordered with
+ * itself), else b */
+static LLVMValueRef nan_or(lv *L, LLVMRealPredicate past, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMValueRef keep = LLVMBuildOr(L->B, LLVMBuildFCmp(L->B, past, a, b, ""),
+                                    LLVMBuildFCmp(L->B, LLVMRealUNO, a, a, ""), "");
+    return sel(L, keep, a, b);
+}
+static LLVMValueRef lv_binary_clamp_min(lv *L, LLVMValueRef a, LLVMValueRef b) { return nan_or(L, LLVMRealOGT, a, b); }
+static LLVMValueRef lv_binary_clamp_max(lv *L, LLVMValueRef a, LLVMValueRef b) { return nan_or(L, LLVMRealOLT, a, b); }
 /* One instruction per BINARY_OP row of ops.def (a missing one does not compile). */
 static binary_fn *const binary_fns[IR_OP_COUNT] = {
 #define OP(name, min, max, kind, inplace, family, shape, optional, flags)
@@ -875,6 +885,13 @@ static void lv_upsample(lv *L, const ir_node *n, LLVMValueRef y)
 
 static void lv_reduce(lv *L, const ir_node *n, LLVMValueRef y) { axis_kernel(L, n, operand_node(L, n, 0), y); }
 static void lv_softmax(lv *L, const ir_node *n, LLVMValueRef y) { axis_kernel(L, n, n, y); }
+/* Int64 indices from the operand's dtype's kernel (cg_c.c emit_argmax). */
+static void lv_argmax(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    set_dtype(L, operand_node(L, n, 0)->dtype);
+    axis_kernel(L, n, operand_node(L, n, 0), y);
+    set_dtype(L, n->dtype);
+}
 static void lv_reshape(lv *L, const ir_node *n, LLVMValueRef y) { copy(L, n, operand(L, n, 0), y); }
 static void lv_result(lv *L, const ir_node *n, LLVMValueRef y) { (void)L, (void)n, (void)y; /* lv_chunk wrote it */ }
 static void lv_unary_grad(lv *L, const ir_node *n, LLVMValueRef y)

@@ -88,14 +88,18 @@ static void ax_layer(const ir_graph *g, const ir_node *n, char *buf, size_t size
         snprintf(buf, size, "%s%s", ax_ctor(n->op), args);
 }
 
-/* .ax spells elementwise products and quotients with dots. */
+/* .ax spells elementwise products and quotients with dots; the other
+ * binary ops are functions (clamp the pair clamp_min, clamp_max). */
 static const char *ax_binary_symbol(ir_op op)
 {
     switch (op) {
     case IR_OP_add: return "+";
     case IR_OP_sub: return "-";
     case IR_OP_mul: return ".*";
-    default: return "./";
+    case IR_OP_div: return "./";
+    case IR_OP_pow: return ".^";
+    case IR_OP_clamp_min: case IR_OP_clamp_max: return "clamp";
+    default: return (unsigned)op < IR_OP_COUNT ? ir_ops[op].name : "?";
     }
 }
 

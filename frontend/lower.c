@@ -470,6 +470,11 @@ static int apply_callable(lower_state *st, const ast_node *f, const int *in, int
                           const char *layer_name, ax_loc decl, ax_loc loc)
 {
     const ast_node *id = f->kind == AST_CALL ? f->callee : f;
+    if (f->kind == AST_CALL && f->op == AST_OP_DOTCALL) {
+        ax_error(st->ctx, f->loc, "a broadcast call f.(...) is a value, not a layer or function to "
+                 "apply; pass every argument to it: f.(x, ...)");
+        return IR_NONE;
+    }
     if (id->kind != AST_IDENT) {
         ax_error(st->ctx, f->loc, "expected a layer or a function here");
         return IR_NONE;
@@ -514,12 +519,39 @@ int lower_apply_callable(lower_state *st, const ast_node *f, const int *in, int 
     return apply_callable(st, f, in, nin, layer_name, decl, loc);
 }
 
+/* f.(args): Julia's broadcast call of an elementwise function, which is
+ * f(args) here (every elementwise function broadcasts already). */
+static int lower_broadcast_call(lower_state *st, const ast_node *e)
+{
+    const ast_node *callee = e->callee;
+    if (callee->kind != AST_IDENT) {
+        ax_error(st->ctx, callee->loc, "this expression cannot be called");
+        return IR_NONE;
+    }
+    const lower_binding *b = scope_find(st, callee->name);
+    const lower_fn *fn = b ? NULL : lower_find_fn(callee->name);
+    if (!b && !fn && !lower_find_ctor(callee->name) && !lower_find_block(st, callee->name)) {
+        not_callable(st, callee);
+        return IR_NONE;
+    }
+    if (!fn || !lower_fn_is_elementwise(fn)) {
+        ax_error(st->ctx, callee->loc, "'%s' is not an elementwise function: a broadcast call f.(...) "
+                 "takes one (relu.(x), max.(a, b), clamp.(x, lo, hi)); write %s(...)", callee->name,
+                 callee->name);
+        return IR_NONE;
+    }
+    lower_args args;
+    lower_split_args(st, e, &args);
+    return lower_apply_fn(st, fn, &args);
+}
+
 /* A call in value position: f(x, ...) for a layer, function or an inline
  * constructor applied at once (Dense(4 => 8)(x)). */
 static int lower_call(lower_state *st, const ast_node *e)
 {
     const ast_node *callee = e->callee;
     int in[IR_MAX_SRC], nin;
+    if (e->op == AST_OP_DOTCALL) return lower_broadcast_call(st, e);
     if (callee->kind == AST_CALL) {
         if (!lower_positional(st, e, in, &nin)) return IR_NONE;
         return apply_callable(st, callee, in, nin, NULL, callee->loc, e->loc);
@@ -763,7 +795,8 @@ static void lower_unpack(lower_state *st, const ast_stmt *s)
 {
     const ast_node *v = s->value;
     int producer = IR_NONE;
-    const lower_binding *lb = v->kind == AST_CALL && v->callee->kind == AST_IDENT ? scope_find(st, v->callee->name) : NULL;
+    const bool call = v->kind == AST_CALL && v->op != AST_OP_DOTCALL;
+    const lower_binding *lb = call && v->callee->kind == AST_IDENT ? scope_find(st, v->callee->name) : NULL;
     if (lb && lb->layer && lower_is_rnn(lb->layer)) {   /* y, h_n(, c_n) = gru(x) / lstm(x) */
         int in[IR_MAX_SRC], nin, outs[3] = {IR_NONE, IR_NONE, IR_NONE};
         lb->layer->used = true;
@@ -772,10 +805,10 @@ static void lower_unpack(lower_state *st, const ast_stmt *s)
         for (int k = 0; k < s->ntargets; k++) scope_bind(st, s->targets[k]->name, k < 3 ? outs[k] : IR_NONE, NULL);
         return;
     }
-    if (v->kind == AST_CALL && v->callee->kind == AST_IDENT && !scope_find(st, v->callee->name) &&
+    if (call && v->callee->kind == AST_IDENT && !scope_find(st, v->callee->name) &&
         strcmp(v->callee->name, "chunk") == 0)
         producer = lower_chunk(st, v, s->ntargets);
-    else if (v->kind == AST_CALL && v->callee->kind == AST_IDENT && !scope_find(st, v->callee->name) &&
+    else if (call && v->callee->kind == AST_IDENT && !scope_find(st, v->callee->name) &&
              strcmp(v->callee->name, "split") == 0) {
         lower_split(st, s);   /* one slice node per piece (lower_slice.c) */
         return;

@@ -374,7 +374,8 @@ lower_layer *lower_index_layer(lower_state *st, const ast_node *e)
 lower_layer *lower_declare(lower_state *st, const char *name, const ast_node *rhs, ax_loc decl,
                            bool *is_decl)
 {
-    *is_decl = true;
+    *is_decl = rhs->kind != AST_CALL || rhs->op != AST_OP_DOTCALL;   /* f.(x) is a value */
+    if (!*is_decl) return NULL;
     if (rhs->kind == AST_COMPREHENSION) return make_list(st, rhs, name, decl);
     if (rhs->kind == AST_INDEX && names_layer(st, rhs->callee)) return lower_index_layer(st, rhs);
     if (rhs->kind == AST_CALL && rhs->callee->kind == AST_IDENT &&

@@ -188,6 +188,8 @@ void lower_split(lower_state *st, const ast_stmt *s);
 const char *lower_torch_name(const char *name);
 const lower_ctor *lower_find_ctor(const char *name);
 const lower_fn *lower_find_fn(const char *name);
+/* Whether fn is elementwise (may be called as fn.(args), a broadcast call). */
+bool lower_fn_is_elementwise(const lower_fn *fn);
 /* chunk(x, n; dims=k) bound to nresults names (language.md §10): the
  * multi-result chunk node (ir.h "Several results"), or IR_NONE after an error. */
 int lower_chunk(lower_state *st, const ast_node *call, int nresults);

@@ -96,8 +96,10 @@ static bool check_keywords(lower_state *st, const char *owner, const char *const
         int j = 0;
         while (j < nallowed && strcmp(allowed[j], k->name) != 0) j++;
         if (j == nallowed && torch_keyword(k->name)) {
+            const lower_ctor *c = strcmp(k->name, "kernel_size") == 0 ? lower_find_ctor(owner) : NULL;
             ax_error(st->ctx, k->loc, "%s has no keyword '%s' (PyTorch's spelling); axc spells "
-                     "it %s", owner, k->name, torch_keyword(k->name));
+                     "it %s", owner, k->name, c ? ax_sprintf(st->ctx->arena, "the first argument: %s%s",
+                                                             owner, c->usage) : torch_keyword(k->name));
             ok = false;
         } else if (j == nallowed) {
             lower_unknown(st, k->loc, ax_sprintf(st->ctx->arena, "%s has no keyword '%s'",
@@ -276,10 +278,12 @@ static const lower_fn functions[] = {
     {"maximum", IR_OP_maximum, 1, 1, FN_NO_TUPLE, KW_REDUCE, 0, false, "(x; dims=k)"},
     {"minimum", IR_OP_minimum, 1, 1, FN_NO_TUPLE, KW_REDUCE, 0, false, "(x; dims=k)"},
     {"prod", IR_OP_prod, 1, 1, FN_NO_TUPLE, KW_REDUCE, 0, false, "(x; dims=k)"},
+    {"argmax", IR_OP_argmax, 1, 1, FN_NO_TUPLE, KW_REDUCE, 0, false, "(x; dims=k)"},
     {"matmul", IR_OP_matmul, 2, 2, FN_NO_TUPLE, KW_NONE, 0, false, "(a, b)"},
     {"fmod", IR_OP_fmod, 2, 2, FN_NO_TUPLE, KW_NONE, 0, false, "(a, b)"},
     {"max", IR_OP_max, 2, 2, FN_NO_TUPLE, KW_NONE, 0, false, "(a, b)"},
     {"min", IR_OP_min, 2, 2, FN_NO_TUPLE, KW_NONE, 0, false, "(a, b)"},
+    {"clamp", IR_OP_clamp_min, 3, 3, FN_NO_TUPLE, KW_NONE, 0, false, "(x, lo, hi)"},
 };
 #undef UNARY
 #define NFUNCTIONS ((int)(sizeof functions / sizeof functions[0]))
@@ -292,6 +296,11 @@ const lower_fn *lower_find_fn(const char *name)
     for (int i = 0; i < NFUNCTIONS; i++)
         if (strcmp(functions[i].name, name) == 0) return &functions[i];
     return NULL;
+}
+
+bool lower_fn_is_elementwise(const lower_fn *fn)
+{
+    return fn->op == IR_OP_COUNT || ir_ops[fn->op].kind == IR_UNARY || ir_ops[fn->op].kind == IR_BINARY;
 }
 
 /* Keyword attributes of fn (alpha, dims) into attrs. */
@@ -412,13 +421,16 @@ static bool reduce_axes(lower_state *st, const lower_fn *fn, const lower_args *a
 
 /* sum/mean/maximum/minimum/prod over one or several axes (one node per
  * axis, each keeping its axis as 1; a mean of means over equal-sized lines
- * is the mean over all), then keepdims=false drops them. */
+ * is the mean over all), then keepdims=false drops them; argmax over one
+ * axis (torch.argmax's dim), its dim kept likewise unless keepdims=false. */
 static int lower_reduce(lower_state *st, const lower_fn *fn, const lower_args *a, int x)
 {
-    int axes[IR_MAX_RANK], naxes = 0;
+    int axes[IR_MAX_RANK], naxes = 1;
     bool keep = true;
     if (!check_keywords(st, fn->name, kw_reduce, a)) return IR_NONE;
-    if (!reduce_axes(st, fn, a, axes, &naxes) || !kw_bool(st, a, "keepdims", &keep))
+    bool ok = fn->op == IR_OP_argmax ? kw_dims(st, a, true, fn->name, &axes[0])
+                                     : reduce_axes(st, fn, a, axes, &naxes);
+    if (!ok || !kw_bool(st, a, "keepdims", &keep))
         return IR_NONE;
     for (int i = 0; i < naxes; i++) {
         ir_attrs attrs = lower_attrs();
@@ -432,10 +444,33 @@ static int lower_reduce(lower_state *st, const lower_fn *fn, const lower_args *a
     return lower_add(st, IR_OP_reshape, &x, 1, &squeeze, a->loc, NULL);
 }
 
+/* PyTorch's clamp(x, min=, max=): false after suggesting the positional spelling. */
+static bool clamp_torch_keywords_absent(lower_state *st, const lower_args *a)
+{
+    for (int i = 0; i < a->nkw; i++)
+        if (strcmp(a->kw[i]->name, "min") == 0 || strcmp(a->kw[i]->name, "max") == 0) {
+            ax_error(st->ctx, a->kw[i]->loc, "clamp takes its bounds as arguments, clamp(x, lo, hi), "
+                     "not as PyTorch's keyword '%s='", a->kw[i]->name);
+            return false;
+        }
+    return true;
+}
+
+/* clamp(x, lo, hi): torch.clamp, clamp_max(clamp_min(x, lo), hi); lo and hi
+ * broadcast like any operand (numbers or tensors). */
+static int lower_clamp(lower_state *st, const lower_args *a, const int *src)
+{
+    if (!check_keywords(st, "clamp", NULL, a)) return IR_NONE;
+    int lower[2] = {src[0], src[1]};
+    int upper[2] = {lower_add(st, IR_OP_clamp_min, lower, 2, NULL, a->loc, NULL), src[2]};
+    return lower_add(st, IR_OP_clamp_max, upper, 2, NULL, a->loc, NULL);
+}
+
 int lower_apply_fn(lower_state *st, const lower_fn *fn, const lower_args *a)
 {
     int ntuple = fn->tuple != FN_NO_TUPLE, total = a->nin + a->npos;
     int ntensor = total - ntuple;
+    if (fn->op == IR_OP_clamp_min && !clamp_torch_keywords_absent(st, a)) return IR_NONE;
     if (ntensor > fn->max_in && fn->max_in > 1 && ntensor >= a->nin) {
         ax_error(st->ctx, a->loc, "%s takes at most %d operands, got %d", fn->name, fn->max_in, ntensor);
         return IR_NONE;
@@ -451,6 +486,7 @@ int lower_apply_fn(lower_state *st, const lower_fn *fn, const lower_args *a)
         ok = ok && src[i] != IR_NONE;
     }
     if (fn->kw == KW_REDUCE) return ok ? lower_reduce(st, fn, a, src[0]) : IR_NONE;
+    if (fn->op == IR_OP_clamp_min) return ok ? lower_clamp(st, a, src) : IR_NONE;
     ir_attrs attrs = lower_attrs();
     ok = fn_keywords(st, fn, a, &attrs) && ok;
     if (fn->tuple == FN_SHAPE_TUPLE) ok = ok && shape_tuple(st, a->pos[a->npos - 1], &attrs);

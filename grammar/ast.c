@@ -204,7 +204,7 @@ static void dump_expr(const ast_node *n, ax_buf *out)
         break;
     case AST_IDENT: ax_buf_puts(out, n->name); break;
     case AST_CALL:
-        ax_buf_puts(out, "(call ");
+        ax_buf_puts(out, n->op == AST_OP_DOTCALL ? "(call. " : "(call ");
         dump_expr(n->callee, out);
         dump_args(n, out);
         break;

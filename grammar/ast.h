@@ -15,7 +15,8 @@ typedef enum ast_kind {
                    `-1` is NUM -1 (spanning the '-'), while `-(1)` and `-x`
                    are AST_NEG. */
     AST_IDENT,  /* name */
-    AST_CALL,   /* callee(args...); args may contain AST_KWARG nodes, in source order */
+    AST_CALL,   /* callee(args...); args may contain AST_KWARG nodes, in source order;
+                   op AST_OP_DOTCALL: the broadcast call callee.(args...) */
     AST_KWARG,  /* name = lhs (only inside call arguments) */
     AST_PAIR,   /* lhs => rhs */
     AST_TUPLE,  /* (args...) with at least one comma */
@@ -28,14 +29,14 @@ typedef enum ast_kind {
     AST_SLICE   /* lhs:rhs or lhs:rhs:step inside [ ], each part NULL when omitted */
 } ast_kind;
 
-enum { AST_OP_DOTMUL = 256, AST_OP_DOTDIV = 257, AST_OP_DOTPOW = 258 };
+enum { AST_OP_DOTMUL = 256, AST_OP_DOTDIV = 257, AST_OP_DOTPOW = 258, AST_OP_DOTCALL = 259 };
 
 typedef struct ast_node ast_node;
 struct ast_node {
     ast_kind kind;
     ax_loc loc;           /* the whole expression */
     const char *name;     /* IDENT, KWARG, COMPREHENSION (the loop variable) */
-    int op;               /* BINOP */
+    int op;               /* BINOP; CALL: AST_OP_DOTCALL or 0 */
     bool is_int;          /* NUM */
     int64_t ival;
     double fval;

@@ -151,7 +151,7 @@ static ast_node *new_slice(axc_parser *p, ax_loc loc, ast_node *lo, ast_node *hi
 %token <ival> INT
 %token <fval> FLOAT
 %token KW_AXIOM KW_FUNCTION KW_BEGIN KW_END KW_RETURN KW_CONST KW_FOR
-%token PIPE ARROW DOTMUL DOTDIV DOTPOW DCOLON
+%token PIPE ARROW DOTMUL DOTDIV DOTPOW DCOLON DOTCALL
 
 %type <node> expr postfix primary arg kwarg for_iter index_item slice_bound
 %type <stmt> stmt
@@ -359,6 +359,8 @@ postfix
     : primary
     | postfix '(' call_args ')'
         { $$ = ast_new_list(arena_of(p), AST_CALL, axc_loc(@$), $1, $3); }
+    | postfix DOTCALL call_args ')'     /* f.(args): a broadcast call */
+        { $$ = ast_new_list(arena_of(p), AST_CALL, axc_loc(@$), $1, $3); $$->op = AST_OP_DOTCALL; }
     | postfix '[' index_list ']'
         { $$ = ast_new_list(arena_of(p), AST_INDEX, axc_loc(@$), $1, $3); }
     ;
@@ -613,6 +615,7 @@ static const char *token_words(yysymbol_kind_t kind)
     case YYSYMBOL_DOTDIV: return "'./'";
     case YYSYMBOL_DOTPOW: return "'.^'";
     case YYSYMBOL_DCOLON: return "'::'";
+    case YYSYMBOL_DOTCALL: return "'.('";
     default: return yysymbol_name(kind);   /* single characters: "'('" */
     }
 }

@@ -280,6 +280,18 @@ const char *ir_dtype_name(axrt_dtype dtype)
     return (unsigned)dtype < AXRT_DTYPE_COUNT ? ir_dtypes[dtype].name : "?";
 }
 
+axrt_dtype ir_integer_result(const ir_graph *g, const ir_node *n)
+{
+    if (n->op == IR_OP_argmax)
+        return AXRT_I64;
+    if (n->op == IR_OP_reshape && n->nsrc == 1 && n->src[0] != IR_NONE) {
+        const ir_node *x = &g->nodes[n->src[0]];
+        if (!ir_dtype_is_float(x->dtype) && ir_ops[x->op].kind != IR_SOURCE)
+            return x->dtype;
+    }
+    return AXRT_DTYPE_COUNT;
+}
+
 bool ir_dtype_parse(const char *name, axrt_dtype *out)
 {
     for (int i = 0; i < AXRT_DTYPE_COUNT; i++) {

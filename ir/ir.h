@@ -322,6 +322,10 @@ static inline bool ir_dtype_is_float(axrt_dtype t)
     return (unsigned)t < AXRT_DTYPE_COUNT && ir_dtypes[t].is_float;
 }
 const char *ir_dtype_name(axrt_dtype dtype);     /* "Float32" ... */
+/* The integer dtype computed node n yields whatever the model computes in
+ * (argmax's Int64 indices; a reshape keeps a computed operand's integers),
+ * or AXRT_DTYPE_COUNT when its dtype is a float one (pass_shape, pass_dtype). */
+axrt_dtype ir_integer_result(const ir_graph *g, const ir_node *n);
 /* A node, a layer constructor and a binary operator as the graph's front
  * end spells them (ir_wording), else by IR op names. */
 const char *ir_describe_layer(const ir_graph *g, const ir_node *n, char *buf, size_t size);

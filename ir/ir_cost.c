@@ -89,6 +89,7 @@ static double cost_mha(const ir_graph *g, const ir_node *n)
 #define cost_cast cost_elementwise
 #define cost_unary cost_elementwise
 #define cost_binary cost_elementwise
+#define cost_argmax cost_reduce
 #define cost_reshape cost_none
 #define cost_transpose cost_none
 #define cost_concat cost_none

@@ -296,6 +296,7 @@ static void put_fused_attrs(ax_buf *out, const ir_graph *g, const ir_node *n)
 #define put_cast_attrs put_no_attrs
 #define put_binary_attrs put_no_attrs
 #define put_reduce_attrs put_axis_attrs
+#define put_argmax_attrs put_axis_attrs
 #define put_softmax_attrs put_axis_attrs
 #define put_concat_attrs put_axis_attrs
 #define put_matmul_attrs put_no_attrs

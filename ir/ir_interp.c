@@ -402,6 +402,9 @@ static double interp_pow(double a, double b) { return pow(a, b); }
 static double interp_fmod(double a, double b) { return fmod(a, b); }
 static double interp_max(double a, double b) { return fmax(a, b); }
 static double interp_min(double a, double b) { return fmin(a, b); }
+/* torch.clamp_min/clamp_max: NaN when either operand is NaN */
+static double interp_clamp_min(double a, double b) { return isnan(a) || isnan(b) ? NAN : fmax(a, b); }
+static double interp_clamp_max(double a, double b) { return isnan(a) || isnan(b) ? NAN : fmin(a, b); }
 
 typedef double binary_fn(double a, double b);
 static binary_fn *const binary_fns[IR_OP_COUNT] = {
@@ -489,6 +492,25 @@ static int eval_reduce(const interp *in, const ir_node *n, double *out)
                     acc += v;
             }
             out[o * inner + i] = n->op == IR_OP_mean ? acc / (double)len : acc;
+        }
+    }
+    return 0;
+}
+
+/* torch.argmax: the first index of the largest element of each line, the
+ * first NaN if there is one (NaN counts as the largest). */
+static int eval_argmax(const interp *in, const ir_node *n, double *out)
+{
+    const double *xv = operand_vals(in, n, 0);
+    const axis_view view = split_at_axis(operand(in, n, 0), n->attrs.axis);
+    for (int64_t o = 0; o < view.outer; o++) {
+        for (int64_t i = 0; i < view.inner; i++) {
+            const double *line = xv + o * view.len * view.inner + i;
+            int64_t best = 0;
+            for (int64_t k = 1; k < view.len && !isnan(line[best * view.inner]); k++)
+                if (isnan(line[k * view.inner]) || line[k * view.inner] > line[best * view.inner])
+                    best = k;
+            out[o * view.inner + i] = (double)best;
         }
     }
     return 0;

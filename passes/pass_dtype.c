@@ -176,7 +176,43 @@ static void apply_model_dtype(ir_graph *g)
         }
         if (n->op == IR_OP_input || n->op == IR_OP_cast)
             continue;
-        n->dtype = g->dtype;
+        n->dtype = ir_integer_result(g, n) != AXRT_DTYPE_COUNT ? ir_integer_result(g, n) : g->dtype;
+    }
+}
+
+/* Whether node n reads its operand i as integers: as Embedding indices, or
+ * as a reshape that keeps them (ir_integer_result). */
+static bool reads_integers(const ir_node *n, int i)
+{
+    return (n->op == IR_OP_embedding && i == 0) || n->op == IR_OP_reshape;
+}
+
+/* Computed integers (argmax's indices) that a float op reads are converted
+ * to the model dtype first, as torch promotes an integer tensor that meets
+ * a float one: one cast right after each such node, for the readers that
+ * need it (graph outputs and integer readers keep the integers). */
+static void convert_integer_operands(ir_graph *g)
+{
+    for (int id = 0; id < g->nnodes; id++) {
+        const ir_node *v = &g->nodes[id];
+        if (v->dead || ir_dtype_is_float(v->dtype) || ir_ops[v->op].kind == IR_SOURCE || v->op == IR_OP_cast)
+            continue;
+        int cast = IR_NONE;
+        for (int user = id + 1; user < g->nnodes; user++) {
+            for (int i = 0; i < g->nodes[user].nsrc; i++) {
+                if (g->nodes[user].src[i] != id || g->nodes[user].dead || reads_integers(&g->nodes[user], i))
+                    continue;
+                if (cast == IR_NONE) {
+                    cast = ir_insert(g, id + 1, IR_OP_cast, &id, 1, g->nodes[id].loc);
+                    ir_node *c = &g->nodes[cast];
+                    c->dtype = g->dtype;
+                    c->rank = g->nodes[id].rank;
+                    memcpy(c->shape, g->nodes[id].shape, sizeof c->shape);
+                    user++;   /* it moved up by one */
+                }
+                g->nodes[user].src[i] = cast;
+            }
+        }
     }
 }
 
@@ -197,7 +233,7 @@ static void cast_outputs(ir_graph *g)
         return;
     for (int i = 0; i < g->noutputs; i++) {
         int src = g->outputs[i];
-        if (g->nodes[src].dtype == want)
+        if (g->nodes[src].dtype == want || !ir_dtype_is_float(g->nodes[src].dtype))
             continue;
         int cast = ir_insert(g, g->nnodes, IR_OP_cast, &src, 1, g->nodes[src].loc);
         ir_node *c = &g->nodes[cast];
@@ -218,6 +254,7 @@ int pass_dtype(ir_graph *g, eltype_mode mode)
         errors += settle_input(g, g->inputs[i], mode);
     if (errors == 0) {
         apply_model_dtype(g);
+        convert_integer_operands(g);
         cast_outputs(g);
     }
     return errors;

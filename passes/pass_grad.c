@@ -195,12 +195,16 @@ static int expand(grad_state *s, int dy, int x)
 
 /* ---- adjoints ---------------------------------------------------------- */
 
+static void integer_on_path(grad_state *s, int id);
+
 static void accumulate(grad_state *s, int id, int grad)
 {
     if (id == IR_NONE || id >= s->norig || !s->needs[id] || grad == IR_NONE)
         return;
-    if (!ir_dtype_is_float(s->g->nodes[id].dtype))
+    if (!ir_dtype_is_float(s->g->nodes[id].dtype)) {
+        integer_on_path(s, id);
         return;
+    }
     s->adj[id] = s->adj[id] == IR_NONE ? grad : binary(s, IR_OP_add, s->adj[id], grad);
 }
 
@@ -223,6 +227,19 @@ static void grad_missing(grad_state *s, int id)
 
 #define N(id) (&s->g->nodes[id])
 #define SRC(id, k) (s->g->nodes[id].src[k])
+
+/* An integer value that depends on a parameter (argmax's index, as it is or
+ * reshaped) lies between the loss and that parameter: no gradient crosses
+ * it (torch's argmax has none), so training through it is a located error
+ * naming the op that made the integers. */
+static void integer_on_path(grad_state *s, int id)
+{
+    while (ir_ops[N(id)->op].kind == IR_SHAPE && N(id)->nsrc > 0 && SRC(id, 0) != IR_NONE)
+        id = SRC(id, 0);
+    if (s->errors++) return;
+    ax_error(s->g->ctx, N(id)->loc, "cannot train through %s: its result is %s indices, which carry "
+             "no gradient", ir_describe_ctor(s->g, N(id)->op), ir_dtype_name(N(id)->dtype));
+}
 
 static void grad_unary(grad_state *s, int id)
 {
@@ -568,6 +585,23 @@ static void grad_extremum(grad_state *s, int id)
 #define grad_maximum grad_extremum
 #define grad_minimum grad_extremum
 
+/* clamp_min(x, lo) and clamp_max(x, hi) (torch.clamp_min/clamp_max, torch.clamp
+ * is the two in turn): dy goes to x where x is within the bound, the bound
+ * itself included (x >= lo, x <= hi, as torch), and to the bound elsewhere.
+ * relu(sign(lo - x)) (clamp_max: sign(x - hi)) is 1 past the bound, else 0. */
+static void grad_clamp(grad_state *s, int id)
+{
+    int x = SRC(id, 0), bound = SRC(id, 1), dy = s->adj[id];
+    int past = N(id)->op == IR_OP_clamp_min ? binary(s, IR_OP_sub, bound, x) : binary(s, IR_OP_sub, x, bound);
+    int out = like(s, IR_OP_relu, like(s, IR_OP_sign, past, IR_NONE, past), IR_NONE, past);
+    if (needs(s, x))
+        accumulate(s, x, unbroadcast(s, binary(s, IR_OP_mul, dy, binary(s, IR_OP_sub, scalar(s, 1), out)), x));
+    if (needs(s, bound))
+        accumulate(s, bound, unbroadcast(s, binary(s, IR_OP_mul, dy, out), bound));
+}
+#define grad_clamp_min grad_clamp
+#define grad_clamp_max grad_clamp
+
 /* y = a .^ b: da = dy b a^(b - 1), db = dy y log(a) (NaN for a < 0, as torch) */
 static void grad_pow(grad_state *s, int id)
 {
@@ -614,6 +648,7 @@ static void grad_upsample(grad_state *s, int id)
 #define grad_lstm grad_missing
 #define grad_max grad_missing
 #define grad_min grad_missing
+#define grad_argmax grad_missing     /* Int64 indices: integer_on_path stops before it */
 #define grad_fused_elementwise grad_missing
 #define grad_unary_grad grad_missing
 #define grad_conv_grad_weight grad_missing

@@ -778,10 +778,14 @@ static const shape_fn shape_fns[IR_OP_COUNT] = {
 /* ---- driver ------------------------------------------------------------- */
 
 /* Compute nodes take the dtype of their first float operand (pass_dtype
- * settles the rest); casts keep the target they were created with. */
+ * settles the rest), integer results theirs (ir_integer_result); casts keep
+ * the target they were created with. */
 static void settle_dtype(ir_graph *g, ir_node *n)
 {
     if (ir_ops[n->op].kind == IR_SOURCE || n->op == IR_OP_cast)
+        return;
+    n->dtype = ir_integer_result(g, n);
+    if (n->dtype != AXRT_DTYPE_COUNT)
         return;
     n->dtype = g->dtype;
     for (int i = 0; i < n->nsrc; i++) {

@@ -184,6 +184,7 @@ static inline int axrt_dropout_keep(uint64_t seed, uint64_t stream, uint64_t ste
     AXRT_DECLARE_BINARY(T, S, mul) AXRT_DECLARE_BINARY(T, S, div)                        \
     AXRT_DECLARE_BINARY(T, S, pow) AXRT_DECLARE_BINARY(T, S, fmod)                       \
     AXRT_DECLARE_BINARY(T, S, max) AXRT_DECLARE_BINARY(T, S, min)                        \
+    AXRT_DECLARE_BINARY(T, S, clamp_min) AXRT_DECLARE_BINARY(T, S, clamp_max)            \
     /* x holds n elements of dtype from (any axrt_dtype) */                              \
     void axrt_cast_##S(const void *x, axrt_dtype from, T *y, size_t n);                  \
     /* reductions and softmax over the middle axis of [outer, axis, inner] */            \
@@ -192,6 +193,8 @@ static inline int axrt_dropout_keep(uint64_t seed, uint64_t stream, uint64_t ste
     void axrt_maximum_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner);    \
     void axrt_minimum_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner);    \
     void axrt_prod_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner);       \
+    /* torch.argmax: the first index of the largest (a NaN counts as largest) */          \
+    void axrt_argmax_##S(const T *x, int64_t *y, size_t outer, size_t axis, size_t inner); \
     void axrt_softmax_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner);    \
     void axrt_log_softmax_##S(const T *x, T *y, size_t outer, size_t axis, size_t inner); \
     /* y = x permuted: y's dim i is x's dim perm[i]; x_shape has rank dims */            \

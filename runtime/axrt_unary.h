@@ -126,5 +126,9 @@
 /* torch.maximum/minimum but for NaN, which C's fmax/fmin drop for the other operand. */
 #define AXRT_BINARY_max(a, b) MATH_FN(fmax)(a, b)
 #define AXRT_BINARY_min(a, b) MATH_FN(fmin)(a, b)
+/* torch.clamp_min/clamp_max: the larger / smaller, NaN when either is NaN
+ * (a NaN a is kept; a NaN b fails the comparison and is taken). */
+#define AXRT_BINARY_clamp_min(a, b) (((a) > (b) || (a) != (a)) ? (a) : (b))
+#define AXRT_BINARY_clamp_max(a, b) (((a) < (b) || (a) != (a)) ? (a) : (b))
 
 #endif

@@ -357,7 +357,10 @@ def check_torch(case, workdir, arrays, ref):
     want = {k: v for k, v in want.items() if k in ref}
     rtol = case.torch_rtol if case.torch_rtol is not None else case.rtol
     atol = case.torch_atol if case.torch_atol is not None else case.atol
-    problems = compare_all(ref, {k: v.astype(ref[k].dtype) for k, v in want.items()}, rtol, atol)
+    # integer results (argmax's indices) must keep PyTorch's integer dtype
+    problems = [f"{k}: {ref[k].dtype}, PyTorch gives {v.dtype}" for k, v in want.items()
+                if np.issubdtype(v.dtype, np.integer) and ref[k].dtype != v.dtype]
+    problems += compare_all(ref, {k: v.astype(ref[k].dtype) for k, v in want.items()}, rtol, atol)
     return [outcome(case, "torch", label, problems)]
 
 

@@ -363,6 +363,18 @@ class Pieces(torch.nn.Module):
         return self.fc2(torch.cat([b, h[:, 1:8:3] * 2.0, a[:, 0:2]], 1))
 
 
+class ClampNet(torch.nn.Module):
+    """torch.clamp with number bounds, and with computed tensor bounds (each gets
+    dy where x is past it; x gets dy within them, the bounds included)."""
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.lo, self.fc2 = torch.nn.Linear(6, 5), torch.nn.Linear(6, 1), torch.nn.Linear(5, 3)
+
+    def forward(self, x):
+        h, b = self.fc1(x), self.lo(x)
+        return self.fc2(torch.clamp(h, -0.5, 0.7) + torch.clamp(h, b, b + 1.0))
+
+
 # name, .ax body (DTYPE substituted), twin, input (shape, kind), loss
 MODELS = [
     ("meanpool", "@axiom dtype=DTYPE function m(x::DTYPE[2, 4, 6, 3])\n    fc1 = Dense(3 => 4)\n    pool = MeanPool((2, 2))\n"
@@ -407,6 +419,9 @@ MODELS = [
      "    h = tanh(fc1(x))\n    a, b = chunk(h, 2; dims=1)\n"
      "    return fc2(concat(b, h[:, 1:8:3] .* 2.0, a[:, 0:2]; dims=1))\nend\n", Pieces, ((4, 6), "normal"),
      "bce_with_logits"),
+    ("clamp", "@axiom dtype=DTYPE function m(x::DTYPE[4, 6])\n    fc1 = Dense(6 => 5)\n    lo = Dense(6 => 1)\n"
+     "    fc2 = Dense(5 => 3)\n    h = fc1(x)\n    b = lo(x)\n"
+     "    return fc2(clamp(h, -0.5, 0.7) + clamp.(h, b, b + 1.0))\nend\n", ClampNet, ((4, 6), "normal"), "mse"),
 ]
 
 

@@ -322,6 +322,18 @@ static const struct CMUnitTest dump_tests[] = {
         "  (param x Float32 1 4)\n"
         "  (call Dense (=> 4 8))\n"
         "  relu)\n"),
+    /* Julia's broadcast call f.(args) (language.md §10: max.(a, b)): a call
+     * marked as such, its arguments continuing over newlines as in ( ). */
+    DUMP_CASE(broadcast_call,
+        "@axiom function f(a::Float32[1, 4])\n"
+        "    h = max.(a,\n"
+        "             2.0) .* relu.(a)\n"
+        "    return clamp.(h, 0.0, 1.0; alpha=1)\n"
+        "end\n",
+        "(model f function\n"
+        "  (param a Float32 1 4)\n"
+        "  (= h (.* (call. max a 2.0) (call. relu a)))\n"
+        "  (return (call. clamp h 0.0 1.0 (kw alpha 1))))\n"),
     DUMP_CASE(crlf_line_ends,
         "@axiom m(x::Float32[1, 4]) begin\r\n    relu\r\nend\r\n",
         "(model m chain\n  (param x Float32 1 4)\n  relu)\n"),
