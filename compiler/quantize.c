@@ -112,7 +112,7 @@ static void run_int8_layer(const ir_graph *g, const ir_node *n, const float *x, 
     const ir_quant *q = n->quant;
     const ir_node *xn = &g->nodes[n->src[0]], *w = &g->nodes[n->src[1]];
     const axrt_requant rq = {q->bias, q->float_out ? NULL : q->mult, q->shift, q->fscale, q->out_zp, q->lo,
-                             q->hi, q->out_scale};
+                             q->hi, q->out_scale, 0};
     const int64_t nx = ir_numel(xn);
     axrt_conv2d_params p = {0};
     if (n->op == IR_OP_conv) {

@@ -13,8 +13,14 @@
  * and the epilogue runs in float.  Everything else runs in float on the
  * dequantised values: pooling, concat, add, ReLU outside a layer (exact on
  * dequantised values for max-pool, concat and ReLU), softmax, LayerNorm and
- * the other activations.  The arithmetic is in double here, at compile
- * time, and each formula is written so that tests can mirror it. */
+ * the other activations.  Between int8 layers the value stays int8: a layer
+ * whose integer result (no float epilogue) is read only as operand 0 of int8
+ * layers quantising with its own output parameters (always so: both come
+ * from the same observed range) stores q + 128 in uint8 (out_q8) and its
+ * readers skip the quantisation at their door (in_q8) — the same integers
+ * as dequantising and quantising again, one byte per element in the arena.
+ * The arithmetic is in double here, at compile time, and each formula is
+ * written so that tests can mirror it. */
 #include <math.h>
 #include <string.h>
 
@@ -122,6 +128,39 @@ static void quantise_node(ir_graph *g, ir_node *n, const double *lo, const doubl
     n->quant = q;
 }
 
+/* Whether int8 layer id's integers can be stored as int8: not a graph
+ * output, no float epilogue, and every live reader an int8 layer reading it
+ * as operand 0 only, with the same scale and zero point. */
+static bool keeps_int8(const ir_graph *g, int id)
+{
+    const ir_quant *q = g->nodes[id].quant;
+    if (!q || q->float_out || ir_is_output(g, id))
+        return false;
+    bool read = false;
+    for (int k = id + 1; k < g->nnodes; k++) {
+        const ir_node *r = &g->nodes[k];
+        for (int i = 0; i < r->nsrc && !r->dead; i++) {
+            if (r->src[i] != id) continue;
+            if (i != 0 || !r->quant || r->quant->in_scale != q->out_scale || r->quant->in_zp != q->out_zp)
+                return false;
+            read = true;
+        }
+    }
+    return read;
+}
+
+/* Marks the int8 layers whose results stay int8 and their readers. */
+static void mark_int8_storage(ir_graph *g)
+{
+    for (int id = 0; id < g->nnodes; id++) {
+        if (!keeps_int8(g, id)) continue;
+        ((ir_quant *)g->nodes[id].quant)->out_q8 = true;
+        for (int k = id + 1; k < g->nnodes; k++)
+            if (g->nodes[k].quant && !g->nodes[k].dead && g->nodes[k].src[0] == id)
+                ((ir_quant *)g->nodes[k].quant)->in_q8 = true;
+    }
+}
+
 int pass_quant(ir_graph *g, const double *lo, const double *hi)
 {
     int count = 0;
@@ -131,6 +170,7 @@ int pass_quant(ir_graph *g, const double *lo, const double *hi)
         quantise_node(g, n, lo, hi);
         count++;
     }
+    mark_int8_storage(g);
     /* the int8 layers need a byte buffer for their quantised input and
        none of them runs in place: plan again */
     if (count) pass_memplan_with(g, g->share_buffers);

@@ -64,14 +64,26 @@ int32_t axrt_requantize(int32_t acc, int32_t mult, int shift)
     return (int32_t)(p < 0 ? -r : r);
 }
 
-/* Output channel o of accumulator acc as float: requantised, clamped and
- * dequantised, or (rq->mult NULL) scaled to float directly. */
-static float finish(const axrt_requant *rq, int32_t acc, size_t o)
+/* Stores output channel o of accumulator acc as y[i]: requantised, clamped
+ * and dequantised to float, or kept as q + 128 (rq->out_q8), or (rq->mult
+ * NULL) scaled to float directly. */
+static void finish(const axrt_requant *rq, int32_t acc, size_t o, void *y, size_t i)
 {
-    if (!rq->mult)
-        return (float)acc * rq->fscale[o];
-    const int64_t q = (int64_t)rq->zp + axrt_requantize(acc, rq->mult[o], rq->shift[o]);
-    return (float)(clamp_i32(q, rq->lo, rq->hi) - rq->zp) * rq->scale;
+    if (!rq->mult) {
+        ((float *)y)[i] = (float)acc * rq->fscale[o];
+        return;
+    }
+    const int32_t q = clamp_i32((int64_t)rq->zp + axrt_requantize(acc, rq->mult[o], rq->shift[o]), rq->lo, rq->hi);
+    if (rq->out_q8)
+        ((uint8_t *)y)[i] = (uint8_t)(q + 128);
+    else
+        ((float *)y)[i] = (float)(q - rq->zp) * rq->scale;
+}
+
+/* Element i of the kernel's output y (float, or uint8_t when rq->out_q8). */
+static void *out_at(const axrt_requant *rq, void *y, size_t i)
+{
+    return (unsigned char *)y + i * (rq->out_q8 ? 1 : sizeof(float));
 }
 
 /* ---- the dot products, one per instruction set ----------------------------- */
@@ -251,27 +263,27 @@ const char *axrt_q8_isa_name(void)
 
 /* y[o] for o in [0, count): rows of w k apart, four at a time. */
 static void dot_rows(dot_impl d, const uint8_t *x, const int8_t *w, size_t k, size_t first, size_t count,
-                     const axrt_requant *rq, float *y)
+                     const axrt_requant *rq, void *y)
 {
     size_t o = first;
     int32_t acc[4];
     for (; o + 4 <= first + count; o += 4) {
         d.four(x, w + o * k, k, k, acc);
-        for (int j = 0; j < 4; j++)
-            y[o + (size_t)j] = finish(rq, rq->bias[o + (size_t)j] + acc[j], o + (size_t)j);
+        for (size_t j = 0; j < 4; j++)
+            finish(rq, rq->bias[o + j] + acc[j], o + j, y, o + j);
     }
     for (; o < first + count; o++)
-        y[o] = finish(rq, rq->bias[o] + d.one(x, w + o * k, k), o);
+        finish(rq, rq->bias[o] + d.one(x, w + o * k, k), o, y, o);
 }
 
 /* ---- dense and conv ------------------------------------------------------------ */
 
-void axrt_dense_q8(const uint8_t *x, const int8_t *w, const axrt_requant *rq, float *y, size_t rows,
+void axrt_dense_q8(const uint8_t *x, const int8_t *w, const axrt_requant *rq, void *y, size_t rows,
                    size_t in, size_t out)
 {
     const dot_impl d = pick_dot();
     for (size_t r = 0; r < rows; r++)
-        dot_rows(d, x + r * in, w, in, 0, out, rq, y + r * out);
+        dot_rows(d, x + r * in, w, in, 0, out, rq, out_at(rq, y, r * out));
 }
 
 /* Gathers the receptive field of output pixel (n, oy, ox) for group g into
@@ -296,7 +308,7 @@ size_t axrt_conv2d_q8_scratch(const axrt_conv2d_params *p)
     return (size_t)p->kh * (size_t)p->kw * (size_t)(p->c / p->groups);
 }
 
-void axrt_conv2d_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_requant *rq, float *y,
+void axrt_conv2d_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_requant *rq, void *y,
                     uint8_t *patch, const axrt_conv2d_params *p)
 {
     const dot_impl d = pick_dot();
@@ -304,7 +316,7 @@ void axrt_conv2d_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_
     for (int n = 0; n < p->n; n++)
         for (int oy = 0; oy < p->oh; oy++)
             for (int ox = 0; ox < p->ow; ox++) {
-                float *out = y + (((size_t)n * (size_t)p->oh + (size_t)oy) * (size_t)p->ow + (size_t)ox) * (size_t)p->oc;
+                void *out = out_at(rq, y, (((size_t)n * (size_t)p->oh + (size_t)oy) * (size_t)p->ow + (size_t)ox) * (size_t)p->oc);
                 for (size_t g = 0; g < (size_t)p->groups; g++) {
                     gather_patch(x, (uint8_t)x_zp, p, n, oy, ox, g, patch);
                     dot_rows(d, patch, w, k, g * ocg, ocg, rq, out);
@@ -314,10 +326,10 @@ void axrt_conv2d_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_
 
 /* ---- the packed GEMM (axrt_q8.h) ------------------------------------------------ */
 
-void axrt_q8_finish_portable(const axrt_requant *rq, const int32_t *acc, size_t c0, size_t nc, float *y)
+void axrt_q8_finish_portable(const axrt_requant *rq, const int32_t *acc, size_t c0, size_t nc, void *y)
 {
     for (size_t j = 0; j < nc; j++)
-        y[j] = finish(rq, rq->bias[c0 + j] + acc[j], c0 + j);
+        finish(rq, rq->bias[c0 + j] + acc[j], c0 + j, y, j);
 }
 
 /* One channel of one row over the packed layout: w is the channel's first
@@ -432,7 +444,7 @@ size_t axrt_conv2d_q8_pack(const int8_t *w, const axrt_conv2d_params *p, int8_t 
 
 /* y[r * ldy + o] for r < mr, o < out: rows[s * mr + r] is row r's segment s. */
 static void gemm_rows(const axrt_q8_gemm_ops *g, const uint8_t *const *rows, size_t mr, size_t nseg,
-                      size_t seg_len, const int8_t *packed, size_t out, const axrt_requant *rq, float *y,
+                      size_t seg_len, const int8_t *packed, size_t out, const axrt_requant *rq, void *y,
                       size_t ldy)
 {
     int32_t acc[AXRT_Q8_MR_MAX * AXRT_Q8_NC_MAX];
@@ -441,11 +453,11 @@ static void gemm_rows(const axrt_q8_gemm_ops *g, const uint8_t *const *rows, siz
         const axrt_q8_tile t = {rows, mr, nseg, seg_len, packed, out, c0, nc, acc, g->nc};
         g->tile(&t);
         for (size_t r = 0; r < mr; r++)
-            g->finish(rq, acc + r * g->nc, c0, nc, y + r * ldy + c0);
+            g->finish(rq, acc + r * g->nc, c0, nc, out_at(rq, y, r * ldy + c0));
     }
 }
 
-void axrt_dense_q8_packed(const uint8_t *x, const int8_t *packed, const axrt_requant *rq, float *y, size_t rows,
+void axrt_dense_q8_packed(const uint8_t *x, const int8_t *packed, const axrt_requant *rq, void *y, size_t rows,
                           size_t in, size_t out)
 {
     const axrt_q8_gemm_ops *g = pick_gemm();
@@ -454,7 +466,7 @@ void axrt_dense_q8_packed(const uint8_t *x, const int8_t *packed, const axrt_req
         const size_t mr = rows - r0 < g->mr ? rows - r0 : g->mr;
         for (size_t r = 0; r < mr; r++)
             ptr[r] = x + (r0 + r) * in;
-        gemm_rows(g, ptr, mr, 1, in, packed, out, rq, y + r0 * out, out);
+        gemm_rows(g, ptr, mr, 1, in, packed, out, rq, out_at(rq, y, r0 * out), out);
     }
 }
 
@@ -478,7 +490,7 @@ static void tap_rows(const uint8_t *x, const uint8_t *zp_row, const axrt_conv2d_
 }
 
 void axrt_conv2d_q8_packed(const uint8_t *x, int32_t x_zp, const int8_t *packed, const axrt_requant *rq,
-                           float *y, uint8_t *patch, const axrt_conv2d_params *p)
+                           void *y, uint8_t *patch, const axrt_conv2d_params *p)
 {
     size_t nseg, seg_len;
     conv_segments(p, &nseg, &seg_len);
@@ -494,7 +506,7 @@ void axrt_conv2d_q8_packed(const uint8_t *x, int32_t x_zp, const int8_t *packed,
         for (size_t pix = 0; pix < pixels; pix++) {
             const int ox = (int)(pix % (size_t)p->ow), oy = (int)(pix / (size_t)p->ow % (size_t)p->oh);
             gather_patch(x, (uint8_t)x_zp, p, (int)(pix / ((size_t)p->ow * (size_t)p->oh)), oy, ox, 0, patch);
-            gemm_rows(g, rows, 1, 1, seg_len, packed, oc, rq, y + pix * oc, oc);
+            gemm_rows(g, rows, 1, 1, seg_len, packed, oc, rq, out_at(rq, y, pix * oc), oc);
         }
         return;
     }
@@ -502,6 +514,6 @@ void axrt_conv2d_q8_packed(const uint8_t *x, int32_t x_zp, const int8_t *packed,
     for (size_t first = 0; first < pixels; first += g->mr) {
         const size_t mr = pixels - first < g->mr ? pixels - first : g->mr;
         tap_rows(x, patch, p, first, mr, rows);
-        gemm_rows(g, rows, mr, nseg, seg_len, packed, oc, rq, y + first * oc, oc);
+        gemm_rows(g, rows, mr, nseg, seg_len, packed, oc, rq, out_at(rq, y, first * oc), oc);
     }
 }
