@@ -445,7 +445,7 @@ static void emit_constants(emitter *em)
         const ir_node *n = node_at(em, id);
         if (n->dead)
             continue;
-        if (n->quant)
+        if (n->quant && n->quant->w)
             emit_quant_constants(em, id);
         if (n->op == IR_OP_param && em->body && em->body->state_const && state_offset(em, id) >= 0)
             continue;   /* read from the state only */
@@ -732,10 +732,29 @@ static void emit_pool_params(emitter *em, const int64_t *x, const int64_t *y, co
                   at->pad[1], at->pad[2], at->pad[3]);
 }
 
+/* An int8 max-pool (ir_quant without weights): its operand quantised into
+ * the scratch unless it arrives int8. */
+static void emit_quant_pool(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *x = operand_node(em, n, 0);
+    const char *qx = operand(em, n, 0);
+    if (!n->quant->in_q8) {
+        qx = ax_sprintf(arena_of(em), "(uint8_t *)((unsigned char *)arena + %lld)", (long long)n->scratch_offset);
+        ax_buf_printf(OUT, "    axrt_quantize_u8(%s, %s, %lld, %s, %d);\n", operand(em, n, 0), qx,
+                      (long long)ir_numel(x), float_text(arena_of(em), n->quant->in_scale), n->quant->in_zp);
+    }
+    emit_pool_params(em, x->shape, n->shape, &n->attrs);
+    ax_buf_printf(OUT, "        axrt_maxpool_u8(%s, %s, &params);\n    }\n", qx, y);
+}
+
 static void emit_pool(emitter *em, const ir_node *n, const char *y)
 {
     const ir_node *x = operand_node(em, n, 0);
     const ir_attrs *at = &n->attrs;
+    if (n->quant) {
+        emit_quant_pool(em, n, y);
+        return;
+    }
     emit_pool_params(em, x->shape, n->shape, at);
     if (n->op == IR_OP_meanpool && (at->exclude_pad || at->ceil_extra[0] || at->ceil_extra[1]))
         ax_buf_printf(OUT, "        axrt_meanpool_counted_%s(%s, %s, &params, %d, %d, %d);\n    }\n",

@@ -276,7 +276,7 @@ static void add_constants(lv *L)
         if (n->dead)
             continue;
         const char *name = ax_sprintf(arena_of(L), "%s_%c%d", L->g->name, n->op == IR_OP_param ? 'p' : 's', id);
-        if (n->quant)
+        if (n->quant && n->quant->w)
             add_quant_constants(L, id);
         if (n->op == IR_OP_param && !cg_param_only_quantised(L->g, id)) {
             if (!n->data)
@@ -558,6 +558,9 @@ static void lv_conv(lv *L, const ir_node *n, LLVMValueRef y)
     }
 }
 
+/* A pool; an int8 max-pool (ir_quant without weights) on q + 128, its
+ * operand quantised into the scratch unless it arrives int8 (cg_c.c
+ * emit_quant_pool). */
 static void lv_pool(lv *L, const ir_node *n, LLVMValueRef y)
 {
     const ir_node *x = operand_node(L, n, 0);
@@ -566,7 +569,17 @@ static void lv_pool(lv *L, const ir_node *n, LLVMValueRef y)
                      (int)n->shape[1], (int)n->shape[2], at->kernel[0], at->kernel[1], at->stride[0],
                      at->stride[1], at->pad[0], at->pad[1], at->pad[2], at->pad[3]};
     LLVMValueRef args[] = {operand(L, n, 0), y, const_ints(L, p, 14)};
-    call(L, kernel(L, ir_ops[n->op].name), "vppp", args);
+    if (!n->quant) {
+        call(L, kernel(L, ir_ops[n->op].name), "vppp", args);
+        return;
+    }
+    if (!n->quant->in_q8) {
+        LLVMValueRef scale = LLVMConstReal(LLVMFloatTypeInContext(L->C), (double)n->quant->in_scale);
+        LLVMValueRef quantise[] = {args[0], scratch(L, n), k_size(L, ir_numel(x)), scale, k_i32(L, n->quant->in_zp)};
+        call(L, "axrt_quantize_u8", "vppzfi", quantise);
+        args[0] = scratch(L, n);
+    }
+    call(L, "axrt_maxpool_u8", "vppp", args);
 }
 
 static void lv_globalpool(lv *L, const ir_node *n, LLVMValueRef y)

@@ -417,6 +417,10 @@ void axrt_dense_q8_packed(const uint8_t *x, const int8_t *packed, const axrt_req
                           size_t rows, size_t in, size_t out);
 void axrt_conv2d_q8_packed(const uint8_t *x, int32_t x_zp, const int8_t *packed, const axrt_requant *rq,
                            void *y, uint8_t *patch, const axrt_conv2d_params *p);
+/* Max-pool of int8 values (q + 128) with the input's scale and zero point:
+   the same integers as quantising the float max-pool of the dequantised
+   values (dequantisation is increasing), padding never chosen. */
+void axrt_maxpool_u8(const uint8_t *x, uint8_t *y, const axrt_pool2d_params *p);
 /* The int8 dot product in use: "portable", "avx2" or "avx512vnni". */
 const char *axrt_q8_isa_name(void);
 

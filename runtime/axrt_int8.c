@@ -517,3 +517,23 @@ void axrt_conv2d_q8_packed(const uint8_t *x, int32_t x_zp, const int8_t *packed,
         gemm_rows(g, rows, mr, nseg, seg_len, packed, oc, rq, out_at(rq, y, first * oc), oc);
     }
 }
+
+/* ---- max-pool -------------------------------------------------------------------- */
+
+void axrt_maxpool_u8(const uint8_t *x, uint8_t *y, const axrt_pool2d_params *p)
+{
+    const size_t c = (size_t)p->c;
+    for (int n = 0; n < p->n; n++)
+        for (int oy = 0; oy < p->oh; oy++)
+            for (int ox = 0; ox < p->ow; ox++) {
+                uint8_t *out = y + (((size_t)n * (size_t)p->oh + (size_t)oy) * (size_t)p->ow + (size_t)ox) * c;
+                const int y0 = oy * p->stride_h - p->pad_top, x0 = ox * p->stride_w - p->pad_left;
+                memset(out, 0, c);   /* the smallest int8, -128: what a window of padding only gives */
+                for (int iy = y0 < 0 ? 0 : y0; iy < y0 + p->kh && iy < p->h; iy++)
+                    for (int ix = x0 < 0 ? 0 : x0; ix < x0 + p->kw && ix < p->w; ix++) {
+                        const uint8_t *in = x + (((size_t)n * (size_t)p->h + (size_t)iy) * (size_t)p->w + (size_t)ix) * c;
+                        for (size_t k = 0; k < c; k++)
+                            out[k] = in[k] > out[k] ? in[k] : out[k];
+                    }
+            }
+}

@@ -302,6 +302,37 @@ static void test_q8_out(void **state)
     check_q8_out((axrt_conv2d_params){3, 1, 1, 784, 1, 1, 10, 1, 1, 1, 1, 1, 1, 0, 0, 1}, true);
 }
 
+/* The int8 max-pool against the float one on the dequantised values,
+ * quantised again with the same parameters (padded, strided, overlapping,
+ * ceil-mode windows that hang over the edge). */
+static void test_maxpool_u8(void **state)
+{
+    (void)state;
+    /* n h w c oh ow kh kw sh sw pt pl pb pr */
+    const axrt_pool2d_params cases[] = {{1, 8, 8, 6, 4, 4, 2, 2, 2, 2, 0, 0, 0, 0},
+                                        {2, 7, 5, 33, 4, 3, 3, 3, 2, 2, 1, 1, 1, 1},
+                                        {1, 5, 5, 3, 3, 3, 2, 2, 2, 2, 0, 0, 1, 1},
+                                        {1, 6, 6, 16, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1}};
+    const float scale = 0.05f;
+    const int32_t zp = -9;
+    for (int k = 0; k < 4; k++) {
+        const axrt_pool2d_params *p = &cases[k];
+        const size_t nx = (size_t)p->n * p->h * p->w * p->c, ny = (size_t)p->n * p->oh * p->ow * p->c;
+        uint8_t *x = malloc(nx), *got = malloc(ny), *want = malloc(ny);
+        float *fx = malloc(sizeof(float) * nx), *fy = malloc(sizeof(float) * ny);
+        for (size_t i = 0; i < nx; i++) {
+            x[i] = (uint8_t)next_random();
+            fx[i] = (float)((int32_t)x[i] - 128 - zp) * scale;
+        }
+        axrt_maxpool_f32(fx, fy, p);
+        axrt_quantize_u8(fy, want, ny, scale, zp);
+        axrt_maxpool_u8(x, got, p);
+        if (memcmp(got, want, ny))
+            fail_msg("int8 max-pool case %d differs from the float one's integers", k);
+        free(x); free(got); free(want); free(fx); free(fy);
+    }
+}
+
 /* The dot product the float ISA names is the one used. */
 static void test_dispatch(void **state)
 {
@@ -328,6 +359,7 @@ int main(void)
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_float_out),
         cmocka_unit_test(test_q8_out),
+        cmocka_unit_test(test_maxpool_u8),
         cmocka_unit_test(test_dispatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
