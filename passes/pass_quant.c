@@ -10,10 +10,12 @@
  * (runtime/axrt.h "int8") to its own observed range, a fused ReLU/ReLU6
  * becoming the clamp.  A layer with a fused residual add or another fused
  * activation keeps its int32 accumulation but leaves it as float (fscale),
- * and the epilogue runs in float.  Everything else runs in float on the
- * dequantised values: pooling, concat, add, ReLU outside a layer (exact on
- * dequantised values for max-pool, concat and ReLU), softmax, LayerNorm and
- * the other activations.  Between int8 layers the value stays int8: a layer
+ * and the epilogue runs in float.  A max-pool after an int8 layer shares
+ * that layer's output scale and zero point (TFLite's rule) and runs on the
+ * integers when its readers take them.  Everything else runs in float on the
+ * dequantised values: other pooling, concat, add, ReLU outside a layer
+ * (exact on dequantised values for max-pool, concat and ReLU), softmax,
+ * LayerNorm and the other activations.  Between int8 layers the value stays int8: a layer
  * whose integer result (no float epilogue) is read only as operand 0 of int8
  * layers quantising with its own output parameters (always so: both come
  * from the same observed range) stores q + 128 in uint8 (out_q8) and its

@@ -1,7 +1,9 @@
 /* axrt_int8.c — the int8 kernels of `axc --quantize=int8` (axrt.h, "int8";
  * interface.md §7).  Activations arrive as float and are quantised at the
  * kernel's door (axrt_quantize_u8: asymmetric, per tensor, stored offset by
- * 128 as uint8); weights are int8, symmetric per output channel; every dot
+ * 128 as uint8), or arrive so from the int8 layer before (whose result the
+ * kernel then stores as bytes, rq->out_q8, not floats); an int8 max-pool works
+ * on those bytes; weights are int8, symmetric per output channel; every dot
  * product accumulates exactly in int32, so every instruction set below
  * produces the same integers:
  *   portable C     4 products per step through the DSP extension's SMLAD
