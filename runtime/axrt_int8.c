@@ -310,9 +310,63 @@ size_t axrt_conv2d_q8_scratch(const axrt_conv2d_params *p)
     return (size_t)p->kh * (size_t)p->kw * (size_t)(p->c / p->groups);
 }
 
+/* Depthwise (one input channel per group, one output channel per input
+ * channel): per output pixel, every tap adds x * w to 64 channels' int32 sums
+ * at once (the padding reads x_zp), the same exact sums as the dot products,
+ * in a loop the compiler vectorises, without a receptive-field copy.  Weight
+ * (channel k, tap t) is w[k * taps + t] (plain) or, tap_major (packed),
+ * w[t * c + k]. */
+#define Q8_DW_BLOCK 64
+static const axrt_q8_gemm_ops *pick_gemm(void);
+
+static bool is_depthwise(const axrt_conv2d_params *p)
+{
+    return p->groups > 1 && p->groups == p->c && p->oc == p->c;
+}
+
+static void depthwise_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, bool tap_major, const axrt_requant *rq,
+                         void *y, const axrt_conv2d_params *p)
+{
+    const size_t c = (size_t)p->c, taps = (size_t)p->kh * (size_t)p->kw;
+    const size_t kstep = tap_major ? 1 : taps, tstep = tap_major ? c : 1;
+    axrt_q8_finish_fn *const fin = pick_gemm()->finish;   /* the instruction set's requantisation */
+    int32_t acc[Q8_DW_BLOCK];
+    for (size_t pix = 0; pix < (size_t)p->n * (size_t)p->oh * (size_t)p->ow; pix++) {
+        const int ox = (int)(pix % (size_t)p->ow), oy = (int)(pix / (size_t)p->ow % (size_t)p->oh);
+        const size_t n = pix / ((size_t)p->ow * (size_t)p->oh);
+        for (size_t c0 = 0; c0 < c; c0 += Q8_DW_BLOCK) {
+            const size_t nc = c - c0 < Q8_DW_BLOCK ? c - c0 : Q8_DW_BLOCK;
+            memset(acc, 0, sizeof acc);
+            for (int ky = 0; ky < p->kh; ky++)
+                for (int kx = 0; kx < p->kw; kx++) {
+                    const int iy = oy * p->stride_h - p->pad_top + ky * p->dilation_h;
+                    const int ix = ox * p->stride_w - p->pad_left + kx * p->dilation_w;
+                    const int8_t *wt = w + c0 * kstep + (size_t)(ky * p->kw + kx) * tstep;
+                    if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) {
+                        for (size_t k = 0; k < nc; k++)
+                            acc[k] += x_zp * wt[k * kstep];
+                        continue;
+                    }
+                    const uint8_t *xp = x + ((n * (size_t)p->h + (size_t)iy) * (size_t)p->w + (size_t)ix) * c + c0;
+                    if (tap_major)
+                        for (size_t k = 0; k < nc; k++)
+                            acc[k] += (int32_t)xp[k] * wt[k];
+                    else
+                        for (size_t k = 0; k < nc; k++)
+                            acc[k] += (int32_t)xp[k] * wt[k * kstep];
+                }
+            fin(rq, acc, c0, nc, out_at(rq, y, pix * c + c0));
+        }
+    }
+}
+
 void axrt_conv2d_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_requant *rq, void *y,
                     uint8_t *patch, const axrt_conv2d_params *p)
 {
+    if (is_depthwise(p)) {
+        depthwise_q8(x, x_zp, w, false, rq, y, p);
+        return;
+    }
     const dot_impl d = pick_dot();
     const size_t k = axrt_conv2d_q8_scratch(p), ocg = (size_t)(p->oc / p->groups);
     for (int n = 0; n < p->n; n++)
@@ -433,9 +487,12 @@ size_t axrt_conv2d_q8_pack(const int8_t *w, const axrt_conv2d_params *p, int8_t 
 {
     size_t nseg, seg_len;
     conv_segments(p, &nseg, &seg_len);
-    if (!nseg) {
-        const size_t bytes = (size_t)p->oc * axrt_conv2d_q8_scratch(p);
-        if (packed)
+    if (!nseg) {   /* grouped: the plain layout; depthwise: tap-major, [kh, kw, c] */
+        const size_t bytes = (size_t)p->oc * axrt_conv2d_q8_scratch(p), taps = (size_t)p->kh * (size_t)p->kw;
+        if (packed && is_depthwise(p))
+            for (size_t i = 0; i < bytes; i++)
+                packed[i % taps * (size_t)p->c + i / taps] = w[i];
+        else if (packed)
             memcpy(packed, w, bytes);
         return bytes;
     }
@@ -497,7 +554,10 @@ void axrt_conv2d_q8_packed(const uint8_t *x, int32_t x_zp, const int8_t *packed,
     size_t nseg, seg_len;
     conv_segments(p, &nseg, &seg_len);
     if (!nseg) {
-        axrt_conv2d_q8(x, x_zp, packed, rq, y, patch, p);
+        if (is_depthwise(p))
+            depthwise_q8(x, x_zp, packed, true, rq, y, p);
+        else
+            axrt_conv2d_q8(x, x_zp, packed, rq, y, patch, p);
         return;
     }
     const axrt_q8_gemm_ops *g = pick_gemm();
