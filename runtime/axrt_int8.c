@@ -17,8 +17,9 @@
  * without VNNI on this CPU uses the avx2 dot.
  * The generated code calls the _packed kernels: dense and ungrouped conv as a
  * register-tiled GEMM on weights packed at compile time (axrt_q8.h; tiles in
- * axrt_x86_int8.c, a scalar/SMLAD tile here); grouped and depthwise convs
- * keep the plain layout and the dot products above.  Requantisation is one integer
+ * axrt_x86_int8.c, a scalar/SMLAD tile here); grouped convs keep the plain
+ * layout and the dot products above; depthwise convs sum channel blocks over
+ * the taps (tap-major weights when packed).  Requantisation is one integer
  * formula (axrt_requantize) shared by all paths.  Freestanding C99. */
 #include <math.h>
 #include <stdbool.h>
