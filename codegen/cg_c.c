@@ -177,9 +177,9 @@ static const char *storage(const emitter *em, int id)
     case IR_OP_scalar: return ax_sprintf(arena_of(em), "&%s_s%d", prefix, id);
     default: break;
     }
-    if (n->offset >= 0)
-        return ax_sprintf(arena_of(em), "(%s *)((unsigned char *)arena + %lld)", ctype(n->dtype),
-                          (long long)n->offset);
+    if (n->offset >= 0)   /* an int8 layer's int8-stored result: uint8_t, q + 128 */
+        return ax_sprintf(arena_of(em), "(%s *)((unsigned char *)arena + %lld)",
+                          n->quant && n->quant->out_q8 ? "uint8_t" : ctype(n->dtype), (long long)n->offset);
     int out = ir_output_index(em->g, id);
     if (out >= 0)
         return em->output_names[out];
@@ -392,30 +392,35 @@ static void emit_quant_constants(emitter *em, int id)
     if (q->float_out) {
         emit_q_array(em, "float", "fscale", id, q->fscale, q->nout, 4);
         ax_buf_printf(em->out, "static const axrt_requant %s_q%d_rq = {%s_q%d_bias.values, NULL, NULL, "
-                      "%s_q%d_fscale.values, 0, 0, 0, 0.0f};\n", em->g->name, id, em->g->name, id,
+                      "%s_q%d_fscale.values, 0, 0, 0, 0.0f, 0};\n", em->g->name, id, em->g->name, id,
                       em->g->name, id);
         return;
     }
     emit_q_array(em, "int32_t", "mult", id, q->mult, q->nout, 4);
     emit_q_array(em, "int8_t", "shift", id, q->shift, q->nout, 1);
     ax_buf_printf(em->out, "static const axrt_requant %s_q%d_rq = {%s_q%d_bias.values, %s_q%d_mult.values, "
-                  "%s_q%d_shift.values, NULL, %d, %d, %d, %s};\n", em->g->name, id, em->g->name, id,
+                  "%s_q%d_shift.values, NULL, %d, %d, %d, %s, %d};\n", em->g->name, id, em->g->name, id,
                   em->g->name, id, em->g->name, id, q->out_zp, q->lo, q->hi,
-                  float_text(arena_of(em), q->out_scale));
+                  float_text(arena_of(em), q->out_scale), q->out_q8);
 }
 
-/* Quantises operand 0 into the node's scratch, then the int8 kernel. */
+/* Quantises operand 0 into the node's scratch (unless it arrives int8:
+ * in_q8), then the int8 kernel; a conv's receptive field follows in the
+ * scratch. */
 static void emit_quant_layer(emitter *em, const ir_node *n, const char *y)
 {
     const ir_quant *q = n->quant;
     const ir_node *x = operand_node(em, n, 0);
     const int id = (int)(n - em->g->nodes);
-    if (n->scratch_offset < 0)
+    const int64_t patch_at = n->scratch_offset + (q->in_q8 ? 0 : ir_numel(x));
+    if (n->scratch_offset < 0 && (!q->in_q8 || n->op == IR_OP_conv))
         ax_die("cg_c: int8 layer %%%d has no scratch buffer", id);
-    const char *qx = ax_sprintf(arena_of(em), "(uint8_t *)((unsigned char *)arena + %lld)",
-                                (long long)n->scratch_offset);
-    ax_buf_printf(em->out, "    axrt_quantize_u8(%s, %s, %lld, %s, %d);\n", operand(em, n, 0), qx,
-                  (long long)ir_numel(x), float_text(arena_of(em), q->in_scale), q->in_zp);
+    const char *qx = q->in_q8 ? operand(em, n, 0)
+                              : ax_sprintf(arena_of(em), "(uint8_t *)((unsigned char *)arena + %lld)",
+                                           (long long)n->scratch_offset);
+    if (!q->in_q8)
+        ax_buf_printf(em->out, "    axrt_quantize_u8(%s, %s, %lld, %s, %d);\n", operand(em, n, 0), qx,
+                      (long long)ir_numel(x), float_text(arena_of(em), q->in_scale), q->in_zp);
     if (n->op == IR_OP_dense) {
         const int64_t in = x->shape[x->rank - 1];
         ax_buf_printf(em->out, "    axrt_dense_q8_packed(%s, %s_q%d_w.values, &%s_q%d_rq, %s, %lld, %lld, %lld);\n",
@@ -431,8 +436,7 @@ static void emit_quant_layer(emitter *em, const ir_node *n, const char *y)
                   p.dilation_h, p.dilation_w, p.pad_top, p.pad_left, p.groups);
     ax_buf_printf(em->out, "        axrt_conv2d_q8_packed(%s, %d, %s_q%d_w.values, &%s_q%d_rq, %s, "
                   "(uint8_t *)((unsigned char *)arena + %lld), &params);\n    }\n",
-                  qx, q->in_zp + 128, em->g->name, id, em->g->name, id, y,
-                  (long long)(n->scratch_offset + ir_numel(x)));
+                  qx, q->in_zp + 128, em->g->name, id, em->g->name, id, y, (long long)patch_at);
 }
 
 static void emit_constants(emitter *em)
@@ -441,7 +445,7 @@ static void emit_constants(emitter *em)
         const ir_node *n = node_at(em, id);
         if (n->dead)
             continue;
-        if (n->quant)
+        if (n->quant && n->quant->w)
             emit_quant_constants(em, id);
         if (n->op == IR_OP_param && em->body && em->body->state_const && state_offset(em, id) >= 0)
             continue;   /* read from the state only */
@@ -739,10 +743,29 @@ static void emit_pool_params(emitter *em, const int64_t *x, const int64_t *y, co
                   at->pad[1], at->pad[2], at->pad[3]);
 }
 
+/* An int8 max-pool (ir_quant without weights): its operand quantised into
+ * the scratch unless it arrives int8. */
+static void emit_quant_pool(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *x = operand_node(em, n, 0);
+    const char *qx = operand(em, n, 0);
+    if (!n->quant->in_q8) {
+        qx = ax_sprintf(arena_of(em), "(uint8_t *)((unsigned char *)arena + %lld)", (long long)n->scratch_offset);
+        ax_buf_printf(OUT, "    axrt_quantize_u8(%s, %s, %lld, %s, %d);\n", operand(em, n, 0), qx,
+                      (long long)ir_numel(x), float_text(arena_of(em), n->quant->in_scale), n->quant->in_zp);
+    }
+    emit_pool_params(em, x->shape, n->shape, &n->attrs);
+    ax_buf_printf(OUT, "        axrt_maxpool_u8(%s, %s, &params);\n    }\n", qx, y);
+}
+
 static void emit_pool(emitter *em, const ir_node *n, const char *y)
 {
     const ir_node *x = operand_node(em, n, 0);
     const ir_attrs *at = &n->attrs;
+    if (n->quant) {
+        emit_quant_pool(em, n, y);
+        return;
+    }
     emit_pool_params(em, x->shape, n->shape, at);
     if (n->op == IR_OP_meanpool && (at->exclude_pad || at->ceil_extra[0] || at->ceil_extra[1]))
         ax_buf_printf(OUT, "        axrt_meanpool_counted_%s(%s, %s, &params, %d, %d, %d);\n    }\n",

@@ -86,8 +86,9 @@ static size_t q8_patch_bytes(const ir_node *n, const ir_graph *g)
 
 size_t cg_c_scratch_bytes(const ir_node *n, const ir_graph *g)
 {
-    if (n->quant)   /* the int8 layer's quantised operand 0, then a conv's receptive field */
-        return (size_t)ir_numel(&g->nodes[n->src[0]]) + (n->op == IR_OP_conv ? q8_patch_bytes(n, g) : 0);
+    if (n->quant)   /* the int8 layer's (or max-pool's) quantised operand 0 (unless it arrives so), then a conv's receptive field */
+        return (n->quant->in_q8 ? 0 : (size_t)ir_numel(&g->nodes[n->src[0]])) +
+               (n->op == IR_OP_conv ? q8_patch_bytes(n, g) : 0);
     if (n->op == IR_OP_mha)
         return mha_scratch_bytes(n, g);
     if (n->op == IR_OP_conv)

@@ -249,8 +249,8 @@ static LLVMValueRef bytes_global(lv *L, const void *data, size_t bytes, const ch
 }
 
 /* An int8 layer's weights and its axrt_requant {bias, mult, shift, fscale,
- * zp, lo, hi, scale}: mult and shift, or fscale when the float epilogue
- * follows (cg_c.c emit_quant_constants). */
+ * zp, lo, hi, scale, out_q8}: mult and shift, or fscale when the float
+ * epilogue follows (cg_c.c emit_quant_constants). */
 static void add_quant_constants(lv *L, int id)
 {
     const ir_quant *q = node_at(L, id)->quant;
@@ -261,11 +261,11 @@ static void add_quant_constants(lv *L, int id)
     LLVMValueRef mult = q->float_out ? k_null(L) : bytes_global(L, q->mult, nout * 4, "qmult", 4);
     LLVMValueRef shift = q->float_out ? k_null(L) : bytes_global(L, q->shift, nout, "qshift", 1);
     LLVMValueRef fscale = q->float_out ? bytes_global(L, q->fscale, nout * 4, "qfscale", 4) : k_null(L);
-    LLVMTypeRef types[] = {L->ptr, L->ptr, L->ptr, L->ptr, L->i32, L->i32, L->i32, f32};
+    LLVMTypeRef types[] = {L->ptr, L->ptr, L->ptr, L->ptr, L->i32, L->i32, L->i32, f32, L->i32};
     LLVMValueRef fields[] = {bias, mult, shift, fscale, k_i32(L, q->float_out ? 0 : q->out_zp),
                              k_i32(L, q->float_out ? 0 : q->lo), k_i32(L, q->float_out ? 0 : q->hi),
-                             LLVMConstReal(f32, q->float_out ? 0.0 : (double)q->out_scale)};
-    LLVMValueRef rq = LLVMConstNamedStruct(LLVMStructTypeInContext(L->C, types, 8, 0), fields, 8);
+                             LLVMConstReal(f32, q->float_out ? 0.0 : (double)q->out_scale), k_i32(L, q->out_q8)};
+    LLVMValueRef rq = LLVMConstNamedStruct(LLVMStructTypeInContext(L->C, types, 9, 0), fields, 9);
     L->globals[id] = const_global(L, rq, "requant", 8);
 }
 
@@ -276,7 +276,7 @@ static void add_constants(lv *L)
         if (n->dead)
             continue;
         const char *name = ax_sprintf(arena_of(L), "%s_%c%d", L->g->name, n->op == IR_OP_param ? 'p' : 's', id);
-        if (n->quant)
+        if (n->quant && n->quant->w)
             add_quant_constants(L, id);
         if (n->op == IR_OP_param && !cg_param_only_quantised(L->g, id)) {
             if (!n->data)
@@ -439,18 +439,21 @@ static void epilogue_args(lv *L, const ir_node *n, LLVMValueRef *args)
 
 static LLVMValueRef conv_params(lv *L, const ir_node *n, bool unit_stride);
 
-/* An int8 layer: operand 0 quantised into the node's scratch, then the
- * int8 kernel (cg_c.c emit_quant_layer). */
+/* An int8 layer: operand 0 quantised into the node's scratch (unless it
+ * arrives int8: in_q8), then the int8 kernel (cg_c.c emit_quant_layer). */
 static void lv_quant(lv *L, const ir_node *n, LLVMValueRef y)
 {
     const ir_quant *q = n->quant;
     const ir_node *x = operand_node(L, n, 0);
     const int id = (int)(n - L->g->nodes);
-    if (n->scratch_offset < 0)
+    if (n->scratch_offset < 0 && (!q->in_q8 || n->op == IR_OP_conv))
         ax_die("cg_llvm: int8 layer %%%d has no scratch buffer", id);
-    LLVMValueRef qx = scratch(L, n), scale = LLVMConstReal(LLVMFloatTypeInContext(L->C), (double)q->in_scale);
-    LLVMValueRef quantise[] = {operand(L, n, 0), qx, k_size(L, ir_numel(x)), scale, k_i32(L, q->in_zp)};
-    call(L, "axrt_quantize_u8", "vppzfi", quantise);
+    LLVMValueRef qx = q->in_q8 ? operand(L, n, 0) : scratch(L, n);
+    if (!q->in_q8) {
+        LLVMValueRef scale = LLVMConstReal(LLVMFloatTypeInContext(L->C), (double)q->in_scale);
+        LLVMValueRef quantise[] = {operand(L, n, 0), qx, k_size(L, ir_numel(x)), scale, k_i32(L, q->in_zp)};
+        call(L, "axrt_quantize_u8", "vppzfi", quantise);
+    }
     if (n->op == IR_OP_dense) {
         const int64_t in = x->shape[x->rank - 1];
         LLVMValueRef args[] = {qx, L->qweights[id], L->globals[id], y, k_size(L, ir_numel(x) / in),
@@ -458,9 +461,10 @@ static void lv_quant(lv *L, const ir_node *n, LLVMValueRef y)
         call(L, "axrt_dense_q8", "vppppzzz", args);
         return;
     }
-    LLVMValueRef after = k_i64(L, ir_numel(x)); /* the receptive field follows the quantised input */
+    LLVMValueRef after = k_i64(L, q->in_q8 ? 0 : ir_numel(x)); /* the receptive field follows the quantised input */
     LLVMValueRef args[] = {qx, k_i32(L, q->in_zp + 128), L->qweights[id], L->globals[id], y,
-                           LLVMBuildInBoundsGEP2(L->B, L->i8, qx, &after, 1, "patch"), conv_params(L, n, false)};
+                           LLVMBuildInBoundsGEP2(L->B, L->i8, scratch(L, n), &after, 1, "patch"),
+                           conv_params(L, n, false)};
     call(L, "axrt_conv2d_q8", "vpippppp", args);
 }
 
@@ -529,6 +533,9 @@ static void lv_conv(lv *L, const ir_node *n, LLVMValueRef y)
     }
 }
 
+/* A pool; an int8 max-pool (ir_quant without weights) on q + 128, its
+ * operand quantised into the scratch unless it arrives int8 (cg_c.c
+ * emit_quant_pool). */
 static void lv_pool(lv *L, const ir_node *n, LLVMValueRef y)
 {
     const ir_node *x = operand_node(L, n, 0);
@@ -537,7 +544,17 @@ static void lv_pool(lv *L, const ir_node *n, LLVMValueRef y)
                      (int)n->shape[1], (int)n->shape[2], at->kernel[0], at->kernel[1], at->stride[0],
                      at->stride[1], at->pad[0], at->pad[1], at->pad[2], at->pad[3]};
     LLVMValueRef args[] = {operand(L, n, 0), y, const_ints(L, p, 14)};
-    call(L, kernel(L, ir_ops[n->op].name), "vppp", args);
+    if (!n->quant) {
+        call(L, kernel(L, ir_ops[n->op].name), "vppp", args);
+        return;
+    }
+    if (!n->quant->in_q8) {
+        LLVMValueRef scale = LLVMConstReal(LLVMFloatTypeInContext(L->C), (double)n->quant->in_scale);
+        LLVMValueRef quantise[] = {args[0], scratch(L, n), k_size(L, ir_numel(x)), scale, k_i32(L, n->quant->in_zp)};
+        call(L, "axrt_quantize_u8", "vppzfi", quantise);
+        args[0] = scratch(L, n);
+    }
+    call(L, "axrt_maxpool_u8", "vppp", args);
 }
 
 static void lv_globalpool(lv *L, const ir_node *n, LLVMValueRef y)

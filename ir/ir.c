@@ -253,6 +253,11 @@ size_t ir_nbytes(const ir_node *n)
     return (size_t)ir_numel(n) * axrt_dtype_size(n->dtype);
 }
 
+size_t ir_value_bytes(const ir_node *n)
+{
+    return n->quant && n->quant->out_q8 ? (size_t)ir_numel(n) : ir_nbytes(n);
+}
+
 const char *ir_shape_str(const int64_t *shape, int rank, char *buf, size_t size)
 {
     if (size == 0)

@@ -241,11 +241,14 @@ struct ir_node {
 /* A dense or conv computed in int8 (passes/pass_quant.c; runtime/axrt.h "int8"):
  * operand 0 quantised with (in_scale, in_zp), weights per output channel,
  * requantised to (out_scale, out_zp) clamped to [lo, hi] (a fused ReLU/ReLU6),
- * or, with float_out (a fused residual follows), scaled to float by fscale. */
+ * or, with float_out (a fused residual follows), scaled to float by fscale.
+ * in_q8: operand 0 arrives already quantised (its producer's out_q8, the same
+ * scale and zero point); out_q8: the result is stored as q + 128 in uint8, one
+ * byte per element (ir_value_bytes), because every reader is an in_q8 layer. */
 typedef struct ir_quant {
     float in_scale, out_scale;
     int32_t in_zp, out_zp, lo, hi;
-    bool float_out;
+    bool float_out, in_q8, out_q8;
     int64_t nw, nout;
     int8_t *w;        /* [out, in] or [oc, kh, kw, c / groups] */
     int32_t *bias, *mult;
@@ -307,6 +310,9 @@ bool ir_same_shape(const ir_node *a, const ir_node *b);  /* same rank and dims *
 int ir_output_index(const ir_graph *g, int id);           /* position among outputs, or -1 */
 static inline bool ir_is_output(const ir_graph *g, int id) { return ir_output_index(g, id) >= 0; }
 size_t ir_nbytes(const ir_node *n);
+/* The bytes n's value takes in the arena: ir_nbytes, or one per element for an
+ * int8 layer whose result is stored as int8 (ir_quant out_q8). */
+size_t ir_value_bytes(const ir_node *n);
 /* "[1, 784]" into buf (always NUL-terminated); returns buf. */
 const char *ir_shape_str(const int64_t *shape, int rank, char *buf, size_t size);
 /* The dtype table (runtime/axrt.h AXRT_DTYPES) as the compiler reads it. */

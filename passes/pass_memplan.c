@@ -118,7 +118,7 @@ static bool can_inplace(const ir_graph *g, const mem_plan *p, int id, int k)
         return false;
     const int own = p->owner[n->src[k]];
     const mem_buffer *b = &p->bufs[own];
-    if (b->scratch || b->end != id || ir_nbytes(&g->nodes[n->src[k]]) != ir_nbytes(n))
+    if (b->scratch || b->end != id || ir_value_bytes(&g->nodes[n->src[k]]) != ir_value_bytes(n))
         return false;
     for (int i = 0; i < n->nsrc; i++)
         if (i != k && n->src[i] != IR_NONE && p->owner[n->src[i]] == own && !read_in_order(g, n, i))
@@ -156,7 +156,7 @@ static void place_value(const ir_graph *g, mem_plan *p, const int *last, int id)
     if (k >= 0) {
         const int own = p->owner[n->src[k]];
         if (n->op != IR_OP_reshape)
-            p->naive += align_up(ir_nbytes(n));
+            p->naive += align_up(ir_value_bytes(n));
         if (own >= 0) {
             p->owner[id] = own;
             if (last[id] > p->bufs[own].end)
@@ -165,7 +165,7 @@ static void place_value(const ir_graph *g, mem_plan *p, const int *last, int id)
         return;
     }
     p->owner[id] = p->n;
-    add_buffer(p, id, false, last[id], ir_nbytes(n));
+    add_buffer(p, id, false, last[id], ir_value_bytes(n));
     if (n->op == IR_OP_result)   /* written by its producer, so live from there on: */
         p->bufs[p->n - 1].start = n->src[0];   /* never over the producer's operands */
 }

@@ -10,11 +10,19 @@
  * (runtime/axrt.h "int8") to its own observed range, a fused ReLU/ReLU6
  * becoming the clamp.  A layer with a fused residual add or another fused
  * activation keeps its int32 accumulation but leaves it as float (fscale),
- * and the epilogue runs in float.  Everything else runs in float on the
- * dequantised values: pooling, concat, add, ReLU outside a layer (exact on
- * dequantised values for max-pool, concat and ReLU), softmax, LayerNorm and
- * the other activations.  The arithmetic is in double here, at compile
- * time, and each formula is written so that tests can mirror it. */
+ * and the epilogue runs in float.  A max-pool after an int8 layer shares
+ * that layer's output scale and zero point (TFLite's rule) and runs on the
+ * integers when its readers take them.  Everything else runs in float on the
+ * dequantised values: other pooling, concat, add, ReLU outside a layer
+ * (exact on dequantised values for max-pool, concat and ReLU), softmax,
+ * LayerNorm and the other activations.  Between int8 layers the value stays int8: a layer
+ * whose integer result (no float epilogue) is read only as operand 0 of int8
+ * layers quantising with its own output parameters (always so: both come
+ * from the same observed range) stores q + 128 in uint8 (out_q8) and its
+ * readers skip the quantisation at their door (in_q8) — the same integers
+ * as dequantising and quantising again, one byte per element in the arena.
+ * The arithmetic is in double here, at compile time, and each formula is
+ * written so that tests can mirror it. */
 #include <math.h>
 #include <string.h>
 
@@ -122,15 +130,97 @@ static void quantise_node(ir_graph *g, ir_node *n, const double *lo, const doubl
     n->quant = q;
 }
 
-int pass_quant(ir_graph *g, const double *lo, const double *hi)
+/* Whether max-pool m reads an int8 layer with an integer result: then it
+ * shares that layer's output parameters (TFLite's rule) and may run in int8. */
+static bool pool_follows_int8(const ir_graph *g, const ir_node *m)
+{
+    if (m->dead || m->op != IR_OP_maxpool || m->dtype != AXRT_F32)
+        return false;
+    const ir_node *x = &g->nodes[m->src[0]];
+    return pass_quant_applies(g, x) && x->attrs.residual == IR_NONE && act_folds(x->attrs.act);
+}
+
+/* The calibrated ranges with every such max-pool's (and the reshapes of it)
+ * replaced by its input's: the pool's output and its readers quantise with
+ * the producer's scale and zero point. */
+static void share_pool_ranges(const ir_graph *g, double *lo, double *hi)
+{
+    for (int id = 0; id < g->nnodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        if (pool_follows_int8(g, n) || (n->op == IR_OP_reshape && !n->dead)) {   /* a reshape: the same values */
+            lo[id] = lo[n->src[0]];
+            hi[id] = hi[n->src[0]];
+        }
+    }
+}
+
+/* Whether int8 layer id's integers can be stored as int8: not a graph
+ * output, no float epilogue, and every live reader an int8 layer reading it
+ * as operand 0 only, with the same scale and zero point. */
+static bool keeps_int8(const ir_graph *g, int id)
+{
+    const ir_quant *q = g->nodes[id].quant;
+    if (!q || q->float_out || ir_is_output(g, id))
+        return false;
+    bool read = false;
+    for (int k = id + 1; k < g->nnodes; k++) {
+        const ir_node *r = &g->nodes[k];
+        for (int i = 0; i < r->nsrc && !r->dead; i++) {
+            if (r->src[i] != id) continue;
+            if (i != 0 || !r->quant || r->quant->in_scale != q->out_scale || r->quant->in_zp != q->out_zp)
+                return false;
+            read = true;
+        }
+    }
+    return read;
+}
+
+/* The max-pools after int8 layers whose results can stay int8 (last first:
+ * a pool reading a pool) run in int8 on q + 128 (ir_quant without weights,
+ * in and out the producer's parameters); the others stay float. */
+static void quantise_pools(ir_graph *g)
+{
+    for (int id = g->nnodes - 1; id >= 0; id--) {
+        ir_node *m = &g->nodes[id];
+        if (!pool_follows_int8(g, m)) continue;
+        const ir_quant *x = g->nodes[m->src[0]].quant;
+        ir_quant *q = ax_alloc(g->ctx->arena, sizeof *q);
+        memset(q, 0, sizeof *q);
+        q->in_scale = q->out_scale = x->out_scale;
+        q->in_zp = q->out_zp = x->out_zp;
+        m->quant = q;
+        if (!keeps_int8(g, id))
+            m->quant = NULL;
+    }
+}
+
+/* Marks the int8 layers whose results stay int8 and their readers. */
+static void mark_int8_storage(ir_graph *g)
+{
+    quantise_pools(g);
+    for (int id = 0; id < g->nnodes; id++) {
+        if (!keeps_int8(g, id)) continue;
+        ((ir_quant *)g->nodes[id].quant)->out_q8 = true;
+        for (int k = id + 1; k < g->nnodes; k++)
+            if (g->nodes[k].quant && !g->nodes[k].dead && g->nodes[k].src[0] == id)
+                ((ir_quant *)g->nodes[k].quant)->in_q8 = true;
+    }
+}
+
+int pass_quant(ir_graph *g, const double *observed_lo, const double *observed_hi)
 {
     int count = 0;
+    const size_t bytes = sizeof(double) * (size_t)(g->nnodes + 1);
+    double *lo = memcpy(ax_alloc(g->ctx->arena, bytes), observed_lo, bytes - sizeof(double));
+    double *hi = memcpy(ax_alloc(g->ctx->arena, bytes), observed_hi, bytes - sizeof(double));
+    share_pool_ranges(g, lo, hi);
     for (int id = 0; id < g->nnodes; id++) {
         ir_node *n = &g->nodes[id];
         if (!pass_quant_applies(g, n)) continue;
         quantise_node(g, n, lo, hi);
         count++;
     }
+    mark_int8_storage(g);
     /* the int8 layers need a byte buffer for their quantised input and
        none of them runs in place: plan again */
     if (count) pass_memplan_with(g, g->share_buffers);

@@ -386,8 +386,10 @@ void axrt_dwconv_inplace_f64(double *xy, const double *w, int packed, const doub
  * scale) + zp, -128, 127), held as q + 128 in uint8; weights int8 [-127, 127],
  * symmetric per output channel; int32 accumulation; requantisation
  * q_out = zp + axrt_requantize(acc, mult[o], shift[o]) clamped to [lo, hi]
- * (ReLU/ReLU6 folded into lo/hi), then dequantised to float.  The same
- * integers on every instruction set and on Cortex-M. */
+ * (ReLU/ReLU6 folded into lo/hi), then dequantised to float, or (out_q8)
+ * stored as q + 128 in uint8 for the next int8 layer.  The same integers on
+ * every instruction set and on Cortex-M.  y is float, or uint8_t when
+ * rq->out_q8. */
 void axrt_quantize_u8(const float *x, uint8_t *q, size_t n, float scale, int32_t zp);
 /* round_half_away(acc * mult / 2^shift), 1 <= shift <= 62 */
 int32_t axrt_requantize(int32_t acc, int32_t mult, int shift);
@@ -398,14 +400,15 @@ typedef struct axrt_requant {
     const float *fscale;  /* [out] s_x * s_w, read when mult is NULL */
     int32_t zp, lo, hi;   /* output zero point and clamp */
     float scale;          /* output scale */
+    int32_t out_q8;       /* non-zero: y is uint8_t, q + 128 (needs mult) */
 } axrt_requant;
 /* x [rows, in] (quantised, + 128), w [out, in] */
-void axrt_dense_q8(const uint8_t *x, const int8_t *w, const axrt_requant *rq, float *y, size_t rows,
+void axrt_dense_q8(const uint8_t *x, const int8_t *w, const axrt_requant *rq, void *y, size_t rows,
                    size_t in, size_t out);
 /* x NHWC (quantised, + 128; padding reads x_zp = zp_x + 128), w [oc, kh, kw, c / groups];
    patch holds axrt_conv2d_q8_scratch(p) bytes (one receptive field) */
 size_t axrt_conv2d_q8_scratch(const axrt_conv2d_params *p);
-void axrt_conv2d_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_requant *rq, float *y,
+void axrt_conv2d_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_requant *rq, void *y,
                     uint8_t *patch, const axrt_conv2d_params *p);
 /* The same on weights packed for the register-tiled GEMM (the layout:
    libaxrt's internals): *_pack writes the packed bytes (packed may be NULL)
@@ -413,10 +416,14 @@ void axrt_conv2d_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_
 size_t axrt_dense_q8_pack(const int8_t *w, size_t in, size_t out, int8_t *packed);
 size_t axrt_conv2d_q8_pack(const int8_t *w, const axrt_conv2d_params *p, int8_t *packed);
 void axrt_q8_pack(const int8_t *w, size_t out, size_t nseg, size_t seg_len, int8_t *packed);
-void axrt_dense_q8_packed(const uint8_t *x, const int8_t *packed, const axrt_requant *rq, float *y,
+void axrt_dense_q8_packed(const uint8_t *x, const int8_t *packed, const axrt_requant *rq, void *y,
                           size_t rows, size_t in, size_t out);
 void axrt_conv2d_q8_packed(const uint8_t *x, int32_t x_zp, const int8_t *packed, const axrt_requant *rq,
-                           float *y, uint8_t *patch, const axrt_conv2d_params *p);
+                           void *y, uint8_t *patch, const axrt_conv2d_params *p);
+/* Max-pool of int8 values (q + 128) with the input's scale and zero point:
+   the same integers as quantising the float max-pool of the dequantised
+   values (dequantisation is increasing), padding never chosen. */
+void axrt_maxpool_u8(const uint8_t *x, uint8_t *y, const axrt_pool2d_params *p);
 /* The int8 dot product in use: "portable", "avx2" or "avx512vnni". */
 const char *axrt_q8_isa_name(void);
 

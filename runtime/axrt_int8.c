@@ -1,7 +1,9 @@
 /* axrt_int8.c — the int8 kernels of `axc --quantize=int8` (axrt.h, "int8";
  * interface.md §7).  Activations arrive as float and are quantised at the
  * kernel's door (axrt_quantize_u8: asymmetric, per tensor, stored offset by
- * 128 as uint8); weights are int8, symmetric per output channel; every dot
+ * 128 as uint8), or arrive so from the int8 layer before (whose result the
+ * kernel then stores as bytes, rq->out_q8, not floats); an int8 max-pool works
+ * on those bytes; weights are int8, symmetric per output channel; every dot
  * product accumulates exactly in int32, so every instruction set below
  * produces the same integers:
  *   portable C     4 products per step through the DSP extension's SMLAD
@@ -15,8 +17,9 @@
  * without VNNI on this CPU uses the avx2 dot.
  * The generated code calls the _packed kernels: dense and ungrouped conv as a
  * register-tiled GEMM on weights packed at compile time (axrt_q8.h; tiles in
- * axrt_x86_int8.c, a scalar/SMLAD tile here); grouped and depthwise convs
- * keep the plain layout and the dot products above.  Requantisation is one integer
+ * axrt_x86_int8.c, a scalar/SMLAD tile here); grouped convs keep the plain
+ * layout and the dot products above; depthwise convs sum channel blocks over
+ * the taps (tap-major weights when packed).  Requantisation is one integer
  * formula (axrt_requantize) shared by all paths.  Freestanding C99. */
 #include <math.h>
 #include <stdbool.h>
@@ -64,14 +67,26 @@ int32_t axrt_requantize(int32_t acc, int32_t mult, int shift)
     return (int32_t)(p < 0 ? -r : r);
 }
 
-/* Output channel o of accumulator acc as float: requantised, clamped and
- * dequantised, or (rq->mult NULL) scaled to float directly. */
-static float finish(const axrt_requant *rq, int32_t acc, size_t o)
+/* Stores output channel o of accumulator acc as y[i]: requantised, clamped
+ * and dequantised to float, or kept as q + 128 (rq->out_q8), or (rq->mult
+ * NULL) scaled to float directly. */
+static void finish(const axrt_requant *rq, int32_t acc, size_t o, void *y, size_t i)
 {
-    if (!rq->mult)
-        return (float)acc * rq->fscale[o];
-    const int64_t q = (int64_t)rq->zp + axrt_requantize(acc, rq->mult[o], rq->shift[o]);
-    return (float)(clamp_i32(q, rq->lo, rq->hi) - rq->zp) * rq->scale;
+    if (!rq->mult) {
+        ((float *)y)[i] = (float)acc * rq->fscale[o];
+        return;
+    }
+    const int32_t q = clamp_i32((int64_t)rq->zp + axrt_requantize(acc, rq->mult[o], rq->shift[o]), rq->lo, rq->hi);
+    if (rq->out_q8)
+        ((uint8_t *)y)[i] = (uint8_t)(q + 128);
+    else
+        ((float *)y)[i] = (float)(q - rq->zp) * rq->scale;
+}
+
+/* Element i of the kernel's output y (float, or uint8_t when rq->out_q8). */
+static void *out_at(const axrt_requant *rq, void *y, size_t i)
+{
+    return (unsigned char *)y + i * (rq->out_q8 ? 1 : sizeof(float));
 }
 
 /* ---- the dot products, one per instruction set ----------------------------- */
@@ -251,27 +266,27 @@ const char *axrt_q8_isa_name(void)
 
 /* y[o] for o in [0, count): rows of w k apart, four at a time. */
 static void dot_rows(dot_impl d, const uint8_t *x, const int8_t *w, size_t k, size_t first, size_t count,
-                     const axrt_requant *rq, float *y)
+                     const axrt_requant *rq, void *y)
 {
     size_t o = first;
     int32_t acc[4];
     for (; o + 4 <= first + count; o += 4) {
         d.four(x, w + o * k, k, k, acc);
-        for (int j = 0; j < 4; j++)
-            y[o + (size_t)j] = finish(rq, rq->bias[o + (size_t)j] + acc[j], o + (size_t)j);
+        for (size_t j = 0; j < 4; j++)
+            finish(rq, rq->bias[o + j] + acc[j], o + j, y, o + j);
     }
     for (; o < first + count; o++)
-        y[o] = finish(rq, rq->bias[o] + d.one(x, w + o * k, k), o);
+        finish(rq, rq->bias[o] + d.one(x, w + o * k, k), o, y, o);
 }
 
 /* ---- dense and conv ------------------------------------------------------------ */
 
-void axrt_dense_q8(const uint8_t *x, const int8_t *w, const axrt_requant *rq, float *y, size_t rows,
+void axrt_dense_q8(const uint8_t *x, const int8_t *w, const axrt_requant *rq, void *y, size_t rows,
                    size_t in, size_t out)
 {
     const dot_impl d = pick_dot();
     for (size_t r = 0; r < rows; r++)
-        dot_rows(d, x + r * in, w, in, 0, out, rq, y + r * out);
+        dot_rows(d, x + r * in, w, in, 0, out, rq, out_at(rq, y, r * out));
 }
 
 /* Gathers the receptive field of output pixel (n, oy, ox) for group g into
@@ -296,15 +311,69 @@ size_t axrt_conv2d_q8_scratch(const axrt_conv2d_params *p)
     return (size_t)p->kh * (size_t)p->kw * (size_t)(p->c / p->groups);
 }
 
-void axrt_conv2d_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_requant *rq, float *y,
+/* Depthwise (one input channel per group, one output channel per input
+ * channel): per output pixel, every tap adds x * w to 64 channels' int32 sums
+ * at once (the padding reads x_zp), the same exact sums as the dot products,
+ * in a loop the compiler vectorises, without a receptive-field copy.  Weight
+ * (channel k, tap t) is w[k * taps + t] (plain) or, tap_major (packed),
+ * w[t * c + k]. */
+#define Q8_DW_BLOCK 64
+static const axrt_q8_gemm_ops *pick_gemm(void);
+
+static bool is_depthwise(const axrt_conv2d_params *p)
+{
+    return p->groups > 1 && p->groups == p->c && p->oc == p->c;
+}
+
+static void depthwise_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, bool tap_major, const axrt_requant *rq,
+                         void *y, const axrt_conv2d_params *p)
+{
+    const size_t c = (size_t)p->c, taps = (size_t)p->kh * (size_t)p->kw;
+    const size_t kstep = tap_major ? 1 : taps, tstep = tap_major ? c : 1;
+    axrt_q8_finish_fn *const fin = pick_gemm()->finish;   /* the instruction set's requantisation */
+    int32_t acc[Q8_DW_BLOCK];
+    for (size_t pix = 0; pix < (size_t)p->n * (size_t)p->oh * (size_t)p->ow; pix++) {
+        const int ox = (int)(pix % (size_t)p->ow), oy = (int)(pix / (size_t)p->ow % (size_t)p->oh);
+        const size_t n = pix / ((size_t)p->ow * (size_t)p->oh);
+        for (size_t c0 = 0; c0 < c; c0 += Q8_DW_BLOCK) {
+            const size_t nc = c - c0 < Q8_DW_BLOCK ? c - c0 : Q8_DW_BLOCK;
+            memset(acc, 0, sizeof acc);
+            for (int ky = 0; ky < p->kh; ky++)
+                for (int kx = 0; kx < p->kw; kx++) {
+                    const int iy = oy * p->stride_h - p->pad_top + ky * p->dilation_h;
+                    const int ix = ox * p->stride_w - p->pad_left + kx * p->dilation_w;
+                    const int8_t *wt = w + c0 * kstep + (size_t)(ky * p->kw + kx) * tstep;
+                    if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) {
+                        for (size_t k = 0; k < nc; k++)
+                            acc[k] += x_zp * wt[k * kstep];
+                        continue;
+                    }
+                    const uint8_t *xp = x + ((n * (size_t)p->h + (size_t)iy) * (size_t)p->w + (size_t)ix) * c + c0;
+                    if (tap_major)
+                        for (size_t k = 0; k < nc; k++)
+                            acc[k] += (int32_t)xp[k] * wt[k];
+                    else
+                        for (size_t k = 0; k < nc; k++)
+                            acc[k] += (int32_t)xp[k] * wt[k * kstep];
+                }
+            fin(rq, acc, c0, nc, out_at(rq, y, pix * c + c0));
+        }
+    }
+}
+
+void axrt_conv2d_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_requant *rq, void *y,
                     uint8_t *patch, const axrt_conv2d_params *p)
 {
+    if (is_depthwise(p)) {
+        depthwise_q8(x, x_zp, w, false, rq, y, p);
+        return;
+    }
     const dot_impl d = pick_dot();
     const size_t k = axrt_conv2d_q8_scratch(p), ocg = (size_t)(p->oc / p->groups);
     for (int n = 0; n < p->n; n++)
         for (int oy = 0; oy < p->oh; oy++)
             for (int ox = 0; ox < p->ow; ox++) {
-                float *out = y + (((size_t)n * (size_t)p->oh + (size_t)oy) * (size_t)p->ow + (size_t)ox) * (size_t)p->oc;
+                void *out = out_at(rq, y, (((size_t)n * (size_t)p->oh + (size_t)oy) * (size_t)p->ow + (size_t)ox) * (size_t)p->oc);
                 for (size_t g = 0; g < (size_t)p->groups; g++) {
                     gather_patch(x, (uint8_t)x_zp, p, n, oy, ox, g, patch);
                     dot_rows(d, patch, w, k, g * ocg, ocg, rq, out);
@@ -314,10 +383,10 @@ void axrt_conv2d_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_
 
 /* ---- the packed GEMM (axrt_q8.h) ------------------------------------------------ */
 
-void axrt_q8_finish_portable(const axrt_requant *rq, const int32_t *acc, size_t c0, size_t nc, float *y)
+void axrt_q8_finish_portable(const axrt_requant *rq, const int32_t *acc, size_t c0, size_t nc, void *y)
 {
     for (size_t j = 0; j < nc; j++)
-        y[j] = finish(rq, rq->bias[c0 + j] + acc[j], c0 + j);
+        finish(rq, rq->bias[c0 + j] + acc[j], c0 + j, y, j);
 }
 
 /* One channel of one row over the packed layout: w is the channel's first
@@ -419,9 +488,12 @@ size_t axrt_conv2d_q8_pack(const int8_t *w, const axrt_conv2d_params *p, int8_t 
 {
     size_t nseg, seg_len;
     conv_segments(p, &nseg, &seg_len);
-    if (!nseg) {
-        const size_t bytes = (size_t)p->oc * axrt_conv2d_q8_scratch(p);
-        if (packed)
+    if (!nseg) {   /* grouped: the plain layout; depthwise: tap-major, [kh, kw, c] */
+        const size_t bytes = (size_t)p->oc * axrt_conv2d_q8_scratch(p), taps = (size_t)p->kh * (size_t)p->kw;
+        if (packed && is_depthwise(p))
+            for (size_t i = 0; i < bytes; i++)
+                packed[i % taps * (size_t)p->c + i / taps] = w[i];
+        else if (packed)
             memcpy(packed, w, bytes);
         return bytes;
     }
@@ -432,7 +504,7 @@ size_t axrt_conv2d_q8_pack(const int8_t *w, const axrt_conv2d_params *p, int8_t 
 
 /* y[r * ldy + o] for r < mr, o < out: rows[s * mr + r] is row r's segment s. */
 static void gemm_rows(const axrt_q8_gemm_ops *g, const uint8_t *const *rows, size_t mr, size_t nseg,
-                      size_t seg_len, const int8_t *packed, size_t out, const axrt_requant *rq, float *y,
+                      size_t seg_len, const int8_t *packed, size_t out, const axrt_requant *rq, void *y,
                       size_t ldy)
 {
     int32_t acc[AXRT_Q8_MR_MAX * AXRT_Q8_NC_MAX];
@@ -441,11 +513,11 @@ static void gemm_rows(const axrt_q8_gemm_ops *g, const uint8_t *const *rows, siz
         const axrt_q8_tile t = {rows, mr, nseg, seg_len, packed, out, c0, nc, acc, g->nc};
         g->tile(&t);
         for (size_t r = 0; r < mr; r++)
-            g->finish(rq, acc + r * g->nc, c0, nc, y + r * ldy + c0);
+            g->finish(rq, acc + r * g->nc, c0, nc, out_at(rq, y, r * ldy + c0));
     }
 }
 
-void axrt_dense_q8_packed(const uint8_t *x, const int8_t *packed, const axrt_requant *rq, float *y, size_t rows,
+void axrt_dense_q8_packed(const uint8_t *x, const int8_t *packed, const axrt_requant *rq, void *y, size_t rows,
                           size_t in, size_t out)
 {
     const axrt_q8_gemm_ops *g = pick_gemm();
@@ -454,7 +526,7 @@ void axrt_dense_q8_packed(const uint8_t *x, const int8_t *packed, const axrt_req
         const size_t mr = rows - r0 < g->mr ? rows - r0 : g->mr;
         for (size_t r = 0; r < mr; r++)
             ptr[r] = x + (r0 + r) * in;
-        gemm_rows(g, ptr, mr, 1, in, packed, out, rq, y + r0 * out, out);
+        gemm_rows(g, ptr, mr, 1, in, packed, out, rq, out_at(rq, y, r0 * out), out);
     }
 }
 
@@ -478,12 +550,15 @@ static void tap_rows(const uint8_t *x, const uint8_t *zp_row, const axrt_conv2d_
 }
 
 void axrt_conv2d_q8_packed(const uint8_t *x, int32_t x_zp, const int8_t *packed, const axrt_requant *rq,
-                           float *y, uint8_t *patch, const axrt_conv2d_params *p)
+                           void *y, uint8_t *patch, const axrt_conv2d_params *p)
 {
     size_t nseg, seg_len;
     conv_segments(p, &nseg, &seg_len);
     if (!nseg) {
-        axrt_conv2d_q8(x, x_zp, packed, rq, y, patch, p);
+        if (is_depthwise(p))
+            depthwise_q8(x, x_zp, packed, true, rq, y, p);
+        else
+            axrt_conv2d_q8(x, x_zp, packed, rq, y, patch, p);
         return;
     }
     const axrt_q8_gemm_ops *g = pick_gemm();
@@ -494,7 +569,7 @@ void axrt_conv2d_q8_packed(const uint8_t *x, int32_t x_zp, const int8_t *packed,
         for (size_t pix = 0; pix < pixels; pix++) {
             const int ox = (int)(pix % (size_t)p->ow), oy = (int)(pix / (size_t)p->ow % (size_t)p->oh);
             gather_patch(x, (uint8_t)x_zp, p, (int)(pix / ((size_t)p->ow * (size_t)p->oh)), oy, ox, 0, patch);
-            gemm_rows(g, rows, 1, 1, seg_len, packed, oc, rq, y + pix * oc, oc);
+            gemm_rows(g, rows, 1, 1, seg_len, packed, oc, rq, out_at(rq, y, pix * oc), oc);
         }
         return;
     }
@@ -502,6 +577,26 @@ void axrt_conv2d_q8_packed(const uint8_t *x, int32_t x_zp, const int8_t *packed,
     for (size_t first = 0; first < pixels; first += g->mr) {
         const size_t mr = pixels - first < g->mr ? pixels - first : g->mr;
         tap_rows(x, patch, p, first, mr, rows);
-        gemm_rows(g, rows, mr, nseg, seg_len, packed, oc, rq, y + first * oc, oc);
+        gemm_rows(g, rows, mr, nseg, seg_len, packed, oc, rq, out_at(rq, y, first * oc), oc);
     }
+}
+
+/* ---- max-pool -------------------------------------------------------------------- */
+
+void axrt_maxpool_u8(const uint8_t *x, uint8_t *y, const axrt_pool2d_params *p)
+{
+    const size_t c = (size_t)p->c;
+    for (int n = 0; n < p->n; n++)
+        for (int oy = 0; oy < p->oh; oy++)
+            for (int ox = 0; ox < p->ow; ox++) {
+                uint8_t *out = y + (((size_t)n * (size_t)p->oh + (size_t)oy) * (size_t)p->ow + (size_t)ox) * c;
+                const int y0 = oy * p->stride_h - p->pad_top, x0 = ox * p->stride_w - p->pad_left;
+                memset(out, 0, c);   /* the smallest int8, -128: what a window of padding only gives */
+                for (int iy = y0 < 0 ? 0 : y0; iy < y0 + p->kh && iy < p->h; iy++)
+                    for (int ix = x0 < 0 ? 0 : x0; ix < x0 + p->kw && ix < p->w; ix++) {
+                        const uint8_t *in = x + (((size_t)n * (size_t)p->h + (size_t)iy) * (size_t)p->w + (size_t)ix) * c;
+                        for (size_t k = 0; k < c; k++)
+                            out[k] = in[k] > out[k] ? in[k] : out[k];
+                    }
+            }
 }

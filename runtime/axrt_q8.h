@@ -39,11 +39,12 @@ typedef struct axrt_q8_tile {
 } axrt_q8_tile;
 
 /* y[j] = finish(bias[c0 + j] + acc[j]) for j < nc (axrt.h's requantisation,
- * clamp and dequantisation, or the float scale when rq->mult is NULL). */
-typedef void axrt_q8_finish_fn(const axrt_requant *rq, const int32_t *acc, size_t c0, size_t nc, float *y);
+ * clamp and dequantisation, or the float scale when rq->mult is NULL; y is
+ * uint8_t, q + 128, when rq->out_q8). */
+typedef void axrt_q8_finish_fn(const axrt_requant *rq, const int32_t *acc, size_t c0, size_t nc, void *y);
 
 /* The scalar epilogue (axrt_int8.c), exactly axrt.h's formula. */
-void axrt_q8_finish_portable(const axrt_requant *rq, const int32_t *acc, size_t c0, size_t nc, float *y);
+void axrt_q8_finish_portable(const axrt_requant *rq, const int32_t *acc, size_t c0, size_t nc, void *y);
 
 typedef struct axrt_q8_gemm_ops {
     const char *name;

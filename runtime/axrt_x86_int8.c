@@ -145,9 +145,9 @@ VNNI_INLINE __m256i vnni_requant_half(__m256i av, __m256i am, __m256i sh)
 }
 
 /* axrt_q8_finish_portable, sixteen channels at a time, the same integers
- * and the same float operations. */
+ * and the same float operations (or the same bytes when rq->out_q8). */
 __attribute__((target(VNNI_TARGET))) static void vnni_finish(const axrt_requant *rq, const int32_t *acc,
-                                                             size_t c0, size_t nc, float *y)
+                                                             size_t c0, size_t nc, void *y)
 {
     for (size_t j = 0; j < nc; j += 16) {
         const size_t n = nc - j < 16 ? nc - j : 16;
@@ -170,9 +170,13 @@ __attribute__((target(VNNI_TARGET))) static void vnni_finish(const axrt_requant 
             r = _mm512_mask_sub_epi32(r, neg, _mm512_setzero_si512(), r);
             r = _mm512_min_epi32(_mm512_max_epi32(r, _mm512_set1_epi32(rq->lo - rq->zp)),
                                  _mm512_set1_epi32(rq->hi - rq->zp));
+            if (rq->out_q8) {   /* r + zp + 128 is in [0, 255]: the truncation is exact */
+                _mm512_mask_cvtepi32_storeu_epi8((uint8_t *)y + j, m, _mm512_add_epi32(r, _mm512_set1_epi32(rq->zp + 128)));
+                continue;
+            }
             f = _mm512_mul_ps(_mm512_cvtepi32_ps(r), _mm512_set1_ps(rq->scale));
         }
-        _mm512_mask_storeu_ps(y + j, m, f);
+        _mm512_mask_storeu_ps((float *)y + j, m, f);
     }
 }
 

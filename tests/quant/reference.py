@@ -6,7 +6,10 @@ hold 0, scale = (hi - lo) / 255 as float32, zero point round-half-away);
 weights per output channel, symmetric, scale max|w| / 127; bias at
 s_x * s_w; int32 accumulation (exact in float64 here); requantisation by a
 Q31 multiplier and a right shift with round-half-away; ReLU/ReLU6 as the
-clamp; max-pool and flatten in float on the dequantised values.
+clamp; max-pool and flatten in float on the dequantised values, a max-pool
+after a dense/conv layer sharing that layer's output range (TFLite's rule: the
+same scale and zero point in and out, so axc's int8 max-pool on the integers
+gives the same values), flatten keeping its input's range.
 
 usage: reference.py MODEL WEIGHTS CALIB X AXC_OUT
   MODEL: qmlp or lenet5 (the layer lists below mirror the .ax files)
@@ -94,6 +97,10 @@ def ranges(layers, w, samples):
         for i, t in enumerate(vals):
             lo[i] = min(lo[i], float(t.min()))
             hi[i] = max(hi[i], float(t.max()))
+    for i, layer in enumerate(layers):   # vals[i + 1] is layer i's output
+        shared = layer[0] == "flatten" or (layer[0] == "maxpool" and layers[i - 1][0] in ("dense", "conv"))
+        if shared:
+            lo[i + 1], hi[i + 1] = lo[i], hi[i]
     return lo, hi
 
 

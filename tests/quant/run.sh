@@ -10,6 +10,9 @@
 #              random samples, against the float build on 4 held-out ones:
 #              top-1 agreement and relative error printed (relative error
 #              below 50 %: random-weight deep nets are a harsh case)
+#   calibration error  axc's printed error on the calibration set (relative
+#              and max abs, per output) against the same figures computed here
+#              from the float and int8 builds run on each calibration sample
 #   errors     bad calibration input: exit 2 and a message naming the problem
 # Environment (set by tests/run.sh): AXC_ROOT, AXC, PYTHON.
 set -u
@@ -70,6 +73,43 @@ reference() {
     else
         fail "$model int8 within one LSB of the PyTorch fake-quant reference"; tail_of "$d/ref.log"
     fi
+    calib_error "$model" "$ax" "$d"
+}
+
+# calib_error MODEL AXFILE DIR: the line axc printed for the calibration set
+# (DIR/run.log, calibrated on DIR/cal.npy) against the relative and max abs
+# error of the int8 build against the float build over the same samples,
+# each run here through axc run; they agree to 2 % of the figure (the
+# interpreter computes axc's float layers in double, the builds in float).
+calib_error() {
+    local model=$1 ax=$2 d=$3 s count line
+    count=$("$python" -c "import numpy as np; print(np.load('$d/cal.npy').shape[0])")
+    for s in $(seq 0 $((count - 1))); do
+        "$python" -c "import numpy as np; np.save('$d/c$s.npy', np.load('$d/cal.npy')[$s])"
+        if ! "$axc" run "$ax" --weights "$d/w.safetensors" --input x="$d/c$s.npy" --output "$d/cf$s.npy" \
+                >"$d/cal.log" 2>&1 ||
+           ! "$axc" run "$ax" --weights "$d/w.safetensors" --quantize=int8 --calibrate x="$d/cal.npy" \
+                --input x="$d/c$s.npy" --output "$d/cq$s.npy" >"$d/cal.log" 2>&1; then
+            fail "$model calibration error printed by axc: axc run"; tail_of "$d/cal.log"; return
+        fi
+    done
+    line=$(grep 'int8 vs float on the calibration set' "$d/run.log")
+    if "$python" - "$d" "$count" "$line" >"$d/calerr.log" 2>&1 <<'EOF'
+import re, sys, numpy as np
+d, count, line = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+m = re.search(r"\((\d+) samples\): output 0 \((\w+)\) relative error ([0-9.e+-]+) %, max abs error ([0-9.e+-]+)$", line)
+if not m:
+    sys.exit(f"no calibration-error line in axc's output: {line!r}")
+f = np.concatenate([np.load(f"{d}/cf{s}.npy").astype(np.float64).ravel() for s in range(count)])
+q = np.concatenate([np.load(f"{d}/cq{s}.npy").astype(np.float64).ravel() for s in range(count)])
+rel, amax = 100 * np.linalg.norm(q - f) / np.linalg.norm(f), np.abs(q - f).max()
+got_rel, got_max = float(m.group(3)), float(m.group(4))
+print(f"axc printed {got_rel:.4g} % / {got_max:.4g}, the builds give {rel:.4g} % / {amax:.4g} over {count} samples")
+ok = int(m.group(1)) == count and rel > 0 and abs(got_rel - rel) <= 0.02 * rel and abs(got_max - amax) <= 0.02 * amax
+sys.exit(0 if ok else 1)
+EOF
+    then pass "$model calibration error printed by axc: $(cat "$d/calerr.log")"
+    else fail "$model calibration error printed by axc"; tail_of "$d/calerr.log"; fi
 }
 
 # accuracy EXAMPLE: float vs int8 on held-out inputs.

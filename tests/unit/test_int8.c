@@ -2,8 +2,10 @@
  * against an independent rounding of the exact quotient; dense and conv
  * (plain, grouped, depthwise, padded, strided, odd lengths for the SIMD
  * tails) against naive int32 sums written here; and every instruction set
- * this CPU has, forced with axrt_set_isa, bit-identical to the portable C. */
+ * this CPU has, forced with axrt_set_isa, bit-identical to the portable C;
+ * the int8-stored output (rq.out_q8: q + 128 in uint8) the same integers. */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -103,7 +105,7 @@ static void fill_case(case_data *c)
         c->shift[o] = (int8_t)(38 + next_random() % 4);
         c->fscale[o] = (float)(next_random() % 1000 + 1) * 1.1e-6f;
     }
-    c->rq = (axrt_requant){c->bias, c->mult, c->shift, c->fscale, 5, -100, 120, 0.125f};
+    c->rq = (axrt_requant){c->bias, c->mult, c->shift, c->fscale, 5, -100, 120, 0.125f, 0};
 }
 
 static void free_case(case_data *c)
@@ -252,6 +254,85 @@ static void test_dense(void **state)
     }
 }
 
+/* out_q8: every kernel on every instruction set stores the reference's
+ * integers q as q + 128 (the reference's floats are (q - zp) * 0.125, exact). */
+static void check_q8_out(axrt_conv2d_params p, bool dense)
+{
+    case_data c = {.p = p};
+    fill_case(&c);
+    float *ref = malloc(sizeof(float) * c.ny);
+    uint8_t *want = malloc(c.ny), *got = malloc(c.ny), *patch = malloc(axrt_conv2d_q8_scratch(&c.p) + 1);
+    reference_conv(&c, dense ? 0 : 77, ref);
+    for (size_t i = 0; i < c.ny; i++)
+        want[i] = (uint8_t)((int32_t)(ref[i] / c.rq.scale) + c.rq.zp + 128);
+    c.rq.out_q8 = 1;
+    const size_t in = (size_t)p.c, out = (size_t)p.oc, rows = (size_t)p.n;
+    int8_t *packed = malloc(dense ? axrt_dense_q8_pack(c.w, in, out, NULL) : axrt_conv2d_q8_pack(c.w, &c.p, NULL));
+    if (dense) axrt_dense_q8_pack(c.w, in, out, packed);
+    else axrt_conv2d_q8_pack(c.w, &c.p, packed);
+    for (int i = 0; i < 3; i++) {
+        if (axrt_set_isa(isas[i]) != 0) continue;
+        for (int kind = 0; kind < 2; kind++) {   /* plain, packed */
+            memset(got, 0, c.ny);
+            if (dense && kind == 0) axrt_dense_q8(c.x, c.w, &c.rq, got, rows, in, out);
+            else if (dense) axrt_dense_q8_packed(c.x, packed, &c.rq, got, rows, in, out);
+            else if (kind == 0) axrt_conv2d_q8(c.x, 77, c.w, &c.rq, got, patch, &c.p);
+            else axrt_conv2d_q8_packed(c.x, 77, packed, &c.rq, got, patch, &c.p);
+            if (memcmp(got, want, c.ny))
+                fail_msg("%s %s %dx%dx%d -> %d groups %d: int8-stored output differs from the reference on %s (%s)",
+                         kind ? "packed" : "plain", dense ? "dense" : "conv", p.h, p.w, p.c, p.oc, p.groups,
+                         isas[i], axrt_q8_isa_name());
+        }
+    }
+    axrt_set_isa(NULL);
+    free(ref); free(want); free(got); free(patch); free(packed);
+    free_case(&c);
+}
+
+static void test_q8_out(void **state)
+{
+    (void)state;
+    /* n h w c oh ow oc kh kw sh sw dh dw pt pl groups */
+    check_q8_out((axrt_conv2d_params){1, 9, 7, 64, 9, 7, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1}, false);  /* taps in place */
+    check_q8_out((axrt_conv2d_params){2, 7, 7, 12, 3, 3, 33, 3, 3, 2, 2, 2, 2, 1, 1, 1}, false);
+    check_q8_out((axrt_conv2d_params){1, 11, 10, 3, 6, 5, 17, 5, 5, 2, 2, 1, 1, 2, 2, 1}, false); /* gathered */
+    check_q8_out((axrt_conv2d_params){1, 6, 6, 24, 6, 6, 24, 3, 3, 1, 1, 1, 1, 1, 1, 24}, false); /* depthwise */
+    check_q8_out((axrt_conv2d_params){1, 6, 6, 32, 3, 3, 16, 3, 3, 2, 2, 1, 1, 1, 1, 4}, false);  /* grouped */
+    check_q8_out((axrt_conv2d_params){7, 1, 1, 65, 1, 1, 131, 1, 1, 1, 1, 1, 1, 0, 0, 1}, true);
+    check_q8_out((axrt_conv2d_params){3, 1, 1, 784, 1, 1, 10, 1, 1, 1, 1, 1, 1, 0, 0, 1}, true);
+}
+
+/* The int8 max-pool against the float one on the dequantised values,
+ * quantised again with the same parameters (padded, strided, overlapping,
+ * ceil-mode windows that hang over the edge). */
+static void test_maxpool_u8(void **state)
+{
+    (void)state;
+    /* n h w c oh ow kh kw sh sw pt pl pb pr */
+    const axrt_pool2d_params cases[] = {{1, 8, 8, 6, 4, 4, 2, 2, 2, 2, 0, 0, 0, 0},
+                                        {2, 7, 5, 33, 4, 3, 3, 3, 2, 2, 1, 1, 1, 1},
+                                        {1, 5, 5, 3, 3, 3, 2, 2, 2, 2, 0, 0, 1, 1},
+                                        {1, 6, 6, 16, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1}};
+    const float scale = 0.05f;
+    const int32_t zp = -9;
+    for (int k = 0; k < 4; k++) {
+        const axrt_pool2d_params *p = &cases[k];
+        const size_t nx = (size_t)p->n * p->h * p->w * p->c, ny = (size_t)p->n * p->oh * p->ow * p->c;
+        uint8_t *x = malloc(nx), *got = malloc(ny), *want = malloc(ny);
+        float *fx = malloc(sizeof(float) * nx), *fy = malloc(sizeof(float) * ny);
+        for (size_t i = 0; i < nx; i++) {
+            x[i] = (uint8_t)next_random();
+            fx[i] = (float)((int32_t)x[i] - 128 - zp) * scale;
+        }
+        axrt_maxpool_f32(fx, fy, p);
+        axrt_quantize_u8(fy, want, ny, scale, zp);
+        axrt_maxpool_u8(x, got, p);
+        if (memcmp(got, want, ny))
+            fail_msg("int8 max-pool case %d differs from the float one's integers", k);
+        free(x); free(got); free(want); free(fx); free(fy);
+    }
+}
+
 /* The dot product the float ISA names is the one used. */
 static void test_dispatch(void **state)
 {
@@ -277,6 +358,8 @@ int main(void)
         cmocka_unit_test(test_dense),
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_float_out),
+        cmocka_unit_test(test_q8_out),
+        cmocka_unit_test(test_maxpool_u8),
         cmocka_unit_test(test_dispatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
