@@ -443,8 +443,8 @@ static void emit_constants(emitter *em)
             continue;
         if (n->quant)
             emit_quant_constants(em, id);
-        if (n->op == IR_OP_param && em->body && em->body->state_const && state_offset(em, id) >= 0)
-            continue;   /* read from the state only */
+        if (n->op == IR_OP_param && em->body && (em->body->state_const || n->derived) && state_offset(em, id) >= 0)
+            continue;   /* read from the state only (a derived one: the state's header) */
         if (n->op == IR_OP_param && !cg_param_only_quantised(em->g, id))
             emit_param_data(em, id);
         else if (n->op == IR_OP_scalar)
