@@ -150,7 +150,7 @@ def mlp_cases(d, rng, fw):
             firmware(d, label, got, fw)
 
 
-ZERO_GRADIENT_MODELS = {"lenet5_bn", "transformer", "norms_convt"}
+ZERO_GRADIENT_MODELS = {"lenet5_bn", "transformer", "norms_convt", "masked_attention"}
 
 
 def model_cases(d, rng, fw):
