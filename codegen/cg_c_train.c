@@ -265,6 +265,7 @@ static void init_body(train_emit *te, cg_c_body *b, ir_graph *g, bool forward)
     b->fail_return = forward ? "status" : "NAN";
     b->pack_offset = forward ? te->t->fwd_pack_offset : te->t->step_pack_offset;
     b->after_node = forward ? NULL : emit_updates;
+    b->blas = te->req->blas;
     b->user = te;
 }
 
@@ -285,6 +286,8 @@ int cg_c_train_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
     emit_header(&te, h_out);
     ax_buf_puts(h_out, "\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
     cg_c_emit_preamble(req, c_out);
+    if (req->blas)
+        cg_c_emit_blas_helpers(req, c_out);
     ax_buf_printf(c_out, "\n/* ---- training step of model %s ---- */\n", te.name);
     cg_c_emit_constants(&te.step_body, c_out);
     cg_c_emit_constants(&te.fwd_body, c_out);

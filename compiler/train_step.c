@@ -164,11 +164,12 @@ static int64_t add_pack_room(ir_graph *g)
 }
 
 /* Both graphs planned with sharing (forward and backward in one arena),
- * verified, within --ram. */
+ * verified, within --ram; with --blas=openblas the dense weights go to
+ * cblas_sgemm as they lie in the state (no room to pack them). */
 static int plan(const axc_opts *o, ir_graph *g, int64_t *pack_offset)
 {
     pass_memplan_with(g, true);
-    *pack_offset = add_pack_room(g);
+    *pack_offset = o->blas ? -1 : add_pack_room(g);
     if (ir_verify(g)) return AXC_EINPUT;
     if (o->ram_budget && pass_memplan_check_budget(g, o->ram_budget)) return AXC_EINPUT;
     return AXC_OK;

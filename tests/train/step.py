@@ -218,6 +218,47 @@ def dropout_case(d, rng):
                out.shape == y.shape and tr.rel_err(out, y) <= 1e-5, f"out {out[:6]} twin {y[:6]}")
 
 
+def have_openblas(d):
+    with open(f"{d}/ob.c", "w") as f:
+        f.write("#include <cblas.h>\nint main(void) { return cblas_sdot(0, 0, 1, 0, 1) != 0.0f; }\n")
+    return subprocess.run([CC, f"{d}/ob.c", "-o", f"{d}/ob", "-lopenblas"], capture_output=True).returncode == 0
+
+
+def blas_case(d, rng):
+    """axc --train --blas=openblas: the step's Float32 dense and matmul call
+    cblas_sgemm on the state's weights; 20 Adam steps of the MLP match the
+    libaxrt step and `axc train` (rel <= 1e-5; sums in another order)."""
+    label = "train step --blas=openblas mlp adam"
+    if not have_openblas(d):
+        print(f"SKIP: {label} (OpenBLAS's cblas.h or -lopenblas missing)")
+        return
+    tr.BATCH = 4
+    twin = tr.Twin("relu")
+    init = {k: v.detach().clone() for k, v in twin.state_dict().items()}
+    x, t = tr.make_data(rng, "cross_entropy", tr.STEPS, np.float32)
+    src, flags = tr.model_src("relu", "Float32"), ["--lr", "0.01", "--blas=openblas"]
+    r = generate(d, src, init, "cross_entropy", "adam", flags)
+    if r.returncode:
+        report(f"{label}: axc --train", False, r.stderr)
+        return
+    write_data(d, x, t, tr.BATCH * tr.OUT)
+    r = subprocess.run([CC, *WARN, "-O1", "-I", d, "-I", f"{BUILD}/include", f"{HERE}/step_main.c", f"{d}/m.c",
+                        f"{BUILD}/lib/libaxrt.a", "-lopenblas", "-lm", "-o", f"{d}/host"], capture_output=True, text=True)
+    uses = "cblas_sgemm" in open(f"{d}/m.c").read()
+    if r.returncode or not uses:
+        report(f"{label}: builds warning-free and calls cblas_sgemm", False, r.stderr[-3000:])
+        return
+    res, (got, _, ok) = run_host(d)
+    rr, interp = tr.axc_train(d, src, init, "cross_entropy", "adam", flags[:2], x, t)
+    if res.returncode or not ok or rr.returncode:
+        report(f"{label}: runs", False, res.stdout[-1500:] + rr.stderr)
+        return
+    errs = compare(got, interp, init)
+    moved = max(tr.rel_err(got[k], init[k].numpy().reshape(-1)) for k in init)
+    report(f"{label}: generated C vs axc train (rel <= 1e-5)", max(errs.values()) <= 1e-5 and moved > 1e-3,
+           f"relative errors {errs}, moved {moved:.3g}")
+
+
 def cross_tools():
     tools = ["arm-none-eabi-gcc", "qemu-system-arm"]
     return all(shutil.which(t) for t in tools)
@@ -294,6 +335,7 @@ def main():
         mlp_cases(d, rng, fw)
         model_cases(d, rng, fw)
         dropout_case(d, rng)
+        blas_case(d, rng)
 
 
 if __name__ == "__main__":
