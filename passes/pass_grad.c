@@ -700,8 +700,8 @@ static void grad_upsample(grad_state *s, int id)
 #define grad_groupnorm grad_missing   /* pass_train_mode rewrites it into ops */
 #define grad_batchnorm grad_missing   /* pass_train_mode rewrites it into ops */
 #define grad_mha grad_missing         /* likewise */
-#define grad_gru grad_missing
-#define grad_lstm grad_missing
+#define grad_gru grad_missing        /* pass_train_mode unrolls it into ops */
+#define grad_lstm grad_missing       /* likewise */
 #define grad_max grad_missing
 #define grad_min grad_missing
 #define grad_fused_elementwise grad_missing
@@ -945,6 +945,107 @@ static void train_groupnorm(grad_state *s, int gn)
     s->insert_at = -1;
 }
 
+/* n nodes joined along axis by concats of at most IR_MAX_SRC operands. */
+static int concat_many(grad_state *s, int *items, int n, int axis)
+{
+    while (n > 1) {
+        int groups = 0;
+        for (int at = 0; at < n; at += IR_MAX_SRC) {
+            const int count = n - at < IR_MAX_SRC ? n - at : IR_MAX_SRC;
+            int64_t shape[IR_MAX_RANK];
+            memcpy(shape, N(items[at])->shape, sizeof shape);
+            for (int k = 1; k < count; k++) shape[axis] += N(items[at + k])->shape[axis];
+            int c = add_node(s, IR_OP_concat, items + at, count, shape, N(items[at])->rank);
+            N(c)->attrs.axis = axis;
+            items[groups++] = c;
+        }
+        n = groups;
+    }
+    return items[0];
+}
+
+/* Columns [part h, (part + 1) h) of a [N, gates h] gate block. */
+static int gate(grad_state *s, int block, int part, int64_t h)
+{
+    return slice_along(s, block, 1, part * h, h);
+}
+
+static int sigmoid_of(grad_state *s, int x) { return like(s, IR_OP_sigmoid, x, IR_NONE, x); }
+static int tanh_of(grad_state *s, int x) { return like(s, IR_OP_tanh, x, IR_NONE, x); }
+
+/* What a GRU/LSTM step reads of its node (read before nodes are inserted
+ * before it, which moves it). */
+typedef struct rnn_cell {
+    int w_hh, b_hh;
+    int64_t hid;
+    bool linear_before_reset;
+} rnn_cell;
+
+/* One torch.nn.GRU step (gates r, z, n; eval_rnn's gru_step) on the input's
+ * gate row gi and the state h: the new h. */
+static int gru_cell(grad_state *s, const rnn_cell *rc, int gi, int h)
+{
+    const int w_hh = rc->w_hh, b_hh = rc->b_hh;
+    const int64_t hid = rc->hid;
+    int gh = linear(s, h, w_hh, b_hh);
+    int r = sigmoid_of(s, binary(s, IR_OP_add, gate(s, gi, 0, hid), gate(s, gh, 0, hid)));
+    int z = sigmoid_of(s, binary(s, IR_OP_add, gate(s, gi, 1, hid), gate(s, gh, 1, hid)));
+    int hn = rc->linear_before_reset
+             ? binary(s, IR_OP_mul, r, gate(s, gh, 2, hid))
+             : linear(s, binary(s, IR_OP_mul, r, h), proj_part(s, w_hh, 2, hid), proj_part(s, b_hh, 2, hid));
+    int n = tanh_of(s, binary(s, IR_OP_add, gate(s, gi, 2, hid), hn));
+    return binary(s, IR_OP_add, n, binary(s, IR_OP_mul, z, binary(s, IR_OP_sub, h, n)));   /* (1-z) n + z h */
+}
+
+/* One torch.nn.LSTM step (gates i, f, g, o): c and h updated. */
+static void lstm_cell(grad_state *s, const rnn_cell *rc, int gi, int *h, int *c)
+{
+    const int64_t hid = rc->hid;
+    int gh = linear(s, *h, rc->w_hh, rc->b_hh), pre[4];
+    for (int k = 0; k < 4; k++) pre[k] = binary(s, IR_OP_add, gate(s, gi, k, hid), gate(s, gh, k, hid));
+    int i = sigmoid_of(s, pre[0]), f = sigmoid_of(s, pre[1]), g = tanh_of(s, pre[2]), o = sigmoid_of(s, pre[3]);
+    *c = binary(s, IR_OP_add, binary(s, IR_OP_mul, f, *c), binary(s, IR_OP_mul, i, g));
+    *h = binary(s, IR_OP_mul, o, tanh_of(s, *c));
+}
+
+/* GRU or LSTM node rnn written out step by step before it (dense, slice,
+ * sigmoid, tanh, mul, add: eval_rnn's recurrence unrolled over the sequence,
+ * in reverse for attrs.reverse), each step's h (or c, attrs.cell) joined by
+ * concat; rnn itself becomes a reshape of that, so that those ops' rules give
+ * the gradient through time (backpropagation through time). */
+static void train_rnn(grad_state *s, int rnn)
+{
+    s->insert_at = rnn;
+    const bool lstm = N(rnn)->op == IR_OP_lstm, reverse = N(rnn)->attrs.reverse, cell = N(rnn)->attrs.cell;
+    const int x = SRC(rnn, 0), h0 = N(rnn)->nsrc > 5 ? SRC(rnn, 5) : IR_NONE;
+    const int c0 = lstm && N(rnn)->nsrc > 6 ? SRC(rnn, 6) : IR_NONE;
+    const int64_t batch = N(x)->shape[0], len = N(x)->shape[1], hid = N(rnn)->shape[2], gates = (lstm ? 4 : 3) * hid;
+    const int w_ih = SRC(rnn, 1), b_ih = N(rnn)->nsrc > 3 ? SRC(rnn, 3) : IR_NONE;
+    const rnn_cell rc = {SRC(rnn, 2), N(rnn)->nsrc > 4 ? SRC(rnn, 4) : IR_NONE, hid, N(rnn)->attrs.linear_before_reset};
+    int64_t state_shape[2] = {batch, hid}, row_shape[2] = {batch, gates}, out_shape[3] = {batch, 1, hid};
+    int all = linear(s, x, w_ih, b_ih);   /* every step's input projection */
+    int h = h0 != IR_NONE ? h0 : constant(s, state_shape, 2, 0, false);
+    int c = c0 != IR_NONE ? c0 : lstm ? constant(s, state_shape, 2, 0, false) : IR_NONE;
+    int *outs = malloc(sizeof *outs * (size_t)len);
+    if (!outs) ax_out_of_memory(0);
+    for (int64_t k = 0; k < len; k++) {
+        const int64_t t = reverse ? len - 1 - k : k;
+        int gi = reshape(s, slice_along(s, all, 1, t, 1), row_shape, 2);
+        if (lstm) lstm_cell(s, &rc, gi, &h, &c);
+        else h = gru_cell(s, &rc, gi, h);
+        outs[t] = reshape(s, cell ? c : h, out_shape, 3);
+    }
+    int joined = concat_many(s, outs, (int)len, 1);
+    free(outs);
+    ir_node *n = N(s->insert_at);
+    n->op = IR_OP_reshape;
+    n->nsrc = 1;
+    n->src[0] = joined;
+    memcpy(n->attrs.newshape, n->shape, sizeof n->attrs.newshape);
+    n->attrs.nnewshape = n->rank;
+    s->insert_at = -1;
+}
+
 /* The name of the dropout counter parameter (pass_train_mode). */
 const char *const pass_dropout_counter_name = "<dropout counter>";
 
@@ -979,6 +1080,7 @@ int pass_train_mode(ir_graph *g)
         const int before = g->nnodes;
         if (g->nodes[id].dead) continue;
         if (g->nodes[id].op == IR_OP_mha) train_mha(&s, id);
+        if (g->nodes[id].op == IR_OP_gru || g->nodes[id].op == IR_OP_lstm) train_rnn(&s, id);
         if (g->nodes[id].op == IR_OP_dropout) train_dropout(&s, id, &counter, streams++);
         if (g->nodes[id].op == IR_OP_groupnorm) train_groupnorm(&s, id);
         if (g->nodes[id].op != IR_OP_batchnorm) {

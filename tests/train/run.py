@@ -393,6 +393,19 @@ class MaskedAttn(torch.nn.Module):
         return self.fc(torch.tanh(a))
 
 
+class Recurrent(torch.nn.Module):
+    """A two-layer bidirectional GRU, then an LSTM (PyTorch's gate orders), the last step read."""
+    def __init__(self):
+        super().__init__()
+        self.gru = torch.nn.GRU(4, 5, num_layers=2, bidirectional=True, batch_first=True)
+        self.lstm = torch.nn.LSTM(10, 4, batch_first=True)
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        y = self.lstm(torch.tanh(self.gru(x)[0]))[0]
+        return self.fc(y[:, -1])
+
+
 class Pieces(torch.nn.Module):
     """chunk, strided slices and concat."""
     def __init__(self):
@@ -460,6 +473,10 @@ MODELS = [
      "    attn = MultiHeadAttention(6 => 2)\n    fc = Dense(6 => 3)\n    h = x[:, :, 0:6]\n"
      "    mask = reshape(x[:, :, 6:7], (2, 5))\n    return fc(tanh(attn(h, mask)))\nend\n",
      MaskedAttn, ((2, 5, 7), "mask"), "mse"),
+    ("gru_lstm", "@axiom dtype=DTYPE function m(x::DTYPE[3, 6, 4])\n"
+     "    gru = GRU(4 => 5, num_layers=2, bidirectional=true)\n    lstm = LSTM(10 => 4)\n    fc = Dense(4 => 3)\n"
+     "    y = lstm(tanh(gru(x)))\n    return fc(reshape(y[:, 5:6, :], (3, 4)))\nend\n",
+     Recurrent, ((3, 6, 4), "normal"), "cross_entropy"),
 ]
 
 
