@@ -14,6 +14,21 @@ script checks first that both reach the same weights after the timed steps
 rows; timings are reported, never judged.  --smoke: a few steps, the check
 only (PASS/FAIL lines for the bench suite).
 
+Peak training memory (issue 18): axc's is known at compile time, the step's
+arena (`training peak without remat` of --mem-report) plus its state
+(parameters and Adam's moments, `training state`).  PyTorch's is measured on
+steps after a warm-up step, two ways: (1) torch.profiler with
+profile_memory=True, each op's self CPU allocation counted at its start and
+each net free at its end; the peak of that running sum over three steps plus the tensors live
+before the step (parameters, their .grad, Adam's state; like axc's figure,
+not the batch) -- tensor
+bytes as PyTorch's CPU allocator hands them out; (2) in a fresh process (glibc's
+mmap threshold fixed at 64 KiB, so that freed tensors go back to the system
+and the resident size follows the live ones) after two warm-up steps, the growth of the resident high-water mark (Linux VmHWM,
+reset through /proc/self/clear_refs) over 5 more steps, added to the same
+tensors live before a step: what the process really took, allocator and page
+granularity included (tracemalloc does not see tensors).
+
   make install PREFIX=STAGE && python3 bench/train.py --stage STAGE [--steps N] [--rounds R] [--smoke]
 """
 import argparse
@@ -126,6 +141,89 @@ def torch_rounds(init, x, t, batches, steps, rounds):
     return times, weights
 
 
+def tensor_bytes(model, opt):
+    """Bytes of the tensors a step starts with: parameters, gradients, optimizer state
+    (not the batch: axc's figure leaves out the caller's input too)."""
+    ts = [p for p in model.parameters()] + [p.grad for p in model.parameters() if p.grad is not None]
+    ts += [v for st in opt.state.values() for v in st.values() if torch.is_tensor(v)]
+    return sum(t.numel() * t.element_size() for t in ts)
+
+
+def torch_profiled_peak(init, x, t):
+    """Method (1) of the docstring: bytes live at the peak of an Adam step."""
+    from torch.profiler import ProfilerActivity, profile
+    model = Mlp()
+    model.load_state_dict(init)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    xb, tb = torch.from_numpy(x[:BATCH]), torch.from_numpy(t[:BATCH])
+
+    def step():
+        opt.zero_grad()
+        F.cross_entropy(model(xb), tb).backward()
+        opt.step()
+    step()
+    before = tensor_bytes(model, opt)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        for _ in range(3):   # the highest of three steps' peaks
+            step()
+    changes = []
+    for e in prof.events():
+        d = e.self_cpu_memory_usage
+        if d:
+            changes.append((e.time_range.start if d > 0 else e.time_range.end, d))
+    live = peak = 0
+    for _, d in sorted(changes):
+        live += d
+        peak = max(peak, live)
+    return before + peak, before
+
+
+RSS_PROBE = r"""
+import sys
+import torch, torch.nn.functional as F
+torch.set_num_threads(1)
+sys.path.insert(0, sys.argv[1])
+from train import Mlp, BATCH, IN, OUT
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1]) * 1024
+model = Mlp()
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+xb, tb = torch.randn(BATCH, IN), torch.randint(0, OUT, (BATCH,))
+def step():
+    opt.zero_grad()
+    F.cross_entropy(model(xb), tb).backward()
+    opt.step()
+step(); step()   # gradients, moments and libtorch's code pages exist from here on
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")   # Linux: VmHWM := VmRSS
+base = status("VmRSS:")
+for _ in range(5):
+    step()
+print(status("VmHWM:") - base)
+"""
+
+
+def torch_rss_growth():
+    """Method (2) of the docstring: VmHWM growth (bytes) over 5 warm steps in a fresh process."""
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="0")
+    r = subprocess.run([sys.executable, "-c", RSS_PROBE, HERE], capture_output=True, text=True, env=env)
+    return int(r.stdout.split()[-1]) if r.returncode == 0 and r.stdout.split() else None
+
+
+def memory_line(peak, state, init, x, t):
+    tp, before = torch_profiled_peak(init, x, t)
+    rss = torch_rss_growth()
+    axc = int(peak) + int(state)
+    rss_text = (f"{before + rss} bytes by the resident high-water mark ({before} + its growth {rss} over 5 warm "
+                "steps)" if rss is not None else "resident high-water mark not measured (needs Linux /proc)")
+    text = (f"peak training memory, one step: axc {axc} bytes at compile time (arena {peak} + state {state}); "
+            f"PyTorch {tp} bytes of tensors at the step's peak by its profiler ({before} live before the step), "
+            f"{rss_text}")
+    return text, tp > before > 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--stage", required=True, help="the prefix `make install` wrote (bin/axc, lib/pkgconfig)")
@@ -171,6 +269,7 @@ def main():
         axc_times = [float(m.group(1)) for m in re.finditer(r"seconds (\S+)", run.stdout)]
         flat = np.fromfile(f"{d}/w.bin", dtype=np.float32)
         torch_times, ref = torch_rounds(init, x, t, batches, args.steps, args.rounds)
+    mem_text, mem_ok = memory_line(peak, state, init, x, t)
     names = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
     at, errs = 0, {}
     for k in names:
@@ -183,7 +282,10 @@ def main():
         print(f"{'PASS' if ok else 'FAIL'}: bench train smoke (axc --train vs PyTorch Adam, {args.steps} steps)")
         if not ok:
             print(f"  relative errors {errs}")
-        return 0 if ok else 1
+        print(f"{'PASS' if mem_ok else 'FAIL'}: bench train peak memory measured (axc at compile time, PyTorch "
+              "by its profiler and its resident high-water mark)")
+        print(f"  {mem_text}")
+        return 0 if ok and mem_ok else 1
     a = args.steps / float(np.median(axc_times))
     p = args.steps / float(np.median(torch_times))
     print(f"| MLP {IN}-{HID}-{OUT}, batch {BATCH}, Adam, 1 thread | axc --train | PyTorch eager | ratio |")
@@ -192,6 +294,7 @@ def main():
     print(f"\naxc: training arena {peak} bytes (`training peak without remat`), state {state} bytes; "
           f"weights after {args.steps} steps agree with PyTorch within {max(errs.values()):.2g} relative"
           f"{'' if ok else ' (CHECK FAILED)'}.")
+    print(f"\n{mem_text}.")
     return 0 if ok else 1
 
 

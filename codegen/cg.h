@@ -36,14 +36,23 @@ typedef struct cg_train {
     ir_graph *forward;        /* the model in inference mode, planned; params from the state */
     const cg_train_tensor *tensors;
     int ntensors;
-    size_t state_bytes;       /* 64-byte header (the step count), then the tensors */
+    size_t state_bytes;       /* 64-byte header (the step count, Dropout's seed and
+                                 step: CG_TRAIN_HEADER_*), then the tensors */
     axrt_optim optim;         /* hyperparameters with the defaults applied */
     /* arena offsets (step, forward) of the room at the end of each arena where
      * a Float32 dense packs its weight from the state for the packed GEMM
      * (the weights change every step), or -1 */
     int64_t step_pack_offset, fwd_pack_offset;
     const char *summary;      /* "loss cross_entropy, optimizer adam (lr 0.001, ...)" */
+    /* the step graph's Dropout counter (Int64 [2]: seed, step), read from the
+     * state's header at CG_TRAIN_HEADER_SEED, or IR_NONE without Dropout */
+    int dropout_counter;
+    uint64_t seed;            /* --seed: Dropout's generator, written by state_init */
 } cg_train;
+
+/* The state header's int64 words: the steps done, then Dropout's counter
+ * (the seed, and the step in progress, 1-based: what `axc train` passes). */
+enum { CG_TRAIN_HEADER_STEPS = 0, CG_TRAIN_HEADER_SEED = 1, CG_TRAIN_HEADER_STEP = 2 };
 
 /* The portable C99 backend (interface.md §2).  Returns 0 or the number of
  * errors reported (e.g. an op the backend cannot emit). */

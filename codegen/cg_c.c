@@ -447,8 +447,8 @@ static void emit_constants(emitter *em)
             continue;
         if (n->quant && n->quant->w)
             emit_quant_constants(em, id);
-        if (n->op == IR_OP_param && em->body && em->body->state_const && state_offset(em, id) >= 0)
-            continue;   /* read from the state only */
+        if (n->op == IR_OP_param && em->body && (em->body->state_const || n->derived) && state_offset(em, id) >= 0)
+            continue;   /* read from the state only (a derived one: the state's header) */
         if (n->op == IR_OP_param && !cg_param_only_quantised(em->g, id))
             emit_param_data(em, id);
         else if (n->op == IR_OP_scalar)
@@ -1433,7 +1433,7 @@ static void emit_forward(emitter *em)
 static emitter body_emitter(const cg_c_body *b, ax_buf *out)
 {
     emitter em = {.g = b->g, .out = out, .source_name = b->source_name, .input_names = b->input_names,
-                  .output_names = b->output_names, .body = b};
+                  .output_names = b->output_names, .body = b, .blas = b->blas};
     return em;
 }
 
@@ -1613,7 +1613,7 @@ static bool uses_f32_op(const cg_request *req, ir_op op)
  * (static, -Wunused-function clean).  Dense weights are [out, in] as
  * written (cg_select_blas keeps them unpacked); the bias goes into y first
  * and cblas_sgemm accumulates onto it. */
-static void emit_blas_helpers(const cg_request *req, ax_buf *c)
+void cg_c_emit_blas_helpers(const cg_request *req, ax_buf *c)
 {
     ax_buf_puts(c, "\n/* --blas=openblas: link with -lopenblas */\n#include <cblas.h>\n");
     if (uses_f32_op(req, IR_OP_dense))
@@ -1686,7 +1686,7 @@ int cg_c_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
     if (req->profile)
         emit_profile_clock(c_out);
     if (req->blas)
-        emit_blas_helpers(req, c_out);
+        cg_c_emit_blas_helpers(req, c_out);
     for (int m = 0; m < req->nmodels; m++) {
         emitter em = {.g = req->models[m], .out = c_out, .source_name = req->source_name,
                       .profile = req->profile, .blas = req->blas};

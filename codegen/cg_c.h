@@ -21,6 +21,8 @@ struct cg_c_body {
     /* >= 0: arena offset of room where a Float32 dense packs its weight read
      * from the state before calling the packed kernel (cg_train.pack_offset) */
     int64_t pack_offset;
+    bool blas;                   /* --blas=openblas: Float32 dense and matmul call the helpers
+                                    cg_c_emit_blas_helpers writes (weights read unpacked) */
     /* called after each node's statements (may be NULL) */
     void (*after_node)(const cg_c_body *b, int id, ax_buf *out);
     const void *user;            /* for after_node */
@@ -34,6 +36,9 @@ void cg_c_emit_body(const cg_c_body *b, ax_buf *out);
 void cg_c_emit_constants(const cg_c_body *b, ax_buf *out);
 /* An expression of type (const) T * for node id's storage. */
 const char *cg_c_storage(const cg_c_body *b, int id);
+/* --blas=openblas: <cblas.h> and the helpers req's Float32 dense and matmul
+ * nodes call (only those used). */
+void cg_c_emit_blas_helpers(const cg_request *req, ax_buf *c);
 /* The banner, includes and checks every generated .c file starts with. */
 void cg_c_emit_preamble(const cg_request *req, ax_buf *c);
 /* Reports what the C back end cannot compute in g; the number of errors. */

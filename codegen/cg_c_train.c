@@ -19,8 +19,11 @@
  * each parameter's update (runtime axrt_optim_step_*, shared with `axc
  * train`) runs right after the node the driver chose (its gradient
  * complete, the parameter read for the last time), and a BatchNorm running
- * statistic's new value is copied back there.  The state starts with the
- * step count (int64_t), then the tensors, each 64-byte aligned. */
+ * statistic's new value is copied back there.  The state starts with a
+ * 64-byte header of int64_t words (CG_TRAIN_HEADER_*): the step count, the
+ * seed of Dropout's generator (--seed, set by state_init) and the step in
+ * progress (1-based), the last two being the step's Dropout counter, as `axc
+ * train` sets it; then the tensors, each 64-byte aligned. */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -127,7 +130,8 @@ static void emit_header(const train_emit *te, ax_buf *h)
     put_tensor_lines(h, "input ", te->step, te->step->inputs, te->step_body.input_names, te->step->ninputs);
     put_tensor_lines(h, "output", te->fwd, te->fwd->outputs, te->fwd_body.output_names, te->fwd->noutputs);
     ax_buf_printf(h,
-                  "   state: %s_STATE_BYTES bytes, caller-owned, 64-byte aligned: the step count, the\n"
+                  "   state: %s_STATE_BYTES bytes, caller-owned, 64-byte aligned: a header of int64_t\n"
+                  "   words (the step count, Dropout's seed, the step in progress), the\n"
                   "   parameters (%s_state_tensors[k] at byte %s_state_offsets[k]) and the optimizer's\n"
                   "   moments; %s_state_init fills it from the embedded parameters.\n"
                   "   %s_train_step: forward, loss, backward and update on one batch; returns the loss\n"
@@ -183,8 +187,9 @@ static void emit_state_tables(const train_emit *te, ax_buf *c)
 
 static void emit_state_init(const train_emit *te, ax_buf *c)
 {
-    ax_buf_printf(c, "\nvoid %s_state_init(void *state)\n{\n    memset(state, 0, %zu);\n", te->name,
-                  te->t->state_bytes);
+    ax_buf_printf(c, "\nvoid %s_state_init(void *state)\n{\n    memset(state, 0, %zu);\n"
+                     "    ((int64_t *)state)[%d] = (int64_t)UINT64_C(%llu);   /* Dropout's seed */\n",
+                  te->name, te->t->state_bytes, CG_TRAIN_HEADER_SEED, (unsigned long long)te->t->seed);
     for (int k = 0; k < te->t->ntensors; k++) {
         const cg_train_tensor *s = &te->t->tensors[k];
         ax_buf_printf(c, "    memcpy((unsigned char *)state + %lld, %s_p%d.values, %zu);\n", (long long)s->offset,
@@ -208,12 +213,15 @@ static void emit_train_step(const train_emit *te, ax_buf *c)
     emit_static_arena(c, ax_sprintf(te->step->ctx->arena, "%s_train_arena", te->name), te->step->arena_bytes);
     ax_buf_puts(c, "\n");
     put_train_signature(te, c);
-    ax_buf_printf(c, "\n{\n    %s %s[1];\n    const int64_t step = *(const int64_t *)state + 1;\n"
+    ax_buf_printf(c, "\n{\n    %s %s[1];\n    const int64_t step = ((const int64_t *)state)[%d] + 1;\n"
                      "    if (arena == NULL)\n        arena = %s_train_arena;\n",
-                  ctype_of(te->step->dtype), loss, te->name);
+                  ctype_of(te->step->dtype), loss, CG_TRAIN_HEADER_STEPS, te->name);
+    if (te->t->dropout_counter != IR_NONE)
+        ax_buf_printf(c, "    ((int64_t *)state)[%d] = step;   /* Dropout's counter: seed, step */\n",
+                      CG_TRAIN_HEADER_STEP);
     emit_voids(c, &te->step_body, te->step->ninputs);
     cg_c_emit_body(&te->step_body, c);
-    ax_buf_printf(c, "    *(int64_t *)state = step;\n    return %s[0];\n}\n", loss);
+    ax_buf_printf(c, "    ((int64_t *)state)[%d] = step;\n    return %s[0];\n}\n", CG_TRAIN_HEADER_STEPS, loss);
 }
 
 static void emit_forward_state(const train_emit *te, ax_buf *c)
@@ -240,6 +248,8 @@ static int64_t *state_offsets(const train_emit *te, const ir_graph *g, bool forw
         if (id != IR_NONE)
             offsets[id] = te->t->tensors[k].offset;
     }
+    if (!forward && te->t->dropout_counter != IR_NONE)
+        offsets[te->t->dropout_counter] = CG_TRAIN_HEADER_SEED * (int64_t)sizeof(int64_t);
     return offsets;
 }
 
@@ -255,6 +265,7 @@ static void init_body(train_emit *te, cg_c_body *b, ir_graph *g, bool forward)
     b->fail_return = forward ? "status" : "NAN";
     b->pack_offset = forward ? te->t->fwd_pack_offset : te->t->step_pack_offset;
     b->after_node = forward ? NULL : emit_updates;
+    b->blas = te->req->blas;
     b->user = te;
 }
 
@@ -275,6 +286,8 @@ int cg_c_train_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
     emit_header(&te, h_out);
     ax_buf_puts(h_out, "\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
     cg_c_emit_preamble(req, c_out);
+    if (req->blas)
+        cg_c_emit_blas_helpers(req, c_out);
     ax_buf_printf(c_out, "\n/* ---- training step of model %s ---- */\n", te.name);
     cg_c_emit_constants(&te.step_body, c_out);
     cg_c_emit_constants(&te.fwd_body, c_out);

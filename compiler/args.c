@@ -50,7 +50,7 @@ static const char usage_text[] =
     "                          (default: an absolute source path is named by its file name)\n"
     "  -Werror, -w             warnings as errors / no warnings\n"
     "  --blas=openblas         float32 dense and matmul call OpenBLAS's cblas_sgemm\n"
-    "                          (the generated code then links -lopenblas)\n"
+    "                          (the generated code then links -lopenblas; axc --train too)\n"
     "  --quantize=int8         int8 post-training quantisation of dense and conv layers,\n"
     "  --calibrate NAME=FILE.npy  with ranges observed on these inputs (samples along dim 0)\n"
     "\n"
@@ -437,6 +437,17 @@ static int check_optimizer(const axc_opts *o)
 }
 
 /* What `axc train` cannot do without. */
+/* Options that the training modes do not take (axc train runs on the
+ * interpreter; the generated step has no per-layer clock): refused rather
+ * than ignored. */
+static int refuse_in_training(const axc_opts *o)
+{
+    const char *bad = o->profile ? "--profile" : o->blas && o->train ? "--blas" : NULL;
+    if (!bad) return AXC_OK;
+    axc_fail("option '%s' is not valid in this mode (see axc --help for where it belongs)", bad);
+    return AXC_EUSAGE;
+}
+
 static int check_train(const axc_opts *o)
 {
     const char *missing = !o->target_file ? "--target Y.npy" : o->loss < 0 ? "--loss=mse|cross_entropy|bce_with_logits"
@@ -446,7 +457,7 @@ static int check_train(const axc_opts *o)
         axc_fail("'axc train' writes only --save-weights (it runs on the reference interpreter)");
         return AXC_EUSAGE;
     }
-    return check_optimizer(o);
+    return refuse_in_training(o) ? AXC_EUSAGE : check_optimizer(o);
 }
 
 /* What `axc --train` cannot do without (it writes C: -o OUT.c or --emit). */
@@ -454,7 +465,7 @@ static int check_train_step(const axc_opts *o)
 {
     if (o->loss < 0) { axc_fail("'axc %s' needs %s", "--train", "--loss=mse|cross_entropy|bce_with_logits"); return AXC_EUSAGE; }
     if (!o->output && !o->emit) { axc_fail("'axc %s' needs %s", "--train", "-o OUT.c"); return AXC_EUSAGE; }
-    return check_optimizer(o);
+    return refuse_in_training(o) ? AXC_EUSAGE : check_optimizer(o);
 }
 
 int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)

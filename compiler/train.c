@@ -136,7 +136,8 @@ int axc_build_training_graph(const axc_opts *o, trainer *t)
 {
     ir_graph *g = t->g;
     if (g->noutputs != 1) {
-        ax_error(g->ctx, g->loc, "'axc train' needs a model with one output; '%s' has %d", g->name, g->noutputs);
+        ax_error(g->ctx, g->loc, "'axc %s' needs a model with one output; '%s' has %d",
+                 o->train_step ? "--train" : "train", g->name, g->noutputs);
         return AXC_EINPUT;
     }
     int nbn = pass_train_mode(g);

@@ -10,7 +10,10 @@
  * 64-byte aligned).  Each update runs after the later of the node that
  * completes its gradient and the last node reading the parameter (through
  * reshapes, which share its storage), so gradients do not all stay live to
- * the end; the gradient's live_until keeps its buffer that long.  Both
+ * the end; the gradient's live_until keeps its buffer that long.  Dropout
+ * draws its masks from the header's seed and step in progress (what `axc
+ * train` gives its counter), so both train alike; the inference copy has no
+ * counter, and its Dropout is the identity.  Both
  * graphs then get the shared memory plan (forward and backward planned
  * together), checked against --ram. */
 #include <stdio.h>
@@ -94,7 +97,7 @@ static void lay_out_state(const axc_trainer *t, const int *stat_value, ir_graph 
     if (!ids) ax_out_of_memory(0);
     const int n = state_params(g, ids), moments = moment_count(&train->optim);
     cg_train_tensor *ts = ax_alloc(g->ctx->arena, sizeof *ts * ((size_t)n + 1));
-    size_t at = STATE_ALIGN;   /* the step count */
+    size_t at = STATE_ALIGN;   /* the header: step count, Dropout's counter */
     for (int k = 0; k < n; k++) {
         cg_train_tensor *s = &ts[k];
         const ir_node *p = &g->nodes[ids[k]];
@@ -119,6 +122,15 @@ static void lay_out_state(const axc_trainer *t, const int *stat_value, ir_graph 
     train->state_bytes = at;
     free(ids);
     free(last);
+}
+
+/* The Dropout counter pass_train_mode made (its data, seed and step, comes
+ * from the state's header in the generated step), or IR_NONE. */
+static int dropout_counter(const ir_graph *g)
+{
+    for (int id = 0; id < g->nnodes; id++)
+        if (g->nodes[id].op == IR_OP_param && g->nodes[id].name == pass_dropout_counter_name) return id;
+    return IR_NONE;
 }
 
 static const char *summary(ax_arena *a, const axc_opts *o, const axrt_optim *h)
@@ -152,11 +164,12 @@ static int64_t add_pack_room(ir_graph *g)
 }
 
 /* Both graphs planned with sharing (forward and backward in one arena),
- * verified, within --ram. */
+ * verified, within --ram; with --blas=openblas the dense weights go to
+ * cblas_sgemm as they lie in the state (no room to pack them). */
 static int plan(const axc_opts *o, ir_graph *g, int64_t *pack_offset)
 {
     pass_memplan_with(g, true);
-    *pack_offset = add_pack_room(g);
+    *pack_offset = o->blas ? -1 : add_pack_room(g);
     if (ir_verify(g)) return AXC_EINPUT;
     if (o->ram_budget && pass_memplan_check_budget(g, o->ram_budget)) return AXC_EINPUT;
     return AXC_OK;
@@ -178,12 +191,6 @@ int axc_train_step_graphs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int
                  ir_dtype_name(g->dtype), g->name);
         return AXC_EINPUT;
     }
-    for (int id = 0; id < g->nnodes; id++)
-        if (g->nodes[id].op == IR_OP_dropout) {   /* its counter would need a step in the state */
-            ax_error(g->ctx, g->nodes[id].loc, "the generated training step does not take Dropout yet "
-                     "(axc train does); drop it or set p=0 for --train");
-            return AXC_EINPUT;
-        }
     ir_graph *fwd = copy_graph(g);
     axc_trainer t = {0};
     t.g = g;
@@ -198,6 +205,8 @@ int axc_train_step_graphs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int
         train->forward = fwd;
         train->optim = axc_optim_from(o);
         train->summary = summary(ctx->arena, o, &train->optim);
+        train->dropout_counter = dropout_counter(g);
+        train->seed = o->seed;
         lay_out_state(&t, stat_value, fwd, train);
         free(stat_value);
         rc = plan(o, g, &train->step_pack_offset);

@@ -237,6 +237,23 @@ int64_t ir_numel(const ir_node *n)
     return count;
 }
 
+void ir_upsample_source(int64_t dst, int64_t in, int s, int mode, int64_t *i0, int64_t *i1, double *frac)
+{
+    if (mode == IR_UPSAMPLE_NEAREST) {
+        *i0 = *i1 = dst / s;
+        *frac = 0;
+        return;
+    }
+    double src = mode == IR_UPSAMPLE_BILINEAR_CORNERS
+                 ? (in * s > 1 ? (double)dst * (double)(in - 1) / (double)(in * s - 1) : 0)
+                 : ((double)dst + 0.5) / s - 0.5;
+    if (src < 0) src = 0;
+    *i0 = (int64_t)src;
+    if (*i0 > in - 1) *i0 = in - 1;
+    *i1 = *i0 + 1 < in ? *i0 + 1 : in - 1;
+    *frac = src - (double)*i0;
+}
+
 int64_t ir_slice_strides(const ir_attrs *attrs, const int64_t *x_shape, int rank, int64_t *strides)
 {
     int64_t x_stride = 1, offset = 0;

@@ -306,6 +306,10 @@ int64_t ir_numel(const ir_node *n);
  * (rank dims, row-major): strides[d] = x's stride of d times attrs.step[d];
  * returns the element offset of attrs.begin. */
 int64_t ir_slice_strides(const ir_attrs *attrs, const int64_t *x_shape, int rank, int64_t *strides);
+/* torch.nn.Upsample's source of output index dst along an axis of size in
+ * scaled by s, mode an ir_upsample_mode: *i0, *i1 and the weight *frac of
+ * *i1 (the interpreter's kernel and the bilinear gradient's matrices). */
+void ir_upsample_source(int64_t dst, int64_t in, int s, int mode, int64_t *i0, int64_t *i1, double *frac);
 bool ir_same_shape(const ir_node *a, const ir_node *b);  /* same rank and dims */
 int ir_output_index(const ir_graph *g, int id);           /* position among outputs, or -1 */
 static inline bool ir_is_output(const ir_graph *g, int id) { return ir_output_index(g, id) >= 0; }

@@ -996,26 +996,6 @@ static int eval_conv_transpose(const interp *in, const ir_node *n, double *out)
     return 0;
 }
 
-/* torch.nn.Upsample's source of output index dst along an axis of size
- * in scaled by s: *i0, *i1 and the weight *frac of *i1. */
-static void upsample_source(int64_t dst, int64_t in, int s, int mode, int64_t *i0, int64_t *i1,
-                            double *frac)
-{
-    if (mode == IR_UPSAMPLE_NEAREST) {
-        *i0 = *i1 = dst / s;
-        *frac = 0;
-        return;
-    }
-    double src = mode == IR_UPSAMPLE_BILINEAR_CORNERS
-                 ? (in * s > 1 ? (double)dst * (double)(in - 1) / (double)(in * s - 1) : 0)
-                 : ((double)dst + 0.5) / s - 0.5;
-    if (src < 0) src = 0;
-    *i0 = (int64_t)src;
-    if (*i0 > in - 1) *i0 = in - 1;
-    *i1 = *i0 + 1 < in ? *i0 + 1 : in - 1;
-    *frac = src - (double)*i0;
-}
-
 static int eval_upsample(const interp *in, const ir_node *n, double *out)
 {
     const ir_node *x = operand(in, n, 0);
@@ -1025,9 +1005,9 @@ static int eval_upsample(const interp *in, const ir_node *n, double *out)
         for (int64_t oy = 0; oy < oh; oy++) {
             int64_t y0, y1, x0, x1;
             double fy, fx;
-            upsample_source(oy, h, n->attrs.scale[0], n->attrs.mode, &y0, &y1, &fy);
+            ir_upsample_source(oy, h, n->attrs.scale[0], n->attrs.mode, &y0, &y1, &fy);
             for (int64_t ox = 0; ox < ow; ox++) {
-                upsample_source(ox, w, n->attrs.scale[1], n->attrs.mode, &x0, &x1, &fx);
+                ir_upsample_source(ox, w, n->attrs.scale[1], n->attrs.mode, &x0, &x1, &fx);
                 const double *r0 = xv + (b * h + y0) * w * c, *r1 = xv + (b * h + y1) * w * c;
                 for (int64_t ch = 0; ch < c; ch++) {
                     double top = r0[x0 * c + ch] * (1 - fx) + r0[x1 * c + ch] * fx;

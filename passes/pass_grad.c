@@ -107,6 +107,14 @@ static int constant(grad_state *s, const int64_t *shape, int rank, double value,
     return c;
 }
 
+/* Element i of constant c (made by constant()) set to v. */
+static void set_constant(grad_state *s, int c, int64_t i, double v)
+{
+    ir_node *p = &s->g->nodes[s->g->nodes[c].op == IR_OP_param ? c : s->g->nodes[c].src[0]];
+    if (p->dtype == AXRT_F32) ((float *)p->data)[i] = (float)v;
+    else ((double *)p->data)[i] = v;
+}
+
 static int reshape(grad_state *s, int x, const int64_t *shape, int rank)
 {
     int id = add_node(s, IR_OP_reshape, &x, 1, shape, rank);
@@ -149,6 +157,18 @@ static int swap_last(grad_state *s, int x)
     shape[rank - 2] = n->shape[rank - 1], shape[rank - 1] = n->shape[rank - 2];
     int id = add_node(s, IR_OP_transpose, &x, 1, shape, rank);
     memcpy(s->g->nodes[id].attrs.perm, perm, sizeof perm);
+    s->g->nodes[id].attrs.nperm = rank;
+    return id;
+}
+
+/* x's dims permuted: result dim d is x's dim perm[d] */
+static int permute(grad_state *s, int x, const int *perm)
+{
+    const int rank = s->g->nodes[x].rank;
+    int64_t shape[IR_MAX_RANK];
+    for (int d = 0; d < rank; d++) shape[d] = s->g->nodes[x].shape[perm[d]];
+    int id = add_node(s, IR_OP_transpose, &x, 1, shape, rank);
+    memcpy(s->g->nodes[id].attrs.perm, perm, sizeof *perm * (size_t)rank);
     s->g->nodes[id].attrs.nperm = rank;
     return id;
 }
@@ -616,14 +636,86 @@ static void grad_pow(grad_state *s, int id)
     }
 }
 
+static int linear(grad_state *s, int x, int w, int b);
+
+/* One axis of a bilinear Upsample (in -> in * scale) as a dense weight
+ * [in, in * scale]: column o holds output o's weights on the inputs
+ * (ir_upsample_source, either align_corners), so a dense through it sums an
+ * output row's dy back onto the inputs it was read from. */
+static int upsample_matrix(grad_state *s, int64_t in, int scale, int mode)
+{
+    const int64_t out = in * scale;
+    int64_t shape[2] = {in, out};
+    double *m = calloc((size_t)(in * out), sizeof *m);
+    if (!m) ax_out_of_memory(0);
+    for (int64_t o = 0; o < out; o++) {
+        int64_t i0, i1;
+        double f;
+        ir_upsample_source(o, in, scale, mode, &i0, &i1, &f);
+        m[i0 * out + o] += 1 - f;
+        m[i1 * out + o] += f;
+    }
+    int c = constant(s, shape, 2, 0, false);
+    for (int64_t i = 0; i < in * out; i++) set_constant(s, c, i, m[i]);
+    free(m);
+    return c;
+}
+
+/* Bilinear Upsample is y = A_h x A_w^T per image and channel (A an axis's
+ * interpolation matrix), so dx = A_h^T dy A_w: dy [N, oh, ow, C] through a
+ * dense on its columns, then one on its rows, transposed back to x's layout. */
+static void grad_upsample_bilinear(grad_state *s, int id, int x)
+{
+    static const int cols_last[4] = {0, 1, 3, 2}, rows_last[4] = {0, 3, 2, 1}, back[4] = {0, 3, 1, 2};
+    const int mode = N(id)->attrs.mode;
+    int aw = upsample_matrix(s, N(x)->shape[2], N(id)->attrs.scale[1], mode);
+    int ah = upsample_matrix(s, N(x)->shape[1], N(id)->attrs.scale[0], mode);
+    int cols = linear(s, permute(s, s->adj[id], cols_last), aw, IR_NONE);   /* [N, oh, C, w] */
+    int rows = linear(s, permute(s, cols, rows_last), ah, IR_NONE);         /* [N, w, C, h] */
+    accumulate(s, x, permute(s, rows, back));
+}
+
+/* y = prod(x) along the axis (dim kept): dx_i = dy times the product of the
+ * others, zeros included as torch: with z = [x == 0] (1 - sign|x|) and q the
+ * product of x + z (of the non-zero elements), dx = dy q ((1 - z) [no zero in
+ * the row] / (x + z) + z [exactly one zero]); two zeros or more give 0. */
+static void grad_prod(grad_state *s, int id)
+{
+    int x = SRC(id, 0);
+    if (!needs(s, x)) return;
+    const int axis = N(id)->attrs.axis;
+    int z = binary(s, IR_OP_sub, scalar(s, 1), like(s, IR_OP_sign, like(s, IR_OP_abs, x, IR_NONE, x), IR_NONE, x));
+    int safe = binary(s, IR_OP_add, x, z);
+    int zeros = reduce(s, IR_OP_sum, z, axis);
+    int none = binary(s, IR_OP_sub, scalar(s, 1), like(s, IR_OP_sign, zeros, IR_NONE, zeros));
+    int off_one = like(s, IR_OP_abs, binary(s, IR_OP_sub, zeros, scalar(s, 1)), IR_NONE, zeros);
+    int one = like(s, IR_OP_relu, binary(s, IR_OP_sub, scalar(s, 1), off_one), IR_NONE, zeros);
+    int kept = binary(s, IR_OP_mul, binary(s, IR_OP_div, binary(s, IR_OP_sub, scalar(s, 1), z), safe), none);
+    int others = binary(s, IR_OP_add, kept, binary(s, IR_OP_mul, z, one));
+    int scale = binary(s, IR_OP_mul, s->adj[id], reduce(s, IR_OP_prod, safe, axis));
+    accumulate(s, x, binary(s, IR_OP_mul, scale, others));
+}
+
+/* y = fmod(a, b) (C's, torch.fmod): da = dy, db = -dy trunc(a / b), the
+ * quotient taken as round((a - y) / b), a - y being a multiple of b. */
+static void grad_fmod(grad_state *s, int id)
+{
+    int a = SRC(id, 0), b = SRC(id, 1), dy = s->adj[id];
+    if (needs(s, a)) accumulate(s, a, unbroadcast(s, dy, a));
+    if (!needs(s, b)) return;
+    int q = binary(s, IR_OP_div, binary(s, IR_OP_sub, a, id), b);
+    int t = binary(s, IR_OP_mul, dy, like(s, IR_OP_round, q, IR_NONE, q));
+    accumulate(s, b, unbroadcast(s, like(s, IR_OP_neg, t, IR_NONE, t), b));
+}
+
 /* Upsample, nearest: each input pixel's dy is the sum over the block it was
- * copied to, a mean pool of dy (window = stride = scale) times the block's size.
- * Bilinear modes have no rule yet. */
+ * copied to, a mean pool of dy (window = stride = scale) times the block's
+ * size; bilinear: grad_upsample_bilinear. */
 static void grad_upsample(grad_state *s, int id)
 {
     int x = SRC(id, 0);
     if (!needs(s, x)) return;
-    if (N(id)->attrs.mode != IR_UPSAMPLE_NEAREST) { grad_missing(s, id); return; }
+    if (N(id)->attrs.mode != IR_UPSAMPLE_NEAREST) { grad_upsample_bilinear(s, id, x); return; }
     const int sh = N(id)->attrs.scale[0], sw = N(id)->attrs.scale[1];
     int dy = s->adj[id];
     int pool = add_node(s, IR_OP_meanpool, &dy, 1, N(x)->shape, N(x)->rank);
@@ -639,13 +731,11 @@ static void grad_upsample(grad_state *s, int id)
 #define grad_input grad_none
 #define grad_param grad_none
 #define grad_scalar grad_none
-#define grad_prod grad_missing
-#define grad_fmod grad_missing
 #define grad_groupnorm grad_missing   /* pass_train_mode rewrites it into ops */
 #define grad_batchnorm grad_missing   /* pass_train_mode rewrites it into ops */
 #define grad_mha grad_missing         /* likewise */
-#define grad_gru grad_missing
-#define grad_lstm grad_missing
+#define grad_gru grad_missing        /* pass_train_mode unrolls it into ops */
+#define grad_lstm grad_missing       /* likewise */
 #define grad_max grad_missing
 #define grad_min grad_missing
 #define grad_argmax grad_missing     /* Int64 indices: integer_on_path stops before it */
@@ -805,22 +895,30 @@ static int causal_mask(grad_state *s, int64_t lq, int64_t lk)
 {
     int64_t shape[2] = {lq, lk};
     int c = constant(s, shape, 2, 0, false);
-    int p = N(c)->op == IR_OP_param ? c : SRC(c, 0);
     for (int64_t i = 0; i < lq * lk; i++)
-        if (i % lk > i / lk) {
-            if (N(p)->dtype == AXRT_F32) ((float *)N(p)->data)[i] = -INFINITY;
-            else ((double *)N(p)->data)[i] = -INFINITY;
-        }
+        if (i % lk > i / lk) set_constant(s, c, i, -INFINITY);
     return c;
 }
 
-/* MultiheadAttention node m written out in dense, matmul, softmax, reshape
- * and transpose before it (eval_mha's steps), m itself becoming the output
- * projection, so that their rules give its gradient.  A key padding mask is
- * not differentiated yet (a located error). */
-static bool train_mha(grad_state *s, int m)
+/* A key padding mask [N, S] as scores' additive bias [N, 1, 1, S]:
+ * log(sign|mask|), 0 for a token and -inf for padding (0), as eval_mha's
+ * -inf scores; a query with every key masked then gets NaN, as there. */
+static int key_bias(grad_state *s, int mask)
 {
-    if (N(m)->nsrc > 7 && SRC(m, 7) != IR_NONE) { grad_missing(s, m); return false; }
+    int x = mask;
+    if (N(mask)->dtype != s->g->dtype) x = like(s, IR_OP_cast, mask, IR_NONE, mask);
+    int keep = like(s, IR_OP_sign, like(s, IR_OP_abs, x, IR_NONE, x), IR_NONE, x);
+    int64_t shape[4] = {N(mask)->shape[0], 1, 1, N(mask)->shape[1]};
+    return reshape(s, like(s, IR_OP_log, keep, IR_NONE, keep), shape, 4);
+}
+
+/* MultiheadAttention node m written out in dense, matmul, softmax, reshape
+ * and transpose before it (eval_mha's steps; a key padding mask through
+ * key_bias), m itself becoming the output projection, so that their rules
+ * give its gradient. */
+static void train_mha(grad_state *s, int m)
+{
+    const int mask = N(m)->nsrc > 7 ? SRC(m, 7) : IR_NONE;
     s->insert_at = m;
     const int q = SRC(m, 0), k = SRC(m, 1), v = SRC(m, 2), in_w = SRC(m, 3), in_b = SRC(m, 4);
     const int64_t d = N(q)->shape[2], heads = N(m)->attrs.heads, lq = N(q)->shape[1], lk = N(k)->shape[1];
@@ -830,6 +928,7 @@ static bool train_mha(grad_state *s, int m)
     int vh = split_heads(s, linear(s, v, proj_part(s, in_w, 2, d), proj_part(s, in_b, 2, d)), heads, false);
     int scores = binary(s, IR_OP_mul, matmul(s, qh, kt), scalar(s, 1 / sqrt((double)(d / heads))));
     if (causal) scores = binary(s, IR_OP_add, scores, causal_mask(s, lq, lk));
+    if (mask != IR_NONE) scores = binary(s, IR_OP_add, scores, key_bias(s, mask));
     int p = like(s, IR_OP_softmax, scores, IR_NONE, scores);
     N(p)->attrs.axis = 3;
     int ctx = matmul(s, p, vh);   /* [B, H, lq, hd] */
@@ -846,19 +945,13 @@ static bool train_mha(grad_state *s, int m)
     n->nsrc = 3;
     n->src[0] = joined, n->src[1] = out_w, n->src[2] = out_b;
     s->insert_at = -1;
-    return true;
 }
 
 /* [a, b, c, d] transposed to [a, c, b, d] */
 static int swap_middle(grad_state *s, int x)
 {
-    const int64_t *xs = N(x)->shape;
-    int64_t shape[4] = {xs[0], xs[2], xs[1], xs[3]};
-    int t = add_node(s, IR_OP_transpose, &x, 1, shape, 4);
-    int perm[4] = {0, 2, 1, 3};
-    memcpy(N(t)->attrs.perm, perm, sizeof perm);
-    N(t)->attrs.nperm = 4;
-    return t;
+    static const int perm[4] = {0, 2, 1, 3};
+    return permute(s, x, perm);
 }
 
 /* GroupNorm node gn ([N, ..., C], groups G) written out before it: x as
@@ -884,6 +977,107 @@ static void train_groupnorm(grad_state *s, int gn)
     node->op = b == IR_NONE ? IR_OP_mul : IR_OP_add;
     node->nsrc = 2;
     node->src[0] = scaled, node->src[1] = other;
+    s->insert_at = -1;
+}
+
+/* n nodes joined along axis by concats of at most IR_MAX_SRC operands. */
+static int concat_many(grad_state *s, int *items, int n, int axis)
+{
+    while (n > 1) {
+        int groups = 0;
+        for (int at = 0; at < n; at += IR_MAX_SRC) {
+            const int count = n - at < IR_MAX_SRC ? n - at : IR_MAX_SRC;
+            int64_t shape[IR_MAX_RANK];
+            memcpy(shape, N(items[at])->shape, sizeof shape);
+            for (int k = 1; k < count; k++) shape[axis] += N(items[at + k])->shape[axis];
+            int c = add_node(s, IR_OP_concat, items + at, count, shape, N(items[at])->rank);
+            N(c)->attrs.axis = axis;
+            items[groups++] = c;
+        }
+        n = groups;
+    }
+    return items[0];
+}
+
+/* Columns [part h, (part + 1) h) of a [N, gates h] gate block. */
+static int gate(grad_state *s, int block, int part, int64_t h)
+{
+    return slice_along(s, block, 1, part * h, h);
+}
+
+static int sigmoid_of(grad_state *s, int x) { return like(s, IR_OP_sigmoid, x, IR_NONE, x); }
+static int tanh_of(grad_state *s, int x) { return like(s, IR_OP_tanh, x, IR_NONE, x); }
+
+/* What a GRU/LSTM step reads of its node (read before nodes are inserted
+ * before it, which moves it). */
+typedef struct rnn_cell {
+    int w_hh, b_hh;
+    int64_t hid;
+    bool linear_before_reset;
+} rnn_cell;
+
+/* One torch.nn.GRU step (gates r, z, n; eval_rnn's gru_step) on the input's
+ * gate row gi and the state h: the new h. */
+static int gru_cell(grad_state *s, const rnn_cell *rc, int gi, int h)
+{
+    const int w_hh = rc->w_hh, b_hh = rc->b_hh;
+    const int64_t hid = rc->hid;
+    int gh = linear(s, h, w_hh, b_hh);
+    int r = sigmoid_of(s, binary(s, IR_OP_add, gate(s, gi, 0, hid), gate(s, gh, 0, hid)));
+    int z = sigmoid_of(s, binary(s, IR_OP_add, gate(s, gi, 1, hid), gate(s, gh, 1, hid)));
+    int hn = rc->linear_before_reset
+             ? binary(s, IR_OP_mul, r, gate(s, gh, 2, hid))
+             : linear(s, binary(s, IR_OP_mul, r, h), proj_part(s, w_hh, 2, hid), proj_part(s, b_hh, 2, hid));
+    int n = tanh_of(s, binary(s, IR_OP_add, gate(s, gi, 2, hid), hn));
+    return binary(s, IR_OP_add, n, binary(s, IR_OP_mul, z, binary(s, IR_OP_sub, h, n)));   /* (1-z) n + z h */
+}
+
+/* One torch.nn.LSTM step (gates i, f, g, o): c and h updated. */
+static void lstm_cell(grad_state *s, const rnn_cell *rc, int gi, int *h, int *c)
+{
+    const int64_t hid = rc->hid;
+    int gh = linear(s, *h, rc->w_hh, rc->b_hh), pre[4];
+    for (int k = 0; k < 4; k++) pre[k] = binary(s, IR_OP_add, gate(s, gi, k, hid), gate(s, gh, k, hid));
+    int i = sigmoid_of(s, pre[0]), f = sigmoid_of(s, pre[1]), g = tanh_of(s, pre[2]), o = sigmoid_of(s, pre[3]);
+    *c = binary(s, IR_OP_add, binary(s, IR_OP_mul, f, *c), binary(s, IR_OP_mul, i, g));
+    *h = binary(s, IR_OP_mul, o, tanh_of(s, *c));
+}
+
+/* GRU or LSTM node rnn written out step by step before it (dense, slice,
+ * sigmoid, tanh, mul, add: eval_rnn's recurrence unrolled over the sequence,
+ * in reverse for attrs.reverse), each step's h (or c, attrs.cell) joined by
+ * concat; rnn itself becomes a reshape of that, so that those ops' rules give
+ * the gradient through time (backpropagation through time). */
+static void train_rnn(grad_state *s, int rnn)
+{
+    s->insert_at = rnn;
+    const bool lstm = N(rnn)->op == IR_OP_lstm, reverse = N(rnn)->attrs.reverse, cell = N(rnn)->attrs.cell;
+    const int x = SRC(rnn, 0), h0 = N(rnn)->nsrc > 5 ? SRC(rnn, 5) : IR_NONE;
+    const int c0 = lstm && N(rnn)->nsrc > 6 ? SRC(rnn, 6) : IR_NONE;
+    const int64_t batch = N(x)->shape[0], len = N(x)->shape[1], hid = N(rnn)->shape[2], gates = (lstm ? 4 : 3) * hid;
+    const int w_ih = SRC(rnn, 1), b_ih = N(rnn)->nsrc > 3 ? SRC(rnn, 3) : IR_NONE;
+    const rnn_cell rc = {SRC(rnn, 2), N(rnn)->nsrc > 4 ? SRC(rnn, 4) : IR_NONE, hid, N(rnn)->attrs.linear_before_reset};
+    int64_t state_shape[2] = {batch, hid}, row_shape[2] = {batch, gates}, out_shape[3] = {batch, 1, hid};
+    int all = linear(s, x, w_ih, b_ih);   /* every step's input projection */
+    int h = h0 != IR_NONE ? h0 : constant(s, state_shape, 2, 0, false);
+    int c = c0 != IR_NONE ? c0 : lstm ? constant(s, state_shape, 2, 0, false) : IR_NONE;
+    int *outs = malloc(sizeof *outs * (size_t)len);
+    if (!outs) ax_out_of_memory(0);
+    for (int64_t k = 0; k < len; k++) {
+        const int64_t t = reverse ? len - 1 - k : k;
+        int gi = reshape(s, slice_along(s, all, 1, t, 1), row_shape, 2);
+        if (lstm) lstm_cell(s, &rc, gi, &h, &c);
+        else h = gru_cell(s, &rc, gi, h);
+        outs[t] = reshape(s, cell ? c : h, out_shape, 3);
+    }
+    int joined = concat_many(s, outs, (int)len, 1);
+    free(outs);
+    ir_node *n = N(s->insert_at);
+    n->op = IR_OP_reshape;
+    n->nsrc = 1;
+    n->src[0] = joined;
+    memcpy(n->attrs.newshape, n->shape, sizeof n->attrs.newshape);
+    n->attrs.nnewshape = n->rank;
     s->insert_at = -1;
 }
 
@@ -920,7 +1114,8 @@ int pass_train_mode(ir_graph *g)
     for (int id = 0; id < g->nnodes; id++) {
         const int before = g->nnodes;
         if (g->nodes[id].dead) continue;
-        if (g->nodes[id].op == IR_OP_mha && !train_mha(&s, id)) return -1;
+        if (g->nodes[id].op == IR_OP_mha) train_mha(&s, id);
+        if (g->nodes[id].op == IR_OP_gru || g->nodes[id].op == IR_OP_lstm) train_rnn(&s, id);
         if (g->nodes[id].op == IR_OP_dropout) train_dropout(&s, id, &counter, streams++);
         if (g->nodes[id].op == IR_OP_groupnorm) train_groupnorm(&s, id);
         if (g->nodes[id].op != IR_OP_batchnorm) {

@@ -351,6 +351,61 @@ class ExtremaPow(torch.nn.Module):
         return self.fc2(nhwc(F.interpolate(nchw(r), scale_factor=(2, 3), mode="nearest")) * h.mean((1, 2), keepdim=True))
 
 
+class ProdFmod(torch.nn.Module):
+    """prod over the batch with exactly one zero per column 0 (x's row 0 is zero in
+    every batch and fc1's bias[0] is 0, so d/d bias[0] takes torch's zero path), fmod
+    with both operands trained (d/db = -trunc(a/b))."""
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = torch.nn.Linear(6, 5), torch.nn.Linear(6, 5), torch.nn.Linear(5, 3)
+        with torch.no_grad():
+            self.fc1.bias[0] = 0
+
+    def forward(self, x):
+        h = self.fc1(x)
+        r = torch.fmod(self.fc2(x) * 3.0, torch.sigmoid(h) + 0.5)
+        return self.fc3(torch.tanh(r * torch.prod(h, 0, keepdim=True)))
+
+
+class Bilinear(torch.nn.Module):
+    """bilinear Upsample, align_corners false and true."""
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(5, 4), torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        h = nchw(torch.tanh(self.fc1(x)))
+        h = F.interpolate(h, scale_factor=(2, 3), mode="bilinear", align_corners=False)
+        h = F.interpolate(torch.sigmoid(h), scale_factor=(3, 2), mode="bilinear", align_corners=True)
+        return self.fc2(nhwc(h))
+
+
+class MaskedAttn(torch.nn.Module):
+    """Attention with a key padding mask: x's last feature is the mask (0: padding;
+    model_data's "mask" kind keeps key 0 of every row)."""
+    def __init__(self):
+        super().__init__()
+        self.attn, self.fc = torch.nn.MultiheadAttention(6, 2, batch_first=True), torch.nn.Linear(6, 3)
+
+    def forward(self, x):
+        h = x[:, :, :6]
+        a = self.attn(h, h, h, key_padding_mask=x[:, :, 6] == 0, need_weights=False)[0]
+        return self.fc(torch.tanh(a))
+
+
+class Recurrent(torch.nn.Module):
+    """A two-layer bidirectional GRU, then an LSTM (PyTorch's gate orders), the last step read."""
+    def __init__(self):
+        super().__init__()
+        self.gru = torch.nn.GRU(4, 5, num_layers=2, bidirectional=True, batch_first=True)
+        self.lstm = torch.nn.LSTM(10, 4, batch_first=True)
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        y = self.lstm(torch.tanh(self.gru(x)[0]))[0]
+        return self.fc(y[:, -1])
+
+
 class Pieces(torch.nn.Module):
     """chunk, strided slices and concat."""
     def __init__(self):
@@ -422,12 +477,32 @@ MODELS = [
     ("clamp", "@axiom dtype=DTYPE function m(x::DTYPE[4, 6])\n    fc1 = Dense(6 => 5)\n    lo = Dense(6 => 1)\n"
      "    fc2 = Dense(5 => 3)\n    h = fc1(x)\n    b = lo(x)\n"
      "    return fc2(clamp(h, -0.5, 0.7) + clamp.(h, b, b + 1.0))\nend\n", ClampNet, ((4, 6), "normal"), "mse"),
+    ("prod_fmod", "@axiom dtype=DTYPE function m(x::DTYPE[4, 6])\n    fc1 = Dense(6 => 5)\n    fc2 = Dense(6 => 5)\n"
+     "    fc3 = Dense(5 => 3)\n    h = fc1(x)\n    r = fmod(fc2(x) .* 3.0, sigmoid(h) + 0.5)\n"
+     "    return fc3(tanh(r .* prod(h, dims=0)))\nend\n", ProdFmod, ((4, 6), "zero_row"), "mse"),
+    ("bilinear", "@axiom dtype=DTYPE function m(x::DTYPE[2, 3, 4, 5])\n    fc1 = Dense(5 => 4)\n"
+     "    up1 = Upsample((2, 3), mode=bilinear)\n    up2 = Upsample((3, 2), mode=bilinear, align_corners=true)\n"
+     "    fc2 = Dense(4 => 3)\n    return fc2(up2(sigmoid(up1(tanh(fc1(x))))))\nend\n",
+     Bilinear, ((2, 3, 4, 5), "normal"), "mse"),
+    ("masked_attention", "@axiom dtype=DTYPE function m(x::DTYPE[2, 5, 7])\n"
+     "    attn = MultiHeadAttention(6 => 2)\n    fc = Dense(6 => 3)\n    h = x[:, :, 0:6]\n"
+     "    mask = reshape(x[:, :, 6:7], (2, 5))\n    return fc(tanh(attn(h, mask)))\nend\n",
+     MaskedAttn, ((2, 5, 7), "mask"), "mse"),
+    ("gru_lstm", "@axiom dtype=DTYPE function m(x::DTYPE[3, 6, 4])\n"
+     "    gru = GRU(4 => 5, num_layers=2, bidirectional=true)\n    lstm = LSTM(10 => 4)\n    fc = Dense(4 => 3)\n"
+     "    y = lstm(tanh(gru(x)))\n    return fc(reshape(y[:, 5:6, :], (3, 4)))\nend\n",
+     Recurrent, ((3, 6, 4), "normal"), "cross_entropy"),
 ]
 
 
 def model_data(rng, shape, kind, out_shape, loss, steps, np_dtype):
     n = (steps * shape[0],) + shape[1:]
     x = rng.integers(0, 10, n).astype(np.int64) if kind == "int" else rng.standard_normal(n).astype(np_dtype)
+    if kind == "zero_row":   # row 0 of every batch zero
+        x.reshape((steps, shape[0], -1))[:, 0] = 0
+    if kind == "mask":   # the last feature a key padding mask, key 0 always kept
+        x[..., -1] = rng.random(x.shape[:-1]) < 0.6
+        x[:, 0, -1] = 1
     if loss == "cross_entropy":
         t = rng.integers(0, out_shape[-1], steps * shape[0]).astype(np.int64)
     else:

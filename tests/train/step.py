@@ -150,7 +150,7 @@ def mlp_cases(d, rng, fw):
             firmware(d, label, got, fw)
 
 
-ZERO_GRADIENT_MODELS = {"lenet5_bn", "transformer", "norms_convt"}
+ZERO_GRADIENT_MODELS = {"lenet5_bn", "transformer", "norms_convt", "masked_attention"}
 
 
 def model_cases(d, rng, fw):
@@ -170,6 +170,93 @@ def model_cases(d, rng, fw):
         if got is not None and fw and name in ("batchnorm", "lenet5_bn"):
             firmware(d, label, got, fw, "4M" if name == "lenet5_bn" else "256K")
     tr.BATCH = 4
+
+
+def dropout_case(d, rng):
+    """Dropout in the generated step: its masks come from the state's header (seed,
+    step), as `axc train` draws them, so 20 steps of each give the same weights
+    (rel <= 1e-5), and PyTorch with the same masks injected (run.py's DropNet) agrees;
+    the forward on the state is inference (no mask, no 1/(1-p) scale): it equals the
+    twin in eval mode with the generated step's weights."""
+    tr.BATCH = 4
+    src = tr.DROP_SRC.replace("P1", "0.5").replace("P2", "0.25").replace("DTYPE", "Float32")
+    for opt, targs, flags in (("sgd", {"lr": 0.05}, ["--lr", "0.05"]), ("adam", {"lr": 0.01}, ["--lr", "0.01"])):
+        label = f"train step dropout {opt}"
+        flags = flags + ["--seed", "11"]
+        twin = tr.DropNet(0.5, 0.25)
+        init = {k: v.detach().clone() for k, v in twin.state_dict().items()}
+        x, t = tr.make_data(rng, "mse", tr.STEPS, np.float32)
+        r = generate(d, src, init, "mse", opt, flags)
+        if r.returncode:
+            report(f"{label}: axc --train", False, r.stderr)
+            continue
+        write_data(d, x, t, tr.BATCH * tr.OUT)
+        r = host_build(d)
+        if r.returncode:
+            report(f"{label}: cc -std=c99 -Wall -Wextra -Wpedantic -Werror", False, r.stderr[-3000:])
+            continue
+        res, (got, out, ok) = run_host(d)
+        if res.returncode or not ok:
+            report(f"{label}: host run", False, res.stdout[-2000:] + res.stderr[-2000:])
+            continue
+        rr, interp = tr.axc_train(d, src, init, "mse", opt, flags, x, t)
+        if rr.returncode:
+            report(f"{label}: generated C vs axc train", False, rr.stderr)
+            continue
+        errs = compare(got, interp, init)
+        moved = max(tr.rel_err(got[k], init[k].numpy().reshape(-1)) for k in init)
+        report(f"{label}: generated C vs axc train (20 steps, the same masks, rel <= 1e-5)",
+               max(errs.values()) <= 1e-5 and moved > 1e-3, f"relative errors {errs}, moved {moved:.3g}")
+        tr.drop_train(twin, "mse", opt, targs, x, t, tr.STEPS, 11)
+        errs = compare(got, {k: v.detach().numpy() for k, v in twin.state_dict().items()}, init)
+        report(f"{label}: generated C vs PyTorch with the same masks (rel <= 1e-4)", max(errs.values()) <= 1e-4,
+               f"relative errors {errs}")
+        infer = tr.DropNet(0.5, 0.25)
+        infer.load_state_dict({k: torch.from_numpy(got[k].astype(np.float32).reshape(init[k].shape)) for k in init})
+        y = infer.eval()(torch.from_numpy(x[:tr.BATCH])).detach().numpy().reshape(-1)
+        report(f"{label}: forward on the state is inference with the trained weights (rel <= 1e-5)",
+               out.shape == y.shape and tr.rel_err(out, y) <= 1e-5, f"out {out[:6]} twin {y[:6]}")
+
+
+def have_openblas(d):
+    with open(f"{d}/ob.c", "w") as f:
+        f.write("#include <cblas.h>\nint main(void) { return cblas_sdot(0, 0, 1, 0, 1) != 0.0f; }\n")
+    return subprocess.run([CC, f"{d}/ob.c", "-o", f"{d}/ob", "-lopenblas"], capture_output=True).returncode == 0
+
+
+def blas_case(d, rng):
+    """axc --train --blas=openblas: the step's Float32 dense and matmul call
+    cblas_sgemm on the state's weights; 20 Adam steps of the MLP match the
+    libaxrt step and `axc train` (rel <= 1e-5; sums in another order)."""
+    label = "train step --blas=openblas mlp adam"
+    if not have_openblas(d):
+        print(f"SKIP: {label} (OpenBLAS's cblas.h or -lopenblas missing)")
+        return
+    tr.BATCH = 4
+    twin = tr.Twin("relu")
+    init = {k: v.detach().clone() for k, v in twin.state_dict().items()}
+    x, t = tr.make_data(rng, "cross_entropy", tr.STEPS, np.float32)
+    src, flags = tr.model_src("relu", "Float32"), ["--lr", "0.01", "--blas=openblas"]
+    r = generate(d, src, init, "cross_entropy", "adam", flags)
+    if r.returncode:
+        report(f"{label}: axc --train", False, r.stderr)
+        return
+    write_data(d, x, t, tr.BATCH * tr.OUT)
+    r = subprocess.run([CC, *WARN, "-O1", "-I", d, "-I", f"{BUILD}/include", f"{HERE}/step_main.c", f"{d}/m.c",
+                        f"{BUILD}/lib/libaxrt.a", "-lopenblas", "-lm", "-o", f"{d}/host"], capture_output=True, text=True)
+    uses = "cblas_sgemm" in open(f"{d}/m.c").read()
+    if r.returncode or not uses:
+        report(f"{label}: builds warning-free and calls cblas_sgemm", False, r.stderr[-3000:])
+        return
+    res, (got, _, ok) = run_host(d)
+    rr, interp = tr.axc_train(d, src, init, "cross_entropy", "adam", flags[:2], x, t)
+    if res.returncode or not ok or rr.returncode:
+        report(f"{label}: runs", False, res.stdout[-1500:] + rr.stderr)
+        return
+    errs = compare(got, interp, init)
+    moved = max(tr.rel_err(got[k], init[k].numpy().reshape(-1)) for k in init)
+    report(f"{label}: generated C vs axc train (rel <= 1e-5)", max(errs.values()) <= 1e-5 and moved > 1e-3,
+           f"relative errors {errs}, moved {moved:.3g}")
 
 
 def cross_tools():
@@ -247,6 +334,8 @@ def main():
             print("SKIP: train step on Cortex-M4 (QEMU) (arm-none-eabi-gcc or qemu-system-arm missing)")
         mlp_cases(d, rng, fw)
         model_cases(d, rng, fw)
+        dropout_case(d, rng)
+        blas_case(d, rng)
 
 
 if __name__ == "__main__":
