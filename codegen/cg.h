@@ -43,6 +43,12 @@ typedef struct cg_train {
      * (the weights change every step), or -1 */
     int64_t step_pack_offset, fwd_pack_offset;
     const char *summary;      /* "loss cross_entropy, optimizer adam (lr 0.001, ...)" */
+    /* --ram (the driver's, for --mem-report): the step's arena before
+     * rematerialisation (pack room included), the values recomputed, the
+     * step's FLOPs (copies included) and what the copies add */
+    size_t peak_without_remat;
+    int recomputed;
+    double flops, extra_flops;
 } cg_train;
 
 /* The portable C99 backend (interface.md §2).  Returns 0 or the number of
