@@ -49,6 +49,8 @@ typedef struct cg_train {
     size_t peak_without_remat;
     int recomputed;
     double flops, extra_flops;
+    size_t sqrt_n_arena;      /* --mem-report: sqrt(n) checkpointing's arena and FLOPs */
+    double sqrt_n_flops;
 } cg_train;
 
 /* The portable C99 backend (interface.md §2).  Returns 0 or the number of

@@ -202,6 +202,17 @@ static void remat_step(ir_graph *g, size_t budget, cg_train *train, ir_graph *mi
     pass_remat_set_free(&s);
 }
 
+/* --mem-report's baseline: Chen et al.'s sqrt(n) checkpointing over the
+ * same candidates (every ceil(sqrt n)-th kept), its arena and extra FLOPs. */
+static void sqrt_n_point(const ir_graph *g, size_t room, cg_train *train)
+{
+    pass_remat_set s = pass_remat_candidates(g);
+    pass_remat_sqrt_n(&s);
+    train->sqrt_n_arena = pass_remat_eval(g, &s, NULL) + room;
+    train->sqrt_n_flops = pass_remat_extra_flops(&s);
+    pass_remat_set_free(&s);
+}
+
 /* The step planned with sharing (forward and backward in one arena), fitted
  * to --ram by rematerialisation (remat_step), verified, within --ram:
  * otherwise an error naming the smallest arena reached and its peak. */
@@ -210,6 +221,7 @@ static int plan_step(const axc_opts *o, ir_graph *g, cg_train *train, ir_graph *
     pass_memplan_with(g, true);
     const size_t room = pack_room(g);
     train->peak_without_remat = g->arena_bytes + room;
+    if (o->mem_report) sqrt_n_point(g, room, train);
     if (o->ram_budget && train->peak_without_remat > o->ram_budget)
         remat_step(g, o->ram_budget > room ? o->ram_budget - room : 0, train, mirror, mirror_ids);
     train->step_pack_offset = add_pack_room(g);
@@ -293,6 +305,9 @@ void axc_print_train_remat(const ir_graph *step, const cg_train *train)
            "remat extra work: %.0f FLOPs\n", train->peak_without_remat, step->arena_bytes, train->extra_flops);
     axc_print_remat(step, train->peak_without_remat, step->arena_bytes, train->recomputed, train->flops,
                     train->extra_flops);
+    const double base = train->flops - train->extra_flops;
+    printf("sqrt(n) checkpointing, for comparison: arena %zu bytes, +%.0f FLOPs (+%.1f%%)\n", train->sqrt_n_arena,
+           train->sqrt_n_flops, base > 0 ? 100 * train->sqrt_n_flops / base : 0);
 }
 
 int axc_train_fit_ram(const axc_opts *o, axc_trainer *t)
