@@ -11,12 +11,16 @@ training) and examples/resmlp50.ax, with the loss and optimizer of MODELS:
   - the generated step with and without --ram, built with the host's cc and run
     for STEPS steps (tests/train/step_main.c): every loss, every state tensor
     and the forward on the trained state print the same (%.9g: Float32 exact);
-  - `axc train` with and without --ram: byte-identical --save-weights files.
+  - `axc train` with and without --ram: byte-identical --save-weights files;
+  - LeNet-5's rematerialised step built for a Cortex-M4F runs under QEMU (where
+    arm-none-eabi-gcc and qemu-system-arm exist, else SKIP), its weights within
+    1e-5 of the host build's (step.py's firmware check).
 A model where remat recomputes nothing would pass the comparisons trivially, so
 every model but the MLP (whose peak is a weight gradient: it has nothing to
 recompute) must recompute at least one value."""
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -110,6 +114,21 @@ def guard(label, rep, c_text, h_text, budget):
     return len(ids)
 
 
+def firmware(d, name, label, host_out):
+    """The rematerialised step (d/remat) on a Cortex-M4F under QEMU, as step.py runs its steps."""
+    if not step.cross_tools():
+        print(f"SKIP: {label}: Cortex-M4 under QEMU (arm-none-eabi-gcc or qemu-system-arm missing)")
+        return
+    os.makedirs(f"{d}/m4", exist_ok=True)
+    objs = step.build_runtime_m4(f"{d}/m4")
+    if not objs:
+        return
+    shutil.copy(f"{d}/remat/{name}.c", f"{d}/m.c")
+    shutil.copy(f"{d}/remat/{name}.h", f"{d}/{name}.h")
+    shutil.copy(f"{d}/remat/host", f"{d}/host")
+    step.firmware(d, label, step.parse(host_out)[0], {"objs": objs}, "4M")
+
+
 def one_model(d, name, batch, loss, flags):
     label = f"train remat {name} (batch {batch}, {loss}, {' '.join(flags)})"
     model = f"{d}/{name}.ax"
@@ -138,6 +157,8 @@ def one_model(d, name, batch, loss, flags):
                                                           (plain_out or "").splitlines()) if a != b), "")
     report(f"{label}: generated step with --ram={budget} and without, {STEPS} steps: bit-identical "
            f"losses, state and forward", same, "" if same else f"{first}\n{(err + err2)[-1500:]}")
+    if same and name == "lenet5":
+        firmware(d, name, f"{label} --ram={budget}", remat_out)
     saved = []
     for extra, out in (([], "plain"), ([f"--ram={budget}"], "remat")):
         r = axc("train", model, *common, *extra, "--input", f"x={d}/x.npy", "--target", f"{d}/t.npy",
