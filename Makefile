@@ -227,4 +227,4 @@ REMAT_MODELS = examples/resmlp50.ax examples/mlp.ax examples/lenet5.ax examples/
 	examples/mobilenet_v2.ax tests/ir/cases/conv_tile.ax tests/ir/cases/unet_remat.ax tests/ir/cases/skip_remat.ax
 mem-report: all
 	bash scripts/mem_report.sh $(B)/bin/axc --bench 20
-	$(PYTHON) scripts/remat_report.py $(B)/bin/axc $(B)/remat.svg mobilenet_v2 $(REMAT_MODELS)
+	$(PYTHON) scripts/remat_report.py $(B)/bin/axc $(B)/remat.svg mobilenet_v2 $(REMAT_MODELS) --train

@@ -48,6 +48,14 @@ typedef struct cg_train {
      * state's header at CG_TRAIN_HEADER_SEED, or IR_NONE without Dropout */
     int dropout_counter;
     uint64_t seed;            /* --seed: Dropout's generator, written by state_init */
+    /* --ram (the driver's, for --mem-report): the step's arena before
+     * rematerialisation (pack room included), the values recomputed, the
+     * step's FLOPs (copies included) and what the copies add */
+    size_t peak_without_remat;
+    int recomputed;
+    double flops, extra_flops;
+    size_t sqrt_n_arena;      /* --mem-report: sqrt(n) checkpointing's arena and FLOPs */
+    double sqrt_n_flops;
 } cg_train;
 
 /* The state header's int64 words: the steps done, then Dropout's counter

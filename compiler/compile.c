@@ -310,12 +310,13 @@ int axc_compile(ax_ctx *ctx, const axc_opts *o)
     if (o->mem_report) {
         ax_buf b = {0};
         for (int i = 0; i < n; i++) pass_memplan_report(models[i], &b);
-        if (o->train_step)   /* interface.md §8 */
-            ax_buf_printf(&b, "training peak without remat: %zu bytes\nforward on the state: %zu bytes\n"
-                          "training state: %zu bytes\n", models[0]->arena_bytes, train.forward->arena_bytes,
-                          train.state_bytes);
         fwrite(b.data ? b.data : "", 1, b.len, stdout);
         ax_buf_free(&b);
+        if (o->train_step) {   /* interface.md §8 */
+            axc_print_train_remat(models[0], &train);
+            printf("forward on the state: %zu bytes\ntraining state: %zu bytes\n", train.forward->arena_bytes,
+                   train.state_bytes);
+        }
     }
     ax_outset set = {0};
     rc = write_outputs(ctx, o, models, n, o->train_step ? &train : NULL, &set);

@@ -140,6 +140,21 @@ axrt_optim axc_optim_from(const axc_opts *o);
  * Returns an exit status. */
 struct cg_train;
 int axc_train_step_graphs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, struct cg_train *train);
+/* --mem-report's training lines (interface.md section 8): the step's peak
+ * without and with rematerialisation, the extra FLOPs and what is
+ * recomputed. */
+void axc_print_train_remat(const ir_graph *step, const struct cg_train *train);
+/* axc train under --ram or --mem-report: plans t->g as the generated step
+ * would (a copy whose one output is the loss, updates placed), fits it to
+ * --ram by rematerialisation, applies the same copies to t->g (t's node ids
+ * renumbered) and prints the training lines with --mem-report.  Returns an
+ * exit status (--ram unreachable: a located error). */
+int axc_train_fit_ram(const axc_opts *o, axc_trainer *t);
+/* --mem-report after pass_remat (pipeline.c): "rematerialised NAME: arena
+ * ... " and the recomputed values; nothing when none.  And the note after a
+ * budget remat could not reach. */
+void axc_print_remat(const ir_graph *g, size_t before, size_t after, int recomputed, double flops, double extra);
+void axc_note_remat_floor(ir_graph *g, int recomputed, size_t before, size_t after);
 
 /* Reads a .npy for the command line (at most max bytes): the tensor in *t
  * (data in the arena), 0; or prints the problem and returns an exit status. */

@@ -158,9 +158,11 @@ static int requested_target(const axc_opts *o, ir_target_id *id)
     return AXC_OK;
 }
 
-/* --mem-report's list of the values pass_remat recomputed, by name. */
-static void print_recomputed(const ir_graph *g)
+void axc_print_remat(const ir_graph *g, size_t before, size_t after, int recomputed, double flops, double extra)
 {
+    if (!recomputed) return;
+    printf("rematerialised %s: arena %zu -> %zu bytes, %d values recomputed, +%.0f FLOPs (+%.1f%%)\n", g->name,
+           before, after, recomputed, extra, flops > extra ? 100 * extra / (flops - extra) : 0);
     printf("  recomputed:");
     for (int id = 0; id < g->nnodes; id++)
         if (!g->nodes[id].dead && g->nodes[id].recomputed)
@@ -197,11 +199,8 @@ static int fit_budget(const axc_opts *o, ir_graph *g)
     if (g->arena_bytes > o->ram_budget) {
         pass_remat(g, o->ram_budget, &st);
         if (ir_verify(g)) return 1;
-        if (st.recomputed && o->mem_report)
-            printf("rematerialised %s: arena %zu -> %zu bytes, %d values recomputed, "
-                   "+%.0f FLOPs (+%.1f%%)\n", g->name, st.peak_before, st.peak_after, st.recomputed,
-                   st.extra_flops, st.flops > st.extra_flops ? 100 * st.extra_flops / (st.flops - st.extra_flops) : 0);
-        if (st.recomputed && o->mem_report) print_recomputed(g);
+        if (o->mem_report)
+            axc_print_remat(g, st.peak_before, st.peak_after, st.recomputed, st.flops, st.extra_flops);
     }
     pass_tile_stats ts = {0};
     if (g->arena_bytes > o->ram_budget && tile_stage(o, g, &ts)) return 1;
@@ -210,11 +209,16 @@ static int fit_budget(const axc_opts *o, ir_graph *g)
         ax_note(g->ctx, g->loc, "running the stage up to '%s' in %d tiles took the arena from %zu to "
                 "%zu bytes, the smallest tiling reaches", ts.end_name ? ts.end_name : "?", ts.tiles,
                 ts.peak_before, ts.peak_after);
-    if (st.recomputed)
+    axc_note_remat_floor(g, st.recomputed, st.peak_before, st.peak_after);
+    return 1;
+}
+
+void axc_note_remat_floor(ir_graph *g, int recomputed, size_t before, size_t after)
+{
+    if (recomputed)
         ax_note(g->ctx, g->loc, "recomputing %d values took the arena from %zu to %zu bytes, the "
                 "smallest this model reaches: no other value idle across the peak can be recomputed",
-                st.recomputed, st.peak_before, st.peak_after);
-    return 1;
+                recomputed, before, after);
 }
 
 void axc_free_models(ir_graph **models, int n)

@@ -9,6 +9,10 @@
  * parameters (PyTorch names) go to --save-weights only when every step was
  * finite, so a run that diverges leaves the last good file untouched.
  *
+ * Under --ram (or with --mem-report) the graph is planned as the generated
+ * step's and rematerialised alike (axc_train_fit_ram): the interpreter
+ * then evaluates the copies, so results are those without --ram.
+ *
  * With --shuffle each epoch takes the batches in an order drawn from --seed
  * (batch_order); Dropout's counter holds --seed and the step (pass_train_mode).
  *
@@ -346,6 +350,7 @@ int axc_train(ax_ctx *ctx, const axc_opts *o)
         t.g = models[0];
         rc = axc_build_training_graph(o, &t);
     }
+    if (!rc && (o->ram_budget || o->mem_report)) rc = axc_train_fit_ram(o, &t);
     int64_t batches = 0;
     if (!rc) {
         files = calloc((size_t)t.g->ninputs, sizeof *files);

@@ -88,12 +88,30 @@ static int moment_count(const axrt_optim *h)
     return h->kind == AXRT_OPT_LION ? 1 : 2;
 }
 
-/* The state's tensors, their offsets and where their updates run. */
+/* Where each update runs: after the later of the node completing its
+ * source (gradient or new running statistic) and the last node reading the
+ * parameter; the source's live_until keeps its buffer that long.  Redone
+ * after rematerialisation, whose copies may read a parameter later. */
+static void place_updates(ir_graph *g, cg_train_tensor *ts, int n)
+{
+    int *last = last_reads(g);
+    for (int k = 0; k < n; k++) {
+        cg_train_tensor *s = &ts[k];
+        const int source = s->grad != IR_NONE ? s->grad : s->value;
+        if (source == IR_NONE) continue;
+        g->nodes[source].live_until = 0;
+        s->after = last[s->param] > source ? last[s->param] : source;
+        if (s->after > source) g->nodes[source].live_until = s->after;
+    }
+    free(last);
+}
+
+/* The state's tensors, their offsets and where their updates run (fwd: the
+ * inference graph, for each tensor's node there; may be NULL). */
 static void lay_out_state(const axc_trainer *t, const int *stat_value, ir_graph *fwd, cg_train *train)
 {
     ir_graph *g = t->g;
     int *ids = malloc(sizeof *ids * ((size_t)g->nnodes + 1));
-    int *last = last_reads(g);
     if (!ids) ax_out_of_memory(0);
     const int n = state_params(g, ids), moments = moment_count(&train->optim);
     cg_train_tensor *ts = ax_alloc(g->ctx->arena, sizeof *ts * ((size_t)n + 1));
@@ -102,26 +120,22 @@ static void lay_out_state(const axc_trainer *t, const int *stat_value, ir_graph 
         cg_train_tensor *s = &ts[k];
         const ir_node *p = &g->nodes[ids[k]];
         *s = (cg_train_tensor){ids[k], IR_NONE, IR_NONE, IR_NONE, (int64_t)at, {-1, -1},
-                               find_param(fwd, p->name)};
+                               fwd ? find_param(fwd, p->name) : IR_NONE};
         at += align_up(ir_nbytes(p));
         for (int i = 0; i < t->nparams; i++)
             if (t->params[i] == ids[k]) s->grad = t->grads[i];
         for (int i = 0; i < t->nstats; i++)
             if (t->stat_param[i] == ids[k]) s->value = stat_value[i];
-        const int source = s->grad != IR_NONE ? s->grad : s->value;
-        if (source == IR_NONE) continue;
         for (int m = 0; m < moments && s->grad != IR_NONE; m++) {
             s->moments[m] = (int64_t)at;
             at += align_up(ir_nbytes(p));
         }
-        s->after = last[ids[k]] > source ? last[ids[k]] : source;
-        if (s->after > source) g->nodes[source].live_until = s->after;
     }
+    place_updates(g, ts, n);
     train->tensors = ts;
     train->ntensors = n;
     train->state_bytes = at;
     free(ids);
-    free(last);
 }
 
 /* The Dropout counter pass_train_mode made (its data, seed and step, comes
@@ -147,8 +161,8 @@ static const char *summary(ax_arena *a, const axc_opts *o, const axrt_optim *h)
 /* Room at the end of g's arena for the largest Float32 dense weight: the
  * C back end packs each dense weight there before the packed GEMM (the
  * state's weights change every step, so they cannot be packed at compile
- * time).  Returns its offset, or -1 when g has no such dense. */
-static int64_t add_pack_room(ir_graph *g)
+ * time).  0 when g has no such dense. */
+static size_t pack_room(const ir_graph *g)
 {
     size_t most = 0;
     for (int id = 0; id < g->nnodes; id++) {
@@ -157,15 +171,85 @@ static int64_t add_pack_room(ir_graph *g)
             ir_nbytes(&g->nodes[n->src[1]]) > most)
             most = ir_nbytes(&g->nodes[n->src[1]]);
     }
-    if (!most) return -1;
+    return most ? align_up(most) : 0;
+}
+
+/* Appends the pack room to g's arena; returns its offset, or -1 when none. */
+static int64_t add_pack_room(ir_graph *g)
+{
+    const size_t room = pack_room(g);
+    if (!room) return -1;
     const int64_t at = (int64_t)g->arena_bytes;
-    g->arena_bytes += align_up(most);
+    g->arena_bytes += room;
     return at;
 }
 
-/* Both graphs planned with sharing (forward and backward in one arena),
- * verified, within --ram; with --blas=openblas the dense weights go to
- * cblas_sgemm as they lie in the state (no room to pack them). */
+/* --ram over the step g: recompute values (pass_remat's greedy choice) until
+ * the arena is at most budget (pack room excluded) or nothing more helps;
+ * the state's tensors are renumbered and their updates placed again.  The
+ * same copies go into mirror (axc train's graph: g's nodes with other
+ * outputs; may be NULL), whose new ids go to mirror_ids (room for its
+ * nnodes).  Fills train's remat figures. */
+static void remat_step(ir_graph *g, size_t budget, cg_train *train, ir_graph *mirror, int *mirror_ids)
+{
+    pass_remat_set s = pass_remat_candidates(g);
+    pass_remat_greedy(g, &s, budget);
+    for (int k = 0; k < s.n; k++) train->recomputed += s.chosen[k];
+    train->extra_flops = pass_remat_extra_flops(&s);
+    if (train->recomputed) {
+        if (mirror) pass_remat_apply_mapped(mirror, &s, mirror_ids);
+        int *new_id = malloc(sizeof *new_id * ((size_t)g->nnodes + 1));
+        if (!new_id) ax_out_of_memory(0);
+        pass_remat_apply_mapped(g, &s, new_id);
+        cg_train_tensor *ts = (cg_train_tensor *)train->tensors;
+        for (int k = 0; k < train->ntensors; k++) {
+            ts[k].param = new_id[ts[k].param];
+            if (ts[k].grad != IR_NONE) ts[k].grad = new_id[ts[k].grad];
+            if (ts[k].value != IR_NONE) ts[k].value = new_id[ts[k].value];
+        }
+        if (train->dropout_counter != IR_NONE) train->dropout_counter = new_id[train->dropout_counter];
+        free(new_id);
+        place_updates(g, ts, train->ntensors);
+        pass_memplan_with(g, true);
+    }
+    pass_remat_set_free(&s);
+}
+
+/* --mem-report's baseline: Chen et al.'s sqrt(n) checkpointing over the
+ * same candidates (every ceil(sqrt n)-th kept), its arena and extra FLOPs. */
+static void sqrt_n_point(const ir_graph *g, size_t room, cg_train *train)
+{
+    pass_remat_set s = pass_remat_candidates(g);
+    pass_remat_sqrt_n(&s);
+    train->sqrt_n_arena = pass_remat_eval(g, &s, NULL) + room;
+    train->sqrt_n_flops = pass_remat_extra_flops(&s);
+    pass_remat_set_free(&s);
+}
+
+/* The step planned with sharing (forward and backward in one arena), fitted
+ * to --ram by rematerialisation (remat_step), verified, within --ram:
+ * otherwise an error naming the smallest arena reached and its peak. */
+static int plan_step(const axc_opts *o, ir_graph *g, cg_train *train, ir_graph *mirror, int *mirror_ids)
+{
+    pass_memplan_with(g, true);
+    const size_t room = o->blas ? 0 : pack_room(g);
+    train->peak_without_remat = g->arena_bytes + room;
+    if (o->mem_report) sqrt_n_point(g, room, train);
+    if (o->ram_budget && train->peak_without_remat > o->ram_budget)
+        remat_step(g, o->ram_budget > room ? o->ram_budget - room : 0, train, mirror, mirror_ids);
+    train->step_pack_offset = o->blas ? -1 : add_pack_room(g);
+    for (int id = 0; id < g->nnodes; id++)
+        if (!g->nodes[id].dead && ir_ops[g->nodes[id].op].kind != IR_SOURCE)
+            train->flops += ir_node_flops(g, &g->nodes[id]);
+    if (ir_verify(g)) return AXC_EINPUT;
+    if (!o->ram_budget || !pass_memplan_check_budget(g, o->ram_budget)) return AXC_OK;
+    axc_note_remat_floor(g, train->recomputed, train->peak_without_remat, g->arena_bytes);
+    return AXC_EINPUT;
+}
+
+/* The inference graph planned like the step, verified, within --ram; with
+ * --blas=openblas the dense weights go to cblas_sgemm as they lie in the
+ * state (no room to pack them). */
 static int plan(const axc_opts *o, ir_graph *g, int64_t *pack_offset)
 {
     pass_memplan_with(g, true);
@@ -173,6 +257,27 @@ static int plan(const axc_opts *o, ir_graph *g, int64_t *pack_offset)
     if (ir_verify(g)) return AXC_EINPUT;
     if (o->ram_budget && pass_memplan_check_budget(g, o->ram_budget)) return AXC_EINPUT;
     return AXC_OK;
+}
+
+/* Turns t->g (after axc_build_training_graph) into the step: its one
+ * output the loss, the state laid out and the updates placed (fwd: the
+ * inference graph, or NULL). */
+static void make_step(const axc_opts *o, const axc_trainer *t, ir_graph *fwd, cg_train *train)
+{
+    ir_graph *g = t->g;
+    int *stat_value = malloc(sizeof *stat_value * ((size_t)t->nstats + 1));
+    if (!stat_value) ax_out_of_memory(0);
+    for (int k = 0; k < t->nstats; k++) stat_value[k] = g->outputs[1 + k];
+    const int loss = g->outputs[t->loss];
+    g->noutputs = 0;
+    ir_add_output(g, loss, "loss");
+    train->forward = fwd;
+    train->optim = axc_optim_from(o);
+    train->summary = summary(g->ctx->arena, o, &train->optim);
+    train->dropout_counter = dropout_counter(g);
+    train->seed = o->seed;
+    lay_out_state(t, stat_value, fwd, train);
+    free(stat_value);
 }
 
 int axc_train_step_graphs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, cg_train *train)
@@ -196,23 +301,46 @@ int axc_train_step_graphs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int
     t.g = g;
     int rc = axc_build_training_graph(o, &t);
     if (!rc) {
-        int *stat_value = malloc(sizeof *stat_value * ((size_t)t.nstats + 1));
-        if (!stat_value) ax_out_of_memory(0);
-        for (int k = 0; k < t.nstats; k++) stat_value[k] = g->outputs[1 + k];
-        const int loss = g->outputs[t.loss];
-        g->noutputs = 0;
-        ir_add_output(g, loss, "loss");
-        train->forward = fwd;
-        train->optim = axc_optim_from(o);
-        train->summary = summary(ctx->arena, o, &train->optim);
-        train->dropout_counter = dropout_counter(g);
-        train->seed = o->seed;
-        lay_out_state(&t, stat_value, fwd, train);
-        free(stat_value);
-        rc = plan(o, g, &train->step_pack_offset);
+        make_step(o, &t, fwd, train);
+        rc = plan_step(o, g, train, NULL, NULL);
         if (!rc) rc = plan(o, fwd, &train->fwd_pack_offset);
     }
     axc_free_trainer(&t);
     if (rc) { ir_graph_free_nodes(fwd); train->forward = NULL; }
+    return rc;
+}
+
+void axc_print_train_remat(const ir_graph *step, const cg_train *train)
+{
+    printf("training peak without remat: %zu bytes\ntraining peak with remat: %zu bytes\n"
+           "remat extra work: %.0f FLOPs\n", train->peak_without_remat, step->arena_bytes, train->extra_flops);
+    axc_print_remat(step, train->peak_without_remat, step->arena_bytes, train->recomputed, train->flops,
+                    train->extra_flops);
+    const double base = train->flops - train->extra_flops;
+    printf("sqrt(n) checkpointing, for comparison: arena %zu bytes, +%.0f FLOPs (+%.1f%%)\n", train->sqrt_n_arena,
+           train->sqrt_n_flops, base > 0 ? 100 * train->sqrt_n_flops / base : 0);
+}
+
+int axc_train_fit_ram(const axc_opts *o, axc_trainer *t)
+{
+    ir_graph *g = t->g, *step = copy_graph(g);
+    axc_trainer view = *t;
+    view.g = step;
+    cg_train train = {0};
+    make_step(o, &view, NULL, &train);
+    int *ids = malloc(sizeof *ids * ((size_t)g->nnodes + 1));
+    if (!ids) ax_out_of_memory(0);
+    for (int id = 0; id < g->nnodes; id++) ids[id] = id;
+    int rc = plan_step(o, step, &train, g, ids);
+    if (!rc && o->mem_report) axc_print_train_remat(step, &train);
+    for (int i = 0; i < t->nparams; i++) {
+        t->params[i] = ids[t->params[i]];
+        if (t->grads[i] != IR_NONE) t->grads[i] = ids[t->grads[i]];
+    }
+    for (int k = 0; k < t->nstats; k++) t->stat_param[k] = ids[t->stat_param[k]];
+    t->target = ids[t->target];
+    free(ids);
+    ir_graph_free_nodes(step);
+    if (!rc && ir_verify(g)) rc = AXC_EINPUT;
     return rc;
 }

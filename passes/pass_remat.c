@@ -4,7 +4,9 @@
  * training step whose backward half reads forward activations late).
  *
  * Contract.  A candidate is a live value that is no source, no graph output,
- * no multi-result producer or result, no copy, and whose readers leave a
+ * no multi-result producer or result, no copy, not read by the back end
+ * after its last IR reader (live_until: a training step's gradient, which
+ * its update reads), and whose readers leave a
  * gap: between two consecutive readers u_i < u_{i+1} at least one other node
  * runs.  Its split is the reader after the widest gap (the first such on a
  * tie).  A recompute set S (pass_remat_set) is applied so:
@@ -57,7 +59,7 @@ static int split_of(const ir_use *u, int id)
 static bool may_recompute(const ir_graph *g, const ir_use *u, int id)
 {
     const ir_node *n = &g->nodes[id];
-    return !n->dead && !n->recomputed && ir_ops[n->op].kind != IR_SOURCE && !ir_has_results(n->op) &&
+    return !n->dead && !n->recomputed && n->live_until <= 0 && ir_ops[n->op].kind != IR_SOURCE && !ir_has_results(n->op) &&
            n->op != IR_OP_result && !ir_use_is_output(u, id);
 }
 
@@ -165,6 +167,9 @@ static void build(const ir_graph *g, const pass_remat_set *s, remat_build *b)
         b->new_id[pos] = b->n;
         emit(b, &g->nodes[pos], pos, g->nodes[pos].dead);
     }
+    for (int id = 0; id < b->n; id++)   /* live_until names a node: renumber it */
+        if (b->nodes[id].live_until > 0)
+            b->nodes[id].live_until = b->new_id[b->nodes[id].live_until];
 }
 
 static int chosen_count(const pass_remat_set *s)
@@ -217,7 +222,14 @@ size_t pass_remat_eval(const ir_graph *g, const pass_remat_set *s, size_t *lower
 
 void pass_remat_apply(ir_graph *g, const pass_remat_set *s)
 {
+    pass_remat_apply_mapped(g, s, NULL);
+}
+
+void pass_remat_apply_mapped(ir_graph *g, const pass_remat_set *s, int *new_id)
+{
     remat_build b = build_new(g, s);
+    if (new_id)
+        memcpy(new_id, b.new_id, (size_t)g->nnodes * sizeof *new_id);
     for (int k = 0; k < s->n; k++) {
         if (!s->chosen[k])
             continue;

@@ -77,6 +77,10 @@ double pass_remat_extra_flops(const pass_remat_set *s);
 size_t pass_remat_eval(const ir_graph *g, const pass_remat_set *s, size_t *lower_bound);
 /* Rewrites g with s's copies and redoes the plan. */
 void pass_remat_apply(ir_graph *g, const pass_remat_set *s);
+/* The same, writing each original node's new id to new_id[old id] (room for
+ * g->nnodes before the call; a recomputed value's original keeps its id's
+ * entry, the copy has none). */
+void pass_remat_apply_mapped(ir_graph *g, const pass_remat_set *s, int *new_id);
 /* Choices: the pass's greedy one (from s's current choice on), Chen et
  * al.'s sqrt(n) checkpoints (every ceil(sqrt n)-th candidate kept, the rest
  * recomputed; no budget), and the optimum by branch and bound (fewest extra

@@ -19,6 +19,9 @@
 #            smallest arena remat reaches: the plan fits the budget it claims,
 #            outputs bit-identical to the run without --ram, no output file
 #            below it
+#   remat-guard  no pass after remat hoists a copy back: at -O2 (fusion,
+#            schedule, plan) the C of unet_remat under --ram=5K holds one
+#            kernel per value --mem-report lists, by id, and its arena fits
 #   remat-report  scripts/remat_report.py (make mem-report) on two cases:
 #            a table row per model whose smallest budget is below its plan,
 #            and a well-formed SVG naming the plotted model
@@ -106,6 +109,16 @@ check_remat_set() {
 # The smallest arena remat reaches (the one the error names below it).
 smallest_arena() {
     "$AXC" "$1" --ram=64 --emit=mem 2>&1 | sed -n "s/.*needs a \([0-9]*\)-byte arena.*/\1/p"
+}
+
+check_remat_guard() {
+    "$AXC" "$here/cases/unet_remat.ax" -O2 --seed=0 --ram=5K --mem-report -o "$tmp/guard.c" >"$tmp/rep" || return 1
+    local listed in_c arena
+    listed=$(sed -n 's/^  recomputed://p' "$tmp/rep" | grep -o '%[0-9]*' | sort | tr '\n' ' ')
+    in_c=$(grep -o '/\* %[0-9]* [a-z_]* "[^"]*(recomputed)"' "$tmp/guard.c" | grep -o '%[0-9]*' | sort | tr '\n' ' ')
+    arena=$(sed -n 's/.*_ARENA_BYTES ((size_t)\([0-9]*\)).*/\1/p' "$tmp/guard.h" | head -1)
+    echo "listed: $listed; in the C: $in_c; arena $arena"
+    [ -n "$listed" ] && [ "$listed" = "$in_c" ] && [ "$arena" -le 5120 ]
 }
 
 check_remat_report() {
@@ -205,6 +218,7 @@ for golden in "$here"/remat/*.expected; do
     check "remat-set:$(basename "$golden" .expected)" check_remat_set "$golden"
 done
 check remat-random check_remat_random
+check remat-guard check_remat_guard
 check remat-report check_remat_report
 check tile-conv check_tile "$here/cases/conv_tile.ax" 100000 1e-5
 check tile-resmlp50 check_tile "$root/examples/resmlp50.ax" 40000 0
