@@ -622,6 +622,23 @@ static void grad_clamp(grad_state *s, int id)
 #define grad_clamp_min grad_clamp
 #define grad_clamp_max grad_clamp
 
+/* y = max(a, b) / min(a, b), elementwise (C's fmax/fmin, torch.fmax/fmin):
+ * dy goes to a where a wins or ties (a >= b for max, a <= b for min, as
+ * torch), to b elsewhere.  relu(sign(b - a)) (min: sign(a - b)) is 1 where b
+ * wins, else 0.  (A NaN operand, which fmax passes over, is not considered.) */
+static void grad_max_min(grad_state *s, int id)
+{
+    int a = SRC(id, 0), b = SRC(id, 1), dy = s->adj[id];
+    int lead = N(id)->op == IR_OP_max ? binary(s, IR_OP_sub, b, a) : binary(s, IR_OP_sub, a, b);
+    int b_wins = like(s, IR_OP_relu, like(s, IR_OP_sign, lead, IR_NONE, lead), IR_NONE, lead);
+    if (needs(s, a))
+        accumulate(s, a, unbroadcast(s, binary(s, IR_OP_mul, dy, binary(s, IR_OP_sub, scalar(s, 1), b_wins)), a));
+    if (needs(s, b))
+        accumulate(s, b, unbroadcast(s, binary(s, IR_OP_mul, dy, b_wins), b));
+}
+#define grad_max grad_max_min
+#define grad_min grad_max_min
+
 /* y = a .^ b: da = dy b a^(b - 1), db = dy y log(a) (NaN for a < 0, as torch) */
 static void grad_pow(grad_state *s, int id)
 {
@@ -736,8 +753,6 @@ static void grad_upsample(grad_state *s, int id)
 #define grad_mha grad_missing         /* likewise */
 #define grad_gru grad_missing        /* pass_train_mode unrolls it into ops */
 #define grad_lstm grad_missing       /* likewise */
-#define grad_max grad_missing
-#define grad_min grad_missing
 #define grad_argmax grad_missing     /* Int64 indices: integer_on_path stops before it */
 #define grad_fused_elementwise grad_missing
 #define grad_unary_grad grad_missing

@@ -430,6 +430,19 @@ class ClampNet(torch.nn.Module):
         return self.fc2(torch.clamp(h, -0.5, 0.7) + torch.clamp(h, b, b + 1.0))
 
 
+class MaxMinNet(torch.nn.Module):
+    """Elementwise max/min (torch.fmax/fmin) of two layers, one broadcast from
+    a column: a gets dy where it wins or ties, b elsewhere."""
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.col, self.fc3 = (torch.nn.Linear(6, 5), torch.nn.Linear(6, 5),
+                                                  torch.nn.Linear(6, 1), torch.nn.Linear(5, 3))
+
+    def forward(self, x):
+        a, b, c = self.fc1(x), self.fc2(x), self.col(x)
+        return self.fc3(torch.fmax(a, b) + torch.fmin(c, a))
+
+
 # name, .ax body (DTYPE substituted), twin, input (shape, kind), loss
 MODELS = [
     ("meanpool", "@axiom dtype=DTYPE function m(x::DTYPE[2, 4, 6, 3])\n    fc1 = Dense(3 => 4)\n    pool = MeanPool((2, 2))\n"
@@ -477,6 +490,9 @@ MODELS = [
     ("clamp", "@axiom dtype=DTYPE function m(x::DTYPE[4, 6])\n    fc1 = Dense(6 => 5)\n    lo = Dense(6 => 1)\n"
      "    fc2 = Dense(5 => 3)\n    h = fc1(x)\n    b = lo(x)\n"
      "    return fc2(clamp(h, -0.5, 0.7) + clamp.(h, b, b + 1.0))\nend\n", ClampNet, ((4, 6), "normal"), "mse"),
+    ("max_min", "@axiom dtype=DTYPE function m(x::DTYPE[4, 6])\n    fc1 = Dense(6 => 5)\n    fc2 = Dense(6 => 5)\n"
+     "    col = Dense(6 => 1)\n    fc3 = Dense(5 => 3)\n    a = fc1(x)\n"
+     "    return fc3(max.(a, fc2(x)) + min(col(x), a))\nend\n", MaxMinNet, ((4, 6), "normal"), "mse"),
     ("prod_fmod", "@axiom dtype=DTYPE function m(x::DTYPE[4, 6])\n    fc1 = Dense(6 => 5)\n    fc2 = Dense(6 => 5)\n"
      "    fc3 = Dense(5 => 3)\n    h = fc1(x)\n    r = fmod(fc2(x) .* 3.0, sigmoid(h) + 0.5)\n"
      "    return fc3(tanh(r .* prod(h, dims=0)))\nend\n", ProdFmod, ((4, 6), "zero_row"), "mse"),
