@@ -175,7 +175,9 @@ def model_cases(d, rng, fw):
 def dropout_case(d, rng):
     """Dropout in the generated step: its masks come from the state's header (seed,
     step), as `axc train` draws them, so 20 steps of each give the same weights
-    (rel <= 1e-5), and PyTorch with the same masks injected (run.py's DropNet) agrees;
+    (rel <= 1e-4, as every model's generated step against the interpreter: Float32
+    against Float64 round-off, which Adam's normalised steps carry into a bias at
+    ~1e-5), and PyTorch with the same masks injected (run.py's DropNet) agrees;
     the forward on the state is inference (no mask, no 1/(1-p) scale): it equals the
     twin in eval mode with the generated step's weights."""
     tr.BATCH = 4
@@ -205,8 +207,8 @@ def dropout_case(d, rng):
             continue
         errs = compare(got, interp, init)
         moved = max(tr.rel_err(got[k], init[k].numpy().reshape(-1)) for k in init)
-        report(f"{label}: generated C vs axc train (20 steps, the same masks, rel <= 1e-5)",
-               max(errs.values()) <= 1e-5 and moved > 1e-3, f"relative errors {errs}, moved {moved:.3g}")
+        report(f"{label}: generated C vs axc train (20 steps, the same masks, rel <= 1e-4)",
+               max(errs.values()) <= 1e-4 and moved > 1e-3, f"relative errors {errs}, moved {moved:.3g}")
         tr.drop_train(twin, "mse", opt, targs, x, t, tr.STEPS, 11)
         errs = compare(got, {k: v.detach().numpy() for k, v in twin.state_dict().items()}, init)
         report(f"{label}: generated C vs PyTorch with the same masks (rel <= 1e-4)", max(errs.values()) <= 1e-4,
