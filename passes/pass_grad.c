@@ -605,39 +605,28 @@ static void grad_extremum(grad_state *s, int id)
 #define grad_maximum grad_extremum
 #define grad_minimum grad_extremum
 
-/* clamp_min(x, lo) and clamp_max(x, hi) (torch.clamp_min/clamp_max, torch.clamp
- * is the two in turn): dy goes to x where x is within the bound, the bound
- * itself included (x >= lo, x <= hi, as torch), and to the bound elsewhere.
- * relu(sign(lo - x)) (clamp_max: sign(x - hi)) is 1 past the bound, else 0. */
-static void grad_clamp(grad_state *s, int id)
+/* The binary ops that pick one operand per element: max(a, b) / min(a, b)
+ * (C's fmax/fmin, torch.fmax/fmin) and clamp_min(x, lo) / clamp_max(x, hi)
+ * (torch.clamp is the two in turn).  dy goes to a where a wins or ties
+ * (a >= b for max and clamp_min, a <= b for min and clamp_max, as torch: x
+ * within its bound, the bound included), to b elsewhere.  relu(sign(b - a))
+ * (min, clamp_max: sign(a - b)) is 1 where b wins, else 0.  (A NaN operand,
+ * which fmax passes over, is not considered.) */
+static void grad_pick(grad_state *s, int id)
 {
-    int x = SRC(id, 0), bound = SRC(id, 1), dy = s->adj[id];
-    int past = N(id)->op == IR_OP_clamp_min ? binary(s, IR_OP_sub, bound, x) : binary(s, IR_OP_sub, x, bound);
-    int out = like(s, IR_OP_relu, like(s, IR_OP_sign, past, IR_NONE, past), IR_NONE, past);
-    if (needs(s, x))
-        accumulate(s, x, unbroadcast(s, binary(s, IR_OP_mul, dy, binary(s, IR_OP_sub, scalar(s, 1), out)), x));
-    if (needs(s, bound))
-        accumulate(s, bound, unbroadcast(s, binary(s, IR_OP_mul, dy, out), bound));
-}
-#define grad_clamp_min grad_clamp
-#define grad_clamp_max grad_clamp
-
-/* y = max(a, b) / min(a, b), elementwise (C's fmax/fmin, torch.fmax/fmin):
- * dy goes to a where a wins or ties (a >= b for max, a <= b for min, as
- * torch), to b elsewhere.  relu(sign(b - a)) (min: sign(a - b)) is 1 where b
- * wins, else 0.  (A NaN operand, which fmax passes over, is not considered.) */
-static void grad_max_min(grad_state *s, int id)
-{
+    const bool larger = N(id)->op == IR_OP_max || N(id)->op == IR_OP_clamp_min;
     int a = SRC(id, 0), b = SRC(id, 1), dy = s->adj[id];
-    int lead = N(id)->op == IR_OP_max ? binary(s, IR_OP_sub, b, a) : binary(s, IR_OP_sub, a, b);
+    int lead = larger ? binary(s, IR_OP_sub, b, a) : binary(s, IR_OP_sub, a, b);
     int b_wins = like(s, IR_OP_relu, like(s, IR_OP_sign, lead, IR_NONE, lead), IR_NONE, lead);
     if (needs(s, a))
         accumulate(s, a, unbroadcast(s, binary(s, IR_OP_mul, dy, binary(s, IR_OP_sub, scalar(s, 1), b_wins)), a));
     if (needs(s, b))
         accumulate(s, b, unbroadcast(s, binary(s, IR_OP_mul, dy, b_wins), b));
 }
-#define grad_max grad_max_min
-#define grad_min grad_max_min
+#define grad_clamp_min grad_pick
+#define grad_clamp_max grad_pick
+#define grad_max grad_pick
+#define grad_min grad_pick
 
 /* y = a .^ b: da = dy b a^(b - 1), db = dy y log(a) (NaN for a < 0, as torch) */
 static void grad_pow(grad_state *s, int id)
