@@ -388,14 +388,37 @@ static void grad_dense(grad_state *s, int id)
     if (needs(s, b)) accumulate(s, b, reshape_like(s, reduce(s, IR_OP_sum, dy2, 0), b));
 }
 
-/* y = a @ b (rank >= 2, batch dims broadcast): da = dy @ b^T, db = a^T @ dy */
+/* x, or its adjoint dx2 (shaped like x2) brought back to x's shape */
+static int unpromote(grad_state *s, int dx2, int x2, int x)
+{
+    int d = unbroadcast(s, dx2, x2);
+    return x2 == x ? d : reshape_like(s, d, x);
+}
+
+/* y = a @ b, batch dims broadcast: da = dy @ b^T, db = a^T @ dy.  A 1-D
+ * operand is promoted as torch.matmul does ([k] -> [1, k] on the left,
+ * [k, 1] on the right) and dy gets the dimension the promotion removed. */
 static void grad_matmul(grad_state *s, int id)
 {
     int a = SRC(id, 0), b = SRC(id, 1), dy = s->adj[id];
-    if (N(a)->rank < 2 || N(b)->rank < 2) { grad_missing(s, id); return; }
     if (!plain(s, id)) return;
-    if (needs(s, a)) accumulate(s, a, unbroadcast(s, matmul(s, dy, swap_last(s, b)), a));
-    if (needs(s, b)) accumulate(s, b, unbroadcast(s, matmul(s, swap_last(s, a), dy), b));
+    int a2 = a, b2 = b;
+    int64_t dy_shape[IR_MAX_RANK];
+    int dy_rank = N(dy)->rank;
+    memcpy(dy_shape, N(dy)->shape, sizeof dy_shape);
+    if (N(b)->rank == 1) {
+        b2 = reshape(s, b, (int64_t[]){N(b)->shape[0], 1}, 2);
+        dy_shape[dy_rank++] = 1;
+    }
+    if (N(a)->rank == 1) {
+        a2 = reshape(s, a, (int64_t[]){1, N(a)->shape[0]}, 2);
+        dy_shape[dy_rank] = dy_rank ? dy_shape[dy_rank - 1] : 1;
+        if (dy_rank) dy_shape[dy_rank - 1] = 1;
+        dy_rank++;
+    }
+    int dy2 = dy_rank == N(dy)->rank ? dy : reshape(s, dy, dy_shape, dy_rank);
+    if (needs(s, a)) accumulate(s, a, unpromote(s, matmul(s, dy2, swap_last(s, b2)), a2, a));
+    if (needs(s, b)) accumulate(s, b, unpromote(s, matmul(s, swap_last(s, a2), dy2), b2, b));
 }
 
 /* y = W[idx]: dW's rows idx[i] += dy's rows (embedding_grad: only the rows

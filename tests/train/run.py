@@ -430,6 +430,22 @@ class ClampNet(torch.nn.Module):
         return self.fc2(torch.clamp(h, -0.5, 0.7) + torch.clamp(h, b, b + 1.0))
 
 
+class VectorMatmul(torch.nn.Module):
+    """matmul with 1-D operands: vector @ matrix, matrix @ vector and
+    vector @ vector, as torch.matmul promotes and then drops the dims."""
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.col, self.fc3 = (torch.nn.Linear(6, 5), torch.nn.Linear(6, 5),
+                                                  torch.nn.Linear(6, 1), torch.nn.Linear(5, 3))
+
+    def forward(self, x):
+        h, v = self.fc1(x), self.col(x).reshape(4)
+        u = torch.matmul(v, h)
+        w = torch.matmul(self.fc2(x), u)
+        s = torch.matmul(v, w).reshape(1, 1)
+        return self.fc3(torch.tanh(h * torch.tanh(w.reshape(4, 1)) + torch.tanh(u.reshape(1, 5)) * torch.tanh(s)))
+
+
 class MaxMinNet(torch.nn.Module):
     """Elementwise max/min (torch.fmax/fmin) of two layers, one broadcast from
     a column: a gets dy where it wins or ties, b elsewhere."""
@@ -493,6 +509,11 @@ MODELS = [
     ("max_min", "@axiom dtype=DTYPE function m(x::DTYPE[4, 6])\n    fc1 = Dense(6 => 5)\n    fc2 = Dense(6 => 5)\n"
      "    col = Dense(6 => 1)\n    fc3 = Dense(5 => 3)\n    a = fc1(x)\n"
      "    return fc3(max.(a, fc2(x)) + min(col(x), a))\nend\n", MaxMinNet, ((4, 6), "normal"), "mse"),
+    ("vector_matmul", "@axiom dtype=DTYPE function m(x::DTYPE[4, 6])\n    fc1 = Dense(6 => 5)\n    fc2 = Dense(6 => 5)\n"
+     "    col = Dense(6 => 1)\n    fc3 = Dense(5 => 3)\n    h = fc1(x)\n    v = reshape(col(x), (4,))\n"
+     "    u = matmul(v, h)\n    w = matmul(fc2(x), u)\n    s = reshape(matmul(v, w), (1, 1))\n"
+     "    return fc3(tanh(h .* tanh(reshape(w, (4, 1))) + tanh(reshape(u, (1, 5))) .* tanh(s)))\nend\n",
+     VectorMatmul, ((4, 6), "normal"), "mse"),
     ("prod_fmod", "@axiom dtype=DTYPE function m(x::DTYPE[4, 6])\n    fc1 = Dense(6 => 5)\n    fc2 = Dense(6 => 5)\n"
      "    fc3 = Dense(5 => 3)\n    h = fc1(x)\n    r = fmod(fc2(x) .* 3.0, sigmoid(h) + 0.5)\n"
      "    return fc3(tanh(r .* prod(h, dims=0)))\nend\n", ProdFmod, ((4, 6), "zero_row"), "mse"),

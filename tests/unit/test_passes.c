@@ -778,6 +778,25 @@ static void test_dtype_model_dtype(void **state)
 
 /* ---- memory plan -------------------------------------------------------- */
 
+/* pass_grad's refusal of an op without a rule: no .ax model reaches it
+ * (every op a user can write has one, fused epilogues come after pass_grad),
+ * so a dense node with a fused ReLU stands in for a future op. */
+static void test_grad_refuses_op_without_rule(void **state)
+{
+    (void)state;
+    ir_graph *g = new_graph("m");
+    int x = INPUT(g, "x", 2, 4), w = PARAM(g, "w", 3, 4);
+    int d = NODE(g, IR_OP_dense, x, w, PARAM(g, "b", 3));
+    output(g, d);
+    assert_int_equal(pass_shape(g), 0);
+    ir_at(g, d)->attrs.act = IR_OP_relu;
+    int grad = IR_NONE;
+    assert_int_equal(pass_grad(g, d, &w, 1, &grad), 1);
+    assert_string_equal(test_diagnostics(g->ctx),
+                        "axc: error: cannot train through Dense(4 => 3): no gradient rule for 'dense' yet\n");
+    free_graph(g);
+}
+
 static void test_memplan_chain(void **state)
 {
     (void)state;
@@ -1233,6 +1252,7 @@ int main(void)
         cmocka_unit_test(test_dtype_promote_casts_narrower_inputs),
         cmocka_unit_test(test_dtype_narrower_and_integer_inputs),
         cmocka_unit_test(test_dtype_model_dtype),
+        cmocka_unit_test(test_grad_refuses_op_without_rule),
         cmocka_unit_test(test_memplan_chain),
         cmocka_unit_test(test_memplan_random_dags),
         cmocka_unit_test(test_remat_random_dags),
