@@ -723,9 +723,9 @@ static void test_elementwise_exact(void **state)
     }
 }
 
-/* Threads (axrt_set_threads): dense (row tiles; one row: panels), conv and
- * depthwise results are bit-identical for 1, 2, 3, 4 and 7 threads, every
- * variant. */
+/* Threads (axrt_set_threads): dense (row tiles; one row: panels), conv,
+ * depthwise and softmax (lines) results are bit-identical for 1, 2, 3, 4
+ * and 7 threads, every variant. */
 typedef int set_threads_fn(int);
 
 static void test_threads_identical(void **state)
@@ -742,7 +742,7 @@ static void test_threads_identical(void **state)
         set_threads_fn *set_threads =
             (set_threads_fn *)dlsym(runtimes[variants[v].build], "axrt_set_threads");
         if (!set_threads) fail_msg("axrt_set_threads missing");
-        for (int kernel = 0; kernel < 4; kernel++)
+        for (int kernel = 0; kernel < 5; kernel++)
             for (int c = 0; c < 5; c++) {
                 size_t n = 0;
                 assert_int_equal(set_threads(counts[c]), 0);
@@ -758,6 +758,10 @@ static void test_threads_identical(void **state)
                     ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, w, x,
                                                                            AXRT_ACT_RELU, y, &cp);
                     n = CY;
+                } else if (kernel == 4) {   /* 16 * 64 * 1024 exceeds the threads' threshold */
+                    fill(x, DX, -30, 30, 98);
+                    ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(x, y, 64, 1024, 1);
+                    n = 64 * 1024;
                 } else {
                     fill(x, DX, -1, 1, 99);
                     ((pack_conv_fn *)symbol(v, "axrt_pack_depthwise_f32"))(w, packed, &dp);
