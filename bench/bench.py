@@ -487,7 +487,33 @@ def main():
     for name, content in outputs:
         with open(f"{HERE}/{name}", "w") as f:
             f.write(content)
+    if args.record:
+        update_readme(f"{HERE}/../README.md", text)
     return 0
+
+
+README_BEGIN, README_END = "<!-- bench:last-run -->\n", "<!-- /bench:last-run -->"
+
+
+def update_readme(path, text):
+    """Replaces the README's block between the bench:last-run markers with
+    this report: its head lines, the chart, and its tables from the 1-thread
+    timings on (headings as bold lines), so that the README's performance
+    table is what the run printed."""
+    with open(path) as f:
+        readme = f.read()
+    begin, end = readme.find(README_BEGIN), readme.find(README_END)
+    if begin < 0 or end < begin:
+        sys.exit(f"bench: {path} has no {README_BEGIN.strip()} ... {README_END} block")
+    lines = text.splitlines()
+    head = lines[2:lines.index("", 2)]
+    tables = re.sub(r"^## (.*)$", r"**\1**", text[text.index("## 1 thread: median"):], flags=re.M)
+    block = "\n".join([f"`bench/last-run.md`, {lines[0].lstrip('# ')} (`make bench BENCH_FLAGS=--record`):", "",
+                       "\n".join(f"- {h}" for h in head), "",
+                       "![peer time / axc time per row, from bench/last-run.svg](bench/last-run.svg)", "",
+                       tables.rstrip(), ""])
+    with open(path, "w") as f:
+        f.write(readme[:begin + len(README_BEGIN)] + block + readme[end:])
 
 
 def machine_head(args, workers):
