@@ -278,6 +278,8 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
     if (rc) return rc;
     const bool as_ax = o->emit && !strcmp(o->emit, "ax");   /* the imported graph, unfused (-O0) */
     for (int i = 0; i < *n && !o->train && !o->train_step; i++) {   /* training differentiates the unfused graph */
+        if (!as_ax && !models[i]->target->rnn_kernels && pass_unroll_rnn(models[i]) && ir_verify(models[i]))
+            return AXC_EINPUT;
         if (pass_run_optimisations(models[i], as_ax ? 0 : o->opt_level, print_after_hook, (void *)o))
             return AXC_EINPUT;
         if (as_ax) continue;

@@ -85,6 +85,9 @@ typedef struct ir_target {
     /* For ops whose ops.def inplace column is TARGET: whether n's kernel may
      * write its result over operand k (same bytes, dying at n). */
     bool (*can_inplace)(const ir_node *n, const ir_graph *g, int k);
+    /* Whether it has GRU/LSTM kernels; without, the driver unrolls them
+     * into primitive ops (pass_unroll_rnn). */
+    bool rnn_kernels;
 } ir_target;
 
 /* How a parameter is stored by the back end (ir_node.layout, chosen by

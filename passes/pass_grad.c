@@ -1134,6 +1134,20 @@ static void train_dropout(grad_state *s, int id, int *counter, int stream)
     N(id)->attrs.index = stream;
 }
 
+int pass_unroll_rnn(ir_graph *g)
+{
+    grad_state s = {g, NULL, NULL, g->nnodes, 0, -1};
+    int count = 0;
+    for (int id = 0; id < g->nnodes; id++) {
+        if (g->nodes[id].dead || (g->nodes[id].op != IR_OP_gru && g->nodes[id].op != IR_OP_lstm)) continue;
+        const int before = g->nnodes;
+        train_rnn(&s, id);
+        id += g->nnodes - before;   /* past the rewritten node */
+        count++;
+    }
+    return count;
+}
+
 int pass_train_mode(ir_graph *g)
 {
     grad_state s = {g, NULL, NULL, g->nnodes, 0, -1};

@@ -118,6 +118,12 @@ int pass_grad(ir_graph *g, int loss, const int *wrt, int nwrt, int *grads);
 /* Whether op has a gradient rule (the unit test lists those without). */
 bool pass_grad_has_rule(ir_op op);
 
+/* Every GRU and LSTM node written out step by step in primitive ops
+ * (dense, slice, sigmoid, tanh, mul, add, concat), as training does, for a
+ * target without recurrent kernels (ir_target.rnn_kernels); after
+ * pass_shape.  Returns how many. */
+int pass_unroll_rnn(ir_graph *g);
+
 /* Training mode (pass_grad.c), before pass_loss and pass_grad: every
  * BatchNorm normalises with its batch's statistics, and the new running
  * mean and variance of each become outputs appended to g->outputs, named

@@ -128,7 +128,7 @@ emulate_mma() {
 
 command -v g++ >/dev/null && emu_objs || echo "SKIP: cuda emu (no g++)"
 # small enough for one-pthread-per-GPU-thread emulation
-emu_models=" mlp lenet5 r1_mlp_b1 r5_layernorm r6_softmax mobilenetv2_block gpt_block "
+emu_models=" mlp lenet5 r1_mlp_b1 r5_layernorm r6_softmax mobilenetv2_block gpt_block gru_kws "
 # models whose GEMMs (dense, matmul, attention projections) also run the mma path
 mma_models=" mlp gpt_block dense dense_chain matmul matmul_2d mha mha_mask "
 for f in "${models[@]}"; do
