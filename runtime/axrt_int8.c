@@ -619,10 +619,25 @@ static int32_t ew_scaled(const axrt_ew_q8 *p, int k, uint8_t x)
     return axrt_requantize(centred * ((int32_t)1 << p->left), p->mult[k], p->shift[k]);
 }
 
+/* Operand k's scaled value for each of the 256 bytes (ew_scaled depends on
+ * the byte alone: the same integers, one table read per element). */
+#define Q8_EW_TABLE_MIN 512   /* below this many elements the 256 entries cost more than they save */
+static void ew_table(const axrt_ew_q8 *p, int k, int32_t *t)
+{
+    for (int v = 0; v < 256; v++)
+        t[v] = ew_scaled(p, k, (uint8_t)v);
+}
+
 void axrt_add_q8(const uint8_t *a, const uint8_t *b, void *y, size_t n, const axrt_ew_q8 *p)
 {
+    int32_t ta[256], tb[256];
+    const bool table = n >= Q8_EW_TABLE_MIN;
+    if (table) {
+        ew_table(p, 0, ta);
+        ew_table(p, 1, tb);
+    }
     for (size_t i = 0; i < n; i++) {
-        const int32_t sum = ew_scaled(p, 0, a[i]) + ew_scaled(p, 1, b[i]);
+        const int32_t sum = table ? ta[a[i]] + tb[b[i]] : ew_scaled(p, 0, a[i]) + ew_scaled(p, 1, b[i]);
         ew_store(p, clamp_i32((int64_t)p->out_zp + axrt_requantize(sum, p->out_mult, p->out_shift), p->lo, p->hi),
                  y, i);
     }
@@ -631,8 +646,14 @@ void axrt_add_q8(const uint8_t *a, const uint8_t *b, void *y, size_t n, const ax
 void axrt_rescale_q8(const uint8_t *x, void *y, size_t outer, size_t row, size_t ld, size_t offset,
                      const axrt_ew_q8 *p)
 {
+    int32_t t[256];   /* the clamped result of each byte */
+    const bool table = outer * row >= Q8_EW_TABLE_MIN;
+    for (int v = 0; table && v < 256; v++)
+        t[v] = clamp_i32((int64_t)p->out_zp + ew_scaled(p, 0, (uint8_t)v), p->lo, p->hi);
     for (size_t o = 0; o < outer; o++)
-        for (size_t j = 0; j < row; j++)
-            ew_store(p, clamp_i32((int64_t)p->out_zp + ew_scaled(p, 0, x[o * row + j]), p->lo, p->hi), y,
+        for (size_t j = 0; j < row; j++) {
+            const uint8_t v = x[o * row + j];
+            ew_store(p, table ? t[v] : clamp_i32((int64_t)p->out_zp + ew_scaled(p, 0, v), p->lo, p->hi), y,
                      o * ld + offset + j);
+        }
 }

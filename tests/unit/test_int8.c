@@ -358,13 +358,15 @@ static void test_add_q8(void **state)
     q31(sa / (2 * sa), &p.mult[0], &p.shift[0]);
     q31(sb / (2 * sa), &p.mult[1], &p.shift[1]);
     q31(2 * sa / (1048576.0 * so), &p.out_mult, &p.out_shift);
-    uint8_t a[256], b[256], y[256];
-    float f[256];
-    for (int i = 0; i < 256; i++) { a[i] = (uint8_t)i; b[i] = (uint8_t)(next_random() & 255); }
-    axrt_add_q8(a, b, y, 256, &p);
+    uint8_t a[1024], b[1024], y[1024], direct[256];
+    float f[1024];
+    for (int i = 0; i < 1024; i++) { a[i] = (uint8_t)i; b[i] = (uint8_t)(next_random() & 255); }
+    axrt_add_q8(a, b, y, 1024, &p);     /* through the byte tables */
+    axrt_add_q8(a, b, direct, 256, &p); /* without */
+    assert_memory_equal(y, direct, 256);
     p.out_q8 = 0;
-    axrt_add_q8(a, b, f, 256, &p);
-    for (int i = 0; i < 256; i++) {
+    axrt_add_q8(a, b, f, 1024, &p);
+    for (int i = 0; i < 1024; i++) {
         const double exact = 3 + ((a[i] - 128 + 7) * sa + (b[i] - 128 - 19) * sb) / so;
         const int q = y[i] - 128;
         if (exact > -128 && exact < 127)
@@ -382,14 +384,17 @@ static void test_rescale_q8(void **state)
 {
     (void)state;
     axrt_ew_q8 p = {{-20, 0}, {1 << 30, 0}, {30, 0}, 0, 0, 0, -20, -128, 127, 0.5f, 1};
-    uint8_t x[256], y[256];
-    for (int i = 0; i < 256; i++) x[i] = (uint8_t)i;
-    axrt_rescale_q8(x, y, 1, 256, 256, 0, &p);
-    assert_memory_equal(x, y, 256);
-    p.lo = -20;   /* ReLU: the clamp at the zero point */
-    axrt_rescale_q8(x, y, 1, 256, 256, 0, &p);
-    for (int i = 0; i < 256; i++)
-        assert_int_equal(y[i], i < 108 ? 108 : i);
+    uint8_t x[1024], y[1024];
+    for (int i = 0; i < 1024; i++) x[i] = (uint8_t)i;
+    for (size_t n = 256; n <= 1024; n += 768) {   /* without and with the byte table */
+        p.lo = -128;
+        axrt_rescale_q8(x, y, 1, n, n, 0, &p);
+        assert_memory_equal(x, y, n);
+        p.lo = -20;   /* ReLU: the clamp at the zero point */
+        axrt_rescale_q8(x, y, 1, n, n, 0, &p);
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(y[i], x[i] < 108 ? 108 : x[i]);
+    }
     uint8_t part[6] = {1, 2, 3, 4, 5, 6}, rows[15];
     memset(rows, 0xee, sizeof rows);
     p.lo = -128;
