@@ -439,6 +439,54 @@ static void emit_quant_layer(emitter *em, const ir_node *n, const char *y)
                   qx, q->in_zp + 128, em->g->name, id, em->g->name, id, y, (long long)patch_at);
 }
 
+/* An int8 add, concat or ReLU (ir_quant with nin operands): each operand
+ * that arrives float is quantised into the node's scratch, one after the
+ * other, then the runtime's elementwise int8 kernel (axrt.h axrt_ew_q8). */
+static void emit_quant_ew(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_quant *q = n->quant;
+    const char *qx[16];
+    int64_t at = n->scratch_offset;
+    for (int k = 0; k < q->nin; k++) {
+        if (q->in_q8_mask >> k & 1) {
+            qx[k] = operand(em, n, k);
+            continue;
+        }
+        if (n->scratch_offset < 0)
+            ax_die("cg_c: int8 %s %%%d has no scratch buffer", ir_ops[n->op].name, (int)(n - em->g->nodes));
+        qx[k] = ax_sprintf(arena_of(em), "(uint8_t *)((unsigned char *)arena + %lld)", (long long)at);
+        ax_buf_printf(em->out, "    axrt_quantize_u8(%s, %s, %lld, %s, %d);\n", operand(em, n, k), qx[k],
+                      (long long)ir_numel(operand_node(em, n, k)), float_text(arena_of(em), q->in_scales[k]),
+                      q->in_zps[k]);
+        at += ir_numel(operand_node(em, n, k));
+    }
+    const int parts = n->op == IR_OP_concat ? q->nin : 1;
+    ax_buf_puts(em->out, "    {\n        static const axrt_ew_q8 ew[] = {");
+    for (int k = 0; k < parts; k++) {
+        const axrt_ew_q8 *e = &q->ew[k];
+        ax_buf_printf(em->out, "%s\n            {{%d, %d}, {%d, %d}, {%d, %d}, %d, %d, %d, %d, %d, %d, %s, %d}",
+                      k ? "," : "", e->zp[0], e->zp[1], e->mult[0], e->mult[1], e->shift[0], e->shift[1], e->left,
+                      e->out_mult, e->out_shift, e->out_zp, e->lo, e->hi, float_text(arena_of(em), e->scale),
+                      e->out_q8);
+    }
+    ax_buf_puts(em->out, "};\n");
+    const long long count = (long long)ir_numel(n);
+    if (n->op == IR_OP_add)
+        ax_buf_printf(em->out, "        axrt_add_q8(%s, %s, %s, %lld, &ew[0]);\n", qx[0], qx[1], y, count);
+    else if (n->op != IR_OP_concat)
+        ax_buf_printf(em->out, "        axrt_rescale_q8(%s, %s, 1, %lld, %lld, 0, &ew[0]);\n", qx[0], y, count, count);
+    const int axis = n->attrs.axis;
+    const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
+    int64_t offset = 0;
+    for (int k = 0; n->op == IR_OP_concat && k < q->nin; k++) {
+        const int64_t row = operand_node(em, n, k)->shape[axis] * inner;
+        ax_buf_printf(em->out, "        axrt_rescale_q8(%s, %s, %lld, %lld, %lld, %lld, &ew[%d]);\n", qx[k], y,
+                      (long long)outer, (long long)row, (long long)(n->shape[axis] * inner), (long long)offset, k);
+        offset += row;
+    }
+    ax_buf_puts(em->out, "    }\n");
+}
+
 static void emit_constants(emitter *em)
 {
     for (int id = 0; id < em->g->nnodes; id++) {
@@ -512,7 +560,9 @@ static void emit_binary(emitter *em, const ir_node *n, const char *y)
     const ir_node *a = operand_node(em, n, 0), *b = operand_node(em, n, 1);
     const char *name = ir_ops[n->op].name;
     const long long count = (long long)ir_numel(n);
-    if (ir_same_shape(a, n) && ir_same_shape(b, n)) {
+    if (n->quant) {
+        emit_quant_ew(em, n, y);
+    } else if (ir_same_shape(a, n) && ir_same_shape(b, n)) {
         ax_buf_printf(OUT, "    axrt_%s_%s(%s, %s, %s, %lld);\n", name, SFX, operand(em, n, 0),
                       operand(em, n, 1), y, count);
     } else if (ir_same_shape(a, n) && ir_numel(b) == 1) {
@@ -596,6 +646,10 @@ static void emit_chunk(emitter *em, const ir_node *n, const char *y)
 
 static void emit_concat(emitter *em, const ir_node *n, const char *y)
 {
+    if (n->quant) {
+        emit_quant_ew(em, n, y);
+        return;
+    }
     const int axis = n->attrs.axis;
     const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
     int64_t offset = 0;
@@ -1026,7 +1080,10 @@ static void emit_source(emitter *em, const ir_node *n, const char *y)
 
 static void emit_unary(emitter *em, const ir_node *n, const char *y)
 {
-    emit_unary_call(em, n->op, n, operand(em, n, 0), y);
+    if (n->quant)
+        emit_quant_ew(em, n, y);
+    else
+        emit_unary_call(em, n->op, n, operand(em, n, 0), y);
 }
 
 static void emit_reduce(emitter *em, const ir_node *n, const char *y)

@@ -86,6 +86,11 @@ static size_t q8_patch_bytes(const ir_node *n, const ir_graph *g)
 
 size_t cg_c_scratch_bytes(const ir_node *n, const ir_graph *g)
 {
+    size_t door = 0;   /* an int8 add/concat/ReLU's operands that arrive float, quantised one after the other */
+    for (int k = 0; n->quant && k < n->quant->nin; k++)
+        door += n->quant->in_q8_mask >> k & 1 ? 0 : (size_t)ir_numel(&g->nodes[n->src[k]]);
+    if (n->quant && n->quant->nin)
+        return door;
     if (n->quant)   /* the int8 layer's (or max-pool's) quantised operand 0 (unless it arrives so), then a conv's receptive field */
         return (n->quant->in_q8 ? 0 : (size_t)ir_numel(&g->nodes[n->src[0]])) +
                (n->op == IR_OP_conv ? q8_patch_bytes(n, g) : 0);

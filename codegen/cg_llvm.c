@@ -326,12 +326,63 @@ static LLVMValueRef scalar_value(lv *L, const ir_node *n, int i)
     return LLVMBuildLoad2(L->B, L->real, p, "");
 }
 
+/* An int8 add, concat or ReLU (ir_quant with nin): the operands that arrive
+ * float quantised into the scratch one after the other, then the runtime's
+ * elementwise int8 kernel (cg_c.c emit_quant_ew); axrt_ew_q8 is 12 int32,
+ * the float scale and an int32: fourteen 4-byte fields. */
+static void lv_quant_ew(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const ir_quant *q = n->quant;
+    LLVMValueRef qx[16], params[16];
+    int64_t at = n->scratch_offset;
+    for (int k = 0; k < q->nin; k++) {
+        const axrt_ew_q8 *e = &q->ew[n->op == IR_OP_concat ? k : 0];
+        int v[14] = {e->zp[0], e->zp[1], e->mult[0], e->mult[1], e->shift[0], e->shift[1], e->left,
+                     e->out_mult, e->out_shift, e->out_zp, e->lo, e->hi, 0, e->out_q8};
+        memcpy(&v[12], &e->scale, sizeof e->scale);
+        params[k] = const_ints(L, v, 14);
+        if (q->in_q8_mask >> k & 1) {
+            qx[k] = operand(L, n, k);
+            continue;
+        }
+        if (n->scratch_offset < 0)
+            ax_die("cg_llvm: int8 %s %%%d has no scratch buffer", ir_ops[n->op].name, (int)(n - L->g->nodes));
+        qx[k] = arena_at(L, at);
+        const int64_t count = ir_numel(operand_node(L, n, k));
+        LLVMValueRef quantise[] = {operand(L, n, k), qx[k], k_size(L, count),
+                                   LLVMConstReal(LLVMFloatTypeInContext(L->C), (double)q->in_scales[k]),
+                                   k_i32(L, q->in_zps[k])};
+        call(L, "axrt_quantize_u8", "vppzfi", quantise);
+        at += count;
+    }
+    LLVMValueRef count = k_size(L, ir_numel(n));
+    if (n->op == IR_OP_add) {
+        LLVMValueRef args[] = {qx[0], qx[1], y, count, params[0]};
+        call(L, "axrt_add_q8", "vpppzp", args);
+        return;
+    }
+    const int axis = n->op == IR_OP_concat ? n->attrs.axis : 0;
+    const int64_t inner = n->op == IR_OP_concat ? product(n->shape, axis + 1, n->rank) : ir_numel(n);
+    LLVMValueRef outer = n->op == IR_OP_concat ? k_size(L, product(n->shape, 0, axis)) : k_size(L, 1);
+    int64_t offset = 0;
+    for (int k = 0; k < q->nin; k++) {
+        const int64_t row = n->op == IR_OP_concat ? operand_node(L, n, k)->shape[axis] * inner : inner;
+        LLVMValueRef args[] = {qx[k], y, outer, k_size(L, row),
+                               k_size(L, n->op == IR_OP_concat ? n->shape[axis] * inner : inner),
+                               k_size(L, offset), params[k]};
+        call(L, "axrt_rescale_q8", "vppzzzzp", args);
+        offset += row;
+    }
+}
+
 static void lv_binary(lv *L, const ir_node *n, LLVMValueRef y)
 {
     const ir_node *a = operand_node(L, n, 0), *b = operand_node(L, n, 1);
     const char *name = ir_ops[n->op].name;
     LLVMValueRef count = k_size(L, ir_numel(n));
-    if (ir_same_shape(a, n) && ir_same_shape(b, n)) {
+    if (n->quant) {
+        lv_quant_ew(L, n, y);
+    } else if (ir_same_shape(a, n) && ir_same_shape(b, n)) {
         LLVMValueRef args[] = {operand(L, n, 0), operand(L, n, 1), y, count};
         call(L, kernel(L, name), "vpppz", args);
     } else if (ir_same_shape(a, n) && ir_numel(b) == 1) {
@@ -404,6 +455,10 @@ static void lv_chunk(lv *L, const ir_node *n, LLVMValueRef y)
 
 static void lv_concat(lv *L, const ir_node *n, LLVMValueRef y)
 {
+    if (n->quant) {
+        lv_quant_ew(L, n, y);
+        return;
+    }
     const int axis = n->attrs.axis;
     const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
     int64_t offset = 0;
@@ -857,7 +912,13 @@ static void lv_fused(lv *L, const ir_node *n, LLVMValueRef y)
 /* ---- the dispatch over ops (ops.def's family column) -------------------------- */
 
 static void lv_source(lv *L, const ir_node *n, LLVMValueRef y) { (void)L, (void)n, (void)y; }
-static void lv_unary(lv *L, const ir_node *n, LLVMValueRef y) { call_unary(L, n->op, n, operand(L, n, 0), y); }
+static void lv_unary(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    if (n->quant)
+        lv_quant_ew(L, n, y);
+    else
+        call_unary(L, n->op, n, operand(L, n, 0), y);
+}
 static void lv_groupnorm(lv *L, const ir_node *n, LLVMValueRef y)
 {
     const int64_t c = n->shape[n->rank - 1], batch = n->shape[0];

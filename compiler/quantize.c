@@ -134,10 +134,56 @@ static void run_int8_layer(const ir_graph *g, const ir_node *n, const float *x, 
     free(qx);
 }
 
+static uint8_t *quantised_copy(const float *x, int64_t count, float scale, int32_t zp)
+{
+    uint8_t *q = malloc((size_t)count + 1);
+    if (!q) ax_out_of_memory(0);
+    axrt_quantize_u8(x, q, (size_t)count, scale, zp);
+    return q;
+}
+
+/* y (float, numel(n)) = the int8 add, concat or ReLU n of the generated
+ * code, over its operands' float values x[k]. */
+static void run_int8_ew(const ir_graph *g, const ir_node *n, float *const *x, float *y)
+{
+    const ir_quant *q = n->quant;
+    uint8_t *qx[16] = {0};
+    for (int k = 0; k < q->nin; k++)
+        qx[k] = quantised_copy(x[n->src[k]], ir_numel(&g->nodes[n->src[k]]), q->in_scales[k], q->in_zps[k]);
+    const size_t count = (size_t)ir_numel(n);
+    axrt_ew_q8 e = q->ew[0];
+    e.out_q8 = 0;
+    if (n->op == IR_OP_add) {
+        axrt_add_q8(qx[0], qx[1], y, count, &e);
+    } else if (n->op != IR_OP_concat) {
+        axrt_rescale_q8(qx[0], y, 1, count, count, 0, &e);
+    } else {
+        int64_t outer = 1, inner = 1, offset = 0;
+        for (int d = 0; d < n->attrs.axis; d++) outer *= n->shape[d];
+        for (int d = n->attrs.axis + 1; d < n->rank; d++) inner *= n->shape[d];
+        for (int k = 0; k < q->nin; k++) {
+            const int64_t row = g->nodes[n->src[k]].shape[n->attrs.axis] * inner;
+            e = q->ew[k];
+            e.out_q8 = 0;
+            axrt_rescale_q8(qx[k], y, (size_t)outer, (size_t)row, (size_t)(n->shape[n->attrs.axis] * inner),
+                            (size_t)offset, &e);
+            offset += row;
+        }
+    }
+    for (int k = 0; k < q->nin; k++) free(qx[k]);
+}
+
 static void emulate(void *user, int id, double *v, int64_t count)
 {
     emulation *e = user;
     const ir_node *n = &e->g->nodes[id];
+    if (n->quant && n->quant->nin) {
+        float *y = malloc(sizeof *y * (size_t)count + 1);
+        if (!y) ax_out_of_memory(0);
+        run_int8_ew(e->g, n, e->stash, y);
+        for (int64_t i = 0; i < count; i++) v[i] = y[i];
+        free(y);
+    }
     if (n->quant && n->quant->w) {   /* an int8 max-pool: the float one gives its integers */
         float *y = malloc(sizeof *y * (size_t)count + 1);
         if (!y) ax_out_of_memory(0);
@@ -239,6 +285,7 @@ static int report_error(ax_ctx *ctx, const ir_graph *g, const calib_set *set)
         const ir_node *n = &g->nodes[id];
         if (!n->quant || n->dead) continue;
         sums.e.wanted[n->src[0]] = true;
+        for (int k = 0; k < n->quant->nin; k++) sums.e.wanted[n->src[k]] = true;
         if (n->attrs.residual != IR_NONE) sums.e.wanted[n->src[n->attrs.residual]] = true;
     }
     for (int k = 0; k < g->noutputs; k++)
@@ -264,6 +311,7 @@ int axc_quantize(ax_ctx *ctx, const axc_opts *o, ir_graph *g)
     calib_set set = {0};
     int rc = load_calibration(ctx, o, g, &set);
     if (rc) return rc;
+    pass_quant_unfuse(g);   /* calibration sees a fused residual's layer and add apart */
     ranges r = {ax_alloc(ctx->arena, sizeof(double) * (size_t)(g->nnodes + 1)),
                 ax_alloc(ctx->arena, sizeof(double) * (size_t)(g->nnodes + 1))};
     for (int id = 0; id < g->nnodes; id++) { r.lo[id] = INFINITY; r.hi[id] = -INFINITY; }
@@ -273,8 +321,11 @@ int axc_quantize(ax_ctx *ctx, const axc_opts *o, ir_graph *g)
         layers += !g->nodes[id].dead && (g->nodes[id].op == IR_OP_dense || g->nodes[id].op == IR_OP_conv);
     const int done = pass_quant(g, r.lo, r.hi);
     if (o->emit && !o->run) return ctx->errors ? AXC_EINPUT : AXC_OK;
-    fprintf(stderr, "axc: %s: %d of %d dense/conv layers in int8 (calibrated on %lld samples); "
-            "the rest of the model in float\n", g->name, done, layers, (long long)set.samples);
+    int ew = 0;
+    for (int id = 0; id < g->nnodes; id++)
+        ew += g->nodes[id].quant && g->nodes[id].quant->nin;
+    fprintf(stderr, "axc: %s: %d of %d dense/conv layers in int8, and %d add/concat/ReLU (calibrated on %lld "
+            "samples); the rest of the model in float\n", g->name, done, layers, ew, (long long)set.samples);
     if (report_error(ctx, g, &set)) ax_out_of_memory(0);
     return ctx->errors ? AXC_EINPUT : AXC_OK;
 }

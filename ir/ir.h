@@ -257,6 +257,15 @@ typedef struct ir_quant {
     int32_t *bias, *mult;
     int8_t *shift;
     float *fscale;
+    /* add, concat, ReLU/ReLU6 in int8 (no weights): nin operands, operand k
+       quantised with (in_scales[k], in_zps[k]) and arriving int8 when bit k
+       of in_q8_mask is set (bit 0 is in_q8); ew[k] (concat: one per operand,
+       else ew[0]) the runtime's fixed-point parameters, out_q8 in them */
+    int nin;
+    float *in_scales;
+    int32_t *in_zps;
+    uint32_t in_q8_mask;
+    axrt_ew_q8 *ew;
 } ir_quant;
 
 struct ir_graph {

@@ -10,17 +10,24 @@
  * (runtime/axrt.h "int8") to its own observed range, a fused ReLU/ReLU6
  * becoming the clamp.  A layer with a fused residual add or another fused
  * activation keeps its int32 accumulation but leaves it as float (fscale),
- * and the epilogue runs in float.  A max-pool after an int8 layer shares
- * that layer's output scale and zero point (TFLite's rule) and runs on the
- * integers when its readers take them.  Everything else runs in float on the
- * dequantised values: other pooling, concat, add, ReLU outside a layer
- * (exact on dequantised values for max-pool, concat and ReLU), softmax,
- * LayerNorm and the other activations.  Between int8 layers the value stays int8: a layer
- * whose integer result (no float epilogue) is read only as operand 0 of int8
- * layers quantising with its own output parameters (always so: both come
- * from the same observed range) stores q + 128 in uint8 (out_q8) and its
- * readers skip the quantisation at their door (in_q8) — the same integers
- * as dequantising and quantising again, one byte per element in the arena.
+ * and the epilogue runs in float; a fused residual add with a ReLU/ReLU6 or
+ * none is split off again before calibration (pass_quant_unfuse).  A
+ * max-pool after an int8 layer shares that layer's output scale and zero
+ * point (TFLite's rule) and runs on the integers when its readers take them.
+ * An add of two same-shaped values, a concat, and a ReLU/ReLU6 run in int8
+ * (axrt_ew_q8) when an operand comes from an int8 node (a ReLU: its only
+ * operand): the add with TFLite's fixed-point rescaling of each operand to
+ * its own observed output range, the concat requantising each operand to its
+ * output range (a copy where the parameters agree), the ReLU sharing its
+ * operand's scale and zero point (a clamp: exact); a float operand is
+ * quantised at the door with its own observed range.  Everything else runs
+ * in float on the dequantised values: other pooling, softmax, LayerNorm and
+ * the other activations.  Between int8 nodes the value stays int8: a node
+ * whose integer result (no float epilogue) is read only by int8 nodes
+ * quantising that operand with its own output parameters (always so: both
+ * come from the same observed range) stores q + 128 in uint8 (out_q8) and
+ * its readers skip the quantisation at their door (in_q8, in_q8_mask) — the
+ * same integers as dequantising and quantising again, one byte per element.
  * The arithmetic is in double here, at compile time, and each formula is
  * written so that tests can mirror it. */
 #include <math.h>
@@ -140,23 +147,160 @@ static bool pool_follows_int8(const ir_graph *g, const ir_node *m)
     return pass_quant_applies(g, x) && x->attrs.residual == IR_NONE && act_folds(x->attrs.act);
 }
 
-/* The calibrated ranges with every such max-pool's (and the reshapes of it)
- * replaced by its input's: the pool's output and its readers quantise with
- * the producer's scale and zero point. */
-static void share_pool_ranges(const ir_graph *g, double *lo, double *hi)
+/* ---- add, concat, ReLU/ReLU6 -------------------------------------------------- */
+
+/* Whether node id already computes integers (an int8 node without float epilogue). */
+static bool int8_result(const ir_graph *g, int id)
 {
-    for (int id = 0; id < g->nnodes; id++) {
-        const ir_node *n = &g->nodes[id];
-        if (pool_follows_int8(g, n) || (n->op == IR_OP_reshape && !n->dead)) {   /* a reshape: the same values */
-            lo[id] = lo[n->src[0]];
-            hi[id] = hi[n->src[0]];
+    const ir_quant *q = g->nodes[id].quant;
+    return q && !q->float_out;
+}
+
+static bool is_activation(const ir_graph *g, int id)
+{
+    const ir_node *p = &g->nodes[id];
+    return p->dtype == AXRT_F32 && p->op != IR_OP_param && p->op != IR_OP_scalar;
+}
+
+/* Whether n runs in int8 as an elementwise node: a ReLU/ReLU6 of an int8
+ * result; an add of two same-shaped values or a concat, every operand a
+ * Float32 activation and one at least an int8 result. */
+static bool ew_applies(const ir_graph *g, const ir_node *n)
+{
+    if (n->dead || n->dtype != AXRT_F32 || n->quant)
+        return false;
+    if (n->op == IR_OP_relu || n->op == IR_OP_relu6)
+        return int8_result(g, n->src[0]);
+    if (n->op != IR_OP_concat && !(n->op == IR_OP_add && ir_same_shape(&g->nodes[n->src[0]], n) &&
+                                   ir_same_shape(&g->nodes[n->src[1]], n)))
+        return false;
+    bool from_int8 = false;
+    for (int k = 0; k < n->nsrc; k++) {
+        if (!is_activation(g, n->src[k])) return false;
+        from_int8 |= int8_result(g, n->src[k]);
+    }
+    return from_int8;
+}
+
+static void ew_fixed_point(double m, int32_t *mult, int32_t *shift)
+{
+    int8_t s;
+    fixed_point(m, mult, &s);
+    *shift = s;
+}
+
+/* The runtime's parameters of n (axrt.h axrt_ew_q8): an add's TFLite
+ * rescaling (2^20, each operand to twice the larger scale, the sum to the
+ * output's); a concat's part k or a ReLU: operand to output scale. */
+static void ew_params(const ir_node *n, ir_quant *q)
+{
+    for (int k = 0; k < (n->op == IR_OP_concat ? q->nin : 1); k++) {
+        axrt_ew_q8 *e = &q->ew[k];
+        e->out_zp = q->out_zp;
+        e->scale = q->out_scale;
+        e->lo = n->op == IR_OP_add || n->op == IR_OP_concat ? -128 : q->out_zp;
+        e->hi = n->op == IR_OP_relu6 ? clamp_int(q->out_zp + round_away(6 / q->out_scale), -128, 127) : 127;
+        if (n->op != IR_OP_add) {
+            e->zp[0] = q->in_zps[k];
+            ew_fixed_point((double)q->in_scales[k] / q->out_scale, &e->mult[0], &e->shift[0]);
+            continue;
         }
+        const double twice_max = 2.0 * (q->in_scales[0] > q->in_scales[1] ? q->in_scales[0] : q->in_scales[1]);
+        for (int i = 0; i < 2; i++) {
+            e->zp[i] = q->in_zps[i];
+            ew_fixed_point(q->in_scales[i] / twice_max, &e->mult[i], &e->shift[i]);
+        }
+        e->left = 20;
+        ew_fixed_point(twice_max / (1048576.0 * q->out_scale), &e->out_mult, &e->out_shift);
     }
 }
 
-/* Whether int8 layer id's integers can be stored as int8: not a graph
- * output, no float epilogue, and every live reader an int8 layer reading it
- * as operand 0 only, with the same scale and zero point. */
+/* n's ir_quant: each operand's parameters from its (final) range, the
+ * output's from its own (a ReLU's: its operand's, shared). */
+static void quantise_ew(ir_graph *g, ir_node *n, double *lo, double *hi)
+{
+    ax_arena *a = g->ctx->arena;
+    const int id = (int)(n - g->nodes);
+    ir_quant *q = memset(ax_alloc(a, sizeof *q), 0, sizeof *q);
+    q->nin = n->nsrc;
+    q->in_scales = ax_alloc(a, sizeof *q->in_scales * (size_t)q->nin);
+    q->in_zps = ax_alloc(a, sizeof *q->in_zps * (size_t)q->nin);
+    for (int k = 0; k < q->nin; k++)
+        pass_quant_params(lo[n->src[k]], hi[n->src[k]], &q->in_scales[k], &q->in_zps[k]);
+    if (n->op == IR_OP_relu || n->op == IR_OP_relu6) {
+        lo[id] = lo[n->src[0]];
+        hi[id] = hi[n->src[0]];
+    }
+    pass_quant_params(lo[id], hi[id], &q->out_scale, &q->out_zp);
+    q->in_scale = q->in_scales[0];
+    q->in_zp = q->in_zps[0];
+    q->lo = -128;
+    q->hi = 127;
+    const size_t count = n->op == IR_OP_concat ? (size_t)q->nin : 1;
+    q->ew = memset(ax_alloc(a, sizeof *q->ew * count), 0, sizeof *q->ew * count);
+    ew_params(n, q);
+    n->quant = q;
+}
+
+/* ---- splitting fused residual adds --------------------------------------------- */
+
+/* Inserts op(src) right after node `after`, shaped like it; the later
+ * readers of `after` and the outputs naming it read the new node instead. */
+static int insert_after(ir_graph *g, int after, ir_op op, const int *src, int nsrc)
+{
+    const int id = ir_insert(g, after + 1, op, src, nsrc, g->nodes[after].loc);
+    ir_node *n = &g->nodes[id];
+    const ir_node *p = &g->nodes[after];
+    n->dtype = p->dtype;
+    n->rank = p->rank;
+    memcpy(n->shape, p->shape, sizeof n->shape);
+    n->context = p->context;
+    for (int k = id + 1; k < g->nnodes; k++)
+        for (int i = 0; i < g->nodes[k].nsrc; i++)
+            if (g->nodes[k].src[i] == after) g->nodes[k].src[i] = id;
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == after) g->outputs[i] = id;
+    return id;
+}
+
+int pass_quant_unfuse(ir_graph *g)
+{
+    int count = 0;
+    for (int id = 0; id < g->nnodes; id++) {
+        ir_node *n = &g->nodes[id];
+        if (!pass_quant_applies(g, n) || n->attrs.residual == IR_NONE || !act_folds(n->attrs.act))
+            continue;
+        const int r = n->src[n->attrs.residual], act = n->attrs.act;
+        n->src[n->attrs.residual] = IR_NONE;   /* the residual is the last operand (pass_fuse_residual) */
+        n->nsrc--;
+        n->attrs.residual = IR_NONE;
+        n->attrs.act = IR_NONE;
+        const int src[] = {id, r};
+        const int add = insert_after(g, id, IR_OP_add, src, 2);
+        if (act != IR_NONE)
+            insert_after(g, add, (ir_op)act, &add, 1);
+        count++;
+    }
+    return count;
+}
+
+/* ---- int8 storage between int8 nodes ------------------------------------------- */
+
+/* The parameters int8 node r quantises its operand i with; false when r
+ * does not read operand i as an int8 activation. */
+static bool reads_int8(const ir_node *r, int i, float *scale, int32_t *zp)
+{
+    const ir_quant *q = r->quant;
+    if (!q || (q->nin ? i >= q->nin : i != 0))
+        return false;
+    *scale = q->nin ? q->in_scales[i] : q->in_scale;
+    *zp = q->nin ? q->in_zps[i] : q->in_zp;
+    return true;
+}
+
+/* Whether int8 node id's integers can be stored as int8: not a graph
+ * output, no float epilogue, and every live reader an int8 node reading it
+ * as an activation with the same scale and zero point. */
 static bool keeps_int8(const ir_graph *g, int id)
 {
     const ir_quant *q = g->nodes[id].quant;
@@ -167,7 +311,9 @@ static bool keeps_int8(const ir_graph *g, int id)
         const ir_node *r = &g->nodes[k];
         for (int i = 0; i < r->nsrc && !r->dead; i++) {
             if (r->src[i] != id) continue;
-            if (i != 0 || !r->quant || r->quant->in_scale != q->out_scale || r->quant->in_zp != q->out_zp)
+            float s;
+            int32_t zp;
+            if (!reads_int8(r, i, &s, &zp) || s != q->out_scale || zp != q->out_zp)
                 return false;
             read = true;
         }
@@ -194,16 +340,24 @@ static void quantise_pools(ir_graph *g)
     }
 }
 
-/* Marks the int8 layers whose results stay int8 and their readers. */
+/* Marks the int8 nodes whose results stay int8 and their readers. */
 static void mark_int8_storage(ir_graph *g)
 {
     quantise_pools(g);
     for (int id = 0; id < g->nnodes; id++) {
         if (!keeps_int8(g, id)) continue;
-        ((ir_quant *)g->nodes[id].quant)->out_q8 = true;
-        for (int k = id + 1; k < g->nnodes; k++)
-            if (g->nodes[k].quant && !g->nodes[k].dead && g->nodes[k].src[0] == id)
-                ((ir_quant *)g->nodes[k].quant)->in_q8 = true;
+        ir_quant *q = (ir_quant *)g->nodes[id].quant;
+        q->out_q8 = true;
+        for (int k = 0; q->ew && k < (g->nodes[id].op == IR_OP_concat ? q->nin : 1); k++)
+            q->ew[k].out_q8 = 1;
+        for (int k = id + 1; k < g->nnodes; k++) {
+            ir_quant *r = (ir_quant *)g->nodes[k].quant;
+            for (int i = 0; r && !g->nodes[k].dead && i < g->nodes[k].nsrc; i++)
+                if (g->nodes[k].src[i] == id && (i == 0 || r->nin)) {
+                    r->in_q8_mask |= (uint32_t)1 << i;
+                    r->in_q8 = r->in_q8_mask & 1;
+                }
+        }
     }
 }
 
@@ -213,16 +367,21 @@ int pass_quant(ir_graph *g, const double *observed_lo, const double *observed_hi
     const size_t bytes = sizeof(double) * (size_t)(g->nnodes + 1);
     double *lo = memcpy(ax_alloc(g->ctx->arena, bytes), observed_lo, bytes - sizeof(double));
     double *hi = memcpy(ax_alloc(g->ctx->arena, bytes), observed_hi, bytes - sizeof(double));
-    share_pool_ranges(g, lo, hi);
-    for (int id = 0; id < g->nnodes; id++) {
+    for (int id = 0; id < g->nnodes; id++) {   /* in order: every operand's range is final */
         ir_node *n = &g->nodes[id];
-        if (!pass_quant_applies(g, n)) continue;
-        quantise_node(g, n, lo, hi);
-        count++;
+        if (pass_quant_applies(g, n)) {
+            quantise_node(g, n, lo, hi);
+            count++;
+        } else if (ew_applies(g, n)) {
+            quantise_ew(g, n, lo, hi);
+        } else if (pool_follows_int8(g, n) || (n->op == IR_OP_reshape && !n->dead)) {
+            lo[id] = lo[n->src[0]];   /* the pool's output and its readers quantise with the */
+            hi[id] = hi[n->src[0]];   /* producer's parameters; a reshape: the same values */
+        }
     }
     mark_int8_storage(g);
-    /* the int8 layers need a byte buffer for their quantised input and
-       none of them runs in place: plan again */
+    /* the int8 nodes need a byte buffer for their quantised input and
+       none of the layers runs in place: plan again */
     if (count) pass_memplan_with(g, g->share_buffers);
     return count;
 }

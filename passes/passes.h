@@ -169,6 +169,11 @@ typedef void pass_hook(const ir_graph *g, const char *pass, void *user);
  * then the memory plan is made again.  Returns how many layers are int8. */
 int pass_quant(ir_graph *g, const double *lo, const double *hi);
 bool pass_quant_applies(const ir_graph *g, const ir_node *n);
+/* Before calibration: every dense/conv pass_quant_applies to with a fused
+ * residual add (and a ReLU/ReLU6 or no activation) is split again into the
+ * layer, an add and the activation, so that calibration sees the layer's own
+ * range and the add and activation can run in int8.  Returns how many. */
+int pass_quant_unfuse(ir_graph *g);
 /* Per-tensor asymmetric int8 parameters of [lo, hi] (widened to hold 0). */
 void pass_quant_params(double lo, double hi, float *scale, int32_t *zp);
 int pass_run_optimisations(ir_graph *g, int opt_level, pass_hook *after, void *user);

@@ -424,6 +424,27 @@ void axrt_conv2d_q8_packed(const uint8_t *x, int32_t x_zp, const int8_t *packed,
    the same integers as quantising the float max-pool of the dequantised
    values (dequantisation is increasing), padding never chosen. */
 void axrt_maxpool_u8(const uint8_t *x, uint8_t *y, const axrt_pool2d_params *p);
+/* Elementwise int8 (add, a concat's part, a ReLU/ReLU6 not fused into a
+   layer): operand k (q_k + 128 in uint8) scaled in fixed point,
+   v_k = axrt_requantize((q_k - zp[k]) * 2^left, mult[k], shift[k]); a
+   rescale (concat, ReLU) gives q = out_zp + v_0, an add
+   q = out_zp + axrt_requantize(v_0 + v_1, out_mult, out_shift) (TFLite's
+   add: left = 20, mult[k] / 2^shift[k] = s_k / (2 max(s_0, s_1)), the
+   output's = 2 max(s_0, s_1) / (2^20 s_out)); q clamped to [lo, hi], then
+   dequantised to float (scale) or, out_q8, stored as q + 128.  Integer
+   arithmetic only: the same integers everywhere. */
+typedef struct axrt_ew_q8 {
+    int32_t zp[2], mult[2], shift[2], left;
+    int32_t out_mult, out_shift, out_zp, lo, hi;
+    float scale;
+    int32_t out_q8;
+} axrt_ew_q8;
+/* y[i] = a[i] + b[i] (n elements; y may be a or b when out_q8) */
+void axrt_add_q8(const uint8_t *a, const uint8_t *b, void *y, size_t n, const axrt_ew_q8 *p);
+/* y[o * ld + offset + j] = rescaled x[o * row + j] for o < outer, j < row
+   (a concat's part; a ReLU: outer 1, ld = row, offset 0; y may be x then) */
+void axrt_rescale_q8(const uint8_t *x, void *y, size_t outer, size_t row, size_t ld, size_t offset,
+                     const axrt_ew_q8 *p);
 /* The int8 dot product in use: "portable", "avx2" or "avx512vnni". */
 const char *axrt_q8_isa_name(void);
 

@@ -600,3 +600,60 @@ void axrt_maxpool_u8(const uint8_t *x, uint8_t *y, const axrt_pool2d_params *p)
                     }
             }
 }
+
+/* ---- elementwise: add, a concat's part, ReLU (axrt.h axrt_ew_q8) ---------------- */
+
+/* Stores q (already clamped) as element i of y: q + 128, or dequantised. */
+static void ew_store(const axrt_ew_q8 *p, int32_t q, void *y, size_t i)
+{
+    if (p->out_q8)
+        ((uint8_t *)y)[i] = (uint8_t)(q + 128);
+    else
+        ((float *)y)[i] = (float)(q - p->out_zp) * p->scale;
+}
+
+/* Operand k's byte x (q + 128) in the fixed-point scale of p. */
+static int32_t ew_scaled(const axrt_ew_q8 *p, int k, uint8_t x)
+{
+    const int32_t centred = (int32_t)x - 128 - p->zp[k];   /* |.| <= 255: << 20 fits */
+    return axrt_requantize(centred * ((int32_t)1 << p->left), p->mult[k], p->shift[k]);
+}
+
+/* Operand k's scaled value for each of the 256 bytes (ew_scaled depends on
+ * the byte alone: the same integers, one table read per element). */
+#define Q8_EW_TABLE_MIN 512   /* below this many elements the 256 entries cost more than they save */
+static void ew_table(const axrt_ew_q8 *p, int k, int32_t *t)
+{
+    for (int v = 0; v < 256; v++)
+        t[v] = ew_scaled(p, k, (uint8_t)v);
+}
+
+void axrt_add_q8(const uint8_t *a, const uint8_t *b, void *y, size_t n, const axrt_ew_q8 *p)
+{
+    int32_t ta[256], tb[256];
+    const bool table = n >= Q8_EW_TABLE_MIN;
+    if (table) {
+        ew_table(p, 0, ta);
+        ew_table(p, 1, tb);
+    }
+    for (size_t i = 0; i < n; i++) {
+        const int32_t sum = table ? ta[a[i]] + tb[b[i]] : ew_scaled(p, 0, a[i]) + ew_scaled(p, 1, b[i]);
+        ew_store(p, clamp_i32((int64_t)p->out_zp + axrt_requantize(sum, p->out_mult, p->out_shift), p->lo, p->hi),
+                 y, i);
+    }
+}
+
+void axrt_rescale_q8(const uint8_t *x, void *y, size_t outer, size_t row, size_t ld, size_t offset,
+                     const axrt_ew_q8 *p)
+{
+    int32_t t[256];   /* the clamped result of each byte */
+    const bool table = outer * row >= Q8_EW_TABLE_MIN;
+    for (int v = 0; table && v < 256; v++)
+        t[v] = clamp_i32((int64_t)p->out_zp + ew_scaled(p, 0, (uint8_t)v), p->lo, p->hi);
+    for (size_t o = 0; o < outer; o++)
+        for (size_t j = 0; j < row; j++) {
+            const uint8_t v = x[o * row + j];
+            ew_store(p, table ? t[v] : clamp_i32((int64_t)p->out_zp + ew_scaled(p, 0, v), p->lo, p->hi), y,
+                     o * ld + offset + j);
+        }
+}

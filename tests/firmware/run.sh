@@ -240,9 +240,10 @@ EOF
 # int8 (calibrated on random samples); the int8 image run under QEMU gives
 # the very floats (so the very integers) the host's int8 build gives for the
 # same input, and its flash (code + weights + constants) is at most 30 % of
-# the float image's.  Prints both size reports' figures.
+# the float image's (unless SIZE is "nosize": a model of a few hundred
+# weights, its flash the code's).  Prints both size reports' figures.
 int8_on_firmware() {
-    local model=$1 shape=$2 dir=$3 rtol=${4:-0} d=$work/q8_$1 flags report what
+    local model=$1 shape=$2 dir=$3 rtol=${4:-0} size=${5:-size} d=$work/q8_$1 flags report what
     mkdir -p "$d/float" "$d/int8"
     "$python" - "$d" "$shape" <<'EOF' || { fail "int8 $model: inputs"; return; }
 import sys, numpy as np
@@ -281,6 +282,7 @@ print(f"{host.size} outputs bit-identical")
 EOF
     then pass "int8 $model: $what ($(cat "$d/cmp.log"))"
     else fail "int8 $model: $what"; tail_of "$d/cmp.log"; fi
+    [ "$size" = nosize ] && return
     if ! env -u AXC make -C "$d/float" -f "$root/examples/firmware/Makefile" AXC_PREFIX="$work/prefix" \
         MODEL="$model" MODEL_DIR="$dir" AXC_FLAGS=--seed=$SEED size >"$d/float.log" 2>&1; then
         fail "int8 $model: flash <= 30 % of float"; tail_of "$d/float.log"; return
@@ -309,6 +311,7 @@ main() {
     int8_on_firmware qmlp 2,96 "$root/tests/quant"
     int8_on_firmware mlp 1,784 "$root/examples" 1e-6
     int8_on_firmware lenet5 1,28,28,1 "$root/examples"
+    int8_on_firmware qres 1,8,8,4 "$root/tests/quant" 0 nosize   # int8 residual add, concat, ReLU
 }
 
 main

@@ -11,8 +11,15 @@ after a dense/conv layer sharing that layer's output range (TFLite's rule: the
 same scale and zero point in and out, so axc's int8 max-pool on the integers
 gives the same values), flatten keeping its input's range.
 
+qres (a graph, not a chain: qres_forward) adds the elementwise nodes: an add
+of two int8 values as TFLite's (each operand's (q - zp) * 2^20 requantised by
+s_k / (2 max(s_a, s_b)), the sum by 2 max(s_a, s_b) / (2^20 s_out), both
+Q31 with round-half-away, the output's range its own); a concat requantising
+each operand by s_k / s_out to its own range; a ReLU sharing its operand's
+range, the clamp at the zero point.
+
 usage: reference.py MODEL WEIGHTS CALIB X AXC_OUT
-  MODEL: qmlp or lenet5 (the layer lists below mirror the .ax files)
+  MODEL: qmlp, lenet5 (the layer lists below mirror the .ax files) or qres
 Prints one line per output element class and exits 1 unless every element
 is within one output LSB of the reference (and says how many are exact)."""
 
@@ -132,14 +139,62 @@ def quant_layer(layer, x32, w, in_range, out_range):
     return torch.from_numpy((q - zy).astype(np.float32) * np.float32(sy)), sy
 
 
+def quantise(v32, s, zp):
+    """the integers of float32 values v32 at (s, zp)"""
+    return np.clip(round_away((np.asarray(v32, dtype=np.float32) / np.float32(s)).astype(np.float64)) + zp,
+                   -128, 127).astype(np.int64)
+
+
+def dequantise(q, s, zp):
+    return torch.from_numpy((q - zp).astype(np.float32) * np.float32(s))
+
+
+def qres_float(w, x):
+    """qres.ax in float64: every node's value by name."""
+    a = float_layer(("conv", "a", None, 1), x, w)
+    b = float_layer(("conv", "b", None, 0), x, w)
+    s = a + b
+    h = torch.relu(s)
+    cat = torch.cat([h, a], dim=3)
+    u = torch.relu(cat)
+    return {"x": x, "a": a, "b": b, "add": s, "cat": cat, "y": float_layer(("conv", "c", None, 0), u, w)}
+
+
+def qres_forward(w, samples, x32):
+    """qres in int8; returns (float32 output, its LSB)."""
+    rng = {}
+    for smp in samples:
+        for k, t in qres_float(w, torch.from_numpy(smp.astype(np.float64))).items():
+            lo, hi = rng.get(k, (math.inf, -math.inf))
+            rng[k] = (min(lo, float(t.min())), max(hi, float(t.max())))
+    p = {k: act_params(*r) for k, r in rng.items()}   # h and u share add's and cat's
+    a, _ = quant_layer(("conv", "a", None, 1), x32, w, rng["x"], rng["a"])
+    b, _ = quant_layer(("conv", "b", None, 0), x32, w, rng["x"], rng["b"])
+    qa, qb = quantise(a, *p["a"]), quantise(b, *p["b"])
+    twice = 2 * max(p["a"][0], p["b"][0])
+    v = 0
+    for q, (sk, zk) in ((qa, p["a"]), (qb, p["b"])):
+        v = v + requantize((q - zk) * (1 << 20), *fixed_point(sk / twice))
+    s_add, z_add = p["add"]
+    q_add = np.clip(z_add + requantize(v, *fixed_point(twice / (2.0 ** 20 * s_add))), -128, 127)
+    q_h = np.maximum(q_add, z_add)
+    s_cat, z_cat = p["cat"]
+    parts = [z_cat + requantize(q - zk, *fixed_point(sk / s_cat)) for q, (sk, zk) in ((q_h, p["add"]), (qa, p["a"]))]
+    q_u = np.maximum(np.clip(np.concatenate(parts, axis=3), -128, 127), z_cat)
+    return quant_layer(("conv", "c", None, 0), dequantise(q_u, s_cat, z_cat).numpy(), w, rng["cat"], rng["y"])
+
+
 def main():
     model, weights, calib, x_path, out_path = sys.argv[1:6]
-    layers = MODELS[model]
     w = {k: torch.from_numpy(np.asarray(v, dtype=np.float64)) for k, v in safetensors_io.read(weights).items()}
-    lo, hi = ranges(layers, w, np.load(calib))
     v = torch.from_numpy(np.load(x_path).astype(np.float32))
     scale = None
-    for i, layer in enumerate(layers):
+    if model == "qres":
+        v, scale = qres_forward(w, np.load(calib), v.numpy())
+    else:
+        layers = MODELS[model]
+        lo, hi = ranges(layers, w, np.load(calib))
+    for i, layer in enumerate(MODELS.get(model, [])):
         if layer[0] in ("dense", "conv"):
             v, scale = quant_layer(layer, v.numpy(), w, (lo[i], hi[i]), (lo[i + 1], hi[i + 1]))
         else:

@@ -3,7 +3,9 @@
  * (plain, grouped, depthwise, padded, strided, odd lengths for the SIMD
  * tails) against naive int32 sums written here; and every instruction set
  * this CPU has, forced with axrt_set_isa, bit-identical to the portable C;
- * the int8-stored output (rq.out_q8: q + 128 in uint8) the same integers. */
+ * the int8-stored output (rq.out_q8: q + 128 in uint8) the same integers;
+ * the elementwise add and rescale (concat part, ReLU) against exact sums. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stdarg.h>
@@ -334,6 +336,73 @@ static void test_maxpool_u8(void **state)
 }
 
 /* The dot product the float ISA names is the one used. */
+/* m = mult / 2^shift, mult in [2^30, 2^31) (0 < m < 2^30) */
+static void q31(double m, int32_t *mult, int32_t *shift)
+{
+    int e;
+    const double frac = frexp(m, &e);
+    int64_t q = llround(frac * 2147483648.0);
+    if (q == (int64_t)1 << 31) { q >>= 1; e++; }
+    *mult = (int32_t)q;
+    *shift = 31 - e;
+}
+
+/* axrt_add_q8 against the exact sum of the dequantised operands: within
+ * half an output LSB (plus the 2^-20 of the fixed point) wherever the
+ * result is not clamped; the bytes the float result dequantises. */
+static void test_add_q8(void **state)
+{
+    (void)state;
+    const double sa = 0.031, sb = 0.0123, so = 0.045;
+    axrt_ew_q8 p = {{-7, 19}, {0, 0}, {0, 0}, 20, 0, 0, 3, -128, 127, (float)so, 1};
+    q31(sa / (2 * sa), &p.mult[0], &p.shift[0]);
+    q31(sb / (2 * sa), &p.mult[1], &p.shift[1]);
+    q31(2 * sa / (1048576.0 * so), &p.out_mult, &p.out_shift);
+    uint8_t a[1024], b[1024], y[1024], direct[256];
+    float f[1024];
+    for (int i = 0; i < 1024; i++) { a[i] = (uint8_t)i; b[i] = (uint8_t)(next_random() & 255); }
+    axrt_add_q8(a, b, y, 1024, &p);     /* through the byte tables */
+    axrt_add_q8(a, b, direct, 256, &p); /* without */
+    assert_memory_equal(y, direct, 256);
+    p.out_q8 = 0;
+    axrt_add_q8(a, b, f, 1024, &p);
+    for (int i = 0; i < 1024; i++) {
+        const double exact = 3 + ((a[i] - 128 + 7) * sa + (b[i] - 128 - 19) * sb) / so;
+        const int q = y[i] - 128;
+        if (exact > -128 && exact < 127)
+            assert_true(fabs(q - exact) <= 0.5 + 1e-4);
+        else
+            assert_int_equal(q, exact <= -128 ? -128 : 127);
+        assert_true(f[i] == (float)(q - 3) * (float)so);
+    }
+}
+
+/* axrt_rescale_q8: the identity copies every byte (a ReLU's clamp keeps
+ * those at or above the zero point), and a concat's part lands at its
+ * offset of each row, the other bytes untouched. */
+static void test_rescale_q8(void **state)
+{
+    (void)state;
+    axrt_ew_q8 p = {{-20, 0}, {1 << 30, 0}, {30, 0}, 0, 0, 0, -20, -128, 127, 0.5f, 1};
+    uint8_t x[1024], y[1024];
+    for (int i = 0; i < 1024; i++) x[i] = (uint8_t)i;
+    for (size_t n = 256; n <= 1024; n += 768) {   /* without and with the byte table */
+        p.lo = -128;
+        axrt_rescale_q8(x, y, 1, n, n, 0, &p);
+        assert_memory_equal(x, y, n);
+        p.lo = -20;   /* ReLU: the clamp at the zero point */
+        axrt_rescale_q8(x, y, 1, n, n, 0, &p);
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(y[i], x[i] < 108 ? 108 : x[i]);
+    }
+    uint8_t part[6] = {1, 2, 3, 4, 5, 6}, rows[15];
+    memset(rows, 0xee, sizeof rows);
+    p.lo = -128;
+    axrt_rescale_q8(part, rows, 3, 2, 5, 1, &p);
+    const uint8_t want[15] = {0xee, 1, 2, 0xee, 0xee, 0xee, 3, 4, 0xee, 0xee, 0xee, 5, 6, 0xee, 0xee};
+    assert_memory_equal(rows, want, 15);
+}
+
 static void test_dispatch(void **state)
 {
     (void)state;
@@ -360,6 +429,8 @@ int main(void)
         cmocka_unit_test(test_float_out),
         cmocka_unit_test(test_q8_out),
         cmocka_unit_test(test_maxpool_u8),
+        cmocka_unit_test(test_add_q8),
+        cmocka_unit_test(test_rescale_q8),
         cmocka_unit_test(test_dispatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
