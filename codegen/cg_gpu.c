@@ -15,10 +15,14 @@
  *   computed      A + node->offset (the same arena plan as the C target;
  *                 <NAME>_DEVICE_ARENA_BYTES), or the output pointer.
  * Kernels: a shared-memory tiled FP32 GEMM (64x64 tiles, 4x4 per thread)
- * for dense and matmul; direct conv and pools (one thread per output);
+ * for dense and matmul, and conv as an implicit GEMM through the same
+ * kernel (A gathered from the NHWC input, no im2col buffer; groups on
+ * blockIdx.z); direct depthwise conv and pools (one thread per output);
  * softmax with an online max/sum (one block per row); LayerNorm in one
  * block per row; fused elementwise chains as one indexed loop.  Exact FP32
- * throughout (no TF32), so results match the C target within rounding.
+ * by default (no TF32), so results match the C target within rounding;
+ * AXRT_GPU_MATH=bf16 puts every GEMM, conv included, on BFloat16 tensor
+ * cores (mma.sync) for sm_80 and later.
  * The dialects differ only in the source prelude, the names and the
  * runtime library's entry points (axrt_gpu.c). */
 #include <ctype.h>
@@ -637,7 +641,8 @@ typedef struct gemm_shape {
     const char *a_at, *b_at;  /* A(m, kk), B(kk, n) */
     bool b_k_major;           /* B's consecutive elements run along kk */
     const char *bias;         /* a float pointer indexed by n, or NULL */
-    const char *out;          /* C, indexed by cbase + m * N + n */
+    const char *out;          /* C, indexed by cbase + m * ldc + n */
+    int64_t ldc;              /* C's row stride; 0: N */
 } gemm_shape;
 
 /* The tensor-core K step (AXK_MMA: AXRT_GPU_MATH=bf16 on sm_80 and later):
@@ -665,7 +670,7 @@ typedef struct gemm_shape {
 
 static void emit_gemm(gk *k, const ir_node *n, const gemm_shape *s)
 {
-    const int64_t M = s->M, N = s->N, K = s->K;
+    const int64_t M = s->M, N = s->N, K = s->K, ldc = s->ldc ? s->ldc : N;
     const char *a_at = s->a_at, *b_at = s->b_at, *bias = s->bias;
     const bool b_k_major = s->b_k_major;
     ax_buf_printf(k->src,
@@ -708,7 +713,7 @@ static void emit_gemm(gk *k, const ir_node *n, const gemm_shape *s)
                   "        float v = acc[r][c]%s%s%s;\n",
                   (long long)K, (long long)M, (long long)K, a_at,
                   b_k_major ? "i / 16" : "i % 64", b_k_major ? "i % 16" : "i / 64",
-                  (long long)N, (long long)K, b_at, MMA_STEP, (long long)M, (long long)N, (long long)N,
+                  (long long)N, (long long)K, b_at, MMA_STEP, (long long)M, (long long)N, (long long)ldc,
                   bias ? " + " : "", bias ? bias : "", bias ? "[n]" : "");
     epilogue(k, n, "o");
     ax_buf_printf(k->src, "        %s[o] = v;\n    }\n}\n", s->out);
@@ -724,7 +729,7 @@ static void emit_dense(gk *k, const ir_node *n)
     const gemm_shape s = {rows, out, in, 1,
                           ax_sprintf(arena_of(k), "%s[m * %lldLL + kk]", ptr(k, n->src[0]), (long long)in),
                           ax_sprintf(arena_of(k), "%s[n * %lldLL + kk]", ptr(k, n->src[1]), (long long)in), true,
-                          has_operand(n, 2) ? ptr(k, n->src[2]) : NULL, ptr(k, (int)(n - k->g->nodes))};
+                          has_operand(n, 2) ? ptr(k, n->src[2]) : NULL, ptr(k, (int)(n - k->g->nodes)), 0};
     emit_gemm(k, n, &s);
 }
 
@@ -742,13 +747,15 @@ static void emit_matmul(gk *k, const ir_node *n)
     const gemm_shape s = {m, cols, kk, product(g.batch, 0, rank),
                           ax_sprintf(arena_of(k), "%s[aoff + m * %lldLL + kk]", ptr(k, n->src[0]), (long long)kk),
                           ax_sprintf(arena_of(k), "%s[boff + kk * %lldLL + n]", ptr(k, n->src[1]), (long long)cols),
-                          false, NULL, ptr(k, (int)(n - k->g->nodes))};
+                          false, NULL, ptr(k, (int)(n - k->g->nodes)), 0};
     emit_gemm(k, n, &s);
 }
 
 /* ---- convolution and pooling (NHWC) ------------------------------------------ */
 
-static void emit_conv(gk *k, const ir_node *n)
+/* Direct convolution, one thread per output: depthwise convolutions
+ * (one input channel per group), where a GEMM's K would be KH * KW. */
+static void emit_conv_direct(gk *k, const ir_node *n)
 {
     const ir_node *x = node_at(k, n->src[0]), *w = node_at(k, n->src[1]);
     const ir_attrs *at = &n->attrs;
@@ -779,6 +786,58 @@ static void emit_conv(gk *k, const ir_node *n)
                   at->stride[1], at->pad[1], at->dilation[1], (long long)W, (long long)W, (long long)C,
                   (long long)cig, (long long)KH, (long long)KW);
     end_elementwise(k, n);
+}
+
+/* The implicit-GEMM convolution: per group (blockIdx.z), C[M = N * OH * OW
+ * output pixels, ocg output channels] = A[M, K] B[K, ocg] with
+ * K = KH * KW * cig ordered (kh, kw, ci), through emit_gemm's tiles (and its
+ * tensor-core step).  A is gathered from the NHWC input by <kernel>_a (no
+ * im2col buffer; padding reads 0); B(kk, oc) is the plain [OC, cig, KH, KW]
+ * weight at oc * K + ci * KH * KW + kh * KW + kw.  The output's rows are
+ * NHWC pixels (ldc = OC), so bias, residual and activation are the GEMM's. */
+static void emit_conv_gemm(gk *k, const ir_node *n)
+{
+    const ir_node *x = node_at(k, n->src[0]), *w = node_at(k, n->src[1]);
+    const ir_attrs *at = &n->attrs;
+    const int64_t H = x->shape[1], W = x->shape[2], C = x->shape[3], OH = n->shape[1], OW = n->shape[2];
+    const int64_t OC = n->shape[3], cig = w->shape[1], KH = w->shape[2], KW = w->shape[3];
+    const int64_t ocg = OC / at->groups, K = KH * KW * cig;
+    const int id = (int)(n - k->g->nodes);
+    const char *gather = ax_sprintf(arena_of(k), "%s_k%d_a", k->g->name, id);
+    ax_buf_printf(k->src,
+                  "\n/* %%%d conv: A(m, kk) of the implicit GEMM, gathered from the NHWC input */\n"
+                  "__device__ inline float %s(const float *x, long long m, long long kk)\n{\n"
+                  "    const long long ci = kk %% %lldLL, t = kk / %lldLL, kw = t %% %lldLL, kh = t / %lldLL;\n"
+                  "    const long long ow = m %% %lldLL, oh = (m / %lldLL) %% %lldLL, b = m / %lldLL;\n"
+                  "    const long long ih = oh * %d - %d + kh * %d, iw = ow * %d - %d + kw * %d;\n"
+                  "    if (ih < 0 || ih >= %lldLL || iw < 0 || iw >= %lldLL) return 0.0f;\n"
+                  "    return x[((b * %lldLL + ih) * %lldLL + iw) * %lldLL + ci];\n}\n",
+                  id, gather, (long long)cig, (long long)cig, (long long)KW, (long long)KW, (long long)OW,
+                  (long long)OW, (long long)OH, (long long)(OW * OH), at->stride[0], at->pad[0],
+                  at->dilation[0], at->stride[1], at->pad[1], at->dilation[1], (long long)H, (long long)W,
+                  (long long)H, (long long)W, (long long)C);
+    begin_kernel(k, id, "conv (implicit GEMM)");
+    ax_buf_printf(k->src,
+                  "    const long long g = blockIdx.z, cbase = g * %lldLL;\n"
+                  "    const float *xg = %s + g * %lldLL;\n",
+                  (long long)ocg, ptr(k, n->src[0]), (long long)cig);
+    const gemm_shape s = {n->shape[0] * OH * OW, ocg, K, at->groups,
+                          ax_sprintf(arena_of(k), "%s(xg, m, kk)", gather),
+                          ax_sprintf(arena_of(k), "%s[(cbase + n) * %lldLL + kk %% %lldLL * %lldLL + kk / %lldLL]",
+                                     ptr(k, n->src[1]), (long long)K, (long long)cig, (long long)(KH * KW),
+                                     (long long)cig),
+                          true,
+                          has_operand(n, 2) ? ax_sprintf(arena_of(k), "(%s + cbase)", ptr(k, n->src[2])) : NULL,
+                          ptr(k, id), OC};
+    emit_gemm(k, n, &s);
+}
+
+/* Convolutions with more than one input channel per group are implicit
+ * GEMMs; depthwise ones stay direct. */
+static void emit_conv(gk *k, const ir_node *n)
+{
+    if (node_at(k, n->src[1])->shape[1] == 1 && n->attrs.groups > 1) emit_conv_direct(k, n);
+    else emit_conv_gemm(k, n);
 }
 
 static void emit_pool(gk *k, const ir_node *n)
@@ -871,7 +930,7 @@ static void emit_projection(gk *k, const ir_node *n, const char *suffix, const c
                           true,
                           has_operand(n, b_operand) ? ax_sprintf(arena_of(k), "(%s + %lld)", ptr(k, n->src[b_operand]),
                                                                   (long long)first) : NULL,
-                          out};
+                          out, 0};
     emit_gemm(k, n, &s);
 }
 

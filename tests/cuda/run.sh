@@ -129,8 +129,9 @@ emulate_mma() {
 command -v g++ >/dev/null && emu_objs || echo "SKIP: cuda emu (no g++)"
 # small enough for one-pthread-per-GPU-thread emulation
 emu_models=" mlp lenet5 r1_mlp_b1 r5_layernorm r6_softmax mobilenetv2_block gpt_block gru_kws "
-# models whose GEMMs (dense, matmul, attention projections) also run the mma path
-mma_models=" mlp gpt_block dense dense_chain matmul matmul_2d mha mha_mask "
+# models whose GEMMs (dense, matmul, attention projections, implicit-GEMM
+# convolutions) also run the mma path
+mma_models=" mlp gpt_block dense dense_chain matmul matmul_2d mha mha_mask lenet5 mobilenetv2_block conv conv1d conv_1x1 conv_dilation conv_groups conv_pad conv_same conv_stride "
 for f in "${models[@]}"; do
     b=$(basename "$f" .ax)
     if [ $# -gt 0 ]; then # run.sh NAME...: the models whose name holds one (and the loader)
@@ -143,10 +144,10 @@ for f in "${models[@]}"; do
 done
 
 # the tensor-core path's PTX (not run: no GPU here): AXRT_GPU_MATH=bf16 puts
-# mma.sync into every GEMM kernel for sm_80 and sm_90 (and ptxas takes it);
+# mma.sync into every GEMM and implicit-GEMM conv kernel for sm_80 and sm_90 (and ptxas takes it);
 # below sm_80, or without it, the GEMMs stay exact Float32 with no mma
-mma_ptx() { # ARCH MATH: the count of bf16 mma.sync in the mlp's PTX, or "failed"
-    AXRT_GPU_MATH=$2 "$axc" --seed=0 --target=cuda --emit=ptx --arch=$1 "$root/examples/mlp.ax" -o "$work/mma-$1-$2.ptx" 2>"$work/mma.err" || { echo failed; return; }
+mma_ptx() { # ARCH MATH [MODEL]: the count of bf16 mma.sync in MODEL's (the mlp's) PTX, or "failed"
+    AXRT_GPU_MATH=$2 "$axc" --seed=0 --target=cuda --emit=ptx --arch=$1 "${3:-$root/examples/mlp.ax}" -o "$work/mma-$1-$2.ptx" 2>"$work/mma.err" || { echo failed; return; }
     if [ -n "$ptxas" ] && ! "$ptxas" -arch=$1 "$work/mma-$1-$2.ptx" -o "$work/mma.cubin" 2>>"$work/mma.err"; then echo failed; return; fi
     grep -c 'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32' "$work/mma-$1-$2.ptx"
 }
@@ -157,6 +158,10 @@ else
         # the mlp's two dense layers: four m16n8k16 per K step each, unrolled
         if [ "$got" = 8 ]; then pass "mma-ptx/$arch (8 mma.sync ... bf16; compiled, not run: no GPU here)"
         else fail "mma-ptx/$arch" "want 8 bf16 mma.sync in the PTX, got '$got'"; sed 's/^/  /' "$work/mma.err"; fi
+        # the op corpus's conv (one implicit-GEMM kernel): four per K step
+        got=$(mma_ptx $arch bf16 "$root/tests/ops/conv.ax")
+        if [ "$got" = 4 ]; then pass "mma-ptx/conv-$arch (4 mma.sync ... bf16 in the implicit-GEMM conv)"
+        else fail "mma-ptx/conv-$arch" "want 4 bf16 mma.sync in the conv's PTX, got '$got'"; sed 's/^/  /' "$work/mma.err"; fi
     done
     for case in "sm_75 bf16" "sm_90 fp32"; do
         got=$(mma_ptx $case)
