@@ -723,6 +723,40 @@ static void test_elementwise_exact(void **state)
     }
 }
 
+/* Max pooling, every variant, against the window loop written out here:
+ * bit-identical, NaN propagating and the first of equal zeros kept; 37
+ * channels (a vector tail), padding and stride 2. */
+typedef void pool_fn(const float *, float *, const axrt_pool2d_params *);
+
+static void test_maxpool_exact(void **state)
+{
+    const axrt_pool2d_params p = {2, 7, 6, 37, 4, 3, 3, 3, 2, 2, 1, 1, 1, 1};
+    enum { X = 2 * 7 * 6 * 37, Y = 2 * 4 * 3 * 37 };
+    static float x[X], y[Y], want[Y];
+    (void)state;
+    fill(x, X, -3, 3, 61);
+    for (int i = 0; i < X; i += 11) x[i] = (i / 11) % 3 == 0 ? NAN : (i / 11) % 3 == 1 ? -0.0f : 0.0f;
+    for (int i = 5; i < X; i += 13) x[i] = -INFINITY;
+    for (int n = 0; n < p.n; n++)
+        for (int oy = 0; oy < p.oh; oy++)
+            for (int ox = 0; ox < p.ow; ox++)
+                for (int c = 0; c < p.c; c++) {
+                    float m = -INFINITY;
+                    for (int iy = oy * 2 - 1; iy < oy * 2 + 2; iy++)
+                        for (int ix = ox * 2 - 1; ix < ox * 2 + 2; ix++) {
+                            float v;
+                            if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w) continue;
+                            v = x[((n * p.h + iy) * p.w + ix) * p.c + c];
+                            if (v > m || v != v) m = v;
+                        }
+                    want[((n * p.oh + oy) * p.ow + ox) * p.c + c] = m;
+                }
+    for (int v = 0; v < n_variants; v++) {
+        ((pool_fn *)symbol(v, "axrt_maxpool_f32"))(x, y, &p);
+        assert_same_bits(y, want, Y, "maxpool", v);
+    }
+}
+
 /* Threads (axrt_set_threads): dense (row tiles; one row: panels), conv and
  * depthwise results are bit-identical for 1, 2, 3, 4 and 7 threads, every
  * variant. */
@@ -793,6 +827,7 @@ int main(void)
         cmocka_unit_test(test_softmax_layernorm_special),
         cmocka_unit_test(test_epilogue_nan),
         cmocka_unit_test(test_elementwise_exact),
+        cmocka_unit_test(test_maxpool_exact),
         cmocka_unit_test(test_threads_identical),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
