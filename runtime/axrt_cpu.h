@@ -76,6 +76,9 @@ typedef struct axrt_cpu_ops {
     axrt_binary_fn *binary[AXRT_BIN_COUNT];
     axrt_binary_scalar_b_fn *binary_scalar_b[AXRT_BIN_COUNT];
     axrt_binary_scalar_a_fn *binary_scalar_a[AXRT_BIN_COUNT];
+    /* acc[i] = x[i] when x[i] > acc[i] or x[i] is NaN, for i < n: one
+       window tap of max pooling, NaN and the sign of zero as the scalar */
+    void (*max_into)(float *acc, const float *x, size_t n);
 } axrt_cpu_ops;
 
 #ifdef AXRT_X86_SIMD

@@ -64,6 +64,7 @@ SIMD_INLINE __mmask16 lane_mask(long count)
 #define VI_SLLI _mm512_slli_epi32
 #define V_LT(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ)
 #define V_SELECT(m, t, f) _mm512_mask_blend_ps(m, f, t)
+#define V_UNORD(x) _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q)
 #define V_SIGNM(x) _mm512_movepi32_mask(_mm512_castps_si512(x))
 #define V_HSUM _mm512_reduce_add_ps
 #define V_HMAX _mm512_reduce_max_ps

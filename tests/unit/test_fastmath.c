@@ -294,33 +294,29 @@ static void test_dense_packed(void **state)
         }
 }
 
+/* conv2d in double with its epilogue (below). */
+static void conv_ref(const float *x, const float *w, const float *bias, const float *residual,
+                     axrt_act act, double *y, const axrt_conv2d_params *p);
+
+/* 3x3 stride 2 with padding everywhere, and a stem-like 7x7 stride 2 on 3
+ * channels whose interior tiles take a whole tap row per segment. */
 static void test_conv_packed(void **state)
 {
-    const axrt_conv2d_params p = {2, 9, 7, 5, 5, 4, 20, 3, 3, 2, 2, 1, 1, 1, 1, 1};
-    enum { X = 2 * 9 * 7 * 5, W = 20 * 5 * 3 * 3, Y = 2 * 5 * 4 * 20 };
-    static float x[X], w[W], packed[W], bias[20], y[Y];
+    const axrt_conv2d_params shapes[2] = {{2, 9, 7, 5, 5, 4, 20, 3, 3, 2, 2, 1, 1, 1, 1, 1},
+                                          {1, 37, 41, 3, 19, 21, 36, 7, 7, 2, 2, 1, 1, 3, 3, 1}};
+    enum { X = 37 * 41 * 3, W = 36 * 3 * 49, Y = 19 * 21 * 36 };
+    static float x[X], w[W], packed[W], bias[36], y[Y], no_residual[Y];
     static double ref[Y];
     (void)state;
-    fill(x, X, -1, 1, 4), fill(w, W, -1, 1, 5), fill(bias, 20, -1, 1, 6);
-    for (int n = 0; n < p.n; n++)
-        for (int oy = 0; oy < p.oh; oy++)
-            for (int ox = 0; ox < p.ow; ox++)
-                for (int o = 0; o < p.oc; o++) {
-                    double acc = bias[o];
-                    for (int ky = 0; ky < p.kh; ky++)
-                        for (int kx = 0; kx < p.kw; kx++) {
-                            const int iy = oy * 2 - 1 + ky, ix = ox * 2 - 1 + kx;
-                            if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w) continue;
-                            for (int c = 0; c < p.c; c++)
-                                acc += (double)x[((n * p.h + iy) * p.w + ix) * p.c + c] *
-                                       w[((o * p.c + c) * 3 + ky) * 3 + kx];
-                        }
-                    ref[((n * p.oh + oy) * p.ow + ox) * p.oc + o] = acc;
-                }
-    for (int v = 0; v < n_variants; v++) {
-        ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &p);
-        ((conv_fn *)symbol(v, "axrt_conv2d_packed_f32"))(x, packed, bias, y, &p);
-        assert_close(y, ref, Y, 1e-5);
+    for (int sh = 0; sh < 2; sh++) {
+        const axrt_conv2d_params *p = &shapes[sh];
+        fill(x, X, -1, 1, 4), fill(w, W, -1, 1, 5), fill(bias, 36, -1, 1, 6);
+        conv_ref(x, w, bias, no_residual, AXRT_ACT_NONE, ref, p);
+        for (int v = 0; v < n_variants; v++) {
+            ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, p);
+            ((conv_fn *)symbol(v, "axrt_conv2d_packed_f32"))(x, packed, bias, y, p);
+            assert_close(y, ref, (size_t)p->n * p->oh * p->ow * p->oc, 1e-5);
+        }
     }
 }
 
@@ -723,6 +719,40 @@ static void test_elementwise_exact(void **state)
     }
 }
 
+/* Max pooling, every variant, against the window loop written out here:
+ * bit-identical, NaN propagating and the first of equal zeros kept; 37
+ * channels (a vector tail), padding and stride 2. */
+typedef void pool_fn(const float *, float *, const axrt_pool2d_params *);
+
+static void test_maxpool_exact(void **state)
+{
+    const axrt_pool2d_params p = {2, 7, 6, 37, 4, 3, 3, 3, 2, 2, 1, 1, 1, 1};
+    enum { X = 2 * 7 * 6 * 37, Y = 2 * 4 * 3 * 37 };
+    static float x[X], y[Y], want[Y];
+    (void)state;
+    fill(x, X, -3, 3, 61);
+    for (int i = 0; i < X; i += 11) x[i] = (i / 11) % 3 == 0 ? NAN : (i / 11) % 3 == 1 ? -0.0f : 0.0f;
+    for (int i = 5; i < X; i += 13) x[i] = -INFINITY;
+    for (int n = 0; n < p.n; n++)
+        for (int oy = 0; oy < p.oh; oy++)
+            for (int ox = 0; ox < p.ow; ox++)
+                for (int c = 0; c < p.c; c++) {
+                    float m = -INFINITY;
+                    for (int iy = oy * 2 - 1; iy < oy * 2 + 2; iy++)
+                        for (int ix = ox * 2 - 1; ix < ox * 2 + 2; ix++) {
+                            float v;
+                            if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w) continue;
+                            v = x[((n * p.h + iy) * p.w + ix) * p.c + c];
+                            if (v > m || v != v) m = v;
+                        }
+                    want[((n * p.oh + oy) * p.ow + ox) * p.c + c] = m;
+                }
+    for (int v = 0; v < n_variants; v++) {
+        ((pool_fn *)symbol(v, "axrt_maxpool_f32"))(x, y, &p);
+        assert_same_bits(y, want, Y, "maxpool", v);
+    }
+}
+
 /* Threads (axrt_set_threads): dense (row tiles; one row: panels), conv,
  * depthwise and softmax (lines) results are bit-identical for 1, 2, 3, 4
  * and 7 threads, every variant. */
@@ -797,6 +827,7 @@ int main(void)
         cmocka_unit_test(test_softmax_layernorm_special),
         cmocka_unit_test(test_epilogue_nan),
         cmocka_unit_test(test_elementwise_exact),
+        cmocka_unit_test(test_maxpool_exact),
         cmocka_unit_test(test_threads_identical),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
