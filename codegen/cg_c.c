@@ -700,6 +700,15 @@ static void emit_matmul(emitter *em, const ir_node *n, const char *y)
                   (long long)g.k, (long long)g.cols);
 }
 
+/* A dense reading its weight from the training state (which changes every
+ * step) computes from it unpacked when the batch fills a panel and x^T and
+ * y^T fit the pack room: transposing them costs less than packing w. */
+static bool unpacked_fits(const emitter *em, int64_t rows, int64_t in, int64_t out)
+{
+    const int64_t room = (int64_t)em->g->arena_bytes - em->body->pack_offset;
+    return rows >= AXRT_PANEL && rows * (in + out) * (int64_t)sizeof(float) <= room;
+}
+
 static void emit_dense(emitter *em, const ir_node *n, const char *y)
 {
     const ir_node *x = operand_node(em, n, 0);
@@ -710,6 +719,11 @@ static void emit_dense(emitter *em, const ir_node *n, const char *y)
         ax_buf_printf(OUT, "    axc_blas_dense(%s, %s, %s, %s, %lld, %lld, %lld);\n",
                       operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y,
                       (long long)(ir_numel(x) / in), (long long)in, (long long)out);
+    else if (em->body && em->body->pack_offset >= 0 && n->dtype == AXRT_F32 && state_offset(em, n->src[1]) >= 0 &&
+             unpacked_fits(em, ir_numel(x) / in, in, out))
+        ax_buf_printf(OUT, "    axrt_dense_unpacked_f32(%s, %s, %s, %s, %lld, %lld, %lld, (float *)((unsigned char *)arena + %lld));\n",
+                      operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y, (long long)(ir_numel(x) / in),
+                      (long long)in, (long long)out, (long long)em->body->pack_offset);
     else if (em->body && em->body->pack_offset >= 0 && n->dtype == AXRT_F32 && state_offset(em, n->src[1]) >= 0) {
         const char *packed = ax_sprintf(arena_of(em), "(float *)((unsigned char *)arena + %lld)",
                                         (long long)em->body->pack_offset);
@@ -1172,6 +1186,11 @@ static void emit_unary_grad(emitter *em, const ir_node *n, const char *y)
     const int of = n->attrs.of_op;
     if ((unsigned)of >= IR_OP_COUNT || !unary_formulas[of].deriv)
         ax_die("cg_c: unary_grad of op %d", of);
+    if (of == IR_OP_relu && n->dtype == AXRT_F32) {   /* vectorised, no branch per element */
+        ax_buf_printf(OUT, "    axrt_relu_grad_f32(%s, %s, %s, %lld);\n", operand(em, n, 0), operand(em, n, 1), y,
+                      (long long)ir_numel(n));
+        return;
+    }
     const char *t = ctype(n->dtype);
     ax_buf_printf(OUT, "    {\n        const %s *dy_ = %s, *x_ = %s;\n        %s *y_ = %s;\n        size_t i;\n"
                   "        for (i = 0; i < %lld; i++) {\n            const %s v = x_[i];\n"
@@ -1501,7 +1520,7 @@ void cg_c_emit_body(const cg_c_body *b, ax_buf *out)
         ax_buf_puts(out, "    int status;\n");
     for (int id = 0; id < b->g->nnodes; id++) {
         const ir_node *n = node_at(&em, id);
-        if (!n->dead && ir_ops[n->op].kind != IR_SOURCE)
+        if (!n->dead && ir_ops[n->op].kind != IR_SOURCE && !(b->fused_node && b->fused_node(b, id)))
             emit_node(&em, id);
         if (b->after_node)
             b->after_node(b, id, out);

@@ -25,7 +25,10 @@ struct cg_c_body {
                                     cg_c_emit_blas_helpers writes (weights read unpacked) */
     /* called after each node's statements (may be NULL) */
     void (*after_node)(const cg_c_body *b, int id, ax_buf *out);
-    const void *user;            /* for after_node */
+    /* true for a node whose statements after_node writes itself, fused with
+       its own (may be NULL) */
+    bool (*fused_node)(const cg_c_body *b, int id);
+    const void *user;            /* for after_node and fused_node */
 };
 
 /* The statements computing every node of b->g in order, then the copies

@@ -61,6 +61,44 @@ static const char *state_ref(ax_arena *a, axrt_dtype dtype, int64_t offset)
     return ax_sprintf(a, "(%s *)((unsigned char *)state + %lld)", ctype_of(dtype), (long long)offset);
 }
 
+/* Whether s's update can run inside its gradient's Float32 matmul
+ * (axrt_matmul_optim_f32, each block of rows updated while in cache): the
+ * gradient is a plain 2-D matmul read by nothing but the update, which runs
+ * right after it, and neither operand lives in the state (a parameter the
+ * update would change under the matmul). */
+static bool update_fuses(const cg_c_body *b, const cg_train_tensor *s)
+{
+    const ir_graph *g = b->g;
+    if (s->value != IR_NONE || s->grad == IR_NONE || s->after != s->grad)
+        return false;
+    const ir_node *n = &g->nodes[s->grad], *p = &g->nodes[s->param];
+    if (n->op != IR_OP_matmul || n->dead || n->dtype != AXRT_F32 || p->dtype != AXRT_F32 || n->nsrc != 2 ||
+        n->rank != 2 || ir_numel(n) != ir_numel(p))
+        return false;
+    for (int i = 0; i < 2; i++)
+        if (g->nodes[n->src[i]].rank != 2 || b->state_offset[n->src[i]] >= 0 ||
+            strstr(cg_c_storage(b, n->src[i]), "state"))
+            return false;
+    for (int id = 0; id < g->nnodes; id++)
+        for (int i = 0; !g->nodes[id].dead && i < g->nodes[id].nsrc; i++)
+            if (g->nodes[id].src[i] == s->grad)
+                return false;
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == s->grad)
+            return false;
+    return true;
+}
+
+/* cg_c_body.fused_node: a gradient matmul whose update runs inside it. */
+static bool fused_node(const cg_c_body *b, int id)
+{
+    const train_emit *te = b->user;
+    for (int k = 0; k < te->t->ntensors; k++)
+        if (te->t->tensors[k].grad == id && update_fuses(b, &te->t->tensors[k]))
+            return true;
+    return false;
+}
+
 /* After node id of the step: the updates the driver placed there. */
 static void emit_updates(const cg_c_body *b, int id, ax_buf *out)
 {
@@ -75,6 +113,16 @@ static void emit_updates(const cg_c_body *b, int id, ax_buf *out)
         if (s->value != IR_NONE) {
             ax_buf_printf(out, "    /* running statistic '%s' */\n    memcpy(%s, %s, %zu);\n",
                           c_string_text(a, p->name), target, cg_c_storage(b, s->value), ir_nbytes(p));
+            continue;
+        }
+        if (update_fuses(b, s)) {
+            const ir_node *n = &b->g->nodes[s->grad];
+            ax_buf_printf(out, "    /* update '%s' with its gradient, %%%d matmul */\n"
+                               "    axrt_matmul_optim_f32(&%s_optim, %s, %s, %s, %lld, %lld, %lld, %s, %s, %s, step);\n",
+                          c_string_text(a, p->name), s->grad, te->name, cg_c_storage(b, n->src[0]),
+                          cg_c_storage(b, n->src[1]), cg_c_storage(b, s->grad), (long long)n->shape[0],
+                          (long long)b->g->nodes[n->src[0]].shape[1], (long long)n->shape[1], target,
+                          state_ref(a, p->dtype, s->moments[0]), state_ref(a, p->dtype, s->moments[1]));
             continue;
         }
         ax_buf_printf(out, "    /* update '%s' */\n    axrt_optim_step_%s(&%s_optim, %s, %s, %s, %s, %lld, step);\n",
@@ -265,6 +313,7 @@ static void init_body(train_emit *te, cg_c_body *b, ir_graph *g, bool forward)
     b->fail_return = forward ? "status" : "NAN";
     b->pack_offset = forward ? te->t->fwd_pack_offset : te->t->step_pack_offset;
     b->after_node = forward ? NULL : emit_updates;
+    b->fused_node = forward ? NULL : fused_node;
     b->blas = te->req->blas;
     b->user = te;
 }

@@ -341,6 +341,12 @@ int axrt_threads(void);
 void axrt_pack_dense_f32(const float *w, float *packed, size_t in, size_t out);
 void axrt_dense_packed_f32(const float *x, const float *packed, const float *bias, float *y,
                            size_t rows, size_t in, size_t out);
+/* y = x w^T + bias as axrt_dense_f32, w [out, in] read as stored (not
+ * packed), through scratch of rows * (in + out) floats: for weights that
+ * change on every call (the training step), where packing them would cost
+ * more than the product. */
+void axrt_dense_unpacked_f32(const float *x, const float *w, const float *bias, float *y,
+                             size_t rows, size_t in, size_t out, float *scratch);
 /* w [oc, c, kh, kw] with groups == 1 -> packed, k = (ky * kw + kx) * c + ci. */
 void axrt_pack_conv2d_f32(const float *w, float *packed, const axrt_conv2d_params *p);
 void axrt_conv2d_packed_f32(const float *x, const float *packed, const float *bias, float *y,
@@ -467,6 +473,15 @@ void axrt_optim_step_f32(const axrt_optim *h, float *p, const float *g, float *m
                          int64_t step);
 void axrt_optim_step_f64(const axrt_optim *h, double *p, const double *g, double *m, double *v, size_t n,
                          int64_t step);
+/* ReLU's backward: y = dy * (x > 0 ? 1 : 0) elementwise (y may be dy). */
+void axrt_relu_grad_f32(const float *dy, const float *x, float *y, size_t n);
+/* g [m, n] = a [m, k] . b [k, n] (row-major), then axrt_optim_step_f32 on
+ * p [m, n] (moments mom, v) with it: a block of rows at a time, each updated
+ * while its gradient is still in cache (axc --train fuses a weight's
+ * gradient matmul with its update this way).  g ends as axrt_matmul_f32
+ * leaves it; p, mom and v as the step leaves them. */
+void axrt_matmul_optim_f32(const axrt_optim *h, const float *a, const float *b, float *g, size_t m,
+                           size_t k, size_t n, float *p, float *mom, float *v, int64_t step);
 
 #ifdef __cplusplus
 }

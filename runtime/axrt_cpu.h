@@ -52,6 +52,17 @@ typedef void axrt_binary_fn(const float *a, const float *b, float *y, size_t n);
 typedef void axrt_binary_scalar_b_fn(const float *a, float b, float *y, size_t n);
 typedef void axrt_binary_scalar_a_fn(float a, const float *b, float *y, size_t n);
 
+/* Adam's and AdamW's update of n float32 values in place (axrt_optim.c
+ * derives the coefficients for the step; AdamW has l2 0, Adam decay 1):
+ *   gi = g + l2 p;  p *= decay;  m = b1 m + (1 - b1) gi;
+ *   v = b2 v + (1 - b2) gi gi;  p -= step_size (m / (sqrt(v) inv_bc2_sqrt + eps)),
+ *   inv_bc2_sqrt = 1 / sqrt(1 - beta2^step) (a product: one division less) */
+typedef struct axrt_adam_coef {
+    float decay, l2, b1, b2, one_minus_b1, one_minus_b2, step_size, inv_bc2_sqrt, eps;
+} axrt_adam_coef;
+typedef void axrt_adam_fn(const axrt_adam_coef *c, float *p, const float *g, float *m, float *v,
+                          size_t n);
+
 /* The binary operators, in the order of the tables' arrays. */
 enum { AXRT_BIN_ADD, AXRT_BIN_SUB, AXRT_BIN_MUL, AXRT_BIN_DIV, AXRT_BIN_COUNT };
 
@@ -79,7 +90,15 @@ typedef struct axrt_cpu_ops {
     /* acc[i] = x[i] when x[i] > acc[i] or x[i] is NaN, for i < n: one
        window tap of max pooling, NaN and the sign of zero as the scalar */
     void (*max_into)(float *acc, const float *x, size_t n);
+    axrt_adam_fn *adam;
+    axrt_binary_fn *relu_grad; /* (dy, x, y, n): axrt_relu_grad_f32 */
 } axrt_cpu_ops;
+
+/* The table in use (axrt_fast.inc), for the kernels outside axrt.c. */
+const axrt_cpu_ops *axrt_cpu_in_use(void);
+/* The portable Adam loop (axrt_optim.c), the portable table's. */
+void axrt_adam_f32_portable(const axrt_adam_coef *c, float *p, const float *g, float *m, float *v,
+                            size_t n);
 
 #ifdef AXRT_X86_SIMD
 /* The table, or NULL when this CPU lacks its instructions. */

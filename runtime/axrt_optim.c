@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "axrt.h"
+#include "axrt_cpu.h"
 
 /* The update loops vectorise with the vectoriser's ordinary cost model
  * (-O2's is very cheap); Adam's also needs sqrt not to set errno, which the
@@ -30,14 +31,50 @@ static double one_minus_power(double beta, int64_t step)
     return 1 - result;
 }
 
+/* Adam's update (axrt_cpu.h axrt_adam_fn), written once over the type:
+ * the portable table's in float (the instruction-set tables have their own),
+ * `axc train`'s in double. */
+#define AXRT_ADAM_LOOP(NAME, T, COEF, SQRT)                                                   \
+    static void NAME(const COEF *c, T *p, const T *g, T *m, T *v, size_t n)                   \
+    {                                                                                         \
+        size_t i;                                                                             \
+        for (i = 0; i < n; i++) {                                                             \
+            const T gi = g[i] + c->l2 * p[i]; /* adam: L2 */                                  \
+            p[i] *= c->decay;                                                                 \
+            m[i] = c->b1 * m[i] + c->one_minus_b1 * gi;                                       \
+            v[i] = c->b2 * v[i] + c->one_minus_b2 * gi * gi;                                  \
+            p[i] -= c->step_size * (m[i] / (SQRT(v[i]) * c->inv_bc2_sqrt + c->eps));          \
+        }                                                                                     \
+    }
+
+typedef struct adam_coef_f64 {
+    double decay, l2, b1, b2, one_minus_b1, one_minus_b2, step_size, inv_bc2_sqrt, eps;
+} adam_coef_f64;
+
+AXRT_ADAM_LOOP(adam_f32, float, axrt_adam_coef, sqrtf)
+AXRT_ADAM_LOOP(adam_f64, double, adam_coef_f64, sqrt)
+
+void axrt_adam_f32_portable(const axrt_adam_coef *c, float *p, const float *g, float *m, float *v,
+                            size_t n)
+{
+    adam_f32(c, p, g, m, v, n);
+}
+
+/* float: through the kernel table in use (vectorised where the CPU can). */
+static void adam_f32_dispatch(const axrt_adam_coef *c, float *p, const float *g, float *m, float *v,
+                              size_t n)
+{
+    axrt_cpu_in_use()->adam(c, p, g, m, v, n);
+}
+
 /* One loop per optimizer (no branch on the kind inside: the loops vectorise). */
-#define AXRT_OPTIM_STEP(NAME, T, SQRT)                                                        \
+#define AXRT_OPTIM_STEP(NAME, T, ADAM_COEF, ADAM)                                             \
     void NAME(const axrt_optim *h, T *p, const T *g, T *m, T *v, size_t n, int64_t step)      \
     {                                                                                         \
         const T lr = (T)h->lr, wd = (T)h->weight_decay, mu = (T)h->momentum;                  \
         const T b1 = (T)h->beta1, b2 = (T)h->beta2, eps = (T)h->eps;                          \
         const T step_size = (T)(h->lr / one_minus_power(h->beta1, step));                     \
-        const T bc2_sqrt = (T)sqrt(one_minus_power(h->beta2, step));                          \
+        const T inv_bc2_sqrt = (T)(1 / sqrt(one_minus_power(h->beta2, step)));                \
         const T decay = h->kind == AXRT_OPT_ADAMW ? 1 - lr * wd : (T)1; /* decoupled */       \
         const T l2 = h->kind == AXRT_OPT_ADAMW ? (T)0 : wd;                                   \
         const T first = step == 1 ? (T)0 : mu;                                                \
@@ -56,15 +93,11 @@ static double one_minus_power(double beta, int64_t step)
             }                                                                                 \
             break;                                                                            \
         case AXRT_OPT_ADAM:                                                                   \
-        case AXRT_OPT_ADAMW:                                                                  \
-            for (i = 0; i < n; i++) {                                                         \
-                const T gi = g[i] + l2 * p[i]; /* adam: L2 */                                 \
-                p[i] *= decay;                                                                \
-                m[i] = b1 * m[i] + (1 - b1) * gi;                                             \
-                v[i] = b2 * v[i] + (1 - b2) * gi * gi;                                        \
-                p[i] -= step_size * (m[i] / (SQRT(v[i]) / bc2_sqrt + eps));                   \
-            }                                                                                 \
+        case AXRT_OPT_ADAMW: {                                                                \
+            const ADAM_COEF c = {decay, l2, b1, b2, 1 - b1, 1 - b2, step_size, inv_bc2_sqrt, eps}; \
+            ADAM(&c, p, g, m, v, n);                                                          \
             break;                                                                            \
+        }                                                                                     \
         case AXRT_OPT_LION:                                                                   \
             for (i = 0; i < n; i++) {                                                         \
                 const T c = b1 * m[i] + (1 - b1) * g[i];                                      \
@@ -76,5 +109,23 @@ static double one_minus_power(double beta, int64_t step)
         }                                                                                     \
     }
 
-AXRT_OPTIM_STEP(axrt_optim_step_f32, float, sqrtf)
-AXRT_OPTIM_STEP(axrt_optim_step_f64, double, sqrt)
+AXRT_OPTIM_STEP(axrt_optim_step_f32, float, axrt_adam_coef, adam_f32_dispatch)
+AXRT_OPTIM_STEP(axrt_optim_step_f64, double, adam_coef_f64, adam_f64)
+
+/* Rows of the gradient a fused step computes before updating them: about
+ * this many bytes, so that they are updated while still in L1. */
+#define GRAD_BLOCK_BYTES 16384
+
+void axrt_matmul_optim_f32(const axrt_optim *h, const float *a, const float *b, float *g, size_t m,
+                           size_t k, size_t n, float *p, float *mom, float *v, int64_t step)
+{
+    const size_t tile = axrt_cpu_in_use()->tile_rows, row_bytes = n * sizeof(float);
+    const size_t tiles = row_bytes ? GRAD_BLOCK_BYTES / (tile * row_bytes) : 1;
+    const size_t rows = tile * (tiles ? tiles : 1);
+    size_t r0;
+    for (r0 = 0; r0 < m; r0 += rows) {
+        const size_t mr = m - r0 < rows ? m - r0 : rows, at = r0 * n;
+        axrt_matmul_f32(a + r0 * k, NULL, b, NULL, g + at, NULL, 0, mr, k, n);
+        axrt_optim_step_f32(h, p + at, g + at, mom ? mom + at : NULL, v ? v + at : NULL, mr * n, step);
+    }
+}
