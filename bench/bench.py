@@ -205,7 +205,7 @@ def compile_units(gen_dir, stage, rows, blas=False):
     # flags, as a user would build them; -march=native only for peer code.
     units.append((f"{HERE}/harness.c", ["-std=c11", "-O2", *warn, *axrt_features(stage), *axrt]))
     units.append((f"{HERE}/safetensors.c", ["-std=c11", "-O2", *warn]))
-    units.append((f"{HERE}/limits.c", ["-std=c11", *native, *warn]))
+    units.append((f"{HERE}/limits.c", ["-std=c11", "-O2", *warn]))
     units.append((f"{HERE}/dnnl_rows.c", ["-std=c11", *native, *warn]))
     units.append((f"{HERE}/blas_rows.c", ["-std=c11", *native, "-ffast-math", *warn, *pkg_config("--cflags", "openblas")]))
     return units

@@ -50,7 +50,7 @@ static int nrows;
 static prepared impls[64];
 static int nimpls;
 
-static double now_ns(void)
+double bench_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -148,9 +148,9 @@ static void time_runs(const char *row, const char *system, long iters)
     if (!t) { printf("n/a out of memory\n"); return; }
     p->impl->run();
     for (long i = 0; i < iters; i++) {
-        double t0 = now_ns();
+        double t0 = bench_now_ns();
         p->impl->run();
-        t[i] = now_ns() - t0;
+        t[i] = bench_now_ns() - t0;
     }
     qsort(t, (size_t)iters, sizeof *t, cmp_double);
     printf("%.0f\n", iters % 2 ? t[iters / 2] : (t[iters / 2 - 1] + t[iters / 2]) / 2);

@@ -33,8 +33,11 @@ const float *bench_param(const bench_tensors *t, const char *layer, const char *
  * Lives as long as the process (setups run once per row). */
 float *bench_floats(size_t count);
 
+/* CLOCK_MONOTONIC in nanoseconds. */
+double bench_now_ns(void);
+
 /* This core's measured FP32 FMA peak in GFLOP/s (0 without FMA) and triad
- * bandwidth within L2 in GB/s (limits.c, built with -march=native). */
+ * bandwidth within L2 in GB/s (limits.c). */
 double bench_fma_peak_gflops(void);
 double bench_triad_gbps(void);
 
