@@ -177,17 +177,14 @@ static void emulate(void *user, int id, double *v, int64_t count)
 {
     emulation *e = user;
     const ir_node *n = &e->g->nodes[id];
-    if (n->quant && n->quant->nin) {
+    /* an int8 max-pool (no weight, no operands of its own): the float one gives its integers */
+    if (n->quant && (n->quant->nin || n->quant->w)) {
         float *y = malloc(sizeof *y * (size_t)count + 1);
         if (!y) ax_out_of_memory(0);
-        run_int8_ew(e->g, n, e->stash, y);
-        for (int64_t i = 0; i < count; i++) v[i] = y[i];
-        free(y);
-    }
-    if (n->quant && n->quant->w) {   /* an int8 max-pool: the float one gives its integers */
-        float *y = malloc(sizeof *y * (size_t)count + 1);
-        if (!y) ax_out_of_memory(0);
-        run_int8_layer(e->g, n, e->stash[n->src[0]], y);
+        if (n->quant->nin)
+            run_int8_ew(e->g, n, e->stash, y);
+        else
+            run_int8_layer(e->g, n, e->stash[n->src[0]], y);
         for (int64_t i = 0; i < count; i++) {   /* a float epilogue as the generated code's */
             float r = y[i];
             if (n->quant->float_out && n->attrs.residual != IR_NONE) r += e->stash[n->src[n->attrs.residual]][i];
