@@ -1150,13 +1150,13 @@ int pass_unroll_rnn(ir_graph *g)
 
 int pass_train_mode(ir_graph *g)
 {
+    pass_unroll_rnn(g);
     grad_state s = {g, NULL, NULL, g->nnodes, 0, -1};
     int count = 0, counter = IR_NONE, streams = 0;
     for (int id = 0; id < g->nnodes; id++) {
         const int before = g->nnodes;
         if (g->nodes[id].dead) continue;
         if (g->nodes[id].op == IR_OP_mha) train_mha(&s, id);
-        if (g->nodes[id].op == IR_OP_gru || g->nodes[id].op == IR_OP_lstm) train_rnn(&s, id);
         if (g->nodes[id].op == IR_OP_dropout) train_dropout(&s, id, &counter, streams++);
         if (g->nodes[id].op == IR_OP_groupnorm) train_groupnorm(&s, id);
         if (g->nodes[id].op != IR_OP_batchnorm) {
