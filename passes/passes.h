@@ -130,8 +130,9 @@ int pass_unroll_rnn(ir_graph *g);
  * after their parameters (PyTorch train()).  Returns how many BatchNorms,
  * or -1 after an error. */
 int pass_train_mode(ir_graph *g);
-/* pass_train_mode also unrolls GRU/LSTM (pass_unroll_rnn), writes each MultiheadAttention out in the ops its
- * gradient comes from, and points every Dropout at one Int64 [2] parameter
+/* pass_train_mode also unrolls GRU/LSTM (pass_unroll_rnn), writes each
+ * MultiheadAttention out in the ops its gradient comes from, and points
+ * every Dropout at one Int64 [2] parameter
  * (seed, step), not part of the state_dict, named pass_dropout_counter_name;
  * the trainer sets its seed and counts its steps. */
 extern const char *const pass_dropout_counter_name;
