@@ -190,8 +190,8 @@ firmware size: all
 clean:
 	rm -rf $(B)
 
-# The benchmark (bench/bench.py; README "Performance"): rows R1-R6
-# (examples/r1..r6) and the whole models M1-M4 (bench/gen_models.py), compiled
+# The benchmark (bench/bench.py; README "Performance"): rows R1-R7
+# (examples/r1..r7) and the whole models M1-M4 (bench/gen_models.py), compiled
 # by axc as installed by `make install` into $(BENCH_STAGE) and built the way
 # the README tells users (pkg-config, -O3), timed against PyTorch, C +
 # OpenBLAS, oneDNN and, from a bench-local venv (bench/venv.sh), ONNX Runtime,

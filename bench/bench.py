@@ -62,6 +62,7 @@ ROW_INFO = {
     "R4": ("BERT-base layer, seq 128", None),
     "R5": ("LayerNorm(768), batch 32", 4 * (2 * 32 * 768 + 2 * 768)),
     "R6": ("softmax 10000, batch 32", 4 * 2 * 32 * 10000),
+    "R7": ("depthwise 3x3 + BN + ReLU6, 14x14x384", 4 * (2 * 14 * 14 * 384 + 384 * 9 + 384)),
     "M1": ("ResNet-18 (torchvision), 224x224", None),
     "M2": ("MobileNetV2 (torchvision), 224x224", None),
     "M3": ("EfficientNet-B0 (torchvision), 224x224", None),
@@ -380,18 +381,23 @@ def ratio_table(medians, checks):
 
 
 def efficiency_table(medians, flop, peak, triad):
-    lines = ["| row | GFLOP | axc GFLOP/s | % of measured FMA peak | bytes moved | axc GB/s | % of measured L2 triad |",
-             "|---" * 7 + "|"]
+    """axc's rate against the machine: FLOP/s against the FMA peak, bytes/s
+    against the L2 triad, and the time of the binding limit (the larger of
+    FLOP / peak and bytes / triad) against the time taken."""
+    lines = ["| row | GFLOP | axc GFLOP/s | % of measured FMA peak | bytes moved | axc GB/s | % of measured L2 triad "
+             "| % of its bound |", "|---" * 8 + "|"]
     for row in medians:
         t = medians[row].get("axc")
         if not t:
-            lines.append(f"| {row} | {flop[row] / 1e9:.4f} |" + " n/a |" * 5)
+            lines.append(f"| {row} | {flop[row] / 1e9:.4f} |" + " n/a |" * 6)
             continue
         gflops = flop[row] / t
         nbytes = ROW_INFO[row][1]
         memory = [f"{nbytes / 1e3:.0f} kB", f"{nbytes / t:.1f}", percent(nbytes / t, triad)] if nbytes else ["-"] * 3
         share = percent(gflops, peak) + ("" if row in GEMM_BOUND else " (not GEMM-bound)")
-        lines.append(f"| {row} | {flop[row] / 1e9:.4f} | {gflops:.1f} | {share} | " + " | ".join(memory) + " |")
+        bound = max(flop[row] / peak if peak else 0.0, nbytes / triad if nbytes and triad else 0.0)
+        lines.append(f"| {row} | {flop[row] / 1e9:.4f} | {gflops:.1f} | {share} | " + " | ".join(memory) +
+                     f" | {percent(bound, t)} |")
     return lines
 
 
@@ -408,7 +414,7 @@ def report(head, checks, medians_by_threads, flop, peak, triad):
                   "", *ratio_table(medians, checks[threads]), ""]
     if 1 in medians_by_threads:
         lines += ["## axc efficiency, 1 thread (FLOP: multiply-adds x 2 of matrix products and convolutions; "
-                  "bytes: parameters + input + output for the memory-bound rows R1, R5, R6)", "",
+                  "bytes: parameters + input + output for the memory-bound rows R1, R5, R6, R7)", "",
                   *efficiency_table(medians_by_threads[1], flop, peak, triad), ""]
     return "\n".join(lines)
 

@@ -35,11 +35,11 @@ typedef struct net {
 } net;
 
 /* Post-ops of one primitive: an optional residual addition, then an
- * optional eltwise (alg 0 = none) with parameter alpha. */
+ * optional eltwise (alg 0 = none) with parameters alpha and beta. */
 typedef struct post {
     dnnl_memory_t residual;
     dnnl_alg_kind_t eltwise;
-    float alpha;
+    float alpha, beta;
 } post;
 
 static dnnl_engine_t engine;
@@ -102,7 +102,7 @@ static const char *make_attr(dnnl_primitive_attr_t *attr, const post *p)
     TRY(dnnl_primitive_attr_create(attr));
     TRY(dnnl_post_ops_create(&ops));
     if (p && p->residual) TRY(dnnl_post_ops_append_binary(ops, dnnl_binary_add, md_of(p->residual)));
-    if (p && p->eltwise) TRY(dnnl_post_ops_append_eltwise(ops, 1.0f, p->eltwise, p->alpha, 0.0f));
+    if (p && p->eltwise) TRY(dnnl_post_ops_append_eltwise(ops, 1.0f, p->eltwise, p->alpha, p->beta));
     TRY(dnnl_primitive_attr_set_post_ops(*attr, ops));
     TRY(dnnl_post_ops_destroy(ops));
     return NULL;
@@ -231,7 +231,7 @@ static const char *mlp(net *n, int batch, const bench_tensors *w, const float *x
     NEED(b1 = bench_tensor(w, "1.bias", 10));
     dnnl_dims_t in_dims = {batch, 784}, hidden_dims = {batch, 256}, out_dims = {batch, 10};
     dnnl_memory_t src, hidden, logits, dst;
-    post relu = {NULL, dnnl_eltwise_relu, 0.0f};
+    post relu = {NULL, dnnl_eltwise_relu, 0.0f, 0.0f};
     const char *err = start_engine();
     if (err || (err = tensor(&src, 2, in_dims, dnnl_nc, x)) || (err = tensor(&hidden, 2, hidden_dims, dnnl_nc, NULL)) ||
         (err = tensor(&logits, 2, out_dims, dnnl_nc, NULL)) || (err = tensor(&dst, 2, out_dims, dnnl_nc, y)) ||
@@ -298,7 +298,7 @@ static const char *setup_r3(const bench_tensors *w, const float *x, float *y)
         (err = tensor(&src, 4, dims, dnnl_nhwc, x)) || (err = tensor(&hidden, 4, dims, dnnl_nhwc, NULL)) ||
         (err = tensor(&dst, 4, dims, dnnl_nhwc, y)))
         return err;
-    post relu = {NULL, dnnl_eltwise_relu, 0.0f}, add_relu = {src, dnnl_eltwise_relu, 0.0f};
+    post relu = {NULL, dnnl_eltwise_relu, 0.0f, 0.0f}, add_relu = {src, dnnl_eltwise_relu, 0.0f, 0.0f};
     if ((err = conv(&res, src, hidden, w1, b1, &relu))) return err;
     return conv(&res, hidden, dst, w2, b2, &add_relu);
 }
@@ -319,7 +319,7 @@ static const char *attention(net *n, const float *qkv, float *ctx)
     dnnl_dims_t kt_dims = {HEADS, HD, SEQ}, kt_strides = {HD, 1, 3 * D};
     dnnl_dims_t s_dims = {HEADS, SEQ, SEQ}, ctx_strides = {HD, D, 1};
     dnnl_memory_t q, kt, v, scores, out;
-    post scale = {NULL, dnnl_eltwise_linear, 1.0f / sqrtf((float)HD)};
+    post scale = {NULL, dnnl_eltwise_linear, 1.0f / sqrtf((float)HD), 0.0f};
     const char *err = strided(&q, q_dims, q_strides, qkv);
     if (err || (err = strided(&kt, kt_dims, kt_strides, qkv + D)) || (err = strided(&v, q_dims, q_strides, qkv + 2 * D)) ||
         (err = tensor(&scores, 3, s_dims, dnnl_abc, NULL)) || (err = strided(&out, q_dims, ctx_strides, ctx)) ||
@@ -352,7 +352,7 @@ static const char *setup_r4(const bench_tensors *w, const float *x, float *y)
         (err = tensor(&h, 2, model_dims, dnnl_nc, NULL)) || (err = tensor(&ff, 2, ff_dims, dnnl_nc, NULL)) ||
         (err = tensor(&ff2, 2, model_dims, dnnl_nc, NULL)) || (err = tensor(&dst, 2, model_dims, dnnl_nc, y)))
         return err;
-    post add_x = {src, 0, 0.0f}, gelu = {NULL, dnnl_eltwise_gelu_erf, 0.0f}, add_h = {h, 0, 0.0f};
+    post add_x = {src, 0, 0.0f, 0.0f}, gelu = {NULL, dnnl_eltwise_gelu_erf, 0.0f, 0.0f}, add_h = {h, 0, 0.0f, 0.0f};
     if ((err = linear(&bert, src, qkv, in_w, in_b, D, 3 * D, NULL)) || (err = attention(&bert, qkv_data, ctx_data)) ||
         (err = linear(&bert, ctx, attn, out_w, out_b, D, D, &add_x)) || (err = layernorm(&bert, attn, h, n1w, n1b, D)) ||
         (err = linear(&bert, h, ff, w1, b1, D, FF, &gelu)) || (err = linear(&bert, ff, ff2, w2, b2, FF, D, &add_h)))
@@ -391,9 +391,50 @@ static const char *setup_r6(const bench_tensors *w, const float *x, float *y)
 static void run_r5(void) { run_net(&ln); }
 static void run_r6(void) { run_net(&sm); }
 
+/* ---- R7: depthwise 3x3 convolution + BatchNorm + ReLU6, 14x14x384 NHWC ---- */
+
+enum { DW_IMG = 14, DW_CH = 384 };
+
+static net dw;
+
+static const char *setup_r7(const bench_tensors *w, const float *x, float *y)
+{
+    const float *cw, *g, *beta, *mean, *var;
+    NEED(cw = bench_tensor(w, "0.weight", DW_CH * KS * KS));
+    NEED(g = bench_tensor(w, "1.weight", DW_CH));
+    NEED(beta = bench_tensor(w, "1.bias", DW_CH));
+    NEED(mean = bench_tensor(w, "1.running_mean", DW_CH));
+    NEED(var = bench_tensor(w, "1.running_var", DW_CH));
+    float *wf = bench_floats(DW_CH * KS * KS), *bf = bench_floats(DW_CH);
+    for (int c = 0; c < DW_CH; c++) { /* BatchNorm folded into the weights */
+        float scale = g[c] / sqrtf(var[c] + 1e-5f);
+        bf[c] = beta[c] - mean[c] * scale;
+        for (int k = 0; k < KS * KS; k++) wf[c * KS * KS + k] = cw[c * KS * KS + k] * scale;
+    }
+    dnnl_dims_t dims = {1, DW_CH, DW_IMG, DW_IMG}, wdims = {DW_CH, 1, 1, KS, KS}, bdims = {DW_CH}, one = {1, 1};
+    dnnl_memory_t src, dst, bias, weights;
+    dnnl_memory_desc_t w_any;
+    dnnl_convolution_desc_t d;
+    dnnl_primitive_desc_t pd;
+    post relu6 = {NULL, dnnl_eltwise_clip_v2, 0.0f, 6.0f};
+    const char *err = start_engine();
+    if (err || (err = tensor(&src, 4, dims, dnnl_nhwc, x)) || (err = tensor(&dst, 4, dims, dnnl_nhwc, y)) ||
+        (err = tensor(&bias, 1, bdims, dnnl_a, bf)))
+        return err;
+    TRY(dnnl_memory_desc_init_by_tag(&w_any, 5, wdims, dnnl_f32, dnnl_format_tag_any));
+    TRY(dnnl_convolution_forward_desc_init(&d, dnnl_forward_inference, dnnl_convolution_direct, md_of(src), &w_any,
+                                           md_of(bias), md_of(dst), one, one, one));
+    if ((err = describe(&pd, &d, &relu6)) || (err = chosen_weights(&weights, pd, 5, wdims, dnnl_goihw, wf))) return err;
+    dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}};
+    return push(&dw, pd, args, 4, &relu6);
+}
+
+static void run_r7(void) { run_net(&dw); }
+
 const bench_impl bench_dnnl_rows[] = {
     {"R1", "onednn", setup_r1, run_r1}, {"R2", "onednn", setup_r2, run_r2},
     {"R3", "onednn", setup_r3, run_r3}, {"R4", "onednn", setup_r4, run_r4},
     {"R5", "onednn", setup_r5, run_r5}, {"R6", "onednn", setup_r6, run_r6},
+    {"R7", "onednn", setup_r7, run_r7},
     {0, 0, 0, 0},
 };

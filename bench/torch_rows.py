@@ -80,6 +80,20 @@ class Softmax(nn.Module):
         return torch.softmax(x, dim=-1)
 
 
+class Depthwise(nn.Module):
+    """R7: depthwise 3x3 convolution + BatchNorm + ReLU6 as the chain "0", "1";
+    takes and returns NHWC, computes channels_last."""
+
+    def __init__(self):
+        super().__init__()
+        self.add_module("0", nn.Conv2d(384, 384, 3, padding=1, groups=384, bias=False))
+        self.add_module("1", nn.BatchNorm2d(384))
+
+    def forward(self, x):
+        h = getattr(self, "1")(getattr(self, "0")(x.permute(0, 3, 1, 2)))
+        return torch.nn.functional.relu6(h).permute(0, 2, 3, 1)
+
+
 def bert_layer():
     """R4: names match the .ax model by construction (its comment says so)."""
     return nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.0, activation="gelu", batch_first=True)
@@ -94,6 +108,7 @@ ROWS = {
     "R4": ("r4_bert_layer", bert_layer, (1, 128, 768)),
     "R5": ("r5_layernorm", Norm, (32, 768)),
     "R6": ("r6_softmax", Softmax, (32, 10000)),
+    "R7": ("r7_depthwise", Depthwise, (1, 14, 14, 384)),
 }
 for _row, _name in (("M1", "resnet18"), ("M2", "mobilenet_v2"), ("M3", "efficientnet_b0"), ("M4", "minilm_encoder")):
     ROWS[_row] = (_name, *gen_models.models()[_name])
@@ -207,7 +222,7 @@ def load_row(data_dir, row):
     missing, unexpected = module.load_state_dict(weights, strict=False)
     if unexpected or [k for k in missing if not k.endswith("num_batches_tracked")]:
         raise ValueError(f"{row}: weights do not match: missing {missing}, unexpected {unexpected}")
-    if row == "R3" or isinstance(module, gen_models.Nhwc):
+    if row in ("R3", "R7") or isinstance(module, gen_models.Nhwc):
         module = module.to(memory_format=torch.channels_last)
     io = load_safetensors(f"{data_dir}/{row}.io.safetensors")
     return module, io["x"], io["ref"]

@@ -70,7 +70,7 @@ ISAS = ("portable", "avx2", "avx512")
 # rounding stages on the longest path (layers and the ops between them) and
 # gain G of each example
 STAGES = {"mlp": 4, "r1_mlp_b1": 4, "r2_mlp_b32": 4, "r3_resnet_block": 8, "r4_bert_layer": 16,
-          "r5_layernorm": 2, "r6_softmax": 2, "lenet5": 12, "mobilenetv2_block": 9, "gpt_block": 14,
+          "r5_layernorm": 2, "r6_softmax": 2, "r7_depthwise": 2, "lenet5": 12, "mobilenetv2_block": 9, "gpt_block": 14,
           "gru_kws": 101}  # 49 steps of each of 2 GRU layers, a slice, the dense
 
 
