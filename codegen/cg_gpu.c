@@ -82,6 +82,8 @@ typedef struct gk {
     int nlaunches;
     size_t *param_offset;     /* per node id */
     size_t param_bytes;
+    size_t index_word;        /* 1 + arena offset of the index-error word; 0: none */
+    size_t device_arena;      /* the plan's arena, plus that word's 16 bytes */
     const char *kernel;       /* the kernel being written */
 } gk;
 
@@ -383,17 +385,20 @@ static void emit_concat(gk *k, const ir_node *n)
     end_elementwise(k, n);
 }
 
-/* One thread per output element: row idx[o / dim] of the table, or NaN
- * for an index outside [0, vocab) (the C target returns AXRT_ERR_INDEX). */
+/* One thread per output element: row idx[o / dim] of the table.  An index
+ * outside [0, vocab) gives NaN and sets the arena's index-error word, which
+ * the host forward turns into AXRT_ERR_INDEX as the C target returns. */
 static void emit_embedding(gk *k, const ir_node *n)
 {
     const ir_node *w = node_at(k, n->src[1]);
     const int64_t vocab = w->shape[0], dim = w->shape[1];
     begin_elementwise(k, n, "embedding");
     ax_buf_printf(k->src, "    const long long row = (long long)%s[o / %lldLL];\n"
-                          "    float v = row >= 0 && row < %lldLL ? %s[row * %lldLL + o %% %lldLL] : AXK_NAN;\n",
+                          "    const bool inside = row >= 0 && row < %lldLL;\n"
+                          "    float v = inside ? %s[row * %lldLL + o %% %lldLL] : AXK_NAN;\n"
+                          "    if (!inside) *(volatile int *)(A + %zu) = 1;\n",
                   ptr(k, n->src[0]), (long long)dim, (long long)vocab, ptr(k, n->src[1]), (long long)dim,
-                  (long long)dim);
+                  (long long)dim, k->index_word - 1);
     end_elementwise(k, n);
 }
 
@@ -1120,9 +1125,24 @@ static void place_params(gk *k)
 }
 
 /* Kernel source of one model into src; the launch list stays in k. */
+/* The device arena: the plan's, then (with an embedding) the 16-byte-aligned
+ * index-error word. */
+static void place_index_word(gk *k)
+{
+    k->device_arena = k->g->arena_bytes;
+    for (int id = 0; id < k->g->nnodes; id++)
+        if (!node_at(k, id)->dead && node_at(k, id)->op == IR_OP_embedding) {
+            const size_t at = (k->g->arena_bytes + 15) / 16 * 16;
+            k->index_word = at + 1;
+            k->device_arena = at + 16;
+            return;
+        }
+}
+
 static void emit_kernels(gk *k)
 {
     place_params(k);
+    place_index_word(k);
     ax_buf_printf(k->src, "\n/* ---- model %s ---- */\n", k->g->name);
     for (int id = 0; id < k->g->nnodes; id++) {
         const ir_node *n = node_at(k, id);
@@ -1203,7 +1223,7 @@ static void emit_header_model(gk *k, ax_buf *h, const char **in, const char **ou
                      "   with the reason in err (no driver, no device, the compiler's log). */\n",
                   name, k->dl->vendor, name, up);
     ax_buf_printf(h, "#define %s_DEVICE_ARENA_BYTES ((size_t)%zu)\n#define %s_PARAM_BYTES ((size_t)%zu)\n",
-                  up, k->g->arena_bytes, up, k->param_bytes);
+                  up, k->device_arena, up, k->param_bytes);
     ax_buf_printf(h, "axrt_gpu *%s_init(char *err, size_t errlen);\n"
                      "/* device pointers, launched on stream (NULL: the default stream); allocates nothing */\n", name);
     emit_signature(k, h, "forward_device", in, out, true);
@@ -1239,9 +1259,11 @@ static void emit_descriptor(gk *k, ax_buf *c)
                      "    if (%s_gpu_context == NULL)\n"
                      "        %s_gpu_context = %s_init(%s_gpu_error, sizeof %s_gpu_error);\n"
                      "    if (%s_gpu_context == NULL)\n        return -1;\n"
-                     "    return axrt_gpu_forward_host(%s_gpu_context, inputs, outputs);\n}\n\n"
+                     "    const int rc = axrt_gpu_forward_host(%s_gpu_context, inputs, outputs);\n"
+                     "    if (rc)\n        snprintf(%s_gpu_error, sizeof %s_gpu_error, \"%%s\", axrt_gpu_error(%s_gpu_context));\n"
+                     "    return rc == 0 ? 0 : rc == AXRT_GPU_ERR_INDEX ? AXRT_ERR_INDEX : -1;\n}\n\n"
                      "const axrt_model %s_model = {\"%s\", %d, %d, %s_inputs, %s_outputs, 0, %s_run};\n",
-                  name, name, name, name, name, name, name, name, name, name, name, name,
+                  name, name, name, name, name, name, name, name, name, name, name, name, name, name, name,
                   k->g->ninputs, k->g->noutputs, name, name, name);
     ax_buf_printf(c, "\nint %s_bench(const void *const *inputs, long warmup, long runs, double *us)\n{\n"
                      "    if (%s_gpu_context == NULL)\n"
@@ -1268,9 +1290,9 @@ static void emit_host_model(gk *k, ax_buf *c, const char *source_var, const char
         ax_buf_printf(c, "%s%zu", i ? ", " : "", ir_nbytes(node_at(k, id)));
     }
     ax_buf_printf(c, "};\nconst axrt_gpu_model %s_gpu_model = {\"%s\", %s, %s, %s_param_block.bytes, (size_t)%zu, (size_t)%zu,\n"
-                     "    %d, %d, %s_inputs, %s_outputs, %s_io_bytes, %s_launches, %d};\n\n",
-                  name, name, k->dl->enum_name, source_var, name, k->param_bytes, k->g->arena_bytes,
-                  k->g->ninputs, k->g->noutputs, name, name, name, name, k->nlaunches);
+                     "    %d, %d, %s_inputs, %s_outputs, %s_io_bytes, %s_launches, %d, (size_t)%zu};\n\n",
+                  name, name, k->dl->enum_name, source_var, name, k->param_bytes, k->device_arena,
+                  k->g->ninputs, k->g->noutputs, name, name, name, name, k->nlaunches, k->index_word);
     ax_buf_printf(c, "axrt_gpu *%s_init(char *err, size_t errlen)\n{\n    return axrt_gpu_init(&%s_gpu_model, err, errlen);\n}\n\n", name, name);
     emit_signature(k, c, "forward_device", in, out, true);
     ax_buf_puts(c, "\n{\n");

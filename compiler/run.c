@@ -58,7 +58,6 @@ const char *axc_home(ax_arena *a)
 
 /* ---- inputs -------------------------------------------------------------- */
 
-/* Smallest Embedding vocabulary fed by input node id (indices stay valid). */
 /* An output's name as a file name inside --output-dir: an ONNX name may hold
  * '/' or start with '.' ("../x"), which must not leave the directory. */
 static const char *file_name(ax_arena *a, const char *name)
@@ -70,6 +69,7 @@ static const char *file_name(ax_arena *a, const char *name)
     return f;
 }
 
+/* Smallest Embedding vocabulary fed by input node id (indices stay valid). */
 static int64_t index_limit(const ir_graph *g, int id)
 {
     int64_t limit = 10;
@@ -430,6 +430,16 @@ static bool on_gpu(const runner *r)
     return r->model && (r->g->target->id == IR_TARGET_cuda || r->g->target->id == IR_TARGET_hip);
 }
 
+/* Why a run failed: the GPU runtime's words (NAME_gpu_error), else the one
+ * failure the C target and the interpreter have. */
+static const char *run_failure(const runner *r)
+{
+    char sym[300];
+    snprintf(sym, sizeof sym, "%s_gpu_error", r->g->name);
+    const char *why = on_gpu(r) ? dlsym(r->dl, sym) : NULL;
+    return why && *why ? why : "an Embedding index outside [0, vocab)";
+}
+
 /* Warm-up (a tenth of the runs, 1 to 10), then N timed runs; prints
  * "NAME: min X us, median Y us, max Z us over N runs" (on a GPU target the
  * device time between events, after one host run for the outputs). */
@@ -585,7 +595,7 @@ static int execute(ax_ctx *ctx, const axc_opts *o, ir_graph *g, run_io *io)
     if (!rc && (o->profile || o->dump_dir)) rc = axc_profile_attach(ctx, runner_symbol, &r, g, &prof);
     if (!rc && o->dump_dir) rc = axc_profile_dump_begin(&prof, o->dump_dir);
     if (!rc && run_once(&r, io)) {
-        axc_fail("model '%s' failed at run time (an Embedding index out of range?)", g->name);
+        axc_fail("model '%s' failed at run time: %s", g->name, run_failure(&r));
         rc = AXC_EINPUT;
     }
     if (o->dump_dir && prof.hook && axc_profile_dump_end(&prof) && !rc) rc = AXC_EUSAGE;

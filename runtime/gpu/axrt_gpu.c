@@ -456,6 +456,10 @@ static int allocate(axrt_gpu *g, char *err, size_t errlen)
     int rc = g->d.alloc(&g->params, m->param_bytes ? m->param_bytes : 1);
     if (!rc && m->param_bytes) rc = g->d.htod(g->params, m->params, m->param_bytes);
     if (!rc) rc = g->d.alloc(&g->arena, m->arena_bytes ? m->arena_bytes : 1);
+    if (!rc && m->index_word) { /* device memory comes uninitialised */
+        const int zero = 0;
+        rc = g->d.htod((unsigned char *)g->arena + (m->index_word - 1), &zero, sizeof zero);
+    }
     for (int i = 0; i < m->ninputs + m->noutputs && !rc; i++)
         rc = g->d.alloc(&g->staging[i], m->io_bytes[i] ? m->io_bytes[i] : 1);
     if (rc) say(err, errlen, "cannot allocate %zu bytes of %s device memory (error %d)",
@@ -510,17 +514,43 @@ int axrt_gpu_forward(axrt_gpu *g, const void *const *io, void *stream)
     return 0;
 }
 
+/* The index-error word read into *flag and cleared: 0 or the driver's code. */
+static int take_index_word(axrt_gpu *g, int *flag)
+{
+    const axrt_gpu_model *m = g->model;
+    *flag = 0;
+    if (!m->index_word) return 0;
+    unsigned char *word = (unsigned char *)g->arena + (m->index_word - 1);
+    int rc = g->d.sync();
+    if (!rc) rc = g->d.dtoh(flag, word, sizeof *flag);
+    if (!rc && *flag) {
+        const int zero = 0;
+        rc = g->d.htod(word, &zero, sizeof zero);
+    }
+    return rc;
+}
+
+int axrt_gpu_index_error(axrt_gpu *g)
+{
+    int flag;
+    return take_index_word(g, &flag) ? -1 : flag != 0;
+}
+
 int axrt_gpu_forward_host(axrt_gpu *g, const void *const *inputs, void *const *outputs)
 {
     const axrt_gpu_model *m = g->model;
-    int rc = 0;
+    int rc = 0, bad_index = 0;
+    g->error[0] = 0;
     for (int i = 0; i < m->ninputs && !rc; i++) rc = g->d.htod(g->staging[i], inputs[i], m->io_bytes[i]);
     if (!rc) rc = axrt_gpu_forward(g, (const void *const *)g->staging, NULL);
     if (!rc) rc = g->d.sync();
     for (int i = 0; i < m->noutputs && !rc; i++)
         rc = g->d.dtoh(outputs[i], g->staging[m->ninputs + i], m->io_bytes[m->ninputs + i]);
+    if (!rc) rc = take_index_word(g, &bad_index);
     if (rc && !g->error[0]) snprintf(g->error, sizeof g->error, "%s device call failed with error %d", g->api->vendor, rc);
-    return rc;
+    if (rc) return rc;
+    if (bad_index) snprintf(g->error, sizeof g->error, "an Embedding index outside [0, vocab) (its rows are NaN)");
+    return bad_index ? AXRT_GPU_ERR_INDEX : 0;
 }
 
 /* ---- device timing (axc run --bench) ---------------------------------------- */

@@ -50,6 +50,8 @@ typedef struct axrt_gpu_model {
     const size_t *io_bytes;          /* bytes of each input, then each output */
     const axrt_gpu_launch *launches;
     int nlaunches;
+    size_t index_word;               /* 1 + the arena offset of the int an Embedding sets
+                                        for an index outside [0, vocab); 0: no Embedding */
 } axrt_gpu_model;
 
 typedef struct axrt_gpu axrt_gpu;
@@ -64,8 +66,16 @@ axrt_gpu *axrt_gpu_init(const axrt_gpu_model *model, char *err, size_t errlen);
  * CUstream/hipStream_t or NULL.  Returns 0, or the driver's error code. */
 int axrt_gpu_forward(axrt_gpu *g, const void *const *io, void *stream);
 /* Host buffers: copied into the staging buffers allocated at init, run,
- * copied back, synchronised. */
+ * copied back, synchronised.  Returns 0, the driver's error code (positive),
+ * or AXRT_GPU_ERR_INDEX when an Embedding met an index outside [0, vocab)
+ * (its rows are NaN; the C target returns AXRT_ERR_INDEX); axrt_gpu_error
+ * says which. */
+#define AXRT_GPU_ERR_INDEX (-1)
 int axrt_gpu_forward_host(axrt_gpu *g, const void *const *inputs, void *const *outputs);
+/* After forwards on device pointers: 1 (and the flag cleared) if an
+ * Embedding met an index outside [0, vocab) since the last call, 0 if not,
+ * -1 if the flag could not be read.  Synchronises the device. */
+int axrt_gpu_index_error(axrt_gpu *g);
 /* Device time of forward passes (axc run --bench): the host inputs copied
  * in once, warmup forwards, then runs forwards, each between two events
  * (cuEventRecord/hipEventRecord on the default stream); us[i] gets run i's

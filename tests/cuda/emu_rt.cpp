@@ -25,6 +25,8 @@ axrt_gpu *axrt_gpu_init(const axrt_gpu_model *m, char *err, size_t errlen)
     g->m = m;
     g->params = (unsigned char *)aligned_alloc(256, (m->param_bytes + 256) / 256 * 256);
     g->arena = (unsigned char *)aligned_alloc(256, (m->arena_bytes + 256) / 256 * 256);
+    memset(g->arena, 0xA5, m->arena_bytes); /* uninitialised, as device memory */
+    if (m->index_word) memset(g->arena + m->index_word - 1, 0, sizeof(int));
     memcpy(g->params, m->params, m->param_bytes);
     for (int i = 0; i < m->nlaunches; i++) {
         void *f = NULL;
@@ -109,12 +111,22 @@ int axrt_gpu_forward(axrt_gpu *g, const void *const *io, void *stream)
     return 0;
 }
 
+/* As libaxrt_gpu's: the index-error word read and cleared after the run. */
+int axrt_gpu_index_error(axrt_gpu *g)
+{
+    if (!g->m->index_word) return 0;
+    int *word = (int *)(g->arena + g->m->index_word - 1), flag = *word;
+    *word = 0;
+    return flag != 0;
+}
+
 int axrt_gpu_forward_host(axrt_gpu *g, const void *const *in, void *const *out)
 {
     const void *io[AXRT_GPU_MAX_IO];
     for (int i = 0; i < g->m->ninputs; i++) io[i] = in[i];
     for (int i = 0; i < g->m->noutputs; i++) io[g->m->ninputs + i] = out[i];
-    return axrt_gpu_forward(g, io, NULL);
+    const int rc = axrt_gpu_forward(g, io, NULL);
+    return rc ? rc : axrt_gpu_index_error(g) ? AXRT_GPU_ERR_INDEX : 0;
 }
 
 const char *axrt_gpu_error(const axrt_gpu *g) { (void)g; return ""; }
