@@ -252,19 +252,21 @@ enum { IMG = 56, CH = 64, KS = 3 };
 
 static net res;
 
-/* Folds BatchNorm `bn` into `conv`: weights (oihw) and bias come out scaled. */
-static const char *fold_conv_bn(float *wf, float *bf, const bench_tensors *w, const char *conv, const char *bn)
+/* Folds BatchNorm `bn` into `conv`, `out` channels of `per_out` weights
+ * each (oihw): weights and bias come out scaled. */
+static const char *fold_conv_bn(float *wf, float *bf, const bench_tensors *w, const char *conv, const char *bn, int out,
+                                int per_out)
 {
     const float *cw, *g, *beta, *mean, *var;
-    NEED(cw = bench_param(w, conv, "weight", CH * CH * KS * KS));
-    NEED(g = bench_param(w, bn, "weight", CH));
-    NEED(beta = bench_param(w, bn, "bias", CH));
-    NEED(mean = bench_param(w, bn, "running_mean", CH));
-    NEED(var = bench_param(w, bn, "running_var", CH));
-    for (int o = 0; o < CH; o++) {
+    NEED(cw = bench_param(w, conv, "weight", out * per_out));
+    NEED(g = bench_param(w, bn, "weight", out));
+    NEED(beta = bench_param(w, bn, "bias", out));
+    NEED(mean = bench_param(w, bn, "running_mean", out));
+    NEED(var = bench_param(w, bn, "running_var", out));
+    for (int o = 0; o < out; o++) {
         float scale = g[o] / sqrtf(var[o] + 1e-5f);
         bf[o] = beta[o] - mean[o] * scale;
-        for (int k = 0; k < CH * KS * KS; k++) wf[o * CH * KS * KS + k] = cw[o * CH * KS * KS + k] * scale;
+        for (int k = 0; k < per_out; k++) wf[o * per_out + k] = cw[o * per_out + k] * scale;
     }
     return NULL;
 }
@@ -294,7 +296,8 @@ static const char *setup_r3(const bench_tensors *w, const float *x, float *y)
     dnnl_dims_t dims = {1, CH, IMG, IMG}; /* logical NCHW, stored NHWC */
     dnnl_memory_t src, hidden, dst;
     const char *err = start_engine();
-    if (err || (err = fold_conv_bn(w1, b1, w, "conv1", "bn1")) || (err = fold_conv_bn(w2, b2, w, "conv2", "bn2")) ||
+    if (err || (err = fold_conv_bn(w1, b1, w, "conv1", "bn1", CH, CH * KS * KS)) ||
+        (err = fold_conv_bn(w2, b2, w, "conv2", "bn2", CH, CH * KS * KS)) ||
         (err = tensor(&src, 4, dims, dnnl_nhwc, x)) || (err = tensor(&hidden, 4, dims, dnnl_nhwc, NULL)) ||
         (err = tensor(&dst, 4, dims, dnnl_nhwc, y)))
         return err;
@@ -399,18 +402,7 @@ static net dw;
 
 static const char *setup_r7(const bench_tensors *w, const float *x, float *y)
 {
-    const float *cw, *g, *beta, *mean, *var;
-    NEED(cw = bench_tensor(w, "0.weight", DW_CH * KS * KS));
-    NEED(g = bench_tensor(w, "1.weight", DW_CH));
-    NEED(beta = bench_tensor(w, "1.bias", DW_CH));
-    NEED(mean = bench_tensor(w, "1.running_mean", DW_CH));
-    NEED(var = bench_tensor(w, "1.running_var", DW_CH));
     float *wf = bench_floats(DW_CH * KS * KS), *bf = bench_floats(DW_CH);
-    for (int c = 0; c < DW_CH; c++) { /* BatchNorm folded into the weights */
-        float scale = g[c] / sqrtf(var[c] + 1e-5f);
-        bf[c] = beta[c] - mean[c] * scale;
-        for (int k = 0; k < KS * KS; k++) wf[c * KS * KS + k] = cw[c * KS * KS + k] * scale;
-    }
     dnnl_dims_t dims = {1, DW_CH, DW_IMG, DW_IMG}, wdims = {DW_CH, 1, 1, KS, KS}, bdims = {DW_CH}, one = {1, 1};
     dnnl_memory_t src, dst, bias, weights;
     dnnl_memory_desc_t w_any;
@@ -418,8 +410,8 @@ static const char *setup_r7(const bench_tensors *w, const float *x, float *y)
     dnnl_primitive_desc_t pd;
     post relu6 = {NULL, dnnl_eltwise_clip_v2, 0.0f, 6.0f};
     const char *err = start_engine();
-    if (err || (err = tensor(&src, 4, dims, dnnl_nhwc, x)) || (err = tensor(&dst, 4, dims, dnnl_nhwc, y)) ||
-        (err = tensor(&bias, 1, bdims, dnnl_a, bf)))
+    if (err || (err = fold_conv_bn(wf, bf, w, "0", "1", DW_CH, KS * KS)) || (err = tensor(&src, 4, dims, dnnl_nhwc, x)) ||
+        (err = tensor(&dst, 4, dims, dnnl_nhwc, y)) || (err = tensor(&bias, 1, bdims, dnnl_a, bf)))
         return err;
     TRY(dnnl_memory_desc_init_by_tag(&w_any, 5, wdims, dnnl_f32, dnnl_format_tag_any));
     TRY(dnnl_convolution_forward_desc_init(&d, dnnl_forward_inference, dnnl_convolution_direct, md_of(src), &w_any,
