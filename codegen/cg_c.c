@@ -787,7 +787,15 @@ static void emit_conv(emitter *em, const ir_node *n, const char *y)
         return;
     }
     emit_conv_params(em, n);
-    if (node_at(em, n->src[1])->layout == IR_LAYOUT_DEPTHWISE)
+    if (em->body && em->body->pack_offset >= 0 && n->dtype == AXRT_F32 && state_offset(em, n->src[1]) >= 0 &&
+        n->attrs.groups == 1 && !kernel_applies_epilogue(em, n)) {
+        /* a weight of the training state: packed into the pack room each step (compiler/train_step.c) */
+        const char *packed = ax_sprintf(arena_of(em), "(float *)((unsigned char *)arena + %lld)",
+                                        (long long)em->body->pack_offset);
+        ax_buf_printf(OUT, "        axrt_pack_conv2d_f32(%s, %s, &params);\n", operand(em, n, 1), packed);
+        ax_buf_printf(OUT, "        axrt_conv2d_packed_f32(%s, %s, %s, %s, &params);\n    }\n", operand(em, n, 0),
+                      packed, operand(em, n, 2), y);
+    } else if (node_at(em, n->src[1])->layout == IR_LAYOUT_DEPTHWISE)
         ax_buf_printf(OUT, "        axrt_conv2d_depthwise_f32(%s, %s, %s, %s, &params);\n    }\n",
                       operand(em, n, 0), operand(em, n, 1), epilogue_operands(em, n), y);
     else if (kernel_applies_epilogue(em, n))

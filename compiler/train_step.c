@@ -158,16 +158,17 @@ static const char *summary(ax_arena *a, const axc_opts *o, const axrt_optim *h)
                       h->kind == AXRT_OPT_LION ? 0.0 : h->eps);
 }
 
-/* Room at the end of g's arena for the largest Float32 dense weight: the
- * C back end packs each dense weight there before the packed GEMM (the
- * state's weights change every step, so they cannot be packed at compile
- * time).  0 when g has no such dense. */
+/* Room at the end of g's arena for the largest Float32 dense or (ungrouped)
+ * conv weight: the C back end packs each such weight there before the
+ * packed GEMM (the state's weights change every step, so they cannot be
+ * packed at compile time).  0 when g has no such layer. */
 static size_t pack_room(const ir_graph *g)
 {
     size_t most = 0;
     for (int id = 0; id < g->nnodes; id++) {
         const ir_node *n = &g->nodes[id];
-        if (!n->dead && n->op == IR_OP_dense && n->dtype == AXRT_F32 && g->nodes[n->src[1]].op == IR_OP_param &&
+        const bool packs = n->op == IR_OP_dense || (n->op == IR_OP_conv && n->attrs.groups == 1);
+        if (!n->dead && packs && n->dtype == AXRT_F32 && g->nodes[n->src[1]].op == IR_OP_param &&
             ir_nbytes(&g->nodes[n->src[1]]) > most)
             most = ir_nbytes(&g->nodes[n->src[1]]);
     }

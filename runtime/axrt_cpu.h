@@ -92,6 +92,16 @@ typedef struct axrt_cpu_ops {
     void (*max_into)(float *acc, const float *x, size_t n);
     axrt_adam_fn *adam;
     axrt_binary_fn *relu_grad; /* (dy, x, y, n): axrt_relu_grad_f32 */
+    /* the training step's conv kernels, as axrt_conv2d_grad_weight_f32 and
+       axrt_conv_transpose2d_f32 (axrt.h; sums in another order) */
+    void (*conv_grad_weight)(const float *dy, const float *x, float *dw, const axrt_conv2d_params *p);
+    void (*conv_transpose)(const float *x, const float *w, const float *bias, float *y,
+                           const axrt_conv2d_params *p);
+    /* y[j] = 0 + x[0][j] + x[1][j] + ... + x[rows - 1][j] for j < cols (rows
+       cols apart), added in that order: axrt_sum_f32's loop, bit for bit */
+    void (*sum_rows)(const float *x, float *y, size_t rows, size_t cols);
+    /* y [cols, rows] = x [rows, cols] transposed (row-major, no overlap) */
+    void (*transpose)(const float *x, float *y, size_t rows, size_t cols);
 } axrt_cpu_ops;
 
 /* The table in use (axrt_fast.inc), for the kernels outside axrt.c. */

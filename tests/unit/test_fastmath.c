@@ -908,6 +908,137 @@ static void check_matmul_optim(int v)
     }
 }
 
+/* The conv weight gradient (bit-exact against the portable loop's float
+ * sums, and within 1e-5 of a double reference here) and ConvTranspose2d (the
+ * input gradient, within 1e-5 of the reference), on shapes that take every block
+ * of input channels (8, 4, 2, 1), a full and a partial vector of output
+ * channels, groups, strides, dilation and padding (taps that read no pixel
+ * of a row included). */
+typedef void grad_weight_fn(const float *, const float *, float *, const axrt_conv2d_params *);
+
+static void check_conv_backward(int v)
+{
+    static const axrt_conv2d_params shapes[] = {
+        /* n h w c oh ow oc kh kw sh sw dh dw pt pl groups */
+        {2, 9, 8, 15, 9, 8, 21, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+        {3, 7, 9, 1, 7, 9, 6, 5, 5, 1, 1, 1, 1, 2, 2, 1},
+        {2, 10, 9, 6, 4, 4, 34, 3, 2, 2, 2, 2, 1, 0, 1, 2},
+        {1, 5, 6, 4, 3, 3, 4, 5, 3, 2, 2, 1, 2, 3, 0, 4},
+    };
+    enum { MAX = 4096 };
+    static float x[MAX], dy[MAX], w[MAX], bias[64], got[MAX];
+    static double ref[MAX];
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        const axrt_conv2d_params *p = &shapes[k];
+        const int icg = p->c / p->groups, ocg = p->oc / p->groups, taps = p->kh * p->kw;
+        const size_t nx = (size_t)p->n * p->h * p->w * p->c, ny = (size_t)p->n * p->oh * p->ow * p->oc;
+        const size_t nw = (size_t)p->oc * icg * taps;
+        fill(x, nx, -1, 1, 110 + (unsigned)k), fill(dy, ny, -1, 1, 120 + (unsigned)k);
+        fill(w, nw, -1, 1, 130 + (unsigned)k), fill(bias, (size_t)p->c, -1, 1, 140);
+        memset(ref, 0, sizeof ref);
+        /* the conv y = x * w: dw += dy x; its input gradient dx += dy w (ConvTranspose2d of dy by w) */
+        for (int b = 0; b < p->n; b++)
+            for (int oy = 0; oy < p->oh; oy++)
+                for (int ox = 0; ox < p->ow; ox++)
+                    for (int o = 0; o < p->oc; o++)
+                        for (int ic = 0; ic < icg; ic++)
+                            for (int t = 0; t < taps; t++) {
+                                const int iy = oy * p->stride_h - p->pad_top + t / p->kw * p->dilation_h;
+                                const int ix = ox * p->stride_w - p->pad_left + t % p->kw * p->dilation_w;
+                                if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) continue;
+                                ref[((size_t)o * icg + ic) * taps + t] +=
+                                    (double)dy[(((size_t)b * p->oh + oy) * p->ow + ox) * p->oc + o] *
+                                    x[(((size_t)b * p->h + iy) * p->w + ix) * p->c + o / ocg * icg + ic];
+                            }
+        ((grad_weight_fn *)symbol(v, "axrt_conv2d_grad_weight_f32"))(dy, x, got, p);
+        assert_close(got, ref, nw, 1e-5);
+        {   /* the portable loop, in float: per weight, products added in pixel order */
+            static float want[MAX];
+            for (int o = 0; o < p->oc; o++)
+                for (int ic = 0; ic < icg; ic++)
+                    for (int tp = 0; tp < taps; tp++) {
+                        float acc = 0.0f;
+                        for (int b = 0; b < p->n; b++)
+                            for (int oy = 0; oy < p->oh; oy++)
+                                for (int ox = 0; ox < p->ow; ox++) {
+                                    const int iy = oy * p->stride_h - p->pad_top + tp / p->kw * p->dilation_h;
+                                    const int ix = ox * p->stride_w - p->pad_left + tp % p->kw * p->dilation_w;
+                                    volatile float product; /* rounded before the add, as the runtime's loop */
+                                    if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) continue;
+                                    product = dy[(((size_t)b * p->oh + oy) * p->ow + ox) * p->oc + o] *
+                                              x[(((size_t)b * p->h + iy) * p->w + ix) * p->c + o / ocg * icg + ic];
+                                    acc += product;
+                                }
+                        want[((size_t)o * icg + ic) * taps + tp] = acc;
+                    }
+            assert_same_bits(got, want, nw, "conv grad weight", v);
+        }
+        {   /* ConvTranspose2d from dy (c = the conv's oc) to dx: params with the roles swapped */
+            axrt_conv2d_params t = *p;
+            t.h = p->oh, t.w = p->ow, t.c = p->oc, t.oh = p->h, t.ow = p->w, t.oc = p->c;
+            for (size_t i = 0; i < nx; i++) ref[i] = bias[i % (size_t)p->c];
+            for (int b = 0; b < p->n; b++)
+                for (int oy = 0; oy < p->oh; oy++)
+                    for (int ox = 0; ox < p->ow; ox++)
+                        for (int o = 0; o < p->oc; o++)
+                            for (int ic = 0; ic < icg; ic++)
+                                for (int tp = 0; tp < taps; tp++) {
+                                    const int iy = oy * p->stride_h - p->pad_top + tp / p->kw * p->dilation_h;
+                                    const int ix = ox * p->stride_w - p->pad_left + tp % p->kw * p->dilation_w;
+                                    if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) continue;
+                                    ref[(((size_t)b * p->h + iy) * p->w + ix) * p->c + o / ocg * icg + ic] +=
+                                        (double)dy[(((size_t)b * p->oh + oy) * p->ow + ox) * p->oc + o] *
+                                        w[((size_t)o * icg + ic) * taps + tp];
+                                }
+            ((conv_fn *)symbol(v, "axrt_conv_transpose2d_f32"))(dy, w, bias, got, &t);
+            assert_close(got, ref, nx, 1e-5);
+        }
+    }
+}
+
+/* Sums and means over an axis (the gradients of biases and BatchNorm):
+ * bit-exact against the loop adding rows in order, for row lengths below,
+ * at and above a vector and above the four-vector block, and an outer axis;
+ * 2-D and batched transposes of odd sizes, exact. */
+typedef void reduce_fn(const float *, float *, size_t, size_t, size_t);
+typedef void transpose_fn(const float *, float *, const int64_t *, const int *, int);
+
+static void check_sum_transpose(int v)
+{
+    enum { MAX = 3 * 37 * 70 };
+    static const size_t inner[] = {1, 6, 16, 37, 70};
+    static float x[MAX], y[MAX], want[MAX];
+    fill(x, MAX, -4, 4, 150);
+    for (int i = 0; i < 37; i++) x[i] = -0.0f; /* a column of -0 (inner 1): the sum is +0 */
+    for (size_t k = 0; k < sizeof inner / sizeof inner[0]; k++)
+        for (int mean = 0; mean < 2; mean++) {
+            const size_t outer = 3, axis = 37, in = inner[k];
+            for (size_t o = 0; o < outer; o++)
+                for (size_t i = 0; i < in; i++) {
+                    float acc = 0.0f;
+                    for (size_t a = 0; a < axis; a++) acc += x[(o * axis + a) * in + i];
+                    want[o * in + i] = mean ? acc / (float)axis : acc;
+                }
+            ((reduce_fn *)symbol(v, mean ? "axrt_mean_f32" : "axrt_sum_f32"))(x, y, outer, axis, in);
+            assert_same_bits(y, want, outer * in, mean ? "mean" : "sum", v);
+        }
+    {
+        static const int64_t shapes[3][3] = {{1, 37, 70}, {3, 17, 9}, {2, 8, 16}};
+        static const int perm[3] = {0, 2, 1}, perm_2d[2] = {1, 0};
+        for (int k = 0; k < 3; k++) {
+            const size_t b = (size_t)shapes[k][0], r = (size_t)shapes[k][1], c = (size_t)shapes[k][2];
+            for (size_t n = 0; n < b; n++)
+                for (size_t i = 0; i < r; i++)
+                    for (size_t j = 0; j < c; j++) want[(n * c + j) * r + i] = x[(n * r + i) * c + j];
+            if (b == 1) /* 2-D: the permutation {1, 0} */
+                ((transpose_fn *)symbol(v, "axrt_transpose_f32"))(x, y, shapes[k] + 1, perm_2d, 2);
+            else
+                ((transpose_fn *)symbol(v, "axrt_transpose_f32"))(x, y, shapes[k], perm, 3);
+            assert_same_bits(y, want, b * r * c, "transpose", v);
+        }
+    }
+}
+
 static void test_training_kernels(void **state)
 {
     (void)state;
@@ -916,6 +1047,8 @@ static void test_training_kernels(void **state)
         check_dense_unpacked(v);
         check_adam(v);
         check_matmul_optim(v);
+        check_conv_backward(v);
+        check_sum_transpose(v);
     }
 }
 
