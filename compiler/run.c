@@ -363,7 +363,12 @@ static void runner_close(ax_ctx *ctx, runner *r)
 #ifdef AXC_HAVE_LLVM
     cg_llvm_jit_free(r->jit);
 #endif
-    if (r->dl) dlclose(r->dl);
+    if (r->dl) {
+        /* the pool's workers run code of the library: joined before it goes */
+        int (*set_threads)(int) = (int (*)(int))dlsym(r->dl, "axrt_set_threads");
+        if (set_threads) set_threads(1);
+        dlclose(r->dl);
+    }
     free(r->arena);
     if (r->tmpdir) {
         const char *files[] = {"model.c", "model.h", "model.so"};

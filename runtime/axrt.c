@@ -36,7 +36,7 @@ size_t axrt_dtype_size(axrt_dtype dtype)
 size_t axrt_mha_scratch_elems(const axrt_mha_params *p)
 {
     const size_t d = (size_t)p->d, lq = (size_t)p->lq, lk = (size_t)p->lk;
-    /* q, k, v, heads, scores, and one head's k transposed (axrt_fast.inc) */
+    /* q, k, v, heads, scores, and k transposed head by head (axrt_fast.inc) */
     return 2 * lq * d + 3 * lk * d + lq * lk;
 }
 

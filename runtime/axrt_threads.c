@@ -6,10 +6,17 @@
  * The other threads are a pool started on first use and kept until the
  * count changes: creating threads per call cost more than a small layer's
  * work (R2, a batch-32 MLP, ran slower on 2 threads than on 1).  A call
- * publishes its job under a new generation number; workers spin briefly
- * after each job (the next layer's call usually comes within microseconds),
- * then sleep on a condition variable.  The caller runs the first range and
- * waits for the others the same way.  One call at a time owns the pool; a
+ * publishes its job and wakes the workers with a new generation number;
+ * workers spin briefly after each job (the next layer's call usually comes
+ * within microseconds), then sleep on a condition variable.  The ranges
+ * are claimed, one at a time, by whichever thread comes first, the caller
+ * included, so a worker that has no core to run on (a loaded machine)
+ * leaves its range to the caller instead of keeping it waiting; the caller
+ * then waits for the ranges others claimed, the same way.  A claim names
+ * its job: the range counter and the range count of the job are one
+ * atomic word, so a worker that wakes after its job is over claims nothing
+ * of it, or a range of the next job, whose fields it then reads.  One call
+ * at a time owns the pool; a
  * call that finds it busy (another application thread, or a range function
  * that itself splits work) runs all of its work on the calling thread.
  * Results do not depend on the split, so they are the same either way.
@@ -22,12 +29,20 @@
 
 #if defined(__unix__) && !defined(AXRT_NO_THREADS)
 #include <pthread.h>
+#include <sched.h>
 
 #define MAX_THREADS 256
-/* Polls before sleeping: some tens of microseconds (a pause is 40 to 150
- * cycles on current x86 cores), long enough for the next layer's call,
- * short enough not to hold a core that an oversubscribed machine needs. */
-#define SPIN_POLLS 2000
+/* Polls before sleeping: some tens of microseconds, long enough for the
+ * next layer's call, short enough not to hold a core that an
+ * oversubscribed machine needs.  The first PAUSE_POLLS pause (40 to 150
+ * cycles each on current x86 cores); the later ones yield the core (a
+ * system call, well under a microsecond when no other thread wants it).
+ * When the machine has more runnable threads than cores, the caller and a
+ * worker can share one core: a pure spin held it for the whole spin (some
+ * 60 us per call on a loaded 2-core machine: R1 took 65 us on 2 threads
+ * instead of 9 on one) while the thread it waited for could not run. */
+#define SPIN_POLLS 300
+#define PAUSE_POLLS 20
 
 static int thread_count = 1;
 
@@ -36,30 +51,46 @@ typedef struct pool {
     pthread_cond_t wake, done;
     pthread_mutex_t owner;     /* held by the call using the pool */
     unsigned long generation;  /* bumped per job (atomic) */
-    unsigned long born;        /* the generation new workers start from */
-    int pending;               /* workers yet to finish the current job (atomic) */
+    unsigned long long claim;  /* the job's ranges << 32 | the next range to claim (atomic) */
+    size_t finished;           /* ranges of the job run to the end (atomic) */
     int quit;                  /* workers leave (set under lock) */
-    int workers;               /* started; worker i runs range i, if any */
-    axrt_range_fn *fn;
+    int workers;               /* started */
+    axrt_range_fn *fn;         /* the job: written before claim opens it */
     void *ctx;
-    size_t count, parts;
+    size_t count;
     pthread_t threads[MAX_THREADS];
 } pool;
 
 static pool the_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-                        PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, {0}};
+                        PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, NULL, NULL, 0, {0}};
 
-static void cpu_relax(void)
+static void cpu_relax(int poll)
 {
+    if (poll >= PAUSE_POLLS) {
+        sched_yield();
+        return;
+    }
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
 }
 
-static void run_part(const pool *p, size_t i)
+/* Claims and runs ranges of the current job until none is left; the
+ * thread finishing the last one wakes the caller. */
+static void run_claims(pool *p)
 {
-    size_t begin = p->count * i / p->parts, end = p->count * (i + 1) / p->parts;
-    if (begin < end) p->fn(p->ctx, begin, end);
+    for (;;) {
+        const unsigned long long c = __atomic_fetch_add(&p->claim, 1, __ATOMIC_ACQ_REL);
+        const size_t parts = (size_t)(c >> 32), i = (size_t)(c & 0xffffffffu);
+        if (i >= parts) return;
+        const size_t begin = p->count * i / parts, end = p->count * (i + 1) / parts;
+        if (begin < end) p->fn(p->ctx, begin, end);
+        if (__atomic_add_fetch(&p->finished, 1, __ATOMIC_ACQ_REL) == parts) {
+            pthread_mutex_lock(&p->lock);
+            pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->lock);
+        }
+    }
 }
 
 /* Waits for a generation other than seen; returns it (quit: 0). */
@@ -68,7 +99,7 @@ static unsigned long next_job(pool *p, unsigned long seen)
     for (int i = 0; i < SPIN_POLLS; i++) {
         unsigned long g = __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE);
         if (g != seen) return g;
-        cpu_relax();
+        cpu_relax(i);
     }
     pthread_mutex_lock(&p->lock);
     while (!p->quit && __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE) == seen)
@@ -78,32 +109,24 @@ static unsigned long next_job(pool *p, unsigned long seen)
     return g;
 }
 
-/* Every worker acknowledges every job, with a range or without, so none
- * can still be reading a job when the next one is written. */
+/* arg: the generation current when the worker was started. */
 static void *worker(void *arg)
 {
     pool *p = &the_pool;
-    const size_t index = (size_t)arg;
-    unsigned long seen = p->born;
-    while ((seen = next_job(p, seen)) != 0) {
-        if (index < p->parts) run_part(p, index);
-        if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_ACQ_REL) == 0) {
-            pthread_mutex_lock(&p->lock);
-            pthread_cond_signal(&p->done);
-            pthread_mutex_unlock(&p->lock);
-        }
-    }
+    unsigned long seen = (unsigned long)(size_t)arg;
+    while ((seen = next_job(p, seen)) != 0) run_claims(p);
     return NULL;
 }
 
-static void wait_done(pool *p)
+/* Waits until all parts ranges of the job have run. */
+static void wait_done(pool *p, size_t parts)
 {
     for (int i = 0; i < SPIN_POLLS; i++) {
-        if (__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) == 0) return;
-        cpu_relax();
+        if (__atomic_load_n(&p->finished, __ATOMIC_ACQUIRE) == parts) return;
+        cpu_relax(i);
     }
     pthread_mutex_lock(&p->lock);
-    while (__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) != 0)
+    while (__atomic_load_n(&p->finished, __ATOMIC_ACQUIRE) != parts)
         pthread_cond_wait(&p->done, &p->lock);
     pthread_mutex_unlock(&p->lock);
 }
@@ -111,9 +134,8 @@ static void wait_done(pool *p)
 /* Starts workers 1 .. thread_count - 1 (fewer if the system refuses). */
 static void start_workers(pool *p)
 {
-    p->born = p->generation;
     while (p->workers < thread_count - 1 &&
-           pthread_create(&p->threads[p->workers], NULL, worker, (void *)(size_t)(p->workers + 1)) == 0)
+           pthread_create(&p->threads[p->workers], NULL, worker, (void *)(size_t)p->generation) == 0)
         p->workers++;
 }
 
@@ -130,7 +152,10 @@ static void stop_workers(pool *p)
 }
 
 /* Ranges of near-equal length, one per thread (fewer when count is
- * smaller): range 0 here, range i on worker i. */
+ * smaller), each run by the thread that claims it (run_claims).  The job's
+ * fields and the finished count are written while no range of any job is
+ * open (the last call waited for all of its ranges), then claim opens the
+ * job (release: a claim that reads it sees them). */
 static void parallel_threads(axrt_range_fn *fn, void *ctx, size_t count)
 {
     pool *p = &the_pool;
@@ -145,15 +170,16 @@ static void parallel_threads(axrt_range_fn *fn, void *ctx, size_t count)
         pthread_mutex_unlock(&p->owner);
         return;
     }
-    p->fn = fn, p->ctx = ctx, p->count = count, p->parts = parts;
-    __atomic_store_n(&p->pending, p->workers, __ATOMIC_RELAXED);
+    p->fn = fn, p->ctx = ctx, p->count = count;
+    __atomic_store_n(&p->finished, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->claim, (unsigned long long)parts << 32, __ATOMIC_RELEASE);
     pthread_mutex_lock(&p->lock);
     unsigned long g = p->generation + 1;
     __atomic_store_n(&p->generation, g ? g : 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
-    run_part(p, 0);
-    wait_done(p);
+    run_claims(p);
+    wait_done(p, parts);
     pthread_mutex_unlock(&p->owner);
 }
 

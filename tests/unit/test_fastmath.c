@@ -806,6 +806,32 @@ static void test_maxpool_exact(void **state)
     }
 }
 
+/* Global mean pooling, every variant, against the loop written out here:
+ * each channel summed over the pixels in order from 0.0f, then divided by
+ * their count (none when there is one), bit-identical; 37 channels (a
+ * block and a tail), NaN, infinities and signed zeros, and one pixel. */
+typedef void globalpool_fn(const float *, float *, size_t, size_t, size_t);
+
+static void test_globalmeanpool_exact(void **state)
+{
+    enum { N = 2, HW = 29, C = 37 };
+    static float x[N * HW * C], y[N * C], want[N * C];
+    (void)state;
+    fill(x, N * HW * C, -3, 3, 63);
+    for (int i = 0; i < N * HW * C; i += 17) x[i] = (i / 17) % 3 == 0 ? NAN : (i / 17) % 3 == 1 ? -0.0f : INFINITY;
+    for (int hw = 1; hw <= HW; hw += HW - 1)
+        for (int v = 0; v < n_variants; v++) {
+            for (int n = 0; n < N; n++)
+                for (int c = 0; c < C; c++) {
+                    float sum = 0.0f;
+                    for (int px = 0; px < hw; px++) sum += x[((size_t)n * hw + px) * C + c];
+                    want[n * C + c] = hw == 1 ? sum : sum / (float)hw;
+                }
+            ((globalpool_fn *)symbol(v, "axrt_globalmeanpool_f32"))(x, y, N, hw, C);
+            assert_same_bits(y, want, N * C, "globalmeanpool", v);
+        }
+}
+
 /* The training step's kernels, every variant.  ReLU's backward bit-exact
  * against dy * (x > 0 ? 1 : 0) here (NaN and infinite dy, NaN and signed-zero
  * x).  The unpacked dense (1, 7 and 33 rows) within 1e-5 of a double
@@ -1052,52 +1078,104 @@ static void test_training_kernels(void **state)
     }
 }
 
-/* Threads (axrt_set_threads): dense (row tiles; one row: panels), conv,
- * depthwise and softmax (lines) results are bit-identical for 1, 2, 3, 4
- * and 7 threads, every variant. */
+/* Threads (axrt_set_threads): every kernel that splits its work over
+ * threads gives bit-identical results for 1, 2, 3, 4 and 7 threads, every
+ * variant: dense (row tiles; one row: panels, the GEMV above the streaming
+ * threshold too), conv, depthwise, softmax (lines), attention (query-row
+ * tiles; fused self-attention, and causal with a key mask), LayerNorm
+ * (rows), the elementwise table kernels (blocks), max pooling (rows) and
+ * global mean pooling (channel blocks).  Each size is above the threads'
+ * work threshold, and y is filled with a different value before each run,
+ * so an element a split range skips shows. */
 typedef int set_threads_fn(int);
+typedef void mha_masked_fn(const float *, const float *, const float *, const float *, const float *,
+                           const float *, const float *, const float *, float *, float *,
+                           const axrt_mha_params *);
+typedef size_t mha_scratch_fn(const axrt_mha_params *);
+enum { THREAD_KERNELS = 15, THREAD_X = 2 * 32 * 32 * 64 };
+
+/* Runs kernel `kernel` of the threads test on variant v into y; returns
+ * its output count. */
+static size_t threads_kernel(int v, int kernel, float *y)
+{
+    enum { ROWS = 59, IN = 600, OUT = 37, WIDE = 2000, W = WIDE * IN, EW = 65001 };
+    const axrt_conv2d_params cp = {1, 15, 13, 300, 5, 4, 20, 7, 7, 2, 2, 2, 2, 4, 3, 1};
+    const axrt_conv2d_params dp = {2, 32, 32, 64, 32, 32, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64};
+    const axrt_pool2d_params pp = {1, 40, 40, 64, 20, 20, 3, 3, 2, 2, 1, 1, 1, 1};
+    const axrt_mha_params mp = {2, 75, 75, 64, 4, kernel == 6};
+    static float x[THREAD_X], w[W], packed[W], scratch[THREAD_X];
+    fill(x, THREAD_X, -1, 1, 90 + kernel), fill(w, W, -0.1f, 0.1f, 95 + kernel);
+    if (kernel <= 1 || kernel == 14) {
+        const size_t rows = kernel == 0 ? ROWS : 1, out = kernel == 0 ? OUT : kernel == 1 ? WIDE : 256;
+        const size_t in = kernel == 14 ? 784 : IN;
+        ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, in, out);
+        ((dense_ep_fn *)symbol(v, "axrt_dense_packed_ep_f32"))(x, packed, w, NULL, AXRT_ACT_GELU, y,
+                                                               rows, in, out);
+        return rows * out;
+    }
+    switch (kernel) {
+    case 2:
+        ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &cp);
+        ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, w, x, AXRT_ACT_RELU, y, &cp);
+        return 5 * 4 * 20;
+    case 3:
+        ((pack_conv_fn *)symbol(v, "axrt_pack_depthwise_f32"))(w, packed, &dp);
+        ((conv_ep_fn *)symbol(v, "axrt_conv2d_depthwise_f32"))(x, packed, w, NULL, AXRT_ACT_RELU6, y, &dp);
+        return THREAD_X;
+    case 4: /* 16 * 64 * 1024 exceeds the threads' threshold */
+        fill(x, THREAD_X, -30, 30, 98);
+        ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(x, y, 64, 1024, 1);
+        return 64 * 1024;
+    case 5: case 6: { /* 5: self-attention (one fused projection); 6: causal, masked */
+        const size_t qk = (size_t)(mp.n * mp.lq * mp.d);
+        float *mask = x + 3 * qk;
+        for (int j = 0; j < mp.n * mp.lk; j++) mask[j] = j % 7 == 3 ? 0.0f : 1.0f;
+        if (((mha_scratch_fn *)symbol(v, "axrt_mha_scratch_elems"))(&mp) > THREAD_X)
+            fail_msg("attention scratch too small");
+        ((mha_masked_fn *)symbol(v, "axrt_mha_packed_masked_f32"))(
+            x, kernel == 5 ? x : x + qk, kernel == 5 ? x : x + 2 * qk, kernel == 5 ? NULL : mask, w,
+            w + 3 * mp.d * mp.d, w + 4 * mp.d * mp.d, w + 5 * mp.d * mp.d, y, scratch, &mp);
+        return qk;
+    }
+    case 7:
+        ((layernorm_fn *)symbol(v, "axrt_layernorm_f32"))(x, w, w + 700, y, 100, 700, 1e-5f);
+        return 100 * 700;
+    case 8:
+        ((unary_fn *)symbol(v, "axrt_gelu_f32"))(x, y, EW);
+        return EW;
+    case 9:
+        ((leaky_fn *)symbol(v, "axrt_leaky_relu_f32"))(x, y, EW, 0.125f);
+        return EW;
+    case 10:
+        ((binary_fn *)symbol(v, "axrt_add_f32"))(x, x + EW, y, EW);
+        return EW;
+    case 11:
+        ((scalar_b_fn *)symbol(v, "axrt_div_scalar_b_f32"))(x, 3.0f, y, EW);
+        ((scalar_a_fn *)symbol(v, "axrt_sub_scalar_a_f32"))(0.5f, x, y + EW, EW);
+        return 2 * EW;
+    case 12:
+        ((pool_fn *)symbol(v, "axrt_maxpool_f32"))(x, y, &pp);
+        return 20 * 20 * 64;
+    default:
+        ((globalpool_fn *)symbol(v, "axrt_globalmeanpool_f32"))(x, y, 2, 1000, 40);
+        return 2 * 40;
+    }
+}
 
 static void test_threads_identical(void **state)
 {
-    enum { ROWS = 59, IN = 600, OUT = 37, WIDE = 2000 };
-    const axrt_conv2d_params cp = {1, 15, 13, 300, 5, 4, 20, 7, 7, 2, 2, 2, 2, 4, 3, 1};
-    const axrt_conv2d_params dp = {2, 32, 32, 64, 32, 32, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64};
-    enum { CX = 15 * 13 * 300, CW = 20 * 300 * 49, CY = 5 * 4 * 20, DX = 2 * 32 * 32 * 64 };
-    static float x[DX > CX ? DX : CX], w[CW > WIDE * IN ? CW : WIDE * IN], packed[CW > WIDE * IN ? CW : WIDE * IN];
-    static float y[DX], first[DX];
+    static float y[3 * THREAD_X], first[3 * THREAD_X];
     static const int counts[5] = {1, 2, 3, 4, 7};
     (void)state;
     for (int v = 0; v < n_variants; v++) {
         set_threads_fn *set_threads =
             (set_threads_fn *)dlsym(runtimes[variants[v].build], "axrt_set_threads");
         if (!set_threads) fail_msg("axrt_set_threads missing");
-        for (int kernel = 0; kernel < 5; kernel++)
+        for (int kernel = 0; kernel < THREAD_KERNELS; kernel++)
             for (int c = 0; c < 5; c++) {
-                size_t n = 0;
                 assert_int_equal(set_threads(counts[c]), 0);
-                fill(x, CX, -1, 1, 90 + kernel), fill(w, CW, -0.1f, 0.1f, 95 + kernel);
-                if (kernel <= 1) {
-                    const size_t rows = kernel == 0 ? ROWS : 1, out = kernel == 0 ? OUT : WIDE;
-                    ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, IN, out);
-                    ((dense_ep_fn *)symbol(v, "axrt_dense_packed_ep_f32"))(
-                        x, packed, w, NULL, AXRT_ACT_GELU, y, rows, IN, out);
-                    n = rows * out;
-                } else if (kernel == 2) {
-                    ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &cp);
-                    ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, w, x,
-                                                                           AXRT_ACT_RELU, y, &cp);
-                    n = CY;
-                } else if (kernel == 4) {   /* 16 * 64 * 1024 exceeds the threads' threshold */
-                    fill(x, DX, -30, 30, 98);
-                    ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(x, y, 64, 1024, 1);
-                    n = 64 * 1024;
-                } else {
-                    fill(x, DX, -1, 1, 99);
-                    ((pack_conv_fn *)symbol(v, "axrt_pack_depthwise_f32"))(w, packed, &dp);
-                    ((conv_ep_fn *)symbol(v, "axrt_conv2d_depthwise_f32"))(x, packed, w, NULL,
-                                                                           AXRT_ACT_RELU6, y, &dp);
-                    n = DX;
-                }
+                for (size_t i = 0; i < 3 * THREAD_X; i++) y[i] = (float)(c + 1) * 1e30f;
+                const size_t n = threads_kernel(v, kernel, y);
                 if (c == 0) memcpy(first, y, n * sizeof *y);
                 else if (memcmp(first, y, n * sizeof *y) != 0)
                     fail_msg("variant %s kernel %d: %d threads differ from 1", variant_name(v),
@@ -1128,6 +1206,7 @@ int main(void)
         cmocka_unit_test(test_epilogue_nan),
         cmocka_unit_test(test_elementwise_exact),
         cmocka_unit_test(test_maxpool_exact),
+        cmocka_unit_test(test_globalmeanpool_exact),
         cmocka_unit_test(test_training_kernels),
         cmocka_unit_test(test_threads_identical),
     };
