@@ -314,21 +314,61 @@ size_t axrt_conv2d_q8_scratch(const axrt_conv2d_params *p)
 /* Depthwise (one input channel per group, one output channel per input
  * channel): per output pixel, every tap adds x * w to 64 channels' int32 sums
  * at once (the padding reads x_zp), the same exact sums as the dot products,
- * in a loop the compiler vectorises, without a receptive-field copy.  Weight
- * (channel k, tap t) is w[k * taps + t] (plain) or, tap_major (packed),
- * w[t * c + k]. */
-#define Q8_DW_BLOCK 64
+ * without a receptive-field copy.  Weight (channel k, tap t) is
+ * w[k * taps + t] (plain: a scalar loop) or, tap_major (packed),
+ * w[t * c + k]: the instruction set's dw_sum (axrt_q8.h) when the taps are
+ * at most Q8_TAPS_MAX. */
+#define Q8_DW_BLOCK AXRT_Q8_DW_BLOCK
+#define Q8_TAPS_MAX 64
 static const axrt_q8_gemm_ops *pick_gemm(void);
+static void tap_rows(const uint8_t *x, const uint8_t *zp_row, const axrt_conv2d_params *p, size_t first,
+                     size_t mr, const uint8_t **rows);
 
 static bool is_depthwise(const axrt_conv2d_params *p)
 {
     return p->groups > 1 && p->groups == p->c && p->oc == p->c;
 }
 
+void axrt_q8_dw_sum_portable(const uint8_t *const *x, const int8_t *w, size_t ldw, size_t taps, size_t nc,
+                             int32_t *acc)
+{
+    for (size_t k = 0; k < nc; k++)
+        acc[k] = 0;
+    for (size_t t = 0; t < taps; t++)
+        for (size_t k = 0; k < nc; k++)
+            acc[k] += (int32_t)x[t][k] * w[t * ldw + k];
+}
+
+/* The tap-major depthwise conv through the instruction set's dw_sum. */
+static void depthwise_q8_taps(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_requant *rq, void *y,
+                              const axrt_conv2d_params *p)
+{
+    const axrt_q8_gemm_ops *g = pick_gemm();
+    const size_t c = (size_t)p->c, taps = (size_t)p->kh * (size_t)p->kw;
+    uint8_t zp_row[Q8_DW_BLOCK];
+    const uint8_t *rows[Q8_TAPS_MAX], *at[Q8_TAPS_MAX];
+    int32_t acc[Q8_DW_BLOCK];
+    memset(zp_row, x_zp, sizeof zp_row);
+    for (size_t pix = 0; pix < (size_t)p->n * (size_t)p->oh * (size_t)p->ow; pix++) {
+        tap_rows(x, NULL, p, pix, 1, rows);
+        for (size_t c0 = 0; c0 < c; c0 += Q8_DW_BLOCK) {
+            const size_t nc = c - c0 < Q8_DW_BLOCK ? c - c0 : Q8_DW_BLOCK;
+            for (size_t t = 0; t < taps; t++)
+                at[t] = rows[t] ? rows[t] + c0 : zp_row;
+            g->dw_sum(at, w + c0, c, taps, nc, acc);
+            g->finish(rq, acc, c0, nc, out_at(rq, y, pix * c + c0));
+        }
+    }
+}
+
 static void depthwise_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, bool tap_major, const axrt_requant *rq,
                          void *y, const axrt_conv2d_params *p)
 {
     const size_t c = (size_t)p->c, taps = (size_t)p->kh * (size_t)p->kw;
+    if (tap_major && taps <= Q8_TAPS_MAX) {
+        depthwise_q8_taps(x, x_zp, w, rq, y, p);
+        return;
+    }
     const size_t kstep = tap_major ? 1 : taps, tstep = tap_major ? c : 1;
     axrt_q8_finish_fn *const fin = pick_gemm()->finish;   /* the instruction set's requantisation */
     int32_t acc[Q8_DW_BLOCK];
@@ -430,7 +470,9 @@ static void tile_portable(const axrt_q8_tile *t)
     }
 }
 
-static const axrt_q8_gemm_ops gemm_portable = {"portable", 1, 16, tile_portable, axrt_q8_finish_portable};
+static const axrt_q8_gemm_ops gemm_portable = {"portable", 1, 16, tile_portable, axrt_q8_finish_portable,
+                                                axrt_q8_dw_sum_portable, axrt_q8_add_portable,
+                                                axrt_q8_rescale_portable};
 
 /* The GEMM of the instruction set pick_dot chooses. */
 static const axrt_q8_gemm_ops *pick_gemm(void)
@@ -472,7 +514,6 @@ size_t axrt_dense_q8_pack(const int8_t *w, size_t in, size_t out, int8_t *packed
 /* How conv p's packed K splits: one segment per tap, read in place, when the
  * taps are few and either c % 4 == 0 or there is one tap; else one segment,
  * the gathered receptive field.  nseg 0: grouped, not packed. */
-#define Q8_TAPS_MAX 64
 static void conv_segments(const axrt_conv2d_params *p, size_t *nseg, size_t *seg_len)
 {
     const size_t taps = (size_t)p->kh * (size_t)p->kw, c = (size_t)p->c;
@@ -628,7 +669,7 @@ static void ew_table(const axrt_ew_q8 *p, int k, int32_t *t)
         t[v] = ew_scaled(p, k, (uint8_t)v);
 }
 
-void axrt_add_q8(const uint8_t *a, const uint8_t *b, void *y, size_t n, const axrt_ew_q8 *p)
+void axrt_q8_add_portable(const uint8_t *a, const uint8_t *b, void *y, size_t n, const axrt_ew_q8 *p)
 {
     int32_t ta[256], tb[256];
     const bool table = n >= Q8_EW_TABLE_MIN;
@@ -643,8 +684,8 @@ void axrt_add_q8(const uint8_t *a, const uint8_t *b, void *y, size_t n, const ax
     }
 }
 
-void axrt_rescale_q8(const uint8_t *x, void *y, size_t outer, size_t row, size_t ld, size_t offset,
-                     const axrt_ew_q8 *p)
+void axrt_q8_rescale_portable(const uint8_t *x, void *y, size_t outer, size_t row, size_t ld, size_t offset,
+                              const axrt_ew_q8 *p)
 {
     int32_t t[256];   /* the clamped result of each byte */
     const bool table = outer * row >= Q8_EW_TABLE_MIN;
@@ -656,4 +697,15 @@ void axrt_rescale_q8(const uint8_t *x, void *y, size_t outer, size_t row, size_t
             ew_store(p, table ? t[v] : clamp_i32((int64_t)p->out_zp + ew_scaled(p, 0, v), p->lo, p->hi), y,
                      o * ld + offset + j);
         }
+}
+
+void axrt_add_q8(const uint8_t *a, const uint8_t *b, void *y, size_t n, const axrt_ew_q8 *p)
+{
+    pick_gemm()->add(a, b, y, n, p);
+}
+
+void axrt_rescale_q8(const uint8_t *x, void *y, size_t outer, size_t row, size_t ld, size_t offset,
+                     const axrt_ew_q8 *p)
+{
+    pick_gemm()->rescale(x, y, outer, row, ld, offset, p);
 }

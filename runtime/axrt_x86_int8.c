@@ -180,9 +180,127 @@ __attribute__((target(VNNI_TARGET))) static void vnni_finish(const axrt_requant 
     }
 }
 
+/* ---- AVX-512: the depthwise sum and the elementwise add and rescale -------------- */
+
+/* dw_sum with NB blocks of 16 channels (a constant after inlining): each
+ * tap's bytes widened to int32 lanes, x zero- and w sign-extended, so that
+ * vpmaddwd's pair (x, 0) . (w, sign) is x * w exactly. */
+#define DW512_ACC(b) __m512i d##b = _mm512_setzero_si512();
+#define DW512_MASK(b) const __mmask16 m##b = (__mmask16)(nc >= 16 * (b + 1) ? 0xffffu : nc > 16 * b ? (1u << (nc - 16 * b)) - 1u : 0u);
+#define DW512_TAP(b)                                                                                   \
+    if (b < NB)                                                                                        \
+        d##b = _mm512_add_epi32(d##b, _mm512_madd_epi16(                                               \
+            _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m##b, xt + 16 * b)),                             \
+            _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m##b, (const uint8_t *)wt + 16 * b))));
+#define DW512_STORE(b) if (b < NB) _mm512_mask_storeu_epi32(acc + 16 * b, m##b, d##b);
+VNNI_INLINE void vnni_dw_sum_nb(const uint8_t *const *x, const int8_t *w, size_t ldw, size_t taps, size_t nc,
+                                int32_t *acc, const int NB)
+{
+    DW512_ACC(0) DW512_ACC(1) DW512_ACC(2) DW512_ACC(3)
+    DW512_MASK(0) DW512_MASK(1) DW512_MASK(2) DW512_MASK(3)
+    for (size_t t = 0; t < taps; t++) {
+        const uint8_t *xt = x[t];
+        const int8_t *wt = w + t * ldw;
+        DW512_TAP(0) DW512_TAP(1) DW512_TAP(2) DW512_TAP(3)
+    }
+    DW512_STORE(0) DW512_STORE(1) DW512_STORE(2) DW512_STORE(3)
+}
+
+__attribute__((target(VNNI_TARGET))) static void vnni_dw_sum(const uint8_t *const *x, const int8_t *w, size_t ldw,
+                                                             size_t taps, size_t nc, int32_t *acc)
+{
+    switch ((nc + 15) / 16) {
+    case 1: vnni_dw_sum_nb(x, w, ldw, taps, nc, acc, 1); break;
+    case 2: vnni_dw_sum_nb(x, w, ldw, taps, nc, acc, 2); break;
+    case 3: vnni_dw_sum_nb(x, w, ldw, taps, nc, acc, 3); break;
+    default: vnni_dw_sum_nb(x, w, ldw, taps, nc, acc, 4); break;
+    }
+}
+
+/* One fixed-point scaling, axrt_requantize(v, mult, shift) lane by lane:
+ * |v| * |mult| in 64-bit lanes (even lanes, then odd ones), plus the half,
+ * shifted, truncated to 32 bits and given the product's sign. */
+typedef struct q512_scale {
+    __m512i mult, amult, half;
+    __m128i shift;
+} q512_scale;
+
+VNNI_INLINE q512_scale q512_scale_of(int32_t mult, int32_t shift)
+{
+    const q512_scale s = {_mm512_set1_epi32(mult), _mm512_abs_epi32(_mm512_set1_epi32(mult)),
+                          _mm512_set1_epi64((long long)((uint64_t)1 << (shift - 1))), _mm_cvtsi32_si128(shift)};
+    return s;
+}
+
+VNNI_INLINE __m512i q512_requantize(__m512i v, const q512_scale *s)
+{
+    const __m512i av = _mm512_abs_epi32(v);
+    const __m512i even = _mm512_srl_epi64(_mm512_add_epi64(_mm512_mul_epu32(av, s->amult), s->half), s->shift);
+    const __m512i odd = _mm512_srl_epi64(
+        _mm512_add_epi64(_mm512_mul_epu32(_mm512_srli_epi64(av, 32), s->amult), s->half), s->shift);
+    const __m512i r = _mm512_mask_blend_epi32(0xaaaa, even, _mm512_slli_epi64(odd, 32));
+    const __m512i neg = _mm512_srai_epi32(_mm512_xor_si512(v, s->mult), 31);   /* all ones where negative */
+    return _mm512_sub_epi32(_mm512_xor_si512(r, neg), neg);
+}
+
+/* Sixteen bytes q + 128 as int32 (q - zp) * 2^left. */
+VNNI_INLINE __m512i q512_centred(const uint8_t *x, __m512i zp128, __m128i left)
+{
+    return _mm512_sll_epi32(_mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)x)), zp128), left);
+}
+
+/* Stores sixteen results q, clamped to [lo, hi] after out_zp is added, as
+ * bytes q + 128 or as floats (q - out_zp) * scale: ew_store's operations. */
+VNNI_INLINE void q512_store(const axrt_ew_q8 *p, __m512i r, void *y, size_t i)
+{
+    r = _mm512_min_epi32(_mm512_max_epi32(r, _mm512_set1_epi32(p->lo - p->out_zp)), _mm512_set1_epi32(p->hi - p->out_zp));
+    if (p->out_q8)
+        _mm_storeu_si128((__m128i *)((uint8_t *)y + i), _mm512_cvtepi32_epi8(_mm512_add_epi32(r, _mm512_set1_epi32(p->out_zp + 128))));
+    else
+        _mm512_storeu_ps((float *)y + i, _mm512_mul_ps(_mm512_cvtepi32_ps(r), _mm512_set1_ps(p->scale)));
+}
+
+static void *ew_at(const axrt_ew_q8 *p, void *y, size_t i)
+{
+    return (unsigned char *)y + i * (p->out_q8 ? 1 : sizeof(float));
+}
+
+__attribute__((target(VNNI_TARGET))) static void vnni_add(const uint8_t *a, const uint8_t *b, void *y, size_t n,
+                                                          const axrt_ew_q8 *p)
+{
+    const q512_scale sa = q512_scale_of(p->mult[0], p->shift[0]), sb = q512_scale_of(p->mult[1], p->shift[1]);
+    const q512_scale so = q512_scale_of(p->out_mult, p->out_shift);
+    const __m512i za = _mm512_set1_epi32(p->zp[0] + 128), zb = _mm512_set1_epi32(p->zp[1] + 128);
+    const __m128i left = _mm_cvtsi32_si128(p->left);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512i va = q512_requantize(q512_centred(a + i, za, left), &sa);
+        const __m512i vb = q512_requantize(q512_centred(b + i, zb, left), &sb);
+        q512_store(p, q512_requantize(_mm512_add_epi32(va, vb), &so), y, i);
+    }
+    axrt_q8_add_portable(a + i, b + i, ew_at(p, y, i), n - i, p);
+}
+
+__attribute__((target(VNNI_TARGET))) static void vnni_rescale(const uint8_t *x, void *y, size_t outer, size_t row,
+                                                              size_t ld, size_t offset, const axrt_ew_q8 *p)
+{
+    const q512_scale s = q512_scale_of(p->mult[0], p->shift[0]);
+    const __m512i z = _mm512_set1_epi32(p->zp[0] + 128);
+    const __m128i left = _mm_cvtsi32_si128(p->left);
+    for (size_t o = 0; o < outer; o++) {
+        const uint8_t *xr = x + o * row;
+        void *yr = ew_at(p, y, o * ld + offset);
+        size_t j = 0;
+        for (; j + 16 <= row; j += 16)
+            q512_store(p, q512_requantize(q512_centred(xr + j, z, left), &s), yr, j);
+        axrt_q8_rescale_portable(xr + j, ew_at(p, yr, j), 1, row - j, row - j, 0, p);
+    }
+}
+
 const axrt_q8_gemm_ops *axrt_q8_gemm_vnni(void)
 {
-    static const axrt_q8_gemm_ops ops = {"avx512vnni", 6, 64, vnni_tile_dispatch, vnni_finish};
+    static const axrt_q8_gemm_ops ops = {"avx512vnni", 6, 64, vnni_tile_dispatch, vnni_finish,
+                                         vnni_dw_sum, vnni_add, vnni_rescale};
     const int ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
     return ok ? &ops : NULL;
@@ -256,9 +374,122 @@ static void avx2_tile_any(const axrt_q8_tile *t)
     tiles[t->mr - 1](t);
 }
 
+/* ---- AVX2: the depthwise sum and the elementwise add and rescale ----------------- */
+
+/* acc[k] for k0 <= k < k0 + 8 * NB (NB constant after inlining): as
+ * vnni_dw_sum, eight channels a vector. */
+#define DW256_ACC(b) __m256i d##b = _mm256_setzero_si256();
+#define DW256_TAP(b)                                                                                   \
+    if (b < NB)                                                                                        \
+        d##b = _mm256_add_epi32(d##b, _mm256_madd_epi16(                                               \
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(xt + 8 * b))),                      \
+            _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(wt + 8 * b)))));
+#define DW256_STORE(b) if (b < NB) _mm256_storeu_si256((__m256i *)(acc + k0 + 8 * b), d##b);
+AVX2_INLINE void avx2_dw_sum_nb(const uint8_t *const *x, const int8_t *w, size_t ldw, size_t taps, size_t k0,
+                                int32_t *acc, const int NB)
+{
+    DW256_ACC(0) DW256_ACC(1) DW256_ACC(2) DW256_ACC(3)
+    for (size_t t = 0; t < taps; t++) {
+        const uint8_t *xt = x[t] + k0;
+        const int8_t *wt = w + t * ldw + k0;
+        DW256_TAP(0) DW256_TAP(1) DW256_TAP(2) DW256_TAP(3)
+    }
+    DW256_STORE(0) DW256_STORE(1) DW256_STORE(2) DW256_STORE(3)
+}
+
+__attribute__((target("avx2"))) static void avx2_dw_sum(const uint8_t *const *x, const int8_t *w, size_t ldw,
+                                                        size_t taps, size_t nc, int32_t *acc)
+{
+    size_t k0 = 0;
+    for (; k0 + 32 <= nc; k0 += 32)
+        avx2_dw_sum_nb(x, w, ldw, taps, k0, acc, 4);
+    for (; k0 + 8 <= nc; k0 += 8)
+        avx2_dw_sum_nb(x, w, ldw, taps, k0, acc, 1);
+    for (size_t k = k0; k < nc; k++) {   /* the last nc % 8 channels */
+        int32_t sum = 0;
+        for (size_t t = 0; t < taps; t++)
+            sum += (int32_t)x[t][k] * w[t * ldw + k];
+        acc[k] = sum;
+    }
+}
+
+/* q512_scale, q512_requantize, ... on eight lanes */
+typedef struct q256_scale {
+    __m256i mult, amult, half;
+    __m128i shift;
+} q256_scale;
+
+AVX2_INLINE q256_scale q256_scale_of(int32_t mult, int32_t shift)
+{
+    const q256_scale s = {_mm256_set1_epi32(mult), _mm256_abs_epi32(_mm256_set1_epi32(mult)),
+                          _mm256_set1_epi64x((long long)((uint64_t)1 << (shift - 1))), _mm_cvtsi32_si128(shift)};
+    return s;
+}
+
+AVX2_INLINE __m256i q256_requantize(__m256i v, const q256_scale *s)
+{
+    const __m256i av = _mm256_abs_epi32(v);
+    const __m256i even = _mm256_srl_epi64(_mm256_add_epi64(_mm256_mul_epu32(av, s->amult), s->half), s->shift);
+    const __m256i odd = _mm256_srl_epi64(
+        _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(av, 32), s->amult), s->half), s->shift);
+    const __m256i r = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xaa);
+    const __m256i neg = _mm256_srai_epi32(_mm256_xor_si256(v, s->mult), 31);
+    return _mm256_sub_epi32(_mm256_xor_si256(r, neg), neg);
+}
+
+AVX2_INLINE __m256i q256_centred(const uint8_t *x, __m256i zp128, __m128i left)
+{
+    return _mm256_sll_epi32(_mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)x)), zp128), left);
+}
+
+AVX2_INLINE void q256_store(const axrt_ew_q8 *p, __m256i r, void *y, size_t i)
+{
+    r = _mm256_min_epi32(_mm256_max_epi32(r, _mm256_set1_epi32(p->lo - p->out_zp)), _mm256_set1_epi32(p->hi - p->out_zp));
+    if (p->out_q8) {   /* r + out_zp + 128 in [0, 255]: the packs saturate nothing */
+        const __m256i b = _mm256_add_epi32(r, _mm256_set1_epi32(p->out_zp + 128));
+        const __m128i h = _mm_packus_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
+        _mm_storel_epi64((__m128i *)((uint8_t *)y + i), _mm_packus_epi16(h, h));
+    } else {
+        _mm256_storeu_ps((float *)y + i, _mm256_mul_ps(_mm256_cvtepi32_ps(r), _mm256_set1_ps(p->scale)));
+    }
+}
+
+__attribute__((target("avx2"))) static void avx2_add(const uint8_t *a, const uint8_t *b, void *y, size_t n,
+                                                     const axrt_ew_q8 *p)
+{
+    const q256_scale sa = q256_scale_of(p->mult[0], p->shift[0]), sb = q256_scale_of(p->mult[1], p->shift[1]);
+    const q256_scale so = q256_scale_of(p->out_mult, p->out_shift);
+    const __m256i za = _mm256_set1_epi32(p->zp[0] + 128), zb = _mm256_set1_epi32(p->zp[1] + 128);
+    const __m128i left = _mm_cvtsi32_si128(p->left);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256i va = q256_requantize(q256_centred(a + i, za, left), &sa);
+        const __m256i vb = q256_requantize(q256_centred(b + i, zb, left), &sb);
+        q256_store(p, q256_requantize(_mm256_add_epi32(va, vb), &so), y, i);
+    }
+    axrt_q8_add_portable(a + i, b + i, ew_at(p, y, i), n - i, p);
+}
+
+__attribute__((target("avx2"))) static void avx2_rescale(const uint8_t *x, void *y, size_t outer, size_t row,
+                                                         size_t ld, size_t offset, const axrt_ew_q8 *p)
+{
+    const q256_scale s = q256_scale_of(p->mult[0], p->shift[0]);
+    const __m256i z = _mm256_set1_epi32(p->zp[0] + 128);
+    const __m128i left = _mm_cvtsi32_si128(p->left);
+    for (size_t o = 0; o < outer; o++) {
+        const uint8_t *xr = x + o * row;
+        void *yr = ew_at(p, y, o * ld + offset);
+        size_t j = 0;
+        for (; j + 8 <= row; j += 8)
+            q256_store(p, q256_requantize(q256_centred(xr + j, z, left), &s), yr, j);
+        axrt_q8_rescale_portable(xr + j, ew_at(p, yr, j), 1, row - j, row - j, 0, p);
+    }
+}
+
 const axrt_q8_gemm_ops *axrt_q8_gemm_avx2(void)
 {
-    static const axrt_q8_gemm_ops ops = {"avx2", 3, 16, avx2_tile_any, axrt_q8_finish_portable};
+    static const axrt_q8_gemm_ops ops = {"avx2", 3, 16, avx2_tile_any, axrt_q8_finish_portable,
+                                         avx2_dw_sum, avx2_add, avx2_rescale};
     return __builtin_cpu_supports("avx2") ? &ops : NULL;
 }
 

@@ -224,6 +224,10 @@ static void test_conv(void **state)
     check_conv((axrt_conv2d_params){1, 11, 10, 3, 6, 5, 17, 5, 5, 2, 2, 1, 1, 2, 2, 1});
     check_conv((axrt_conv2d_params){1, 5, 3, 7, 5, 3, 130, 1, 1, 1, 1, 1, 1, 0, 0, 1});
     check_conv((axrt_conv2d_params){1, 4, 4, 4, 4, 4, 1, 9, 9, 1, 1, 1, 1, 4, 4, 1});  /* 81 taps: gathered */
+    /* depthwise: channel blocks of 64 and the vectors' tails (8, 16 lanes), 5x5 strided, dilated */
+    check_conv((axrt_conv2d_params){1, 7, 6, 70, 7, 6, 70, 3, 3, 1, 1, 1, 1, 1, 1, 70});
+    check_conv((axrt_conv2d_params){2, 9, 8, 13, 4, 4, 13, 5, 5, 2, 2, 1, 1, 2, 2, 13});
+    check_conv((axrt_conv2d_params){1, 8, 8, 150, 8, 8, 150, 3, 3, 1, 1, 2, 2, 2, 2, 150});
 }
 
 /* Dense is the 1x1 conv over a 1x1 image with `rows` images. */
@@ -403,6 +407,79 @@ static void test_rescale_q8(void **state)
     assert_memory_equal(rows, want, 15);
 }
 
+/* A random elementwise case: operand scalings below 1 (|v_k| < 2^28, as
+ * axc's), the output's anywhere from tiny to far past the clamp, the
+ * multipliers' extremes (0, 1, -1, INT32_MIN, INT32_MAX) among them. */
+static int32_t random_mult(void)
+{
+    static const int32_t edges[] = {0, 1, -1, INT32_MIN, INT32_MAX, 1 << 30};
+    const uint32_t r = next_random();
+    if (r % 8 == 0) return edges[(r >> 3) % 6];
+    return (int32_t)((1u << 30) + next_random() % (1u << 30)) * (r % 8 == 1 ? -1 : 1);
+}
+
+static axrt_ew_q8 random_ew(void)
+{
+    axrt_ew_q8 p;
+    memset(&p, 0, sizeof p);
+    for (int k = 0; k < 2; k++) {
+        p.zp[k] = (int32_t)(next_random() % 256) - 128;
+        p.mult[k] = random_mult();
+        p.shift[k] = 31 + (int32_t)(next_random() % 32);
+    }
+    p.left = (int32_t)(next_random() % 21);
+    p.out_mult = random_mult();
+    p.out_shift = 1 + (int32_t)(next_random() % 62);
+    p.out_zp = (int32_t)(next_random() % 256) - 128;
+    p.lo = -128 + (int32_t)(next_random() % 64);
+    p.hi = 127 - (int32_t)(next_random() % 64);
+    p.scale = (float)(next_random() % 1000 + 1) * 1.7e-4f;
+    p.out_q8 = (int32_t)(next_random() & 1);
+    return p;
+}
+
+/* axrt_add_q8 and axrt_rescale_q8 on every instruction set against the
+ * portable C's, bit for bit: random bytes (0 and 255 among them), lengths
+ * around the vector widths and past the byte tables' threshold, a concat's
+ * strided rows, in place. */
+static void test_ew_isas(void **state)
+{
+    (void)state;
+    enum { N = 1100 };
+    static const size_t lens[] = {1, 7, 8, 15, 16, 17, 31, 33, 100, 511, 512, 1099};
+    uint8_t a[N], b[N];
+    float want[6 * N], got[6 * N];   /* add, rescale, and the strided rows (at most 4 n) */
+    for (int round = 0; round < 200; round++) {
+        const axrt_ew_q8 p = random_ew();
+        const size_t n = lens[round % 12], bytes = n * (p.out_q8 ? 1 : sizeof(float));
+        for (size_t i = 0; i < n; i++) {
+            const uint32_t r = next_random();
+            a[i] = r % 16 == 0 ? 0 : r % 16 == 1 ? 255 : (uint8_t)(r >> 4);
+            b[i] = r % 16 == 2 ? 0 : r % 16 == 3 ? 255 : (uint8_t)(r >> 12);
+        }
+        const size_t row = n % 7 + 1, outer = n / row, ld = row + 3, off = row % 3;
+        for (int i = 0; i < 3; i++) {
+            if (axrt_set_isa(isas[i]) != 0) continue;
+            float *out = i == 0 ? want : got;
+            memset(out, 0xa5, sizeof want);
+            axrt_add_q8(a, b, out, n, &p);
+            axrt_rescale_q8(a, (unsigned char *)out + bytes, 1, n, n, 0, &p);
+            axrt_rescale_q8(b, (unsigned char *)out + 2 * bytes, outer, row, ld, off, &p);
+            if (i > 0 && memcmp(got, want, sizeof want))
+                fail_msg("int8 add/rescale round %d (n %zu, out_q8 %d) differs from the portable C on %s", round, n,
+                         p.out_q8, isas[i]);
+            if (p.out_q8) {   /* in place: y == a */
+                uint8_t inplace[N];
+                memcpy(inplace, a, n);
+                axrt_add_q8(inplace, b, inplace, n, &p);
+                if (memcmp(inplace, want, n))
+                    fail_msg("int8 add in place, round %d, differs on %s", round, isas[i]);
+            }
+        }
+        axrt_set_isa(NULL);
+    }
+}
+
 static void test_dispatch(void **state)
 {
     (void)state;
@@ -431,6 +508,7 @@ int main(void)
         cmocka_unit_test(test_maxpool_u8),
         cmocka_unit_test(test_add_q8),
         cmocka_unit_test(test_rescale_q8),
+        cmocka_unit_test(test_ew_isas),
         cmocka_unit_test(test_dispatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
