@@ -321,9 +321,6 @@ size_t axrt_conv2d_q8_scratch(const axrt_conv2d_params *p)
 #define Q8_DW_BLOCK AXRT_Q8_DW_BLOCK
 #define Q8_TAPS_MAX 64
 static const axrt_q8_gemm_ops *pick_gemm(void);
-static void tap_rows(const uint8_t *x, const uint8_t *zp_row, const axrt_conv2d_params *p, size_t first,
-                     size_t mr, const uint8_t **rows);
-
 static bool is_depthwise(const axrt_conv2d_params *p)
 {
     return p->groups > 1 && p->groups == p->c && p->oc == p->c;
@@ -339,7 +336,9 @@ void axrt_q8_dw_sum_portable(const uint8_t *const *x, const int8_t *w, size_t ld
             acc[k] += (int32_t)x[t][k] * w[t * ldw + k];
 }
 
-/* The tap-major depthwise conv through the instruction set's dw_sum. */
+/* The tap-major depthwise conv through the instruction set's dw_sum: per
+ * output pixel the taps' input pixels (zp_row outside the image), then the
+ * channel blocks' sums and the epilogue. */
 static void depthwise_q8_taps(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_requant *rq, void *y,
                               const axrt_conv2d_params *p)
 {
@@ -348,17 +347,29 @@ static void depthwise_q8_taps(const uint8_t *x, int32_t x_zp, const int8_t *w, c
     uint8_t zp_row[Q8_DW_BLOCK];
     const uint8_t *rows[Q8_TAPS_MAX], *at[Q8_TAPS_MAX];
     int32_t acc[Q8_DW_BLOCK];
+    size_t pix = 0;
     memset(zp_row, x_zp, sizeof zp_row);
-    for (size_t pix = 0; pix < (size_t)p->n * (size_t)p->oh * (size_t)p->ow; pix++) {
-        tap_rows(x, NULL, p, pix, 1, rows);
-        for (size_t c0 = 0; c0 < c; c0 += Q8_DW_BLOCK) {
-            const size_t nc = c - c0 < Q8_DW_BLOCK ? c - c0 : Q8_DW_BLOCK;
-            for (size_t t = 0; t < taps; t++)
-                at[t] = rows[t] ? rows[t] + c0 : zp_row;
-            g->dw_sum(at, w + c0, c, taps, nc, acc);
-            g->finish(rq, acc, c0, nc, out_at(rq, y, pix * c + c0));
-        }
-    }
+    for (int n = 0; n < p->n; n++)
+        for (int oy = 0; oy < p->oh; oy++)
+            for (int ox = 0; ox < p->ow; ox++, pix++) {
+                size_t t = 0;
+                for (int ky = 0; ky < p->kh; ky++) {
+                    const int iy = oy * p->stride_h - p->pad_top + ky * p->dilation_h;
+                    const bool inside = iy >= 0 && iy < p->h;
+                    const uint8_t *line = inside ? x + ((size_t)n * (size_t)p->h + (size_t)iy) * (size_t)p->w * c : NULL;
+                    for (int kx = 0; kx < p->kw; kx++, t++) {
+                        const int ix = ox * p->stride_w - p->pad_left + kx * p->dilation_w;
+                        rows[t] = !inside || ix < 0 || ix >= p->w ? NULL : line + (size_t)ix * c;
+                    }
+                }
+                for (size_t c0 = 0; c0 < c; c0 += Q8_DW_BLOCK) {
+                    const size_t nc = c - c0 < Q8_DW_BLOCK ? c - c0 : Q8_DW_BLOCK;
+                    for (t = 0; t < taps; t++)
+                        at[t] = rows[t] ? rows[t] + c0 : zp_row;
+                    g->dw_sum(at, w + c0, c, taps, nc, acc);
+                    g->finish(rq, acc, c0, nc, out_at(rq, y, pix * c + c0));
+                }
+            }
 }
 
 static void depthwise_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, bool tap_major, const axrt_requant *rq,

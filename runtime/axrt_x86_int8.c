@@ -134,21 +134,32 @@ static void vnni_tile_dispatch(const axrt_q8_tile *t)
         vnni_tail(t);
 }
 
-/* round_half_away(|v| * |mult| / 2^shift) in 64-bit lanes, truncated to 32
- * bits (axrt_requantize before its sign): eight lanes of av, am, sh. */
-VNNI_INLINE __m256i vnni_requant_half(__m256i av, __m256i am, __m256i sh)
+/* axrt_requantize lane by lane with per-lane multipliers and shifts:
+ * |v| * |mult| in 64-bit lanes (the even lanes, then the odd ones: no
+ * widening shuffles), plus half of 2^shift, shifted, truncated to 32 bits and
+ * given the product's sign. */
+VNNI_INLINE __m512i vnni_requant_lanes(__m512i v, __m512i mult, __m512i shift)
 {
-    const __m512i s = _mm512_cvtepu32_epi64(sh);
-    const __m512i p = _mm512_mul_epu32(_mm512_cvtepu32_epi64(av), _mm512_cvtepu32_epi64(am));
-    const __m512i half = _mm512_sllv_epi64(_mm512_set1_epi64(1), _mm512_sub_epi64(s, _mm512_set1_epi64(1)));
-    return _mm512_cvtepi64_epi32(_mm512_srlv_epi64(_mm512_add_epi64(p, half), s));
+    const __m512i one = _mm512_set1_epi64(1), av = _mm512_abs_epi32(v), am = _mm512_abs_epi32(mult);
+    const __m512i se = _mm512_and_si512(shift, _mm512_set1_epi64(0xffffffff)), so = _mm512_srli_epi64(shift, 32);
+    const __m512i pe = _mm512_mul_epu32(av, am);
+    const __m512i po = _mm512_mul_epu32(_mm512_srli_epi64(av, 32), _mm512_srli_epi64(am, 32));
+    const __m512i re = _mm512_srlv_epi64(_mm512_add_epi64(pe, _mm512_sllv_epi64(one, _mm512_sub_epi64(se, one))), se);
+    const __m512i ro = _mm512_srlv_epi64(_mm512_add_epi64(po, _mm512_sllv_epi64(one, _mm512_sub_epi64(so, one))), so);
+    const __m512i r = _mm512_mask_blend_epi32(0xaaaa, re, _mm512_slli_epi64(ro, 32));
+    const __m512i neg = _mm512_srai_epi32(_mm512_xor_si512(v, mult), 31);   /* all ones where negative */
+    return _mm512_sub_epi32(_mm512_xor_si512(r, neg), neg);
 }
 
 /* axrt_q8_finish_portable, sixteen channels at a time, the same integers
- * and the same float operations (or the same bytes when rq->out_q8). */
+ * and the same float operations (or the same bytes when rq->out_q8; those
+ * narrowed in a register: vpmovdb to memory is slow on Zen 4). */
 __attribute__((target(VNNI_TARGET))) static void vnni_finish(const axrt_requant *rq, const int32_t *acc,
                                                              size_t c0, size_t nc, void *y)
 {
+    const __m512i lo = _mm512_set1_epi32(rq->lo - rq->zp), hi = _mm512_set1_epi32(rq->hi - rq->zp);
+    const __m512i zp128 = _mm512_set1_epi32(rq->zp + 128);
+    const __m512 scale = _mm512_set1_ps(rq->scale);
     for (size_t j = 0; j < nc; j += 16) {
         const size_t n = nc - j < 16 ? nc - j : 16;
         const __mmask16 m = (__mmask16)((1u << n) - 1u);
@@ -160,21 +171,16 @@ __attribute__((target(VNNI_TARGET))) static void vnni_finish(const axrt_requant 
         } else {
             const __m512i mult = _mm512_maskz_loadu_epi32(m, rq->mult + c0 + j);
             const __m512i sh = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, rq->shift + c0 + j));
-            const __mmask16 neg = _mm512_cmplt_epi32_mask(_mm512_xor_si512(v, mult), _mm512_setzero_si512());
-            const __m512i av = _mm512_abs_epi32(v), am = _mm512_abs_epi32(mult);
-            const __m256i lo = vnni_requant_half(_mm512_castsi512_si256(av), _mm512_castsi512_si256(am),
-                                                 _mm512_castsi512_si256(sh));
-            const __m256i hi = vnni_requant_half(_mm512_extracti64x4_epi64(av, 1), _mm512_extracti64x4_epi64(am, 1),
-                                                 _mm512_extracti64x4_epi64(sh, 1));
-            __m512i r = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-            r = _mm512_mask_sub_epi32(r, neg, _mm512_setzero_si512(), r);
-            r = _mm512_min_epi32(_mm512_max_epi32(r, _mm512_set1_epi32(rq->lo - rq->zp)),
-                                 _mm512_set1_epi32(rq->hi - rq->zp));
+            const __m512i r = _mm512_min_epi32(_mm512_max_epi32(vnni_requant_lanes(v, mult, sh), lo), hi);
             if (rq->out_q8) {   /* r + zp + 128 is in [0, 255]: the truncation is exact */
-                _mm512_mask_cvtepi32_storeu_epi8((uint8_t *)y + j, m, _mm512_add_epi32(r, _mm512_set1_epi32(rq->zp + 128)));
+                const __m128i b = _mm512_cvtepi32_epi8(_mm512_add_epi32(r, zp128));
+                if (n == 16)
+                    _mm_storeu_si128((__m128i *)((uint8_t *)y + j), b);
+                else
+                    _mm_mask_storeu_epi8((uint8_t *)y + j, m, b);
                 continue;
             }
-            f = _mm512_mul_ps(_mm512_cvtepi32_ps(r), _mm512_set1_ps(rq->scale));
+            f = _mm512_mul_ps(_mm512_cvtepi32_ps(r), scale);
         }
         _mm512_mask_storeu_ps((float *)y + j, m, f);
     }
