@@ -720,3 +720,24 @@ void axrt_rescale_q8(const uint8_t *x, void *y, size_t outer, size_t row, size_t
 {
     pick_gemm()->rescale(x, y, outer, row, ld, offset, p);
 }
+
+/* ---- global mean pooling ------------------------------------------------------------ */
+
+void axrt_globalmeanpool_q8(const uint8_t *x, void *y, size_t n, size_t hw, size_t c, const axrt_ew_q8 *p)
+{
+    int32_t sum[Q8_DW_BLOCK];
+    const int32_t centre = (int32_t)hw * (128 + p->zp[0]);   /* hw times the zero point's byte */
+    for (size_t b = 0; b < n; b++)
+        for (size_t c0 = 0; c0 < c; c0 += Q8_DW_BLOCK) {
+            const size_t nc = c - c0 < Q8_DW_BLOCK ? c - c0 : Q8_DW_BLOCK;
+            const uint8_t *xb = x + b * hw * c + c0;
+            memset(sum, 0, sizeof sum);
+            for (size_t i = 0; i < hw; i++)
+                for (size_t k = 0; k < nc; k++)
+                    sum[k] += xb[i * c + k];
+            for (size_t k = 0; k < nc; k++) {
+                const int32_t r = axrt_requantize(sum[k] - centre, p->mult[0], p->shift[0]);
+                ew_store(p, clamp_i32((int64_t)p->out_zp + r, p->lo, p->hi), y, b * c + c0 + k);
+            }
+        }
+}

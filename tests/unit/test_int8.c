@@ -4,7 +4,8 @@
  * tails) against naive int32 sums written here; and every instruction set
  * this CPU has, forced with axrt_set_isa, bit-identical to the portable C;
  * the int8-stored output (rq.out_q8: q + 128 in uint8) the same integers;
- * the elementwise add and rescale (concat part, ReLU) against exact sums. */
+ * the elementwise add and rescale (concat part, ReLU) against exact sums and
+ * on every instruction set against the portable C; the int8 global mean-pool. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdbool.h>
@@ -480,6 +481,35 @@ static void test_ew_isas(void **state)
     }
 }
 
+/* axrt_globalmeanpool_q8 against the sum and requantisation written here:
+ * channel counts around its 64-wide blocks, batch 2, bytes and floats. */
+static void test_globalmeanpool_q8(void **state)
+{
+    (void)state;
+    static const size_t cs[] = {1, 63, 64, 65, 150};
+    for (size_t t = 0; t < sizeof cs / sizeof cs[0]; t++) {
+        const size_t c = cs[t], hw = 7 + t * 11, n = 2;
+        axrt_ew_q8 p = {{-9 + (int32_t)t, 0}, {0, 0}, {0, 0}, 0, 0, 0, 4, -128, 127, 0.02f, 1};
+        q31(0.05 / (hw * 0.02), &p.mult[0], &p.shift[0]);
+        uint8_t *x = malloc(n * hw * c), *y = malloc(n * c);
+        float *f = malloc(sizeof(float) * n * c);
+        for (size_t i = 0; i < n * hw * c; i++) x[i] = (uint8_t)next_random();
+        axrt_globalmeanpool_q8(x, y, n, hw, c, &p);
+        p.out_q8 = 0;
+        axrt_globalmeanpool_q8(x, f, n, hw, c, &p);
+        for (size_t b = 0; b < n; b++)
+            for (size_t k = 0; k < c; k++) {
+                int32_t sum = 0;
+                for (size_t i = 0; i < hw; i++) sum += x[(b * hw + i) * c + k] - 128 - p.zp[0];
+                int32_t q = p.out_zp + reference_requantize(sum, p.mult[0], p.shift[0]);
+                q = q < -128 ? -128 : q > 127 ? 127 : q;
+                assert_int_equal(y[b * c + k], q + 128);
+                assert_true(f[b * c + k] == (float)(q - p.out_zp) * p.scale);
+            }
+        free(x); free(y); free(f);
+    }
+}
+
 static void test_dispatch(void **state)
 {
     (void)state;
@@ -509,6 +539,7 @@ int main(void)
         cmocka_unit_test(test_add_q8),
         cmocka_unit_test(test_rescale_q8),
         cmocka_unit_test(test_ew_isas),
+        cmocka_unit_test(test_globalmeanpool_q8),
         cmocka_unit_test(test_dispatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
