@@ -21,8 +21,9 @@
  * output range (a copy where the parameters agree), the ReLU sharing its
  * operand's scale and zero point (a clamp: exact); a float operand is
  * quantised at the door with its own observed range.  A global mean-pool of
- * an int8 result runs in int8 too (TFLite's integer mean: the exact sum
- * rescaled by s_in / (count s_out) to its own observed range).  Everything
+ * an int8 result whose readers are int8 nodes runs in int8 too (TFLite's
+ * integer mean: the exact sum rescaled by s_in / (count s_out) to its own
+ * observed range).  Everything
  * else runs in float on the dequantised values: other pooling, softmax,
  * LayerNorm and the other activations.  Between int8 nodes the value stays int8: a node
  * whose integer result (no float epilogue) is read only by int8 nodes
@@ -343,6 +344,15 @@ static void quantise_pools(ir_graph *g)
     }
 }
 
+/* A global mean-pool whose result would not stay int8 (a graph output, a
+ * float reader) runs in float: in int8 it would only add a rounding. */
+static void float_mean_pools(ir_graph *g)
+{
+    for (int id = g->nnodes - 1; id >= 0; id--)
+        if (g->nodes[id].op == IR_OP_globalmeanpool && g->nodes[id].quant && !keeps_int8(g, id))
+            g->nodes[id].quant = NULL;
+}
+
 /* Marks the int8 nodes whose results stay int8 and their readers. */
 static void mark_int8_storage(ir_graph *g)
 {
@@ -382,6 +392,7 @@ int pass_quant(ir_graph *g, const double *observed_lo, const double *observed_hi
             hi[id] = hi[n->src[0]];   /* producer's parameters; a reshape: the same values */
         }
     }
+    float_mean_pools(g);
     mark_int8_storage(g);
     /* the int8 nodes need a byte buffer for their quantised input and
        none of the layers runs in place: plan again */

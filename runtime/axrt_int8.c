@@ -601,6 +601,29 @@ static void tap_rows(const uint8_t *x, const uint8_t *zp_row, const axrt_conv2d_
     }
 }
 
+/* A gathered conv (a small receptive field: the first conv's 3x3x3, say) on
+ * a tile of several rows: up to mr pixels' receptive fields gathered into a
+ * buffer on the stack (only here: the portable tile has one row and
+ * gathers into the caller's patch), then one tile for them all. */
+#define Q8_GATHER_MAX 256
+static void gathered_rows(const axrt_q8_gemm_ops *g, const uint8_t *x, int32_t x_zp, const int8_t *packed,
+                          const axrt_requant *rq, void *y, const axrt_conv2d_params *p, size_t seg_len)
+{
+    uint8_t fields[AXRT_Q8_MR_MAX][Q8_GATHER_MAX];
+    const uint8_t *rows[AXRT_Q8_MR_MAX];
+    const size_t pixels = (size_t)p->n * (size_t)p->oh * (size_t)p->ow, oc = (size_t)p->oc;
+    for (size_t first = 0; first < pixels; first += g->mr) {
+        const size_t mr = pixels - first < g->mr ? pixels - first : g->mr;
+        for (size_t r = 0; r < mr; r++) {
+            const size_t pix = first + r;
+            const int ox = (int)(pix % (size_t)p->ow), oy = (int)(pix / (size_t)p->ow % (size_t)p->oh);
+            gather_patch(x, (uint8_t)x_zp, p, (int)(pix / ((size_t)p->ow * (size_t)p->oh)), oy, ox, 0, fields[r]);
+            rows[r] = fields[r];
+        }
+        gemm_rows(g, rows, mr, 1, seg_len, packed, oc, rq, out_at(rq, y, first * oc), oc);
+    }
+}
+
 void axrt_conv2d_q8_packed(const uint8_t *x, int32_t x_zp, const int8_t *packed, const axrt_requant *rq,
                            void *y, uint8_t *patch, const axrt_conv2d_params *p)
 {
@@ -616,6 +639,10 @@ void axrt_conv2d_q8_packed(const uint8_t *x, int32_t x_zp, const int8_t *packed,
     const axrt_q8_gemm_ops *g = pick_gemm();
     const size_t pixels = (size_t)p->n * (size_t)p->oh * (size_t)p->ow, oc = (size_t)p->oc;
     const uint8_t *rows[Q8_TAPS_MAX * AXRT_Q8_MR_MAX];
+    if (nseg == 1 && seg_len != (size_t)p->c && g->mr > 1 && seg_len <= Q8_GATHER_MAX) {
+        gathered_rows(g, x, x_zp, packed, rq, y, p, seg_len);
+        return;
+    }
     if (nseg == 1 && seg_len != (size_t)p->c) {   /* gathered, one pixel at a time */
         rows[0] = patch;
         for (size_t pix = 0; pix < pixels; pix++) {
