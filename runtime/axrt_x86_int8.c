@@ -151,6 +151,22 @@ VNNI_INLINE __m512i vnni_requant_lanes(__m512i v, __m512i mult, __m512i shift)
     return _mm512_sub_epi32(_mm512_xor_si512(r, neg), neg);
 }
 
+/* vnni_requant_lanes where every lane's shift is at least 33 (the usual
+ * case: the multiplier is below 2^-2): (|p| + 2^(s-1)) >> s equals
+ * ((|p| >> (s-1)) + 1) >> 1, and |p| >> (s-1) is (|p| >> 32) >> (s-33), so
+ * the products' high halves suffice and the rest runs on 32-bit lanes. */
+VNNI_INLINE __m512i vnni_requant_high(__m512i v, __m512i mult, __m512i shift)
+{
+    const __m512i av = _mm512_abs_epi32(v), am = _mm512_abs_epi32(mult);
+    const __m512i pe = _mm512_mul_epu32(av, am);
+    const __m512i po = _mm512_mul_epu32(_mm512_srli_epi64(av, 32), _mm512_srli_epi64(am, 32));
+    const __m512i high = _mm512_mask_blend_epi32(0xaaaa, _mm512_srli_epi64(pe, 32), po);
+    const __m512i t = _mm512_srlv_epi32(high, _mm512_sub_epi32(shift, _mm512_set1_epi32(33)));
+    const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(t, _mm512_set1_epi32(1)), 1);
+    const __m512i neg = _mm512_srai_epi32(_mm512_xor_si512(v, mult), 31);
+    return _mm512_sub_epi32(_mm512_xor_si512(r, neg), neg);
+}
+
 /* axrt_q8_finish_portable, sixteen channels at a time, the same integers
  * and the same float operations (or the same bytes when rq->out_q8; those
  * narrowed in a register: vpmovdb to memory is slow on Zen 4). */
@@ -171,7 +187,9 @@ __attribute__((target(VNNI_TARGET))) static void vnni_finish(const axrt_requant 
         } else {
             const __m512i mult = _mm512_maskz_loadu_epi32(m, rq->mult + c0 + j);
             const __m512i sh = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, rq->shift + c0 + j));
-            const __m512i r = _mm512_min_epi32(_mm512_max_epi32(vnni_requant_lanes(v, mult, sh), lo), hi);
+            const __m512i q = _mm512_mask_cmplt_epi32_mask(m, sh, _mm512_set1_epi32(33))
+                                  ? vnni_requant_lanes(v, mult, sh) : vnni_requant_high(v, mult, sh);
+            const __m512i r = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
             if (rq->out_q8) {   /* r + zp + 128 is in [0, 255]: the truncation is exact */
                 const __m128i b = _mm512_cvtepi32_epi8(_mm512_add_epi32(r, zp128));
                 if (n == 16)
