@@ -321,6 +321,7 @@ size_t axrt_conv2d_q8_scratch(const axrt_conv2d_params *p)
 #define Q8_DW_BLOCK AXRT_Q8_DW_BLOCK
 #define Q8_TAPS_MAX 64
 static const axrt_q8_gemm_ops *pick_gemm(void);
+
 static bool is_depthwise(const axrt_conv2d_params *p)
 {
     return p->groups > 1 && p->groups == p->c && p->oc == p->c;
@@ -601,10 +602,12 @@ static void tap_rows(const uint8_t *x, const uint8_t *zp_row, const axrt_conv2d_
     }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(AXRT_NO_SIMD)
 /* A gathered conv (a small receptive field: the first conv's 3x3x3, say) on
  * a tile of several rows: up to mr pixels' receptive fields gathered into a
- * buffer on the stack (only here: the portable tile has one row and
- * gathers into the caller's patch), then one tile for them all. */
+ * buffer on the stack (x86 only: the portable tile has one row and gathers
+ * into the caller's patch, no stack for a Cortex-M), then one tile for them
+ * all. */
 #define Q8_GATHER_MAX 256
 static void gathered_rows(const axrt_q8_gemm_ops *g, const uint8_t *x, int32_t x_zp, const int8_t *packed,
                           const axrt_requant *rq, void *y, const axrt_conv2d_params *p, size_t seg_len)
@@ -623,6 +626,7 @@ static void gathered_rows(const axrt_q8_gemm_ops *g, const uint8_t *x, int32_t x
         gemm_rows(g, rows, mr, 1, seg_len, packed, oc, rq, out_at(rq, y, first * oc), oc);
     }
 }
+#endif
 
 void axrt_conv2d_q8_packed(const uint8_t *x, int32_t x_zp, const int8_t *packed, const axrt_requant *rq,
                            void *y, uint8_t *patch, const axrt_conv2d_params *p)
@@ -639,10 +643,12 @@ void axrt_conv2d_q8_packed(const uint8_t *x, int32_t x_zp, const int8_t *packed,
     const axrt_q8_gemm_ops *g = pick_gemm();
     const size_t pixels = (size_t)p->n * (size_t)p->oh * (size_t)p->ow, oc = (size_t)p->oc;
     const uint8_t *rows[Q8_TAPS_MAX * AXRT_Q8_MR_MAX];
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(AXRT_NO_SIMD)
     if (nseg == 1 && seg_len != (size_t)p->c && g->mr > 1 && seg_len <= Q8_GATHER_MAX) {
         gathered_rows(g, x, x_zp, packed, rq, y, p, seg_len);
         return;
     }
+#endif
     if (nseg == 1 && seg_len != (size_t)p->c) {   /* gathered, one pixel at a time */
         rows[0] = patch;
         for (size_t pix = 0; pix < pixels; pix++) {
