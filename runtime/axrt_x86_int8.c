@@ -7,7 +7,8 @@
  *   AVX2          up to 3 rows x 16 channels: weights widened to int16
  *                 (vpmovsxbw), the four input bytes widened and broadcast,
  *                 vpmaddwd (exact: vpmaddubsw would saturate 255 * 127 * 2
- *                 in int16), pairs summed at the end; the portable epilogue.
+ *                 in int16), pairs summed at the end; the epilogue eight
+ *                 channels at a time (64-bit lanes, as the AVX-512 one's).
  * Both give the portable path's integers exactly (int32 sums of exact
  * products, wrapping alike).  Empty (but for a declaration) off x86-64,
  * under -DAXRT_NO_SIMD or without GCC/clang. */
@@ -510,9 +511,56 @@ __attribute__((target("avx2"))) static void avx2_rescale(const uint8_t *x, void 
     }
 }
 
+/* vnni_requant_lanes on eight lanes */
+AVX2_INLINE __m256i avx2_requant_lanes(__m256i v, __m256i mult, __m256i shift)
+{
+    const __m256i one = _mm256_set1_epi64x(1), av = _mm256_abs_epi32(v), am = _mm256_abs_epi32(mult);
+    const __m256i se = _mm256_and_si256(shift, _mm256_set1_epi64x(0xffffffff)), so = _mm256_srli_epi64(shift, 32);
+    const __m256i pe = _mm256_mul_epu32(av, am);
+    const __m256i po = _mm256_mul_epu32(_mm256_srli_epi64(av, 32), _mm256_srli_epi64(am, 32));
+    const __m256i re = _mm256_srlv_epi64(_mm256_add_epi64(pe, _mm256_sllv_epi64(one, _mm256_sub_epi64(se, one))), se);
+    const __m256i ro = _mm256_srlv_epi64(_mm256_add_epi64(po, _mm256_sllv_epi64(one, _mm256_sub_epi64(so, one))), so);
+    const __m256i r = _mm256_blend_epi32(re, _mm256_slli_epi64(ro, 32), 0xaa);
+    const __m256i neg = _mm256_srai_epi32(_mm256_xor_si256(v, mult), 31);
+    return _mm256_sub_epi32(_mm256_xor_si256(r, neg), neg);
+}
+
+/* axrt_q8_finish_portable, eight channels at a time (the last nc % 8 by it):
+ * the same integers and float operations. */
+__attribute__((target("avx2"))) static void avx2_finish(const axrt_requant *rq, const int32_t *acc, size_t c0,
+                                                        size_t nc, void *y)
+{
+    const __m256i lo = _mm256_set1_epi32(rq->lo - rq->zp), hi = _mm256_set1_epi32(rq->hi - rq->zp);
+    const __m256i zp128 = _mm256_set1_epi32(rq->zp + 128);
+    const __m256 scale = _mm256_set1_ps(rq->scale);
+    const size_t elem = rq->out_q8 ? 1 : sizeof(float);
+    size_t j = 0;
+    for (; j + 8 <= nc; j += 8) {
+        const __m256i v = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(acc + j)),
+                                           _mm256_loadu_si256((const __m256i *)(rq->bias + c0 + j)));
+        __m256 f;
+        if (!rq->mult) {
+            f = _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_loadu_ps(rq->fscale + c0 + j));
+        } else {
+            const __m256i mult = _mm256_loadu_si256((const __m256i *)(rq->mult + c0 + j));
+            const __m256i sh = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(rq->shift + c0 + j)));
+            const __m256i r = _mm256_min_epi32(_mm256_max_epi32(avx2_requant_lanes(v, mult, sh), lo), hi);
+            if (rq->out_q8) {   /* r + zp + 128 in [0, 255]: the packs saturate nothing */
+                const __m256i b = _mm256_add_epi32(r, zp128);
+                const __m128i h = _mm_packus_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
+                _mm_storel_epi64((__m128i *)((uint8_t *)y + j), _mm_packus_epi16(h, h));
+                continue;
+            }
+            f = _mm256_mul_ps(_mm256_cvtepi32_ps(r), scale);
+        }
+        _mm256_storeu_ps((float *)y + j, f);
+    }
+    axrt_q8_finish_portable(rq, acc + j, c0 + j, nc - j, (unsigned char *)y + j * elem);
+}
+
 const axrt_q8_gemm_ops *axrt_q8_gemm_avx2(void)
 {
-    static const axrt_q8_gemm_ops ops = {"avx2", 3, 16, avx2_tile_any, axrt_q8_finish_portable,
+    static const axrt_q8_gemm_ops ops = {"avx2", 3, 16, avx2_tile_any, avx2_finish,
                                          avx2_dw_sum, avx2_add, avx2_rescale};
     return __builtin_cpu_supports("avx2") ? &ops : NULL;
 }
