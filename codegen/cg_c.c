@@ -439,7 +439,7 @@ static void emit_quant_layer(emitter *em, const ir_node *n, const char *y)
                   qx, q->in_zp + 128, em->g->name, id, em->g->name, id, y, (long long)patch_at);
 }
 
-/* An int8 add, concat or ReLU (ir_quant with nin operands): each operand
+/* An int8 add, concat, ReLU or global mean-pool (ir_quant with nin operands): each operand
  * that arrives float is quantised into the node's scratch, one after the
  * other, then the runtime's elementwise int8 kernel (axrt.h axrt_ew_q8). */
 static void emit_quant_ew(emitter *em, const ir_node *n, const char *y)
@@ -471,8 +471,12 @@ static void emit_quant_ew(emitter *em, const ir_node *n, const char *y)
     }
     ax_buf_puts(em->out, "};\n");
     const long long count = (long long)ir_numel(n);
+    const ir_node *x = operand_node(em, n, 0);
     if (n->op == IR_OP_add)
         ax_buf_printf(em->out, "        axrt_add_q8(%s, %s, %s, %lld, &ew[0]);\n", qx[0], qx[1], y, count);
+    else if (n->op == IR_OP_globalmeanpool)
+        ax_buf_printf(em->out, "        axrt_globalmeanpool_q8(%s, %s, %lld, %lld, %lld, &ew[0]);\n", qx[0], y,
+                      (long long)x->shape[0], (long long)(x->shape[1] * x->shape[2]), (long long)x->shape[3]);
     else if (n->op != IR_OP_concat)
         ax_buf_printf(em->out, "        axrt_rescale_q8(%s, %s, 1, %lld, %lld, 0, &ew[0]);\n", qx[0], y, count, count);
     const int axis = n->attrs.axis;
@@ -855,6 +859,10 @@ static void emit_pool(emitter *em, const ir_node *n, const char *y)
 static void emit_globalpool(emitter *em, const ir_node *n, const char *y)
 {
     const ir_node *x = operand_node(em, n, 0);
+    if (n->quant) {
+        emit_quant_ew(em, n, y);
+        return;
+    }
     ax_buf_printf(OUT, "    axrt_globalmeanpool_%s(%s, %s, %lld, %lld, %lld);\n", SFX,
                   operand(em, n, 0), y, (long long)x->shape[0],
                   (long long)(x->shape[1] * x->shape[2]), (long long)x->shape[3]);

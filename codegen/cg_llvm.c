@@ -326,7 +326,7 @@ static LLVMValueRef scalar_value(lv *L, const ir_node *n, int i)
     return LLVMBuildLoad2(L->B, L->real, p, "");
 }
 
-/* An int8 add, concat or ReLU (ir_quant with nin): the operands that arrive
+/* An int8 add, concat, ReLU or global mean-pool (ir_quant with nin): the operands that arrive
  * float quantised into the scratch one after the other, then the runtime's
  * elementwise int8 kernel (cg_c.c emit_quant_ew); axrt_ew_q8 is 12 int32,
  * the float scale and an int32: fourteen 4-byte fields. */
@@ -359,6 +359,13 @@ static void lv_quant_ew(lv *L, const ir_node *n, LLVMValueRef y)
     if (n->op == IR_OP_add) {
         LLVMValueRef args[] = {qx[0], qx[1], y, count, params[0]};
         call(L, "axrt_add_q8", "vpppzp", args);
+        return;
+    }
+    if (n->op == IR_OP_globalmeanpool) {
+        const ir_node *x = operand_node(L, n, 0);
+        LLVMValueRef args[] = {qx[0], y, k_size(L, x->shape[0]), k_size(L, x->shape[1] * x->shape[2]),
+                               k_size(L, x->shape[3]), params[0]};
+        call(L, "axrt_globalmeanpool_q8", "vppzzzp", args);
         return;
     }
     const int axis = n->op == IR_OP_concat ? n->attrs.axis : 0;
@@ -615,6 +622,10 @@ static void lv_pool(lv *L, const ir_node *n, LLVMValueRef y)
 static void lv_globalpool(lv *L, const ir_node *n, LLVMValueRef y)
 {
     const ir_node *x = operand_node(L, n, 0);
+    if (n->quant) {
+        lv_quant_ew(L, n, y);
+        return;
+    }
     LLVMValueRef args[] = {operand(L, n, 0), y, k_size(L, x->shape[0]),
                            k_size(L, x->shape[1] * x->shape[2]), k_size(L, x->shape[3])};
     call(L, kernel(L, "globalmeanpool"), "vppzzz", args);

@@ -142,7 +142,7 @@ static uint8_t *quantised_copy(const float *x, int64_t count, float scale, int32
     return q;
 }
 
-/* y (float, numel(n)) = the int8 add, concat or ReLU n of the generated
+/* y (float, numel(n)) = the int8 add, concat, ReLU or global mean-pool n of the generated
  * code, over its operands' float values x[k]. */
 static void run_int8_ew(const ir_graph *g, const ir_node *n, float *const *x, float *y)
 {
@@ -155,6 +155,10 @@ static void run_int8_ew(const ir_graph *g, const ir_node *n, float *const *x, fl
     e.out_q8 = 0;
     if (n->op == IR_OP_add) {
         axrt_add_q8(qx[0], qx[1], y, count, &e);
+    } else if (n->op == IR_OP_globalmeanpool) {
+        const ir_node *xn = &g->nodes[n->src[0]];
+        axrt_globalmeanpool_q8(qx[0], y, (size_t)xn->shape[0], (size_t)(xn->shape[1] * xn->shape[2]),
+                               (size_t)xn->shape[3], &e);
     } else if (n->op != IR_OP_concat) {
         axrt_rescale_q8(qx[0], y, 1, count, count, 0, &e);
     } else {
@@ -321,7 +325,7 @@ int axc_quantize(ax_ctx *ctx, const axc_opts *o, ir_graph *g)
     int ew = 0;
     for (int id = 0; id < g->nnodes; id++)
         ew += g->nodes[id].quant && g->nodes[id].quant->nin;
-    fprintf(stderr, "axc: %s: %d of %d dense/conv layers in int8, and %d add/concat/ReLU (calibrated on %lld "
+    fprintf(stderr, "axc: %s: %d of %d dense/conv layers in int8, and %d add/concat/ReLU/mean-pool (calibrated on %lld "
             "samples); the rest of the model in float\n", g->name, done, layers, ew, (long long)set.samples);
     if (report_error(ctx, g, &set)) ax_out_of_memory(0);
     return ctx->errors ? AXC_EINPUT : AXC_OK;

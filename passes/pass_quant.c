@@ -20,9 +20,12 @@
  * its own observed output range, the concat requantising each operand to its
  * output range (a copy where the parameters agree), the ReLU sharing its
  * operand's scale and zero point (a clamp: exact); a float operand is
- * quantised at the door with its own observed range.  Everything else runs
- * in float on the dequantised values: other pooling, softmax, LayerNorm and
- * the other activations.  Between int8 nodes the value stays int8: a node
+ * quantised at the door with its own observed range.  A global mean-pool of
+ * an int8 result whose readers are int8 nodes runs in int8 too (TFLite's
+ * integer mean: the exact sum rescaled by s_in / (count s_out) to its own
+ * observed range).  Everything
+ * else runs in float on the dequantised values: other pooling, softmax,
+ * LayerNorm and the other activations.  Between int8 nodes the value stays int8: a node
  * whose integer result (no float epilogue) is read only by int8 nodes
  * quantising that operand with its own output parameters (always so: both
  * come from the same observed range) stores q + 128 in uint8 (out_q8) and
@@ -169,7 +172,7 @@ static bool ew_applies(const ir_graph *g, const ir_node *n)
 {
     if (n->dead || n->dtype != AXRT_F32 || n->quant)
         return false;
-    if (n->op == IR_OP_relu || n->op == IR_OP_relu6)
+    if (n->op == IR_OP_relu || n->op == IR_OP_relu6 || n->op == IR_OP_globalmeanpool)
         return int8_result(g, n->src[0]);
     if (n->op != IR_OP_concat && !(n->op == IR_OP_add && ir_same_shape(&g->nodes[n->src[0]], n) &&
                                    ir_same_shape(&g->nodes[n->src[1]], n)))
@@ -191,18 +194,19 @@ static void ew_fixed_point(double m, int32_t *mult, int32_t *shift)
 
 /* The runtime's parameters of n (axrt.h axrt_ew_q8): an add's TFLite
  * rescaling (2^20, each operand to twice the larger scale, the sum to the
- * output's); a concat's part k or a ReLU: operand to output scale. */
-static void ew_params(const ir_node *n, ir_quant *q)
+ * output's); a concat's part k or a ReLU: operand to output scale; a global
+ * mean-pool: its sum of `count` values to the output scale. */
+static void ew_params(const ir_node *n, ir_quant *q, double count)
 {
     for (int k = 0; k < (n->op == IR_OP_concat ? q->nin : 1); k++) {
         axrt_ew_q8 *e = &q->ew[k];
         e->out_zp = q->out_zp;
         e->scale = q->out_scale;
-        e->lo = n->op == IR_OP_add || n->op == IR_OP_concat ? -128 : q->out_zp;
+        e->lo = n->op == IR_OP_relu || n->op == IR_OP_relu6 ? q->out_zp : -128;
         e->hi = n->op == IR_OP_relu6 ? clamp_int(q->out_zp + round_away(6 / q->out_scale), -128, 127) : 127;
         if (n->op != IR_OP_add) {
             e->zp[0] = q->in_zps[k];
-            ew_fixed_point((double)q->in_scales[k] / q->out_scale, &e->mult[0], &e->shift[0]);
+            ew_fixed_point((double)q->in_scales[k] / (count * q->out_scale), &e->mult[0], &e->shift[0]);
             continue;
         }
         const double twice_max = 2.0 * (q->in_scales[0] > q->in_scales[1] ? q->in_scales[0] : q->in_scales[1]);
@@ -238,7 +242,7 @@ static void quantise_ew(ir_graph *g, ir_node *n, double *lo, double *hi)
     q->hi = 127;
     const size_t count = n->op == IR_OP_concat ? (size_t)q->nin : 1;
     q->ew = memset(ax_alloc(a, sizeof *q->ew * count), 0, sizeof *q->ew * count);
-    ew_params(n, q);
+    ew_params(n, q, n->op == IR_OP_globalmeanpool ? (double)(ir_numel(&g->nodes[n->src[0]]) / ir_numel(n)) : 1);
     n->quant = q;
 }
 
@@ -340,6 +344,15 @@ static void quantise_pools(ir_graph *g)
     }
 }
 
+/* A global mean-pool whose result would not stay int8 (a graph output, a
+ * float reader) runs in float: in int8 it would only add a rounding. */
+static void float_mean_pools(ir_graph *g)
+{
+    for (int id = g->nnodes - 1; id >= 0; id--)
+        if (g->nodes[id].op == IR_OP_globalmeanpool && g->nodes[id].quant && !keeps_int8(g, id))
+            g->nodes[id].quant = NULL;
+}
+
 /* Marks the int8 nodes whose results stay int8 and their readers. */
 static void mark_int8_storage(ir_graph *g)
 {
@@ -379,6 +392,7 @@ int pass_quant(ir_graph *g, const double *observed_lo, const double *observed_hi
             hi[id] = hi[n->src[0]];   /* producer's parameters; a reshape: the same values */
         }
     }
+    float_mean_pools(g);
     mark_int8_storage(g);
     /* the int8 nodes need a byte buffer for their quantised input and
        none of the layers runs in place: plan again */

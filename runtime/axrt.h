@@ -451,6 +451,12 @@ void axrt_add_q8(const uint8_t *a, const uint8_t *b, void *y, size_t n, const ax
    (a concat's part; a ReLU: outer 1, ld = row, offset 0; y may be x then) */
 void axrt_rescale_q8(const uint8_t *x, void *y, size_t outer, size_t row, size_t ld, size_t offset,
                      const axrt_ew_q8 *p);
+/* Global mean pooling of int8 values (TFLite's integer mean): x [n, hw, c]
+   (q + 128), y [n, c] = out_zp + axrt_requantize(S, mult[0], shift[0]) with
+   S = the exact int32 sum over hw of (q - zp[0]) and mult[0] / 2^shift[0] =
+   s_in / (hw s_out); clamped to [lo, hi], dequantised (scale) or, out_q8,
+   stored as q + 128.  Integer arithmetic only (hw * 255 < 2^31). */
+void axrt_globalmeanpool_q8(const uint8_t *x, void *y, size_t n, size_t hw, size_t c, const axrt_ew_q8 *p);
 /* The int8 dot product in use: "portable", "avx2" or "avx512vnni". */
 const char *axrt_q8_isa_name(void);
 

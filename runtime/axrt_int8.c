@@ -314,10 +314,12 @@ size_t axrt_conv2d_q8_scratch(const axrt_conv2d_params *p)
 /* Depthwise (one input channel per group, one output channel per input
  * channel): per output pixel, every tap adds x * w to 64 channels' int32 sums
  * at once (the padding reads x_zp), the same exact sums as the dot products,
- * in a loop the compiler vectorises, without a receptive-field copy.  Weight
- * (channel k, tap t) is w[k * taps + t] (plain) or, tap_major (packed),
- * w[t * c + k]. */
-#define Q8_DW_BLOCK 64
+ * without a receptive-field copy.  Weight (channel k, tap t) is
+ * w[k * taps + t] (plain: a scalar loop) or, tap_major (packed),
+ * w[t * c + k]: the instruction set's dw_sum (axrt_q8.h) when the taps are
+ * at most Q8_TAPS_MAX. */
+#define Q8_DW_BLOCK AXRT_Q8_DW_BLOCK
+#define Q8_TAPS_MAX 64
 static const axrt_q8_gemm_ops *pick_gemm(void);
 
 static bool is_depthwise(const axrt_conv2d_params *p)
@@ -325,10 +327,60 @@ static bool is_depthwise(const axrt_conv2d_params *p)
     return p->groups > 1 && p->groups == p->c && p->oc == p->c;
 }
 
+void axrt_q8_dw_sum_portable(const uint8_t *const *x, const int8_t *w, size_t ldw, size_t taps, size_t nc,
+                             int32_t *acc)
+{
+    for (size_t k = 0; k < nc; k++)
+        acc[k] = 0;
+    for (size_t t = 0; t < taps; t++)
+        for (size_t k = 0; k < nc; k++)
+            acc[k] += (int32_t)x[t][k] * w[t * ldw + k];
+}
+
+/* The tap-major depthwise conv through the instruction set's dw_sum: per
+ * output pixel the taps' input pixels (zp_row outside the image), then the
+ * channel blocks' sums and the epilogue. */
+static void depthwise_q8_taps(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_requant *rq, void *y,
+                              const axrt_conv2d_params *p)
+{
+    const axrt_q8_gemm_ops *g = pick_gemm();
+    const size_t c = (size_t)p->c, taps = (size_t)p->kh * (size_t)p->kw;
+    uint8_t zp_row[Q8_DW_BLOCK];
+    const uint8_t *rows[Q8_TAPS_MAX], *at[Q8_TAPS_MAX];
+    int32_t acc[Q8_DW_BLOCK];
+    size_t pix = 0;
+    memset(zp_row, x_zp, sizeof zp_row);
+    for (int n = 0; n < p->n; n++)
+        for (int oy = 0; oy < p->oh; oy++)
+            for (int ox = 0; ox < p->ow; ox++, pix++) {
+                size_t t = 0;
+                for (int ky = 0; ky < p->kh; ky++) {
+                    const int iy = oy * p->stride_h - p->pad_top + ky * p->dilation_h;
+                    const bool inside = iy >= 0 && iy < p->h;
+                    const uint8_t *line = inside ? x + ((size_t)n * (size_t)p->h + (size_t)iy) * (size_t)p->w * c : NULL;
+                    for (int kx = 0; kx < p->kw; kx++, t++) {
+                        const int ix = ox * p->stride_w - p->pad_left + kx * p->dilation_w;
+                        rows[t] = !inside || ix < 0 || ix >= p->w ? NULL : line + (size_t)ix * c;
+                    }
+                }
+                for (size_t c0 = 0; c0 < c; c0 += Q8_DW_BLOCK) {
+                    const size_t nc = c - c0 < Q8_DW_BLOCK ? c - c0 : Q8_DW_BLOCK;
+                    for (t = 0; t < taps; t++)
+                        at[t] = rows[t] ? rows[t] + c0 : zp_row;
+                    g->dw_sum(at, w + c0, c, taps, nc, acc);
+                    g->finish(rq, acc, c0, nc, out_at(rq, y, pix * c + c0));
+                }
+            }
+}
+
 static void depthwise_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, bool tap_major, const axrt_requant *rq,
                          void *y, const axrt_conv2d_params *p)
 {
     const size_t c = (size_t)p->c, taps = (size_t)p->kh * (size_t)p->kw;
+    if (tap_major && taps <= Q8_TAPS_MAX) {
+        depthwise_q8_taps(x, x_zp, w, rq, y, p);
+        return;
+    }
     const size_t kstep = tap_major ? 1 : taps, tstep = tap_major ? c : 1;
     axrt_q8_finish_fn *const fin = pick_gemm()->finish;   /* the instruction set's requantisation */
     int32_t acc[Q8_DW_BLOCK];
@@ -430,7 +482,9 @@ static void tile_portable(const axrt_q8_tile *t)
     }
 }
 
-static const axrt_q8_gemm_ops gemm_portable = {"portable", 1, 16, tile_portable, axrt_q8_finish_portable};
+static const axrt_q8_gemm_ops gemm_portable = {"portable", 1, 16, tile_portable, axrt_q8_finish_portable,
+                                                axrt_q8_dw_sum_portable, axrt_q8_add_portable,
+                                                axrt_q8_rescale_portable};
 
 /* The GEMM of the instruction set pick_dot chooses. */
 static const axrt_q8_gemm_ops *pick_gemm(void)
@@ -472,7 +526,6 @@ size_t axrt_dense_q8_pack(const int8_t *w, size_t in, size_t out, int8_t *packed
 /* How conv p's packed K splits: one segment per tap, read in place, when the
  * taps are few and either c % 4 == 0 or there is one tap; else one segment,
  * the gathered receptive field.  nseg 0: grouped, not packed. */
-#define Q8_TAPS_MAX 64
 static void conv_segments(const axrt_conv2d_params *p, size_t *nseg, size_t *seg_len)
 {
     const size_t taps = (size_t)p->kh * (size_t)p->kw, c = (size_t)p->c;
@@ -549,6 +602,32 @@ static void tap_rows(const uint8_t *x, const uint8_t *zp_row, const axrt_conv2d_
     }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(AXRT_NO_SIMD)
+/* A gathered conv (a small receptive field: the first conv's 3x3x3, say) on
+ * a tile of several rows: up to mr pixels' receptive fields gathered into a
+ * buffer on the stack (x86 only: the portable tile has one row and gathers
+ * into the caller's patch, no stack for a Cortex-M), then one tile for them
+ * all. */
+#define Q8_GATHER_MAX 256
+static void gathered_rows(const axrt_q8_gemm_ops *g, const uint8_t *x, int32_t x_zp, const int8_t *packed,
+                          const axrt_requant *rq, void *y, const axrt_conv2d_params *p, size_t seg_len)
+{
+    uint8_t fields[AXRT_Q8_MR_MAX][Q8_GATHER_MAX];
+    const uint8_t *rows[AXRT_Q8_MR_MAX];
+    const size_t pixels = (size_t)p->n * (size_t)p->oh * (size_t)p->ow, oc = (size_t)p->oc;
+    for (size_t first = 0; first < pixels; first += g->mr) {
+        const size_t mr = pixels - first < g->mr ? pixels - first : g->mr;
+        for (size_t r = 0; r < mr; r++) {
+            const size_t pix = first + r;
+            const int ox = (int)(pix % (size_t)p->ow), oy = (int)(pix / (size_t)p->ow % (size_t)p->oh);
+            gather_patch(x, (uint8_t)x_zp, p, (int)(pix / ((size_t)p->ow * (size_t)p->oh)), oy, ox, 0, fields[r]);
+            rows[r] = fields[r];
+        }
+        gemm_rows(g, rows, mr, 1, seg_len, packed, oc, rq, out_at(rq, y, first * oc), oc);
+    }
+}
+#endif
+
 void axrt_conv2d_q8_packed(const uint8_t *x, int32_t x_zp, const int8_t *packed, const axrt_requant *rq,
                            void *y, uint8_t *patch, const axrt_conv2d_params *p)
 {
@@ -564,6 +643,12 @@ void axrt_conv2d_q8_packed(const uint8_t *x, int32_t x_zp, const int8_t *packed,
     const axrt_q8_gemm_ops *g = pick_gemm();
     const size_t pixels = (size_t)p->n * (size_t)p->oh * (size_t)p->ow, oc = (size_t)p->oc;
     const uint8_t *rows[Q8_TAPS_MAX * AXRT_Q8_MR_MAX];
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(AXRT_NO_SIMD)
+    if (nseg == 1 && seg_len != (size_t)p->c && g->mr > 1 && seg_len <= Q8_GATHER_MAX) {
+        gathered_rows(g, x, x_zp, packed, rq, y, p, seg_len);
+        return;
+    }
+#endif
     if (nseg == 1 && seg_len != (size_t)p->c) {   /* gathered, one pixel at a time */
         rows[0] = patch;
         for (size_t pix = 0; pix < pixels; pix++) {
@@ -628,7 +713,7 @@ static void ew_table(const axrt_ew_q8 *p, int k, int32_t *t)
         t[v] = ew_scaled(p, k, (uint8_t)v);
 }
 
-void axrt_add_q8(const uint8_t *a, const uint8_t *b, void *y, size_t n, const axrt_ew_q8 *p)
+void axrt_q8_add_portable(const uint8_t *a, const uint8_t *b, void *y, size_t n, const axrt_ew_q8 *p)
 {
     int32_t ta[256], tb[256];
     const bool table = n >= Q8_EW_TABLE_MIN;
@@ -643,8 +728,8 @@ void axrt_add_q8(const uint8_t *a, const uint8_t *b, void *y, size_t n, const ax
     }
 }
 
-void axrt_rescale_q8(const uint8_t *x, void *y, size_t outer, size_t row, size_t ld, size_t offset,
-                     const axrt_ew_q8 *p)
+void axrt_q8_rescale_portable(const uint8_t *x, void *y, size_t outer, size_t row, size_t ld, size_t offset,
+                              const axrt_ew_q8 *p)
 {
     int32_t t[256];   /* the clamped result of each byte */
     const bool table = outer * row >= Q8_EW_TABLE_MIN;
@@ -655,5 +740,37 @@ void axrt_rescale_q8(const uint8_t *x, void *y, size_t outer, size_t row, size_t
             const uint8_t v = x[o * row + j];
             ew_store(p, table ? t[v] : clamp_i32((int64_t)p->out_zp + ew_scaled(p, 0, v), p->lo, p->hi), y,
                      o * ld + offset + j);
+        }
+}
+
+void axrt_add_q8(const uint8_t *a, const uint8_t *b, void *y, size_t n, const axrt_ew_q8 *p)
+{
+    pick_gemm()->add(a, b, y, n, p);
+}
+
+void axrt_rescale_q8(const uint8_t *x, void *y, size_t outer, size_t row, size_t ld, size_t offset,
+                     const axrt_ew_q8 *p)
+{
+    pick_gemm()->rescale(x, y, outer, row, ld, offset, p);
+}
+
+/* ---- global mean pooling ------------------------------------------------------------ */
+
+void axrt_globalmeanpool_q8(const uint8_t *x, void *y, size_t n, size_t hw, size_t c, const axrt_ew_q8 *p)
+{
+    int32_t sum[Q8_DW_BLOCK];
+    const int32_t centre = (int32_t)hw * (128 + p->zp[0]);   /* hw times the zero point's byte */
+    for (size_t b = 0; b < n; b++)
+        for (size_t c0 = 0; c0 < c; c0 += Q8_DW_BLOCK) {
+            const size_t nc = c - c0 < Q8_DW_BLOCK ? c - c0 : Q8_DW_BLOCK;
+            const uint8_t *xb = x + b * hw * c + c0;
+            memset(sum, 0, sizeof sum);
+            for (size_t i = 0; i < hw; i++)
+                for (size_t k = 0; k < nc; k++)
+                    sum[k] += xb[i * c + k];
+            for (size_t k = 0; k < nc; k++) {
+                const int32_t r = axrt_requantize(sum[k] - centre, p->mult[0], p->shift[0]);
+                ew_store(p, clamp_i32((int64_t)p->out_zp + r, p->lo, p->hi), y, b * c + c0 + k);
+            }
         }
 }

@@ -46,12 +46,37 @@ typedef void axrt_q8_finish_fn(const axrt_requant *rq, const int32_t *acc, size_
 /* The scalar epilogue (axrt_int8.c), exactly axrt.h's formula. */
 void axrt_q8_finish_portable(const axrt_requant *rq, const int32_t *acc, size_t c0, size_t nc, void *y);
 
+/* A depthwise conv's channel block at one output pixel:
+ * acc[k] = sum over t < taps of x[t][k] * w[t * ldw + k] for k < nc, nc at
+ * most AXRT_Q8_DW_BLOCK (x[t]: the input pixel tap t reads, or a row of the
+ * input zero point; w: tap-major weights). */
+#define AXRT_Q8_DW_BLOCK 64
+typedef void axrt_q8_dw_sum_fn(const uint8_t *const *x, const int8_t *w, size_t ldw, size_t taps, size_t nc,
+                               int32_t *acc);
+/* axrt.h's axrt_add_q8 and axrt_rescale_q8 */
+typedef void axrt_q8_add_fn(const uint8_t *a, const uint8_t *b, void *y, size_t n, const axrt_ew_q8 *p);
+typedef void axrt_q8_rescale_fn(const uint8_t *x, void *y, size_t outer, size_t row, size_t ld, size_t offset,
+                                const axrt_ew_q8 *p);
+
+/* The int8 kernels one instruction set provides (the GEMM tile and its
+ * epilogue, the depthwise sum, the elementwise add and rescale), all giving
+ * the portable C's integers exactly. */
 typedef struct axrt_q8_gemm_ops {
     const char *name;
     size_t mr, nc;   /* tile rows and columns (nc a multiple of 16) */
     void (*tile)(const axrt_q8_tile *t);
     axrt_q8_finish_fn *finish;
+    axrt_q8_dw_sum_fn *dw_sum;
+    axrt_q8_add_fn *add;
+    axrt_q8_rescale_fn *rescale;
 } axrt_q8_gemm_ops;
+
+/* The portable kernels (axrt_int8.c), the SIMD paths' tails. */
+void axrt_q8_dw_sum_portable(const uint8_t *const *x, const int8_t *w, size_t ldw, size_t taps, size_t nc,
+                             int32_t *acc);
+void axrt_q8_add_portable(const uint8_t *a, const uint8_t *b, void *y, size_t n, const axrt_ew_q8 *p);
+void axrt_q8_rescale_portable(const uint8_t *x, void *y, size_t outer, size_t row, size_t ld, size_t offset,
+                              const axrt_ew_q8 *p);
 
 static inline size_t axrt_q8_round4(size_t n) { return (n + 3) & ~(size_t)3; }
 

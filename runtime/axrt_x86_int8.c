@@ -7,7 +7,8 @@
  *   AVX2          up to 3 rows x 16 channels: weights widened to int16
  *                 (vpmovsxbw), the four input bytes widened and broadcast,
  *                 vpmaddwd (exact: vpmaddubsw would saturate 255 * 127 * 2
- *                 in int16), pairs summed at the end; the portable epilogue.
+ *                 in int16), pairs summed at the end; the epilogue eight
+ *                 channels at a time (64-bit lanes, as the AVX-512 one's).
  * Both give the portable path's integers exactly (int32 sums of exact
  * products, wrapping alike).  Empty (but for a declaration) off x86-64,
  * under -DAXRT_NO_SIMD or without GCC/clang. */
@@ -134,21 +135,48 @@ static void vnni_tile_dispatch(const axrt_q8_tile *t)
         vnni_tail(t);
 }
 
-/* round_half_away(|v| * |mult| / 2^shift) in 64-bit lanes, truncated to 32
- * bits (axrt_requantize before its sign): eight lanes of av, am, sh. */
-VNNI_INLINE __m256i vnni_requant_half(__m256i av, __m256i am, __m256i sh)
+/* axrt_requantize lane by lane with per-lane multipliers and shifts:
+ * |v| * |mult| in 64-bit lanes (the even lanes, then the odd ones: no
+ * widening shuffles), plus half of 2^shift, shifted, truncated to 32 bits and
+ * given the product's sign. */
+VNNI_INLINE __m512i vnni_requant_lanes(__m512i v, __m512i mult, __m512i shift)
 {
-    const __m512i s = _mm512_cvtepu32_epi64(sh);
-    const __m512i p = _mm512_mul_epu32(_mm512_cvtepu32_epi64(av), _mm512_cvtepu32_epi64(am));
-    const __m512i half = _mm512_sllv_epi64(_mm512_set1_epi64(1), _mm512_sub_epi64(s, _mm512_set1_epi64(1)));
-    return _mm512_cvtepi64_epi32(_mm512_srlv_epi64(_mm512_add_epi64(p, half), s));
+    const __m512i one = _mm512_set1_epi64(1), av = _mm512_abs_epi32(v), am = _mm512_abs_epi32(mult);
+    const __m512i se = _mm512_and_si512(shift, _mm512_set1_epi64(0xffffffff)), so = _mm512_srli_epi64(shift, 32);
+    const __m512i pe = _mm512_mul_epu32(av, am);
+    const __m512i po = _mm512_mul_epu32(_mm512_srli_epi64(av, 32), _mm512_srli_epi64(am, 32));
+    const __m512i re = _mm512_srlv_epi64(_mm512_add_epi64(pe, _mm512_sllv_epi64(one, _mm512_sub_epi64(se, one))), se);
+    const __m512i ro = _mm512_srlv_epi64(_mm512_add_epi64(po, _mm512_sllv_epi64(one, _mm512_sub_epi64(so, one))), so);
+    const __m512i r = _mm512_mask_blend_epi32(0xaaaa, re, _mm512_slli_epi64(ro, 32));
+    const __m512i neg = _mm512_srai_epi32(_mm512_xor_si512(v, mult), 31);   /* all ones where negative */
+    return _mm512_sub_epi32(_mm512_xor_si512(r, neg), neg);
+}
+
+/* vnni_requant_lanes where every lane's shift is at least 33 (the usual
+ * case: the multiplier is below 2^-2): (|p| + 2^(s-1)) >> s equals
+ * ((|p| >> (s-1)) + 1) >> 1, and |p| >> (s-1) is (|p| >> 32) >> (s-33), so
+ * the products' high halves suffice and the rest runs on 32-bit lanes. */
+VNNI_INLINE __m512i vnni_requant_high(__m512i v, __m512i mult, __m512i shift)
+{
+    const __m512i av = _mm512_abs_epi32(v), am = _mm512_abs_epi32(mult);
+    const __m512i pe = _mm512_mul_epu32(av, am);
+    const __m512i po = _mm512_mul_epu32(_mm512_srli_epi64(av, 32), _mm512_srli_epi64(am, 32));
+    const __m512i high = _mm512_mask_blend_epi32(0xaaaa, _mm512_srli_epi64(pe, 32), po);
+    const __m512i t = _mm512_srlv_epi32(high, _mm512_sub_epi32(shift, _mm512_set1_epi32(33)));
+    const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(t, _mm512_set1_epi32(1)), 1);
+    const __m512i neg = _mm512_srai_epi32(_mm512_xor_si512(v, mult), 31);
+    return _mm512_sub_epi32(_mm512_xor_si512(r, neg), neg);
 }
 
 /* axrt_q8_finish_portable, sixteen channels at a time, the same integers
- * and the same float operations (or the same bytes when rq->out_q8). */
+ * and the same float operations (or the same bytes when rq->out_q8; those
+ * narrowed in a register: vpmovdb to memory is slow on Zen 4). */
 __attribute__((target(VNNI_TARGET))) static void vnni_finish(const axrt_requant *rq, const int32_t *acc,
                                                              size_t c0, size_t nc, void *y)
 {
+    const __m512i lo = _mm512_set1_epi32(rq->lo - rq->zp), hi = _mm512_set1_epi32(rq->hi - rq->zp);
+    const __m512i zp128 = _mm512_set1_epi32(rq->zp + 128);
+    const __m512 scale = _mm512_set1_ps(rq->scale);
     for (size_t j = 0; j < nc; j += 16) {
         const size_t n = nc - j < 16 ? nc - j : 16;
         const __mmask16 m = (__mmask16)((1u << n) - 1u);
@@ -160,29 +188,144 @@ __attribute__((target(VNNI_TARGET))) static void vnni_finish(const axrt_requant 
         } else {
             const __m512i mult = _mm512_maskz_loadu_epi32(m, rq->mult + c0 + j);
             const __m512i sh = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, rq->shift + c0 + j));
-            const __mmask16 neg = _mm512_cmplt_epi32_mask(_mm512_xor_si512(v, mult), _mm512_setzero_si512());
-            const __m512i av = _mm512_abs_epi32(v), am = _mm512_abs_epi32(mult);
-            const __m256i lo = vnni_requant_half(_mm512_castsi512_si256(av), _mm512_castsi512_si256(am),
-                                                 _mm512_castsi512_si256(sh));
-            const __m256i hi = vnni_requant_half(_mm512_extracti64x4_epi64(av, 1), _mm512_extracti64x4_epi64(am, 1),
-                                                 _mm512_extracti64x4_epi64(sh, 1));
-            __m512i r = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-            r = _mm512_mask_sub_epi32(r, neg, _mm512_setzero_si512(), r);
-            r = _mm512_min_epi32(_mm512_max_epi32(r, _mm512_set1_epi32(rq->lo - rq->zp)),
-                                 _mm512_set1_epi32(rq->hi - rq->zp));
+            const __m512i q = _mm512_mask_cmplt_epi32_mask(m, sh, _mm512_set1_epi32(33))
+                                  ? vnni_requant_lanes(v, mult, sh) : vnni_requant_high(v, mult, sh);
+            const __m512i r = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
             if (rq->out_q8) {   /* r + zp + 128 is in [0, 255]: the truncation is exact */
-                _mm512_mask_cvtepi32_storeu_epi8((uint8_t *)y + j, m, _mm512_add_epi32(r, _mm512_set1_epi32(rq->zp + 128)));
+                const __m128i b = _mm512_cvtepi32_epi8(_mm512_add_epi32(r, zp128));
+                if (n == 16)
+                    _mm_storeu_si128((__m128i *)((uint8_t *)y + j), b);
+                else
+                    _mm_mask_storeu_epi8((uint8_t *)y + j, m, b);
                 continue;
             }
-            f = _mm512_mul_ps(_mm512_cvtepi32_ps(r), _mm512_set1_ps(rq->scale));
+            f = _mm512_mul_ps(_mm512_cvtepi32_ps(r), scale);
         }
         _mm512_mask_storeu_ps((float *)y + j, m, f);
     }
 }
 
+/* ---- AVX-512: the depthwise sum and the elementwise add and rescale -------------- */
+
+/* dw_sum with NB blocks of 16 channels (a constant after inlining): each
+ * tap's bytes widened to int32 lanes, x zero- and w sign-extended, so that
+ * vpmaddwd's pair (x, 0) . (w, sign) is x * w exactly. */
+#define DW512_ACC(b) __m512i d##b = _mm512_setzero_si512();
+#define DW512_MASK(b) const __mmask16 m##b = (__mmask16)(nc >= 16 * (b + 1) ? 0xffffu : nc > 16 * b ? (1u << (nc - 16 * b)) - 1u : 0u);
+#define DW512_TAP(b)                                                                                   \
+    if (b < NB)                                                                                        \
+        d##b = _mm512_add_epi32(d##b, _mm512_madd_epi16(                                               \
+            _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m##b, xt + 16 * b)),                             \
+            _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m##b, (const uint8_t *)wt + 16 * b))));
+#define DW512_STORE(b) if (b < NB) _mm512_mask_storeu_epi32(acc + 16 * b, m##b, d##b);
+VNNI_INLINE void vnni_dw_sum_nb(const uint8_t *const *x, const int8_t *w, size_t ldw, size_t taps, size_t nc,
+                                int32_t *acc, const int NB)
+{
+    DW512_ACC(0) DW512_ACC(1) DW512_ACC(2) DW512_ACC(3)
+    DW512_MASK(0) DW512_MASK(1) DW512_MASK(2) DW512_MASK(3)
+    for (size_t t = 0; t < taps; t++) {
+        const uint8_t *xt = x[t];
+        const int8_t *wt = w + t * ldw;
+        DW512_TAP(0) DW512_TAP(1) DW512_TAP(2) DW512_TAP(3)
+    }
+    DW512_STORE(0) DW512_STORE(1) DW512_STORE(2) DW512_STORE(3)
+}
+
+__attribute__((target(VNNI_TARGET))) static void vnni_dw_sum(const uint8_t *const *x, const int8_t *w, size_t ldw,
+                                                             size_t taps, size_t nc, int32_t *acc)
+{
+    switch ((nc + 15) / 16) {
+    case 1: vnni_dw_sum_nb(x, w, ldw, taps, nc, acc, 1); break;
+    case 2: vnni_dw_sum_nb(x, w, ldw, taps, nc, acc, 2); break;
+    case 3: vnni_dw_sum_nb(x, w, ldw, taps, nc, acc, 3); break;
+    default: vnni_dw_sum_nb(x, w, ldw, taps, nc, acc, 4); break;
+    }
+}
+
+/* One fixed-point scaling, axrt_requantize(v, mult, shift) lane by lane:
+ * |v| * |mult| in 64-bit lanes (even lanes, then odd ones), plus the half,
+ * shifted, truncated to 32 bits and given the product's sign. */
+typedef struct q512_scale {
+    __m512i mult, amult, half;
+    __m128i shift;
+} q512_scale;
+
+VNNI_INLINE q512_scale q512_scale_of(int32_t mult, int32_t shift)
+{
+    const q512_scale s = {_mm512_set1_epi32(mult), _mm512_abs_epi32(_mm512_set1_epi32(mult)),
+                          _mm512_set1_epi64((long long)((uint64_t)1 << (shift - 1))), _mm_cvtsi32_si128(shift)};
+    return s;
+}
+
+VNNI_INLINE __m512i q512_requantize(__m512i v, const q512_scale *s)
+{
+    const __m512i av = _mm512_abs_epi32(v);
+    const __m512i even = _mm512_srl_epi64(_mm512_add_epi64(_mm512_mul_epu32(av, s->amult), s->half), s->shift);
+    const __m512i odd = _mm512_srl_epi64(
+        _mm512_add_epi64(_mm512_mul_epu32(_mm512_srli_epi64(av, 32), s->amult), s->half), s->shift);
+    const __m512i r = _mm512_mask_blend_epi32(0xaaaa, even, _mm512_slli_epi64(odd, 32));
+    const __m512i neg = _mm512_srai_epi32(_mm512_xor_si512(v, s->mult), 31);   /* all ones where negative */
+    return _mm512_sub_epi32(_mm512_xor_si512(r, neg), neg);
+}
+
+/* Sixteen bytes q + 128 as int32 (q - zp) * 2^left. */
+VNNI_INLINE __m512i q512_centred(const uint8_t *x, __m512i zp128, __m128i left)
+{
+    return _mm512_sll_epi32(_mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)x)), zp128), left);
+}
+
+/* Stores sixteen results q, clamped to [lo, hi] after out_zp is added, as
+ * bytes q + 128 or as floats (q - out_zp) * scale: ew_store's operations. */
+VNNI_INLINE void q512_store(const axrt_ew_q8 *p, __m512i r, void *y, size_t i)
+{
+    r = _mm512_min_epi32(_mm512_max_epi32(r, _mm512_set1_epi32(p->lo - p->out_zp)), _mm512_set1_epi32(p->hi - p->out_zp));
+    if (p->out_q8)
+        _mm_storeu_si128((__m128i *)((uint8_t *)y + i), _mm512_cvtepi32_epi8(_mm512_add_epi32(r, _mm512_set1_epi32(p->out_zp + 128))));
+    else
+        _mm512_storeu_ps((float *)y + i, _mm512_mul_ps(_mm512_cvtepi32_ps(r), _mm512_set1_ps(p->scale)));
+}
+
+static void *ew_at(const axrt_ew_q8 *p, void *y, size_t i)
+{
+    return (unsigned char *)y + i * (p->out_q8 ? 1 : sizeof(float));
+}
+
+__attribute__((target(VNNI_TARGET))) static void vnni_add(const uint8_t *a, const uint8_t *b, void *y, size_t n,
+                                                          const axrt_ew_q8 *p)
+{
+    const q512_scale sa = q512_scale_of(p->mult[0], p->shift[0]), sb = q512_scale_of(p->mult[1], p->shift[1]);
+    const q512_scale so = q512_scale_of(p->out_mult, p->out_shift);
+    const __m512i za = _mm512_set1_epi32(p->zp[0] + 128), zb = _mm512_set1_epi32(p->zp[1] + 128);
+    const __m128i left = _mm_cvtsi32_si128(p->left);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512i va = q512_requantize(q512_centred(a + i, za, left), &sa);
+        const __m512i vb = q512_requantize(q512_centred(b + i, zb, left), &sb);
+        q512_store(p, q512_requantize(_mm512_add_epi32(va, vb), &so), y, i);
+    }
+    axrt_q8_add_portable(a + i, b + i, ew_at(p, y, i), n - i, p);
+}
+
+__attribute__((target(VNNI_TARGET))) static void vnni_rescale(const uint8_t *x, void *y, size_t outer, size_t row,
+                                                              size_t ld, size_t offset, const axrt_ew_q8 *p)
+{
+    const q512_scale s = q512_scale_of(p->mult[0], p->shift[0]);
+    const __m512i z = _mm512_set1_epi32(p->zp[0] + 128);
+    const __m128i left = _mm_cvtsi32_si128(p->left);
+    for (size_t o = 0; o < outer; o++) {
+        const uint8_t *xr = x + o * row;
+        void *yr = ew_at(p, y, o * ld + offset);
+        size_t j = 0;
+        for (; j + 16 <= row; j += 16)
+            q512_store(p, q512_requantize(q512_centred(xr + j, z, left), &s), yr, j);
+        axrt_q8_rescale_portable(xr + j, ew_at(p, yr, j), 1, row - j, row - j, 0, p);
+    }
+}
+
 const axrt_q8_gemm_ops *axrt_q8_gemm_vnni(void)
 {
-    static const axrt_q8_gemm_ops ops = {"avx512vnni", 6, 64, vnni_tile_dispatch, vnni_finish};
+    static const axrt_q8_gemm_ops ops = {"avx512vnni", 6, 64, vnni_tile_dispatch, vnni_finish,
+                                         vnni_dw_sum, vnni_add, vnni_rescale};
     const int ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
     return ok ? &ops : NULL;
@@ -256,9 +399,169 @@ static void avx2_tile_any(const axrt_q8_tile *t)
     tiles[t->mr - 1](t);
 }
 
+/* ---- AVX2: the depthwise sum and the elementwise add and rescale ----------------- */
+
+/* acc[k] for k0 <= k < k0 + 8 * NB (NB constant after inlining): as
+ * vnni_dw_sum, eight channels a vector. */
+#define DW256_ACC(b) __m256i d##b = _mm256_setzero_si256();
+#define DW256_TAP(b)                                                                                   \
+    if (b < NB)                                                                                        \
+        d##b = _mm256_add_epi32(d##b, _mm256_madd_epi16(                                               \
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(xt + 8 * b))),                      \
+            _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(wt + 8 * b)))));
+#define DW256_STORE(b) if (b < NB) _mm256_storeu_si256((__m256i *)(acc + k0 + 8 * b), d##b);
+AVX2_INLINE void avx2_dw_sum_nb(const uint8_t *const *x, const int8_t *w, size_t ldw, size_t taps, size_t k0,
+                                int32_t *acc, const int NB)
+{
+    DW256_ACC(0) DW256_ACC(1) DW256_ACC(2) DW256_ACC(3)
+    for (size_t t = 0; t < taps; t++) {
+        const uint8_t *xt = x[t] + k0;
+        const int8_t *wt = w + t * ldw + k0;
+        DW256_TAP(0) DW256_TAP(1) DW256_TAP(2) DW256_TAP(3)
+    }
+    DW256_STORE(0) DW256_STORE(1) DW256_STORE(2) DW256_STORE(3)
+}
+
+__attribute__((target("avx2"))) static void avx2_dw_sum(const uint8_t *const *x, const int8_t *w, size_t ldw,
+                                                        size_t taps, size_t nc, int32_t *acc)
+{
+    size_t k0 = 0;
+    for (; k0 + 32 <= nc; k0 += 32)
+        avx2_dw_sum_nb(x, w, ldw, taps, k0, acc, 4);
+    for (; k0 + 8 <= nc; k0 += 8)
+        avx2_dw_sum_nb(x, w, ldw, taps, k0, acc, 1);
+    for (size_t k = k0; k < nc; k++) {   /* the last nc % 8 channels */
+        int32_t sum = 0;
+        for (size_t t = 0; t < taps; t++)
+            sum += (int32_t)x[t][k] * w[t * ldw + k];
+        acc[k] = sum;
+    }
+}
+
+/* q512_scale, q512_requantize, ... on eight lanes */
+typedef struct q256_scale {
+    __m256i mult, amult, half;
+    __m128i shift;
+} q256_scale;
+
+AVX2_INLINE q256_scale q256_scale_of(int32_t mult, int32_t shift)
+{
+    const q256_scale s = {_mm256_set1_epi32(mult), _mm256_abs_epi32(_mm256_set1_epi32(mult)),
+                          _mm256_set1_epi64x((long long)((uint64_t)1 << (shift - 1))), _mm_cvtsi32_si128(shift)};
+    return s;
+}
+
+AVX2_INLINE __m256i q256_requantize(__m256i v, const q256_scale *s)
+{
+    const __m256i av = _mm256_abs_epi32(v);
+    const __m256i even = _mm256_srl_epi64(_mm256_add_epi64(_mm256_mul_epu32(av, s->amult), s->half), s->shift);
+    const __m256i odd = _mm256_srl_epi64(
+        _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(av, 32), s->amult), s->half), s->shift);
+    const __m256i r = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xaa);
+    const __m256i neg = _mm256_srai_epi32(_mm256_xor_si256(v, s->mult), 31);
+    return _mm256_sub_epi32(_mm256_xor_si256(r, neg), neg);
+}
+
+AVX2_INLINE __m256i q256_centred(const uint8_t *x, __m256i zp128, __m128i left)
+{
+    return _mm256_sll_epi32(_mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)x)), zp128), left);
+}
+
+AVX2_INLINE void q256_store(const axrt_ew_q8 *p, __m256i r, void *y, size_t i)
+{
+    r = _mm256_min_epi32(_mm256_max_epi32(r, _mm256_set1_epi32(p->lo - p->out_zp)), _mm256_set1_epi32(p->hi - p->out_zp));
+    if (p->out_q8) {   /* r + out_zp + 128 in [0, 255]: the packs saturate nothing */
+        const __m256i b = _mm256_add_epi32(r, _mm256_set1_epi32(p->out_zp + 128));
+        const __m128i h = _mm_packus_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
+        _mm_storel_epi64((__m128i *)((uint8_t *)y + i), _mm_packus_epi16(h, h));
+    } else {
+        _mm256_storeu_ps((float *)y + i, _mm256_mul_ps(_mm256_cvtepi32_ps(r), _mm256_set1_ps(p->scale)));
+    }
+}
+
+__attribute__((target("avx2"))) static void avx2_add(const uint8_t *a, const uint8_t *b, void *y, size_t n,
+                                                     const axrt_ew_q8 *p)
+{
+    const q256_scale sa = q256_scale_of(p->mult[0], p->shift[0]), sb = q256_scale_of(p->mult[1], p->shift[1]);
+    const q256_scale so = q256_scale_of(p->out_mult, p->out_shift);
+    const __m256i za = _mm256_set1_epi32(p->zp[0] + 128), zb = _mm256_set1_epi32(p->zp[1] + 128);
+    const __m128i left = _mm_cvtsi32_si128(p->left);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256i va = q256_requantize(q256_centred(a + i, za, left), &sa);
+        const __m256i vb = q256_requantize(q256_centred(b + i, zb, left), &sb);
+        q256_store(p, q256_requantize(_mm256_add_epi32(va, vb), &so), y, i);
+    }
+    axrt_q8_add_portable(a + i, b + i, ew_at(p, y, i), n - i, p);
+}
+
+__attribute__((target("avx2"))) static void avx2_rescale(const uint8_t *x, void *y, size_t outer, size_t row,
+                                                         size_t ld, size_t offset, const axrt_ew_q8 *p)
+{
+    const q256_scale s = q256_scale_of(p->mult[0], p->shift[0]);
+    const __m256i z = _mm256_set1_epi32(p->zp[0] + 128);
+    const __m128i left = _mm_cvtsi32_si128(p->left);
+    for (size_t o = 0; o < outer; o++) {
+        const uint8_t *xr = x + o * row;
+        void *yr = ew_at(p, y, o * ld + offset);
+        size_t j = 0;
+        for (; j + 8 <= row; j += 8)
+            q256_store(p, q256_requantize(q256_centred(xr + j, z, left), &s), yr, j);
+        axrt_q8_rescale_portable(xr + j, ew_at(p, yr, j), 1, row - j, row - j, 0, p);
+    }
+}
+
+/* vnni_requant_lanes on eight lanes */
+AVX2_INLINE __m256i avx2_requant_lanes(__m256i v, __m256i mult, __m256i shift)
+{
+    const __m256i one = _mm256_set1_epi64x(1), av = _mm256_abs_epi32(v), am = _mm256_abs_epi32(mult);
+    const __m256i se = _mm256_and_si256(shift, _mm256_set1_epi64x(0xffffffff)), so = _mm256_srli_epi64(shift, 32);
+    const __m256i pe = _mm256_mul_epu32(av, am);
+    const __m256i po = _mm256_mul_epu32(_mm256_srli_epi64(av, 32), _mm256_srli_epi64(am, 32));
+    const __m256i re = _mm256_srlv_epi64(_mm256_add_epi64(pe, _mm256_sllv_epi64(one, _mm256_sub_epi64(se, one))), se);
+    const __m256i ro = _mm256_srlv_epi64(_mm256_add_epi64(po, _mm256_sllv_epi64(one, _mm256_sub_epi64(so, one))), so);
+    const __m256i r = _mm256_blend_epi32(re, _mm256_slli_epi64(ro, 32), 0xaa);
+    const __m256i neg = _mm256_srai_epi32(_mm256_xor_si256(v, mult), 31);
+    return _mm256_sub_epi32(_mm256_xor_si256(r, neg), neg);
+}
+
+/* axrt_q8_finish_portable, eight channels at a time (the last nc % 8 by it):
+ * the same integers and float operations. */
+__attribute__((target("avx2"))) static void avx2_finish(const axrt_requant *rq, const int32_t *acc, size_t c0,
+                                                        size_t nc, void *y)
+{
+    const __m256i lo = _mm256_set1_epi32(rq->lo - rq->zp), hi = _mm256_set1_epi32(rq->hi - rq->zp);
+    const __m256i zp128 = _mm256_set1_epi32(rq->zp + 128);
+    const __m256 scale = _mm256_set1_ps(rq->scale);
+    const size_t elem = rq->out_q8 ? 1 : sizeof(float);
+    size_t j = 0;
+    for (; j + 8 <= nc; j += 8) {
+        const __m256i v = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(acc + j)),
+                                           _mm256_loadu_si256((const __m256i *)(rq->bias + c0 + j)));
+        __m256 f;
+        if (!rq->mult) {
+            f = _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_loadu_ps(rq->fscale + c0 + j));
+        } else {
+            const __m256i mult = _mm256_loadu_si256((const __m256i *)(rq->mult + c0 + j));
+            const __m256i sh = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(rq->shift + c0 + j)));
+            const __m256i r = _mm256_min_epi32(_mm256_max_epi32(avx2_requant_lanes(v, mult, sh), lo), hi);
+            if (rq->out_q8) {   /* r + zp + 128 in [0, 255]: the packs saturate nothing */
+                const __m256i b = _mm256_add_epi32(r, zp128);
+                const __m128i h = _mm_packus_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
+                _mm_storel_epi64((__m128i *)((uint8_t *)y + j), _mm_packus_epi16(h, h));
+                continue;
+            }
+            f = _mm256_mul_ps(_mm256_cvtepi32_ps(r), scale);
+        }
+        _mm256_storeu_ps((float *)y + j, f);
+    }
+    axrt_q8_finish_portable(rq, acc + j, c0 + j, nc - j, (unsigned char *)y + j * elem);
+}
+
 const axrt_q8_gemm_ops *axrt_q8_gemm_avx2(void)
 {
-    static const axrt_q8_gemm_ops ops = {"avx2", 3, 16, avx2_tile_any, axrt_q8_finish_portable};
+    static const axrt_q8_gemm_ops ops = {"avx2", 3, 16, avx2_tile_any, avx2_finish,
+                                         avx2_dw_sum, avx2_add, avx2_rescale};
     return __builtin_cpu_supports("avx2") ? &ops : NULL;
 }
 

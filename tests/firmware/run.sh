@@ -312,6 +312,7 @@ main() {
     int8_on_firmware mlp 1,784 "$root/examples" 1e-6
     int8_on_firmware lenet5 1,28,28,1 "$root/examples"
     int8_on_firmware qres 1,8,8,4 "$root/tests/quant" 0 nosize   # int8 residual add, concat, ReLU
+    int8_on_firmware qgap 1,6,5,4 "$root/tests/quant" 0 nosize   # int8 global mean-pool
 }
 
 main

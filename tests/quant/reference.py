@@ -18,8 +18,14 @@ Q31 with round-half-away, the output's range its own); a concat requantising
 each operand by s_k / s_out to its own range; a ReLU sharing its operand's
 range, the clamp at the zero point.
 
+qgap (qgap_forward) adds the global mean-pool in int8, TFLite's integer
+mean: the exact sum over the pixels of (q - zp_in), rescaled by a Q31
+multiplier of s_in / (count s_out) with round-half-away, plus the output zero
+point, the output's range its own; the dense after it quantises the pool's
+dequantised values with that range (the same integers).
+
 usage: reference.py MODEL WEIGHTS CALIB X AXC_OUT
-  MODEL: qmlp, lenet5 (the layer lists below mirror the .ax files) or qres
+  MODEL: qmlp, lenet5 (the layer lists below mirror the .ax files), qres or qgap
 Prints one line per output element class and exits 1 unless every element
 is within one output LSB of the reference (and says how many are exact)."""
 
@@ -184,13 +190,38 @@ def qres_forward(w, samples, x32):
     return quant_layer(("conv", "c", None, 0), dequantise(q_u, s_cat, z_cat).numpy(), w, rng["cat"], rng["y"])
 
 
+def qgap_float(w, x):
+    """qgap.ax in float64: every node's value by name."""
+    a = float_layer(("conv", "a", "relu", 1), x, w)
+    g = a.mean(dim=(1, 2))
+    return {"x": x, "a": a, "gap": g, "y": float_layer(("dense", "d", None), g, w)}
+
+
+def qgap_forward(w, samples, x32):
+    """qgap in int8; returns (float32 output, its LSB)."""
+    rng = {}
+    for smp in samples:
+        for k, t in qgap_float(w, torch.from_numpy(smp.astype(np.float64))).items():
+            lo, hi = rng.get(k, (math.inf, -math.inf))
+            rng[k] = (min(lo, float(t.min())), max(hi, float(t.max())))
+    p = {k: act_params(*r) for k, r in rng.items()}
+    a, _ = quant_layer(("conv", "a", "relu", 1), x32, w, rng["x"], rng["a"])
+    (sa, za), (sg, zg) = p["a"], p["gap"]
+    qa = quantise(a, sa, za)
+    count = qa.shape[1] * qa.shape[2]
+    total = (qa - za).sum(axis=(1, 2))
+    q_gap = np.clip(zg + requantize(total, *fixed_point(sa / (count * sg))), -128, 127)
+    return quant_layer(("dense", "d", None), dequantise(q_gap, sg, zg).numpy(), w, rng["gap"], rng["y"])
+
+
 def main():
     model, weights, calib, x_path, out_path = sys.argv[1:6]
     w = {k: torch.from_numpy(np.asarray(v, dtype=np.float64)) for k, v in safetensors_io.read(weights).items()}
     v = torch.from_numpy(np.load(x_path).astype(np.float32))
     scale = None
-    if model == "qres":
-        v, scale = qres_forward(w, np.load(calib), v.numpy())
+    if model in ("qres", "qgap"):
+        forward = qres_forward if model == "qres" else qgap_forward
+        v, scale = forward(w, np.load(calib), v.numpy())
     else:
         layers = MODELS[model]
         lo, hi = ranges(layers, w, np.load(calib))

@@ -2,6 +2,7 @@
 # int8 suite (axc --quantize=int8 --calibrate, interface.md §7):
 #   reference  qmlp (ReLU, ReLU6, plain), lenet5 (conv, max-pool, dense) and
 #              qres (a residual add, a concat, a ReLU on its own: int8 too)
+#              and qgap (a global mean-pool in int8)
 #              built int8 and run on a held-out input, on every instruction
 #              set the CPU has (AXRT_ISA forced): the same bytes on each, and
 #              within one output LSB of the PyTorch fake-quant of the scheme
@@ -131,7 +132,7 @@ accuracy() {
         fi
     done
     local layers
-    layers=$(sed -n 's/.*: \([0-9]* of [0-9]* dense\/conv layers in int8, and [0-9]* add\/concat\/ReLU\).*/\1/p' \
+    layers=$(sed -n 's/.*: \([0-9]* of [0-9]* dense\/conv layers in int8, and [0-9]* add\/concat\/ReLU\/mean-pool\).*/\1/p' \
              "$d/q.log" | head -n 1)
     if "$python" - "$d" >"$d/acc.log" 2>&1 <<'EOF'
 import sys, numpy as np
@@ -195,6 +196,7 @@ errors() {
 reference qmlp "$here/qmlp.ax" 2 96
 reference lenet5 "$root/examples/lenet5.ax" 1 28 28 1
 reference qres "$here/qres.ax" 1 8 8 4
+reference qgap "$here/qgap.ax" 1 6 5 4
 for ax in "$root"/examples/*.ax; do    # the CNN examples: those with a conv
     grep -q 'Conv(' "$ax" && accuracy "$(basename "$ax" .ax)"
 done

@@ -4,7 +4,8 @@
  * tails) against naive int32 sums written here; and every instruction set
  * this CPU has, forced with axrt_set_isa, bit-identical to the portable C;
  * the int8-stored output (rq.out_q8: q + 128 in uint8) the same integers;
- * the elementwise add and rescale (concat part, ReLU) against exact sums. */
+ * the elementwise add and rescale (concat part, ReLU) against exact sums and
+ * on every instruction set against the portable C; the int8 global mean-pool. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdbool.h>
@@ -104,7 +105,8 @@ static void fill_case(case_data *c)
     for (int o = 0; o < p->oc; o++) {
         c->bias[o] = (int32_t)(next_random() % 20001) - 10000;
         c->mult[o] = (int32_t)((1u << 30) + next_random() % (1u << 30));
-        c->shift[o] = (int8_t)(38 + next_random() % 4);
+        /* mostly 38..41, sometimes 31..33: the AVX-512 epilogue's two routes (below 33 and from 33 up) */
+        c->shift[o] = (int8_t)(next_random() % 8 ? 38 + next_random() % 4 : 31 + next_random() % 3);
         c->fscale[o] = (float)(next_random() % 1000 + 1) * 1.1e-6f;
     }
     c->rq = (axrt_requant){c->bias, c->mult, c->shift, c->fscale, 5, -100, 120, 0.125f, 0};
@@ -224,6 +226,10 @@ static void test_conv(void **state)
     check_conv((axrt_conv2d_params){1, 11, 10, 3, 6, 5, 17, 5, 5, 2, 2, 1, 1, 2, 2, 1});
     check_conv((axrt_conv2d_params){1, 5, 3, 7, 5, 3, 130, 1, 1, 1, 1, 1, 1, 0, 0, 1});
     check_conv((axrt_conv2d_params){1, 4, 4, 4, 4, 4, 1, 9, 9, 1, 1, 1, 1, 4, 4, 1});  /* 81 taps: gathered */
+    /* depthwise: channel blocks of 64 and the vectors' tails (8, 16 lanes), 5x5 strided, dilated */
+    check_conv((axrt_conv2d_params){1, 7, 6, 70, 7, 6, 70, 3, 3, 1, 1, 1, 1, 1, 1, 70});
+    check_conv((axrt_conv2d_params){2, 9, 8, 13, 4, 4, 13, 5, 5, 2, 2, 1, 1, 2, 2, 13});
+    check_conv((axrt_conv2d_params){1, 8, 8, 150, 8, 8, 150, 3, 3, 1, 1, 2, 2, 2, 2, 150});
 }
 
 /* Dense is the 1x1 conv over a 1x1 image with `rows` images. */
@@ -403,6 +409,108 @@ static void test_rescale_q8(void **state)
     assert_memory_equal(rows, want, 15);
 }
 
+/* A random elementwise case: operand scalings below 1 (|v_k| < 2^28, as
+ * axc's), the output's anywhere from tiny to far past the clamp, the
+ * multipliers' extremes (0, 1, -1, INT32_MIN, INT32_MAX) among them. */
+static int32_t random_mult(void)
+{
+    static const int32_t edges[] = {0, 1, -1, INT32_MIN, INT32_MAX, 1 << 30};
+    const uint32_t r = next_random();
+    if (r % 8 == 0) return edges[(r >> 3) % 6];
+    return (int32_t)((1u << 30) + next_random() % (1u << 30)) * (r % 8 == 1 ? -1 : 1);
+}
+
+static axrt_ew_q8 random_ew(void)
+{
+    axrt_ew_q8 p;
+    memset(&p, 0, sizeof p);
+    for (int k = 0; k < 2; k++) {
+        p.zp[k] = (int32_t)(next_random() % 256) - 128;
+        p.mult[k] = random_mult();
+        p.shift[k] = 31 + (int32_t)(next_random() % 32);
+    }
+    p.left = (int32_t)(next_random() % 21);
+    p.out_mult = random_mult();
+    p.out_shift = 1 + (int32_t)(next_random() % 62);
+    p.out_zp = (int32_t)(next_random() % 256) - 128;
+    p.lo = -128 + (int32_t)(next_random() % 64);
+    p.hi = 127 - (int32_t)(next_random() % 64);
+    p.scale = (float)(next_random() % 1000 + 1) * 1.7e-4f;
+    p.out_q8 = (int32_t)(next_random() & 1);
+    return p;
+}
+
+/* axrt_add_q8 and axrt_rescale_q8 on every instruction set against the
+ * portable C's, bit for bit: random bytes (0 and 255 among them), lengths
+ * around the vector widths and past the byte tables' threshold, a concat's
+ * strided rows, in place. */
+static void test_ew_isas(void **state)
+{
+    (void)state;
+    enum { N = 1100 };
+    static const size_t lens[] = {1, 7, 8, 15, 16, 17, 31, 33, 100, 511, 512, 1099};
+    uint8_t a[N], b[N];
+    float want[6 * N], got[6 * N];   /* add, rescale, and the strided rows (at most 4 n) */
+    for (int round = 0; round < 200; round++) {
+        const axrt_ew_q8 p = random_ew();
+        const size_t n = lens[round % 12], bytes = n * (p.out_q8 ? 1 : sizeof(float));
+        for (size_t i = 0; i < n; i++) {
+            const uint32_t r = next_random();
+            a[i] = r % 16 == 0 ? 0 : r % 16 == 1 ? 255 : (uint8_t)(r >> 4);
+            b[i] = r % 16 == 2 ? 0 : r % 16 == 3 ? 255 : (uint8_t)(r >> 12);
+        }
+        const size_t row = n % 7 + 1, outer = n / row, ld = row + 3, off = row % 3;
+        for (int i = 0; i < 3; i++) {
+            if (axrt_set_isa(isas[i]) != 0) continue;
+            float *out = i == 0 ? want : got;
+            memset(out, 0xa5, sizeof want);
+            axrt_add_q8(a, b, out, n, &p);
+            axrt_rescale_q8(a, (unsigned char *)out + bytes, 1, n, n, 0, &p);
+            axrt_rescale_q8(b, (unsigned char *)out + 2 * bytes, outer, row, ld, off, &p);
+            if (i > 0 && memcmp(got, want, sizeof want))
+                fail_msg("int8 add/rescale round %d (n %zu, out_q8 %d) differs from the portable C on %s", round, n,
+                         p.out_q8, isas[i]);
+            if (p.out_q8) {   /* in place: y == a */
+                uint8_t inplace[N];
+                memcpy(inplace, a, n);
+                axrt_add_q8(inplace, b, inplace, n, &p);
+                if (memcmp(inplace, want, n))
+                    fail_msg("int8 add in place, round %d, differs on %s", round, isas[i]);
+            }
+        }
+        axrt_set_isa(NULL);
+    }
+}
+
+/* axrt_globalmeanpool_q8 against the sum and requantisation written here:
+ * channel counts around its 64-wide blocks, batch 2, bytes and floats. */
+static void test_globalmeanpool_q8(void **state)
+{
+    (void)state;
+    static const size_t cs[] = {1, 63, 64, 65, 150};
+    for (size_t t = 0; t < sizeof cs / sizeof cs[0]; t++) {
+        const size_t c = cs[t], hw = 7 + t * 11, n = 2;
+        axrt_ew_q8 p = {{-9 + (int32_t)t, 0}, {0, 0}, {0, 0}, 0, 0, 0, 4, -128, 127, 0.02f, 1};
+        q31(0.05 / (hw * 0.02), &p.mult[0], &p.shift[0]);
+        uint8_t *x = malloc(n * hw * c), *y = malloc(n * c);
+        float *f = malloc(sizeof(float) * n * c);
+        for (size_t i = 0; i < n * hw * c; i++) x[i] = (uint8_t)next_random();
+        axrt_globalmeanpool_q8(x, y, n, hw, c, &p);
+        p.out_q8 = 0;
+        axrt_globalmeanpool_q8(x, f, n, hw, c, &p);
+        for (size_t b = 0; b < n; b++)
+            for (size_t k = 0; k < c; k++) {
+                int32_t sum = 0;
+                for (size_t i = 0; i < hw; i++) sum += x[(b * hw + i) * c + k] - 128 - p.zp[0];
+                int32_t q = p.out_zp + reference_requantize(sum, p.mult[0], p.shift[0]);
+                q = q < -128 ? -128 : q > 127 ? 127 : q;
+                assert_int_equal(y[b * c + k], q + 128);
+                assert_true(f[b * c + k] == (float)(q - p.out_zp) * p.scale);
+            }
+        free(x); free(y); free(f);
+    }
+}
+
 static void test_dispatch(void **state)
 {
     (void)state;
@@ -431,6 +539,8 @@ int main(void)
         cmocka_unit_test(test_maxpool_u8),
         cmocka_unit_test(test_add_q8),
         cmocka_unit_test(test_rescale_q8),
+        cmocka_unit_test(test_ew_isas),
+        cmocka_unit_test(test_globalmeanpool_q8),
         cmocka_unit_test(test_dispatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
