@@ -166,13 +166,20 @@ def qres_float(w, x):
     return {"x": x, "a": a, "b": b, "add": s, "cat": cat, "y": float_layer(("conv", "c", None, 0), u, w)}
 
 
-def qres_forward(w, samples, x32):
-    """qres in int8; returns (float32 output, its LSB)."""
+def observed_ranges(float_fn, w, samples):
+    """Every node's (min, max) over the calibration samples, as axc observes
+    them: float_fn(w, x) gives the float64 value of each node by name."""
     rng = {}
     for smp in samples:
-        for k, t in qres_float(w, torch.from_numpy(smp.astype(np.float64))).items():
+        for k, t in float_fn(w, torch.from_numpy(smp.astype(np.float64))).items():
             lo, hi = rng.get(k, (math.inf, -math.inf))
             rng[k] = (min(lo, float(t.min())), max(hi, float(t.max())))
+    return rng
+
+
+def qres_forward(w, samples, x32):
+    """qres in int8; returns (float32 output, its LSB)."""
+    rng = observed_ranges(qres_float, w, samples)
     p = {k: act_params(*r) for k, r in rng.items()}   # h and u share add's and cat's
     a, _ = quant_layer(("conv", "a", None, 1), x32, w, rng["x"], rng["a"])
     b, _ = quant_layer(("conv", "b", None, 0), x32, w, rng["x"], rng["b"])
@@ -199,11 +206,7 @@ def qgap_float(w, x):
 
 def qgap_forward(w, samples, x32):
     """qgap in int8; returns (float32 output, its LSB)."""
-    rng = {}
-    for smp in samples:
-        for k, t in qgap_float(w, torch.from_numpy(smp.astype(np.float64))).items():
-            lo, hi = rng.get(k, (math.inf, -math.inf))
-            rng[k] = (min(lo, float(t.min())), max(hi, float(t.max())))
+    rng = observed_ranges(qgap_float, w, samples)
     p = {k: act_params(*r) for k, r in rng.items()}
     a, _ = quant_layer(("conv", "a", "relu", 1), x32, w, rng["x"], rng["a"])
     (sa, za), (sg, zg) = p["a"], p["gap"]
