@@ -999,7 +999,7 @@ static const char *unary_expression(const emitter *em, const ir_node *n, const i
 const char *cg_binary_text(ax_arena *a, int op, const char *lhs, const char *rhs, axrt_dtype dtype)
 {
     const char *symbol = binary_symbols[op];
-    if (symbol[0] == '?') /* "?>": the larger (a NaN in either gives NaN), axrt_unary.h's clamp_min */
+    if (symbol[0] == '?') /* "?>": the larger (a NaN in either gives NaN), axrt_unary.h's clamp_min and max */
         return ax_sprintf(a, "((%s %c %s || %s != %s) ? %s : %s)", lhs, symbol[1], rhs, lhs, lhs, lhs, rhs);
     if (isalpha((unsigned char)symbol[0])) /* libm: powf, fmodf */
         return ax_sprintf(a, "%s%s(%s, %s)", symbol, dtype == AXRT_F64 ? "" : "f", lhs, rhs);

@@ -822,10 +822,8 @@ static LLVMValueRef libm2(lv *L, const char *name, LLVMValueRef a, LLVMValueRef 
 }
 static LLVMValueRef lv_binary_pow(lv *L, LLVMValueRef a, LLVMValueRef b) { return libm2(L, "pow", a, b); }
 static LLVMValueRef lv_binary_fmod(lv *L, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFRem(L->B, a, b, ""); }
-static LLVMValueRef lv_binary_max(lv *L, LLVMValueRef a, LLVMValueRef b) { return libm2(L, "fmax", a, b); }
-static LLVMValueRef lv_binary_min(lv *L, LLVMValueRef a, LLVMValueRef b) { return libm2(L, "fmin", a, b); }
-/* axrt_unary.h's clamp_min/clamp_max: a when past b or NaN (unordered with
- * itself), else b */
+/* axrt_unary.h's clamp_min/clamp_max (and max/min): a when past b or NaN
+ * (unordered with itself), else b */
 static LLVMValueRef nan_or(lv *L, LLVMRealPredicate past, LLVMValueRef a, LLVMValueRef b)
 {
     LLVMValueRef keep = LLVMBuildOr(L->B, LLVMBuildFCmp(L->B, past, a, b, ""),
@@ -834,6 +832,8 @@ static LLVMValueRef nan_or(lv *L, LLVMRealPredicate past, LLVMValueRef a, LLVMVa
 }
 static LLVMValueRef lv_binary_clamp_min(lv *L, LLVMValueRef a, LLVMValueRef b) { return nan_or(L, LLVMRealOGT, a, b); }
 static LLVMValueRef lv_binary_clamp_max(lv *L, LLVMValueRef a, LLVMValueRef b) { return nan_or(L, LLVMRealOLT, a, b); }
+#define lv_binary_max lv_binary_clamp_min
+#define lv_binary_min lv_binary_clamp_max
 /* One instruction per BINARY_OP row of ops.def (a missing one does not compile). */
 static binary_fn *const binary_fns[IR_OP_COUNT] = {
 #define OP(name, min, max, kind, inplace, family, shape, optional, flags)

@@ -400,11 +400,11 @@ static double interp_mul(double a, double b) { return a * b; }
 static double interp_div(double a, double b) { return a / b; }
 static double interp_pow(double a, double b) { return pow(a, b); }
 static double interp_fmod(double a, double b) { return fmod(a, b); }
-static double interp_max(double a, double b) { return fmax(a, b); }
-static double interp_min(double a, double b) { return fmin(a, b); }
-/* torch.clamp_min/clamp_max: NaN when either operand is NaN */
+/* torch.clamp_min/clamp_max and torch.maximum/minimum: NaN when either operand is NaN */
 static double interp_clamp_min(double a, double b) { return isnan(a) || isnan(b) ? NAN : fmax(a, b); }
 static double interp_clamp_max(double a, double b) { return isnan(a) || isnan(b) ? NAN : fmin(a, b); }
+#define interp_max interp_clamp_min
+#define interp_min interp_clamp_max
 
 typedef double binary_fn(double a, double b);
 static binary_fn *const binary_fns[IR_OP_COUNT] = {

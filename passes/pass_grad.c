@@ -629,18 +629,22 @@ static void grad_extremum(grad_state *s, int id)
 #define grad_minimum grad_extremum
 
 /* The binary ops that pick one operand per element: max(a, b) / min(a, b)
- * (C's fmax/fmin, torch.fmax/fmin) and clamp_min(x, lo) / clamp_max(x, hi)
- * (torch.clamp is the two in turn).  dy goes to a where a wins or ties
- * (a >= b for max and clamp_min, a <= b for min and clamp_max, as torch: x
- * within its bound, the bound included), to b elsewhere.  relu(sign(b - a))
- * (min, clamp_max: sign(a - b)) is 1 where b wins, else 0.  (A NaN operand,
- * which fmax passes over, is not considered.) */
+ * (torch.maximum/minimum) and clamp_min(x, lo) / clamp_max(x, hi) (torch.clamp
+ * is the two in turn).  dy goes to the winner: b where sign(b - a) (min,
+ * clamp_max: sign(a - b)) is 1, a where it is -1.  On a tie (0) clamp gives a
+ * all of it (as torch: x within its bound, the bound included) and max/min
+ * half to each (as torch.maximum).  b's share is relu(sign) for clamp and
+ * 0.5 + 0.5 sign for max/min.  (A NaN operand's gradient is not considered.) */
 static void grad_pick(grad_state *s, int id)
 {
-    const bool larger = N(id)->op == IR_OP_max || N(id)->op == IR_OP_clamp_min;
+    const int op = N(id)->op;
+    const bool larger = op == IR_OP_max || op == IR_OP_clamp_min;
     int a = SRC(id, 0), b = SRC(id, 1), dy = s->adj[id];
     int lead = larger ? binary(s, IR_OP_sub, b, a) : binary(s, IR_OP_sub, a, b);
-    int b_wins = like(s, IR_OP_relu, like(s, IR_OP_sign, lead, IR_NONE, lead), IR_NONE, lead);
+    int sign = like(s, IR_OP_sign, lead, IR_NONE, lead);
+    int b_wins = op == IR_OP_max || op == IR_OP_min
+                     ? binary(s, IR_OP_add, scalar(s, 0.5), binary(s, IR_OP_mul, scalar(s, 0.5), sign))
+                     : like(s, IR_OP_relu, sign, IR_NONE, lead);
     if (needs(s, a))
         accumulate(s, a, unbroadcast(s, binary(s, IR_OP_mul, dy, binary(s, IR_OP_sub, scalar(s, 1), b_wins)), a));
     if (needs(s, b))

@@ -123,12 +123,12 @@
 #define AXRT_BINARY_pow(a, b) MATH_FN(pow)(a, b)
 /* torch.fmod, ONNX Mod with fmod=1: the remainder takes the dividend's sign. */
 #define AXRT_BINARY_fmod(a, b) MATH_FN(fmod)(a, b)
-/* torch.maximum/minimum but for NaN, which C's fmax/fmin drop for the other operand. */
-#define AXRT_BINARY_max(a, b) MATH_FN(fmax)(a, b)
-#define AXRT_BINARY_min(a, b) MATH_FN(fmin)(a, b)
-/* torch.clamp_min/clamp_max: the larger / smaller, NaN when either is NaN
- * (a NaN a is kept; a NaN b fails the comparison and is taken). */
+/* torch.clamp_min/clamp_max and torch.maximum/minimum: the larger / smaller,
+ * NaN when either is NaN (a NaN a is kept; a NaN b fails the comparison and
+ * is taken).  C's fmax/fmin would drop a NaN for the other operand. */
 #define AXRT_BINARY_clamp_min(a, b) (((a) > (b) || (a) != (a)) ? (a) : (b))
 #define AXRT_BINARY_clamp_max(a, b) (((a) < (b) || (a) != (a)) ? (a) : (b))
+#define AXRT_BINARY_max(a, b) AXRT_BINARY_clamp_min(a, b)
+#define AXRT_BINARY_min(a, b) AXRT_BINARY_clamp_max(a, b)
 
 #endif

@@ -447,8 +447,8 @@ class VectorMatmul(torch.nn.Module):
 
 
 class MaxMinNet(torch.nn.Module):
-    """Elementwise max/min (torch.fmax/fmin) of two layers, one broadcast from
-    a column: a gets dy where it wins or ties, b elsewhere."""
+    """Elementwise max/min (torch.maximum/minimum) of two layers, one broadcast
+    from a column: dy goes to the winner."""
     def __init__(self):
         super().__init__()
         self.fc1, self.fc2, self.col, self.fc3 = (torch.nn.Linear(6, 5), torch.nn.Linear(6, 5),
@@ -456,7 +456,21 @@ class MaxMinNet(torch.nn.Module):
 
     def forward(self, x):
         a, b, c = self.fc1(x), self.fc2(x), self.col(x)
-        return self.fc3(torch.fmax(a, b) + torch.fmin(c, a))
+        return self.fc3(torch.maximum(a, b) + torch.minimum(c, a))
+
+
+class MaxTieNet(torch.nn.Module):
+    """max/min of two layers that start equal, so that they tie everywhere (and
+    stay equal): torch.maximum/minimum give each half of dy, where a rule that
+    gave a tie to one operand would train fc1 and leave fc2."""
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = torch.nn.Linear(6, 5), torch.nn.Linear(6, 5), torch.nn.Linear(5, 3)
+        self.fc2.load_state_dict(self.fc1.state_dict())
+
+    def forward(self, x):
+        a, b = self.fc1(x), self.fc2(x)
+        return self.fc3(torch.maximum(a, b) + 0.5 * torch.minimum(a, b))
 
 
 # name, .ax body (DTYPE substituted), twin, input (shape, kind), loss
@@ -509,6 +523,9 @@ MODELS = [
     ("max_min", "@axiom dtype=DTYPE function m(x::DTYPE[4, 6])\n    fc1 = Dense(6 => 5)\n    fc2 = Dense(6 => 5)\n"
      "    col = Dense(6 => 1)\n    fc3 = Dense(5 => 3)\n    a = fc1(x)\n"
      "    return fc3(max.(a, fc2(x)) + min(col(x), a))\nend\n", MaxMinNet, ((4, 6), "normal"), "mse"),
+    ("max_tie", "@axiom dtype=DTYPE function m(x::DTYPE[4, 6])\n    fc1 = Dense(6 => 5)\n    fc2 = Dense(6 => 5)\n"
+     "    fc3 = Dense(5 => 3)\n    a = fc1(x)\n    b = fc2(x)\n"
+     "    return fc3(max.(a, b) + 0.5 * min.(a, b))\nend\n", MaxTieNet, ((4, 6), "normal"), "mse"),
     ("vector_matmul", "@axiom dtype=DTYPE function m(x::DTYPE[4, 6])\n    fc1 = Dense(6 => 5)\n    fc2 = Dense(6 => 5)\n"
      "    col = Dense(6 => 1)\n    fc3 = Dense(5 => 3)\n    h = fc1(x)\n    v = reshape(col(x), (4,))\n"
      "    u = matmul(v, h)\n    w = matmul(fc2(x), u)\n    s = reshape(matmul(v, w), (1, 1))\n"
