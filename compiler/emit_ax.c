@@ -182,7 +182,7 @@ static const char *unwritable(const ir_node *n)
     case IR_OP_batchnorm: case IR_OP_layernorm: case IR_OP_groupnorm: case IR_OP_maxpool: case IR_OP_meanpool:
     case IR_OP_upsample: case IR_OP_globalmeanpool: case IR_OP_matmul: case IR_OP_transpose: case IR_OP_reshape:
     case IR_OP_concat: case IR_OP_slice: case IR_OP_softmax: case IR_OP_log_softmax: case IR_OP_sum:
-    case IR_OP_mean: case IR_OP_maximum: case IR_OP_minimum: case IR_OP_prod:
+    case IR_OP_mean: case IR_OP_maximum: case IR_OP_minimum: case IR_OP_prod: case IR_OP_argmax:
         return NULL;
     default:
         return ir_ops[n->op].kind == IR_UNARY && n->op != IR_OP_cast ? NULL
@@ -245,7 +245,7 @@ static const char *expression(ax_printer *p, const ir_node *n)
         ax_buf_puts(&b, "]");
         break;
     case IR_OP_softmax: case IR_OP_log_softmax: case IR_OP_sum: case IR_OP_mean: case IR_OP_maximum:
-    case IR_OP_minimum: case IR_OP_prod:
+    case IR_OP_minimum: case IR_OP_prod: case IR_OP_argmax:
         ax_buf_printf(&b, "%s(%s; dims=%d)", ir_ops[n->op].name, x, a->axis);
         break;
     default:

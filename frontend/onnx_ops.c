@@ -1521,6 +1521,31 @@ static bool op_hardmax(ox_state *s)
     return set_node(s, 0, y == IR_NONE ? y : reshape_to(s, y, shape, rank), false);
 }
 
+/* ArgMax/ArgMin over one axis: the IR's argmax (Int64, the first index of
+ * the largest element, a NaN counting as the largest), of -x for ArgMin;
+ * keepdims=0 drops the axis.  select_last_index=1 has no IR op. */
+static bool op_argmax(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0);
+    if (!ok || !xv) return false;
+    int64_t shape[IR_MAX_RANK], axis = ox_attr_int(s, "axis", 0);
+    int rank = ox_shape(s, xv, shape), x = ox_node(s, xv);
+    if (!norm_axis(s, &axis, rank) || x == IR_NONE) return false;
+    if (ox_attr_int(s, "select_last_index", 0)) {
+        ox_unsupported(s, "select_last_index=1 (the last of equal extremes)");
+        return false;
+    }
+    if (!strcmp(s->node->op_type, "ArgMin")) x = un(s, IR_OP_neg, x);
+    ir_attrs a = ox_attrs();
+    a.axis = (int)axis;
+    int y = x == IR_NONE ? IR_NONE : ox_add(s, IR_OP_argmax, &x, 1, &a);
+    if (y == IR_NONE) return false;
+    if (ox_attr_int(s, "keepdims", 1)) return set_node(s, 0, y, false);
+    for (int i = (int)axis; i + 1 < rank; i++) shape[i] = shape[i + 1];
+    return set_node(s, 0, reshape_to(s, y, shape, rank - 1), false);
+}
+
 /* MeanVarianceNormalization: (x - mean) / sqrt(var + 1e-9) over axes. */
 static bool op_mvn(ox_state *s)
 {
@@ -2251,7 +2276,7 @@ static const op_row op_rows[] = {
     {"ReduceMean", op_reduce}, {"ReduceSum", op_reduce}, {"ReduceMax", op_reduce},
     {"ReduceMin", op_reduce}, {"ReduceL1", op_reduce}, {"ReduceL2", op_reduce},
     {"ReduceSumSquare", op_reduce}, {"ReduceLogSum", op_reduce}, {"ReduceLogSumExp", op_reduce},
-    {"ReduceProd", op_reduce},
+    {"ReduceProd", op_reduce}, {"ArgMax", op_argmax}, {"ArgMin", op_argmax},
     {"ThresholdedRelu", op_piecewise}, {"Shrink", op_piecewise}, {"Hardmax", op_hardmax},
     {"MeanVarianceNormalization", op_mvn}, {"RNN", op_rnn}, {"GRU", op_gru}, {"LSTM", op_lstm}, {"LRN", op_lrn}, {"Det", op_det},
     {"Softsign", op_composite}, {"Selu", op_composite}, {"Celu", op_composite},

@@ -125,6 +125,21 @@ def maximum():
     return model(nodes, [("x", x.shape), ("z", z.shape)], [("y", x.shape)]), {"x": x, "z": z}, np.maximum(x, z), "max"
 
 
+def argmax(op, axis, keepdims):
+    """ArgMax/ArgMin: Int64 indices of the first extreme (ties in the data), as NumPy."""
+    def case():
+        x = np.round(rand(3, 4, 5, seed=4) * 2)   # few values: ties
+        node = helper.make_node(op, ["x"], ["y"], name="arg", axis=axis, keepdims=keepdims)
+        want = (np.argmax if op == "ArgMax" else np.argmin)(x, axis=axis)
+        want = np.expand_dims(want, axis) if keepdims else want
+        g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, list(want.shape))])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        return m, {"x": x}, want.astype(np.int64), "argmax"
+    case.__name__ = f"{op.lower()}_axis{axis}_keepdims{keepdims}"
+    return case
+
+
 def mod_integers():
     """Mod fmod=0 of integer constants folds with Python's sign (the divisor's)."""
     a = np.array([-7, 7, -7, 7, 5, -6], np.int64)
@@ -161,7 +176,8 @@ GOOD = [torch_cnn, conv_transpose_2d, conv_transpose_1d_output_shape,
         resize("linear", "align_corners", scales=[1, 1, 3, 2], torch_mode="bilinear", corners=True),
         resize("cubic", "half_pixel", scales=[1, 1, 2, 1.5], torch_mode="bicubic", corners=False, ir_op=None),
         resize("nearest", "asymmetric", scales=[1, 1, 1.5, 2.5], torch_mode="nearest", ir_op=None),
-        upsample_opset9, instancenorm((2, 3, 4, 5)), instancenorm((2, 3, 7)), clip, maximum, mod_integers]
+        upsample_opset9, instancenorm((2, 3, 4, 5)), instancenorm((2, 3, 7)), clip, maximum, mod_integers,
+        argmax("ArgMax", 1, 1), argmax("ArgMax", -1, 0), argmax("ArgMin", 0, 0)]
 
 
 def split_bad():
@@ -171,13 +187,20 @@ def split_bad():
         r"ONNX node 'sp' \(Split\): split sizes sum to 5, not the axis length 6"
 
 
+def argmax_last_index():
+    node = helper.make_node("ArgMax", ["x"], ["y"], name="arg", axis=1, select_last_index=1)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT64, [2, 1])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), r"unsupported: select_last_index=1"
+
+
 def mod_float_fmod0():
     node = helper.make_node("Mod", ["x", "z"], ["y"], name="m0")
     return model([node], [("x", (4,)), ("z", (4,))], [("y", (4,))]), \
         r"ONNX node 'm0' \(Mod\): Mod with fmod=0 on floating-point tensors"
 
 
-BAD = [split_bad, mod_float_fmod0]
+BAD = [split_bad, mod_float_fmod0, argmax_last_index]
 
 
 def run_good(axc, d, case):
