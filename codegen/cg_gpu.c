@@ -156,7 +156,7 @@ static const char *ptr(const gk *k, int id)
     if (n->op == IR_OP_param)
         return ax_sprintf(arena_of(k), "((const float *)(P + %zu))", k->param_offset[id]);
     if (n->offset >= 0)
-        return ax_sprintf(arena_of(k), "((float *)(A + %lld))", (long long)n->offset);
+        return ax_sprintf(arena_of(k), "((%s *)(A + %lld))", kernel_type(n->dtype), (long long)n->offset);
     const int out = io_index(k, id, &output);
     if (out >= 0 && output)
         return ax_sprintf(arena_of(k), "Y%d", out);
@@ -185,7 +185,8 @@ static void begin_kernel_named(gk *k, const char *name, const char *comment)
     ax_buf_printf(k->src, "\n/* %s */\nAXK %s(u8 *A, const u8 *P", comment, name);
     for (int i = 0; i < k->g->ninputs; i++)
         ax_buf_printf(k->src, ", const %s *X%d", kernel_type(node_at(k, k->g->inputs[i])->dtype), i);
-    for (int i = 0; i < k->g->noutputs; i++) ax_buf_printf(k->src, ", float *Y%d", i);
+    for (int i = 0; i < k->g->noutputs; i++)
+        ax_buf_printf(k->src, ", %s *Y%d", kernel_type(node_at(k, k->g->outputs[i])->dtype), i);
     ax_buf_puts(k->src, ")\n{\n    (void)A; (void)P;\n");
 }
 
@@ -473,6 +474,25 @@ static void emit_reduce(gk *k, const ir_node *n)
                   ptr(k, n->src[0]), (long long)inner, (long long)(len * inner), (long long)inner,
                   init[kind], (long long)len, (long long)inner, step[kind],
                   n->op == IR_OP_mean ? ax_sprintf(arena_of(k), " / %s", flit(k, (double)len)) : "");
+    end_elementwise(k, n);
+}
+
+/* torch.argmax over attrs.axis: the first index of the largest element, the
+ * first NaN counting as the largest (the C runtime's rule); Int64 indices. */
+static void emit_argmax(gk *k, const ir_node *n)
+{
+    const ir_node *x = node_at(k, n->src[0]);
+    const int axis = n->attrs.axis;
+    const int64_t len = x->shape[axis], inner = product(x->shape, axis + 1, x->rank);
+    begin_elementwise(k, n, "argmax");
+    ax_buf_printf(k->src,
+                  "    const float *x = %s + (o / %lldLL) * %lldLL + o %% %lldLL;\n"
+                  "    float best = x[0];\n    long long v = 0;\n"
+                  "    for (long long j = 1; j < %lldLL && best == best; j++) {\n"
+                  "        const float e = x[j * %lldLL];\n"
+                  "        if (e > best || e != e) { best = e; v = j; }\n    }\n",
+                  ptr(k, n->src[0]), (long long)inner, (long long)(len * inner), (long long)inner,
+                  (long long)len, (long long)inner);
     end_elementwise(k, n);
 }
 
@@ -1010,7 +1030,6 @@ static const char *unsupported(const ir_node *n)
     switch (n->op) { /* no kernel of this back end's yet; the training-only ops (the step is
                         generated for the c target only) */
     case IR_OP_gru: case IR_OP_lstm:
-    case IR_OP_argmax:   /* Int64 indices: the device holds Float32 only */
     case IR_OP_unary_grad: case IR_OP_conv_grad_weight: case IR_OP_pool_grad: case IR_OP_slice_grad:
     case IR_OP_embedding_grad: case IR_OP_dropout:
         return ir_ops[n->op].name;
@@ -1029,6 +1048,7 @@ static void emit_node(gk *k, int id)
     case IR_OP_maxpool: case IR_OP_meanpool: emit_pool(k, n); return;
     case IR_OP_globalmeanpool: emit_globalpool(k, n); return;
     case IR_OP_softmax: case IR_OP_log_softmax: emit_softmax(k, n); return;
+    case IR_OP_argmax: emit_argmax(k, n); return;
     case IR_OP_layernorm: emit_layernorm(k, n); return;
     case IR_OP_mha: emit_mha(k, n); return;
     case IR_OP_batchnorm: emit_batchnorm(k, n); return;
@@ -1073,15 +1093,17 @@ static void emit_output_copies(gk *k)
 }
 
 /* Everything is Float32 on the device but the inputs that a cast converts
- * or an embedding reads as indices: the dtype n or one of its operands
+ * or an embedding reads as indices, and argmax's Int64 indices (reshaped,
+ * converted, read as indices or output): the dtype n or one of its operands
  * has where that does not hold, or NULL. */
 static const char *unsupported_dtype(const ir_graph *g, const ir_node *n)
 {
-    if (n->dtype != AXRT_F32 && (n->op != IR_OP_input || ir_is_output(g, (int)(n - g->nodes))))
+    const bool indices = n->dtype == AXRT_I64 && (n->op == IR_OP_argmax || n->op == IR_OP_reshape);
+    if (n->dtype != AXRT_F32 && !indices && (n->op != IR_OP_input || ir_is_output(g, (int)(n - g->nodes))))
         return ir_dtype_name(n->dtype);
     for (int i = 0; i < n->nsrc; i++) {
         const axrt_dtype t = n->src[i] == IR_NONE ? AXRT_F32 : g->nodes[n->src[i]].dtype;
-        const bool converts = i == 0 && (n->op == IR_OP_cast || n->op == IR_OP_embedding);
+        const bool converts = i == 0 && (n->op == IR_OP_cast || n->op == IR_OP_embedding || indices);
         if (t != AXRT_F32 && !converts) return ir_dtype_name(t);
     }
     return NULL;
@@ -1210,7 +1232,8 @@ static void emit_signature(gk *k, ax_buf *out, const char *fn, const char **in, 
     ax_buf_printf(out, "int %s_%s(axrt_gpu *gpu", k->g->name, fn);
     for (int i = 0; i < k->g->ninputs; i++)
         ax_buf_printf(out, ", const %s *%s", ir_dtypes[node_at(k, k->g->inputs[i])->dtype].c_type, in[i]);
-    for (int i = 0; i < k->g->noutputs; i++) ax_buf_printf(out, ", float *%s", outn[i]);
+    for (int i = 0; i < k->g->noutputs; i++)
+        ax_buf_printf(out, ", %s *%s", ir_dtypes[node_at(k, k->g->outputs[i])->dtype].c_type, outn[i]);
     ax_buf_puts(out, stream ? ", void *stream)" : ")");
 }
 

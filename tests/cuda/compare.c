@@ -46,6 +46,12 @@ static spec spec_of(const char *name, axrt_dtype dtype, int argc, char **argv)
     return s;
 }
 
+/* Element k of an output: Float32, or argmax's Int64 indices. */
+static double output_at(const axrt_tensor_info *t, const void *data, size_t k)
+{
+    return t->dtype == AXRT_I64 ? (double)((const int64_t *)data)[k] : ((const float *)data)[k];
+}
+
 /* n values of input t (its dtype) as the spec says. */
 static void *make_input(const axrt_tensor_info *t, const spec *s, unsigned *seed)
 {
@@ -85,8 +91,8 @@ int main(int argc, char **argv)
         in[i] = make_input(&c->inputs[i], &s, &seed);
     }
     for (int i = 0; i < c->n_outputs; i++) {
-        ref[i] = calloc(count(&c->outputs[i]), sizeof(float));
-        got[i] = calloc(count(&c->outputs[i]), sizeof(float));
+        ref[i] = calloc(count(&c->outputs[i]), sizeof(int64_t));
+        got[i] = calloc(count(&c->outputs[i]), sizeof(int64_t));
     }
     char err[512];
     const int c_rc = c->run((const void *const *)in, ref, NULL);
@@ -103,7 +109,7 @@ int main(int argc, char **argv)
     double worst = 0;
     for (int i = 0; i < c->n_outputs; i++)
         for (size_t k = 0; k < count(&c->outputs[i]); k++) {
-            const double a = ((float *)ref[i])[k], b = ((float *)got[i])[k];
+            const double a = output_at(&c->outputs[i], ref[i], k), b = output_at(&c->outputs[i], got[i], k);
             const double e = (a != a && b != b) ? 0 : fabs(a - b) / (fabs(a) > 1 ? fabs(a) : 1);
             if (!(e <= worst)) worst = e;
         }
