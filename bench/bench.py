@@ -30,6 +30,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 
 import chart
 import torch_rows
@@ -51,6 +52,7 @@ ANCHOR_L2_TRIAD_GBS = 106.0
 TARGET_NS_PER_CELL = 0.25e9  # time per (row, system, round)
 MAX_ITERS = 5000
 MIN_ITERS = 3
+SETTLE_S = 0.25  # idle before each multi-thread timing block (time_all)
 TOLERANCE = 1e-4
 
 MLP_PARAM_BYTES = 4 * (784 * 256 + 256 + 256 * 10 + 10)
@@ -290,8 +292,13 @@ def time_once(workers, row, system, iters):
         return None
 
 
-def time_all(workers, checks, rounds):
-    """row -> system -> list of per-round medians (ns), interleaved rounds."""
+def time_all(workers, checks, rounds, settle_s):
+    """row -> system -> list of per-round medians (ns), interleaved rounds.
+    Each timed block waits settle_s first: with several threads, the worker
+    threads of the system timed before (OpenMP, OpenBLAS, ONNX Runtime, TBB
+    pools spin for up to ~0.1 s after their work) must not share the cores
+    with the one timed now; each system is then measured as a process alone
+    on the machine would run."""
     runnable = {row: [s for s in SYSTEMS if checks[row][s][0] != "n/a"] for row in checks}
     iters = {}
     for row, systems in runnable.items():
@@ -307,6 +314,7 @@ def time_all(workers, checks, rounds):
             k = r % len(systems) if systems else 0
             for system in systems[k:] + systems[:k]:
                 progress(f"bench: round {r + 1} of {rounds}, {row}, {system}")
+                time.sleep(settle_s)
                 t = time_once(workers, row, system, iters[row, system])
                 if t is None:
                     systems.remove(system)
@@ -476,13 +484,15 @@ def main():
             if not head:
                 head, peak, triad = machine_head(args, workers)
             checks[threads] = check_all(workers, rows)
-            samples = time_all(workers, checks[threads], args.rounds)
+            samples = time_all(workers, checks[threads], args.rounds, SETTLE_S if threads > 1 else 0.0)
         finally:
             for w in workers.values():
                 w.close()
         medians[threads] = {row: {s: median(v) for s, v in per.items()} for row, per in samples.items()}
         head.append(f"{threads} thread{'s' if threads > 1 else ''}: processes pinned to CPU "
-                    f"{','.join(map(str, sorted(cpus)))}.")
+                    f"{','.join(map(str, sorted(cpus)))}"
+                    + (f"; each timed block starts after {SETTLE_S} s idle, once the system timed before has "
+                       "parked its spinning threads." if threads > 1 else "."))
     flop = {row: row_flop(data_dir, row) for row in rows}
     text = report(head, checks, medians, flop, peak, triad)
     print(text)
