@@ -216,6 +216,8 @@ static double f_pow(double a, double b) { return pow(a, b); }
 static double f_eq(double a, double b) { return a == b; }
 static double f_lt(double a, double b) { return a < b; }
 static double f_gt(double a, double b) { return a > b; }
+static double f_le(double a, double b) { return a <= b; }
+static double f_ge(double a, double b) { return a >= b; }
 static double f_min(double a, double b) { return a < b ? a : b; }
 static double f_max(double a, double b) { return a > b ? a : b; }
 static double f_and(double a, double b) { return a != 0 && b != 0; }
@@ -503,6 +505,7 @@ static const binary_row binary_rows[] = {
     {"Mul", IR_OP_mul, f_mul, false}, {"Div", IR_OP_div, f_div, false},
     {"Pow", IR_OP_pow, f_pow, false}, {"Equal", IR_OP_COUNT, f_eq, true},
     {"Less", IR_OP_COUNT, f_lt, true}, {"Greater", IR_OP_COUNT, f_gt, true},
+    {"LessOrEqual", IR_OP_COUNT, f_le, true}, {"GreaterOrEqual", IR_OP_COUNT, f_ge, true},
     {"And", IR_OP_COUNT, f_and, true}, {"Or", IR_OP_COUNT, f_or, true},
     {"Mod", IR_OP_fmod, f_mod, false},
 };
@@ -1546,6 +1549,66 @@ static bool op_argmax(ox_state *s)
     return set_node(s, 0, reshape_to(s, y, shape, rank - 1), false);
 }
 
+/* CumSum along a constant axis: a dense along it with the 0/1 lower (or,
+ * reverse=1, upper) triangle, its diagonal left out when exclusive=1. */
+static bool op_cumsum(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0), *av = IN(1);
+    if (!ok || !xv || !av) return false;
+    if (!av->c) { ox_unsupported(s, "a computed axis"); return false; }
+    int64_t shape[IR_MAX_RANK], axis = (int64_t)av->c->v[0];
+    int rank = ox_shape(s, xv, shape), x = ox_node(s, xv);
+    if (!norm_axis(s, &axis, rank) || x == IR_NONE) return false;
+    const int64_t d = shape[axis];
+    if (d > 2048) { ox_unsupported(s, "a CumSum axis longer than 2048"); return false; }
+    const bool exclusive = ox_attr_int(s, "exclusive", 0), reverse = ox_attr_int(s, "reverse", 0);
+    double *w = ax_alloc(s->ctx->arena, sizeof *w * (size_t)(d * d));
+    for (int64_t i = 0; i < d; i++)
+        for (int64_t j = 0; j < d; j++)
+            w[i * d + j] = (reverse ? j > i : j < i) || (j == i && !exclusive);
+    return set_node(s, 0, weigh_axis(s, x, (int)axis, w, d), false);
+}
+
+/* Trilu: x times a constant 0/1 mask of its last two dims, keeping
+ * j - i >= k (upper=1) or j - i <= k (upper=0); k a constant input. */
+static bool op_trilu(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0), *kv = IN(1);
+    if (!ok || !xv) return false;
+    if (kv && !kv->c) { ox_unsupported(s, "a computed k"); return false; }
+    int64_t shape[IR_MAX_RANK];
+    int rank = ox_shape(s, xv, shape), x = ox_node(s, xv);
+    if (rank < 2) { ox_fail(s, "Trilu needs a tensor of rank 2 or more, not %d", rank); return false; }
+    if (x == IR_NONE) return false;
+    const int64_t k = kv ? (int64_t)kv->c->v[0] : 0, rows = shape[rank - 2], cols = shape[rank - 1];
+    const bool upper = ox_attr_int(s, "upper", 1);
+    double *mask = ax_alloc(s->ctx->arena, sizeof *mask * (size_t)(rows * cols));
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) mask[i * cols + j] = upper ? j - i >= k : j - i <= k;
+    return set_node(s, 0, bin(s, IR_OP_mul, x, ox_param(s, mask, 2, shape + rank - 2, NULL)), false);
+}
+
+/* LpNormalization: x / (sum |x|^p)^(1/p) along axis, p 1 or 2 (no epsilon,
+ * as ONNX: a zero line divides by zero). */
+static bool op_lpnorm(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0);
+    if (!ok || !xv) return false;
+    int64_t shape[IR_MAX_RANK], axis = ox_attr_int(s, "axis", -1), p = ox_attr_int(s, "p", 2);
+    int rank = ox_shape(s, xv, shape), x = ox_node(s, xv);
+    if (!norm_axis(s, &axis, rank) || x == IR_NONE) return false;
+    if (p != 1 && p != 2) { ox_fail(s, "LpNormalization with p=%lld (ONNX allows 1 and 2)", (long long)p); return false; }
+    ir_attrs a = ox_attrs();
+    a.axis = (int)axis;
+    int t = p == 1 ? un(s, IR_OP_abs, x) : bin(s, IR_OP_mul, x, x);
+    int norm = t == IR_NONE ? t : ox_add(s, IR_OP_sum, &t, 1, &a);
+    if (p == 2) norm = un(s, IR_OP_sqrt, norm);
+    return set_node(s, 0, bin(s, IR_OP_div, x, norm), false);
+}
+
 /* MeanVarianceNormalization: (x - mean) / sqrt(var + 1e-9) over axes. */
 static bool op_mvn(ox_state *s)
 {
@@ -2264,6 +2327,7 @@ static const op_row op_rows[] = {
     {"Sign", op_unary},
     {"Add", op_binary}, {"Sub", op_binary}, {"Mul", op_binary}, {"Div", op_binary},
     {"Pow", op_binary}, {"Equal", op_binary}, {"Less", op_binary}, {"Greater", op_binary},
+    {"LessOrEqual", op_binary}, {"GreaterOrEqual", op_binary},
     {"And", op_binary}, {"Or", op_binary}, {"Mod", op_binary},
     {"Sum", op_variadic}, {"Mean", op_variadic}, {"Min", op_variadic}, {"Max", op_variadic},
     {"Cast", op_cast}, {"Reshape", op_reshape}, {"Flatten", op_reshape}, {"Squeeze", op_reshape},
@@ -2277,6 +2341,7 @@ static const op_row op_rows[] = {
     {"ReduceMin", op_reduce}, {"ReduceL1", op_reduce}, {"ReduceL2", op_reduce},
     {"ReduceSumSquare", op_reduce}, {"ReduceLogSum", op_reduce}, {"ReduceLogSumExp", op_reduce},
     {"ReduceProd", op_reduce}, {"ArgMax", op_argmax}, {"ArgMin", op_argmax},
+    {"CumSum", op_cumsum}, {"Trilu", op_trilu}, {"LpNormalization", op_lpnorm},
     {"ThresholdedRelu", op_piecewise}, {"Shrink", op_piecewise}, {"Hardmax", op_hardmax},
     {"MeanVarianceNormalization", op_mvn}, {"RNN", op_rnn}, {"GRU", op_gru}, {"LSTM", op_lstm}, {"LRN", op_lrn}, {"Det", op_det},
     {"Softsign", op_composite}, {"Selu", op_composite}, {"Celu", op_composite},

@@ -140,6 +140,58 @@ def argmax(op, axis, keepdims):
     return case
 
 
+def cumsum(axis, exclusive, reverse):
+    """CumSum (a dense with a 0/1 triangle along the axis), against NumPy's cumsum."""
+    def case():
+        x = rand(2, 5, 3, seed=5)
+        ax = np.array(axis, np.int64)
+        node = helper.make_node("CumSum", ["x", "axis"], ["y"], name="cs", exclusive=exclusive, reverse=reverse)
+        v = np.flip(x, axis) if reverse else x
+        c = np.cumsum(v, axis=axis) - (v if exclusive else 0)
+        want = np.flip(c, axis) if reverse else c
+        return model([node], [("x", x.shape)], [("y", x.shape)], [("axis", ax)]), {"x": x}, want, "dense"
+    case.__name__ = f"cumsum_axis{axis}_exclusive{exclusive}_reverse{reverse}"
+    return case
+
+
+def trilu(upper, k):
+    """Trilu on the last two dims of [2, 4, 5], against NumPy's triu/tril."""
+    def case():
+        x = rand(2, 4, 5, seed=6)
+        node = helper.make_node("Trilu", ["x", "k"], ["y"], name="tri", upper=upper)
+        want = (np.triu if upper else np.tril)(x, k)
+        return model([node], [("x", x.shape)], [("y", x.shape)], [("k", np.array(k, np.int64))]), {"x": x}, want, "mul"
+    case.__name__ = f"trilu_upper{upper}_k{k}"
+    return case
+
+
+def lp_normalization(p, axis):
+    def case():
+        x = rand(3, 4, 6, seed=7)
+        node = helper.make_node("LpNormalization", ["x"], ["y"], name="lp", p=p, axis=axis)
+        want = x / np.linalg.norm(x, ord=p, axis=axis, keepdims=True)
+        return model([node], [("x", x.shape)], [("y", x.shape)]), {"x": x}, want, "sum"
+    case.__name__ = f"lp_normalization_p{p}_axis{axis}"
+    return case
+
+
+def compare_folded():
+    """LessOrEqual/GreaterOrEqual of constants fold (shape computations), ties included."""
+    a = np.array([1, 2, 3, 4, 5, 6], np.int64)
+    b = np.array([3, 2, 1, 4, 6, 0], np.int64)
+    x = rand(6)
+    nodes = [helper.make_node("Constant", [], ["a"], value=numpy_helper.from_array(a)),
+             helper.make_node("Constant", [], ["b"], value=numpy_helper.from_array(b)),
+             helper.make_node("LessOrEqual", ["a", "b"], ["le"]),
+             helper.make_node("GreaterOrEqual", ["a", "b"], ["ge"]),
+             helper.make_node("Cast", ["le"], ["lef"], to=TensorProto.FLOAT),
+             helper.make_node("Cast", ["ge"], ["gef"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["gef", "x"], ["gx"]),
+             helper.make_node("Add", ["lef", "gx"], ["y"])]
+    want = (a <= b).astype(np.float32) + (a >= b).astype(np.float32) * x
+    return model(nodes, [("x", x.shape)], [("y", x.shape)]), {"x": x}, want, None
+
+
 def mod_integers():
     """Mod fmod=0 of integer constants folds with Python's sign (the divisor's)."""
     a = np.array([-7, 7, -7, 7, 5, -6], np.int64)
@@ -177,7 +229,9 @@ GOOD = [torch_cnn, conv_transpose_2d, conv_transpose_1d_output_shape,
         resize("cubic", "half_pixel", scales=[1, 1, 2, 1.5], torch_mode="bicubic", corners=False, ir_op=None),
         resize("nearest", "asymmetric", scales=[1, 1, 1.5, 2.5], torch_mode="nearest", ir_op=None),
         upsample_opset9, instancenorm((2, 3, 4, 5)), instancenorm((2, 3, 7)), clip, maximum, mod_integers,
-        argmax("ArgMax", 1, 1), argmax("ArgMax", -1, 0), argmax("ArgMin", 0, 0)]
+        argmax("ArgMax", 1, 1), argmax("ArgMax", -1, 0), argmax("ArgMin", 0, 0),
+        cumsum(1, 0, 0), cumsum(-1, 1, 0), cumsum(1, 1, 1), cumsum(0, 0, 1), trilu(1, 0), trilu(0, -1), trilu(1, 2),
+        lp_normalization(2, -1), lp_normalization(1, 1), compare_folded]
 
 
 def split_bad():
