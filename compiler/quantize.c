@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cg.h"
 #include "driver.h"
 #include "ir_interp.h"
 #include "tensorfile.h"
@@ -142,8 +143,8 @@ static uint8_t *quantised_copy(const float *x, int64_t count, float scale, int32
     return q;
 }
 
-/* y (float, numel(n)) = the int8 add, concat, ReLU or global mean-pool n of the generated
- * code, over its operands' float values x[k]. */
+/* y (float, numel(n)) = the int8 add, concat, ReLU or mean (pool) n of the
+ * generated code, over its operands' float values x[k]. */
 static void run_int8_ew(const ir_graph *g, const ir_node *n, float *const *x, float *y)
 {
     const ir_quant *q = n->quant;
@@ -153,12 +154,24 @@ static void run_int8_ew(const ir_graph *g, const ir_node *n, float *const *x, fl
     const size_t count = (size_t)ir_numel(n);
     axrt_ew_q8 e = q->ew[0];
     e.out_q8 = 0;
-    if (n->op == IR_OP_add) {
+    const ir_node *xn = &g->nodes[n->src[0]];
+    if (n->op == IR_OP_add && ir_same_shape(xn, n) && ir_same_shape(&g->nodes[n->src[1]], n)) {
         axrt_add_q8(qx[0], qx[1], y, count, &e);
-    } else if (n->op == IR_OP_globalmeanpool) {
-        const ir_node *xn = &g->nodes[n->src[0]];
-        axrt_globalmeanpool_q8(qx[0], y, (size_t)xn->shape[0], (size_t)(xn->shape[1] * xn->shape[2]),
-                               (size_t)xn->shape[3], &e);
+    } else if (n->op == IR_OP_add) {
+        int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
+        cg_broadcast_strides(xn, n, sa);
+        cg_broadcast_strides(&g->nodes[n->src[1]], n, sb);
+        axrt_add_bcast_q8(qx[0], sa, qx[1], sb, y, n->shape, n->rank, &e);
+    } else if (n->op == IR_OP_globalmeanpool || n->op == IR_OP_mean) {
+        /* [outer, axis, inner]: a global mean-pool's [n, h w, c] */
+        const int axis = n->op == IR_OP_mean ? n->attrs.axis : 1;
+        int64_t outer = 1;
+        for (int d = 0; d < axis; d++) outer *= xn->shape[d];
+        const int64_t len = n->op == IR_OP_mean ? xn->shape[axis] : xn->shape[1] * xn->shape[2];
+        axrt_mean_q8(qx[0], y, (size_t)outer, (size_t)len, (size_t)(ir_numel(xn) / outer / len), &e);
+    } else if (n->op == IR_OP_meanpool) {
+        const axrt_pool2d_params p = ir_pool2d_params(g, n);
+        axrt_meanpool_q8(qx[0], y, &p, q->window, &e);
     } else if (n->op != IR_OP_concat) {
         axrt_rescale_q8(qx[0], y, 1, count, count, 0, &e);
     } else {
