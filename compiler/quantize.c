@@ -335,11 +335,15 @@ int axc_quantize(ax_ctx *ctx, const axc_opts *o, ir_graph *g)
         layers += !g->nodes[id].dead && (g->nodes[id].op == IR_OP_dense || g->nodes[id].op == IR_OP_conv);
     const int done = pass_quant(g, r.lo, r.hi);
     if (o->emit && !o->run) return ctx->errors ? AXC_EINPUT : AXC_OK;
-    int ew = 0;
-    for (int id = 0; id < g->nnodes; id++)
-        ew += g->nodes[id].quant && g->nodes[id].quant->nin;
-    fprintf(stderr, "axc: %s: %d of %d dense/conv layers in int8, and %d add/concat/ReLU/mean-pool (calibrated on %lld "
-            "samples); the rest of the model in float\n", g->name, done, layers, ew, (long long)set.samples);
+    int ew = 0, moves = 0;   /* the elementwise and mean nodes; the data movement (no weights, no operands) */
+    for (int id = 0; id < g->nnodes; id++) {
+        const ir_quant *q = g->nodes[id].quant;
+        ew += q && q->nin;
+        moves += q && !q->nin && !q->w && g->nodes[id].op != IR_OP_result;
+    }
+    fprintf(stderr, "axc: %s: %d of %d dense/conv layers in int8, and %d add/concat/ReLU/mean-pool, %d max-pool/"
+            "reshape/transpose/slice/chunk (calibrated on %lld samples); the rest of the model in float\n", g->name,
+            done, layers, ew, moves, (long long)set.samples);
     if (report_error(ctx, g, &set)) ax_out_of_memory(0);
     return ctx->errors ? AXC_EINPUT : AXC_OK;
 }

@@ -11,21 +11,25 @@
  * becoming the clamp.  A layer with a fused residual add or another fused
  * activation keeps its int32 accumulation but leaves it as float (fscale),
  * and the epilogue runs in float; a fused residual add with a ReLU/ReLU6 or
- * none is split off again before calibration (pass_quant_unfuse).  A
- * max-pool after an int8 layer shares that layer's output scale and zero
- * point (TFLite's rule) and runs on the integers when its readers take them.
- * An add of two same-shaped values, a concat, and a ReLU/ReLU6 run in int8
+ * none is split off again before calibration (pass_quant_unfuse).  Data
+ * movement after an int8 result (a max-pool, reshape/Flatten, transpose,
+ * slice, chunk and its results) shares the producer's output scale and zero
+ * point (TFLite's rule) and moves the bytes when its readers take them.
+ * An add (broadcasting or not), a concat, and a ReLU/ReLU6 run in int8
  * (axrt_ew_q8) when an operand comes from an int8 node (a ReLU: its only
  * operand): the add with TFLite's fixed-point rescaling of each operand to
  * its own observed output range, the concat requantising each operand to its
  * output range (a copy where the parameters agree), the ReLU sharing its
  * operand's scale and zero point (a clamp: exact); a float operand is
- * quantised at the door with its own observed range.  A global mean-pool of
- * an int8 result whose readers are int8 nodes runs in int8 too (TFLite's
+ * quantised at the door with its own observed range.  A global mean-pool, a
+ * mean over one dim and a windowed mean-pool (MeanPool, AdaptiveMeanPool)
+ * of an int8 result whose readers are int8 nodes run in int8 too (TFLite's
  * integer mean: the exact sum rescaled by s_in / (count s_out) to its own
- * observed range).  Everything
- * else runs in float on the dequantised values: other pooling, softmax,
- * LayerNorm and the other activations.  Between int8 nodes the value stays int8: a node
+ * observed range, a windowed pool's count its window's divisor as the float
+ * op counts it).  Everything
+ * else runs in float on the dequantised values: softmax, LayerNorm, the
+ * other activations and binary ops, matmul, attention and the fused
+ * elementwise loops.  Between int8 nodes the value stays int8: a node
  * whose integer result (no float epilogue) is read only by int8 nodes
  * quantising that operand with its own output parameters (always so: both
  * come from the same observed range) stores q + 128 in uint8 (out_q8) and

@@ -136,7 +136,7 @@ accuracy() {
         fi
     done
     local layers
-    layers=$(sed -n 's/.*: \([0-9]* of [0-9]* dense\/conv layers in int8, and [0-9]* add\/concat\/ReLU\/mean-pool\).*/\1/p' \
+    layers=$(sed -n 's/.*: \([0-9]* of [0-9]* dense\/conv layers in int8, and [0-9]* add\/concat\/ReLU\/mean-pool, [0-9]* max-pool\/reshape\/transpose\/slice\/chunk\).*/\1/p' \
              "$d/q.log" | head -n 1)
     if "$python" - "$d" >"$d/acc.log" 2>&1 <<'EOF'
 import sys, numpy as np
