@@ -87,6 +87,9 @@ int cg_fused_loops(const ir_node *n, int64_t *dims, int64_t strides[][IR_MAX_RAN
 void cg_argument_names(ir_graph *g, const char ***inputs, const char ***outputs);
 /* Element strides of operand src aligned to n's dims, 0 where broadcast. */
 void cg_broadcast_strides(const ir_node *src, const ir_node *n, int64_t *strides);
+/* x's element strides along each dim of its transpose n (y dim i is x dim
+ * perm[i]): a gather over n's shape reads x in n's order. */
+void cg_transpose_strides(const ir_node *x, const ir_node *n, int64_t *strides);
 /* torch.matmul's geometry of a @ b: a 1-D a is [1, k], a 1-D b is [k, 1];
  * the leading dims of both broadcast into a batch of `rank` dims (shape,
  * and each operand's element strides, 0 where broadcast). */
@@ -108,6 +111,11 @@ const char *cg_layer_op(const ir_graph *g, const ir_node *n);
 /* Whether parameter id is read only by int8 layers (--quantize=int8), which
  * read their own int8 copies: its float data is then left out. */
 bool cg_param_only_quantised(const ir_graph *g, int id);
+/* An int8 conv's parameters for the runtime (x NHWC, weights OIHW). */
+axrt_conv2d_params cg_quant_conv_params(const ir_graph *g, const ir_node *n);
+/* int8 layer n's weights in the layout the runtime's _packed kernels read
+ * (axrt_dense_q8_pack, axrt_conv2d_q8_pack), *bytes of them, in the graph's arena. */
+const int8_t *cg_quant_packed_weights(const ir_graph *g, const ir_node *n, size_t *bytes);
 /* n elements of esize bytes as string-literal lines of \xHH escapes, little-endian. */
 void cg_bytes_literal(ax_buf *out, const unsigned char *data, size_t n, size_t esize);
 

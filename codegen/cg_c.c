@@ -349,10 +349,9 @@ static const char *float_text(ax_arena *a, float v)
     return ax_sprintf(a, "%.8ef", (double)v);
 }
 
-/* An int8 conv's parameters for the runtime (x NHWC, weights OIHW). */
-static axrt_conv2d_params quant_conv_params(emitter *em, const ir_node *n)
+axrt_conv2d_params cg_quant_conv_params(const ir_graph *g, const ir_node *n)
 {
-    const ir_node *x = operand_node(em, n, 0), *w = operand_node(em, n, 1);
+    const ir_node *x = &g->nodes[n->src[0]], *w = &g->nodes[n->src[1]];
     const ir_attrs *at = &n->attrs;
     return (axrt_conv2d_params){(int)x->shape[0], (int)x->shape[1], (int)x->shape[2], (int)x->shape[3],
                                 (int)n->shape[1], (int)n->shape[2], (int)n->shape[3], (int)w->shape[2],
@@ -360,24 +359,35 @@ static axrt_conv2d_params quant_conv_params(emitter *em, const ir_node *n)
                                 at->dilation[1], at->pad[0], at->pad[1], at->groups};
 }
 
-/* The int8 weights in the layout the runtime's GEMM reads (axrt_*_q8_pack). */
-static void emit_packed_weights(emitter *em, const ir_node *n, int id)
+static axrt_conv2d_params quant_conv_params(emitter *em, const ir_node *n)
+{
+    return cg_quant_conv_params(em->g, n);
+}
+
+const int8_t *cg_quant_packed_weights(const ir_graph *g, const ir_node *n, size_t *bytes)
 {
     const ir_quant *q = n->quant;
     int8_t *packed;
-    size_t bytes;
     if (n->op == IR_OP_dense) {
-        const ir_node *x = operand_node(em, n, 0);
+        const ir_node *x = &g->nodes[n->src[0]];
         const size_t in = (size_t)x->shape[x->rank - 1], out = (size_t)n->shape[n->rank - 1];
-        bytes = axrt_dense_q8_pack(q->w, in, out, NULL);
-        packed = ax_alloc(arena_of(em), bytes + 1);
+        *bytes = axrt_dense_q8_pack(q->w, in, out, NULL);
+        packed = ax_alloc(g->ctx->arena, *bytes + 1);
         axrt_dense_q8_pack(q->w, in, out, packed);
     } else {
-        const axrt_conv2d_params p = quant_conv_params(em, n);
-        bytes = axrt_conv2d_q8_pack(q->w, &p, NULL);
-        packed = ax_alloc(arena_of(em), bytes + 1);
+        const axrt_conv2d_params p = cg_quant_conv_params(g, n);
+        *bytes = axrt_conv2d_q8_pack(q->w, &p, NULL);
+        packed = ax_alloc(g->ctx->arena, *bytes + 1);
         axrt_conv2d_q8_pack(q->w, &p, packed);
     }
+    return packed;
+}
+
+/* The int8 weights in the layout the runtime's GEMM reads (axrt_*_q8_pack). */
+static void emit_packed_weights(emitter *em, const ir_node *n, int id)
+{
+    size_t bytes;
+    const int8_t *packed = cg_quant_packed_weights(em->g, n, &bytes);
     emit_q_array(em, "int8_t", "w", id, packed, (int64_t)bytes, 1);
 }
 
@@ -439,9 +449,63 @@ static void emit_quant_layer(emitter *em, const ir_node *n, const char *y)
                   qx, q->in_zp + 128, em->g->name, id, em->g->name, id, y, (long long)patch_at);
 }
 
-/* An int8 add, concat, ReLU or global mean-pool (ir_quant with nin operands): each operand
- * that arrives float is quantised into the node's scratch, one after the
- * other, then the runtime's elementwise int8 kernel (axrt.h axrt_ew_q8). */
+static void emit_pool_params(emitter *em, const int64_t *x, const int64_t *y, const ir_attrs *at);
+
+static void emit_int32_array(ax_buf *out, const char *name, const int32_t *v, int n)
+{
+    ax_buf_printf(out, "        static const int32_t %s[%d] = {", name, n);
+    for (int i = 0; i < n; i++)
+        ax_buf_printf(out, "%s%ld", i ? ", " : "", (long)v[i]);
+    ax_buf_puts(out, "};\n");
+}
+
+/* The kernel call of an int8 add (broadcasting or not), ReLU, mean (pool)
+ * or concat n on its quantised operands qx, inside the block holding ew[]. */
+static void emit_quant_ew_call(emitter *em, const ir_node *n, const char *const *qx, const char *y)
+{
+    const ir_quant *q = n->quant;
+    const long long count = (long long)ir_numel(n);
+    const ir_node *x = operand_node(em, n, 0);
+    if (n->op == IR_OP_add && ir_same_shape(x, n) && ir_same_shape(operand_node(em, n, 1), n)) {
+        ax_buf_printf(em->out, "        axrt_add_q8(%s, %s, %s, %lld, &ew[0]);\n", qx[0], qx[1], y, count);
+    } else if (n->op == IR_OP_add) {
+        int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
+        cg_broadcast_strides(x, n, sa);
+        cg_broadcast_strides(operand_node(em, n, 1), n, sb);
+        emit_int64_array(em->out, "a_strides", sa, n->rank);
+        emit_int64_array(em->out, "b_strides", sb, n->rank);
+        emit_int64_array(em->out, "shape", n->shape, n->rank);
+        ax_buf_printf(em->out, "        axrt_add_bcast_q8(%s, a_strides, %s, b_strides, %s, shape, %d, &ew[0]);\n",
+                      qx[0], qx[1], y, n->rank);
+    } else if (n->op == IR_OP_globalmeanpool) {
+        ax_buf_printf(em->out, "        axrt_globalmeanpool_q8(%s, %s, %lld, %lld, %lld, &ew[0]);\n", qx[0], y,
+                      (long long)x->shape[0], (long long)(x->shape[1] * x->shape[2]), (long long)x->shape[3]);
+    } else if (n->op == IR_OP_mean) {
+        const int axis = n->attrs.axis;
+        ax_buf_printf(em->out, "        axrt_mean_q8(%s, %s, %lld, %lld, %lld, &ew[0]);\n", qx[0], y,
+                      (long long)product(x->shape, 0, axis), (long long)x->shape[axis],
+                      (long long)product(x->shape, axis + 1, x->rank));
+    } else if (n->op == IR_OP_meanpool) {
+        emit_int32_array(em->out, "window", q->window, q->nwindow);
+        emit_pool_params(em, x->shape, n->shape, &n->attrs);
+        ax_buf_printf(em->out, "        axrt_meanpool_q8(%s, %s, &params, window, &ew[0]);\n    }\n", qx[0], y);
+    } else if (n->op != IR_OP_concat) {
+        ax_buf_printf(em->out, "        axrt_rescale_q8(%s, %s, 1, %lld, %lld, 0, &ew[0]);\n", qx[0], y, count, count);
+    }
+    const int axis = n->attrs.axis;
+    const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
+    int64_t offset = 0;
+    for (int k = 0; n->op == IR_OP_concat && k < q->nin; k++) {
+        const int64_t row = operand_node(em, n, k)->shape[axis] * inner;
+        ax_buf_printf(em->out, "        axrt_rescale_q8(%s, %s, %lld, %lld, %lld, %lld, &ew[%d]);\n", qx[k], y,
+                      (long long)outer, (long long)row, (long long)(n->shape[axis] * inner), (long long)offset, k);
+        offset += row;
+    }
+}
+
+/* An int8 add, concat, ReLU or mean (pool) (ir_quant with nin operands): each
+ * operand that arrives float is quantised into the node's scratch, one after
+ * the other, then the runtime's elementwise int8 kernel (axrt.h axrt_ew_q8). */
 static void emit_quant_ew(emitter *em, const ir_node *n, const char *y)
 {
     const ir_quant *q = n->quant;
@@ -470,24 +534,7 @@ static void emit_quant_ew(emitter *em, const ir_node *n, const char *y)
                       e->out_q8);
     }
     ax_buf_puts(em->out, "};\n");
-    const long long count = (long long)ir_numel(n);
-    const ir_node *x = operand_node(em, n, 0);
-    if (n->op == IR_OP_add)
-        ax_buf_printf(em->out, "        axrt_add_q8(%s, %s, %s, %lld, &ew[0]);\n", qx[0], qx[1], y, count);
-    else if (n->op == IR_OP_globalmeanpool)
-        ax_buf_printf(em->out, "        axrt_globalmeanpool_q8(%s, %s, %lld, %lld, %lld, &ew[0]);\n", qx[0], y,
-                      (long long)x->shape[0], (long long)(x->shape[1] * x->shape[2]), (long long)x->shape[3]);
-    else if (n->op != IR_OP_concat)
-        ax_buf_printf(em->out, "        axrt_rescale_q8(%s, %s, 1, %lld, %lld, 0, &ew[0]);\n", qx[0], y, count, count);
-    const int axis = n->attrs.axis;
-    const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
-    int64_t offset = 0;
-    for (int k = 0; n->op == IR_OP_concat && k < q->nin; k++) {
-        const int64_t row = operand_node(em, n, k)->shape[axis] * inner;
-        ax_buf_printf(em->out, "        axrt_rescale_q8(%s, %s, %lld, %lld, %lld, %lld, &ew[%d]);\n", qx[k], y,
-                      (long long)outer, (long long)row, (long long)(n->shape[axis] * inner), (long long)offset, k);
-        offset += row;
-    }
+    emit_quant_ew_call(em, n, qx, y);
     ax_buf_puts(em->out, "    }\n");
 }
 
@@ -527,7 +574,7 @@ static void emit_unary_call(emitter *em, ir_op op, const ir_node *n, const char 
 static void emit_copy(emitter *em, const ir_node *n, const char *from, const char *to)
 {
     if (strcmp(from, to) != 0)
-        ax_buf_printf(OUT, "    memcpy(%s, %s, %zu);\n", to, from, ir_nbytes(n));
+        ax_buf_printf(OUT, "    memcpy(%s, %s, %zu);\n", to, from, ir_value_bytes(n));
 }
 
 static void emit_cast(emitter *em, const ir_node *n, const char *y)
@@ -557,6 +604,17 @@ void cg_broadcast_strides(const ir_node *src, const ir_node *n, int64_t *strides
         if (sd >= 0)
             stride *= src->shape[sd];
     }
+}
+
+void cg_transpose_strides(const ir_node *x, const ir_node *n, int64_t *strides)
+{
+    int64_t x_strides[IR_MAX_RANK], stride = 1;
+    for (int d = x->rank - 1; d >= 0; d--) {
+        x_strides[d] = stride;
+        stride *= x->shape[d];
+    }
+    for (int i = 0; i < n->rank; i++)
+        strides[i] = x_strides[n->attrs.perm[i]];
 }
 
 static void emit_binary(emitter *em, const ir_node *n, const char *y)
@@ -599,9 +657,34 @@ static void emit_axis_kernel(emitter *em, const ir_node *n, const ir_node *shape
                   (long long)product(shape_of->shape, axis + 1, shape_of->rank));
 }
 
+/* An int8 transpose or slice (ir_quant without weights): its bytes
+ * gathered by strides from offset, its operand quantised into the scratch
+ * first unless it arrives int8. */
+static void emit_quant_gather(emitter *em, const ir_node *n, const char *y, const int64_t *strides, int64_t offset)
+{
+    const ir_node *x = operand_node(em, n, 0);
+    const char *qx = operand(em, n, 0);
+    if (!n->quant->in_q8) {
+        qx = ax_sprintf(arena_of(em), "(uint8_t *)((unsigned char *)arena + %lld)", (long long)n->scratch_offset);
+        ax_buf_printf(OUT, "    axrt_quantize_u8(%s, %s, %lld, %s, %d);\n", operand(em, n, 0), qx,
+                      (long long)ir_numel(x), float_text(arena_of(em), n->quant->in_scale), n->quant->in_zp);
+    }
+    ax_buf_puts(OUT, "    {\n");
+    emit_int64_array(OUT, "y_shape", n->shape, n->rank);
+    emit_int64_array(OUT, "strides", strides, n->rank);
+    ax_buf_printf(OUT, "        axrt_gather_u8(%s, %s, y_shape, strides, %lld, %d);\n    }\n", qx, y,
+                  (long long)offset, n->rank);
+}
+
 static void emit_transpose(emitter *em, const ir_node *n, const char *y)
 {
     const ir_node *x = operand_node(em, n, 0);
+    if (n->quant) {
+        int64_t strides[IR_MAX_RANK];
+        cg_transpose_strides(x, n, strides);
+        emit_quant_gather(em, n, y, strides, 0);
+        return;
+    }
     ax_buf_puts(OUT, "    {\n");
     emit_int64_array(OUT, "x_shape", x->shape, x->rank);
     ax_buf_printf(OUT, "        static const int perm[%d] = {", n->rank);
@@ -616,11 +699,36 @@ static void emit_slice(emitter *em, const ir_node *n, const char *y)
     const ir_node *x = operand_node(em, n, 0);
     int64_t strides[IR_MAX_RANK];
     const int64_t offset = ir_slice_strides(&n->attrs, x->shape, x->rank, strides);
+    if (n->quant) {
+        emit_quant_gather(em, n, y, strides, offset);
+        return;
+    }
     ax_buf_puts(OUT, "    {\n");
     emit_int64_array(OUT, "y_shape", n->shape, n->rank);
     emit_int64_array(OUT, "strides", strides, n->rank);
     ax_buf_printf(OUT, "        axrt_gather_strided_%s(%s, %s, y_shape, strides, %lld, %d);\n    }\n",
                   SFX, operand(em, n, 0), y, (long long)offset, n->rank);
+}
+
+/* An int8 chunk (its operand int8 already): each result's bytes gathered
+ * from x as [outer, row] (the columns of the result's block). */
+static void emit_quant_chunk(emitter *em, const ir_node *n, int64_t outer, int64_t inner)
+{
+    const int id = (int)(n - em->g->nodes), axis = n->attrs.axis;
+    const int64_t row = n->shape[axis] * inner;
+    int64_t offset = 0;
+    for (int k = 0; k < n->attrs.nresults; k++) {
+        const int r = ir_result_node(em->g, id, k);
+        if (r == IR_NONE)
+            ax_die("cg_c: %%%d chunk has no result %d", id, k);
+        const int64_t shape[] = {outer, node_at(em, r)->shape[axis] * inner}, strides[] = {row, 1};
+        ax_buf_puts(OUT, "    {\n");
+        emit_int64_array(OUT, "y_shape", shape, 2);
+        emit_int64_array(OUT, "strides", strides, 2);
+        ax_buf_printf(OUT, "        axrt_gather_u8(%s, %s, y_shape, strides, %lld, 2);\n    }\n",
+                      operand(em, n, 0), storage(em, r), (long long)offset);
+        offset += shape[1];
+    }
 }
 
 /* A multi-result producer (ir.h) writes all its results in one call: the
@@ -631,6 +739,10 @@ static void emit_chunk(emitter *em, const ir_node *n, const char *y)
     (void)y;   /* the producer has no storage of its own */
     const int id = (int)(n - em->g->nodes), axis = n->attrs.axis, parts = n->attrs.nresults;
     const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
+    if (n->quant) {
+        emit_quant_chunk(em, n, outer, inner);
+        return;
+    }
     ax_buf_printf(OUT, "    {\n        static const size_t rows[%d] = {", parts);
     for (int k = 0; k < parts; k++) {
         const int r = ir_result_node(em->g, id, k);
@@ -843,7 +955,10 @@ static void emit_pool(emitter *em, const ir_node *n, const char *y)
     const ir_node *x = operand_node(em, n, 0);
     const ir_attrs *at = &n->attrs;
     if (n->quant) {
-        emit_quant_pool(em, n, y);
+        if (n->op == IR_OP_maxpool)
+            emit_quant_pool(em, n, y);
+        else
+            emit_quant_ew(em, n, y);
         return;
     }
     emit_pool_params(em, x->shape, n->shape, at);
@@ -1118,7 +1233,10 @@ static void emit_unary(emitter *em, const ir_node *n, const char *y)
 
 static void emit_reduce(emitter *em, const ir_node *n, const char *y)
 {
-    emit_axis_kernel(em, n, operand_node(em, n, 0), y);
+    if (n->quant)
+        emit_quant_ew(em, n, y);
+    else
+        emit_axis_kernel(em, n, operand_node(em, n, 0), y);
 }
 
 /* Int64 indices from the operand's dtype's kernel. */

@@ -162,6 +162,15 @@ static LLVMValueRef const_ints(lv *L, const int *v, int n)
     return const_global(L, LLVMConstArray(L->i32, items, (unsigned)n), "params", 4);
 }
 
+/* n int32 values as a constant array (an int8 mean-pool's window). */
+static LLVMValueRef const_int32s(lv *L, const int32_t *v, int n)
+{
+    LLVMValueRef *items = ax_alloc(arena_of(L), sizeof *items * (size_t)(n + 1));
+    for (int i = 0; i < n; i++)
+        items[i] = k_i32(L, v[i]);
+    return const_global(L, LLVMConstArray(L->i32, items, (unsigned)n), "window", 4);
+}
+
 /* ---- where values live (cg_c.c's storage(), as values) ---------------------- */
 
 /* The pointer to arena + offset: one value per offset, as cg_c.c has one
@@ -248,15 +257,18 @@ static LLVMValueRef bytes_global(lv *L, const void *data, size_t bytes, const ch
     return const_global(L, LLVMConstStringInContext(L->C, data, (unsigned)bytes, 1), name, align);
 }
 
-/* An int8 layer's weights and its axrt_requant {bias, mult, shift, fscale,
- * zp, lo, hi, scale, out_q8}: mult and shift, or fscale when the float
- * epilogue follows (cg_c.c emit_quant_constants). */
+/* An int8 layer's weights, packed for the runtime's GEMM as the C target's
+ * (cg_quant_packed_weights), and its axrt_requant {bias, mult, shift,
+ * fscale, zp, lo, hi, scale, out_q8}: mult and shift, or fscale when the
+ * float epilogue follows (cg_c.c emit_quant_constants). */
 static void add_quant_constants(lv *L, int id)
 {
     const ir_quant *q = node_at(L, id)->quant;
     const size_t nout = (size_t)q->nout;
     LLVMTypeRef f32 = LLVMFloatTypeInContext(L->C);
-    L->qweights[id] = bytes_global(L, q->w, (size_t)q->nw, "qw", 64);
+    size_t packed_bytes;
+    const int8_t *packed = cg_quant_packed_weights(L->g, node_at(L, id), &packed_bytes);
+    L->qweights[id] = bytes_global(L, packed, packed_bytes, "qw", 64);
     LLVMValueRef bias = bytes_global(L, q->bias, nout * 4, "qbias", 4);
     LLVMValueRef mult = q->float_out ? k_null(L) : bytes_global(L, q->mult, nout * 4, "qmult", 4);
     LLVMValueRef shift = q->float_out ? k_null(L) : bytes_global(L, q->shift, nout, "qshift", 1);
@@ -305,7 +317,7 @@ static void copy(lv *L, const ir_node *n, LLVMValueRef from, LLVMValueRef to)
 {
     if (from == to)
         return;
-    LLVMBuildMemCpy(L->B, to, 1, from, 1, k_size(L, (int64_t)ir_nbytes(n)));
+    LLVMBuildMemCpy(L->B, to, 1, from, 1, k_size(L, (int64_t)ir_value_bytes(n)));
 }
 
 static void lv_cast(lv *L, const ir_node *n, LLVMValueRef y)
@@ -326,7 +338,40 @@ static LLVMValueRef scalar_value(lv *L, const ir_node *n, int i)
     return LLVMBuildLoad2(L->B, L->real, p, "");
 }
 
-/* An int8 add, concat, ReLU or global mean-pool (ir_quant with nin): the operands that arrive
+static LLVMValueRef pool_params(lv *L, const ir_node *n);
+
+/* The kernel call of an int8 add (broadcasting or not), global mean-pool,
+ * mean or mean-pool n on its quantised operands qx with its axrt_ew_q8
+ * ew (cg_c.c emit_quant_ew_call); false for a ReLU or concat. */
+static bool lv_quant_one_call(lv *L, const ir_node *n, const LLVMValueRef *qx, LLVMValueRef ew, LLVMValueRef y)
+{
+    const ir_node *x = operand_node(L, n, 0), *b = n->nsrc > 1 ? operand_node(L, n, 1) : x;
+    if (n->op == IR_OP_add && ir_same_shape(x, n) && ir_same_shape(b, n)) {
+        LLVMValueRef args[] = {qx[0], qx[1], y, k_size(L, ir_numel(n)), ew};
+        call(L, "axrt_add_q8", "vpppzp", args);
+    } else if (n->op == IR_OP_add) {
+        int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
+        cg_broadcast_strides(x, n, sa);
+        cg_broadcast_strides(b, n, sb);
+        LLVMValueRef args[] = {qx[0], const_i64s(L, sa, n->rank), qx[1], const_i64s(L, sb, n->rank), y,
+                               const_i64s(L, n->shape, n->rank), k_i32(L, n->rank), ew};
+        call(L, "axrt_add_bcast_q8", "vppppppip", args);
+    } else if (n->op == IR_OP_globalmeanpool || n->op == IR_OP_mean) {
+        const int axis = n->op == IR_OP_mean ? n->attrs.axis : 1;
+        const int64_t len = n->op == IR_OP_mean ? x->shape[axis] : x->shape[1] * x->shape[2];
+        const int64_t outer = product(x->shape, 0, axis);
+        LLVMValueRef args[] = {qx[0], y, k_size(L, outer), k_size(L, len), k_size(L, ir_numel(x) / outer / len), ew};
+        call(L, "axrt_mean_q8", "vppzzzp", args);
+    } else if (n->op == IR_OP_meanpool) {
+        LLVMValueRef args[] = {qx[0], y, pool_params(L, n), const_int32s(L, n->quant->window, n->quant->nwindow), ew};
+        call(L, "axrt_meanpool_q8", "vppppp", args);
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* An int8 add, concat, ReLU or mean (pool) (ir_quant with nin): the operands that arrive
  * float quantised into the scratch one after the other, then the runtime's
  * elementwise int8 kernel (cg_c.c emit_quant_ew); axrt_ew_q8 is 12 int32,
  * the float scale and an int32: fourteen 4-byte fields. */
@@ -355,19 +400,8 @@ static void lv_quant_ew(lv *L, const ir_node *n, LLVMValueRef y)
         call(L, "axrt_quantize_u8", "vppzfi", quantise);
         at += count;
     }
-    LLVMValueRef count = k_size(L, ir_numel(n));
-    if (n->op == IR_OP_add) {
-        LLVMValueRef args[] = {qx[0], qx[1], y, count, params[0]};
-        call(L, "axrt_add_q8", "vpppzp", args);
+    if (lv_quant_one_call(L, n, qx, params[0], y))
         return;
-    }
-    if (n->op == IR_OP_globalmeanpool) {
-        const ir_node *x = operand_node(L, n, 0);
-        LLVMValueRef args[] = {qx[0], y, k_size(L, x->shape[0]), k_size(L, x->shape[1] * x->shape[2]),
-                               k_size(L, x->shape[3]), params[0]};
-        call(L, "axrt_globalmeanpool_q8", "vppzzzp", args);
-        return;
-    }
     const int axis = n->op == IR_OP_concat ? n->attrs.axis : 0;
     const int64_t inner = n->op == IR_OP_concat ? product(n->shape, axis + 1, n->rank) : ir_numel(n);
     LLVMValueRef outer = n->op == IR_OP_concat ? k_size(L, product(n->shape, 0, axis)) : k_size(L, 1);
@@ -418,9 +452,33 @@ static void axis_kernel(lv *L, const ir_node *n, const ir_node *shape_of, LLVMVa
     call(L, kernel(L, ir_ops[n->op].name), "vppzzz", args);
 }
 
+/* An int8 transpose or slice: its bytes gathered by strides from offset,
+ * its operand quantised into the scratch first unless it arrives int8
+ * (cg_c.c emit_quant_gather). */
+static void lv_quant_gather(lv *L, const ir_node *n, LLVMValueRef y, const int64_t *strides, int64_t offset)
+{
+    LLVMValueRef qx = operand(L, n, 0);
+    if (!n->quant->in_q8) {
+        LLVMValueRef scale = LLVMConstReal(LLVMFloatTypeInContext(L->C), (double)n->quant->in_scale);
+        LLVMValueRef quantise[] = {qx, scratch(L, n), k_size(L, ir_numel(operand_node(L, n, 0))), scale,
+                                   k_i32(L, n->quant->in_zp)};
+        call(L, "axrt_quantize_u8", "vppzfi", quantise);
+        qx = scratch(L, n);
+    }
+    LLVMValueRef args[] = {qx, y, const_i64s(L, n->shape, n->rank), const_i64s(L, strides, n->rank),
+                           k_i64(L, offset), k_i32(L, n->rank)};
+    call(L, "axrt_gather_u8", "vppppli", args);
+}
+
 static void lv_transpose(lv *L, const ir_node *n, LLVMValueRef y)
 {
     const ir_node *x = operand_node(L, n, 0);
+    if (n->quant) {
+        int64_t strides[IR_MAX_RANK];
+        cg_transpose_strides(x, n, strides);
+        lv_quant_gather(L, n, y, strides, 0);
+        return;
+    }
     LLVMValueRef args[] = {operand(L, n, 0), y, const_i64s(L, x->shape, x->rank),
                            const_ints(L, n->attrs.perm, n->rank), k_i32(L, n->rank)};
     call(L, kernel(L, "transpose"), "vppppi", args);
@@ -432,6 +490,10 @@ static void lv_slice(lv *L, const ir_node *n, LLVMValueRef y)
     const ir_node *x = operand_node(L, n, 0);
     int64_t strides[IR_MAX_RANK];
     const int64_t offset = ir_slice_strides(&n->attrs, x->shape, x->rank, strides);
+    if (n->quant) {
+        lv_quant_gather(L, n, y, strides, offset);
+        return;
+    }
     LLVMValueRef args[] = {operand(L, n, 0), y, const_i64s(L, n->shape, n->rank),
                            const_i64s(L, strides, n->rank), k_i64(L, offset), k_i32(L, n->rank)};
     call(L, kernel(L, "gather_strided"), "vppppli", args);
@@ -444,6 +506,20 @@ static void lv_chunk(lv *L, const ir_node *n, LLVMValueRef y)
     (void)y; /* the producer has no storage of its own */
     const int id = (int)(n - L->g->nodes), axis = n->attrs.axis, parts = n->attrs.nresults;
     const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
+    if (n->quant) {   /* int8 (its operand int8 already): each result's columns gathered (cg_c.c emit_quant_chunk) */
+        int64_t offset = 0;
+        for (int k = 0; k < parts; k++) {
+            const int r = ir_result_node(L->g, id, k);
+            if (r == IR_NONE)
+                ax_die("cg_llvm: %%%d chunk has no result %d", id, k);
+            const int64_t shape[] = {outer, node_at(L, r)->shape[axis] * inner}, strides[] = {n->shape[axis] * inner, 1};
+            LLVMValueRef args[] = {operand(L, n, 0), storage(L, r), const_i64s(L, shape, 2), const_i64s(L, strides, 2),
+                                   k_i64(L, offset), k_i32(L, 2)};
+            call(L, "axrt_gather_u8", "vppppli", args);
+            offset += shape[1];
+        }
+        return;
+    }
     LLVMValueRef *rows = ax_alloc(arena_of(L), (size_t)parts * sizeof *rows);
     LLVMValueRef ys = LLVMBuildArrayAlloca(L->B, L->ptr, k_i32(L, parts), "ys");
     for (int k = 0; k < parts; k++) {
@@ -502,7 +578,8 @@ static void epilogue_args(lv *L, const ir_node *n, LLVMValueRef *args)
 static LLVMValueRef conv_params(lv *L, const ir_node *n, bool unit_stride);
 
 /* An int8 layer: operand 0 quantised into the node's scratch (unless it
- * arrives int8: in_q8), then the int8 kernel (cg_c.c emit_quant_layer). */
+ * arrives int8: in_q8), then the int8 kernel on the packed weights (cg_c.c
+ * emit_quant_layer: the register-tiled GEMM, the depthwise channel blocks). */
 static void lv_quant(lv *L, const ir_node *n, LLVMValueRef y)
 {
     const ir_quant *q = n->quant;
@@ -520,14 +597,14 @@ static void lv_quant(lv *L, const ir_node *n, LLVMValueRef y)
         const int64_t in = x->shape[x->rank - 1];
         LLVMValueRef args[] = {qx, L->qweights[id], L->globals[id], y, k_size(L, ir_numel(x) / in),
                                k_size(L, in), k_size(L, n->shape[n->rank - 1])};
-        call(L, "axrt_dense_q8", "vppppzzz", args);
+        call(L, "axrt_dense_q8_packed", "vppppzzz", args);
         return;
     }
     LLVMValueRef after = k_i64(L, q->in_q8 ? 0 : ir_numel(x)); /* the receptive field follows the quantised input */
     LLVMValueRef args[] = {qx, k_i32(L, q->in_zp + 128), L->qweights[id], L->globals[id], y,
                            LLVMBuildInBoundsGEP2(L->B, L->i8, scratch(L, n), &after, 1, "patch"),
                            conv_params(L, n, false)};
-    call(L, "axrt_conv2d_q8", "vpippppp", args);
+    call(L, "axrt_conv2d_q8_packed", "vpippppp", args);
 }
 
 static void lv_dense(lv *L, const ir_node *n, LLVMValueRef y)
@@ -598,14 +675,29 @@ static void lv_conv(lv *L, const ir_node *n, LLVMValueRef y)
 /* A pool; an int8 max-pool (ir_quant without weights) on q + 128, its
  * operand quantised into the scratch unless it arrives int8 (cg_c.c
  * emit_quant_pool). */
+static LLVMValueRef pool_params(lv *L, const ir_node *n)
+{
+    const axrt_pool2d_params q = ir_pool2d_params(L->g, n);
+    const int p[] = {q.n, q.h, q.w, q.c, q.oh, q.ow, q.kh, q.kw, q.stride_h, q.stride_w, q.pad_top, q.pad_left,
+                     q.pad_bottom, q.pad_right};
+    return const_ints(L, p, 14);
+}
+
 static void lv_pool(lv *L, const ir_node *n, LLVMValueRef y)
 {
     const ir_node *x = operand_node(L, n, 0);
+    if (n->quant && n->op == IR_OP_meanpool) {
+        lv_quant_ew(L, n, y);
+        return;
+    }
+    LLVMValueRef args[] = {operand(L, n, 0), y, pool_params(L, n)};
     const ir_attrs *at = &n->attrs;
-    const int p[] = {(int)x->shape[0], (int)x->shape[1], (int)x->shape[2], (int)x->shape[3],
-                     (int)n->shape[1], (int)n->shape[2], at->kernel[0], at->kernel[1], at->stride[0],
-                     at->stride[1], at->pad[0], at->pad[1], at->pad[2], at->pad[3]};
-    LLVMValueRef args[] = {operand(L, n, 0), y, const_ints(L, p, 14)};
+    if (n->op == IR_OP_meanpool && (at->exclude_pad || at->ceil_extra[0] || at->ceil_extra[1])) {
+        LLVMValueRef counted[] = {args[0], y, args[2], k_i32(L, at->pad[2] - at->ceil_extra[0]),
+                                  k_i32(L, at->pad[3] - at->ceil_extra[1]), k_i32(L, !at->exclude_pad)};
+        call(L, kernel(L, "meanpool_counted"), "vpppiii", counted);   /* cg_c.c emit_pool */
+        return;
+    }
     if (!n->quant) {
         call(L, kernel(L, ir_ops[n->op].name), "vppp", args);
         return;
@@ -972,7 +1064,13 @@ static void lv_upsample(lv *L, const ir_node *n, LLVMValueRef y)
     call(L, kernel(L, "upsample"), "vppzzzzzzz", args);
 }
 
-static void lv_reduce(lv *L, const ir_node *n, LLVMValueRef y) { axis_kernel(L, n, operand_node(L, n, 0), y); }
+static void lv_reduce(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    if (n->quant)
+        lv_quant_ew(L, n, y);
+    else
+        axis_kernel(L, n, operand_node(L, n, 0), y);
+}
 static void lv_softmax(lv *L, const ir_node *n, LLVMValueRef y) { axis_kernel(L, n, n, y); }
 /* Int64 indices from the operand's dtype's kernel (cg_c.c emit_argmax). */
 static void lv_argmax(lv *L, const ir_node *n, LLVMValueRef y)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cg.h"
 #include "driver.h"
 #include "ir_interp.h"
 #include "tensorfile.h"
@@ -142,8 +143,8 @@ static uint8_t *quantised_copy(const float *x, int64_t count, float scale, int32
     return q;
 }
 
-/* y (float, numel(n)) = the int8 add, concat, ReLU or global mean-pool n of the generated
- * code, over its operands' float values x[k]. */
+/* y (float, numel(n)) = the int8 add, concat, ReLU or mean (pool) n of the
+ * generated code, over its operands' float values x[k]. */
 static void run_int8_ew(const ir_graph *g, const ir_node *n, float *const *x, float *y)
 {
     const ir_quant *q = n->quant;
@@ -153,12 +154,24 @@ static void run_int8_ew(const ir_graph *g, const ir_node *n, float *const *x, fl
     const size_t count = (size_t)ir_numel(n);
     axrt_ew_q8 e = q->ew[0];
     e.out_q8 = 0;
-    if (n->op == IR_OP_add) {
+    const ir_node *xn = &g->nodes[n->src[0]];
+    if (n->op == IR_OP_add && ir_same_shape(xn, n) && ir_same_shape(&g->nodes[n->src[1]], n)) {
         axrt_add_q8(qx[0], qx[1], y, count, &e);
-    } else if (n->op == IR_OP_globalmeanpool) {
-        const ir_node *xn = &g->nodes[n->src[0]];
-        axrt_globalmeanpool_q8(qx[0], y, (size_t)xn->shape[0], (size_t)(xn->shape[1] * xn->shape[2]),
-                               (size_t)xn->shape[3], &e);
+    } else if (n->op == IR_OP_add) {
+        int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
+        cg_broadcast_strides(xn, n, sa);
+        cg_broadcast_strides(&g->nodes[n->src[1]], n, sb);
+        axrt_add_bcast_q8(qx[0], sa, qx[1], sb, y, n->shape, n->rank, &e);
+    } else if (n->op == IR_OP_globalmeanpool || n->op == IR_OP_mean) {
+        /* [outer, axis, inner]: a global mean-pool's [n, h w, c] */
+        const int axis = n->op == IR_OP_mean ? n->attrs.axis : 1;
+        int64_t outer = 1;
+        for (int d = 0; d < axis; d++) outer *= xn->shape[d];
+        const int64_t len = n->op == IR_OP_mean ? xn->shape[axis] : xn->shape[1] * xn->shape[2];
+        axrt_mean_q8(qx[0], y, (size_t)outer, (size_t)len, (size_t)(ir_numel(xn) / outer / len), &e);
+    } else if (n->op == IR_OP_meanpool) {
+        const axrt_pool2d_params p = ir_pool2d_params(g, n);
+        axrt_meanpool_q8(qx[0], y, &p, q->window, &e);
     } else if (n->op != IR_OP_concat) {
         axrt_rescale_q8(qx[0], y, 1, count, count, 0, &e);
     } else {
@@ -322,11 +335,15 @@ int axc_quantize(ax_ctx *ctx, const axc_opts *o, ir_graph *g)
         layers += !g->nodes[id].dead && (g->nodes[id].op == IR_OP_dense || g->nodes[id].op == IR_OP_conv);
     const int done = pass_quant(g, r.lo, r.hi);
     if (o->emit && !o->run) return ctx->errors ? AXC_EINPUT : AXC_OK;
-    int ew = 0;
-    for (int id = 0; id < g->nnodes; id++)
-        ew += g->nodes[id].quant && g->nodes[id].quant->nin;
-    fprintf(stderr, "axc: %s: %d of %d dense/conv layers in int8, and %d add/concat/ReLU/mean-pool (calibrated on %lld "
-            "samples); the rest of the model in float\n", g->name, done, layers, ew, (long long)set.samples);
+    int ew = 0, moves = 0;   /* the elementwise and mean nodes; the data movement (no weights, no operands) */
+    for (int id = 0; id < g->nnodes; id++) {
+        const ir_quant *q = g->nodes[id].quant;
+        ew += q && q->nin;
+        moves += q && !q->nin && !q->w && g->nodes[id].op != IR_OP_result;
+    }
+    fprintf(stderr, "axc: %s: %d of %d dense/conv layers in int8, and %d add/concat/ReLU/mean-pool, %d max-pool/"
+            "reshape/transpose/slice/chunk (calibrated on %lld samples); the rest of the model in float\n", g->name,
+            done, layers, ew, moves, (long long)set.samples);
     if (report_error(ctx, g, &set)) ax_out_of_memory(0);
     return ctx->errors ? AXC_EINPUT : AXC_OK;
 }

@@ -275,6 +275,15 @@ size_t ir_value_bytes(const ir_node *n)
     return n->quant && n->quant->out_q8 ? (size_t)ir_numel(n) : ir_nbytes(n);
 }
 
+axrt_pool2d_params ir_pool2d_params(const ir_graph *g, const ir_node *n)
+{
+    const ir_node *x = &g->nodes[n->src[0]];
+    const ir_attrs *a = &n->attrs;
+    return (axrt_pool2d_params){(int)x->shape[0], (int)x->shape[1], (int)x->shape[2], (int)x->shape[3],
+                                (int)n->shape[1], (int)n->shape[2], a->kernel[0], a->kernel[1], a->stride[0],
+                                a->stride[1], a->pad[0], a->pad[1], a->pad[2], a->pad[3]};
+}
+
 const char *ir_shape_str(const int64_t *shape, int rank, char *buf, size_t size)
 {
     if (size == 0)

@@ -266,6 +266,9 @@ typedef struct ir_quant {
     int32_t *in_zps;
     uint32_t in_q8_mask;
     axrt_ew_q8 *ew;
+    /* a windowed mean-pool: axrt_meanpool_q8's window table, nwindow int32 */
+    int32_t *window;
+    int nwindow;
 } ir_quant;
 
 struct ir_graph {
@@ -329,6 +332,8 @@ size_t ir_nbytes(const ir_node *n);
 /* The bytes n's value takes in the arena: ir_nbytes, or one per element for an
  * int8 layer whose result is stored as int8 (ir_quant out_q8). */
 size_t ir_value_bytes(const ir_node *n);
+/* The runtime's parameters of pool n (maxpool, meanpool) over its operand. */
+axrt_pool2d_params ir_pool2d_params(const ir_graph *g, const ir_node *n);
 /* "[1, 784]" into buf (always NUL-terminated); returns buf. */
 const char *ir_shape_str(const int64_t *shape, int rank, char *buf, size_t size);
 /* The dtype table (runtime/axrt.h AXRT_DTYPES) as the compiler reads it. */

@@ -11,21 +11,25 @@
  * becoming the clamp.  A layer with a fused residual add or another fused
  * activation keeps its int32 accumulation but leaves it as float (fscale),
  * and the epilogue runs in float; a fused residual add with a ReLU/ReLU6 or
- * none is split off again before calibration (pass_quant_unfuse).  A
- * max-pool after an int8 layer shares that layer's output scale and zero
- * point (TFLite's rule) and runs on the integers when its readers take them.
- * An add of two same-shaped values, a concat, and a ReLU/ReLU6 run in int8
+ * none is split off again before calibration (pass_quant_unfuse).  Data
+ * movement after an int8 result (a max-pool, reshape/Flatten, transpose,
+ * slice, chunk and its results) shares the producer's output scale and zero
+ * point (TFLite's rule) and moves the bytes when its readers take them.
+ * An add (broadcasting or not), a concat, and a ReLU/ReLU6 run in int8
  * (axrt_ew_q8) when an operand comes from an int8 node (a ReLU: its only
  * operand): the add with TFLite's fixed-point rescaling of each operand to
  * its own observed output range, the concat requantising each operand to its
  * output range (a copy where the parameters agree), the ReLU sharing its
  * operand's scale and zero point (a clamp: exact); a float operand is
- * quantised at the door with its own observed range.  A global mean-pool of
- * an int8 result whose readers are int8 nodes runs in int8 too (TFLite's
+ * quantised at the door with its own observed range.  A global mean-pool, a
+ * mean over one dim and a windowed mean-pool (MeanPool, AdaptiveMeanPool)
+ * of an int8 result whose readers are int8 nodes run in int8 too (TFLite's
  * integer mean: the exact sum rescaled by s_in / (count s_out) to its own
- * observed range).  Everything
- * else runs in float on the dequantised values: other pooling, softmax,
- * LayerNorm and the other activations.  Between int8 nodes the value stays int8: a node
+ * observed range, a windowed pool's count its window's divisor as the float
+ * op counts it).  Everything
+ * else runs in float on the dequantised values: softmax, LayerNorm, the
+ * other activations and binary ops, matmul, attention and the fused
+ * elementwise loops.  Between int8 nodes the value stays int8: a node
  * whose integer result (no float epilogue) is read only by int8 nodes
  * quantising that operand with its own output parameters (always so: both
  * come from the same observed range) stores q + 128 in uint8 (out_q8) and
@@ -140,16 +144,6 @@ static void quantise_node(ir_graph *g, ir_node *n, const double *lo, const doubl
     n->quant = q;
 }
 
-/* Whether max-pool m reads an int8 layer with an integer result: then it
- * shares that layer's output parameters (TFLite's rule) and may run in int8. */
-static bool pool_follows_int8(const ir_graph *g, const ir_node *m)
-{
-    if (m->dead || m->op != IR_OP_maxpool || m->dtype != AXRT_F32)
-        return false;
-    const ir_node *x = &g->nodes[m->src[0]];
-    return pass_quant_applies(g, x) && x->attrs.residual == IR_NONE && act_folds(x->attrs.act);
-}
-
 /* ---- add, concat, ReLU/ReLU6 -------------------------------------------------- */
 
 /* Whether node id already computes integers (an int8 node without float epilogue). */
@@ -159,23 +153,53 @@ static bool int8_result(const ir_graph *g, int id)
     return q && !q->float_out;
 }
 
+/* Whether n moves or picks its operand's values without computing new ones
+ * (a max-pool, reshape, transpose, slice, chunk or a chunk's result) and
+ * that operand is an int8 result: then n shares the operand's parameters
+ * (TFLite's rule) and may run in int8, the same integers as quantising its
+ * float result. */
+static bool shares_params(const ir_graph *g, const ir_node *n)
+{
+    static const ir_op moves[] = {IR_OP_maxpool, IR_OP_reshape, IR_OP_transpose, IR_OP_slice, IR_OP_chunk,
+                                  IR_OP_result};
+    if (n->dead || n->dtype != AXRT_F32 || n->quant)
+        return false;
+    for (size_t i = 0; i < sizeof moves / sizeof moves[0]; i++)
+        if (n->op == moves[i])
+            return int8_result(g, n->src[0]);
+    return false;
+}
+
+/* The int8 nodes that cannot quantise their operand at the door: a reshape
+ * (a view of its operand's buffer), a chunk and its results (written by the
+ * chunk, into the results' own buffers). */
+static bool needs_int8_operand(ir_op op)
+{
+    return op == IR_OP_reshape || op == IR_OP_chunk || op == IR_OP_result;
+}
+
+/* The means in int8: an exact int32 sum rescaled once to the output range. */
+static bool is_mean(ir_op op)
+{
+    return op == IR_OP_globalmeanpool || op == IR_OP_meanpool || op == IR_OP_mean;
+}
+
 static bool is_activation(const ir_graph *g, int id)
 {
     const ir_node *p = &g->nodes[id];
     return p->dtype == AXRT_F32 && p->op != IR_OP_param && p->op != IR_OP_scalar;
 }
 
-/* Whether n runs in int8 as an elementwise node: a ReLU/ReLU6 of an int8
- * result; an add of two same-shaped values or a concat, every operand a
- * Float32 activation and one at least an int8 result. */
+/* Whether n runs in int8 as an elementwise node: a ReLU/ReLU6 or a mean
+ * (pool) of an int8 result; an add (broadcasting or not) or a concat,
+ * every operand a Float32 activation and one at least an int8 result. */
 static bool ew_applies(const ir_graph *g, const ir_node *n)
 {
     if (n->dead || n->dtype != AXRT_F32 || n->quant)
         return false;
-    if (n->op == IR_OP_relu || n->op == IR_OP_relu6 || n->op == IR_OP_globalmeanpool)
+    if (n->op == IR_OP_relu || n->op == IR_OP_relu6 || is_mean(n->op))
         return int8_result(g, n->src[0]);
-    if (n->op != IR_OP_concat && !(n->op == IR_OP_add && ir_same_shape(&g->nodes[n->src[0]], n) &&
-                                   ir_same_shape(&g->nodes[n->src[1]], n)))
+    if (n->op != IR_OP_concat && n->op != IR_OP_add)
         return false;
     bool from_int8 = false;
     for (int k = 0; k < n->nsrc; k++) {
@@ -195,7 +219,8 @@ static void ew_fixed_point(double m, int32_t *mult, int32_t *shift)
 /* The runtime's parameters of n (axrt.h axrt_ew_q8): an add's TFLite
  * rescaling (2^20, each operand to twice the larger scale, the sum to the
  * output's); a concat's part k or a ReLU: operand to output scale; a global
- * mean-pool: its sum of `count` values to the output scale. */
+ * mean-pool or a mean: its sum of `count` values to the output scale (a
+ * windowed mean-pool's multipliers: meanpool_window). */
 static void ew_params(const ir_node *n, ir_quant *q, double count)
 {
     for (int k = 0; k < (n->op == IR_OP_concat ? q->nin : 1); k++) {
@@ -217,6 +242,33 @@ static void ew_params(const ir_node *n, ir_quant *q, double count)
         e->left = 20;
         ew_fixed_point(twice_max / (1048576.0 * q->out_scale), &e->out_mult, &e->out_shift);
     }
+}
+
+/* A windowed mean-pool's axrt_meanpool_q8 window: how its divisors count
+ * (the float op's: count_include_pad, ceil mode's extra padding never
+ * counted), the smallest and how many, and per divisor d from it the Q31
+ * multiplier and shift of s_in / (d s_out). */
+static void meanpool_window(const ir_graph *g, const ir_node *n, ir_quant *q)
+{
+    const axrt_pool2d_params p = ir_pool2d_params(g, n);
+    const ir_attrs *a = &n->attrs;
+    const int32_t bottom = a->pad[2] - a->ceil_extra[0], right = a->pad[3] - a->ceil_extra[1];
+    const int32_t count_pad = !a->exclude_pad;
+    int32_t dmin = INT32_MAX, dmax = 1;
+    for (int oy = 0; oy < p.oh; oy++)
+        for (int ox = 0; ox < p.ow; ox++) {
+            const int32_t d = axrt_meanpool_divisor(&p, oy, ox, bottom, right, count_pad);
+            dmin = d < dmin ? d : dmin;
+            dmax = d > dmax ? d : dmax;
+        }
+    dmin = dmin < 1 ? 1 : dmin > dmax ? dmax : dmin;
+    q->nwindow = 5 + 2 * (dmax - dmin + 1);
+    q->window = ax_alloc(g->ctx->arena, sizeof *q->window * (size_t)q->nwindow);
+    const int32_t head[] = {bottom, right, count_pad, dmin, dmax - dmin + 1};
+    memcpy(q->window, head, sizeof head);
+    for (int32_t d = dmin; d <= dmax; d++)
+        ew_fixed_point((double)q->in_scale / ((double)d * q->out_scale), &q->window[5 + 2 * (d - dmin)],
+                       &q->window[6 + 2 * (d - dmin)]);
 }
 
 /* n's ir_quant: each operand's parameters from its (final) range, the
@@ -242,7 +294,9 @@ static void quantise_ew(ir_graph *g, ir_node *n, double *lo, double *hi)
     q->hi = 127;
     const size_t count = n->op == IR_OP_concat ? (size_t)q->nin : 1;
     q->ew = memset(ax_alloc(a, sizeof *q->ew * count), 0, sizeof *q->ew * count);
-    ew_params(n, q, n->op == IR_OP_globalmeanpool ? (double)(ir_numel(&g->nodes[n->src[0]]) / ir_numel(n)) : 1);
+    ew_params(n, q, is_mean(n->op) ? (double)(ir_numel(&g->nodes[n->src[0]]) / ir_numel(n)) : 1);
+    if (n->op == IR_OP_meanpool)
+        meanpool_window(g, n, q);
     n->quant = q;
 }
 
@@ -325,38 +379,46 @@ static bool keeps_int8(const ir_graph *g, int id)
     return read;
 }
 
-/* The max-pools after int8 layers whose results can stay int8 (last first:
- * a pool reading a pool) run in int8 on q + 128 (ir_quant without weights,
- * in and out the producer's parameters); the others stay float. */
-static void quantise_pools(ir_graph *g)
+/* A shares_params node (ir_quant without weights or operands of its own:
+ * in and out the operand's parameters). */
+static void quantise_shared(ir_graph *g, ir_node *n, double *lo, double *hi)
 {
-    for (int id = g->nnodes - 1; id >= 0; id--) {
-        ir_node *m = &g->nodes[id];
-        if (!pool_follows_int8(g, m)) continue;
-        const ir_quant *x = g->nodes[m->src[0]].quant;
-        ir_quant *q = ax_alloc(g->ctx->arena, sizeof *q);
-        memset(q, 0, sizeof *q);
-        q->in_scale = q->out_scale = x->out_scale;
-        q->in_zp = q->out_zp = x->out_zp;
-        m->quant = q;
-        if (!keeps_int8(g, id))
-            m->quant = NULL;
-    }
+    const int id = (int)(n - g->nodes);
+    lo[id] = lo[n->src[0]];
+    hi[id] = hi[n->src[0]];
+    ir_quant *q = memset(ax_alloc(g->ctx->arena, sizeof *q), 0, sizeof *q);
+    pass_quant_params(lo[id], hi[id], &q->out_scale, &q->out_zp);
+    q->in_scale = q->out_scale;
+    q->in_zp = q->out_zp;
+    n->quant = q;
 }
 
-/* A global mean-pool whose result would not stay int8 (a graph output, a
- * float reader) runs in float: in int8 it would only add a rounding. */
-static void float_mean_pools(ir_graph *g)
+/* The int8 nodes that only pay where their result stays int8 (the data
+ * movement of shares_params: the float op on the dequantised values gives
+ * the same values; a mean (pool): one rounding fewer in float) run in float
+ * otherwise, those that need_int8_operand also where their operand's
+ * result does not stay int8.  Last first, until nothing changes: each
+ * decision reads its readers' final ones. */
+static void drop_float_ended(ir_graph *g)
 {
-    for (int id = g->nnodes - 1; id >= 0; id--)
-        if (g->nodes[id].op == IR_OP_globalmeanpool && g->nodes[id].quant && !keeps_int8(g, id))
-            g->nodes[id].quant = NULL;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int id = g->nnodes - 1; id >= 0; id--) {
+            ir_node *n = &g->nodes[id];
+            if (!n->quant || n->quant->w || (n->quant->nin && !is_mean(n->op)))
+                continue;
+            if (keeps_int8(g, id) && (!needs_int8_operand(n->op) || keeps_int8(g, n->src[0])))
+                continue;
+            n->quant = NULL;
+            changed = true;
+        }
+    }
 }
 
 /* Marks the int8 nodes whose results stay int8 and their readers. */
 static void mark_int8_storage(ir_graph *g)
 {
-    quantise_pools(g);
+    drop_float_ended(g);
     for (int id = 0; id < g->nnodes; id++) {
         if (!keeps_int8(g, id)) continue;
         ir_quant *q = (ir_quant *)g->nodes[id].quant;
@@ -387,12 +449,13 @@ int pass_quant(ir_graph *g, const double *observed_lo, const double *observed_hi
             count++;
         } else if (ew_applies(g, n)) {
             quantise_ew(g, n, lo, hi);
-        } else if (pool_follows_int8(g, n) || (n->op == IR_OP_reshape && !n->dead)) {
-            lo[id] = lo[n->src[0]];   /* the pool's output and its readers quantise with the */
-            hi[id] = hi[n->src[0]];   /* producer's parameters; a reshape: the same values */
+        } else if (shares_params(g, n)) {
+            quantise_shared(g, n, lo, hi);
+        } else if ((n->op == IR_OP_reshape || n->op == IR_OP_transpose) && !n->dead) {
+            lo[id] = lo[n->src[0]];   /* the same values: the same range */
+            hi[id] = hi[n->src[0]];
         }
     }
-    float_mean_pools(g);
     mark_int8_storage(g);
     /* the int8 nodes need a byte buffer for their quantised input and
        none of the layers runs in place: plan again */

@@ -457,6 +457,37 @@ void axrt_rescale_q8(const uint8_t *x, void *y, size_t outer, size_t row, size_t
    s_in / (hw s_out); clamped to [lo, hi], dequantised (scale) or, out_q8,
    stored as q + 128.  Integer arithmetic only (hw * 255 < 2^31). */
 void axrt_globalmeanpool_q8(const uint8_t *x, void *y, size_t n, size_t hw, size_t c, const axrt_ew_q8 *p);
+/* The same over the middle axis of x [outer, axis, inner] (a mean over one
+   dim, kept as 1): S over `axis` values, mult[0] / 2^shift[0] =
+   s_in / (axis s_out). */
+void axrt_mean_q8(const uint8_t *x, void *y, size_t outer, size_t axis, size_t inner, const axrt_ew_q8 *p);
+/* The divisor of mean-pool p's window at output (oy, ox), as the float
+   kernels count it (axrt_meanpool_counted_*): the window clipped to the
+   input, or with count_pad to the input and its padding, of which only
+   div_pad_bottom rows and div_pad_right columns after the input count
+   (ceil mode's extra ones do not). */
+int axrt_meanpool_divisor(const axrt_pool2d_params *p, int oy, int ox, int div_pad_bottom, int div_pad_right,
+                          int count_pad);
+/* Windowed mean pooling of int8 values (x, y NHWC, q + 128): each output
+   is out_zp + axrt_requantize(S, mult_d, shift_d), S the exact int32 sum of
+   (q - zp[0]) over the window's pixels inside the input (the padding is 0,
+   the zero point) and d its divisor (axrt_meanpool_divisor with window[0],
+   window[1], window[2] as div_pad_bottom, div_pad_right, count_pad);
+   mult_d = window[5 + 2 (d - window[3])], shift_d the int32 after it, for
+   the window[4] divisors from window[3] on (mult_d / 2^shift_d =
+   s_in / (d s_out)).  Clamped to [lo, hi], dequantised (scale) or, out_q8,
+   stored as q + 128.  Integer arithmetic only. */
+void axrt_meanpool_q8(const uint8_t *x, void *y, const axrt_pool2d_params *p, const int32_t *window,
+                      const axrt_ew_q8 *e);
+/* axrt_add_q8 with NumPy broadcasting: y [shape] (rank dims, contiguous),
+   element i of a at sum_d i_d * a_strides[d] (0 along a broadcast dim), b
+   alike; the same integers as axrt_add_q8 on the broadcast operands. */
+void axrt_add_bcast_q8(const uint8_t *a, const int64_t *a_strides, const uint8_t *b, const int64_t *b_strides,
+                       void *y, const int64_t *shape, int rank, const axrt_ew_q8 *p);
+/* Bytes moved as axrt_gather_strided_f32 moves floats (an int8 transpose:
+   y[i] = x[offset + sum_d i_d * strides[d]] over y_shape). */
+void axrt_gather_u8(const uint8_t *x, uint8_t *y, const int64_t *y_shape, const int64_t *strides, int64_t offset,
+                    int rank);
 /* The int8 dot product in use: "portable", "avx2" or "avx512vnni". */
 const char *axrt_q8_isa_name(void);
 

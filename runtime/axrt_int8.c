@@ -754,23 +754,152 @@ void axrt_rescale_q8(const uint8_t *x, void *y, size_t outer, size_t row, size_t
     pick_gemm()->rescale(x, y, outer, row, ld, offset, p);
 }
 
-/* ---- global mean pooling ------------------------------------------------------------ */
+/* ---- mean pooling and mean ------------------------------------------------------- */
+
+void axrt_mean_q8(const uint8_t *x, void *y, size_t outer, size_t axis, size_t inner, const axrt_ew_q8 *p)
+{
+    int32_t sum[Q8_DW_BLOCK];
+    const int32_t centre = (int32_t)axis * (128 + p->zp[0]);   /* axis times the zero point's byte */
+    for (size_t b = 0; b < outer; b++)
+        for (size_t c0 = 0; c0 < inner; c0 += Q8_DW_BLOCK) {
+            const size_t nc = inner - c0 < Q8_DW_BLOCK ? inner - c0 : Q8_DW_BLOCK;
+            const uint8_t *xb = x + b * axis * inner + c0;
+            memset(sum, 0, sizeof sum);
+            for (size_t i = 0; i < axis; i++)
+                for (size_t k = 0; k < nc; k++)
+                    sum[k] += xb[i * inner + k];
+            for (size_t k = 0; k < nc; k++) {
+                const int32_t r = axrt_requantize(sum[k] - centre, p->mult[0], p->shift[0]);
+                ew_store(p, clamp_i32((int64_t)p->out_zp + r, p->lo, p->hi), y, b * inner + c0 + k);
+            }
+        }
+}
 
 void axrt_globalmeanpool_q8(const uint8_t *x, void *y, size_t n, size_t hw, size_t c, const axrt_ew_q8 *p)
 {
+    axrt_mean_q8(x, y, n, hw, c, p);
+}
+
+/* The rows (or columns) a window starting at y0 covers for the divisor: the
+ * float kernels' axrt_meanpool_counted rule along one axis. */
+static int window_span(int y0, int k, int size, int div_pad_after, int count_pad)
+{
+    const int lim = count_pad ? size + div_pad_after : size;
+    const int start = count_pad || y0 > 0 ? y0 : 0;
+    const int end = y0 + k < lim ? y0 + k : lim;
+    return end - start;
+}
+
+int axrt_meanpool_divisor(const axrt_pool2d_params *p, int oy, int ox, int div_pad_bottom, int div_pad_right,
+                          int count_pad)
+{
+    return window_span(oy * p->stride_h - p->pad_top, p->kh, p->h, div_pad_bottom, count_pad) *
+           window_span(ox * p->stride_w - p->pad_left, p->kw, p->w, div_pad_right, count_pad);
+}
+
+void axrt_meanpool_q8(const uint8_t *x, void *y, const axrt_pool2d_params *p, const int32_t *window,
+                      const axrt_ew_q8 *e)
+{
+    const size_t c = (size_t)p->c;
     int32_t sum[Q8_DW_BLOCK];
-    const int32_t centre = (int32_t)hw * (128 + p->zp[0]);   /* hw times the zero point's byte */
-    for (size_t b = 0; b < n; b++)
-        for (size_t c0 = 0; c0 < c; c0 += Q8_DW_BLOCK) {
-            const size_t nc = c - c0 < Q8_DW_BLOCK ? c - c0 : Q8_DW_BLOCK;
-            const uint8_t *xb = x + b * hw * c + c0;
-            memset(sum, 0, sizeof sum);
-            for (size_t i = 0; i < hw; i++)
-                for (size_t k = 0; k < nc; k++)
-                    sum[k] += xb[i * c + k];
-            for (size_t k = 0; k < nc; k++) {
-                const int32_t r = axrt_requantize(sum[k] - centre, p->mult[0], p->shift[0]);
-                ew_store(p, clamp_i32((int64_t)p->out_zp + r, p->lo, p->hi), y, b * c + c0 + k);
+    size_t at = 0;
+    for (int n = 0; n < p->n; n++)
+        for (int oy = 0; oy < p->oh; oy++)
+            for (int ox = 0; ox < p->ow; ox++, at += c) {
+                const int y0 = oy * p->stride_h - p->pad_top, x0 = ox * p->stride_w - p->pad_left;
+                const int ys = y0 < 0 ? 0 : y0, xs = x0 < 0 ? 0 : x0;
+                const int ye = y0 + p->kh < p->h ? y0 + p->kh : p->h, xe = x0 + p->kw < p->w ? x0 + p->kw : p->w;
+                const int32_t read = (ye > ys ? ye - ys : 0) * (xe > xs ? xe - xs : 0);
+                const int32_t d = axrt_meanpool_divisor(p, oy, ox, window[0], window[1], window[2]);
+                const int32_t *rescale = window + 5 + 2 * (d - window[3]);
+                for (size_t c0 = 0; c0 < c; c0 += Q8_DW_BLOCK) {
+                    const size_t nc = c - c0 < Q8_DW_BLOCK ? c - c0 : Q8_DW_BLOCK;
+                    memset(sum, 0, sizeof sum);
+                    for (int iy = ys; iy < ye; iy++)
+                        for (int ix = xs; ix < xe; ix++) {
+                            const uint8_t *in = x + (((size_t)n * (size_t)p->h + (size_t)iy) * (size_t)p->w +
+                                                     (size_t)ix) * c + c0;
+                            for (size_t k = 0; k < nc; k++)
+                                sum[k] += in[k];
+                        }
+                    for (size_t k = 0; k < nc; k++) {   /* the padding's values are the zero point's: 0 */
+                        const int32_t r = axrt_requantize(sum[k] - read * (128 + e->zp[0]), rescale[0], rescale[1]);
+                        ew_store(e, clamp_i32((int64_t)e->out_zp + r, e->lo, e->hi), y, at + c0 + k);
+                    }
+                }
             }
+}
+
+/* ---- broadcasting add, byte gather ------------------------------------------------ */
+
+/* Element i of an elementwise kernel's output y (float, or q + 128 when out_q8). */
+static void *ew_out_at(const axrt_ew_q8 *p, void *y, size_t i)
+{
+    return (unsigned char *)y + i * (p->out_q8 ? 1 : sizeof(float));
+}
+
+/* One row of a broadcasting add: len elements, a and b strides sa and sb
+ * (0: broadcast), through the byte tables ta, tb (NULL: computed). */
+static void add_row(const uint8_t *a, ptrdiff_t sa, const uint8_t *b, ptrdiff_t sb, void *y, size_t len,
+                    const axrt_ew_q8 *p, const int32_t *ta, const int32_t *tb)
+{
+    for (size_t j = 0; j < len; j++) {
+        const uint8_t va = a[(ptrdiff_t)j * sa], vb = b[(ptrdiff_t)j * sb];
+        const int32_t sum = ta ? ta[va] + tb[vb] : ew_scaled(p, 0, va) + ew_scaled(p, 1, vb);
+        ew_store(p, clamp_i32((int64_t)p->out_zp + axrt_requantize(sum, p->out_mult, p->out_shift), p->lo, p->hi),
+                 y, j);
+    }
+}
+
+void axrt_add_bcast_q8(const uint8_t *a, const int64_t *a_strides, const uint8_t *b, const int64_t *b_strides,
+                       void *y, const int64_t *shape, int rank, const axrt_ew_q8 *p)
+{
+    const axrt_q8_gemm_ops *g = pick_gemm();
+    int64_t index[AXRT_MAX_RANK] = {0}, oa = 0, ob = 0, total = 1;
+    const size_t len = rank > 0 ? (size_t)shape[rank - 1] : 1;
+    const ptrdiff_t sa = rank > 0 ? (ptrdiff_t)a_strides[rank - 1] : 0, sb = rank > 0 ? (ptrdiff_t)b_strides[rank - 1] : 0;
+    int32_t ta[256], tb[256];
+    for (int d = 0; d < rank; d++) total *= shape[d];
+    const bool rows = sa == 1 && sb == 1, table = !rows && total >= Q8_EW_TABLE_MIN;
+    if (table) {
+        ew_table(p, 0, ta);
+        ew_table(p, 1, tb);
+    }
+    for (size_t at = 0;; at += len) {
+        if (rows)   /* both contiguous along the last dim: the instruction set's add */
+            g->add(a + oa, b + ob, ew_out_at(p, y, at), len, p);
+        else
+            add_row(a + oa, sa, b + ob, sb, ew_out_at(p, y, at), len, p, table ? ta : NULL, table ? tb : NULL);
+        int d = rank - 2;
+        for (; d >= 0; d--) {
+            oa += a_strides[d];
+            ob += b_strides[d];
+            if (++index[d] < shape[d]) break;
+            oa -= a_strides[d] * shape[d];
+            ob -= b_strides[d] * shape[d];
+            index[d] = 0;
         }
+        if (d < 0) return;
+    }
+}
+
+void axrt_gather_u8(const uint8_t *x, uint8_t *y, const int64_t *y_shape, const int64_t *strides, int64_t offset,
+                    int rank)
+{
+    int64_t index[AXRT_MAX_RANK] = {0};
+    if (rank == 0) {
+        y[0] = x[offset];
+        return;
+    }
+    for (;;) {
+        for (int64_t j = 0; j < y_shape[rank - 1]; j++) *y++ = x[offset + j * strides[rank - 1]];
+        int d = rank - 2;
+        for (; d >= 0; d--) {
+            offset += strides[d];
+            if (++index[d] < y_shape[d]) break;
+            offset -= strides[d] * y_shape[d];
+            index[d] = 0;
+        }
+        if (d < 0) return;
+    }
 }

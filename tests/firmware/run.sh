@@ -313,6 +313,9 @@ main() {
     int8_on_firmware lenet5 1,28,28,1 "$root/examples"
     int8_on_firmware qres 1,8,8,4 "$root/tests/quant" 0 nosize   # int8 residual add, concat, ReLU
     int8_on_firmware qgap 1,6,5,4 "$root/tests/quant" 0 nosize   # int8 global mean-pool
+    int8_on_firmware qpool 1,8,8,4 "$root/tests/quant" 0 nosize   # int8 windowed mean-pools, Flatten
+    int8_on_firmware qshuffle 1,4,4,6 "$root/tests/quant" 0 nosize   # int8 reshape, transpose, chunk
+    int8_on_firmware qbcast 1,4,5,6 "$root/tests/quant" 0 nosize   # int8 means, broadcasting adds
 }
 
 main

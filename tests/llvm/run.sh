@@ -346,12 +346,15 @@ profile_on_firmware() {
 }
 
 # --quantize=int8: qmlp (dense, folded ReLU/ReLU6 clamps), lenet5 (conv,
-# pooling, dense) and squeezenet1_1 (1x1 and 3x3 convs, concat) calibrated
-# on random samples: the object and the JIT against the C target.
+# pooling, dense), squeezenet1_1 (1x1 and 3x3 convs, concat),
+# mobilenetv2_block (a depthwise conv: the channel-block kernels) and the
+# quant suite's qpool and qshuffle (int8 mean-pools, data movement)
+# calibrated on random samples: the object and the JIT against the C target.
 check_int8() {
     local spec ax dims
     for spec in "$root/tests/quant/qmlp.ax 2,96" "$root/examples/lenet5.ax 1,28,28,1" \
-        "$root/examples/squeezenet1_1.ax 1,64,64,3"; do
+        "$root/examples/squeezenet1_1.ax 1,64,64,3" "$root/examples/mobilenetv2_block.ax 1,14,14,32" \
+        "$root/tests/quant/qpool.ax 1,8,8,4" "$root/tests/quant/qshuffle.ax 1,4,4,6"; do
         read -r ax dims <<<"$spec"
         "$python" -c "import sys, numpy as np
 dims = tuple(int(d) for d in sys.argv[2].split(','))

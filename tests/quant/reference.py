@@ -155,6 +155,42 @@ def dequantise(q, s, zp):
     return torch.from_numpy((q - zp).astype(np.float32) * np.float32(s))
 
 
+def add_q(qa, pa, qb, pb, pout):
+    """TFLite's int8 add of integers qa at pa = (scale, zero point) and qb at
+    pb, NumPy broadcasting, to pout's range."""
+    twice = 2 * max(pa[0], pb[0])
+    v = 0
+    for q, (sk, zk) in ((qa, pa), (qb, pb)):
+        v = v + requantize((q - zk) * (1 << 20), *fixed_point(sk / twice))
+    return np.clip(pout[1] + requantize(v, *fixed_point(twice / (2.0 ** 20 * pout[0]))), -128, 127)
+
+
+def mean_q(q, pin, pout, dim):
+    """The int8 mean of integers q at pin over dim (kept): the exact sum of
+    q - zp, rescaled by s_in / (count s_out), to pout's range."""
+    total = (q - pin[1]).sum(axis=dim, keepdims=True)
+    return np.clip(pout[1] + requantize(total, *fixed_point(pin[0] / (q.shape[dim] * pout[0]))), -128, 127)
+
+
+def meanpool_q(q, pin, pout, **pool):
+    """The int8 mean-pool of integers q (NHWC) at pin, F.avg_pool2d's window
+    and divisor (pool: its keyword arguments): the exact window sum of
+    q - zp (padding 0) rescaled by s_in / (divisor s_out), to pout's range.
+    The divisor per output is PyTorch's own: the window's in-input count
+    over its average of ones."""
+    xc = torch.from_numpy((q - pin[1]).astype(np.float64)).permute(0, 3, 1, 2)
+    ones = torch.ones_like(xc)
+    total = F.avg_pool2d(xc, divisor_override=1, **pool).permute(0, 2, 3, 1).numpy()
+    inside = F.avg_pool2d(ones, divisor_override=1, **pool)
+    divisor = torch.round(inside / F.avg_pool2d(ones, **pool)).permute(0, 2, 3, 1).numpy()
+    total = np.rint(total).astype(np.int64)
+    out = np.empty_like(total)
+    for d in np.unique(divisor):
+        at = divisor == d
+        out[at] = pout[1] + requantize(total[at], *fixed_point(pin[0] / (float(d) * pout[0])))
+    return np.clip(out, -128, 127)
+
+
 def qres_float(w, x):
     """qres.ax in float64: every node's value by name."""
     a = float_layer(("conv", "a", None, 1), x, w)
@@ -184,12 +220,8 @@ def qres_forward(w, samples, x32):
     a, _ = quant_layer(("conv", "a", None, 1), x32, w, rng["x"], rng["a"])
     b, _ = quant_layer(("conv", "b", None, 0), x32, w, rng["x"], rng["b"])
     qa, qb = quantise(a, *p["a"]), quantise(b, *p["b"])
-    twice = 2 * max(p["a"][0], p["b"][0])
-    v = 0
-    for q, (sk, zk) in ((qa, p["a"]), (qb, p["b"])):
-        v = v + requantize((q - zk) * (1 << 20), *fixed_point(sk / twice))
+    q_add = add_q(qa, p["a"], qb, p["b"], p["add"])
     s_add, z_add = p["add"]
-    q_add = np.clip(z_add + requantize(v, *fixed_point(twice / (2.0 ** 20 * s_add))), -128, 127)
     q_h = np.maximum(q_add, z_add)
     s_cat, z_cat = p["cat"]
     parts = [z_cat + requantize(q - zk, *fixed_point(sk / s_cat)) for q, (sk, zk) in ((q_h, p["add"]), (qa, p["a"]))]
@@ -217,14 +249,114 @@ def qgap_forward(w, samples, x32):
     return quant_layer(("dense", "d", None), dequantise(q_gap, sg, zg).numpy(), w, rng["gap"], rng["y"])
 
 
+POOL1 = dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)
+POOL2 = dict(kernel_size=2, ceil_mode=True)
+POOL3 = dict(kernel_size=3, stride=1, padding=1)
+
+
+def qpool_float(w, x):
+    """qpool.ax in float64: every node's value by name."""
+    nchw = lambda t: t.permute(0, 3, 1, 2)   # noqa: E731
+    nhwc = lambda t: t.permute(0, 2, 3, 1)   # noqa: E731
+    a = float_layer(("conv", "a", "relu", 1), x, w)
+    p1 = nhwc(F.avg_pool2d(nchw(a), **POOL1))
+    b = float_layer(("conv", "b", "relu", 0), p1, w)
+    p2 = nhwc(F.avg_pool2d(nchw(b), **POOL2))
+    p3 = nhwc(F.avg_pool2d(nchw(p2), **POOL3))
+    p4 = nhwc(F.adaptive_avg_pool2d(nchw(p3), 1))
+    return {"x": x, "a": a, "p1": p1, "b": b, "p2": p2, "p3": p3, "p4": p4,
+            "y": float_layer(("dense", "d", None), p4.reshape(1, -1), w)}
+
+
+def qpool_forward(w, samples, x32):
+    """qpool in int8: each pool on the integers; returns (float32 output, its LSB)."""
+    rng = observed_ranges(qpool_float, w, samples)
+    p = {k: act_params(*r) for k, r in rng.items()}
+    a, _ = quant_layer(("conv", "a", "relu", 1), x32, w, rng["x"], rng["a"])
+    q1 = meanpool_q(quantise(a, *p["a"]), p["a"], p["p1"], **POOL1)
+    b, _ = quant_layer(("conv", "b", "relu", 0), dequantise(q1, *p["p1"]).numpy(), w, rng["p1"], rng["b"])
+    q2 = meanpool_q(quantise(b, *p["b"]), p["b"], p["p2"], **POOL2)
+    q3 = meanpool_q(q2, p["p2"], p["p3"], **POOL3)
+    q4 = meanpool_q(q3, p["p3"], p["p4"], kernel_size=q3.shape[1:3])   # AdaptiveAvgPool2d(1)'s window
+    flat = dequantise(q4, *p["p4"]).numpy().reshape(1, -1)   # Flatten: the same integers, range and bytes
+    return quant_layer(("dense", "d", None), flat, w, rng["p4"], rng["y"])
+
+
+def qshuffle_float(w, x):
+    """qshuffle.ax in float64: every node's value by name."""
+    a = float_layer(("conv", "a", "relu", 0), x, w)
+    b = float_layer(("conv", "b", None, 1), x, w)
+    cat = torch.cat([a, b], dim=3)
+    s = cat.reshape(1, 4, 4, 2, 8).permute(0, 1, 2, 4, 3).reshape(1, 4, 4, 16)
+    c = float_layer(("conv", "c", "relu", 0), s[..., 8:], w)
+    v = torch.cat([s[..., :8], c], dim=3)
+    return {"x": x, "a": a, "b": b, "cat": cat, "c": c, "v": v,
+            "y": float_layer(("dense", "d", None), v.permute(0, 3, 1, 2).reshape(1, 256), w)}
+
+
+def concat_q(parts, pout):
+    """An int8 concat along the channels: each (integers, params) requantised
+    by s_k / s_out to pout's range."""
+    return np.clip(np.concatenate([pout[1] + requantize(q - pk[1], *fixed_point(pk[0] / pout[0]))
+                                   for q, pk in parts], axis=3), -128, 127)
+
+
+def qshuffle_forward(w, samples, x32):
+    """qshuffle in int8: the shuffle, chunk, transpose and reshapes move the
+    concat's integers with its range (no requantisation); returns (float32
+    output, its LSB)."""
+    rng = observed_ranges(qshuffle_float, w, samples)
+    p = {k: act_params(*r) for k, r in rng.items()}
+    a, _ = quant_layer(("conv", "a", "relu", 0), x32, w, rng["x"], rng["a"])
+    b, _ = quant_layer(("conv", "b", None, 1), x32, w, rng["x"], rng["b"])
+    q_cat = concat_q([(quantise(a, *p["a"]), p["a"]), (quantise(b, *p["b"]), p["b"])], p["cat"])
+    q_s = q_cat.reshape(1, 4, 4, 2, 8).transpose(0, 1, 2, 4, 3).reshape(1, 4, 4, 16)
+    c, _ = quant_layer(("conv", "c", "relu", 0), dequantise(q_s[..., 8:], *p["cat"]).numpy(), w, rng["cat"],
+                       rng["c"])
+    q_v = concat_q([(q_s[..., :8], p["cat"]), (quantise(c, *p["c"]), p["c"])], p["v"])
+    flat = dequantise(q_v.transpose(0, 3, 1, 2).reshape(1, 256), *p["v"]).numpy()
+    return quant_layer(("dense", "d", None), flat, w, rng["v"], rng["y"])
+
+
+def qbcast_float(w, x):
+    """qbcast.ax in float64: every node's value by name (a mean over two dims
+    is one mean per dim, as axc lowers it)."""
+    a = float_layer(("conv", "a", "relu", 1), x, w)
+    m1 = a.mean(dim=1, keepdim=True)
+    m = m1.mean(dim=2, keepdim=True)
+    s = float_layer(("conv", "b", None, 0), x, w) + m
+    c = s.mean(dim=3, keepdim=True)
+    t = s + c
+    return {"x": x, "a": a, "m1": m1, "m": m, "b": float_layer(("conv", "b", None, 0), x, w), "s": s, "c": c,
+            "t": t, "y": float_layer(("dense", "d", None), t.reshape(1, 160), w)}
+
+
+def qbcast_forward(w, samples, x32):
+    """qbcast in int8: the means and the broadcasting adds on the integers;
+    returns (float32 output, its LSB)."""
+    rng = observed_ranges(qbcast_float, w, samples)
+    p = {k: act_params(*r) for k, r in rng.items()}
+    a, _ = quant_layer(("conv", "a", "relu", 1), x32, w, rng["x"], rng["a"])
+    q_m1 = mean_q(quantise(a, *p["a"]), p["a"], p["m1"], 1)
+    q_m = mean_q(q_m1, p["m1"], p["m"], 2)
+    b, _ = quant_layer(("conv", "b", None, 0), x32, w, rng["x"], rng["b"])
+    q_s = add_q(quantise(b, *p["b"]), p["b"], q_m, p["m"], p["s"])
+    q_t = add_q(q_s, p["s"], mean_q(q_s, p["s"], p["c"], 3), p["c"], p["t"])
+    flat = dequantise(q_t.reshape(1, 160), *p["t"]).numpy()
+    return quant_layer(("dense", "d", None), flat, w, rng["t"], rng["y"])
+
+
+GRAPHS = {"qres": qres_forward, "qgap": qgap_forward, "qpool": qpool_forward, "qshuffle": qshuffle_forward,
+          "qbcast": qbcast_forward}
+
+
 def main():
     model, weights, calib, x_path, out_path = sys.argv[1:6]
     w = {k: torch.from_numpy(np.asarray(v, dtype=np.float64)) for k, v in safetensors_io.read(weights).items()}
     v = torch.from_numpy(np.load(x_path).astype(np.float32))
     scale = None
-    if model in ("qres", "qgap"):
-        forward = qres_forward if model == "qres" else qgap_forward
-        v, scale = forward(w, np.load(calib), v.numpy())
+    if model in GRAPHS:
+        v, scale = GRAPHS[model](w, np.load(calib), v.numpy())
     else:
         layers = MODELS[model]
         lo, hi = ranges(layers, w, np.load(calib))

@@ -2,7 +2,11 @@
 # int8 suite (axc --quantize=int8 --calibrate, interface.md §7):
 #   reference  qmlp (ReLU, ReLU6, plain), lenet5 (conv, max-pool, dense) and
 #              qres (a residual add, a concat, a ReLU on its own: int8 too)
-#              and qgap (a global mean-pool in int8)
+#              and qgap (a global mean-pool in int8), qpool (windowed
+#              MeanPools: padding not counted, ceil mode, padding counted;
+#              AdaptiveMeanPool; Flatten), qshuffle (a channel shuffle:
+#              reshape, transpose, chunk; concat) and qbcast (means over
+#              one dim, broadcasting adds), all in int8
 #              built int8 and run on a held-out input, on every instruction
 #              set the CPU has (AXRT_ISA forced): the same bytes on each, and
 #              within one output LSB of the PyTorch fake-quant of the scheme
@@ -132,7 +136,7 @@ accuracy() {
         fi
     done
     local layers
-    layers=$(sed -n 's/.*: \([0-9]* of [0-9]* dense\/conv layers in int8, and [0-9]* add\/concat\/ReLU\/mean-pool\).*/\1/p' \
+    layers=$(sed -n 's/.*: \([0-9]* of [0-9]* dense\/conv layers in int8, and [0-9]* add\/concat\/ReLU\/mean-pool, [0-9]* max-pool\/reshape\/transpose\/slice\/chunk\).*/\1/p' \
              "$d/q.log" | head -n 1)
     if "$python" - "$d" >"$d/acc.log" 2>&1 <<'EOF'
 import sys, numpy as np
@@ -197,6 +201,9 @@ reference qmlp "$here/qmlp.ax" 2 96
 reference lenet5 "$root/examples/lenet5.ax" 1 28 28 1
 reference qres "$here/qres.ax" 1 8 8 4
 reference qgap "$here/qgap.ax" 1 6 5 4
+reference qpool "$here/qpool.ax" 1 8 8 4
+reference qshuffle "$here/qshuffle.ax" 1 4 4 6
+reference qbcast "$here/qbcast.ax" 1 4 5 6
 for ax in "$root"/examples/*.ax; do    # the CNN examples: those with a conv
     grep -q 'Conv(' "$ax" && accuracy "$(basename "$ax" .ax)"
 done

@@ -5,7 +5,10 @@
  * this CPU has, forced with axrt_set_isa, bit-identical to the portable C;
  * the int8-stored output (rq.out_q8: q + 128 in uint8) the same integers;
  * the elementwise add and rescale (concat part, ReLU) against exact sums and
- * on every instruction set against the portable C; the int8 global mean-pool. */
+ * on every instruction set against the portable C; the int8 global mean-pool,
+ * mean and windowed mean-pool against sums and divisors counted here; the
+ * broadcasting add on every instruction set against the plain add on
+ * broadcast operands; the byte gather (transpose, slice). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdbool.h>
@@ -511,6 +514,137 @@ static void test_globalmeanpool_q8(void **state)
     }
 }
 
+/* axrt_mean_q8 over the middle axis of [outer, axis, inner] (inner 1: a
+ * mean over the channels) against the sum written here. */
+static void test_mean_q8(void **state)
+{
+    (void)state;
+    enum { OUTER = 6, AXIS = 13, INNER = 1 };
+    uint8_t x[OUTER * AXIS * INNER], y[OUTER * INNER];
+    axrt_ew_q8 p = {{5, 0}, {0, 0}, {0, 0}, 0, 0, 0, -7, -128, 127, 0.03f, 1};
+    q31(0.04 / (AXIS * 0.03), &p.mult[0], &p.shift[0]);
+    for (size_t i = 0; i < sizeof x; i++) x[i] = (uint8_t)next_random();
+    axrt_mean_q8(x, y, OUTER, AXIS, INNER, &p);
+    for (int o = 0; o < OUTER; o++) {
+        int32_t sum = 0;
+        for (int i = 0; i < AXIS; i++) sum += x[o * AXIS + i] - 128 - p.zp[0];
+        int32_t q = p.out_zp + reference_requantize(sum, p.mult[0], p.shift[0]);
+        assert_int_equal(y[o], (q < -128 ? -128 : q > 127 ? 127 : q) + 128);
+    }
+}
+
+/* The divisor of an output window, counted position by position: those in
+ * [0, size) or, counting padding, in [-pad_before, size + pad_after). */
+static int counted_positions(int start, int k, int size, int pad_before, int pad_after, bool count_pad)
+{
+    int count = 0;
+    for (int i = start; i < start + k; i++)
+        count += count_pad ? i >= -pad_before && i < size + pad_after : i >= 0 && i < size;
+    return count;
+}
+
+/* One axrt_meanpool_q8 case against the window sums and divisors written
+ * here, each divisor's multiplier from q31. */
+static void check_meanpool_q8(axrt_pool2d_params p, int div_bottom, int div_right, bool count_pad)
+{
+    const size_t nx = (size_t)(p.n * p.h * p.w * p.c), ny = (size_t)(p.n * p.oh * p.ow * p.c);
+    uint8_t *x = malloc(nx), *y = malloc(ny);
+    int32_t window[5 + 2 * 64] = {div_bottom, div_right, count_pad, 1, 64};
+    axrt_ew_q8 e = {{-3, 0}, {0, 0}, {0, 0}, 0, 0, 0, 11, -128, 127, 0.02f, 1};
+    for (int d = 1; d <= 64; d++) q31(0.05 / (d * 0.02), &window[5 + 2 * (d - 1)], &window[6 + 2 * (d - 1)]);
+    for (size_t i = 0; i < nx; i++) x[i] = (uint8_t)next_random();
+    axrt_meanpool_q8(x, y, &p, window, &e);
+    for (size_t i = 0; i < ny; i++) {
+        const int k = (int)(i % (size_t)p.c), ox = (int)(i / (size_t)p.c % (size_t)p.ow);
+        const int oy = (int)(i / (size_t)(p.c * p.ow) % (size_t)p.oh), n = (int)(i / (size_t)(p.c * p.ow * p.oh));
+        const int y0 = oy * p.stride_h - p.pad_top, x0 = ox * p.stride_w - p.pad_left;
+        const int d = counted_positions(y0, p.kh, p.h, p.pad_top, div_bottom, count_pad) *
+                      counted_positions(x0, p.kw, p.w, p.pad_left, div_right, count_pad);
+        int32_t sum = 0;
+        for (int iy = y0; iy < y0 + p.kh; iy++)
+            for (int ix = x0; ix < x0 + p.kw; ix++)
+                if (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w)
+                    sum += x[(((size_t)n * p.h + iy) * p.w + ix) * p.c + k] - 128 - e.zp[0];
+        int32_t q = e.out_zp + reference_requantize(sum, window[5 + 2 * (d - 1)], window[6 + 2 * (d - 1)]);
+        q = q < -128 ? -128 : q > 127 ? 127 : q;
+        if (y[i] != q + 128)
+            fail_msg("int8 mean-pool %dx%d stride %d pad %d: output %zu is %d, want %d (divisor %d)", p.kh, p.kw,
+                     p.stride_h, p.pad_top, i, y[i] - 128, q, d);
+    }
+    free(x); free(y);
+}
+
+/* Padding counted or not, ceil mode's extra row and column (past the
+ * padding that counts), channel counts around the 64-wide blocks. */
+static void test_meanpool_q8(void **state)
+{
+    (void)state;
+    /* n h w c oh ow kh kw sh sw top left bottom right */
+    check_meanpool_q8((axrt_pool2d_params){2, 8, 8, 5, 5, 5, 3, 3, 2, 2, 1, 1, 2, 2}, 1, 1, false);
+    check_meanpool_q8((axrt_pool2d_params){2, 8, 8, 5, 5, 5, 3, 3, 2, 2, 1, 1, 2, 2}, 1, 1, true);
+    check_meanpool_q8((axrt_pool2d_params){1, 5, 7, 70, 3, 4, 2, 2, 2, 2, 0, 0, 1, 1}, 0, 1, true);
+    check_meanpool_q8((axrt_pool2d_params){1, 6, 6, 64, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1}, 1, 1, true);
+    check_meanpool_q8((axrt_pool2d_params){1, 6, 6, 3, 2, 2, 3, 3, 3, 3, 0, 0, 0, 0}, 0, 0, true);
+}
+
+/* axrt_add_bcast_q8 on every instruction set against axrt_add_q8 on the
+ * operands broadcast here: along the leading dims (the last contiguous:
+ * the instruction set's add per row), along the last dim (element by
+ * element), both ways at once; bytes and floats, past the tables' threshold. */
+static void test_add_bcast_q8(void **state)
+{
+    (void)state;
+    static const int64_t shape[4] = {2, 3, 5, 17};
+    static const int64_t b_dims[][4] = {{1, 1, 1, 17}, {2, 3, 5, 1}, {1, 3, 1, 17}, {2, 1, 5, 1}, {2, 3, 5, 17}};
+    enum { N = 2 * 3 * 5 * 17 };
+    uint8_t a[N], b[N], wide[N];
+    float want[N], got[N];
+    for (size_t t = 0; t < sizeof b_dims / sizeof b_dims[0]; t++)
+        for (int q8 = 0; q8 < 2; q8++) {
+            axrt_ew_q8 p = random_ew();
+            p.out_q8 = q8;
+            int64_t a_strides[4] = {255, 85, 17, 1}, b_strides[4], stride = 1;
+            for (int d = 3; d >= 0; d--) {
+                b_strides[d] = b_dims[t][d] == 1 ? 0 : stride;
+                stride *= b_dims[t][d];
+            }
+            for (size_t i = 0; i < N; i++) a[i] = (uint8_t)next_random(), b[i] = (uint8_t)next_random();
+            for (size_t i = 0; i < N; i++) {   /* b broadcast to the full shape */
+                const size_t at[4] = {i / 255, i / 85 % 3, i / 17 % 5, i % 17};
+                wide[i] = b[at[0] * b_strides[0] + at[1] * b_strides[1] + at[2] * b_strides[2] + at[3] * b_strides[3]];
+            }
+            axrt_set_isa("portable");
+            axrt_add_q8(a, wide, want, N, &p);
+            for (int i = 0; i < 3; i++) {
+                if (axrt_set_isa(isas[i]) != 0) continue;
+                memset(got, 0xa5, sizeof got);
+                axrt_add_bcast_q8(a, a_strides, b, b_strides, got, shape, 4, &p);
+                if (memcmp(got, want, q8 ? N : sizeof want))
+                    fail_msg("int8 broadcasting add, b dims case %zu (out_q8 %d), differs on %s", t, q8, isas[i]);
+            }
+            axrt_set_isa(NULL);
+        }
+}
+
+/* axrt_gather_u8 as a transpose (perm 2, 0, 1 of [3, 4, 5]) and a slice. */
+static void test_gather_u8(void **state)
+{
+    (void)state;
+    uint8_t x[60], y[60];
+    for (int i = 0; i < 60; i++) x[i] = (uint8_t)(i * 7);
+    static const int64_t t_shape[3] = {5, 3, 4}, t_strides[3] = {1, 20, 5};
+    axrt_gather_u8(x, y, t_shape, t_strides, 0, 3);
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 4; k++)
+                assert_int_equal(y[(i * 3 + j) * 4 + k], x[(j * 4 + k) * 5 + i]);
+    static const int64_t s_shape[2] = {2, 3}, s_strides[2] = {20, 2};
+    axrt_gather_u8(x, y, s_shape, s_strides, 25, 2);   /* x[1:3, 1, 0:5:2] of [3, 4, 5] */
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 3; k++)
+            assert_int_equal(y[i * 3 + k], x[(1 + i) * 20 + 5 + 2 * k]);
+}
+
 static void test_dispatch(void **state)
 {
     (void)state;
@@ -541,6 +675,10 @@ int main(void)
         cmocka_unit_test(test_rescale_q8),
         cmocka_unit_test(test_ew_isas),
         cmocka_unit_test(test_globalmeanpool_q8),
+        cmocka_unit_test(test_mean_q8),
+        cmocka_unit_test(test_meanpool_q8),
+        cmocka_unit_test(test_add_bcast_q8),
+        cmocka_unit_test(test_gather_u8),
         cmocka_unit_test(test_dispatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
