@@ -102,6 +102,9 @@ typedef struct axrt_cpu_ops {
     void (*sum_rows)(const float *x, float *y, size_t rows, size_t cols);
     /* y [cols, rows] = x [rows, cols] transposed (row-major, no overlap) */
     void (*transpose)(const float *x, float *y, size_t rows, size_t cols);
+    /* tile for a row-major B (column j at b + j): as tile, one segment, nr
+       up to 2 * AXRT_PANEL; NULL where tile is as fast (gemm then uses tile) */
+    void (*tile_wide)(const axrt_tile_args *t);
 } axrt_cpu_ops;
 
 /* The table in use (axrt_fast.inc), for the kernels outside axrt.c. */

@@ -320,6 +320,33 @@ static void test_conv_packed(void **state)
     }
 }
 
+/* The row-major GEMM's two loop orders (row tiles outermost while the B
+ * block fits in L2, column panels outermost beyond) and its tiles: AVX-512's
+ * two-vector-wide one full, narrow (17..31 columns) and on 4 rows or fewer,
+ * the one-panel tile for a last 16 columns or fewer. */
+static void test_matmul_shapes(void **state)
+{
+    static const int shapes[][3] = {{12, 40, 70}, {5, 33, 48}, {9, 7, 17}, {20, 260, 200}, {3, 300, 150}};
+    enum { MAX = 64000 };
+    static float a[MAX], b[MAX], y[MAX];
+    static double ref[MAX];
+    (void)state;
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        const int M = shapes[k][0], K = shapes[k][1], N = shapes[k][2];
+        fill(a, (size_t)M * K, -1, 1, 20 + (int)k), fill(b, (size_t)K * N, -1, 1, 30 + (int)k);
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double acc = 0;
+                for (int p = 0; p < K; p++) acc += (double)a[i * K + p] * b[p * N + j];
+                ref[i * N + j] = acc;
+            }
+        for (int v = 0; v < n_variants; v++) {
+            ((matmul_fn *)symbol(v, "axrt_matmul_f32"))(a, NULL, b, NULL, y, NULL, 0, M, K, N);
+            assert_close(y, ref, (size_t)M * N, 1e-5);
+        }
+    }
+}
+
 static void test_matmul_softmax_layernorm(void **state)
 {
     enum { M = 13, K = 300, N = 21 };
@@ -1198,6 +1225,7 @@ int main(void)
         cmocka_unit_test(test_depthwise_shapes),
         cmocka_unit_test(test_softmax_edges),
         cmocka_unit_test(test_softmax_long_lines),
+        cmocka_unit_test(test_matmul_shapes),
         cmocka_unit_test(test_matmul_softmax_layernorm),
         cmocka_unit_test(test_unary_special_values),
         cmocka_unit_test(test_softmax_layernorm_special),
