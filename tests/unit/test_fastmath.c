@@ -596,21 +596,23 @@ static void test_softmax_long_lines(void **state)
  * line 0 jumps by 95 in chunk 1 (exp against the old max would overflow),
  * line 1 by 55 in chunk 1 and 40 more in chunk 2 (chunk 1's factor
  * exp(5 - 100) / sum would be subnormal while its outputs reach exp(-40)),
- * line 2 by 1000 in chunk 2; in place and not. */
+ * line 2 by 1000 in chunk 2, line 3 by 95 in chunk 0 after its first 64
+ * floats (the first chunk's reference is their max); in place and not. */
 static void test_softmax_rising_max(void **state)
 {
     enum { N = 3 * 4096 + 37 };
-    static float x[3 * N], y[3 * N];
+    static float x[4 * N], y[4 * N];
     (void)state;
-    fill(x, 3 * N, -5, 5, 83);
+    fill(x, 4 * N, -5, 5, 83);
     x[4096 + 10] = 100.0f;
     x[N + 4096 + 10] = 60.0f, x[N + 2 * 4096 + 10] = 100.0f;
     x[2 * N + 2 * 4096 + 99] = 1000.0f;
+    x[3 * N + 500] = 100.0f;
     for (int v = 0; v < n_variants; v++)
         for (int inplace = 0; inplace < 2; inplace++) {
             memcpy(y, x, sizeof x);
-            ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(inplace ? y : x, y, 3, N, 1);
-            for (int line = 0; line < 3; line++)
+            ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(inplace ? y : x, y, 4, N, 1);
+            for (int line = 0; line < 4; line++)
                 check_softmax_line(x + line * N, y + line * N, N, inplace ? "in place" : "apart", v, line);
         }
 }
