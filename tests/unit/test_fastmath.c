@@ -429,6 +429,33 @@ static void test_dense_epilogue(void **state)
     }
 }
 
+/* One row (a matrix-vector product, whose full panels the vectorised
+ * tables take four or two at a time): 5 full panels and a narrow one, an odd
+ * reduction length, with and without bias, residual and GELU. */
+static void test_dense_one_row(void **state)
+{
+    enum { IN = 601, OUT = 5 * 16 + 3 };
+    static float x[IN], w[OUT * IN], packed[OUT * IN], bias[OUT], res[OUT], y[OUT];
+    static double ref[OUT];
+    (void)state;
+    fill(x, IN, -1, 1, 25), fill(w, OUT * IN, -0.2f, 0.2f, 26), fill(bias, OUT, -1, 1, 27);
+    fill(res, OUT, -4, 4, 28);
+    for (int v = 0; v < n_variants; v++) {
+        ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, IN, OUT);
+        for (int with = 0; with < 2; with++) {
+            const axrt_act act = with ? AXRT_ACT_GELU : AXRT_ACT_NONE;
+            for (int o = 0; o < OUT; o++) {
+                double acc = with ? bias[o] + res[o] : 0;
+                for (int i = 0; i < IN; i++) acc += (double)x[i] * w[o * IN + i];
+                ref[o] = act_ref(acc, act);
+            }
+            ((dense_ep_fn *)symbol(v, "axrt_dense_packed_ep_f32"))(x, packed, with ? bias : NULL,
+                                                                   with ? res : NULL, act, y, 1, IN, OUT);
+            assert_close(y, ref, OUT, 1e-5);
+        }
+    }
+}
+
 /* 7x7 taps (more than one tile call accumulates in registers) over 300
  * channels (more than one channel chunk), stride 2, dilation 2, residual
  * and ReLU6 in the epilogue. */
@@ -1225,6 +1252,7 @@ int main(void)
         cmocka_unit_test(test_dense_packed),
         cmocka_unit_test(test_conv_packed),
         cmocka_unit_test(test_dense_epilogue),
+        cmocka_unit_test(test_dense_one_row),
         cmocka_unit_test(test_conv_epilogue),
         cmocka_unit_test(test_depthwise),
         cmocka_unit_test(test_depthwise_shapes),
