@@ -70,6 +70,12 @@ typedef struct axrt_cpu_ops {
     const char *name;          /* "portable", "avx2", "avx512" */
     size_t tile_rows;          /* mr limit of tile, <= AXRT_TILE_M_MAX */
     void (*tile)(const axrt_tile_args *t);
+    /* a matrix-vector product over `panels` full panels of a packed dense
+       weight (axrt.h) with k inputs, and the tile's epilogue: for i <
+       panels * AXRT_PANEL, y[i] = act(bias[i] (0 without bias) + sum over
+       p < k of a[p] * W[i][p] + residual[i]); NULL where a table has none */
+    void (*row_panels)(const float *a, const float *packed, size_t k, size_t panels, const float *bias,
+                       const float *residual, axrt_act act, float *y);
     /* one output row of a depthwise conv on packed weights [kh * kw, c],
        with its epilogue: rows[ky] is the input row (its first pixel) that
        tap row ky reads, NULL for padding; y and residual are the row's

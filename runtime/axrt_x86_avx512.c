@@ -56,6 +56,8 @@ SIMD_INLINE __mmask16 lane_mask(long count)
 #define V_ROUND(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define V_CVTI _mm512_cvtps_epi32
 #define V_SCALE2 _mm512_scalef_ps /* v * 2^floor(n) */
+/* table[low 4 bits of idx's representation], per lane (vpermps) */
+#define V_LOOKUP16(idx, table) _mm512_permutexvar_ps(_mm512_castps_si512(idx), table)
 #define V_FROMI _mm512_castsi512_ps
 #define VI_SET1 _mm512_set1_epi32
 #define VI_ADD _mm512_add_epi32

@@ -456,6 +456,33 @@ static void test_dense_epilogue(void **state)
     }
 }
 
+/* One row (a matrix-vector product, whose full panels the vectorised
+ * tables take four or two at a time): 5 full panels and a narrow one, an odd
+ * reduction length, with and without bias, residual and GELU. */
+static void test_dense_one_row(void **state)
+{
+    enum { IN = 601, OUT = 5 * 16 + 3 };
+    static float x[IN], w[OUT * IN], packed[OUT * IN], bias[OUT], res[OUT], y[OUT];
+    static double ref[OUT];
+    (void)state;
+    fill(x, IN, -1, 1, 25), fill(w, OUT * IN, -0.2f, 0.2f, 26), fill(bias, OUT, -1, 1, 27);
+    fill(res, OUT, -4, 4, 28);
+    for (int v = 0; v < n_variants; v++) {
+        ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, IN, OUT);
+        for (int with = 0; with < 2; with++) {
+            const axrt_act act = with ? AXRT_ACT_GELU : AXRT_ACT_NONE;
+            for (int o = 0; o < OUT; o++) {
+                double acc = with ? bias[o] + res[o] : 0;
+                for (int i = 0; i < IN; i++) acc += (double)x[i] * w[o * IN + i];
+                ref[o] = act_ref(acc, act);
+            }
+            ((dense_ep_fn *)symbol(v, "axrt_dense_packed_ep_f32"))(x, packed, with ? bias : NULL,
+                                                                   with ? res : NULL, act, y, 1, IN, OUT);
+            assert_close(y, ref, OUT, 1e-5);
+        }
+    }
+}
+
 /* 7x7 taps (more than one tile call accumulates in registers) over 300
  * channels (more than one channel chunk), stride 2, dilation 2, residual
  * and ReLU6 in the epilogue. */
@@ -561,6 +588,22 @@ static void test_softmax_edges(void **state)
     }
 }
 
+/* Softmax line out [0, n) of logits xi against a float64 reference: -inf
+ * logits give 0, others within 1e-6 relative plus the rounding of x - max
+ * (each float subtraction, x - r and r - max, can be off by 2^-24 of
+ * |x - max|, an error exp turns into a relative one). */
+static void check_softmax_line(const float *xi, const float *out, int n, const char *what, int v, int line)
+{
+    double max = -INFINITY, sum = 0;
+    for (int i = 0; i < n; i++) max = xi[i] > max ? xi[i] : max;
+    for (int i = 0; i < n; i++) sum += exp(xi[i] - max);
+    for (int i = 0; i < n; i++) {
+        const double ref = exp(xi[i] - max) / sum, rel = 1e-6 + 3 * fabs(xi[i] - max) / 16777216.0;
+        if (isinf(xi[i]) ? out[i] != 0.0f : fabs(out[i] - ref) > rel * ref + 1e-42)
+            fail_msg("variant %d %s line %d element %d: %.9g, reference %.9g", v, what, line, i, out[i], ref);
+    }
+}
+
 /* Long softmax lines (12325 floats, more than L1 holds), every variant,
  * against a float64 reference: the max late in the line, a first stretch
  * of -inf, in place and not; a line of -inf only is NaN (as PyTorch); a
@@ -583,20 +626,8 @@ static void test_softmax_long_lines(void **state)
             const float *out = y;
             memcpy(y, x, sizeof x); /* in place: y holds the input */
             ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(inplace ? y : x, y, 4, N, 1);
-            for (int line = 0; line < 2; line++) {
-                const float *xi = x + line * N;
-                double max = -INFINITY, sum = 0;
-                for (int i = 0; i < N; i++) max = xi[i] > max ? xi[i] : max;
-                for (int i = 0; i < N; i++) sum += exp(xi[i] - max);
-                for (int i = 0; i < N; i++) {
-                    /* each float subtraction (x - r, r - max) can be off by 2^-24 of
-                       |x - max|, an error exp turns into a relative one */
-                    const double ref = exp(xi[i] - max) / sum, rel = 1e-6 + 3 * fabs(xi[i] - max) / 16777216.0;
-                    if (isinf(xi[i]) ? out[line * N + i] != 0.0f : fabs(out[line * N + i] - ref) > rel * ref + 1e-42)
-                        fail_msg("variant %d inplace %d line %d element %d: %.9g, reference %.9g", v, inplace,
-                                 line, i, out[line * N + i], ref);
-                }
-            }
+            for (int line = 0; line < 2; line++)
+                check_softmax_line(x + line * N, out + line * N, N, inplace ? "in place" : "apart", v, line);
             for (int i = 2 * N; i < 4 * N; i++)
                 if (!isnan(out[i])) fail_msg("variant %d: element %d not NaN: %g", v, i, out[i]);
         }
@@ -610,6 +641,32 @@ static void test_softmax_long_lines(void **state)
                 fail_msg("variant %d long line element %d: %.9g, reference %.9g", v, i, yl[i], ref);
         }
     }
+}
+
+/* Softmax lines whose max rises far in later chunks (the vectorised lines
+ * take a later chunk's exp against the max so far, axrt_x86_simd.inc):
+ * line 0 jumps by 95 in chunk 1 (exp against the old max would overflow),
+ * line 1 by 55 in chunk 1 and 40 more in chunk 2 (chunk 1's factor
+ * exp(5 - 100) / sum would be subnormal while its outputs reach exp(-40)),
+ * line 2 by 1000 in chunk 2, line 3 by 95 in chunk 0 after its first 64
+ * floats (the first chunk's reference is their max); in place and not. */
+static void test_softmax_rising_max(void **state)
+{
+    enum { N = 3 * 4096 + 37 };
+    static float x[4 * N], y[4 * N];
+    (void)state;
+    fill(x, 4 * N, -5, 5, 83);
+    x[4096 + 10] = 100.0f;
+    x[N + 4096 + 10] = 60.0f, x[N + 2 * 4096 + 10] = 100.0f;
+    x[2 * N + 2 * 4096 + 99] = 1000.0f;
+    x[3 * N + 500] = 100.0f;
+    for (int v = 0; v < n_variants; v++)
+        for (int inplace = 0; inplace < 2; inplace++) {
+            memcpy(y, x, sizeof x);
+            ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(inplace ? y : x, y, 4, N, 1);
+            for (int line = 0; line < 4; line++)
+                check_softmax_line(x + line * N, y + line * N, N, inplace ? "in place" : "apart", v, line);
+        }
 }
 
 /* ---- NaN and infinities, as PyTorch gives them -------------------------------- */
@@ -1220,12 +1277,14 @@ int main(void)
         cmocka_unit_test(test_dense_packed),
         cmocka_unit_test(test_conv_packed),
         cmocka_unit_test(test_dense_epilogue),
+        cmocka_unit_test(test_dense_one_row),
         cmocka_unit_test(test_conv_epilogue),
         cmocka_unit_test(test_depthwise),
         cmocka_unit_test(test_depthwise_shapes),
         cmocka_unit_test(test_softmax_edges),
         cmocka_unit_test(test_softmax_long_lines),
         cmocka_unit_test(test_matmul_shapes),
+        cmocka_unit_test(test_softmax_rising_max),
         cmocka_unit_test(test_matmul_softmax_layernorm),
         cmocka_unit_test(test_unary_special_values),
         cmocka_unit_test(test_softmax_layernorm_special),
