@@ -417,6 +417,18 @@ static void emit_quant_constants(emitter *em, int id)
 /* Quantises operand 0 into the node's scratch (unless it arrives int8:
  * in_q8), then the int8 kernel; a conv's receptive field follows in the
  * scratch. */
+/* Operand 0 of an int8 node as bytes: as it arrives when it is int8
+ * (in_q8), else quantised into the node's scratch first. */
+static const char *quantized_input(emitter *em, const ir_node *n)
+{
+    if (n->quant->in_q8) return operand(em, n, 0);
+    const char *qx = ax_sprintf(arena_of(em), "(uint8_t *)((unsigned char *)arena + %lld)", (long long)n->scratch_offset);
+    ax_buf_printf(em->out, "    axrt_quantize_u8(%s, %s, %lld, %s, %d);\n", operand(em, n, 0), qx,
+                  (long long)ir_numel(operand_node(em, n, 0)), float_text(arena_of(em), n->quant->in_scale),
+                  n->quant->in_zp);
+    return qx;
+}
+
 static void emit_quant_layer(emitter *em, const ir_node *n, const char *y)
 {
     const ir_quant *q = n->quant;
@@ -425,12 +437,7 @@ static void emit_quant_layer(emitter *em, const ir_node *n, const char *y)
     const int64_t patch_at = n->scratch_offset + (q->in_q8 ? 0 : ir_numel(x));
     if (n->scratch_offset < 0 && (!q->in_q8 || n->op == IR_OP_conv))
         ax_die("cg_c: int8 layer %%%d has no scratch buffer", id);
-    const char *qx = q->in_q8 ? operand(em, n, 0)
-                              : ax_sprintf(arena_of(em), "(uint8_t *)((unsigned char *)arena + %lld)",
-                                           (long long)n->scratch_offset);
-    if (!q->in_q8)
-        ax_buf_printf(em->out, "    axrt_quantize_u8(%s, %s, %lld, %s, %d);\n", operand(em, n, 0), qx,
-                      (long long)ir_numel(x), float_text(arena_of(em), q->in_scale), q->in_zp);
+    const char *qx = quantized_input(em, n);
     if (n->op == IR_OP_dense) {
         const int64_t in = x->shape[x->rank - 1];
         ax_buf_printf(em->out, "    axrt_dense_q8_packed(%s, %s_q%d_w.values, &%s_q%d_rq, %s, %lld, %lld, %lld);\n",
@@ -662,13 +669,7 @@ static void emit_axis_kernel(emitter *em, const ir_node *n, const ir_node *shape
  * first unless it arrives int8. */
 static void emit_quant_gather(emitter *em, const ir_node *n, const char *y, const int64_t *strides, int64_t offset)
 {
-    const ir_node *x = operand_node(em, n, 0);
-    const char *qx = operand(em, n, 0);
-    if (!n->quant->in_q8) {
-        qx = ax_sprintf(arena_of(em), "(uint8_t *)((unsigned char *)arena + %lld)", (long long)n->scratch_offset);
-        ax_buf_printf(OUT, "    axrt_quantize_u8(%s, %s, %lld, %s, %d);\n", operand(em, n, 0), qx,
-                      (long long)ir_numel(x), float_text(arena_of(em), n->quant->in_scale), n->quant->in_zp);
-    }
+    const char *qx = quantized_input(em, n);
     ax_buf_puts(OUT, "    {\n");
     emit_int64_array(OUT, "y_shape", n->shape, n->rank);
     emit_int64_array(OUT, "strides", strides, n->rank);
@@ -940,12 +941,7 @@ static void emit_pool_params(emitter *em, const int64_t *x, const int64_t *y, co
 static void emit_quant_pool(emitter *em, const ir_node *n, const char *y)
 {
     const ir_node *x = operand_node(em, n, 0);
-    const char *qx = operand(em, n, 0);
-    if (!n->quant->in_q8) {
-        qx = ax_sprintf(arena_of(em), "(uint8_t *)((unsigned char *)arena + %lld)", (long long)n->scratch_offset);
-        ax_buf_printf(OUT, "    axrt_quantize_u8(%s, %s, %lld, %s, %d);\n", operand(em, n, 0), qx,
-                      (long long)ir_numel(x), float_text(arena_of(em), n->quant->in_scale), n->quant->in_zp);
-    }
+    const char *qx = quantized_input(em, n);
     emit_pool_params(em, x->shape, n->shape, &n->attrs);
     ax_buf_printf(OUT, "        axrt_maxpool_u8(%s, %s, &params);\n    }\n", qx, y);
 }
