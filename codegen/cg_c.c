@@ -359,11 +359,6 @@ axrt_conv2d_params cg_quant_conv_params(const ir_graph *g, const ir_node *n)
                                 at->dilation[1], at->pad[0], at->pad[1], at->groups};
 }
 
-static axrt_conv2d_params quant_conv_params(emitter *em, const ir_node *n)
-{
-    return cg_quant_conv_params(em->g, n);
-}
-
 const int8_t *cg_quant_packed_weights(const ir_graph *g, const ir_node *n, size_t *bytes)
 {
     const ir_quant *q = n->quant;
@@ -414,9 +409,6 @@ static void emit_quant_constants(emitter *em, int id)
                   float_text(arena_of(em), q->out_scale), q->out_q8);
 }
 
-/* Quantises operand 0 into the node's scratch (unless it arrives int8:
- * in_q8), then the int8 kernel; a conv's receptive field follows in the
- * scratch. */
 /* Operand 0 of an int8 node as bytes: as it arrives when it is int8
  * (in_q8), else quantised into the node's scratch first. */
 static const char *quantized_input(emitter *em, const ir_node *n)
@@ -429,6 +421,9 @@ static const char *quantized_input(emitter *em, const ir_node *n)
     return qx;
 }
 
+/* Quantises operand 0 into the node's scratch (unless it arrives int8:
+ * in_q8), then the int8 kernel; a conv's receptive field follows in the
+ * scratch. */
 static void emit_quant_layer(emitter *em, const ir_node *n, const char *y)
 {
     const ir_quant *q = n->quant;
@@ -445,7 +440,7 @@ static void emit_quant_layer(emitter *em, const ir_node *n, const char *y)
                       (long long)in, (long long)n->shape[n->rank - 1]);
         return;
     }
-    const axrt_conv2d_params p = quant_conv_params(em, n);
+    const axrt_conv2d_params p = cg_quant_conv_params(em->g, n);
     ax_buf_printf(em->out,
                   "    {\n        static const axrt_conv2d_params params = "
                   "{%d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d};\n",

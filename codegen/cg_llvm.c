@@ -452,19 +452,24 @@ static void axis_kernel(lv *L, const ir_node *n, const ir_node *shape_of, LLVMVa
     call(L, kernel(L, ir_ops[n->op].name), "vppzzz", args);
 }
 
-/* An int8 transpose or slice: its bytes gathered by strides from offset,
- * its operand quantised into the scratch first unless it arrives int8
+/* Operand 0 of an int8 node as bytes: as it arrives when it is int8
+ * (in_q8), else quantised into the node's scratch first (cg_c.c
+ * quantized_input). */
+static LLVMValueRef quantized_input(lv *L, const ir_node *n)
+{
+    if (n->quant->in_q8) return operand(L, n, 0);
+    LLVMValueRef scale = LLVMConstReal(LLVMFloatTypeInContext(L->C), (double)n->quant->in_scale);
+    LLVMValueRef quantise[] = {operand(L, n, 0), scratch(L, n), k_size(L, ir_numel(operand_node(L, n, 0))), scale,
+                               k_i32(L, n->quant->in_zp)};
+    call(L, "axrt_quantize_u8", "vppzfi", quantise);
+    return scratch(L, n);
+}
+
+/* An int8 transpose or slice: its bytes gathered by strides from offset
  * (cg_c.c emit_quant_gather). */
 static void lv_quant_gather(lv *L, const ir_node *n, LLVMValueRef y, const int64_t *strides, int64_t offset)
 {
-    LLVMValueRef qx = operand(L, n, 0);
-    if (!n->quant->in_q8) {
-        LLVMValueRef scale = LLVMConstReal(LLVMFloatTypeInContext(L->C), (double)n->quant->in_scale);
-        LLVMValueRef quantise[] = {qx, scratch(L, n), k_size(L, ir_numel(operand_node(L, n, 0))), scale,
-                                   k_i32(L, n->quant->in_zp)};
-        call(L, "axrt_quantize_u8", "vppzfi", quantise);
-        qx = scratch(L, n);
-    }
+    LLVMValueRef qx = quantized_input(L, n);
     LLVMValueRef args[] = {qx, y, const_i64s(L, n->shape, n->rank), const_i64s(L, strides, n->rank),
                            k_i64(L, offset), k_i32(L, n->rank)};
     call(L, "axrt_gather_u8", "vppppli", args);
@@ -587,12 +592,7 @@ static void lv_quant(lv *L, const ir_node *n, LLVMValueRef y)
     const int id = (int)(n - L->g->nodes);
     if (n->scratch_offset < 0 && (!q->in_q8 || n->op == IR_OP_conv))
         ax_die("cg_llvm: int8 layer %%%d has no scratch buffer", id);
-    LLVMValueRef qx = q->in_q8 ? operand(L, n, 0) : scratch(L, n);
-    if (!q->in_q8) {
-        LLVMValueRef scale = LLVMConstReal(LLVMFloatTypeInContext(L->C), (double)q->in_scale);
-        LLVMValueRef quantise[] = {operand(L, n, 0), qx, k_size(L, ir_numel(x)), scale, k_i32(L, q->in_zp)};
-        call(L, "axrt_quantize_u8", "vppzfi", quantise);
-    }
+    LLVMValueRef qx = quantized_input(L, n);
     if (n->op == IR_OP_dense) {
         const int64_t in = x->shape[x->rank - 1];
         LLVMValueRef args[] = {qx, L->qweights[id], L->globals[id], y, k_size(L, ir_numel(x) / in),
@@ -672,9 +672,7 @@ static void lv_conv(lv *L, const ir_node *n, LLVMValueRef y)
     }
 }
 
-/* A pool; an int8 max-pool (ir_quant without weights) on q + 128, its
- * operand quantised into the scratch unless it arrives int8 (cg_c.c
- * emit_quant_pool). */
+/* axrt_pool2d_params of pool n as 14 int32 constants. */
 static LLVMValueRef pool_params(lv *L, const ir_node *n)
 {
     const axrt_pool2d_params q = ir_pool2d_params(L->g, n);
@@ -683,9 +681,11 @@ static LLVMValueRef pool_params(lv *L, const ir_node *n)
     return const_ints(L, p, 14);
 }
 
+/* A pool; an int8 max-pool (ir_quant without weights) on q + 128, its
+ * operand quantised into the scratch unless it arrives int8 (cg_c.c
+ * emit_quant_pool); an int8 mean-pool through lv_quant_ew. */
 static void lv_pool(lv *L, const ir_node *n, LLVMValueRef y)
 {
-    const ir_node *x = operand_node(L, n, 0);
     if (n->quant && n->op == IR_OP_meanpool) {
         lv_quant_ew(L, n, y);
         return;
@@ -702,12 +702,7 @@ static void lv_pool(lv *L, const ir_node *n, LLVMValueRef y)
         call(L, kernel(L, ir_ops[n->op].name), "vppp", args);
         return;
     }
-    if (!n->quant->in_q8) {
-        LLVMValueRef scale = LLVMConstReal(LLVMFloatTypeInContext(L->C), (double)n->quant->in_scale);
-        LLVMValueRef quantise[] = {args[0], scratch(L, n), k_size(L, ir_numel(x)), scale, k_i32(L, n->quant->in_zp)};
-        call(L, "axrt_quantize_u8", "vppzfi", quantise);
-        args[0] = scratch(L, n);
-    }
+    args[0] = quantized_input(L, n);
     call(L, "axrt_maxpool_u8", "vppp", args);
 }
 
