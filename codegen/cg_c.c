@@ -153,14 +153,21 @@ static const char *shape_text(ax_arena *a, const ir_node *n)
 
 /* ---- where values live --------------------------------------------------- */
 
-/* An expression of type (const) T * for node id's storage. */
-static const char *storage(const emitter *em, int id)
+/* The node whose storage id reads: a reshape without storage of its own
+ * reads its operand's (a chain of them followed in a loop: one reshape per
+ * statement can be long). */
+static int storage_owner(const emitter *em, int id)
 {
-    /* a reshape without storage of its own reads its operand's: follow a
-       chain of them in a loop (one reshape per statement can be long) */
     while (node_at(em, id)->op == IR_OP_reshape && node_at(em, id)->offset < 0 &&
            ir_output_index(em->g, id) < 0)
         id = node_at(em, id)->src[0];
+    return id;
+}
+
+/* An expression of type (const) T * for node id's storage. */
+static const char *storage(const emitter *em, int id)
+{
+    id = storage_owner(em, id);
     const ir_node *n = node_at(em, id);
     const char *prefix = prefix_of(em);
     if (n->op == IR_OP_param && state_offset(em, id) >= 0)
@@ -1663,6 +1670,12 @@ const char *cg_c_storage(const cg_c_body *b, int id)
 {
     emitter em = body_emitter(b, NULL);
     return storage(&em, id);
+}
+
+int cg_c_storage_owner(const cg_c_body *b, int id)
+{
+    emitter em = body_emitter(b, NULL);
+    return storage_owner(&em, id);
 }
 
 static void emit_tensor_infos(emitter *em, const char *what, const int *ids, const char *const *names,

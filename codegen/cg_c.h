@@ -39,6 +39,9 @@ void cg_c_emit_body(const cg_c_body *b, ax_buf *out);
 void cg_c_emit_constants(const cg_c_body *b, ax_buf *out);
 /* An expression of type (const) T * for node id's storage. */
 const char *cg_c_storage(const cg_c_body *b, int id);
+/* The node whose storage id reads (id itself, or the operand a storage-less
+ * reshape chain views). */
+int cg_c_storage_owner(const cg_c_body *b, int id);
 /* --blas=openblas: <cblas.h> and the helpers req's Float32 dense and matmul
  * nodes call (only those used). */
 void cg_c_emit_blas_helpers(const cg_request *req, ax_buf *c);

@@ -79,8 +79,7 @@ static bool update_fuses(const cg_c_body *b, const cg_train_tensor *s)
         n->rank != 2 || ir_numel(n) != ir_numel(p))
         return false;
     for (int i = 0; i < 2; i++)
-        if (g->nodes[n->src[i]].rank != 2 || b->state_offset[n->src[i]] >= 0 ||
-            strstr(cg_c_storage(b, n->src[i]), "state"))
+        if (g->nodes[n->src[i]].rank != 2 || b->state_offset[cg_c_storage_owner(b, n->src[i])] >= 0)
             return false;
     return true;
 }
