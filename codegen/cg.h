@@ -137,7 +137,9 @@ void cg_llvm_list_cpus(const char *triple);
  * (<name>_profile, <name>_layer_hook), found with cg_llvm_jit_symbol
  * (NULL if absent).  *jit holds the code until cg_llvm_jit_free. */
 typedef struct cg_jit cg_jit;
-const axrt_model *cg_llvm_jit(ir_graph *g, bool profile, cg_jit **jit);
+/* With blas, float32 dense and matmul call cblas_sgemm: the caller loads
+ * OpenBLAS into the process first (dlopen RTLD_GLOBAL). */
+const axrt_model *cg_llvm_jit(ir_graph *g, bool profile, bool blas, cg_jit **jit);
 void *cg_llvm_jit_symbol(cg_jit *jit, const char *name);
 void cg_llvm_jit_free(cg_jit *jit);
 

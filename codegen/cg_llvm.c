@@ -48,6 +48,7 @@ typedef struct lv {
     LLVMValueRef *at_offset;           /* (computed once in forward's entry block) */
     int noffsets;
     bool profile;                      /* cg_request.profile: per-layer counters and hook */
+    bool blas;                         /* cg_request.blas: float32 GEMMs call cblas_sgemm */
     LLVMValueRef layers, hook;         /* <model>_profile[] and <model>_layer_hook */
     int nlayers;                       /* profiled layers built so far */
 } lv;
@@ -559,8 +560,75 @@ static void lv_concat(lv *L, const ir_node *n, LLVMValueRef y)
     }
 }
 
+/* --blas=openblas: y (rows x cols, leading dimension cols) = alpha a b +
+ * beta y through cblas_sgemm, row-major, b transposed or not, the first
+ * element of each operand at the given element offsets.  Declared as
+ * OpenBLAS's cblas.h has it (the enums are ints; blasint is int). */
+static void call_sgemm(lv *L, bool b_transposed, int64_t rows, int64_t cols, int64_t k, LLVMValueRef a,
+                       int64_t a_offset, LLVMValueRef b, int64_t b_offset, double beta, LLVMValueRef y,
+                       int64_t y_offset)
+{
+    enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
+    LLVMTypeRef f32 = LLVMFloatTypeInContext(L->C);
+    LLVMValueRef at[3];
+    const int64_t offsets[3] = {a_offset, b_offset, y_offset};
+    LLVMValueRef bases[3] = {a, b, y};
+    for (int i = 0; i < 3; i++) {
+        LLVMValueRef bytes = k_i64(L, offsets[i] * (int64_t)sizeof(float));
+        at[i] = offsets[i] ? LLVMBuildInBoundsGEP2(L->B, L->i8, bases[i], &bytes, 1, "") : bases[i];
+    }
+    LLVMValueRef args[] = {k_i32(L, ROW_MAJOR), k_i32(L, NO_TRANS), k_i32(L, b_transposed ? TRANS : NO_TRANS),
+                           k_i32(L, rows), k_i32(L, cols), k_i32(L, k), LLVMConstReal(f32, 1.0), at[0],
+                           k_i32(L, k), at[1], k_i32(L, b_transposed ? k : cols), LLVMConstReal(f32, beta), at[2],
+                           k_i32(L, cols)};
+    call(L, "cblas_sgemm", "viiiiiifpipifpi", args);
+}
+
+/* cg_c.c's axc_blas_matmul unrolled: one cblas_sgemm per batch index, the
+ * batch dims broadcast through the strides (libaxrt's matmul contract). */
+static void lv_blas_matmul(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const cg_matmul_geometry g = cg_matmul_geometry_of(operand_node(L, n, 0), operand_node(L, n, 1));
+    int64_t index[AXRT_MAX_RANK] = {0}, oa = 0, ob = 0, oy = 0;
+    for (;;) {
+        call_sgemm(L, false, g.m, g.cols, g.k, operand(L, n, 0), oa, operand(L, n, 1), ob, 0.0, y, oy);
+        oy += g.m * g.cols;
+        int d = g.rank - 1;
+        for (; d >= 0; d--) {
+            oa += g.a_strides[d], ob += g.b_strides[d];
+            if (++index[d] < g.batch[d]) break;
+            oa -= g.a_strides[d] * g.batch[d], ob -= g.b_strides[d] * g.batch[d];
+            index[d] = 0;
+        }
+        if (d < 0) return;
+    }
+}
+
+/* cg_c.c's axc_blas_dense: the bias goes into every row of y first (a rank-1
+ * product with a column of ones, exact), then y += x w^T, w [out, in]. */
+static void lv_blas_dense(lv *L, const ir_node *n, LLVMValueRef y, int64_t rows, int64_t in, int64_t out)
+{
+    const bool bias = n->nsrc > 2 && n->src[2] != IR_NONE;
+    if (bias) {
+        LLVMTypeRef f32 = LLVMFloatTypeInContext(L->C);
+        LLVMValueRef *one = ax_alloc(arena_of(L), (size_t)rows * sizeof *one);
+        for (int64_t r = 0; r < rows; r++)
+            one[r] = LLVMConstReal(f32, 1.0);
+        const char *name = ax_sprintf(arena_of(L), "blas_ones%lld", (long long)rows);
+        LLVMValueRef ones = LLVMGetNamedGlobal(L->M, name);
+        ones = ones ? LLVMConstBitCast(ones, L->ptr)
+                    : const_global(L, LLVMConstArray(f32, one, (unsigned)rows), name, 4);
+        call_sgemm(L, false, rows, out, 1, ones, 0, operand(L, n, 2), 0, 0.0, y, 0);
+    }
+    call_sgemm(L, true, rows, out, in, operand(L, n, 0), 0, operand(L, n, 1), 0, bias ? 1.0 : 0.0, y, 0);
+}
+
 static void lv_matmul(lv *L, const ir_node *n, LLVMValueRef y)
 {
+    if (L->blas && n->dtype == AXRT_F32) {
+        lv_blas_matmul(L, n, y);
+        return;
+    }
     const cg_matmul_geometry g = cg_matmul_geometry_of(operand_node(L, n, 0), operand_node(L, n, 1));
     const int rank = g.rank;
     LLVMValueRef args[] = {operand(L, n, 0), rank ? const_i64s(L, g.a_strides, rank) : k_null(L),
@@ -614,6 +682,8 @@ static void lv_dense(lv *L, const ir_node *n, LLVMValueRef y)
     LLVMValueRef rows = k_size(L, ir_numel(x) / in);
     if (n->quant) {
         lv_quant(L, n, y);
+    } else if (L->blas && n->dtype == AXRT_F32 && !cg_operand_packed(L->g, n, 1)) {
+        lv_blas_dense(L, n, y, ir_numel(x) / in, in, out);
     } else if (cg_kernel_applies_epilogue(L->g, n)) {
         LLVMValueRef args[9] = {operand(L, n, 0), operand(L, n, 1)};
         epilogue_args(L, n, args + 2);
@@ -1401,7 +1471,7 @@ int cg_llvm_verify_function(ir_graph *g, LLVMValueRef fn)
     return 1;
 }
 
-int cg_llvm_add_model(LLVMModuleRef M, LLVMTargetDataRef layout, ir_graph *g, bool profile)
+int cg_llvm_add_model(LLVMModuleRef M, LLVMTargetDataRef layout, ir_graph *g, bool profile, bool blas)
 {
     for (int id = 0; id < g->nnodes; id++) {
         const ir_node *n = &g->nodes[id];
@@ -1412,7 +1482,7 @@ int cg_llvm_add_model(LLVMModuleRef M, LLVMTargetDataRef layout, ir_graph *g, bo
             return 1;
         }
     }
-    lv L = {.g = g, .M = M, .C = LLVMGetModuleContext(M), .profile = profile};
+    lv L = {.g = g, .M = M, .C = LLVMGetModuleContext(M), .profile = profile, .blas = blas};
     L.B = LLVMCreateBuilderInContext(L.C);
     L.i8 = LLVMInt8TypeInContext(L.C);
     L.i32 = LLVMInt32TypeInContext(L.C);

@@ -14,10 +14,11 @@
 /* Adds model g (planned, kernels selected) to M, whose data layout is
  * layout: <model>_forward, its run wrapper and the <model>_model
  * descriptor; with profile, the per-layer profile too (<model>_profile,
- * <model>_layer_hook, calls of axc_profile_clock).  M's target triple must
- * be set.  Returns the number of errors reported (a function LLVM's
- * verifier rejects). */
-int cg_llvm_add_model(LLVMModuleRef M, LLVMTargetDataRef layout, ir_graph *g, bool profile);
+ * <model>_layer_hook, calls of axc_profile_clock); with blas, float32
+ * dense (unpacked weights: cg_select_blas) and matmul call cblas_sgemm.
+ * M's target triple must be set.  Returns the number of errors reported (a
+ * function LLVM's verifier rejects). */
+int cg_llvm_add_model(LLVMModuleRef M, LLVMTargetDataRef layout, ir_graph *g, bool profile, bool blas);
 /* 0 if fn verifies; else reports an internal error naming fn and returns 1. */
 int cg_llvm_verify_function(ir_graph *g, LLVMValueRef fn);
 /* Reports "internal: LLVM <what> failed: <why>" at g's location. */

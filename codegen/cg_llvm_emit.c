@@ -136,7 +136,7 @@ static int build_and_write(const cg_request *req, const char *triple, LLVMTarget
     LLVMDisposeMessage(layout_text);
     int errors = 0;
     for (int m = 0; m < req->nmodels; m++)
-        errors += cg_llvm_add_model(M, layout, req->models[m], req->profile);
+        errors += cg_llvm_add_model(M, layout, req->models[m], req->profile, req->blas);
     if (!errors)
         errors = cg_llvm_optimise(req->models[0], M, tm);
     if (!errors)

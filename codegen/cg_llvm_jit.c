@@ -2,7 +2,9 @@
  * LLJIT for the host CPU (its own features), no C compiler involved.  The
  * module calls libaxrt, libm and memcpy by name; a definition generator
  * for the current process resolves them from axc itself, which links the
- * whole runtime and exports it (-rdynamic, see the Makefile). */
+ * whole runtime and exports it (-rdynamic, see the Makefile), and
+ * cblas_sgemm (--blas=openblas) from OpenBLAS, which the caller has loaded
+ * with RTLD_GLOBAL. */
 #ifdef AXC_HAVE_LLVM
 
 #include <stdlib.h>
@@ -30,14 +32,15 @@ static int failed(ir_graph *g, const char *what, LLVMErrorRef e)
 }
 
 /* g's module for the JIT's triple and layout, optimised for this CPU. */
-static int build_module(ir_graph *g, bool profile, LLVMOrcLLJITRef lljit, LLVMContextRef C, LLVMModuleRef *out)
+static int build_module(ir_graph *g, bool profile, bool blas, LLVMOrcLLJITRef lljit, LLVMContextRef C,
+                        LLVMModuleRef *out)
 {
     const char *triple = LLVMOrcLLJITGetTripleString(lljit);
     LLVMModuleRef M = LLVMModuleCreateWithNameInContext(g->name, C);
     LLVMSetTarget(M, triple);
     LLVMSetDataLayout(M, LLVMOrcLLJITGetDataLayoutStr(lljit));
     LLVMTargetDataRef layout = LLVMCreateTargetData(LLVMOrcLLJITGetDataLayoutStr(lljit));
-    int errors = cg_llvm_add_model(M, layout, g, profile);
+    int errors = cg_llvm_add_model(M, layout, g, profile, blas);
     LLVMDisposeTargetData(layout);
     if (!errors) {
         char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
@@ -69,12 +72,14 @@ static int add_process_symbols(ir_graph *g, LLVMOrcLLJITRef lljit)
     return 0;
 }
 
-const axrt_model *cg_llvm_jit(ir_graph *g, bool profile, cg_jit **jit)
+const axrt_model *cg_llvm_jit(ir_graph *g, bool profile, bool blas, cg_jit **jit)
 {
     LLVMInitializeNativeTarget();
     LLVMInitializeNativeAsmPrinter();
     *jit = NULL;
     cg_select(g);
+    if (blas)
+        cg_select_blas(g);
     LLVMOrcLLJITRef lljit;
     if (failed(g, "JIT creation", LLVMOrcCreateLLJIT(&lljit, NULL)))
         return NULL;
@@ -86,7 +91,7 @@ const axrt_model *cg_llvm_jit(ir_graph *g, bool profile, cg_jit **jit)
     LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
     LLVMModuleRef M = NULL;
     int errors = add_process_symbols(g, lljit) ||
-                 build_module(g, profile, lljit, LLVMOrcThreadSafeContextGetContext(tsc), &M);
+                 build_module(g, profile, blas, lljit, LLVMOrcThreadSafeContextGetContext(tsc), &M);
     if (!errors) {
         LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(M, tsc);
         LLVMErrorRef e = LLVMOrcLLJITAddLLVMIRModule(lljit, LLVMOrcLLJITGetMainJITDylib(lljit), tsm);

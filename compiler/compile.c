@@ -163,10 +163,6 @@ static int check_llvm_target(ax_ctx *ctx, const axc_opts *o, ir_target_id id)
         axc_fail("--triple and --cpu apply to the llvm target (a .o or .ll output, or --target=llvm)");
         return AXC_EUSAGE;
     }
-    if (o->blas) { /* the LLVM printer has no BLAS calls yet */
-        axc_fail("%s and %s exclude each other", "--blas", "the llvm target");
-        return AXC_EUSAGE;
-    }
 #ifdef AXC_HAVE_LLVM
     switch (cg_llvm_check_target(o->triple, o->cpu)) {
     case 1:

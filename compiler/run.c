@@ -330,6 +330,22 @@ static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
     return AXC_OK;
 }
 
+#ifdef AXC_HAVE_LLVM
+/* --blas=openblas under the JIT: OpenBLAS loaded for good with RTLD_GLOBAL,
+ * where the JIT's process-symbol search finds cblas_sgemm; AXC_OPENBLAS
+ * names another library (one exporting cblas_sgemm with int dimensions).
+ * 0, or 1 after saying why not. */
+static int load_openblas(void)
+{
+    const char *name = getenv("AXC_OPENBLAS");
+    if (!name || !*name) name = "libopenblas.so.0";
+    if (dlopen(name, RTLD_NOW | RTLD_GLOBAL)) return 0;
+    axc_fail("--blas=openblas: the JIT cannot load OpenBLAS '%s' (%s); install it (Debian: libopenblas0) "
+             "or name the library in AXC_OPENBLAS", name, dlerror());
+    return 1;
+}
+#endif
+
 /* --jit: the model compiled in-process by LLVM's ORC JIT, no C compiler. */
 static int load_jit(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
 {
@@ -339,7 +355,8 @@ static int load_jit(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
              "axc run without --jit (it builds the generated C with $CC)");
     return AXC_EUSAGE;
 #else
-    r->model = cg_llvm_jit(g, o->profile || o->dump_dir, &r->jit);
+    if (o->blas && load_openblas()) return AXC_EUSAGE;
+    r->model = cg_llvm_jit(g, o->profile || o->dump_dir, o->blas, &r->jit);
     if (!r->model) return AXC_EINPUT;
     size_t bytes = (r->model->arena_bytes + 63) / 64 * 64;
     r->arena = aligned_alloc(64, bytes ? bytes : 64);

@@ -68,9 +68,9 @@ write_model_list() {
     } >"$2"
 }
 
-run_listing() { # object, models.c, out
+run_listing() { # object, models.c, out (LINK_EXTRA: more libraries)
     "$cc" -std=c11 -O2 -I"$build/include" -o "$3.bin" "$here/runner.c" "$2" "$1" "$build/lib/libaxrt.a" -lm \
-        >"$3.log" 2>&1 && "$3.bin" >"$3" 2>>"$3.log"
+        ${LINK_EXTRA:-} >"$3.log" 2>&1 && "$3.bin" >"$3" 2>>"$3.log"
 }
 
 # Example $1 (.ax): C target vs LLVM object, header, symbols, .ll.  An
@@ -365,6 +365,37 @@ np.save(sys.argv[1], np.random.default_rng(1).standard_normal((4,) + dims).astyp
     done
 }
 
+# --blas=openblas (interface.md §10) on the llvm target: float32 dense and
+# matmul call cblas_sgemm from the object and under the JIT (OpenBLAS loaded
+# with dlopen), matching the C target's --blas build; weights perturbed so
+# that the biases are not zero.  A library that cannot be loaded is exit 2.
+check_blas() {
+    local ax stem w out st
+    printf '#include <cblas.h>\nint main(void) { return cblas_sdot(0, 0, 1, 0, 1) != 0.0f; }\n' >"$work/ob.c"
+    if ! "$cc" "$work/ob.c" -o "$work/ob" -lopenblas >/dev/null 2>&1; then
+        skip "--blas=openblas (no OpenBLAS: cblas.h, -lopenblas)"; return
+    fi
+    for ax in "$root"/examples/{mlp,r4_bert_layer,gpt_block}.ax "$root/tests/ops/matmul.ax"; do
+        stem=$(basename "$ax" .ax)
+        w="$work/blas_$stem.safetensors"
+        if ! "$axc" "$ax" --seed=3 --save-weights="$w" -o "$work/blas_$stem.c" >/dev/null 2>&1 ||
+            ! "$python" "$root/tests/cli/write_weights.py" perturb "$w"; then
+            fail "$stem --blas=openblas: weights"; continue
+        fi
+        LINK_EXTRA=-lopenblas check_model "$ax" --blas=openblas --weights="$w"
+        out=$(nm "$work/${stem}_blas=openblas/l/${stem}_blas=openblas.o" 2>&1)
+        if grep -q ' U cblas_sgemm$' <<<"$out" && ! grep -Eq 'axrt_(dense|matmul)_' <<<"$out"; then
+            pass "$stem --blas=openblas: the object calls cblas_sgemm, not libaxrt's GEMM"
+        else fail "$stem --blas=openblas: the object calls cblas_sgemm, not libaxrt's GEMM" \
+            "$(grep -E 'cblas|axrt_(dense|matmul)' <<<"$out")"; fi
+        check_jit "$ax" --blas=openblas --weights="$w"
+    done
+    out=$(AXC_OPENBLAS=libnosuchblas.so "$axc" run --jit --blas=openblas "$root/examples/mlp.ax" 2>&1); st=$?
+    if [ $st -eq 2 ] && grep -q "cannot load OpenBLAS 'libnosuchblas.so'" <<<"$out"; then
+        pass "--blas=openblas: an OpenBLAS the JIT cannot load is exit 2, named"
+    else fail "--blas=openblas: an OpenBLAS the JIT cannot load is exit 2, named" "status $st" "$(head -c 300 <<<"$out")"; fi
+}
+
 check_bad_input() {
     local out st
     out=$("$axc" "$root/examples/mlp.ax" -o "$work/bad.o" --triple=nosuch-none-eabi 2>&1); st=$?
@@ -400,6 +431,7 @@ main() {
         "$root"/examples/gpt_block.ax; do check_dump "$ax"; done
     check_dump "$root/examples/lenet5.ax" --dtype=BFloat16
     check_firmware
+    check_blas
     check_bad_input
 }
 
