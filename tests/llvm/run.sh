@@ -23,6 +23,8 @@
 #  - --dump-dir: the llvm target writes the C target's files (names and
 #    index.tsv identical) and `axc compare` of the two dump dirs agrees
 #    (single and multi-result layers, fused loops, in-place convs);
+#  - --blas=openblas: objects and the JIT call cblas_sgemm and match the C
+#    target's --blas build;
 #  - bad --triple/--cpu are usage errors listing what LLVM knows.
 # Without the back end built (no llvm-config), each case prints SKIP.
 # Environment (set by tests/run.sh): AXC_ROOT, AXC_BUILD, AXC, PYTHON.
