@@ -323,6 +323,11 @@ static int insert_after(ir_graph *g, int after, ir_op op, const int *src, int ns
 
 int pass_quant_unfuse(ir_graph *g)
 {
+    /* what -O1 does first (a no-op there and above): at -O0 too a conv's
+       BatchNorm folds and a layer's ReLU/ReLU6 becomes its clamp, so that
+       the integers do not depend on -O */
+    pass_fold_batchnorm(g);
+    pass_fuse_activation(g);
     int count = 0;
     for (int id = 0; id < g->nnodes; id++) {
         ir_node *n = &g->nodes[id];

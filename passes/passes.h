@@ -170,7 +170,9 @@ typedef void pass_hook(const ir_graph *g, const char *pass, void *user);
  * then the memory plan is made again.  Returns how many layers are int8. */
 int pass_quant(ir_graph *g, const double *lo, const double *hi);
 bool pass_quant_applies(const ir_graph *g, const ir_node *n);
-/* Before calibration: every dense/conv pass_quant_applies to with a fused
+/* Before calibration: a conv's BatchNorm folded and a layer's activation
+ * fused as -O1 does them (at -O0 too: the integers do not depend on -O);
+ * then every dense/conv pass_quant_applies to with a fused
  * residual add (and a ReLU/ReLU6 or no activation) is split again into the
  * layer, an add and the activation, so that calibration sees the layer's own
  * range and the add and activation can run in int8.  Returns how many. */

@@ -11,7 +11,8 @@
 #              set the CPU has (AXRT_ISA forced): the same bytes on each, and
 #              within one output LSB of the PyTorch fake-quant of the scheme
 #              (reference.py); the figures say how many outputs are exact;
-#              the llvm target (axc run --target=llvm) gives the same bytes
+#              the llvm target (axc run --target=llvm) and -O0 (nothing
+#              fused) give the same bytes
 #   accuracy   every CNN example, random weights (--seed), calibrated on 8
 #              random samples, against the float build on 4 held-out ones:
 #              top-1 agreement and relative error printed (relative error
@@ -66,6 +67,12 @@ reference() {
         else fail "$model int8: $isa bytes equal $first's"; fi
     done
     [ -n "$first" ] || return
+    # -O0 (no fusion: ReLUs and adds stay separate nodes) quantises to the same integers
+    if ! AXRT_ISA=$first "$axc" run "$ax" -O0 --weights "$d/w.safetensors" --quantize=int8 \
+        --calibrate x="$d/cal.npy" --input x="$d/x.npy" --output "$d/y_O0.npy" >"$d/o0.log" 2>&1; then
+        fail "$model int8 at -O0: axc run"; tail_of "$d/o0.log"
+    elif cmp -s "$d/y_$first.npy" "$d/y_O0.npy"; then pass "$model int8 at -O0: the same bytes as at -O2"
+    else fail "$model int8 at -O0: the same bytes as at -O2"; fi
     if ! "$axc" --help | grep -E '^  llvm ' | grep -qv 'not built'; then
         echo "SKIP: quant $model int8 through the llvm target (this axc was built without llvm-config)"
     elif ! "$axc" run "$ax" --target=llvm --weights "$d/w.safetensors" --quantize=int8 --calibrate x="$d/cal.npy" \
