@@ -854,6 +854,47 @@ static void test_elementwise_exact(void **state)
     }
 }
 
+/* Broadcasting add/sub/mul/div (split into rows of the last dim, each row
+ * a same-shape, scalar or strided call), every variant, against the index
+ * loop written out here, bit for bit: y [3, 5, 2, 37] from a and b viewed
+ * through strides, with each row kind: a squeeze-and-excitation scale
+ * (b [1, 1, 1, 37]), a row-scalar b ([3, 5, 2, 1]), a row-scalar a, and b
+ * read transposed (its last-dim stride 10, not 0 or 1). */
+static void test_bcast_exact(void **state)
+{
+    enum { D0 = 3, D1 = 5, D2 = 2, C = 37, N = D0 * D1 * D2 * C };
+    static const char *const ops[4] = {"add", "sub", "mul", "div"};
+    static const int64_t shape[4] = {D0, D1, D2, C};
+    static const int64_t kinds[4][2][4] = {
+        {{D1 * D2 * C, D2 * C, C, 1}, {0, 0, 0, 1}},       /* rows of a, one row of b */
+        {{D1 * D2 * C, D2 * C, C, 1}, {D1 * D2, D2, 1, 0}}, /* b one value per row */
+        {{D1 * D2, D2, 1, 0}, {D1 * D2 * C, D2 * C, C, 1}}, /* a one value per row */
+        {{D1 * D2 * C, D2 * C, C, 1}, {1, D0, D0 * D1 * C, D0 * D1}}, /* b's last dim strided */
+    };
+    static float a[N], b[N], y[N], want[N];
+    char name[64];
+    (void)state;
+    fill(a, N, -3, 3, 71), fill(b, N, -3, 3, 72);
+    a[5] = NAN, b[40] = 0.0f, b[11] = -0.0f;
+    for (int v = 0; v < n_variants; v++)
+        for (int op = 0; op < 4; op++)
+            for (int k = 0; k < 4; k++) {
+                const int64_t *sa = kinds[k][0], *sb = kinds[k][1];
+                size_t at = 0;
+                for (int64_t i = 0; i < D0; i++)
+                    for (int64_t j = 0; j < D1; j++)
+                        for (int64_t l = 0; l < D2; l++)
+                            for (int64_t c = 0; c < C; c++, at++)
+                                want[at] = op_apply(op, a[i * sa[0] + j * sa[1] + l * sa[2] + c * sa[3]],
+                                                    b[i * sb[0] + j * sb[1] + l * sb[2] + c * sb[3]]);
+                for (int i = 0; i < N; i++) y[i] = 1e30f;
+                snprintf(name, sizeof name, "axrt_%s_bcast_f32", ops[op]);
+                ((bcast_fn *)symbol(v, name))(a, sa, b, sb, y, shape, 4);
+                snprintf(name, sizeof name, "axrt_%s_bcast_f32 kind %d", ops[op], k);
+                assert_same_bits(y, want, N, name, v);
+            }
+}
+
 /* Max pooling, every variant, against the window loop written out here:
  * bit-identical, NaN propagating and the first of equal zeros kept; 37
  * channels (a vector tail), padding and stride 2. */
@@ -1165,8 +1206,8 @@ static void test_training_kernels(void **state)
  * variant: dense (row tiles; one row: panels, the GEMV above the streaming
  * threshold too), conv, depthwise, softmax (lines), attention (query-row
  * tiles; fused self-attention, and causal with a key mask), LayerNorm
- * (rows), the elementwise table kernels (blocks), max pooling (rows) and
- * global mean pooling (channel blocks).  Each size is above the threads'
+ * (rows), the elementwise table kernels (blocks), broadcasting multiply
+ * (rows), max pooling (rows) and global mean pooling (channel blocks).  Each size is above the threads'
  * work threshold, and y is filled with a different value before each run,
  * so an element a split range skips shows. */
 typedef int set_threads_fn(int);
@@ -1174,7 +1215,7 @@ typedef void mha_masked_fn(const float *, const float *, const float *, const fl
                            const float *, const float *, const float *, float *, float *,
                            const axrt_mha_params *);
 typedef size_t mha_scratch_fn(const axrt_mha_params *);
-enum { THREAD_KERNELS = 15, THREAD_X = 2 * 32 * 32 * 64 };
+enum { THREAD_KERNELS = 16, THREAD_X = 2 * 32 * 32 * 64 };
 
 /* Runs kernel `kernel` of the threads test on variant v into y; returns
  * its output count. */
@@ -1238,6 +1279,11 @@ static size_t threads_kernel(int v, int kernel, float *y)
     case 12:
         ((pool_fn *)symbol(v, "axrt_maxpool_f32"))(x, y, &pp);
         return 20 * 20 * 64;
+    case 15: { /* a squeeze-and-excitation scale, [2, 30, 35, 37] * [2, 1, 1, 37] */
+        const int64_t shape[4] = {2, 30, 35, 37}, sa[4] = {30 * 35 * 37, 35 * 37, 37, 1}, sb[4] = {37, 0, 0, 1};
+        ((bcast_fn *)symbol(v, "axrt_mul_bcast_f32"))(x, sa, w, sb, y, shape, 4);
+        return 2 * 30 * 35 * 37;
+    }
     default:
         ((globalpool_fn *)symbol(v, "axrt_globalmeanpool_f32"))(x, y, 2, 1000, 40);
         return 2 * 40;
@@ -1290,6 +1336,7 @@ int main(void)
         cmocka_unit_test(test_softmax_layernorm_special),
         cmocka_unit_test(test_epilogue_nan),
         cmocka_unit_test(test_elementwise_exact),
+        cmocka_unit_test(test_bcast_exact),
         cmocka_unit_test(test_maxpool_exact),
         cmocka_unit_test(test_globalmeanpool_exact),
         cmocka_unit_test(test_training_kernels),
