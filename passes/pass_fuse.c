@@ -12,6 +12,10 @@
  *                    r has the result's shape and is defined before op.
  *   fuse_activation  act(op(...)) == op(...) with epilogue act (attrs.act), for the
  *                    activations in epilogue_activation().
+ *   fuse_spatial_mean mean(mean(x, axis 1), axis 2) (either order), x [N, H, W, C]
+ *                    == reshape(globalmeanpool(x), [N, 1, 1, C]): one threaded pass
+ *                    over x instead of two (a squeeze-and-excitation's squeeze,
+ *                    `mean(x; dims=(1, 2))`).
  * A producer is only merged into its consumer when the consumer is its single
  * use and the producer is not a graph output (its value must not be observable
  * unfused).  Each pass returns 0 (rewrites cannot fail). */
@@ -302,6 +306,36 @@ int pass_fuse_activation(ir_graph *g)
         p->attrs.alpha = act->attrs.alpha;
         replace_and_kill(g, id, act->src[0]);
         ir_use_compute(g, &u);
+    }
+    ir_use_free(&u);
+    return 0;
+}
+
+/* A live rank-4 mean over axis, in its input's dtype. */
+static bool spatial_mean(const ir_graph *g, int id, int axis)
+{
+    const ir_node *n = &g->nodes[id];
+    return !n->dead && n->op == IR_OP_mean && n->rank == 4 && n->attrs.axis == axis &&
+           n->dtype == g->nodes[n->src[0]].dtype;
+}
+
+int pass_fuse_spatial_mean(ir_graph *g)
+{
+    ir_use u = {0};
+    ir_use_compute(g, &u);
+    for (int id = 0; id < g->nnodes; id++) {
+        ir_node *outer = &g->nodes[id];
+        const int axis = outer->attrs.axis, first = outer->src[0];
+        if (!(spatial_mean(g, id, 1) || spatial_mean(g, id, 2)) || !spatial_mean(g, first, 3 - axis) ||
+            !single_internal_use(&u, first))
+            continue;
+        ir_node *pool = &g->nodes[first];
+        const int64_t n = outer->shape[0], c = outer->shape[3];
+        pool->op = IR_OP_globalmeanpool;
+        pool->rank = 2, pool->shape[0] = n, pool->shape[1] = c;
+        outer->op = IR_OP_reshape;
+        outer->attrs.nnewshape = 4;
+        memcpy(outer->attrs.newshape, outer->shape, 4 * sizeof outer->shape[0]);
     }
     ir_use_free(&u);
     return 0;

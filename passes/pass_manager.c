@@ -20,6 +20,7 @@ static const pass_row passes[] = {
     {"fold_scale_shift", 2, 3, pass_fold_scale_shift},
     {"fuse_residual", 2, 3, pass_fuse_residual},
     {"fuse_activation", 1, 3, pass_fuse_activation},
+    {"fuse_spatial_mean", 2, 3, pass_fuse_spatial_mean},
     {"fuse_elementwise", 2, 3, pass_fuse_elementwise},
     {"schedule", 2, 3, pass_schedule},
     {"memplan", 0, 0, plan_plain},

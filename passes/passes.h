@@ -151,6 +151,7 @@ int pass_fold_batchnorm(ir_graph *g);
 int pass_fold_scale_shift(ir_graph *g);
 int pass_fuse_residual(ir_graph *g);
 int pass_fuse_activation(ir_graph *g);
+int pass_fuse_spatial_mean(ir_graph *g);
 /* Trees of elementwise nodes -> one fused_elementwise node
  * (pass_fuse_elementwise.c); returns 0. */
 int pass_fuse_elementwise(ir_graph *g);
