@@ -23,6 +23,11 @@
  * by default (no TF32), so results match the C target within rounding;
  * AXRT_GPU_MATH=bf16 puts every GEMM, conv included, on BFloat16 tensor
  * cores (mma.sync) for sm_80 and later.
+ * Float16/BFloat16 models (interface.md §7) keep their parameters and
+ * arena values in the half type: pointers to them are axk_half/axk_bhalf
+ * (the prelude), which read as float and round to nearest even on
+ * assignment, so every kernel loads and stores through the conversions
+ * while its arithmetic, shared tiles and scratch stay float.
  * The dialects differ only in the source prelude, the names and the
  * runtime library's entry points (axrt_gpu.c). */
 #include <ctype.h>
@@ -331,7 +336,7 @@ static void emit_unary(gk *k, const ir_node *n)
     begin_elementwise(k, n, ir_ops[n->op].name);
     const char *x = elem(k, n, 0, "o");
     if (n->op == IR_OP_cast)
-        ax_buf_printf(k->src, "    float v = %s;\n", to_float(k, node_at(k, n->src[0])->dtype, x));
+        ax_buf_printf(k->src, "    float v = %s;\n", x); /* elem converted it */
     else ax_buf_printf(k->src, "    const float x = %s;\n    float v = %s;\n", x,
                        cg_unary_text(arena_of(k), n->op, "x", AXRT_F32, rounded(n->dtype, n->attrs.alpha)));
     end_elementwise(k, n);
@@ -1146,14 +1151,16 @@ static bool device_float(axrt_dtype t)
     return t == AXRT_F32 || t == AXRT_F16 || t == AXRT_BF16;
 }
 
-/* Every value on the device is of a device_float type but the inputs that a
- * cast converts or an embedding reads as indices, and argmax's Int64 indices
+/* Every value on the device is of a device_float type but the inputs (and
+ * parameters, such as an unrolled RNN's Float64 constants) that a cast
+ * converts or an embedding reads as indices, and argmax's Int64 indices
  * (reshaped, converted, read as indices or output): the dtype n or one of
  * its operands has where that does not hold, or NULL. */
 static const char *unsupported_dtype(const ir_graph *g, const ir_node *n)
 {
     const bool indices = n->dtype == AXRT_I64 && (n->op == IR_OP_argmax || n->op == IR_OP_reshape);
-    if (!device_float(n->dtype) && !indices && (n->op != IR_OP_input || ir_is_output(g, (int)(n - g->nodes))))
+    const bool source = n->op == IR_OP_input || n->op == IR_OP_param;
+    if (!device_float(n->dtype) && !indices && (!source || ir_is_output(g, (int)(n - g->nodes))))
         return ir_dtype_name(n->dtype);
     for (int i = 0; i < n->nsrc; i++) {
         const axrt_dtype t = n->src[i] == IR_NONE ? AXRT_F32 : g->nodes[n->src[i]].dtype;

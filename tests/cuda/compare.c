@@ -121,8 +121,10 @@ int main(int argc, char **argv)
         for (size_t k = 0; k < count(&c->outputs[i]); k++) {
             const double a = output_at(&c->outputs[i], ref[i], k), b = output_at(&c->outputs[i], got[i], k);
             const double at = by_scale ? scale : fabs(a) > 1 ? fabs(a) : 1;
-            const double e = (a != a && b != b) || a == b ? 0 : fabs(a - b) / at;
-            if (!(e <= worst)) worst = e;
+            double e = fabs(a - b) / at;
+            if (a == b || (a != a && b != b)) e = 0;                 /* infinities, NaN on both */
+            else if (a != a || b != b || isinf(a) || isinf(b)) e = INFINITY; /* on one side only */
+            if (e > worst) worst = e;
         }
     }
     printf("max relative error %g\n", worst);
