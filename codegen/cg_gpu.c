@@ -984,14 +984,16 @@ static mha_dims mha_dims_of(const ir_graph *g, const ir_node *n)
 }
 
 /* Scratch: the projected q [batch*lq, d], k and v [batch*lk, d], the heads
- * [batch*lq, d], and over MHA_MAX_KEYS keys the scores [batch*heads*lq, lk]. */
+ * [batch*lq, d] in the node's dtype (rounded there, as the C target's
+ * scratch is), and over MHA_MAX_KEYS keys the Float32 scores
+ * [batch*heads*lq, lk] (an even element count before them: 4-byte aligned). */
 static const char *mha_part(const gk *k, const ir_node *n, int part)
 {
     const mha_dims m = mha_dims_of(k->g, n);
     const int64_t starts[5] = {0, m.batch * m.lq * m.d, m.batch * (m.lq + m.lk) * m.d,
                                m.batch * (m.lq + 2 * m.lk) * m.d, m.batch * (2 * m.lq + 2 * m.lk) * m.d};
-    return ax_sprintf(arena_of(k), "((float *)(A + %lld))",
-                      (long long)(n->scratch_offset + 4 * starts[part]));
+    return ax_sprintf(arena_of(k), "((%s *)(A + %lld))", part == 4 ? "float" : kernel_type(n->dtype),
+                      (long long)(n->scratch_offset + (int64_t)axrt_dtype_size(n->dtype) * starts[part]));
 }
 
 /* x [rows, d] times rows [w_row0, w_row0 + d) of w, plus the bias's same rows. */
@@ -1024,9 +1026,9 @@ static void emit_attend(gk *k, const ir_node *n)
     else ax_buf_printf(k->src, "    __shared__ float sc[%lld], red[%d];\n", (long long)m.lk, BLOCK);
     ax_buf_printf(k->src,
                   "    const long long row = blockIdx.x, i = row %% %lldLL, h = (row / %lldLL) %% %d, b = row / %lldLL;\n"
-                  "    const float *q = %s + (b * %lldLL + i) * %lldLL + h * %lldLL;\n"
-                  "    const float *kb = %s + b * %lldLL * %lldLL + h * %lldLL;\n"
-                  "    const float *vb = %s + b * %lldLL * %lldLL + h * %lldLL;\n"
+                  "    const %s *q = %s + (b * %lldLL + i) * %lldLL + h * %lldLL;\n"
+                  "    const %s *kb = %s + b * %lldLL * %lldLL + h * %lldLL;\n"
+                  "    const %s *vb = %s + b * %lldLL * %lldLL + h * %lldLL;\n"
                   "    float mx = -AXK_INF;\n"
                   "    for (long long j = threadIdx.x; j < %lldLL; j += %d) {\n"
                   "        float acc = 0.0f;\n"
@@ -1040,9 +1042,9 @@ static void emit_attend(gk *k, const ir_node *n)
                   "    mx = red[0];\n    __syncthreads();\n    float acc = 0.0f;\n"
                   "    for (long long j = threadIdx.x; j < %lldLL; j += %d) { sc[j] = expf(sc[j] - mx); acc += sc[j]; }\n",
                   (long long)m.lq, (long long)m.lq, n->attrs.heads,
-                  (long long)(m.lq * n->attrs.heads), mha_part(k, n, 0), (long long)m.lq, (long long)m.d,
-                  (long long)m.hd, mha_part(k, n, 1), (long long)m.lk, (long long)m.d, (long long)m.hd,
-                  mha_part(k, n, 2), (long long)m.lk, (long long)m.d, (long long)m.hd, (long long)m.lk, BLOCK,
+                  (long long)(m.lq * n->attrs.heads), kernel_type(n->dtype), mha_part(k, n, 0), (long long)m.lq,
+                  (long long)m.d, (long long)m.hd, kernel_type(n->dtype), mha_part(k, n, 1), (long long)m.lk,
+                  (long long)m.d, (long long)m.hd, kernel_type(n->dtype), mha_part(k, n, 2), (long long)m.lk, (long long)m.d, (long long)m.hd, (long long)m.lk, BLOCK,
                   (long long)m.hd, (long long)m.d,
                   ax_sprintf(arena_of(k), "%s%s ? -AXK_INF : acc * %s", n->attrs.causal ? "j > i" : "false",
                              masked ? ax_sprintf(arena_of(k), " || %s[b * %lldLL + j] == 0.0f", ptr(k, n->src[7]),
@@ -1051,12 +1053,13 @@ static void emit_attend(gk *k, const ir_node *n)
                   BLOCK / 2, (long long)m.lk, BLOCK);
     block_sum(k, "sum", "acc");
     ax_buf_printf(k->src,
-                  "    float *out = %s + (b * %lldLL + i) * %lldLL + h * %lldLL;\n"
+                  "    %s *out = %s + (b * %lldLL + i) * %lldLL + h * %lldLL;\n"
                   "    for (int e = threadIdx.x; e < %lld; e += %d) {\n"
                   "        float o = 0.0f;\n"
                   "        for (long long j = 0; j < %lldLL; j++) o = fmaf(sc[j] / sum, vb[j * %lldLL + e], o);\n"
                   "        out[e] = o;\n    }\n}\n",
-                  mha_part(k, n, 3), (long long)m.lq, (long long)m.d, (long long)m.hd, (long long)m.hd, BLOCK,
+                  kernel_type(n->dtype), mha_part(k, n, 3), (long long)m.lq, (long long)m.d, (long long)m.hd,
+                  (long long)m.hd, BLOCK,
                   (long long)m.lk, (long long)m.d);
     launch(k, m.batch * n->attrs.heads * m.lq, 1, 1, BLOCK);
 }
@@ -1477,7 +1480,7 @@ size_t cg_gpu_scratch_bytes(const ir_node *n, const ir_graph *g)
     if (n->op != IR_OP_mha) return 0;
     const mha_dims m = mha_dims_of(g, n);
     const int64_t scores = m.lk > MHA_MAX_KEYS ? m.batch * n->attrs.heads * m.lq * m.lk : 0;
-    return (size_t)(2 * m.batch * (m.lq + m.lk) * m.d + scores) * sizeof(float);
+    return (size_t)(2 * m.batch * (m.lq + m.lk) * m.d) * axrt_dtype_size(n->dtype) + (size_t)scores * sizeof(float);
 }
 
 bool cg_gpu_can_inplace(const ir_node *n, const ir_graph *g, int k)
