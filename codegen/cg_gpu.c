@@ -573,7 +573,7 @@ static void emit_softmax(gk *k, const ir_node *n)
                   "    float m = -AXK_INF, s = 0.0f;\n"
                   "    for (long long j = threadIdx.x; j < %lldLL; j += %d) {\n"
                   "        const float e = x[j * %lldLL];\n"
-                  "        if (e > m) { s = s * expf(m - e) + 1.0f; m = e; } else s += expf(e - m);\n    }\n"
+                  "        if (e > m) { s = s * expf(m - e) + 1.0f; m = e; } else if (e != -AXK_INF) s += expf(e - m);\n    }\n"
                   "    rm[threadIdx.x] = m; rs[threadIdx.x] = s;\n    __syncthreads();\n"
                   "    for (int h = %d; h > 0; h >>= 1) {\n"
                   "        if ((int)threadIdx.x < h) {\n"
