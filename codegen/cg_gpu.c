@@ -23,6 +23,11 @@
  * by default (no TF32), so results match the C target within rounding;
  * AXRT_GPU_MATH=bf16 puts every GEMM, conv included, on BFloat16 tensor
  * cores (mma.sync) for sm_80 and later.
+ * Float16/BFloat16 models (interface.md §7) keep their parameters and
+ * arena values in the half type: pointers to them are axk_half/axk_bhalf
+ * (the prelude), which read as float and round to nearest even on
+ * assignment, so every kernel loads and stores through the conversions
+ * while its arithmetic, shared tiles and scratch stay float.
  * The dialects differ only in the source prelude, the names and the
  * runtime library's entry points (axrt_gpu.c). */
 #include <ctype.h>
@@ -31,6 +36,7 @@
 #include <string.h>
 
 #include "cg_target.h"
+#include "ir_interp.h"
 
 typedef struct gpu_dialect {
     const char *name;        /* "cuda" */
@@ -51,6 +57,27 @@ typedef struct gpu_dialect {
     "    if (e == 31) return __int_as_float((int)(s | 0x7f800000u | (m << 13)));\n"              \
     "    return __int_as_float((int)(s | ((e + 112u) << 23) | (m << 13)));\n}\n"                 \
     "__device__ inline float axk_bf16(unsigned short h) { return __int_as_float((int)((unsigned)h << 16)); }\n" \
+    "/* float to Float16 / BFloat16 bits, to nearest, ties to even, as the C\n"                  \
+    "   runtime's axrt_float_to_half / axrt_float_to_bf16 (runtime/axrt_cpu.h) */\n"           \
+    "__device__ inline unsigned short axk_to_f16(float f)\n{\n"                                  \
+    "    unsigned u = __float_as_uint(f);\n"                                                      \
+    "    const unsigned s = u & 0x80000000u;\n    u ^= s;\n"                                    \
+    "    if (u >= 0x47800000u) u = u > 0x7f800000u ? 0x7e00u : 0x7c00u;\n"                       \
+    "    else if (u < 0x38800000u) u = __float_as_uint(__uint_as_float(u) + 0.5f) - 0x3f000000u;\n" \
+    "    else u = (u + 0xc8000fffu + ((u >> 13) & 1u)) >> 13;\n"                                 \
+    "    return (unsigned short)(u | (s >> 16));\n}\n"                                            \
+    "__device__ inline unsigned short axk_to_bf16(float f)\n{\n"                                 \
+    "    const unsigned u = __float_as_uint(f);\n"                                                \
+    "    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);\n"     \
+    "    return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n}\n"                   \
+    "/* Float16 and BFloat16 storage (half models, interface.md §7): read as\n"                  \
+    "   float, assigned from float (rounded once); arithmetic is float */\n"                      \
+    "struct axk_half\n{\n    unsigned short bits;\n"                                             \
+    "    __device__ operator float() const { return axk_f16(bits); }\n"                           \
+    "    __device__ axk_half &operator=(float f) { bits = axk_to_f16(f); return *this; }\n};\n"   \
+    "struct axk_bhalf\n{\n    unsigned short bits;\n"                                            \
+    "    __device__ operator float() const { return axk_bf16(bits); }\n"                          \
+    "    __device__ axk_bhalf &operator=(float f) { bits = axk_to_bf16(f); return *this; }\n};\n" \
     "/* GEMMs on tensor cores (BFloat16 operands, Float32 accumulation) when the\n"                 \
     "   runtime compiles with AXK_MMA_BF16 (AXRT_GPU_MATH=bf16) for sm_80 or later */\n"         \
     "#if defined(AXK_MMA_BF16) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\n"                \
@@ -112,12 +139,14 @@ static const char *flit(const gk *k, double v)
 /* ---- where values live ----------------------------------------------------- */
 
 /* The kernel source's element type of dtype (no <stdint.h> in NVRTC);
- * Float16/BFloat16 are their bits. */
+ * Float16/BFloat16 are their bits wrapped in axk_half/axk_bhalf, which read
+ * as float and round on assignment (the prelude). */
 static const char *kernel_type(axrt_dtype dtype)
 {
     switch (dtype) {
     case AXRT_F64: return "double";
-    case AXRT_F16: case AXRT_BF16: return "unsigned short";
+    case AXRT_F16: return "axk_half";
+    case AXRT_BF16: return "axk_bhalf";
     case AXRT_I8: return "signed char";
     case AXRT_I32: return "int";
     case AXRT_I64: return "long long";
@@ -128,10 +157,30 @@ static const char *kernel_type(axrt_dtype dtype)
 /* x (an element of dtype) as a float expression. */
 static const char *to_float(const gk *k, axrt_dtype dtype, const char *x)
 {
-    if (dtype == AXRT_F16) return ax_sprintf(arena_of(k), "axk_f16(%s)", x);
-    if (dtype == AXRT_BF16) return ax_sprintf(arena_of(k), "axk_bf16(%s)", x);
     if (dtype == AXRT_F32) return x;
-    return ax_sprintf(arena_of(k), "(float)%s", x);
+    return ax_sprintf(arena_of(k), "(float)(%s)", x);
+}
+
+/* The element type of node id's device storage. */
+static const char *type_of(const gk *k, int id)
+{
+    return kernel_type(node_at(k, id)->dtype);
+}
+
+/* A float literal of v as a node of dtype holds it: rounded to a half
+ * type's nearest value first, as the C target's literals are (scalars,
+ * eps, alpha), so both targets compute with the same constants. */
+static double rounded(axrt_dtype dtype, double v)
+{
+    if (dtype != AXRT_F16 && dtype != AXRT_BF16) return v;
+    unsigned short bits;
+    ir_element_set(&bits, dtype, 0, v);
+    return ir_element_get(&bits, dtype, 0);
+}
+
+static const char *dlit(const gk *k, axrt_dtype dtype, double v)
+{
+    return flit(k, rounded(dtype, v));
 }
 
 static int io_index(const gk *k, int id, bool *output)
@@ -154,7 +203,7 @@ static const char *ptr(const gk *k, int id)
     if (n->op == IR_OP_input)
         return ax_sprintf(arena_of(k), "X%d", io_index(k, id, &output));
     if (n->op == IR_OP_param)
-        return ax_sprintf(arena_of(k), "((const float *)(P + %zu))", k->param_offset[id]);
+        return ax_sprintf(arena_of(k), "((const %s *)(P + %zu))", kernel_type(n->dtype), k->param_offset[id]);
     if (n->offset >= 0)
         return ax_sprintf(arena_of(k), "((%s *)(A + %lld))", kernel_type(n->dtype), (long long)n->offset);
     const int out = io_index(k, id, &output);
@@ -163,12 +212,12 @@ static const char *ptr(const gk *k, int id)
     ax_die("cg_gpu: %%%d %s has no storage (not planned)", id, ir_ops[n->op].name);
 }
 
-/* Operand i of n at element index idx (a literal for a scalar). */
+/* Operand i of n at element index idx as a float (a literal for a scalar). */
 static const char *elem(const gk *k, const ir_node *n, int i, const char *idx)
 {
     const ir_node *s = node_at(k, n->src[i]);
-    if (s->op == IR_OP_scalar) return flit(k, s->attrs.scalar);
-    return ax_sprintf(arena_of(k), "%s[%s]", ptr(k, n->src[i]), idx);
+    if (s->op == IR_OP_scalar) return dlit(k, s->dtype, s->attrs.scalar);
+    return to_float(k, s->dtype, ax_sprintf(arena_of(k), "%s[%s]", ptr(k, n->src[i]), idx));
 }
 
 static bool has_operand(const ir_node *n, int i)
@@ -216,7 +265,7 @@ static void epilogue(gk *k, const ir_node *n, const char *o)
         ax_buf_printf(k->src, "    v = v + %s;\n", elem(k, n, n->attrs.residual, o));
     if (n->attrs.act != IR_NONE && ir_ops[n->op].flags & IR_EPILOGUE)
         ax_buf_printf(k->src, "    v = %s;\n",
-                      cg_unary_text(arena_of(k), n->attrs.act, "v", AXRT_F32, n->attrs.alpha));
+                      cg_unary_text(arena_of(k), n->attrs.act, "v", AXRT_F32, rounded(n->dtype, n->attrs.alpha)));
 }
 
 /* One thread per element of n: "o" is the element, declared and bounded. */
@@ -272,10 +321,10 @@ static void emit_fused(gk *k, const ir_node *n)
             arg[a] = st->arg[a] >= 0 ? ax_sprintf(arena_of(k), "t%d", st->arg[a])
                                      : ax_sprintf(arena_of(k), "a%d", IR_FUSED_OPERAND_INDEX(st->arg[a]));
         ax_buf_printf(k->src, "    const float t%d = ", s);
-        if (st->op == IR_OP_scalar) ax_buf_puts(k->src, flit(k, st->value));
+        if (st->op == IR_OP_scalar) ax_buf_puts(k->src, dlit(k, n->dtype, st->value));
         else if (ir_ops[st->op].kind == IR_BINARY)
             ax_buf_puts(k->src, cg_binary_text(arena_of(k), st->op, arg[0], arg[1], AXRT_F32));
-        else ax_buf_puts(k->src, cg_unary_text(arena_of(k), st->op, arg[0], AXRT_F32, st->value));
+        else ax_buf_puts(k->src, cg_unary_text(arena_of(k), st->op, arg[0], AXRT_F32, rounded(n->dtype, st->value)));
         ax_buf_puts(k->src, ";\n");
     }
     ax_buf_printf(k->src, "    float v = t%d;\n", n->attrs.nsteps - 1);
@@ -287,9 +336,9 @@ static void emit_unary(gk *k, const ir_node *n)
     begin_elementwise(k, n, ir_ops[n->op].name);
     const char *x = elem(k, n, 0, "o");
     if (n->op == IR_OP_cast)
-        ax_buf_printf(k->src, "    float v = %s;\n", to_float(k, node_at(k, n->src[0])->dtype, x));
+        ax_buf_printf(k->src, "    float v = %s;\n", x); /* elem converted it */
     else ax_buf_printf(k->src, "    const float x = %s;\n    float v = %s;\n", x,
-                       cg_unary_text(arena_of(k), n->op, "x", AXRT_F32, n->attrs.alpha));
+                       cg_unary_text(arena_of(k), n->op, "x", AXRT_F32, rounded(n->dtype, n->attrs.alpha)));
     end_elementwise(k, n);
 }
 
@@ -440,8 +489,8 @@ static void emit_upsample(gk *k, const ir_node *n)
                   (long long)(C * OW * OH));
     upsample_source(k, "y", H, n->attrs.scale[0], n->attrs.mode);
     upsample_source(k, "x", W, n->attrs.scale[1], n->attrs.mode);
-    ax_buf_printf(k->src, "    const float *r0 = %s + (b * %lldLL + y0) * %lldLL, *r1 = %s + (b * %lldLL + y1) * %lldLL;\n",
-                  ptr(k, n->src[0]), (long long)H, (long long)(W * C), ptr(k, n->src[0]), (long long)H,
+    ax_buf_printf(k->src, "    const %s *r0 = %s + (b * %lldLL + y0) * %lldLL, *r1 = %s + (b * %lldLL + y1) * %lldLL;\n",
+                  type_of(k, n->src[0]), ptr(k, n->src[0]), (long long)H, (long long)(W * C), ptr(k, n->src[0]), (long long)H,
                   (long long)(W * C));
     if (n->attrs.mode == 0)
         ax_buf_printf(k->src, "    float v = r0[x0 * %lldLL + c];\n    (void)r1; (void)xf; (void)yf;\n", (long long)C);
@@ -467,11 +516,11 @@ static void emit_reduce(gk *k, const ir_node *n)
     const int kind = n->op == IR_OP_maximum ? 1 : n->op == IR_OP_minimum ? 2 : n->op == IR_OP_prod ? 3 : 0;
     begin_elementwise(k, n, ir_ops[n->op].name);
     ax_buf_printf(k->src,
-                  "    const float *x = %s + (o / %lldLL) * %lldLL + o %% %lldLL;\n"
+                  "    const %s *x = %s + (o / %lldLL) * %lldLL + o %% %lldLL;\n"
                   "    float acc = %s;\n"
                   "    for (long long j = 0; j < %lldLL; j++) { const float e = x[j * %lldLL]; %s; }\n"
                   "    float v = acc%s;\n",
-                  ptr(k, n->src[0]), (long long)inner, (long long)(len * inner), (long long)inner,
+                  type_of(k, n->src[0]), ptr(k, n->src[0]), (long long)inner, (long long)(len * inner), (long long)inner,
                   init[kind], (long long)len, (long long)inner, step[kind],
                   n->op == IR_OP_mean ? ax_sprintf(arena_of(k), " / %s", flit(k, (double)len)) : "");
     end_elementwise(k, n);
@@ -486,12 +535,12 @@ static void emit_argmax(gk *k, const ir_node *n)
     const int64_t len = x->shape[axis], inner = product(x->shape, axis + 1, x->rank);
     begin_elementwise(k, n, "argmax");
     ax_buf_printf(k->src,
-                  "    const float *x = %s + (o / %lldLL) * %lldLL + o %% %lldLL;\n"
+                  "    const %s *x = %s + (o / %lldLL) * %lldLL + o %% %lldLL;\n"
                   "    float best = x[0];\n    long long v = 0;\n"
                   "    for (long long j = 1; j < %lldLL && best == best; j++) {\n"
                   "        const float e = x[j * %lldLL];\n"
                   "        if (e > best || e != e) { best = e; v = j; }\n    }\n",
-                  ptr(k, n->src[0]), (long long)inner, (long long)(len * inner), (long long)inner,
+                  type_of(k, n->src[0]), ptr(k, n->src[0]), (long long)inner, (long long)(len * inner), (long long)inner,
                   (long long)len, (long long)inner);
     end_elementwise(k, n);
 }
@@ -520,11 +569,11 @@ static void emit_softmax(gk *k, const ir_node *n)
     ax_buf_printf(k->src,
                   "    __shared__ float rm[%d], rs[%d];\n"
                   "    const long long row = blockIdx.x, base = (row / %lldLL) * %lldLL + row %% %lldLL;\n"
-                  "    const float *x = %s + base;\n    float *y = %s + base;\n"
+                  "    const %s *x = %s + base;\n    %s *y = %s + base;\n"
                   "    float m = -AXK_INF, s = 0.0f;\n"
                   "    for (long long j = threadIdx.x; j < %lldLL; j += %d) {\n"
                   "        const float e = x[j * %lldLL];\n"
-                  "        if (e > m) { s = s * expf(m - e) + 1.0f; m = e; } else s += expf(e - m);\n    }\n"
+                  "        if (e > m) { s = s * expf(m - e) + 1.0f; m = e; } else if (e != -AXK_INF) s += expf(e - m);\n    }\n"
                   "    rm[threadIdx.x] = m; rs[threadIdx.x] = s;\n    __syncthreads();\n"
                   "    for (int h = %d; h > 0; h >>= 1) {\n"
                   "        if ((int)threadIdx.x < h) {\n"
@@ -534,7 +583,8 @@ static void emit_softmax(gk *k, const ir_node *n)
                   "            rm[threadIdx.x] = mm;\n        }\n        __syncthreads();\n    }\n"
                   "    const float mx = rm[0], sum = rs[0];\n",
                   BLOCK, BLOCK, (long long)inner, (long long)(len * inner), (long long)inner,
-                  ptr(k, n->src[0]), ptr(k, id), (long long)len, BLOCK, (long long)inner, BLOCK / 2);
+                  type_of(k, n->src[0]), ptr(k, n->src[0]), type_of(k, id), ptr(k, id), (long long)len, BLOCK,
+                  (long long)inner, BLOCK / 2);
     const char *x_j = ax_sprintf(arena_of(k), "x[j * %lldLL]", (long long)inner);
     ax_buf_printf(k->src, "    for (long long j = threadIdx.x; j < %lldLL; j += %d)\n        y[j * %lldLL] = %s;\n}\n",
                   (long long)len, BLOCK, (long long)inner,
@@ -553,10 +603,10 @@ static void emit_layernorm(gk *k, const ir_node *n)
     ax_buf_printf(k->src,
                   "    __shared__ float red[%d];\n"
                   "    const long long row = blockIdx.x;\n"
-                  "    const float *x = %s + row * %lldLL;\n"
+                  "    const %s *x = %s + row * %lldLL;\n"
                   "    float acc = 0.0f;\n"
                   "    for (long long j = threadIdx.x; j < %lldLL; j += %d) acc += x[j];\n",
-                  BLOCK, ptr(k, n->src[0]), (long long)len, (long long)len, BLOCK);
+                  BLOCK, type_of(k, n->src[0]), ptr(k, n->src[0]), (long long)len, (long long)len, BLOCK);
     block_sum(k, "total", "acc");
     ax_buf_printf(k->src, "    const float mean = total / %s;\n    acc = 0.0f;\n"
                           "    for (long long j = threadIdx.x; j < %lldLL; j += %d) { const float d = x[j] - mean; acc += d * d; }\n",
@@ -566,7 +616,7 @@ static void emit_layernorm(gk *k, const ir_node *n)
                           "    for (long long j = threadIdx.x; j < %lldLL; j += %d) {\n"
                           "        const long long o = row * %lldLL + j;\n"
                           "        float v = (x[j] - mean) * inv * %s[j] + %s[j];\n",
-                  flit(k, (double)len), flit(k, n->attrs.eps), (long long)len, BLOCK, (long long)len,
+                  flit(k, (double)len), dlit(k, n->dtype, n->attrs.eps), (long long)len, BLOCK, (long long)len,
                   ptr(k, n->src[1]), ptr(k, n->src[2]));
     epilogue(k, n, "o");
     ax_buf_printf(k->src, "        %s[o] = v;\n    }\n}\n", ptr(k, id));
@@ -587,11 +637,12 @@ static void emit_groupnorm(gk *k, const ir_node *n)
     ax_buf_printf(k->src,
                   "    __shared__ float red[%d];\n"
                   "    const long long g = blockIdx.x %% %d, base = (blockIdx.x / %d) * %lldLL + g * %lldLL;\n"
-                  "    const float *x = %s + base;\n    float *y = %s + base;\n"
+                  "    const %s *x = %s + base;\n    %s *y = %s + base;\n"
                   "#define AXK_AT(j) (((j) / %lldLL) * %lldLL + (j) %% %lldLL)\n"
                   "    float acc = 0.0f;\n"
                   "    for (long long j = threadIdx.x; j < %lldLL; j += %d) acc += x[AXK_AT(j)];\n",
-                  BLOCK, groups, groups, (long long)(spatial * C), (long long)cg, ptr(k, n->src[0]), ptr(k, id),
+                  BLOCK, groups, groups, (long long)(spatial * C), (long long)cg, type_of(k, n->src[0]),
+                  ptr(k, n->src[0]), type_of(k, id), ptr(k, id),
                   (long long)cg, (long long)C, (long long)cg, (long long)count, BLOCK);
     block_sum(k, "total", "acc");
     ax_buf_printf(k->src, "    const float mean = total / %s;\n    acc = 0.0f;\n"
@@ -603,7 +654,7 @@ static void emit_groupnorm(gk *k, const ir_node *n)
                           "        const long long ch = g * %lldLL + j %% %lldLL;\n"
                           "        y[AXK_AT(j)] = (x[AXK_AT(j)] - mean) * inv * %s + %s;\n    }\n"
                           "#undef AXK_AT\n}\n",
-                  flit(k, (double)count), flit(k, n->attrs.eps), (long long)count, BLOCK, (long long)cg,
+                  flit(k, (double)count), dlit(k, n->dtype, n->attrs.eps), (long long)count, BLOCK, (long long)cg,
                   (long long)cg,
                   has_operand(n, 1) ? ax_sprintf(arena_of(k), "%s[ch]", ptr(k, n->src[1])) : "1.0f",
                   has_operand(n, 2) ? ax_sprintf(arena_of(k), "%s[ch]", ptr(k, n->src[2])) : "0.0f");
@@ -629,8 +680,8 @@ static void emit_conv_transpose(gk *k, const ir_node *n)
                   "        for (int kx = 0; kx < %lld; kx++) {\n"
                   "            const long long tx = ox + %d - kx * %d;\n"
                   "            if (tx < 0 || tx %% %d != 0 || tx / %d >= %lldLL) continue;\n"
-                  "            const float *xp = %s + ((b * %lldLL + ty / %d) * %lldLL + tx / %d) * %lldLL + g * %lldLL;\n"
-                  "            const float *wp = %s + ((g * %lldLL * %lldLL + oi) * %lldLL + ky) * %lldLL + kx;\n"
+                  "            const %s *xp = %s + ((b * %lldLL + ty / %d) * %lldLL + tx / %d) * %lldLL + g * %lldLL;\n"
+                  "            const %s *wp = %s + ((g * %lldLL * %lldLL + oi) * %lldLL + ky) * %lldLL + kx;\n"
                   "            for (int ci = 0; ci < %lld; ci++) v = fmaf(xp[ci], wp[ci * %lldLL], v);\n"
                   "        }\n    }\n",
                   (long long)OC, (long long)OC, (long long)OW, (long long)(OC * OW), (long long)OH,
@@ -638,8 +689,8 @@ static void emit_conv_transpose(gk *k, const ir_node *n)
                   has_operand(n, 2) ? ax_sprintf(arena_of(k), "%s[oc]", ptr(k, n->src[2])) : "0.0f",
                   (long long)KH, at->pad[0], at->dilation[0], at->stride[0], at->stride[0], (long long)H,
                   (long long)KW, at->pad[1], at->dilation[1], at->stride[1], at->stride[1], (long long)W,
-                  ptr(k, n->src[0]), (long long)H, at->stride[0], (long long)W, at->stride[1], (long long)C,
-                  (long long)cg, ptr(k, n->src[1]), (long long)cg, (long long)og, (long long)KH, (long long)KW,
+                  type_of(k, n->src[0]), ptr(k, n->src[0]), (long long)H, at->stride[0], (long long)W, at->stride[1],
+                  (long long)C, (long long)cg, type_of(k, n->src[1]), ptr(k, n->src[1]), (long long)cg, (long long)og, (long long)KH, (long long)KW,
                   (long long)cg, (long long)(og * KH * KW));
     end_elementwise(k, n);
 }
@@ -651,7 +702,7 @@ static void emit_batchnorm(gk *k, const ir_node *n)
     ax_buf_printf(k->src, "    const long long ch = o %% %lldLL;\n"
                           "    float v = (%s[o] - %s[ch]) / sqrtf(%s[ch] + %s) * %s[ch] + %s[ch];\n",
                   (long long)c, ptr(k, n->src[0]), ptr(k, n->src[3]), ptr(k, n->src[4]),
-                  flit(k, n->attrs.eps), ptr(k, n->src[1]), ptr(k, n->src[2]));
+                  dlit(k, n->dtype, n->attrs.eps), ptr(k, n->src[1]), ptr(k, n->src[2]));
     end_elementwise(k, n);
 }
 
@@ -791,8 +842,8 @@ static void emit_conv_direct(gk *k, const ir_node *n)
     ax_buf_printf(k->src,
                   "    const long long oc = o %% %lldLL, ow = (o / %lldLL) %% %lldLL, oh = (o / %lldLL) %% %lldLL, b = o / %lldLL;\n"
                   "    const long long g = oc / %lldLL;\n"
-                  "    const float *xb = %s + b * %lldLL + g * %lldLL;\n"
-                  "    const float *wo = %s + oc * %lldLL;\n"
+                  "    const %s *xb = %s + b * %lldLL + g * %lldLL;\n"
+                  "    const %s *wo = %s + oc * %lldLL;\n"
                   "    float v = %s;\n"
                   "    for (int kh = 0; kh < %lld; kh++) {\n"
                   "        const long long ih = oh * %d - %d + kh * %d;\n"
@@ -800,16 +851,17 @@ static void emit_conv_direct(gk *k, const ir_node *n)
                   "        for (int kw = 0; kw < %lld; kw++) {\n"
                   "            const long long iw = ow * %d - %d + kw * %d;\n"
                   "            if (iw < 0 || iw >= %lldLL) continue;\n"
-                  "            const float *xp = xb + (ih * %lldLL + iw) * %lldLL;\n"
+                  "            const %s *xp = xb + (ih * %lldLL + iw) * %lldLL;\n"
                   "            for (int ci = 0; ci < %lld; ci++) v = fmaf(xp[ci], wo[(ci * %lldLL + kh) * %lldLL + kw], v);\n"
                   "        }\n    }\n",
                   (long long)OC, (long long)OC, (long long)OW, (long long)(OC * OW), (long long)OH,
-                  (long long)(OC * OW * OH), (long long)ocg, ptr(k, n->src[0]), (long long)(H * W * C),
-                  (long long)cig, ptr(k, n->src[1]), (long long)(cig * KH * KW),
+                  (long long)(OC * OW * OH), (long long)ocg, type_of(k, n->src[0]), ptr(k, n->src[0]),
+                  (long long)(H * W * C), (long long)cig, type_of(k, n->src[1]), ptr(k, n->src[1]),
+                  (long long)(cig * KH * KW),
                   has_operand(n, 2) ? ax_sprintf(arena_of(k), "%s[oc]", ptr(k, n->src[2])) : "0.0f",
                   (long long)KH, at->stride[0], at->pad[0], at->dilation[0], (long long)H, (long long)KW,
-                  at->stride[1], at->pad[1], at->dilation[1], (long long)W, (long long)W, (long long)C,
-                  (long long)cig, (long long)KH, (long long)KW);
+                  at->stride[1], at->pad[1], at->dilation[1], (long long)W, type_of(k, n->src[0]), (long long)W,
+                  (long long)C, (long long)cig, (long long)KH, (long long)KW);
     end_elementwise(k, n);
 }
 
@@ -831,21 +883,21 @@ static void emit_conv_gemm(gk *k, const ir_node *n)
     const char *gather = ax_sprintf(arena_of(k), "%s_k%d_a", k->g->name, id);
     ax_buf_printf(k->src,
                   "\n/* %%%d conv: A(m, kk) of the implicit GEMM, gathered from the NHWC input */\n"
-                  "__device__ inline float %s(const float *x, long long m, long long kk)\n{\n"
+                  "__device__ inline float %s(const %s *x, long long m, long long kk)\n{\n"
                   "    const long long ci = kk %% %lldLL, t = kk / %lldLL, kw = t %% %lldLL, kh = t / %lldLL;\n"
                   "    const long long ow = m %% %lldLL, oh = (m / %lldLL) %% %lldLL, b = m / %lldLL;\n"
                   "    const long long ih = oh * %d - %d + kh * %d, iw = ow * %d - %d + kw * %d;\n"
                   "    if (ih < 0 || ih >= %lldLL || iw < 0 || iw >= %lldLL) return 0.0f;\n"
                   "    return x[((b * %lldLL + ih) * %lldLL + iw) * %lldLL + ci];\n}\n",
-                  id, gather, (long long)cig, (long long)cig, (long long)KW, (long long)KW, (long long)OW,
+                  id, gather, type_of(k, n->src[0]), (long long)cig, (long long)cig, (long long)KW, (long long)KW, (long long)OW,
                   (long long)OW, (long long)OH, (long long)(OW * OH), at->stride[0], at->pad[0],
                   at->dilation[0], at->stride[1], at->pad[1], at->dilation[1], (long long)H, (long long)W,
                   (long long)H, (long long)W, (long long)C);
     begin_kernel(k, id, "conv (implicit GEMM)");
     ax_buf_printf(k->src,
                   "    const long long g = blockIdx.z, cbase = g * %lldLL;\n"
-                  "    const float *xg = %s + g * %lldLL;\n",
-                  (long long)ocg, ptr(k, n->src[0]), (long long)cig);
+                  "    const %s *xg = %s + g * %lldLL;\n",
+                  (long long)ocg, type_of(k, n->src[0]), ptr(k, n->src[0]), (long long)cig);
     const gemm_shape s = {n->shape[0] * OH * OW, ocg, K, at->groups,
                           ax_sprintf(arena_of(k), "%s(xg, m, kk)", gather),
                           ax_sprintf(arena_of(k), "%s[(cbase + n) * %lldLL + kk %% %lldLL * %lldLL + kk / %lldLL]",
@@ -932,14 +984,16 @@ static mha_dims mha_dims_of(const ir_graph *g, const ir_node *n)
 }
 
 /* Scratch: the projected q [batch*lq, d], k and v [batch*lk, d], the heads
- * [batch*lq, d], and over MHA_MAX_KEYS keys the scores [batch*heads*lq, lk]. */
+ * [batch*lq, d] in the node's dtype (rounded there, as the C target's
+ * scratch is), and over MHA_MAX_KEYS keys the Float32 scores
+ * [batch*heads*lq, lk] (an even element count before them: 4-byte aligned). */
 static const char *mha_part(const gk *k, const ir_node *n, int part)
 {
     const mha_dims m = mha_dims_of(k->g, n);
     const int64_t starts[5] = {0, m.batch * m.lq * m.d, m.batch * (m.lq + m.lk) * m.d,
                                m.batch * (m.lq + 2 * m.lk) * m.d, m.batch * (2 * m.lq + 2 * m.lk) * m.d};
-    return ax_sprintf(arena_of(k), "((float *)(A + %lld))",
-                      (long long)(n->scratch_offset + 4 * starts[part]));
+    return ax_sprintf(arena_of(k), "((%s *)(A + %lld))", part == 4 ? "float" : kernel_type(n->dtype),
+                      (long long)(n->scratch_offset + (int64_t)axrt_dtype_size(n->dtype) * starts[part]));
 }
 
 /* x [rows, d] times rows [w_row0, w_row0 + d) of w, plus the bias's same rows. */
@@ -972,9 +1026,9 @@ static void emit_attend(gk *k, const ir_node *n)
     else ax_buf_printf(k->src, "    __shared__ float sc[%lld], red[%d];\n", (long long)m.lk, BLOCK);
     ax_buf_printf(k->src,
                   "    const long long row = blockIdx.x, i = row %% %lldLL, h = (row / %lldLL) %% %d, b = row / %lldLL;\n"
-                  "    const float *q = %s + (b * %lldLL + i) * %lldLL + h * %lldLL;\n"
-                  "    const float *kb = %s + b * %lldLL * %lldLL + h * %lldLL;\n"
-                  "    const float *vb = %s + b * %lldLL * %lldLL + h * %lldLL;\n"
+                  "    const %s *q = %s + (b * %lldLL + i) * %lldLL + h * %lldLL;\n"
+                  "    const %s *kb = %s + b * %lldLL * %lldLL + h * %lldLL;\n"
+                  "    const %s *vb = %s + b * %lldLL * %lldLL + h * %lldLL;\n"
                   "    float mx = -AXK_INF;\n"
                   "    for (long long j = threadIdx.x; j < %lldLL; j += %d) {\n"
                   "        float acc = 0.0f;\n"
@@ -988,9 +1042,9 @@ static void emit_attend(gk *k, const ir_node *n)
                   "    mx = red[0];\n    __syncthreads();\n    float acc = 0.0f;\n"
                   "    for (long long j = threadIdx.x; j < %lldLL; j += %d) { sc[j] = expf(sc[j] - mx); acc += sc[j]; }\n",
                   (long long)m.lq, (long long)m.lq, n->attrs.heads,
-                  (long long)(m.lq * n->attrs.heads), mha_part(k, n, 0), (long long)m.lq, (long long)m.d,
-                  (long long)m.hd, mha_part(k, n, 1), (long long)m.lk, (long long)m.d, (long long)m.hd,
-                  mha_part(k, n, 2), (long long)m.lk, (long long)m.d, (long long)m.hd, (long long)m.lk, BLOCK,
+                  (long long)(m.lq * n->attrs.heads), kernel_type(n->dtype), mha_part(k, n, 0), (long long)m.lq,
+                  (long long)m.d, (long long)m.hd, kernel_type(n->dtype), mha_part(k, n, 1), (long long)m.lk,
+                  (long long)m.d, (long long)m.hd, kernel_type(n->dtype), mha_part(k, n, 2), (long long)m.lk, (long long)m.d, (long long)m.hd, (long long)m.lk, BLOCK,
                   (long long)m.hd, (long long)m.d,
                   ax_sprintf(arena_of(k), "%s%s ? -AXK_INF : acc * %s", n->attrs.causal ? "j > i" : "false",
                              masked ? ax_sprintf(arena_of(k), " || %s[b * %lldLL + j] == 0.0f", ptr(k, n->src[7]),
@@ -999,12 +1053,13 @@ static void emit_attend(gk *k, const ir_node *n)
                   BLOCK / 2, (long long)m.lk, BLOCK);
     block_sum(k, "sum", "acc");
     ax_buf_printf(k->src,
-                  "    float *out = %s + (b * %lldLL + i) * %lldLL + h * %lldLL;\n"
+                  "    %s *out = %s + (b * %lldLL + i) * %lldLL + h * %lldLL;\n"
                   "    for (int e = threadIdx.x; e < %lld; e += %d) {\n"
                   "        float o = 0.0f;\n"
                   "        for (long long j = 0; j < %lldLL; j++) o = fmaf(sc[j] / sum, vb[j * %lldLL + e], o);\n"
                   "        out[e] = o;\n    }\n}\n",
-                  mha_part(k, n, 3), (long long)m.lq, (long long)m.d, (long long)m.hd, (long long)m.hd, BLOCK,
+                  kernel_type(n->dtype), mha_part(k, n, 3), (long long)m.lq, (long long)m.d, (long long)m.hd,
+                  (long long)m.hd, BLOCK,
                   (long long)m.lk, (long long)m.d);
     launch(k, m.batch * n->attrs.heads * m.lq, 1, 1, BLOCK);
 }
@@ -1092,19 +1147,28 @@ static void emit_output_copies(gk *k)
     }
 }
 
-/* Everything is Float32 on the device but the inputs that a cast converts
- * or an embedding reads as indices, and argmax's Int64 indices (reshaped,
- * converted, read as indices or output): the dtype n or one of its operands
- * has where that does not hold, or NULL. */
+/* The dtypes the device stores values in: Float32, and Float16/BFloat16
+ * (axk_half/axk_bhalf, read as float) for half models. */
+static bool device_float(axrt_dtype t)
+{
+    return t == AXRT_F32 || t == AXRT_F16 || t == AXRT_BF16;
+}
+
+/* Every value on the device is of a device_float type but the inputs (and
+ * parameters, such as an unrolled RNN's Float64 constants) that a cast
+ * converts or an embedding reads as indices, and argmax's Int64 indices
+ * (reshaped, converted, read as indices or output): the dtype n or one of
+ * its operands has where that does not hold, or NULL. */
 static const char *unsupported_dtype(const ir_graph *g, const ir_node *n)
 {
     const bool indices = n->dtype == AXRT_I64 && (n->op == IR_OP_argmax || n->op == IR_OP_reshape);
-    if (n->dtype != AXRT_F32 && !indices && (n->op != IR_OP_input || ir_is_output(g, (int)(n - g->nodes))))
+    const bool source = n->op == IR_OP_input || n->op == IR_OP_param;
+    if (!device_float(n->dtype) && !indices && (!source || ir_is_output(g, (int)(n - g->nodes))))
         return ir_dtype_name(n->dtype);
     for (int i = 0; i < n->nsrc; i++) {
         const axrt_dtype t = n->src[i] == IR_NONE ? AXRT_F32 : g->nodes[n->src[i]].dtype;
         const bool converts = i == 0 && (n->op == IR_OP_cast || n->op == IR_OP_embedding || indices);
-        if (t != AXRT_F32 && !converts) return ir_dtype_name(t);
+        if (!device_float(t) && !converts) return ir_dtype_name(t);
     }
     return NULL;
 }
@@ -1112,9 +1176,9 @@ static const char *unsupported_dtype(const ir_graph *g, const ir_node *n)
 /* Reports what the GPU back end cannot emit; returns the number of errors. */
 static int check_supported(const ir_graph *g, const gpu_dialect *dl)
 {
-    if (g->dtype != AXRT_F32) {
-        ax_error(g->ctx, g->loc, "the %s target computes in Float32, not %s (model '%s')", dl->name,
-                 ir_dtype_name(g->dtype), g->name);
+    if (!device_float(g->dtype)) {
+        ax_error(g->ctx, g->loc, "the %s target computes in Float32, Float16 or BFloat16, not %s (model '%s')",
+                 dl->name, ir_dtype_name(g->dtype), g->name);
         return 1;
     }
     if (g->ninputs + g->noutputs > 32 || g->ninputs < 1 || g->noutputs < 1) {
@@ -1416,7 +1480,7 @@ size_t cg_gpu_scratch_bytes(const ir_node *n, const ir_graph *g)
     if (n->op != IR_OP_mha) return 0;
     const mha_dims m = mha_dims_of(g, n);
     const int64_t scores = m.lk > MHA_MAX_KEYS ? m.batch * n->attrs.heads * m.lq * m.lk : 0;
-    return (size_t)(2 * m.batch * (m.lq + m.lk) * m.d + scores) * sizeof(float);
+    return (size_t)(2 * m.batch * (m.lq + m.lk) * m.d) * axrt_dtype_size(n->dtype) + (size_t)scores * sizeof(float);
 }
 
 bool cg_gpu_can_inplace(const ir_node *n, const ir_graph *g, int k)

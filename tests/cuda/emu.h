@@ -16,6 +16,8 @@ extern pthread_barrier_t axk_barrier;
 #define __shared__ static
 static inline void __syncthreads(void) { pthread_barrier_wait(&axk_barrier); }
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, sizeof f); return f; }
+static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, sizeof f); return f; }
+static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, sizeof u); return u; }
 /* The tensor-core GEMM (AXRT_GPU_MATH=bf16) on the CPU: compiled with
  * -DAXK_EMU_MMA the kernels take their sm_80 path, each m16n8k16 mma.sync
  * computed by axk_mma_emu (emu_rt.cpp) from the warp's fragments as the
@@ -25,5 +27,4 @@ void axk_mma_emu(float *d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, u
 #define __CUDA_ARCH__ 800
 #define AXK_MMA_BF16 1
 #define AXK_MMA_16816(d, a0, a1, a2, a3, b0, b1) axk_mma_emu(d, a0, a1, a2, a3, b0, b1)
-static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, sizeof u); return u; }
 #endif

@@ -90,13 +90,14 @@ input_specs() {
 emu_objs() {
     g++ -O1 -std=c++17 -I"$inc" -c "$here/emu_rt.cpp" -o "$work/emu_rt.o" 2>"$work/emu.err"
 }
-emulate() {
-    local f=$1 b d name
+emulate() { # MODEL [DTYPE TOLERANCE]: with a dtype, both targets compile the model at it
+    local f=$1 dt=${2:-} tol=${3:-1e-4} b d name t=emu opt=
     b=$(basename "$f" .ax); d=$work/$b
     name=$(sed -n 's/^extern const axrt_gpu_model \(.*\)_gpu_model;/\1/p' "$d/m.h" | head -1)
-    "$axc" --seed=0 "$f" --model="$name" -o "$d/ref.c" 2>/dev/null &&
-    "$axc" --seed=0 --target=cuda "$f" --model="$name" -o "$d/gpu.c" 2>/dev/null &&
-    "$axc" --seed=0 --target=cuda "$f" --model="$name" -o "$d/k.cu" 2>/dev/null || { fail "emu/$b" "axc failed"; return; }
+    if [ -n "$dt" ]; then t=emu-$dt; opt=--dtype=$dt; d=$d/$dt; mkdir -p "$d"; fi
+    "$axc" --seed=0 $opt "$f" --model="$name" -o "$d/ref.c" 2>/dev/null &&
+    "$axc" --seed=0 $opt --target=cuda "$f" --model="$name" -o "$d/gpu.c" 2>/dev/null &&
+    "$axc" --seed=0 $opt --target=cuda "$f" --model="$name" -o "$d/k.cu" 2>/dev/null || { fail "$t/$b" "axc failed"; return; }
     { cat "$d/k.cu"; echo 'struct axk_entry { const char *name; void *fn; };'
       echo 'axk_entry axk_table[] = {'
       grep -o '^AXK [A-Za-z0-9_]*' "$d/k.cu" | sed 's/AXK \(.*\)/    {"\1", (void *)\1},/'
@@ -106,24 +107,87 @@ emulate() {
            "$cc" -O1 -I"$inc" -D"${name}_forward=gpu_${name}_forward" -D"${name}_model=gpu_${name}_model" -c "$d/gpu.c" -o "$d/gpu.o" &&
            "$cc" -O1 -I"$inc" -DMODEL="$name" -c "$here/compare.c" -o "$d/cmp.o" &&
            g++ -o "$d/cmp" "$d/cmp.o" "$d/ref.o" "$d/gpu.o" "$d/kt.o" "$work/emu_rt.o" "$build/lib/libaxrt.a" -lpthread -lm; } >"$d/build" 2>&1; then
-        fail "emu/$b" "build failed:"; tail_of "$d/build"; return
+        fail "$t/$b" "build failed:"; tail_of "$d/build"; return
     fi
-    if timeout 120 "$d/cmp" 1e-4 $(input_specs "$f") >"$d/out" 2>&1; then pass "emu/$b ($(cat "$d/out"))"
-    else fail "emu/$b" "does not match the C target within 1e-4:"; tail_of "$d/out"; fi
-    [[ $mma_models == *" $b "* ]] && emulate_mma "$f"
+    if timeout 120 "$d/cmp" $tol $(input_specs "$f") >"$d/out" 2>&1; then pass "$t/$b ($(cat "$d/out"))"
+    else fail "$t/$b" "does not match the C target within $tol:"; tail_of "$d/out"; fi
+    [[ $mma_models == *" $b "* ]] && emulate_mma "$f" "$dt"
 }
 
 # the same with the GEMMs on the tensor-core path (AXRT_GPU_MATH=bf16, sm_80),
 # each mma.sync emulated (emu.h AXK_EMU_MMA): BFloat16 operands, so within 3e-2
-emulate_mma() {
-    local f=$1 b d
+# (a half model's tiles are its half values widened, then rounded to
+# BFloat16: 3e-2 of the output's scale, its storage's rounding on top)
+emulate_mma() { # MODEL [DTYPE]
+    local f=$1 dt=${2:-} b d t=emu-mma tol=3e-2
     b=$(basename "$f" .ax); d=$work/$b
+    [ -n "$dt" ] && { d=$d/$dt; t=emu-mma-$dt; tol=scale:$(awk -v h="$(half_tol "$b" "$dt")" 'BEGIN { sub("scale:", "", h); print 3e-2 + h }'); }
     if ! { g++ -O1 -w -std=c++17 -DAXK_EMU_MMA -include "$here/emu.h" -c "$d/kt.cpp" -o "$d/ktm.o" &&
            g++ -o "$d/cmpm" "$d/cmp.o" "$d/ref.o" "$d/gpu.o" "$d/ktm.o" "$work/emu_rt.o" "$build/lib/libaxrt.a" -lpthread -lm; } >"$d/buildm" 2>&1; then
-        fail "emu-mma/$b" "build failed:"; tail_of "$d/buildm"; return
+        fail "$t/$b" "build failed:"; tail_of "$d/buildm"; return
     fi
-    if timeout 120 "$d/cmpm" 3e-2 $(input_specs "$f") >"$d/outm" 2>&1; then pass "emu-mma/$b ($(cat "$d/outm"))"
-    else fail "emu-mma/$b" "does not match the C target within 3e-2:"; tail_of "$d/outm"; fi
+    if timeout 120 "$d/cmpm" $tol $(input_specs "$f") >"$d/outm" 2>&1; then pass "$t/$b ($(cat "$d/outm"))"
+    else fail "$t/$b" "does not match the C target within $tol:"; tail_of "$d/outm"; fi
+}
+
+# Float16/BFloat16 models (interface.md §7) on the GPU: parameters and the
+# activations between layers stored in the half type, every kernel reading
+# through a to-float conversion and storing through the C runtime's
+# round-to-nearest-even.  The kernels compile (host C, NVRTC+ptxas, hiprtc)
+# and run on the emulator against the C target at the same dtype.  Where the
+# targets fuse differently (the GPU applies residual and activation in the
+# GEMM's epilogue, the C target's half kernels round between them) and where
+# float sums run in another order, an intermediate may round one way on one
+# target and the other way on the other: one ulp (2u; u = 2^-11 for Float16,
+# 2^-8 for BFloat16), carried to the output.  So, as tests/half/run.py
+# argues, the difference measured against the output's scale (compare.c
+# scale:) stays below 2u(L+1), L the rounding stages on the longest path:
+# tests/half/run.py's STAGES for the examples, 3 for an op case (input
+# cast, the op, output cast).  half_rounding's single-step kernels round as
+# the C runtime does, bit for bit: tolerance 0.  The models (the small
+# examples, this suite's models/ and the op cases of each family: dense and
+# matmul, conv/batchnorm/pooling, normalisation, softmax and attention,
+# embedding, elementwise and broadcasts, data movement) keep the suite's
+# time within reach of the two CPUs CI has.
+half_models=" mlp r1_mlp_b1 r5_layernorm r6_softmax lenet5 mobilenetv2_block gpt_block
+ dense dense_chain matmul conv conv_depthwise conv_transpose batchnorm maxpool meanpool globalmeanpool
+ upsample layernorm groupnorm softmax log_softmax mha mha_mask embedding add_broadcast mul_broadcast
+ fused_chain gelu exp nan_propagation concat slice transpose chunk mean argmax "
+half_models=" $(echo $half_models) "
+half_stages() {
+    case $1 in
+    mlp|r1_mlp_b1) echo 4 ;; r5_layernorm|r6_softmax) echo 2 ;; lenet5) echo 12 ;;
+    mobilenetv2_block) echo 9 ;; gpt_block) echo 14 ;; gru_kws) echo 101 ;; *) echo 3 ;;
+    esac
+}
+half_tol() { # MODEL DTYPE: scale:2u(L+1)
+    [ "$1" = half_rounding ] && { echo 0; return; }
+    awk -v L="$(half_stages "$1")" -v u="$([ "$2" = Float16 ] && echo 4.8828125e-4 || echo 3.90625e-3)" \
+        'BEGIN { printf "scale:%.3g", 2 * u * (L + 1) }'
+}
+# the half model's host C, PTX (sm_80) and HSACO build as the Float32 one's
+check_half() {
+    local f=$1 dt=$2 b d
+    b=$(basename "$f" .ax); d=$work/$b/$dt; mkdir -p "$d"
+    if ! "$axc" --seed=0 --dtype=$dt "$f" -o "$d/c.c" 2>"$d/err"; then
+        skip "$dt/$b (the c target refuses it at $dt: $(grep -o 'error: .*' "$d/err" | head -1))"; return 1
+    fi
+    if ! "$axc" --seed=0 --dtype=$dt --target=cuda "$f" -o "$d/m.c" 2>"$d/err"; then
+        fail "host-$dt/$b" "axc --target=cuda --dtype=$dt failed:"; tail_of "$d/err"; return 1
+    fi
+    if "$cc" -std=c99 -Wall -Wextra -Wpedantic -Werror -I"$inc" -c "$d/m.c" -o "$d/m.o" 2>"$d/cc"; then pass "host-$dt/$b"
+    else fail "host-$dt/$b" "the host C does not build warning-free:"; tail_of "$d/cc"; fi
+    if [ -z "$have_nvrtc" ]; then skip "ptx-$dt/$b (no NVRTC)"
+    elif ! "$axc" --seed=0 --dtype=$dt --target=cuda --emit=ptx --arch=sm_80 "$f" -o "$d/m.ptx" 2>"$d/err"; then
+        fail "ptx-$dt/$b" "NVRTC failed:"; tail_of "$d/err"
+    elif [ -n "$ptxas" ] && ! "$ptxas" -arch=sm_80 "$d/m.ptx" -o "$d/m.cubin" 2>"$d/ptxas"; then
+        fail "ptx-$dt/$b" "ptxas failed:"; tail_of "$d/ptxas"
+    else pass "ptx-$dt/$b"; fi
+    if [ -z "$have_hiprtc" ]; then skip "hsaco-$dt/$b (no hiprtc)"
+    elif "$axc" --seed=0 --dtype=$dt --target=hip --emit=hsaco --arch=gfx90a "$f" -o "$d/m.hsaco" 2>"$d/err" &&
+         [ "$(head -c 4 "$d/m.hsaco" | od -An -c | tr -d ' ')" = '177ELF' ]; then pass "hsaco-$dt/$b"
+    else fail "hsaco-$dt/$b" "hiprtc failed or wrote no ELF:"; tail_of "$d/err"; fi
+    return 0
 }
 
 command -v g++ >/dev/null && emu_objs || echo "SKIP: cuda emu (no g++)"
@@ -141,6 +205,10 @@ for f in "${models[@]}"; do
     check_model "$f" || continue
     case $f in */tests/ops/*|*/tests/cuda/models/*) ;; *) [[ $emu_models == *" $b "* ]] || continue ;; esac
     [ -e "$work/emu_rt.o" ] && emulate "$f"
+    case $f in */tests/cuda/models/*) ;; *) [[ $half_models == *" $b "* ]] || continue ;; esac
+    for dt in Float16 BFloat16; do
+        check_half "$f" $dt && [ -e "$work/emu_rt.o" ] && emulate "$f" $dt "$(half_tol "$b" $dt)"
+    done
 done
 
 # the tensor-core path's PTX (not run: no GPU here): AXRT_GPU_MATH=bf16 puts
