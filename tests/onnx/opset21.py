@@ -270,7 +270,10 @@ def main():
     rc = 0
     with tempfile.TemporaryDirectory() as d:
         for case in GOOD:
-            ok, why = run_good(axc, d, case)
+            try:
+                ok, why = run_good(axc, d, case)
+            except ValueError as e:   # an output of another shape than the reference's
+                ok, why = False, str(e)
             rc |= report(ok, f"onnx opset 18-21 {case.__name__}: matches the reference, generated C and interpreter", why)
         for case in BAD:
             ok, why = run_bad(axc, d, case)
