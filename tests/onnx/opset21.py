@@ -13,8 +13,8 @@ PyTorch or NumPy (mapping.py's run_good):
   and bias per group; 21: per channel)
 
 What these opsets add and axc does not map (antialias when downscaling, an
-axes attribute where axes became an input, Cast to float8, unknown mode
-names...) must be refused: exit 1, a located error naming the node, no
+axes attribute where axes became an input, Cast to float8, AveragePool
+dilations (19), unknown mode names...) must be refused: exit 1, a located error naming the node, no
 output file (mapping.py's run_bad).  Models are built with onnx.helper; the
 onnx package may predate these opsets (only the opset number is written)."""
 import os
@@ -257,6 +257,10 @@ BAD = [
         r"ONNX node 'gn' \(GroupNormalization\): num_groups 4 does not divide the 6 channels", 21,
         inputs=(("x", (1, 6, 3)),), outputs=(("y", (1, 6, 3)),),
         inits=[("w", np.ones(6, np.float32)), ("b", np.zeros(6, np.float32))]),
+    bad("averagepool_dilations_opset19", [helper.make_node("AveragePool", ["x"], ["y"], name="ap", kernel_shape=[2, 2],
+                                                            dilations=[2, 2])],
+        r"ONNX node 'ap' \(AveragePool\): unsupported: dilated pooling", 19,
+        inputs=(("x", (1, 1, 5, 5)),), outputs=(("y", (1, 1, 3, 3)),)),
     bad("opset22", [helper.make_node("Relu", ["x"], ["y"], name="r")],
         r"uses ONNX opset 22, which is unsupported: axc reads opsets up to 21", 22),
 ]
