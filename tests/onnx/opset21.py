@@ -2,7 +2,8 @@
 changed after opset 17, and the ops new in those opsets that the importer
 maps, each in a model of the opset that changed it, run through generated C
 (`axc run`) and the reference interpreter (`--interp`) and compared with
-PyTorch or NumPy (mapping.py's run_good):
+PyTorch or NumPy (mapping.py's run_good), then written back with --emit=ax
+and run again (run_as_ax: the same outputs, or a located refusal):
 
   Reduce*  axes as an optional input (18), noop_with_empty_axes
   Split    num_outputs (18), the last part smaller when uneven
@@ -25,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from mapping import model, rand, report, run_bad, run_good, t  # noqa: E402
+from mapping import model, rand, report, run_as_ax, run_bad, run_good, t  # noqa: E402
 
 try:
     import onnx
@@ -279,6 +280,11 @@ def main():
             except ValueError as e:   # an output of another shape than the reference's
                 ok, why = False, str(e)
             rc |= report(ok, f"onnx opset 18-21 {case.__name__}: matches the reference, generated C and interpreter", why)
+            try:
+                ok, what, why = run_as_ax(axc, d, case)
+            except ValueError as e:
+                ok, what, why = False, "", str(e)
+            rc |= report(ok, f"onnx opset 18-21 --emit=ax {case.__name__}: {what or 'written back as .ax'}", why)
         for case in BAD:
             ok, why = run_bad(axc, d, case)
             rc |= report(ok, f"onnx opset 18-21 {case.__name__}: exit 1, a located error, no output", why)
