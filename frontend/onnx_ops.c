@@ -2034,6 +2034,36 @@ static bool op_pad(ox_state *s)
     return set_node(s, 0, y, false);
 }
 
+/* CenterCropPad (opset 18): per axis (the axes attribute, else all) the
+ * centred slice of the target length when it is shorter, else zeros around
+ * the input, the odd one after (onnx's reference). */
+static bool op_center_crop_pad(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0), *sv = IN(1);
+    if (!ok || !xv || !sv) return false;
+    int64_t shape[IR_MAX_RANK], want[IR_MAX_RANK], axes[IR_MAX_RANK];
+    bool seen[IR_MAX_RANK] = {0};
+    int rank = ox_shape(s, xv, shape), nw = const_ints(s, sv, want, IR_MAX_RANK);
+    int na = ox_attr_ints(s, "axes", axes, IR_MAX_RANK);
+    if (nw < 0) return false;
+    if (na < 0)
+        for (na = 0; na < rank; na++) axes[na] = na;
+    if (nw != na) { ox_fail(s, "shape has %d values for %d axes", nw, na); return false; }
+    int y = ox_node(s, xv);
+    for (int k = 0; k < na && y != IR_NONE; k++) {
+        if (!norm_axis(s, &axes[k], rank)) return false;
+        if (seen[axes[k]]) { ox_fail(s, "axis %lld is repeated in axes", (long long)axes[k]); return false; }
+        seen[axes[k]] = true;
+        int ax = (int)axes[k];
+        int64_t d = shape[ax], t = want[k];
+        if (t < 1) { ox_unsupported(s, "a CenterCropPad to an empty axis"); return false; }
+        if (t < d) y = slice_axis(s, y, ax, (d - t) / 2, (d - t) / 2 + t, 1);
+        else if (t > d) y = pad_axis(s, y, ax, (t - d) / 2, t - d - (t - d) / 2, 0.0);
+    }
+    return set_node(s, 0, y, false);
+}
+
 /* DepthToSpace / SpaceToDepth: reshape, transpose, reshape. */
 static bool op_depth_space(ox_state *s)
 {
@@ -2547,7 +2577,7 @@ static const op_row op_rows[] = {
     {"MeanVarianceNormalization", op_mvn}, {"RNN", op_rnn}, {"GRU", op_gru}, {"LSTM", op_lstm}, {"LRN", op_lrn}, {"Det", op_det},
     {"Softsign", op_composite}, {"Selu", op_composite}, {"Celu", op_composite},
     {"HardSigmoid", op_composite}, {"HardSwish", op_composite}, {"PRelu", op_composite},
-    {"InstanceNormalization", op_instancenorm}, {"GroupNormalization", op_groupnorm}, {"Pad", op_pad}, {"DepthToSpace", op_depth_space},
+    {"InstanceNormalization", op_instancenorm}, {"GroupNormalization", op_groupnorm}, {"Pad", op_pad}, {"CenterCropPad", op_center_crop_pad}, {"DepthToSpace", op_depth_space},
     {"SpaceToDepth", op_depth_space}, {"Tile", op_tile}, {"Resize", op_resize},
     {"Upsample", op_resize}, {"ConvTranspose", op_conv_transpose},
 };

@@ -7,7 +7,7 @@ and run again (run_as_ax: the same outputs, or a located refusal):
 
   Reduce*  axes as an optional input (18), noop_with_empty_axes
   Split    num_outputs (18), the last part smaller when uneven
-  Pad      the axes input (18), mode wrap (19)
+  Pad      the axes input (18), mode wrap (19); CenterCropPad (18)
   Resize   axes and keep_aspect_ratio_policy (18), antialias=1 where it
            changes nothing, half_pixel_symmetric (19)
   Mish (18), Gelu (20, approximate none/tanh), GroupNormalization (18: scale
@@ -111,6 +111,27 @@ def pad(mode, pads, axes, opset):
     return case
 
 
+def center_crop_pad(target, axes):
+    """CenterCropPad: a centred crop where the target is shorter, zeros around where longer."""
+    def case():
+        x = rand(2, 5, 4, seed=20)
+        node = helper.make_node("CenterCropPad", ["x", "shape"], ["y"], name="ccp",
+                                **({"axes": axes} if axes is not None else {}))
+        want = x
+        for t_len, a in zip(target, axes if axes is not None else range(x.ndim)):
+            d = want.shape[a]
+            if t_len < d:
+                want = np.take(want, range((d - t_len) // 2, (d - t_len) // 2 + t_len), axis=a)
+            elif t_len > d:
+                width = [(0, 0)] * x.ndim
+                width[a] = ((t_len - d) // 2, t_len - d - (t_len - d) // 2)
+                want = np.pad(want, width)
+        return model([node], [("x", x.shape)], [("y", want.shape)], [("shape", np.array(target, np.int64))],
+                     opset=18), {"x": x}, want, None
+    case.__name__ = f"center_crop_pad_{'_'.join(map(str, target))}_axes{'_'.join(map(str, axes)) if axes else 'all'}"
+    return case
+
+
 def linear_axis(x, axis, scale, m, coord):
     """onnx's linear resize of one axis (its reference's formulas, written out here)."""
     n = x.shape[axis]
@@ -195,6 +216,7 @@ GOOD = [*(reduce18(op, [1], 1) for op in REDUCE), reduce18("ReduceMean", [-1, 0]
         reduce18("ReduceSum", [], 1), reduce_noop_empty_axes,
         split_num_outputs(7, 3), split_num_outputs(6, 3, opset=21),
         pad("constant", [1, 2, 0, 3], [-1, 1], 18), pad("reflect", [1, 2], [2], 18), pad("wrap", [0, 2, 3, 1, 0, 2], None, 19),
+        center_crop_pad([2, 7], [1, -1]), center_crop_pad([3, 2, 3], None),
         resize18("axes_linear", 18, {"mode": "linear", "axes": [2, 3]}, scales=[2, 3], want_fn=resize_axes_linear),
         resize18("keep_not_smaller", 18, {"mode": "linear", "keep_aspect_ratio_policy": "not_smaller", "axes": [2, 3]},
                  sizes=[8, 12], want_fn=resize_keep_not_smaller),
@@ -258,6 +280,9 @@ BAD = [
         r"ONNX node 'gn' \(GroupNormalization\): num_groups 4 does not divide the 6 channels", 21,
         inputs=(("x", (1, 6, 3)),), outputs=(("y", (1, 6, 3)),),
         inits=[("w", np.ones(6, np.float32)), ("b", np.zeros(6, np.float32))]),
+    bad("center_crop_pad_shape_count", [helper.make_node("CenterCropPad", ["x", "s"], ["y"], name="ccp", axes=[1])],
+        r"ONNX node 'ccp' \(CenterCropPad\): shape has 2 values for 1 axes", 18,
+        outputs=(("y", (2, 4)),), inits=[("s", np.array([2, 4], np.int64))]),
     bad("averagepool_dilations_opset19", [helper.make_node("AveragePool", ["x"], ["y"], name="ap", kernel_shape=[2, 2],
                                                             dilations=[2, 2])],
         r"ONNX node 'ap' \(AveragePool\): unsupported: dilated pooling", 19,
