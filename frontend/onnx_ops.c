@@ -84,6 +84,22 @@ static bool norm_axis(ox_state *s, int64_t *axis, int rank)
     return true;
 }
 
+/* n axes normalised in place for rank; one out of range or named twice is
+ * an error (the axes of Pad, Resize, CenterCropPad). */
+static bool norm_axes(ox_state *s, int64_t *axes, int n, int rank)
+{
+    bool seen[IR_MAX_RANK] = {0};
+    for (int i = 0; i < n; i++) {
+        if (!norm_axis(s, &axes[i], rank)) return false;
+        if (seen[axes[i]]) {
+            ox_fail(s, "axis %lld is repeated in axes", (long long)axes[i]);
+            return false;
+        }
+        seen[axes[i]] = true;
+    }
+    return true;
+}
+
 static int64_t numel(const int64_t *shape, int rank)
 {
     int64_t n = 1;
@@ -1976,19 +1992,14 @@ static bool pads_of_axes(ox_state *s, int64_t *pads, int *np, int rank)
 {
     bool ok = true;
     int64_t axes[IR_MAX_RANK], full[2 * IR_MAX_RANK] = {0};
-    bool seen[IR_MAX_RANK] = {0};
     int na = const_ints(s, IN(3), axes, IR_MAX_RANK);
     if (!ok || na < 0) return false;
     if (*np != 2 * na) {
         ox_fail(s, "pads has %d values for %d axes", *np, na);
         return false;
     }
-    for (int i = 0; i < na; i++) {
-        if (!norm_axis(s, &axes[i], rank)) return false;
-        if (seen[axes[i]]) { ox_fail(s, "axis %lld is repeated in axes", (long long)axes[i]); return false; }
-        seen[axes[i]] = true;
-        full[axes[i]] = pads[i], full[axes[i] + rank] = pads[i + na];
-    }
+    if (!norm_axes(s, axes, na, rank)) return false;
+    for (int i = 0; i < na; i++) full[axes[i]] = pads[i], full[axes[i] + rank] = pads[i + na];
     memcpy(pads, full, sizeof *pads * (size_t)(2 * rank));
     *np = 2 * rank;
     return true;
@@ -2043,18 +2054,15 @@ static bool op_center_crop_pad(ox_state *s)
     ox_val *xv = IN(0), *sv = IN(1);
     if (!ok || !xv || !sv) return false;
     int64_t shape[IR_MAX_RANK], want[IR_MAX_RANK], axes[IR_MAX_RANK];
-    bool seen[IR_MAX_RANK] = {0};
     int rank = ox_shape(s, xv, shape), nw = const_ints(s, sv, want, IR_MAX_RANK);
     int na = ox_attr_ints(s, "axes", axes, IR_MAX_RANK);
     if (nw < 0) return false;
     if (na < 0)
         for (na = 0; na < rank; na++) axes[na] = na;
     if (nw != na) { ox_fail(s, "shape has %d values for %d axes", nw, na); return false; }
+    if (!norm_axes(s, axes, na, rank)) return false;
     int y = ox_node(s, xv);
     for (int k = 0; k < na && y != IR_NONE; k++) {
-        if (!norm_axis(s, &axes[k], rank)) return false;
-        if (seen[axes[k]]) { ox_fail(s, "axis %lld is repeated in axes", (long long)axes[k]); return false; }
-        seen[axes[k]] = true;
         int ax = (int)axes[k];
         int64_t d = shape[ax], t = want[k];
         if (t < 1) { ox_unsupported(s, "a CenterCropPad to an empty axis"); return false; }
@@ -2342,11 +2350,8 @@ static bool resize_names_ok(ox_state *s, const resize_spec *r)
 static bool resize_axes(ox_state *s, int na, int64_t *axes, int rank, int *pos)
 {
     for (int i = 0; i < rank; i++) pos[i] = na < 0 ? i : -1;
-    for (int k = 0; k < na; k++) {
-        if (!norm_axis(s, &axes[k], rank)) return false;
-        if (pos[axes[k]] >= 0) { ox_fail(s, "axis %lld is repeated in axes", (long long)axes[k]); return false; }
-        pos[axes[k]] = k;
-    }
+    if (!norm_axes(s, axes, na, rank)) return false;
+    for (int k = 0; k < na; k++) pos[axes[k]] = k;
     return true;
 }
 
