@@ -681,9 +681,9 @@ ir_graph *onnx_import(ax_ctx *ctx, const char *path, const void *bytes, size_t l
     s.g = ir_graph_new(ctx, model_name(ctx->arena, path), ax_noloc());
     s.g->wording = &onnx_wording;
     int errors = ctx->errors;
-    if (s.opset < 1 || s.opset > 17)
-        ax_error(ctx, ax_noloc(), "'%s' uses ONNX opset %lld, which is unsupported: axc reads opsets up to 17", path,
-                 (long long)s.opset);
+    if (s.opset < 1 || s.opset > OX_MAX_OPSET)
+        ax_error(ctx, ax_noloc(), "'%s' uses ONNX opset %lld, which is unsupported: axc reads opsets up to %d", path,
+                 (long long)s.opset, OX_MAX_OPSET);
     else
         import_graph(&s, m->graph);
     free(s.vals);

@@ -7,6 +7,11 @@
 #include "onnx.h"
 #include "onnx.pb-c.h"
 
+/* The newest default-domain opset read: each mapped op follows its
+ * semantics in every opset up to this one (or is refused where they changed
+ * in a way not mapped). */
+#define OX_MAX_OPSET 21
+
 /* Constants folded at import have at most this many elements; larger
  * computed constants are an error (initializers may be larger). */
 #define OX_MAX_FOLD ((int64_t)1 << 20)

@@ -84,6 +84,22 @@ static bool norm_axis(ox_state *s, int64_t *axis, int rank)
     return true;
 }
 
+/* n axes normalised in place for rank; one out of range or named twice is
+ * an error (the axes of Pad, Resize, CenterCropPad). */
+static bool norm_axes(ox_state *s, int64_t *axes, int n, int rank)
+{
+    bool seen[IR_MAX_RANK] = {0};
+    for (int i = 0; i < n; i++) {
+        if (!norm_axis(s, &axes[i], rank)) return false;
+        if (seen[axes[i]]) {
+            ox_fail(s, "axis %lld is repeated in axes", (long long)axes[i]);
+            return false;
+        }
+        seen[axes[i]] = true;
+    }
+    return true;
+}
+
 static int64_t numel(const int64_t *shape, int rank)
 {
     int64_t n = 1;
@@ -412,8 +428,21 @@ static const unary_row unary_rows[] = {
     {"Asin", IR_OP_asin, asin}, {"Acos", IR_OP_acos, acos}, {"Atan", IR_OP_atan, atan},
     {"Sinh", IR_OP_sinh, sinh}, {"Cosh", IR_OP_cosh, cosh}, {"Asinh", IR_OP_asinh, asinh},
     {"Acosh", IR_OP_acosh, acosh}, {"Atanh", IR_OP_atanh, atanh}, {"Round", IR_OP_round, nearbyint},
-    {"Sign", IR_OP_sign, u_sign},
+    {"Sign", IR_OP_sign, u_sign}, {"Mish", IR_OP_mish, NULL}, {"Gelu", IR_OP_gelu, NULL},
 };
+
+/* Gelu (opset 20): approximate "none" is the IR's gelu (erf), "tanh" its
+ * gelu_tanh; any other value is refused. */
+static ir_op gelu_op(ox_state *s)
+{
+    const char *approx = ox_attr_str(s, "approximate", "none");
+    if (!strcmp(approx, "tanh")) return IR_OP_gelu_tanh;
+    if (strcmp(approx, "none")) {
+        ox_fail(s, "unsupported: Gelu approximate='%s' (none and tanh only)", approx);
+        return IR_OP_COUNT;
+    }
+    return IR_OP_gelu;
+}
 
 static bool op_unary(ox_state *s)
 {
@@ -433,10 +462,12 @@ static bool op_unary(ox_state *s)
         ox_unsupported(s, "this op on a computed tensor (only folded on constants)");
         return false;
     }
+    ir_op op = r->op == IR_OP_gelu ? gelu_op(s) : r->op;
+    if (op == IR_OP_COUNT) return false;
     ir_attrs a = ox_attrs();
     a.alpha = ox_attr_float(s, "alpha", r->op == IR_OP_elu ? 1.0 : 0.01);
     int src = x->c ? ox_node(s, x) : x->node;
-    return set_node(s, 0, ox_add(s, r->op, &src, 1, &a), !x->c && x->nhwc);
+    return set_node(s, 0, ox_add(s, op, &src, 1, &a), !x->c && x->nhwc);
 }
 
 /* Clip(0, 6) -> relu6, Clip(0, inf) -> relu, else min(max(x, lo), hi). */
@@ -580,6 +611,10 @@ static bool op_cast(ox_state *s)
     if (!ok || !x) return false;
     int64_t to = ox_attr_int(s, "to", 1);
     bool to_int = to != 1 && to != 10 && to != 11;
+    if (to < 1 || to > 13 || to == 8) {   /* string, complex, bfloat16, float8 (opset 19), int4 (21)... */
+        ox_fail(s, "unsupported: Cast to ONNX data type %lld (float, double and integer types only)", (long long)to);
+        return false;
+    }
     if (x->c) {
         ox_const *c = fold_new(s, to_int, x->c->rank, x->c->shape);
         if (!c) return false;
@@ -841,6 +876,24 @@ static bool op_slice(ox_state *s)
     return set_node(s, 0, y, false);
 }
 
+/* Split from opset 18 names its count of equal parts in num_outputs (the
+ * last part smaller when uneven, as without it), and takes either that or
+ * the split sizes (np of them, -1 when absent), not both. */
+static bool split_count_ok(ox_state *s, int np, int nout)
+{
+    int64_t want = ox_attr_int(s, "num_outputs", -1);
+    if (want < 0) return true;
+    if (np >= 0) {
+        ox_fail(s, "both split sizes and num_outputs");
+        return false;
+    }
+    if (want != nout) {
+        ox_fail(s, "num_outputs is %lld but the node has %d outputs", (long long)want, nout);
+        return false;
+    }
+    return true;
+}
+
 static bool op_split(ox_state *s)
 {
     bool ok = true;
@@ -850,6 +903,7 @@ static bool op_split(ox_state *s)
     int rank = ox_shape(s, x, shape), nout = (int)s->node->n_output;
     if (!norm_axis(s, &axis, rank) || nout < 1 || nout > IR_MAX_SRC) return false;
     int np = NIN > 1 && s->node->input[1][0] ? const_ints(s, IN(1), parts, IR_MAX_SRC) : ox_attr_ints(s, "split", parts, IR_MAX_SRC);
+    if (s->ctx->errors || !split_count_ok(s, np, nout)) return false;
     if (np < 0) for (int i = 0; i < nout; i++) parts[i] = (shape[axis] + nout - 1) / nout - (i == nout - 1 ? (shape[axis] + nout - 1) / nout * nout - shape[axis] : 0);
     else if (np != nout) { ox_fail(s, "split has %d sizes for %d outputs", np, nout); return false; }
     int64_t sum = 0;
@@ -1336,6 +1390,22 @@ static bool op_layernorm(ox_state *s)
     return true;
 }
 
+/* The axes of a Reduce* node into axes: the optional input (ReduceSum from
+ * opset 13, every other Reduce* from opset 18), else the attribute; -1 when
+ * absent.  An axes attribute where the input replaced it is refused, not
+ * ignored. */
+static int reduce_axes(ox_state *s, int64_t *axes)
+{
+    bool ok = true;
+    if (s->opset < (!strcmp(s->node->op_type, "ReduceSum") ? 13 : 18)) return ox_attr_ints(s, "axes", axes, IR_MAX_RANK);
+    if (ox_attr(s, "axes")) {
+        ox_fail(s, "an axes attribute at opset %lld, where axes is an input", (long long)s->opset);
+        return -1;
+    }
+    ox_val *v = NIN > 1 ? IN(1) : NULL;
+    return ok && v ? const_ints(s, v, axes, IR_MAX_RANK) : -1;
+}
+
 /* ReduceMean/Sum/Max/Min/Prod (and the L1/L2/log forms) as one single-axis
  * reduction per axis. */
 static bool op_reduce(ox_state *s)
@@ -1350,11 +1420,10 @@ static bool op_reduce(ox_state *s)
     if (!ok || !x) return false;
     int64_t shape[IR_MAX_RANK], axes[IR_MAX_RANK];
     int rank = ox_shape(s, x, shape);
-    int na = !strcmp(op, "ReduceSum") && s->opset >= 13 ? (NIN > 1 && s->node->input[1][0] ? const_ints(s, IN(1), axes, IR_MAX_RANK) : -1)
-                                                : ox_attr_ints(s, "axes", axes, IR_MAX_RANK);
+    int na = reduce_axes(s, axes);
     if (s->ctx->errors) return false;
-    if (na < 0 || na == 0) {
-        if (na == 0 && ox_attr_int(s, "noop_with_empty_axes", 0)) return op_identity(s);
+    if (na <= 0) {   /* absent or empty: every axis, or none with noop_with_empty_axes */
+        if (ox_attr_int(s, "noop_with_empty_axes", 0)) return op_identity(s);
         na = rank;
         for (int i = 0; i < rank; i++) axes[i] = i;
     }
@@ -1438,9 +1507,23 @@ static bool op_composite(ox_state *s)
     return set_node(s, 0, y, nhwc);
 }
 
-/* InstanceNormalization: the IR's groupnorm with one group per channel, on
+/* GroupNormalization-18's scale or bias v, one value per group, as the [c]
+ * param of one value per channel the IR's groupnorm takes (a constant). */
+static int group_weights(ox_state *s, ox_val *v, int64_t c, int64_t groups)
+{
+    if (!v->c || v->c->count != groups) {
+        ox_unsupported(s, "a per-group scale or bias that is not a constant of num_groups values");
+        return IR_NONE;
+    }
+    double *w = ax_alloc(s->ctx->arena, sizeof *w * (size_t)c);
+    for (int64_t ch = 0; ch < c; ch++) w[ch] = v->c->v[ch / (c / groups)];
+    return ox_param(s, w, 1, &c, NULL);
+}
+
+/* InstanceNormalization, and GroupNormalization with groups of channels:
+ * the IR's groupnorm (one group per channel for InstanceNormalization), on
  * the channels-last tensor (NHWC for rank 4, C moved last otherwise). */
-static bool op_instancenorm(ox_state *s)
+static bool channel_norm(ox_state *s, int64_t groups)
 {
     bool ok = true;
     ox_val *xv = IN(0), *w = IN(1), *b = IN(2);
@@ -1449,20 +1532,33 @@ static bool op_instancenorm(ox_state *s)
     int rank = ox_shape(s, xv, shape), back[IR_MAX_RANK];
     if (rank < 3) { ox_unsupported(s, "an input of rank under 3"); return false; }
     if (shape[1] > INT32_MAX) { ox_unsupported(s, "this many channels"); return false; }
+    int64_t c = shape[1];
+    if (groups < 0) groups = c;
+    if (groups < 1 || c % groups) {
+        ox_fail(s, "num_groups %lld does not divide the %lld channels", (long long)groups, (long long)c);
+        return false;
+    }
     bool nhwc = rank == 4;
     int x = nhwc ? ox_node_nhwc(s, xv) : axis_last(s, ox_node(s, xv), rank, 1, back);
-    int64_t c = shape[1];
     ir_attrs a = ox_attrs();
-    a.groups = (int)c;
+    a.groups = (int)groups;
     a.eps = ox_attr_float(s, "epsilon", 1e-5);
     int64_t ws[IR_MAX_RANK];
-    int src[3] = {x, ox_node(s, w), ox_node(s, b)};
+    bool per_group = groups != c && !strcmp(s->node->op_type, "GroupNormalization") && s->opset < 21;
+    int src[3] = {x, per_group ? group_weights(s, w, c, groups) : ox_node(s, w),
+                  per_group ? group_weights(s, b, c, groups) : ox_node(s, b)};
     for (int i = 1; i < 3; i++)   /* [C] as the IR wants; ONNX's shape rule allows [C, 1, ...] too */
         if (src[i] != IR_NONE && ox_shape(s, i == 1 ? w : b, ws) != 1) src[i] = reshape_to(s, src[i], &c, 1);
     if (src[0] == IR_NONE || src[1] == IR_NONE || src[2] == IR_NONE) return false;
     int y = ox_add(s, IR_OP_groupnorm, src, 3, &a);
     return set_node(s, 0, nhwc ? y : transpose_perm(s, y, back, rank), nhwc);
 }
+
+static bool op_instancenorm(ox_state *s) { return channel_norm(s, -1); }
+
+/* GroupNormalization (opset 18; scale and bias per group before opset 21,
+ * per channel since): the IR's groupnorm. */
+static bool op_groupnorm(ox_state *s) { return channel_norm(s, ox_attr_int(s, "num_groups", 0)); }
 
 /* 1 where t > 0, else 0 (exact: relu(sign(t))). */
 static int step_positive(ox_state *s, int t)
@@ -1890,24 +1986,45 @@ static bool op_recurrent(ox_state *s, bool lstm)
 static bool op_gru(ox_state *s) { return op_recurrent(s, false); }
 static bool op_lstm(ox_state *s) { return op_recurrent(s, true); }
 
-/* Pad, mode constant: concatenations with constant blocks, axis by axis. */
+/* Pad's axes input (opset 18): the np pads given for those axes, begins
+ * then ends, spread over all rank axes (0 for the others); np becomes 2 rank. */
+static bool pads_of_axes(ox_state *s, int64_t *pads, int *np, int rank)
+{
+    bool ok = true;
+    int64_t axes[IR_MAX_RANK], full[2 * IR_MAX_RANK] = {0};
+    int na = const_ints(s, IN(3), axes, IR_MAX_RANK);
+    if (!ok || na < 0) return false;
+    if (*np != 2 * na) {
+        ox_fail(s, "pads has %d values for %d axes", *np, na);
+        return false;
+    }
+    if (!norm_axes(s, axes, na, rank)) return false;
+    for (int i = 0; i < na; i++) full[axes[i]] = pads[i], full[axes[i] + rank] = pads[i + na];
+    memcpy(pads, full, sizeof *pads * (size_t)(2 * rank));
+    *np = 2 * rank;
+    return true;
+}
+
+/* Pad, mode constant: concatenations with constant blocks, axis by axis;
+ * edge, reflect and wrap (opset 19): gathers of indices. */
 static bool op_pad(ox_state *s)
 {
     bool ok = true;
     ox_val *xv = IN(0);
     if (!ok || !xv) return false;
     const char *mode = ox_attr_str(s, "mode", "constant");
-    bool edge = !strcmp(mode, "edge"), reflect = !strcmp(mode, "reflect");
-    if (!edge && !reflect && strcmp(mode, "constant")) { ox_unsupported(s, "this Pad mode"); return false; }
+    bool edge = !strcmp(mode, "edge"), reflect = !strcmp(mode, "reflect"), wrap = !strcmp(mode, "wrap");
+    if (!edge && !reflect && !wrap && strcmp(mode, "constant")) { ox_unsupported(s, "this Pad mode"); return false; }
     int64_t shape[IR_MAX_RANK], pads[2 * IR_MAX_RANK];
     int rank = ox_shape(s, xv, shape);
     int np = s->opset >= 11 ? const_ints(s, IN(1), pads, 2 * IR_MAX_RANK) : ox_attr_ints(s, "pads", pads, 2 * IR_MAX_RANK);
+    if (np >= 0 && s->opset >= 18 && NIN > 3 && s->node->input[3][0] && !pads_of_axes(s, pads, &np, rank)) return false;
     if (np != 2 * rank) { if (!s->ctx->errors) ox_fail(s, "pads has %d values for rank %d", np, rank); return false; }
     ox_val *cv = s->opset >= 11 ? IN(2) : NULL;
     double value = cv && cv->c && cv->c->count ? cv->c->v[0] : ox_attr_float(s, "value", 0);
     if (cv && !cv->c) { ox_unsupported(s, "a computed pad value"); return false; }
     int y = ox_node(s, xv);
-    for (int ax = 0; ax < rank && y != IR_NONE && (edge || reflect); ax++) {   /* a gather of indices */
+    for (int ax = 0; ax < rank && y != IR_NONE && (edge || reflect || wrap); ax++) {   /* a gather of indices */
         int64_t lo = pads[ax], hi = pads[ax + rank], d = shape[ax], m = d + lo + hi;
         if (lo < 0 || hi < 0 || (reflect && (lo >= d || hi >= d)) || m > OX_MAX_FOLD) { ox_unsupported(s, "these pads"); return false; }
         if (!lo && !hi) continue;
@@ -1915,14 +2032,42 @@ static bool op_pad(ox_state *s)
         for (int64_t i = 0; i < m; i++) {
             int64_t k = i - lo;
             if (edge) k = k < 0 ? 0 : k >= d ? d - 1 : k;
+            else if (wrap) k = (k % d + d) % d;
             else k = k < 0 ? -k : k >= d ? 2 * (d - 1) - k : k;
             idx[i] = k;
         }
         y = select_axis(s, y, ax, idx, m);
     }
-    for (int ax = 0; ax < rank && y != IR_NONE && !edge && !reflect; ax++) {
+    for (int ax = 0; ax < rank && y != IR_NONE && !edge && !reflect && !wrap; ax++) {
         if (pads[ax] < 0 || pads[ax + rank] < 0) { ox_unsupported(s, "negative pads (cropping)"); return false; }
         y = pad_axis(s, y, ax, pads[ax], pads[ax + rank], value);
+    }
+    return set_node(s, 0, y, false);
+}
+
+/* CenterCropPad (opset 18): per axis (the axes attribute, else all) the
+ * centred slice of the target length when it is shorter, else zeros around
+ * the input, the odd one after (onnx's reference). */
+static bool op_center_crop_pad(ox_state *s)
+{
+    bool ok = true;
+    ox_val *xv = IN(0), *sv = IN(1);
+    if (!ok || !xv || !sv) return false;
+    int64_t shape[IR_MAX_RANK], want[IR_MAX_RANK], axes[IR_MAX_RANK];
+    int rank = ox_shape(s, xv, shape), nw = const_ints(s, sv, want, IR_MAX_RANK);
+    int na = ox_attr_ints(s, "axes", axes, IR_MAX_RANK);
+    if (nw < 0) return false;
+    if (na < 0)
+        for (na = 0; na < rank; na++) axes[na] = na;
+    if (nw != na) { ox_fail(s, "shape has %d values for %d axes", nw, na); return false; }
+    if (!norm_axes(s, axes, na, rank)) return false;
+    int y = ox_node(s, xv);
+    for (int k = 0; k < na && y != IR_NONE; k++) {
+        int ax = (int)axes[k];
+        int64_t d = shape[ax], t = want[k];
+        if (t < 1) { ox_unsupported(s, "a CenterCropPad to an empty axis"); return false; }
+        if (t < d) y = slice_axis(s, y, ax, (d - t) / 2, (d - t) / 2 + t, 1);
+        else if (t > d) y = pad_axis(s, y, ax, (t - d) / 2, t - d - (t - d) / 2, 0.0);
     }
     return set_node(s, 0, y, false);
 }
@@ -1997,9 +2142,12 @@ typedef struct resize_spec {
     bool exclude_outside;
 } resize_spec;
 
-static double resize_coord(const char *mode, int64_t i, double scale, int64_t in)
+/* The input coordinate of output i (of m) along an axis of length in. */
+static double resize_coord(const char *mode, int64_t i, double scale, int64_t in, int64_t m)
 {
     double len = (double)in * scale;
+    if (!strcmp(mode, "half_pixel_symmetric"))   /* half_pixel centred: offset in/2 (1 - m / len) */
+        return ((double)i + 0.5 - (double)m / 2) / scale + (double)in / 2 - 0.5;
     if (!strcmp(mode, "asymmetric")) return (double)i / scale;
     if (!strcmp(mode, "align_corners")) return len == 1 ? 0 : (double)i * (double)(in - 1) / (len - 1);
     if (!strcmp(mode, "pytorch_half_pixel")) return len != 1 ? (i + 0.5) / scale - 0.5 : -0.5;
@@ -2022,9 +2170,9 @@ static double cubic_weight(double a, double d)
 }
 
 /* Row i of the interpolation matrix of one axis: in weights at w. */
-static void resize_row(const resize_spec *r, int64_t i, double scale, int64_t in, double *w)
+static void resize_row(const resize_spec *r, int64_t i, double scale, int64_t in, int64_t m, double *w)
 {
-    double c = resize_coord(r->coord, i, scale, in);
+    double c = resize_coord(r->coord, i, scale, in, m);
     if (!strcmp(r->mode, "nearest")) {
         int64_t k = nearest_index(r->nearest, c);
         w[k < 0 ? 0 : k >= in ? in - 1 : k] = 1;
@@ -2125,6 +2273,8 @@ static int resize_weights_ir(ox_state *s, const resize_spec *r, int sc, int64_t 
     else if (!strcmp(cm, "align_corners"))   /* i (in - 1) / (in scale - 1) */
         x = bin(s, IR_OP_div, ramp(s, m, 0, (double)(in - 1), false), add_c(s, mul_c(s, sc, (double)in), -1));
     else if (!strcmp(cm, "asymmetric")) x = bin(s, IR_OP_div, ramp(s, m, 0, 1, false), sc);
+    else if (!strcmp(cm, "half_pixel_symmetric"))   /* resize_coord's */
+        x = add_c(s, bin(s, IR_OP_div, ramp(s, m, 0.5 - (double)m / 2, 1, false), sc), (double)in / 2 - 0.5);
     else {
         x = bin(s, IR_OP_div, ramp(s, m, 0.5, 1, false), sc);
         if (strcmp(cm, "tf_half_pixel_for_nn")) x = add_c(s, x, -0.5);
@@ -2177,6 +2327,76 @@ static int resize_runtime(ox_state *s, const resize_spec *r, ox_val *x, ox_val *
     return y;
 }
 
+/* The coordinate and nearest modes named are ones resize_coord and
+ * nearest_index know (half_pixel_symmetric: opset 19). */
+static bool resize_names_ok(ox_state *s, const resize_spec *r)
+{
+    static const char *const coords[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+                                         "asymmetric", "tf_half_pixel_for_nn"};
+    static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+    bool coord_ok = false, nearest_ok = false;
+    for (size_t i = 0; i < sizeof coords / sizeof *coords; i++) coord_ok |= !strcmp(r->coord, coords[i]);
+    for (size_t i = 0; i < sizeof nearest / sizeof *nearest; i++) nearest_ok |= !strcmp(r->nearest, nearest[i]);
+    if (!coord_ok || !nearest_ok) {
+        ox_fail(s, "unknown coordinate_transformation_mode '%s' or nearest_mode '%s'", r->coord, r->nearest);
+        return false;
+    }
+    return true;
+}
+
+/* Resize's axes attribute (opset 18; na of them, -1: absent, every axis in
+ * order) into pos: for each of the rank axes its entry of scales or sizes,
+ * or -1 when not resized. */
+static bool resize_axes(ox_state *s, int na, int64_t *axes, int rank, int *pos)
+{
+    for (int i = 0; i < rank; i++) pos[i] = na < 0 ? i : -1;
+    if (!norm_axes(s, axes, na, rank)) return false;
+    for (int k = 0; k < na; k++) pos[axes[k]] = k;
+    return true;
+}
+
+/* keep_aspect_ratio_policy (opset 18) with sizes: not_larger / not_smaller
+ * scale every resized axis by the smallest / largest of their size ratios,
+ * the length rounded half up, as onnx's reference; stretch keeps them. */
+static bool resize_keep_aspect(ox_state *s, const int *pos, int rank, const int64_t *shape, double *scales,
+                               int64_t *out)
+{
+    const char *policy = s->opset >= 18 ? ox_attr_str(s, "keep_aspect_ratio_policy", "stretch") : "stretch";
+    bool larger = !strcmp(policy, "not_larger"), smaller = !strcmp(policy, "not_smaller");
+    if (!strcmp(policy, "stretch")) return true;
+    if (!larger && !smaller) {
+        ox_fail(s, "unknown keep_aspect_ratio_policy '%s'", policy);
+        return false;
+    }
+    double scale = 0;
+    bool first = true;
+    for (int i = 0; i < rank; i++) {
+        if (pos[i] < 0) continue;
+        if (first || (larger ? scales[i] < scale : scales[i] > scale)) scale = scales[i];
+        first = false;
+    }
+    for (int i = 0; i < rank; i++) {
+        if (pos[i] < 0) continue;
+        scales[i] = scale;
+        out[i] = (int64_t)(scale * (double)shape[i] + 0.5);
+        if (out[i] < 1 || out[i] > ((int64_t)1 << 20)) { ox_fail(s, "bad scale or size"); return false; }
+    }
+    return true;
+}
+
+/* antialias=1 (opset 18) widens linear and cubic filters when downscaling:
+ * refused there, the same as antialias=0 everywhere else. */
+static bool resize_antialias_ok(ox_state *s, const resize_spec *r, int rank, const double *scales)
+{
+    if (s->opset < 18 || !ox_attr_int(s, "antialias", 0) || !strcmp(r->mode, "nearest")) return true;
+    for (int i = 0; i < rank; i++)
+        if (scales[i] < 1) {
+            ox_unsupported(s, "antialias=1 when downscaling with linear or cubic interpolation");
+            return false;
+        }
+    return true;
+}
+
 static bool op_resize(ox_state *s)
 {
     bool ok = true, upsample = !strcmp(s->node->op_type, "Upsample");
@@ -2194,6 +2414,7 @@ static bool op_resize(ox_state *s)
         ox_unsupported(s, "this resize mode (nearest, linear and cubic only, no tf_crop_and_resize)");
         return false;
     }
+    if (!resize_names_ok(s, &r)) return false;
     ox_val *sc = NULL, *sz = NULL;
     const Onnx__AttributeProto *attr = upsample ? ox_attr(s, "scales") : NULL;
     if (upsample && !attr) sc = IN(1);
@@ -2201,15 +2422,30 @@ static bool op_resize(ox_state *s)
     else if (!upsample) { sc = NIN > 2 ? IN(2) : NULL; sz = NIN > 3 ? IN(3) : NULL; }
     if (!ok) return false;
     if (sc && sc->c && sc->c->count == 0) sc = NULL;
-    if (sc && !sc->c && !sz) return set_node(s, 0, resize_runtime(s, &r, x, sc, rank, shape), false);
+    int64_t axes[IR_MAX_RANK];
+    int na = upsample || s->opset < 18 ? -1 : ox_attr_ints(s, "axes", axes, IR_MAX_RANK);
+    if (sc && !sc->c && !sz) {
+        if (na >= 0 || (ox_attr_int(s, "antialias", 0) && strcmp(r.mode, "nearest"))) {
+            ox_unsupported(s, "axes or antialias=1 with scales computed at run time");
+            return false;
+        }
+        return set_node(s, 0, resize_runtime(s, &r, x, sc, rank, shape), false);
+    }
+    int pos[IR_MAX_RANK];   /* the entry of scales or sizes for each axis, or -1 */
+    if (!resize_axes(s, na, axes, rank, pos)) return false;
+    int want = na >= 0 ? na : rank;
     for (int i = 0; i < rank; i++) {
-        if (attr && (int)attr->n_floats == rank) scales[i] = attr->floats[i];
-        else if (sc && sc->c && sc->c->count == rank) scales[i] = sc->c->v[i];
-        else if (sz && sz->c && sz->c->count == rank) scales[i] = sz->c->v[i] / (double)shape[i];
+        int k = pos[i];
+        if (k < 0) scales[i] = 1, out[i] = shape[i];
+        else if (attr && (int)attr->n_floats == want) scales[i] = attr->floats[k];
+        else if (sc && sc->c && sc->c->count == want) scales[i] = sc->c->v[k];
+        else if (sz && sz->c && sz->c->count == want) scales[i] = sz->c->v[k] / (double)shape[i];
         else { ox_unsupported(s, "scales or sizes that are not constants of the input's rank"); return false; }
-        out[i] = sz && sz->c ? (int64_t)sz->c->v[i] : (int64_t)floor(shape[i] * scales[i]);
+        if (k >= 0) out[i] = sz && sz->c ? (int64_t)sz->c->v[k] : (int64_t)floor(shape[i] * scales[i]);
         if (scales[i] <= 0 || out[i] < 1 || out[i] > ((int64_t)1 << 20)) { ox_fail(s, "bad scale or size"); return false; }
     }
+    if (sz && !resize_keep_aspect(s, pos, rank, shape, scales, out)) return false;
+    if (!resize_antialias_ok(s, &r, rank, scales)) return false;
     int y = resize_as_upsample(s, x, rank, shape, out, scales, resize_upsample_mode(&r));
     if (y != IR_NONE || s->ctx->errors) return set_node(s, 0, y, true);
     y = ox_node(s, x);
@@ -2218,7 +2454,7 @@ static bool op_resize(ox_state *s)
         int64_t in = shape[ax], m = out[ax];
         if (m * in > ((int64_t)1 << 22)) { ox_unsupported(s, "a resize this large"); return false; }
         double *w = ax_alloc(s->ctx->arena, sizeof *w * (size_t)(m * in));
-        for (int64_t i = 0; i < m; i++) resize_row(&r, i, scales[ax], in, w + i * in);
+        for (int64_t i = 0; i < m; i++) resize_row(&r, i, scales[ax], in, m, w + i * in);
         y = weigh_axis(s, y, ax, w, m);
     }
     return set_node(s, 0, y, false);
@@ -2324,7 +2560,7 @@ static const op_row op_rows[] = {
     {"Sin", op_unary}, {"Cos", op_unary}, {"Tan", op_unary}, {"Asin", op_unary},
     {"Acos", op_unary}, {"Atan", op_unary}, {"Sinh", op_unary}, {"Cosh", op_unary},
     {"Asinh", op_unary}, {"Acosh", op_unary}, {"Atanh", op_unary}, {"Round", op_unary},
-    {"Sign", op_unary},
+    {"Sign", op_unary}, {"Mish", op_unary}, {"Gelu", op_unary},
     {"Add", op_binary}, {"Sub", op_binary}, {"Mul", op_binary}, {"Div", op_binary},
     {"Pow", op_binary}, {"Equal", op_binary}, {"Less", op_binary}, {"Greater", op_binary},
     {"LessOrEqual", op_binary}, {"GreaterOrEqual", op_binary},
@@ -2346,7 +2582,7 @@ static const op_row op_rows[] = {
     {"MeanVarianceNormalization", op_mvn}, {"RNN", op_rnn}, {"GRU", op_gru}, {"LSTM", op_lstm}, {"LRN", op_lrn}, {"Det", op_det},
     {"Softsign", op_composite}, {"Selu", op_composite}, {"Celu", op_composite},
     {"HardSigmoid", op_composite}, {"HardSwish", op_composite}, {"PRelu", op_composite},
-    {"InstanceNormalization", op_instancenorm}, {"Pad", op_pad}, {"DepthToSpace", op_depth_space},
+    {"InstanceNormalization", op_instancenorm}, {"GroupNormalization", op_groupnorm}, {"Pad", op_pad}, {"CenterCropPad", op_center_crop_pad}, {"DepthToSpace", op_depth_space},
     {"SpaceToDepth", op_depth_space}, {"Tile", op_tile}, {"Resize", op_resize},
     {"Upsample", op_resize}, {"ConvTranspose", op_conv_transpose},
 };

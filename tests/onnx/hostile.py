@@ -48,7 +48,7 @@ def cases(d):
     yield "unsupported ops listed", relu_graph(unsup).SerializeToString(), r"unsupported ONNX operators in 2 nodes: 'n1' \(NonZero, opset 13\), 'u1' \(Unique, opset 13\)"
     dyn = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])
     yield "dynamic input", relu_graph(inputs=[dyn]).SerializeToString(), r"input 'x' has a dynamic or non-positive dimension 0 \('N'\)"
-    yield "opset 18", relu_graph(opset=18).SerializeToString(), r"uses ONNX opset 18, which is unsupported"
+    yield "opset 22", relu_graph(opset=22).SerializeToString(), r"uses ONNX opset 22, which is unsupported"
     for op, rows, what in (("GRU", 12, "R 'r' does not have the shape"), ("LSTM", 17, "W 'w' does not have the shape")):
         w = numpy_helper.from_array(np.zeros((1, rows if op == "LSTM" else 12, 4), np.float32), "w")
         r = numpy_helper.from_array(np.zeros((1, 12, 3), np.float32), "r")   # hidden_size 4 wants [1, G*4, 4]

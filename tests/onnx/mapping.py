@@ -312,6 +312,8 @@ def run_bad(axc, d, case):
     path = os.path.join(d, f"{case.__name__}.onnx")
     open(path, "wb").write(m.SerializeToString())
     out = os.path.join(d, "bad.c")
+    if os.path.exists(out):   # left by an earlier model wrongly accepted: not this one's
+        os.remove(out)
     r = subprocess.run([axc, path, "-o", out], capture_output=True, text=True, timeout=60)
     ok = r.returncode == 1 and not os.path.exists(out) and re.search(pattern, r.stderr)
     return ok, f"exit {r.returncode}, expected /{pattern}/: {r.stderr.strip()[:300]}"

@@ -4,6 +4,9 @@
   hostile.py      malformed and hostile models: a clear error, no output file
   mapping.py      ONNX ops onto the IR's own (ConvTranspose, Resize, InstanceNorm, Clip),
                   against PyTorch/NumPy; the Mod and Split checks
+  opset21.py      what opsets 18-21 changed in mapped ops (Reduce* axes input, Split
+                  num_outputs, Pad axes/wrap, Resize axes/policy/antialias) and their
+                  new mapped ops (Mish, Gelu, GroupNormalization); the refusals
   models.py       torchvision models and a TransformerEncoder exported by
                   torch.onnx.export, compiled to C and compared with PyTorch
 """
@@ -15,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conformance  # noqa: E402
 
 rc = conformance.main()
-for mod in ("hostile", "mapping", "models"):
+for mod in ("hostile", "mapping", "opset21", "models"):
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), mod + ".py")
     if os.path.isfile(path):
         rc |= __import__(mod).main()
