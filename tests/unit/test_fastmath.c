@@ -384,6 +384,58 @@ static void test_matmul_softmax_layernorm(void **state)
     }
 }
 
+/* LayerNorm over row counts that exercise every way rows are grouped (the
+ * SIMD kernels normalise one group of rows while gathering the next one's
+ * statistics, then end with single rows), widths with and without a tail
+ * and below one vector, in place and not, rows with a common offset 10^4
+ * times their spread (E[x^2] - E[x]^2 in float would lose the variance
+ * whole): within 2e-6 of the largest output against double, plus what
+ * summing a far-off mean in float may leave (d 2^-24 |mean| / sigma: the
+ * portable kernel's plain sum), and every row bit for bit what a call on
+ * that row alone gives. */
+static void test_layernorm_groups(void **state)
+{
+    static const int widths[] = {5, 16, 21, 64, 200};
+    enum { MAXR = 9, MAXD = 200 };
+    static float x[MAXR * MAXD], x2[MAXR * MAXD], y[MAXR * MAXD], one[MAXD], g[MAXD], b[MAXD];
+    static double ref[MAXR * MAXD];
+    (void)state;
+    fill(g, MAXD, 0.5f, 1.5f, 71), fill(b, MAXD, -1, 1, 72);
+    for (int v = 0; v < n_variants; v++)
+        for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++)
+            for (int rows = 1; rows <= MAXR; rows++)
+                for (int inplace = 0; inplace < 2; inplace++) {
+                    const int d = widths[wi];
+                    double top = 0, err = 0, slack[MAXR];
+                    fill(x, (size_t)rows * d, -3, 5, 73 + (unsigned)(rows * d));
+                    for (int i = 0; i < rows * d; i += 3 * d) /* every third row far off 0 */
+                        for (int j = 0; j < d; j++) x[i + j] = 1e4f + x[i + j];
+                    for (int r = 0; r < rows; r++) {
+                        double mean = 0, var = 0;
+                        for (int j = 0; j < d; j++) mean += x[r * d + j] / (double)d;
+                        for (int j = 0; j < d; j++) var += (x[r * d + j] - mean) * (x[r * d + j] - mean) / d;
+                        slack[r] = ldexp(fabs(mean), -24) * (d + 1) / sqrt(var + 1e-5);
+                        for (int j = 0; j < d; j++) {
+                            ref[r * d + j] = (x[r * d + j] - mean) / sqrt(var + 1e-5) * g[j] + b[j];
+                            top = fmax(top, fabs(ref[r * d + j]));
+                        }
+                    }
+                    memcpy(x2, x, sizeof x);
+                    float *out = inplace ? x2 : y;
+                    ((layernorm_fn *)symbol(v, "axrt_layernorm_f32"))(x2, g, b, out, (size_t)rows, (size_t)d, 1e-5f);
+                    for (int i = 0; i < rows * d; i++) err = fmax(err, fabs(out[i] - ref[i]) - slack[i / d]);
+                    if (!(err <= 2e-6 * top))
+                        fail_msg("%s: layernorm %d x %d%s: error %g of %g", variant_name(v), rows, d,
+                                 inplace ? " in place" : "", err, top);
+                    for (int r = 0; r < rows; r++) {
+                        ((layernorm_fn *)symbol(v, "axrt_layernorm_f32"))(x + r * d, g, b, one, 1, (size_t)d, 1e-5f);
+                        if (memcmp(one, out + r * d, (size_t)d * sizeof *one) != 0)
+                            fail_msg("%s: layernorm %d x %d: row %d differs from that row alone", variant_name(v),
+                                     rows, d, r);
+                    }
+                }
+}
+
 typedef void dense_ep_fn(const float *, const float *, const float *, const float *, axrt_act,
                          float *, size_t, size_t, size_t);
 typedef void conv_ep_fn(const float *, const float *, const float *, const float *, axrt_act,
@@ -1286,6 +1338,7 @@ int main(void)
         cmocka_unit_test(test_matmul_shapes),
         cmocka_unit_test(test_softmax_rising_max),
         cmocka_unit_test(test_matmul_softmax_layernorm),
+        cmocka_unit_test(test_layernorm_groups),
         cmocka_unit_test(test_unary_special_values),
         cmocka_unit_test(test_softmax_layernorm_special),
         cmocka_unit_test(test_epilogue_nan),
