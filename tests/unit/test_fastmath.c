@@ -943,27 +943,30 @@ static void test_maxpool_exact(void **state)
 /* Global mean pooling, every variant, against the loop written out here:
  * each channel summed over the pixels in order from 0.0f, then divided by
  * their count (none when there is one), bit-identical; 37 channels (a
- * block and a tail), NaN, infinities and signed zeros, and one pixel. */
+ * block and a tail) and 133 (more than one pass of registers holds), NaN,
+ * infinities and signed zeros, and one pixel. */
 typedef void globalpool_fn(const float *, float *, size_t, size_t, size_t);
 
 static void test_globalmeanpool_exact(void **state)
 {
-    enum { N = 2, HW = 29, C = 37 };
-    static float x[N * HW * C], y[N * C], want[N * C];
+    enum { N = 2, HW = 29, CMAX = 133 };
+    static float x[N * HW * CMAX], y[N * CMAX], want[N * CMAX];
     (void)state;
-    fill(x, N * HW * C, -3, 3, 63);
-    for (int i = 0; i < N * HW * C; i += 17) x[i] = (i / 17) % 3 == 0 ? NAN : (i / 17) % 3 == 1 ? -0.0f : INFINITY;
-    for (int hw = 1; hw <= HW; hw += HW - 1)
-        for (int v = 0; v < n_variants; v++) {
-            for (int n = 0; n < N; n++)
-                for (int c = 0; c < C; c++) {
-                    float sum = 0.0f;
-                    for (int px = 0; px < hw; px++) sum += x[((size_t)n * hw + px) * C + c];
-                    want[n * C + c] = hw == 1 ? sum : sum / (float)hw;
-                }
-            ((globalpool_fn *)symbol(v, "axrt_globalmeanpool_f32"))(x, y, N, hw, C);
-            assert_same_bits(y, want, N * C, "globalmeanpool", v);
-        }
+    for (int C = 37; C <= CMAX; C += CMAX - 37)
+        for (int hw = 1; hw <= HW; hw += HW - 1)
+            for (int v = 0; v < n_variants; v++) {
+                fill(x, N * HW * C, -3, 3, 63);
+                for (int i = 0; i < N * HW * C; i += 17)
+                    x[i] = (i / 17) % 3 == 0 ? NAN : (i / 17) % 3 == 1 ? -0.0f : INFINITY;
+                for (int n = 0; n < N; n++)
+                    for (int c = 0; c < C; c++) {
+                        float sum = 0.0f;
+                        for (int px = 0; px < hw; px++) sum += x[((size_t)n * hw + px) * C + c];
+                        want[n * C + c] = hw == 1 ? sum : sum / (float)hw;
+                    }
+                ((globalpool_fn *)symbol(v, "axrt_globalmeanpool_f32"))(x, y, N, hw, C);
+                assert_same_bits(y, want, N * C, "globalmeanpool", v);
+            }
 }
 
 /* The training step's kernels, every variant.  ReLU's backward bit-exact
