@@ -448,6 +448,7 @@ static double act_ref(double v, axrt_act act)
     case AXRT_ACT_RELU: return v < 0 ? 0 : v;
     case AXRT_ACT_RELU6: return v < 0 ? 0 : v > 6 ? 6 : v;
     case AXRT_ACT_GELU: return 0.5 * v * erfc(-v / sqrt(2.0));
+    case AXRT_ACT_SWISH: return v / (1 + exp(-v));
     default: return v;
     }
 }
@@ -492,7 +493,7 @@ static void test_dense_epilogue(void **state)
     fill(res, ROWS * OUT, -4, 4, 24);
     for (int v = 0; v < n_variants; v++) {
         ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, IN, OUT);
-        for (int act = AXRT_ACT_NONE; act <= AXRT_ACT_GELU; act++) {
+        for (int act = AXRT_ACT_NONE; act <= AXRT_ACT_SWISH; act++) {
             for (int r = 0; r < ROWS; r++)
                 for (int o = 0; o < OUT; o++) {
                     double acc = bias[o];
@@ -797,7 +798,7 @@ static void test_softmax_layernorm_special(void **state)
 }
 
 /* The epilogues of dense and depthwise kernels: a NaN input makes every
- * output that reads it NaN after each activation (ReLU, ReLU6, GELU). */
+ * output that reads it NaN after each activation (ReLU, ReLU6, GELU, swish). */
 static void test_epilogue_nan(void **state)
 {
     enum { ROWS = 3, IN = 5, OUT = 19 };
@@ -807,7 +808,7 @@ static void test_epilogue_nan(void **state)
     fill(x, ROWS * IN, -1, 1, 71), fill(w, OUT * IN, -1, 1, 72), fill(xd, 3 * 19, -1, 1, 73);
     x[IN + 2] = NAN, xd[19 + 2] = NAN;
     for (int v = 0; v < n_variants; v++)
-        for (int act = AXRT_ACT_RELU; act <= AXRT_ACT_GELU; act++) {
+        for (int act = AXRT_ACT_RELU; act <= AXRT_ACT_SWISH; act++) {
             ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, IN, OUT);
             ((dense_ep_fn *)symbol(v, "axrt_dense_packed_ep_f32"))(x, packed, NULL, NULL,
                                                                    (axrt_act)act, y, ROWS, IN, OUT);
@@ -967,6 +968,36 @@ static void test_globalmeanpool_exact(void **state)
                 ((globalpool_fn *)symbol(v, "axrt_globalmeanpool_f32"))(x, y, N, hw, C);
                 assert_same_bits(y, want, N * C, "globalmeanpool", v);
             }
+}
+
+/* Swish in the epilogue of dense, conv and depthwise (EfficientNet's
+ * layers) gives the bits of the kernel without it followed by
+ * axrt_swish_f32, every variant. */
+static void test_swish_epilogue_bits(void **state)
+{
+    const axrt_conv2d_params cp = {1, 9, 7, 40, 9, 7, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1};
+    const axrt_conv2d_params dp = {1, 9, 7, 40, 5, 4, 40, 3, 3, 2, 2, 1, 1, 1, 1, 40};
+    enum { X = 9 * 7 * 40, W = 24 * 40 * 9, Y = 9 * 7 * 24 };
+    static float x[X], w[W], packed[W], bias[40], y[Y], want[Y];
+    (void)state;
+    fill(x, X, -2, 2, 81), fill(w, W, -0.3f, 0.3f, 82), fill(bias, 40, -1, 1, 83);
+    for (int v = 0; v < n_variants; v++) {
+        ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, 40, 24);
+        ((dense_ep_fn *)symbol(v, "axrt_dense_packed_ep_f32"))(x, packed, bias, NULL, AXRT_ACT_NONE, want, 21, 40, 24);
+        ((unary_fn *)symbol(v, "axrt_swish_f32"))(want, want, 21 * 24);
+        ((dense_ep_fn *)symbol(v, "axrt_dense_packed_ep_f32"))(x, packed, bias, NULL, AXRT_ACT_SWISH, y, 21, 40, 24);
+        assert_same_bits(y, want, 21 * 24, "dense+swish", v);
+        ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &cp);
+        ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, bias, NULL, AXRT_ACT_NONE, want, &cp);
+        ((unary_fn *)symbol(v, "axrt_swish_f32"))(want, want, Y);
+        ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, bias, NULL, AXRT_ACT_SWISH, y, &cp);
+        assert_same_bits(y, want, Y, "conv+swish", v);
+        ((pack_conv_fn *)symbol(v, "axrt_pack_depthwise_f32"))(w, packed, &dp);
+        ((conv_ep_fn *)symbol(v, "axrt_conv2d_depthwise_f32"))(x, packed, bias, NULL, AXRT_ACT_NONE, want, &dp);
+        ((unary_fn *)symbol(v, "axrt_swish_f32"))(want, want, 5 * 4 * 40);
+        ((conv_ep_fn *)symbol(v, "axrt_conv2d_depthwise_f32"))(x, packed, bias, NULL, AXRT_ACT_SWISH, y, &dp);
+        assert_same_bits(y, want, 5 * 4 * 40, "depthwise+swish", v);
+    }
 }
 
 /* The training step's kernels, every variant.  ReLU's backward bit-exact
@@ -1334,6 +1365,7 @@ int main(void)
         cmocka_unit_test(test_dense_epilogue),
         cmocka_unit_test(test_dense_one_row),
         cmocka_unit_test(test_conv_epilogue),
+        cmocka_unit_test(test_swish_epilogue_bits),
         cmocka_unit_test(test_depthwise),
         cmocka_unit_test(test_depthwise_shapes),
         cmocka_unit_test(test_softmax_edges),
