@@ -283,6 +283,7 @@ static const char *kernel_act_name(const ir_node *n)
     case IR_OP_relu: return "AXRT_ACT_RELU";
     case IR_OP_relu6: return "AXRT_ACT_RELU6";
     case IR_OP_gelu: return "AXRT_ACT_GELU";
+    case IR_OP_swish: return "AXRT_ACT_SWISH";
     default: return NULL;
     }
 }

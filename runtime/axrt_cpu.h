@@ -104,8 +104,8 @@ typedef struct axrt_cpu_ops {
     void (*conv_transpose)(const float *x, const float *w, const float *bias, float *y,
                            const axrt_conv2d_params *p);
     /* y[j] = 0 + x[0][j] + x[1][j] + ... + x[rows - 1][j] for j < cols (rows
-       cols apart), added in that order: axrt_sum_f32's loop, bit for bit */
-    void (*sum_rows)(const float *x, float *y, size_t rows, size_t cols);
+       ld >= cols apart), added in that order: axrt_sum_f32's loop, bit for bit */
+    void (*sum_rows)(const float *x, float *y, size_t rows, size_t cols, size_t ld);
     /* y [cols, rows] = x [rows, cols] transposed (row-major, no overlap) */
     void (*transpose)(const float *x, float *y, size_t rows, size_t cols);
     /* tile for a row-major B (column j at b + j): as tile, one segment, nr

@@ -44,14 +44,16 @@ static int dwconv_table_row_f64(const double *const *rows, const double *w, int 
     return 0;
 }
 
-/* Defines the kernel for element type T with suffix S; ERF is libm's erf for T. */
-#define DWCONV_INPLACE(T, S, ERF)                                                              \
+/* Defines the kernel for element type T with suffix S; ERF and EXP are libm's
+ * erf and exp for T. */
+#define DWCONV_INPLACE(T, S, ERF, EXP)                                                         \
     static T dwconv_act_##S(T v, axrt_act act)                                                 \
     {                                                                                          \
         switch (act) {                                                                         \
         case AXRT_ACT_RELU: return v < (T)0 ? (T)0 : v;                                        \
         case AXRT_ACT_RELU6: return v < (T)0 ? (T)0 : (v > (T)6 ? (T)6 : v);                   \
         case AXRT_ACT_GELU: return (T)0.5 * v * ((T)1 + ERF(v * (T)0.70710678118654752440));   \
+        case AXRT_ACT_SWISH: return v / ((T)1 + EXP(-v));                                      \
         default: return v;                                                                     \
         }                                                                                      \
     }                                                                                          \
@@ -112,5 +114,5 @@ static int dwconv_table_row_f64(const double *const *rows, const double *w, int 
         }                                                                                      \
     }
 
-DWCONV_INPLACE(float, f32, erff)
-DWCONV_INPLACE(double, f64, erf)
+DWCONV_INPLACE(float, f32, erff, expf)
+DWCONV_INPLACE(double, f64, erf, exp)

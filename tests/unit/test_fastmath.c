@@ -384,6 +384,58 @@ static void test_matmul_softmax_layernorm(void **state)
     }
 }
 
+/* LayerNorm over row counts that exercise every way rows are grouped (the
+ * SIMD kernels normalise one group of rows while gathering the next one's
+ * statistics, then end with single rows), widths with and without a tail
+ * and below one vector, in place and not, rows with a common offset 10^4
+ * times their spread (E[x^2] - E[x]^2 in float would lose the variance
+ * whole): within 2e-6 of the largest output against double, plus what
+ * summing a far-off mean in float may leave (d 2^-24 |mean| / sigma: the
+ * portable kernel's plain sum), and every row bit for bit what a call on
+ * that row alone gives. */
+static void test_layernorm_groups(void **state)
+{
+    static const int widths[] = {5, 16, 21, 64, 200};
+    enum { MAXR = 9, MAXD = 200 };
+    static float x[MAXR * MAXD], x2[MAXR * MAXD], y[MAXR * MAXD], one[MAXD], g[MAXD], b[MAXD];
+    static double ref[MAXR * MAXD];
+    (void)state;
+    fill(g, MAXD, 0.5f, 1.5f, 71), fill(b, MAXD, -1, 1, 72);
+    for (int v = 0; v < n_variants; v++)
+        for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++)
+            for (int rows = 1; rows <= MAXR; rows++)
+                for (int inplace = 0; inplace < 2; inplace++) {
+                    const int d = widths[wi];
+                    double top = 0, err = 0, slack[MAXR];
+                    fill(x, (size_t)rows * d, -3, 5, 73 + (unsigned)(rows * d));
+                    for (int i = 0; i < rows * d; i += 3 * d) /* every third row far off 0 */
+                        for (int j = 0; j < d; j++) x[i + j] = 1e4f + x[i + j];
+                    for (int r = 0; r < rows; r++) {
+                        double mean = 0, var = 0;
+                        for (int j = 0; j < d; j++) mean += x[r * d + j] / (double)d;
+                        for (int j = 0; j < d; j++) var += (x[r * d + j] - mean) * (x[r * d + j] - mean) / d;
+                        slack[r] = ldexp(fabs(mean), -24) * (d + 1) / sqrt(var + 1e-5);
+                        for (int j = 0; j < d; j++) {
+                            ref[r * d + j] = (x[r * d + j] - mean) / sqrt(var + 1e-5) * g[j] + b[j];
+                            top = fmax(top, fabs(ref[r * d + j]));
+                        }
+                    }
+                    memcpy(x2, x, sizeof x);
+                    float *out = inplace ? x2 : y;
+                    ((layernorm_fn *)symbol(v, "axrt_layernorm_f32"))(x2, g, b, out, (size_t)rows, (size_t)d, 1e-5f);
+                    for (int i = 0; i < rows * d; i++) err = fmax(err, fabs(out[i] - ref[i]) - slack[i / d]);
+                    if (!(err <= 2e-6 * top))
+                        fail_msg("%s: layernorm %d x %d%s: error %g of %g", variant_name(v), rows, d,
+                                 inplace ? " in place" : "", err, top);
+                    for (int r = 0; r < rows; r++) {
+                        ((layernorm_fn *)symbol(v, "axrt_layernorm_f32"))(x + r * d, g, b, one, 1, (size_t)d, 1e-5f);
+                        if (memcmp(one, out + r * d, (size_t)d * sizeof *one) != 0)
+                            fail_msg("%s: layernorm %d x %d: row %d differs from that row alone", variant_name(v),
+                                     rows, d, r);
+                    }
+                }
+}
+
 typedef void dense_ep_fn(const float *, const float *, const float *, const float *, axrt_act,
                          float *, size_t, size_t, size_t);
 typedef void conv_ep_fn(const float *, const float *, const float *, const float *, axrt_act,
@@ -396,6 +448,7 @@ static double act_ref(double v, axrt_act act)
     case AXRT_ACT_RELU: return v < 0 ? 0 : v;
     case AXRT_ACT_RELU6: return v < 0 ? 0 : v > 6 ? 6 : v;
     case AXRT_ACT_GELU: return 0.5 * v * erfc(-v / sqrt(2.0));
+    case AXRT_ACT_SWISH: return v / (1 + exp(-v));
     default: return v;
     }
 }
@@ -440,7 +493,7 @@ static void test_dense_epilogue(void **state)
     fill(res, ROWS * OUT, -4, 4, 24);
     for (int v = 0; v < n_variants; v++) {
         ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, IN, OUT);
-        for (int act = AXRT_ACT_NONE; act <= AXRT_ACT_GELU; act++) {
+        for (int act = AXRT_ACT_NONE; act <= AXRT_ACT_SWISH; act++) {
             for (int r = 0; r < ROWS; r++)
                 for (int o = 0; o < OUT; o++) {
                     double acc = bias[o];
@@ -745,7 +798,7 @@ static void test_softmax_layernorm_special(void **state)
 }
 
 /* The epilogues of dense and depthwise kernels: a NaN input makes every
- * output that reads it NaN after each activation (ReLU, ReLU6, GELU). */
+ * output that reads it NaN after each activation (ReLU, ReLU6, GELU, swish). */
 static void test_epilogue_nan(void **state)
 {
     enum { ROWS = 3, IN = 5, OUT = 19 };
@@ -755,7 +808,7 @@ static void test_epilogue_nan(void **state)
     fill(x, ROWS * IN, -1, 1, 71), fill(w, OUT * IN, -1, 1, 72), fill(xd, 3 * 19, -1, 1, 73);
     x[IN + 2] = NAN, xd[19 + 2] = NAN;
     for (int v = 0; v < n_variants; v++)
-        for (int act = AXRT_ACT_RELU; act <= AXRT_ACT_GELU; act++) {
+        for (int act = AXRT_ACT_RELU; act <= AXRT_ACT_SWISH; act++) {
             ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, IN, OUT);
             ((dense_ep_fn *)symbol(v, "axrt_dense_packed_ep_f32"))(x, packed, NULL, NULL,
                                                                    (axrt_act)act, y, ROWS, IN, OUT);
@@ -932,27 +985,60 @@ static void test_maxpool_exact(void **state)
 /* Global mean pooling, every variant, against the loop written out here:
  * each channel summed over the pixels in order from 0.0f, then divided by
  * their count (none when there is one), bit-identical; 37 channels (a
- * block and a tail), NaN, infinities and signed zeros, and one pixel. */
+ * block and a tail) and 133 (more than one pass of registers holds), NaN,
+ * infinities and signed zeros, and one pixel. */
 typedef void globalpool_fn(const float *, float *, size_t, size_t, size_t);
 
 static void test_globalmeanpool_exact(void **state)
 {
-    enum { N = 2, HW = 29, C = 37 };
-    static float x[N * HW * C], y[N * C], want[N * C];
+    enum { N = 2, HW = 29, CMAX = 133 };
+    static float x[N * HW * CMAX], y[N * CMAX], want[N * CMAX];
     (void)state;
-    fill(x, N * HW * C, -3, 3, 63);
-    for (int i = 0; i < N * HW * C; i += 17) x[i] = (i / 17) % 3 == 0 ? NAN : (i / 17) % 3 == 1 ? -0.0f : INFINITY;
-    for (int hw = 1; hw <= HW; hw += HW - 1)
-        for (int v = 0; v < n_variants; v++) {
-            for (int n = 0; n < N; n++)
-                for (int c = 0; c < C; c++) {
-                    float sum = 0.0f;
-                    for (int px = 0; px < hw; px++) sum += x[((size_t)n * hw + px) * C + c];
-                    want[n * C + c] = hw == 1 ? sum : sum / (float)hw;
-                }
-            ((globalpool_fn *)symbol(v, "axrt_globalmeanpool_f32"))(x, y, N, hw, C);
-            assert_same_bits(y, want, N * C, "globalmeanpool", v);
-        }
+    for (int C = 37; C <= CMAX; C += CMAX - 37)
+        for (int hw = 1; hw <= HW; hw += HW - 1)
+            for (int v = 0; v < n_variants; v++) {
+                fill(x, N * HW * C, -3, 3, 63);
+                for (int i = 0; i < N * HW * C; i += 17)
+                    x[i] = (i / 17) % 3 == 0 ? NAN : (i / 17) % 3 == 1 ? -0.0f : INFINITY;
+                for (int n = 0; n < N; n++)
+                    for (int c = 0; c < C; c++) {
+                        float sum = 0.0f;
+                        for (int px = 0; px < hw; px++) sum += x[((size_t)n * hw + px) * C + c];
+                        want[n * C + c] = hw == 1 ? sum : sum / (float)hw;
+                    }
+                ((globalpool_fn *)symbol(v, "axrt_globalmeanpool_f32"))(x, y, N, hw, C);
+                assert_same_bits(y, want, N * C, "globalmeanpool", v);
+            }
+}
+
+/* Swish in the epilogue of dense, conv and depthwise (EfficientNet's
+ * layers) gives the bits of the kernel without it followed by
+ * axrt_swish_f32, every variant. */
+static void test_swish_epilogue_bits(void **state)
+{
+    const axrt_conv2d_params cp = {1, 9, 7, 40, 9, 7, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1};
+    const axrt_conv2d_params dp = {1, 9, 7, 40, 5, 4, 40, 3, 3, 2, 2, 1, 1, 1, 1, 40};
+    enum { X = 9 * 7 * 40, W = 24 * 40 * 9, Y = 9 * 7 * 24 };
+    static float x[X], w[W], packed[W], bias[40], y[Y], want[Y];
+    (void)state;
+    fill(x, X, -2, 2, 81), fill(w, W, -0.3f, 0.3f, 82), fill(bias, 40, -1, 1, 83);
+    for (int v = 0; v < n_variants; v++) {
+        ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, 40, 24);
+        ((dense_ep_fn *)symbol(v, "axrt_dense_packed_ep_f32"))(x, packed, bias, NULL, AXRT_ACT_NONE, want, 21, 40, 24);
+        ((unary_fn *)symbol(v, "axrt_swish_f32"))(want, want, 21 * 24);
+        ((dense_ep_fn *)symbol(v, "axrt_dense_packed_ep_f32"))(x, packed, bias, NULL, AXRT_ACT_SWISH, y, 21, 40, 24);
+        assert_same_bits(y, want, 21 * 24, "dense+swish", v);
+        ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &cp);
+        ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, bias, NULL, AXRT_ACT_NONE, want, &cp);
+        ((unary_fn *)symbol(v, "axrt_swish_f32"))(want, want, Y);
+        ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, bias, NULL, AXRT_ACT_SWISH, y, &cp);
+        assert_same_bits(y, want, Y, "conv+swish", v);
+        ((pack_conv_fn *)symbol(v, "axrt_pack_depthwise_f32"))(w, packed, &dp);
+        ((conv_ep_fn *)symbol(v, "axrt_conv2d_depthwise_f32"))(x, packed, bias, NULL, AXRT_ACT_NONE, want, &dp);
+        ((unary_fn *)symbol(v, "axrt_swish_f32"))(want, want, 5 * 4 * 40);
+        ((conv_ep_fn *)symbol(v, "axrt_conv2d_depthwise_f32"))(x, packed, bias, NULL, AXRT_ACT_SWISH, y, &dp);
+        assert_same_bits(y, want, 5 * 4 * 40, "depthwise+swish", v);
+    }
 }
 
 /* The training step's kernels, every variant.  ReLU's backward bit-exact
@@ -1325,6 +1411,7 @@ int main(void)
         cmocka_unit_test(test_dense_epilogue),
         cmocka_unit_test(test_dense_one_row),
         cmocka_unit_test(test_conv_epilogue),
+        cmocka_unit_test(test_swish_epilogue_bits),
         cmocka_unit_test(test_depthwise),
         cmocka_unit_test(test_depthwise_shapes),
         cmocka_unit_test(test_softmax_edges),
@@ -1332,6 +1419,7 @@ int main(void)
         cmocka_unit_test(test_matmul_shapes),
         cmocka_unit_test(test_softmax_rising_max),
         cmocka_unit_test(test_matmul_softmax_layernorm),
+        cmocka_unit_test(test_layernorm_groups),
         cmocka_unit_test(test_unary_special_values),
         cmocka_unit_test(test_softmax_layernorm_special),
         cmocka_unit_test(test_epilogue_nan),
