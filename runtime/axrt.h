@@ -516,8 +516,12 @@ void axrt_relu_grad_f32(const float *dy, const float *x, float *y, size_t n);
 /* g [m, n] = a [m, k] . b [k, n] (row-major), then axrt_optim_step_f32 on
  * p [m, n] (moments mom, v) with it: a block of rows at a time, each updated
  * while its gradient is still in cache (axc --train fuses a weight's
- * gradient matmul with its update this way).  g ends as axrt_matmul_f32
- * leaves it; p, mom and v as the step leaves them. */
+ * gradient matmul with its update this way).  p, mom and v end as the step
+ * leaves them; g is room for the gradient: Adam's (AdamW's) update of a
+ * ReLU layer's weight, whose a (the masked output gradient) is mostly 0,
+ * may run without it on a CPU with AVX-512 (each gradient row computed
+ * from a's non-zero terms, a column block at a time, and updated at once),
+ * leaving g as it was; else g ends as axrt_matmul_f32 leaves it. */
 void axrt_matmul_optim_f32(const axrt_optim *h, const float *a, const float *b, float *g, size_t m,
                            size_t k, size_t n, float *p, float *mom, float *v, int64_t step);
 

@@ -60,6 +60,9 @@ typedef void axrt_binary_scalar_a_fn(float a, const float *b, float *y, size_t n
 typedef struct axrt_adam_coef {
     float decay, l2, b1, b2, one_minus_b1, one_minus_b2, step_size, inv_bc2_sqrt, eps;
 } axrt_adam_coef;
+/* The longest reduction a table's matmul_adam takes (b's column blocks of
+   k x 128 floats stay in L1). */
+#define AXRT_MATMUL_ADAM_MAX_K 48
 typedef void axrt_adam_fn(const axrt_adam_coef *c, float *p, const float *g, float *m, float *v,
                           size_t n);
 
@@ -111,6 +114,16 @@ typedef struct axrt_cpu_ops {
     /* tile for a row-major B (column j at b + j): as tile, one segment, nr
        up to 2 * AXRT_PANEL; NULL where tile is as fast (gemm then uses tile) */
     void (*tile_wide)(const axrt_tile_args *t);
+    /* Adam's (AdamW's) update of p, m, v [m, n] with the gradient
+       a [m, k] . b [k, n] (row-major), its sums as the GEMM tile's (one
+       multiply-add a term, in order), then as adam, the gradient not
+       stored; returns 0, having done nothing,
+       where it would not be faster (a not sparse enough: it skips a's
+       zeros, as a ReLU's backward leaves them; k above
+       AXRT_MATMUL_ADAM_MAX_K) or not exact (b not finite); NULL where a
+       table has none */
+    int (*matmul_adam)(const axrt_adam_coef *c, const float *a, const float *b, size_t m, size_t k, size_t n,
+                       float *p, float *mom, float *v);
 } axrt_cpu_ops;
 
 /* The table in use (axrt_fast.inc), for the kernels outside axrt.c. */

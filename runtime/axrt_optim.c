@@ -51,6 +51,22 @@ typedef struct adam_coef_f64 {
     double decay, l2, b1, b2, one_minus_b1, one_minus_b2, step_size, inv_bc2_sqrt, eps;
 } adam_coef_f64;
 
+/* Adam's (AdamW's) coefficients for the step, in T. */
+#define AXRT_ADAM_COEF(NAME, T, COEF)                                                         \
+    static COEF NAME(const axrt_optim *h, int64_t step)                                       \
+    {                                                                                         \
+        const T lr = (T)h->lr, wd = (T)h->weight_decay;                                       \
+        const T b1 = (T)h->beta1, b2 = (T)h->beta2;                                           \
+        const COEF c = {h->kind == AXRT_OPT_ADAMW ? 1 - lr * wd : (T)1, /* decoupled */      \
+                        h->kind == AXRT_OPT_ADAMW ? (T)0 : wd, b1, b2, 1 - b1, 1 - b2,        \
+                        (T)(h->lr / one_minus_power(h->beta1, step)),                         \
+                        (T)(1 / sqrt(one_minus_power(h->beta2, step))), (T)h->eps};           \
+        return c;                                                                             \
+    }
+
+AXRT_ADAM_COEF(adam_coef_f32_of, float, axrt_adam_coef)
+AXRT_ADAM_COEF(adam_coef_f64_of, double, adam_coef_f64)
+
 AXRT_ADAM_LOOP(adam_f32, float, axrt_adam_coef, sqrtf)
 AXRT_ADAM_LOOP(adam_f64, double, adam_coef_f64, sqrt)
 
@@ -68,15 +84,11 @@ static void adam_f32_dispatch(const axrt_adam_coef *c, float *p, const float *g,
 }
 
 /* One loop per optimizer (no branch on the kind inside: the loops vectorise). */
-#define AXRT_OPTIM_STEP(NAME, T, ADAM_COEF, ADAM)                                             \
+#define AXRT_OPTIM_STEP(NAME, T, ADAM_COEF, COEF_OF, ADAM)                                    \
     void NAME(const axrt_optim *h, T *p, const T *g, T *m, T *v, size_t n, int64_t step)      \
     {                                                                                         \
         const T lr = (T)h->lr, wd = (T)h->weight_decay, mu = (T)h->momentum;                  \
-        const T b1 = (T)h->beta1, b2 = (T)h->beta2, eps = (T)h->eps;                          \
-        const T step_size = (T)(h->lr / one_minus_power(h->beta1, step));                     \
-        const T inv_bc2_sqrt = (T)(1 / sqrt(one_minus_power(h->beta2, step)));                \
-        const T decay = h->kind == AXRT_OPT_ADAMW ? 1 - lr * wd : (T)1; /* decoupled */       \
-        const T l2 = h->kind == AXRT_OPT_ADAMW ? (T)0 : wd;                                   \
+        const T b1 = (T)h->beta1, b2 = (T)h->beta2;                                           \
         const T first = step == 1 ? (T)0 : mu;                                                \
         const T g_part = h->nesterov ? (T)1 : (T)0, m_part = h->nesterov ? mu : (T)1;         \
         size_t i;                                                                             \
@@ -94,7 +106,7 @@ static void adam_f32_dispatch(const axrt_adam_coef *c, float *p, const float *g,
             break;                                                                            \
         case AXRT_OPT_ADAM:                                                                   \
         case AXRT_OPT_ADAMW: {                                                                \
-            const ADAM_COEF c = {decay, l2, b1, b2, 1 - b1, 1 - b2, step_size, inv_bc2_sqrt, eps}; \
+            const ADAM_COEF c = COEF_OF(h, step);                                             \
             ADAM(&c, p, g, m, v, n);                                                          \
             break;                                                                            \
         }                                                                                     \
@@ -109,8 +121,8 @@ static void adam_f32_dispatch(const axrt_adam_coef *c, float *p, const float *g,
         }                                                                                     \
     }
 
-AXRT_OPTIM_STEP(axrt_optim_step_f32, float, axrt_adam_coef, adam_f32_dispatch)
-AXRT_OPTIM_STEP(axrt_optim_step_f64, double, adam_coef_f64, adam_f64)
+AXRT_OPTIM_STEP(axrt_optim_step_f32, float, axrt_adam_coef, adam_coef_f32_of, adam_f32_dispatch)
+AXRT_OPTIM_STEP(axrt_optim_step_f64, double, adam_coef_f64, adam_coef_f64_of, adam_f64)
 
 /* Rows of the gradient a fused step computes before updating them: about
  * this many bytes, so that they are updated while still in L1. */
@@ -123,6 +135,11 @@ void axrt_matmul_optim_f32(const axrt_optim *h, const float *a, const float *b, 
     const size_t tiles = row_bytes ? GRAD_BLOCK_BYTES / (tile * row_bytes) : 1;
     const size_t rows = tile * (tiles ? tiles : 1);
     size_t r0;
+    if ((h->kind == AXRT_OPT_ADAM || h->kind == AXRT_OPT_ADAMW) && axrt_cpu_in_use()->matmul_adam) {
+        const axrt_adam_coef c = adam_coef_f32_of(h, step);
+        if (axrt_cpu_in_use()->matmul_adam(&c, a, b, m, k, n, p, mom, v))
+            return;
+    }
     for (r0 = 0; r0 < m; r0 += rows) {
         const size_t mr = m - r0 < rows ? m - r0 : rows, at = r0 * n;
         axrt_matmul_f32(a + r0 * k, NULL, b, NULL, g + at, NULL, 0, mr, k, n);

@@ -68,6 +68,8 @@ SIMD_INLINE __mmask16 lane_mask(long count)
 #define V_SELECT(m, t, f) _mm512_mask_blend_ps(m, f, t)
 #define V_UNORD(x) _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q)
 #define V_SIGNM(x) _mm512_movepi32_mask(_mm512_castps_si512(x))
+/* the lanes of x that are not 0 (NaN included), as the low VW bits */
+#define V_NONZERO_BITS(x) ((unsigned)_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NEQ_UQ))
 #define V_HSUM _mm512_reduce_add_ps
 #define V_HMAX _mm512_reduce_max_ps
 
