@@ -609,15 +609,18 @@ static void lv_blas_matmul(lv *L, const ir_node *n, LLVMValueRef y)
 static void lv_blas_dense(lv *L, const ir_node *n, LLVMValueRef y, int64_t rows, int64_t in, int64_t out)
 {
     const bool bias = n->nsrc > 2 && n->src[2] != IR_NONE;
-    if (bias) {
-        LLVMTypeRef f32 = LLVMFloatTypeInContext(L->C);
-        LLVMValueRef *one = ax_alloc(arena_of(L), (size_t)rows * sizeof *one);
-        for (int64_t r = 0; r < rows; r++)
-            one[r] = LLVMConstReal(f32, 1.0);
+    if (bias) {   /* one column of ones per row count, shared by the layers */
         const char *name = ax_sprintf(arena_of(L), "blas_ones%lld", (long long)rows);
         LLVMValueRef ones = LLVMGetNamedGlobal(L->M, name);
-        ones = ones ? LLVMConstBitCast(ones, L->ptr)
-                    : const_global(L, LLVMConstArray(f32, one, (unsigned)rows), name, 4);
+        if (ones) {
+            ones = LLVMConstBitCast(ones, L->ptr);
+        } else {
+            LLVMTypeRef f32 = LLVMFloatTypeInContext(L->C);
+            LLVMValueRef *one = ax_alloc(arena_of(L), (size_t)rows * sizeof *one);
+            for (int64_t r = 0; r < rows; r++)
+                one[r] = LLVMConstReal(f32, 1.0);
+            ones = const_global(L, LLVMConstArray(f32, one, (unsigned)rows), name, 4);
+        }
         call_sgemm(L, false, rows, out, 1, ones, 0, operand(L, n, 2), 0, 0.0, y, 0);
     }
     call_sgemm(L, true, rows, out, in, operand(L, n, 0), 0, operand(L, n, 1), 0, bias ? 1.0 : 0.0, y, 0);

@@ -271,7 +271,10 @@ def run_good(axc, d, case):
                            timeout=300)
         if r.returncode != 0:
             return False, f"axc run {' '.join(interp)}: exit {r.returncode}: {r.stderr.strip()[:300]}"
-        got = np.load(out).reshape(want.shape)
+        got = np.load(out)
+        if got.size != want.size:
+            return False, f"{' '.join(interp) or 'generated C'}: output {got.shape}, reference {want.shape}"
+        got = got.reshape(want.shape)
         if not np.allclose(got, want, rtol=RTOL, atol=ATOL):
             return False, f"{' '.join(interp) or 'generated C'}: max abs error {np.nanmax(np.abs(got - want)):.3g}"
     if ir_op:
@@ -302,7 +305,10 @@ def run_as_ax(axc, d, case):
                        timeout=300)
     if r.returncode != 0:
         return False, "", f"axc run on the .ax: exit {r.returncode}: {r.stderr.strip()[:300]}\n  {open(ax).read()}"
-    got = np.load(out).reshape(want.shape)
+    got = np.load(out)
+    if got.size != want.size:
+        return False, "", f"output {got.shape}, reference {want.shape}"
+    got = got.reshape(want.shape)
     ok = np.allclose(got, want, rtol=RTOL, atol=ATOL)
     return ok, "same outputs", "" if ok else f"max abs error {np.nanmax(np.abs(got - want)):.3g}"
 

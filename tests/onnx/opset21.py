@@ -303,15 +303,9 @@ def main():
     rc = 0
     with tempfile.TemporaryDirectory() as d:
         for case in GOOD:
-            try:
-                ok, why = run_good(axc, d, case)
-            except ValueError as e:   # an output of another shape than the reference's
-                ok, why = False, str(e)
+            ok, why = run_good(axc, d, case)
             rc |= report(ok, f"onnx opset 18-21 {case.__name__}: matches the reference, generated C and interpreter", why)
-            try:
-                ok, what, why = run_as_ax(axc, d, case)
-            except ValueError as e:
-                ok, what, why = False, "", str(e)
+            ok, what, why = run_as_ax(axc, d, case)
             rc |= report(ok, f"onnx opset 18-21 --emit=ax {case.__name__}: {what or 'written back as .ax'}", why)
         for case in BAD:
             ok, why = run_bad(axc, d, case)
