@@ -17,25 +17,12 @@
 
 /* ---- shared helpers ------------------------------------------------------ */
 
-ir_attrs lower_attrs(void)
-{
-    ir_attrs a;
-    memset(&a, 0, sizeof a);
-    a.act = IR_NONE;
-    a.residual = IR_NONE;
-    a.axis = -1;
-    a.stride[0] = a.stride[1] = 1;
-    a.dilation[0] = a.dilation[1] = 1;
-    a.groups = 1;
-    return a;
-}
-
 int lower_add(lower_state *st, ir_op op, const int *src, int nsrc, const ir_attrs *attrs,
               ax_loc loc, const char *name)
 {
     int id = ir_add(st->g, op, src, nsrc, loc);
     ir_node *n = ir_at(st->g, id);
-    n->attrs = attrs ? *attrs : lower_attrs();
+    n->attrs = attrs ? *attrs : ir_attrs_unset();
     n->name = name;
     n->dtype = st->g->dtype;
     return id;
@@ -43,7 +30,7 @@ int lower_add(lower_state *st, ir_op op, const int *src, int nsrc, const ir_attr
 
 static int add_scalar(lower_state *st, double value, ax_loc loc)
 {
-    ir_attrs a = lower_attrs();
+    ir_attrs a = ir_attrs_unset();
     a.scalar = value;
     int id = lower_add(st, IR_OP_scalar, NULL, 0, &a, loc, NULL);
     ir_at(st->g, id)->rank = 0;
@@ -703,7 +690,7 @@ static void lower_input(lower_state *st, const ast_param *p)
     if (!ok) return;
     int id = ir_add(st->g, IR_OP_input, NULL, 0, p->loc);
     ir_node *n = ir_at(st->g, id);
-    n->attrs = lower_attrs();
+    n->attrs = ir_attrs_unset();
     n->name = p->name;
     n->dtype = dt;
     n->rank = p->ndims;
@@ -816,7 +803,7 @@ static void lower_unpack(lower_state *st, const ast_stmt *s)
         ax_error(st->ctx, v->loc, "%d names are bound, but only chunk(...) gives several values",
                  s->ntargets);
     for (int k = 0; k < s->ntargets; k++) {
-        ir_attrs attrs = lower_attrs();
+        ir_attrs attrs = ir_attrs_unset();
         attrs.index = k;
         const ast_node *t = s->targets[k];
         int r = producer == IR_NONE ? IR_NONE

@@ -53,7 +53,7 @@ static lower_layer *new_composite(lower_state *st, lower_layer_kind kind, const 
     l->kind = kind;
     l->name = name;
     l->loc = decl;
-    l->attrs = lower_attrs();
+    l->attrs = ir_attrs_unset();
     l->act = IR_OP_COUNT;
     l->min_in = l->max_in = 1;
     return l;

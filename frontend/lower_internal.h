@@ -126,8 +126,7 @@ int lower_expr(lower_state *st, const ast_node *e);
 bool lower_eval_num(lower_state *st, const ast_node *e, lower_num *out);
 /* Attributes with every "unset" field at its neutral value (act = IR_NONE,
  * stride/dilation 1, groups 1, axis -1). */
-ir_attrs lower_attrs(void);
-/* Appends a compute node with model dtype; attrs NULL means lower_attrs(). */
+/* Appends a compute node with model dtype; attrs NULL means ir_attrs_unset(). */
 int lower_add(lower_state *st, ir_op op, const int *src, int nsrc,
               const ir_attrs *attrs, ax_loc loc, const char *name);
 /* Reports the error message, plus "; did you mean 'x'?" when one of

@@ -328,7 +328,7 @@ int lower_chunk(lower_state *st, const ast_node *call, int nresults)
         ax_error(st->ctx, call->loc, "chunk expects (x, n; dims=k)");
         return IR_NONE;
     }
-    ir_attrs attrs = lower_attrs();
+    ir_attrs attrs = ir_attrs_unset();
     lower_num n;
     int x = lower_expr(st, a.pos[0]);
     bool ok = check_keywords(st, "chunk", kw_dims_only_chunk, &a) &&
@@ -433,12 +433,12 @@ static int lower_reduce(lower_state *st, const lower_fn *fn, const lower_args *a
     if (!ok || !kw_bool(st, a, "keepdims", &keep))
         return IR_NONE;
     for (int i = 0; i < naxes; i++) {
-        ir_attrs attrs = lower_attrs();
+        ir_attrs attrs = ir_attrs_unset();
         attrs.axis = axes[i];
         x = lower_add(st, fn->op, &x, 1, &attrs, a->loc, NULL);
     }
     if (keep) return x;
-    ir_attrs squeeze = lower_attrs();
+    ir_attrs squeeze = ir_attrs_unset();
     memcpy(squeeze.squeeze, axes, sizeof *axes * (size_t)naxes);
     squeeze.nsqueeze = naxes;
     return lower_add(st, IR_OP_reshape, &x, 1, &squeeze, a->loc, NULL);
@@ -487,7 +487,7 @@ int lower_apply_fn(lower_state *st, const lower_fn *fn, const lower_args *a)
     }
     if (fn->kw == KW_REDUCE) return ok ? lower_reduce(st, fn, a, src[0]) : IR_NONE;
     if (fn->op == IR_OP_clamp_min) return ok ? lower_clamp(st, a, src) : IR_NONE;
-    ir_attrs attrs = lower_attrs();
+    ir_attrs attrs = ir_attrs_unset();
     ok = fn_keywords(st, fn, a, &attrs) && ok;
     if (fn->tuple == FN_SHAPE_TUPLE) ok = ok && shape_tuple(st, a->pos[a->npos - 1], &attrs);
     if (fn->tuple == FN_PERM_TUPLE) ok = ok && perm_tuple(st, a->pos[a->npos - 1], &attrs);
@@ -504,7 +504,7 @@ static void add_param(lower_state *st, lower_layer *l, const char *pname, ir_par
 {
     int id = ir_add(st->g, IR_OP_param, NULL, 0, l->loc);
     ir_node *n = ir_at(st->g, id);
-    n->attrs = lower_attrs();
+    n->attrs = ir_attrs_unset();
     n->name = ax_sprintf(st->ctx->arena, "%s.%s", l->name, pname);
     n->dtype = st->g->dtype;
     n->role = role;
@@ -544,7 +544,7 @@ static bool kw_activation(lower_state *st, lower_layer *l, const lower_args *a)
         return false;
     }
     l->act = fn->op;
-    l->act_attrs = lower_attrs();
+    l->act_attrs = ir_attrs_unset();
     l->act_attrs.alpha = fn->alpha;
     return true;
 }
@@ -652,7 +652,7 @@ static bool build_conv1d(lower_state *st, lower_layer *l, const lower_args *a)
 static int apply_conv1d(lower_state *st, const lower_layer *l, int x, ax_loc loc)
 {
     const ir_node *w = ir_at(st->g, l->params[0]);
-    ir_attrs up = lower_attrs(), wv = lower_attrs(), down = lower_attrs();
+    ir_attrs up = ir_attrs_unset(), wv = ir_attrs_unset(), down = ir_attrs_unset();
     int64_t out = w->shape[0];
     up.nnewshape = 4, wv.nnewshape = 4, down.nnewshape = 3;
     up.zero_copies = down.zero_copies = true;
@@ -778,7 +778,7 @@ static bool build_rnn(lower_state *st, lower_layer *l, const lower_args *a)
 /* Cell `cell` of an initial state [layers * dirs, N, H] as [N, H]. */
 static int rnn_state_of_cell(lower_state *st, int state, int cell, ax_loc loc)
 {
-    ir_attrs at = lower_attrs(), squeeze = lower_attrs();
+    ir_attrs at = ir_attrs_unset(), squeeze = ir_attrs_unset();
     at.nslice = 1;
     at.begin[0] = cell, at.end[0] = cell + 1, at.step[0] = 1;
     squeeze.nsqueeze = 1;   /* squeeze[0] = 0: the cell axis */
@@ -790,7 +790,7 @@ static int rnn_state_of_cell(lower_state *st, int state, int cell, ax_loc loc)
  * sequence (the first for the reverse direction). */
 static int rnn_final(lower_state *st, int seq, bool reverse, ax_loc loc)
 {
-    ir_attrs at = lower_attrs(), swap = lower_attrs();
+    ir_attrs at = ir_attrs_unset(), swap = ir_attrs_unset();
     at.nslice = 2;
     at.begin[0] = INT64_MIN, at.end[0] = INT64_MAX, at.step[0] = 1;
     at.begin[1] = reverse ? 0 : -1, at.end[1] = reverse ? 1 : INT64_MAX, at.step[1] = 1;
@@ -802,7 +802,7 @@ static int rnn_final(lower_state *st, int seq, bool reverse, ax_loc loc)
 /* The cells' [1, N, H] states joined as PyTorch's h_n / c_n [cells, N, H]. */
 static int rnn_join_cells(lower_state *st, const int *cells, int n, ax_loc loc)
 {
-    ir_attrs cat = lower_attrs();
+    ir_attrs cat = ir_attrs_unset();
     cat.axis = 0;
     int acc = cells[0];
     for (int i = 1; i < n && acc != IR_NONE;) {   /* at most IR_MAX_SRC at once */
@@ -826,7 +826,7 @@ static int rnn_run(lower_state *st, const lower_layer *l, const int *in, int nin
                  l->max_in == 3 ? "x or (x, h0, c0)" : "x or (x, h0)", nin);
         return IR_NONE;
     }
-    ir_attrs swap = lower_attrs();
+    ir_attrs swap = ir_attrs_unset();
     swap.nperm = 3, swap.perm[0] = 1, swap.perm[1] = 0, swap.perm[2] = 2;
     int x = in[0];
     if (!l->batch_first) x = lower_add(st, IR_OP_transpose, &x, 1, &swap, loc, NULL);
@@ -845,7 +845,7 @@ static int rnn_run(lower_state *st, const lower_layer *l, const int *in, int nin
             at.cell = true;
             if (cn) cn[cell] = rnn_final(st, lower_add(st, l->op, src, n, &at, loc, l->name), d == 1, loc);
         }
-        ir_attrs cat = lower_attrs();
+        ir_attrs cat = ir_attrs_unset();
         cat.axis = 2;
         x = l->rnn_dirs == 2 ? lower_add(st, IR_OP_concat, y, 2, &cat, loc, l->name) : y[0];
     }
@@ -1010,7 +1010,7 @@ static bool build_rmsnorm(lower_state *st, lower_layer *l, const lower_args *a)
 /* x / sqrt(mean(x .* x; dims=-1) + eps) .* weight */
 static int apply_rmsnorm(lower_state *st, const lower_layer *l, int x, ax_loc loc)
 {
-    ir_attrs none = lower_attrs(), eps = lower_attrs();
+    ir_attrs none = ir_attrs_unset(), eps = ir_attrs_unset();
     eps.scalar = l->attrs.eps;
     int sq = lower_add(st, IR_OP_mul, (int[]){x, x}, 2, &none, loc, l->name);
     int mean = lower_add(st, IR_OP_mean, &sq, 1, &none, loc, l->name);
@@ -1190,7 +1190,7 @@ lower_layer *lower_make_layer(lower_state *st, const lower_ctor *c, const ast_no
     l->ctor = c;
     l->name = name;
     l->loc = decl;
-    l->attrs = lower_attrs();
+    l->attrs = ir_attrs_unset();
     l->act = IR_OP_COUNT;
     l->min_in = l->max_in = 1;
     return c->build(st, l, &a) ? l : NULL;

@@ -48,7 +48,7 @@ static bool index_item(lower_state *st, const ast_node *item, int d, ir_attrs *a
 
 int lower_index_value(lower_state *st, const ast_node *e)
 {
-    ir_attrs attrs = lower_attrs(), squeeze = lower_attrs();
+    ir_attrs attrs = ir_attrs_unset(), squeeze = ir_attrs_unset();
     if (e->nargs > IR_MAX_RANK) {
         ax_error(st->ctx, e->loc, "at most %d indices", IR_MAX_RANK);
         return IR_NONE;
@@ -125,7 +125,7 @@ void lower_split(lower_state *st, const ast_stmt *s)
         ax_error(st->ctx, v->loc, "%s expects %s", "split", "(x, (s0, s1, ...); dims=k)");
     } else if (split_axis(st, &a, &axis)) {
         for (int i = 0; i < s->ntargets; i++) {
-            pieces[i] = lower_attrs();
+            pieces[i] = ir_attrs_unset();
             pieces[i].axis = axis;
         }
         ok = split_pieces(st, s, &a, pieces);

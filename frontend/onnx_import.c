@@ -328,19 +328,6 @@ ox_const *ox_tensor(ox_state *s, const Onnx__TensorProto *t)
 
 /* ---- nodes ----------------------------------------------------------------- */
 
-ir_attrs ox_attrs(void)
-{
-    ir_attrs a;
-    memset(&a, 0, sizeof a);
-    a.act = IR_NONE;
-    a.residual = IR_NONE;
-    a.axis = -1;
-    a.stride[0] = a.stride[1] = 1;
-    a.dilation[0] = a.dilation[1] = 1;
-    a.groups = 1;
-    return a;
-}
-
 static const char *node_label(ox_state *s)
 {
     const Onnx__NodeProto *n = s->node;
@@ -355,7 +342,7 @@ int ox_add(ox_state *s, ir_op op, const int *src, int nsrc, const ir_attrs *attr
         if (src[i] == IR_NONE && !(ir_ops[op].optional & (1u << i))) return IR_NONE;
     int id = ir_add(s->g, op, src, nsrc, ax_noloc());
     ir_node *n = ir_at(s->g, id);
-    n->attrs = attrs ? *attrs : ox_attrs();
+    n->attrs = attrs ? *attrs : ir_attrs_unset();
     n->name = node_label(s);
     n->dtype = AXRT_F32;
     int errors = s->ctx->errors;
@@ -367,7 +354,7 @@ int ox_param(ox_state *s, const double *values, int rank, const int64_t *shape, 
 {
     int id = ir_add(s->g, IR_OP_param, NULL, 0, ax_noloc());
     ir_node *n = ir_at(s->g, id);
-    n->attrs = ox_attrs();
+    n->attrs = ir_attrs_unset();
     n->name = what ? what : ax_sprintf(s->ctx->arena, "onnx_const_%d", s->counter++);
     n->dtype = AXRT_F32;
     n->role = IR_PARAM_ZEROS;
@@ -392,7 +379,7 @@ int ox_transpose(ox_state *s, int x, const int *perm, int rank)
     bool identity = true;
     for (int i = 0; i < rank; i++) identity &= perm[i] == i;
     if (identity) return x;
-    ir_attrs a = ox_attrs();
+    ir_attrs a = ir_attrs_unset();
     a.nperm = rank;
     memcpy(a.perm, perm, sizeof *perm * (size_t)rank);
     return ox_add(s, IR_OP_transpose, &x, 1, &a);
@@ -402,7 +389,7 @@ int ox_scalar(ox_state *s, double value)
 {
     int id = ir_add(s->g, IR_OP_scalar, NULL, 0, ax_noloc());
     ir_node *n = ir_at(s->g, id);
-    n->attrs = ox_attrs();
+    n->attrs = ir_attrs_unset();
     n->attrs.scalar = value;
     n->dtype = AXRT_F32;
     n->rank = 0;
@@ -506,7 +493,7 @@ static bool add_input(ox_state *s, const Onnx__ValueInfoProto *vi)
     }
     int id = ir_add(s->g, IR_OP_input, NULL, 0, ax_noloc());
     ir_node *n = ir_at(s->g, id);
-    n->attrs = ox_attrs();
+    n->attrs = ir_attrs_unset();
     n->name = ax_strdup(s->ctx->arena, name);
     n->dtype = dt;
     n->rank = (int)tt->shape->n_dim;
@@ -615,7 +602,7 @@ static bool add_outputs(ox_state *s, const Onnx__GraphProto *gp)
         if (id == IR_NONE) return false;
         const ir_node *n = ir_at(s->g, id);
         if (ir_ops[n->op].kind == IR_SOURCE || ir_is_output(s->g, id)) {   /* a copy of its own */
-            ir_attrs a = ox_attrs();
+            ir_attrs a = ir_attrs_unset();
             a.nperm = n->rank;
             for (int k = 0; k < n->rank; k++) a.perm[k] = k;
             id = ox_add(s, IR_OP_transpose, &id, 1, &a);

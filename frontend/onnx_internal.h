@@ -65,7 +65,6 @@ void ox_unsupported(ox_state *s, const char *what);
 ox_const *ox_const_new(ox_state *s, bool is_int, int rank, const int64_t *shape);
 /* Adds a node after inferring shapes; IR_NONE after an error. */
 int ox_add(ox_state *s, ir_op op, const int *src, int nsrc, const ir_attrs *attrs);
-ir_attrs ox_attrs(void);
 /* transpose(x, perm), composed with x's own transpose; x when the identity. */
 int ox_transpose(ox_state *s, int x, const int *perm, int rank);
 /* The node of value v in logical (ONNX) layout; constants become params. */

@@ -111,7 +111,7 @@ static int64_t numel(const int64_t *shape, int rank)
 
 static int reshape_to(ox_state *s, int x, const int64_t *shape, int rank)
 {
-    ir_attrs a = ox_attrs();
+    ir_attrs a = ir_attrs_unset();
     a.nnewshape = rank;
     memcpy(a.newshape, shape, sizeof *shape * (size_t)rank);
     if (rank == 0) {   /* IR reshape needs a rank: keep [1] then it is the same bytes */
@@ -141,7 +141,7 @@ static int axis_last(ox_state *s, int x, int rank, int axis, int *back)
 static int slice_axis(ox_state *s, int x, int axis, int64_t begin, int64_t end, int64_t step)
 {
     if (x == IR_NONE) return x;
-    ir_attrs a = ox_attrs();
+    ir_attrs a = ir_attrs_unset();
     a.nslice = ir_at(s->g, x)->rank;
     for (int d = 0; d < a.nslice; d++) a.begin[d] = INT64_MIN, a.end[d] = INT64_MAX, a.step[d] = 1;
     a.begin[axis] = begin, a.end[axis] = end, a.step[axis] = step;
@@ -464,7 +464,7 @@ static bool op_unary(ox_state *s)
     }
     ir_op op = r->op == IR_OP_gelu ? gelu_op(s) : r->op;
     if (op == IR_OP_COUNT) return false;
-    ir_attrs a = ox_attrs();
+    ir_attrs a = ir_attrs_unset();
     a.alpha = ox_attr_float(s, "alpha", r->op == IR_OP_elu ? 1.0 : 0.01);
     int src = x->c ? ox_node(s, x) : x->node;
     return set_node(s, 0, ox_add(s, op, &src, 1, &a), !x->c && x->nhwc);
@@ -774,7 +774,7 @@ static bool op_concat(ox_state *s)
         return set_const(s, 0, c);
     }
     int src[IR_MAX_SRC];
-    ir_attrs a = ox_attrs();
+    ir_attrs a = ir_attrs_unset();
     a.axis = nhwc && rank == 4 ? (axis == 1 ? 3 : axis == 0 ? 0 : (int)axis - 1) : (int)axis;
     for (int i = 0; i < NIN; i++)
         if ((src[i] = nhwc ? v[i]->node : ox_node(s, v[i])) == IR_NONE) return false;
@@ -1103,7 +1103,7 @@ static bool op_conv(ox_state *s)
         ox_unsupported(s, "a Conv that is not 1-D or 2-D, or a 1-D one whose weights are not constants");
         return false;
     }
-    ir_attrs a = ox_attrs();
+    ir_attrs a = ir_attrs_unset();
     a.groups = (int)ox_attr_int(s, "group", 1);
     a.kernel[0] = rank == 4 ? (int)ws[2] : 1, a.kernel[1] = (int)ws[rank - 1];
     int64_t hw[2] = {rank == 4 ? xs[2] : 1, xs[rank - 1]};
@@ -1142,7 +1142,7 @@ static int pad_axis(ox_state *s, int x, int ax, int64_t lo, int64_t hi, double v
         src[n++] = ox_param(s, v, rank, bs, NULL);
     }
     if (n <= 1 || x == IR_NONE) return x;
-    ir_attrs a = ox_attrs();
+    ir_attrs a = ir_attrs_unset();
     a.axis = ax;
     return ox_add(s, IR_OP_concat, src, n, &a);
 }
@@ -1176,7 +1176,7 @@ static bool op_pool(ox_state *s)
     ox_val *x = IN(0);
     if (!ok || !x) return false;
     if (s->node->n_output > 1 && s->node->output[1][0]) { ox_unsupported(s, "the Indices output"); return false; }
-    ir_attrs a = ox_attrs();
+    ir_attrs a = ir_attrs_unset();
     int64_t k[3], xs[IR_MAX_RANK];
     int rank = ox_shape(s, x, xs), nd = rank - 2;
     if ((rank != 4 && rank != 3) || ox_attr_ints(s, "kernel_shape", k, 2) != nd) { ox_unsupported(s, "a pool that is not 1-D or 2-D"); return false; }
@@ -1226,7 +1226,7 @@ static bool op_global_pool(ox_state *s)
     if (!ok || !x) return false;
     int y = ox_node_nhwc(s, x);
     for (int axis = 1; axis <= 2 && y != IR_NONE; axis++) {
-        ir_attrs a = ox_attrs();
+        ir_attrs a = ir_attrs_unset();
         a.axis = axis;
         y = ox_add(s, max ? IR_OP_maximum : IR_OP_mean, &y, 1, &a);
     }
@@ -1237,7 +1237,7 @@ static bool op_global_pool(ox_state *s)
 static int mean_axes(ox_state *s, int x, const int64_t *axes, int na)
 {
     for (int i = 0; i < na && x != IR_NONE; i++) {
-        ir_attrs a = ox_attrs();
+        ir_attrs a = ir_attrs_unset();
         a.axis = (int)axes[i];
         x = ox_add(s, IR_OP_mean, &x, 1, &a);
     }
@@ -1309,7 +1309,7 @@ static bool op_batchnorm(ox_state *s)
     if (nhwc) x = ox_node_nhwc(s, v[0]);
     else if (rank >= 2) x = axis_last(s, ox_node(s, v[0]), rank, 1, back);
     else { ox_unsupported(s, "BatchNormalization of a 1-D input"); return false; }
-    ir_attrs a = ox_attrs();
+    ir_attrs a = ir_attrs_unset();
     a.eps = ox_attr_float(s, "epsilon", 1e-5);
     int src[5] = {x};
     for (int i = 1; i < 5; i++) src[i] = ox_node(s, v[i]);
@@ -1326,7 +1326,7 @@ static bool op_softmax(ox_state *s)
     int64_t shape[IR_MAX_RANK], axis = ox_attr_int(s, "axis", s->opset >= 13 ? -1 : 1);
     int rank = ox_shape(s, x, shape), y = ox_node(s, x);
     if (!norm_axis(s, &axis, rank) || y == IR_NONE) return false;
-    ir_attrs a = ox_attrs();
+    ir_attrs a = ir_attrs_unset();
     ir_op op = lg ? IR_OP_log_softmax : IR_OP_softmax;
     if (s->opset < 13 && axis != rank - 1) {   /* over the flattened dims from axis */
         int64_t flat[2] = {numel(shape, (int)axis), numel(shape + axis, rank - (int)axis)};
@@ -1359,7 +1359,7 @@ static bool op_layernorm(ox_state *s)
     }
     for (int i = 0; i < axis; i++) flat[i] = shape[i];
     flat[axis] = d;
-    ir_attrs a = ox_attrs();
+    ir_attrs a = ir_attrs_unset();
     a.eps = ox_attr_float(s, "epsilon", 1e-5);
     int xn = ox_node(s, x);
     if (axis != rank - 1) xn = reshape_to(s, xn, flat, (int)axis + 1);
@@ -1375,7 +1375,7 @@ static bool op_layernorm(ox_state *s)
     if (!set_node(s, 0, y, false)) return false;
     if (s->node->n_output < 2) return true;
     /* Mean and InvStdDev: the statistics, normalised dims kept as 1 */
-    ir_attrs r = ox_attrs();
+    ir_attrs r = ir_attrs_unset();
     r.axis = (int)axis;
     int mean = xn == IR_NONE ? xn : ox_add(s, IR_OP_mean, &xn, 1, &r);
     int dev = bin(s, IR_OP_sub, xn, mean), sq = bin(s, IR_OP_mul, dev, dev);
@@ -1436,7 +1436,7 @@ static bool op_reduce(ox_state *s)
         if (!norm_axis(s, &axes[i], rank)) return false;
         if (reduced[axes[i]]) continue;
         reduced[axes[i]] = true;
-        ir_attrs a = ox_attrs();
+        ir_attrs a = ir_attrs_unset();
         a.axis = (int)axes[i];
         y = ox_add(s, ir, &y, 1, &a);
     }
@@ -1467,12 +1467,12 @@ static bool op_composite(ox_state *s)
     if (!strcmp(op, "Softsign"))
         y = bin(s, IR_OP_div, x, bin(s, IR_OP_add, un(s, IR_OP_abs, x), scalar_param(s, 1)));
     else if (!strcmp(op, "Selu")) {
-        ir_attrs a = ox_attrs();
+        ir_attrs a = ir_attrs_unset();
         a.alpha = ox_attr_float(s, "alpha", 1.67326319217681884765625);
         y = bin(s, IR_OP_mul, ox_add(s, IR_OP_elu, &x, 1, &a), scalar_param(s, ox_attr_float(s, "gamma", 1.05070102214813232421875)));
     } else if (!strcmp(op, "Celu")) {
         double alpha = ox_attr_float(s, "alpha", 1.0);
-        ir_attrs a = ox_attrs();
+        ir_attrs a = ir_attrs_unset();
         a.alpha = 1.0;
         int t = bin(s, IR_OP_div, x, scalar_param(s, alpha));
         y = t == IR_NONE ? t : bin(s, IR_OP_mul, ox_add(s, IR_OP_elu, &t, 1, &a), scalar_param(s, alpha));
@@ -1540,7 +1540,7 @@ static bool channel_norm(ox_state *s, int64_t groups)
     }
     bool nhwc = rank == 4;
     int x = nhwc ? ox_node_nhwc(s, xv) : axis_last(s, ox_node(s, xv), rank, 1, back);
-    ir_attrs a = ox_attrs();
+    ir_attrs a = ir_attrs_unset();
     a.groups = (int)groups;
     a.eps = ox_attr_float(s, "epsilon", 1e-5);
     int64_t ws[IR_MAX_RANK];
@@ -1606,7 +1606,7 @@ static bool op_hardmax(ox_state *s)
     }
     if (x == IR_NONE) return false;
     int64_t d = ir_at(s->g, x)->shape[axis];
-    ir_attrs a = ox_attrs();
+    ir_attrs a = ir_attrs_unset();
     a.axis = (int)axis;
     int max = ox_add(s, IR_OP_maximum, &x, 1, &a);
     int eq = bin(s, IR_OP_sub, scalar_param(s, 1), un(s, IR_OP_sign, bin(s, IR_OP_sub, max, x)));
@@ -1636,7 +1636,7 @@ static bool op_argmax(ox_state *s)
         return false;
     }
     if (!strcmp(s->node->op_type, "ArgMin")) x = un(s, IR_OP_neg, x);
-    ir_attrs a = ox_attrs();
+    ir_attrs a = ir_attrs_unset();
     a.axis = (int)axis;
     int y = x == IR_NONE ? IR_NONE : ox_add(s, IR_OP_argmax, &x, 1, &a);
     if (y == IR_NONE) return false;
@@ -1697,7 +1697,7 @@ static bool op_lpnorm(ox_state *s)
     int rank = ox_shape(s, xv, shape), x = ox_node(s, xv);
     if (!norm_axis(s, &axis, rank) || x == IR_NONE) return false;
     if (p != 1 && p != 2) { ox_fail(s, "LpNormalization with p=%lld (ONNX allows 1 and 2)", (long long)p); return false; }
-    ir_attrs a = ox_attrs();
+    ir_attrs a = ir_attrs_unset();
     a.axis = (int)axis;
     int t = p == 1 ? un(s, IR_OP_abs, x) : bin(s, IR_OP_mul, x, x);
     int norm = t == IR_NONE ? t : ox_add(s, IR_OP_sum, &t, 1, &a);
@@ -1801,7 +1801,7 @@ static bool op_rnn(ox_state *s)
         for (int64_t t = 1; t < seq && y != IR_NONE;) {   /* concat at most IR_MAX_SRC at once */
             int src[IR_MAX_SRC] = {y}, n = 1;
             while (t < seq && n < IR_MAX_SRC) src[n++] = steps[t++];
-            ir_attrs a = ox_attrs();
+            ir_attrs a = ir_attrs_unset();
             a.axis = 0;
             y = ox_add(s, IR_OP_concat, src, n, &a);
         }
@@ -1847,7 +1847,7 @@ static int rnn_gates(ox_state *s, ox_val *v, int d, int p, int parts, int gates,
     view[0] = numel(shape, ox_shape(s, v, shape)) / block;
     int x = reshape_to(s, ox_node(s, v), view, 2), src[4];
     for (int k = 0; k < gates; k++) src[k] = slice_axis(s, x, 0, first + order[k], first + order[k] + 1, 1);
-    ir_attrs a = ox_attrs();
+    ir_attrs a = ir_attrs_unset();
     a.axis = 0;
     for (int k = 0; k < gates; k++)
         if (src[k] == IR_NONE) return IR_NONE;
@@ -1888,7 +1888,7 @@ static const char *rnn_unsupported(ox_state *s, bool lstm, int dirs, int64_t seq
 /* The directions' values joined along axis (one direction: itself). */
 static int rnn_join(ox_state *s, const int *v, int dirs, int axis)
 {
-    ir_attrs cat = ox_attrs();
+    ir_attrs cat = ir_attrs_unset();
     cat.axis = axis;
     if (dirs == 1 || v[0] == IR_NONE) return v[0];
     return v[1] == IR_NONE ? IR_NONE : ox_add(s, IR_OP_concat, v, 2, &cat);
@@ -1968,7 +1968,7 @@ static bool op_recurrent(ox_state *s, bool lstm)
                       b ? rnn_gates(s, b, d, 1, 2, gates, hid, 0, order) : IR_NONE,
                       rnn_state(s, h0, d, batch_first, batch, hid), rnn_state(s, c0, d, batch_first, batch, hid)};
         if (src[1] == IR_NONE || src[2] == IR_NONE) return false;
-        ir_attrs a = ox_attrs();
+        ir_attrs a = ir_attrs_unset();
         reverse[d] = d == 1 || !strcmp(dir, "reverse");
         a.reverse = reverse[d];
         a.linear_before_reset = !lstm && ox_attr_int(s, "linear_before_reset", 0) != 0;
@@ -2122,7 +2122,7 @@ static bool op_tile(ox_state *s)
         if (rep[ax] == 1) continue;
         int src[IR_MAX_SRC];
         for (int i = 0; i < rep[ax]; i++) src[i] = y;
-        ir_attrs a = ox_attrs();
+        ir_attrs a = ir_attrs_unset();
         a.axis = ax;
         y = ox_add(s, IR_OP_concat, src, (int)rep[ax], &a);
     }
@@ -2220,7 +2220,7 @@ static int resize_as_upsample(ox_state *s, ox_val *x, int rank, const int64_t *s
 {
     if (rank != 4 || mode < 0 || out[0] != shape[0] || out[1] != shape[1] || scales[0] != 1 || scales[1] != 1)
         return IR_NONE;
-    ir_attrs a = ox_attrs();
+    ir_attrs a = ir_attrs_unset();
     a.mode = mode;
     for (int d = 0; d < 2; d++) {
         if (out[2 + d] % shape[2 + d] || scales[2 + d] != (double)(out[2 + d] / shape[2 + d])) return IR_NONE;
@@ -2524,7 +2524,7 @@ static bool op_conv_transpose(ox_state *s)
         ox_unsupported(s, "a ConvTranspose that is not 1-D or 2-D");
         return false;
     }
-    ir_attrs a = ox_attrs();
+    ir_attrs a = ir_attrs_unset();
     a.groups = (int)ox_attr_int(s, "group", 1);
     int64_t hw[2] = {rank == 4 ? xs[2] : 1, xs[rank - 1]}, k[2] = {rank == 4 ? ws[2] : 1, ws[rank - 1]};
     if (a.groups < 1 || xs[1] != ws[0] || xs[1] % a.groups) {

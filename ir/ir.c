@@ -116,6 +116,19 @@ static void reserve_node(ir_graph *g)
 }
 
 /* A fresh node with every attribute at its "not set" value. */
+ir_attrs ir_attrs_unset(void)
+{
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    a.act = IR_NONE;
+    a.residual = IR_NONE;
+    a.axis = -1;
+    a.stride[0] = a.stride[1] = 1;
+    a.dilation[0] = a.dilation[1] = 1;
+    a.groups = 1;
+    return a;
+}
+
 static ir_node blank_node(ir_op op, ax_loc loc)
 {
     ir_node n;
@@ -126,11 +139,8 @@ static ir_node blank_node(ir_op op, ax_loc loc)
     n.offset = -1;
     n.scratch_offset = -1;
     n.inplace_of = IR_NONE;
-    n.attrs.act = IR_NONE;
-    n.attrs.residual = IR_NONE;
-    n.attrs.groups = 1;
-    n.attrs.stride[0] = n.attrs.stride[1] = 1;
-    n.attrs.dilation[0] = n.attrs.dilation[1] = 1;
+    n.attrs = ir_attrs_unset();
+    n.attrs.axis = 0;
     return n;
 }
 

@@ -325,6 +325,9 @@ int64_t ir_slice_strides(const ir_attrs *attrs, const int64_t *x_shape, int rank
  * scaled by s, mode an ir_upsample_mode: *i0, *i1 and the weight *frac of
  * *i1 (the interpreter's kernel and the bilinear gradient's matrices). */
 void ir_upsample_source(int64_t dst, int64_t in, int s, int mode, int64_t *i0, int64_t *i1, double *frac);
+/* Attributes no op has set: no epilogue or residual, stride, dilation and
+ * groups 1, axis -1 (none given); what front ends start a node's from. */
+ir_attrs ir_attrs_unset(void);
 bool ir_same_shape(const ir_node *a, const ir_node *b);  /* same rank and dims */
 int ir_output_index(const ir_graph *g, int id);           /* position among outputs, or -1 */
 static inline bool ir_is_output(const ir_graph *g, int id) { return ir_output_index(g, id) >= 0; }
