@@ -8,6 +8,7 @@ Gradients: one SGD step with lr=1 gives each parameter's gradient (init -
 trained), checked against PyTorch autograd and against central finite
 differences of the loss through the reference interpreter (axc run --interp)
 in Float64.  The trained file loads into the PyTorch twin with strict=True."""
+import copy
 import os
 import subprocess
 import sys
@@ -577,6 +578,18 @@ def comparable(key, value):
     return value
 
 
+def oracle_tolerance(twin32, loss, opt, targs, x, t, ref, keys):
+    """1e-4, or three times the distance at which PyTorch's own Float32 training
+    (twin32, trained here on x, t) ends from the Float64 reference state ref,
+    whichever is larger: a model can amplify round-off by itself (a max-pool or
+    ReLU decision that flips in one step of 20, a norm after a conv, momentum),
+    and then no Float32 implementation stays within 1e-4 of Float64."""
+    torch_train(twin32, loss, opt, targs, x, t, STEPS)
+    drift = max(rel_err(comparable(k, v.detach().numpy()), comparable(k, ref[k]))
+                for k, v in twin32.state_dict().items() if k in keys)
+    return max(1e-4, 3 * drift)
+
+
 def models(d, rng):
     """The other models: gradients in Float64 (autograd, finite differences), then the
     oracle (a Float32 model, PyTorch in Float64 from the same start) for each optimizer kind."""
@@ -615,12 +628,16 @@ def models(d, rng):
             # the reference in Float64 from the same Float32 start and data: axc's
             # interpreter computes in double too, so Float32 round-off in PyTorch's
             # gradients (which Adam scales up where a gradient nearly cancels) stays out
+            twin32 = copy.deepcopy(twin)
             t64 = t if t.dtype == np.int64 else t.astype(np.float64)
             x64 = x if x.dtype == np.int64 else x.astype(np.float64)
             torch_train(twin.double(), loss, opt, targs, x64, t64, STEPS)
-            errs = {k: rel_err(comparable(k, got[k]), comparable(k, v.detach().numpy()))
-                    for k, v in twin.state_dict().items() if k in init}
-            report(label, max(errs.values()) <= 1e-4 and set(got) == set(init), f"relative errors {errs}")
+            ref = {k: v.detach().numpy() for k, v in twin.state_dict().items()}
+            errs = {k: rel_err(comparable(k, got[k]), comparable(k, ref[k])) for k in init}
+            tol = oracle_tolerance(twin32, loss, opt, targs, x, t, ref, init)
+            report(f"{label} (rel <= 1e-4 or 3x PyTorch Float32's drift)",
+                   max(errs.values()) <= tol and set(got) == set(init),
+                   f"relative errors {errs}, tolerance {tol:.3g}")
     BATCH = 4
 
 

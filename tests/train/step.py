@@ -121,15 +121,7 @@ def one_case(d, label, src, twin, loss, opt, targs, flags, x, t, init, f64=False
     ref = {k: v.detach().numpy() for k, v in twin.state_dict().items()}
     errs = compare(got, ref, keys)
     moved = max(tr.rel_err(got[k], init[k].numpy().reshape(-1)) for k in keys)
-    tol = 1e-4
-    if twin32 is not None:
-        # a model that amplifies round-off over 20 steps (a norm after a conv,
-        # momentum) moves PyTorch's own Float32 training away from Float64 too:
-        # a Float32 step is held to 1e-4 or 3x that drift, whichever is larger
-        tr.torch_train(twin32, loss, opt, targs, x, t, tr.STEPS)
-        drift = max(compare({k: v.detach().numpy().reshape(-1) for k, v in twin32.state_dict().items()},
-                            ref, keys).values())
-        tol = max(tol, 3 * drift)
+    tol = 1e-4 if twin32 is None else tr.oracle_tolerance(twin32, loss, opt, targs, x, t, ref, keys)
     report(f"{label}: generated C vs PyTorch (20 steps, rel <= 1e-4 or 3x PyTorch Float32's drift)",
            max(errs.values()) <= tol and moved > 1e-4 and set(got) == set(keys),
            f"relative errors {errs}, tolerance {tol:.3g}, moved {moved:.3g}, tensors {sorted(got)}")
