@@ -950,35 +950,39 @@ static void test_bcast_exact(void **state)
 
 /* Max pooling, every variant, against the window loop written out here:
  * bit-identical, NaN propagating and the first of equal zeros kept; 37
- * channels (a vector tail), padding and stride 2. */
+ * channels (a vector tail) and 133 (more than one block of registers),
+ * padding and stride 2. */
 typedef void pool_fn(const float *, float *, const axrt_pool2d_params *);
 
 static void test_maxpool_exact(void **state)
 {
-    const axrt_pool2d_params p = {2, 7, 6, 37, 4, 3, 3, 3, 2, 2, 1, 1, 1, 1};
-    enum { X = 2 * 7 * 6 * 37, Y = 2 * 4 * 3 * 37 };
+    enum { CMAX = 133, X = 2 * 7 * 6 * CMAX, Y = 2 * 4 * 3 * CMAX };
     static float x[X], y[Y], want[Y];
     (void)state;
-    fill(x, X, -3, 3, 61);
-    for (int i = 0; i < X; i += 11) x[i] = (i / 11) % 3 == 0 ? NAN : (i / 11) % 3 == 1 ? -0.0f : 0.0f;
-    for (int i = 5; i < X; i += 13) x[i] = -INFINITY;
-    for (int n = 0; n < p.n; n++)
-        for (int oy = 0; oy < p.oh; oy++)
-            for (int ox = 0; ox < p.ow; ox++)
-                for (int c = 0; c < p.c; c++) {
-                    float m = -INFINITY;
-                    for (int iy = oy * 2 - 1; iy < oy * 2 + 2; iy++)
-                        for (int ix = ox * 2 - 1; ix < ox * 2 + 2; ix++) {
-                            float v;
-                            if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w) continue;
-                            v = x[((n * p.h + iy) * p.w + ix) * p.c + c];
-                            if (v > m || v != v) m = v;
-                        }
-                    want[((n * p.oh + oy) * p.ow + ox) * p.c + c] = m;
-                }
-    for (int v = 0; v < n_variants; v++) {
-        ((pool_fn *)symbol(v, "axrt_maxpool_f32"))(x, y, &p);
-        assert_same_bits(y, want, Y, "maxpool", v);
+    for (int C = 37; C <= CMAX; C += CMAX - 37) {
+        const axrt_pool2d_params p = {2, 7, 6, C, 4, 3, 3, 3, 2, 2, 1, 1, 1, 1};
+        const int xn = 2 * 7 * 6 * C, yn = 2 * 4 * 3 * C;
+        fill(x, (size_t)xn, -3, 3, 61);
+        for (int i = 0; i < xn; i += 11) x[i] = (i / 11) % 3 == 0 ? NAN : (i / 11) % 3 == 1 ? -0.0f : 0.0f;
+        for (int i = 5; i < xn; i += 13) x[i] = -INFINITY;
+        for (int n = 0; n < p.n; n++)
+            for (int oy = 0; oy < p.oh; oy++)
+                for (int ox = 0; ox < p.ow; ox++)
+                    for (int c = 0; c < p.c; c++) {
+                        float m = -INFINITY;
+                        for (int iy = oy * 2 - 1; iy < oy * 2 + 2; iy++)
+                            for (int ix = ox * 2 - 1; ix < ox * 2 + 2; ix++) {
+                                float v;
+                                if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w) continue;
+                                v = x[((n * p.h + iy) * p.w + ix) * p.c + c];
+                                if (v > m || v != v) m = v;
+                            }
+                        want[((n * p.oh + oy) * p.ow + ox) * p.c + c] = m;
+                    }
+        for (int v = 0; v < n_variants; v++) {
+            ((pool_fn *)symbol(v, "axrt_maxpool_f32"))(x, y, &p);
+            assert_same_bits(y, want, (size_t)yn, "maxpool", v);
+        }
     }
 }
 
