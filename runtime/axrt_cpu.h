@@ -33,7 +33,10 @@
  * and a[s][r] = a[s * AXRT_TILE_M_MAX + r].  Segments are a convolution's
  * taps, each reading other input pixels; a GEMM has one.  When final, the
  * epilogue y = act(y + residual) (residual laid out as y, ldy apart) follows.
- * mr is at most the table's tile_rows, nr at most AXRT_PANEL. */
+ * mr is at most the table's tile_rows, nr at most AXRT_PANEL.  A hint that
+ * changes no result: where ahead is not NULL, the ahead_lines 64-byte lines
+ * from it will be read soon (a large conv's next weight block), and the
+ * tile prefetches them spread over its steps. */
 typedef struct axrt_tile_args {
     size_t mr, nr, nseg, k;
     const float *const *a;
@@ -45,6 +48,8 @@ typedef struct axrt_tile_args {
     int accumulate, final;
     const float *residual;
     axrt_act act;
+    const float *ahead;
+    size_t ahead_lines;
 } axrt_tile_args;
 
 typedef void axrt_unary_fn(const float *x, float *y, size_t n);

@@ -298,19 +298,23 @@ static void test_dense_packed(void **state)
 static void conv_ref(const float *x, const float *w, const float *bias, const float *residual,
                      axrt_act act, double *y, const axrt_conv2d_params *p);
 
-/* 3x3 stride 2 with padding everywhere, and a stem-like 7x7 stride 2 on 3
- * channels whose interior tiles take a whole tap row per segment. */
+/* 3x3 stride 2 with padding everywhere, a stem-like 7x7 stride 2 on 3
+ * channels whose interior tiles take a whole tap row per segment, and a
+ * 7x7 image with a weight over 1 MiB (ResNet's last layers): tiles of 7
+ * rows (AVX-512), four column blocks, each prefetched while the one
+ * before runs. */
 static void test_conv_packed(void **state)
 {
-    const axrt_conv2d_params shapes[2] = {{2, 9, 7, 5, 5, 4, 20, 3, 3, 2, 2, 1, 1, 1, 1, 1},
-                                          {1, 37, 41, 3, 19, 21, 36, 7, 7, 2, 2, 1, 1, 3, 3, 1}};
-    enum { X = 37 * 41 * 3, W = 36 * 3 * 49, Y = 19 * 21 * 36 };
-    static float x[X], w[W], packed[W], bias[36], y[Y], no_residual[Y];
+    const axrt_conv2d_params shapes[3] = {{2, 9, 7, 5, 5, 4, 20, 3, 3, 2, 2, 1, 1, 1, 1, 1},
+                                          {1, 37, 41, 3, 19, 21, 36, 7, 7, 2, 2, 1, 1, 3, 3, 1},
+                                          {1, 7, 7, 256, 7, 7, 160, 3, 3, 1, 1, 1, 1, 1, 1, 1}};
+    enum { X = 7 * 7 * 256, W = 160 * 256 * 9, Y = 19 * 21 * 36, OC = 160 };
+    static float x[X], w[W], packed[W], bias[OC], y[Y], no_residual[Y];
     static double ref[Y];
     (void)state;
-    for (int sh = 0; sh < 2; sh++) {
+    for (int sh = 0; sh < 3; sh++) {
         const axrt_conv2d_params *p = &shapes[sh];
-        fill(x, X, -1, 1, 4), fill(w, W, -1, 1, 5), fill(bias, 36, -1, 1, 6);
+        fill(x, X, -1, 1, 4), fill(w, W, -1, 1, 5), fill(bias, OC, -1, 1, 6);
         conv_ref(x, w, bias, no_residual, AXRT_ACT_NONE, ref, p);
         for (int v = 0; v < n_variants; v++) {
             ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, p);
@@ -1322,7 +1326,9 @@ static void test_training_kernels(void **state)
  * threshold too), conv, depthwise, softmax (lines), attention (query-row
  * tiles; fused self-attention, and causal with a key mask), LayerNorm
  * (rows), the elementwise table kernels (blocks), broadcasting multiply
- * (rows), max pooling (rows) and global mean pooling (channel blocks).  Each size is above the threads'
+ * (rows), max pooling (rows), global mean pooling (channel blocks) and a
+ * conv whose weight exceeds 1 MiB (column blocks times pixel tiles, split
+ * inside a block by 3 threads).  Each size is above the threads'
  * work threshold, and y is filled with a different value before each run,
  * so an element a split range skips shows. */
 typedef int set_threads_fn(int);
@@ -1330,7 +1336,7 @@ typedef void mha_masked_fn(const float *, const float *, const float *, const fl
                            const float *, const float *, const float *, float *, float *,
                            const axrt_mha_params *);
 typedef size_t mha_scratch_fn(const axrt_mha_params *);
-enum { THREAD_KERNELS = 16, THREAD_X = 2 * 32 * 32 * 64 };
+enum { THREAD_KERNELS = 17, THREAD_X = 2 * 32 * 32 * 64 };
 
 /* Runs kernel `kernel` of the threads test on variant v into y; returns
  * its output count. */
@@ -1339,6 +1345,7 @@ static size_t threads_kernel(int v, int kernel, float *y)
     enum { ROWS = 59, IN = 600, OUT = 37, WIDE = 2000, W = WIDE * IN, EW = 65001 };
     const axrt_conv2d_params cp = {1, 15, 13, 300, 5, 4, 20, 7, 7, 2, 2, 2, 2, 4, 3, 1};
     const axrt_conv2d_params dp = {2, 32, 32, 64, 32, 32, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64};
+    const axrt_conv2d_params big = {1, 7, 7, 256, 7, 7, 160, 3, 3, 1, 1, 1, 1, 1, 1, 1};
     const axrt_pool2d_params pp = {1, 40, 40, 64, 20, 20, 3, 3, 2, 2, 1, 1, 1, 1};
     const axrt_mha_params mp = {2, 75, 75, 64, 4, kernel == 6};
     static float x[THREAD_X], w[W], packed[W], scratch[THREAD_X];
@@ -1356,6 +1363,10 @@ static size_t threads_kernel(int v, int kernel, float *y)
         ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &cp);
         ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, w, x, AXRT_ACT_RELU, y, &cp);
         return 5 * 4 * 20;
+    case 16:
+        ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &big);
+        ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, w, NULL, AXRT_ACT_NONE, y, &big);
+        return 7 * 7 * 160;
     case 3:
         ((pack_conv_fn *)symbol(v, "axrt_pack_depthwise_f32"))(w, packed, &dp);
         ((conv_ep_fn *)symbol(v, "axrt_conv2d_depthwise_f32"))(x, packed, w, NULL, AXRT_ACT_RELU6, y, &dp);
