@@ -990,6 +990,39 @@ static void test_maxpool_exact(void **state)
     }
 }
 
+/* Convolution with padding, every variant, against the same convolution of
+ * the input zero-padded by hand (no padding: every tile takes a tap row per
+ * segment): bit-identical, so tiles whose windows cross the left or right
+ * edge (tap rows copied zero-padded, or a segment per tap) add the same
+ * products in the same order.  A 7x7 stride-2 stem on 3 channels and a 3x3
+ * on 64 (tap rows of 192 floats), oc 20 (a narrow panel). */
+static void test_conv_padding_exact(void **state)
+{
+    const axrt_conv2d_params shapes[2] = {{1, 23, 30, 3, 12, 15, 20, 7, 7, 2, 2, 1, 1, 3, 3, 1},
+                                          {2, 9, 11, 64, 9, 11, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1}};
+    enum { X = 2 * 29 * 36 * 64, W = 20 * 64 * 49, Y = 2 * 12 * 15 * 20 };
+    static float x[X], padded[X], w[W], packed[W], bias[20], y[Y], want[Y];
+    (void)state;
+    for (int sh = 0; sh < 2; sh++) {
+        const axrt_conv2d_params p = shapes[sh];
+        const int pad = p.pad_top, hp = p.h + 2 * pad, wp = p.w + 2 * pad;
+        const axrt_conv2d_params q = {p.n, hp, wp, p.c, p.oh, p.ow, p.oc, p.kh, p.kw, p.stride_h, p.stride_w, 1, 1, 0, 0, 1};
+        const size_t yn = (size_t)p.n * p.oh * p.ow * p.oc;
+        fill(x, X, -1, 1, 70), fill(w, W, -1, 1, 71), fill(bias, 20, -1, 1, 72);
+        memset(padded, 0, sizeof padded);
+        for (int n = 0; n < p.n; n++)
+            for (int iy = 0; iy < p.h; iy++)
+                memcpy(padded + (((size_t)n * hp + iy + pad) * wp + pad) * p.c, x + ((size_t)n * p.h + iy) * p.w * p.c,
+                       (size_t)p.w * p.c * sizeof *x);
+        for (int v = 0; v < n_variants; v++) {
+            ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &p);
+            ((conv_fn *)symbol(v, "axrt_conv2d_packed_f32"))(padded, packed, bias, want, &q);
+            ((conv_fn *)symbol(v, "axrt_conv2d_packed_f32"))(x, packed, bias, y, &p);
+            assert_same_bits(y, want, yn, "conv padding", v);
+        }
+    }
+}
+
 /* Global mean pooling, every variant, against the loop written out here:
  * each channel summed over the pixels in order from 0.0f, then divided by
  * their count (none when there is one), bit-identical; 37 channels (a
@@ -1466,6 +1499,7 @@ int main(void)
         cmocka_unit_test(test_elementwise_exact),
         cmocka_unit_test(test_bcast_exact),
         cmocka_unit_test(test_maxpool_exact),
+        cmocka_unit_test(test_conv_padding_exact),
         cmocka_unit_test(test_globalmeanpool_exact),
         cmocka_unit_test(test_training_kernels),
         cmocka_unit_test(test_threads_identical),
