@@ -1359,9 +1359,10 @@ static void test_training_kernels(void **state)
  * threshold too), conv, depthwise, softmax (lines), attention (query-row
  * tiles; fused self-attention, and causal with a key mask), LayerNorm
  * (rows), the elementwise table kernels (blocks), broadcasting multiply
- * (rows), max pooling (rows), global mean pooling (channel blocks) and a
- * conv whose weight exceeds 1 MiB (column blocks times pixel tiles, split
- * inside a block by 3 threads).  Each size is above the threads'
+ * (rows), max pooling (rows), global mean pooling (channel blocks) and two
+ * convs whose weight exceeds 1 MiB, in column blocks: on 7x7 pixels (split
+ * by blocks times pixel tiles, inside a block by 3 threads) and on 14x14
+ * (by pixel tiles).  Each size is above the threads'
  * work threshold, and y is filled with a different value before each run,
  * so an element a split range skips shows. */
 typedef int set_threads_fn(int);
@@ -1369,7 +1370,7 @@ typedef void mha_masked_fn(const float *, const float *, const float *, const fl
                            const float *, const float *, const float *, float *, float *,
                            const axrt_mha_params *);
 typedef size_t mha_scratch_fn(const axrt_mha_params *);
-enum { THREAD_KERNELS = 17, THREAD_X = 2 * 32 * 32 * 64 };
+enum { THREAD_KERNELS = 18, THREAD_X = 2 * 32 * 32 * 64 };
 
 /* Runs kernel `kernel` of the threads test on variant v into y; returns
  * its output count. */
@@ -1378,7 +1379,8 @@ static size_t threads_kernel(int v, int kernel, float *y)
     enum { ROWS = 59, IN = 600, OUT = 37, WIDE = 2000, W = WIDE * IN, EW = 65001 };
     const axrt_conv2d_params cp = {1, 15, 13, 300, 5, 4, 20, 7, 7, 2, 2, 2, 2, 4, 3, 1};
     const axrt_conv2d_params dp = {2, 32, 32, 64, 32, 32, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64};
-    const axrt_conv2d_params big = {1, 7, 7, 256, 7, 7, 160, 3, 3, 1, 1, 1, 1, 1, 1, 1};
+    const axrt_conv2d_params big = {1, kernel == 16 ? 7 : 14, kernel == 16 ? 7 : 14, 256,
+                                    kernel == 16 ? 7 : 14, kernel == 16 ? 7 : 14, 160, 3, 3, 1, 1, 1, 1, 1, 1, 1};
     const axrt_pool2d_params pp = {1, 40, 40, 64, 20, 20, 3, 3, 2, 2, 1, 1, 1, 1};
     const axrt_mha_params mp = {2, 75, 75, 64, 4, kernel == 6};
     static float x[THREAD_X], w[W], packed[W], scratch[THREAD_X];
@@ -1396,10 +1398,10 @@ static size_t threads_kernel(int v, int kernel, float *y)
         ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &cp);
         ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, w, x, AXRT_ACT_RELU, y, &cp);
         return 5 * 4 * 20;
-    case 16:
+    case 16: case 17:
         ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &big);
         ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, w, NULL, AXRT_ACT_NONE, y, &big);
-        return 7 * 7 * 160;
+        return (size_t)big.oh * big.ow * 160;
     case 3:
         ((pack_conv_fn *)symbol(v, "axrt_pack_depthwise_f32"))(w, packed, &dp);
         ((conv_ep_fn *)symbol(v, "axrt_conv2d_depthwise_f32"))(x, packed, w, NULL, AXRT_ACT_RELU6, y, &dp);
