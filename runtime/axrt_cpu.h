@@ -33,7 +33,10 @@
  * and a[s][r] = a[s * AXRT_TILE_M_MAX + r].  Segments are a convolution's
  * taps, each reading other input pixels; a GEMM has one.  When final, the
  * epilogue y = act(y + residual) (residual laid out as y, ldy apart) follows.
- * mr is at most the table's tile_rows, nr at most AXRT_PANEL. */
+ * mr is at most the table's tile_rows, nr at most AXRT_PANEL.  A hint that
+ * changes no result: where ahead is not NULL, the ahead_lines 64-byte lines
+ * from it will be read soon (a large conv's next weight block), and the
+ * tile prefetches them spread over its steps. */
 typedef struct axrt_tile_args {
     size_t mr, nr, nseg, k;
     const float *const *a;
@@ -45,6 +48,8 @@ typedef struct axrt_tile_args {
     int accumulate, final;
     const float *residual;
     axrt_act act;
+    const float *ahead;
+    size_t ahead_lines;
 } axrt_tile_args;
 
 typedef void axrt_unary_fn(const float *x, float *y, size_t n);
@@ -96,9 +101,10 @@ typedef struct axrt_cpu_ops {
     axrt_binary_fn *binary[AXRT_BIN_COUNT];
     axrt_binary_scalar_b_fn *binary_scalar_b[AXRT_BIN_COUNT];
     axrt_binary_scalar_a_fn *binary_scalar_a[AXRT_BIN_COUNT];
-    /* acc[i] = x[i] when x[i] > acc[i] or x[i] is NaN, for i < n: one
-       window tap of max pooling, NaN and the sign of zero as the scalar */
-    void (*max_into)(float *acc, const float *x, size_t n);
+    /* one max-pooling window: for j < c, y[j] = the max of x[r * ld + q * c + j]
+       over rows r < rows and pixels q < cols (taps in that order from -inf,
+       each taken when greater or NaN: NaN and the sign of zero as the scalar) */
+    void (*max_window)(const float *x, float *y, size_t rows, size_t cols, size_t ld, size_t c);
     axrt_adam_fn *adam;
     axrt_binary_fn *relu_grad; /* (dy, x, y, n): axrt_relu_grad_f32 */
     /* the training step's conv kernels, as axrt_conv2d_grad_weight_f32 and

@@ -298,19 +298,23 @@ static void test_dense_packed(void **state)
 static void conv_ref(const float *x, const float *w, const float *bias, const float *residual,
                      axrt_act act, double *y, const axrt_conv2d_params *p);
 
-/* 3x3 stride 2 with padding everywhere, and a stem-like 7x7 stride 2 on 3
- * channels whose interior tiles take a whole tap row per segment. */
+/* 3x3 stride 2 with padding everywhere, a stem-like 7x7 stride 2 on 3
+ * channels whose interior tiles take a whole tap row per segment, and a
+ * 7x7 image with a weight over 1 MiB (ResNet's last layers): tiles of 7
+ * rows (AVX-512), four column blocks, each prefetched while the one
+ * before runs. */
 static void test_conv_packed(void **state)
 {
-    const axrt_conv2d_params shapes[2] = {{2, 9, 7, 5, 5, 4, 20, 3, 3, 2, 2, 1, 1, 1, 1, 1},
-                                          {1, 37, 41, 3, 19, 21, 36, 7, 7, 2, 2, 1, 1, 3, 3, 1}};
-    enum { X = 37 * 41 * 3, W = 36 * 3 * 49, Y = 19 * 21 * 36 };
-    static float x[X], w[W], packed[W], bias[36], y[Y], no_residual[Y];
+    const axrt_conv2d_params shapes[3] = {{2, 9, 7, 5, 5, 4, 20, 3, 3, 2, 2, 1, 1, 1, 1, 1},
+                                          {1, 37, 41, 3, 19, 21, 36, 7, 7, 2, 2, 1, 1, 3, 3, 1},
+                                          {1, 7, 7, 256, 7, 7, 160, 3, 3, 1, 1, 1, 1, 1, 1, 1}};
+    enum { X = 7 * 7 * 256, W = 160 * 256 * 9, Y = 19 * 21 * 36, OC = 160 };
+    static float x[X], w[W], packed[W], bias[OC], y[Y], no_residual[Y];
     static double ref[Y];
     (void)state;
-    for (int sh = 0; sh < 2; sh++) {
+    for (int sh = 0; sh < 3; sh++) {
         const axrt_conv2d_params *p = &shapes[sh];
-        fill(x, X, -1, 1, 4), fill(w, W, -1, 1, 5), fill(bias, 36, -1, 1, 6);
+        fill(x, X, -1, 1, 4), fill(w, W, -1, 1, 5), fill(bias, OC, -1, 1, 6);
         conv_ref(x, w, bias, no_residual, AXRT_ACT_NONE, ref, p);
         for (int v = 0; v < n_variants; v++) {
             ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, p);
@@ -950,35 +954,72 @@ static void test_bcast_exact(void **state)
 
 /* Max pooling, every variant, against the window loop written out here:
  * bit-identical, NaN propagating and the first of equal zeros kept; 37
- * channels (a vector tail), padding and stride 2. */
+ * channels (a vector tail) and 133 (more than one block of registers),
+ * padding and stride 2. */
 typedef void pool_fn(const float *, float *, const axrt_pool2d_params *);
 
 static void test_maxpool_exact(void **state)
 {
-    const axrt_pool2d_params p = {2, 7, 6, 37, 4, 3, 3, 3, 2, 2, 1, 1, 1, 1};
-    enum { X = 2 * 7 * 6 * 37, Y = 2 * 4 * 3 * 37 };
+    enum { CMAX = 133, X = 2 * 7 * 6 * CMAX, Y = 2 * 4 * 3 * CMAX };
     static float x[X], y[Y], want[Y];
     (void)state;
-    fill(x, X, -3, 3, 61);
-    for (int i = 0; i < X; i += 11) x[i] = (i / 11) % 3 == 0 ? NAN : (i / 11) % 3 == 1 ? -0.0f : 0.0f;
-    for (int i = 5; i < X; i += 13) x[i] = -INFINITY;
-    for (int n = 0; n < p.n; n++)
-        for (int oy = 0; oy < p.oh; oy++)
-            for (int ox = 0; ox < p.ow; ox++)
-                for (int c = 0; c < p.c; c++) {
-                    float m = -INFINITY;
-                    for (int iy = oy * 2 - 1; iy < oy * 2 + 2; iy++)
-                        for (int ix = ox * 2 - 1; ix < ox * 2 + 2; ix++) {
-                            float v;
-                            if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w) continue;
-                            v = x[((n * p.h + iy) * p.w + ix) * p.c + c];
-                            if (v > m || v != v) m = v;
-                        }
-                    want[((n * p.oh + oy) * p.ow + ox) * p.c + c] = m;
-                }
-    for (int v = 0; v < n_variants; v++) {
-        ((pool_fn *)symbol(v, "axrt_maxpool_f32"))(x, y, &p);
-        assert_same_bits(y, want, Y, "maxpool", v);
+    for (int C = 37; C <= CMAX; C += CMAX - 37) {
+        const axrt_pool2d_params p = {2, 7, 6, C, 4, 3, 3, 3, 2, 2, 1, 1, 1, 1};
+        const int xn = 2 * 7 * 6 * C, yn = 2 * 4 * 3 * C;
+        fill(x, (size_t)xn, -3, 3, 61);
+        for (int i = 0; i < xn; i += 11) x[i] = (i / 11) % 3 == 0 ? NAN : (i / 11) % 3 == 1 ? -0.0f : 0.0f;
+        for (int i = 5; i < xn; i += 13) x[i] = -INFINITY;
+        for (int n = 0; n < p.n; n++)
+            for (int oy = 0; oy < p.oh; oy++)
+                for (int ox = 0; ox < p.ow; ox++)
+                    for (int c = 0; c < p.c; c++) {
+                        float m = -INFINITY;
+                        for (int iy = oy * 2 - 1; iy < oy * 2 + 2; iy++)
+                            for (int ix = ox * 2 - 1; ix < ox * 2 + 2; ix++) {
+                                float v;
+                                if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w) continue;
+                                v = x[((n * p.h + iy) * p.w + ix) * p.c + c];
+                                if (v > m || v != v) m = v;
+                            }
+                        want[((n * p.oh + oy) * p.ow + ox) * p.c + c] = m;
+                    }
+        for (int v = 0; v < n_variants; v++) {
+            ((pool_fn *)symbol(v, "axrt_maxpool_f32"))(x, y, &p);
+            assert_same_bits(y, want, (size_t)yn, "maxpool", v);
+        }
+    }
+}
+
+/* Convolution with padding, every variant, against the same convolution of
+ * the input zero-padded by hand (no padding: every tile takes a tap row per
+ * segment): bit-identical, so tiles whose windows cross the left or right
+ * edge (tap rows copied zero-padded, or a segment per tap) add the same
+ * products in the same order.  A 7x7 stride-2 stem on 3 channels and a 3x3
+ * on 64 (tap rows of 192 floats), oc 20 (a narrow panel). */
+static void test_conv_padding_exact(void **state)
+{
+    const axrt_conv2d_params shapes[2] = {{1, 23, 30, 3, 12, 15, 20, 7, 7, 2, 2, 1, 1, 3, 3, 1},
+                                          {2, 9, 11, 64, 9, 11, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1}};
+    enum { X = 2 * 29 * 36 * 64, W = 20 * 64 * 49, Y = 2 * 12 * 15 * 20 };
+    static float x[X], padded[X], w[W], packed[W], bias[20], y[Y], want[Y];
+    (void)state;
+    for (int sh = 0; sh < 2; sh++) {
+        const axrt_conv2d_params p = shapes[sh];
+        const int pad = p.pad_top, hp = p.h + 2 * pad, wp = p.w + 2 * pad;
+        const axrt_conv2d_params q = {p.n, hp, wp, p.c, p.oh, p.ow, p.oc, p.kh, p.kw, p.stride_h, p.stride_w, 1, 1, 0, 0, 1};
+        const size_t yn = (size_t)p.n * p.oh * p.ow * p.oc;
+        fill(x, X, -1, 1, 70), fill(w, W, -1, 1, 71), fill(bias, 20, -1, 1, 72);
+        memset(padded, 0, sizeof padded);
+        for (int n = 0; n < p.n; n++)
+            for (int iy = 0; iy < p.h; iy++)
+                memcpy(padded + (((size_t)n * hp + iy + pad) * wp + pad) * p.c, x + ((size_t)n * p.h + iy) * p.w * p.c,
+                       (size_t)p.w * p.c * sizeof *x);
+        for (int v = 0; v < n_variants; v++) {
+            ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &p);
+            ((conv_fn *)symbol(v, "axrt_conv2d_packed_f32"))(padded, packed, bias, want, &q);
+            ((conv_fn *)symbol(v, "axrt_conv2d_packed_f32"))(x, packed, bias, y, &p);
+            assert_same_bits(y, want, yn, "conv padding", v);
+        }
     }
 }
 
@@ -1318,7 +1359,10 @@ static void test_training_kernels(void **state)
  * threshold too), conv, depthwise, softmax (lines), attention (query-row
  * tiles; fused self-attention, and causal with a key mask), LayerNorm
  * (rows), the elementwise table kernels (blocks), broadcasting multiply
- * (rows), max pooling (rows) and global mean pooling (channel blocks).  Each size is above the threads'
+ * (rows), max pooling (rows), global mean pooling (channel blocks) and two
+ * convs whose weight exceeds 1 MiB, in column blocks: on 7x7 pixels (split
+ * by blocks times pixel tiles, inside a block by 3 threads) and on 14x14
+ * (by pixel tiles).  Each size is above the threads'
  * work threshold, and y is filled with a different value before each run,
  * so an element a split range skips shows. */
 typedef int set_threads_fn(int);
@@ -1326,7 +1370,7 @@ typedef void mha_masked_fn(const float *, const float *, const float *, const fl
                            const float *, const float *, const float *, float *, float *,
                            const axrt_mha_params *);
 typedef size_t mha_scratch_fn(const axrt_mha_params *);
-enum { THREAD_KERNELS = 16, THREAD_X = 2 * 32 * 32 * 64 };
+enum { THREAD_KERNELS = 18, THREAD_X = 2 * 32 * 32 * 64 };
 
 /* Runs kernel `kernel` of the threads test on variant v into y; returns
  * its output count. */
@@ -1335,6 +1379,8 @@ static size_t threads_kernel(int v, int kernel, float *y)
     enum { ROWS = 59, IN = 600, OUT = 37, WIDE = 2000, W = WIDE * IN, EW = 65001 };
     const axrt_conv2d_params cp = {1, 15, 13, 300, 5, 4, 20, 7, 7, 2, 2, 2, 2, 4, 3, 1};
     const axrt_conv2d_params dp = {2, 32, 32, 64, 32, 32, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64};
+    const axrt_conv2d_params big = {1, kernel == 16 ? 7 : 14, kernel == 16 ? 7 : 14, 256,
+                                    kernel == 16 ? 7 : 14, kernel == 16 ? 7 : 14, 160, 3, 3, 1, 1, 1, 1, 1, 1, 1};
     const axrt_pool2d_params pp = {1, 40, 40, 64, 20, 20, 3, 3, 2, 2, 1, 1, 1, 1};
     const axrt_mha_params mp = {2, 75, 75, 64, 4, kernel == 6};
     static float x[THREAD_X], w[W], packed[W], scratch[THREAD_X];
@@ -1352,6 +1398,10 @@ static size_t threads_kernel(int v, int kernel, float *y)
         ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &cp);
         ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, w, x, AXRT_ACT_RELU, y, &cp);
         return 5 * 4 * 20;
+    case 16: case 17:
+        ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &big);
+        ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, w, NULL, AXRT_ACT_NONE, y, &big);
+        return (size_t)big.oh * big.ow * 160;
     case 3:
         ((pack_conv_fn *)symbol(v, "axrt_pack_depthwise_f32"))(w, packed, &dp);
         ((conv_ep_fn *)symbol(v, "axrt_conv2d_depthwise_f32"))(x, packed, w, NULL, AXRT_ACT_RELU6, y, &dp);
@@ -1451,6 +1501,7 @@ int main(void)
         cmocka_unit_test(test_elementwise_exact),
         cmocka_unit_test(test_bcast_exact),
         cmocka_unit_test(test_maxpool_exact),
+        cmocka_unit_test(test_conv_padding_exact),
         cmocka_unit_test(test_globalmeanpool_exact),
         cmocka_unit_test(test_training_kernels),
         cmocka_unit_test(test_threads_identical),
