@@ -1493,7 +1493,7 @@ const char *cg_layer_op(const ir_graph *g, const ir_node *n)
     const bool fused = n->op == IR_OP_fused_elementwise;
     ax_buf b = {0};
     if (n->nsrc && n->src[0] != IR_NONE && g->nodes[n->src[0]].rows_fused)
-        ax_buf_puts(&b, "expand+");
+        ax_buf_puts(&b, "expand+");   /* its operand computed inside it (cg_c_fuse_rows) */
     ax_buf_puts(&b, fused ? "fused(" : ir_ops[n->op].name);
     for (int s = 0; fused && s < n->attrs.nsteps; s++) {
         const int op = n->attrs.steps[s].op;
@@ -1507,6 +1507,13 @@ const char *cg_layer_op(const ir_graph *g, const ir_node *n)
     const char *text = ax_strdup(g->ctx->arena, b.data);
     ax_buf_free(&b);
     return text;
+}
+
+/* A layer's FLOPs, those of a rows_fused operand computed inside it included. */
+static double layer_flops(const ir_graph *g, const ir_node *n)
+{
+    const bool fused = n->nsrc && n->src[0] != IR_NONE && g->nodes[n->src[0]].rows_fused;
+    return ir_node_flops(g, n) + (fused ? ir_node_flops(g, &g->nodes[n->src[0]]) : 0);
 }
 
 bool cg_is_profiled(const ir_node *n)
@@ -1550,7 +1557,7 @@ static void emit_profile_table(emitter *em)
         for (int d = 0; d < n->rank; d++)
             ax_buf_printf(em->out, "%s%lld", d ? ", " : "", (long long)n->shape[d]);
         ax_buf_printf(em->out, "%s}}, %.17g, %.17g, 0, 0},\n", n->rank ? "" : "0",
-                      ir_node_flops(g, n), ir_node_bytes(g, n));
+                      layer_flops(g, n), ir_node_bytes(g, n));
     }
     ax_buf_printf(em->out, "};\naxrt_layer_hook %s_layer_hook = 0;\n", g->name);
 }
