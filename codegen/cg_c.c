@@ -877,19 +877,27 @@ static void emit_norm(emitter *em, const ir_node *n, const char *y)
                       (long long)last, eps);
 }
 
-/* Opens a block declaring `params`, the axrt_conv2d_params of a conv from
- * x to an output shaped like y (NHWC) with a kh x kw kernel and at's
- * strides, dilation, padding and groups. */
-static void emit_conv_params_of(emitter *em, const ir_node *x, const ir_node *y, int64_t kh, int64_t kw,
-                                const ir_attrs *at)
+/* Declares `var`, the axrt_conv2d_params of a conv from x to an output
+ * shaped like y (NHWC) with a kh x kw kernel and at's strides, dilation,
+ * padding and groups. */
+static void emit_conv_params_named(emitter *em, const ir_node *x, const ir_node *y, int64_t kh, int64_t kw,
+                                   const ir_attrs *at, const char *var)
 {
     ax_buf_printf(OUT,
-                  "    {\n        static const axrt_conv2d_params params = "
+                  "        static const axrt_conv2d_params %s = "
                   "{%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d, %d, %d, %d, %d};\n",
-                  (long long)x->shape[0], (long long)x->shape[1], (long long)x->shape[2],
+                  var, (long long)x->shape[0], (long long)x->shape[1], (long long)x->shape[2],
                   (long long)x->shape[3], (long long)y->shape[1], (long long)y->shape[2],
                   (long long)y->shape[3], (long long)kh, (long long)kw, at->stride[0], at->stride[1],
                   at->dilation[0], at->dilation[1], at->pad[0], at->pad[1], at->groups);
+}
+
+/* Opens a block declaring `params` (emit_conv_params_named). */
+static void emit_conv_params_of(emitter *em, const ir_node *x, const ir_node *y, int64_t kh, int64_t kw,
+                                const ir_attrs *at)
+{
+    ax_buf_puts(OUT, "    {\n");
+    emit_conv_params_named(em, x, y, kh, kw, at, "params");
 }
 
 /* The params block of conv or conv_transpose n (the kernel sizes are the
@@ -900,10 +908,31 @@ static void emit_conv_params(emitter *em, const ir_node *n)
     emit_conv_params_of(em, operand_node(em, n, 0), n, w->shape[2], w->shape[3], &n->attrs);
 }
 
+/* Depthwise conv n whose operand, a 1x1 conv, is rows_fused: both in one
+ * runtime call, the rings of expanded rows in n's scratch. */
+static void emit_expand_depthwise(emitter *em, const ir_node *n, const char *y)
+{
+    const ir_node *e = operand_node(em, n, 0), *x = operand_node(em, e, 0);
+    if (n->scratch_offset < 0 || !kernel_applies_epilogue(em, n) || !kernel_applies_epilogue(em, e))
+        ax_die("cg_c: a row-fused expansion without its rings or packed kernels");
+    emit_conv_params_of(em, x, e, 1, 1, &e->attrs);
+    emit_conv_params_named(em, e, n, operand_node(em, n, 1)->shape[2], operand_node(em, n, 1)->shape[3],
+                           &n->attrs, "dw_params");
+    ax_buf_printf(OUT,
+                  "        axrt_expand_depthwise_f32(%s, %s, %s, %s, %s, %s, %s, %s, "
+                  "(float *)((unsigned char *)arena + %lld), &params, &dw_params);\n    }\n",
+                  operand(em, e, 0), operand(em, e, 1), operand(em, e, 2), kernel_act_name(e),
+                  operand(em, n, 1), operand(em, n, 2), kernel_act_name(n), y, (long long)n->scratch_offset);
+}
+
 static void emit_conv(emitter *em, const ir_node *n, const char *y)
 {
     if (n->quant) {
         emit_quant_layer(em, n, y);
+        return;
+    }
+    if (node_at(em, n->src[0])->rows_fused) {
+        emit_expand_depthwise(em, n, y);
         return;
     }
     emit_conv_params(em, n);
@@ -1463,6 +1492,8 @@ const char *cg_layer_op(const ir_graph *g, const ir_node *n)
 {
     const bool fused = n->op == IR_OP_fused_elementwise;
     ax_buf b = {0};
+    if (n->nsrc && n->src[0] != IR_NONE && g->nodes[n->src[0]].rows_fused)
+        ax_buf_puts(&b, "expand+");   /* its operand computed inside it (cg_c_fuse_rows) */
     ax_buf_puts(&b, fused ? "fused(" : ir_ops[n->op].name);
     for (int s = 0; fused && s < n->attrs.nsteps; s++) {
         const int op = n->attrs.steps[s].op;
@@ -1478,9 +1509,16 @@ const char *cg_layer_op(const ir_graph *g, const ir_node *n)
     return text;
 }
 
+/* A layer's FLOPs, those of a rows_fused operand computed inside it included. */
+static double layer_flops(const ir_graph *g, const ir_node *n)
+{
+    const bool fused = n->nsrc && n->src[0] != IR_NONE && g->nodes[n->src[0]].rows_fused;
+    return ir_node_flops(g, n) + (fused ? ir_node_flops(g, &g->nodes[n->src[0]]) : 0);
+}
+
 bool cg_is_profiled(const ir_node *n)
 {
-    return !n->dead && ir_ops[n->op].kind != IR_SOURCE;
+    return !n->dead && ir_ops[n->op].kind != IR_SOURCE && !n->rows_fused;
 }
 
 int cg_profiled_layers(const ir_graph *g)
@@ -1519,7 +1557,7 @@ static void emit_profile_table(emitter *em)
         for (int d = 0; d < n->rank; d++)
             ax_buf_printf(em->out, "%s%lld", d ? ", " : "", (long long)n->shape[d]);
         ax_buf_printf(em->out, "%s}}, %.17g, %.17g, 0, 0},\n", n->rank ? "" : "0",
-                      ir_node_flops(g, n), ir_node_bytes(g, n));
+                      layer_flops(g, n), ir_node_bytes(g, n));
     }
     ax_buf_printf(em->out, "};\naxrt_layer_hook %s_layer_hook = 0;\n", g->name);
 }
@@ -1555,6 +1593,8 @@ static void emit_node(emitter *em, int id)
         ax_buf_printf(em->out, " %s:%d:%d", literal_text(arena_of(em), em->source_name),
                       n->loc.line, n->loc.col);
     ax_buf_puts(em->out, " */\n");
+    if (n->rows_fused)   /* computed inside its reader, the depthwise conv */
+        return;
     const char *y = ir_has_results(n->op) ? "" : storage(em, id);
     emit_profile_begin(em);
     if (conv_in_place(n))

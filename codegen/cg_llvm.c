@@ -726,10 +726,27 @@ static LLVMValueRef conv_params(lv *L, const ir_node *n, bool unit_stride)
     return const_ints(L, p, 16);
 }
 
+/* Depthwise conv n whose operand, a 1x1 conv, is rows_fused (cg_c.c
+ * emit_expand_depthwise): both in one call, the rings in n's scratch. */
+static void lv_expand_depthwise(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    const ir_node *e = operand_node(L, n, 0);
+    if (n->scratch_offset < 0 || !cg_kernel_applies_epilogue(L->g, n) || !cg_kernel_applies_epilogue(L->g, e))
+        ax_die("cg_llvm: a row-fused expansion without its rings or packed kernels");
+    LLVMValueRef args[] = {operand(L, e, 0), operand(L, e, 1), operand(L, e, 2), k_i32(L, cg_kernel_act(e)),
+                           operand(L, n, 1), operand(L, n, 2), k_i32(L, cg_kernel_act(n)), y, scratch(L, n),
+                           conv_params(L, e, false), conv_params(L, n, false)};
+    call(L, "axrt_expand_depthwise_f32", "vpppippipppp", args);
+}
+
 static void lv_conv(lv *L, const ir_node *n, LLVMValueRef y)
 {
     if (n->quant) {
         lv_quant(L, n, y);
+        return;
+    }
+    if (operand_node(L, n, 0)->rows_fused) {
+        lv_expand_depthwise(L, n, y);
         return;
     }
     LLVMValueRef params = conv_params(L, n, false);
@@ -1327,6 +1344,8 @@ static void emit_node_body(lv *L, int id, LLVMValueRef y)
 static void emit_node(lv *L, int id)
 {
     const ir_node *n = node_at(L, id);
+    if (n->rows_fused) /* computed inside its reader, the depthwise conv */
+        return;
     LLVMValueRef y = ir_has_results(n->op) ? NULL : storage(L, id); /* a producer has none */
     set_dtype(L, n->dtype);
     LLVMValueRef t0 = L->profile ? profile_clock(L) : NULL;

@@ -42,6 +42,10 @@ float *cg_packed_data(ax_arena *a, const ir_node *n);
  * same CPU kernels. */
 size_t cg_c_scratch_bytes(const ir_node *n, const ir_graph *g);
 bool cg_c_can_inplace(const ir_node *n, const ir_graph *g, int k);
+/* The C target (and the LLVM one, calling the same kernels) computes a 1x1
+ * conv row by row inside the depthwise conv reading it
+ * (axrt_expand_depthwise_f32), where that pays. */
+bool cg_c_fuse_rows(const ir_node *producer, const ir_node *consumer, const ir_graph *g);
 
 /* The GPU targets' facts and selection (cg_gpu.c): parameters stay as
  * written, no scratch, no in-place kernels. */

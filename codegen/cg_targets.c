@@ -5,9 +5,9 @@
 
 /* A back end not built in still plans memory as the C target does, so that
  * --emit=mem and --mem-report answer for it. */
-#define C_FACTS(id) {id, cg_c_scratch_bytes, cg_c_can_inplace, true}
+#define C_FACTS(id) {id, cg_c_scratch_bytes, cg_c_can_inplace, true, cg_c_fuse_rows}
 #define ROW_c {C_FACTS(IR_TARGET_c), cg_c_emit, NULL, cg_select}
-#define GPU_FACTS(id) {id, cg_gpu_scratch_bytes, cg_gpu_can_inplace, false}
+#define GPU_FACTS(id) {id, cg_gpu_scratch_bytes, cg_gpu_can_inplace, false, NULL}
 #define ROW_cuda {GPU_FACTS(IR_TARGET_cuda), cg_cuda_emit, NULL, cg_gpu_select}
 #define ROW_hip {GPU_FACTS(IR_TARGET_hip), cg_hip_emit, NULL, cg_gpu_select}
 #ifdef AXC_HAVE_LLVM

@@ -283,6 +283,8 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
         if (pass_run_optimisations(models[i], as_ax ? 0 : o->opt_level, print_after_hook, (void *)o))
             return AXC_EINPUT;
         if (as_ax) continue;
+        if (o->quantize || o->ram_budget)   /* these rewrite and plan whole values */
+            pass_unfuse_rows(models[i]);
         if (o->quantize && (rc = axc_quantize(ctx, o, models[i]))) return rc;
         if (o->ram_budget && fit_budget(o, models[i])) return AXC_EINPUT;
         cg_target_get(models[i]->target->id)->select(models[i]);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cg.h"
 #include "driver.h"
 #include "tensorfile.h"
 
@@ -69,9 +70,7 @@ int axc_profile_attach(ax_ctx *ctx, void *(*lookup)(void *, const char *), void 
 {
     p->layers = lookup(handle, ax_sprintf(ctx->arena, "%s_profile", g->name));
     p->hook = lookup(handle, ax_sprintf(ctx->arena, "%s_layer_hook", g->name));
-    p->count = 0;
-    for (int id = 0; id < g->nnodes; id++)
-        p->count += !g->nodes[id].dead && ir_ops[g->nodes[id].op].kind != IR_SOURCE;
+    p->count = cg_profiled_layers(g);
     if (!p->layers || !p->hook) ax_die("generated code for '%s' built without its profile", g->name);
     return AXC_OK;
 }

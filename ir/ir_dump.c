@@ -378,6 +378,8 @@ static void put_node(ax_buf *out, const ir_graph *g, int id)
         ax_buf_printf(out, " layout=%s", ir_layout_names[n->layout]);
     if (n->offset >= 0)
         ax_buf_printf(out, " offset=%lld", (long long)n->offset);
+    if (n->rows_fused)
+        ax_buf_puts(out, " rows_fused");
     if (n->inplace_of != IR_NONE && ir_ops[n->op].inplace != IR_INPLACE_ALIAS)
         ax_buf_printf(out, " inplace=%%%d", n->src[n->inplace_of]);
     if (n->scratch_offset >= 0)

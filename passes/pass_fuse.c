@@ -16,6 +16,11 @@
  *                    == reshape(globalmeanpool(x), [N, 1, 1, C]): one threaded pass
  *                    over x instead of two (a squeeze-and-excitation's squeeze,
  *                    `mean(x; dims=(1, 2))`).
+ *   fuse_expand_depthwise  depthwise_conv(conv1x1(x)) computed row by row: the
+ *                    1x1 conv is marked rows_fused and the target's kernel makes
+ *                    its rows a few at a time inside the depthwise conv (only
+ *                    where the target's fuse_rows says its kernel can and it
+ *                    pays), so the expanded tensor never exists whole.
  * A producer is only merged into its consumer when the consumer is its single
  * use and the producer is not a graph output (its value must not be observable
  * unfused).  Each pass returns 0 (rewrites cannot fail). */
@@ -339,4 +344,48 @@ int pass_fuse_spatial_mean(ir_graph *g)
     }
     ir_use_free(&u);
     return 0;
+}
+
+/* ---- fuse_expand_depthwise ------------------------------------------------ */
+
+/* id is absent, or a param only node user reads. */
+static bool own_param_or_none(const ir_graph *g, const ir_use *u, int id)
+{
+    return id == IR_NONE || (g->nodes[id].op == IR_OP_param && single_internal_use(u, id));
+}
+
+int pass_fuse_expand_depthwise(ir_graph *g)
+{
+    if (!g->target || !g->target->fuse_rows)
+        return 0;
+    ir_use u = {0};
+    ir_use_compute(g, &u);
+    for (int id = 0; id < g->nnodes; id++) {
+        const ir_node *d = &g->nodes[id];
+        if (d->dead || d->op != IR_OP_conv)
+            continue;
+        ir_node *e = &g->nodes[d->src[0]];
+        if (e->dead || e->op != IR_OP_conv || !single_internal_use(&u, d->src[0]) || d->nsrc != 3 ||
+            e->nsrc != 3)
+            continue;
+        bool owned = true;
+        for (int i = 1; i < 3; i++)
+            owned = owned && own_param_or_none(g, &u, d->src[i]) && own_param_or_none(g, &u, e->src[i]);
+        if (owned && g->target->fuse_rows(e, d, g))
+            e->rows_fused = true;
+    }
+    ir_use_free(&u);
+    return 0;
+}
+
+int pass_unfuse_rows(ir_graph *g)
+{
+    int cleared = 0;
+    for (int id = 0; id < g->nnodes; id++) {
+        cleared += g->nodes[id].rows_fused;
+        g->nodes[id].rows_fused = false;
+    }
+    if (cleared)
+        pass_memplan_with(g, g->share_buffers);
+    return cleared;
 }

@@ -23,6 +23,7 @@ static const pass_row passes[] = {
     {"fuse_spatial_mean", 2, 3, pass_fuse_spatial_mean},
     {"fuse_elementwise", 2, 3, pass_fuse_elementwise},
     {"schedule", 2, 3, pass_schedule},
+    {"fuse_expand_depthwise", 2, 3, pass_fuse_expand_depthwise},
     {"memplan", 0, 0, plan_plain},
     {"memplan", 1, 3, plan_shared},
 };

@@ -152,6 +152,13 @@ int pass_fold_scale_shift(ir_graph *g);
 int pass_fuse_residual(ir_graph *g);
 int pass_fuse_activation(ir_graph *g);
 int pass_fuse_spatial_mean(ir_graph *g);
+/* Marks each 1x1 conv the target computes row by row inside the depthwise
+ * conv reading it (ir_node.rows_fused, ir_target.fuse_rows). */
+int pass_fuse_expand_depthwise(ir_graph *g);
+/* Clears every rows_fused mark and, when there was one, plans memory again:
+ * for the rewrites after the passes (int8 quantisation, --ram), which work on
+ * whole values.  Returns the marks cleared. */
+int pass_unfuse_rows(ir_graph *g);
 /* Trees of elementwise nodes -> one fused_elementwise node
  * (pass_fuse_elementwise.c); returns 0. */
 int pass_fuse_elementwise(ir_graph *g);

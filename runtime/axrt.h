@@ -377,6 +377,21 @@ void axrt_mha_packed_masked_f32(const float *q, const float *k, const float *v,
                                 const float *out_w, const float *out_b, float *y, float *scratch,
                                 const axrt_mha_params *p);
 
+/* A 1x1 conv (groups 1, stride 1, no padding: pe, weight packed as
+   axrt_pack_conv2d_f32) whose result only a depthwise conv (pd, kh <=
+   AXRT_DWCONV_MAX_KH, weight packed as axrt_pack_depthwise_f32) reads, the
+   pair computed without the expanded tensor: its rows are made a few at a
+   time into rings in scratch (axrt_expand_depthwise_scratch_elems(pd)
+   floats; one ring per band of output rows, AXRT_EXPAND_DW_BANDS bands split
+   over the threads).  y is bit for bit what axrt_conv2d_packed_ep_f32 then
+   axrt_conv2d_depthwise_f32 give, for every thread count. */
+#define AXRT_EXPAND_DW_BANDS 4
+size_t axrt_expand_depthwise_scratch_elems(const axrt_conv2d_params *pd);
+void axrt_expand_depthwise_f32(const float *x, const float *expand, const float *expand_bias,
+                               axrt_act expand_act, const float *dw, const float *dw_bias,
+                               axrt_act dw_act, float *y, float *scratch,
+                               const axrt_conv2d_params *pe, const axrt_conv2d_params *pd);
+
 /* Depthwise conv overwriting its own input xy (axrt_dwconv.c): groups == c ==
    oc, stride 1, oh == h, ow == w, kh <= AXRT_DWCONV_MAX_KH.  w is [c, 1, kh, kw],
    or [kh * kw, c] when packed != 0; ring holds axrt_dwconv_inplace_ring_elems(p)

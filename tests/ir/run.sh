@@ -25,6 +25,9 @@
 #   remat-report  scripts/remat_report.py (make mem-report) on two cases:
 #            a table row per model whose smallest budget is below its plan,
 #            and a well-formed SVG naming the plotted model
+#   rows-fused-exact  the expansions fuse_expand_depthwise marks are computed
+#            inside their depthwise convs, bit-identical to the unfused build
+#            on every kernel path and thread count
 #   tile-*   pass_tile under a --ram below the plan's lower bound: the conv
 #            stack of cases/conv_tile.ax (MobileNetV2's first layers) in row
 #            tiles with halos, within 1e-5 of the untiled run (the depthwise
@@ -194,6 +197,24 @@ check_remat() {
     [ "$rc" -eq 1 ] && [ ! -e "$tmp/small.c" ] && grep -q "needs a 16384-byte arena, over the --ram budget of 12288" "$tmp/err"
 }
 
+# cases/expand_depthwise.ax: the C computes both expansions inside their
+# depthwise convs, and its outputs are bit-identical to the unfused -O2
+# build's (--ram above the plan clears the fusion) on every kernel path
+# (AXRT_ISA) and for 1 to 3 threads.
+check_rows_fused_exact() {
+    local file=$here/cases/expand_depthwise.ax isa threads
+    "$AXC" "$file" -o "$tmp/rows.c" || return 1
+    [ "$(grep -c 'axrt_expand_depthwise_f32(' "$tmp/rows.c")" -eq 2 ] || { echo "not fused twice"; return 1; }
+    for isa in portable avx2 avx512; do
+        for threads in 1 2 3; do
+            AXRT_ISA=$isa "$AXC" run --seed 3 --threads $threads "$file" --output "$tmp/fused.npy" >/dev/null || return 1
+            AXRT_ISA=$isa "$AXC" run --seed 3 --threads $threads --ram=1024M "$file" --output "$tmp/plain.npy" \
+                >/dev/null || return 1
+            cmp "$tmp/fused.npy" "$tmp/plain.npy" || { echo "$isa, $threads threads: outputs differ"; return 1; }
+        done
+    done
+}
+
 check_saved_weights_are_originals() {
     local file=$root/examples/mobilenetv2_block.ax
     "$AXC" "$file" --seed 1 -O0 --save-weights "$tmp/w0.safetensors" || return 1
@@ -223,3 +244,4 @@ check remat-report check_remat_report
 check tile-conv check_tile "$here/cases/conv_tile.ax" 100000 1e-5
 check tile-resmlp50 check_tile "$root/examples/resmlp50.ax" 40000 0
 check save-weights-originals check_saved_weights_are_originals
+check rows-fused-exact check_rows_fused_exact
