@@ -38,16 +38,20 @@ typedef struct grad_state {
 
 /* ---- building nodes ---------------------------------------------------- */
 
-/* A new node of the model's dtype with a resolved shape. */
+/* A new node of the model's dtype with a resolved shape (copied first: it
+ * may be another node's, which adding a node can move). */
 static int add_node(grad_state *s, ir_op op, const int *src, int nsrc, const int64_t *shape, int rank)
 {
+    int64_t dims[IR_MAX_RANK];
+    if (rank > 0)
+        memcpy(dims, shape, sizeof dims[0] * (size_t)rank);
     int id = s->insert_at >= 0 ? ir_insert(s->g, s->insert_at++, op, src, nsrc, s->g->loc)
                                : ir_add(s->g, op, src, nsrc, s->g->loc);
     ir_node *n = &s->g->nodes[id];
     n->dtype = s->g->dtype;
     n->rank = rank;
     if (rank > 0)
-        memcpy(n->shape, shape, sizeof n->shape[0] * (size_t)rank);
+        memcpy(n->shape, dims, sizeof n->shape[0] * (size_t)rank);
     return id;
 }
 
