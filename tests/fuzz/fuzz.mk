@@ -77,4 +77,4 @@ ASAN_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer
 test-asan:
 	@$(MAKE) --no-print-directory B=$(ASAN_B) SAN="$(ASAN_SAN)" all test-unit
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	    CC="cc $(ASAN_SAN)" bash tests/run.sh $(ASAN_B) unit cli ir torch compile firmware errors
+	    CC="cc $(ASAN_SAN)" bash tests/run.sh $(ASAN_B) unit cli ir torch compile firmware errors train

@@ -83,7 +83,7 @@ def build_run(d, name, sub):
     os.makedirs(f"{d}/{sub}", exist_ok=True)
     for f in (f"{name}.c", f"{name}.h"):
         os.replace(f"{d}/{f}", f"{d}/{sub}/{f}")
-    r = subprocess.run([step.CC, *step.WARN, "-O1", "-I", f"{d}/{sub}", "-I", d, "-I", f"{step.BUILD}/include",
+    r = subprocess.run([*step.CC, *step.WARN, "-O1", "-I", f"{d}/{sub}", "-I", d, "-I", f"{step.BUILD}/include",
                         f"{step.HERE}/step_main.c", f"{d}/{sub}/{name}.c", f"{step.BUILD}/lib/libaxrt.a", "-lm",
                         "-o", f"{d}/{sub}/host"], capture_output=True, text=True)
     if r.returncode:

@@ -10,6 +10,7 @@ differences of the loss through the reference interpreter (axc run --interp)
 in Float64.  The trained file loads into the PyTorch twin with strict=True."""
 import copy
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -785,7 +786,7 @@ def kernels(d, rng):
     exe = f"{d}/kernels"
     root = os.path.join(os.path.dirname(__file__), "..", "..")
     build = os.path.dirname(os.path.dirname(os.path.abspath(AXC)))
-    r = subprocess.run([os.environ.get("CC", "cc"), "-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Werror",
+    r = subprocess.run([*shlex.split(os.environ.get("CC", "cc")), "-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Werror",
                         f"-I{build}/include", os.path.join(root, "tests", "train", "kernels.c"),
                         f"{build}/lib/libaxrt.a", "-lm", "-lpthread", "-o", exe], capture_output=True, text=True)
     if r.returncode:

@@ -14,6 +14,7 @@ runs under QEMU and its weights match the host build's within 1e-5 relative."""
 import copy
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -30,7 +31,7 @@ AXC = tr.AXC
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.environ.get("AXC_ROOT", os.path.join(HERE, "..", ".."))
 BUILD = os.environ.get("AXC_BUILD", os.path.join(ROOT, "build"))
-CC = os.environ.get("CC", "cc")
+CC = shlex.split(os.environ.get("CC", "cc"))   # "cc -fsanitize=..." under make test-asan
 M4 = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]
 WARN = ["-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Werror"]
 report = tr.report
@@ -75,7 +76,7 @@ def generate(d, src, init, loss, opt, flags):
 
 
 def host_build(d):
-    return subprocess.run([CC, *WARN, "-O1", "-I", d, "-I", f"{BUILD}/include", f"{HERE}/step_main.c", f"{d}/m.c",
+    return subprocess.run([*CC, *WARN, "-O1", "-I", d, "-I", f"{BUILD}/include", f"{HERE}/step_main.c", f"{d}/m.c",
                            f"{BUILD}/lib/libaxrt.a", "-lm", "-o", f"{d}/host"], capture_output=True, text=True)
 
 
@@ -233,7 +234,7 @@ def dropout_case(d, rng):
 def have_openblas(d):
     with open(f"{d}/ob.c", "w") as f:
         f.write("#include <cblas.h>\nint main(void) { return cblas_sdot(0, 0, 1, 0, 1) != 0.0f; }\n")
-    return subprocess.run([CC, f"{d}/ob.c", "-o", f"{d}/ob", "-lopenblas"], capture_output=True).returncode == 0
+    return subprocess.run([*CC, f"{d}/ob.c", "-o", f"{d}/ob", "-lopenblas"], capture_output=True).returncode == 0
 
 
 def blas_case(d, rng):
@@ -254,7 +255,7 @@ def blas_case(d, rng):
         report(f"{label}: axc --train", False, r.stderr)
         return
     write_data(d, x, t, tr.BATCH * tr.OUT)
-    r = subprocess.run([CC, *WARN, "-O1", "-I", d, "-I", f"{BUILD}/include", f"{HERE}/step_main.c", f"{d}/m.c",
+    r = subprocess.run([*CC, *WARN, "-O1", "-I", d, "-I", f"{BUILD}/include", f"{HERE}/step_main.c", f"{d}/m.c",
                         f"{BUILD}/lib/libaxrt.a", "-lopenblas", "-lm", "-o", f"{d}/host"], capture_output=True, text=True)
     uses = "cblas_sgemm" in open(f"{d}/m.c").read()
     if r.returncode or not uses:
