@@ -41,6 +41,7 @@ typedef struct axc_opts {
     bool mem_report, print_after_all, werror, no_warnings;
     int opt_level;               /* -O0..-O3 */
     size_t ram_budget;           /* --ram: largest arena allowed, 0 = no limit */
+    size_t param_limit;          /* parameter bytes a model may hold; 0: 4 GiB (a fuzzer sets less) */
     uint64_t seed;
     bool seed_given;             /* --seed was on the command line */
     eltype_mode eltype;

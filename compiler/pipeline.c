@@ -68,10 +68,12 @@ static int check_model(const axc_opts *o, ir_graph *g, bool lowering_failed)
  * located error instead of an out-of-memory abort. */
 #define AXC_MAX_PARAM_BYTES ((size_t)4 << 30)
 
-/* 0, or 1 after reporting at the largest parameter of an oversized model.
- * pass_shape bounds each tensor at 2^40 bytes, so the sum cannot overflow. */
-static int check_param_bytes(ir_graph *g)
+/* 0, or 1 after reporting at the largest parameter of a model holding more
+ * than limit bytes (0: AXC_MAX_PARAM_BYTES).  pass_shape bounds each tensor
+ * at 2^40 bytes, so the sum cannot overflow. */
+static int check_param_bytes(ir_graph *g, size_t limit)
 {
+    if (!limit) limit = AXC_MAX_PARAM_BYTES;
     size_t total = 0;
     const ir_node *largest = NULL;
     for (int i = 0; i < g->nnodes; i++) {
@@ -80,9 +82,9 @@ static int check_param_bytes(ir_graph *g)
         total += ir_nbytes(p);
         if (!largest || ir_nbytes(p) > ir_nbytes(largest)) largest = p;
     }
-    if (total <= AXC_MAX_PARAM_BYTES) return 0;
+    if (total <= limit) return 0;
     ax_error(g->ctx, largest->loc, "model '%s' has %zu bytes of parameters, over the limit of %zu "
-             "(the largest is '%s', %zu bytes)", g->name, total, AXC_MAX_PARAM_BYTES,
+             "(the largest is '%s', %zu bytes)", g->name, total, limit,
              largest->name, ir_nbytes(largest));
     return 1;
 }
@@ -104,7 +106,7 @@ static void note_random_params(ax_ctx *ctx, const axc_opts *o)
 static int load_params(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, bool have_data)
 {
     int oversized = 0;
-    for (int i = 0; i < n; i++) oversized += check_param_bytes(models[i]);
+    for (int i = 0; i < n; i++) oversized += check_param_bytes(models[i], o->param_limit);
     if (oversized) return AXC_EINPUT;
     if (!o->weights && have_data) return 0;
     if (!o->weights) {
