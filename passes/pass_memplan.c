@@ -251,24 +251,43 @@ static int by_size_then_start(const void *a, const void *b)
     return (x->start > y->start) - (x->start < y->start);
 }
 
-/* First-fit in definition order and in decreasing size; keeps the better. */
+/* Longest live range first (then larger, then earlier): a long-lived value
+ * placed low keeps short scratch buffers from pushing it up (an attention's
+ * scratch is its largest buffer but lives one node). */
+static int by_lifetime_then_size(const void *a, const void *b)
+{
+    const mem_buffer *x = *(const mem_buffer *const *)a, *y = *(const mem_buffer *const *)b;
+    const int lx = x->end - x->start, ly = y->end - y->start;
+    if (lx != ly)
+        return lx < ly ? 1 : -1;
+    return by_size_then_start(a, b);
+}
+
+/* First-fit in definition order, then in each order below; keeps the plan
+ * with the lowest peak (the first one on ties, so plans that already reach
+ * the lower bound keep their offsets). */
 static size_t place_all(mem_plan *p)
 {
+    static int (*const orders[])(const void *, const void *) = {
+        by_size_then_start, by_lifetime_then_size,
+    };
     mem_buffer **order = checked_calloc((size_t)p->n, sizeof *order);
-    int64_t *by_start = checked_calloc((size_t)p->n, sizeof *by_start);
+    int64_t *kept = checked_calloc((size_t)p->n, sizeof *kept);
     for (int k = 0; k < p->n; k++)
         order[k] = &p->bufs[k];
     size_t best = place_in_order(order, p->n);
-    for (int k = 0; k < p->n; k++)
-        by_start[k] = p->bufs[k].offset;
-    qsort(order, (size_t)p->n, sizeof *order, by_size_then_start);
-    size_t sized = place_in_order(order, p->n);
-    if (sized < best)
-        best = sized;
-    else
+    for (size_t o = 0; o < sizeof orders / sizeof orders[0]; o++) {
         for (int k = 0; k < p->n; k++)
-            p->bufs[k].offset = by_start[k];
-    free(by_start);
+            kept[k] = p->bufs[k].offset;
+        qsort(order, (size_t)p->n, sizeof *order, orders[o]);
+        size_t peak = place_in_order(order, p->n);
+        if (peak < best)
+            best = peak;
+        else
+            for (int k = 0; k < p->n; k++)
+                p->bufs[k].offset = kept[k];
+    }
+    free(kept);
     free(order);
     return best;
 }
