@@ -214,6 +214,19 @@ bench-train:
 	@$(MAKE) --no-print-directory install PREFIX=$(BENCH_STAGE) >/dev/null
 	@$(PYTHON) bench/train.py --stage $(BENCH_STAGE) --cc "$(CC)" $(BENCH_FLAGS)
 
+# The GPU proof (tests/cuda/gpu_check.sh): every example and op-corpus model
+# on the device against the C target (Float32, Float16, BFloat16, the BF16
+# mma path), the kernel cache, a forward that allocates nothing, the GPU
+# bench rows; one report, $(GPU_REPORT).  Without a GPU: SKIP, exit 0.
+# gpu-bundle: the same cases generated here into $(B)/gpu-bundle, for a
+# device machine that cannot build axc (there: bash DIR/gpu_check.sh --run DIR).
+GPU_REPORT ?= $(B)/gpu-check.md
+.PHONY: gpu-check gpu-bundle
+gpu-check: all
+	@bash tests/cuda/gpu_check.sh $(B) $(GPU_REPORT)
+gpu-bundle: all
+	@bash tests/cuda/gpu_check.sh --bundle $(B)/gpu-bundle $(B)
+
 # Float16/BFloat16 against Float32 on rows R2 and R3, one thread
 # (bench/precision.py; README "Precision").  BENCH_FLAGS: e.g. `--runs 50`.
 .PHONY: bench-precision

@@ -62,3 +62,23 @@ fi
 AXRT_CUDA_LIB="$work/libcuda1.so" "$axc" run --seed=0 --target=cuda "$root/examples/mlp.ax" >"$work/run" 2>&1; rc=$?
 if [ $rc = 2 ] && grep -q "no CUDA device" "$work/run"; then pass "axc-run-no-device"
 else fail "axc-run-no-device" "exit $rc:"; sed 's/^/  /' "$work/run"; fi
+
+# the GPU proof (gpu_check.sh) without a device: SKIP with the reason, exit 0
+AXRT_CUDA_LIB="$work/libcuda1.so" GPU_CHECK_MODELS=mlp bash "$here/gpu_check.sh" "$build" "$work/report" >"$work/gc" 2>&1; rc=$?
+if [ $rc = 0 ] && grep -q "^SKIP: gpu-check (no GPU here: .*no CUDA device" "$work/gc" && [ ! -e "$work/report" ]
+then pass gpu-check-without-device; else fail gpu-check-without-device "exit $rc:"; sed 's/^/  /' "$work/gc"; fi
+
+# its allocation check (count_driver.c, alloc_main.c) on the fake sm_80
+# device, with the kernels the compile above cached: 10 forwards after the
+# first allocate, free and load nothing; the counts are the driver's calls
+if ! grep -q "compiled for sm_80" "$work/first"; then skip "no-alloc-forward (no NVRTC compile above)"
+else
+    "$axc" --seed=0 --target=cuda "$root/examples/mlp.ax" -o "$work/am.c" 2>/dev/null &&
+    "$cc" -O1 -I"$build/include" -Dmlp_model=gpu_mlp_model -Dmlp_forward=gpu_mlp_forward -c "$work/am.c" -o "$work/am.o" &&
+    "$cc" -O1 -I"$build/include" -DMODEL=mlp "$here/alloc_main.c" "$work/am.o" "$build/lib/libaxrt_gpu.a" -ldl -lm -o "$work/am" &&
+    "$cc" -shared -fPIC "$here/count_driver.c" -o "$work/libcount.so" -ldl ||
+        { fail no-alloc-forward "build"; exit 0; }
+    AXRT_CUDA_LIB="$work/libcount.so" AXRT_COUNT_NEXT="$work/libcuda3.so" AXRT_GPU_CACHE="$work/cache" "$work/am" >"$work/am.out" 2>&1; rc=$?
+    if [ $rc = 0 ] && grep -q "10 forwards: 0 allocations, 0 frees, 0 modules loaded, 30 launches" "$work/am.out"
+    then pass "no-alloc-forward ($(cat "$work/am.out"))"; else fail no-alloc-forward "exit $rc:"; sed 's/^/  /' "$work/am.out"; fi
+fi
