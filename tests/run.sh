@@ -8,8 +8,8 @@
 # in suite order as soon as every earlier one is done.  firmware and install
 # both run `make install` on BUILD_DIR, so they run one after the other in one
 # job.  The console shows FAIL lines with their details and one line per skip
-# reason; PASS and SKIP lines are counted.  AXC_TEST_TIMES=1 prints each job's
-# wall time.
+# reason; PASS and SKIP lines are counted.  Before the summary, the wall
+# time of each suite (its unit binaries added up) and of the whole run.
 set -u
 B=${1:-build}
 shift || true
@@ -22,6 +22,7 @@ suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=(layers unit cli ir torch ops half compile firmware install errors profile bench llvm onnx train cuda quant)
 max_jobs=${AXC_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
+run_start=$SECONDS
 logs=$(mktemp -d)
 log=$logs/all.log
 # axc run's build cache (compiler/runcache.c) goes to a fresh directory, not
@@ -92,7 +93,6 @@ next=0
 flush() {
     while [ "$next" -lt ${#jobs_list[@]} ] && [ -e "$logs/$next.done" ]; do
         cat "$logs/$next.log" >>"$log"
-        [ -z "${AXC_TEST_TIMES:-}" ] || echo "time: $(cat "$logs/$next.done")"
         grep -v '^PASS: \|^SKIP: ' "$logs/$next.log"
         grep '^SKIP: ' "$logs/$next.log" | sed -n 's/^SKIP: \([^/(]*\)\/[^(]*(\(.*\))$/\1: \2/p' | sed 's/-O[0-9]:/:/' \
             | sort | uniq -c | sed 's/^ *\([0-9]*\) \(.*\)/skipped \1: \2/'
@@ -125,6 +125,12 @@ if [ -n "$stray" ]; then
 else
     echo "PASS: run.sh: no stray output" >>"$log"
 fi
+
+# per-suite wall times, longest first (unit: its binaries' sum; they overlap)
+cat "$logs"/*.done | sed 's/^unit:[^ ]*/unit/; s/+.* / /' |
+    awk '{t[$1] += $2} END {for (s in t) printf "%d %s\n", t[s], s}' | sort -rn |
+    awk '{printf "%s%s %d s", (NR > 1 ? ", " : "time: "), $2, $1} END {print ""}'
+echo "time: all suites $((SECONDS - run_start)) s wall on $max_jobs jobs"
 
 passed=$(grep -c '^PASS: ' "$log")
 failed=$(grep -c '^FAIL: ' "$log")
