@@ -1,4 +1,4 @@
-/* lower.c — syntax tree to graph IR (language.md §2, §3, §7): consts with -D
+/* lower.c — syntax tree to graph IR (docs/language.md#constants, #models, #functions): consts with -D
  * overrides, model options and inputs, the chain and function body forms,
  * layer naming (PyTorch state_dict names), expressions, calls and pipes.
  * The tables of constructors and functions live in lower_layers.c.

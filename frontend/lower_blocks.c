@@ -1,4 +1,4 @@
-/* lower_blocks.c — composition (language.md §9): blocks and their instances,
+/* lower_blocks.c — composition (docs/language.md#composition): blocks and their instances,
  * Chain, lists of instances ([E for i in a:b]) and compile-time for loops.
  *
  * An instance's layers are declared when the instance is, named

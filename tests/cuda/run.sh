@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cuda suite: the CUDA and HIP back ends (interface.md §6) without a GPU.
+# cuda suite: the CUDA and HIP back ends (docs/gpu.md) without a GPU.
 #  - host: every example and tests/ops model: `axc --target=cuda -o m.c`
 #    builds with plain cc -std=c99 -Wall -Wextra -Wpedantic -Werror and no
 #    CUDA header (a model with an op the target has no kernel for is
@@ -130,7 +130,7 @@ emulate_mma() { # MODEL [DTYPE]
     else fail "$t/$b" "does not match the C target within $tol:"; tail_of "$d/outm"; fi
 }
 
-# Float16/BFloat16 models (interface.md §7) on the GPU: parameters and the
+# Float16/BFloat16 models (docs/precision.md) on the GPU: parameters and the
 # activations between layers stored in the half type, every kernel reading
 # through a to-float conversion and storing through the C runtime's
 # round-to-nearest-even.  The kernels compile (host C, NVRTC+ptxas, hiprtc)
