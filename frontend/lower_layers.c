@@ -1,5 +1,5 @@
 /* lower_layers.c — the layer constructors (docs/language.md#layers) and functions
- * (§7) as data tables: each constructor has its positional usage, its
+ * (docs/language.md#functions) as data tables: each constructor has its positional usage, its
  * keyword list and a builder that validates arguments and creates the
  * parameter nodes (PyTorch state_dict names and shapes); each function has
  * its op, operand counts and keyword category.  Applying a layer or function
