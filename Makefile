@@ -161,7 +161,7 @@ demo:
 	@$(MAKE) --no-print-directory all
 	@sh examples/demo.sh $(B)
 
-# interface.md §5: the compiler, the runtime library, header and pkg-config
+# docs/firmware.md: the compiler, the runtime library, header and pkg-config
 # file, axc.mk and the runtime core's sources (for cross builds via axc.mk);
 # also the PyTorch helper python/axc_torch.py (share/axc/python/).
 RT_SHARE := $(wildcard runtime/*.c runtime/*.h runtime/*.inc)
@@ -190,10 +190,10 @@ firmware size: all
 clean:
 	rm -rf $(B)
 
-# The benchmark (bench/bench.py; README "Performance"): rows R1-R7
+# The benchmark (bench/bench.py; docs/performance.md): rows R1-R7
 # (examples/r1..r7) and the whole models M1-M4 (bench/gen_models.py), compiled
 # by axc as installed by `make install` into $(BENCH_STAGE) and built the way
-# the README tells users (pkg-config, -O3), timed against PyTorch, C +
+# docs/cli.md tells users (pkg-config, -O3), timed against PyTorch, C +
 # OpenBLAS, oneDNN and, from a bench-local venv (bench/venv.sh), ONNX Runtime,
 # OpenVINO and XLA, interleaved, at 1 and 2 threads.  BENCH_FLAGS passes
 # options to bench/bench.py, e.g. `--rounds 5`, `--rows R1,M2`, `--threads 1`,
@@ -228,14 +228,14 @@ gpu-bundle: all
 	@bash tests/cuda/gpu_check.sh --bundle $(B)/gpu-bundle $(B)
 
 # Float16/BFloat16 against Float32 on rows R2 and R3, one thread
-# (bench/precision.py; README "Precision").  BENCH_FLAGS: e.g. `--runs 50`.
+# (bench/precision.py; docs/precision.md).  BENCH_FLAGS: e.g. `--runs 50`.
 .PHONY: bench-precision
 bench-precision: all
 	@$(PYTHON) bench/precision.py --axc $(B)/bin/axc $(BENCH_FLAGS)
 
-# The README's memory-plan and -O0/-O2 timing tables (scripts/mem_report.sh).
+# docs/performance.md's memory-plan and -O0/-O2 timing tables (scripts/mem_report.sh).
 # Then the --ram trade-off table and its plot (scripts/remat_report.py;
-# the README shows docs/remat.svg, a copy of $(B)/remat.svg).
+# docs/performance.md shows docs/remat.svg, a copy of $(B)/remat.svg).
 REMAT_MODELS = examples/resmlp50.ax examples/mlp.ax examples/lenet5.ax examples/gpt_block.ax \
 	examples/mobilenet_v2.ax tests/ir/cases/conv_tile.ax tests/ir/cases/unet_remat.ax tests/ir/cases/skip_remat.ax
 mem-report: all

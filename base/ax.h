@@ -37,7 +37,7 @@ void ax_buf_printf(ax_buf *b, const char *fmt, ...) __attribute__((format(printf
 void ax_buf_vprintf(ax_buf *b, const char *fmt, va_list ap);
 void ax_buf_free(ax_buf *b);
 
-/* ---- diagnostics (language.md §8) --------------------------------------
+/* ---- diagnostics (docs/language.md#diagnostics) --------------------------------------
  * Format:  FILE:LINE:COL: error: MESSAGE
  *          <the source line>
  *          <caret and tildes under the span>
@@ -46,7 +46,7 @@ void ax_buf_free(ax_buf *b);
 typedef enum ax_severity { AX_NOTE, AX_WARNING, AX_ERROR } ax_severity;
 
 /* Where the code a diagnostic points at was expanded (a block instance,
- * language.md §9): each error and warning issued while it is ctx->context
+ * docs/language.md#composition): each error and warning issued while it is ctx->context
  * is followed by one note per level, innermost first:
  *   FILE:LINE:COL: note: <what>      (loc: where the instance is declared) */
 typedef struct ax_context ax_context;

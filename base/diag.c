@@ -1,5 +1,5 @@
 /* diag.c — the compilation context and user-facing diagnostics
- * (language.md §8, contract in ax.h).
+ * (docs/language.md#diagnostics, contract in ax.h).
  *
  *   FILE:LINE:COL: error: MESSAGE
  *   <the source line, verbatim>

@@ -4,7 +4,7 @@ oneDNN, ONNX Runtime, OpenVINO and XLA, in one interleaved run.
 Steps: write seeded weights, inputs, float64 PyTorch references and ONNX
 exports (once; torch_rows.py, gen_models.py for the whole models); compile
 each model with the *installed* axc (--stage, what `make install` wrote) and
-build its C the way the README tells users: `cc -O3 $(pkg-config --cflags
+build its C the way docs/cli.md tells users: `cc -O3 $(pkg-config --cflags
 axrt)`, linked with `pkg-config --libs axrt` (no -march=native for axc's
 code: the runtime picks its kernels at run time).  Then, for each thread
 count: start the C harness (axc, OpenBLAS, oneDNN in one process), the
@@ -14,7 +14,7 @@ CPUs; check every system's output against the reference; time in
 interleaved rounds (round-robin over systems, order rotated each round) and
 report medians.  Output: Markdown on stdout and in bench/results.md, the
 ratio chart bench/results.svg (with --record also bench/last-run.md and
-bench/last-run.svg, the committed copies the README shows).
+bench/last-run.svg, the committed copies docs/performance.md shows).
 
 --smoke: rows R1 only, checks without timing; prints PASS/FAIL/SKIP lines
 (the `bench` test suite) and fails when a check fails.
@@ -189,7 +189,7 @@ def axrt_features(stage):
     return flags
 
 
-# The user's build of generated code (README "Using it"): ordinary flags,
+# The user's build of generated code (docs/cli.md "Using it"): ordinary flags,
 # the installed header and library through pkg-config.
 USER_CFLAGS = ["-std=c99", "-O3"]
 
@@ -504,7 +504,7 @@ def main():
         with open(f"{HERE}/{name}", "w") as f:
             f.write(content)
     if args.record:
-        update_readme(f"{HERE}/../README.md", text)
+        update_readme(f"{HERE}/../docs/performance.md", text)
     return 0
 
 
@@ -512,9 +512,9 @@ README_BEGIN, README_END = "<!-- bench:last-run -->\n", "<!-- /bench:last-run --
 
 
 def update_readme(path, text):
-    """Replaces the README's block between the bench:last-run markers with
+    """Replaces docs/performance.md's block between the bench:last-run markers with
     this report: its head lines, the chart, and its tables from the 1-thread
-    timings on (headings as bold lines), so that the README's performance
+    timings on (headings as bold lines), so that the documented performance
     table is what the run printed."""
     with open(path) as f:
         readme = f.read()
@@ -526,7 +526,7 @@ def update_readme(path, text):
     tables = re.sub(r"^## (.*)$", r"**\1**", text[text.index("## 1 thread: median"):], flags=re.M)
     block = "\n".join([f"`bench/last-run.md`, {lines[0].lstrip('# ')} (`make bench BENCH_FLAGS=--record`):", "",
                        "\n".join(f"- {h}" for h in head), "",
-                       "![peer time / axc time per row, from bench/last-run.svg](bench/last-run.svg)", "",
+                       "![peer time / axc time per row, from bench/last-run.svg](../bench/last-run.svg)", "",
                        tables.rstrip(), ""])
     with open(path, "w") as f:
         f.write(readme[:begin + len(README_BEGIN)] + block + readme[end:])

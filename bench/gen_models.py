@@ -2,8 +2,8 @@
 EfficientNet-B0, and a MiniLM-sized Transformer encoder, written out as flat
 .ax files.
 
-The .ax language has no blocks or loops yet (language.md section 9 is not
-implemented), so this script walks the PyTorch module and writes one labelled
+The .ax language had no blocks or loops when this was written (it has them now:
+docs/language.md#composition), so this script walks the PyTorch module and writes one labelled
 layer per PyTorch layer.  A PyTorch path "layer1.0.conv1" becomes the axc
 layer "layer1_0_conv1"; axc_weights() renames the state_dict the same way
 (and reshapes the 1x1 convolutions of squeeze-excitation, which axc computes

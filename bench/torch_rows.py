@@ -1,7 +1,7 @@
 """The benchmark rows in PyTorch, and the PyTorch side of `make bench`.
 
 Each row's module uses the parameter names axc gives the same model
-(language.md section 3), so one safetensors file feeds every system.
+(docs/language.md#models), so one safetensors file feeds every system.
 
 The whole-model rows M1-M4 come from gen_models.py (torchvision networks
 and a Transformer encoder), whose .ax is generated and whose parameter names

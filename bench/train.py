@@ -1,5 +1,5 @@
 """Training steps per second: axc's generated C training step (`axc --train`)
-against PyTorch eager, single thread (interface.md §8, issue 18).
+against PyTorch eager, single thread (docs/training.md, issue 18).
 
 Models: the MLP 784-256-10 (Dense + relu, Dense) and LeNet-5 with BatchNorm
 after each conv (the `lenet5_bn` model of the train suite's oracle,

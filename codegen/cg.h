@@ -19,7 +19,7 @@ typedef struct cg_request {
     const struct cg_train *train; /* axc --train: models[0] is the training step (C target only) */
 } cg_request;
 
-/* One tensor of a training step's state (axc --train, interface.md §8):
+/* One tensor of a training step's state (axc --train, docs/training.md):
  * a parameter the step graph reads from the caller's state, and what the
  * step writes back into it after node `after`: the optimizer's update from
  * gradient node `grad`, or a running statistic's new value `value`. */
@@ -62,14 +62,14 @@ typedef struct cg_train {
  * (the seed, and the step in progress, 1-based: what `axc train` passes). */
 enum { CG_TRAIN_HEADER_STEPS = 0, CG_TRAIN_HEADER_SEED = 1, CG_TRAIN_HEADER_STEP = 2 };
 
-/* The portable C99 backend (interface.md §2).  Returns 0 or the number of
+/* The portable C99 backend (docs/cli.md#generated-c).  Returns 0 or the number of
  * errors reported (e.g. an op the backend cannot emit). */
 int cg_c_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out);
 /* The checks and the header of cg_c_emit alone (the LLVM back end writes the
  * same header).  Returns 0 or the number of errors reported. */
 int cg_c_header(const cg_request *req, ax_buf *h_out);
 
-/* The CUDA and HIP back ends (cg_gpu.c, interface.md §6): host C99 with
+/* The CUDA and HIP back ends (cg_gpu.c, docs/gpu.md): host C99 with
  * the model's kernel source embedded, and its header; or, with
  * req->kernels_only, the kernel source alone. */
 int cg_cuda_emit(const cg_request *req, ax_buf *out, ax_buf *hdr);

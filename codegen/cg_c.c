@@ -1,4 +1,4 @@
-/* cg_c.c — the portable C99 backend (interface.md §2).
+/* cg_c.c — the portable C99 backend (docs/cli.md#generated-c).
  *
  * Emits, for fully planned graphs, a header (arena size, forward()
  * prototype, model descriptor) and a source file that embeds every
@@ -1477,7 +1477,7 @@ static bool conv_in_place(const ir_node *n)
     return n->op == IR_OP_conv && n->inplace_of == 0;
 }
 
-/* ---- per-layer profile (axc --profile, interface.md §10) -------------------- */
+/* ---- per-layer profile (axc --profile, docs/cli.md#seeing-inside-a-model) -------------------- */
 
 /* The layer as the user wrote it; nodes a pass made have none: op%id. */
 const char *cg_layer_name(const ir_graph *g, int id)
@@ -1863,7 +1863,7 @@ static bool uses_f32_op(const cg_request *req, ir_op op)
     return false;
 }
 
-/* --blas=openblas (interface.md §10): <cblas.h> and the two helpers that
+/* --blas=openblas (docs/performance.md): <cblas.h> and the two helpers that
  * float32 dense and matmul call instead of libaxrt's GEMM, only those used
  * (static, -Wunused-function clean).  Dense weights are [out, in] as
  * written (cg_select_blas keeps them unpacked); the bias goes into y first

@@ -1,4 +1,4 @@
-/* cg_c_train.c — the training step as C (axc --train; interface.md §8).
+/* cg_c_train.c — the training step as C (axc --train; docs/training.md).
  *
  * From the driver's two planned graphs (compiler/train_step.c) -- the step
  * (forward in training mode, loss, backward; its one output the loss) and
@@ -168,7 +168,7 @@ static void emit_header(const train_emit *te, ax_buf *h)
     for (char *c = summary; *c; c++)   /* nothing that could end the comment */
         if (!isprint((unsigned char)*c) || strchr("*/\\", *c))
             *c = '_';
-    ax_buf_printf(h, "\n/* training step of model %s (axc --train; interface.md section 8)\n   %s\n", te->name,
+    ax_buf_printf(h, "\n/* training step of model %s (axc --train; docs/training.md)\n   %s\n", te->name,
                   summary);
     put_tensor_lines(h, "input ", te->step, te->step->inputs, te->step_body.input_names, te->step->ninputs);
     put_tensor_lines(h, "output", te->fwd, te->fwd->outputs, te->fwd_body.output_names, te->fwd->noutputs);

@@ -1,4 +1,4 @@
-/* cg_gpu.c — the CUDA and HIP back ends (interface.md §6): one emitter,
+/* cg_gpu.c — the CUDA and HIP back ends (docs/gpu.md): one emitter,
  * two dialects.
  *
  * For each fully planned model it writes kernel source specialised to the
@@ -23,7 +23,7 @@
  * by default (no TF32), so results match the C target within rounding;
  * AXRT_GPU_MATH=bf16 puts every GEMM, conv included, on BFloat16 tensor
  * cores (mma.sync) for sm_80 and later.
- * Float16/BFloat16 models (interface.md §7) keep their parameters and
+ * Float16/BFloat16 models (docs/precision.md) keep their parameters and
  * arena values in the half type: pointers to them are axk_half/axk_bhalf
  * (the prelude), which read as float and round to nearest even on
  * assignment, so every kernel loads and stores through the conversions
@@ -70,7 +70,7 @@ typedef struct gpu_dialect {
     "    const unsigned u = __float_as_uint(f);\n"                                                \
     "    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);\n"     \
     "    return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n}\n"                   \
-    "/* Float16 and BFloat16 storage (half models, interface.md §7): read as\n"                  \
+    "/* Float16 and BFloat16 storage (half models, docs/precision.md): read as\n"                  \
     "   float, assigned from float (rounded once); arithmetic is float */\n"                      \
     "struct axk_half\n{\n    unsigned short bits;\n"                                             \
     "    __device__ operator float() const { return axk_f16(bits); }\n"                           \

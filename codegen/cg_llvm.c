@@ -1,4 +1,4 @@
-/* cg_llvm.c — the LLVM back end (interface.md §6): the same model, kernel
+/* cg_llvm.c — the LLVM back end (docs/llvm.md): the same model, kernel
  * selection (cg_select: ir_node.layout) and memory plan (offsets,
  * scratch_offset, inplace_of) as the C target, built as an LLVM module
  * through the LLVM C API, optimised by the new pass manager with a real
@@ -1207,7 +1207,7 @@ static void dwconv_inplace(lv *L, const ir_node *n, LLVMValueRef y)
     call(L, kernel(L, "dwconv_inplace"), "vppipipp", args);
 }
 
-/* ---- per-layer profile (cg_request.profile, interface.md §10) ------------------ */
+/* ---- per-layer profile (cg_request.profile, docs/cli.md#seeing-inside-a-model) ------------------ */
 
 /* The same globals and calls as cg_c.c's profile: <model>_profile[] (one
  * axrt_layer_profile per profiled node, execution order), <model>_layer_hook,

@@ -1,4 +1,4 @@
-/* args.c — command-line parsing (interface.md §1).  Long options take their
+/* args.c — command-line parsing (docs/cli.md#compile-options).  Long options take their
  * value as `--opt=VALUE` or `--opt VALUE`; -D/-MF/-MT/-o accept the value
  * attached or as the next argument, as cc does. */
 #include <errno.h>
@@ -69,7 +69,7 @@ static const char usage_text[] =
     "                          DIR/index.tsv (compare two with: axc compare DIR REF_DIR)\n"
     "  --cc=CC                 C compiler for the generated code (default $CC or cc)\n"
     "\n"
-    "train options (axc train and axc --train; interface.md section 8):\n"
+    "train options (axc train and axc --train; docs/training.md):\n"
     "  --target Y.npy          targets, whole batches along dim 0 (cross_entropy: class indices)\n"
     "  --loss=mse|cross_entropy|bce_with_logits\n"
     "  --optimizer=sgd|adam|adamw|lion (default sgd)\n"
@@ -125,7 +125,7 @@ static int set_eltype(axc_opts *o, const char *v)
 }
 
 /* --dtype=Float32|Float64|Float16|BFloat16 (or f32 f64 f16 bf16): the model
- * dtype, over the model's dtype= option (interface.md §7). */
+ * dtype, over the model's dtype= option (docs/precision.md). */
 static int set_dtype(axc_opts *o, const char *v)
 {
     axrt_dtype dt;
@@ -278,7 +278,7 @@ static int set_value(axc_opts *o, value_opt id, const char *v)
     uint64_t n;
     switch (id) {
     case V_OUT: o->output = v; return 0;
-    case V_TARGET: /* axc train: the targets file (interface.md §8), else the code generator */
+    case V_TARGET: /* axc train: the targets file (docs/training.md), else the code generator */
         if (o->train) o->target_file = v;
         else o->target = v;
         return 0;

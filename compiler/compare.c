@@ -1,4 +1,4 @@
-/* compare.c — `axc compare DIR REF_DIR [--rtol R]` (interface.md §10): walks
+/* compare.c — `axc compare DIR REF_DIR [--rtol R]` (docs/cli.md#seeing-inside-a-model): walks
  * DIR's layers in execution order (index.tsv, as `axc run --dump-dir` or
  * the Python helper writes it) and names the first whose output differs
  * from REF_DIR's layer of the same name beyond the tolerance: exit 1; 0 when

@@ -1,7 +1,7 @@
 /* compile.c — `axc FILE.ax -o OUT`: code generation, --emit views, saved
  * weights and the make dependency file.  Every file is staged and the set
  * is committed at the end, so a failure leaves no output behind and an
- * existing output untouched (interface.md §1). */
+ * existing output untouched (docs/cli.md#exit-status). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +44,7 @@ const char *axc_source_name(ax_arena *a, const axc_opts *o)
     return o->input[0] == '/' ? base_name(o->input) : o->input;
 }
 
-/* -o's extension picks the artefact (interface.md §1, targets.def): any
+/* -o's extension picks the artefact (docs/cli.md#compile-options, targets.def): any
  * other extension is refused rather than silently written as C. */
 static int check_output_ext(const char *out)
 {
@@ -308,7 +308,7 @@ int axc_compile(ax_ctx *ctx, const axc_opts *o)
         for (int i = 0; i < n; i++) pass_memplan_report(models[i], &b);
         fwrite(b.data ? b.data : "", 1, b.len, stdout);
         ax_buf_free(&b);
-        if (o->train_step) {   /* interface.md §8 */
+        if (o->train_step) {   /* docs/training.md */
             axc_print_train_remat(models[0], &train);
             printf("forward on the state: %zu bytes\ntraining state: %zu bytes\n", train.forward->arena_bytes,
                    train.state_bytes);

@@ -1,4 +1,4 @@
-/* driver.h — the command-line driver: options (interface.md §1), the
+/* driver.h — the command-line driver: options (docs/cli.md#compile-options), the
  * compile pipeline shared by `axc` and `axc run`, and `axc run` itself. */
 #ifndef AX_DRIVER_H
 #define AX_DRIVER_H
@@ -14,7 +14,7 @@
 
 #define AXC_VERSION "0.1.0"
 
-/* Exit statuses (interface.md §1). */
+/* Exit statuses (docs/cli.md#exit-status). */
 enum { AXC_OK = 0, AXC_EINPUT = 1, AXC_EUSAGE = 2 };
 
 #define AXC_MAX_DEFINES 64
@@ -65,7 +65,7 @@ typedef struct axc_opts {
     axc_named_file *calib;       /* --calibrate NAME=FILE.npy, as inputs */
     int ncalib;
     const char *dump_dir;        /* axc run --dump-dir */
-    /* axc train (interface.md §8); NaN: the optimizer's default */
+    /* axc train (docs/training.md); NaN: the optimizer's default */
     bool train;
     bool train_step;             /* axc --train: emit the training step as C */
     const char *target_file;     /* --target Y.npy */
@@ -110,7 +110,7 @@ int axc_train(ax_ctx *ctx, const axc_opts *o);     /* `axc train` (train.c) */
 /* Writes g's parameters to --save-weights (atomically); an exit status. */
 int axc_save_weights(const axc_opts *o, const ir_graph *g);
 
-/* --optimizer (interface.md §8). */
+/* --optimizer (docs/training.md). */
 typedef enum axc_optimizer { AXC_OPT_sgd, AXC_OPT_adam, AXC_OPT_adamw, AXC_OPT_lion, AXC_OPT_COUNT } axc_optimizer;
 extern const char *const axc_optimizer_names[AXC_OPT_COUNT];
 
@@ -141,7 +141,7 @@ axrt_optim axc_optim_from(const axc_opts *o);
  * Returns an exit status. */
 struct cg_train;
 int axc_train_step_graphs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, struct cg_train *train);
-/* --mem-report's training lines (interface.md section 8): the step's peak
+/* --mem-report's training lines (docs/training.md): the step's peak
  * without and with rematerialisation, the extra FLOPs and what is
  * recomputed. */
 void axc_print_train_remat(const ir_graph *step, const struct cg_train *train);

@@ -1,4 +1,4 @@
-/* emit_ax.c — `--emit=ax` (interface.md §9): an imported model (ONNX) printed
+/* emit_ax.c — `--emit=ax` (docs/onnx.md): an imported model (ONNX) printed
  * as an equivalent `.ax` source in function form, one statement per IR node
  * of the unoptimised graph, with every layer declared where it is used (l<id>)
  * and its parameters renamed l<id>.weight, l<id>.bias, ... so that

@@ -1,7 +1,7 @@
 /* profile.c — what `axc run --profile` and `--dump-dir` do with code
  * generated with per-layer hooks (cg_request.profile, axrt.h
  * axrt_layer_profile): the per-layer table, and each layer's output written
- * as .npy with an index file in execution order (interface.md §10). */
+ * as .npy with an index file in execution order (docs/cli.md#seeing-inside-a-model). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* quantize.c — `--quantize=int8 --calibrate NAME=FILE.npy` (interface.md §7):
+/* quantize.c — `--quantize=int8 --calibrate NAME=FILE.npy` (docs/precision.md#int8-post-training-quantisation):
  * reads one calibration file per model input (samples along dim 0: shape
  * [S, input dims...], the input's dtype, S >= 1), runs the float model over
  * every sample in the reference interpreter, recording each node's smallest
@@ -281,7 +281,7 @@ static int sample_error(const ir_graph *g, const void *const *in, void **f, void
     return compare_sample(g, in, f, q, &sums->e, sums->err2, sums->ref2, sums->amax);
 }
 
-/* Per output, on stderr (the format README "int8 post-training quantisation"
+/* Per output, on stderr (the format docs/precision.md "int8 post-training quantisation"
  * documents; tests/quant/run.sh recomputes both figures from the float and
  * int8 builds' outputs):
  *   axc: MODEL: int8 vs float on the calibration set (S samples): output K (NAME)

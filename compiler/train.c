@@ -1,4 +1,4 @@
-/* train.c — `axc train` (interface.md §8).
+/* train.c — `axc train` (docs/training.md).
  *
  * Builds the model unfused (pipeline.c skips the optimising passes for
  * training), appends the loss against a new `target` input (pass_loss) and
@@ -251,7 +251,7 @@ static double seconds(void)
 
 /* The batches of 0-based epoch `epoch` in the order they are used: file
  * order, or with --shuffle a Fisher-Yates shuffle whose draw for position i
- * is axrt_mix64(axrt_mix64(seed) ^ (epoch << 32) ^ i) mod (i + 1) (README). */
+ * is axrt_mix64(axrt_mix64(seed) ^ (epoch << 32) ^ i) mod (i + 1) (docs/training.md). */
 static void batch_order(const axc_opts *o, long epoch, int64_t *order, int64_t batches)
 {
     for (int64_t i = 0; i < batches; i++) order[i] = i;

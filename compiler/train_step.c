@@ -1,4 +1,4 @@
-/* train_step.c — `axc --train` (interface.md §8): the graphs of the
+/* train_step.c — `axc --train` (docs/training.md): the graphs of the
  * generated C training step.
  *
  * The model (built unfused, as for `axc train`) is copied for inference

@@ -1,9 +1,9 @@
-/* lower.c — syntax tree to graph IR (language.md §2, §3, §7): consts with -D
+/* lower.c — syntax tree to graph IR (docs/language.md#constants, #models, #functions): consts with -D
  * overrides, model options and inputs, the chain and function body forms,
  * layer naming (PyTorch state_dict names), expressions, calls and pipes.
  * The tables of constructors and functions live in lower_layers.c.
  *
- * Decisions the spec leaves open (documented here, relied on by tests):
+ * Decisions the language leaves open (here and in docs/language.md#constants; tests rely on them):
  *  - const arithmetic on integers stays integer; `/` of two integers is an
  *    integer when exact and a float otherwise (as Julia's `/` would give).
  *  - a const may use any other const of the file; a cycle is an error.
@@ -712,7 +712,7 @@ static int failed_value(lower_state *st, ax_loc loc)
     return id;
 }
 
-/* Chain form: each statement applies to the previous value (§3.1). */
+/* Chain form: each statement applies to the previous value (docs/language.md#chain-form). */
 static void lower_chain(lower_state *st)
 {
     const ast_model *m = st->model;
@@ -739,7 +739,7 @@ static void lower_chain(lower_state *st)
     ir_add_output(st->g, cur, "out0");
 }
 
-/* `name = Constructor(...)` (or a Chain, a block instance, a list, §9)
+/* `name = Constructor(...)` (or a Chain, a block instance, a list: docs/language.md#composition)
  * declares a layer named by the binding; the other bindings are values.
  * inst: the block instance whose body statement index this is (it
  * declared its layers already), else NULL. */
@@ -850,7 +850,7 @@ const ast_stmt *lower_body(lower_state *st, ast_stmt *const *stmts, int n, const
     return NULL;
 }
 
-/* Function form (§3.2).  An input that failed is bound as a failed value, so
+/* Function form (docs/language.md#function-form).  An input that failed is bound as a failed value, so
  * its uses stay silent. */
 static void lower_function(lower_state *st)
 {

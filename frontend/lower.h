@@ -1,4 +1,4 @@
-/* lower.h — from the syntax tree to the graph IR (language.md §2, §3, §6, §7).
+/* lower.h — from the syntax tree to the graph IR (docs/language.md#constants, #models, #layers, #functions).
  * Resolves const names (with -D overrides), layer constructors and their
  * keyword arguments, layer/value naming (PyTorch state_dict names), calls,
  * pipes and operators; creates one IR_OP_param node per parameter with its
@@ -18,7 +18,7 @@ typedef struct ax_define {  /* -D NAME=VALUE */
 
 /* Lowers f->models[index].  Returns the graph even after errors (the caller
  * compares ctx->errors), so that pass_shape can still report the shape errors
- * that do not depend on them (language.md §8: several errors per run).  In
+ * that do not depend on them (docs/language.md#diagnostics: several errors per run).  In
  * such a graph a failed value has no node (and nothing was built on it) or is
  * a node marked IR_FAILED_RANK; it must go no further than pass_shape. */
 ir_graph *lower_model(ax_ctx *ctx, const ast_file *f, int index,

@@ -1,4 +1,4 @@
-/* lower_blocks.c — composition (language.md §9): blocks and their instances,
+/* lower_blocks.c — composition (docs/language.md#composition): blocks and their instances,
  * Chain, lists of instances ([E for i in a:b]) and compile-time for loops.
  *
  * An instance's layers are declared when the instance is, named
@@ -9,7 +9,7 @@
  * shares its weights.  Diagnostics issued inside a block are located in the
  * block and followed by a note naming the instance (ax_context).
  *
- * Decisions the spec leaves open (relied on by tests):
+ * Decisions the language leaves open (relied on by tests):
  *  - `for i in a:b` and `[E for i in a:b]` are Julia ranges: inclusive, empty
  *    when b < a; list elements and Chain elements are named 0, 1, ...
  *  - `list[i]` is 0-based (as nn.ModuleList); a negative i counts from the end.

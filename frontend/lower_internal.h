@@ -20,7 +20,7 @@ typedef struct lower_fn lower_fn;
 typedef struct lower_layer lower_layer;
 
 /* What a lower_layer is: a constructor's layer, or a composite of
- * language.md §9 (a block instance, a Chain, a list of instances). */
+ * docs/language.md#composition (a block instance, a Chain, a list of instances). */
 typedef enum lower_layer_kind { LAYER_CTOR, LAYER_BLOCK, LAYER_CHAIN, LAYER_LIST } lower_layer_kind;
 
 /* A layer created inline while applying a block instance, kept so that the
@@ -157,7 +157,7 @@ int lower_apply_callable(lower_state *st, const ast_node *f, const int *in, int 
  * block instance whose top-level body this is (its declared layers), else NULL. */
 const ast_stmt *lower_body(lower_state *st, ast_stmt *const *stmts, int n, const lower_layer *inst);
 
-/* ---- lower_blocks.c (language.md §9) ----------------------------------- */
+/* ---- lower_blocks.c (docs/language.md#composition) ----------------------------------- */
 /* The block named name, or NULL. */
 const ast_model *lower_find_block(const lower_state *st, const char *name);
 /* When rhs declares a layer (a constructor call, Chain(...), a block call
@@ -175,7 +175,7 @@ lower_layer *lower_index_layer(lower_state *st, const ast_node *e);
 /* The name of the next inline layer ("3", or "<instance>.3" inside a block). */
 const char *lower_inline_name(lower_state *st);
 
-/* ---- lower_slice.c (language.md §10) ------------------------------------- */
+/* ---- lower_slice.c (docs/language.md#more-operators) ------------------------------------- */
 /* x[a:b, :, i] on a value; IR_NONE after an error. */
 int lower_index_value(lower_state *st, const ast_node *e);
 /* `a, b = split(x, (s0, s1); dims=k)`: binds every target. */
@@ -189,7 +189,7 @@ const lower_ctor *lower_find_ctor(const char *name);
 const lower_fn *lower_find_fn(const char *name);
 /* Whether fn is elementwise (may be called as fn.(args), a broadcast call). */
 bool lower_fn_is_elementwise(const lower_fn *fn);
-/* chunk(x, n; dims=k) bound to nresults names (language.md §10): the
+/* chunk(x, n; dims=k) bound to nresults names (docs/language.md#more-operators): the
  * multi-result chunk node (ir.h "Several results"), or IR_NONE after an error. */
 int lower_chunk(lower_state *st, const ast_node *call, int nresults);
 /* Whether l is a GRU or LSTM. */

@@ -1,5 +1,5 @@
-/* lower_layers.c — the layer constructors (language.md §6) and functions
- * (§7) as data tables: each constructor has its positional usage, its
+/* lower_layers.c — the layer constructors (docs/language.md#layers) and functions
+ * (docs/language.md#functions) as data tables: each constructor has its positional usage, its
  * keyword list and a builder that validates arguments and creates the
  * parameter nodes (PyTorch state_dict names and shapes); each function has
  * its op, operand counts and keyword category.  Applying a layer or function
@@ -42,7 +42,7 @@ static const ast_node *kw_value(const lower_args *a, const char *name)
     return NULL;
 }
 
-/* PyTorch spellings and what axc writes instead (language.md §6, §9, §10). */
+/* PyTorch spellings and what axc writes instead (docs/language.md#layers, #composition, #more-operators). */
 static const char *const torch_names[][2] = {
     {"Linear", "Dense(in => out)"}, {"Conv2d", "Conv((kh, kw), in => out)"},
     {"BatchNorm2d", "BatchNorm(C)"},

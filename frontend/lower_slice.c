@@ -1,4 +1,4 @@
-/* lower_slice.c — slicing and splitting (language.md §10), PyTorch semantics
+/* lower_slice.c — slicing and splitting (docs/language.md#more-operators), PyTorch semantics
  * on any axis: x[a:b, :, i] (0-based, end exclusive, negative from the end,
  * positive steps; an integer index drops its dimension), and
  * `a, b = chunk(x, n; dims=k)` / `a, b, c = split(x, (s0, s1, s2); dims=k)`

@@ -1,4 +1,4 @@
-/* onnx.h — the second front end: an ONNX model (interface.md §9) -> the same
+/* onnx.h — the second front end: an ONNX model (docs/onnx.md) -> the same
  * graph IR the .ax front end builds.  Bounded parser (protobuf-c, generated
  * at build time from onnx.proto into build/gen); float32 models with static
  * shapes.  Shape-computing subgraphs (Shape, Gather, Unsqueeze, Concat,

@@ -539,7 +539,7 @@ int ox_declared_shape(ox_state *s, const char *name, int64_t *shape)
     return -1;
 }
 
-/* Lists every node whose op has no handler in one error (spec §9). */
+/* Lists every node whose op has no handler in one error (docs/onnx.md). */
 static bool check_ops(ox_state *s, const Onnx__GraphProto *gp)
 {
     ax_buf b = {0};

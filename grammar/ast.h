@@ -1,4 +1,4 @@
-/* ast.h — the syntax tree the bison parser builds (language.md).  One "fat"
+/* ast.h — the syntax tree the bison parser builds (docs/language.md).  One "fat"
  * node type for expressions; statements, parameters and models have their
  * own small structs.  Everything is allocated in the context's arena. */
 #ifndef AX_AST_H
@@ -24,7 +24,7 @@ typedef enum ast_kind {
     AST_NEG,    /* -lhs */
     AST_PIPE,   /* lhs |> rhs */
     AST_RANGE,  /* lhs:rhs, an inclusive integer range (for loops, comprehensions) */
-    AST_COMPREHENSION, /* [lhs for name in rhs] (language.md §9) */
+    AST_COMPREHENSION, /* [lhs for name in rhs] (docs/language.md#composition) */
     AST_INDEX,  /* callee[args...]; an arg is an expression or an AST_SLICE */
     AST_SLICE   /* lhs:rhs or lhs:rhs:step inside [ ], each part NULL when omitted */
 } ast_kind;
@@ -55,7 +55,7 @@ struct ast_node {
 
 typedef enum ast_stmt_kind {
     AST_STMT_EXPR, AST_STMT_ASSIGN, AST_STMT_RETURN, AST_STMT_UNPACK,
-    AST_STMT_FOR          /* for name in value  body  end (unrolled, language.md §9) */
+    AST_STMT_FOR          /* for name in value  body  end (unrolled, docs/language.md#composition) */
 } ast_stmt_kind;
 
 typedef struct ast_stmt ast_stmt;
@@ -91,7 +91,7 @@ typedef struct ast_model {
     const char *name;
     ax_loc loc;              /* the model name in the signature */
     bool is_function;        /* function form (3.2) vs chain form (3.1) */
-    bool is_block;           /* @axiom block function (language.md §9) */
+    bool is_block;           /* @axiom block function (docs/language.md#composition) */
     struct ast_const *kwparams; /* block: keyword parameters (value NULL: no default) */
     int nkwparams;
     ast_option *opts;

@@ -1,4 +1,4 @@
-/* axc.y — the grammar of the .ax language (language.md §1-3), producing the
+/* axc.y — the grammar of the .ax language (docs/language.md#lexical-structure, #constants, #models), producing the
  * tree of ast.h.  Pure, reentrant, with locations; the scanner is axc.l.
  *
  * Error handling: syntax errors are reported through ax_diag with readable

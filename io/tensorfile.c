@@ -1,4 +1,4 @@
-/* tensorfile.c — safetensors and .npy readers/writers (interface.md §4) and
+/* tensorfile.c — safetensors and .npy readers/writers (docs/cli.md#files) and
  * element conversion between the seven axc dtypes.
  *
  * Every input is treated as hostile: each length and offset is checked

@@ -1,4 +1,4 @@
-/* tensorfile.h — the two tensor file formats of interface.md §4, read from
+/* tensorfile.h — the two tensor file formats of docs/cli.md#files, read from
  * untrusted bytes with every offset and size bounds-checked.
  *
  *  safetensors: u64-LE header length, JSON header {name: {dtype, shape,

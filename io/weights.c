@@ -2,7 +2,7 @@
  * (--weights), initialised deterministically (--seed) or saved
  * (--save-weights).  Data lives in the context arena, in the node's dtype.
  *
- * Initialisation algorithm (interface.md §1; stable, users may reproduce it):
+ * Initialisation algorithm (docs/cli.md#parameters; stable, users may reproduce it):
  *   h      = FNV-1a 64 of the parameter's state_dict name
  *            (offset basis 0xcbf29ce484222325, prime 0x100000001b3, bytes of
  *            the name without terminator)

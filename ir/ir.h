@@ -114,7 +114,7 @@ typedef struct ir_wording {
     const char *(*binary_symbol)(ir_op op); /* ".*" */
 } ir_wording;
 
-/* Initial value of a parameter when no --weights are given (interface.md §1). */
+/* Initial value of a parameter when no --weights are given (docs/cli.md#parameters). */
 typedef enum ir_param_role {
     IR_PARAM_GLOROT = 0, /* weight matrices and kernels: Glorot-uniform */
     IR_PARAM_ZEROS,      /* biases, norm shifts, running means */
@@ -244,7 +244,7 @@ struct ir_node {
     int inplace_of;      /* operand index whose buffer the result overwrites (pass_memplan's
                             in-place decision; every back end reads it), else IR_NONE */
     ir_layout layout;    /* param only: how the back end stores it (cg_select) */
-    const ax_context *context; /* the block instance it was written in (language.md §9), or NULL */
+    const ax_context *context; /* the block instance it was written in (docs/language.md#composition), or NULL */
     const struct ir_quant *quant; /* --quantize=int8: how this dense or conv runs in int8 */
 };
 

@@ -5,7 +5,7 @@
  * narrowed to their node's dtype at the end, and only an explicit cast rounds
  * in between (so "Float64 input -> cast -> Float32 model" sees float values);
  * but a Float16/BFloat16 node's result is rounded to its format, as a half
- * model stores every activation (interface.md §7: stored in the half type,
+ * model stores every activation (docs/precision.md: stored in the half type,
  * computed in wider precision).
  * The semantics are PyTorch's, written out naively and independently of the
  * runtime kernels and the code generators so that it can cross-check them.

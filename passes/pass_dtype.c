@@ -1,4 +1,4 @@
-/* pass_dtype.c — settles element types (language.md §5).
+/* pass_dtype.c — settles element types (docs/language.md#dtype-rules).
  *
  * Parameters and compute use the model dtype.  An input of another float
  * type gets a cast to the model dtype right after it, so no layer ever mixes
@@ -7,7 +7,7 @@
  * promote the whole model).  Integer inputs are accepted only as Embedding
  * indices.  Runs after pass_shape, so casts get their shapes here.
  *
- * Float16/BFloat16 models (interface.md §7) store parameters and the
+ * Float16/BFloat16 models (docs/precision.md) store parameters and the
  * activations between layers in the half type while the kernels accumulate
  * in Float32; their inputs and outputs keep the declared type: a Float32
  * input is the expected case (no promotion warning), and each output gets a

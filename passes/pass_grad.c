@@ -18,7 +18,7 @@
  * Constants it needs (ones to broadcast with, an identity matrix for
  * one-hot rows) are `derived` parameters: never part of the state_dict.
  *
- * pass_loss appends the loss of interface.md §8 between a model output and
+ * pass_loss appends the loss of docs/training.md between a model output and
  * a new target input, written in the same ops, so its gradient comes from
  * the same rules. */
 #include <math.h>

@@ -1,4 +1,4 @@
-/* pass_quant.c — int8 post-training quantisation (interface.md §7), given
+/* pass_quant.c — int8 post-training quantisation (docs/precision.md#int8-post-training-quantisation), given
  * the value ranges calibration observed (compiler/quantize.c).
  *
  * Which layers: every Float32 dense and conv (depthwise and grouped

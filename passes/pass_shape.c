@@ -4,7 +4,7 @@
  * One shape function per `shape` suffix of ops.def, in a table generated from
  * it, so a new op without a shape rule does not compile.  A shape function
  * returns false after reporting a located error that names the layer and
- * the shapes involved (language.md §8).  A failed node is marked with
+ * the shapes involved (docs/language.md#diagnostics).  A failed node is marked with
  * IR_FAILED_RANK and every node depending on it is skipped silently, so one
  * mistake gives one error while independent mistakes are all reported; a
  * node lowering already marked so (a value it could not build, after its

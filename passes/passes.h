@@ -3,7 +3,7 @@
  *   pass_shape    resolves every shape (and attrs that depend on shapes:
  *                 negative axes, reshape -1, Flatten, pad=same); reports
  *                 located errors naming the layer and both shapes
- *   pass_dtype    settles dtypes (language.md §5): inserts casts at inputs
+ *   pass_dtype    settles dtypes (docs/language.md#dtype-rules): inserts casts at inputs
  *                 wider than the model dtype, warns/errors/promotes per mode,
  *                 rejects integer inputs anywhere but Embedding indices
  *   the optimising passes (pass_manager.c's table, chosen by -O level):
@@ -137,7 +137,7 @@ int pass_train_mode(ir_graph *g);
  * the trainer sets its seed and counts its steps. */
 extern const char *const pass_dropout_counter_name;
 
-/* The losses of interface.md §8, as PyTorch's with reduction='mean'. */
+/* The losses of docs/training.md, as PyTorch's with reduction='mean'. */
 typedef enum pass_loss_kind {
     PASS_LOSS_mse, PASS_LOSS_cross_entropy, PASS_LOSS_bce_with_logits, PASS_LOSS_COUNT
 } pass_loss_kind;

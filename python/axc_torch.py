@@ -14,7 +14,7 @@ a module.  No `safetensors` package: the format is written here by hand.
                                          ref/index.tsv, for `axc compare
                                          DIR ref` after `axc run --dump-dir DIR`
 
-safetensors layout (interface.md §4): u64 little-endian header length, a
+safetensors layout (docs/cli.md#files): u64 little-endian header length, a
 JSON header {name: {"dtype", "shape", "data_offsets": [begin, end]}} padded
 with spaces to a multiple of 8 bytes, then the raw little-endian data.
 """

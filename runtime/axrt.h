@@ -1,7 +1,7 @@
 /* axrt.h — the axc runtime: the descriptor every generated model exports and
  * the kernels generated C calls.  The core is freestanding C99: it needs only
  * <stddef.h>, <stdint.h>, <string.h> and <math.h>, so it builds for firmware.
- * This header is the whole runtime: the optional parts interface.md §3 allows
+ * This header is the whole runtime: the optional parts docs/cli.md#runtime allows
  * (OpenBLAS-backed GEMM, a CUDA loader, timing) are not written yet. */
 #ifndef AXRT_H
 #define AXRT_H
@@ -15,7 +15,7 @@ extern "C" {
 
 #define AXRT_MAX_RANK 8
 
-/* The element types, one row each, in the order of language.md §4:
+/* The element types, one row each, in the order of docs/language.md#types-and-layout:
  *   X(ENUM, name, short name, C storage type, bytes, safetensors code,
  *     .npy descr (0: none), is_float)
  * The runtime expands it into axrt_dtype and axrt_dtype_size, the compiler
@@ -57,8 +57,8 @@ typedef struct axrt_model {
     int (*run)(const void *const *inputs, void *const *outputs, void *arena);
 } axrt_model;
 
-/* Per-layer profile of code generated with `axc --profile` (interface.md
- * §10): `<name>_profile[<NAME>_LAYERS]` holds one entry per executed layer
+/* Per-layer profile of code generated with `axc --profile` (docs/cli.md
+ * #seeing-inside-a-model): `<name>_profile[<NAME>_LAYERS]` holds one entry per executed layer
  * in execution order; each forward pass adds the ticks of the
  * application's clock, `uint64_t axc_profile_clock(void)` (a weak default
  * on POSIX hosts counts nanoseconds; a firmware provides its cycle counter),
@@ -143,7 +143,7 @@ size_t axrt_rnn_scratch_elems(const axrt_rnn_params *p, int gates);
     void axrt_##op##_bcast_##S(const T *a, const int64_t *a_strides, const T *b,         \
                                const int64_t *b_strides, T *y, const int64_t *shape, int rank);
 
-/* Dropout's counter-based generator (the IR's dropout op, interface.md §8):
+/* Dropout's counter-based generator (the IR's dropout op, docs/training.md):
  * whether element i of dropout layer `stream` at training step `step` is
  * kept, drop probability p; a pure function of its arguments, so a backward
  * recomputes the forward's mask instead of storing it (splitmix64's mixer). */
@@ -290,7 +290,7 @@ static inline int axrt_dropout_keep(uint64_t seed, uint64_t stream, uint64_t ste
 
 AXRT_DECLARE_KERNELS(float, f32)
 AXRT_DECLARE_KERNELS(double, f64)
-/* The half types (interface.md §7): IEEE binary16 (_f16) and bfloat16
+/* The half types (docs/precision.md): IEEE binary16 (_f16) and bfloat16
  * (_bf16), stored as their bits in uint16_t (scalar parameters such as eps
  * and alpha too); every kernel widens to float, accumulates in float and
  * rounds each result once, to nearest, ties to even. */
@@ -507,7 +507,7 @@ void axrt_gather_u8(const uint8_t *x, uint8_t *y, const int64_t *y_shape, const 
 /* The int8 dot product in use: "portable", "avx2" or "avx512vnni". */
 const char *axrt_q8_isa_name(void);
 
-/* ---- training (axc --train and axc train; interface.md §8) ----
+/* ---- training (axc --train and axc train; docs/training.md) ----
  * One optimizer step over one parameter tensor in place: p and g hold n
  * values, m and v its moments (zero before step 1; v used by adam/adamw
  * only, m by sgd with momentum, adam, adamw and lion; NULL where unused),

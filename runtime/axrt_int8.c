@@ -1,5 +1,5 @@
 /* axrt_int8.c — the int8 kernels of `axc --quantize=int8` (axrt.h, "int8";
- * interface.md §7).  Activations arrive as float and are quantised at the
+ * docs/precision.md#int8-post-training-quantisation).  Activations arrive as float and are quantised at the
  * kernel's door (axrt_quantize_u8: asymmetric, per tensor, stored offset by
  * 128 as uint8), or arrive so from the int8 layer before (whose result the
  * kernel then stores as bytes, rq->out_q8, not floats); an int8 max-pool works

@@ -1,4 +1,4 @@
-/* axrt_optim.c — the optimizers of interface.md §8, one fused loop per
+/* axrt_optim.c — the optimizers of docs/training.md, one fused loop per
  * parameter tensor (axrt.h axrt_optim_step_*): written once as a template
  * over the element type, used by the generated training step (axc --train)
  * and by `axc train` on the reference interpreter (in double), so the two

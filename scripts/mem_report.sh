@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mem_report.sh AXC [--bench N] — the README's "Memory plan and fusion" tables:
+# mem_report.sh AXC [--bench N] — the "Memory plan and fusion" tables of docs/performance.md:
 # per example the planned arena (peak), the lower bound (most bytes live at
 # once), the naive sum (every tensor its own buffer) and peak / bound, at -O2;
 # with --bench N also `axc run --bench N` medians at -O0 and -O2 for r1..r6.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The README's pictures and profile table, made by the commands it shows:
+# docs/cli.md's pictures and profile table, made by the commands it shows:
 # the Graphviz drawing of the MobileNetV2 block (--emit=svg), the memory
 # timeline of the GPT block (--emit=timeline) and `axc run --profile` of
 # LeNet-5.  Usage: scripts/pictures.sh [AXC]   (default build/bin/axc)

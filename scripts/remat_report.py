@@ -1,4 +1,4 @@
-"""remat_report.py AXC SVG PLOTTED MODEL.ax... [--train] — the README's memory/compute
+"""remat_report.py AXC SVG PLOTTED MODEL.ax... [--train] — docs/performance.md's memory/compute
 trade-off table (`make mem-report`): per model the planned arena with no --ram, at the
 smallest budget whose extra compute stays <= 30 %, and at the smallest budget
 axc fits at all, each with the extra FLOPs `--mem-report` names (recomputed
@@ -6,7 +6,7 @@ values, pass_remat, plus halo rows, pass_tile).  The curve
 is walked as the compiler answers: each budget is 64 bytes under the arena
 the last one reached, until axc refuses (exit 1).  SVG: peak memory against
 extra compute for the model named PLOTTED.  With --train, a second table: the
-training steps (`axc --train`, interface.md section 8) of TRAINING's models,
+training steps (`axc --train`, docs/training.md) of TRAINING's models,
 walked alike, with sqrt(n) checkpointing's arena and extra FLOPs beside
 (`sqrt(n) checkpointing, for comparison` of --mem-report).  Plain python3, no
 libraries."""

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The README's weight-embedding figure: how long axc takes to emit, and C
+# docs/cli.md's weight-embedding figure: how long axc takes to emit, and C
 # compilers to compile, a model with 7M embedded parameters
 # (Dense(2048 => 3418)).  Usage: scripts/weights_compile_time.sh [AXC]
 set -eu

@@ -1,6 +1,6 @@
 /* axrt_gpu.h — the optional GPU part of the runtime (libaxrt_gpu, not the
  * freestanding core libaxrt): what `axc --target=cuda|hip` host C hands it,
- * and the calls that host C makes (interface.md §6).
+ * and the calls that host C makes (docs/gpu.md).
  *
  * The generated host C embeds the model's kernel source, its parameters (in
  * the layout of the device parameter block) and its launch list.  At init

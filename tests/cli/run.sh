@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The command-line contract of interface.md §1-2 and the golden diagnostics
+# The command-line contract of docs/cli.md#compile-options, #generated-c and the golden diagnostics
 # of tests/cli/diag/ (NAME.ax + NAME.err, the exact expected stderr).
 # Environment: AXC, AXC_BUILD (include/ lib/), AXC_ROOT, PYTHON.
 # AXC_BLESS=1 writes a missing NAME.err from axc's stderr (inspect it by eye).
@@ -246,7 +246,7 @@ check_option_hints() {
     run_axc mlp.ax --epochs=2 -o t.c; expect_rc 2 || return 1
     grep -q "only valid with 'axc train'" err || { show; return 1; }
 }
-check_io_exit_codes() {  # interface.md §1: an unreadable file is an I/O error (2) whatever its role
+check_io_exit_codes() {  # docs/cli.md#exit-status: an unreadable file is an I/O error (2) whatever its role
     run_axc nosuch.ax -o m.c; expect_rc 2 || return 1
     run_axc mlp.ax -o m.c --weights=nosuch.safetensors; expect_rc 2 || return 1
     grep -q "nosuch.safetensors" err || { show; return 1; }
@@ -350,7 +350,7 @@ check_run_cache() {
     ls "$tmp"/xdg/axc/*.so >/dev/null 2>&1 || { echo "no entry under \$XDG_CACHE_HOME/axc"; return 1; }
 }
 
-# --blas=openblas (interface.md §10): float32 dense and matmul call
+# --blas=openblas (docs/performance.md): float32 dense and matmul call
 # cblas_sgemm; the generated C builds warning-free, and every example with a
 # dense or matmul gives the default build's outputs within 1e-5 (weights
 # from --seed 3 with noise added, so that the biases are not all zero).

@@ -29,7 +29,7 @@ compile_with() {
     else echo "$*" >"$tmp/$name.$case.cmd"; fail "compile:$name:$case" "$tmp/$name.$case.cmd" "$tmp/$name.$case.log"; fi
 }
 
-# The generated files include only the headers interface.md §2 allows.
+# The generated files include only the headers docs/cli.md#generated-c allows.
 check_includes() {
     local name=$1 dir=$2
     grep -h '^[[:space:]]*#[[:space:]]*include' "$dir/$name.c" "$dir/$name.h" \

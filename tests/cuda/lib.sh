@@ -12,7 +12,7 @@ input_specs() {
     done
 }
 
-# Float16/BFloat16 models (interface.md §7) on the GPU: parameters and the
+# Float16/BFloat16 models (docs/precision.md) on the GPU: parameters and the
 # activations between layers stored in the half type, every kernel reading
 # through a to-float conversion and storing through the C runtime's
 # round-to-nearest-even.  The kernels compile (host C, NVRTC+ptxas, hiprtc)

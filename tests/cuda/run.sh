@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cuda suite: the CUDA and HIP back ends (interface.md §6) without a GPU.
+# cuda suite: the CUDA and HIP back ends (docs/gpu.md) without a GPU.
 #  - host: every example and tests/ops model: `axc --target=cuda -o m.c`
 #    builds with plain cc -std=c99 -Wall -Wextra -Wpedantic -Werror and no
 #    CUDA header (a model with an op the target has no kernel for is

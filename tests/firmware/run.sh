@@ -61,7 +61,7 @@ cross_compile_all() {
             fail "cross-compile $stem.ax"; tail_of "$work/cc.log"
         fi
     done
-    # Float16/BFloat16 models (interface.md §7): the same, for a few examples
+    # Float16/BFloat16 models (docs/precision.md): the same, for a few examples
     local dt
     for dt in Float16 BFloat16; do
         for stem in mlp lenet5 mobilenetv2_block gpt_block; do
@@ -235,7 +235,7 @@ EOF
     fi
 }
 
-# --quantize=int8 (interface.md §7) on the Cortex-M4: MODEL (DIR/MODEL.ax,
+# --quantize=int8 (docs/precision.md#int8-post-training-quantisation) on the Cortex-M4: MODEL (DIR/MODEL.ax,
 # its output an int8 layer's, not a float softmax's) built float and
 # int8 (calibrated on random samples); the int8 image run under QEMU gives
 # the very floats (so the very integers) the host's int8 build gives for the

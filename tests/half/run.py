@@ -1,4 +1,4 @@
-"""Float16/BFloat16 suite (interface.md §7): every example model and the op
+"""Float16/BFloat16 suite (docs/precision.md): every example model and the op
 corpus compiled with --dtype=Float16 and --dtype=BFloat16, checked three ways.
 
 Examples (tests/torch/cases.py EXAMPLES, their PyTorch twins, random weights):
@@ -34,7 +34,7 @@ Float32, 10 being the condition number |x f'(x) / f(x)| the corpus reaches
 relative to the output's scale (exp over [-90, 90]: 90u at its largest
 output).
 Prints `PASS: half ...` / `FAIL: ...` lines; `half error vs Float32` lines
-(with --table, the table of the README's precision section) follow the
+(with --table, the table of docs/precision.md) follow the
 results.  Environment: AXC, AXC_ROOT; other arguments select cases whose
 name contains any of them."""
 

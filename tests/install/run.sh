@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install suite: `make install PREFIX=DIR` lays out interface.md §5, the
+# Install suite: `make install PREFIX=DIR` lays out docs/firmware.md, the
 # installed axc finds its runtime, pkg-config works, and a host project built
 # with the installed axc.mk is correct under -j, rebuilds nothing when nothing
 # changed, and regenerates exactly the model whose .ax or weights changed.
@@ -30,8 +30,8 @@ check_layout() {
     for f in "$root"/runtime/*.c "$root"/runtime/*.h "$root"/runtime/*.inc; do
         [ -f "$prefix/share/axc/runtime/$(basename "$f")" ] || missing+=("share/axc/runtime/$(basename "$f")")
     done
-    if [ ${#missing[@]} -eq 0 ]; then pass "layout (interface.md 5)"
-    else fail "layout (interface.md 5)" "missing: ${missing[*]}"; fi
+    if [ ${#missing[@]} -eq 0 ]; then pass "layout (docs/firmware.md)"
+    else fail "layout (docs/firmware.md)" "missing: ${missing[*]}"; fi
 }
 
 # The installed header promises only what is installed: every header it
@@ -139,15 +139,43 @@ expect_plan() {
     else fail "$1" "make -n printed:" "$plan"; fi
 }
 
-# ---- README, followed literally ------------------------------------------------
+# ---- README and docs/, followed literally ---------------------------------------
 
-# readme_block NAME: the fenced block after the README line "<!-- test: NAME ...".
+# The documents whose marked blocks this suite runs: the README's quick start
+# and the manual in docs/ (a block keeps its name when it moves between them).
+doc_files() { printf '%s\n' "$root/README.md" "$root"/docs/*.md; }
+
+# readme_block NAME: the fenced block after the line "<!-- test: NAME ..." in
+# README.md or a docs/*.md file.
 readme_block() {
-    awk -v tag="<!-- test: $1 " '
-        index($0, tag) == 1 { found = 1; next }
-        found == 1 && /^```[a-z]*$/ { found = 2; next }
-        found == 2 && /^```$/ { exit }
-        found == 2 { print }' "$root/README.md"
+    local f
+    doc_files | while IFS= read -r f; do
+        awk -v tag="<!-- test: $1 " '
+            index($0, tag) == 1 { found = 1; next }
+            found == 1 && /^```[a-z]*$/ { found = 2; next }
+            found == 2 && /^```$/ { exit }
+            found == 2 { print }' "$f"
+    done
+}
+
+# The blocks this suite knows how to run (check_first_screen, check_readme_snippet).
+RUN_BLOCKS="first-screen-clone first-screen-project torch-round-trip axc-mk-snippet"
+
+# Every block the documents mark "<!-- test: NAME" is one this suite runs, and
+# is marked once: a marked block that nothing runs would claim a test it lacks.
+check_marked_blocks() {
+    local names unknown=() name
+    names=$(doc_files | xargs grep -ho '^<!-- test: [A-Za-z0-9_-]*' | sed 's/^<!-- test: //')
+    for name in $names; do
+        case " $RUN_BLOCKS " in *" $name "*) ;; *) unknown+=("'$name' is marked but not run") ;; esac
+    done
+    for name in $(printf '%s\n' $names | sort | uniq -d); do unknown+=("'$name' is marked twice"); done
+    for name in $RUN_BLOCKS; do
+        printf '%s\n' $names | grep -qxF "$name" || unknown+=("'$name' is run but no document marks it")
+    done
+    if [ ${#unknown[@]} -eq 0 ]; then
+        pass "every block marked tested in README.md and docs/*.md is run ($(printf '%s\n' $names | wc -l) blocks)"
+    else fail "every block marked tested in README.md and docs/*.md is run" "${unknown[@]}"; fi
 }
 
 # The first screen in a clean HOME: the clone's block in the repository (make
@@ -161,7 +189,7 @@ check_first_screen() {
     if [ -n "${CC:-}" ]; then printf '#!/bin/sh\nexec %s "$@"\n' "$CC" >"$tools/cc" && chmod +x "$tools/cc"; fi
     local b
     for b in first-screen-clone first-screen-project torch-round-trip; do
-        [ -n "$(readme_block $b)" ] || { fail "README $name" "README.md has no block '<!-- test: $b'"; return; }
+        [ -n "$(readme_block $b)" ] || { fail "README $name" "neither README.md nor docs/*.md has a block '<!-- test: $b'"; return; }
     done
     { echo 'set -ex'
       printf 'make() { command make --no-print-directory B=%q "$@"; }\n' "$build"
@@ -188,7 +216,7 @@ check_first_screen() {
     fi
 }
 
-# The README's axc.mk snippet, as printed, with DIR = the install: a plain
+# The axc.mk snippet of docs/firmware.md, as printed, with DIR = the install: a plain
 # `make` builds app (axc.mk does not take the default goal), and keeps doing so
 # after the model changes; the runtime objects are optimised although the
 # snippet sets no CFLAGS.
@@ -198,24 +226,24 @@ check_readme_snippet() {
     readme_block axc-mk-snippet | sed "s|DIR/|$prefix/|" >"$dir/Makefile"
     cp "$root/examples/mlp.ax" "$dir/mlp.ax"
     cp "$root/examples/demo_main.c" "$dir/main.c"
-    grep -q '^include ' "$dir/Makefile" || { fail "README axc.mk snippet" "no snippet extracted"; return; }
+    grep -q '^include ' "$dir/Makefile" || { fail "docs/firmware.md axc.mk snippet" "no snippet extracted"; return; }
     (cd "$dir" && env -u AXC make --no-print-directory AXC_FLAGS=--seed=1) >"$work/snip.log" 2>&1
-    if [ -x "$dir/app" ] && "$dir/app" >/dev/null; then pass "README axc.mk snippet: plain make builds app"
-    else fail "README axc.mk snippet: plain make builds app"; tail_of "$work/snip.log"; return; fi
+    if [ -x "$dir/app" ] && "$dir/app" >/dev/null; then pass "docs/firmware.md axc.mk snippet: plain make builds app"
+    else fail "docs/firmware.md axc.mk snippet: plain make builds app"; tail_of "$work/snip.log"; return; fi
     local rt
     rt=$(grep -- ' -c .* -o axrt-obj/.*\.o' "$work/snip.log")
     if [ -n "$rt" ] && ! printf '%s\n' "$rt" | grep -v -q -- '-O2'; then
-        pass "README axc.mk snippet: runtime objects built with -O2 (the snippet sets no CFLAGS)"
+        pass "docs/firmware.md axc.mk snippet: runtime objects built with -O2 (the snippet sets no CFLAGS)"
     else
-        fail "README axc.mk snippet: runtime objects built with -O2 (the snippet sets no CFLAGS)"
+        fail "docs/firmware.md axc.mk snippet: runtime objects built with -O2 (the snippet sets no CFLAGS)"
         tail_of "$work/snip.log"
     fi
     touch "$dir/mlp.ax"
     (cd "$dir" && env -u AXC make --no-print-directory AXC_FLAGS=--seed=1) >"$work/snip2.log" 2>&1
     if [ "$dir/app" -nt "$dir/mlp.ax" ] &&
         [ -z "$(cd "$dir" && env -u AXC make --no-print-directory -n AXC_FLAGS=--seed=1 2>&1 | grep -v 'up to date\|Nothing to be done')" ]; then
-        pass "README axc.mk snippet: plain make after touching mlp.ax relinks app"
-    else fail "README axc.mk snippet: plain make after touching mlp.ax relinks app"; tail_of "$work/snip2.log"; fi
+        pass "docs/firmware.md axc.mk snippet: plain make after touching mlp.ax relinks app"
+    else fail "docs/firmware.md axc.mk snippet: plain make after touching mlp.ax relinks app"; tail_of "$work/snip2.log"; fi
 }
 
 # axc_torch.save_safetensors writes every dtype axc reads, byte-exact (read
@@ -275,6 +303,7 @@ main() {
     check_readme_snippet
     check_torch_helper
     check_first_screen
+    check_marked_blocks
 }
 
 main

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# llvm suite: the LLVM back end (interface.md §6) against the C target.
+# llvm suite: the LLVM back end (docs/llvm.md) against the C target.
 #  - every example (and five of them with --dtype=Float16 and BFloat16:
 #    the half kernels the C target calls, bit-identical; three with
 #    --quantize=int8: the same int8 kernels and constants), tests/llvm/cases (every elementwise op in fused loops,
@@ -13,7 +13,7 @@
 #  - `axc run --jit` with CC pointing at nothing matches `axc run` (C);
 #  - mlp built from the LLVM object for Cortex-M4F (thumbv7em-none-eabihf)
 #    has the hard-float ABI tag and runs under QEMU with the host's outputs;
-#  - --profile (interface.md §10): `axc run --target=llvm --profile` lists
+#  - --profile (docs/cli.md#seeing-inside-a-model): `axc run --target=llvm --profile` lists
 #    every IR layer once with the C target's names, ops and shapes, its
 #    layers summing to the measured total within 10 %; the profiled object
 #    defines the same globals as the C target's, calls the application's
@@ -367,7 +367,7 @@ np.save(sys.argv[1], np.random.default_rng(1).standard_normal((4,) + dims).astyp
     done
 }
 
-# --blas=openblas (interface.md §10) on the llvm target: float32 dense and
+# --blas=openblas (docs/performance.md) on the llvm target: float32 dense and
 # matmul call cblas_sgemm from the object and under the JIT (OpenBLAS loaded
 # with dlopen), matching the C target's --blas build; weights perturbed so
 # that the biases are not zero.  A library that cannot be loaded is exit 2.

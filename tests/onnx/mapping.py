@@ -1,7 +1,7 @@
 """ONNX ops imported onto the IR's own ops (frontend/onnx_ops.c): ConvTranspose
 -> conv_transpose, Resize/Upsample -> upsample, InstanceNormalization ->
 groupnorm, Clip/Max/Min -> max/min; and the importer's checks of Mod and
-Split.  Then `--emit=ax` (interface.md §9): each model written back as .ax
+Split.  Then `--emit=ax` (docs/onnx.md): each model written back as .ax
 plus its --save-weights file must compute the same through `axc run` on the
 .ax, or be refused with a located error and no output file (constant tensors
 read as values: the language has none).  Each model is built with onnx.helper, run through generated C (`axc

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seeing inside a model (interface.md §10), one PASS/FAIL/SKIP line per case:
+# Seeing inside a model (docs/cli.md#seeing-inside-a-model), one PASS/FAIL/SKIP line per case:
 #   table     `axc run --profile` lists every layer of the IR once, with op,
 #             shape and time, and a total line
 #   hook      generated C built with --profile compiles warning-free (C99,

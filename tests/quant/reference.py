@@ -1,4 +1,4 @@
-"""The int8 scheme of `axc --quantize=int8` (interface.md §7), written out in
+"""The int8 scheme of `axc --quantize=int8` (docs/precision.md#int8-post-training-quantisation), written out in
 PyTorch from the description in passes/pass_quant.c and runtime/axrt.h, not
 from axc's code: calibration ranges from the float model (float64) over the
 calibration samples; activations per tensor, asymmetric (range widened to

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# int8 suite (axc --quantize=int8 --calibrate, interface.md §7):
+# int8 suite (axc --quantize=int8 --calibrate, docs/precision.md#int8-post-training-quantisation):
 #   reference  qmlp (ReLU, ReLU6, plain), lenet5 (conv, max-pool, dense) and
 #              qres (a residual add, a concat, a ReLU on its own: int8 too)
 #              and qgap (a global mean-pool in int8), qpool (windowed

@@ -15,7 +15,7 @@ from torch import nn
 import twins as T
 from twins import Twin
 
-DEEP = 1e-4  # tolerance of deep models (language.md gives no bound; see brief)
+DEEP = 1e-4  # tolerance of deep models (the language gives no bound; see brief)
 
 
 @dataclass
@@ -489,7 +489,7 @@ def program_cases():
              lambda: Twin(lambda m, x: (m["head"](F.relu(x)), x + 1.0, F.relu(x)),
                           {"head": nn.Linear(7, 2)}),
              {"x": ((3, 7), "normal")}, outputs=["out0", "q", "g"]),
-        # chunk (language.md §10): one producer, several results (ir.h)
+        # chunk (docs/language.md#more-operators): one producer, several results (ir.h)
         Case("chunk_uneven_parts", fn_model("ch", "x::Float32[2, 7, 3]",
                                             "a, b, c = chunk(x, 3; dims=1)\n"
                                             "d, e = chunk(relu(x), 2; dims=-1)\n"

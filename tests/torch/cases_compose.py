@@ -1,4 +1,4 @@
-"""Cases of language.md §9 (blocks, instances with dotted names, Chain,
+"""Cases of docs/language.md#composition (blocks, instances with dotted names, Chain,
 lists, compile-time for) and the torchvision examples of examples/.  Each
 twin's state_dict names are PyTorch's own (layer1.0.conv1.weight ...), so
 one safetensors file loads into both without renaming."""
@@ -37,7 +37,7 @@ class Basic(nn.Module):
 
 
 class Net(nn.Module):
-    """The model of language.md §9: a Chain of two instances, a list of
+    """The model of docs/language.md#composition: a Chain of two instances, a list of
     four, one applied twice (shared weights), a Chain ending in a function."""
 
     def __init__(self, c):
@@ -174,7 +174,7 @@ def all_cases(root):
     return compose_cases() + op_cases() + torchvision_cases(root)
 
 
-# ---- operators of language.md §10 -------------------------------------------
+# ---- operators of docs/language.md#more-operators -------------------------------------------
 
 def _fn_case(name, expr, fn, shape, kind="normal", tol=1e-5):
     ax = f"@axiom function {name}(x::Float32[{', '.join(map(str, shape))}])\n" \

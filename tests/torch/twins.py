@@ -1,7 +1,7 @@
 """PyTorch building blocks for the twins of .ax models.
 
 A twin is a torch module whose state_dict names equal the .ax parameter names
-(language.md §6), so one safetensors file loads into both.  The NHWC layers
+(docs/language.md#layers), so one safetensors file loads into both.  The NHWC layers
 below subclass the torch layer they mirror, so no wrapper prefix is added to
 the parameter names; they only move the channel axis around."""
 
@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-# The .ax activations and functions of language.md §7, as torch functions.
+# The .ax activations and functions of docs/language.md#functions, as torch functions.
 ACTIVATIONS = {
     "identity": lambda x: x,
     "relu": F.relu,

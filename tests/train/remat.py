@@ -1,4 +1,4 @@
-"""Suite `train`, part 3: `--ram` rematerialises the training step (interface.md §8, issue 19).
+"""Suite `train`, part 3: `--ram` rematerialises the training step (docs/training.md, issue 19).
 
 For the MLP, LeNet-5 and the transformer block of examples/ (their batch set for
 training) and examples/resmlp50.ax, with the loss and optimizer of MODELS:

@@ -1,8 +1,8 @@
-"""Suite `train`: `axc train` (interface.md §8) against PyTorch.
+"""Suite `train`: `axc train` (docs/training.md) against PyTorch.
 
 Oracle: the same initial weights (written by this script), the same batches
 in the same order, 20 steps; every trained parameter must match PyTorch's
-torch.optim (Lion: the formula of interface.md written out below) within
+torch.optim (Lion: the formula of docs/training.md written out below) within
 1e-4 relative (max abs difference over the tensor's max abs value).
 Gradients: one SGD step with lr=1 gives each parameter's gradient (init -
 trained), checked against PyTorch autograd and against central finite
@@ -66,7 +66,7 @@ def make_data(rng, loss, steps, np_dtype):
 
 
 def lion_step(p, g, m, lr, b1, b2, wd):
-    """interface.md §8: u = sign(b1 m + (1 - b1) g), p -= lr (u + wd p), m = b2 m + (1 - b2) g."""
+    """docs/training.md: u = sign(b1 m + (1 - b1) g), p -= lr (u + wd p), m = b2 m + (1 - b2) g."""
     u = torch.sign(b1 * m + (1 - b1) * g)
     p -= lr * (u + wd * p)
     m.mul_(b2).add_((1 - b2) * g)
@@ -646,7 +646,7 @@ M64 = (1 << 64) - 1
 
 
 def mix64(z):
-    """runtime/axrt.h axrt_mix64 (splitmix64's mixer), as the README documents it."""
+    """runtime/axrt.h axrt_mix64 (splitmix64's mixer), as docs/training.md documents it."""
     z = (z + 0x9E3779B97F4A7C15) & M64
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64

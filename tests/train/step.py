@@ -1,4 +1,4 @@
-"""Suite `train`, part 2: the generated C training step (`axc --train`, interface.md §8).
+"""Suite `train`, part 2: the generated C training step (`axc --train`, docs/training.md).
 
 For the small MLP of run.py (each optimizer configuration, three losses) and the
 other models of run.py (BatchNorm with its running statistics, LayerNorm,

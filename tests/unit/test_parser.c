@@ -1,5 +1,5 @@
 /* test_parser.c — the front end (grammar/axc.l, grammar/axc.y, grammar/ast.c)
- * against language.md: every construct, both model forms, the benchmark
+ * against docs/language.md: every construct, both model forms, the benchmark
  * models, continuation and comment rules, node locations, and golden
  * diagnostics (exact text with source line and caret) for each class of
  * syntax error, several per file. */
@@ -165,7 +165,7 @@ static const struct CMUnitTest dump_tests[] = {
         "  (param x Float32 32 10000)\n"
         "  softmax)\n"),
 
-    /* language.md §3: options, labels, bare activations, several inputs,
+    /* docs/language.md#models: options, labels, bare activations, several inputs,
      * const dims, several models, a file without a final newline. */
     DUMP_CASE(chain_with_options_and_labels,
         "const N = 64\n"
@@ -290,7 +290,7 @@ static const struct CMUnitTest dump_tests[] = {
         "(const H 9223372036854775807)\n"
         "(const I 1e+03)\n"
         "(const J (- x 1))\n"),
-    /* language.md §1: newlines inside brackets and after an operator, |>,
+    /* docs/language.md#lexical-structure: newlines inside brackets and after an operator, |>,
      * ',' or '=>' continue the statement. */
     DUMP_CASE(continuation_rules,
         "@axiom function f(x::Float32[1,\n"
@@ -322,7 +322,7 @@ static const struct CMUnitTest dump_tests[] = {
         "  (param x Float32 1 4)\n"
         "  (call Dense (=> 4 8))\n"
         "  relu)\n"),
-    /* Julia's broadcast call f.(args) (language.md §10: max.(a, b)): a call
+    /* Julia's broadcast call f.(args) (docs/language.md#more-operators: max.(a, b)): a call
      * marked as such, its arguments continuing over newlines as in ( ). */
     DUMP_CASE(broadcast_call,
         "@axiom function f(a::Float32[1, 4])\n"

@@ -1,5 +1,5 @@
 /* test_passes.c — pass_shape (shape rules and every error message),
- * pass_dtype (language.md §5 modes, casts, integer inputs) and pass_memplan
+ * pass_dtype (docs/language.md#dtype-rules modes, casts, integer inputs) and pass_memplan
  * (exact small plan, and a property test over random graphs: no two
  * simultaneously live buffers overlap, peak >= lower bound, alignment).
  * Conv and pool output sizes were computed with PyTorch, not with axc. */
@@ -748,7 +748,7 @@ static void test_dtype_narrower_and_integer_inputs(void **state)
 static void test_dtype_model_dtype(void **state)
 {
     (void)state;
-    /* Float16 (interface.md §7): a Float32 input is the expected boundary (no
+    /* Float16 (docs/precision.md): a Float32 input is the expected boundary (no
        warning), cast after the input; the output is cast back to Float32 */
     ir_graph *g = typed_mlp(AXRT_F32);
     g->dtype = AXRT_F16;

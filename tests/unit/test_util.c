@@ -1,7 +1,7 @@
 /* test_util.c — the compiler's plumbing (base/util.c, base/diag.c):
  * arena, text buffers, whole-file reads, all-or-nothing output writing,
  * name suggestions, and the diagnostic format and policies of
- * language.md §8 (caret under tabs, clipping, -Werror, -w, error limit). */
+ * docs/language.md#diagnostics (caret under tabs, clipping, -Werror, -w, error limit). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
