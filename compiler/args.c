@@ -80,7 +80,7 @@ static const char usage_text[] =
     "                          order; axc train)\n"
     "  (--input as for run; the parameters start from --weights or --seed)\n"
     "  (the built code is cached in $AXC_CACHE_DIR, else $XDG_CACHE_HOME/axc or ~/.cache/axc;\n"
-    "   AXC_CACHE_DIR=off disables the cache)\n";
+    "   AXC_CACHE_DIR=off disables the cache; AXC_CACHE_MAX_MB bounds it, default 1024)\n";
 
 /* The usage text, then the targets (ir/targets.def) and whether this axc
  * has each one built. */

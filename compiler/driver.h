@@ -175,9 +175,17 @@ const char *axc_home(ax_arena *a);
 /* The cache of `axc run`'s shared objects (runcache.c): the path of the
  * entry for the sources in build_dir (model.c, model.h) built by compiler
  * command cc with flags against the runtime in home, or NULL when caching
- * is off or unusable.  store copies a freshly built object into entry. */
+ * is off or unusable.  open: the entry checked (a regular file of this
+ * user's, writable by no one else, intact) as a path for dlopen naming the
+ * open descriptor *fd (the caller closes it after dlopen), or NULL when it
+ * is absent or ignored (a note on stderr says why).  drop: an entry that
+ * did not load, noted and removed.  store copies a freshly built object
+ * into entry (durably), then evicts the least recently used entries beyond
+ * the cache's size bound. */
 const char *axc_run_cache_entry(ax_arena *a, const char *cc, const char *flags, const char *build_dir,
                                 const char *home);
+const char *axc_run_cache_open(ax_arena *a, const char *entry, int *fd);
+void axc_run_cache_drop(const char *entry, const char *why);
 void axc_run_cache_store(ax_arena *a, const char *built, const char *entry);
 
 /* --quantize=int8 (quantize.c): runs the float model over the --calibrate

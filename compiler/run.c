@@ -312,10 +312,19 @@ static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
     const char *cached = axc_run_cache_entry(ctx->arena, cc_command(o),
                                                  gpu ? RUN_CFLAGS_GPU : o->blas ? RUN_CFLAGS_BLAS : RUN_CFLAGS,
                                                  r->tmpdir, home);
-    bool hit = cached && access(cached, R_OK) == 0;
-    if (hit) so = cached;
-    else if ((rc = compile_shared(ctx, o, r->tmpdir, home, gpu))) return rc;
-    r->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    int fd = -1;
+    const char *entry = cached ? axc_run_cache_open(ctx->arena, cached, &fd) : NULL;
+    bool hit = false;
+    if (entry) { /* checked: ours, writable by no one else, intact */
+        r->dl = dlopen(entry, RTLD_NOW | RTLD_LOCAL);
+        close(fd);
+        hit = r->dl != NULL;
+        if (!hit) axc_run_cache_drop(cached, ax_sprintf(ctx->arena, "it does not load (%s)", dlerror()));
+    }
+    if (!hit) {
+        if ((rc = compile_shared(ctx, o, r->tmpdir, home, gpu))) return rc;
+        r->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    }
     if (!r->dl) { axc_fail("cannot load the generated code: %s", dlerror()); return AXC_EUSAGE; }
     r->model = dlsym(r->dl, ax_sprintf(ctx->arena, "%s_model", g->name));
     if (!r->model) { axc_fail("generated code lacks '%s_model'", g->name); return AXC_EUSAGE; }

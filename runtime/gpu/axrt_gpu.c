@@ -11,6 +11,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -314,6 +315,18 @@ int axrt_gpu_compile(axrt_gpu_dialect dialect, const char *source, const char *a
 }
 
 /* ---- the compiled-kernel cache -------------------------------------------- */
+/* Kernels are code the driver runs, and the cache may sit in a directory
+ * others can reach (issue 33, G14/G15), so:
+ *   - the directory is created 0700; one owned by someone else or writable
+ *     by group or others is not used (a note on stderr says so);
+ *   - an entry is the code followed by a trailer (kernel_trailer: its size
+ *     and checksum); it is used only if it is a regular file (opened with
+ *     O_NOFOLLOW), this user's, writable by no one else and intact, else a
+ *     note says why and the kernels are compiled again, replacing it;
+ *   - an entry is written to a fresh mkostemp name (O_EXCL: never through a
+ *     planted link), fsynced, renamed into place, and the directory fsynced;
+ *   - an intact entry the driver refuses (one from another driver, say) is
+ *     compiled again too (axrt_gpu_init). */
 
 static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
 {
@@ -321,7 +334,45 @@ static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
     return h;
 }
 
-/* dir/axc-<hash>.<ext>, or 0 when the cache is off or has no home. */
+static void cache_note(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("axrt_gpu: note: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+/* What follows the code in an entry: damage (truncation, altered bytes)
+ * shows as a wrong magic, size or checksum. */
+typedef struct kernel_trailer {
+    char magic[8];   /* KERNEL_MAGIC */
+    uint64_t size;   /* bytes of code before the trailer */
+    uint64_t sum;    /* FNV-1a 64 of the code */
+} kernel_trailer;
+static const char KERNEL_MAGIC[8] = {'a', 'x', 'r', 't', 'g', 'p', 'u', '1'};
+
+static uint64_t kernel_sum(const char *code, size_t len) { return fnv1a(14695981039346656037ULL, code, len); }
+
+/* 1 when the cache directory may hold code this process runs. */
+static int cache_dir_safe(const char *base)
+{
+    struct stat st;
+    if (stat(base, &st) || !S_ISDIR(st.st_mode)) return 0;
+    if (st.st_uid != geteuid()) {
+        cache_note("not using the kernel cache directory '%s': owned by uid %u, not by you (uid %u)", base,
+                   (unsigned)st.st_uid, (unsigned)geteuid());
+        return 0;
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        cache_note("not using the kernel cache directory '%s': writable by group or others (chmod 700 it)", base);
+        return 0;
+    }
+    return 1;
+}
+
+/* dir/axc-<hash>.<ext>, or 0 when the cache is off, has no home or is unsafe. */
 static int cache_path(char *path, size_t size, const dialect_api *api, const rtc *r,
                       const char *source, const char *arch)
 {
@@ -333,8 +384,9 @@ static int cache_path(char *path, size_t size, const dialect_api *api, const rtc
     else if (home && *home) snprintf(base, sizeof base, "%s/.cache/axc", home);
     else return 0;
     for (char *c = base + 1; *c; c++) /* mkdir -p */
-        if (*c == '/') { *c = 0; mkdir(base, 0755); *c = '/'; }
-    if (mkdir(base, 0755) && errno != EEXIST) return 0;
+        if (*c == '/') { *c = 0; mkdir(base, 0700); *c = '/'; }
+    if (mkdir(base, 0700) && errno != EEXIST) return 0;
+    if (!cache_dir_safe(base)) return 0;
     int major = 0, minor = 0;
     if (r->version) r->version(&major, &minor);
     char version[64];
@@ -345,32 +397,90 @@ static int cache_path(char *path, size_t size, const dialect_api *api, const rtc
     return 1;
 }
 
-static char *read_file(const char *path, size_t *len)
+/* NULL when the open entry fd (st) is usable, else why not. */
+static const char *entry_unusable(int fd, const struct stat *st, char *why, size_t size)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *data = NULL;
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
-        (data = malloc((size_t)size)) != NULL && fread(data, 1, (size_t)size, f) != (size_t)size) {
-        free(data);
-        data = NULL;
+    kernel_trailer t;
+    if (!S_ISREG(st->st_mode)) return "not a regular file";
+    if (st->st_uid != geteuid()) {
+        snprintf(why, size, "owned by uid %u, not by you (uid %u)", (unsigned)st->st_uid, (unsigned)geteuid());
+        return why;
     }
-    fclose(f);
-    *len = data ? (size_t)size : 0;
-    return data;
+    if (st->st_mode & (S_IWGRP | S_IWOTH)) return "writable by group or others";
+    if (st->st_size < (off_t)sizeof t || pread(fd, &t, sizeof t, st->st_size - (off_t)sizeof t) != (ssize_t)sizeof t ||
+        memcmp(t.magic, KERNEL_MAGIC, sizeof t.magic))
+        return "damaged (no checksum trailer: truncated, or not written by this libaxrt_gpu)";
+    if (t.size != (uint64_t)st->st_size - sizeof t) return "damaged (its size is not the recorded size)";
+    return NULL;
 }
 
-/* Written beside and renamed into place: a reader never sees half a file. */
-static void write_file(const char *path, const char *data, size_t len)
+/* The code of an entry checked as above and against its checksum (malloc),
+ * or NULL: absent, or ignored with a note. */
+static char *read_entry(const char *path, size_t *len)
+{
+    const int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        if (errno != ENOENT)
+            cache_note("ignoring the kernel cache entry '%s': %s; compiling again", path,
+                       errno == ELOOP ? "a symbolic link" : strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    char why[128];
+    const char *bad = fstat(fd, &st) ? strerror(errno) : entry_unusable(fd, &st, why, sizeof why);
+    char *code = NULL;
+    const size_t size = bad ? 0 : (size_t)st.st_size - sizeof(kernel_trailer);
+    if (!bad && (code = malloc(size ? size : 1)) == NULL) bad = "out of memory";
+    for (size_t got = 0; !bad && got < size;) {
+        const ssize_t n = pread(fd, code + got, size - got, (off_t)got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) bad = "unreadable";
+        else got += (size_t)n;
+    }
+    kernel_trailer t;
+    if (!bad && (pread(fd, &t, sizeof t, (off_t)size) != (ssize_t)sizeof t || t.sum != kernel_sum(code, size)))
+        bad = "damaged (its checksum does not match its bytes)";
+    close(fd);
+    if (bad) {
+        cache_note("ignoring the kernel cache entry '%s': %s; compiling again", path, bad);
+        free(code);
+        return NULL;
+    }
+    *len = size;
+    return code;
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+    for (size_t put = 0; put < len;) {
+        const ssize_t n = write(fd, (const char *)data + put, len - put);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return -1;
+        put += (size_t)n;
+    }
+    return 0;
+}
+
+/* Written to a fresh name beside (mkostemp: O_CREAT|O_EXCL, never through a
+ * link planted there), fsynced and renamed into place: a reader never sees
+ * half a file, and a crash leaves no truncated entry. */
+static void write_entry(const char *path, const char *data, size_t len)
 {
     char tmp[1300];
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return;
-    const int ok = fwrite(data, 1, len, f) == len;
-    if (fclose(f) == 0 && ok && rename(tmp, path) == 0) return;
-    remove(tmp);
+    snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
+    const int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) return;
+    kernel_trailer t = {{0}, len, kernel_sum(data, len)};
+    memcpy(t.magic, KERNEL_MAGIC, sizeof t.magic);
+    int ok = write_all(fd, data, len) == 0 && write_all(fd, &t, sizeof t) == 0 && fsync(fd) == 0;
+    ok = close(fd) == 0 && ok && rename(tmp, path) == 0;
+    if (!ok) { unlink(tmp); return; }
+    char dir[1300];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    const int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) { fsync(dfd); close(dfd); }
 }
 
 static int verbose(void)
@@ -393,19 +503,22 @@ static void device_arch(const driver *d, const dialect_api *api, char *arch, siz
         snprintf(arch, size, "sm_%d%d", major, minor);
 }
 
-/* The module's code: from the cache, or compiled (and then cached). */
-static char *module_code(axrt_gpu *g, const char *arch, size_t *len, char *err, size_t errlen)
+/* The module's code: from the cache (when use_cache; then *from_cache),
+ * or compiled.  *path: the cache entry, or "" when the cache is off. */
+static char *module_code(axrt_gpu *g, const char *arch, int use_cache, int *from_cache, char *path, size_t size,
+                         size_t *len, char *err, size_t errlen)
 {
     rtc r;
-    char path[1200];
+    *from_cache = 0;
+    path[0] = 0;
     if (open_rtc(&r, g->api, err, errlen)) return NULL;
-    const int cached = cache_path(path, sizeof path, g->api, &r, g->model->source, arch);
-    char *code = cached ? read_file(path, len) : NULL;
+    if (!cache_path(path, size, g->api, &r, g->model->source, arch)) path[0] = 0;
+    char *code = path[0] && use_cache ? read_entry(path, len) : NULL;
     if (code) {
+        *from_cache = 1;
         if (verbose()) fprintf(stderr, "axrt_gpu: %s kernels from the cache %s\n", g->model->name, path);
     } else if (rtc_build(&r, g->api, g->model->source, arch, 1, &code, len, err, errlen) == 0) {
         if (verbose()) fprintf(stderr, "axrt_gpu: %s kernels compiled for %s\n", g->model->name, arch[0] ? arch : "the device");
-        if (cached) write_file(path, code, *len);
     }
     dlclose(r.lib);
     return code;
@@ -436,7 +549,7 @@ static int make_current(const driver *d, const dialect_api *api, char *err, size
 static int load_module(axrt_gpu *g, const char *code, char *err, size_t errlen)
 {
     int rc = g->d.load(&g->module, code);
-    if (rc) { say(err, errlen, "%s failed with error %d", g->api->load, rc); return 1; }
+    if (rc) { g->module = NULL; say(err, errlen, "%s failed with error %d", g->api->load, rc); return 1; }
     g->functions = calloc((size_t)g->model->nlaunches + 1, sizeof *g->functions);
     if (!g->functions) { say(err, errlen, "out of memory"); return 1; }
     for (int i = 0; i < g->model->nlaunches; i++) {
@@ -447,6 +560,36 @@ static int load_module(axrt_gpu *g, const char *code, char *err, size_t errlen)
         }
     }
     return 0;
+}
+
+static void unload_module(axrt_gpu *g)
+{
+    if (g->module) g->d.unload(g->module);
+    g->module = NULL;
+    free(g->functions);
+    g->functions = NULL;
+}
+
+/* The kernels compiled or from the cache, loaded; only compiled kernels
+ * that load go into the cache, and cached ones the driver refuses are
+ * compiled again, replacing the entry.  0, or 1 with err. */
+static int load_kernels(axrt_gpu *g, const char *arch, char *err, size_t errlen)
+{
+    char path[1200];
+    size_t len = 0;
+    int from_cache = 0;
+    char *code = module_code(g, arch, 1, &from_cache, path, sizeof path, &len, err, errlen);
+    int failed = !code || load_module(g, code, err, errlen);
+    if (failed && from_cache) {
+        cache_note("ignoring the kernel cache entry '%s': the driver refuses it (%s); compiling again", path, err);
+        unload_module(g);
+        free(code);
+        code = module_code(g, arch, 0, &from_cache, path, sizeof path, &len, err, errlen);
+        failed = !code || load_module(g, code, err, errlen);
+    }
+    if (!failed && !from_cache && path[0]) write_entry(path, code, len);
+    free(code);
+    return failed;
 }
 
 /* Parameters uploaded, arena and staging buffers allocated: once. */
@@ -480,15 +623,11 @@ axrt_gpu *axrt_gpu_init(const axrt_gpu_model *model, char *err, size_t errlen)
     g->api = &apis[model->dialect];
     if (open_driver(&g->d, g->api, err, errlen)) { free(g); return NULL; }
     char arch[32];
-    size_t len = 0;
-    char *code = NULL;
     int failed = find_device(&g->d, g->api, err, errlen) || make_current(&g->d, g->api, err, errlen);
     if (!failed) {
         device_arch(&g->d, g->api, arch, sizeof arch);
-        code = module_code(g, arch, &len, err, errlen);
-        failed = !code || load_module(g, code, err, errlen) || allocate(g, err, errlen);
+        failed = load_kernels(g, arch, err, errlen) || allocate(g, err, errlen);
     }
-    free(code);
     if (failed) { axrt_gpu_free(g); return NULL; }
     return g;
 }

@@ -13,7 +13,9 @@
  *
  * No CUDA or HIP header is needed to build either this library or the
  * generated code.  Environment: AXRT_GPU_CACHE (cache directory; default
- * $XDG_CACHE_HOME/axc or $HOME/.cache/axc; "off" disables it),
+ * $XDG_CACHE_HOME/axc or $HOME/.cache/axc; "off" disables it; one others can
+ * write is not used, and an entry not the user's own, writable by others,
+ * damaged or refused by the driver is compiled again, with a note on stderr),
  * AXRT_GPU_VERBOSE=1 (says on stderr whether it compiled or used the cache),
  * AXRT_GPU_MATH=bf16 (CUDA, sm_80 and later: the GEMMs on tensor cores, BFloat16
  * operands with Float32 accumulation; otherwise exact Float32),

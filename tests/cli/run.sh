@@ -665,6 +665,9 @@ check out-of-memory-exit-2 check_out_of_memory
 check endless-inputs-bounded check_endless_inputs
 check stdout-write-errors check_stdout_errors
 
+# axc run's cache against planted, damaged and oversized entries; its LRU bound
+AXC="$AXC" bash "$here/cache.sh"
+
 # Golden diagnostics, run beside the file so it prints without a path.
 check_diag() {
     local name=$1 dir=$tmp/diag_$1

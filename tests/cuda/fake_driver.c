@@ -2,7 +2,9 @@
  * driver): FAKE_MODE 1 no device (cuInit: CUDA_ERROR_NO_DEVICE), 2 the
  * toolkit's stub (CUDA_ERROR_STUB_LIBRARY), 3 one sm_80 device that
  * accepts every call (memory is host memory; launches do nothing; every
- * forward between two events takes 0.25 ms; -DFAKE_NO_EVENTS: no event calls). */
+ * forward between two events takes 0.25 ms; -DFAKE_NO_EVENTS: no event calls;
+ * -DFAKE_CHECK_IMAGE: cuModuleLoadData refuses, as a driver does a damaged
+ * image (200, CUDA_ERROR_INVALID_IMAGE), any but fake_nvrtc's good one). */
 #include <stdlib.h>
 #include <string.h>
 #ifndef FAKE_MODE
@@ -17,7 +19,16 @@ int cuMemAlloc_v2(void **p, size_t n) { *p = malloc(n); return *p ? 0 : 2; }
 int cuMemFree_v2(void *p) { free(p); return 0; }
 int cuMemcpyHtoD_v2(void *d, const void *s, size_t n) { memcpy(d, s, n); return 0; }
 int cuMemcpyDtoH_v2(void *d, const void *s, size_t n) { memcpy(d, s, n); return 0; }
+#ifdef FAKE_CHECK_IMAGE
+int cuModuleLoadData(void **m, const void *code)
+{
+    static const char good[] = "FAKECUBIN good";
+    *m = (void *)code;
+    return !code ? 1 : memcmp(code, good, sizeof good) ? 200 : 0;
+}
+#else
 int cuModuleLoadData(void **m, const void *code) { *m = (void *)code; return code ? 0 : 1; }
+#endif
 int cuModuleUnload(void *m) { (void)m; return 0; }
 int cuModuleGetFunction(void **f, void *m, const char *name) { (void)m; *f = (void *)name; return 0; }
 int cuLaunchKernel(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsigned e, unsigned g,

@@ -16,7 +16,9 @@
 #    libcuda, no device, a stub, NVRTC failing with its log) and, with a
 #    fake driver that accepts everything, a real NVRTC compile whose result
 #    the second start reads from the kernel cache; `axc run --target=cuda`
-#    exits 2 saying there is no CUDA device.
+#    exits 2 saying there is no CUDA device;
+#  - kernel cache: hostile and damaged cache entries (kernel_cache.sh: fake
+#    NVRTC and driver, so it runs everywhere).
 # Needing a GPU: nothing here (bench/gpu.sh times on a device).  Without
 # NVRTC (the CUDA toolkit) or hiprtc (Debian's libamdhip64), those cases SKIP.
 # Environment (set by tests/run.sh): AXC_ROOT, AXC_BUILD, AXC.
@@ -199,3 +201,4 @@ else
 fi
 
 bash "$here/loader.sh"
+bash "$here/kernel_cache.sh"
