@@ -51,14 +51,19 @@ typedef struct adam_coef_f64 {
     double decay, l2, b1, b2, one_minus_b1, one_minus_b2, step_size, inv_bc2_sqrt, eps;
 } adam_coef_f64;
 
-/* Adam's (AdamW's) coefficients for the step, in T. */
+/* Adam's (AdamW's) coefficients for the step, in T: each computed in double
+ * and rounded once, as torch.optim computes them in Python.  (1 - b2 taken
+ * in float from b2 = 0.999f is 0.00099998713, 1.3e-5 below 0.001: every
+ * second moment, and so every Float32 step, came out 6.4e-6 too large, a
+ * bias that accumulated over the steps; PyTorch's Float32 is off by one
+ * rounding of 0.001.) */
 #define AXRT_ADAM_COEF(NAME, T, COEF)                                                         \
     static COEF NAME(const axrt_optim *h, int64_t step)                                       \
     {                                                                                         \
-        const T lr = (T)h->lr, wd = (T)h->weight_decay;                                       \
-        const T b1 = (T)h->beta1, b2 = (T)h->beta2;                                           \
-        const COEF c = {h->kind == AXRT_OPT_ADAMW ? 1 - lr * wd : (T)1, /* decoupled */      \
-                        h->kind == AXRT_OPT_ADAMW ? (T)0 : wd, b1, b2, 1 - b1, 1 - b2,        \
+        const int adamw = h->kind == AXRT_OPT_ADAMW;                                          \
+        const COEF c = {adamw ? (T)(1 - h->lr * h->weight_decay) : (T)1, /* decoupled */     \
+                        adamw ? (T)0 : (T)h->weight_decay, (T)h->beta1, (T)h->beta2,          \
+                        (T)(1 - h->beta1), (T)(1 - h->beta2),                                 \
                         (T)(h->lr / one_minus_power(h->beta1, step)),                         \
                         (T)(1 / sqrt(one_minus_power(h->beta2, step))), (T)h->eps};           \
         return c;                                                                             \
@@ -89,6 +94,7 @@ static void adam_f32_dispatch(const axrt_adam_coef *c, float *p, const float *g,
     {                                                                                         \
         const T lr = (T)h->lr, wd = (T)h->weight_decay, mu = (T)h->momentum;                  \
         const T b1 = (T)h->beta1, b2 = (T)h->beta2;                                           \
+        const T one_minus_b1 = (T)(1 - h->beta1), one_minus_b2 = (T)(1 - h->beta2);           \
         const T first = step == 1 ? (T)0 : mu;                                                \
         const T g_part = h->nesterov ? (T)1 : (T)0, m_part = h->nesterov ? mu : (T)1;         \
         size_t i;                                                                             \
@@ -112,10 +118,10 @@ static void adam_f32_dispatch(const axrt_adam_coef *c, float *p, const float *g,
         }                                                                                     \
         case AXRT_OPT_LION:                                                                   \
             for (i = 0; i < n; i++) {                                                         \
-                const T c = b1 * m[i] + (1 - b1) * g[i];                                      \
+                const T c = b1 * m[i] + one_minus_b1 * g[i];                                  \
                 const T u = c > 0 ? (T)1 : c < 0 ? (T)-1 : (T)0;                              \
                 p[i] -= lr * (u + wd * p[i]);                                                 \
-                m[i] = b2 * m[i] + (1 - b2) * g[i];                                           \
+                m[i] = b2 * m[i] + one_minus_b2 * g[i];                                       \
             }                                                                                 \
             break;                                                                            \
         }                                                                                     \

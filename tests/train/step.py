@@ -6,8 +6,10 @@ attention, embedding, mean pooling): the step is generated from the same
 initial weights, built with the host's cc (-std=c99 -Wall -Wextra -Wpedantic
 -Werror) against libaxrt and run for 20 steps on the same batches as PyTorch
 (torch.optim; Lion from its formula) and as `axc train` on the reference
-interpreter; every state tensor must match both within 1e-4 relative, and the
-forward on the trained state must match the trained PyTorch twin in eval mode.
+interpreter; every state tensor must match both within 1e-4 relative (the other
+models, each under Adam: within ten times the distance at which PyTorch's own
+Float32 training ends from its Float64 one, at least 1e-5), and the forward on
+the trained state must match the trained PyTorch twin in eval mode.
 Then, where arm-none-eabi-gcc and qemu-system-arm exist (else SKIP), the same
 step built for a Cortex-M4F (examples/firmware's startup and linker script)
 runs under QEMU and its weights match the host build's within 1e-5 relative."""
@@ -90,55 +92,54 @@ def compare(got, ref, keys):
     return {k: tr.rel_err(got[k], np.asarray(ref[k]).reshape(-1)) for k in keys}
 
 
-def one_case(d, label, src, twin, loss, opt, targs, flags, x, t, init, f64=False):
-    """Generated step vs torch and vs axc train; returns the host's weights or None.
-    f64: PyTorch trains in Float64 from the same Float32 start (as the `train`
-    suite's model oracles do), so its own round-off does not enter the comparison;
-    the tolerance is then 1e-4 or three times the distance PyTorch's own Float32
-    training ends at from that, whichever is larger."""
+def one_case(d, label, src, twin, loss, opt, targs, flags, x, t, init, drift=False):
+    """Generated step vs torch and vs axc train; returns the host's weights and the
+    tolerance they were held to, or (None, None).
+    drift: the tolerance is ten times the distance at which PyTorch's own Float32
+    training ends from its Float64 one (run.py float32_reference, at least 1e-5),
+    else 1e-4."""
     r = generate(d, src, init, loss, opt, flags)
     if r.returncode:
         report(f"{label}: axc --train", False, r.stderr)
-        return None
+        return None, None
     probe = copy.deepcopy(twin).eval()   # a forward in train() mode would move the running statistics
     write_data(d, x, t, probe(torch.from_numpy(x[:tr.BATCH])).detach().numpy().size)
     r = host_build(d)
     if r.returncode:
         report(f"{label}: cc -std=c99 -Wall -Wextra -Wpedantic -Werror", False, r.stderr[-3000:])
-        return None
+        return None, None
     res, (got, out, ok) = run_host(d)
     if res.returncode or not ok:
         report(f"{label}: host run", False, res.stdout[-2000:] + res.stderr[-2000:])
-        return None
+        return None, None
     keys = list(init)
     rr, interp = tr.axc_train(d, src, init, loss, opt, flags, x, t)
-    xt, tt = x, t
-    twin32 = copy.deepcopy(twin) if f64 else None
-    if f64:
-        twin.double()
-        xt = x if x.dtype == np.int64 else x.astype(np.float64)
-        tt = t if t.dtype == np.int64 else t.astype(np.float64)
-    tr.torch_train(twin, loss, opt, targs, xt, tt, tr.STEPS)
-    ref = {k: v.detach().numpy() for k, v in twin.state_dict().items()}
-    errs = compare(got, ref, keys)
+    if drift:
+        ref, tol = tr.float32_reference(twin, loss, opt, targs, x, t, keys)
+        twin.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in ref.items()})
+    else:
+        tr.torch_train(twin, loss, opt, targs, x, t, tr.STEPS)
+        ref, tol = {k: v.detach().numpy() for k, v in twin.state_dict().items()}, 1e-4
+    what = "10x PyTorch Float32's own drift from Float64, >= 1e-5" if drift else "1e-4"
+    errs = {k: tr.rel_err(tr.comparable(k, got[k]), tr.comparable(k, np.asarray(ref[k]).reshape(-1))) for k in keys}
     moved = max(tr.rel_err(got[k], init[k].numpy().reshape(-1)) for k in keys)
-    tol = 1e-4 if twin32 is None else tr.oracle_tolerance(twin32, loss, opt, targs, x, t, ref, keys)
-    report(f"{label}: generated C vs PyTorch (20 steps, rel <= 1e-4 or 3x PyTorch Float32's drift)",
+    report(f"{label}: generated C vs PyTorch Float32 (20 steps, rel <= {what})",
            max(errs.values()) <= tol and moved > 1e-4 and set(got) == set(keys),
            f"relative errors {errs}, tolerance {tol:.3g}, moved {moved:.3g}, tensors {sorted(got)}")
     if rr.returncode:
         report(f"{label}: generated C vs axc train", False, rr.stderr)
     else:
-        errs = compare(got, interp, keys)
-        report(f"{label}: generated C vs axc train (interpreter, rel <= 1e-4 or 3x PyTorch Float32's drift)",
+        errs = {k: tr.rel_err(tr.comparable(k, got[k]), tr.comparable(k, np.asarray(interp[k]).reshape(-1)))
+                for k in keys}
+        report(f"{label}: generated C vs axc train (interpreter, rel <= {what})",
                max(errs.values()) <= tol, f"relative errors {errs}, tolerance {tol:.3g}")
     twin.eval()
-    y = twin(torch.from_numpy(xt[:tr.BATCH])).detach().numpy().reshape(-1)
+    y = twin(torch.from_numpy(x[:tr.BATCH])).detach().numpy().reshape(-1)
     # the weights agree within 1e-4, so a deep model's outputs within a few times that
-    tol = 1e-3 if f64 else 1e-4
+    tol = 1e-3 if drift else 1e-4
     report(f"{label}: forward on the trained state vs the trained twin (rel <= {tol:g})",
            out.shape == y.shape and tr.rel_err(out, y) <= tol, f"out {out[:6]} twin {y[:6]}")
-    return got
+    return got, tol
 
 
 def mlp_cases(d, rng, fw):
@@ -150,36 +151,27 @@ def mlp_cases(d, rng, fw):
         init = {k: v.detach().clone() for k, v in twin.state_dict().items()}
         x, t = tr.make_data(rng, loss, tr.STEPS, np.float32)
         label = f"train step mlp {loss} {act} {opt} {' '.join(flags)}".strip()
-        got = one_case(d, label, tr.model_src(act, "Float32"), twin, loss, opt, targs, flags, x, t, init)
+        got, _ = one_case(d, label, tr.model_src(act, "Float32"), twin, loss, opt, targs, flags, x, t, init)
         if got is not None and fw and loss == "cross_entropy":   # each optimizer on the Cortex-M4
             firmware(d, label, got, fw)
 
 
-ZERO_GRADIENT_MODELS = {"lenet5_bn", "transformer", "norms_convt", "masked_attention"}
-
-
 def model_cases(d, rng, fw):
+    """Every model of run.py under Adam (L2 weight decay, betas 0.8/0.99), against
+    PyTorch's Float32 within ten times its own drift from Float64."""
     for name, src, twin_cls, (shape, kind), loss in tr.MODELS:
         tr.BATCH = shape[0]
-        # Adam scales a gradient that is zero but for round-off (LeNet's conv
-        # before BatchNorm, attention's key bias) into a full step, so in Float32
-        # the models with such a parameter are compared under momentum SGD;
-        # norms_convt (a conv before GroupNorm) at a fifth of the step: at lr
-        # 0.05 its conv ended 0.9e-4 to 2.3e-4 from Float64 depending on the
-        # kernels' ISA (PyTorch's own Float32 under 0.4e-4); at 0.01 within 2.3e-6
-        opt, targs, flags = tr.OPTIMIZERS[1 if name in ZERO_GRADIENT_MODELS else 4]
-        if name == "norms_convt":
-            targs = dict(targs, lr=0.01)
-            flags = ["--lr", "0.01"] + flags[2:]
+        opt, targs, flags = tr.OPTIMIZERS[4]
         twin = twin_cls()
         init = {k: v.detach().clone() for k, v in twin.state_dict().items() if "num_batches" not in k}
         probe = tr.model_data(rng, shape, kind, (1, 1), "mse", 1, np.float32)[0]
         out_shape = copy.deepcopy(twin).eval()(torch.from_numpy(probe)).shape
         x, t = tr.model_data(rng, shape, kind, out_shape, loss, tr.STEPS, np.float32)
         label = f"train step {name} {opt} {' '.join(flags)}"
-        got = one_case(d, label, src.replace("DTYPE", "Float32"), twin, loss, opt, targs, flags, x, t, init, True)
+        got, tol = one_case(d, label, src.replace("DTYPE", "Float32"), twin, loss, opt, targs, flags, x, t, init,
+                            drift=True)
         if got is not None and fw and name in ("batchnorm", "lenet5_bn"):
-            firmware(d, label, got, fw, "4M" if name == "lenet5_bn" else "256K")
+            firmware(d, label, got, fw, "4M" if name == "lenet5_bn" else "256K", tol)
     tr.BATCH = 4
 
 
@@ -305,7 +297,12 @@ def linker_script(d, ram):
     return f"{d}/fw.ld"
 
 
-def firmware(d, label, host_weights, fw, ram="256K"):
+def firmware(d, label, host_weights, fw, ram="256K", host_tol=1e-5):
+    """The step on a Cortex-M4F under QEMU: its weights within 1e-5 of the host's
+    with the portable kernels (the same sums), and within host_tol (at least
+    1e-5) of the host's with its instruction set's kernels (sums in another
+    order: under Adam, LeNet-5 with BatchNorm carries that apart as PyTorch's
+    Float32 does its own round-off, so the model cases pass their drift tolerance)."""
     objs = fw["objs"]
     fwdir = f"{ROOT}/examples/firmware"
     r = subprocess.run(["arm-none-eabi-gcc", *M4, "-std=c99", "-Wall", "-Wextra", "-Werror", "-Os", "-c",
@@ -330,8 +327,9 @@ def firmware(d, label, host_weights, fw, ram="256K"):
     report(f"{label}: Cortex-M4 (QEMU) weights vs the host's (portable kernels, rel <= 1e-5)",
            set(got) == set(portable) and max(errs.values()) <= 1e-5, f"relative errors {errs}")
     errs = {k: tr.rel_err(got[k], host_weights[k]) for k in host_weights}
-    report(f"{label}: Cortex-M4 (QEMU) weights vs the host's (rel <= 1e-5)", max(errs.values()) <= 1e-5,
-           f"relative errors {errs}")
+    tol = max(1e-5, host_tol)
+    report(f"{label}: Cortex-M4 (QEMU) weights vs the host's (rel <= 1e-5 or the case's tolerance)",
+           max(errs.values()) <= tol, f"relative errors {errs}, tolerance {tol:.3g}")
 
 
 def main():
