@@ -5,7 +5,19 @@
  * every layer both hold agrees; 2 on a usage or file problem.  A layer's
  * output is the last node named after it (named_later).  A layer
  * differs when max|a - b| > rtol * max|b| (its largest reference
- * magnitude), a NaN is in one and not the other, or the shapes differ. */
+ * magnitude), a NaN is in one and not the other, or the shapes differ.
+ * Two ways a correct port from PyTorch differs from axc, undone here:
+ * - layout: axc's image tensors are channels-last (NHWC), PyTorch's
+ *   channels-first; a reference of shape [N, C, ...] whose channels moved
+ *   last give DIR's shape is compared channels-last when its shape differs
+ *   from DIR's or its index's layout column says "channels-first" (as
+ *   axc_torch.dump_reference writes it: square tensors fit both layouts);
+ * - fused activations: a layer whose op ends in "+act" (Dense(...;
+ *   activation=relu) is "dense+relu"), or whose last node is the activation
+ *   (-O0), is compared with the reference entry right after its namesake
+ *   when that entry's op is the activation (PyTorch's nn.ReLU module after
+ *   nn.Linear; ops match ignoring case and '_'). */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,7 +30,8 @@
 #define MAX_LAYERS 100000
 
 typedef struct layer_entry {
-    char *layer, *file;
+    char *layer, *file, *op; /* op: "" when the index has none */
+    bool channels_first;     /* the layout column says "channels-first" */
 } layer_entry;
 
 typedef struct layer_index {
@@ -26,7 +39,8 @@ typedef struct layer_index {
     int n;
 } layer_index;
 
-/* Reads DIR/index.tsv: "index<TAB>layer<TAB>file[<TAB>op]" per line, '#' comments. */
+/* Reads DIR/index.tsv: "index<TAB>layer<TAB>file[<TAB>op[<TAB>layout]]" per
+ * line, '#' comments. */
 static int read_index(ax_arena *a, const char *dir, layer_index *out)
 {
     const char *path = ax_sprintf(a, "%s/index.tsv", dir);
@@ -40,9 +54,14 @@ static int read_index(ax_arena *a, const char *dir, layer_index *out)
         char *layer = strchr(line, '\t'), *file = layer ? strchr(layer + 1, '\t') : NULL;
         if (!file) { axc_fail("%s: malformed line '%s'", path, line); return -1; }
         *layer++ = 0, *file++ = 0;
-        char *end = strchr(file, '\t');
+        char *op = strchr(file, '\t');
+        if (op) *op++ = 0;
+        char *layout = op ? strchr(op, '\t') : NULL;
+        if (layout) *layout++ = 0;
+        char *end = layout ? strchr(layout, '\t') : NULL;
         if (end) *end = 0;
-        out->entries[out->n++] = (layer_entry){layer, ax_sprintf(a, "%s/%s", dir, file)};
+        out->entries[out->n++] = (layer_entry){layer, ax_sprintf(a, "%s/%s", dir, file), op ? op : "",
+                                               layout && !strcmp(layout, "channels-first")};
     }
     return 0;
 }
@@ -73,13 +92,42 @@ static bool same_shape(const tf_tensor *a, const tf_tensor *b)
     return true;
 }
 
+/* Whether ref (channels-first [N, C, d1, ...]) holds run's tensor
+ * (channels-last [N, d1, ..., C]) in PyTorch's layout. */
+static bool channels_first_of(const tf_tensor *run, const tf_tensor *ref)
+{
+    int r = run->rank;
+    if (r < 3 || ref->rank != r || run->shape[0] != ref->shape[0] || run->shape[r - 1] != ref->shape[1]) return false;
+    for (int d = 1; d < r - 1; d++)
+        if (run->shape[d] != ref->shape[d + 1]) return false;
+    return true;
+}
+
+/* ref's values moved from [N, C, S] to [N, S, C] (S: the spatial dims,
+ * flattened); its shape becomes run's. */
+static void to_channels_last(double *v, tf_tensor *ref, const tf_tensor *run)
+{
+    size_t n = (size_t)ref->shape[0], c = (size_t)ref->shape[1], s = 1;
+    for (int d = 2; d < ref->rank; d++) s *= (size_t)ref->shape[d];
+    size_t count = n * c * s;
+    double *moved = malloc((count > 0 ? count : 1) * sizeof *moved);
+    if (!moved) ax_die("out of memory");
+    for (size_t i = 0; i < n; i++)
+        for (size_t ch = 0; ch < c; ch++)
+            for (size_t p = 0; p < s; p++) moved[(i * s + p) * c + ch] = v[(i * c + ch) * s + p];
+    memcpy(v, moved, count * sizeof *v);
+    free(moved);
+    memcpy(ref->shape, run->shape, sizeof ref->shape);
+}
+
 /* 1 when the layers differ (message printed), 0 when they agree, -1 on error. */
-static int compare_layer(ax_arena *a, const layer_entry *e, const char *ref_file, double rtol, int k)
+static int compare_layer(ax_arena *a, const layer_entry *e, const layer_entry *ref, double rtol, int k)
 {
     tf_tensor ta, tb;
-    double *va = load_values(a, e->file, &ta), *vb = va ? load_values(a, ref_file, &tb) : NULL;
+    double *va = load_values(a, e->file, &ta), *vb = va ? load_values(a, ref->file, &tb) : NULL;
     if (!va || !vb) { free(va); return -1; }
     int differs = 0;
+    if ((ref->channels_first || !same_shape(&ta, &tb)) && channels_first_of(&ta, &tb)) to_channels_last(vb, &tb, &ta);
     if (!same_shape(&ta, &tb)) {
         char sa[96], sb[96];
         printf("first difference at layer '%s' (#%d): shape %s, reference %s\n", e->layer, k,
@@ -118,10 +166,38 @@ static bool named_later(const layer_index *x, int k)
     return false;
 }
 
-static const char *ref_file_of(const layer_index *ref, const char *layer)
+/* The activation fused into run's layer k ("relu" of "dense+relu", or
+ * the op of its last node when earlier nodes share its name); NULL when
+ * none. */
+static const char *fused_activation(const layer_index *run, int k)
 {
-    for (int i = ref->n - 1; i >= 0; i--)
-        if (!strcmp(ref->entries[i].layer, layer)) return ref->entries[i].file;
+    const char *op = run->entries[k].op, *plus = strrchr(op, '+');
+    if (plus) return plus + 1;
+    for (int i = 0; i < k; i++)
+        if (!strcmp(run->entries[i].layer, run->entries[k].layer)) return op;
+    return NULL;
+}
+
+/* "relu" names the op "ReLU"; "leaky_relu" names "LeakyReLU". */
+static bool same_op(const char *a, const char *b)
+{
+    for (;; a++, b++) {
+        while (*a == '_') a++;
+        while (*b == '_') b++;
+        if (tolower((unsigned char)*a) != tolower((unsigned char)*b)) return false;
+        if (!*a) return true;
+    }
+}
+
+/* The reference for layer (its last entry), or the entry right after it
+ * when that one is the fused activation act (may be NULL). */
+static const layer_entry *ref_of(const layer_index *ref, const char *layer, const char *act)
+{
+    for (int i = ref->n - 1; i >= 0; i--) {
+        if (strcmp(ref->entries[i].layer, layer)) continue;
+        if (act && *act && i + 1 < ref->n && same_op(ref->entries[i + 1].op, act)) return &ref->entries[i + 1];
+        return &ref->entries[i];
+    }
     return NULL;
 }
 
@@ -159,9 +235,9 @@ int axc_compare_main(int argc, char **argv)
     int compared = 0, missing = 0;
     for (int k = 0; rc == AXC_OK && k < run.n; k++) {
         if (named_later(&run, k)) continue;
-        const char *ref_file = ref_file_of(&ref, run.entries[k].layer);
-        if (!ref_file) { missing++; continue; }
-        int d = compare_layer(a, &run.entries[k], ref_file, rtol, k);
+        const layer_entry *ref_entry = ref_of(&ref, run.entries[k].layer, fused_activation(&run, k));
+        if (!ref_entry) { missing++; continue; }
+        int d = compare_layer(a, &run.entries[k], ref_entry, rtol, k);
         rc = d < 0 ? AXC_EUSAGE : d > 0 ? AXC_EINPUT : AXC_OK;
         compared++;
     }
