@@ -120,42 +120,6 @@ static void to_channels_last(double *v, tf_tensor *ref, const tf_tensor *run)
     memcpy(ref->shape, run->shape, sizeof ref->shape);
 }
 
-/* 1 when the layers differ (message printed), 0 when they agree, -1 on error. */
-static int compare_layer(ax_arena *a, const layer_entry *e, const layer_entry *ref, double rtol, int k)
-{
-    tf_tensor ta, tb;
-    double *va = load_values(a, e->file, &ta), *vb = va ? load_values(a, ref->file, &tb) : NULL;
-    if (!va || !vb) { free(va); return -1; }
-    int differs = 0;
-    if ((ref->channels_first || !same_shape(&ta, &tb)) && channels_first_of(&ta, &tb)) to_channels_last(vb, &tb, &ta);
-    if (!same_shape(&ta, &tb)) {
-        char sa[96], sb[96];
-        printf("first difference at layer '%s' (#%d): shape %s, reference %s\n", e->layer, k,
-               ir_shape_str(ta.shape, ta.rank, sa, sizeof sa), ir_shape_str(tb.shape, tb.rank, sb, sizeof sb));
-        differs = 1;
-    } else {
-        size_t count = ta.nbytes / axrt_dtype_size(ta.dtype), nan_at = count;
-        double worst = 0, scale = 0;
-        for (size_t i = 0; i < count; i++) {
-            if (isnan(va[i]) != isnan(vb[i]) && nan_at == count) nan_at = i;
-            if (!isnan(va[i]) && !isnan(vb[i]) && fabs(va[i] - vb[i]) > worst) worst = fabs(va[i] - vb[i]);
-            if (isfinite(vb[i]) && fabs(vb[i]) > scale) scale = fabs(vb[i]);
-        }
-        if (nan_at < count) {
-            printf("first difference at layer '%s' (#%d): element %zu is %g, reference %g\n", e->layer,
-                   k, nan_at, va[nan_at], vb[nan_at]);
-            differs = 1;
-        } else if (worst > rtol * (scale > 0 ? scale : 1)) {
-            printf("first difference at layer '%s' (#%d): max |a - ref| = %.3g, %.3g of the largest "
-                   "|ref| %.3g (rtol %g)\n", e->layer, k, worst, worst / (scale > 0 ? scale : 1), scale, rtol);
-            differs = 1;
-        }
-    }
-    free(va);
-    free(vb);
-    return differs;
-}
-
 /* A layer may span several nodes (Dense(...; activation=softmax) is a
  * dense and a softmax, both named after the layer); its output is the last
  * one's. */
@@ -189,16 +153,97 @@ static bool same_op(const char *a, const char *b)
     }
 }
 
-/* The reference for layer (its last entry), or the entry right after it
- * when that one is the fused activation act (may be NULL). */
-static const layer_entry *ref_of(const layer_index *ref, const char *layer, const char *act)
+/* The op after the last '+' of op ("relu" of "dense+relu"), or op. */
+static const char *last_op(const char *op)
 {
-    for (int i = ref->n - 1; i >= 0; i--) {
-        if (strcmp(ref->entries[i].layer, layer)) continue;
-        if (act && *act && i + 1 < ref->n && same_op(ref->entries[i + 1].op, act)) return &ref->entries[i + 1];
-        return &ref->entries[i];
+    const char *plus = strrchr(op, '+');
+    return plus ? plus + 1 : op;
+}
+
+/* The index of the last entry of x named layer before end, or -1. */
+static int last_named(const layer_index *x, const char *layer, int end)
+{
+    for (int i = end - 1; i >= 0; i--)
+        if (!strcmp(x->entries[i].layer, layer)) return i;
+    return -1;
+}
+
+/* What run's layer k (its last node) is compared with. */
+typedef struct pairing {
+    const layer_entry *run, *ref; /* ref NULL: the reference lacks the layer */
+    const char *apply;            /* an activation to apply to ref first, or NULL */
+} pairing;
+
+/* A layer with a fused activation act is compared, in this order of
+ * preference: as is when the reference's namesake holds act too (another
+ * axc dump); with the reference entry right after the namesake when that
+ * is act (PyTorch's nn.ReLU module after nn.Linear); before act, through
+ * the layer's own earlier node (-O0), when the reference applies act
+ * without a module of its own (torch.relu in forward); else with act
+ * applied to the reference. */
+static pairing pair_layer(const layer_index *run, int k, const layer_index *ref)
+{
+    const layer_entry *e = &run->entries[k];
+    const char *act = fused_activation(run, k);
+    int i = last_named(ref, e->layer, ref->n);
+    if (i < 0) return (pairing){e, NULL, NULL};
+    const layer_entry *r = &ref->entries[i];
+    if (!act || !*act || same_op(last_op(r->op), act)) return (pairing){e, r, NULL};
+    if (i + 1 < ref->n && same_op(ref->entries[i + 1].op, act)) return (pairing){e, &ref->entries[i + 1], NULL};
+    int pre = last_named(run, e->layer, k);
+    if (pre >= 0) return (pairing){&run->entries[pre], r, NULL};
+    return (pairing){e, r, act};
+}
+
+/* v = act(v) for the activations a reference may lack (relu, sigmoid,
+ * tanh); false for another one, left as is. */
+static bool apply_activation(double *v, size_t count, const char *act)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (same_op(act, "relu")) v[i] = v[i] > 0 ? v[i] : 0;
+        else if (same_op(act, "sigmoid")) v[i] = 1 / (1 + exp(-v[i]));
+        else if (same_op(act, "tanh")) v[i] = tanh(v[i]);
+        else return false;
     }
-    return NULL;
+    return true;
+}
+
+/* 1 when the layers differ (message printed), 0 when they agree, -1 on error. */
+static int compare_layer(ax_arena *a, const pairing *p, double rtol, int k)
+{
+    const layer_entry *e = p->run;
+    tf_tensor ta, tb;
+    double *va = load_values(a, e->file, &ta), *vb = va ? load_values(a, p->ref->file, &tb) : NULL;
+    if (!va || !vb) { free(va); return -1; }
+    int differs = 0;
+    if ((p->ref->channels_first || !same_shape(&ta, &tb)) && channels_first_of(&ta, &tb)) to_channels_last(vb, &tb, &ta);
+    if (p->apply) apply_activation(vb, tb.nbytes / axrt_dtype_size(tb.dtype), p->apply);
+    if (!same_shape(&ta, &tb)) {
+        char sa[96], sb[96];
+        printf("first difference at layer '%s' (#%d): shape %s, reference %s\n", e->layer, k,
+               ir_shape_str(ta.shape, ta.rank, sa, sizeof sa), ir_shape_str(tb.shape, tb.rank, sb, sizeof sb));
+        differs = 1;
+    } else {
+        size_t count = ta.nbytes / axrt_dtype_size(ta.dtype), nan_at = count;
+        double worst = 0, scale = 0;
+        for (size_t i = 0; i < count; i++) {
+            if (isnan(va[i]) != isnan(vb[i]) && nan_at == count) nan_at = i;
+            if (!isnan(va[i]) && !isnan(vb[i]) && fabs(va[i] - vb[i]) > worst) worst = fabs(va[i] - vb[i]);
+            if (isfinite(vb[i]) && fabs(vb[i]) > scale) scale = fabs(vb[i]);
+        }
+        if (nan_at < count) {
+            printf("first difference at layer '%s' (#%d): element %zu is %g, reference %g\n", e->layer,
+                   k, nan_at, va[nan_at], vb[nan_at]);
+            differs = 1;
+        } else if (worst > rtol * (scale > 0 ? scale : 1)) {
+            printf("first difference at layer '%s' (#%d): max |a - ref| = %.3g, %.3g of the largest "
+                   "|ref| %.3g (rtol %g)\n", e->layer, k, worst, worst / (scale > 0 ? scale : 1), scale, rtol);
+            differs = 1;
+        }
+    }
+    free(va);
+    free(vb);
+    return differs;
 }
 
 static int parse_compare_args(int argc, char **argv, const char **dirs, double *rtol)
@@ -235,9 +280,9 @@ int axc_compare_main(int argc, char **argv)
     int compared = 0, missing = 0;
     for (int k = 0; rc == AXC_OK && k < run.n; k++) {
         if (named_later(&run, k)) continue;
-        const layer_entry *ref_entry = ref_of(&ref, run.entries[k].layer, fused_activation(&run, k));
-        if (!ref_entry) { missing++; continue; }
-        int d = compare_layer(a, &run.entries[k], ref_entry, rtol, k);
+        pairing p = pair_layer(&run, k, &ref);
+        if (!p.ref) { missing++; continue; }
+        int d = compare_layer(a, &p, rtol, k);
         rc = d < 0 ? AXC_EUSAGE : d > 0 ? AXC_EINPUT : AXC_OK;
         compared++;
     }

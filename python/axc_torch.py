@@ -174,7 +174,8 @@ def check(module, ax_file, inputs, weights=None, torch_inputs=None, output_names
             names = list(output_names or ref.keys())
             refs = [ref[n] for n in names]
         else:                       # paired by position, in axc's output order
-            names = list(output_names or _output_order(cmd))
+            files = sorted(f[:-4] for f in os.listdir(os.path.join(work, "out")))
+            names = list(output_names or (files if len(files) == 1 else _output_order(cmd)))
             refs = list(ref) if isinstance(ref, (tuple, list)) else [ref]
         got = []
         for n in names:
@@ -241,22 +242,31 @@ def _layer_report(module, cmd, work, args, rtol):
 
 
 def _dumped_layers(dump_dir):
-    """{layer name: (.npy path, fused activation or None)} from
-    DIR/index.tsv (index, layer, file, op) that `axc run --dump-dir DIR`
-    writes.  A layer's output is its last entry (Dense(...; activation=relu)
-    at -O0 is a dense and a relu, both named after the layer); its fused
-    activation is the op after the last '+' ("dense+relu"), or the op of
-    that last entry when earlier ones share its name."""
+    """{layer name: (.npy path, fused activation or None, .npy path before
+    it or None)} from DIR/index.tsv (index, layer, file, op) that `axc run
+    --dump-dir DIR` writes.  A layer's output is its last entry
+    (Dense(...; activation=relu) at -O0 is a dense and a relu, both named
+    after the layer); its fused activation is the op after the last '+'
+    ("dense+relu"), or the op of that last entry when earlier ones share its
+    name (then the one before it holds the output before the activation)."""
     found = {}
     with open(os.path.join(dump_dir, "index.tsv")) as f:
         for line in f:
             parts = line.rstrip("\n").split("\t")
             if line.startswith("#") or len(parts) < 3:
                 continue
-            op = parts[3] if len(parts) > 3 else ""
-            act = op.rsplit("+", 1)[1] if "+" in op else (op if parts[1] in found and op else None)
-            found[parts[1]] = (os.path.join(dump_dir, parts[2]), act)
+            op, path = (parts[3] if len(parts) > 3 else ""), os.path.join(dump_dir, parts[2])
+            if "+" in op:
+                found[parts[1]] = (path, op.rsplit("+", 1)[1], None)
+            elif parts[1] in found and op:
+                found[parts[1]] = (path, op, found[parts[1]][0])
+            else:
+                found[parts[1]] = (path, None, None)
     return found
+
+
+_ACTIVATIONS = {"relu": lambda v: np.maximum(v, 0), "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
+                "tanh": np.tanh}
 
 
 def _same_op(a, b):
@@ -319,21 +329,29 @@ def compare_layers(module, torch_args, dump_dir, rtol=1e-4):
     DIR` wrote.  Channels-first image tensors are compared channels-last, as
     axc lays them out; a layer with a fused activation (op "dense+relu", or
     a relu node of its own at -O0) is compared with the activation module
-    that runs right after the namesake submodule (nn.ReLU after nn.Linear),
-    when there is one.  Returns (name, max |diff|) of the first layer, in
+    that runs right after the namesake submodule (nn.ReLU after nn.Linear);
+    without one (torch.relu in forward) with the layer's output before the
+    activation (-O0), or the activation applied to the submodule's output.  Returns (name, max |diff|) of the first layer, in
     PyTorch's execution order, that differs beyond rtol, or None."""
     seen = _layer_outputs(module, torch_args)
     dumped = _dumped_layers(dump_dir)
     for i, (name, _kind, out, layout) in enumerate(seen):
         if name not in dumped:
             continue
-        path, act = dumped[name]
+        path, act, before = dumped[name]
+        apply = None
         if act and i + 1 < len(seen) and _same_op(seen[i + 1][1], act):
-            out, layout = seen[i + 1][2], seen[i + 1][3]
+            out, layout = seen[i + 1][2], seen[i + 1][3]   # nn.ReLU after nn.Linear
+        elif act and before:
+            path = before            # torch.relu in forward: compared before it
+        elif act:
+            apply = _ACTIVATIONS.get(act.replace("_", "").lower())
         if not os.path.exists(path):
             continue
         got = np.load(path)
         ref = out.double().numpy()
+        if apply:
+            ref = apply(ref)
         if layout != "flatten-cf":
             ref = _as_laid_out(ref, got.shape, layout == "channels-first")
         if got.shape != ref.shape:   # not the same tensor after all
