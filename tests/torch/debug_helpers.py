@@ -7,8 +7,9 @@ dump_reference) and `axc compare`.
                 output and layer by layer; a wrong weight in layer 2 is
                 blamed on layer 2, not an earlier one
   fused-act     Dense(...; activation=relu) in axc against nn.Linear +
-                nn.ReLU modules: the correct port agrees (axc compare, at
-                -O0 and fused); a wrong weight in fc2 is named at fc2
+                nn.ReLU modules (and against torch.relu in forward): the
+                correct port agrees (axc compare and compare_layers, at -O0
+                and fused); a wrong weight in fc2 is named at fc2
   outputs       two outputs whose names sort against their order (z, a):
                 paired by name, the correct port agrees; a module that
                 returns them swapped is caught
@@ -123,12 +124,18 @@ class LinearReLU(torch.nn.Module):
         return self.fc2(self.act1(self.fc1(x)))
 
 
-def fused_activation(tmp):
+class LinearFunctionalReLU(LinearReLU):
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def fused_activation(tmp, functional=False):
     torch.manual_seed(2)
-    net = LinearReLU()
+    net = LinearFunctionalReLU() if functional else LinearReLU()
+    tag = "fused-act%s" % (" (torch.relu)" if functional else "")
     ax = write(os.path.join(tmp, "fused.ax"), FUSED_AX)
     x = torch.randn(3, 5)
-    ref = os.path.join(tmp, "fused-ref")
+    ref = os.path.join(tmp, "fused-ref" + ("-f" if functional else ""))
     axc_torch.dump_reference(net, [x], ref)
     sd = {k: v.clone() for k, v in net.state_dict().items()}
     sd["fc2.weight"] *= 1.5
@@ -137,19 +144,19 @@ def fused_activation(tmp):
     xs = npy(x, tmp, "fused-x.npy")
     for opt in ("-O0", "-O2"):
         for which, w in weights.items():
-            dump = os.path.join(tmp, "fused-%s%s" % (which, opt))
+            dump = os.path.join(tmp, "fused-%s%s%s" % (which, opt, "-f" if functional else ""))
             rc, out = run_axc("run", ax, opt, "--weights", w, "--input", "x=" + xs, "--dump-dir", dump)
             if rc == 0:
                 rc, out = run_axc("compare", dump, ref)
             if which == "correct":
-                verdict("fused-act: axc compare %s: correct port agrees" % opt, rc == 0, out)
+                verdict("%s: axc compare %s: correct port agrees" % (tag, opt), rc == 0, out)
                 first = axc_torch.compare_layers(net, [x], dump)
-                verdict("fused-act: compare_layers %s: correct port agrees" % opt, first is None, first)
+                verdict("%s: compare_layers %s: correct port agrees" % (tag, opt), first is None, first)
             else:
-                verdict("fused-act: axc compare %s: wrong fc2 named at fc2" % opt,
+                verdict("%s: axc compare %s: wrong fc2 named at fc2" % (tag, opt),
                         rc == 1 and "first difference at layer 'fc2'" in out, out)
     bad = axc_torch.check(net, ax, {"x": x}, axc=AXC, weights=weights["wrong"])
-    verdict("fused-act: check blames fc2", not bad.ok and "first layer that differs: fc2 " in str(bad), bad)
+    verdict("%s: check blames fc2" % tag, not bad.ok and "first layer that differs: fc2 " in str(bad), bad)
 
 
 TWO_AX = """@axiom function two(x::Float32[2, 4])
@@ -219,6 +226,7 @@ def main():
         attempt("conv-layout: agrees by layer", lambda: conv_agrees_by_layer(tmp))
         attempt("conv-layout: blames", lambda: conv_blames(tmp))
         attempt("fused-act", lambda: fused_activation(tmp))
+        attempt("fused-act (torch.relu)", lambda: fused_activation(tmp, functional=True))
         attempt("outputs", lambda: two_outputs(tmp))
     return 1 if failures else 0
 
