@@ -53,7 +53,7 @@ run_job() {
         firmware+install) bash "$here/firmware/run.sh"; bash "$here/install/run.sh" ;;
         install+firmware) bash "$here/install/run.sh"; bash "$here/firmware/run.sh" ;;
         cli|ir|compile|firmware|install|errors|profile|bench|llvm|cuda|quant) bash "$here/$1/run.sh" ;;
-        torch) "$PYTHON" "$here/torch/run.py"; "$PYTHON" "$here/torch/minilm.py" ;;
+        torch) "$PYTHON" "$here/torch/run.py"; "$PYTHON" "$here/torch/minilm.py"; "$PYTHON" "$here/torch/debug_helpers.py" ;;
         ops) "$PYTHON" "$here/ops/run.py" ;;
         half) "$PYTHON" "$here/half/run.py" ;;
         onnx) "$PYTHON" "$here/onnx/run.py" ;;
