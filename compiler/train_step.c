@@ -185,7 +185,7 @@ static int64_t add_pack_room(ir_graph *g)
     return at;
 }
 
-/* --ram over the step g: recompute values (pass_remat's greedy choice) until
+/* --ram over the step g: recompute values (pass_remat's choice) until
  * the arena is at most budget (pack room excluded) or nothing more helps;
  * the state's tensors are renumbered and their updates placed again.  The
  * same copies go into mirror (axc train's graph: g's nodes with other
@@ -194,9 +194,8 @@ static int64_t add_pack_room(ir_graph *g)
 static void remat_step(ir_graph *g, size_t budget, cg_train *train, ir_graph *mirror, int *mirror_ids)
 {
     pass_remat_set s = pass_remat_candidates(g);
-    pass_remat_greedy(g, &s, budget);
-    for (int k = 0; k < s.n; k++) train->recomputed += s.chosen[k];
-    train->extra_flops = pass_remat_extra_flops(&s);
+    pass_remat_choose(g, &s, budget);
+    train->recomputed = pass_remat_copies(g, &s, &train->extra_flops);
     if (train->recomputed) {
         if (mirror) pass_remat_apply_mapped(mirror, &s, mirror_ids);
         int *new_id = malloc(sizeof *new_id * ((size_t)g->nnodes + 1));
@@ -223,7 +222,7 @@ static void sqrt_n_point(const ir_graph *g, size_t room, cg_train *train)
     pass_remat_set s = pass_remat_candidates(g);
     pass_remat_sqrt_n(&s);
     train->sqrt_n_arena = pass_remat_eval(g, &s, NULL) + room;
-    train->sqrt_n_flops = pass_remat_extra_flops(&s);
+    train->sqrt_n_flops = pass_remat_extra_flops(g, &s);
     pass_remat_set_free(&s);
 }
 

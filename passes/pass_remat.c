@@ -16,12 +16,21 @@
  *     recomputed forward as one segment, as checkpointing does;
  *   - every node at or after place(v), copies included, reads the copy, the
  *     earlier readers the original;
- *   - a copy reads the newest version of each operand, so an operand not in
- *     S lives until the copy (the memory plan sees that).
+ *   - a copy reads the newest version of each operand.  An operand that is
+ *     no candidate (its readers leave no gap: an intermediate of the
+ *     forward, like the ReLU between a Dense and its residual add) and that
+ *     would otherwise have to live from its last reader until the copy is
+ *     recomputed with it (implied, placed likewise): a dropped segment is
+ *     recomputed from its checkpoints, as Chen et al.'s checkpointing does.
+ *     Any other operand not in S lives until the copy (the memory plan sees
+ *     that).
  * The copies are ordinary nodes; the plan is redone on the result.  The
- * extra FLOPs of S are the sum of its members' FLOPs (ir_node_flops).
+ * extra FLOPs of S are the sum of its members' and implied values' FLOPs
+ * (ir_node_flops).
  * pass_remat picks S greedily (most bytes of arena freed per FLOP, then a
- * pass dropping members the budget no longer needs); pass_remat_sqrt_n is
+ * pass dropping members the budget no longer needs) or, where that fits
+ * worse or not at all, as checkpoints every k-th candidate for the k with
+ * the fewest extra FLOPs that fits (pruned likewise); pass_remat_sqrt_n is
  * Chen et al.'s sqrt(n) checkpointing over the candidates; pass_remat_exact
  * is branch and bound over every subset (the optimum, for few candidates).
  * The driver runs pass_remat after every rewrite (it is not in the -O
@@ -30,6 +39,7 @@
 #include "ir_use.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,14 +103,6 @@ void pass_remat_set_free(pass_remat_set *s)
     memset(s, 0, sizeof *s);
 }
 
-double pass_remat_extra_flops(const pass_remat_set *s)
-{
-    double sum = 0;
-    for (int k = 0; k < s->n; k++)
-        sum += s->chosen[k] ? s->flops[k] : 0;
-    return sum;
-}
-
 /* ---- applying a set --------------------------------------------------------- */
 
 /* The graph being built: nodes, and per original node its new id and the
@@ -108,28 +110,80 @@ double pass_remat_extra_flops(const pass_remat_set *s)
 typedef struct remat_build {
     ir_node *nodes;
     int n;
-    int *new_id, *copy_id, *place;   /* place: per original node, -1 when not in S */
+    int *new_id, *copy_id, *place;   /* place: per original node, -1 when not copied */
+    int *copies, ncopies;            /* the copied nodes (S and implied), by place, then id */
 } remat_build;
 
-/* place(v) for every chosen v: its split, pulled forward to the place of
- * any chosen copy reading it (readers come later, so walk backwards). */
-static void compute_places(const ir_graph *g, const pass_remat_set *s, int *place)
+/* A value that is no candidate yet may be recomputed with a copy reading it. */
+static bool may_imply(const ir_graph *g, int v, const int *last)
 {
+    const ir_node *n = &g->nodes[v];
+    if (n->dead || n->recomputed || n->live_until > 0 || ir_ops[n->op].kind == IR_SOURCE ||
+        ir_has_results(n->op) || n->op == IR_OP_result || n->op == IR_OP_reshape)
+        return false;
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == v)
+            return false;
+    return last[v] >= 0;
+}
+
+/* Index of the last node reading each node (-1 if none). */
+static int *last_readers(const ir_graph *g)
+{
+    int *last = pass_calloc((size_t)g->nnodes, sizeof *last);
+    for (int id = 0; id < g->nnodes; id++)
+        last[id] = -1;
+    for (int id = 0; id < g->nnodes; id++)
+        if (!g->nodes[id].dead)
+            for (int i = 0; i < g->nodes[id].nsrc; i++)
+                if (g->nodes[id].src[i] != IR_NONE)
+                    last[g->nodes[id].src[i]] = id;
+    return last;
+}
+
+/* place(v) for every chosen v: its split, pulled forward to the place of
+ * any copy reading it (readers come later, so walk backwards); operands a
+ * copy would keep alive past their last reader are implied (the contract).
+ * Fills b->place and b->copies. */
+static void compute_places(const ir_graph *g, const pass_remat_set *s, remat_build *b)
+{
+    int *place = b->place, *last = last_readers(g), *candidate = pass_calloc((size_t)g->nnodes, sizeof *candidate);
     for (int id = 0; id < g->nnodes; id++)
         place[id] = -1;
-    for (int k = 0; k < s->n; k++)
+    for (int k = 0; k < s->n; k++) {
+        candidate[s->ids[k]] = 1;
         if (s->chosen[k])
             place[s->ids[k]] = s->split[k];
-    for (int k = s->n - 1; k >= 0; k--) {
-        if (!s->chosen[k])
+    }
+    for (int id = g->nnodes - 1; id >= 0; id--) {
+        if (place[id] < 0)
             continue;
-        const ir_node *w = &g->nodes[s->ids[k]];
+        const ir_node *w = &g->nodes[id];
         for (int i = 0; i < w->nsrc; i++) {
             const int v = w->src[i];
-            if (v != IR_NONE && place[v] >= 0 && place[s->ids[k]] < place[v])
-                place[v] = place[s->ids[k]];
+            if (v == IR_NONE)
+                continue;
+            if (place[v] < 0 && !candidate[v] && last[v] < place[id] && may_imply(g, v, last))
+                place[v] = place[id];
+            else if (place[v] >= 0 && place[id] < place[v])
+                place[v] = place[id];
         }
     }
+    b->ncopies = 0;   /* counting sort by place; ids ascend within a place */
+    int *start = pass_calloc((size_t)g->nnodes + 1, sizeof *start);
+    for (int id = 0; id < g->nnodes; id++)
+        if (place[id] >= 0) {
+            start[place[id] + 1]++;
+            b->ncopies++;
+        }
+    for (int pos = 0; pos < g->nnodes; pos++)
+        start[pos + 1] += start[pos];
+    for (int id = 0; id < g->nnodes; id++)
+        if (place[id] >= 0)
+            b->copies[start[place[id]]++] = id;
+    free(start);
+    free(candidate);
+    free(last);
 }
 
 /* The version of original node v a node placed at pos reads. */
@@ -148,18 +202,16 @@ static void emit(remat_build *b, const ir_node *orig, int pos, bool dead)
         n->src[i] = dead ? (n->src[i] == IR_NONE ? IR_NONE : b->new_id[n->src[i]]) : version_at(b, n->src[i], pos);
 }
 
-/* Fills b->nodes (room for g->nnodes + |S|) with g and the copies of S.
+/* Fills b->nodes (room for g->nnodes + copies) with g and the copies.
  * Copies are emitted before node pos in ascending original id, so a copy's
- * chosen operands (placed no later, lower ids) come first. */
-static void build(const ir_graph *g, const pass_remat_set *s, remat_build *b)
+ * copied operands (placed no later, lower ids) come first. */
+static void build(const ir_graph *g, remat_build *b)
 {
     b->n = 0;
-    compute_places(g, s, b->place);
+    int next = 0;
     for (int pos = 0; pos < g->nnodes; pos++) {
-        for (int k = 0; k < s->n; k++) {
-            const int v = s->ids[k];
-            if (!s->chosen[k] || b->place[v] != pos)
-                continue;
+        for (; next < b->ncopies && b->place[b->copies[next]] == pos; next++) {
+            const int v = b->copies[next];
             b->copy_id[v] = b->n;
             emit(b, &g->nodes[v], pos, false);
             b->nodes[b->copy_id[v]].recomputed = true;
@@ -172,22 +224,16 @@ static void build(const ir_graph *g, const pass_remat_set *s, remat_build *b)
             b->nodes[id].live_until = b->new_id[b->nodes[id].live_until];
 }
 
-static int chosen_count(const pass_remat_set *s)
-{
-    int n = 0;
-    for (int k = 0; k < s->n; k++)
-        n += s->chosen[k];
-    return n;
-}
-
 static remat_build build_new(const ir_graph *g, const pass_remat_set *s)
 {
     remat_build b = {0};
-    b.nodes = pass_calloc((size_t)(g->nnodes + chosen_count(s)), sizeof *b.nodes);
     b.new_id = pass_calloc((size_t)g->nnodes, sizeof *b.new_id);
     b.copy_id = pass_calloc((size_t)g->nnodes, sizeof *b.copy_id);
     b.place = pass_calloc((size_t)g->nnodes, sizeof *b.place);
-    build(g, s, &b);
+    b.copies = pass_calloc((size_t)g->nnodes, sizeof *b.copies);
+    compute_places(g, s, &b);
+    b.nodes = pass_calloc((size_t)(g->nnodes + b.ncopies), sizeof *b.nodes);
+    build(g, &b);
     return b;
 }
 
@@ -196,6 +242,29 @@ static void build_free(remat_build *b)
     free(b->new_id);
     free(b->copy_id);
     free(b->place);
+    free(b->copies);
+}
+
+int pass_remat_copies(const ir_graph *g, const pass_remat_set *s, double *extra_flops)
+{
+    remat_build b = {0};
+    b.place = pass_calloc((size_t)g->nnodes, sizeof *b.place);
+    b.copies = pass_calloc((size_t)g->nnodes, sizeof *b.copies);
+    compute_places(g, s, &b);
+    double sum = 0;
+    for (int k = 0; k < b.ncopies; k++)
+        sum += ir_node_flops(g, &g->nodes[b.copies[k]]);
+    if (extra_flops)
+        *extra_flops = sum;
+    build_free(&b);
+    return b.ncopies;
+}
+
+double pass_remat_extra_flops(const ir_graph *g, const pass_remat_set *s)
+{
+    double sum;
+    pass_remat_copies(g, s, &sum);
+    return sum;
 }
 
 size_t pass_remat_eval(const ir_graph *g, const pass_remat_set *s, size_t *lower_bound)
@@ -230,10 +299,8 @@ void pass_remat_apply_mapped(ir_graph *g, const pass_remat_set *s, int *new_id)
     remat_build b = build_new(g, s);
     if (new_id)
         memcpy(new_id, b.new_id, (size_t)g->nnodes * sizeof *new_id);
-    for (int k = 0; k < s->n; k++) {
-        if (!s->chosen[k])
-            continue;
-        ir_node *n = &b.nodes[b.copy_id[s->ids[k]]];
+    for (int k = 0; k < b.ncopies; k++) {
+        ir_node *n = &b.nodes[b.copy_id[b.copies[k]]];
         n->name = ax_sprintf(g->ctx->arena, "%s (recomputed)", n->name ? n->name : ir_ops[n->op].name);
     }
     for (int i = 0; i < g->ninputs; i++)
@@ -311,11 +378,60 @@ void pass_remat_greedy(const ir_graph *g, pass_remat_set *s, size_t budget)
         prune(g, s, budget);
 }
 
-void pass_remat_sqrt_n(pass_remat_set *s)
+/* Every step-th candidate kept (a checkpoint), the rest recomputed. */
+static void checkpoint_every(pass_remat_set *s, int step)
 {
-    const int step = (int)ceil(sqrt((double)s->n));
     for (int k = 0; k < s->n; k++)
         s->chosen[k] = (k + 1) % step != 0;
+}
+
+void pass_remat_sqrt_n(pass_remat_set *s)
+{
+    checkpoint_every(s, (int)ceil(sqrt((double)s->n)));
+}
+
+/* Checkpoints every step-th candidate for each step, keeps the fitting
+ * choice with the fewest extra FLOPs, then prunes it; when none fits, the
+ * one with the smallest arena.  Returns whether it fits; *arena its arena. */
+static bool checkpoint_sweep(const ir_graph *g, pass_remat_set *s, size_t budget, bool *best, size_t *arena)
+{
+    bool fits = false;
+    double best_flops = 0;
+    *arena = SIZE_MAX;
+    for (int step = 2; step <= s->n + 1; step++) {
+        checkpoint_every(s, step);
+        const size_t a = pass_remat_eval(g, s, NULL);
+        const double flops = a <= budget ? pass_remat_extra_flops(g, s) : 0;
+        if (a <= budget ? !fits || flops < best_flops : !fits && a < *arena) {
+            memcpy(best, s->chosen, (size_t)s->n * sizeof *best);
+            fits = a <= budget;
+            best_flops = flops;
+            *arena = a;
+        }
+    }
+    memcpy(s->chosen, best, (size_t)s->n * sizeof *best);
+    if (fits) {
+        prune(g, s, budget);
+        memcpy(best, s->chosen, (size_t)s->n * sizeof *best);
+    }
+    return fits;
+}
+
+void pass_remat_choose(const ir_graph *g, pass_remat_set *s, size_t budget)
+{
+    pass_remat_greedy(g, s, budget);
+    const size_t greedy_arena = pass_remat_eval(g, s, NULL);
+    const bool greedy_fits = greedy_arena <= budget;
+    bool *greedy = pass_calloc((size_t)s->n, sizeof *greedy), *swept = pass_calloc((size_t)s->n, sizeof *swept);
+    memcpy(greedy, s->chosen, (size_t)s->n * sizeof *greedy);
+    const double greedy_flops = pass_remat_extra_flops(g, s);
+    size_t swept_arena;
+    const bool sweep_fits = checkpoint_sweep(g, s, budget, swept, &swept_arena);
+    const bool take_sweep = sweep_fits ? !greedy_fits || pass_remat_extra_flops(g, s) < greedy_flops
+                                       : !greedy_fits && swept_arena < greedy_arena;
+    memcpy(s->chosen, take_sweep ? swept : greedy, (size_t)s->n * sizeof *s->chosen);
+    free(greedy);
+    free(swept);
 }
 
 /* Branch and bound: candidate k in or out; a branch whose FLOPs already
@@ -334,11 +450,12 @@ static void exact_visit(exact_search *e, int k, double flops)
 {
     if (e->found && flops >= e->best_flops)
         return;
-    if (k == e->s->n) {
+    if (k == e->s->n) {   /* flops: the chosen copies'; implied ones may add */
         e->evaluated++;
-        if (pass_remat_eval(e->g, e->s, NULL) <= e->budget) {
+        const double actual = pass_remat_extra_flops(e->g, e->s);
+        if ((!e->found || actual < e->best_flops) && pass_remat_eval(e->g, e->s, NULL) <= e->budget) {
             memcpy(e->best, e->s->chosen, (size_t)e->s->n * sizeof *e->best);
-            e->best_flops = flops;
+            e->best_flops = actual;
             e->found = true;
         }
         return;
@@ -383,9 +500,8 @@ int pass_remat(ir_graph *g, size_t budget, pass_remat_stats *stats)
     stats->peak_before = g->arena_bytes;
     if (g->arena_bytes > budget) {
         pass_remat_set s = pass_remat_candidates(g);
-        pass_remat_greedy(g, &s, budget);
-        stats->recomputed = chosen_count(&s);
-        stats->extra_flops = pass_remat_extra_flops(&s);
+        pass_remat_choose(g, &s, budget);
+        stats->recomputed = pass_remat_copies(g, &s, &stats->extra_flops);
         if (stats->recomputed)
             pass_remat_apply(g, &s);
         pass_remat_set_free(&s);

@@ -71,7 +71,10 @@ typedef struct pass_remat_set {
 #define PASS_REMAT_EXACT_MAX 20      /* most candidates pass_remat_exact searches */
 pass_remat_set pass_remat_candidates(const ir_graph *g);   /* none chosen */
 void pass_remat_set_free(pass_remat_set *s);
-double pass_remat_extra_flops(const pass_remat_set *s);
+/* The values s's application copies (chosen and implied: pass_remat.c's
+ * contract) and what they add in FLOPs (*extra_flops, may be NULL). */
+int pass_remat_copies(const ir_graph *g, const pass_remat_set *s, double *extra_flops);
+double pass_remat_extra_flops(const ir_graph *g, const pass_remat_set *s);
 /* The arena g's plan (same sharing) needs with s applied, and the most
  * bytes live at once (*lower_bound, may be NULL); g is not changed. */
 size_t pass_remat_eval(const ir_graph *g, const pass_remat_set *s, size_t *lower_bound);
@@ -88,6 +91,10 @@ void pass_remat_apply_mapped(ir_graph *g, const pass_remat_set *s, int *new_id);
  * candidates).  pass_remat_min_arena: the smallest arena any subset
  * reaches (every subset tried; SIZE_MAX over the limit), none chosen after. */
 void pass_remat_greedy(const ir_graph *g, pass_remat_set *s, size_t budget);
+/* pass_remat's choice: greedy, or checkpoints every k-th candidate (the k
+ * with the fewest extra FLOPs that fits, pruned) where that fits and greedy
+ * does not or costs more. */
+void pass_remat_choose(const ir_graph *g, pass_remat_set *s, size_t budget);
 void pass_remat_sqrt_n(pass_remat_set *s);
 bool pass_remat_exact(const ir_graph *g, pass_remat_set *s, size_t budget);
 size_t pass_remat_min_arena(const ir_graph *g, pass_remat_set *s);

@@ -1023,12 +1023,12 @@ static void compare_at_budget(ir_graph *g, pass_remat_set *s, size_t budget, rem
 {
     assert_true(pass_remat_exact(g, s, budget));
     assert_true(pass_remat_eval(g, s, NULL) <= budget);
-    const double best = pass_remat_extra_flops(s);
+    const double best = pass_remat_extra_flops(g, s);
     t->budgets++;
     memset(s->chosen, 0, (size_t)s->n * sizeof *s->chosen);
     pass_remat_greedy(g, s, budget);
     if (pass_remat_eval(g, s, NULL) <= budget) {
-        const double greedy = pass_remat_extra_flops(s);
+        const double greedy = pass_remat_extra_flops(g, s);
         assert_true(greedy >= best);
         t->greedy_fits++;
         t->greedy_optimal += greedy == best;
@@ -1036,7 +1036,7 @@ static void compare_at_budget(ir_graph *g, pass_remat_set *s, size_t budget, rem
     }
     pass_remat_sqrt_n(s);
     if (pass_remat_eval(g, s, NULL) <= budget) {
-        const double sq = pass_remat_extra_flops(s);
+        const double sq = pass_remat_extra_flops(g, s);
         assert_true(sq >= best);
         t->sqrt_fits++;
         t->sqrt_optimal += sq == best;
