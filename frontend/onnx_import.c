@@ -691,15 +691,8 @@ static bool import_node(ox_state *s, const Onnx__NodeProto *n)
         }
     int errors = s->ctx->errors;
     bool ok = ox_find_op(n->op_type)(s) && s->ctx->errors == errors;
-    if (!ok && s->ctx->errors == errors) {   /* a handler that found a required input absent */
-        int empty = -1;
-        for (size_t i = 0; i < n->n_input && empty < 0; i++)
-            if (!n->input[i][0]) empty = (int)i;
-        if (empty >= 0)
-            ox_fail(s, "a required input is empty ('') or missing (input %d is '')", empty);
-        else
-            ox_fail(s, "a required input is missing (the node has %zu inputs)", n->n_input);
-    }
+    if (!ok && s->ctx->errors == errors)   /* a handler that found a required input absent */
+        ox_fail(s, "a required input is empty ('') or missing (%zu inputs given)", n->n_input);
     for (size_t i = 0; ok && i < n->n_output; i++)   /* one that nothing reads may stay undefined */
         if (n->output[i][0] && !ox_lookup(s, n->output[i]) && ox_value_used(s, n->output[i])) {
             ox_unsupported(s, "this output of the node");

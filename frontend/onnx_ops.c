@@ -463,7 +463,9 @@ static bool op_range(ox_state *s)
         ox_unsupported(s, "a Range whose bounds are not constants");
         return false;
     }
-    if (!a->c->count || !b->c->count || !d->c->count) { ox_fail(s, "an empty start, limit or delta"); return false; }
+    ox_val *const bounds[3] = {a, b, d};
+    for (int i = 0; i < 3; i++)
+        if (!bounds[i]->c->count) { ox_fail(s, "'%s' has no value", bounds[i]->name); return false; }
     if (a->c->is_int && b->c->is_int && d->c->is_int) {   /* exact: max(ceil((limit - start) / delta), 0) */
         int64_t start = a->c->iv[0], limit = b->c->iv[0], delta = d->c->iv[0], count = 0;
         if (delta != 0 && (delta > 0 ? limit > start : limit < start)) {
@@ -741,7 +743,7 @@ static bool op_cast(ox_state *s)
             if (!to_int) c->v[i] = to == 11 ? x->c->v[i] : (double)(float)x->c->v[i];
             else if (to == 9) ox_set_int(c, i, x->c->v[i] != 0);
             else if (x->c->is_int || ox_double_to_int(x->c->v[i], &k)) ox_set_int(c, i, cast_int(x->c->is_int ? x->c->iv[i] : k, to));
-            else { ox_fail(s, "Cast of %g to ONNX integer type %lld: out of the int64 range", x->c->v[i], (long long)to); return false; }
+            else { ox_fail(s, "the value %g is not an integer in the int64 range", x->c->v[i]); return false; }
         }
         return set_const(s, 0, c);
     }
@@ -2168,10 +2170,10 @@ static bool op_pad(ox_state *s)
     int y = ox_node(s, xv);
     for (int ax = 0; ax < rank && y != IR_NONE && (edge || reflect || wrap); ax++) {   /* a gather of indices */
         int64_t lo = pads[ax], hi = pads[ax + rank], d = shape[ax];
-        if (lo < 0 || hi < 0 || lo > OX_MAX_FOLD || hi > OX_MAX_FOLD || d + lo + hi > OX_MAX_FOLD ||
+        if (!lo && !hi) continue;
+        if (d < 1 || lo < 0 || hi < 0 || lo > OX_MAX_FOLD || hi > OX_MAX_FOLD || d + lo + hi > OX_MAX_FOLD ||
             (reflect && (lo >= d || hi >= d))) { ox_unsupported(s, "these pads"); return false; }
         int64_t m = d + lo + hi;
-        if (!lo && !hi) continue;
         int64_t *idx = ax_alloc(s->ctx->arena, sizeof *idx * (size_t)m);
         for (int64_t i = 0; i < m; i++) {
             int64_t k = i - lo;
@@ -2644,7 +2646,7 @@ static bool conv_transpose_attrs(ox_state *s, ir_attrs *a, const int64_t *in, co
     for (int d = o; d < 2; d++) {
         if (a->stride[d] < 1 || a->stride[d] > 1 << 16 || a->dilation[d] < 1 || a->dilation[d] > 1 << 16 ||
             op[d] < 0 || op[d] > 1 << 16 || a->pad[d] < 0 || a->pad[d + 2] < 0 || a->pad[d] > 1 << 16 || a->pad[d + 2] > 1 << 16) {
-            ox_fail(s, "bad strides, dilations, pads or output_padding");
+            ox_fail(s, "bad strides, dilations, pads, output_padding or output_shape");
             return false;
         }
         int64_t natural = a->stride[d] * (in[d] - 1) + op[d] + a->dilation[d] * (k[d] - 1) + 1, lo, hi;
@@ -2667,7 +2669,7 @@ bad:
     ox_unsupported(s, "window attributes of another rank than the op's (strides, dilations, pads, output_shape)");
     return false;
 range:
-    ox_fail(s, "bad strides, dilations, pads or output_shape");
+    ox_fail(s, "bad strides, dilations, pads, output_padding or output_shape");
     return false;
 }
 

@@ -134,7 +134,7 @@ def cases(d):
     # G6: a required input named ''
     empty = [helper.make_node("Add", ["x", ""], ["y"], name="add")]
     yield "required input ''", relu_graph(empty).SerializeToString(), \
-        r"ONNX node 'add' \(Add\): a required input is empty \(''\) or missing \(input 1 is ''\)"
+        r"ONNX node 'add' \(Add\): a required input is empty \(''\) or missing \(2 inputs given\)"
     # G7: 2^32 declared elements, no data: refused before allocating for them
     big = TensorProto(name="w", data_type=TensorProto.UINT8, dims=[1 << 32])
     yield "2^32 elements without data", add_w(big).SerializeToString(), r"tensor 'w' has 0 values for its 4294967296 elements"
