@@ -731,15 +731,33 @@ static bool add_outputs(ox_state *s, const Onnx__GraphProto *gp)
     return true;
 }
 
+/* The slot of name in the set of names read (hashed as the value table). */
+static const char **used_slot(ox_state *s, const char *name)
+{
+    size_t i = hash_name(name) & (s->read_cap - 1);
+    while (s->read_names[i] && strcmp(s->read_names[i], name) != 0) i = (i + 1) & (s->read_cap - 1);
+    return &s->read_names[i];
+}
+
+/* The set of every node input and graph output name of gp, built once so
+ * that ox_value_used is a lookup, not a scan of the graph per call. */
+static void collect_used(ox_state *s, const Onnx__GraphProto *gp)
+{
+    size_t n = gp->n_output;
+    for (size_t i = 0; i < gp->n_node; i++) n += gp->node[i]->n_input;
+    s->read_cap = 16;
+    while (s->read_cap < 2 * n + 2) s->read_cap *= 2;
+    s->read_names = calloc(s->read_cap, sizeof *s->read_names);
+    if (!s->read_names) ax_die("out of memory");
+    for (size_t i = 0; i < gp->n_node; i++)
+        for (size_t k = 0; k < gp->node[i]->n_input; k++) *used_slot(s, gp->node[i]->input[k]) = gp->node[i]->input[k];
+    for (size_t i = 0; i < gp->n_output; i++)
+        if (gp->output[i]->name) *used_slot(s, gp->output[i]->name) = gp->output[i]->name;
+}
+
 bool ox_value_used(ox_state *s, const char *name)
 {
-    const Onnx__GraphProto *gp = s->graph;
-    for (size_t i = 0; gp && i < gp->n_node; i++)
-        for (size_t k = 0; k < gp->node[i]->n_input; k++)
-            if (!strcmp(gp->node[i]->input[k], name)) return true;
-    for (size_t i = 0; gp && i < gp->n_output; i++)
-        if (gp->output[i]->name && !strcmp(gp->output[i]->name, name)) return true;
-    return false;
+    return s->read_names && *used_slot(s, name) != NULL;
 }
 
 static bool import_graph(ox_state *s, const Onnx__GraphProto *gp)
@@ -750,6 +768,7 @@ static bool import_graph(ox_state *s, const Onnx__GraphProto *gp)
     }
     if (!check_ops(s, gp)) return false;
     s->graph = gp;
+    collect_used(s, gp);
     for (size_t i = 0; i < gp->n_initializer; i++) {
         ox_const *c = ox_tensor(s, gp->initializer[i]);
         if (!c) return false;
@@ -874,6 +893,7 @@ ir_graph *onnx_import(ax_ctx *ctx, const char *path, const void *bytes, size_t l
     else
         import_graph(&s, m->graph);
     free(s.vals);
+    free(s.read_names);
     onnx__model_proto__free_unpacked(m, NULL);
     if (ctx->errors > errors) {
         ir_graph_free_nodes(s.g);

@@ -53,6 +53,8 @@ typedef struct ox_state {
     const Onnx__GraphProto *graph; /* the graph being imported (declared shapes) */
     int counter;                  /* for generated parameter names */
     int inferred;                 /* nodes of g whose shapes are inferred (ox_add) */
+    const char **read_names;      /* open-addressing set of the names nodes and outputs read */
+    size_t read_cap;
 } ox_state;
 
 /* ---- onnx_import.c ---- */
