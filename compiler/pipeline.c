@@ -228,12 +228,12 @@ void axc_free_models(ir_graph **models, int n)
     for (int i = 0; i < n; i++) ir_graph_free_nodes(models[i]);
 }
 
-/* An ONNX model: one graph, imported with pass_shape as its shape inference. */
+/* An ONNX model: one graph, imported with pass_shape_from as its shape inference. */
 static int import_onnx(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
 {
     ir_target_id target;
     if (requested_target(o, &target)) return AXC_EUSAGE;
-    ir_graph *g = onnx_import(ctx, o->input, ctx->src, ctx->src_len, pass_shape);
+    ir_graph *g = onnx_import(ctx, o->input, ctx->src, ctx->src_len, pass_shape_from);
     if (!g) return AXC_EINPUT;
     g->target = &cg_target_get(target != IR_TARGET_COUNT ? target : g->backend)->facts;
     if (check_model(o, g, false) != 0) {

@@ -12,13 +12,21 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ir.h"
 
-/* Shape inference of the graph built so far (pass_shape), given by the
- * driver: the importer needs shapes to fold Shape and resolve Reshape, and
- * the passes live above the front ends.  Returns the number of errors. */
-typedef int (*onnx_infer_fn)(ir_graph *g);
+/* Shape inference of nodes first.. of the graph built so far (those before
+ * are inferred already; pass_shape_from), given by the driver: the importer
+ * needs shapes to fold Shape and resolve Reshape, and the passes live above
+ * the front ends.  Called once per added node with only the new nodes, so
+ * import is linear in the node count.  Returns the number of errors. */
+typedef int (*onnx_infer_fn)(ir_graph *g, int first);
+
+/* The largest ONNX model file read: protobuf's 2 GB limit on one message
+ * (a model whose weights are inside it, torch.onnx.export's default below
+ * that size); larger models keep their weights as external data. */
+#define ONNX_MAX_MODEL_BYTES ((size_t)INT32_MAX)
 
 /* Whether this axc was built with the ONNX front end (protobuf-c present). */
 bool onnx_available(void);

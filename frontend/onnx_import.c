@@ -34,7 +34,9 @@ ir_graph *onnx_import(ax_ctx *ctx, const char *path, const void *bytes, size_t l
 
 #else
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "onnx_internal.h"
 
@@ -180,7 +182,44 @@ ox_const *ox_const_new(ox_state *s, bool is_int, int rank, const int64_t *shape)
         c->count *= shape[i];
     }
     c->v = ax_alloc(s->ctx->arena, sizeof *c->v * (size_t)(c->count ? c->count : 1));
+    c->iv = is_int ? ax_alloc(s->ctx->arena, sizeof *c->iv * (size_t)(c->count ? c->count : 1)) : NULL;
     return c;
+}
+
+void ox_set_int(ox_const *c, int64_t i, int64_t x)
+{
+    c->iv[i] = x;
+    c->v[i] = (double)x;
+}
+
+void ox_copy_elem(ox_const *dst, int64_t di, const ox_const *src, int64_t si)
+{
+    dst->v[di] = src->v[si];
+    if (dst->iv) {
+        int64_t x = 0;
+        if (src->iv) x = src->iv[si];
+        else ox_double_to_int(src->v[si], &x);
+        dst->iv[di] = x;
+    }
+}
+
+bool ox_double_to_int(double x, int64_t *out)
+{
+    /* -2^63 <= x < 2^63 (both exact doubles); NaN fails both */
+    if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0)) return false;
+    *out = (int64_t)x;
+    return true;
+}
+
+bool ox_int_at(ox_state *s, const ox_const *c, int64_t i, int64_t *out)
+{
+    if (c->iv) {
+        *out = c->iv[i];
+        return true;
+    }
+    if (ox_double_to_int(c->v[i], out)) return true;
+    ox_fail(s, "the value %g is not an integer in the int64 range", c->v[i]);
+    return false;
 }
 
 /* Element size of an ONNX data type we read, 0 if unsupported. */
@@ -198,19 +237,22 @@ static int elem_size(int dt, bool *is_int)
     }
 }
 
-static double raw_elem(const uint8_t *p, int dt)
+/* Element i of c from its little-endian bytes at p (data type dt): an
+ * integer exact in iv (a UINT64 over INT64_MAX keeps its bits). */
+static void raw_elem(ox_const *c, int64_t i, const uint8_t *p, int dt)
 {
     switch (dt) {
-    case 1: { float f; memcpy(&f, p, 4); return f; }
-    case 11: { double d; memcpy(&d, p, 8); return d; }
-    case 2: case 9: return *p;
-    case 3: return (int8_t)*p;
-    case 4: { uint16_t v; memcpy(&v, p, 2); return v; }
-    case 5: { int16_t v; memcpy(&v, p, 2); return v; }
-    case 6: { int32_t v; memcpy(&v, p, 4); return v; }
-    case 12: { uint32_t v; memcpy(&v, p, 4); return v; }
-    case 13: { uint64_t v; memcpy(&v, p, 8); return (double)v; }
-    default: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+    case 1: { float f; memcpy(&f, p, 4); c->v[i] = f; return; }
+    case 11: { double d; memcpy(&d, p, 8); c->v[i] = d; return; }
+    case 2: case 9: ox_set_int(c, i, *p); return;
+    case 3: ox_set_int(c, i, (int8_t)*p); return;
+    case 4: { uint16_t v; memcpy(&v, p, 2); ox_set_int(c, i, v); return; }
+    case 5: { int16_t v; memcpy(&v, p, 2); ox_set_int(c, i, v); return; }
+    case 6: { int32_t v; memcpy(&v, p, 4); ox_set_int(c, i, v); return; }
+    case 12: { uint32_t v; memcpy(&v, p, 4); ox_set_int(c, i, v); return; }
+    case 13: { uint64_t v; memcpy(&v, p, 8); c->iv[i] = (int64_t)(v & INT64_MAX) | (v >> 63 ? INT64_MIN : 0);
+               c->v[i] = (double)v; return; }
+    default: { int64_t v; memcpy(&v, p, 8); ox_set_int(c, i, v); return; }
     }
 }
 
@@ -245,10 +287,20 @@ static uint8_t *read_external(ox_state *s, const Onnx__TensorProto *t, size_t wa
                 "model's directory", name, loc);
         return NULL;
     }
-    long long o = off ? atoll(off) : 0, l = len ? atoll(len) : (long long)want;
-    FILE *f = fopen(real_file, "rb");
+    long long o = off ? strtoll(off, NULL, 10) : 0, l = len ? strtoll(len, NULL, 10) : (long long)want;
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; only a regular
+     * file is read (a FIFO, a device or a directory is refused). */
+    int fd = open(real_file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
-    if (!f || fstat(fileno(f), &st) != 0 || o < 0 || l != (long long)want ||
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        ox_fail(s, "tensor '%s': external data '%s' is not a regular file", name, loc);
+        return NULL;
+    }
+    if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (fd >= 0 && !f) close(fd);
+    if (!f || o < 0 || l != (long long)want ||
         o > (long long)st.st_size || (long long)want > (long long)st.st_size - o ||
         fseek(f, (long)o, SEEK_SET) != 0) {
         if (f) fclose(f);
@@ -270,21 +322,60 @@ static uint8_t *read_external(ox_state *s, const Onnx__TensorProto *t, size_t wa
 }
 
 /* Typed-field values of t, if it has them (count checked). */
-static bool typed_fields(ox_state *s, const Onnx__TensorProto *t, ox_const *c)
+/* The typed value field a TensorProto of data type dt keeps its values in
+ * (onnx.proto): 0 float_data, 1 int32_data, 2 int64_data, 3 double_data,
+ * 4 uint64_data. */
+static int typed_field_of(int dt)
 {
-    size_t n = t->n_float_data + t->n_int32_data + t->n_int64_data + t->n_double_data +
-               t->n_uint64_data;
-    if (n != (size_t)c->count) {
-        ox_fail(s, "tensor '%s' has %zu values for its %lld elements", t->name ? t->name : "?", n,
-                (long long)c->count);
-        return false;
+    switch (dt) {
+    case 1: return 0;                      /* FLOAT */
+    case 7: return 2;                      /* INT64 */
+    case 11: return 3;                     /* DOUBLE */
+    case 12: case 13: return 4;            /* UINT32, UINT64 */
+    default: return 1;                     /* the small integers and BOOL */
     }
+}
+
+static const char *const typed_field_names[5] = {"float_data", "int32_data", "int64_data", "double_data",
+                                                 "uint64_data"};
+
+/* How many values t holds in its typed field (the one of its data type);
+ * a tensor with more than one value field, or a typed field not of its
+ * data type, is an error (onnx.checker: exactly one), -1. */
+static int64_t typed_count(ox_state *s, const Onnx__TensorProto *t, bool external)
+{
+    const char *name = t->name ? t->name : "?";
+    size_t n[5] = {t->n_float_data, t->n_int32_data, t->n_int64_data, t->n_double_data, t->n_uint64_data};
+    int fields = (t->has_raw_data && t->raw_data.len) + external + (t->n_string_data > 0), field = -1;
+    for (int k = 0; k < 5; k++)
+        if (n[k]) fields++, field = k;
+    if (fields > 1) {
+        ox_fail(s, "tensor '%s' holds its values in more than one field (raw_data, external data, %s...): "
+                "exactly one is allowed", name, field >= 0 ? typed_field_names[field] : "string_data");
+        return -1;
+    }
+    if (field >= 0 && field != typed_field_of(t->data_type)) {
+        ox_fail(s, "tensor '%s' of ONNX data type %d holds its values in %s, not %s", name, (int)t->data_type,
+                typed_field_names[field], typed_field_names[typed_field_of(t->data_type)]);
+        return -1;
+    }
+    return field >= 0 ? (int64_t)n[field] : 0;
+}
+
+static void typed_fields(const Onnx__TensorProto *t, ox_const *c)
+{
     for (size_t i = 0; i < t->n_float_data; i++) c->v[i] = t->float_data[i];
-    for (size_t i = 0; i < t->n_int32_data; i++) c->v[i] = t->int32_data[i];
-    for (size_t i = 0; i < t->n_int64_data; i++) c->v[i] = (double)t->int64_data[i];
     for (size_t i = 0; i < t->n_double_data; i++) c->v[i] = t->double_data[i];
-    for (size_t i = 0; i < t->n_uint64_data; i++) c->v[i] = (double)t->uint64_data[i];
-    return true;
+    for (size_t i = 0; i < t->n_int32_data; i++) {
+        if (c->is_int) ox_set_int(c, (int64_t)i, t->int32_data[i]);
+        else c->v[i] = t->int32_data[i];
+    }
+    for (size_t i = 0; i < t->n_int64_data; i++) ox_set_int(c, (int64_t)i, t->int64_data[i]);
+    for (size_t i = 0; i < t->n_uint64_data; i++) {
+        uint64_t v = t->uint64_data[i];
+        c->iv[i] = (int64_t)(v & INT64_MAX) | (v >> 63 ? INT64_MIN : 0);
+        c->v[i] = (double)v;
+    }
 }
 
 ox_const *ox_tensor(ox_state *s, const Onnx__TensorProto *t)
@@ -301,28 +392,43 @@ ox_const *ox_tensor(ox_state *s, const Onnx__TensorProto *t)
         ox_fail(s, "tensor '%s' has rank %zu (at most %d)", name, t->n_dims, IR_MAX_RANK);
         return NULL;
     }
-    int64_t bytes = es;
+    int64_t bytes = es, count = 1;
     for (size_t i = 0; i < t->n_dims; i++)
         if (t->dims[i] < 0 || __builtin_mul_overflow(bytes, t->dims[i], &bytes) ||
             bytes > OX_MAX_TENSOR_BYTES) {
             ox_fail(s, "tensor '%s' has a negative or too large dimension", name);
             return NULL;
         }
-    ox_const *c = ox_const_new(s, is_int, (int)t->n_dims, t->dims);
-    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+    count = bytes / es;
+    bool external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    int64_t typed = typed_count(s, t, external);
+    if (typed < 0) return NULL;
+    /* the values present are checked against the count before anything of
+     * the count's size is allocated (a 90-byte file may declare 2^32) */
+    if (external) {
         uint8_t *buf = read_external(s, t, (size_t)bytes);
         if (!buf) return NULL;
-        for (int64_t i = 0; i < c->count; i++) c->v[i] = raw_elem(buf + i * es, t->data_type);
+        ox_const *c = ox_const_new(s, is_int, (int)t->n_dims, t->dims);
+        for (int64_t i = 0; i < count; i++) raw_elem(c, i, buf + i * es, t->data_type);
         free(buf);
         return c;
     }
-    if (!t->has_raw_data) return typed_fields(s, t, c) ? c : NULL;
+    if (!t->has_raw_data) {
+        if (typed != count) {
+            ox_fail(s, "tensor '%s' has %lld values for its %lld elements", name, (long long)typed, (long long)count);
+            return NULL;
+        }
+        ox_const *c = ox_const_new(s, is_int, (int)t->n_dims, t->dims);
+        typed_fields(t, c);
+        return c;
+    }
     if (t->raw_data.len != (size_t)bytes) {
         ox_fail(s, "tensor '%s' has %zu bytes of raw data for its %lld elements", name,
-                t->raw_data.len, (long long)c->count);
+                t->raw_data.len, (long long)count);
         return NULL;
     }
-    for (int64_t i = 0; i < c->count; i++) c->v[i] = raw_elem(t->raw_data.data + i * es, t->data_type);
+    ox_const *c = ox_const_new(s, is_int, (int)t->n_dims, t->dims);
+    for (int64_t i = 0; i < count; i++) raw_elem(c, i, t->raw_data.data + i * es, t->data_type);
     return c;
 }
 
@@ -336,6 +442,16 @@ static const char *node_label(ox_state *s)
                       n->name && *n->name ? n->name : (n->n_output ? n->output[0] : "?"));
 }
 
+/* Shape inference of the nodes added since the last call only: import
+ * stays linear in the node count (the whole graph after every node was
+ * quadratic). */
+static int infer_new_nodes(ox_state *s)
+{
+    int first = s->inferred;
+    s->inferred = s->g->nnodes;
+    return s->infer(s->g, first);
+}
+
 int ox_add(ox_state *s, ir_op op, const int *src, int nsrc, const ir_attrs *attrs)
 {
     for (int i = 0; i < nsrc; i++)
@@ -346,7 +462,7 @@ int ox_add(ox_state *s, ir_op op, const int *src, int nsrc, const ir_attrs *attr
     n->name = node_label(s);
     n->dtype = AXRT_F32;
     int errors = s->ctx->errors;
-    if (s->infer(s->g) || s->ctx->errors > errors) return IR_NONE;
+    if (infer_new_nodes(s) || s->ctx->errors > errors) return IR_NONE;
     return id;
 }
 
@@ -510,7 +626,7 @@ static bool add_input(ox_state *s, const Onnx__ValueInfoProto *vi)
     ir_add_input(s->g, id);
     ox_val *v = ox_define(s, name);
     v->node = id;
-    return s->infer(s->g) == 0;
+    return infer_new_nodes(s) == 0;
 }
 
 /* The static dims of a declared value, or -1. */
@@ -575,6 +691,8 @@ static bool import_node(ox_state *s, const Onnx__NodeProto *n)
         }
     int errors = s->ctx->errors;
     bool ok = ox_find_op(n->op_type)(s) && s->ctx->errors == errors;
+    if (!ok && s->ctx->errors == errors)   /* a handler that found a required input absent */
+        ox_fail(s, "a required input is empty ('') or missing (%zu inputs given)", n->n_input);
     for (size_t i = 0; ok && i < n->n_output; i++)   /* one that nothing reads may stay undefined */
         if (n->output[i][0] && !ox_lookup(s, n->output[i]) && ox_value_used(s, n->output[i])) {
             ox_unsupported(s, "this output of the node");
@@ -613,15 +731,33 @@ static bool add_outputs(ox_state *s, const Onnx__GraphProto *gp)
     return true;
 }
 
+/* The slot of name in the set of names read (hashed as the value table). */
+static const char **used_slot(ox_state *s, const char *name)
+{
+    size_t i = hash_name(name) & (s->read_cap - 1);
+    while (s->read_names[i] && strcmp(s->read_names[i], name) != 0) i = (i + 1) & (s->read_cap - 1);
+    return &s->read_names[i];
+}
+
+/* The set of every node input and graph output name of gp, built once so
+ * that ox_value_used is a lookup, not a scan of the graph per call. */
+static void collect_used(ox_state *s, const Onnx__GraphProto *gp)
+{
+    size_t n = gp->n_output;
+    for (size_t i = 0; i < gp->n_node; i++) n += gp->node[i]->n_input;
+    s->read_cap = 16;
+    while (s->read_cap < 2 * n + 2) s->read_cap *= 2;
+    s->read_names = calloc(s->read_cap, sizeof *s->read_names);
+    if (!s->read_names) ax_die("out of memory");
+    for (size_t i = 0; i < gp->n_node; i++)
+        for (size_t k = 0; k < gp->node[i]->n_input; k++) *used_slot(s, gp->node[i]->input[k]) = gp->node[i]->input[k];
+    for (size_t i = 0; i < gp->n_output; i++)
+        if (gp->output[i]->name) *used_slot(s, gp->output[i]->name) = gp->output[i]->name;
+}
+
 bool ox_value_used(ox_state *s, const char *name)
 {
-    const Onnx__GraphProto *gp = s->graph;
-    for (size_t i = 0; gp && i < gp->n_node; i++)
-        for (size_t k = 0; k < gp->node[i]->n_input; k++)
-            if (!strcmp(gp->node[i]->input[k], name)) return true;
-    for (size_t i = 0; gp && i < gp->n_output; i++)
-        if (gp->output[i]->name && !strcmp(gp->output[i]->name, name)) return true;
-    return false;
+    return s->read_names && *used_slot(s, name) != NULL;
 }
 
 static bool import_graph(ox_state *s, const Onnx__GraphProto *gp)
@@ -632,6 +768,7 @@ static bool import_graph(ox_state *s, const Onnx__GraphProto *gp)
     }
     if (!check_ops(s, gp)) return false;
     s->graph = gp;
+    collect_used(s, gp);
     for (size_t i = 0; i < gp->n_initializer; i++) {
         ox_const *c = ox_tensor(s, gp->initializer[i]);
         if (!c) return false;
@@ -653,9 +790,91 @@ static int64_t default_opset(const Onnx__ModelProto *m)
     return 1;
 }
 
+/* ---- nesting bound ------------------------------------------------------- */
+
+/* protobuf-c unpacks a submessage by recursion: a GraphProto in an
+ * attribute of a node of a GraphProto ... 3,000 deep overflows the stack.
+ * Before unpacking, the wire format is scanned along the message fields of
+ * onnx.proto that can nest (graphs in attributes, functions, training info,
+ * sequence/map/optional types); past OX_MAX_NESTING levels it is refused.
+ * The scan recurses at most that deep itself and reads each byte once. */
+#define OX_MAX_NESTING 64
+
+typedef enum {
+    PB_MODEL, PB_GRAPH, PB_NODE, PB_ATTR, PB_TENSOR, PB_SPARSE, PB_VALUE_INFO, PB_TYPE,
+    PB_TYPE_ELEM1, PB_TYPE_ELEM2, PB_FUNCTION, PB_TRAINING, PB_LEAF
+} pb_kind;
+
+/* The message kind of field number f of a message of kind k (PB_LEAF: a
+ * message that nests nothing further, or not a message). */
+static pb_kind pb_field_kind(pb_kind k, uint64_t f)
+{
+    switch (k) {
+    case PB_MODEL: return f == 7 ? PB_GRAPH : f == 25 ? PB_FUNCTION : f == 20 ? PB_TRAINING : PB_LEAF;
+    case PB_GRAPH: return f == 1 ? PB_NODE : f == 5 ? PB_TENSOR : f == 15 ? PB_SPARSE
+                        : f == 11 || f == 12 || f == 13 ? PB_VALUE_INFO : PB_LEAF;
+    case PB_NODE: return f == 5 ? PB_ATTR : PB_LEAF;
+    case PB_ATTR: return f == 5 || f == 10 ? PB_TENSOR : f == 6 || f == 11 ? PB_GRAPH
+                       : f == 22 || f == 23 ? PB_SPARSE : f == 14 || f == 15 ? PB_TYPE : PB_LEAF;
+    case PB_SPARSE: return f == 1 || f == 2 ? PB_TENSOR : PB_LEAF;
+    case PB_VALUE_INFO: return f == 2 ? PB_TYPE : PB_LEAF;
+    case PB_TYPE: return f == 4 || f == 9 ? PB_TYPE_ELEM1 : f == 5 ? PB_TYPE_ELEM2 : PB_LEAF;
+    case PB_TYPE_ELEM1: return f == 1 ? PB_TYPE : PB_LEAF;   /* sequence, optional: elem_type */
+    case PB_TYPE_ELEM2: return f == 2 ? PB_TYPE : PB_LEAF;   /* map: value_type */
+    case PB_FUNCTION: return f == 4 ? PB_NODE : f == 11 ? PB_ATTR : f == 12 ? PB_VALUE_INFO : PB_LEAF;
+    case PB_TRAINING: return f == 1 || f == 2 ? PB_GRAPH : PB_LEAF;
+    default: return PB_LEAF;
+    }
+}
+
+static bool pb_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    *v = 0;
+    for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
+        *v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) return true;
+    }
+    return false;
+}
+
+/* The deepest nesting of the message of kind k in [p, end), depth levels
+ * above it; stops (returning more than OX_MAX_NESTING) once past the bound.
+ * Malformed bytes end the scan: protobuf-c reports them. */
+static int pb_depth(const uint8_t *p, const uint8_t *end, pb_kind k, int depth)
+{
+    int deepest = depth;
+    while (p < end && deepest <= OX_MAX_NESTING) {
+        uint64_t key, v;
+        if (!pb_varint(&p, end, &key)) break;
+        switch (key & 7) {
+        case 0: if (!pb_varint(&p, end, &v)) return deepest; break;
+        case 1: if (end - p < 8) return deepest; p += 8; break;
+        case 5: if (end - p < 4) return deepest; p += 4; break;
+        case 2: {
+            if (!pb_varint(&p, end, &v) || v > (uint64_t)(end - p)) return deepest;
+            pb_kind sub = pb_field_kind(k, key >> 3);
+            if (sub != PB_LEAF) {
+                int d = pb_depth(p, p + v, sub, depth + 1);
+                if (d > deepest) deepest = d;
+            }
+            p += v;
+            break;
+        }
+        default: return deepest;   /* groups: protobuf-c refuses them */
+        }
+    }
+    return deepest;
+}
+
 ir_graph *onnx_import(ax_ctx *ctx, const char *path, const void *bytes, size_t len,
                       onnx_infer_fn infer)
 {
+    if (len && pb_depth(bytes, (const uint8_t *)bytes + len, PB_MODEL, 0) > OX_MAX_NESTING) {
+        ax_error(ctx, ax_noloc(), "'%s' nests graphs, attributes or types more than %d messages deep "
+                 "(refused before parsing)", path, OX_MAX_NESTING);
+        return NULL;
+    }
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, bytes);
     if (!m || !m->graph) {
         ax_error(ctx, ax_noloc(), "'%s' is not a valid ONNX model (truncated or not a ModelProto)",
@@ -674,6 +893,7 @@ ir_graph *onnx_import(ax_ctx *ctx, const char *path, const void *bytes, size_t l
     else
         import_graph(&s, m->graph);
     free(s.vals);
+    free(s.read_names);
     onnx__model_proto__free_unpacked(m, NULL);
     if (ctx->errors > errors) {
         ir_graph_free_nodes(s.g);

@@ -16,13 +16,17 @@
  * computed constants are an error (initializers may be larger). */
 #define OX_MAX_FOLD ((int64_t)1 << 20)
 
-/* A tensor known at import: an initializer, a Constant, or folded. */
+/* A tensor known at import: an initializer, a Constant, or folded.  An
+ * integer tensor's values are iv, exact in int64 (never through double:
+ * INT64_MAX as a Slice end or a Trilu k stays INT64_MAX); v holds every
+ * tensor's values as double for the float uses (params, scales). */
 typedef struct ox_const {
     bool is_int;                  /* integer (or bool) element type */
     int rank;
     int64_t shape[IR_MAX_RANK];
     int64_t count;
-    double *v;                    /* count values (int64 exact up to 2^53) */
+    double *v;                    /* count values as double */
+    int64_t *iv;                  /* count values when is_int, else NULL */
     int node;                     /* its param node once materialised, else IR_NONE */
 } ox_const;
 
@@ -48,6 +52,9 @@ typedef struct ox_state {
     const Onnx__NodeProto *node;  /* the node being imported (messages) */
     const Onnx__GraphProto *graph; /* the graph being imported (declared shapes) */
     int counter;                  /* for generated parameter names */
+    int inferred;                 /* nodes of g whose shapes are inferred (ox_add) */
+    const char **read_names;      /* open-addressing set of the names nodes and outputs read */
+    size_t read_cap;
 } ox_state;
 
 /* ---- onnx_import.c ---- */
@@ -63,6 +70,16 @@ bool ox_value_used(ox_state *s, const char *name);
 void ox_fail(ox_state *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ox_unsupported(ox_state *s, const char *what);
 ox_const *ox_const_new(ox_state *s, bool is_int, int rank, const int64_t *shape);
+/* Element i of integer constant c set to x (iv exact, v its double). */
+void ox_set_int(ox_const *c, int64_t i, int64_t x);
+/* Element si of src copied to element di of dst (the same is_int). */
+void ox_copy_elem(ox_const *dst, int64_t di, const ox_const *src, int64_t si);
+/* Element i of c as an int64: exact for an integer tensor; a float one
+ * truncated when finite and in range, else a located error and false. */
+bool ox_int_at(ox_state *s, const ox_const *c, int64_t i, int64_t *out);
+/* x truncated to int64 when it is finite and in range (no undefined
+ * conversion), else false. */
+bool ox_double_to_int(double x, int64_t *out);
 /* Adds a node after inferring shapes; IR_NONE after an error. */
 int ox_add(ox_state *s, ir_op op, const int *src, int nsrc, const ir_attrs *attrs);
 /* transpose(x, perm), composed with x's own transpose; x when the identity. */

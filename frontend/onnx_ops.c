@@ -70,7 +70,8 @@ static int const_ints(ox_state *s, ox_val *v, int64_t *out, int max)
         ox_fail(s, "'%s' has %lld values (at most %d)", v->name, (long long)v->c->count, max);
         return -1;
     }
-    for (int64_t i = 0; i < v->c->count; i++) out[i] = (int64_t)v->c->v[i];
+    for (int64_t i = 0; i < v->c->count; i++)
+        if (!ox_int_at(s, v->c, i, &out[i])) return -1;
     return (int)v->c->count;
 }
 
@@ -98,6 +99,26 @@ static bool norm_axes(ox_state *s, int64_t *axes, int n, int rank)
         seen[axes[i]] = true;
     }
     return true;
+}
+
+/* An int64 attribute value v narrowed to the IR's int when lo <= v <= hi
+ * (checked before the narrowing: 2^32 + 1 must not become 1). */
+static bool narrow_int(int64_t v, int lo, int hi, int *out)
+{
+    if (v < lo || v > hi) return false;
+    *out = (int)v;
+    return true;
+}
+
+/* The first element of constant v as an int64 (a located error when it has
+ * none or is not an integer). */
+static bool const_int0(ox_state *s, ox_val *v, int64_t *out)
+{
+    if (!v->c->count) {
+        ox_fail(s, "'%s' has no value", v->name);
+        return false;
+    }
+    return ox_int_at(s, v->c, 0, out);
 }
 
 static int64_t numel(const int64_t *shape, int rank)
@@ -227,7 +248,6 @@ static double f_add(double a, double b) { return a + b; }
 static double f_sub(double a, double b) { return a - b; }
 static double f_mul(double a, double b) { return a * b; }
 static double f_div(double a, double b) { return a / b; }
-static double f_idiv(double a, double b) { return b == 0 ? 0 : (double)((int64_t)a / (int64_t)b); }
 static double f_pow(double a, double b) { return pow(a, b); }
 static double f_eq(double a, double b) { return a == b; }
 static double f_lt(double a, double b) { return a < b; }
@@ -244,6 +264,42 @@ static double f_mod(double a, double b)
 {
     double r = f_fmod(a, b);
     return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
+
+/* f on integers, exact in int64 (two's complement wrap on overflow, as
+ * ONNX runtimes compute; a division by zero gives 0): *r, or false when f
+ * has no integer form (Pow with a negative exponent). */
+static bool int_binary(binary_fn f, int64_t a, int64_t b, int64_t *r)
+{
+    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+    if (f == f_add) *r = (int64_t)(ua + ub);
+    else if (f == f_sub) *r = (int64_t)(ua - ub);
+    else if (f == f_mul) *r = (int64_t)(ua * ub);
+    else if (f == f_div || f == f_fmod || f == f_mod) {
+        if (b == 0) *r = 0;
+        else if (b == -1) *r = f == f_div ? (int64_t)(0 - ua) : 0;   /* INT64_MIN / -1 wraps */
+        else if (f == f_div) *r = a / b;
+        else {
+            *r = a % b;
+            if (f == f_mod && *r != 0 && (*r < 0) != (b < 0)) *r += b;
+        }
+    } else if (f == f_pow) {
+        if (b < 0) return false;
+        uint64_t p = 1;
+        for (; ub; ub >>= 1, ua *= ua)
+            if (ub & 1) p *= ua;
+        *r = (int64_t)p;
+    } else if (f == f_eq) *r = a == b;
+    else if (f == f_lt) *r = a < b;
+    else if (f == f_gt) *r = a > b;
+    else if (f == f_le) *r = a <= b;
+    else if (f == f_ge) *r = a >= b;
+    else if (f == f_min) *r = a < b ? a : b;
+    else if (f == f_max) *r = a > b ? a : b;
+    else if (f == f_and) *r = a != 0 && b != 0;
+    else if (f == f_or) *r = a != 0 || b != 0;
+    else return false;
+    return true;
 }
 
 static bool broadcast_shape(ox_state *s, const ox_const *const *c, int n, int64_t *out, int *rank)
@@ -288,12 +344,19 @@ static ox_const *fold_binary(ox_state *s, const ox_const *a, const ox_const *b, 
     int64_t shape[IR_MAX_RANK];
     int rank;
     if (!broadcast_shape(s, cs, 2, shape, &rank)) return NULL;
-    bool is_int = logical || (a->is_int && b->is_int);
-    if (f == f_div && is_int) f = f_idiv;
+    bool is_int = logical || (a->is_int && b->is_int), exact = a->is_int && b->is_int;
     ox_const *r = fold_new(s, is_int, rank, shape);
     if (!r) return NULL;
-    for (int64_t i = 0; i < r->count; i++)
-        r->v[i] = f(a->v[bcast_index(a, shape, rank, i)], b->v[bcast_index(b, shape, rank, i)]);
+    for (int64_t i = 0; i < r->count; i++) {
+        int64_t ia = bcast_index(a, shape, rank, i), ib = bcast_index(b, shape, rank, i), x;
+        if (exact && int_binary(f, a->iv[ia], b->iv[ib], &x)) ox_set_int(r, i, x);
+        else if (!is_int) r->v[i] = f(a->v[ia], b->v[ib]);
+        else if (ox_double_to_int(f(a->v[ia], b->v[ib]), &x)) ox_set_int(r, i, x);
+        else {
+            ox_fail(s, "an integer result out of the int64 range");
+            return NULL;
+        }
+    }
     return r;
 }
 
@@ -311,7 +374,7 @@ static bool op_constant(ox_state *s)
     }
     if ((a = ox_attr(s, "value_int")) && a->has_i) {
         ox_const *c = ox_const_new(s, true, 0, &one);
-        c->v[0] = (double)a->i;
+        ox_set_int(c, 0, a->i);
         return set_const(s, 0, c);
     }
     if ((a = ox_attr(s, "value_floats")) || (a = ox_attr(s, "value_ints"))) {
@@ -319,7 +382,10 @@ static bool op_constant(ox_state *s)
         int64_t n = is_int ? (int64_t)a->n_ints : (int64_t)a->n_floats;
         ox_const *c = fold_new(s, is_int, 1, &n);
         if (!c) return false;
-        for (int64_t i = 0; i < n; i++) c->v[i] = is_int ? (double)a->ints[i] : a->floats[i];
+        for (int64_t i = 0; i < n; i++) {
+            if (is_int) ox_set_int(c, i, a->ints[i]);
+            else c->v[i] = a->floats[i];
+        }
         return set_const(s, 0, c);
     }
     ox_unsupported(s, "a Constant without a tensor, float or int value");
@@ -340,7 +406,7 @@ static bool op_shape(ox_state *s)
     end = end < start ? start : end > rank ? rank : end;
     int64_t n = end - start;
     ox_const *c = ox_const_new(s, true, 1, &n);
-    for (int64_t i = 0; i < n; i++) c->v[i] = (double)shape[start + i];
+    for (int64_t i = 0; i < n; i++) ox_set_int(c, i, shape[start + i]);
     return set_const(s, 0, c);
 }
 
@@ -352,7 +418,7 @@ static bool op_size(ox_state *s)
     int64_t shape[IR_MAX_RANK];
     int rank = ox_shape(s, x, shape);
     ox_const *c = ox_const_new(s, true, 0, shape);
-    c->v[0] = (double)numel(shape, rank);
+    ox_set_int(c, 0, numel(shape, rank));
     return set_const(s, 0, c);
 }
 
@@ -385,7 +451,7 @@ static bool op_constant_of_shape(ox_state *s)
     if (a && !val) return false;
     ox_const *c = fold_new(s, val ? val->is_int : false, rank, shape);
     if (!c) return false;
-    for (int64_t i = 0; i < c->count; i++) c->v[i] = val && val->count ? val->v[0] : 0;
+    for (int64_t i = 0; val && val->count && i < c->count; i++) ox_copy_elem(c, i, val, 0);
     return set_const(s, 0, c);
 }
 
@@ -397,10 +463,26 @@ static bool op_range(ox_state *s)
         ox_unsupported(s, "a Range whose bounds are not constants");
         return false;
     }
+    ox_val *const bounds[3] = {a, b, d};
+    for (int i = 0; i < 3; i++)
+        if (!bounds[i]->c->count) { ox_fail(s, "'%s' has no value", bounds[i]->name); return false; }
+    if (a->c->is_int && b->c->is_int && d->c->is_int) {   /* exact: max(ceil((limit - start) / delta), 0) */
+        int64_t start = a->c->iv[0], limit = b->c->iv[0], delta = d->c->iv[0], count = 0;
+        if (delta != 0 && (delta > 0 ? limit > start : limit < start)) {
+            uint64_t span = delta > 0 ? (uint64_t)limit - (uint64_t)start : (uint64_t)start - (uint64_t)limit;
+            uint64_t step = delta > 0 ? (uint64_t)delta : 0 - (uint64_t)delta;
+            uint64_t n = span / step + (span % step != 0);
+            count = n > (uint64_t)OX_MAX_FOLD ? OX_MAX_FOLD + 1 : (int64_t)n;
+        }
+        ox_const *c = fold_new(s, true, 1, &count);
+        if (!c) return false;
+        for (int64_t i = 0; i < count; i++) ox_set_int(c, i, (int64_t)((uint64_t)start + (uint64_t)i * (uint64_t)delta));
+        return set_const(s, 0, c);
+    }
     double start = a->c->v[0], limit = b->c->v[0], delta = d->c->v[0];
     double n = delta == 0 ? -1 : ceil((limit - start) / delta);
-    int64_t count = n < 0 ? 0 : (int64_t)n;
-    ox_const *c = fold_new(s, a->c->is_int, 1, &count);
+    int64_t count = !(n > 0) ? 0 : n > (double)OX_MAX_FOLD ? OX_MAX_FOLD + 1 : (int64_t)n;
+    ox_const *c = fold_new(s, false, 1, &count);
     if (!c) return false;
     for (int64_t i = 0; i < count; i++) c->v[i] = start + (double)i * delta;
     return set_const(s, 0, c);
@@ -431,6 +513,20 @@ static const unary_row unary_rows[] = {
     {"Sign", IR_OP_sign, u_sign}, {"Mish", IR_OP_mish, NULL}, {"Gelu", IR_OP_gelu, NULL},
 };
 
+/* f on an integer, exact in int64 (negation wraps): *r, or false when f
+ * has no integer form. */
+static bool int_unary(double (*f)(double), int64_t x, int64_t *r)
+{
+    if (f == u_neg) *r = (int64_t)(0 - (uint64_t)x);
+    else if (f == fabs) *r = x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+    else if (f == u_relu) *r = x > 0 ? x : 0;
+    else if (f == u_sign) *r = x > 0 ? 1 : x < 0 ? -1 : 0;
+    else if (f == u_not) *r = x == 0;
+    else if (f == floor || f == ceil || f == nearbyint) *r = x;
+    else return false;
+    return true;
+}
+
 /* Gelu (opset 20): approximate "none" is the IR's gelu (erf), "tanh" its
  * gelu_tanh; any other value is refused. */
 static ir_op gelu_op(ox_state *s)
@@ -453,9 +549,15 @@ static bool op_unary(ox_state *s)
     ox_val *x = IN(0);
     if (!ok || !x) return false;
     if (x->c && r->fold) {
-        ox_const *c = fold_new(s, x->c->is_int && r->fold != u_sigmoid, x->c->rank, x->c->shape);
+        bool is_int = x->c->is_int && r->fold != u_sigmoid;
+        ox_const *c = fold_new(s, is_int, x->c->rank, x->c->shape);
         if (!c) return false;
-        for (int64_t i = 0; i < c->count; i++) c->v[i] = r->fold(x->c->v[i]);
+        for (int64_t i = 0; i < c->count; i++) {
+            int64_t k;
+            if (!is_int) c->v[i] = r->fold(x->c->v[i]);
+            else if (int_unary(r->fold, x->c->iv[i], &k) || ox_double_to_int(r->fold(x->c->v[i]), &k)) ox_set_int(c, i, k);
+            else { ox_fail(s, "an integer result out of the int64 range"); return false; }
+        }
         return set_const(s, 0, c);
     }
     if (r->op == IR_OP_COUNT) {
@@ -586,7 +688,10 @@ static bool op_variadic(ox_state *s)
         if (c && mean) {
             ox_const *r = fold_new(s, c->is_int, c->rank, c->shape);
             if (!r) return false;
-            for (int64_t i = 0; i < c->count; i++) r->v[i] = c->v[i] / NIN;
+            for (int64_t i = 0; i < c->count; i++) {
+                if (c->is_int) ox_set_int(r, i, c->iv[i] / NIN);
+                else r->v[i] = c->v[i] / NIN;
+            }
             c = r;
         }
         return set_const(s, 0, c);
@@ -604,6 +709,21 @@ static bool op_variadic(ox_state *s)
     return set_node(s, 0, ox_add(s, IR_OP_mul, src, 2, NULL), cur.nhwc);
 }
 
+/* x wrapped to ONNX integer type to (two's complement, as a C cast to it;
+ * a UINT64 keeps its bits in the int64). */
+static int64_t cast_int(int64_t x, int64_t to)
+{
+    switch (to) {
+    case 2: return (uint8_t)x;
+    case 3: return (int8_t)(uint8_t)x;
+    case 4: return (uint16_t)x;
+    case 5: return (int16_t)(uint16_t)x;
+    case 6: return (int32_t)(uint32_t)x;
+    case 12: return (uint32_t)x;
+    default: return x;
+    }
+}
+
 static bool op_cast(ox_state *s)
 {
     bool ok = true;
@@ -618,8 +738,13 @@ static bool op_cast(ox_state *s)
     if (x->c) {
         ox_const *c = fold_new(s, to_int, x->c->rank, x->c->shape);
         if (!c) return false;
-        for (int64_t i = 0; i < c->count; i++)
-            c->v[i] = to == 9 ? x->c->v[i] != 0 : to_int ? trunc(x->c->v[i]) : (double)(float)x->c->v[i];
+        for (int64_t i = 0; i < c->count; i++) {
+            int64_t k;
+            if (!to_int) c->v[i] = to == 11 ? x->c->v[i] : (double)(float)x->c->v[i];
+            else if (to == 9) ox_set_int(c, i, x->c->v[i] != 0);
+            else if (x->c->is_int || ox_double_to_int(x->c->v[i], &k)) ox_set_int(c, i, cast_int(x->c->is_int ? x->c->iv[i] : k, to));
+            else { ox_fail(s, "the value %g is not an integer in the int64 range", x->c->v[i]); return false; }
+        }
         return set_const(s, 0, c);
     }
     if (to_int || ir_at(s->g, x->node)->dtype != AXRT_F32) {
@@ -655,8 +780,10 @@ static int reshape_target(ox_state *s, const int64_t *in, int rin, int *rout, in
                 out[i] = in[i];
             }
             if (out[i] == -1 && neg < 0) neg = i;
-            else if (out[i] < 0) { ox_fail(s, "shape has a bad dimension"); return -1; }
-            else known *= out[i];
+            else if (out[i] < 0 || __builtin_mul_overflow(known, out[i], &known)) {
+                ox_fail(s, "shape has a bad dimension");
+                return -1;
+            }
         }
         if (neg >= 0) out[neg] = known ? numel(in, rin) / known : 0;
         if (numel(out, n) != numel(in, rin)) { ox_fail(s, "cannot reshape %lld elements into that shape", (long long)numel(in, rin)); return -1; }
@@ -714,8 +841,10 @@ static bool op_transpose(ox_state *s)
     int64_t shape[IR_MAX_RANK], p[IR_MAX_RANK];
     int rank = ox_shape(s, x, shape), perm[IR_MAX_RANK];
     int np = ox_attr_ints(s, "perm", p, IR_MAX_RANK);
-    for (int i = 0; i < rank; i++) perm[i] = np < 0 ? rank - 1 - i : (int)p[i];
     if (np >= 0 && np != rank) { ox_fail(s, "perm has %d entries for rank %d", np, rank); return false; }
+    for (int i = 0; i < rank; i++)
+        if (np >= 0 && !narrow_int(p[i], 0, rank - 1, &perm[i])) { ox_fail(s, "perm is not a permutation"); return false; }
+        else if (np < 0) perm[i] = rank - 1 - i;
     bool used[IR_MAX_RANK] = {0};
     for (int i = 0; i < rank; i++) {
         if (perm[i] < 0 || perm[i] >= rank || used[perm[i]]) { ox_fail(s, "perm is not a permutation"); return false; }
@@ -727,11 +856,11 @@ static bool op_transpose(ox_state *s)
         ox_const *c = fold_new(s, x->c->is_int, rank, out);
         if (!c) return false;
         int64_t istride[IR_MAX_RANK];
-        for (int i = rank - 1, st = 1; i >= 0; i--) { istride[i] = st; st *= (int)shape[i]; }
+        for (int64_t i = rank - 1, st = 1; i >= 0; i--) { istride[i] = st; st *= shape[i]; }
         for (int64_t f = 0; f < c->count; f++) {
             int64_t rem = f, src = 0;
             for (int i = rank - 1; i >= 0; i--) { src += (rem % out[i]) * istride[perm[i]]; rem /= out[i]; }
-            c->v[f] = x->c->v[src];
+            ox_copy_elem(c, f, x->c, src);
         }
         return set_const(s, 0, c);
     }
@@ -768,8 +897,7 @@ static bool op_concat(ox_state *s)
             for (int i = 0; i < NIN; i++) {
                 int64_t n = v[i]->c->shape[axis] * inner;
                 if (o * n + n > v[i]->c->count) { ox_fail(s, "inputs of different shapes"); return false; }
-                memcpy(c->v + k, v[i]->c->v + o * n, sizeof *c->v * (size_t)n);
-                k += n;
+                for (int64_t j = 0; j < n; j++) ox_copy_elem(c, k++, v[i]->c, o * n + j);
             }
         return set_const(s, 0, c);
     }
@@ -800,9 +928,10 @@ static bool op_gather(ox_state *s)
     if (!ix->c) { ox_unsupported(s, "a Gather of computed indices from a computed tensor"); return false; }
     int64_t m = ix->c->count, *idx = ax_alloc(s->ctx->arena, sizeof *idx * (size_t)(m ? m : 1));
     for (int64_t i = 0; i < m; i++) {
-        idx[i] = (int64_t)ix->c->v[i];
+        if (!ox_int_at(s, ix->c, i, &idx[i])) return false;
+        int64_t given = idx[i];
         if (idx[i] < 0) idx[i] += shape[axis];
-        if (idx[i] < 0 || idx[i] >= shape[axis]) { ox_fail(s, "index %lld out of range", (long long)ix->c->v[i]); return false; }
+        if (idx[i] < 0 || idx[i] >= shape[axis]) { ox_fail(s, "index %lld out of range", (long long)given); return false; }
     }
     int64_t out[IR_MAX_RANK];
     int rout = 0;
@@ -816,7 +945,7 @@ static bool op_gather(ox_state *s)
         int64_t inner = numel(shape + axis + 1, rank - (int)axis - 1), outer = numel(shape, (int)axis), k = 0;
         for (int64_t o = 0; o < outer; o++)
             for (int64_t i = 0; i < m; i++)
-                for (int64_t j = 0; j < inner; j++) c->v[k++] = x->c->v[(o * shape[axis] + idx[i]) * inner + j];
+                for (int64_t j = 0; j < inner; j++) ox_copy_elem(c, k++, x->c, (o * shape[axis] + idx[i]) * inner + j);
         return set_const(s, 0, c);
     }
     int y = select_axis(s, ox_node(s, x), (int)axis, idx, m);
@@ -850,10 +979,13 @@ static bool op_slice(ox_state *s)
         d = shape[a];
         int64_t k = ns >= 0 ? sp[i] : 1, b = st[i], e = en[i];
         if (k == 0) { ox_fail(s, "a step of 0"); return false; }
-        if (b < 0) b += d;
+        if (k < -INT64_MAX) k = -INT64_MAX;   /* the same slice; -k stays defined */
+        if (b < 0) b += d;   /* no overflow: b < 0 <= d */
         if (e < 0) e += d;
-        if (k > 0) { b = b < 0 ? 0 : b > d ? d : b; e = e < 0 ? 0 : e > d ? d : e; len[a] = e > b ? (e - b + k - 1) / k : 0; }
-        else { b = b < 0 ? -1 : b > d - 1 ? d - 1 : b; e = e < -1 ? -1 : e > d - 1 ? d - 1 : e; len[a] = b > e ? (b - e + (-k) - 1) / (-k) : 0; }
+        /* ceil((e - b) / k) as (e - b - 1) / k + 1: the sum e - b + k - 1
+         * overflows for steps near INT64_MAX */
+        if (k > 0) { b = b < 0 ? 0 : b > d ? d : b; e = e < 0 ? 0 : e > d ? d : e; len[a] = e > b ? (e - b - 1) / k + 1 : 0; }
+        else { b = b < 0 ? -1 : b > d - 1 ? d - 1 : b; e = e < -1 ? -1 : e > d - 1 ? d - 1 : e; len[a] = b > e ? (b - e - 1) / -k + 1 : 0; }
         lo[a] = b, step[a] = k;
     }
     if (x->c) {
@@ -862,7 +994,7 @@ static bool op_slice(ox_state *s)
         for (int64_t f = 0; f < c->count; f++) {
             int64_t rem = f, src = 0, stride = 1;
             for (int i = rank - 1; i >= 0; i--) { src += (lo[i] + (rem % len[i]) * step[i]) * stride; rem /= len[i]; stride *= shape[i]; }
-            c->v[f] = x->c->v[src];
+            ox_copy_elem(c, f, x->c, src);
         }
         return set_const(s, 0, c);
     }
@@ -952,8 +1084,10 @@ static bool op_where(ox_state *s)
     if (!broadcast_shape(s, cs, 3, shape, &rank)) return false;
     ox_const *r = fold_new(s, a->c->is_int && b->c->is_int, rank, shape);
     if (!r) return false;
-    for (int64_t i = 0; i < r->count; i++)
-        r->v[i] = c->c->v[bcast_index(c->c, shape, rank, i)] != 0 ? a->c->v[bcast_index(a->c, shape, rank, i)] : b->c->v[bcast_index(b->c, shape, rank, i)];
+    for (int64_t i = 0; i < r->count; i++) {
+        const ox_const *pick = c->c->v[bcast_index(c->c, shape, rank, i)] != 0 ? a->c : b->c;
+        ox_copy_elem(r, i, pick, bcast_index(pick, shape, rank, i));
+    }
     return set_const(s, 0, r);
 }
 
@@ -1039,14 +1173,19 @@ static bool window_attrs(ox_state *s, ir_attrs *a, const int64_t *hw, bool *ceil
     int64_t v[8];
     const char *auto_pad = ox_attr_str(s, "auto_pad", "NOTSET");
     int n;
-    if ((n = ox_attr_ints(s, "strides", v, nd)) == nd) for (int i = 0; i < nd; i++) a->stride[o + i] = (int)v[i];
-    else if (n >= 0) goto bad;
-    if ((n = ox_attr_ints(s, "dilations", v, nd)) == nd) for (int i = 0; i < nd; i++) a->dilation[o + i] = (int)v[i];
-    else if (n >= 0) goto bad;
+    if ((n = ox_attr_ints(s, "strides", v, nd)) == nd) {
+        for (int i = 0; i < nd; i++)
+            if (!narrow_int(v[i], 1, 1 << 16, &a->stride[o + i])) goto bad;
+    } else if (n >= 0) goto bad;
+    if ((n = ox_attr_ints(s, "dilations", v, nd)) == nd) {
+        for (int i = 0; i < nd; i++)
+            if (!narrow_int(v[i], 1, 1 << 16, &a->dilation[o + i])) goto bad;
+    } else if (n >= 0) goto bad;
     if (ceil_pad && (a->dilation[0] != 1 || a->dilation[1] != 1)) { ox_unsupported(s, "dilated pooling"); return false; }
-    if ((n = ox_attr_ints(s, "pads", v, 2 * nd)) == 2 * nd)
-        for (int i = 0; i < nd; i++) a->pad[o + i] = (int)v[i], a->pad[o + i + 2] = (int)v[nd + i];
-    else if (n >= 0) goto bad;
+    if ((n = ox_attr_ints(s, "pads", v, 2 * nd)) == 2 * nd) {
+        for (int i = 0; i < nd; i++)
+            if (!narrow_int(v[i], 0, 1 << 16, &a->pad[o + i]) || !narrow_int(v[nd + i], 0, 1 << 16, &a->pad[o + i + 2])) goto bad;
+    } else if (n >= 0) goto bad;
     for (int i = 0; i < 4; i++) if (a->pad[i] < 0 || a->pad[i] > 1 << 16) goto bad;
     for (int i = 0; i < 2; i++) if (a->stride[i] < 1 || a->dilation[i] < 1 || a->stride[i] > 1 << 16 || a->dilation[i] > 1 << 16) goto bad;
     bool upper = !strcmp(auto_pad, "SAME_UPPER"), lower = !strcmp(auto_pad, "SAME_LOWER");
@@ -1074,7 +1213,7 @@ static bool window_attrs(ox_state *s, ir_attrs *a, const int64_t *hw, bool *ceil
     }
     return true;
 bad:
-    ox_unsupported(s, "window attributes of another rank than the op's (strides, dilations, pads)");
+    ox_unsupported(s, "window attributes of another rank than the op's or out of range (strides, dilations, pads)");
     return false;
 }
 
@@ -1104,7 +1243,7 @@ static bool op_conv(ox_state *s)
         return false;
     }
     ir_attrs a = ir_attrs_unset();
-    a.groups = (int)ox_attr_int(s, "group", 1);
+    if (!narrow_int(ox_attr_int(s, "group", 1), 1, INT32_MAX, &a.groups)) { ox_fail(s, "group out of range"); return false; }
     a.kernel[0] = rank == 4 ? (int)ws[2] : 1, a.kernel[1] = (int)ws[rank - 1];
     int64_t hw[2] = {rank == 4 ? xs[2] : 1, xs[rank - 1]};
     if (!window_attrs(s, &a, hw, NULL, rank - 2)) return false;
@@ -1131,12 +1270,14 @@ static int pad_axis(ox_state *s, int x, int ax, int64_t lo, int64_t hi, double v
         int64_t p = side ? hi : lo;
         if (side == 1) src[n++] = x;
         if (!p) continue;
+        if (p < 0 || p > OX_MAX_FOLD) { ox_unsupported(s, "a pad this large"); return IR_NONE; }
         int64_t bs[IR_MAX_RANK];
         int rank = ir_at(s->g, x)->rank;
         memcpy(bs, ir_at(s->g, x)->shape, sizeof bs);
         bs[ax] = p;
-        int64_t cnt = numel(bs, rank);
-        if (cnt > OX_MAX_FOLD) { ox_unsupported(s, "a pad this large"); return IR_NONE; }
+        int64_t cnt = 1;
+        for (int i = 0; i < rank; i++)
+            if (__builtin_mul_overflow(cnt, bs[i], &cnt) || cnt > OX_MAX_FOLD) { ox_unsupported(s, "a pad this large"); return IR_NONE; }
         double *v = ax_alloc(s->ctx->arena, sizeof *v * (size_t)(cnt ? cnt : 1));
         for (int64_t i = 0; i < cnt; i++) v[i] = value;
         src[n++] = ox_param(s, v, rank, bs, NULL);
@@ -1182,8 +1323,8 @@ static bool op_pool(ox_state *s)
     if ((rank != 4 && rank != 3) || ox_attr_ints(s, "kernel_shape", k, 2) != nd) { ox_unsupported(s, "a pool that is not 1-D or 2-D"); return false; }
     if (ox_attr_int(s, "storage_order", 0)) { ox_unsupported(s, "storage_order=1"); return false; }
     if (nd == 1) k[1] = k[0], k[0] = 1;
-    a.kernel[0] = (int)k[0], a.kernel[1] = (int)k[1];
     if (k[0] < 1 || k[1] < 1 || k[0] > 1 << 16 || k[1] > 1 << 16) { ox_fail(s, "bad kernel_shape"); return false; }
+    a.kernel[0] = (int)k[0], a.kernel[1] = (int)k[1];
     int64_t hw[2] = {nd == 2 ? xs[2] : 1, xs[rank - 1]};
     if (!window_attrs(s, &a, hw, &ceil_pad, nd)) return false;
     bool padded = a.pad[0] || a.pad[1] || a.pad[2] || a.pad[3];
@@ -1653,7 +1794,8 @@ static bool op_cumsum(ox_state *s)
     ox_val *xv = IN(0), *av = IN(1);
     if (!ok || !xv || !av) return false;
     if (!av->c) { ox_unsupported(s, "a computed axis"); return false; }
-    int64_t shape[IR_MAX_RANK], axis = (int64_t)av->c->v[0];
+    int64_t shape[IR_MAX_RANK], axis;
+    if (!const_int0(s, av, &axis)) return false;
     int rank = ox_shape(s, xv, shape), x = ox_node(s, xv);
     if (!norm_axis(s, &axis, rank) || x == IR_NONE) return false;
     const int64_t d = shape[axis];
@@ -1678,7 +1820,9 @@ static bool op_trilu(ox_state *s)
     int rank = ox_shape(s, xv, shape), x = ox_node(s, xv);
     if (rank < 2) { ox_fail(s, "Trilu needs a tensor of rank 2 or more, not %d", rank); return false; }
     if (x == IR_NONE) return false;
-    const int64_t k = kv ? (int64_t)kv->c->v[0] : 0, rows = shape[rank - 2], cols = shape[rank - 1];
+    int64_t k = 0;
+    if (kv && !const_int0(s, kv, &k)) return false;   /* exact: k = INT64_MAX keeps nothing (upper) */
+    const int64_t rows = shape[rank - 2], cols = shape[rank - 1];
     const bool upper = ox_attr_int(s, "upper", 1);
     double *mask = ax_alloc(s->ctx->arena, sizeof *mask * (size_t)(rows * cols));
     for (int64_t i = 0; i < rows; i++)
@@ -1766,7 +1910,7 @@ static bool op_rnn(ox_state *s)
     const Onnx__AttributeProto *act = ox_attr(s, "activations");
     bool plain = !strcmp(ox_attr_str(s, "direction", "forward"), "forward") && !ox_attr(s, "clip") &&
                  (!act || (act->n_strings == 1 && act->strings[0].len == 4 && !memcmp(act->strings[0].data, "Tanh", 4)));
-    for (int64_t i = 0; lens && plain && i < (lens->c ? lens->c->count : 0); i++) plain = lens->c->v[i] == seq;
+    for (int64_t i = 0; lens && plain && i < (lens->c ? lens->c->count : 0); i++) plain = lens->c->is_int && lens->c->iv[i] == seq;
     if (!plain || (lens && !lens->c)) {   /* sequence_lens only as constants equal to the length */
         ox_unsupported(s, "an RNN that is not forward tanh with full sequences and no clip");
         return false;
@@ -1881,7 +2025,7 @@ static const char *rnn_unsupported(ox_state *s, bool lstm, int dirs, int64_t seq
     if (lstm && NIN > 7 && s->node->input[7][0]) return "peepholes (input P)";
     if (lens && !lens->c) return "sequence_lens that is not a constant";
     for (int64_t i = 0; lens && i < lens->c->count; i++)
-        if (lens->c->v[i] != (double)seq) return "sequence_lens shorter than the sequence";
+        if (!lens->c->is_int || lens->c->iv[i] != seq) return "sequence_lens shorter than the sequence";
     return NULL;
 }
 
@@ -2021,13 +2165,15 @@ static bool op_pad(ox_state *s)
     if (np >= 0 && s->opset >= 18 && NIN > 3 && s->node->input[3][0] && !pads_of_axes(s, pads, &np, rank)) return false;
     if (np != 2 * rank) { if (!s->ctx->errors) ox_fail(s, "pads has %d values for rank %d", np, rank); return false; }
     ox_val *cv = s->opset >= 11 ? IN(2) : NULL;
-    double value = cv && cv->c && cv->c->count ? cv->c->v[0] : ox_attr_float(s, "value", 0);
+    double value = cv && cv->c && cv->c->count ? cv->c->v[0] : ox_attr_float(s, "value", 0);   /* a float pad value */
     if (cv && !cv->c) { ox_unsupported(s, "a computed pad value"); return false; }
     int y = ox_node(s, xv);
     for (int ax = 0; ax < rank && y != IR_NONE && (edge || reflect || wrap); ax++) {   /* a gather of indices */
-        int64_t lo = pads[ax], hi = pads[ax + rank], d = shape[ax], m = d + lo + hi;
-        if (lo < 0 || hi < 0 || (reflect && (lo >= d || hi >= d)) || m > OX_MAX_FOLD) { ox_unsupported(s, "these pads"); return false; }
+        int64_t lo = pads[ax], hi = pads[ax + rank], d = shape[ax];
         if (!lo && !hi) continue;
+        if (d < 1 || lo < 0 || hi < 0 || lo > OX_MAX_FOLD || hi > OX_MAX_FOLD || d + lo + hi > OX_MAX_FOLD ||
+            (reflect && (lo >= d || hi >= d))) { ox_unsupported(s, "these pads"); return false; }
+        int64_t m = d + lo + hi;
         int64_t *idx = ax_alloc(s->ctx->arena, sizeof *idx * (size_t)m);
         for (int64_t i = 0; i < m; i++) {
             int64_t k = i - lo;
@@ -2078,8 +2224,12 @@ static bool op_depth_space(ox_state *s)
     bool ok = true, d2s = !strcmp(s->node->op_type, "DepthToSpace");
     ox_val *xv = IN(0);
     if (!ok || !xv) return false;
-    int64_t sh[IR_MAX_RANK], b = ox_attr_int(s, "blocksize", 0);
-    if (ox_shape(s, xv, sh) != 4 || b < 1 || (d2s ? sh[1] % (b * b) : (sh[2] % b) || (sh[3] % b))) {
+    int64_t sh[IR_MAX_RANK], b = ox_attr_int(s, "blocksize", 0), bb, big;
+    /* b * b, and the grown dims, checked for overflow (2^62 squared is 0) */
+    bool sane = ox_shape(s, xv, sh) == 4 && b >= 1 && !__builtin_mul_overflow(b, b, &bb) &&
+                (d2s ? !__builtin_mul_overflow(sh[2], b, &big) && !__builtin_mul_overflow(sh[3], b, &big)
+                     : !__builtin_mul_overflow(sh[1], bb, &big));
+    if (!sane || (d2s ? sh[1] % bb : (sh[2] % b) || (sh[3] % b))) {
         ox_fail(s, "needs a 4-D input whose dims the blocksize divides");
         return false;
     }
@@ -2089,7 +2239,7 @@ static bool op_depth_space(ox_state *s)
     int64_t t1[6], out[4];
     int perm[6];
     if (d2s) {
-        int64_t c2 = c / (b * b);
+        int64_t c2 = c / bb;
         if (crd) { int64_t v[6] = {n, c2, b, b, hh, w}; int p[6] = {0, 1, 4, 2, 5, 3}; memcpy(t1, v, sizeof v); memcpy(perm, p, sizeof p); }
         else { int64_t v[6] = {n, b, b, c2, hh, w}; int p[6] = {0, 3, 4, 1, 5, 2}; memcpy(t1, v, sizeof v); memcpy(perm, p, sizeof p); }
         int64_t o[4] = {n, c2, hh * b, w * b};
@@ -2378,8 +2528,10 @@ static bool resize_keep_aspect(ox_state *s, const int *pos, int rank, const int6
     for (int i = 0; i < rank; i++) {
         if (pos[i] < 0) continue;
         scales[i] = scale;
-        out[i] = (int64_t)(scale * (double)shape[i] + 0.5);
-        if (out[i] < 1 || out[i] > ((int64_t)1 << 20)) { ox_fail(s, "bad scale or size"); return false; }
+        if (!ox_double_to_int(scale * (double)shape[i] + 0.5, &out[i]) || out[i] < 1 || out[i] > ((int64_t)1 << 20)) {
+            ox_fail(s, "bad scale or size");
+            return false;
+        }
     }
     return true;
 }
@@ -2441,8 +2593,8 @@ static bool op_resize(ox_state *s)
         else if (sc && sc->c && sc->c->count == want) scales[i] = sc->c->v[k];
         else if (sz && sz->c && sz->c->count == want) scales[i] = sz->c->v[k] / (double)shape[i];
         else { ox_unsupported(s, "scales or sizes that are not constants of the input's rank"); return false; }
-        if (k >= 0) out[i] = sz && sz->c ? (int64_t)sz->c->v[k] : (int64_t)floor(shape[i] * scales[i]);
-        if (scales[i] <= 0 || out[i] < 1 || out[i] > ((int64_t)1 << 20)) { ox_fail(s, "bad scale or size"); return false; }
+        bool known = k < 0 || (sz && sz->c ? ox_int_at(s, sz->c, k, &out[i]) : ox_double_to_int(floor((double)shape[i] * scales[i]), &out[i]));
+        if (!known || !(scales[i] > 0) || out[i] < 1 || out[i] > ((int64_t)1 << 20)) { if (!s->ctx->errors) ox_fail(s, "bad scale or size"); return false; }
     }
     if (sz && !resize_keep_aspect(s, pos, rank, shape, scales, out)) return false;
     if (!resize_antialias_ok(s, &r, rank, scales)) return false;
@@ -2471,23 +2623,30 @@ static bool conv_transpose_attrs(ox_state *s, ir_attrs *a, const int64_t *in, co
 {
     int o = 2 - nd, n;
     int64_t v[8], op[2] = {0, 0}, want[IR_MAX_RANK];
-    if ((n = ox_attr_ints(s, "strides", v, nd)) == nd) for (int i = 0; i < nd; i++) a->stride[o + i] = (int)v[i];
-    else if (n >= 0) goto bad;
-    if ((n = ox_attr_ints(s, "dilations", v, nd)) == nd) for (int i = 0; i < nd; i++) a->dilation[o + i] = (int)v[i];
-    else if (n >= 0) goto bad;
+    if ((n = ox_attr_ints(s, "strides", v, nd)) == nd) {
+        for (int i = 0; i < nd; i++)
+            if (!narrow_int(v[i], 1, 1 << 16, &a->stride[o + i])) goto range;
+    } else if (n >= 0) goto bad;
+    if ((n = ox_attr_ints(s, "dilations", v, nd)) == nd) {
+        for (int i = 0; i < nd; i++)
+            if (!narrow_int(v[i], 1, 1 << 16, &a->dilation[o + i])) goto range;
+    } else if (n >= 0) goto bad;
     if ((n = ox_attr_ints(s, "output_padding", v, nd)) == nd) for (int i = 0; i < nd; i++) op[o + i] = v[i];
     else if (n >= 0) goto bad;
-    if ((n = ox_attr_ints(s, "pads", v, 2 * nd)) == 2 * nd)
-        for (int i = 0; i < nd; i++) a->pad[o + i] = (int)v[i], a->pad[o + i + 2] = (int)v[nd + i];
-    else if (n >= 0) goto bad;
+    if ((n = ox_attr_ints(s, "pads", v, 2 * nd)) == 2 * nd) {
+        for (int i = 0; i < nd; i++)
+            if (!narrow_int(v[i], 0, 1 << 16, &a->pad[o + i]) || !narrow_int(v[nd + i], 0, 1 << 16, &a->pad[o + i + 2])) goto range;
+    } else if (n >= 0) goto bad;
     const char *auto_pad = ox_attr_str(s, "auto_pad", "NOTSET");
     bool upper = !strcmp(auto_pad, "SAME_UPPER"), same = upper || !strcmp(auto_pad, "SAME_LOWER");
     int nshape = ox_attr_ints(s, "output_shape", want, IR_MAX_RANK);
     if (nshape >= 0 && nshape != nd && nshape != nd + 2) goto bad;
+    for (int i = 0; i < nshape; i++)
+        if (want[i] < 0 || want[i] > INT32_MAX) goto range;   /* natural - want stays defined */
     for (int d = o; d < 2; d++) {
         if (a->stride[d] < 1 || a->stride[d] > 1 << 16 || a->dilation[d] < 1 || a->dilation[d] > 1 << 16 ||
             op[d] < 0 || op[d] > 1 << 16 || a->pad[d] < 0 || a->pad[d + 2] < 0 || a->pad[d] > 1 << 16 || a->pad[d + 2] > 1 << 16) {
-            ox_fail(s, "bad strides, dilations, pads or output_padding");
+            ox_fail(s, "bad strides, dilations, pads, output_padding or output_shape");
             return false;
         }
         int64_t natural = a->stride[d] * (in[d] - 1) + op[d] + a->dilation[d] * (k[d] - 1) + 1, lo, hi;
@@ -2509,6 +2668,9 @@ static bool conv_transpose_attrs(ox_state *s, ir_attrs *a, const int64_t *in, co
 bad:
     ox_unsupported(s, "window attributes of another rank than the op's (strides, dilations, pads, output_shape)");
     return false;
+range:
+    ox_fail(s, "bad strides, dilations, pads, output_padding or output_shape");
+    return false;
 }
 
 /* ConvTranspose, 1-D or 2-D: the IR's conv_transpose (torch's
@@ -2525,7 +2687,7 @@ static bool op_conv_transpose(ox_state *s)
         return false;
     }
     ir_attrs a = ir_attrs_unset();
-    a.groups = (int)ox_attr_int(s, "group", 1);
+    if (!narrow_int(ox_attr_int(s, "group", 1), 1, INT32_MAX, &a.groups)) { ox_fail(s, "group out of range"); return false; }
     int64_t hw[2] = {rank == 4 ? xs[2] : 1, xs[rank - 1]}, k[2] = {rank == 4 ? ws[2] : 1, ws[rank - 1]};
     if (a.groups < 1 || xs[1] != ws[0] || xs[1] % a.groups) {
         ox_fail(s, "input has %lld channels, the weight %lld, in %d groups", (long long)xs[1], (long long)ws[0], a.groups);

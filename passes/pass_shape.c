@@ -826,8 +826,13 @@ static bool size_is_sane(ir_graph *g, ir_node *n)
 
 int pass_shape(ir_graph *g)
 {
+    return pass_shape_from(g, 0);
+}
+
+int pass_shape_from(ir_graph *g, int first)
+{
     int errors = 0;
-    for (int id = 0; id < g->nnodes; id++) {
+    for (int id = first < 0 ? 0 : first; id < g->nnodes; id++) {
         ir_node *n = &g->nodes[id];
         if (n->dead || n->rank == IR_FAILED_RANK)   /* lowering could not build it */
             continue;

@@ -29,6 +29,9 @@ typedef enum eltype_mode {
 } eltype_mode;
 
 int pass_shape(ir_graph *g);
+/* pass_shape of nodes first.. only (those before already inferred): what
+ * the ONNX importer runs after each node it adds. */
+int pass_shape_from(ir_graph *g, int first);
 int pass_dtype(ir_graph *g, eltype_mode mode);
 /* Memory plan: which nodes live in the arena and where.  Sources (inputs,
  * params, scalars) never do; nodes that are graph outputs are written

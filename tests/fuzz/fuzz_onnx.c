@@ -1,6 +1,6 @@
 /* fuzz_onnx.c — libFuzzer harness for the ONNX front end: arbitrary bytes as
  * a .onnx file go through the same pipeline as `axc FILE.onnx -o F.c`
- * (onnx_import with pass_shape, pass_dtype, the optimising passes, the
+ * (onnx_import with pass_shape_from, pass_dtype, the optimising passes, the
  * memory plan via axc_build_models) and, when that succeeds, cg_c_emit into
  * memory buffers.  External data is looked up in the working directory (a
  * relative location inside it only).  Diagnostics go to /dev/null: a user
