@@ -432,6 +432,10 @@ static int check_emit(const axc_opts *o)
  * Nesterov momentum only with a positive momentum. */
 static int check_optimizer(const axc_opts *o)
 {
+    if (o->nesterov && o->optimizer != AXC_OPT_sgd) {
+        axc_fail("--nesterov applies to --optimizer=sgd only");
+        return AXC_EUSAGE;
+    }
     const double betas[2] = {o->beta1, o->beta2};
     for (int k = 0; k < 2; k++)
         if (!isnan(betas[k]) && betas[k] >= 1) {
@@ -440,10 +444,6 @@ static int check_optimizer(const axc_opts *o)
         }
     if (o->nesterov && !(o->momentum > 0)) {
         axc_fail("--nesterov needs a positive --momentum (torch.optim refuses it too)");
-        return AXC_EUSAGE;
-    }
-    if (o->nesterov && o->optimizer != AXC_OPT_sgd) {
-        axc_fail("--nesterov applies to --optimizer=sgd only");
         return AXC_EUSAGE;
     }
     return AXC_OK;

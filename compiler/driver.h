@@ -158,15 +158,12 @@ int axc_train_fit_ram(const axc_opts *o, axc_trainer *t);
 void axc_print_remat(const ir_graph *g, size_t before, size_t after, int recomputed, double flops, double extra);
 void axc_note_remat_floor(ir_graph *g, int recomputed, size_t before, size_t after);
 
-/* Reads a .npy for the command line (at most max bytes): the tensor in *t
- * (data in the arena), 0; or prints the problem and returns an exit status. */
-int axc_read_npy(ax_ctx *ctx, const char *path, size_t max, tf_tensor *t);
 
 /* The training and calibration data path (axc train --input/--target,
- * --calibrate): only a regular file, at most AXC_MAX_NPY_BYTES, whose first
- * bytes are the .npy magic, is read (a device, FIFO or directory is refused
- * before any read), then parsed.  `what` names the option in messages. */
-#define AXC_MAX_NPY_BYTES ((size_t)1 << 40)
+ * --calibrate): only a regular file whose first bytes are the .npy magic is
+ * read, exactly its size (a device, FIFO or directory is refused before any
+ * read), then parsed: the tensor in *t (data in the arena), 0; or the
+ * problem printed and an exit status.  `what` names the option. */
 int axc_read_npy_file(ax_ctx *ctx, const char *what, const char *path, tf_tensor *t);
 /* Whether t (a float tensor) holds a NaN or an infinity: the first one's
  * flat index and value. */

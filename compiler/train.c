@@ -35,16 +35,6 @@
 
 const char *const axc_optimizer_names[AXC_OPT_COUNT] = {"sgd", "adam", "adamw", "lion"};
 
-int axc_read_npy(ax_ctx *ctx, const char *path, size_t max, tf_tensor *t)
-{
-    size_t len;
-    char err[256];
-    uint8_t *buf = (uint8_t *)ax_read_file_max(ctx->arena, path, max, &len);
-    if (!buf) { axc_fail("cannot read '%s': %s", path, strerror(errno)); return AXC_EUSAGE; }
-    if (tf_npy_parse(buf, len, t, err, sizeof err)) { axc_fail("%s: %s", path, err); return AXC_EINPUT; }
-    return AXC_OK;
-}
-
 /* Reads all of fd (a regular file of size bytes) into buf; -1 on a short
  * read (the file shrank) or an error. */
 static int read_exactly(int fd, uint8_t *buf, size_t size)
@@ -71,9 +61,6 @@ int axc_read_npy_file(ax_ctx *ctx, const char *what, const char *path, tf_tensor
     if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
         axc_fail("%s '%s' is not a regular file (a .npy file is expected)", what, path);
         rc = AXC_EUSAGE;
-    } else if ((uintmax_t)st.st_size > AXC_MAX_NPY_BYTES) {
-        axc_fail("%s '%s' is larger than %llu bytes", what, path, (unsigned long long)AXC_MAX_NPY_BYTES);
-        rc = AXC_EINPUT;
     } else if (st.st_size < (off_t)sizeof magic || read_exactly(fd, magic, sizeof magic) ||
                memcmp(magic, "\x93NUMPY", sizeof magic)) {
         axc_fail("%s '%s' is not a .npy file (no \\x93NUMPY magic at its start)", what, path);
