@@ -14,12 +14,14 @@
  *              of the arena shares its operand's storage.
  * Outputs whose storage is not their own buffer are copied at the end. */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cg_c.h"
 #include "cg_target.h"
 #include "ir_interp.h"
+#include "ir_names.h"
 
 /* State while emitting one model. */
 typedef struct emitter {
@@ -60,50 +62,32 @@ static const char *ctype(axrt_dtype dtype) { return ir_dtypes[dtype].c_type; }
 
 /* ---- names -------------------------------------------------------------- */
 
-/* The pointers a fused loop declares from storage names (emit_fused): y_
- * and x0_, x1_, ...; a model's argument of that name would be shadowed. */
-static bool is_fused_pointer(const char *name)
-{
-    size_t n = strlen(name);
-    if (!strcmp(name, "y_")) return true;
-    if (n < 3 || name[0] != 'x' || name[n - 1] != '_') return false;
-    for (size_t i = 1; i + 1 < n; i++)
-        if (!isdigit((unsigned char)name[i])) return false;
-    return true;
-}
+/* The names an argument of model g cannot take: the reserved ones
+ * (ir_names.h), those already given to an earlier argument, and those
+ * starting with the model's own symbol prefix (NAME_p3 is a constant the
+ * body reads; an argument of that name would hide it). */
+typedef struct argument_names {
+    const ir_graph *g;
+    const char **taken;
+    int ntaken;
+} argument_names;
 
-static bool is_reserved_word(const char *name)
+static bool argument_clash(const char *id, const void *user)
 {
-    if (is_fused_pointer(name)) return true;
-    static const char *const words[] = {
-        "arena", "status", "state", "step", "auto", "break", "case", "char", "const", "continue", "default",
-        "do", "double", "else", "enum", "extern", "float", "for", "goto", "if", "inline",
-        "int", "long", "register", "restrict", "return", "short", "signed", "sizeof",
-        "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile",
-        "while", "bool", "class", "delete", "new", "this", "template", "typename",
-        "namespace", "private", "public", "protected", "virtual", "operator", "friend",
-        "try", "catch", "throw", "using", "true", "false", "and", "or", "not", "xor",
-        "asm", "mutable", "explicit", "export", "wchar_t", "nullptr", "NULL",
-    };
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-        if (strcmp(name, words[i]) == 0)
+    const argument_names *an = user;
+    if (ir_c_name_reserved(id))
+        return true;
+    for (int i = 0; i < an->ntaken; i++)
+        if (!strcmp(id, an->taken[i]))
             return true;
     return false;
 }
 
-/* A C identifier from name: invalid characters become '_', and a reserved
- * word or a name already in taken[0..ntaken) gets a suffix. */
-static const char *c_identifier(ax_arena *a, const char *name, const char *const *taken,
-                                int ntaken)
+static const char *c_identifier(argument_names *an, const char *name)
 {
-    char *id = ax_sprintf(a, "%s%s", isdigit((unsigned char)name[0]) || !name[0] ? "v" : "", name);
-    for (char *c = id; *c; c++)
-        if (!isalnum((unsigned char)*c) && *c != '_')
-            *c = '_';
-    bool clash = is_reserved_word(id);
-    for (int i = 0; i < ntaken && !clash; i++)
-        clash = strcmp(id, taken[i]) == 0;
-    return clash ? c_identifier(a, ax_sprintf(a, "%s_", id), taken, ntaken) : id;
+    const char *id = ir_identifier(an->g->ctx->arena, name, "v", an->g->name, argument_clash, an);
+    an->taken[an->ntaken++] = id;
+    return id;
 }
 
 /* forward()'s parameter names: inputs, then outputs, all distinct. */
@@ -114,24 +98,18 @@ static void name_arguments(emitter *em)
 
 void cg_argument_names(ir_graph *g, const char ***inputs, const char ***outputs)
 {
-    emitter em_ = {.g = g}, *em = &em_;
-    const char **taken = ax_alloc(arena_of(em), sizeof *taken *
-                                  (size_t)(em->g->ninputs + em->g->noutputs + 1));
-    int ntaken = 0;
-    em->input_names = ax_alloc(arena_of(em), sizeof *em->input_names * (size_t)(em->g->ninputs + 1));
-    em->output_names = ax_alloc(arena_of(em), sizeof *em->output_names * (size_t)(em->g->noutputs + 1));
-    for (int i = 0; i < em->g->ninputs; i++) {
-        const char *name = node_at(em, em->g->inputs[i])->name;
-        em->input_names[i] = c_identifier(arena_of(em), name ? name : "x", taken, ntaken);
-        taken[ntaken++] = em->input_names[i];
+    ax_arena *a = g->ctx->arena;
+    argument_names an = {g, ax_alloc(a, sizeof *an.taken * (size_t)(g->ninputs + g->noutputs + 1)), 0};
+    const char **in = ax_alloc(a, sizeof *in * (size_t)(g->ninputs + 1));
+    const char **out = ax_alloc(a, sizeof *out * (size_t)(g->noutputs + 1));
+    for (int i = 0; i < g->ninputs; i++) {
+        const char *name = g->nodes[g->inputs[i]].name;
+        in[i] = c_identifier(&an, name ? name : "x");
     }
-    for (int i = 0; i < em->g->noutputs; i++) {
-        const char *name = em->g->output_names[i];
-        em->output_names[i] = c_identifier(arena_of(em), name ? name : "y", taken, ntaken);
-        taken[ntaken++] = em->output_names[i];
-    }
-    *inputs = em->input_names;
-    *outputs = em->output_names;
+    for (int i = 0; i < g->noutputs; i++)
+        out[i] = c_identifier(&an, g->output_names[i] ? g->output_names[i] : "y");
+    *inputs = in;
+    *outputs = out;
 }
 
 /* text with every character that could end a C comment or string, form a
@@ -204,6 +182,19 @@ static const ir_node *operand_node(const emitter *em, const ir_node *n, int i)
     return node_at(em, n->src[i]);
 }
 
+/* value as a C99 constant expression of type c_type (float or double):
+ * exact for double, correctly rounded for float; an infinity or a NaN --
+ * which %g would print as a bare inf or nan -- spelled with <math.h>'s
+ * INFINITY and NAN (the generated code includes it). */
+static const char *c_real_text(ax_arena *a, const char *c_type, double value)
+{
+    if (isnan(value))
+        return ax_sprintf(a, "((%s)NAN)", c_type);
+    if (isinf(value))
+        return ax_sprintf(a, "((%s)%sINFINITY)", c_type, value < 0 ? "-" : "");
+    return ax_sprintf(a, "(%s)%.17g", c_type, value);
+}
+
 /* A compute-dtype literal: exact for double, correctly rounded for float;
  * a half type's bits, rounded once to nearest even, with the value in a
  * comment. */
@@ -214,7 +205,7 @@ static const char *real_literal(const emitter *em, axrt_dtype dtype, double valu
         ir_element_set(&bits, dtype, 0, value);
         return ax_sprintf(arena_of(em), "(uint16_t)0x%04x /* %.9g */", bits, value);
     }
-    return ax_sprintf(arena_of(em), "(%s)%.17g", ctype(dtype), value);
+    return c_real_text(arena_of(em), ctype(dtype), value);
 }
 
 static int64_t product(const int64_t *dims, int from, int to)
@@ -1102,7 +1093,7 @@ static const char *formula_text(ax_arena *a, const char *formula, const char *ar
                                 double alpha)
 {
     static const char *const names[] = {"AXC_X", "AXC_T", "AXC_A", "AXC_MATH_"};
-    const char *values[] = {arg, ctype(dtype), ax_sprintf(a, "(%s)%.17g", ctype(dtype), alpha), ""};
+    const char *values[] = {arg, ctype(dtype), c_real_text(a, ctype(dtype), alpha), ""};
     ax_buf text = {0};
     for (const char *c = formula; *c;) {
         int k = 0;
@@ -1413,9 +1404,9 @@ static void emit_dropout(emitter *em, const ir_node *n, const char *y)
         emit_copy(em, n, operand(em, n, 0), y);
         return;
     }
-    ax_buf_printf(OUT, "    axrt_dropout_%s(%s, (const int64_t *)(const void *)%s, %s, %lld, %d, %.17g);\n", SFX,
+    ax_buf_printf(OUT, "    axrt_dropout_%s(%s, (const int64_t *)(const void *)%s, %s, %lld, %d, %s);\n", SFX,
                   operand(em, n, 0), operand(em, n, 1), y, (long long)ir_numel(n), n->attrs.index,
-                  n->attrs.alpha);
+                  c_real_text(arena_of(em), "double", n->attrs.alpha));
 }
 
 /* The one dispatch over ops, generated from ops.def's family column: the
@@ -1556,8 +1547,9 @@ static void emit_profile_table(emitter *em)
                       ir_dtypes[n->dtype].enum_name, n->rank);
         for (int d = 0; d < n->rank; d++)
             ax_buf_printf(em->out, "%s%lld", d ? ", " : "", (long long)n->shape[d]);
-        ax_buf_printf(em->out, "%s}}, %.17g, %.17g, 0, 0},\n", n->rank ? "" : "0",
-                      layer_flops(g, n), ir_node_bytes(g, n));
+        ax_buf_printf(em->out, "%s}}, %s, %s, 0, 0},\n", n->rank ? "" : "0",
+                      c_real_text(arena_of(em), "double", layer_flops(g, n)),
+                      c_real_text(arena_of(em), "double", ir_node_bytes(g, n)));
     }
     ax_buf_printf(em->out, "};\naxrt_layer_hook %s_layer_hook = 0;\n", g->name);
 }

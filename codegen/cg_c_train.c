@@ -250,6 +250,31 @@ static void emit_optim(const train_emit *te, ax_buf *c)
                   h->nesterov ? 1 : 0);
 }
 
+/* The indices an embedding of the step reads straight from an input (the
+ * cross_entropy target's one-hot rows, a token input) checked before
+ * anything writes the state: an index out of range returns NaN with the
+ * state untouched.  The embedding kernel's own check fires too late for
+ * that -- a BatchNorm running statistic or the Dropout counter may already
+ * have been written. */
+static void emit_index_checks(const train_emit *te, ax_buf *c)
+{
+    const ir_graph *g = te->step;
+    for (int id = 0; id < g->nnodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        if (n->dead || n->op != IR_OP_embedding)
+            continue;
+        for (int i = 0; i < g->ninputs; i++) {
+            const ir_node *idx = &g->nodes[g->inputs[i]];
+            if (g->inputs[i] != n->src[0] || (idx->dtype != AXRT_I64 && idx->dtype != AXRT_I32))
+                continue;
+            ax_buf_printf(c, "    for (int64_t i_ = 0; i_ < %lld; i_++)   /* %%%d's rows: the state stays untouched */\n"
+                             "        if (%s[i_] < 0 || %s[i_] >= %lld)\n            return NAN;\n",
+                          (long long)ir_numel(idx), id, te->step_body.input_names[i], te->step_body.input_names[i],
+                          (long long)g->nodes[n->src[1]].shape[0]);
+        }
+    }
+}
+
 static void emit_train_step(const train_emit *te, ax_buf *c)
 {
     const char *loss = te->step_body.output_names[0];
@@ -259,6 +284,7 @@ static void emit_train_step(const train_emit *te, ax_buf *c)
     ax_buf_printf(c, "\n{\n    %s %s[1];\n    const int64_t step = ((const int64_t *)state)[%d] + 1;\n"
                      "    if (arena == NULL)\n        arena = %s_train_arena;\n",
                   ctype_of(te->step->dtype), loss, CG_TRAIN_HEADER_STEPS, te->name);
+    emit_index_checks(te, c);
     if (te->t->dropout_counter != IR_NONE)
         ax_buf_printf(c, "    ((int64_t *)state)[%d] = step;   /* Dropout's counter: seed, step */\n",
                       CG_TRAIN_HEADER_STEP);

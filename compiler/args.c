@@ -428,10 +428,22 @@ static int check_emit(const axc_opts *o)
     return -1;
 }
 
+/* torch.optim's own checks (ValueError there): betas in [0, 1), and
+ * Nesterov momentum only with a positive momentum. */
 static int check_optimizer(const axc_opts *o)
 {
     if (o->nesterov && o->optimizer != AXC_OPT_sgd) {
         axc_fail("--nesterov applies to --optimizer=sgd only");
+        return AXC_EUSAGE;
+    }
+    const double betas[2] = {o->beta1, o->beta2};
+    for (int k = 0; k < 2; k++)
+        if (!isnan(betas[k]) && betas[k] >= 1) {
+            axc_fail("--beta%d expects a number in [0, 1), not %g (torch.optim refuses it too)", k + 1, betas[k]);
+            return AXC_EUSAGE;
+        }
+    if (o->nesterov && !(o->momentum > 0)) {
+        axc_fail("--nesterov needs a positive --momentum (torch.optim refuses it too)");
         return AXC_EUSAGE;
     }
     return AXC_OK;

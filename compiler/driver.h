@@ -101,7 +101,8 @@ typedef struct axc_output {
 } axc_output;
 /* AXC_OK, or AXC_EUSAGE (printed) when an output is the same file (device
  * and inode, or the same name in the same directory) as an input -- the
- * model, --weights, an --input -- or as another output. */
+ * model, --weights, an --input, --target, a --calibrate file -- or as
+ * another output. */
 int axc_check_outputs(const axc_opts *o, const axc_output *outs, int n);
 
 int axc_compile(ax_ctx *ctx, const axc_opts *o);   /* `axc FILE.ax -o OUT` */
@@ -157,9 +158,32 @@ int axc_train_fit_ram(const axc_opts *o, axc_trainer *t);
 void axc_print_remat(const ir_graph *g, size_t before, size_t after, int recomputed, double flops, double extra);
 void axc_note_remat_floor(ir_graph *g, int recomputed, size_t before, size_t after);
 
-/* Reads a .npy for the command line (at most max bytes): the tensor in *t
- * (data in the arena), 0; or prints the problem and returns an exit status. */
-int axc_read_npy(ax_ctx *ctx, const char *path, size_t max, tf_tensor *t);
+
+/* The training and calibration data path (axc train --input/--target,
+ * --calibrate): only a regular file whose first bytes are the .npy magic is
+ * read, exactly its size (a device, FIFO or directory is refused before any
+ * read), then parsed: the tensor in *t (data in the arena), 0; or the
+ * problem printed and an exit status.  `what` names the option. */
+int axc_read_npy_file(ax_ctx *ctx, const char *what, const char *path, tf_tensor *t);
+/* Whether t (a float tensor) holds a NaN or an infinity: the first one's
+ * flat index and value. */
+bool axc_first_nonfinite(const tf_tensor *t, int64_t *index, double *value);
+
+/* One training file of whole batches for an input node of the step's batch
+ * shape, converted to the node's dtype (heap). */
+typedef struct axc_batch_file {
+    const char *path;
+    uint8_t *data;
+    size_t batch_bytes;
+    int64_t batches;
+} axc_batch_file;
+/* t as batches of n (dims after 0 equal, dim 0 a multiple of n's, float
+ * for float): fills *f (free f->data), or prints the problem and returns an
+ * exit status.  The fuzz harness tests/fuzz/fuzz_train_data.c drives it. */
+int axc_train_batches(const tf_tensor *t, const ir_node *n, const char *what, const char *path,
+                      axc_batch_file *f);
+/* cross_entropy's targets: every class index of f within 0..classes-1. */
+int axc_check_classes(const axc_batch_file *f, const ir_node *target, int64_t classes);
 
 /* The source path the generated files name (banner, layer comments): the
  * first --file-prefix-map OLD=NEW whose OLD prefixes the input path rewrites

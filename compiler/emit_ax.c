@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "ir_names.h"
 
 typedef struct ax_printer {
     ir_graph *g;
@@ -47,16 +48,27 @@ static bool taken(const char *id)
     return (id[0] == 't' || id[0] == 'l') && id[1] && strspn(id + 1, "0123456789") == strlen(id + 1);
 }
 
-/* name with every character outside [A-Za-z0-9_] made '_' (and a leading
- * digit prefixed, a taken name suffixed): an identifier of the language. */
-static const char *identifier(ax_arena *a, const char *name)
+/* The identifiers handed out for the function's arguments and results. */
+typedef struct used_names {
+    const char **names;
+    int n;
+} used_names;
+
+static bool name_clash(const char *id, const void *user)
 {
-    size_t n = strlen(name);
-    char *id = ax_alloc(a, n + 3), *d = id;
-    if (!n || isdigit((unsigned char)name[0])) *d++ = '_';
-    for (size_t i = 0; i < n; i++) *d++ = isalnum((unsigned char)name[i]) ? name[i] : '_';
-    *d = 0;
-    if (taken(id)) strcat(id, "_");
+    const used_names *u = user;
+    if (taken(id)) return true;
+    for (int i = 0; u && i < u->n; i++)
+        if (!strcmp(id, u->names[i])) return true;
+    return false;
+}
+
+/* name as an identifier of the language by the shared rule (ir_names.h):
+ * injective over the names recorded in u (NULL: the model's name). */
+static const char *identifier(ax_arena *a, const char *name, used_names *u)
+{
+    const char *id = ir_identifier(a, name, "_", NULL, name_clash, u);
+    if (u) u->names[u->n++] = id;
     return id;
 }
 
@@ -281,13 +293,14 @@ static void print_node(ax_printer *p, int id)
 int axc_emit_ax(ir_graph *g, ax_buf *out)
 {
     ax_printer p = {g, out, ax_alloc(g->ctx->arena, sizeof(char *) * (size_t)(g->nnodes ? g->nnodes : 1)), true};
+    used_names used = {ax_alloc(g->ctx->arena, sizeof(char *) * (size_t)(g->ninputs + g->noutputs + 1)), 0};
     ax_buf_printf(out, "# %s as .ax (axc --emit=ax); parameters: the --save-weights file\n", printable(g->ctx->arena, g->name));
-    ax_buf_printf(out, "@axiom function %s(", identifier(g->ctx->arena, g->name));
+    ax_buf_printf(out, "@axiom function %s(", identifier(g->ctx->arena, g->name, NULL));
     for (int i = 0; i < g->ninputs; i++) {
         ir_node *in = ir_at(g, g->inputs[i]);
         char shape[128];
         if (in->rank == 0) refuse(&p, in, "a rank-0 input (a tensor type of the language has at least one dimension)");
-        p.names[g->inputs[i]] = identifier(g->ctx->arena, in->name ? in->name : "x");
+        p.names[g->inputs[i]] = identifier(g->ctx->arena, in->name ? in->name : "x", &used);
         ax_buf_printf(out, "%s%s::%s%s", i ? ", " : "", p.names[g->inputs[i]], ir_dtype_name(in->dtype),
                       ir_shape_str(in->shape, in->rank, shape, sizeof shape));
     }
@@ -299,7 +312,7 @@ int axc_emit_ax(ir_graph *g, ax_buf *out)
     for (int id = 0; id < g->nnodes; id++)
         if (!ir_at(g, id)->dead && ir_at(g, id)->op != IR_OP_input && ir_at(g, id)->op != IR_OP_param) print_node(&p, id);
     for (int i = 0; i < g->noutputs && p.ok; i++) {
-        const char *name = identifier(g->ctx->arena, g->output_names[i] ? g->output_names[i] : ax_sprintf(g->ctx->arena, "out%d", i));
+        const char *name = identifier(g->ctx->arena, g->output_names[i] ? g->output_names[i] : ax_sprintf(g->ctx->arena, "out%d", i), &used);
         bool renamed = g->output_names[i] && strcmp(name, g->output_names[i]);
         ax_buf_printf(out, "    %s = %s%s%s%s\n", name, p.names[g->outputs[i]], renamed ? "   # ONNX output '" : "",
                       renamed ? printable(g->ctx->arena, g->output_names[i]) : "", renamed ? "'" : "");

@@ -11,6 +11,7 @@
 
 #include "cg_target.h"
 #include "driver.h"
+#include "ir_names.h"
 #include "weights.h"
 #include "onnx.h"
 
@@ -270,11 +271,24 @@ static int build_front_end(ax_ctx *ctx, const axc_opts *o, ir_graph **models, in
     return ctx->errors ? AXC_EINPUT : AXC_OK;
 }
 
+/* Model names the generated code cannot carry (ir_names.h): a located
+ * error.  The ONNX importer mangles file names by the same rule, so only a
+ * name written in the .ax file reaches it. */
+static int check_model_names(ax_ctx *ctx, ir_graph **models, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const char *why = ir_model_name_problem(models[i]->name);
+        if (why) ax_error(ctx, models[i]->loc, "model name '%s' is reserved: %s; rename the model", models[i]->name, why);
+    }
+    return ctx->errors ? AXC_EINPUT : AXC_OK;
+}
+
 int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
 {
     *n = 0;
     const bool onnx = onnx_is_model(o->input);
     int rc = onnx ? import_onnx(ctx, o, models, n) : build_front_end(ctx, o, models, n);
+    if (!rc) rc = check_model_names(ctx, models, *n);
     if (rc) return rc;
     rc = load_params(ctx, o, models, *n, onnx);
     if (rc) return rc;
@@ -302,13 +316,15 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
 
 int axc_check_outputs(const axc_opts *o, const axc_output *outs, int n)
 {
-    const size_t most = 2 + (size_t)o->ninputs;
+    const size_t most = 3 + (size_t)o->ninputs + (size_t)o->ncalib;
     const char **in_opt = calloc(most, sizeof *in_opt), **in_path = calloc(most, sizeof *in_path);
     if (!in_opt || !in_path) ax_out_of_memory(2 * most * sizeof *in_opt);
     int nin = 0, rc = AXC_OK;
     in_opt[nin] = "the model"; in_path[nin++] = o->input;
     if (o->weights) { in_opt[nin] = "--weights"; in_path[nin++] = o->weights; }
     for (int k = 0; k < o->ninputs; k++) { in_opt[nin] = "--input"; in_path[nin++] = o->inputs[k].path; }
+    if (o->target_file) { in_opt[nin] = "--target"; in_path[nin++] = o->target_file; }
+    for (int k = 0; k < o->ncalib; k++) { in_opt[nin] = "--calibrate"; in_path[nin++] = o->calib[k].path; }
     for (int i = 0; i < n && !rc; i++) {
         for (int k = 0; k < nin && !rc; k++)
             if (ax_same_file(outs[i].path, in_path[k])) {

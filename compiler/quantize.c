@@ -39,12 +39,9 @@ static void observe(void *user, int id, double *v, int64_t count)
 /* The --calibrate file for graph input n (index i), checked against it. */
 static int load_one(ax_ctx *ctx, const ir_node *n, const char *path, calib_set *set, int i)
 {
-    size_t len;
-    char err[256];
-    const uint8_t *buf = (const uint8_t *)ax_read_file(ctx->arena, path, &len);
-    if (!buf) { axc_fail("cannot read '%s': %s", path, strerror(errno)); return AXC_EUSAGE; }
     tf_tensor t;
-    if (tf_npy_parse(buf, len, &t, err, sizeof err)) { axc_fail("%s: %s", path, err); return AXC_EUSAGE; }
+    int rc = axc_read_npy_file(ctx, "--calibrate", path, &t);
+    if (rc) return rc;
     bool fits = t.rank == n->rank + 1 && t.dtype == n->dtype;
     for (int d = 0; fits && d < n->rank; d++) fits = t.shape[d + 1] == n->shape[d];
     if (!fits) {
@@ -61,6 +58,15 @@ static int load_one(ax_ctx *ctx, const ir_node *n, const char *path, calib_set *
         axc_fail("--calibrate %s: %s holds %lld samples, the other inputs' files %lld", n->name, path,
                  (long long)t.shape[0], (long long)set->samples);
         return AXC_EUSAGE;
+    }
+    int64_t at;
+    double bad;
+    if (axc_first_nonfinite(&t, &at, &bad)) {   /* one would make a scale infinite and every int8 value 0 */
+        const int64_t per_sample = t.shape[0] ? (int64_t)(t.nbytes / ir_dtypes[t.dtype].size) / t.shape[0] : 1;
+        axc_fail("--calibrate %s: %s holds %g at sample %lld, element %lld (flat index %lld): calibration data "
+                 "must be finite", n->name, path, bad, (long long)(at / per_sample), (long long)(at % per_sample),
+                 (long long)at);
+        return AXC_EINPUT;
     }
     set->samples = t.shape[0];
     set->data[i] = t.data;

@@ -21,69 +21,119 @@
  * runtime (axrt_optim_step_*).  The ops without a gradient rule are listed in
  * pass_grad.c. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "driver.h"
 #include "ir_interp.h"
 
 const char *const axc_optimizer_names[AXC_OPT_COUNT] = {"sgd", "adam", "adamw", "lion"};
 
-int axc_read_npy(ax_ctx *ctx, const char *path, size_t max, tf_tensor *t)
+/* Reads all of fd (a regular file of size bytes) into buf; -1 on a short
+ * read (the file shrank) or an error. */
+static int read_exactly(int fd, uint8_t *buf, size_t size)
 {
-    size_t len;
+    size_t done = 0;
+    while (done < size) {
+        ssize_t n = pread(fd, buf + done, size - done, (off_t)done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) { if (n == 0) errno = EIO; return -1; }
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+int axc_read_npy_file(ax_ctx *ctx, const char *what, const char *path, tf_tensor *t)
+{
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer before the
+     * file-type check refuses it */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) { axc_fail("%s: cannot read '%s': %s", what, path, strerror(errno)); return AXC_EUSAGE; }
+    struct stat st;
+    int rc = AXC_OK;
+    uint8_t magic[6];
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        axc_fail("%s '%s' is not a regular file (a .npy file is expected)", what, path);
+        rc = AXC_EUSAGE;
+    } else if (st.st_size < (off_t)sizeof magic || read_exactly(fd, magic, sizeof magic) ||
+               memcmp(magic, "\x93NUMPY", sizeof magic)) {
+        axc_fail("%s '%s' is not a .npy file (no \\x93NUMPY magic at its start)", what, path);
+        rc = AXC_EINPUT;
+    }
+    if (rc) { close(fd); return rc; }
+    size_t len = (size_t)st.st_size;
+    uint8_t *buf = ax_alloc(ctx->arena, len + 1);
+    if (read_exactly(fd, buf, len)) {
+        axc_fail("%s: cannot read '%s': %s", what, path, strerror(errno));
+        close(fd);
+        return AXC_EUSAGE;
+    }
+    close(fd);
     char err[256];
-    uint8_t *buf = (uint8_t *)ax_read_file_max(ctx->arena, path, max, &len);
-    if (!buf) { axc_fail("cannot read '%s': %s", path, strerror(errno)); return AXC_EUSAGE; }
-    if (tf_npy_parse(buf, len, t, err, sizeof err)) { axc_fail("%s: %s", path, err); return AXC_EINPUT; }
+    if (tf_npy_parse(buf, len, t, err, sizeof err)) { axc_fail("%s '%s': %s", what, path, err); return AXC_EINPUT; }
     return AXC_OK;
 }
 
-/* One file of whole batches for a node of the step's batch shape. */
-typedef struct batch_file {
-    const char *path;
-    uint8_t *data;      /* heap, converted to the node's dtype */
-    size_t batch_bytes;
-    int64_t batches;
-} batch_file;
+bool axc_first_nonfinite(const tf_tensor *t, int64_t *index, double *value)
+{
+    if (!ir_dtype_is_float(t->dtype)) return false;
+    const size_t size = ir_dtypes[t->dtype].size, count = t->nbytes / size;
+    double chunk[256];
+    for (size_t at = 0; at < count; at += 256) {
+        size_t n = count - at < 256 ? count - at : 256;
+        tf_convert(chunk, AXRT_F64, t->data + at * size, t->dtype, n);
+        for (size_t k = 0; k < n; k++)
+            if (!isfinite(chunk[k])) { *index = (int64_t)(at + k); *value = chunk[k]; return true; }
+    }
+    return false;
+}
+
+int axc_train_batches(const tf_tensor *t, const ir_node *n, const char *what, const char *path,
+                      axc_batch_file *f)
+{
+    bool fits = t->rank == n->rank && t->rank > 0 && t->shape[0] > 0 && t->shape[0] % n->shape[0] == 0;
+    for (int d = 1; fits && d < n->rank; d++) fits = t->shape[d] == n->shape[d];
+    char want[128], got[128];
+    if (!fits) {
+        ir_shape_str(n->shape, n->rank, want, sizeof want);
+        ir_shape_str(t->shape, t->rank, got, sizeof got);
+        axc_fail("%s '%s' holds %s but takes whole batches of %s (dim 0 a multiple of %lld)", what, path, got,
+                 want, (long long)n->shape[0]);
+        return AXC_EINPUT;
+    }
+    if (ir_dtype_is_float(t->dtype) != ir_dtype_is_float(n->dtype)) {
+        axc_fail("%s '%s' holds %s values but %s ones are expected", what, path, ir_dtype_name(t->dtype),
+                 ir_dtype_is_float(n->dtype) ? "floating-point" : "integer (Int64 or Int32)");
+        return AXC_EINPUT;
+    }
+    size_t count = 1;
+    for (int d = 0; d < t->rank; d++) count *= (size_t)t->shape[d];
+    f->path = path;
+    f->batches = t->shape[0] / n->shape[0];
+    f->batch_bytes = ir_nbytes(n);
+    f->data = malloc(count * ir_dtypes[n->dtype].size + 1);
+    if (!f->data) ax_out_of_memory(0);
+    tf_convert(f->data, n->dtype, t->data, t->dtype, count);
+    return AXC_OK;
+}
+
+typedef axc_batch_file batch_file;
 
 /* Reads path as batches of node n (dims after 0 equal, dim 0 a multiple). */
 static int load_batches(ax_ctx *ctx, const ir_node *n, const char *what, const char *path, batch_file *f)
 {
     tf_tensor t;
-    int rc = axc_read_npy(ctx, path, ((size_t)1 << 40), &t);
-    if (rc) return rc;
-    bool fits = t.rank == n->rank && t.rank > 0 && t.shape[0] > 0 && t.shape[0] % n->shape[0] == 0;
-    for (int d = 1; fits && d < n->rank; d++) fits = t.shape[d] == n->shape[d];
-    char want[128], got[128];
-    if (!fits) {
-        ir_shape_str(n->shape, n->rank, want, sizeof want);
-        ir_shape_str(t.shape, t.rank, got, sizeof got);
-        axc_fail("%s '%s' holds %s but takes whole batches of %s (dim 0 a multiple of %lld)", what, path, got,
-                 want, (long long)n->shape[0]);
-        return AXC_EINPUT;
-    }
-    if (ir_dtype_is_float(t.dtype) != ir_dtype_is_float(n->dtype)) {
-        axc_fail("%s '%s' holds %s values but %s ones are expected", what, path, ir_dtype_name(t.dtype),
-                 ir_dtype_is_float(n->dtype) ? "floating-point" : "integer (Int64 or Int32)");
-        return AXC_EINPUT;
-    }
-    size_t count = 1;
-    for (int d = 0; d < t.rank; d++) count *= (size_t)t.shape[d];
-    f->path = path;
-    f->batches = t.shape[0] / n->shape[0];
-    f->batch_bytes = ir_nbytes(n);
-    f->data = malloc(count * ir_dtypes[n->dtype].size + 1);
-    if (!f->data) ax_out_of_memory(0);
-    tf_convert(f->data, n->dtype, t.data, t.dtype, count);
-    return AXC_OK;
+    int rc = axc_read_npy_file(ctx, what, path, &t);
+    return rc ? rc : axc_train_batches(&t, n, what, path, f);
 }
 
-/* cross_entropy: every class index within the logits. */
-static int check_classes(const batch_file *f, const ir_node *target, int64_t classes)
+int axc_check_classes(const axc_batch_file *f, const ir_node *target, int64_t classes)
 {
     int64_t count = f->batches * ir_numel(target);
     for (int64_t i = 0; i < count; i++) {
@@ -242,6 +292,20 @@ static void apply_updates(const trainer *t, const axrt_optim *h, void *const *ou
     }
 }
 
+/* The first parameter the last update made non-finite (an overflow in
+ * p - lr * g, a huge --lr), or NULL: such weights are never written. */
+static const char *first_nonfinite_param(const trainer *t)
+{
+    for (int i = 0; i < t->nparams; i++) {
+        const ir_node *p = &t->g->nodes[t->params[i]];
+        size_t n = (size_t)ir_numel(p);
+        tf_convert(t->p, AXRT_F64, p->data, p->dtype, n);
+        for (size_t k = 0; k < n; k++)
+            if (!isfinite(t->p[k])) return p->name;
+    }
+    return NULL;
+}
+
 static double seconds(void)
 {
     struct timespec ts;
@@ -294,6 +358,12 @@ static int run_steps(const axc_opts *o, trainer *t, batch_file *files, int64_t b
             break;
         }
         apply_updates(t, &h, out, step);
+        if ((bad = first_nonfinite_param(t))) {
+            axc_fail("step %ld: the update made parameter '%s' non-finite (the loss was %g; try a smaller --lr); "
+                     "the weights were not written", step, bad, loss);
+            rc = AXC_EINPUT;
+            break;
+        }
         for (int k = 0; k < t->nstats; k++) {   /* running statistics, as computed */
             ir_node *p = &g->nodes[t->stat_param[k]];
             memcpy(p->data, out[1 + k], ir_nbytes(p));
@@ -329,7 +399,7 @@ static int load_files(ax_ctx *ctx, const axc_opts *o, trainer *t, batch_file *fi
     }
     *batches = files[0].batches;
     if (o->loss == PASS_LOSS_cross_entropy)
-        return check_classes(&files[g->ninputs - 1], &g->nodes[t->target], g->nodes[g->outputs[0]].shape[1]);
+        return axc_check_classes(&files[g->ninputs - 1], &g->nodes[t->target], g->nodes[g->outputs[0]].shape[1]);
     return AXC_OK;
 }
 

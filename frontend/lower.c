@@ -78,25 +78,79 @@ void lower_split_args(lower_state *st, const ast_node *call, lower_args *a)
 
 /* ---- scope (function form) ----------------------------------------------- */
 
+long long lower_scope_compares;
+
+static uint64_t name_hash(const char *name)
+{
+    uint64_t h = 1469598103934665603u;   /* FNV-1a */
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++) h = (h ^ *c) * 1099511628211u;
+    return h;
+}
+
+/* The slot of name in the index: its own, or the empty one it would take. */
+static struct lower_scope_slot *index_slot(lower_scope_index *x, const char *name)
+{
+    size_t mask = (size_t)x->cap - 1, i = (size_t)name_hash(name) & mask;
+    while (x->slots[i].name) {
+        lower_scope_compares++;
+        if (strcmp(x->slots[i].name, name) == 0) break;
+        i = (i + 1) & mask;
+    }
+    return &x->slots[i];
+}
+
+static void index_grow(lower_state *st, lower_scope_index *x)
+{
+    struct lower_scope_slot *old = x->slots;
+    int old_cap = x->cap;
+    x->cap = old_cap ? 2 * old_cap : 64;
+    x->slots = ax_alloc(st->ctx->arena, sizeof *x->slots * (size_t)x->cap);
+    memset(x->slots, 0, sizeof *x->slots * (size_t)x->cap);
+    for (int i = 0; i < old_cap; i++)
+        if (old[i].name) *index_slot(x, old[i].name) = old[i];
+}
+
+/* The index of st->scope, with the bindings past nscope unhooked. */
+static lower_scope_index *scope_index(lower_state *st)
+{
+    lower_scope_index *x = st->scope_index;
+    if (!x) {
+        x = st->scope_index = ax_alloc(st->ctx->arena, sizeof *x);
+        memset(x, 0, sizeof *x);
+        index_grow(st, x);
+    }
+    for (; x->covered > st->nscope; x->covered--) {
+        const lower_binding *b = &st->scope[x->covered - 1];
+        index_slot(x, b->name)->top = b->shadowed;
+    }
+    return x;
+}
+
 /* The innermost binding of name, or NULL. */
 static lower_binding *scope_find(lower_state *st, const char *name)
 {
-    for (int i = st->nscope - 1; i >= 0; i--)
-        if (strcmp(st->scope[i].name, name) == 0) return &st->scope[i];
-    return NULL;
+    if (!st->nscope) return NULL;
+    struct lower_scope_slot *slot = index_slot(scope_index(st), name);
+    return slot->name && slot->top >= 0 ? &st->scope[slot->top] : NULL;
 }
 
 /* Binds name to a value node (IR_NONE: a failed value, used silently) or a layer. */
 static void scope_bind(lower_state *st, const char *name, int node, lower_layer *layer)
 {
+    lower_scope_index *x = scope_index(st);
     if (st->nscope == st->scope_cap) {
         st->scope_cap = st->scope_cap ? 2 * st->scope_cap : 16;
         lower_binding *grown = ax_alloc(st->ctx->arena, sizeof *grown * (size_t)st->scope_cap);
         if (st->nscope) memcpy(grown, st->scope, sizeof *grown * (size_t)st->nscope);
         st->scope = grown;
     }
-    lower_binding b = {name, node, layer, false, {false, 0, 0}};
+    if (2 * (x->used + 1) > x->cap) index_grow(st, x);
+    struct lower_scope_slot *slot = index_slot(x, name);
+    if (!slot->name) { slot->name = name; slot->top = -1; x->used++; }
+    lower_binding b = {name, node, layer, false, {false, 0, 0}, slot->top};
+    slot->top = st->nscope;
     st->scope[st->nscope++] = b;
+    x->covered = st->nscope;
 }
 
 static bool is_failed(const lower_binding *b)

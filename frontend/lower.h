@@ -31,4 +31,9 @@ extern const ir_wording lower_ax_wording;
 /* Checks that every -D names a const of the file (warning otherwise). */
 void lower_check_defines(ax_ctx *ctx, const ast_file *f, const ax_define *defs, int ndefs);
 
+/* Name comparisons made by the function-form scope's lookups, all models
+ * so far: linear in the statement count (a hash table; test_lower counts
+ * them, bench/compile_scaling.sh times it). */
+extern long long lower_scope_compares;
+
 #endif

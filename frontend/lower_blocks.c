@@ -64,6 +64,7 @@ static lower_layer *new_composite(lower_state *st, lower_layer_kind kind, const 
 typedef struct saved_scope {
     lower_binding *scope;
     int nscope, cap;
+    lower_scope_index *index;
     lower_layer *instance;
     const ax_context *context;
     int stamp;
@@ -73,9 +74,10 @@ typedef struct saved_scope {
  * consts and blocks). */
 static saved_scope enter_block(lower_state *st)
 {
-    saved_scope s = {st->scope, st->nscope, st->scope_cap, st->instance, st->ctx->context,
+    saved_scope s = {st->scope, st->nscope, st->scope_cap, st->scope_index, st->instance, st->ctx->context,
                      st->stamp};
     st->scope = NULL;
+    st->scope_index = NULL;
     st->nscope = st->scope_cap = 0;
     st->depth++;
     return s;
@@ -86,6 +88,7 @@ static void leave_block(lower_state *st, saved_scope s)
     st->scope = s.scope;
     st->nscope = s.nscope;
     st->scope_cap = s.cap;
+    st->scope_index = s.index;
     st->instance = s.instance;
     st->ctx->context = s.context;
     st->stamp = s.stamp;

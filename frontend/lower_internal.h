@@ -78,7 +78,19 @@ typedef struct lower_binding {
     lower_layer *layer;        /* declared layer, else NULL */
     bool is_num;
     lower_num num;
+    int shadowed;              /* index of the binding of the same name it hides, or -1 */
 } lower_binding;
+
+/* name -> index of its innermost binding in lower_state.scope: a hash table
+ * (open addressing) so a body of N named statements lowers in O(N) rather
+ * than scanning the scope per name.  Bindings cut off by a shrinking nscope
+ * (a loop body's names) are unhooked lazily, innermost first. */
+typedef struct lower_scope_index {
+    struct lower_scope_slot { const char *name; int top; } *slots;
+    int cap, used;              /* cap a power of two; used slots (names) */
+    int covered;                /* scope[0..covered) are in the table */
+} lower_scope_index;
+
 
 /* Evaluation state of one const of the file, per lowered model. */
 typedef enum { CONST_UNSEEN, CONST_BUSY, CONST_OK, CONST_FAILED } lower_const_state;
@@ -95,6 +107,7 @@ typedef struct lower_state {
     lower_num *const_value;
     lower_binding *scope;
     int nscope, scope_cap;
+    lower_scope_index *scope_index;    /* of scope (NULL: none yet) */
     const char **layer_names;          /* every layer created, for duplicates */
     int nlayers, layers_cap;
     int ninline;                       /* inline constructors so far */

@@ -38,6 +38,7 @@ ir_graph *onnx_import(ax_ctx *ctx, const char *path, const void *bytes, size_t l
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ir_names.h"
 #include "onnx_internal.h"
 
 bool onnx_available(void) { return true; }
@@ -561,7 +562,8 @@ int ox_shape(ox_state *s, ox_val *v, int64_t *shape)
 
 /* ---- the model ---------------------------------------------------------- */
 
-/* "resnet18" from ".../resnet18.onnx", made a C identifier. */
+/* "resnet18" from ".../resnet18.onnx", made a C identifier that the generated
+ * code can carry (ir_names.h: "m_" before a reserved one). */
 static const char *model_name(ax_arena *a, const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -571,7 +573,8 @@ static const char *model_name(ax_arena *a, const char *path)
     for (char *c = name; *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
             *c = '_';
-    if (!*name || (*name >= '0' && *name <= '9')) return ax_sprintf(a, "m_%s", name);
+    if (!*name || (*name >= '0' && *name <= '9') || ir_model_name_problem(name))   /* axrt.onnx: m_axrt */
+        return ax_sprintf(a, "m_%s", name);
     return name;
 }
 

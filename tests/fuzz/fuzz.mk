@@ -16,7 +16,7 @@ FUZZ_DIR   := $(B)/fuzz
 FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS := -g -O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link -D_GNU_SOURCE \
                $(AXC_DIRS:%=-I%) -Iruntime -Iruntime/gpu -I$(B)/gen $(if $(HAVE_ONNX),-DAXC_ONNX)
-FUZZ_HARNESSES := frontend safetensors npy $(if $(HAVE_ONNX),onnx)
+FUZZ_HARNESSES := frontend safetensors npy train_data $(if $(HAVE_ONNX),onnx)
 FUZZ_SRC   := $(filter-out compiler/main.c,$(AXC_SRC)) $(RT_SRC) $(wildcard runtime/gpu/*.c)
 FUZZ_OBJ   := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(FUZZ_SRC)) \
               $(FUZZ_DIR)/obj/gen/axc.tab.o $(FUZZ_DIR)/obj/gen/axc.lex.o \

@@ -7,6 +7,7 @@
   opset21.py      what opsets 18-21 changed in mapped ops (Reduce* axes input, Split
                   num_outputs, Pad axes/wrap, Resize axes/policy/antialias) and their
                   new mapped ops (Mish, Gelu, GroupNormalization); the refusals
+  names.py        hostile names and NaN/infinite constants: the generated C compiles (-Werror)
   models.py       torchvision models and a TransformerEncoder exported by
                   torch.onnx.export, compiled to C and compared with PyTorch
 """
@@ -18,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conformance  # noqa: E402
 
 rc = conformance.main()
-for mod in ("hostile", "mapping", "opset21", "models"):
+for mod in ("hostile", "mapping", "opset21", "models", "names"):
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), mod + ".py")
     if os.path.isfile(path):
         rc |= __import__(mod).main()

@@ -178,6 +178,25 @@ static void rebinding_shadows_values(void **state)
     lowered_free(r);
 }
 
+/* Every statement naming a new value (t1 = relu(t0) ...): the scope
+ * lookups compare a bounded number of names per statement (a linear scan
+ * made it quadratic: 4000 statements, about 8 million comparisons). */
+static void named_statements_lower_in_linear_work(void **state)
+{
+    enum { N = 4000 };
+    ax_buf src = {0};
+    ax_buf_puts(&src, "@axiom function f(x::Float32[1, 4])\n    t0 = relu(x)\n");
+    for (int i = 1; i <= N; i++) ax_buf_printf(&src, "    t%d = relu(t%d)\n", i, i - 1);
+    ax_buf_printf(&src, "    return t%d\nend\n", N);
+    long long before = lower_scope_compares;
+    lowered *r = lower_ok(src.data);
+    long long compares = lower_scope_compares - before;
+    assert_true(compares <= 8LL * N);
+    assert_int_equal(r->g->noutputs, 1);
+    lowered_free(r);
+    ax_buf_free(&src);
+}
+
 static void inputs_have_names_types_shapes(void **state)
 {
     lowered *r = lower_ok("const L = 16\n"
@@ -599,6 +618,7 @@ int main(void)
         cmocka_unit_test(chain_labels_name_layers),
         cmocka_unit_test(function_form_names_and_shared_layers),
         cmocka_unit_test(rebinding_shadows_values),
+        cmocka_unit_test(named_statements_lower_in_linear_work),
         cmocka_unit_test(inputs_have_names_types_shapes),
         cmocka_unit_test(dense_params_roles_and_bias_false),
         cmocka_unit_test(conv_attrs),
