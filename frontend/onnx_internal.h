@@ -48,6 +48,8 @@ typedef struct ox_state {
     const Onnx__NodeProto *node;  /* the node being imported (messages) */
     const Onnx__GraphProto *graph; /* the graph being imported (declared shapes) */
     int counter;                  /* for generated parameter names */
+    const onnx_input_shape *shapes; /* --shape, nshapes of them */
+    int nshapes;
 } ox_state;
 
 /* ---- onnx_import.c ---- */

@@ -106,6 +106,7 @@ double pass_remat_extra_flops(const pass_remat_set *s)
 /* The graph being built: nodes, and per original node its new id and the
  * new id of its copy (-1 until emitted). */
 typedef struct remat_build {
+    const ir_graph *g;   /* the graph copied (its arena holds the copies' operands) */
     ir_node *nodes;
     int n;
     int *new_id, *copy_id, *place;   /* place: per original node, -1 when not in S */
@@ -144,6 +145,7 @@ static void emit(remat_build *b, const ir_node *orig, int pos, bool dead)
 {
     ir_node *n = &b->nodes[b->n++];
     *n = *orig;
+    ir_own_operands(b->g, n);   /* the copy and the original renumber theirs apart */
     for (int i = 0; i < n->nsrc; i++)
         n->src[i] = dead ? (n->src[i] == IR_NONE ? IR_NONE : b->new_id[n->src[i]]) : version_at(b, n->src[i], pos);
 }
@@ -183,6 +185,7 @@ static int chosen_count(const pass_remat_set *s)
 static remat_build build_new(const ir_graph *g, const pass_remat_set *s)
 {
     remat_build b = {0};
+    b.g = g;
     b.nodes = pass_calloc((size_t)(g->nnodes + chosen_count(s)), sizeof *b.nodes);
     b.new_id = pass_calloc((size_t)g->nnodes, sizeof *b.new_id);
     b.copy_id = pass_calloc((size_t)g->nnodes, sizeof *b.copy_id);
