@@ -222,7 +222,17 @@ def torch_cnn():
     return onnx.load_from_string(buf.getvalue()), {"x": x}, want, "conv"
 
 
-GOOD = [torch_cnn, conv_transpose_2d, conv_transpose_1d_output_shape,
+def concat_200():
+    """A Concat of 200 inputs (a and b alternating) is one IR concat: no
+    input-count limit in the importer, the IR or the back ends."""
+    a, b = rand(2, 1, 3), rand(2, 2, 3, seed=1)
+    node = helper.make_node("Concat", ["a", "b"] * 100, ["y"], name="cat", axis=1)
+    want = np.concatenate([a, b] * 100, axis=1)
+    m = model([node], [("a", a.shape), ("b", b.shape)], [("y", want.shape)])
+    return m, {"a": a, "b": b}, want, "concat"
+
+
+GOOD = [concat_200, torch_cnn, conv_transpose_2d, conv_transpose_1d_output_shape,
         resize("nearest", "half_pixel", scales=[1, 1, 2, 3], torch_mode="nearest"),
         resize("linear", "half_pixel", sizes=[1, 3, 12, 10], torch_mode="bilinear", corners=False),
         resize("linear", "align_corners", scales=[1, 1, 3, 2], torch_mode="bilinear", corners=True),
