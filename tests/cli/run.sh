@@ -637,7 +637,7 @@ check_concat_many() {
     "$PYTHON" -c "
 print('@axiom function c(x::Float32[1, 2])')
 print('    r = relu(x)')
-print('    return concat(' + ', '.join(['x', 'r'] * 100) + '; dims=2)')
+print('    return concat(' + ', '.join(['x', 'r'] * 100) + '; dims=1)')
 print('end')" >cat200.ax
     "$PYTHON" -c "import numpy as np; np.save('xc.npy', np.array([[-1.5, 2.0]], np.float32))"
     run_axc run cat200.ax --input x=xc.npy --output yc.npy; expect_rc 0 || return 1
@@ -656,12 +656,14 @@ check_onnx_as_weights() {
         ! grep -q "header length" err || { show; return 1; }
     done
 }
-# AXRT_ISA naming no instruction set, or one this CPU lacks: one line on
-# stderr names it and the set used instead; the run still succeeds.
+# AXRT_ISA naming no instruction set, or one this CPU lacks: a line on
+# stderr names it and the set used instead (once per runtime copy: `axc run`
+# holds its own and the model's, so at most two, the same); the run succeeds.
 check_isa_not_honoured() {
     AXRT_ISA=avx51 "$AXC" run mlp.ax --bench 1 >out 2>err || { echo "run failed"; show; return 1; }
-    [ "$(grep -c 'AXRT_ISA=avx51 is unknown (portable, avx2 or avx512); the kernels use [a-z0-9]*$' err)" -eq 1 ] \
-        || { echo "no single line naming AXRT_ISA=avx51 and the set used"; show; return 1; }
+    local n; n=$(grep -c 'AXRT_ISA=avx51 is unknown (portable, avx2 or avx512); the kernels use [a-z0-9]*$' err)
+    [ "$n" -ge 1 ] && [ "$n" -le 2 ] && [ "$(grep 'AXRT_ISA=' err | sort -u | wc -l)" -eq 1 ] \
+        || { echo "no line naming AXRT_ISA=avx51 and the set used (or more than one per runtime copy)"; show; return 1; }
     if ! grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
         AXRT_ISA=avx512 "$AXC" run mlp.ax --bench 1 >out 2>err || { echo "run failed"; show; return 1; }
         grep -q 'AXRT_ISA=avx512 is not supported by this CPU; the kernels use' err || { show; return 1; }
