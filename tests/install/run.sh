@@ -281,15 +281,16 @@ check_weights_required() {
     if env -u AXC make -C "$d" --no-print-directory soft.c >"$work/nw.log" 2>&1 && [ -f "$d/soft.c" ]; then
         pass "axc.mk: a parameter-free model needs no weights"
     else fail "axc.mk: a parameter-free model needs no weights"; tail_of "$work/nw.log"; fi
-    "$prefix/bin/axc" "$m/mlp.ax" --seed=1 -o "$work/seed1.c" 2>/dev/null
+    mkdir -p "$work/ref_seed" "$work/ref_weights"   # references named mlp.c: the C names its header
+    "$prefix/bin/axc" "$m/mlp.ax" --seed=1 -o "$work/ref_seed/mlp.c" 2>/dev/null
     if env -u AXC make -C "$d" --no-print-directory AXC_SEED=1 mlp.c >"$work/nw.log" 2>&1 &&
-        cmp -s "$d/mlp.c" "$work/seed1.c"; then pass "axc.mk: AXC_SEED=1 builds it from seed 1"
+        cmp -s "$d/mlp.c" "$work/ref_seed/mlp.c"; then pass "axc.mk: AXC_SEED=1 builds it from seed 1"
     else fail "axc.mk: AXC_SEED=1 builds it from seed 1"; tail_of "$work/nw.log"; fi
     rm -f "$d/mlp.c" "$d/mlp.h"
     "$prefix/bin/axc" "$m/mlp.ax" --seed=7 -o "$work/w.c" --save-weights="$m/mlp.safetensors" 2>/dev/null
-    "$prefix/bin/axc" "$m/mlp.ax" --weights="$m/mlp.safetensors" -o "$work/weights.c"
+    "$prefix/bin/axc" "$m/mlp.ax" --weights="$m/mlp.safetensors" -o "$work/ref_weights/mlp.c"
     if env -u AXC make -C "$d" --no-print-directory mlp.c >"$work/nw.log" 2>&1 &&
-        cmp -s "$d/mlp.c" "$work/weights.c"; then pass "axc.mk: the .safetensors beside a vpath model is used"
+        cmp -s "$d/mlp.c" "$work/ref_weights/mlp.c"; then pass "axc.mk: the .safetensors beside a vpath model is used"
     else fail "axc.mk: the .safetensors beside a vpath model is used"; tail_of "$work/nw.log"; fi
     if ! "${PYTHON:-python3}" -c "import onnx" 2>/dev/null; then echo "SKIP: install axc.mk AXC_SHAPE_<stem> (no python3-onnx)"; return; fi
     "${PYTHON:-python3}" - "$d/dyn.onnx" <<'PY'
