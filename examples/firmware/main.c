@@ -130,7 +130,7 @@ static void print_profile(void)
 #endif
 
 #ifdef AXC_HOST_REFERENCE
-/* Writes expected.h: every output element, in order, exactly (%.9g). */
+/* Writes expected.h: every output element, in order, exactly (%.9e). */
 static int print_expected(const axrt_model *m, float *const *outputs)
 {
     size_t total = 0;
@@ -138,7 +138,7 @@ static int print_expected(const axrt_model *m, float *const *outputs)
     puts("static const float axc_expected[] = {");
     for (int k = 0; k < m->n_outputs; k++)
         for (size_t i = 0; i < element_count(&m->outputs[k]); i++, total++)
-            printf("    %.9gf,\n", (double)outputs[k][i]);
+            printf("    %.9ef,\n", (double)outputs[k][i]); /* an exponent: 0 is 0.0e+00f */
     printf("};\nstatic const unsigned long axc_expected_count = %lu;\n", (unsigned long)total);
     return 1;
 }
