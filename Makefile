@@ -163,11 +163,13 @@ demo:
 
 # docs/firmware.md: the compiler, the runtime library, header and pkg-config
 # file, axc.mk and the runtime core's sources (for cross builds via axc.mk);
-# also the PyTorch helper python/axc_torch.py (share/axc/python/).
+# also the PyTorch helper python/axc_torch.py (share/axc/python/) and the
+# Cortex-M4 example with its default model (share/axc/examples/firmware, mlp.ax).
 RT_SHARE := $(wildcard runtime/*.c runtime/*.h runtime/*.inc)
+FW_SHARE := $(addprefix examples/firmware/,Makefile main.c startup.c mps2_an386.ld map_sizes.awk)
 install: all
 	install -d $(PREFIX)/bin $(PREFIX)/include $(PREFIX)/lib/pkgconfig $(PREFIX)/share/axc/runtime \
-	    $(PREFIX)/share/axc/python
+	    $(PREFIX)/share/axc/python $(PREFIX)/share/axc/examples/firmware
 	install -m 755 $(AXC) $(PREFIX)/bin/axc
 	install -m 644 runtime/axrt.h $(PREFIX)/include/axrt.h
 	install -m 644 $(LIBAXRT) $(PREFIX)/lib/libaxrt.a
@@ -176,6 +178,8 @@ install: all
 	install -m 644 $(RT_SHARE) $(PREFIX)/share/axc/runtime/
 	install -m 644 runtime/axc.mk $(PREFIX)/share/axc/axc.mk
 	install -m 644 python/axc_torch.py $(PREFIX)/share/axc/python/axc_torch.py
+	install -m 644 $(FW_SHARE) $(PREFIX)/share/axc/examples/firmware/
+	install -m 644 examples/mlp.ax $(PREFIX)/share/axc/examples/mlp.ax
 	sed -e 's|@PREFIX@|$(abspath $(PREFIX))|g' runtime/axrt.pc.in > $(PREFIX)/lib/pkgconfig/axrt.pc
 
 # The Cortex-M4 example (examples/firmware), built against a staged install in
@@ -185,7 +189,7 @@ firmware size: all
 	@$(MAKE) --no-print-directory install PREFIX=$(FW_STAGE) >/dev/null
 	@mkdir -p $(B)/firmware
 	@$(MAKE) --no-print-directory -C $(B)/firmware -f $(CURDIR)/examples/firmware/Makefile \
-	    AXC_PREFIX=$(FW_STAGE) $(if $(filter firmware,$@),run,size)
+	    AXC_PREFIX=$(FW_STAGE) AXC_SEED=1 $(if $(filter firmware,$@),run,size)
 
 clean:
 	rm -rf $(B)

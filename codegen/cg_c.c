@@ -1214,7 +1214,7 @@ static const char *fused_index(const emitter *em, const int64_t *strides, int lo
 
 static void emit_fused(emitter *em, const ir_node *n, const char *y)
 {
-    int64_t dims[IR_MAX_RANK], strides[IR_MAX_SRC][IR_MAX_RANK];
+    int64_t dims[IR_MAX_RANK], strides[IR_MAX_FUSED_SRC][IR_MAX_RANK];
     const int loops = cg_fused_loops(n, dims, strides);
     const char *t = ctype(n->dtype);
     ax_buf_puts(em->out, "    {\n");

@@ -308,7 +308,7 @@ static const char *index_of(const gk *k, const int64_t *strides, int rank)
 
 static void emit_fused(gk *k, const ir_node *n)
 {
-    int64_t dims[IR_MAX_RANK], strides[IR_MAX_SRC][IR_MAX_RANK];
+    int64_t dims[IR_MAX_RANK], strides[IR_MAX_FUSED_SRC][IR_MAX_RANK];
     const int loops = cg_fused_loops(n, dims, strides);
     begin_elementwise(k, n, "fused elementwise");
     decompose(k, dims, loops, "o");

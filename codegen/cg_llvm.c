@@ -1034,7 +1034,7 @@ static LLVMValueRef linear_index(lv *L, LLVMValueRef *index, const int64_t *stri
 static void fused_body(lv *L, const ir_node *n, LLVMValueRef *x, LLVMValueRef y, LLVMValueRef *index,
                        const int64_t *dims, int64_t strides[][IR_MAX_RANK], int loops)
 {
-    LLVMValueRef a[IR_MAX_SRC], *t = ax_alloc(arena_of(L), (size_t)(n->attrs.nsteps + 1) * sizeof *t);
+    LLVMValueRef a[IR_MAX_FUSED_SRC], *t = ax_alloc(arena_of(L), (size_t)(n->attrs.nsteps + 1) * sizeof *t);
     for (int k = 0; k < n->nsrc; k++) {
         LLVMValueRef at = linear_index(L, index, strides[k], loops);
         a[k] = LLVMBuildLoad2(L->B, L->real, LLVMBuildInBoundsGEP2(L->B, L->real, x[k], &at, 1, ""), "");
@@ -1043,7 +1043,7 @@ static void fused_body(lv *L, const ir_node *n, LLVMValueRef *x, LLVMValueRef y,
         const ir_fused_step *step = &n->attrs.steps[s];
         LLVMValueRef arg[2];
         for (int i = 0; i < 2; i++)
-            arg[i] = step->arg[i] >= 0 ? t[step->arg[i]] : a[IR_FUSED_OPERAND_INDEX(step->arg[i]) % IR_MAX_SRC];
+            arg[i] = step->arg[i] >= 0 ? t[step->arg[i]] : a[IR_FUSED_OPERAND_INDEX(step->arg[i]) % IR_MAX_FUSED_SRC];
         if (step->op == IR_OP_scalar)
             t[s] = k_real(L, step->value);
         else if (ir_ops[step->op].kind == IR_BINARY && binary_fns[step->op])
@@ -1089,9 +1089,9 @@ static void fused_loop(lv *L, const ir_node *n, LLVMValueRef *x, LLVMValueRef y,
 
 static void lv_fused(lv *L, const ir_node *n, LLVMValueRef y)
 {
-    int64_t dims[IR_MAX_RANK], strides[IR_MAX_SRC][IR_MAX_RANK];
+    int64_t dims[IR_MAX_RANK], strides[IR_MAX_FUSED_SRC][IR_MAX_RANK];
     const int loops = cg_fused_loops(n, dims, strides);
-    LLVMValueRef x[IR_MAX_SRC], index[IR_MAX_RANK];
+    LLVMValueRef x[IR_MAX_FUSED_SRC], index[IR_MAX_RANK];
     for (int k = 0; k < n->nsrc; k++)
         x[k] = LLVMBuildBitCast(L->B, operand(L, n, k), L->real_ptr, "");
     fused_loop(L, n, x, LLVMBuildBitCast(L->B, y, L->real_ptr, ""), index, dims, strides, loops, 0);

@@ -31,6 +31,8 @@ static const char usage_text[] =
     "  --model=NAME            compile one model of a multi-model file\n"
     "  --weights=FILE          parameters from a safetensors file\n"
     "  --seed=N                deterministic initialisation without --weights (default 0)\n"
+    "  --require-weights       a model with parameters needs --weights (or --seed): no silent\n"
+    "                          random parameters (axc.mk passes it when it finds no weights)\n"
     "  --save-weights=FILE     write the parameters used, as safetensors\n"
     "  -D NAME=VALUE           override a const\n"
     "  -O0 -O1 -O2 -O3         optimisation level (default -O2)\n"
@@ -47,6 +49,8 @@ static const char usage_text[] =
     "  --dtype=T               parameters and activations in T (Float32, Float16, BFloat16,\n"
     "                          Float64), over the model's dtype=; accumulation stays Float32\n"
     "  -MD, -MF FILE, -MT TARGET  write a make dependency file\n"
+    "  --shape NAME=1x3x224x224  an ONNX input's whole shape, fixing its symbolic\n"
+    "                          dimensions (batch, sequence) at compile time\n"
     "  --file-prefix-map=OLD=NEW  name the source NEW... instead of OLD... in the output\n"
     "                          (default: an absolute source path is named by its file name)\n"
     "  -Werror, -w             warnings as errors / no warnings\n"
@@ -176,6 +180,39 @@ static int add_named_file(axc_named_file *list, int *count, const char *opt, con
     return 0;
 }
 
+/* --shape NAME=D0xD1x...: positive dimensions, at most IR_MAX_RANK of them. */
+static int add_shape(axc_opts *o, const char *v)
+{
+    const char *eq = strchr(v, '=');
+    onnx_input_shape *s = &o->shapes[o->nshapes];
+    if (!eq || eq == v || !eq[1]) goto bad;
+    s->rank = 0;
+    for (const char *p = eq + 1;; p++) {
+        char *end;
+        if (*p < '0' || *p > '9' || s->rank == IR_MAX_RANK) goto bad;
+        errno = 0;
+        unsigned long long d = strtoull(p, &end, 10);
+        if (errno || d < 1 || d > ((uint64_t)1 << 40)) goto bad;
+        s->dims[s->rank++] = (int64_t)d;
+        p = end;
+        if (!*p) break;
+        if (*p != 'x') goto bad;
+    }
+    char *name = malloc((size_t)(eq - v) + 1);
+    if (!name) ax_die("out of memory");
+    memcpy(name, v, (size_t)(eq - v));
+    name[eq - v] = 0;
+    s->name = name;
+    for (int i = 0; i < o->nshapes; i++)
+        if (!strcmp(o->shapes[i].name, name)) { axc_fail("--shape %s= given twice", name); free(name); return -1; }
+    o->nshapes++;
+    return 0;
+bad:
+    axc_fail("--shape expects NAME=DIMS with %d positive dimensions at most, such as input=1x3x224x224, "
+             "not '%s'", IR_MAX_RANK, v);
+    return -1;
+}
+
 /* --ram=BYTES: plain bytes or a K/M suffix (binary: 64K = 65536). */
 static int set_ram(axc_opts *o, const char *v)
 {
@@ -196,7 +233,7 @@ static int set_ram(axc_opts *o, const char *v)
 typedef enum {
     V_OUT, V_TARGET, V_HEADER, V_MODEL, V_WEIGHTS, V_SEED, V_SAVE, V_EMIT, V_ELTYPE,
     V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC, V_DUMP, V_PREFIX_MAP, V_THREADS,
-    V_TRIPLE, V_CPU, V_BLAS, V_DTYPE, V_ARCH, V_QUANTIZE, V_CALIBRATE,
+    V_TRIPLE, V_CPU, V_BLAS, V_DTYPE, V_ARCH, V_QUANTIZE, V_CALIBRATE, V_SHAPE,
     /* training options from here on (set_value checks `>= V_LOSS`) */
     V_LOSS, V_OPTIMIZER, V_LR, V_MOMENTUM, V_WD, V_BETA1,
     V_BETA2, V_EPS, V_EPOCHS
@@ -217,6 +254,7 @@ static const struct { const char *name; value_opt id; bool run; } value_opts[] =
     {"--triple", V_TRIPLE, false}, {"--cpu", V_CPU, false},
     {"--dtype", V_DTYPE, false}, {"--arch", V_ARCH, false},
     {"--quantize", V_QUANTIZE, false}, {"--calibrate", V_CALIBRATE, false},
+    {"--shape", V_SHAPE, false},
     {"--loss", V_LOSS, false},
     {"--optimizer", V_OPTIMIZER, false}, {"--lr", V_LR, false},
     {"--momentum", V_MOMENTUM, false}, {"--weight-decay", V_WD, false},
@@ -302,6 +340,7 @@ static int set_value(axc_opts *o, value_opt id, const char *v)
     case V_RAM: return set_ram(o, v);
     case V_INPUT: return add_named_file(o->inputs, &o->ninputs, "--input", v);
     case V_CALIBRATE: return add_named_file(o->calib, &o->ncalib, "--calibrate", v);
+    case V_SHAPE: return add_shape(o, v);
     case V_QUANTIZE:
         if (strcmp(v, "int8")) { axc_fail("--quantize expects int8, not '%s'", v); return -1; }
         o->quantize = true;
@@ -378,6 +417,7 @@ static int try_flag(const char *a, axc_opts *o)
     else if (!strcmp(a, "--interp") && o->run) o->interp = true;
     else if (!strcmp(a, "--jit") && o->run) o->jit = true;
     else if (!strcmp(a, "--profile")) o->profile = true;
+    else if (!strcmp(a, "--require-weights")) o->require_weights = true;
     else if (!strcmp(a, "--nesterov") && (o->train || o->train_step)) o->nesterov = true;
     else if (!strcmp(a, "--train") && o->train_step) return 1;   /* seen by axc_parse_args */
     else if (!strcmp(a, "--shuffle") && o->train) o->shuffle = true;
@@ -387,7 +427,7 @@ static int try_flag(const char *a, axc_opts *o)
 }
 
 static const char *const flag_opts[] = {"-MD", "--mem-report", "--print-after-all", "-Werror", "-w",
-                                        "--interp", "--profile", "--nesterov", "--train", "--shuffle", "-O0",
+                                        "--interp", "--profile", "--require-weights", "--nesterov", "--train", "--shuffle", "-O0",
                                         "-O1", "-O2", "-O3", "--help", "--version"};
 
 #define COUNT(a) (sizeof (a) / sizeof (a)[0])
@@ -487,7 +527,8 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
     o->opt_level = 2;
     o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
     o->calib = calloc((size_t)argc + 1, sizeof *o->calib);
-    if (!o->inputs || !o->calib) ax_die("out of memory");
+    o->shapes = calloc((size_t)argc + 1, sizeof *o->shapes);
+    if (!o->inputs || !o->calib || !o->shapes) ax_die("out of memory");
     *exit_now = false;
     int i = 1;
     if (argc > 1 && !strcmp(argv[1], "run")) { o->run = true; i = 2; }
@@ -536,6 +577,10 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
         return AXC_EUSAGE;
     }
     if (!o->quantize && o->ncalib) { axc_fail("--calibrate is used only with --quantize=int8"); return AXC_EUSAGE; }
+    if (o->nshapes && o->input && !onnx_is_model(o->input)) {
+        axc_fail("--shape fixes an ONNX model's input shapes; a .ax model's shapes are in its signature");
+        return AXC_EUSAGE;
+    }
     return AXC_OK;
 }
 
@@ -551,4 +596,9 @@ void axc_free_args(axc_opts *o)
     free(o->calib);
     o->calib = NULL;
     o->ncalib = 0;
+    for (int i = 0; i < o->nshapes; i++)
+        free((char *)o->shapes[i].name);
+    free(o->shapes);
+    o->shapes = NULL;
+    o->nshapes = 0;
 }

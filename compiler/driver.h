@@ -9,6 +9,7 @@
 #include "ast.h"
 #include "ir.h"
 #include "lower.h"
+#include "onnx.h"
 #include "passes.h"
 #include "tensorfile.h"
 
@@ -44,6 +45,7 @@ typedef struct axc_opts {
     size_t param_limit;          /* parameter bytes a model may hold; 0: 4 GiB (a fuzzer sets less) */
     uint64_t seed;
     bool seed_given;             /* --seed was on the command line */
+    bool require_weights;        /* --require-weights: no random parameters without --seed */
     eltype_mode eltype;
     axrt_dtype dtype;            /* --dtype, when dtype_given: the model dtype */
     bool dtype_given;
@@ -64,6 +66,8 @@ typedef struct axc_opts {
     bool quantize;               /* --quantize=int8 (quantize.c) */
     axc_named_file *calib;       /* --calibrate NAME=FILE.npy, as inputs */
     int ncalib;
+    onnx_input_shape *shapes;    /* --shape NAME=1x3x224x224 (ONNX inputs); heap, names too */
+    int nshapes;
     const char *dump_dir;        /* axc run --dump-dir */
     /* axc train (docs/training.md); NaN: the optimizer's default */
     bool train;

@@ -111,8 +111,18 @@ static int load_params(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n,
     if (oversized) return AXC_EINPUT;
     if (!o->weights && have_data) return 0;
     if (!o->weights) {
+        const ir_graph *with_params = NULL;
+        for (int i = 0; i < n && !with_params; i++)
+            for (int k = 0; k < models[i]->nnodes && !with_params; k++)
+                if (models[i]->nodes[k].op == IR_OP_param && !models[i]->nodes[k].dead) with_params = models[i];
+        if (with_params && o->require_weights && !o->seed_given) {
+            ax_error(ctx, with_params->loc, "model '%s' has parameters and no --weights gives them "
+                     "(--require-weights): pass --weights=FILE.safetensors, or --seed=N for random "
+                     "parameters (axc.mk: AXC_SEED=N)", with_params->name);
+            return AXC_EINPUT;
+        }
         for (int i = 0; i < n; i++) weights_init(models[i], o->seed);
-        note_random_params(ctx, o);
+        if (with_params) note_random_params(ctx, o);
         return 0;
     }
     if (n > 1) {
@@ -234,7 +244,7 @@ static int import_onnx(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n
 {
     ir_target_id target;
     if (requested_target(o, &target)) return AXC_EUSAGE;
-    ir_graph *g = onnx_import(ctx, o->input, ctx->src, ctx->src_len, pass_shape_from);
+    ir_graph *g = onnx_import(ctx, o->input, ctx->src, ctx->src_len, pass_shape_from, o->shapes, o->nshapes);
     if (!g) return AXC_EINPUT;
     g->target = &cg_target_get(target != IR_TARGET_COUNT ? target : g->backend)->facts;
     if (check_model(o, g, false) != 0) {

@@ -110,10 +110,26 @@ void axc_profile_reset(const axc_profile *p)
     for (int k = 0; k < p->count; k++) p->layers[k].ticks = p->layers[k].calls = 0;
 }
 
+/* The table's name columns: as wide as the longest layer and op names
+ * (names are printed whole), at least as wide as their headings' defaults. */
+typedef struct { int layer, op; } profile_widths;
+
+static profile_widths column_widths(const axc_profile *p)
+{
+    profile_widths w = {22, 26};
+    for (int k = 0; k < p->count; k++) {
+        const size_t layer = p->layers[k].layer ? strlen(p->layers[k].layer) : 0;
+        const size_t op = p->layers[k].op ? strlen(p->layers[k].op) : 0;
+        if (layer > (size_t)w.layer) w.layer = layer > 1000 ? 1000 : (int)layer;
+        if (op > (size_t)w.op) w.op = op > 1000 ? 1000 : (int)op;
+    }
+    return w;
+}
+
 /* One row: layer, op, shape, time per call, share, and the rate that
  * matters for it (GFLOP/s when it computes more than a FLOP per byte,
  * else GB/s). */
-static void print_row(const axrt_layer_profile *l, double us, double total_us)
+static void print_row(const axrt_layer_profile *l, profile_widths w, double us, double total_us)
 {
     char shape[96];
     ir_shape_str(l->out.dims, l->out.rank, shape, sizeof shape);
@@ -121,8 +137,8 @@ static void print_row(const axrt_layer_profile *l, double us, double total_us)
     const char *unit = "";
     if (us > 0 && l->flops > l->bytes) { rate = l->flops / us / 1e3; unit = "GFLOP/s"; }
     else if (us > 0 && l->bytes > 0) { rate = l->bytes / us / 1e3; unit = "GB/s"; }
-    printf("  %-22.22s %-26.26s %-18s %10.2f %6.1f%% %8.2f %s\n", l->layer, l->op, shape, us,
-           total_us > 0 ? 100 * us / total_us : 0, rate, unit);
+    printf("  %-*s %-*s %-18s %10.2f %6.1f%% %8.2f %s\n", w.layer, l->layer ? l->layer : "", w.op,
+           l->op ? l->op : "", shape, us, total_us > 0 ? 100 * us / total_us : 0, rate, unit);
 }
 
 void axc_profile_print(const axc_profile *p, const char *model, double wall_us_per_run)
@@ -132,10 +148,12 @@ void axc_profile_print(const axc_profile *p, const char *model, double wall_us_p
         if (p->layers[k].calls) total += (double)p->layers[k].ticks / 1e3 / (double)p->layers[k].calls;
     printf("profile of %s (per run, averaged over %llu runs)\n", model,
            p->count ? (unsigned long long)p->layers[0].calls : 0ull);
-    printf("  %-22s %-26s %-18s %10s %7s %8s\n", "layer", "op", "output", "time us", "share", "rate");
+    const profile_widths w = column_widths(p);
+    printf("  %-*s %-*s %-18s %10s %7s %8s\n", w.layer, "layer", w.op, "op", "output", "time us", "share",
+           "rate");
     for (int k = 0; k < p->count; k++) {
         const axrt_layer_profile *l = &p->layers[k];
-        print_row(l, l->calls ? (double)l->ticks / 1e3 / (double)l->calls : 0, total);
+        print_row(l, w, l->calls ? (double)l->ticks / 1e3 / (double)l->calls : 0, total);
     }
     printf("  total %.2f us in layers, %.2f us per run measured around the whole model\n", total,
            wall_us_per_run);

@@ -105,6 +105,26 @@ static void *fill_input(const ir_graph *g, int id, uint64_t seed)
 }
 
 
+/* Whether got is want's 4-D image with its axes in order (batch, and want's
+ * dims at positions a, b, c): [N, C, H, W] for an NHWC want is 3, 1, 2. */
+static bool image_permuted(const int64_t *want, const int64_t *got, int a, int b, int c)
+{
+    return got[0] == want[0] && got[1] == want[a] && got[2] == want[b] && got[3] == want[c];
+}
+
+/* For a 4-D input given in the other image layout: a sentence naming both. */
+static const char *layout_hint(const ir_node *n, const tf_tensor *t)
+{
+    if (n->rank != 4 || t->rank != 4) return "";
+    if (image_permuted(n->shape, t->shape, 3, 1, 2))
+        return " (the model takes NHWC images, batch x height x width x channels; the file holds NCHW, "
+               "PyTorch's layout: transpose it with .permute(0, 2, 3, 1))";
+    if (image_permuted(n->shape, t->shape, 2, 3, 1))
+        return " (the model takes NCHW images, batch x channels x height x width; the file holds NHWC: "
+               "transpose it with .permute(0, 3, 1, 2))";
+    return "";
+}
+
 /* Reads --input FILE for input node id; checks shape and kind; converts.
  * An unreadable file is an I/O error (*rc = 2), a wrong one an input error. */
 static void *read_input(ax_ctx *ctx, const ir_graph *g, int id, const char *path, int *rc)
@@ -129,8 +149,8 @@ static void *read_input(ax_ctx *ctx, const ir_graph *g, int id, const char *path
     ir_shape_str(n->shape, n->rank, want, sizeof want);
     ir_shape_str(t.shape, t.rank, got, sizeof got);
     if (strcmp(want, got)) {
-        axc_fail("input '%s' expects %s%s but %s holds %s%s", n->name, ir_dtype_name(n->dtype), want,
-                 path, ir_dtype_name(t.dtype), got);
+        axc_fail("input '%s' expects %s%s but %s holds %s%s%s", n->name, ir_dtype_name(n->dtype), want,
+                 path, ir_dtype_name(t.dtype), got, layout_hint(n, &t));
         return NULL;
     }
     if (ir_dtype_is_float(t.dtype) != ir_dtype_is_float(n->dtype)) {

@@ -36,6 +36,8 @@ static ir_graph *copy_graph(const ir_graph *g)
     c->nodes = malloc(sizeof *c->nodes * ((size_t)g->cap + 1));
     if (!c->nodes) ax_out_of_memory(0);
     memcpy(c->nodes, g->nodes, sizeof *c->nodes * (size_t)g->nnodes);
+    for (int id = 0; id < c->nnodes; id++)
+        ir_own_operands(c, &c->nodes[id]);   /* passes on the copy renumber operands */
     c->inputs = ax_alloc(g->ctx->arena, sizeof *c->inputs * ((size_t)g->ninputs + 1));
     memcpy(c->inputs, g->inputs, sizeof *c->inputs * (size_t)g->ninputs);
     c->outputs = ax_alloc(g->ctx->arena, sizeof *c->outputs * ((size_t)g->noutputs + 1));

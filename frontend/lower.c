@@ -448,19 +448,19 @@ static int lower_binop(lower_state *st, const ast_node *e)
     return lower_add(st, op, src, 2, NULL, e->loc, NULL);
 }
 
-/* Lowers the positional arguments of call (no keywords allowed) into in[]. */
-static bool lower_positional(lower_state *st, const ast_node *call, int *in, int *nin)
+/* Lowers the positional arguments of call (no keywords allowed) into *in,
+ * an arena array of any length. */
+static bool lower_positional(lower_state *st, const ast_node *call, int **in_out, int *nin)
 {
     bool ok = true;
+    int *in = ax_alloc(st->ctx->arena, sizeof *in * (size_t)(call->nargs + 1));
+    *in_out = in;
     *nin = 0;
     for (int i = 0; i < call->nargs; i++) {
         const ast_node *a = call->args[i];
         if (a->kind == AST_KWARG) {
             ax_error(st->ctx, a->loc, "keyword argument '%s' is not accepted here", a->name);
             ok = false;
-        } else if (*nin == IR_MAX_SRC) {
-            ax_error(st->ctx, a->loc, "too many arguments (at most %d)", IR_MAX_SRC);
-            return false;
         } else {
             in[*nin] = lower_expr(st, a);
             ok = ok && in[(*nin)++] != IR_NONE;
@@ -549,7 +549,7 @@ static int apply_callable(lower_state *st, const ast_node *f, const int *in, int
         else not_callable(st, id);
         return IR_NONE;
     }
-    memcpy(args.in, in, sizeof *in * (size_t)nin);
+    args.in = in;
     args.nin = nin;
     return lower_apply_fn(st, fn, &args);
 }
@@ -591,15 +591,15 @@ static int lower_broadcast_call(lower_state *st, const ast_node *e)
 static int lower_call(lower_state *st, const ast_node *e)
 {
     const ast_node *callee = e->callee;
-    int in[IR_MAX_SRC], nin;
+    int *in, nin;
     if (e->op == AST_OP_DOTCALL) return lower_broadcast_call(st, e);
     if (callee->kind == AST_CALL) {
-        if (!lower_positional(st, e, in, &nin)) return IR_NONE;
+        if (!lower_positional(st, e, &in, &nin)) return IR_NONE;
         return apply_callable(st, callee, in, nin, NULL, callee->loc, e->loc);
     }
     if (callee->kind == AST_INDEX) {   /* blocks[2](x) */
         lower_layer *l = lower_index_layer(st, callee);
-        if (!l || !lower_positional(st, e, in, &nin)) return IR_NONE;
+        if (!l || !lower_positional(st, e, &in, &nin)) return IR_NONE;
         return lower_apply_layer(st, l, in, nin, e->loc);
     }
     if (callee->kind != AST_IDENT) {
@@ -610,7 +610,7 @@ static int lower_call(lower_state *st, const ast_node *e)
     const lower_fn *fn = b ? NULL : lower_find_fn(callee->name);
     if (b && b->layer) {
         b->layer->used = true;
-        if (!lower_positional(st, e, in, &nin)) return IR_NONE;
+        if (!lower_positional(st, e, &in, &nin)) return IR_NONE;
         return lower_apply_layer(st, b->layer, in, nin, e->loc);
     }
     if (b && is_failed(b)) return IR_NONE;
@@ -839,9 +839,9 @@ static void lower_unpack(lower_state *st, const ast_stmt *s)
     const bool call = v->kind == AST_CALL && v->op != AST_OP_DOTCALL;
     const lower_binding *lb = call && v->callee->kind == AST_IDENT ? scope_find(st, v->callee->name) : NULL;
     if (lb && lb->layer && lower_is_rnn(lb->layer)) {   /* y, h_n(, c_n) = gru(x) / lstm(x) */
-        int in[IR_MAX_SRC], nin, outs[3] = {IR_NONE, IR_NONE, IR_NONE};
+        int *in, nin, outs[3] = {IR_NONE, IR_NONE, IR_NONE};
         lb->layer->used = true;
-        if (lower_positional(st, v, in, &nin))
+        if (lower_positional(st, v, &in, &nin))
             lower_rnn_unpack(st, lb->layer, in, nin, v->loc, s->ntargets, outs);
         for (int k = 0; k < s->ntargets; k++) scope_bind(st, s->targets[k]->name, k < 3 ? outs[k] : IR_NONE, NULL);
         return;

@@ -41,7 +41,7 @@ struct lower_layer {
     ax_loc loc;                /* the declaration (given to its params) */
     ir_op op;                  /* IR_OP_COUNT: identity (Dropout) */
     ir_attrs attrs;
-    int params[IR_MAX_SRC];    /* operands after the inputs; IR_NONE if absent */
+    int params[IR_SRC_ROOM];   /* operands after the inputs; IR_NONE if absent */
     int nparams;
     int min_in, max_in;        /* tensor inputs it is applied to: one or the other */
     ir_op act;                 /* activation= epilogue node, IR_OP_COUNT if none */
@@ -123,7 +123,7 @@ typedef struct lower_state {
  * then positional arguments as written, then keyword arguments (AST_KWARG). */
 typedef struct lower_args {
     ax_loc loc;                        /* the application expression */
-    int in[IR_MAX_SRC];
+    const int *in;                     /* nin values (any number) */
     int nin;
     ast_node *const *pos;
     int npos;

@@ -271,7 +271,7 @@ static const lower_fn functions[] = {
     UNARY("sign", sign, false),
     {"reshape", IR_OP_reshape, 1, 1, FN_SHAPE_TUPLE, KW_NONE, 0, false, "(x, (d0, d1, ...))"},
     {"transpose", IR_OP_transpose, 1, 1, FN_PERM_TUPLE, KW_NONE, 0, false, "(x, (p0, p1, ...))"},
-    {"concat", IR_OP_concat, 1, IR_MAX_SRC, FN_NO_TUPLE, KW_DIMS_REQUIRED, 0, false,
+    {"concat", IR_OP_concat, 1, IR_SRC_UNBOUNDED, FN_NO_TUPLE, KW_DIMS_REQUIRED, 0, false,
      "(a, b, ...; dims=k)"},
     {"sum", IR_OP_sum, 1, 1, FN_NO_TUPLE, KW_REDUCE, 0, false, "(x; dims=k)"},
     {"mean", IR_OP_mean, 1, 1, FN_NO_TUPLE, KW_REDUCE, 0, false, "(x; dims=k)"},
@@ -479,7 +479,7 @@ int lower_apply_fn(lower_state *st, const lower_fn *fn, const lower_args *a)
         ax_error(st->ctx, a->loc, "%s expects %s", fn->name, fn->usage);
         return IR_NONE;
     }
-    int src[IR_MAX_SRC];
+    int *src = ax_alloc(st->ctx->arena, sizeof *src * (size_t)(ntensor + 1));
     bool ok = true;
     for (int i = 0; i < ntensor; i++) {
         src[i] = i < a->nin ? a->in[i] : lower_expr(st, a->pos[i - a->nin]);
@@ -804,13 +804,9 @@ static int rnn_join_cells(lower_state *st, const int *cells, int n, ax_loc loc)
 {
     ir_attrs cat = ir_attrs_unset();
     cat.axis = 0;
-    int acc = cells[0];
-    for (int i = 1; i < n && acc != IR_NONE;) {   /* at most IR_MAX_SRC at once */
-        int src[IR_MAX_SRC] = {acc}, k = 1;
-        while (i < n && k < IR_MAX_SRC) src[k++] = cells[i++];
-        acc = lower_add(st, IR_OP_concat, src, k, &cat, loc, NULL);
-    }
-    return acc;
+    for (int i = 0; i < n; i++)
+        if (cells[i] == IR_NONE) return IR_NONE;
+    return lower_add(st, IR_OP_concat, cells, n, &cat, loc, NULL);
 }
 
 /* GRU/LSTM applied to x, or (x, h0) / (x, h0, c0) with the states shaped
@@ -1168,7 +1164,7 @@ static int apply_mha(lower_state *st, const lower_layer *l, const int *in, int n
                  "got %d inputs", l->name, l->ctor->name, nin);
         return IR_NONE;
     }
-    int src[IR_MAX_SRC], n = 0;
+    int src[IR_SRC_ROOM], n = 0;
     for (int i = 0; i < 3; i++) src[n++] = in[nin <= 2 ? 0 : i];
     for (int i = 0; i < l->nparams; i++) src[n++] = l->params[i];
     src[n++] = nin % 2 == 0 ? in[nin - 1] : IR_NONE;
@@ -1214,7 +1210,7 @@ int lower_apply_layer(lower_state *st, const lower_layer *l, const int *in, int 
     if (l->ctor->build == build_rmsnorm) return apply_rmsnorm(st, l, in[0], loc);  /* several nodes */
     if (l->op == IR_OP_conv && ir_at(st->g, l->params[0])->rank == 3)
         return apply_conv1d(st, l, in[0], loc);
-    int src[IR_MAX_SRC], n = 0;
+    int src[IR_SRC_ROOM], n = 0;
     for (int i = 0; i < nin; i++) src[n++] = in[i];
     for (int i = 0; i < l->nparams; i++) src[n++] = l->params[i];
     int id = lower_add(st, l->op, src, n, &l->attrs, loc, l->name);

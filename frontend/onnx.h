@@ -28,14 +28,24 @@ typedef int (*onnx_infer_fn)(ir_graph *g, int first);
  * that size); larger models keep their weights as external data. */
 #define ONNX_MAX_MODEL_BYTES ((size_t)INT32_MAX)
 
+/* --shape NAME=1x3x224x224: the whole shape of input NAME at compile time,
+ * fixing its symbolic dimensions (batch, sequence); it may change fixed
+ * ones too (interface.md §9). */
+typedef struct onnx_input_shape {
+    const char *name;
+    int rank;
+    int64_t dims[IR_MAX_RANK];
+} onnx_input_shape;
+
 /* Whether this axc was built with the ONNX front end (protobuf-c present). */
 bool onnx_available(void);
 /* Whether the file at path with these bytes is an ONNX model: its extension
  * is .onnx (the bytes are not checked: a model has no magic number). */
 bool onnx_is_model(const char *path);
 /* Imports the model in bytes (read from path; external data is read from
- * path's directory and never outside it).  NULL after reporting errors. */
+ * path's directory and never outside it), its inputs shaped by shapes[0..nshapes)
+ * where given (each must name an input).  NULL after reporting errors. */
 ir_graph *onnx_import(ax_ctx *ctx, const char *path, const void *bytes, size_t len,
-                      onnx_infer_fn infer);
+                      onnx_infer_fn infer, const onnx_input_shape *shapes, int nshapes);
 
 #endif

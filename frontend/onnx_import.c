@@ -24,9 +24,9 @@ bool onnx_is_model(const char *path)
 bool onnx_available(void) { return false; }
 
 ir_graph *onnx_import(ax_ctx *ctx, const char *path, const void *bytes, size_t len,
-                      onnx_infer_fn infer)
+                      onnx_infer_fn infer, const onnx_input_shape *shapes, int nshapes)
 {
-    (void)bytes; (void)len; (void)infer;
+    (void)bytes; (void)len; (void)infer; (void)shapes; (void)nshapes;
     ax_error(ctx, ax_noloc(), "'%s' is an ONNX model, but this axc was built without the ONNX "
              "front end (install protobuf-c: sh scripts/deps.sh, then rebuild)", path);
     return NULL;
@@ -456,7 +456,7 @@ static int infer_new_nodes(ox_state *s)
 int ox_add(ox_state *s, ir_op op, const int *src, int nsrc, const ir_attrs *attrs)
 {
     for (int i = 0; i < nsrc; i++)
-        if (src[i] == IR_NONE && !(ir_ops[op].optional & (1u << i))) return IR_NONE;
+        if (src[i] == IR_NONE && (i >= 32 || !(ir_ops[op].optional & (1u << i)))) return IR_NONE;
     int id = ir_add(s->g, op, src, nsrc, ax_noloc());
     ir_node *n = ir_at(s->g, id);
     n->attrs = attrs ? *attrs : ir_attrs_unset();
@@ -588,6 +588,84 @@ static const char *dir_of(ax_arena *a, const char *path)
     return d;
 }
 
+/* --shape's entry for input name, or NULL. */
+static const onnx_input_shape *given_shape(const ox_state *s, const char *name)
+{
+    for (int i = 0; i < s->nshapes; i++)
+        if (!strcmp(s->shapes[i].name, name)) return &s->shapes[i];
+    return NULL;
+}
+
+/* The declared dims of input name as --shape text, a symbolic or unknown one as 1. */
+static const char *shape_hint(ox_state *s, const Onnx__TensorShapeProto *shape)
+{
+    ax_buf b = {0};
+    for (size_t i = 0; i < shape->n_dim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = shape->dim[i];
+        const bool fixed = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value > 0;
+        ax_buf_printf(&b, "%s%lld", i ? "x" : "", fixed ? (long long)d->dim_value : 1LL);
+    }
+    const char *text = ax_strdup(s->ctx->arena, b.data ? b.data : "");
+    ax_buf_free(&b);
+    return text;
+}
+
+/* Input name's dims into dims: --shape NAME=... where given (it fixes the
+ * symbolic ones, batch and sequence, and may change any: interface.md §9),
+ * else the model's fixed ones. */
+static bool input_dims(ox_state *s, const char *name, const Onnx__TensorShapeProto *shape, int64_t *dims)
+{
+    const onnx_input_shape *given = given_shape(s, name);
+    if (given && given->rank != (int)shape->n_dim) {
+        ox_fail(s, "--shape %s= gives %d dimensions, but input '%s' has %zu (e.g. --shape %s=%s)", name,
+                given->rank, name, shape->n_dim, name, shape_hint(s, shape));
+        return false;
+    }
+    for (size_t i = 0; i < shape->n_dim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = shape->dim[i];
+        const bool fixed = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+        if (fixed && d->dim_value < 1 && !given) {
+            ox_fail(s, "input '%s' has the non-positive dimension %zu (%lld)", name, i, (long long)d->dim_value);
+            return false;
+        }
+        if (!fixed && !given) {
+            const bool named = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param;
+            ox_fail(s, "input '%s' has the symbolic dimension %zu%s%s%s: fix its shape at compile time with "
+                    "--shape %s=%s (its size for '%s' in place of 1)", name, i, named ? " ('" : "",
+                    named ? d->dim_param : "", named ? "')" : "", name, shape_hint(s, shape),
+                    named ? d->dim_param : "that dimension");
+            return false;
+        }
+        dims[i] = given ? given->dims[i] : d->dim_value;
+    }
+    return true;
+}
+
+/* Every --shape names an input of the graph (not an initializer). */
+static bool shapes_name_inputs(ox_state *s, const Onnx__GraphProto *gp)
+{
+    for (int k = 0; k < s->nshapes; k++) {
+        bool found = false;
+        for (size_t i = 0; i < gp->n_input && !found; i++) {
+            const char *name = gp->input[i]->name ? gp->input[i]->name : "";
+            found = !strcmp(name, s->shapes[k].name) && !(ox_lookup(s, name) && ox_lookup(s, name)->c);
+        }
+        if (!found) {
+            ax_buf list = {0};
+            for (size_t i = 0; i < gp->n_input; i++) {
+                const char *name = gp->input[i]->name ? gp->input[i]->name : "";
+                if (!(ox_lookup(s, name) && ox_lookup(s, name)->c))
+                    ax_buf_printf(&list, "%s'%s'", list.data && *list.data ? ", " : "", name);
+            }
+            ox_fail(s, "--shape names '%s', which is not an input of the model (its inputs: %s)",
+                    s->shapes[k].name, list.data ? list.data : "none");
+            ax_buf_free(&list);
+            return false;
+        }
+    }
+    return true;
+}
+
 static bool add_input(ox_state *s, const Onnx__ValueInfoProto *vi)
 {
     const char *name = vi->name ? vi->name : "";
@@ -606,8 +684,8 @@ static bool add_input(ox_state *s, const Onnx__ValueInfoProto *vi)
                 name, (int)tt->elem_type);
         return false;
     }
-    if (tt->shape->n_dim > IR_MAX_RANK || s->g->ninputs >= IR_MAX_SRC) {
-        ox_fail(s, "input '%s': rank over %d or more than %d inputs", name, IR_MAX_RANK, IR_MAX_SRC);
+    if (tt->shape->n_dim > IR_MAX_RANK) {
+        ox_fail(s, "input '%s': rank over %d", name, IR_MAX_RANK);
         return false;
     }
     int id = ir_add(s->g, IR_OP_input, NULL, 0, ax_noloc());
@@ -616,16 +694,7 @@ static bool add_input(ox_state *s, const Onnx__ValueInfoProto *vi)
     n->name = ax_strdup(s->ctx->arena, name);
     n->dtype = dt;
     n->rank = (int)tt->shape->n_dim;
-    for (int i = 0; i < n->rank; i++) {
-        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
-        if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE || d->dim_value < 1) {
-            ox_fail(s, "input '%s' has a dynamic or non-positive dimension %d ('%s'): static shapes "
-                    "only (export with fixed sizes)", name, i,
-                    d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ? d->dim_param : "");
-            return false;
-        }
-        n->shape[i] = d->dim_value;
-    }
+    if (!input_dims(s, name, tt->shape, n->shape)) return false;
     ir_add_input(s->g, id);
     ox_val *v = ox_define(s, name);
     v->node = id;
@@ -682,8 +751,8 @@ static bool check_ops(ox_state *s, const Onnx__GraphProto *gp)
 static bool import_node(ox_state *s, const Onnx__NodeProto *n)
 {
     s->node = n;
-    if (n->n_output < 1 || n->n_input > 1000 || n->n_output > IR_MAX_SRC) {
-        ox_fail(s, "a node needs 1 to %d outputs and at most 1000 inputs", IR_MAX_SRC);
+    if (n->n_output < 1 || n->n_input > 1000 || n->n_output > IR_SRC_ROOM) {
+        ox_fail(s, "a node needs 1 to %d outputs and at most 1000 inputs", IR_SRC_ROOM);
         return false;
     }
     for (size_t i = 0; i < n->n_input; i++)
@@ -708,8 +777,8 @@ static bool import_node(ox_state *s, const Onnx__NodeProto *n)
 /* The graph outputs, in NCHW, each a node of its own. */
 static bool add_outputs(ox_state *s, const Onnx__GraphProto *gp)
 {
-    if (gp->n_output == 0 || gp->n_output > IR_MAX_SRC) {
-        ox_fail(s, "the graph has %zu outputs (1 to %d)", gp->n_output, IR_MAX_SRC);
+    if (gp->n_output == 0 || gp->n_output > IR_SRC_ROOM) {
+        ox_fail(s, "the graph has %zu outputs (1 to %d)", gp->n_output, IR_SRC_ROOM);
         return false;
     }
     for (size_t i = 0; i < gp->n_output; i++) {
@@ -777,6 +846,7 @@ static bool import_graph(ox_state *s, const Onnx__GraphProto *gp)
         if (!c) return false;
         ox_define(s, gp->initializer[i]->name ? gp->initializer[i]->name : "")->c = c;
     }
+    if (!shapes_name_inputs(s, gp)) return false;
     for (size_t i = 0; i < gp->n_input; i++)
         if (!add_input(s, gp->input[i])) return false;
     for (size_t i = 0; i < gp->n_node; i++)
@@ -871,7 +941,7 @@ static int pb_depth(const uint8_t *p, const uint8_t *end, pb_kind k, int depth)
 }
 
 ir_graph *onnx_import(ax_ctx *ctx, const char *path, const void *bytes, size_t len,
-                      onnx_infer_fn infer)
+                      onnx_infer_fn infer, const onnx_input_shape *shapes, int nshapes)
 {
     if (len && pb_depth(bytes, (const uint8_t *)bytes + len, PB_MODEL, 0) > OX_MAX_NESTING) {
         ax_error(ctx, ax_noloc(), "'%s' nests graphs, attributes or types more than %d messages deep "
@@ -885,7 +955,8 @@ ir_graph *onnx_import(ax_ctx *ctx, const char *path, const void *bytes, size_t l
         if (m) onnx__model_proto__free_unpacked(m, NULL);
         return NULL;
     }
-    ox_state s = {.ctx = ctx, .infer = infer, .dir = dir_of(ctx->arena, path)};
+    ox_state s = {.ctx = ctx, .infer = infer, .dir = dir_of(ctx->arena, path), .shapes = shapes,
+                  .nshapes = nshapes};
     s.opset = default_opset(m);
     s.g = ir_graph_new(ctx, model_name(ctx->arena, path), ax_noloc());
     s.g->wording = &onnx_wording;

@@ -55,6 +55,8 @@ typedef struct ox_state {
     int inferred;                 /* nodes of g whose shapes are inferred (ox_add) */
     const char **read_names;      /* open-addressing set of the names nodes and outputs read */
     size_t read_cap;
+    const onnx_input_shape *shapes; /* --shape, nshapes of them */
+    int nshapes;
 } ox_state;
 
 /* ---- onnx_import.c ---- */

@@ -873,8 +873,8 @@ static bool op_concat(ox_state *s)
 {
     bool ok = true, nhwc = true;
     int64_t axis = ox_attr_int(s, "axis", 0);
-    ox_val *v[IR_MAX_SRC];
-    if (NIN < 1 || NIN > IR_MAX_SRC) { ox_unsupported(s, "a Concat of more than 16 inputs"); return false; }
+    if (NIN < 1) { ox_fail(s, "a Concat of no inputs"); return false; }
+    ox_val **v = ax_alloc(s->ctx->arena, sizeof *v * (size_t)NIN);
     for (int i = 0; i < NIN; i++) {
         if (!(v[i] = IN(i)) || !ok) { if (ok) ox_fail(s, "an absent input"); return false; }
         nhwc &= !v[i]->c && v[i]->nhwc;
@@ -901,7 +901,7 @@ static bool op_concat(ox_state *s)
             }
         return set_const(s, 0, c);
     }
-    int src[IR_MAX_SRC];
+    int *src = ax_alloc(s->ctx->arena, sizeof *src * (size_t)NIN);
     ir_attrs a = ir_attrs_unset();
     a.axis = nhwc && rank == 4 ? (axis == 1 ? 3 : axis == 0 ? 0 : (int)axis - 1) : (int)axis;
     for (int i = 0; i < NIN; i++)
@@ -1031,10 +1031,10 @@ static bool op_split(ox_state *s)
     bool ok = true;
     ox_val *x = IN(0);
     if (!ok || !x) return false;
-    int64_t shape[IR_MAX_RANK], axis = ox_attr_int(s, "axis", 0), parts[IR_MAX_SRC];
+    int64_t shape[IR_MAX_RANK], axis = ox_attr_int(s, "axis", 0), parts[IR_SRC_ROOM];
     int rank = ox_shape(s, x, shape), nout = (int)s->node->n_output;
-    if (!norm_axis(s, &axis, rank) || nout < 1 || nout > IR_MAX_SRC) return false;
-    int np = NIN > 1 && s->node->input[1][0] ? const_ints(s, IN(1), parts, IR_MAX_SRC) : ox_attr_ints(s, "split", parts, IR_MAX_SRC);
+    if (!norm_axis(s, &axis, rank) || nout < 1 || nout > IR_SRC_ROOM) return false;
+    int np = NIN > 1 && s->node->input[1][0] ? const_ints(s, IN(1), parts, IR_SRC_ROOM) : ox_attr_ints(s, "split", parts, IR_SRC_ROOM);
     if (s->ctx->errors || !split_count_ok(s, np, nout)) return false;
     if (np < 0) for (int i = 0; i < nout; i++) parts[i] = (shape[axis] + nout - 1) / nout - (i == nout - 1 ? (shape[axis] + nout - 1) / nout * nout - shape[axis] : 0);
     else if (np != nout) { ox_fail(s, "split has %d sizes for %d outputs", np, nout); return false; }
@@ -1434,6 +1434,11 @@ static bool op_det(ox_state *s)
             e[i][j] = reshape_to(s, slice_axis(s, slice_axis(s, x, rank - 2, i, i + 1, 1), rank - 1, j, j + 1, 1),
                                  shape, rank - 2);
     int y = bin(s, IR_OP_sub, bin(s, IR_OP_mul, e[0][0], e[1][1]), bin(s, IR_OP_mul, e[0][1], e[1][0]));
+    if (rank == 2 && y != IR_NONE) {   /* one matrix: a scalar (rank 0), not reshape_to's [1] */
+        ir_attrs scalar = ir_attrs_unset();
+        scalar.nnewshape = 0;
+        y = ox_add(s, IR_OP_reshape, &y, 1, &scalar);
+    }
     return set_node(s, 0, y, false);
 }
 
@@ -1941,14 +1946,9 @@ static bool op_rnn(ox_state *s)
     }
     if (h == IR_NONE) return false;
     if (s->node->n_output > 0 && s->node->output[0][0]) {
-        int y = steps[0];
-        for (int64_t t = 1; t < seq && y != IR_NONE;) {   /* concat at most IR_MAX_SRC at once */
-            int src[IR_MAX_SRC] = {y}, n = 1;
-            while (t < seq && n < IR_MAX_SRC) src[n++] = steps[t++];
-            ir_attrs a = ir_attrs_unset();
-            a.axis = 0;
-            y = ox_add(s, IR_OP_concat, src, n, &a);
-        }
+        ir_attrs a = ir_attrs_unset();
+        a.axis = 0;
+        int y = seq == 1 ? steps[0] : ox_add(s, IR_OP_concat, steps, (int)seq, &a);
         static const int to_batch_first[4] = {2, 0, 1, 3};
         if (batch_first) y = transpose_perm(s, y, to_batch_first, 4);
         if (!set_node(s, 0, y, false)) return false;
@@ -2268,9 +2268,9 @@ static bool op_tile(ox_state *s)
     if (const_ints(s, IN(1), rep, IR_MAX_RANK) != rank) { if (!s->ctx->errors) ox_fail(s, "repeats has the wrong length"); return false; }
     int y = ox_node(s, xv);
     for (int ax = 0; ax < rank && y != IR_NONE; ax++) {
-        if (rep[ax] < 1 || rep[ax] > IR_MAX_SRC) { ox_unsupported(s, "repeats under 1 or over 16"); return false; }
+        if (rep[ax] < 1 || rep[ax] > IR_SRC_ROOM) { ox_unsupported(s, "repeats under 1 or over 16"); return false; }
         if (rep[ax] == 1) continue;
-        int src[IR_MAX_SRC];
+        int src[IR_SRC_ROOM];
         for (int i = 0; i < rep[ax]; i++) src[i] = y;
         ir_attrs a = ir_attrs_unset();
         a.axis = ax;

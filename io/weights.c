@@ -206,6 +206,17 @@ static const char *other_format(const uint8_t *buf, size_t len)
     return NULL;
 }
 
+/* An ONNX ModelProto as exporters write it: ir_version (field 1, a small
+ * varint) first, then producer_name, a graph or opset_import. */
+static bool looks_like_onnx(const char *path, const uint8_t *buf, size_t len)
+{
+    const size_t n = strlen(path);
+    if (n > 5 && !strcmp(path + n - 5, ".onnx"))
+        return true;
+    return buf && len > 3 && buf[0] == 0x08 && buf[1] >= 1 && buf[1] <= 30 &&
+           (buf[2] == 0x12 || buf[2] == 0x1a || buf[2] == 0x3a || buf[2] == 0x42);
+}
+
 int weights_load(ir_graph *g, const char *path)
 {
     size_t len;
@@ -219,6 +230,12 @@ int weights_load(ir_graph *g, const char *path)
     for (int i = 0; i < g->nnodes; i++)
         if (g->nodes[i].op == IR_OP_param && !g->nodes[i].dead)
             max += 8 * (size_t)ir_numel(&g->nodes[i]);
+    static const char onnx_message[] = "%s is an ONNX model; pass it as the model (axc %s -o OUT.c), "
+                                       "not --weights";
+    if (looks_like_onnx(path, NULL, 0)) {   /* before reading: it may be large */
+        ax_error(g->ctx, ax_noloc(), onnx_message, path, path);
+        return 1;
+    }
     const uint8_t *buf = (const uint8_t *)ax_read_file_max(g->ctx->arena, path, max, &len);
     if (!buf && errno == EFBIG) {
         ax_error(g->ctx, ax_noloc(), "cannot read %s: larger than %zu bytes, the most this model's parameters "
@@ -229,7 +246,9 @@ int weights_load(ir_graph *g, const char *path)
     if (tf_safetensors_parse(g->ctx->arena, buf, len, &t, &nt, err, sizeof err) != 0) {
         /* a header length read from another format's magic is nonsense: name the format */
         const char *other = other_format(buf, len);
-        if (other)
+        if (looks_like_onnx(path, buf, len))
+            ax_error(g->ctx, ax_noloc(), onnx_message, path, path);
+        else if (other)
             ax_error(g->ctx, ax_noloc(), "%s is %s, not a safetensors file (write one with "
                      "axc_torch.save_safetensors or safetensors.torch.save_file)", path, other);
         else

@@ -144,11 +144,35 @@ static ir_node blank_node(ir_op op, ax_loc loc)
     return n;
 }
 
+/* A fresh operand array holding src[0..nsrc), zeros after it up to IR_SRC_ROOM. */
+static int *new_operands(ax_arena *arena, const int *src, int nsrc)
+{
+    const int room = nsrc > IR_SRC_ROOM ? nsrc : IR_SRC_ROOM;
+    int *ids = ax_alloc(arena, sizeof *ids * (size_t)room);
+    memset(ids, 0, sizeof *ids * (size_t)room);
+    if (nsrc > 0)
+        memcpy(ids, src, sizeof *ids * (size_t)nsrc);
+    return ids;
+}
+
+void ir_set_operands(const ir_graph *g, ir_node *n, const int *src, int nsrc)
+{
+    if (nsrc < 0)
+        ax_die("ir_set_operands: %d operands", nsrc);
+    n->src = new_operands(g->ctx->arena, src, nsrc);
+    n->nsrc = nsrc;
+}
+
+void ir_own_operands(const ir_graph *g, ir_node *n)
+{
+    ir_set_operands(g, n, n->src, n->nsrc);
+}
+
 static void check_operands(const ir_graph *g, ir_op op, const int *src, int nsrc, int limit)
 {
     if ((unsigned)op >= IR_OP_COUNT)
         ax_die("ir_add: bad op %d", (int)op);
-    if (nsrc < 0 || nsrc > IR_MAX_SRC)
+    if (nsrc < 0)
         ax_die("ir_add: %s with %d operands", ir_ops[op].name, nsrc);
     for (int i = 0; i < nsrc; i++)
         if (src[i] != IR_NONE && (src[i] < 0 || src[i] >= limit))
@@ -162,8 +186,7 @@ int ir_add(ir_graph *g, ir_op op, const int *src, int nsrc, ax_loc loc)
     reserve_node(g);
     ir_node n = blank_node(op, loc);
     n.nsrc = nsrc;
-    for (int i = 0; i < nsrc; i++)
-        n.src[i] = src[i];
+    n.src = new_operands(g->ctx->arena, src, nsrc);
     n.context = g->ctx ? g->ctx->context : NULL;   /* the block instance being lowered */
     g->nodes[g->nnodes] = n;
     return g->nnodes++;
@@ -199,8 +222,7 @@ int ir_insert(ir_graph *g, int pos, ir_op op, const int *src, int nsrc, ax_loc l
     memmove(&g->nodes[pos + 1], &g->nodes[pos], (size_t)(g->nnodes - pos) * sizeof *g->nodes);
     ir_node n = blank_node(op, loc);
     n.nsrc = nsrc;
-    for (int i = 0; i < nsrc; i++)
-        n.src[i] = src[i];
+    n.src = new_operands(g->ctx->arena, src, nsrc);
     g->nodes[pos] = n;
     g->nnodes++;
     remap_after_insert(g, pos);

@@ -4,6 +4,7 @@
 #ifndef AX_IR_H
 #define AX_IR_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,7 +13,16 @@
 #include "ax.h"
 
 #define IR_MAX_RANK AXRT_MAX_RANK
-#define IR_MAX_SRC 16
+/* A node takes any number of operands: its src array lies in the context
+ * arena with room for at least IR_SRC_ROOM ids (so a pass may append an
+ * operand in place up to that: an epilogue's residual), exactly nsrc when more. */
+#define IR_SRC_ROOM 16
+/* ops.def's max column for an op with no upper bound on its operands (concat). */
+#define IR_SRC_UNBOUNDED INT_MAX
+/* The most operands pass_fuse_elementwise gives one fused_elementwise node
+ * (its budget, not a limit on the user's graph); the back ends size their
+ * per-operand tables by it. */
+#define IR_MAX_FUSED_SRC 16
 #define IR_NONE (-1)
 /* The rank of a node whose value could not be built (marked by lowering, or
  * by pass_shape after reporting its error): pass_shape skips it and every
@@ -223,7 +233,9 @@ struct ir_node {
     int rank;
     int64_t shape[IR_MAX_RANK];
     int nsrc;
-    int src[IR_MAX_SRC];
+    int *src;            /* nsrc operand ids (IR_SRC_ROOM above).  A node copied by value
+                            shares its copy's array: call ir_own_operands on the copy
+                            before changing either's operands */
     ir_attrs attrs;
     ax_loc loc;
     const char *name;    /* param: state_dict name; input: argument name; else layer name or NULL */
@@ -309,6 +321,10 @@ int ir_add(ir_graph *g, ir_op op, const int *src, int nsrc, ax_loc loc);
  * up by one and renumbering every operand, g->inputs and g->outputs that
  * referred to them.  Returns pos.  Used to put a cast right after an input. */
 int ir_insert(ir_graph *g, int pos, ir_op op, const int *src, int nsrc, ax_loc loc);
+/* Gives node n operands src[0..nsrc) in a fresh array of its own (any nsrc). */
+void ir_set_operands(const ir_graph *g, ir_node *n, const int *src, int nsrc);
+/* Gives node n (a copy of another by value) its own copy of its operand array. */
+void ir_own_operands(const ir_graph *g, ir_node *n);
 /* Appends input node id to the signature. */
 void ir_add_input(ir_graph *g, int id);
 /* Appends node id, called name (may be NULL), to the return list. */

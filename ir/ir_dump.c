@@ -116,7 +116,7 @@ static void put_fused_step(ax_buf *out, const ir_graph *g, const ir_node *n, int
 
 static bool fused_expands_too_far(const ir_node *n)
 {
-    double size[2 * IR_MAX_SRC + 64 + 1];
+    double size[2 * IR_MAX_FUSED_SRC + 64 + 1];
     int nsteps = n->attrs.nsteps;
     if (nsteps > (int)(sizeof size / sizeof size[0]))
         return true;

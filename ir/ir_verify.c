@@ -36,10 +36,10 @@ static void verify_operands(verifier *v, int id, const ir_node *n)
     if (!count_ok)
         problem(v, n->loc, "%%%d %s has %d operands, expected %d..%d", id, info->name, n->nsrc,
                 variadic ? info->min_src : expected, variadic ? info->max_src : expected);
-    for (int i = 0; i < n->nsrc && i < IR_MAX_SRC; i++) {
+    for (int i = 0; i < n->nsrc; i++) {
         int s = n->src[i];
         if (s == IR_NONE) {
-            if (!(info->optional >> i & 1u))
+            if (i >= 32 || !(info->optional >> i & 1u))
                 problem(v, n->loc, "%%%d %s: required operand %d is missing", id, info->name, i);
         } else if (s < 0 || s >= id) {
             problem(v, n->loc, "%%%d %s: operand %d is %%%d, not defined before use", id,
@@ -96,7 +96,7 @@ static void verify_fused_strides(verifier *v, int id, const ir_node *n)
         problem(v, n->loc, "%%%d %s has no program or operand strides", id, ir_ops[n->op].name);
         return;
     }
-    for (int k = 0; k < n->nsrc && k < IR_MAX_SRC; k++) {
+    for (int k = 0; k < n->nsrc && k < IR_MAX_FUSED_SRC; k++) {
         if (n->src[k] < 0 || n->src[k] >= id)
             continue;
         int64_t last = 0;
@@ -117,7 +117,7 @@ static void verify_fused_strides(verifier *v, int id, const ir_node *n)
 static void verify_results(verifier *v, int id, const ir_node *n)
 {
     const ir_graph *g = v->g;
-    for (int i = 0; i < n->nsrc && i < IR_MAX_SRC; i++) {
+    for (int i = 0; i < n->nsrc; i++) {
         const int s = n->src[i];
         if (s >= 0 && s < id && ir_has_results(g->nodes[s].op) && n->op != IR_OP_result)
             problem(v, n->loc, "%%%d %s reads the multi-result %%%d %s; only result nodes may",

@@ -26,14 +26,14 @@
  * (attrs.strides): an elementwise op commutes with any re-indexing.  Trees
  * doing less than two pieces of work (elementwise ops and transposes; a
  * reshape moves no data) are left alone, as are trees needing more than
- * IR_MAX_SRC operands.  Operands read in the result's own order come first,
+ * IR_MAX_FUSED_SRC operands.  Operands read in the result's own order come first,
  * so operand 0 is one the memory plan may overwrite in place. */
 #include "passes.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_MERGED (IR_MAX_SRC + 64)
+#define MAX_MERGED (IR_MAX_FUSED_SRC + 64)
 
 /* The compute dtypes the back ends have kernels for. */
 static bool computes_in_kernel_dtype(const ir_node *n) { return n->dtype == AXRT_F32 || n->dtype == AXRT_F64; }
@@ -212,10 +212,10 @@ typedef struct fused_builder {
     const ir_graph *g;
     const user_lists *users;
     const bool *opaque;
-    ir_fused_step steps[2 * IR_MAX_SRC + 64];
+    ir_fused_step steps[2 * IR_MAX_FUSED_SRC + 64];
     int nsteps, work;
-    int operands[IR_MAX_SRC], noperands;
-    int64_t strides[IR_MAX_SRC][IR_MAX_RANK];
+    int operands[IR_MAX_FUSED_SRC], noperands;
+    int64_t strides[IR_MAX_FUSED_SRC][IR_MAX_RANK];
     int step_of[MAX_MERGED];  /* merged node ids and their args, memo for shared uses */
     int node_of[MAX_MERGED];
     int nmerged;
@@ -282,7 +282,7 @@ static int leaf_arg(fused_builder *b, int id)
     for (int k = 0; k < b->noperands; k++)
         if (b->operands[k] == id && memcmp(b->strides[k], strides, sizeof strides[0] * (size_t)rank) == 0)
             return IR_FUSED_OPERAND(k);
-    if (b->noperands == IR_MAX_SRC) {
+    if (b->noperands == IR_MAX_FUSED_SRC) {
         b->overflow = true;
         return IR_FUSED_OPERAND(0);
     }
@@ -331,15 +331,15 @@ static int build_arg(fused_builder *b, int id, int user)
 /* Renumbers operand references so that operands read in order come first. */
 static void order_operands(fused_builder *b, const ir_node *root)
 {
-    int order[IR_MAX_SRC], new_index[IR_MAX_SRC], n = 0;
+    int order[IR_MAX_FUSED_SRC], new_index[IR_MAX_FUSED_SRC], n = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int k = 0; k < b->noperands; k++)
             if (reads_in_order(b, root, k) == (pass == 0)) {
                 new_index[k] = n;
                 order[n++] = k;
             }
-    int operands[IR_MAX_SRC];
-    int64_t strides[IR_MAX_SRC][IR_MAX_RANK];
+    int operands[IR_MAX_FUSED_SRC];
+    int64_t strides[IR_MAX_FUSED_SRC][IR_MAX_RANK];
     for (int j = 0; j < n; j++) {
         operands[j] = b->operands[order[j]];
         memcpy(strides[j], b->strides[order[j]], sizeof strides[j]);

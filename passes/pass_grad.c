@@ -1015,23 +1015,17 @@ static void train_groupnorm(grad_state *s, int gn)
     s->insert_at = -1;
 }
 
-/* n nodes joined along axis by concats of at most IR_MAX_SRC operands. */
+/* n nodes joined along axis by one concat (n itself when alone). */
 static int concat_many(grad_state *s, int *items, int n, int axis)
 {
-    while (n > 1) {
-        int groups = 0;
-        for (int at = 0; at < n; at += IR_MAX_SRC) {
-            const int count = n - at < IR_MAX_SRC ? n - at : IR_MAX_SRC;
-            int64_t shape[IR_MAX_RANK];
-            memcpy(shape, N(items[at])->shape, sizeof shape);
-            for (int k = 1; k < count; k++) shape[axis] += N(items[at + k])->shape[axis];
-            int c = add_node(s, IR_OP_concat, items + at, count, shape, N(items[at])->rank);
-            N(c)->attrs.axis = axis;
-            items[groups++] = c;
-        }
-        n = groups;
-    }
-    return items[0];
+    if (n == 1)
+        return items[0];
+    int64_t shape[IR_MAX_RANK];
+    memcpy(shape, N(items[0])->shape, sizeof shape);
+    for (int k = 1; k < n; k++) shape[axis] += N(items[k])->shape[axis];
+    int c = add_node(s, IR_OP_concat, items, n, shape, N(items[0])->rank);
+    N(c)->attrs.axis = axis;
+    return c;
 }
 
 /* Columns [part h, (part + 1) h) of a [N, gates h] gate block. */

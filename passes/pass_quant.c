@@ -354,7 +354,7 @@ int pass_quant_unfuse(ir_graph *g)
 static bool reads_int8(const ir_node *r, int i, float *scale, int32_t *zp)
 {
     const ir_quant *q = r->quant;
-    if (!q || (q->nin ? i >= q->nin : i != 0))
+    if (!q || i >= 32 || (q->nin ? i >= q->nin : i != 0))   /* in_q8_mask's 32 bits */
         return false;
     *scale = q->nin ? q->in_scales[i] : q->in_scale;
     *zp = q->nin ? q->in_zps[i] : q->in_zp;

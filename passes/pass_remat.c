@@ -108,6 +108,7 @@ void pass_remat_set_free(pass_remat_set *s)
 /* The graph being built: nodes, and per original node its new id and the
  * new id of its copy (-1 until emitted). */
 typedef struct remat_build {
+    const ir_graph *g;   /* the graph copied (its arena holds the copies' operands) */
     ir_node *nodes;
     int n;
     int *new_id, *copy_id, *place;   /* place: per original node, -1 when not copied */
@@ -198,6 +199,7 @@ static void emit(remat_build *b, const ir_node *orig, int pos, bool dead)
 {
     ir_node *n = &b->nodes[b->n++];
     *n = *orig;
+    ir_own_operands(b->g, n);   /* the copy and the original renumber theirs apart */
     for (int i = 0; i < n->nsrc; i++)
         n->src[i] = dead ? (n->src[i] == IR_NONE ? IR_NONE : b->new_id[n->src[i]]) : version_at(b, n->src[i], pos);
 }
@@ -227,6 +229,7 @@ static void build(const ir_graph *g, remat_build *b)
 static remat_build build_new(const ir_graph *g, const pass_remat_set *s)
 {
     remat_build b = {0};
+    b.g = g;
     b.new_id = pass_calloc((size_t)g->nnodes, sizeof *b.new_id);
     b.copy_id = pass_calloc((size_t)g->nnodes, sizeof *b.copy_id);
     b.place = pass_calloc((size_t)g->nnodes, sizeof *b.place);

@@ -145,9 +145,11 @@ static void operand_rows(const tile_build *b, int id, int s, int64_t *lo, int64_
     *hi = last > size ? size : last;
 }
 
+/* Appends a copy of proto with an operand array of its own. */
 static int emit(tile_build *b, const ir_node *proto)
 {
     b->nodes[b->n] = *proto;
+    ir_own_operands(b->g, &b->nodes[b->n]);
     return b->n++;
 }
 
@@ -163,8 +165,7 @@ static int rows_of(tile_build *b, int s, int64_t lo, int64_t hi)
     sl.attrs.act = sl.attrs.residual = IR_NONE;
     sl.op = IR_OP_slice;
     sl.name = NULL;
-    sl.nsrc = 1;
-    sl.src[0] = b->tile_id[s];
+    ir_set_operands(b->g, &sl, &b->tile_id[s], 1);
     sl.attrs.nslice = src->rank;
     const int64_t base = b->lo[s];
     for (int d = 0; d < src->rank; d++) {
@@ -212,6 +213,7 @@ static void build_tile(tile_build *b, int64_t lo, int64_t hi)
         if (n->dead || is_source(g, id) || b->lo[id] > b->hi[id])
             continue;
         ir_node copy = *n;
+        ir_own_operands(g, &copy);
         copy.shape[b->axis] = b->hi[id] - b->lo[id];
         for (int k = 0; k < n->nsrc; k++) {
             const int s = n->src[k];
@@ -256,12 +258,14 @@ static tile_build build(const ir_graph *g, int e, int x, int axis, int tiles)
     cat.attrs.act = cat.attrs.residual = IR_NONE;
     cat.op = IR_OP_concat;
     cat.attrs.axis = axis;
-    cat.nsrc = tiles;
+    int *parts = pass_calloc((size_t)tiles, sizeof *parts);
     const int64_t rows = g->nodes[e].shape[axis];
     for (int t = 0; t < tiles; t++) {
         build_tile(&b, rows * t / tiles, rows * (t + 1) / tiles);
-        cat.src[t] = b.tile_id[e];
+        parts[t] = b.tile_id[e];
     }
+    ir_set_operands(g, &cat, parts, tiles);
+    free(parts);
     b.map[e] = emit(&b, &cat);
     for (int id = e + 1; id < g->nnodes; id++) {
         b.map[id] = emit(&b, &g->nodes[id]);

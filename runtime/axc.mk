@@ -14,7 +14,14 @@
 #   AXC_FLAGS         options for every model, e.g. --seed=1 or -O3
 #   AXC_FLAGS_<stem>  options for one model only (stem: the path without .ax)
 #   AXC_WEIGHTS_<stem>  weights file for one model; without it, <stem>.safetensors
-#                     is used when it exists, else axc's deterministic --seed init
+#                     is used when it exists (found like the .ax: beside it, or by
+#                     the project's vpath).  With no weights file a model that has
+#                     parameters is refused (axc --require-weights) unless random
+#                     ones were asked for: AXC_SEED=N (axc's deterministic --seed=N
+#                     init), or --seed in its flags
+#   AXC_SEED          random parameters from this seed for models without weights
+#   AXC_SHAPE_<stem>  an ONNX model's input shapes, e.g. input=1x3x224x224 (several
+#                     separated by spaces; each becomes --shape NAME=DIMS)
 #   AXC_DEPDIR        where axc's dependency files go (default .axc-deps)
 #   AXRT_OBJDIR       where the runtime objects go (default axrt-obj)
 #   AXRT_OPTFLAGS     optimisation flags added after $(CFLAGS) for the runtime
@@ -48,18 +55,35 @@ AXRT_OPTFLAGS ?= $(if $(filter -O2 -O3 -Ofast -Os -Oz,$(CFLAGS)),,-O2)
 AXRT_OBJS := $(patsubst $(AXRT_SRCDIR)/%.c,$(AXRT_OBJDIR)/%.o,$(wildcard $(AXRT_SRCDIR)/*.c))
 
 # The weights for stem $(1): the per-model variable, else a prerequisite
-# named *.safetensors (the first pattern rule below adds <stem>.safetensors).
-axc_weights_for = $(firstword $(AXC_WEIGHTS_$(1)) $(filter %.safetensors,$(2)))
+# named *.safetensors (the first pattern rule below adds <stem>.safetensors),
+# else the .safetensors beside the model file $(3) wherever make found it.
+axc_weights_for = $(firstword $(AXC_WEIGHTS_$(1)) $(filter %.safetensors,$(2)) \
+                      $(wildcard $(basename $(3)).safetensors))
+
+# Whether stem $(1) may get random parameters: AXC_SEED, or --seed in its flags.
+axc_random_asked = $(or $(AXC_SEED),$(filter --seed=% --seed,$(AXC_FLAGS) $(AXC_FLAGS_$(1))))
 
 # One dependency file per model, in one directory, so they can be included
 # without knowing where the project keeps its models.
 axc_depfile_for = $(AXC_DEPDIR)/$(subst /,__,$(subst ../,up__,$(1))).d
 
 # One axc run writes both targets (a multi-target pattern rule is grouped).
+# A .ax model with parameters and no weights file fails (--require-weights)
+# unless random parameters were asked for: a firmware image must not ship
+# them without a word.
 define axc_generate
 	@mkdir -p $(AXC_DEPDIR)
-	$(AXC) $(AXC_FLAGS) $(AXC_FLAGS_$*) \
-	    $(addprefix --weights=,$(call axc_weights_for,$*,$^)) \
+	$(AXC) $(AXC_FLAGS) $(AXC_FLAGS_$*) $(if $(AXC_SEED),--seed=$(AXC_SEED)) \
+	    $(if $(or $(call axc_weights_for,$*,$^,$<),$(call axc_random_asked,$*)),,--require-weights) \
+	    $(addprefix --weights=,$(call axc_weights_for,$*,$^,$<)) \
+	    -MD -MF $(call axc_depfile_for,$*) -MT '$*.c $*.h' \
+	    $< -o $*.c
+endef
+
+# An ONNX model carries its weights; AXC_SHAPE_<stem> fixes symbolic dimensions.
+define axc_generate_onnx
+	@mkdir -p $(AXC_DEPDIR)
+	$(AXC) $(AXC_FLAGS) $(AXC_FLAGS_$*) $(addprefix --shape ,$(AXC_SHAPE_$*)) \
 	    -MD -MF $(call axc_depfile_for,$*) -MT '$*.c $*.h' \
 	    $< -o $*.c
 endef
@@ -72,6 +96,9 @@ endef
 
 %.c %.h: %.ax $(wildcard $(AXC))
 	$(axc_generate)
+
+%.c %.h: %.onnx $(wildcard $(AXC))
+	$(axc_generate_onnx)
 
 # Generated sources stay after the build (make would delete them as
 # intermediates of %.o: %.c the first time); axc writes them atomically.

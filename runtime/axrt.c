@@ -20,6 +20,7 @@
 #include "axrt_unary.h"
 
 #ifdef AXRT_X86_SIMD
+#include <stdio.h>  /* fprintf, for an AXRT_ISA not honoured: x86-64 hosts only */
 #include <stdlib.h> /* getenv, for AXRT_ISA: x86-64 hosts only */
 #endif
 

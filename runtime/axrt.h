@@ -301,9 +301,10 @@ AXRT_DECLARE_KERNELS(uint16_t, bf16)
  * The float32 kernels run on one instruction set, chosen on first use: the
  * best this CPU has ("avx512", "avx2" on x86-64; "portable" C everywhere).
  * On x86-64 hosts the environment variable AXRT_ISA=portable|avx2|avx512
- * forces one.  axrt_set_isa forces one from code (NULL: the best again);
- * it returns 0, or -1 (nothing changed) for a name unknown or unsupported
- * here.  Not to be called while kernels run on other threads. */
+ * forces one (an unknown name, or a set this CPU lacks, gives one line on
+ * stderr naming the set used instead).  axrt_set_isa forces one from code
+ * (NULL: the best again); it returns 0, or -1 (nothing changed) for a name
+ * unknown or unsupported here.  Not to be called while kernels run on other threads. */
 int axrt_set_isa(const char *name);
 /* The name of the instruction set the kernels use ("portable", "avx2", ...). */
 const char *axrt_isa_name(void);

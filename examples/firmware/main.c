@@ -6,7 +6,15 @@
  *
  *   <output name>[<flat index>] <value, %.9g>     one line per output element
  *   stack <bytes>                                 stack the model call used
+ *   expected: max |device - host| <d> (<r> of max |host|)  with AXC_EXPECTED
  *   RESULT: PASS | RESULT: FAIL
+ *
+ * Built with -DAXC_EXPECTED (the Makefile does), it compares the outputs with
+ * expected.h, what the same model (same flags, same weights) computed on the
+ * build host for the same inputs, and passes only within AXC_CHECK_RTOL of the
+ * largest expected magnitude: an image that runs but computes something else
+ * (other parameters, a miscompile) FAILs.  Built with -DAXC_HOST_REFERENCE for
+ * the build host, it writes that expected.h instead (to standard output).
  *
  * Built with PROFILE=1 (the model compiled with `axc --profile`), it also
  * prints the per-layer profile, one line per layer:
@@ -30,6 +38,10 @@
 #define STACK_PAINT 0xA5C3A5C3u
 
 static float io_pool[IO_POOL_FLOATS];
+
+#ifdef AXC_EXPECTED
+#include "expected.h" /* axc_expected[axc_expected_count]: every output, in order */
+#endif
 
 static size_t element_count(const axrt_tensor_info *t)
 {
@@ -62,6 +74,10 @@ static int carve(const axrt_tensor_info *infos, int n, float **views, size_t *us
 static int run_measured(const axrt_model *m, const void *const *in, void *const *out,
                         uint32_t *stack_bytes)
 {
+#ifdef AXC_HOST_REFERENCE
+    *stack_bytes = 0;
+    return m->run(in, out, NULL);
+#else
     uint32_t sp;
     __asm__ volatile("mov %0, sp" : "=r"(sp));
     volatile uint32_t *const lowest = (volatile uint32_t *)(sp - STACK_PROBE_BYTES);
@@ -71,9 +87,12 @@ static int run_measured(const axrt_model *m, const void *const *in, void *const 
     for (p = lowest; p < (volatile uint32_t *)sp && *p == STACK_PAINT; p++) {}
     *stack_bytes = sp - (uint32_t)(uintptr_t)p;
     return status;
+#endif
 }
 
-#ifdef AXC_PROFILE
+#if defined AXC_PROFILE && defined AXC_HOST_REFERENCE
+uint64_t axc_profile_clock(void) { return 0; }
+#elif defined AXC_PROFILE
 /* The clock the profiled model calls around each layer: SysTick counting
  * down from 2^24 at the core clock, unwrapped into 64 bits (calls come far
  * more often than once per 2^24 cycles). */
@@ -99,11 +118,65 @@ uint64_t axc_profile_clock(void)
     return total;
 }
 
+#endif
+
+#if defined AXC_PROFILE && !defined AXC_HOST_REFERENCE
 static void print_profile(void)
 {
     for (size_t k = 0; k < sizeof AXC_PROFILE / sizeof AXC_PROFILE[0]; k++)
         printf("layer %s %s calls %lu ticks %lu\n", AXC_PROFILE[k].layer, AXC_PROFILE[k].op,
                (unsigned long)AXC_PROFILE[k].calls, (unsigned long)AXC_PROFILE[k].ticks);
+}
+#endif
+
+#ifdef AXC_HOST_REFERENCE
+/* Writes expected.h: every output element, in order, exactly (%.9e). */
+static int print_expected(const axrt_model *m, float *const *outputs)
+{
+    size_t total = 0;
+    puts("/* expected.h: the outputs the build host computes (main.c AXC_HOST_REFERENCE) */");
+    puts("static const float axc_expected[] = {");
+    for (int k = 0; k < m->n_outputs; k++)
+        for (size_t i = 0; i < element_count(&m->outputs[k]); i++, total++)
+            printf("    %.9ef,\n", (double)outputs[k][i]); /* an exponent: 0 is 0.0e+00f */
+    printf("};\nstatic const unsigned long axc_expected_count = %lu;\n", (unsigned long)total);
+    return 1;
+}
+
+int main(void)
+{
+    const axrt_model *m = &AXC_MODEL;
+    float *inputs[MAX_TENSORS], *outputs[MAX_TENSORS];
+    size_t used = 0;
+    uint32_t stack_bytes;
+    if (m->n_inputs > MAX_TENSORS || m->n_outputs > MAX_TENSORS ||
+        !carve(m->inputs, m->n_inputs, inputs, &used) ||
+        !carve(m->outputs, m->n_outputs, outputs, &used))
+        return 1;
+    for (int k = 0; k < m->n_inputs; k++)
+        for (size_t i = 0; i < element_count(&m->inputs[k]); i++) inputs[k][i] = input_value(i, k);
+    if (run_measured(m, (const void *const *)inputs, (void *const *)outputs, &stack_bytes) != 0) return 1;
+    return print_expected(m, outputs) ? 0 : 1;
+}
+#else
+
+#ifdef AXC_EXPECTED
+/* Whether every output is within AXC_CHECK_RTOL x max |expected| of
+ * expected.h's value; prints the largest difference. */
+static int matches_expected(const axrt_model *m, float *const *outputs)
+{
+    double largest = 0, worst = 0;
+    size_t total = 0;
+    for (unsigned long j = 0; j < axc_expected_count; j++)
+        largest = fabs((double)axc_expected[j]) > largest ? fabs((double)axc_expected[j]) : largest;
+    for (int k = 0; k < m->n_outputs; k++)
+        for (size_t i = 0; i < element_count(&m->outputs[k]); i++, total++) {
+            if (total >= axc_expected_count) return 0;
+            const double d = fabs((double)outputs[k][i] - (double)axc_expected[total]);
+            worst = d > worst || d != d ? d : worst;
+        }
+    printf("expected: max |device - host| %.3g (%.3g of max |host|)\n", worst, largest > 0 ? worst / largest : worst);
+    return total == axc_expected_count && worst <= AXC_CHECK_RTOL * (largest > 0 ? largest : 1);
 }
 #endif
 
@@ -143,6 +216,10 @@ int main(void)
     print_profile();
 #endif
     int ok = status == 0 && finite && stack_bytes < STACK_PROBE_BYTES;
+#ifdef AXC_EXPECTED
+    ok = matches_expected(m, outputs) && ok;
+#endif
     puts(ok ? "RESULT: PASS" : "RESULT: FAIL");
     return ok ? 0 : 1;
 }
+#endif

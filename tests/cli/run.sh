@@ -631,13 +631,50 @@ sys.stdout.write('@axiom s(x::Float32[1, 8]) begin\n' + 'relu;' * 200000 + ' bog
     grep -q 'bogus$' err && grep -q '\^~~~~$' err || { echo "the excerpt lost the error's span"; cat err; return 1; }
 }
 # concat of 17 operands: the message names the limit.
-check_concat_limit() {
+# A concat takes any number of operands (once at most 16): 200 of x and
+# relu(x) alternating, run, give the operands in order.
+check_concat_many() {
     "$PYTHON" -c "
 print('@axiom function c(x::Float32[1, 2])')
-print('    return concat(' + ', '.join(['x'] * 17) + '; dims=2)')
-print('end')" >cat17.ax
-    run_axc cat17.ax -o cat17.c; expect_rc 1 || return 1
-    grep -q 'at most 16 operands' err || { echo "the limit is not named"; show; return 1; }
+print('    r = relu(x)')
+print('    return concat(' + ', '.join(['x', 'r'] * 100) + '; dims=1)')
+print('end')" >cat200.ax
+    "$PYTHON" -c "import numpy as np; np.save('xc.npy', np.array([[-1.5, 2.0]], np.float32))"
+    run_axc run cat200.ax --input x=xc.npy --output yc.npy; expect_rc 0 || return 1
+    "$PYTHON" -c "
+import numpy as np, sys
+x = np.array([[-1.5, 2.0]], np.float32)
+want = np.concatenate([x, np.maximum(x, 0)] * 100, axis=1)
+sys.exit(0 if np.array_equal(np.load('yc.npy'), want) else 'concat of 200 operands differs')" || return 1
+}
+# An ONNX model given as --weights: said so, by extension and by content.
+check_onnx_as_weights() {
+    printf '\x08\x07\x12\x07pytorch' >m.onnx; cp m.onnx renamed.bin
+    local w; for w in m.onnx renamed.bin; do
+        run_axc small.ax -o m.c --weights=$w; expect_rc 1 || return 1
+        grep -q "$w is an ONNX model; pass it as the model" err || { show; return 1; }
+        ! grep -q "header length" err || { show; return 1; }
+    done
+}
+# AXRT_ISA naming no instruction set, or one this CPU lacks: a line on
+# stderr names it and the set used instead (once per runtime copy: `axc run`
+# holds its own and the model's, so at most two, the same); the run succeeds.
+check_isa_not_honoured() {
+    AXRT_ISA=avx51 "$AXC" run mlp.ax --bench 1 >out 2>err || { echo "run failed"; show; return 1; }
+    local n; n=$(grep -c 'AXRT_ISA=avx51 is unknown (portable, avx2 or avx512); the kernels use [a-z0-9]*$' err)
+    [ "$n" -ge 1 ] && [ "$n" -le 2 ] && [ "$(grep 'AXRT_ISA=' err | sort -u | wc -l)" -eq 1 ] \
+        || { echo "no line naming AXRT_ISA=avx51 and the set used (or more than one per runtime copy)"; show; return 1; }
+    if ! grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
+        AXRT_ISA=avx512 "$AXC" run mlp.ax --bench 1 >out 2>err || { echo "run failed"; show; return 1; }
+        grep -q 'AXRT_ISA=avx512 is not supported by this CPU; the kernels use' err || { show; return 1; }
+    fi
+}
+# An NCHW image for an NHWC input: the error names both layouts.
+check_layout_named() {
+    printf '@axiom img(x::Float32[1, 6, 6, 3]) begin\n    Conv((3, 3), 3 => 2)\nend\n' >img.ax
+    "$PYTHON" -c "import numpy as np; np.save('nchw.npy', np.zeros((1, 3, 6, 6), np.float32))"
+    run_axc run img.ax --seed=0 --input x=nchw.npy; expect_rc 1 || return 1
+    grep -q 'the model takes NHWC images.*the file holds NCHW' err || { show; return 1; }
 }
 # 65 models in a file is an input error (exit 1), located.
 check_too_many_models() {
@@ -649,7 +686,10 @@ for i in range(65): print(f'@axiom m{i}(x::Float32[2]) begin\n    relu\nend')" >
 
 check deep-expression check_deep_expression
 check long-line-excerpt check_long_line_excerpt
-check concat-operand-limit check_concat_limit
+check concat-200-operands check_concat_many
+check onnx-as-weights check_onnx_as_weights
+check isa-not-honoured-warns check_isa_not_honoured
+check layout-named check_layout_named
 check too-many-models-exit-1 check_too_many_models
 check large-chain-compiles-O2 check_large_chain_compiles
 check mha-scratch-overflow check_mha_scratch_overflow

@@ -292,6 +292,38 @@ EOF
     else fail "int8 $model: flash <= 30 % of float" "$report"; fi
 }
 
+# The installed example (share/axc/examples/firmware, no source tree) with a
+# model directory holding mlp.ax and mlp.safetensors and no seed: the
+# weights beside the .ax are found (else --require-weights refuses the
+# build) and the image's own check against the host's outputs for those
+# weights passes; without the weights file the build fails naming
+# AXC_SEED; and an image given another model's expected outputs (seed 2's
+# for seed 1's weights) prints RESULT: FAIL: the check can fail.
+weights_on_firmware() {
+    local mk=$work/prefix/share/axc/examples/firmware/Makefile d=$work/fwweights m=$work/fwmodels
+    mkdir -p "$d" "$m" "$work/fwnone" "$work/fwseed1" "$work/fwseed2"
+    cp "$root/examples/mlp.ax" "$m/mlp.ax"
+    "$axc" "$m/mlp.ax" --seed=5 -o "$m/seed5.c" --save-weights="$m/mlp.safetensors" 2>/dev/null
+    if env -u AXC make -C "$d" -f "$mk" MODEL_DIR="$m" run >"$d/build.log" 2>&1 &&
+        grep -q '^RESULT: PASS' "$d/fw.out" && grep -q "weights=.*mlp.safetensors" "$d/build.log"; then
+        pass "installed example: weights beside a MODEL_DIR model used, outputs checked against the host ($(grep '^expected:' "$d/fw.out"))"
+    else fail "installed example: weights beside a MODEL_DIR model used, outputs checked against the host"; tail_of "$d/build.log"; fi
+    rm "$m/mlp.safetensors"
+    if ! env -u AXC make -C "$work/fwnone" -f "$mk" MODEL_DIR="$m" fw.elf >"$work/fwnone/build.log" 2>&1 &&
+        grep -q "has parameters and no --weights.*AXC_SEED=N" "$work/fwnone/build.log"; then
+        pass "installed example: no weights file, no AXC_SEED: the build fails naming AXC_SEED"
+    else fail "installed example: no weights file, no AXC_SEED: the build fails naming AXC_SEED"; tail_of "$work/fwnone/build.log"; fi
+    env -u AXC make -C "$work/fwseed2" -f "$mk" MODEL_DIR="$m" AXC_SEED=2 expected.h >/dev/null 2>&1
+    env -u AXC make -C "$work/fwseed1" -f "$mk" MODEL_DIR="$m" AXC_SEED=1 expected.h >/dev/null 2>&1
+    cp "$work/fwseed2/expected.h" "$work/fwseed1/expected.h"
+    env -u AXC make -C "$work/fwseed1" -f "$mk" MODEL_DIR="$m" AXC_SEED=1 -o expected.h fw.elf >"$work/fwseed1/build.log" 2>&1
+    timeout 60 qemu-system-arm -M mps2-an386 -nographic -monitor none -serial none \
+        -semihosting-config enable=on,target=native -kernel "$work/fwseed1/fw.elf" >"$work/fwseed1/qemu.out" 2>&1
+    if [ -s "$work/fwseed1/fw.elf" ] && grep -q '^RESULT: FAIL' "$work/fwseed1/qemu.out"; then
+        pass "example's output check fails on other expected outputs ($(grep '^expected:' "$work/fwseed1/qemu.out"))"
+    else fail "example's output check fails on other expected outputs"; tail_of "$work/fwseed1/build.log" 5; tail_of "$work/fwseed1/qemu.out" 5; fi
+}
+
 main() {
     check_tools || { fail "remaining cases" "not run: cross tools missing"; return; }
     mkdir -p "$work/cross"
@@ -299,6 +331,8 @@ main() {
         >"$work/install.log" 2>&1; then
         fail "make install"; tail_of "$work/install.log"; return
     fi
+    if [ $# -gt 0 ]; then local f; for f in "$@"; do "$f"; done; return; fi   # only these cases
+    weights_on_firmware
     cross_compile_all
     build_firmware || return
     run_in_qemu || return
@@ -318,4 +352,4 @@ main() {
     int8_on_firmware qbcast 1,4,5,6 "$root/tests/quant" 0 nosize   # int8 means, broadcasting adds
 }
 
-main
+main "$@"

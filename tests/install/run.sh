@@ -24,7 +24,10 @@ expect() {
 check_layout() {
     local f missing=()
     for f in bin/axc include/axrt.h lib/libaxrt.a lib/pkgconfig/axrt.pc share/axc/axc.mk \
-        share/axc/runtime/axrt.h share/axc/python/axc_torch.py; do
+        share/axc/runtime/axrt.h share/axc/python/axc_torch.py share/axc/examples/mlp.ax \
+        share/axc/examples/firmware/Makefile share/axc/examples/firmware/main.c \
+        share/axc/examples/firmware/startup.c share/axc/examples/firmware/mps2_an386.ld \
+        share/axc/examples/firmware/map_sizes.awk; do
         [ -f "$prefix/$f" ] || missing+=("$f")
     done
     for f in "$root"/runtime/*.c "$root"/runtime/*.h "$root"/runtime/*.inc; do
@@ -287,6 +290,49 @@ PY
     else fail "axc_torch: safetensors round trip and check() against axc run"; tail_of "$work/th.log"; fi
 }
 
+# axc.mk never ships random parameters unasked: a model with parameters and
+# no weights file fails naming AXC_SEED; a parameter-free one builds; with
+# AXC_SEED=1 the first builds too, from the seed; and a model found through
+# the project's vpath takes the .safetensors beside it (the same C as
+# --weights gives).  AXC_SHAPE_<stem> fixes an ONNX input's symbolic batch.
+check_weights_required() {
+    local d=$work/noweights m=$work/models
+    mkdir -p "$d" "$m"
+    cp "$root/examples/mlp.ax" "$m/mlp.ax"
+    cp "$root/examples/r6_softmax.ax" "$d/soft.ax"
+    printf 'include %s/share/axc/axc.mk\nvpath %%.ax %s\nvpath %%.safetensors %s\n' "$prefix" "$m" "$m" >"$d/Makefile"
+    if env -u AXC make -C "$d" --no-print-directory mlp.c >"$work/nw.log" 2>&1 ||
+        ! grep -q "has parameters and no --weights.*AXC_SEED=N" "$work/nw.log"; then
+        fail "axc.mk: a model without weights fails naming AXC_SEED"; tail_of "$work/nw.log"; return
+    fi
+    pass "axc.mk: a model without weights fails naming AXC_SEED"
+    if env -u AXC make -C "$d" --no-print-directory soft.c >"$work/nw.log" 2>&1 && [ -f "$d/soft.c" ]; then
+        pass "axc.mk: a parameter-free model needs no weights"
+    else fail "axc.mk: a parameter-free model needs no weights"; tail_of "$work/nw.log"; fi
+    mkdir -p "$work/ref_seed" "$work/ref_weights"   # references named mlp.c: the C names its header
+    "$prefix/bin/axc" "$m/mlp.ax" --seed=1 -o "$work/ref_seed/mlp.c" 2>/dev/null
+    if env -u AXC make -C "$d" --no-print-directory AXC_SEED=1 mlp.c >"$work/nw.log" 2>&1 &&
+        cmp -s "$d/mlp.c" "$work/ref_seed/mlp.c"; then pass "axc.mk: AXC_SEED=1 builds it from seed 1"
+    else fail "axc.mk: AXC_SEED=1 builds it from seed 1"; tail_of "$work/nw.log"; fi
+    rm -f "$d/mlp.c" "$d/mlp.h"
+    "$prefix/bin/axc" "$m/mlp.ax" --seed=7 -o "$work/w.c" --save-weights="$m/mlp.safetensors" 2>/dev/null
+    "$prefix/bin/axc" "$m/mlp.ax" --weights="$m/mlp.safetensors" -o "$work/ref_weights/mlp.c"
+    if env -u AXC make -C "$d" --no-print-directory mlp.c >"$work/nw.log" 2>&1 &&
+        cmp -s "$d/mlp.c" "$work/ref_weights/mlp.c"; then pass "axc.mk: the .safetensors beside a vpath model is used"
+    else fail "axc.mk: the .safetensors beside a vpath model is used"; tail_of "$work/nw.log"; fi
+    if ! "${PYTHON:-python3}" -c "import onnx" 2>/dev/null; then echo "SKIP: install axc.mk AXC_SHAPE_<stem> (no python3-onnx)"; return; fi
+    "${PYTHON:-python3}" - "$d/dyn.onnx" <<'PY'
+import sys
+from onnx import TensorProto as T, helper as h
+g = h.make_graph([h.make_node('Relu', ['x'], ['y'], name='r')], 'g',
+                 [h.make_tensor_value_info('x', T.FLOAT, ['batch', 4])], [h.make_tensor_value_info('y', T.FLOAT, ['batch', 4])])
+open(sys.argv[1], 'wb').write(h.make_model(g, opset_imports=[h.make_opsetid('', 13)]).SerializeToString())
+PY
+    if env -u AXC make -C "$d" --no-print-directory AXC_SHAPE_dyn=x=3x4 dyn.c >"$work/nw.log" 2>&1 &&
+        grep -q '3, 4' "$d/dyn.h"; then pass "axc.mk: AXC_SHAPE_dyn=x=3x4 fixes an ONNX input's batch"
+    else fail "axc.mk: AXC_SHAPE_dyn=x=3x4 fixes an ONNX input's batch"; tail_of "$work/nw.log"; cat "$d/dyn.h" 2>/dev/null | head -30 | sed 's/^/  /'; fi
+}
+
 main() {
     if ! make -C "$root" --no-print-directory B="$build" install PREFIX="$prefix" \
         >"$work/install.log" 2>&1; then
@@ -300,6 +346,7 @@ main() {
         "$prefix/bin/axc" run "$root/examples/mlp.ax" --output "$work/y.npy"
     make_project
     check_rebuilds
+    check_weights_required
     check_readme_snippet
     check_torch_helper
     check_first_screen

@@ -222,7 +222,17 @@ def torch_cnn():
     return onnx.load_from_string(buf.getvalue()), {"x": x}, want, "conv"
 
 
-GOOD = [torch_cnn, conv_transpose_2d, conv_transpose_1d_output_shape,
+def concat_200():
+    """A Concat of 200 inputs (a and b alternating) is one IR concat: no
+    input-count limit in the importer, the IR or the back ends."""
+    a, b = rand(2, 1, 3), rand(2, 2, 3, seed=1)
+    node = helper.make_node("Concat", ["a", "b"] * 100, ["y"], name="cat", axis=1)
+    want = np.concatenate([a, b] * 100, axis=1)
+    m = model([node], [("a", a.shape), ("b", b.shape)], [("y", want.shape)])
+    return m, {"a": a, "b": b}, want, "concat"
+
+
+GOOD = [concat_200, torch_cnn, conv_transpose_2d, conv_transpose_1d_output_shape,
         resize("nearest", "half_pixel", scales=[1, 1, 2, 3], torch_mode="nearest"),
         resize("linear", "half_pixel", sizes=[1, 3, 12, 10], torch_mode="bilinear", corners=False),
         resize("linear", "align_corners", scales=[1, 1, 3, 2], torch_mode="bilinear", corners=True),
@@ -333,6 +343,29 @@ def report(ok, line, why):
     return 0 if ok else 1
 
 
+def det_shapes(axc, d):
+    """Det of one 2x2 matrix is a scalar (shape ()), of a batch [3, 2, 2] a
+    vector [3]: the very shapes, not only the values (the conformance runner
+    reshapes a same-sized answer, which hid a [1] for ())."""
+    for shape in ((2, 2), (3, 2, 2)):
+        x = rand(*shape, seed=4)
+        want = np.linalg.det(x.astype(np.float64)).astype(np.float32)
+        m = model([helper.make_node("Det", ["x"], ["y"], name="det")], [("x", shape)], [("y", want.shape)])
+        path = os.path.join(d, "det.onnx")
+        open(path, "wb").write(m.SerializeToString())
+        np.save(os.path.join(d, "xdet.npy"), x)
+        for interp in ([], ["--interp"]):
+            out = os.path.join(d, "ydet.npy")
+            r = subprocess.run([axc, "run", path, *interp, "--input", f"x={d}/xdet.npy", "--output", out],
+                               capture_output=True, text=True, timeout=300)
+            if r.returncode != 0:
+                return False, f"Det {shape} {' '.join(interp)}: exit {r.returncode}: {r.stderr.strip()[:300]}"
+            got = np.load(out)
+            if got.shape != want.shape or not np.allclose(got, want, rtol=RTOL, atol=ATOL):
+                return False, f"Det {shape} {' '.join(interp) or 'generated C'}: {got.shape} {got} vs {want.shape} {want}"
+    return True, ""
+
+
 def main():
     if onnx is None:
         print("SKIP: onnx op mapping (needs python3-onnx and python3-torch)")
@@ -350,6 +383,8 @@ def main():
             rc |= report(ok, f"onnx --emit=ax {case.__name__}: {what or 'written back as .ax'}", why)
         rc |= report(written >= len(GOOD) // 2, f"onnx --emit=ax: {written} of {len(GOOD)} models written back and "
                      "recomputed (the refusals stay the exception)", "too few")
+        ok, why = det_shapes(axc, d)
+        rc |= report(ok, "onnx mapping Det: a rank-0 result for one matrix, [3] for three", why)
         for case in BAD:
             ok, why = run_bad(axc, d, case)
             rc |= report(ok, f"onnx mapping {case.__name__}: exit 1, a located error, no output", why)

@@ -41,6 +41,22 @@ check_table() {
     else echo "rows $got, IR layers $want" >"$tmp/why"; fail table "$tmp/why" "$tmp/prof.txt"; fi
 }
 
+# Layer names longer than the column's default width are printed whole,
+# the column widened to them (the rows stay aligned: the op column starts
+# at one offset in every row).
+check_long_names() {
+    local name=encoder_block_attention_projection_layer
+    printf '@axiom function longnames(x::Float32[1, 4])\n    %s = Dense(4 => 4)\n    return %s(x)\nend\n' \
+        $name $name >"$tmp/long.ax"
+    "$AXC" run "$tmp/long.ax" --seed=0 --profile --bench 1 >"$tmp/long.txt" 2>&1 || { fail long-names "$tmp/long.txt"; return; }
+    local at_header at_row
+    at_header=$(awk '/^  layer/ { print index($0, " op ") }' "$tmp/long.txt")
+    at_row=$(awk -v n=$name '$1 == n { print index($0, " dense") }' "$tmp/long.txt")
+    if grep -q "^  $name " "$tmp/long.txt" && [ -n "$at_row" ] && [ "$at_row" = "$at_header" ]; then
+        pass "long-names (a ${#name}-character layer name printed whole, columns aligned)"
+    else fail long-names "$tmp/long.txt"; fi
+}
+
 # An application with its own clock (one tick per call) and a hook that
 # records every layer's first output value.
 check_hook() {
@@ -194,6 +210,7 @@ check_progress() {
 }
 
 check_table
+check_long_names
 check_progress
 check_torch_reference
 check_hook

@@ -35,7 +35,7 @@ typedef struct model {
     ir_graph *g;
     uint32_t rng;
     double input_scale;               /* inputs are uniform in [-scale, scale] */
-    void *input_data[IR_MAX_SRC];     /* preset input values, else random */
+    void *input_data[IR_SRC_ROOM];     /* preset input values, else random */
 } model;
 
 static double next_uniform(model *m)
@@ -371,7 +371,7 @@ static void compare_output(const char *name, const void *got, const void *want, 
 static void check_against_torch(model *m, const char *torch_code)
 {
     built b = build(m);
-    void *inputs[IR_MAX_SRC], *outputs[IR_MAX_SRC];
+    void *inputs[IR_SRC_ROOM], *outputs[IR_SRC_ROOM];
     fill_inputs(m, inputs);
     torch_reference(m, b.dir, inputs, torch_code);
     void *arena = aligned_alloc(64, b.desc->arena_bytes + 64);

@@ -119,7 +119,7 @@ static void expect_close(const double *got, const ref_tensor *want, double tol)
 typedef struct test_graph {
     ax_ctx *ctx;
     ir_graph *g;
-    const void *inputs[IR_MAX_SRC];
+    const void *inputs[IR_SRC_ROOM];
 } test_graph;
 
 static test_graph tg_new(void)
