@@ -211,6 +211,17 @@ bench:
 	@$(PYTHON) bench/bench.py --build-dir $(B)/bench --stage $(BENCH_STAGE) \
 	    --venv-python $(B)/bench/venv/bin/python --cc "$(CC)" $(BENCH_FLAGS)
 
+# libaxrt's GEMM-like kernels on the shapes of rows R2, R3, R4 and ResNet-18,
+# one thread, as a share of the measured FMA peak (bench/kernel_rates.c: the
+# best per-thread CPU time of each); AXRT_ISA=avx2 rates the AVX2 kernels
+# against AVX2's peak on any machine.  BENCH_FLAGS: seconds a shape (1).
+.PHONY: bench-kernels
+bench-kernels: $(B)/lib/libaxrt.a
+	@mkdir -p $(B)/bench
+	$(CC) -std=c11 -O2 -Wall -Wextra -Wpedantic -Werror -Iruntime -Ibench bench/kernel_rates.c bench/limits.c \
+	    $(B)/lib/libaxrt.a -lm -lpthread -o $(B)/bench/kernel_rates
+	$(B)/bench/kernel_rates $(BENCH_FLAGS)
+
 # Training steps per second of axc --train's MLP step against PyTorch eager
 # (bench/train.py), built against the installed library like `make bench`.
 .PHONY: bench-train

@@ -544,7 +544,8 @@ def machine_head(args, workers):
             f"axc: generated C built as `{args.cc} {' '.join(USER_CFLAGS)} $(pkg-config --cflags axrt)`, linked with "
             f"`pkg-config --libs axrt` from `make install PREFIX=...`; kernel path libaxrt chose: "
             f"**{workers['c'].ask('isa')}**.",
-            f"Measured on one core: FMA peak {peak:.1f} GFLOP/s, L2 triad {triad:.1f} GB/s "
+            f"Measured on one core: FMA peak {peak:.1f} GFLOP/s"
+            f"{' (AVX2 probe, AXRT_ISA=avx2)' if os.environ.get('AXRT_ISA') == 'avx2' else ''}, L2 triad {triad:.1f} GB/s "
             f"(anchors.md: {ANCHOR_PEAK_GFLOPS:.0f} GFLOP/s, {ANCHOR_L2_TRIAD_GBS:.0f} GB/s on a Xeon).",
             f"{args.rounds} interleaved rounds; each cell the median over rounds of the per-round median."], peak, triad
 

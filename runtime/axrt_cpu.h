@@ -130,6 +130,11 @@ typedef struct axrt_cpu_ops {
        table has none */
     int (*matmul_adam)(const axrt_adam_coef *c, const float *a, const float *b, size_t m, size_t k, size_t n,
                        float *p, float *mom, float *v);
+    /* whether a GEMM's last two row tiles share their rows evenly where the
+       last would have under half of tile_rows (axrt_fast.inc
+       row_tile_height): a tile of fewer rows has fewer accumulators than
+       FMA latency x throughput and waits on the latency */
+    int even_tail;
 } axrt_cpu_ops;
 
 /* The table in use (axrt_fast.inc), for the kernels outside axrt.c. */

@@ -13,6 +13,9 @@
 #define SIMD_FN __attribute__((target("avx2,fma")))
 #define SIMD_INLINE static inline __attribute__((target("avx2,fma"), always_inline))
 #define SIMD_TILE_M 6
+/* 32 or 128 rows (R2, BERT) end in 4 + 4 rows rather than 6 + 2: a 2-row
+   tile has 4 accumulators, half the 8 that FMA latency x 2 ports needs */
+#define SIMD_EVEN_TAIL 1
 #define SIMD_NAME "avx2"
 #define SIMD_ACCESSOR axrt_cpu_ops_avx2
 #define SIMD_SUPPORTED() (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
