@@ -10,6 +10,7 @@
 
 #include "axrt.h"
 #include "ax.h"
+#include "ir_plan.h"
 
 #define IR_MAX_RANK AXRT_MAX_RANK
 #define IR_MAX_SRC 16
@@ -246,6 +247,8 @@ struct ir_node {
     ir_layout layout;    /* param only: how the back end stores it (cg_select) */
     const ax_context *context; /* the block instance it was written in (language.md §9), or NULL */
     const struct ir_quant *quant; /* --quantize=int8: how this dense or conv runs in int8 */
+    const ir_plan *plan; /* the runtime calls it becomes (codegen/cg_plan.c, after cg_select),
+                            or NULL where its back end lowers it itself */
 };
 
 /* A dense or conv computed in int8 (passes/pass_quant.c; runtime/axrt.h "int8"):
