@@ -598,6 +598,8 @@ static void emit_plan_constants(emitter *em, const ir_plan *p, int from, int to)
 static void emit_plan_call(emitter *em, const ir_node *n, const ir_call *c)
 {
     const char *indent = c->in_block ? "        " : "    ";
+    if (c->unless_aliased && !strcmp(plan_arg_text(em, n, &c->args[0]), plan_arg_text(em, n, &c->args[1])))
+        return;
     ax_buf_printf(em->out, "%s%s%s(", indent, c->status ? "status = " : "", c->kernel);
     for (int i = 0; i < c->nargs; i++)
         ax_buf_printf(em->out, "%s%s", !i ? "" : i == c->wrap ? ",\n                  " : ", ",
@@ -651,16 +653,6 @@ static void emit_copy(emitter *em, const ir_node *n, const char *from, const cha
 {
     if (strcmp(from, to) != 0)
         ax_buf_printf(OUT, "    memcpy(%s, %s, %zu);\n", to, from, ir_value_bytes(n));
-}
-
-static void emit_cast(emitter *em, const ir_node *n, const char *y)
-{
-    const ir_node *x = operand_node(em, n, 0);
-    if (x->dtype == n->dtype)
-        emit_copy(em, n, operand(em, n, 0), y);
-    else
-        ax_buf_printf(OUT, "    axrt_cast_%s(%s, %s, %s, %lld);\n", SFX, operand(em, n, 0),
-                      ir_dtypes[x->dtype].enum_name, y, (long long)ir_numel(n));
 }
 
 void cg_broadcast_strides(const ir_node *src, const ir_node *n, int64_t *strides)
@@ -1076,11 +1068,6 @@ static void emit_result(emitter *em, const ir_node *n, const char *y)
     (void)em, (void)n, (void)y; /* written by its producer (emit_chunk) */
 }
 
-static void emit_reshape(emitter *em, const ir_node *n, const char *y)
-{
-    emit_copy(em, n, operand(em, n, 0), y);
-}
-
 #define emit_input emit_source
 #define emit_param emit_source
 #define emit_scalar emit_source
@@ -1121,6 +1108,8 @@ static void emit_planned(emitter *em, const ir_node *n, const char *y)
 #define emit_rnn emit_planned
 #define emit_conv_transpose emit_planned
 #define emit_upsample emit_planned
+#define emit_cast emit_planned
+#define emit_reshape emit_planned
 
 /* ---- the training graph's backward kernels and Dropout (pass_grad) ------- */
 

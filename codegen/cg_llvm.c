@@ -325,17 +325,6 @@ static void copy(lv *L, const ir_node *n, LLVMValueRef from, LLVMValueRef to)
     LLVMBuildMemCpy(L->B, to, 1, from, 1, k_size(L, (int64_t)ir_value_bytes(n)));
 }
 
-static void lv_cast(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    const ir_node *x = operand_node(L, n, 0);
-    if (x->dtype == n->dtype) {
-        copy(L, n, operand(L, n, 0), y);
-        return;
-    }
-    LLVMValueRef args[] = {operand(L, n, 0), k_i32(L, x->dtype), y, k_size(L, ir_numel(n))};
-    call(L, kernel(L, "cast"), "vpipz", args);
-}
-
 static LLVMValueRef pool_params(lv *L, const ir_node *n);
 
 /* The kernel call of an int8 add (broadcasting or not), global mean-pool,
@@ -907,7 +896,6 @@ static void lv_reduce(lv *L, const ir_node *n, LLVMValueRef y)
 {
     lv_quant_ew(L, n, y);
 }
-static void lv_reshape(lv *L, const ir_node *n, LLVMValueRef y) { copy(L, n, operand(L, n, 0), y); }
 static void lv_result(lv *L, const ir_node *n, LLVMValueRef y) { (void)L, (void)n, (void)y; /* lv_chunk wrote it */ }
 static void lv_unary_grad(lv *L, const ir_node *n, LLVMValueRef y)
 {
@@ -930,6 +918,8 @@ static void lv_training_only(lv *L, const ir_node *n, LLVMValueRef y)
 #define lv_rnn lv_planned
 #define lv_conv_transpose lv_planned
 #define lv_upsample lv_planned
+#define lv_cast lv_planned
+#define lv_reshape lv_planned
 #define lv_input lv_source
 #define lv_param lv_source
 #define lv_scalar lv_source
@@ -1118,6 +1108,13 @@ static void build_plan(lv *L, const ir_node *n, const ir_plan *p, LLVMValueRef y
         const ir_call *call_ = &p->calls[c];
         if (!strcmp(call_->kernel, "axc_blas_dense")) {
             lv_blas_dense(L, n, y, call_->args[4].value, call_->args[5].value, call_->args[6].value);
+            continue;
+        }
+        if (!strcmp(call_->kernel, "memcpy")) {   /* the C library's: its intrinsic */
+            char letter;
+            LLVMValueRef to = plan_arg(L, &call_->args[0], &letter), from = plan_arg(L, &call_->args[1], &letter);
+            if (to != from)
+                LLVMBuildMemCpy(L->B, to, 1, from, 1, k_size(L, call_->args[2].value));
             continue;
         }
         if (!strcmp(call_->kernel, "axc_blas_matmul")) {

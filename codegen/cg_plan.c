@@ -584,6 +584,32 @@ static void plan_concat(planner *P)
     }
 }
 
+/* A copy of the node's bytes from operand 0, left out where the two are the
+ * same storage (a reshape that shares its operand's). */
+static void plan_copy(planner *P)
+{
+    ir_call *c = kernel_call(P, CG_K_copy, P->n->dtype);
+    c->unless_aliased = true;
+    arg_value(c, self_id(P));
+    arg_operand(P, c, 0);
+    arg_size(c, (int64_t)ir_value_bytes(P->n));
+}
+#define plan_reshape plan_copy
+
+static void plan_cast(planner *P)
+{
+    const ir_node *x = operand_node(P, 0);
+    if (x->dtype == P->n->dtype) {
+        plan_copy(P);
+        return;
+    }
+    ir_call *c = kernel_call(P, CG_K_cast, P->n->dtype);
+    arg_operand(P, c, 0);
+    arg_dtype(c, x->dtype);
+    arg_value(c, self_id(P));
+    arg_size(c, ir_numel(P->n));
+}
+
 static void plan_softmax(planner *P) { plan_axis(P, P->n, P->n->dtype); }
 static void plan_reduce(planner *P) { plan_axis(P, operand_node(P, 0), P->n->dtype); }
 /* Int64 indices from the operand's dtype's kernel. */
@@ -595,8 +621,6 @@ static void plan_argmax(planner *P) { plan_axis(P, operand_node(P, 0), operand_n
 #define plan_input NULL
 #define plan_param NULL
 #define plan_scalar NULL
-#define plan_cast NULL
-#define plan_reshape NULL
 #define plan_chunk NULL
 #define plan_result NULL
 #define plan_fused NULL

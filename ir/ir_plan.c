@@ -39,6 +39,7 @@ void ir_plan_print(const ir_plan *p, ax_buf *out)
             if (i) ax_buf_puts(out, ", ");
             put_arg(out, &call->args[i]);
         }
-        ax_buf_puts(out, call->status ? ") -> status\n" : ")\n");
+        ax_buf_puts(out, call->status ? ") -> status" : ")");
+        ax_buf_puts(out, call->unless_aliased ? " unless aliased\n" : "\n");
     }
 }

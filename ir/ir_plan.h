@@ -55,6 +55,7 @@ typedef struct ir_call {
     bool in_block;            /* the C printer puts it, with the constants of its run of
                                  in_block calls, in a block of its own */
     int wrap;                 /* the C printer breaks the line before this argument (0: none) */
+    bool unless_aliased;      /* left out when its first two arguments are the same storage */
     ir_arg args[IR_CALL_MAX_ARGS];
     int nargs;
 } ir_call;

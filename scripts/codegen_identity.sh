@@ -26,6 +26,7 @@ if [ -z "$ref" ] || [ ! -x "$ref" ] || [ ! -x "$new" ]; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
 
 has_llvm() { "$1" --help 2>&1 | grep -E '^  llvm ' | grep -qv 'not built'; }
 llvm=yes

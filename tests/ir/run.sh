@@ -224,7 +224,8 @@ check_rows_fused_exact() {
 check_plan_is_printed() {
     "$AXC" "$1" "$2" --emit=ir >"$tmp/plan.ir" || return 1
     "$AXC" "$1" "$2" --seed 1 -o "$tmp/plan.c" || return 1
-    sed -n 's/^ *call \([A-Za-z0-9_]*\)(.*/\1/p' "$tmp/plan.ir" >"$tmp/plan.kernels"
+    # (a copy is left out where source and destination are the same storage)
+    sed -n 's/^ *call \([A-Za-z0-9_]*\)(.*/\1/p' "$tmp/plan.ir" | grep -vx memcpy >"$tmp/plan.kernels"
     [ -s "$tmp/plan.kernels" ] || { echo "no call lines in --emit=ir"; return 1; }
     sort -u "$tmp/plan.kernels" >"$tmp/plan.names"
     grep -oE '\b(axrt|axc)_[A-Za-z0-9_]+\(' "$tmp/plan.c" | tr -d '(' |
