@@ -21,9 +21,11 @@ typedef struct cg_target {
 
 const cg_target *cg_target_get(ir_target_id id);
 
-/* Records on g which layout each parameter is stored in (ir_node.layout). */
+/* Records on g which layout each parameter is stored in (ir_node.layout),
+ * then each node's kernel-call plan (ir_node.plan, cg_plan_graph). */
 void cg_select(ir_graph *g);
-/* What the selection means at node n, read by every printer:
+/* What the selection means at node n, read by the plans (cg_plan.c) and
+ * the target's facts (cg_c_target.c):
  * whether operand i is a packed parameter; the axrt_act the packed kernels
  * apply for n's fused activation (-1: none of theirs); whether n's packed
  * dense/conv kernel computes its whole epilogue (residual, then

@@ -65,8 +65,10 @@ typedef struct ir_plan {
     int ncalls;
 } ir_plan;
 
-/* One line per call, "    = kernel(arg, ...)" (node storage %id, constants
- * as values), for --emit=ir. */
+/* One line per call for --emit=ir: "      call kernel(arg, ...)", node
+ * storage as %id, a scalar operand's value as %id[0], the arena as
+ * arena+OFFSET, constants as values, arrays as name{v, ...}; then
+ * " -> status" and " unless aliased" where they apply. */
 void ir_plan_print(const ir_plan *p, ax_buf *out);
 
 #endif
