@@ -259,44 +259,6 @@ void cg_bytes_literal(ax_buf *out, const unsigned char *data, size_t n, size_t e
     }
 }
 
-/* Whether operand i of n is a packed parameter (cg_select chose its layout). */
-static bool operand_packed(const emitter *em, const ir_node *n, int i)
-{
-    return cg_operand_packed(em->g, n, i);
-}
-
-/* The runtime's name for n's fused activation when the packed kernels
- * apply it in their epilogue, else NULL. */
-static const char *kernel_act_name(const ir_node *n)
-{
-    switch (n->attrs.act) {
-    case IR_NONE: return "AXRT_ACT_NONE";
-    case IR_OP_relu: return "AXRT_ACT_RELU";
-    case IR_OP_relu6: return "AXRT_ACT_RELU6";
-    case IR_OP_gelu: return "AXRT_ACT_GELU";
-    case IR_OP_swish: return "AXRT_ACT_SWISH";
-    default: return NULL;
-    }
-}
-
-/* Whether n's kernel computes its whole epilogue (residual add, then
- * activation) itself: a packed dense or conv whose activation the runtime
- * has in registers.  emit_node then skips its post-calls. */
-static bool kernel_applies_epilogue(const emitter *em, const ir_node *n)
-{
-    return cg_kernel_applies_epilogue(em->g, n);
-}
-
-/* "bias, residual, act" of a packed kernel that takes an epilogue: n's,
- * or none when emit_node applies it. */
-static const char *epilogue_operands(const emitter *em, const ir_node *n)
-{
-    if (!kernel_applies_epilogue(em, n))
-        return ax_sprintf(arena_of(em), "%s, NULL, AXRT_ACT_NONE", operand(em, n, 2));
-    const char *residual = n->attrs.residual != IR_NONE ? operand(em, n, n->attrs.residual) : "NULL";
-    return ax_sprintf(arena_of(em), "%s, %s, %s", operand(em, n, 2), residual, kernel_act_name(n));
-}
-
 static void emit_param_data(emitter *em, int id)
 {
     const ir_node *n = node_at(em, id);
@@ -557,7 +519,113 @@ static void emit_constants(emitter *em)
     }
 }
 
+/* ---- a node's kernel-call plan (ir_plan.h, chosen by cg_plan.c) as C ----- */
+
+/* The plan of node id: the one cg_select recorded, or, in a training
+ * step's body (whose weights come from the state), the body's own. */
+static const ir_plan *plan_of(const emitter *em, int id)
+{
+    if (em->body) {
+        const cg_plan_context ctx = {em->blas, em->body->pack_offset, em->body->state_offset};
+        return cg_plan_node(em->g, id, &ctx);
+    }
+    const cg_plan_context ctx = {.blas = em->blas, .pack_offset = -1};
+    return node_at(em, id)->plan ? node_at(em, id)->plan : cg_plan_node(em->g, id, &ctx);
+}
+
+static const char *const act_names[] = {"AXRT_ACT_NONE", "AXRT_ACT_RELU", "AXRT_ACT_RELU6", "AXRT_ACT_GELU",
+                                        "AXRT_ACT_SWISH"};
+
+/* Argument a of a call of node n's plan as a C expression. */
+static const char *plan_arg_text(const emitter *em, const ir_node *n, const ir_arg *a)
+{
+    ax_arena *ar = arena_of(em);
+    switch (a->kind) {
+    case IR_ARG_VALUE: return a->node == IR_NONE ? "NULL" : storage(em, a->node);
+    case IR_ARG_ARENA:
+        return ax_sprintf(ar, "(%s *)((unsigned char *)arena + %lld)", ctype(a->dtype), (long long)a->value);
+    case IR_ARG_SCALAR:
+        if (node_at(em, a->node)->op == IR_OP_scalar)
+            return ax_sprintf(ar, "%s_s%d", prefix_of(em), a->node);
+        return ax_sprintf(ar, "(%s)[0]", storage(em, a->node));
+    case IR_ARG_SIZE:
+    case IR_ARG_INT64:
+    case IR_ARG_INT: return ax_sprintf(ar, "%lld", (long long)a->value);
+    case IR_ARG_ACT: return act_names[a->value];
+    case IR_ARG_DTYPE: return ir_dtypes[a->dtype].enum_name;
+    case IR_ARG_REAL: return real_literal(em, n->dtype, a->real);
+    case IR_ARG_INTS: return a->type ? ax_sprintf(ar, "&%s", a->name) : a->name;
+    case IR_ARG_INT64S: return a->name;
+    }
+    ax_die("cg_c: bad plan argument");
+}
+
+/* The constants of calls [from, to) that they read by address, each
+ * declared once in the block that holds the calls. */
+static void emit_plan_constants(emitter *em, const ir_plan *p, int from, int to)
+{
+    for (int c = from; c < to; c++)
+        for (int i = 0; i < p->calls[c].nargs; i++) {
+            const ir_arg *a = &p->calls[c].args[i];
+            if (a->kind != IR_ARG_INTS && a->kind != IR_ARG_INT64S)
+                continue;
+            bool declared = false;
+            for (int e = from; e <= c && !declared; e++)
+                for (int j = 0; j < (e == c ? i : p->calls[e].nargs) && !declared; j++)
+                    declared = p->calls[e].args[j].name && !strcmp(p->calls[e].args[j].name, a->name);
+            if (declared)
+                continue;
+            if (a->type)
+                ax_buf_printf(em->out, "        static const %s %s = {", a->type, a->name);
+            else
+                ax_buf_printf(em->out, "        static const %s %s[%d] = {",
+                              a->kind == IR_ARG_INTS ? "int" : "int64_t", a->name, a->count);
+            for (int k = 0; k < a->count; k++)
+                ax_buf_printf(em->out, "%s%lld", k ? ", " : "", (long long)a->values[k]);
+            ax_buf_puts(em->out, "};\n");
+        }
+}
+
+static void emit_plan_call(emitter *em, const ir_node *n, const ir_call *c)
+{
+    const char *indent = c->in_block ? "        " : "    ";
+    if (c->unless_aliased && !strcmp(plan_arg_text(em, n, &c->args[0]), plan_arg_text(em, n, &c->args[1])))
+        return;
+    ax_buf_printf(em->out, "%s%s%s(", indent, c->status ? "status = " : "", c->kernel);
+    for (int i = 0; i < c->nargs; i++)
+        ax_buf_printf(em->out, "%s%s", !i ? "" : i == c->wrap ? ",\n                  " : ", ",
+                      plan_arg_text(em, n, &c->args[i]));
+    ax_buf_puts(em->out, ");\n");
+    if (c->status)
+        ax_buf_printf(em->out, "    if (status != 0)\n        return %s;\n",
+                      em->body && em->body->fail_return ? em->body->fail_return : "status");
+}
+
+/* The plan's calls; each run of in_block calls in a block with the
+ * constants they read. */
+static void emit_plan(emitter *em, const ir_node *n, const ir_plan *p)
+{
+    for (int c = 0; c < p->ncalls;) {
+        int end = c + 1;
+        if (p->calls[c].in_block) {
+            while (end < p->ncalls && p->calls[end].in_block)
+                end++;
+            ax_buf_puts(em->out, "    {\n");
+            emit_plan_constants(em, p, c, end);
+        }
+        for (int k = c; k < end; k++)
+            emit_plan_call(em, n, &p->calls[k]);
+        if (p->calls[c].in_block)
+            ax_buf_puts(em->out, "    }\n");
+        c = end;
+    }
+}
+
 /* ---- kernel calls, by op family ------------------------------------------ */
+/* A node with a kernel-call plan (cg_plan.c) is printed from it alone.  The
+ * functions below lower what has no plan yet: int8 layers (ir_quant),
+ * casts and copies, chunk, the fused elementwise loops and the training
+ * kernels; a family that is planned whole maps to *_planned. */
 
 #define OUT em->out
 #define SFX kernel_suffix(n->dtype)
@@ -576,24 +644,6 @@ static void emit_copy(emitter *em, const ir_node *n, const char *from, const cha
 {
     if (strcmp(from, to) != 0)
         ax_buf_printf(OUT, "    memcpy(%s, %s, %zu);\n", to, from, ir_value_bytes(n));
-}
-
-static void emit_cast(emitter *em, const ir_node *n, const char *y)
-{
-    const ir_node *x = operand_node(em, n, 0);
-    if (x->dtype == n->dtype)
-        emit_copy(em, n, operand(em, n, 0), y);
-    else
-        ax_buf_printf(OUT, "    axrt_cast_%s(%s, %s, %s, %lld);\n", SFX, operand(em, n, 0),
-                      ir_dtypes[x->dtype].enum_name, y, (long long)ir_numel(n));
-}
-
-/* The value of a one-element operand (for the scalar fast paths). */
-static const char *scalar_value(const emitter *em, const ir_node *n, int i)
-{
-    if (operand_node(em, n, i)->op == IR_OP_scalar)
-        return ax_sprintf(arena_of(em), "%s_s%d", prefix_of(em), n->src[i]);
-    return ax_sprintf(arena_of(em), "(%s)[0]", operand(em, n, i));
 }
 
 void cg_broadcast_strides(const ir_node *src, const ir_node *n, int64_t *strides)
@@ -620,42 +670,7 @@ void cg_transpose_strides(const ir_node *x, const ir_node *n, int64_t *strides)
 
 static void emit_binary(emitter *em, const ir_node *n, const char *y)
 {
-    const ir_node *a = operand_node(em, n, 0), *b = operand_node(em, n, 1);
-    const char *name = ir_ops[n->op].name;
-    const long long count = (long long)ir_numel(n);
-    if (n->quant) {
-        emit_quant_ew(em, n, y);
-    } else if (ir_same_shape(a, n) && ir_same_shape(b, n)) {
-        ax_buf_printf(OUT, "    axrt_%s_%s(%s, %s, %s, %lld);\n", name, SFX, operand(em, n, 0),
-                      operand(em, n, 1), y, count);
-    } else if (ir_same_shape(a, n) && ir_numel(b) == 1) {
-        ax_buf_printf(OUT, "    axrt_%s_scalar_b_%s(%s, %s, %s, %lld);\n", name, SFX,
-                      operand(em, n, 0), scalar_value(em, n, 1), y, count);
-    } else if (ir_same_shape(b, n) && ir_numel(a) == 1) {
-        ax_buf_printf(OUT, "    axrt_%s_scalar_a_%s(%s, %s, %s, %lld);\n", name, SFX,
-                      scalar_value(em, n, 0), operand(em, n, 1), y, count);
-    } else {
-        int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
-        cg_broadcast_strides(a, n, sa);
-        cg_broadcast_strides(b, n, sb);
-        ax_buf_puts(OUT, "    {\n");
-        emit_int64_array(OUT, "a_strides", sa, n->rank);
-        emit_int64_array(OUT, "b_strides", sb, n->rank);
-        emit_int64_array(OUT, "shape", n->shape, n->rank);
-        ax_buf_printf(OUT, "        axrt_%s_bcast_%s(%s, a_strides, %s, b_strides, %s, shape, %d);\n",
-                      name, SFX, operand(em, n, 0), operand(em, n, 1), y, n->rank);
-        ax_buf_puts(OUT, "    }\n");
-    }
-}
-
-/* reduce and softmax: [outer, axis, inner] around attrs.axis of shape. */
-static void emit_axis_kernel(emitter *em, const ir_node *n, const ir_node *shape_of, const char *y)
-{
-    const int axis = n->attrs.axis;
-    ax_buf_printf(OUT, "    axrt_%s_%s(%s, %s, %lld, %lld, %lld);\n", ir_ops[n->op].name, SFX,
-                  operand(em, n, 0), y, (long long)product(shape_of->shape, 0, axis),
-                  (long long)shape_of->shape[axis],
-                  (long long)product(shape_of->shape, axis + 1, shape_of->rank));
+    emit_quant_ew(em, n, y);
 }
 
 /* An int8 transpose or slice (ir_quant without weights): its bytes
@@ -673,20 +688,9 @@ static void emit_quant_gather(emitter *em, const ir_node *n, const char *y, cons
 
 static void emit_transpose(emitter *em, const ir_node *n, const char *y)
 {
-    const ir_node *x = operand_node(em, n, 0);
-    if (n->quant) {
-        int64_t strides[IR_MAX_RANK];
-        cg_transpose_strides(x, n, strides);
-        emit_quant_gather(em, n, y, strides, 0);
-        return;
-    }
-    ax_buf_puts(OUT, "    {\n");
-    emit_int64_array(OUT, "x_shape", x->shape, x->rank);
-    ax_buf_printf(OUT, "        static const int perm[%d] = {", n->rank);
-    for (int i = 0; i < n->rank; i++)
-        ax_buf_printf(OUT, "%s%d", i ? ", " : "", n->attrs.perm[i]);
-    ax_buf_printf(OUT, "};\n        axrt_transpose_%s(%s, %s, x_shape, perm, %d);\n    }\n", SFX,
-                  operand(em, n, 0), y, n->rank);
+    int64_t strides[IR_MAX_RANK];
+    cg_transpose_strides(operand_node(em, n, 0), n, strides);
+    emit_quant_gather(em, n, y, strides, 0);
 }
 
 static void emit_slice(emitter *em, const ir_node *n, const char *y)
@@ -694,15 +698,7 @@ static void emit_slice(emitter *em, const ir_node *n, const char *y)
     const ir_node *x = operand_node(em, n, 0);
     int64_t strides[IR_MAX_RANK];
     const int64_t offset = ir_slice_strides(&n->attrs, x->shape, x->rank, strides);
-    if (n->quant) {
-        emit_quant_gather(em, n, y, strides, offset);
-        return;
-    }
-    ax_buf_puts(OUT, "    {\n");
-    emit_int64_array(OUT, "y_shape", n->shape, n->rank);
-    emit_int64_array(OUT, "strides", strides, n->rank);
-    ax_buf_printf(OUT, "        axrt_gather_strided_%s(%s, %s, y_shape, strides, %lld, %d);\n    }\n",
-                  SFX, operand(em, n, 0), y, (long long)offset, n->rank);
+    emit_quant_gather(em, n, y, strides, offset);
 }
 
 /* An int8 chunk (its operand int8 already): each result's bytes gathered
@@ -757,20 +753,7 @@ static void emit_chunk(emitter *em, const ir_node *n, const char *y)
 
 static void emit_concat(emitter *em, const ir_node *n, const char *y)
 {
-    if (n->quant) {
-        emit_quant_ew(em, n, y);
-        return;
-    }
-    const int axis = n->attrs.axis;
-    const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
-    int64_t offset = 0;
-    for (int i = 0; i < n->nsrc; i++) {
-        const int64_t row = operand_node(em, n, i)->shape[axis] * inner;
-        ax_buf_printf(OUT, "    axrt_concat_part_%s(%s, %s, %lld, %lld, %lld, %lld);\n", SFX,
-                      operand(em, n, i), y, (long long)outer, (long long)row,
-                      (long long)(n->shape[axis] * inner), (long long)offset);
-        offset += row;
-    }
+    emit_quant_ew(em, n, y);
 }
 
 cg_matmul_geometry cg_matmul_geometry_of(const ir_node *a, const ir_node *b)
@@ -793,158 +776,29 @@ cg_matmul_geometry cg_matmul_geometry_of(const ir_node *a, const ir_node *b)
     return g;
 }
 
-/* torch.matmul through libaxrt (or cblas with --blas). */
-static void emit_matmul(emitter *em, const ir_node *n, const char *y)
-{
-    const bool blas = em->blas && n->dtype == AXRT_F32;
-    const cg_matmul_geometry g = cg_matmul_geometry_of(operand_node(em, n, 0), operand_node(em, n, 1));
-    const int rank = g.rank;
-    ax_buf_puts(OUT, "    {\n");
-    if (rank > 0) {
-        emit_int64_array(OUT, "a_strides", g.a_strides, rank);
-        emit_int64_array(OUT, "b_strides", g.b_strides, rank);
-        emit_int64_array(OUT, "batch", g.batch, rank);
-    }
-    ax_buf_printf(OUT, "        %s%s(%s, %s, %s, %s, %s, %s, %d, %lld, %lld, %lld);\n    }\n",
-                  blas ? "axc_blas_matmul" : "axrt_matmul_", blas ? "" : SFX, operand(em, n, 0), rank ? "a_strides" : "NULL", operand(em, n, 1),
-                  rank ? "b_strides" : "NULL", y, rank ? "batch" : "NULL", rank, (long long)g.m,
-                  (long long)g.k, (long long)g.cols);
-}
-
-/* A dense reading its weight from the training state (which changes every
- * step) computes from it unpacked when the batch fills a panel and x^T and
- * y^T fit the pack room: transposing them costs less than packing w. */
-static bool unpacked_fits(const emitter *em, int64_t rows, int64_t in, int64_t out)
-{
-    const int64_t room = (int64_t)em->g->arena_bytes - em->body->pack_offset;
-    return rows >= AXRT_PANEL && rows * (in + out) * (int64_t)sizeof(float) <= room;
-}
-
 static void emit_dense(emitter *em, const ir_node *n, const char *y)
 {
-    const ir_node *x = operand_node(em, n, 0);
-    const int64_t in = x->shape[x->rank - 1], out = n->shape[n->rank - 1];
-    if (n->quant)
-        emit_quant_layer(em, n, y);
-    else if (em->blas && n->dtype == AXRT_F32 && !operand_packed(em, n, 1))
-        ax_buf_printf(OUT, "    axc_blas_dense(%s, %s, %s, %s, %lld, %lld, %lld);\n",
-                      operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y,
-                      (long long)(ir_numel(x) / in), (long long)in, (long long)out);
-    else if (em->body && em->body->pack_offset >= 0 && n->dtype == AXRT_F32 && state_offset(em, n->src[1]) >= 0 &&
-             unpacked_fits(em, ir_numel(x) / in, in, out))
-        ax_buf_printf(OUT, "    axrt_dense_unpacked_f32(%s, %s, %s, %s, %lld, %lld, %lld, (float *)((unsigned char *)arena + %lld));\n",
-                      operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y, (long long)(ir_numel(x) / in),
-                      (long long)in, (long long)out, (long long)em->body->pack_offset);
-    else if (em->body && em->body->pack_offset >= 0 && n->dtype == AXRT_F32 && state_offset(em, n->src[1]) >= 0) {
-        const char *packed = ax_sprintf(arena_of(em), "(float *)((unsigned char *)arena + %lld)",
-                                        (long long)em->body->pack_offset);
-        ax_buf_printf(OUT, "    axrt_pack_dense_f32(%s, %s, %lld, %lld);\n", operand(em, n, 1), packed,
-                      (long long)in, (long long)out);
-        ax_buf_printf(OUT, "    axrt_dense_packed_f32(%s, %s, %s, %s, %lld, %lld, %lld);\n", operand(em, n, 0),
-                      packed, operand(em, n, 2), y, (long long)(ir_numel(x) / in), (long long)in, (long long)out);
-    } else if (kernel_applies_epilogue(em, n))
-        ax_buf_printf(OUT, "    axrt_dense_packed_ep_f32(%s, %s, %s, %s, %lld, %lld, %lld);\n",
-                      operand(em, n, 0), operand(em, n, 1), epilogue_operands(em, n), y,
-                      (long long)(ir_numel(x) / in), (long long)in, (long long)out);
-    else
-        ax_buf_printf(OUT, "    axrt_dense_%s%s(%s, %s, %s, %s, %lld, %lld, %lld);\n",
-                      operand_packed(em, n, 1) ? "packed_" : "", SFX,
-                      operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y,
-                      (long long)(ir_numel(x) / in), (long long)in, (long long)out);
+    emit_quant_layer(em, n, y);
 }
 
-static void emit_norm(emitter *em, const ir_node *n, const char *y)
-{
-    const int64_t last = n->shape[n->rank - 1], rows = ir_numel(n) / last;
-    const char *eps = real_literal(em, n->dtype, n->attrs.eps);
-    if (n->op == IR_OP_layernorm)
-        ax_buf_printf(OUT, "    axrt_layernorm_%s(%s, %s, %s, %s, %lld, %lld, %s);\n", SFX,
-                      operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y,
-                      (long long)rows, (long long)last, eps);
-    else
-        ax_buf_printf(OUT, "    axrt_batchnorm_%s(%s, %s, %s, %s, %s, %s, %lld, %lld, %s);\n", SFX,
-                      operand(em, n, 0), operand(em, n, 1), operand(em, n, 2),
-                      operand(em, n, 3), operand(em, n, 4), y, (long long)rows,
-                      (long long)last, eps);
-}
-
-/* Declares `var`, the axrt_conv2d_params of a conv from x to an output
- * shaped like y (NHWC) with a kh x kw kernel and at's strides, dilation,
- * padding and groups. */
-static void emit_conv_params_named(emitter *em, const ir_node *x, const ir_node *y, int64_t kh, int64_t kw,
-                                   const ir_attrs *at, const char *var)
+/* Opens a block declaring `params`, the axrt_conv2d_params of a conv from x
+ * to an output shaped like y (NHWC) with a kh x kw kernel and at's strides,
+ * dilation, padding and groups. */
+static void emit_conv_params_of(emitter *em, const ir_node *x, const ir_node *y, int64_t kh, int64_t kw,
+                                const ir_attrs *at)
 {
     ax_buf_printf(OUT,
-                  "        static const axrt_conv2d_params %s = "
+                  "    {\n        static const axrt_conv2d_params params = "
                   "{%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d, %d, %d, %d, %d};\n",
-                  var, (long long)x->shape[0], (long long)x->shape[1], (long long)x->shape[2],
+                  (long long)x->shape[0], (long long)x->shape[1], (long long)x->shape[2],
                   (long long)x->shape[3], (long long)y->shape[1], (long long)y->shape[2],
                   (long long)y->shape[3], (long long)kh, (long long)kw, at->stride[0], at->stride[1],
                   at->dilation[0], at->dilation[1], at->pad[0], at->pad[1], at->groups);
 }
 
-/* Opens a block declaring `params` (emit_conv_params_named). */
-static void emit_conv_params_of(emitter *em, const ir_node *x, const ir_node *y, int64_t kh, int64_t kw,
-                                const ir_attrs *at)
-{
-    ax_buf_puts(OUT, "    {\n");
-    emit_conv_params_named(em, x, y, kh, kw, at, "params");
-}
-
-/* The params block of conv or conv_transpose n (the kernel sizes are the
- * weight's last two dims in both). */
-static void emit_conv_params(emitter *em, const ir_node *n)
-{
-    const ir_node *w = operand_node(em, n, 1);
-    emit_conv_params_of(em, operand_node(em, n, 0), n, w->shape[2], w->shape[3], &n->attrs);
-}
-
-/* Depthwise conv n whose operand, a 1x1 conv, is rows_fused: both in one
- * runtime call, the rings of expanded rows in n's scratch. */
-static void emit_expand_depthwise(emitter *em, const ir_node *n, const char *y)
-{
-    const ir_node *e = operand_node(em, n, 0), *x = operand_node(em, e, 0);
-    if (n->scratch_offset < 0 || !kernel_applies_epilogue(em, n) || !kernel_applies_epilogue(em, e))
-        ax_die("cg_c: a row-fused expansion without its rings or packed kernels");
-    emit_conv_params_of(em, x, e, 1, 1, &e->attrs);
-    emit_conv_params_named(em, e, n, operand_node(em, n, 1)->shape[2], operand_node(em, n, 1)->shape[3],
-                           &n->attrs, "dw_params");
-    ax_buf_printf(OUT,
-                  "        axrt_expand_depthwise_f32(%s, %s, %s, %s, %s, %s, %s, %s, "
-                  "(float *)((unsigned char *)arena + %lld), &params, &dw_params);\n    }\n",
-                  operand(em, e, 0), operand(em, e, 1), operand(em, e, 2), kernel_act_name(e),
-                  operand(em, n, 1), operand(em, n, 2), kernel_act_name(n), y, (long long)n->scratch_offset);
-}
-
 static void emit_conv(emitter *em, const ir_node *n, const char *y)
 {
-    if (n->quant) {
-        emit_quant_layer(em, n, y);
-        return;
-    }
-    if (node_at(em, n->src[0])->rows_fused) {
-        emit_expand_depthwise(em, n, y);
-        return;
-    }
-    emit_conv_params(em, n);
-    if (em->body && em->body->pack_offset >= 0 && n->dtype == AXRT_F32 && state_offset(em, n->src[1]) >= 0 &&
-        n->attrs.groups == 1 && !kernel_applies_epilogue(em, n)) {
-        /* a weight of the training state: packed into the pack room each step (compiler/train_step.c) */
-        const char *packed = ax_sprintf(arena_of(em), "(float *)((unsigned char *)arena + %lld)",
-                                        (long long)em->body->pack_offset);
-        ax_buf_printf(OUT, "        axrt_pack_conv2d_f32(%s, %s, &params);\n", operand(em, n, 1), packed);
-        ax_buf_printf(OUT, "        axrt_conv2d_packed_f32(%s, %s, %s, %s, &params);\n    }\n", operand(em, n, 0),
-                      packed, operand(em, n, 2), y);
-    } else if (node_at(em, n->src[1])->layout == IR_LAYOUT_DEPTHWISE)
-        ax_buf_printf(OUT, "        axrt_conv2d_depthwise_f32(%s, %s, %s, %s, &params);\n    }\n",
-                      operand(em, n, 0), operand(em, n, 1), epilogue_operands(em, n), y);
-    else if (kernel_applies_epilogue(em, n))
-        ax_buf_printf(OUT, "        axrt_conv2d_packed_ep_f32(%s, %s, %s, %s, &params);\n    }\n",
-                      operand(em, n, 0), operand(em, n, 1), epilogue_operands(em, n), y);
-    else
-        ax_buf_printf(OUT, "        axrt_conv2d_%s%s(%s, %s, %s, %s, &params);\n    }\n",
-                      operand_packed(em, n, 1) ? "packed_" : "", SFX, operand(em, n, 0),
-                      operand(em, n, 1), operand(em, n, 2), y);
+    emit_quant_layer(em, n, y);
 }
 
 /* Opens a block holding the axrt_pool2d_params of a pool from x [N, H, W, C]
@@ -971,67 +825,15 @@ static void emit_quant_pool(emitter *em, const ir_node *n, const char *y)
 
 static void emit_pool(emitter *em, const ir_node *n, const char *y)
 {
-    const ir_node *x = operand_node(em, n, 0);
-    const ir_attrs *at = &n->attrs;
-    if (n->quant) {
-        if (n->op == IR_OP_maxpool)
-            emit_quant_pool(em, n, y);
-        else
-            emit_quant_ew(em, n, y);
-        return;
-    }
-    emit_pool_params(em, x->shape, n->shape, at);
-    if (n->op == IR_OP_meanpool && (at->exclude_pad || at->ceil_extra[0] || at->ceil_extra[1]))
-        ax_buf_printf(OUT, "        axrt_meanpool_counted_%s(%s, %s, &params, %d, %d, %d);\n    }\n",
-                      SFX, operand(em, n, 0), y, at->pad[2] - at->ceil_extra[0],
-                      at->pad[3] - at->ceil_extra[1], !at->exclude_pad);
+    if (n->op == IR_OP_maxpool)
+        emit_quant_pool(em, n, y);
     else
-        ax_buf_printf(OUT, "        axrt_%s_%s(%s, %s, &params);\n    }\n", ir_ops[n->op].name,
-                      SFX, operand(em, n, 0), y);
+        emit_quant_ew(em, n, y);
 }
 
 static void emit_globalpool(emitter *em, const ir_node *n, const char *y)
 {
-    const ir_node *x = operand_node(em, n, 0);
-    if (n->quant) {
-        emit_quant_ew(em, n, y);
-        return;
-    }
-    ax_buf_printf(OUT, "    axrt_globalmeanpool_%s(%s, %s, %lld, %lld, %lld);\n", SFX,
-                  operand(em, n, 0), y, (long long)x->shape[0],
-                  (long long)(x->shape[1] * x->shape[2]), (long long)x->shape[3]);
-}
-
-/* q [..., lq, d], k and v [..., lk, d]: leading dims are the batch. */
-static void emit_mha(emitter *em, const ir_node *n, const char *y)
-{
-    const ir_node *q = operand_node(em, n, 0), *k = operand_node(em, n, 1);
-    const int64_t d = q->shape[q->rank - 1], lq = q->shape[q->rank - 2];
-    if (n->scratch_offset < 0)
-        ax_die("cg_c: mha %%%d has no scratch buffer", (int)(n - em->g->nodes));
-    ax_buf_printf(OUT,
-                  "    {\n        static const axrt_mha_params params = {%lld, %lld, %lld, %lld, %d, %d};\n",
-                  (long long)(ir_numel(q) / (lq * d)), (long long)lq,
-                  (long long)k->shape[k->rank - 2], (long long)d, n->attrs.heads,
-                  n->attrs.causal ? 1 : 0);
-    const bool masked = n->nsrc > 7 && n->src[7] != IR_NONE;
-    ax_buf_printf(OUT, "        axrt_mha_%s%s%s(%s, %s, %s, %s%s%s, %s, %s, %s, %s,\n",
-                  operand_packed(em, n, 3) ? "packed_" : "", masked ? "masked_" : "", SFX,
-                  operand(em, n, 0), operand(em, n, 1), operand(em, n, 2),
-                  masked ? operand(em, n, 7) : "", masked ? ", " : "", operand(em, n, 3),
-                  operand(em, n, 4), operand(em, n, 5), operand(em, n, 6), y);
-    ax_buf_printf(OUT, "                  (%s *)((unsigned char *)arena + %lld), &params);\n    }\n",
-                  ctype(n->dtype), (long long)n->scratch_offset);
-}
-
-static void emit_embedding(emitter *em, const ir_node *n, const char *y)
-{
-    const ir_node *idx = operand_node(em, n, 0), *w = operand_node(em, n, 1);
-    ax_buf_printf(OUT, "    status = axrt_embedding_%s(%s, %s, %s, %s, %lld, %lld, %lld);\n", SFX,
-                  operand(em, n, 0), ir_dtypes[idx->dtype].enum_name, operand(em, n, 1), y,
-                  (long long)ir_numel(idx), (long long)w->shape[0], (long long)w->shape[1]);
-    ax_buf_printf(OUT, "    if (status != 0)\n        return %s;\n",
-                  em->body && em->body->fail_return ? em->body->fail_return : "status");
+    emit_quant_ew(em, n, y);
 }
 
 /* ---- fused elementwise loops ------------------------------------------------
@@ -1244,88 +1046,17 @@ static void emit_source(emitter *em, const ir_node *n, const char *y)
 
 static void emit_unary(emitter *em, const ir_node *n, const char *y)
 {
-    if (n->quant)
-        emit_quant_ew(em, n, y);
-    else
-        emit_unary_call(em, n->op, n, operand(em, n, 0), y);
+    emit_quant_ew(em, n, y);
 }
 
 static void emit_reduce(emitter *em, const ir_node *n, const char *y)
 {
-    if (n->quant)
-        emit_quant_ew(em, n, y);
-    else
-        emit_axis_kernel(em, n, operand_node(em, n, 0), y);
-}
-
-/* Int64 indices from the operand's dtype's kernel. */
-static void emit_argmax(emitter *em, const ir_node *n, const char *y)
-{
-    const ir_node *x = operand_node(em, n, 0);
-    const int axis = n->attrs.axis;
-    ax_buf_printf(OUT, "    axrt_argmax_%s(%s, %s, %lld, %lld, %lld);\n", kernel_suffix(x->dtype),
-                  operand(em, n, 0), y, (long long)product(x->shape, 0, axis), (long long)x->shape[axis],
-                  (long long)product(x->shape, axis + 1, x->rank));
-}
-
-static void emit_softmax(emitter *em, const ir_node *n, const char *y)
-{
-    emit_axis_kernel(em, n, n, y);
+    emit_quant_ew(em, n, y);
 }
 
 static void emit_result(emitter *em, const ir_node *n, const char *y)
 {
     (void)em, (void)n, (void)y; /* written by its producer (emit_chunk) */
-}
-
-static void emit_groupnorm(emitter *em, const ir_node *n, const char *y)
-{
-    const int64_t c = n->shape[n->rank - 1], batch = n->shape[0];
-    ax_buf_printf(OUT, "    axrt_groupnorm_%s(%s, %s, %s, %s, %lld, %lld, %lld, %d, %s);\n", SFX,
-                  operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y, (long long)batch,
-                  (long long)(ir_numel(n) / batch / c), (long long)c, n->attrs.groups,
-                  real_literal(em, n->dtype, n->attrs.eps));
-}
-
-/* gru / lstm: x [N, L, I] -> y [N, L, H]; the state and gate sums in the
- * node's scratch (axrt_rnn_scratch_elems). */
-static void emit_rnn(emitter *em, const ir_node *n, const char *y)
-{
-    const ir_node *x = operand_node(em, n, 0);
-    const bool lstm = n->op == IR_OP_lstm;
-    if (n->scratch_offset < 0)
-        ax_die("cg_c: %s %%%d has no scratch buffer", ir_ops[n->op].name, (int)(n - em->g->nodes));
-    ax_buf_printf(OUT, "    {\n        static const axrt_rnn_params params = {%lld, %lld, %lld, %lld, %d, %d, %d};\n",
-                  (long long)x->shape[0], (long long)x->shape[1], (long long)x->shape[2],
-                  (long long)n->shape[2], n->attrs.reverse ? 1 : 0, n->attrs.linear_before_reset ? 1 : 0,
-                  n->attrs.cell ? 1 : 0);
-    ax_buf_printf(OUT, "        axrt_%s_%s(%s, %s, %s, %s, %s, %s, ", ir_ops[n->op].name, SFX,
-                  operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), operand(em, n, 3),
-                  operand(em, n, 4), operand(em, n, 5));
-    if (lstm) ax_buf_printf(OUT, "%s, ", operand(em, n, 6));
-    ax_buf_printf(OUT, "%s,\n                  (%s *)((unsigned char *)arena + %lld), &params);\n    }\n", y,
-                  ctype(n->dtype), (long long)n->scratch_offset);
-}
-
-static void emit_conv_transpose(emitter *em, const ir_node *n, const char *y)
-{
-    emit_conv_params(em, n);
-    ax_buf_printf(OUT, "        axrt_conv_transpose2d_%s(%s, %s, %s, %s, &params);\n    }\n", SFX,
-                  operand(em, n, 0), operand(em, n, 1), operand(em, n, 2), y);
-}
-
-static void emit_upsample(emitter *em, const ir_node *n, const char *y)
-{
-    const ir_node *x = operand_node(em, n, 0);
-    ax_buf_printf(OUT, "    axrt_upsample_%s(%s, %s, %lld, %lld, %lld, %lld, %d, %d, %d);\n", SFX,
-                  operand(em, n, 0), y, (long long)x->shape[0], (long long)x->shape[1],
-                  (long long)x->shape[2], (long long)x->shape[3], n->attrs.scale[0],
-                  n->attrs.scale[1], n->attrs.mode);
-}
-
-static void emit_reshape(emitter *em, const ir_node *n, const char *y)
-{
-    emit_copy(em, n, operand(em, n, 0), y);
 }
 
 #define emit_input emit_source
@@ -1351,8 +1082,25 @@ static void emit_unary_grad(emitter *em, const ir_node *n, const char *y)
                   t, operand(em, n, 0), operand(em, n, 1), t, y, (long long)ir_numel(n), t,
                   formula_text(arena_of(em), unary_formulas[of].deriv, "v", n->dtype, n->attrs.alpha));
 }
-#define emit_layernorm emit_norm
-#define emit_batchnorm emit_norm
+/* The families cg_plan.c plans whole: emit_node prints their plans. */
+static void emit_planned(emitter *em, const ir_node *n, const char *y)
+{
+    (void)y;
+    ax_die("cg_c: %s %%%d has no kernel-call plan", ir_ops[n->op].name, (int)(n - em->g->nodes));
+}
+#define emit_layernorm emit_planned
+#define emit_batchnorm emit_planned
+#define emit_matmul emit_planned
+#define emit_mha emit_planned
+#define emit_softmax emit_planned
+#define emit_argmax emit_planned
+#define emit_embedding emit_planned
+#define emit_groupnorm emit_planned
+#define emit_rnn emit_planned
+#define emit_conv_transpose emit_planned
+#define emit_upsample emit_planned
+#define emit_cast emit_planned
+#define emit_reshape emit_planned
 
 /* ---- the training graph's backward kernels and Dropout (pass_grad) ------- */
 
@@ -1428,45 +1176,6 @@ static void emit_kernel(emitter *em, const ir_node *n, const char *y)
 #undef OUT
 
 /* ---- forward() and the descriptor ----------------------------------------- */
-
-/* A fused epilogue activation (attrs.act), if any.  The epilogue (residual
- * add, then activation) runs over the finished result in place; the memory
- * plan keeps the residual operand live, so it never shares y's bytes. */
-static bool has_epilogue(const ir_node *n)
-{
-    return cg_has_epilogue(n);
-}
-
-/* A depthwise conv the plan put over its own input (cg_c_can_inplace):
- * the runtime's in-place kernel, its ring of input rows in n's scratch.  The
- * packed kernels' epilogue rule applies (kernel_applies_epilogue). */
-static void emit_dwconv_inplace(emitter *em, const ir_node *n, const char *y)
-{
-    const ir_node *x = operand_node(em, n, 0), *w = operand_node(em, n, 1);
-    const ir_attrs *at = &n->attrs;
-    if (n->scratch_offset < 0)
-        ax_die("cg_c: in-place depthwise conv without its ring buffer");
-    ax_buf_printf(em->out,
-                  "    {\n        static const axrt_conv2d_params params = "
-                  "{%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, 1, 1, %d, %d, %d, %d, %d};\n",
-                  (long long)x->shape[0], (long long)x->shape[1], (long long)x->shape[2],
-                  (long long)x->shape[3], (long long)n->shape[1], (long long)n->shape[2],
-                  (long long)n->shape[3], (long long)w->shape[2], (long long)w->shape[3],
-                  at->dilation[0], at->dilation[1], at->pad[0], at->pad[1], at->groups);
-    ax_buf_printf(em->out,
-                  "        axrt_dwconv_inplace_%s(%s, %s, %d, %s, %s, (%s *)((unsigned char *)arena + %lld), "
-                  "&params);\n    }\n",
-                  kernel_suffix(n->dtype), y, operand(em, n, 1), operand_packed(em, n, 1) ? 1 : 0,
-                  operand(em, n, 2), kernel_applies_epilogue(em, n) ? kernel_act_name(n) : "AXRT_ACT_NONE",
-                  ctype(n->dtype), (long long)n->scratch_offset);
-}
-
-/* The plan put a conv's result over its input (pass_memplan's inplace_of,
- * allowed by the target's can_inplace). */
-static bool conv_in_place(const ir_node *n)
-{
-    return n->op == IR_OP_conv && n->inplace_of == 0;
-}
 
 /* ---- per-layer profile (axc --profile, docs/cli.md#seeing-inside-a-model) -------------------- */
 
@@ -1589,15 +1298,18 @@ static void emit_node(emitter *em, int id)
         return;
     const char *y = ir_has_results(n->op) ? "" : storage(em, id);
     emit_profile_begin(em);
-    if (conv_in_place(n))
-        emit_dwconv_inplace(em, n, y);
+    const ir_plan *plan = plan_of(em, id);
+    if (plan)
+        emit_plan(em, n, plan);
     else
         emit_kernel(em, n, y);
-    if (!kernel_applies_epilogue(em, n) && !(n->quant && !n->quant->float_out)) {
+    /* an int8 layer's float result (float_out) takes its epilogue here; its
+       int8 result has it in the clamps */
+    if (!plan && !(n->quant && !n->quant->float_out)) {
         if (n->attrs.residual != IR_NONE)
             ax_buf_printf(em->out, "    axrt_add_%s(%s, %s, %s, %lld);\n", kernel_suffix(n->dtype), y,
                           operand(em, n, n->attrs.residual), y, (long long)ir_numel(n));
-        if (has_epilogue(n))
+        if (cg_has_epilogue(n))
             emit_unary_call(em, (ir_op)n->attrs.act, n, y, y);
     }
     emit_profile_end(em, *y ? y : "0"); /* a producer's results are layers of their own */

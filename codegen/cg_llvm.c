@@ -305,6 +305,10 @@ static void add_constants(lv *L)
 }
 
 /* ---- kernel calls, by op family (the same calls as cg_c.c) --------------------- */
+/* A node with a kernel-call plan (cg_plan.c) is printed from it alone.  The
+ * functions below lower what has no plan yet: int8 layers (ir_quant),
+ * casts and copies, chunk, the fused elementwise loops and the training
+ * kernels; a family that is planned whole maps to *_planned. */
 
 static void call_unary(lv *L, ir_op op, const ir_node *n, LLVMValueRef x, LLVMValueRef y)
 {
@@ -319,24 +323,6 @@ static void copy(lv *L, const ir_node *n, LLVMValueRef from, LLVMValueRef to)
     if (from == to)
         return;
     LLVMBuildMemCpy(L->B, to, 1, from, 1, k_size(L, (int64_t)ir_value_bytes(n)));
-}
-
-static void lv_cast(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    const ir_node *x = operand_node(L, n, 0);
-    if (x->dtype == n->dtype) {
-        copy(L, n, operand(L, n, 0), y);
-        return;
-    }
-    LLVMValueRef args[] = {operand(L, n, 0), k_i32(L, x->dtype), y, k_size(L, ir_numel(n))};
-    call(L, kernel(L, "cast"), "vpipz", args);
-}
-
-/* A one-element operand's value (the scalar fast paths). */
-static LLVMValueRef scalar_value(lv *L, const ir_node *n, int i)
-{
-    LLVMValueRef p = LLVMBuildBitCast(L->B, operand(L, n, i), L->real_ptr, "");
-    return LLVMBuildLoad2(L->B, L->real, p, "");
 }
 
 static LLVMValueRef pool_params(lv *L, const ir_node *n);
@@ -419,38 +405,7 @@ static void lv_quant_ew(lv *L, const ir_node *n, LLVMValueRef y)
 
 static void lv_binary(lv *L, const ir_node *n, LLVMValueRef y)
 {
-    const ir_node *a = operand_node(L, n, 0), *b = operand_node(L, n, 1);
-    const char *name = ir_ops[n->op].name;
-    LLVMValueRef count = k_size(L, ir_numel(n));
-    if (n->quant) {
-        lv_quant_ew(L, n, y);
-    } else if (ir_same_shape(a, n) && ir_same_shape(b, n)) {
-        LLVMValueRef args[] = {operand(L, n, 0), operand(L, n, 1), y, count};
-        call(L, kernel(L, name), "vpppz", args);
-    } else if (ir_same_shape(a, n) && ir_numel(b) == 1) {
-        LLVMValueRef args[] = {operand(L, n, 0), scalar_value(L, n, 1), y, count};
-        call(L, kernel(L, ax_sprintf(arena_of(L), "%s_scalar_b", name)), "vprpz", args);
-    } else if (ir_same_shape(b, n) && ir_numel(a) == 1) {
-        LLVMValueRef args[] = {scalar_value(L, n, 0), operand(L, n, 1), y, count};
-        call(L, kernel(L, ax_sprintf(arena_of(L), "%s_scalar_a", name)), "vrppz", args);
-    } else {
-        int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
-        cg_broadcast_strides(a, n, sa);
-        cg_broadcast_strides(b, n, sb);
-        LLVMValueRef args[] = {operand(L, n, 0), const_i64s(L, sa, n->rank), operand(L, n, 1),
-                               const_i64s(L, sb, n->rank), y, const_i64s(L, n->shape, n->rank),
-                               k_i32(L, n->rank)};
-        call(L, kernel(L, ax_sprintf(arena_of(L), "%s_bcast", name)), "vppppppi", args);
-    }
-}
-
-static void axis_kernel(lv *L, const ir_node *n, const ir_node *shape_of, LLVMValueRef y)
-{
-    const int axis = n->attrs.axis;
-    LLVMValueRef args[] = {operand(L, n, 0), y, k_size(L, product(shape_of->shape, 0, axis)),
-                           k_size(L, shape_of->shape[axis]),
-                           k_size(L, product(shape_of->shape, axis + 1, shape_of->rank))};
-    call(L, kernel(L, ir_ops[n->op].name), "vppzzz", args);
+    lv_quant_ew(L, n, y);
 }
 
 /* Operand 0 of an int8 node as bytes: as it arrives when it is int8
@@ -478,31 +433,18 @@ static void lv_quant_gather(lv *L, const ir_node *n, LLVMValueRef y, const int64
 
 static void lv_transpose(lv *L, const ir_node *n, LLVMValueRef y)
 {
-    const ir_node *x = operand_node(L, n, 0);
-    if (n->quant) {
-        int64_t strides[IR_MAX_RANK];
-        cg_transpose_strides(x, n, strides);
-        lv_quant_gather(L, n, y, strides, 0);
-        return;
-    }
-    LLVMValueRef args[] = {operand(L, n, 0), y, const_i64s(L, x->shape, x->rank),
-                           const_ints(L, n->attrs.perm, n->rank), k_i32(L, n->rank)};
-    call(L, kernel(L, "transpose"), "vppppi", args);
+    int64_t strides[IR_MAX_RANK];
+    cg_transpose_strides(operand_node(L, n, 0), n, strides);
+    lv_quant_gather(L, n, y, strides, 0);
 }
 
-/* y[i] = x[offset + sum_d i_d * strides[d]] (cg_c.c emit_slice). */
+/* An int8 slice: its bytes gathered by strides (a float one is planned: cg_plan.c). */
 static void lv_slice(lv *L, const ir_node *n, LLVMValueRef y)
 {
     const ir_node *x = operand_node(L, n, 0);
     int64_t strides[IR_MAX_RANK];
     const int64_t offset = ir_slice_strides(&n->attrs, x->shape, x->rank, strides);
-    if (n->quant) {
-        lv_quant_gather(L, n, y, strides, offset);
-        return;
-    }
-    LLVMValueRef args[] = {operand(L, n, 0), y, const_i64s(L, n->shape, n->rank),
-                           const_i64s(L, strides, n->rank), k_i64(L, offset), k_i32(L, n->rank)};
-    call(L, kernel(L, "gather_strided"), "vppppli", args);
+    lv_quant_gather(L, n, y, strides, offset);
 }
 
 /* A multi-result producer (ir.h) writes all its results in one call
@@ -544,20 +486,7 @@ static void lv_chunk(lv *L, const ir_node *n, LLVMValueRef y)
 
 static void lv_concat(lv *L, const ir_node *n, LLVMValueRef y)
 {
-    if (n->quant) {
-        lv_quant_ew(L, n, y);
-        return;
-    }
-    const int axis = n->attrs.axis;
-    const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
-    int64_t offset = 0;
-    for (int i = 0; i < n->nsrc; i++) {
-        const int64_t row = operand_node(L, n, i)->shape[axis] * inner;
-        LLVMValueRef args[] = {operand(L, n, i), y, k_size(L, outer), k_size(L, row),
-                               k_size(L, n->shape[axis] * inner), k_size(L, offset)};
-        call(L, kernel(L, "concat_part"), "vppzzzz", args);
-        offset += row;
-    }
+    lv_quant_ew(L, n, y);
 }
 
 /* --blas=openblas: y (rows x cols, leading dimension cols) = alpha a b +
@@ -626,31 +555,6 @@ static void lv_blas_dense(lv *L, const ir_node *n, LLVMValueRef y, int64_t rows,
     call_sgemm(L, true, rows, out, in, operand(L, n, 0), 0, operand(L, n, 1), 0, bias ? 1.0 : 0.0, y, 0);
 }
 
-static void lv_matmul(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    if (L->blas && n->dtype == AXRT_F32) {
-        lv_blas_matmul(L, n, y);
-        return;
-    }
-    const cg_matmul_geometry g = cg_matmul_geometry_of(operand_node(L, n, 0), operand_node(L, n, 1));
-    const int rank = g.rank;
-    LLVMValueRef args[] = {operand(L, n, 0), rank ? const_i64s(L, g.a_strides, rank) : k_null(L),
-                           operand(L, n, 1), rank ? const_i64s(L, g.b_strides, rank) : k_null(L), y,
-                           rank ? const_i64s(L, g.batch, rank) : k_null(L), k_i32(L, rank),
-                           k_size(L, g.m), k_size(L, g.k), k_size(L, g.cols)};
-    call(L, kernel(L, "matmul"), "vppppppizzz", args);
-}
-
-/* bias, residual, act of a packed kernel that takes an epilogue (cg_c.c's
- * epilogue_operands). */
-static void epilogue_args(lv *L, const ir_node *n, LLVMValueRef *args)
-{
-    const bool applies = cg_kernel_applies_epilogue(L->g, n);
-    args[0] = operand(L, n, 2);
-    args[1] = applies && n->attrs.residual != IR_NONE ? operand(L, n, n->attrs.residual) : k_null(L);
-    args[2] = k_i32(L, applies ? cg_kernel_act(n) : AXRT_ACT_NONE);
-}
-
 static LLVMValueRef conv_params(lv *L, const ir_node *n, bool unit_stride);
 
 /* An int8 layer: operand 0 quantised into the node's scratch (unless it
@@ -680,38 +584,7 @@ static void lv_quant(lv *L, const ir_node *n, LLVMValueRef y)
 
 static void lv_dense(lv *L, const ir_node *n, LLVMValueRef y)
 {
-    const ir_node *x = operand_node(L, n, 0);
-    const int64_t in = x->shape[x->rank - 1], out = n->shape[n->rank - 1];
-    LLVMValueRef rows = k_size(L, ir_numel(x) / in);
-    if (n->quant) {
-        lv_quant(L, n, y);
-    } else if (L->blas && n->dtype == AXRT_F32 && !cg_operand_packed(L->g, n, 1)) {
-        lv_blas_dense(L, n, y, ir_numel(x) / in, in, out);
-    } else if (cg_kernel_applies_epilogue(L->g, n)) {
-        LLVMValueRef args[9] = {operand(L, n, 0), operand(L, n, 1)};
-        epilogue_args(L, n, args + 2);
-        args[5] = y, args[6] = rows, args[7] = k_size(L, in), args[8] = k_size(L, out);
-        call(L, "axrt_dense_packed_ep_f32", "vppppipzzz", args);
-    } else {
-        LLVMValueRef args[] = {operand(L, n, 0), operand(L, n, 1), operand(L, n, 2), y, rows,
-                               k_size(L, in), k_size(L, out)};
-        call(L, kernel(L, cg_operand_packed(L->g, n, 1) ? "dense_packed" : "dense"), "vppppzzz", args);
-    }
-}
-
-static void lv_norm(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    const int64_t last = n->shape[n->rank - 1], rows = ir_numel(n) / last;
-    if (n->op == IR_OP_layernorm) {
-        LLVMValueRef args[] = {operand(L, n, 0), operand(L, n, 1), operand(L, n, 2), y,
-                               k_size(L, rows), k_size(L, last), k_real(L, n->attrs.eps)};
-        call(L, kernel(L, "layernorm"), "vppppzzr", args);
-    } else {
-        LLVMValueRef args[] = {operand(L, n, 0), operand(L, n, 1), operand(L, n, 2), operand(L, n, 3),
-                               operand(L, n, 4), y, k_size(L, rows), k_size(L, last),
-                               k_real(L, n->attrs.eps)};
-        call(L, kernel(L, "batchnorm"), "vppppppzzr", args);
-    }
+    lv_quant(L, n, y);
 }
 
 /* axrt_conv2d_params of n (stride 1 for the in-place kernel). */
@@ -726,40 +599,9 @@ static LLVMValueRef conv_params(lv *L, const ir_node *n, bool unit_stride)
     return const_ints(L, p, 16);
 }
 
-/* Depthwise conv n whose operand, a 1x1 conv, is rows_fused (cg_c.c
- * emit_expand_depthwise): both in one call, the rings in n's scratch. */
-static void lv_expand_depthwise(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    const ir_node *e = operand_node(L, n, 0);
-    if (n->scratch_offset < 0 || !cg_kernel_applies_epilogue(L->g, n) || !cg_kernel_applies_epilogue(L->g, e))
-        ax_die("cg_llvm: a row-fused expansion without its rings or packed kernels");
-    LLVMValueRef args[] = {operand(L, e, 0), operand(L, e, 1), operand(L, e, 2), k_i32(L, cg_kernel_act(e)),
-                           operand(L, n, 1), operand(L, n, 2), k_i32(L, cg_kernel_act(n)), y, scratch(L, n),
-                           conv_params(L, e, false), conv_params(L, n, false)};
-    call(L, "axrt_expand_depthwise_f32", "vpppippipppp", args);
-}
-
 static void lv_conv(lv *L, const ir_node *n, LLVMValueRef y)
 {
-    if (n->quant) {
-        lv_quant(L, n, y);
-        return;
-    }
-    if (operand_node(L, n, 0)->rows_fused) {
-        lv_expand_depthwise(L, n, y);
-        return;
-    }
-    LLVMValueRef params = conv_params(L, n, false);
-    const bool depthwise = operand_node(L, n, 1)->layout == IR_LAYOUT_DEPTHWISE;
-    if (depthwise || cg_kernel_applies_epilogue(L->g, n)) {
-        LLVMValueRef args[7] = {operand(L, n, 0), operand(L, n, 1)};
-        epilogue_args(L, n, args + 2);
-        args[5] = y, args[6] = params;
-        call(L, depthwise ? "axrt_conv2d_depthwise_f32" : "axrt_conv2d_packed_ep_f32", "vppppipp", args);
-    } else {
-        LLVMValueRef args[] = {operand(L, n, 0), operand(L, n, 1), operand(L, n, 2), y, params};
-        call(L, kernel(L, cg_operand_packed(L->g, n, 1) ? "conv2d_packed" : "conv2d"), "vppppp", args);
-    }
+    lv_quant(L, n, y);
 }
 
 /* axrt_pool2d_params of pool n as 14 int32 constants. */
@@ -771,76 +613,22 @@ static LLVMValueRef pool_params(lv *L, const ir_node *n)
     return const_ints(L, p, 14);
 }
 
-/* A pool; an int8 max-pool (ir_quant without weights) on q + 128, its
- * operand quantised into the scratch unless it arrives int8 (cg_c.c
- * emit_quant_pool); an int8 mean-pool through lv_quant_ew. */
+/* An int8 pool (a float one is planned: cg_plan.c): a max-pool on q + 128,
+ * its operand quantised into the scratch unless it arrives int8 (cg_c.c
+ * emit_quant_pool); a mean-pool through lv_quant_ew. */
 static void lv_pool(lv *L, const ir_node *n, LLVMValueRef y)
 {
-    if (n->quant && n->op == IR_OP_meanpool) {
+    if (n->op == IR_OP_meanpool) {
         lv_quant_ew(L, n, y);
         return;
     }
-    LLVMValueRef args[] = {operand(L, n, 0), y, pool_params(L, n)};
-    const ir_attrs *at = &n->attrs;
-    if (n->op == IR_OP_meanpool && (at->exclude_pad || at->ceil_extra[0] || at->ceil_extra[1])) {
-        LLVMValueRef counted[] = {args[0], y, args[2], k_i32(L, at->pad[2] - at->ceil_extra[0]),
-                                  k_i32(L, at->pad[3] - at->ceil_extra[1]), k_i32(L, !at->exclude_pad)};
-        call(L, kernel(L, "meanpool_counted"), "vpppiii", counted);   /* cg_c.c emit_pool */
-        return;
-    }
-    if (!n->quant) {
-        call(L, kernel(L, ir_ops[n->op].name), "vppp", args);
-        return;
-    }
-    args[0] = quantized_input(L, n);
+    LLVMValueRef args[] = {quantized_input(L, n), y, pool_params(L, n)};
     call(L, "axrt_maxpool_u8", "vppp", args);
 }
 
 static void lv_globalpool(lv *L, const ir_node *n, LLVMValueRef y)
 {
-    const ir_node *x = operand_node(L, n, 0);
-    if (n->quant) {
-        lv_quant_ew(L, n, y);
-        return;
-    }
-    LLVMValueRef args[] = {operand(L, n, 0), y, k_size(L, x->shape[0]),
-                           k_size(L, x->shape[1] * x->shape[2]), k_size(L, x->shape[3])};
-    call(L, kernel(L, "globalmeanpool"), "vppzzz", args);
-}
-
-static void lv_mha(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    const ir_node *q = operand_node(L, n, 0), *k = operand_node(L, n, 1);
-    const int64_t d = q->shape[q->rank - 1], lq = q->shape[q->rank - 2];
-    if (n->scratch_offset < 0)
-        ax_die("cg_llvm: mha %%%d has no scratch buffer", (int)(n - L->g->nodes));
-    const int p[] = {(int)(ir_numel(q) / (lq * d)), (int)lq, (int)k->shape[k->rank - 2], (int)d,
-                     n->attrs.heads, n->attrs.causal ? 1 : 0};
-    const bool masked = n->nsrc > 7 && n->src[7] != IR_NONE, packed = cg_operand_packed(L->g, n, 3);
-    LLVMValueRef args[11];
-    int a = 0;
-    for (int i = 0; i < 7; i++) {
-        if (i == 3 && masked) args[a++] = operand(L, n, 7); /* key_mask after q, k, v */
-        args[a++] = operand(L, n, i);
-    }
-    args[a++] = y, args[a++] = scratch(L, n), args[a++] = const_ints(L, p, 6);
-    call(L, kernel(L, masked ? (packed ? "mha_packed_masked" : "mha_masked") : packed ? "mha_packed" : "mha"),
-         masked ? "vppppppppppp" : "vpppppppppp", args);
-}
-
-/* Returns a non-zero status from forward as the C target does. */
-static void lv_embedding(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    const ir_node *idx = operand_node(L, n, 0), *w = operand_node(L, n, 1);
-    LLVMValueRef args[] = {operand(L, n, 0), k_i32(L, idx->dtype), operand(L, n, 1), y,
-                           k_size(L, ir_numel(idx)), k_size(L, w->shape[0]), k_size(L, w->shape[1])};
-    LLVMValueRef status = call(L, kernel(L, "embedding"), "ipippzzz", args);
-    LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(L->C, L->forward, "index_error");
-    LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(L->C, L->forward, "");
-    LLVMBuildCondBr(L->B, LLVMBuildICmp(L->B, LLVMIntNE, status, k_i32(L, 0), ""), fail, next);
-    LLVMPositionBuilderAtEnd(L->B, fail);
-    LLVMBuildRet(L->B, status);
-    LLVMPositionBuilderAtEnd(L->B, next);
+    lv_quant_ew(L, n, y);
 }
 
 /* ---- fused elementwise loops ----------------------------------------------------
@@ -1102,69 +890,12 @@ static void lv_fused(lv *L, const ir_node *n, LLVMValueRef y)
 static void lv_source(lv *L, const ir_node *n, LLVMValueRef y) { (void)L, (void)n, (void)y; }
 static void lv_unary(lv *L, const ir_node *n, LLVMValueRef y)
 {
-    if (n->quant)
-        lv_quant_ew(L, n, y);
-    else
-        call_unary(L, n->op, n, operand(L, n, 0), y);
+    lv_quant_ew(L, n, y);
 }
-static void lv_groupnorm(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    const int64_t c = n->shape[n->rank - 1], batch = n->shape[0];
-    LLVMValueRef args[] = {operand(L, n, 0), operand(L, n, 1), operand(L, n, 2), y,
-                           k_size(L, batch), k_size(L, ir_numel(n) / batch / c), k_size(L, c),
-                           k_size(L, n->attrs.groups), k_real(L, n->attrs.eps)};
-    call(L, kernel(L, "groupnorm"), "vppppzzzzr", args);
-}
-
-static void lv_conv_transpose(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    LLVMValueRef args[] = {operand(L, n, 0), operand(L, n, 1), operand(L, n, 2), y,
-                           conv_params(L, n, false)};
-    call(L, kernel(L, "conv_transpose2d"), "vppppp", args);
-}
-
-/* gru / lstm through axrt_gru / axrt_lstm, as cg_c.c's emit_rnn. */
-static void lv_rnn(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    const ir_node *x = operand_node(L, n, 0);
-    const bool lstm = n->op == IR_OP_lstm;
-    if (n->scratch_offset < 0)
-        ax_die("cg_llvm: %s %%%d has no scratch buffer", ir_ops[n->op].name, (int)(n - L->g->nodes));
-    const int p[] = {(int)x->shape[0], (int)x->shape[1], (int)x->shape[2], (int)n->shape[2],
-                     n->attrs.reverse ? 1 : 0, n->attrs.linear_before_reset ? 1 : 0, n->attrs.cell ? 1 : 0};
-    LLVMValueRef args[10];
-    int a = 0;
-    for (int i = 0; i < (lstm ? 7 : 6); i++) args[a++] = operand(L, n, i);
-    args[a++] = y, args[a++] = scratch(L, n), args[a++] = const_ints(L, p, 7);
-    call(L, kernel(L, ir_ops[n->op].name), lstm ? "vpppppppppp" : "vppppppppp", args);
-}
-
-static void lv_upsample(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    const ir_node *x = operand_node(L, n, 0);
-    LLVMValueRef args[] = {operand(L, n, 0), y, k_size(L, x->shape[0]), k_size(L, x->shape[1]),
-                           k_size(L, x->shape[2]), k_size(L, x->shape[3]),
-                           k_size(L, n->attrs.scale[0]), k_size(L, n->attrs.scale[1]),
-                           k_size(L, n->attrs.mode)};
-    call(L, kernel(L, "upsample"), "vppzzzzzzz", args);
-}
-
 static void lv_reduce(lv *L, const ir_node *n, LLVMValueRef y)
 {
-    if (n->quant)
-        lv_quant_ew(L, n, y);
-    else
-        axis_kernel(L, n, operand_node(L, n, 0), y);
+    lv_quant_ew(L, n, y);
 }
-static void lv_softmax(lv *L, const ir_node *n, LLVMValueRef y) { axis_kernel(L, n, n, y); }
-/* Int64 indices from the operand's dtype's kernel (cg_c.c emit_argmax). */
-static void lv_argmax(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    set_dtype(L, operand_node(L, n, 0)->dtype);
-    axis_kernel(L, n, operand_node(L, n, 0), y);
-    set_dtype(L, n->dtype);
-}
-static void lv_reshape(lv *L, const ir_node *n, LLVMValueRef y) { copy(L, n, operand(L, n, 0), y); }
 static void lv_result(lv *L, const ir_node *n, LLVMValueRef y) { (void)L, (void)n, (void)y; /* lv_chunk wrote it */ }
 static void lv_unary_grad(lv *L, const ir_node *n, LLVMValueRef y)
 {
@@ -1182,11 +913,28 @@ static void lv_training_only(lv *L, const ir_node *n, LLVMValueRef y)
 #define lv_slice_grad lv_training_only
 #define lv_embedding_grad lv_training_only
 #define lv_dropout lv_training_only
+#define lv_embedding lv_planned
+#define lv_groupnorm lv_planned
+#define lv_rnn lv_planned
+#define lv_conv_transpose lv_planned
+#define lv_upsample lv_planned
+#define lv_cast lv_planned
+#define lv_reshape lv_planned
 #define lv_input lv_source
 #define lv_param lv_source
 #define lv_scalar lv_source
-#define lv_layernorm lv_norm
-#define lv_batchnorm lv_norm
+/* The families cg_plan.c plans whole: emit_node_body builds their plans. */
+static void lv_planned(lv *L, const ir_node *n, LLVMValueRef y)
+{
+    (void)y;
+    ax_die("cg_llvm: %s %%%d has no kernel-call plan", ir_ops[n->op].name, (int)(n - L->g->nodes));
+}
+#define lv_layernorm lv_planned
+#define lv_batchnorm lv_planned
+#define lv_matmul lv_planned
+#define lv_mha lv_planned
+#define lv_softmax lv_planned
+#define lv_argmax lv_planned
 
 typedef void node_fn(lv *L, const ir_node *n, LLVMValueRef y);
 static node_fn *const node_fns[IR_OP_COUNT] = {
@@ -1194,18 +942,6 @@ static node_fn *const node_fns[IR_OP_COUNT] = {
 #include "ops.def"
 #undef OP
 };
-
-/* The plan's in-place depthwise conv (inplace_of == 0, cg_c_can_inplace). */
-static void dwconv_inplace(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    if (n->scratch_offset < 0)
-        ax_die("cg_llvm: in-place depthwise conv without its ring buffer");
-    const bool applies = cg_kernel_applies_epilogue(L->g, n);
-    LLVMValueRef args[] = {y, operand(L, n, 1), k_i32(L, cg_operand_packed(L->g, n, 1)), operand(L, n, 2),
-                           k_i32(L, applies ? cg_kernel_act(n) : AXRT_ACT_NONE), scratch(L, n),
-                           conv_params(L, n, true)};
-    call(L, kernel(L, "dwconv_inplace"), "vppipipp", args);
-}
 
 /* ---- per-layer profile (cg_request.profile, docs/cli.md#seeing-inside-a-model) ------------------ */
 
@@ -1323,15 +1059,91 @@ static void profile_layer_end(lv *L, LLVMValueRef t0, LLVMValueRef y)
     LLVMPositionBuilderAtEnd(L->B, next);
 }
 
+/* ---- a node's kernel-call plan (ir_plan.h, chosen by cg_plan.c) as calls ------ */
+
+/* Argument a of a plan's call as a value; *sig gets its signature letter. */
+static LLVMValueRef plan_arg(lv *L, const ir_arg *a, char *sig)
+{
+    int ints[24];
+    switch (a->kind) {
+    case IR_ARG_VALUE: *sig = 'p'; return a->node == IR_NONE ? k_null(L) : storage(L, a->node);
+    case IR_ARG_ARENA: *sig = 'p'; return arena_at(L, a->value);
+    case IR_ARG_SCALAR: {
+        *sig = 'r';
+        LLVMValueRef p = LLVMBuildBitCast(L->B, storage(L, a->node), L->real_ptr, "");
+        return LLVMBuildLoad2(L->B, L->real, p, "");
+    }
+    case IR_ARG_SIZE: *sig = 'z'; return k_size(L, a->value);
+    case IR_ARG_INT64: *sig = 'l'; return k_i64(L, a->value);
+    case IR_ARG_INT:
+    case IR_ARG_ACT: *sig = 'i'; return k_i32(L, a->value);
+    case IR_ARG_DTYPE: *sig = 'i'; return k_i32(L, a->dtype);
+    case IR_ARG_REAL: *sig = 'r'; return k_real(L, a->real);
+    case IR_ARG_INTS:
+        *sig = 'p';
+        for (int i = 0; i < a->count && i < 24; i++)
+            ints[i] = (int)a->values[i];
+        return const_ints(L, ints, a->count);
+    case IR_ARG_INT64S: *sig = 'p'; return const_i64s(L, a->values, a->count);
+    }
+    ax_die("cg_llvm: bad plan argument");
+}
+
+/* A call returning a status: forward returns it when it is not 0. */
+static void return_on_status(lv *L, LLVMValueRef status)
+{
+    LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(L->C, L->forward, "index_error");
+    LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(L->C, L->forward, "");
+    LLVMBuildCondBr(L->B, LLVMBuildICmp(L->B, LLVMIntNE, status, k_i32(L, 0), ""), fail, next);
+    LLVMPositionBuilderAtEnd(L->B, fail);
+    LLVMBuildRet(L->B, status);
+    LLVMPositionBuilderAtEnd(L->B, next);
+}
+
+/* The plan's calls in order; the generated C's BLAS helpers (axc_blas_*)
+ * are built in place. */
+static void build_plan(lv *L, const ir_node *n, const ir_plan *p, LLVMValueRef y)
+{
+    for (int c = 0; c < p->ncalls; c++) {
+        const ir_call *call_ = &p->calls[c];
+        if (!strcmp(call_->kernel, "axc_blas_dense")) {
+            lv_blas_dense(L, n, y, call_->args[4].value, call_->args[5].value, call_->args[6].value);
+            continue;
+        }
+        if (!strcmp(call_->kernel, "memcpy")) {   /* the C library's: its intrinsic */
+            char letter;
+            LLVMValueRef to = plan_arg(L, &call_->args[0], &letter), from = plan_arg(L, &call_->args[1], &letter);
+            if (to != from)
+                LLVMBuildMemCpy(L->B, to, 1, from, 1, k_size(L, call_->args[2].value));
+            continue;
+        }
+        if (!strcmp(call_->kernel, "axc_blas_matmul")) {
+            lv_blas_matmul(L, n, y);
+            continue;
+        }
+        LLVMValueRef args[IR_CALL_MAX_ARGS];
+        char sig[IR_CALL_MAX_ARGS + 2] = {call_->status ? 'i' : 'v'};
+        for (int i = 0; i < call_->nargs; i++)
+            args[i] = plan_arg(L, &call_->args[i], &sig[i + 1]);
+        sig[call_->nargs + 1] = 0;
+        LLVMValueRef result = call(L, call_->kernel, sig, args);
+        if (call_->status)
+            return_on_status(L, result);
+    }
+}
+
 static void emit_node_body(lv *L, int id, LLVMValueRef y)
 {
     const ir_node *n = node_at(L, id);
-    if (n->op == IR_OP_conv && n->inplace_of == 0)
-        dwconv_inplace(L, n, y);
-    else
-        node_fns[n->op](L, n, y);
-    if (cg_kernel_applies_epilogue(L->g, n) || (n->quant && !n->quant->float_out))
-        return; /* the kernel applied it (int8: clamps) */
+    const cg_plan_context ctx = {.blas = L->blas, .pack_offset = -1};
+    const ir_plan *plan = n->plan ? n->plan : cg_plan_node(L->g, id, &ctx);
+    if (plan) {
+        build_plan(L, n, plan, y);
+        return;
+    }
+    node_fns[n->op](L, n, y);
+    if (n->quant && !n->quant->float_out)
+        return; /* int8: the clamps applied it */
     if (n->attrs.residual != IR_NONE) {
         LLVMValueRef args[] = {y, operand(L, n, n->attrs.residual), y, k_size(L, ir_numel(n))};
         call(L, kernel(L, "add"), "vpppz", args);

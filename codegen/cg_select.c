@@ -82,6 +82,7 @@ void cg_select(ir_graph *g)
     pair_attention(g, layout);
     for (int id = 0; id < g->nnodes; id++)
         g->nodes[id].layout = layout[id];
+    cg_plan_graph(g, false);
 }
 
 float *cg_packed_data(ax_arena *a, const ir_node *n)
@@ -152,4 +153,5 @@ void cg_select_blas(ir_graph *g)
     for (int id = 0; id < g->nnodes; id++)
         if (g->nodes[id].layout == IR_LAYOUT_DENSE)
             g->nodes[id].layout = IR_LAYOUT_PLAIN;
+    cg_plan_graph(g, true);
 }

@@ -21,9 +21,11 @@ typedef struct cg_target {
 
 const cg_target *cg_target_get(ir_target_id id);
 
-/* Records on g which layout each parameter is stored in (ir_node.layout). */
+/* Records on g which layout each parameter is stored in (ir_node.layout),
+ * then each node's kernel-call plan (ir_node.plan, cg_plan_graph). */
 void cg_select(ir_graph *g);
-/* What the selection means at node n, read by every printer:
+/* What the selection means at node n, read by the plans (cg_plan.c) and
+ * the target's facts (cg_c_target.c):
  * whether operand i is a packed parameter; the axrt_act the packed kernels
  * apply for n's fused activation (-1: none of theirs); whether n's packed
  * dense/conv kernel computes its whole epilogue (residual, then
@@ -35,6 +37,20 @@ bool cg_has_epilogue(const ir_node *n);
 /* After cg_select, for --blas=openblas: dense weights stay as written
  * ([out, in], what cblas_sgemm reads), not packed. */
 void cg_select_blas(ir_graph *g);
+/* The kernel-call plan (ir_plan.h, cg_plan.c) of each node: what a plan
+ * depends on besides the graph.  blas: --blas=openblas; pack_offset >= 0
+ * with state_offset (per node id, -1 for none): a training step, whose
+ * Float32 weights read from the state are packed into the arena's room at
+ * pack_offset each step (cg_c_body). */
+typedef struct cg_plan_context {
+    bool blas;
+    int64_t pack_offset;
+    const int64_t *state_offset;
+} cg_plan_context;
+/* Node id's plan, or NULL where its back end lowers it (no rule yet, int8). */
+const ir_plan *cg_plan_node(ir_graph *g, int id, const cg_plan_context *ctx);
+/* Every node's plan into ir_node.plan (cg_select and cg_select_blas call it). */
+void cg_plan_graph(ir_graph *g, bool blas);
 /* A packed parameter's data in its layout (n->layout), in arena a. */
 float *cg_packed_data(ax_arena *a, const ir_node *n);
 

@@ -11,6 +11,7 @@
 
 #include "axrt.h"
 #include "ax.h"
+#include "ir_plan.h"
 
 #define IR_MAX_RANK AXRT_MAX_RANK
 /* A node takes any number of operands: its src array lies in the context
@@ -258,6 +259,8 @@ struct ir_node {
     ir_layout layout;    /* param only: how the back end stores it (cg_select) */
     const ax_context *context; /* the block instance it was written in (docs/language.md#composition), or NULL */
     const struct ir_quant *quant; /* --quantize=int8: how this dense or conv runs in int8 */
+    const ir_plan *plan; /* the runtime calls it becomes (codegen/cg_plan.c, after cg_select),
+                            or NULL where its back end lowers it itself */
 };
 
 /* A dense or conv computed in int8 (passes/pass_quant.c; runtime/axrt.h "int8"):

@@ -388,6 +388,8 @@ static void put_node(ax_buf *out, const ir_graph *g, int id)
         ax_buf_printf(out, "  @%s:%d:%d", g->ctx && g->ctx->path ? base_name(g->ctx->path) : "",
                       n->loc.line, n->loc.col);
     ax_buf_puts(out, "\n");
+    if (n->plan)   /* the runtime calls the back end chose (codegen/cg_plan.c) */
+        ir_plan_print(n->plan, out);
 }
 
 static void put_header(ax_buf *out, const ir_graph *g)

@@ -29,6 +29,10 @@
 #   rows-fused-exact  the expansions fuse_expand_depthwise marks are computed
 #            inside their depthwise convs, bit-identical to the unfused build
 #            on every kernel path and thread count
+#   plan:*   the kernel-call plan --emit=ir prints under each node (codegen/
+#            cg_plan.c) is what the C back end prints: the plan's calls, in
+#            order, are the generated C's calls of those kernels, for every
+#            example at -O2 and at -O0
 #   tile-*   pass_tile under a --ram below the plan's lower bound: the conv
 #            stack of cases/conv_tile.ax (MobileNetV2's first layers) in row
 #            tiles with halos, within 1e-5 of the untiled run (the depthwise
@@ -218,6 +222,20 @@ check_rows_fused_exact() {
     done
 }
 
+# check_plan_is_printed FILE LEVEL: the kernels of the `call` lines of
+# --emit=ir, in order, are the calls of those kernels in the generated C.
+check_plan_is_printed() {
+    "$AXC" "$1" "$2" --emit=ir >"$tmp/plan.ir" || return 1
+    "$AXC" "$1" "$2" --seed 1 -o "$tmp/plan.c" || return 1
+    # (a copy is left out where source and destination are the same storage)
+    sed -n 's/^ *call \([A-Za-z0-9_]*\)(.*/\1/p' "$tmp/plan.ir" | grep -vx memcpy >"$tmp/plan.kernels"
+    [ -s "$tmp/plan.kernels" ] || { echo "no call lines in --emit=ir"; return 1; }
+    sort -u "$tmp/plan.kernels" >"$tmp/plan.names"
+    grep -oE '\b(axrt|axc)_[A-Za-z0-9_]+\(' "$tmp/plan.c" | tr -d '(' |
+        grep -Fxf "$tmp/plan.names" >"$tmp/c.kernels"
+    diff "$tmp/plan.kernels" "$tmp/c.kernels"
+}
+
 check_saved_weights_are_originals() {
     local file=$root/examples/mobilenetv2_block.ax
     "$AXC" "$file" --seed 1 -O0 --save-weights "$tmp/w0.safetensors" || return 1
@@ -250,4 +268,8 @@ check remat-report check_remat_report
 check tile-conv check_tile "$here/cases/conv_tile.ax" 100000 1e-5
 check tile-resmlp50 check_tile "$root/examples/resmlp50.ax" 40000 0
 check save-weights-originals check_saved_weights_are_originals
+for file in "$root"/examples/*.ax; do
+    check "plan:$(basename "$file" .ax)" check_plan_is_printed "$file" -O2
+    check "plan-O0:$(basename "$file" .ax)" check_plan_is_printed "$file" -O0
+done
 check rows-fused-exact check_rows_fused_exact

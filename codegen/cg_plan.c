@@ -1,0 +1,661 @@
+/* cg_plan.c — the kernel-call plan of each node (ir/ir_plan.h), decided once
+ * after kernel selection (cg_select: the parameters' layouts) for every back
+ * end that calls the runtime's CPU kernels.  The C back end prints the plan
+ * as text, the LLVM back end builds the same calls, --emit=ir shows it; no
+ * back end chooses a kernel of a planned node itself.
+ *
+ * A node's plan is its kernel's call (a block of calls where the kernel
+ * reads constants: its params struct, strides), then its epilogue (the
+ * residual add, then the fused activation) unless the kernel applies that
+ * itself.  Ops without a rule here (int8 layers, data movement, pools,
+ * recurrent and training kernels) get no plan: their back ends still lower
+ * them.  A new kernel is a row of cg_kernels.def and a rule below. */
+#include "cg_target.h"
+
+#include <string.h>
+
+typedef enum cg_kernel_id {
+#define KERNEL(id, name, suffixed) CG_K_##id,
+#include "cg_kernels.def"
+#undef KERNEL
+    CG_K_COUNT
+} cg_kernel_id;
+
+static const struct {
+    const char *name;
+    bool suffixed;
+} cg_kernels[CG_K_COUNT] = {
+#define KERNEL(id, name, suffixed) [CG_K_##id] = {name, suffixed},
+#include "cg_kernels.def"
+#undef KERNEL
+};
+
+typedef struct planner {
+    ir_graph *g;
+    const ir_node *n;
+    ir_plan *plan;
+    int capacity;             /* of plan->calls */
+    const cg_plan_context *ctx;
+} planner;
+
+static ax_arena *arena_of(const planner *P) { return P->g->ctx->arena; }
+static const ir_node *operand_node(const planner *P, int i) { return &P->g->nodes[P->n->src[i]]; }
+static int self_id(const planner *P) { return (int)(P->n - P->g->nodes); }
+
+/* The runtime's kernel-name suffix of a compute dtype: f64, f16, bf16, else f32. */
+static const char *suffix_of(axrt_dtype dtype)
+{
+    return dtype == AXRT_F64 ? "f64" : dtype == AXRT_F16 ? "f16" : dtype == AXRT_BF16 ? "bf16" : "f32";
+}
+
+static int64_t product(const int64_t *dims, int from, int to)
+{
+    int64_t p = 1;
+    for (int i = from; i < to; i++)
+        p *= dims[i];
+    return p;
+}
+
+/* ---- building calls --------------------------------------------------------- */
+
+static ir_call *named_call(planner *P, const char *name)
+{
+    if (P->plan->ncalls == P->capacity) {   /* a concat: a call per operand */
+        ir_call *more = ax_alloc(arena_of(P), sizeof *more * (size_t)P->capacity * 2);
+        memcpy(more, P->plan->calls, sizeof *more * (size_t)P->capacity);
+        P->plan->calls = more;
+        P->capacity *= 2;
+    }
+    ir_call *c = &P->plan->calls[P->plan->ncalls++];
+    c->kernel = name;
+    return c;
+}
+
+/* A call of kernel k in dtype's variant. */
+static ir_call *kernel_call(planner *P, cg_kernel_id k, axrt_dtype dtype)
+{
+    const char *name = cg_kernels[k].name;
+    return named_call(P, cg_kernels[k].suffixed ? ax_sprintf(arena_of(P), "%s_%s", name, suffix_of(dtype)) : name);
+}
+
+/* axrt_<op><variant>_<dtype>: a kernel named after its op (ops.def). */
+static ir_call *op_call(planner *P, int op, const char *variant, axrt_dtype dtype)
+{
+    return named_call(P, ax_sprintf(arena_of(P), "axrt_%s%s_%s", ir_ops[op].name, variant, suffix_of(dtype)));
+}
+
+static ir_arg *next_arg(ir_call *c, ir_arg_kind kind)
+{
+    if (c->nargs == IR_CALL_MAX_ARGS)
+        ax_die("cg_plan: more than %d arguments to %s", IR_CALL_MAX_ARGS, c->kernel);
+    ir_arg *a = &c->args[c->nargs++];
+    a->kind = kind;
+    a->node = IR_NONE;
+    return a;
+}
+
+static void arg_value(ir_call *c, int node) { next_arg(c, IR_ARG_VALUE)->node = node; }
+static void arg_scalar(ir_call *c, int node) { next_arg(c, IR_ARG_SCALAR)->node = node; }
+static void arg_size(ir_call *c, int64_t v) { next_arg(c, IR_ARG_SIZE)->value = v; }
+static void arg_int64(ir_call *c, int64_t v) { next_arg(c, IR_ARG_INT64)->value = v; }
+static void arg_int(ir_call *c, int64_t v) { next_arg(c, IR_ARG_INT)->value = v; }
+static void arg_act(ir_call *c, int act) { next_arg(c, IR_ARG_ACT)->value = act; }
+static void arg_dtype(ir_call *c, axrt_dtype dtype) { next_arg(c, IR_ARG_DTYPE)->dtype = dtype; }
+static void arg_real(ir_call *c, double v) { next_arg(c, IR_ARG_REAL)->real = v; }
+static void arg_arena(ir_call *c, axrt_dtype dtype, int64_t offset)
+{
+    ir_arg *a = next_arg(c, IR_ARG_ARENA);
+    a->dtype = dtype;
+    a->value = offset;
+}
+
+/* Operand i of the node (a null pointer where absent). */
+static void arg_operand(planner *P, ir_call *c, int i)
+{
+    arg_value(c, i < P->n->nsrc ? P->n->src[i] : IR_NONE);
+}
+
+/* A constant array the kernel reads by address: ints (the runtime's params
+ * struct `type`, or int[] for NULL) or int64_t; the C back end declares it
+ * as `name` in the call's block. */
+static void arg_array(planner *P, ir_call *c, ir_arg_kind kind, const char *name, const char *type,
+                      const int64_t *values, int count)
+{
+    ir_arg *a = next_arg(c, kind);
+    int64_t *copy = ax_alloc(arena_of(P), sizeof *copy * (size_t)(count + 1));
+    memcpy(copy, values, sizeof *copy * (size_t)count);
+    a->values = copy;
+    a->count = count;
+    a->name = name;
+    a->type = type;
+    c->in_block = true;
+}
+
+/* ---- rules, by op family ------------------------------------------------------ */
+
+/* bias, residual, act of a packed kernel that takes an epilogue: n's when
+ * the kernel applies it (cg_kernel_applies_epilogue), else none. */
+static void epilogue_args(planner *P, ir_call *c)
+{
+    const ir_node *n = P->n;
+    const bool applies = cg_kernel_applies_epilogue(P->g, n);
+    arg_operand(P, c, 2);
+    arg_value(c, applies && n->attrs.residual != IR_NONE ? n->src[n->attrs.residual] : IR_NONE);
+    arg_act(c, applies ? cg_kernel_act(n) : AXRT_ACT_NONE);
+}
+
+/* Whether Float32 layer n reads its weight (operand 1) from the training
+ * state, whose values change every step, with pack room in the arena
+ * (cg_plan_context): the weight is then packed there each step. */
+static bool weight_from_state(const planner *P)
+{
+    const ir_node *n = P->n;
+    return P->ctx->pack_offset >= 0 && P->ctx->state_offset && n->dtype == AXRT_F32 &&
+           P->ctx->state_offset[n->src[1]] >= 0;
+}
+
+/* A dense reading its weight from the training state computes from it
+ * unpacked when the batch fills a panel and x^T and y^T fit the pack room:
+ * transposing them costs less than packing w. */
+static bool unpacked_fits(const planner *P, int64_t rows, int64_t in, int64_t out)
+{
+    const int64_t room = (int64_t)P->g->arena_bytes - P->ctx->pack_offset;
+    return rows >= AXRT_PANEL && rows * (in + out) * (int64_t)sizeof(float) <= room;
+}
+
+static void plan_dense(planner *P)
+{
+    const ir_node *n = P->n, *x = operand_node(P, 0);
+    const int64_t in = x->shape[x->rank - 1], out = n->shape[n->rank - 1], rows = ir_numel(x) / in;
+    const bool packed = cg_operand_packed(P->g, n, 1), ep = cg_kernel_applies_epilogue(P->g, n);
+    const bool from_state = !(P->ctx->blas && n->dtype == AXRT_F32 && !packed) && weight_from_state(P);
+    const bool unpacked = from_state && unpacked_fits(P, rows, in, out);
+    if (from_state && !unpacked) {
+        ir_call *pack = kernel_call(P, CG_K_pack_dense, n->dtype);
+        arg_operand(P, pack, 1);
+        arg_arena(pack, AXRT_F32, P->ctx->pack_offset);
+        arg_size(pack, in);
+        arg_size(pack, out);
+    }
+    ir_call *c = P->ctx->blas && n->dtype == AXRT_F32 && !packed ? kernel_call(P, CG_K_blas_dense, n->dtype)
+                 : unpacked  ? kernel_call(P, CG_K_dense_unpacked, n->dtype)
+                 : from_state ? kernel_call(P, CG_K_dense_packed, n->dtype)
+                 : ep         ? kernel_call(P, CG_K_dense_packed_ep, n->dtype)
+                              : kernel_call(P, packed ? CG_K_dense_packed : CG_K_dense, n->dtype);
+    arg_operand(P, c, 0);
+    if (from_state && !unpacked) arg_arena(c, AXRT_F32, P->ctx->pack_offset);
+    else arg_operand(P, c, 1);
+    if (ep && !from_state && !(P->ctx->blas && n->dtype == AXRT_F32 && !packed))
+        epilogue_args(P, c);
+    else
+        arg_operand(P, c, 2);
+    arg_value(c, self_id(P));
+    arg_size(c, rows);
+    arg_size(c, in);
+    arg_size(c, out);
+    if (unpacked) arg_arena(c, AXRT_F32, P->ctx->pack_offset);
+}
+
+/* torch.matmul (cg_matmul_geometry): the batch strides in a block, or null
+ * pointers without batch dims. */
+static void plan_matmul(planner *P)
+{
+    const ir_node *n = P->n;
+    const cg_matmul_geometry m = cg_matmul_geometry_of(operand_node(P, 0), operand_node(P, 1));
+    ir_call *c = kernel_call(P, P->ctx->blas && n->dtype == AXRT_F32 ? CG_K_blas_matmul : CG_K_matmul, n->dtype);
+    c->in_block = true;
+    arg_operand(P, c, 0);
+    if (m.rank) arg_array(P, c, IR_ARG_INT64S, "a_strides", NULL, m.a_strides, m.rank);
+    else arg_value(c, IR_NONE);
+    arg_operand(P, c, 1);
+    if (m.rank) arg_array(P, c, IR_ARG_INT64S, "b_strides", NULL, m.b_strides, m.rank);
+    else arg_value(c, IR_NONE);
+    arg_value(c, self_id(P));
+    if (m.rank) arg_array(P, c, IR_ARG_INT64S, "batch", NULL, m.batch, m.rank);
+    else arg_value(c, IR_NONE);
+    arg_int(c, m.rank);
+    arg_size(c, m.m);
+    arg_size(c, m.k);
+    arg_size(c, m.cols);
+}
+
+/* axrt_conv2d_params of a conv from x to an output shaped like y with a
+ * kh x kw kernel and at's strides (1 for the in-place kernel), dilation,
+ * padding and groups. */
+static void arg_conv_params(planner *P, ir_call *c, const char *name, const ir_node *x, const ir_node *y,
+                            const ir_node *w, const ir_attrs *at, bool unit_stride)
+{
+    const int64_t p[16] = {x->shape[0], x->shape[1], x->shape[2], x->shape[3], y->shape[1], y->shape[2],
+                           y->shape[3], w->shape[2], w->shape[3], unit_stride ? 1 : at->stride[0],
+                           unit_stride ? 1 : at->stride[1], at->dilation[0], at->dilation[1], at->pad[0],
+                           at->pad[1], at->groups};
+    arg_array(P, c, IR_ARG_INTS, name, "axrt_conv2d_params", p, 16);
+}
+
+/* Depthwise conv n whose operand, a 1x1 conv, is rows_fused: both in one
+ * call, the rings of expanded rows in n's scratch. */
+static void plan_expand_depthwise(planner *P)
+{
+    const ir_node *n = P->n, *e = operand_node(P, 0);
+    const ir_node *x = &P->g->nodes[e->src[0]], *ew = &P->g->nodes[e->src[1]], *w = operand_node(P, 1);
+    if (n->scratch_offset < 0 || !cg_kernel_applies_epilogue(P->g, n) || !cg_kernel_applies_epilogue(P->g, e))
+        ax_die("cg_plan: a row-fused expansion without its rings or packed kernels");
+    ir_call *c = kernel_call(P, CG_K_expand_depthwise, n->dtype);
+    for (int i = 0; i < 3; i++)
+        arg_value(c, i < e->nsrc ? e->src[i] : IR_NONE);
+    arg_act(c, cg_kernel_act(e));
+    arg_operand(P, c, 1);
+    arg_operand(P, c, 2);
+    arg_act(c, cg_kernel_act(n));
+    arg_value(c, self_id(P));
+    arg_arena(c, AXRT_F32, n->scratch_offset);
+    arg_conv_params(P, c, "params", x, e, ew, &e->attrs, false);
+    arg_conv_params(P, c, "dw_params", e, n, w, &n->attrs, false);
+}
+
+/* A depthwise conv the memory plan put over its own input
+ * (cg_c_can_inplace): the in-place kernel, its ring of input rows in n's
+ * scratch, the packed kernels' epilogue rule. */
+static void plan_dwconv_inplace(planner *P)
+{
+    const ir_node *n = P->n;
+    if (n->scratch_offset < 0)
+        ax_die("cg_plan: in-place depthwise conv without its ring buffer");
+    ir_call *c = kernel_call(P, CG_K_dwconv_inplace, n->dtype);
+    arg_value(c, self_id(P));
+    arg_operand(P, c, 1);
+    arg_int(c, cg_operand_packed(P->g, n, 1));
+    arg_operand(P, c, 2);
+    arg_act(c, cg_kernel_applies_epilogue(P->g, n) ? cg_kernel_act(n) : AXRT_ACT_NONE);
+    arg_arena(c, n->dtype, n->scratch_offset);
+    arg_conv_params(P, c, "params", operand_node(P, 0), n, operand_node(P, 1), &n->attrs, true);
+}
+
+static void plan_conv(planner *P)
+{
+    const ir_node *n = P->n;
+    if (n->inplace_of == 0) {
+        plan_dwconv_inplace(P);
+        return;
+    }
+    if (operand_node(P, 0)->rows_fused) {
+        plan_expand_depthwise(P);
+        return;
+    }
+    const bool depthwise = operand_node(P, 1)->layout == IR_LAYOUT_DEPTHWISE;
+    const bool ep = cg_kernel_applies_epilogue(P->g, n);
+    if (weight_from_state(P) && n->attrs.groups == 1 && !ep) {
+        /* packed into the pack room each step (compiler/train_step.c) */
+        ir_call *pack = kernel_call(P, CG_K_pack_conv2d, n->dtype);
+        arg_operand(P, pack, 1);
+        arg_arena(pack, AXRT_F32, P->ctx->pack_offset);
+        arg_conv_params(P, pack, "params", operand_node(P, 0), n, operand_node(P, 1), &n->attrs, false);
+        ir_call *c = kernel_call(P, CG_K_conv2d_packed, n->dtype);
+        arg_operand(P, c, 0);
+        arg_arena(c, AXRT_F32, P->ctx->pack_offset);
+        arg_operand(P, c, 2);
+        arg_value(c, self_id(P));
+        arg_conv_params(P, c, "params", operand_node(P, 0), n, operand_node(P, 1), &n->attrs, false);
+        return;
+    }
+    ir_call *c = depthwise ? kernel_call(P, CG_K_conv2d_depthwise, n->dtype)
+                 : ep      ? kernel_call(P, CG_K_conv2d_packed_ep, n->dtype)
+                           : kernel_call(P, cg_operand_packed(P->g, n, 1) ? CG_K_conv2d_packed : CG_K_conv2d, n->dtype);
+    arg_operand(P, c, 0);
+    arg_operand(P, c, 1);
+    if (depthwise || ep)
+        epilogue_args(P, c);
+    else
+        arg_operand(P, c, 2);
+    arg_value(c, self_id(P));
+    arg_conv_params(P, c, "params", operand_node(P, 0), n, operand_node(P, 1), &n->attrs, false);
+}
+
+static void plan_norm(planner *P)
+{
+    const ir_node *n = P->n;
+    const int64_t last = n->shape[n->rank - 1], rows = ir_numel(n) / last;
+    const bool layernorm = n->op == IR_OP_layernorm;
+    ir_call *c = kernel_call(P, layernorm ? CG_K_layernorm : CG_K_batchnorm, n->dtype);
+    for (int i = 0; i < (layernorm ? 3 : 5); i++)
+        arg_operand(P, c, i);
+    arg_value(c, self_id(P));
+    arg_size(c, rows);
+    arg_size(c, last);
+    arg_real(c, n->attrs.eps);
+}
+
+/* A kernel over [outer, axis, inner] around attrs.axis of shape_of's shape
+ * (softmax, a reduction, argmax), in dtype's variant. */
+static void plan_axis(planner *P, const ir_node *shape_of, axrt_dtype dtype)
+{
+    const int axis = P->n->attrs.axis;
+    ir_call *c = op_call(P, P->n->op, "", dtype);
+    arg_operand(P, c, 0);
+    arg_value(c, self_id(P));
+    arg_size(c, product(shape_of->shape, 0, axis));
+    arg_size(c, shape_of->shape[axis]);
+    arg_size(c, product(shape_of->shape, axis + 1, shape_of->rank));
+}
+
+/* q [..., lq, d], k and v [..., lk, d]: leading dims are the batch; the
+ * key mask, if any, follows v. */
+static void plan_mha(planner *P)
+{
+    const ir_node *n = P->n, *q = operand_node(P, 0), *k = operand_node(P, 1);
+    const int64_t d = q->shape[q->rank - 1], lq = q->shape[q->rank - 2];
+    if (n->scratch_offset < 0)
+        ax_die("cg_plan: mha %%%d has no scratch buffer", self_id(P));
+    const bool masked = n->nsrc > 7 && n->src[7] != IR_NONE, packed = cg_operand_packed(P->g, n, 3);
+    ir_call *c = kernel_call(P, masked ? (packed ? CG_K_mha_packed_masked : CG_K_mha_masked)
+                                       : packed ? CG_K_mha_packed : CG_K_mha, n->dtype);
+    for (int i = 0; i < 7; i++) {
+        if (i == 3 && masked) arg_operand(P, c, 7);
+        arg_operand(P, c, i);
+    }
+    arg_value(c, self_id(P));
+    c->wrap = c->nargs;
+    arg_arena(c, n->dtype, n->scratch_offset);
+    const int64_t p[6] = {ir_numel(q) / (lq * d), lq, k->shape[k->rank - 2], d, n->attrs.heads, n->attrs.causal ? 1 : 0};
+    arg_array(P, c, IR_ARG_INTS, "params", "axrt_mha_params", p, 6);
+}
+
+/* axrt_<op>_<dtype>(x, y, count[, alpha]) */
+static void unary_call(planner *P, int op, int x, int y)
+{
+    ir_call *c = op_call(P, op, "", P->n->dtype);
+    arg_value(c, x);
+    arg_value(c, y);
+    arg_size(c, ir_numel(P->n));
+    if (op == IR_OP_elu || op == IR_OP_leaky_relu)
+        arg_real(c, P->n->attrs.alpha);
+}
+
+static void plan_unary(planner *P)
+{
+    unary_call(P, P->n->op, P->n->src[0], self_id(P));
+}
+
+/* Same shapes, a one-element operand (its value passed), or broadcast
+ * through strides. */
+static void plan_binary(planner *P)
+{
+    const ir_node *n = P->n, *a = operand_node(P, 0), *b = operand_node(P, 1);
+    const int64_t count = ir_numel(n);
+    ir_call *c;
+    if (ir_same_shape(a, n) && ir_same_shape(b, n)) {
+        c = op_call(P, n->op, "", n->dtype);
+        arg_operand(P, c, 0);
+        arg_operand(P, c, 1);
+    } else if (ir_same_shape(a, n) && ir_numel(b) == 1) {
+        c = op_call(P, n->op, "_scalar_b", n->dtype);
+        arg_operand(P, c, 0);
+        arg_scalar(c, n->src[1]);
+    } else if (ir_same_shape(b, n) && ir_numel(a) == 1) {
+        c = op_call(P, n->op, "_scalar_a", n->dtype);
+        arg_scalar(c, n->src[0]);
+        arg_operand(P, c, 1);
+    } else {
+        int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
+        cg_broadcast_strides(a, n, sa);
+        cg_broadcast_strides(b, n, sb);
+        c = op_call(P, n->op, "_bcast", n->dtype);
+        arg_operand(P, c, 0);
+        arg_array(P, c, IR_ARG_INT64S, "a_strides", NULL, sa, n->rank);
+        arg_operand(P, c, 1);
+        arg_array(P, c, IR_ARG_INT64S, "b_strides", NULL, sb, n->rank);
+        arg_value(c, self_id(P));
+        arg_array(P, c, IR_ARG_INT64S, "shape", NULL, n->shape, n->rank);
+        arg_int(c, n->rank);
+        return;
+    }
+    arg_value(c, self_id(P));
+    arg_size(c, count);
+}
+
+/* The epilogue the kernel leaves to separate calls: the residual add, then
+ * the activation, in place over the finished result (the memory plan keeps
+ * the residual operand live, so it never shares the result's bytes). */
+static void plan_epilogue(planner *P)
+{
+    const ir_node *n = P->n;
+    const int y = self_id(P);
+    if (cg_kernel_applies_epilogue(P->g, n))
+        return;
+    if (n->attrs.residual != IR_NONE) {
+        ir_call *c = op_call(P, IR_OP_add, "", n->dtype);
+        arg_value(c, y);
+        arg_value(c, n->src[n->attrs.residual]);
+        arg_value(c, y);
+        arg_size(c, ir_numel(n));
+    }
+    if (cg_has_epilogue(n))
+        unary_call(P, n->attrs.act, y, y);
+}
+
+/* An index out of range fails forward() with the kernel's status. */
+static void plan_embedding(planner *P)
+{
+    const ir_node *n = P->n, *idx = operand_node(P, 0), *w = operand_node(P, 1);
+    ir_call *c = kernel_call(P, CG_K_embedding, n->dtype);
+    c->status = true;
+    arg_operand(P, c, 0);
+    arg_dtype(c, idx->dtype);
+    arg_operand(P, c, 1);
+    arg_value(c, self_id(P));
+    arg_size(c, ir_numel(idx));
+    arg_size(c, w->shape[0]);
+    arg_size(c, w->shape[1]);
+}
+
+static void plan_groupnorm(planner *P)
+{
+    const ir_node *n = P->n;
+    const int64_t c = n->shape[n->rank - 1], batch = n->shape[0];
+    ir_call *k = kernel_call(P, CG_K_groupnorm, n->dtype);
+    for (int i = 0; i < 3; i++)
+        arg_operand(P, k, i);
+    arg_value(k, self_id(P));
+    arg_size(k, batch);
+    arg_size(k, ir_numel(n) / batch / c);
+    arg_size(k, c);
+    arg_size(k, n->attrs.groups);
+    arg_real(k, n->attrs.eps);
+}
+
+/* gru / lstm: x [N, L, I] -> y [N, L, H]; the state and gate sums in the
+ * node's scratch (axrt_rnn_scratch_elems). */
+static void plan_rnn(planner *P)
+{
+    const ir_node *n = P->n, *x = operand_node(P, 0);
+    if (n->scratch_offset < 0)
+        ax_die("cg_plan: %s %%%d has no scratch buffer", ir_ops[n->op].name, self_id(P));
+    ir_call *c = op_call(P, n->op, "", n->dtype);
+    for (int i = 0; i < (n->op == IR_OP_lstm ? 7 : 6); i++)
+        arg_operand(P, c, i);
+    arg_value(c, self_id(P));
+    c->wrap = c->nargs;
+    arg_arena(c, n->dtype, n->scratch_offset);
+    const int64_t p[7] = {x->shape[0], x->shape[1], x->shape[2], n->shape[2], n->attrs.reverse ? 1 : 0,
+                          n->attrs.linear_before_reset ? 1 : 0, n->attrs.cell ? 1 : 0};
+    arg_array(P, c, IR_ARG_INTS, "params", "axrt_rnn_params", p, 7);
+}
+
+static void plan_conv_transpose(planner *P)
+{
+    ir_call *c = kernel_call(P, CG_K_conv_transpose2d, P->n->dtype);
+    for (int i = 0; i < 3; i++)
+        arg_operand(P, c, i);
+    arg_value(c, self_id(P));
+    arg_conv_params(P, c, "params", operand_node(P, 0), P->n, operand_node(P, 1), &P->n->attrs, false);
+}
+
+static void plan_upsample(planner *P)
+{
+    const ir_node *n = P->n, *x = operand_node(P, 0);
+    ir_call *c = kernel_call(P, CG_K_upsample, n->dtype);
+    arg_operand(P, c, 0);
+    arg_value(c, self_id(P));
+    for (int d = 0; d < 4; d++)
+        arg_size(c, x->shape[d]);
+    arg_size(c, n->attrs.scale[0]);
+    arg_size(c, n->attrs.scale[1]);
+    arg_size(c, n->attrs.mode);
+}
+
+/* A max- or mean-pool; a mean-pool whose divisor is not the whole window
+ * (exclude_pad, ceil mode's extra cells) counts the cells it covers. */
+static void plan_pool(planner *P)
+{
+    const ir_node *n = P->n;
+    const ir_attrs *at = &n->attrs;
+    const bool counted = n->op == IR_OP_meanpool && (at->exclude_pad || at->ceil_extra[0] || at->ceil_extra[1]);
+    ir_call *c = counted ? kernel_call(P, CG_K_meanpool_counted, n->dtype) : op_call(P, n->op, "", n->dtype);
+    arg_operand(P, c, 0);
+    arg_value(c, self_id(P));
+    const axrt_pool2d_params q = ir_pool2d_params(P->g, n);
+    const int64_t p[14] = {q.n, q.h, q.w, q.c, q.oh, q.ow, q.kh, q.kw, q.stride_h, q.stride_w, q.pad_top,
+                           q.pad_left, q.pad_bottom, q.pad_right};
+    arg_array(P, c, IR_ARG_INTS, "params", "axrt_pool2d_params", p, 14);
+    if (counted) {
+        arg_int(c, at->pad[2] - at->ceil_extra[0]);
+        arg_int(c, at->pad[3] - at->ceil_extra[1]);
+        arg_int(c, !at->exclude_pad);
+    }
+}
+
+static void plan_globalpool(planner *P)
+{
+    const ir_node *x = operand_node(P, 0);
+    ir_call *c = op_call(P, P->n->op, "", P->n->dtype);
+    arg_operand(P, c, 0);
+    arg_value(c, self_id(P));
+    arg_size(c, x->shape[0]);
+    arg_size(c, x->shape[1] * x->shape[2]);
+    arg_size(c, x->shape[3]);
+}
+
+static void plan_transpose(planner *P)
+{
+    const ir_node *n = P->n, *x = operand_node(P, 0);
+    int64_t perm[IR_MAX_RANK];
+    for (int i = 0; i < n->rank; i++)
+        perm[i] = n->attrs.perm[i];
+    ir_call *c = op_call(P, n->op, "", n->dtype);
+    arg_operand(P, c, 0);
+    arg_value(c, self_id(P));
+    arg_array(P, c, IR_ARG_INT64S, "x_shape", NULL, x->shape, x->rank);
+    arg_array(P, c, IR_ARG_INTS, "perm", NULL, perm, n->rank);
+    arg_int(c, n->rank);
+}
+
+/* y[i] = x[offset + sum_d i_d * strides[d]] */
+static void plan_slice(planner *P)
+{
+    const ir_node *n = P->n, *x = operand_node(P, 0);
+    int64_t strides[IR_MAX_RANK];
+    const int64_t offset = ir_slice_strides(&n->attrs, x->shape, x->rank, strides);
+    ir_call *c = kernel_call(P, CG_K_gather_strided, n->dtype);
+    arg_operand(P, c, 0);
+    arg_value(c, self_id(P));
+    arg_array(P, c, IR_ARG_INT64S, "y_shape", NULL, n->shape, n->rank);
+    arg_array(P, c, IR_ARG_INT64S, "strides", NULL, strides, n->rank);
+    arg_int64(c, offset);
+    arg_int(c, n->rank);
+}
+
+/* One call per operand: its rows into y's columns from offset. */
+static void plan_concat(planner *P)
+{
+    const ir_node *n = P->n;
+    const int axis = n->attrs.axis;
+    const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
+    int64_t offset = 0;
+    for (int i = 0; i < n->nsrc; i++) {
+        const int64_t row = operand_node(P, i)->shape[axis] * inner;
+        ir_call *c = kernel_call(P, CG_K_concat_part, n->dtype);
+        arg_operand(P, c, i);
+        arg_value(c, self_id(P));
+        arg_size(c, outer);
+        arg_size(c, row);
+        arg_size(c, n->shape[axis] * inner);
+        arg_size(c, offset);
+        offset += row;
+    }
+}
+
+/* A copy of the node's bytes from operand 0, left out where the two are the
+ * same storage (a reshape that shares its operand's). */
+static void plan_copy(planner *P)
+{
+    ir_call *c = kernel_call(P, CG_K_copy, P->n->dtype);
+    c->unless_aliased = true;
+    arg_value(c, self_id(P));
+    arg_operand(P, c, 0);
+    arg_size(c, (int64_t)ir_value_bytes(P->n));
+}
+#define plan_reshape plan_copy
+
+static void plan_cast(planner *P)
+{
+    const ir_node *x = operand_node(P, 0);
+    if (x->dtype == P->n->dtype) {
+        plan_copy(P);
+        return;
+    }
+    ir_call *c = kernel_call(P, CG_K_cast, P->n->dtype);
+    arg_operand(P, c, 0);
+    arg_dtype(c, x->dtype);
+    arg_value(c, self_id(P));
+    arg_size(c, ir_numel(P->n));
+}
+
+static void plan_softmax(planner *P) { plan_axis(P, P->n, P->n->dtype); }
+static void plan_reduce(planner *P) { plan_axis(P, operand_node(P, 0), P->n->dtype); }
+/* Int64 indices from the operand's dtype's kernel. */
+static void plan_argmax(planner *P) { plan_axis(P, operand_node(P, 0), operand_node(P, 0)->dtype); }
+#define plan_layernorm plan_norm
+#define plan_batchnorm plan_norm
+
+/* The families without a rule yet: their back ends lower them. */
+#define plan_input NULL
+#define plan_param NULL
+#define plan_scalar NULL
+#define plan_chunk NULL
+#define plan_result NULL
+#define plan_fused NULL
+#define plan_unary_grad NULL
+#define plan_conv_grad_weight NULL
+#define plan_pool_grad NULL
+#define plan_slice_grad NULL
+#define plan_embedding_grad NULL
+#define plan_dropout NULL
+
+/* The rule of each op, from ops.def's family column. */
+typedef void plan_fn(planner *P);
+static plan_fn *const plan_fns[IR_OP_COUNT] = {
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags) [IR_OP_##name] = plan_##family,
+#include "ops.def"
+#undef OP
+};
+
+const ir_plan *cg_plan_node(ir_graph *g, int id, const cg_plan_context *ctx)
+{
+    const ir_node *n = &g->nodes[id];
+    plan_fn *rule = plan_fns[n->op];
+    if (!rule || n->dead || n->quant || n->rows_fused) /* int8 layers: the back ends' own lowering */
+        return NULL;
+    ir_plan *plan = ax_alloc(g->ctx->arena, sizeof *plan);
+    planner P = {.g = g, .n = n, .plan = plan, .capacity = 3, .ctx = ctx};
+    plan->calls = ax_alloc(g->ctx->arena, sizeof *plan->calls * (size_t)P.capacity);
+    rule(&P);
+    plan_epilogue(&P);
+    return plan;
+}
+
+void cg_plan_graph(ir_graph *g, bool blas)
+{
+    const cg_plan_context ctx = {.blas = blas, .pack_offset = -1};
+    for (int id = 0; id < g->nnodes; id++)
+        g->nodes[id].plan = cg_plan_node(g, id, &ctx);
+}

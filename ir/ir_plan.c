@@ -1,0 +1,45 @@
+/* ir_plan.c — a kernel-call plan as text (--emit=ir; ir_plan.h). */
+#include "ir.h"
+
+static const char *const act_names[] = {"none", "relu", "relu6", "gelu", "swish"};
+
+static void put_arg(ax_buf *out, const ir_arg *a)
+{
+    switch (a->kind) {
+    case IR_ARG_VALUE:
+        if (a->node == IR_NONE) ax_buf_puts(out, "null");
+        else ax_buf_printf(out, "%%%d", a->node);
+        return;
+    case IR_ARG_ARENA: ax_buf_printf(out, "arena+%lld", (long long)a->value); return;
+    case IR_ARG_SCALAR: ax_buf_printf(out, "%%%d[0]", a->node); return;
+    case IR_ARG_SIZE:
+    case IR_ARG_INT64:
+    case IR_ARG_INT: ax_buf_printf(out, "%lld", (long long)a->value); return;
+    case IR_ARG_ACT:
+        ax_buf_puts(out, a->value >= 0 && a->value < 5 ? act_names[a->value] : "?");
+        return;
+    case IR_ARG_DTYPE: ax_buf_puts(out, ir_dtype_name(a->dtype)); return;
+    case IR_ARG_REAL: ax_buf_printf(out, "%.9g", a->real); return;
+    case IR_ARG_INTS:
+    case IR_ARG_INT64S:
+        ax_buf_printf(out, "%s{", a->name);
+        for (int i = 0; i < a->count; i++)
+            ax_buf_printf(out, "%s%lld", i ? ", " : "", (long long)a->values[i]);
+        ax_buf_puts(out, "}");
+        return;
+    }
+}
+
+void ir_plan_print(const ir_plan *p, ax_buf *out)
+{
+    for (int c = 0; p && c < p->ncalls; c++) {
+        const ir_call *call = &p->calls[c];
+        ax_buf_printf(out, "      call %s(", call->kernel);
+        for (int i = 0; i < call->nargs; i++) {
+            if (i) ax_buf_puts(out, ", ");
+            put_arg(out, &call->args[i]);
+        }
+        ax_buf_puts(out, call->status ? ") -> status" : ")");
+        ax_buf_puts(out, call->unless_aliased ? " unless aliased\n" : "\n");
+    }
+}

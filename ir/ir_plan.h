@@ -1,0 +1,74 @@
+/* ir_plan.h — a node's kernel-call plan: the runtime calls it becomes,
+ * decided once after kernel selection (codegen/cg_plan.c) and read by every
+ * printer of the CPU kernels: the C back end prints each call as text, the
+ * LLVM back end builds the same call, --emit=ir shows it (ir_plan_print).
+ *
+ * A call is a kernel's full name and its typed arguments, in order.  An
+ * argument is a node's storage (the printer knows where it lives: an
+ * argument of forward(), a parameter, the arena at its offset), the arena at
+ * an offset (a scratch buffer), a one-element operand's value, or a
+ * constant: a size_t, an int, an axrt_act, an axrt_dtype, a compute-dtype
+ * real, or a constant array of int or int64_t (a runtime params struct is
+ * an array of ints) that the call reads through a pointer.  The types are
+ * what the printers need to spell the call; nothing here is a choice. */
+#ifndef AX_IR_PLAN_H
+#define AX_IR_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ax.h"
+#include "axrt.h"
+
+typedef enum ir_arg_kind {
+    IR_ARG_VALUE,      /* node's storage (node IR_NONE: a null pointer) */
+    IR_ARG_ARENA,      /* (dtype *)(arena + value): a scratch buffer */
+    IR_ARG_SCALAR,     /* the value of one-element node, in the compute dtype */
+    IR_ARG_SIZE,       /* size_t value */
+    IR_ARG_INT64,      /* int64_t value */
+    IR_ARG_INT,        /* int value */
+    IR_ARG_ACT,        /* axrt_act value, an int */
+    IR_ARG_DTYPE,      /* axrt_dtype dtype, an int */
+    IR_ARG_REAL,       /* real, a constant of the compute dtype */
+    IR_ARG_INTS,       /* count ints at values (an array, or the struct `type`), by address */
+    IR_ARG_INT64S,     /* count int64_t at values, by address */
+} ir_arg_kind;
+
+typedef struct ir_arg {
+    ir_arg_kind kind;
+    int node;                 /* VALUE, SCALAR */
+    axrt_dtype dtype;         /* ARENA: the element type; DTYPE: the value */
+    int64_t value;            /* ARENA: byte offset; SIZE, INT64, INT, ACT */
+    double real;              /* REAL */
+    /* INTS, INT64S: the values, and the constant's C name; for INTS, type
+     * is the runtime's params struct (axrt_conv2d_params) or NULL for int[] */
+    const int64_t *values;
+    int count;
+    const char *name, *type;
+} ir_arg;
+
+enum { IR_CALL_MAX_ARGS = 16 };
+
+typedef struct ir_call {
+    const char *kernel;       /* the function's name, e.g. "axrt_dense_packed_ep_f32" */
+    bool status;              /* returns an int status; forward() returns it when not 0 */
+    bool in_block;            /* the C printer puts it, with the constants of its run of
+                                 in_block calls, in a block of its own */
+    int wrap;                 /* the C printer breaks the line before this argument (0: none) */
+    bool unless_aliased;      /* left out when its first two arguments are the same storage */
+    ir_arg args[IR_CALL_MAX_ARGS];
+    int nargs;
+} ir_call;
+
+typedef struct ir_plan {
+    ir_call *calls;
+    int ncalls;
+} ir_plan;
+
+/* One line per call for --emit=ir: "      call kernel(arg, ...)", node
+ * storage as %id, a scalar operand's value as %id[0], the arena as
+ * arena+OFFSET, constants as values, arrays as name{v, ...}; then
+ * " -> status" and " unless aliased" where they apply. */
+void ir_plan_print(const ir_plan *p, ax_buf *out);
+
+#endif

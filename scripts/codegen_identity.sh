@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# codegen_identity.sh REFERENCE_AXC [AXC]: whether a code-generator change
+# kept the generated code byte for byte.  For every examples/*.ax, every IR
+# case (tests/ir/cases) and every op-corpus model (tests/ops), at -O0 and
+# -O2, and at -O2 with --profile and with --blas=openblas, both axc binaries
+# write the C target (.c and .h) and the llvm target's textual IR (.ll, when
+# both were built with LLVM), and each example's training step (axc --train
+# --loss=cross_entropy, C only); the files are compared (the messages too:
+# a model axc refuses must be refused alike) and every difference is listed.  Only code is generated, nothing is compiled.
+#
+#   make -j2 all && git worktree add /tmp/ref main && make -C /tmp/ref -j2 all
+#   bash scripts/codegen_identity.sh /tmp/ref/build/bin/axc
+#
+# Prints one line per differing output and the counts:
+#   codegen identity: C 0 of N differ, LLVM 0 of M differ
+# Exit status 0 when nothing differs, 1 otherwise, 2 on bad usage.
+# Environment: AXC_IDENTITY_FILTER (a substring: only models whose path holds it).
+# A full run takes minutes (the large examples' weights, as LLVM constants).
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+ref=${1:-}
+new=${2:-$root/build/bin/axc}
+if [ -z "$ref" ] || [ ! -x "$ref" ] || [ ! -x "$new" ]; then
+    echo "usage: $0 REFERENCE_AXC [AXC]   (both executable)" >&2
+    exit 2
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+
+has_llvm() { "$1" --help 2>&1 | grep -E '^  llvm ' | grep -qv 'not built'; }
+llvm=yes
+has_llvm "$ref" && has_llvm "$new" || llvm=no
+
+c_total=0 c_diff=0 ll_total=0 ll_diff=0
+all_variants=("-O0" "-O2" "-O2 --profile" "-O2 --blas=openblas")
+
+# generate AXC OUTDIR MODEL EXT FLAGS...: axc's output and exit status.
+generate() {
+    local axc=$1 dir=$2 model=$3 ext=$4; shift 4
+    mkdir -p "$dir"
+    (cd "$dir" && "$axc" "$model" "$@" --seed=3 -o "m.$ext" >log 2>&1; echo "rc $?" >>log)
+}
+
+# same A B: the two directories hold the same files with the same bytes
+# (the logs' messages included).
+same() { diff -r "$1" "$2" >/dev/null 2>&1; }
+
+for model in "$root"/examples/*.ax "$root"/tests/ir/cases/*.ax "$root"/tests/ops/*.ax; do
+    case $model in *"${AXC_IDENTITY_FILTER:-}"*) ;; *) continue ;; esac
+    name=${model#"$root"/}
+    variants=("${all_variants[@]}")
+    case $name in examples/*) variants=("-O0" "-O2" "--train --loss=cross_entropy") ;; esac
+    for variant in "${variants[@]}"; do
+        # shellcheck disable=SC2086
+        generate "$ref" "$tmp/ref" "$model" c $variant
+        generate "$new" "$tmp/new" "$model" c $variant
+        c_total=$((c_total + 1))
+        if ! same "$tmp/ref" "$tmp/new"; then
+            c_diff=$((c_diff + 1)); echo "DIFF: C $name $variant"
+        fi
+        rm -rf "$tmp/ref" "$tmp/new"
+        case $variant in --train*) continue ;; esac   # the training step is C only
+        [ "$llvm" = yes ] || continue
+        # shellcheck disable=SC2086
+        generate "$ref" "$tmp/ref" "$model" ll $variant
+        generate "$new" "$tmp/new" "$model" ll $variant
+        ll_total=$((ll_total + 1))
+        if ! same "$tmp/ref" "$tmp/new"; then
+            ll_diff=$((ll_diff + 1)); echo "DIFF: LLVM $name $variant"
+        fi
+        rm -rf "$tmp/ref" "$tmp/new"
+    done
+done
+[ "$llvm" = yes ] || echo "SKIP: LLVM outputs (an axc was built without llvm-config)"
+echo "codegen identity: C $c_diff of $c_total differ, LLVM $ll_diff of $ll_total differ"
+[ "$c_diff" -eq 0 ] && [ "$ll_diff" -eq 0 ]

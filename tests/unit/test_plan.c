@@ -1,0 +1,115 @@
+/* test_plan.c — the kernel-call plan (ir/ir_plan.h, codegen/cg_plan.c):
+ * what cg_select records on each node, and how --emit=ir prints it.
+ * A dense whose activation the packed kernel has runs it in the kernel's
+ * epilogue; one it does not have (leaky_relu) gets the plain packed kernel
+ * and an activation call after it; --blas=openblas calls the BLAS helper. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "cg_target.h"
+#include "passes.h"
+
+/* x [2, 8] -> dense (w [4, 8], b [4]) with activation act -> output. */
+static ir_graph *dense_model(ax_ctx *ctx, int act, int *dense)
+{
+    ir_graph *g = ir_graph_new(ctx, "m", ax_noloc());
+    g->target = &cg_target_get(IR_TARGET_c)->facts;
+    g->dtype = AXRT_F32;
+    const int64_t xs[] = {2, 8}, ws[] = {4, 8}, bs[] = {4};
+    const int64_t *shapes[] = {xs, ws, bs};
+    const int ranks[] = {2, 2, 1};
+    int src[3];
+    for (int i = 0; i < 3; i++) {
+        src[i] = ir_add(g, i ? IR_OP_param : IR_OP_input, NULL, 0, ax_noloc());
+        ir_node *n = ir_at(g, src[i]);
+        n->name = i == 0 ? "x" : i == 1 ? "w" : "b";
+        n->dtype = AXRT_F32;
+        n->rank = ranks[i];
+        memcpy(n->shape, shapes[i], sizeof(int64_t) * (size_t)ranks[i]);
+        if (i) n->data = ax_alloc(ctx->arena, (size_t)ir_numel(n) * sizeof(float));
+        else ir_add_input(g, src[i]);
+    }
+    *dense = ir_add(g, IR_OP_dense, src, 3, ax_noloc());
+    ir_at(g, *dense)->attrs.act = act;
+    ir_at(g, *dense)->attrs.alpha = 0.25;
+    ir_add_output(g, *dense, "y");
+    assert_int_equal(pass_shape(g), 0);
+    assert_int_equal(pass_dtype(g, ELTYPE_CONVERT), 0);
+    assert_int_equal(pass_memplan(g), 0);
+    cg_select(g);
+    return g;
+}
+
+static void test_packed_epilogue_in_the_kernel(void **state)
+{
+    (void)state;
+    ax_ctx *ctx = ax_ctx_new();
+    int d;
+    ir_graph *g = dense_model(ctx, IR_OP_relu, &d);
+    const ir_plan *p = ir_at(g, d)->plan;
+    assert_non_null(p);
+    assert_int_equal(p->ncalls, 1);   /* no separate activation call */
+    assert_string_equal(p->calls[0].kernel, "axrt_dense_packed_ep_f32");
+    const ir_call *c = &p->calls[0];
+    assert_int_equal(c->nargs, 9);
+    assert_int_equal(c->args[3].kind, IR_ARG_VALUE);
+    assert_int_equal(c->args[3].node, IR_NONE);     /* no residual */
+    assert_int_equal(c->args[4].kind, IR_ARG_ACT);
+    assert_int_equal(c->args[4].value, AXRT_ACT_RELU);
+    assert_int_equal(c->args[6].kind, IR_ARG_SIZE);
+    assert_int_equal(c->args[6].value, 2);          /* rows */
+    ax_buf out = {0};
+    ir_dump(g, &out);
+    ax_buf_put(&out, "", 1);
+    assert_non_null(strstr(out.data, "      call axrt_dense_packed_ep_f32(%0, %1, %2, null, relu, %3, 2, 8, 4)\n"));
+    ax_buf_free(&out);
+    ax_ctx_free(ctx);
+}
+
+static void test_activation_after_the_kernel(void **state)
+{
+    (void)state;
+    ax_ctx *ctx = ax_ctx_new();
+    int d;
+    ir_graph *g = dense_model(ctx, IR_OP_leaky_relu, &d);
+    const ir_plan *p = ir_at(g, d)->plan;
+    assert_non_null(p);
+    assert_int_equal(p->ncalls, 2);
+    assert_string_equal(p->calls[0].kernel, "axrt_dense_packed_f32");
+    assert_string_equal(p->calls[1].kernel, "axrt_leaky_relu_f32");
+    const ir_call *act = &p->calls[1];
+    assert_int_equal(act->args[0].node, d);   /* in place over the result */
+    assert_int_equal(act->args[1].node, d);
+    assert_int_equal(act->args[3].kind, IR_ARG_REAL);
+    assert_true(act->args[3].real == 0.25);
+    ax_ctx_free(ctx);
+}
+
+static void test_blas_helper(void **state)
+{
+    (void)state;
+    ax_ctx *ctx = ax_ctx_new();
+    int d;
+    ir_graph *g = dense_model(ctx, IR_OP_relu, &d);
+    cg_select_blas(g);
+    const ir_plan *p = ir_at(g, d)->plan;
+    assert_int_equal(p->ncalls, 2);
+    assert_string_equal(p->calls[0].kernel, "axc_blas_dense");
+    assert_string_equal(p->calls[1].kernel, "axrt_relu_f32");
+    ax_ctx_free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_packed_epilogue_in_the_kernel),
+        cmocka_unit_test(test_activation_after_the_kernel),
+        cmocka_unit_test(test_blas_helper),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
