@@ -101,7 +101,7 @@ static long long import_work(int n, int *nodes)
     chain_model(&model, n);
     ax_ctx *ctx = test_ctx_new("chain.onnx", NULL);
     inferred_nodes = 0;
-    ir_graph *g = onnx_import(ctx, "chain.onnx", model.data, model.len, counting_infer);
+    ir_graph *g = onnx_import(ctx, "chain.onnx", model.data, model.len, counting_infer, NULL, 0);
     if (!g) fprintf(stderr, "%s\n", test_diagnostics(ctx));
     assert_non_null(g);
     *nodes = g->nnodes;
