@@ -115,7 +115,9 @@ typedef struct remat_build {
     int *copies, ncopies;            /* the copied nodes (S and implied), by place, then id */
 } remat_build;
 
-/* A value that is no candidate yet may be recomputed with a copy reading it. */
+/* A value that is no candidate yet may be recomputed with a copy reading it
+ * (not one reading a parameter: in a training step the parameter's update
+ * waits for its last reader, and the gradient with it). */
 static bool may_imply(const ir_graph *g, int v, const int *last)
 {
     const ir_node *n = &g->nodes[v];
@@ -124,6 +126,9 @@ static bool may_imply(const ir_graph *g, int v, const int *last)
         return false;
     for (int i = 0; i < g->noutputs; i++)
         if (g->outputs[i] == v)
+            return false;
+    for (int i = 0; i < n->nsrc; i++)   /* a late read of a parameter would hold back */
+        if (n->src[i] != IR_NONE && g->nodes[n->src[i]].op == IR_OP_param)   /* its update */
             return false;
     return last[v] >= 0;
 }
