@@ -82,6 +82,13 @@ static const char usage_text[] =
     "  --epochs E              passes over the files (default 1; axc train)\n"
     "  --shuffle               batches in an order drawn from --seed each epoch (default: file\n"
     "                          order; axc train)\n"
+    "  --lr-schedule=constant|step|cosine|onecycle  the learning rate per step (axc train;\n"
+    "                          torch.optim.lr_scheduler: StepLR, CosineAnnealingLR, OneCycleLR)\n"
+    "  --step-size N, --gamma G  step: lr * G^floor(step / N) (G default 0.1)\n"
+    "  --t-max N               cosine: its period's half (default: the run's total steps)\n"
+    "  --warmup-steps N        lr * min(1, (step + 1) / N) on top of the schedule\n"
+    "  --clip-grad-norm X      scale the gradients to a global L2 norm of at most X\n"
+    "  --clip-grad-value X     clamp every gradient element to [-X, X]\n"
     "  (--input as for run; the parameters start from --weights or --seed)\n"
     "  (the built code is cached in $AXC_CACHE_DIR, else $XDG_CACHE_HOME/axc or ~/.cache/axc;\n"
     "   AXC_CACHE_DIR=off disables the cache; AXC_CACHE_MAX_MB bounds it, default 1024)\n";
@@ -236,7 +243,9 @@ typedef enum {
     V_TRIPLE, V_CPU, V_BLAS, V_DTYPE, V_ARCH, V_QUANTIZE, V_CALIBRATE, V_SHAPE,
     /* training options from here on (set_value checks `>= V_LOSS`) */
     V_LOSS, V_OPTIMIZER, V_LR, V_MOMENTUM, V_WD, V_BETA1,
-    V_BETA2, V_EPS, V_EPOCHS
+    V_BETA2, V_EPS,
+    /* axc train's loop only from here on (not axc --train: try_value_opt checks `>= V_EPOCHS`) */
+    V_EPOCHS, V_LR_SCHEDULE, V_STEP_SIZE, V_GAMMA, V_T_MAX, V_WARMUP, V_CLIP_NORM, V_CLIP_VALUE
 } value_opt;
 
 static const struct { const char *name; value_opt id; bool run; } value_opts[] = {
@@ -260,6 +269,10 @@ static const struct { const char *name; value_opt id; bool run; } value_opts[] =
     {"--momentum", V_MOMENTUM, false}, {"--weight-decay", V_WD, false},
     {"--beta1", V_BETA1, false}, {"--beta2", V_BETA2, false},
     {"--eps", V_EPS, false}, {"--epochs", V_EPOCHS, false},
+    {"--lr-schedule", V_LR_SCHEDULE, false}, {"--step-size", V_STEP_SIZE, false},
+    {"--gamma", V_GAMMA, false}, {"--t-max", V_T_MAX, false},
+    {"--warmup-steps", V_WARMUP, false}, {"--clip-grad-norm", V_CLIP_NORM, false},
+    {"--clip-grad-value", V_CLIP_VALUE, false},
 };
 
 /* A non-negative finite number for a training option. */
@@ -276,7 +289,34 @@ static int set_real(double *out, const char *opt, const char *v)
     return 0;
 }
 
-/* --loss / --optimizer: a name from a table. */
+/* A positive finite number (--gamma, the clipping bounds: zero would stop
+ * training or zero every gradient). */
+static int set_positive(double *out, const char *opt, const char *v)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(x) || !(x > 0)) {
+        axc_fail("%s expects a positive number, not '%s'", opt, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* A step count of the schedule (--step-size, --t-max, --warmup-steps). */
+static int set_steps(long *out, const char *opt, const char *v)
+{
+    uint64_t n;
+    if (parse_u64(v, &n) || n < 1 || n > 1000000000) {
+        axc_fail("%s expects a step count from 1 to 1000000000, not '%s'", opt, v);
+        return -1;
+    }
+    *out = (long)n;
+    return 0;
+}
+
+/* --loss / --optimizer / --lr-schedule: a name from a table. */
 static int set_choice(int *out, const char *opt, const char *v, const char *const *names, int n)
 {
     for (int i = 0; i < n; i++)
@@ -307,6 +347,14 @@ static int set_train_value(axc_opts *o, value_opt id, const char *v)
         }
         o->epochs = (long)n;
         return 0;
+    case V_LR_SCHEDULE:
+        return set_choice(&o->lr_schedule, "--lr-schedule", v, axc_lr_schedule_names, AXC_SCHED_COUNT);
+    case V_STEP_SIZE: return set_steps(&o->step_size, "--step-size", v);
+    case V_T_MAX: return set_steps(&o->t_max, "--t-max", v);
+    case V_WARMUP: return set_steps(&o->warmup_steps, "--warmup-steps", v);
+    case V_GAMMA: return set_positive(&o->gamma, "--gamma", v);
+    case V_CLIP_NORM: return set_positive(&o->clip_grad_norm, "--clip-grad-norm", v);
+    case V_CLIP_VALUE: return set_positive(&o->clip_grad_value, "--clip-grad-value", v);
     default: return -1;
     }
 }
@@ -393,10 +441,10 @@ static int try_value_opt(int argc, char **argv, int *i, axc_opts *o)
         else if (*i + 1 < argc) v = argv[++*i];
         else { axc_fail("option '%s' needs a value", name); return -1; }
         /* run options only with `axc run` (--input with train too), the
-         * training ones (V_LOSS on) only with `axc train` (and but --epochs
-         * with `axc --train`) */
+         * training ones (V_LOSS on) only with `axc train` (and but the
+         * loop's, V_EPOCHS on, with `axc --train`) */
         const bool train_only = value_opts[k].id >= V_LOSS;
-        const bool allowed = train_only ? o->train || (o->train_step && value_opts[k].id != V_EPOCHS)
+        const bool allowed = train_only ? o->train || (o->train_step && value_opts[k].id < V_EPOCHS)
                            : !value_opts[k].run || o->run || (o->train && value_opts[k].id == V_INPUT);
         if (!allowed) {
             axc_fail("option '%s' is only valid with 'axc %s'", name, train_only ? "train" : "run");
@@ -489,7 +537,34 @@ static int check_optimizer(const axc_opts *o)
     return AXC_OK;
 }
 
-/* What `axc train` cannot do without. */
+/* The schedule's options fit together: each sub-option belongs to its
+ * schedule, StepLR needs its step size, OneCycleLR has its own warm-up,
+ * and one clipping at a time. */
+static int check_schedule(const axc_opts *o)
+{
+    const int sched = o->lr_schedule;
+    const char *stray = o->step_size && sched != AXC_SCHED_step ? "--step-size"
+                      : !isnan(o->gamma) && sched != AXC_SCHED_step ? "--gamma"
+                      : o->t_max && sched != AXC_SCHED_cosine ? "--t-max" : NULL;
+    if (stray) {
+        axc_fail("%s applies to --lr-schedule=%s only", stray, strcmp(stray, "--t-max") ? "step" : "cosine");
+        return AXC_EUSAGE;
+    }
+    if (sched == AXC_SCHED_step && !o->step_size) {
+        axc_fail("--lr-schedule=step needs --step-size=N (the steps between two multiplications by --gamma)");
+        return AXC_EUSAGE;
+    }
+    if (sched == AXC_SCHED_onecycle && o->warmup_steps) {
+        axc_fail("--warmup-steps does not combine with --lr-schedule=onecycle (its first phase is the warm-up)");
+        return AXC_EUSAGE;
+    }
+    if (o->clip_grad_norm > 0 && o->clip_grad_value > 0) {
+        axc_fail("%s and %s exclude each other", "--clip-grad-norm", "--clip-grad-value");
+        return AXC_EUSAGE;
+    }
+    return AXC_OK;
+}
+
 /* Options that the training modes do not take (axc train runs on the
  * interpreter; the generated step has no per-layer clock): refused rather
  * than ignored. */
@@ -501,6 +576,7 @@ static int refuse_in_training(const axc_opts *o)
     return AXC_EUSAGE;
 }
 
+/* What `axc train` cannot do without, and what it refuses. */
 static int check_train(const axc_opts *o)
 {
     const char *missing = !o->target_file ? "--target Y.npy" : o->loss < 0 ? "--loss=mse|cross_entropy|bce_with_logits"
@@ -510,7 +586,7 @@ static int check_train(const axc_opts *o)
         axc_fail("'axc train' writes only --save-weights (it runs on the reference interpreter)");
         return AXC_EUSAGE;
     }
-    return refuse_in_training(o) ? AXC_EUSAGE : check_optimizer(o);
+    return refuse_in_training(o) || check_schedule(o) ? AXC_EUSAGE : check_optimizer(o);
 }
 
 /* What `axc --train` cannot do without (it writes C: -o OUT.c or --emit). */
@@ -538,6 +614,7 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
     o->loss = -1;
     o->lr = o->momentum = o->weight_decay = o->beta1 = o->beta2 = o->eps = NAN;
     o->epochs = 1;
+    o->gamma = NAN;
     for (; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { print_usage(); *exit_now = true; return AXC_OK; }

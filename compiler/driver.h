@@ -79,6 +79,11 @@ typedef struct axc_opts {
     bool nesterov;
     bool shuffle;                /* --shuffle: batches in an order drawn from --seed per epoch */
     long epochs;
+    /* axc train's loop (docs/training.md#schedules-and-clipping); 0 / NaN: not given */
+    int lr_schedule;             /* axc_lr_schedule */
+    long step_size, t_max, warmup_steps;
+    double gamma;                /* --gamma, NaN: StepLR's 0.1 */
+    double clip_grad_norm, clip_grad_value;
     /* storage for the NAME parts of -D NAME=VALUE */
     char names[AXC_MAX_DEFINES][128];
     int nnames;
@@ -118,6 +123,16 @@ int axc_save_weights(const axc_opts *o, const ir_graph *g);
 /* --optimizer (docs/training.md). */
 typedef enum axc_optimizer { AXC_OPT_sgd, AXC_OPT_adam, AXC_OPT_adamw, AXC_OPT_lion, AXC_OPT_COUNT } axc_optimizer;
 extern const char *const axc_optimizer_names[AXC_OPT_COUNT];
+/* --lr-schedule (train_schedule.c) */
+typedef enum axc_lr_schedule {
+    AXC_SCHED_constant, AXC_SCHED_step, AXC_SCHED_cosine, AXC_SCHED_onecycle, AXC_SCHED_COUNT
+} axc_lr_schedule;
+extern const char *const axc_lr_schedule_names[AXC_SCHED_COUNT];
+/* The optimizer settings of 0-based step `done` (optimizer steps taken
+ * before it) of a run of `total` steps: base's lr scaled by --lr-schedule
+ * and --warmup-steps, and under onecycle its momentum (SGD) or beta1 cycled,
+ * as torch.optim.lr_scheduler steps once per batch. */
+axrt_optim axc_scheduled_optim(const axc_opts *o, const axrt_optim *base, long done, long total);
 
 /* The training graph (train.c): the model's graph in training mode
  * (pass_train_mode) with a `target` input, the loss (pass_loss) and the

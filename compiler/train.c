@@ -5,7 +5,9 @@
  * the backward graph (pass_grad), and then, batch by batch in file order for
  * --epochs passes, evaluates loss and gradients on the reference interpreter
  * and applies the optimizer to the parameters' data in place, with
- * torch.optim's semantics.  Progress lines go to stdout; the trained
+ * torch.optim's semantics, its settings for the step from --lr-schedule and
+ * --warmup-steps (train_schedule.c), its gradients clipped first when asked
+ * (--clip-grad-norm, --clip-grad-value).  Progress lines go to stdout; the trained
  * parameters (PyTorch names) go to --save-weights only when every step was
  * finite, so a run that diverges leaves the last good file untouched.
  *
@@ -279,13 +281,43 @@ static const char *first_nonfinite(const trainer *t, void *const *out)
     return NULL;
 }
 
-static void apply_updates(const trainer *t, const axrt_optim *h, void *const *out, long step)
+/* clip_grad_norm_'s factor for this step's gradients: --clip-grad-norm /
+ * (total + 1e-6) where that is below 1, else 1, total being the L2 norm of
+ * every gradient's L2 norm (PyTorch's order of summation). */
+static double clip_norm_scale(const axc_opts *o, const trainer *t, void *const *out)
 {
+    if (!(o->clip_grad_norm > 0)) return 1;
+    double squares = 0;
+    for (int i = 0; i < t->nparams; i++) {
+        if (t->grad_out[i] < 0) continue;
+        const ir_node *gn = &t->g->nodes[t->grads[i]];
+        size_t n = (size_t)ir_numel(gn);
+        tf_convert(t->gbuf, AXRT_F64, out[t->grad_out[i]], gn->dtype, n);
+        double tensor_squares = 0;
+        for (size_t k = 0; k < n; k++) tensor_squares += t->gbuf[k] * t->gbuf[k];
+        const double tensor_norm = sqrt(tensor_squares);
+        squares += tensor_norm * tensor_norm;
+    }
+    const double coef = o->clip_grad_norm / (sqrt(squares) + 1e-6);
+    return coef < 1 ? coef : 1;
+}
+
+/* The update of every parameter with settings h, each gradient first
+ * scaled by scale (clip_grad_norm_) or clamped to +-clip_grad_value
+ * (clip_grad_value_). */
+static void apply_updates(const axc_opts *o, const trainer *t, const axrt_optim *h, void *const *out,
+                          long step, double scale)
+{
+    const double clamp = o->clip_grad_value;
     for (int i = 0; i < t->nparams; i++) {
         if (t->grad_out[i] < 0) continue;
         ir_node *p = &t->g->nodes[t->params[i]];
         size_t n = (size_t)ir_numel(p);
         tf_convert(t->gbuf, AXRT_F64, out[t->grad_out[i]], p->dtype, n);
+        if (scale < 1)
+            for (size_t k = 0; k < n; k++) t->gbuf[k] *= scale;
+        if (clamp > 0)
+            for (size_t k = 0; k < n; k++) t->gbuf[k] = fmin(fmax(t->gbuf[k], -clamp), clamp);
         tf_convert(t->p, AXRT_F64, p->data, p->dtype, n);
         axrt_optim_step_f64(h, t->p, t->gbuf, t->m[i], t->v[i], n, step);
         tf_convert(p->data, p->dtype, t->p, AXRT_F64, n);
@@ -340,6 +372,7 @@ static int run_steps(const axc_opts *o, trainer *t, batch_file *files, int64_t b
         if (!(out[k] = malloc(ir_nbytes(&g->nodes[g->outputs[k]]) + 1))) ax_out_of_memory(0);
     alloc_state(t);
     const long total = (long)(o->epochs * batches), every = total <= 50 ? 1 : total / 20;
+    const bool scheduled = o->lr_schedule != AXC_SCHED_constant || o->warmup_steps;
     const double t0 = seconds();
     int rc = AXC_OK;
     for (long step = 1; step <= total && !rc; step++) {
@@ -357,7 +390,8 @@ static int run_steps(const axc_opts *o, trainer *t, batch_file *files, int64_t b
             rc = AXC_EINPUT;
             break;
         }
-        apply_updates(t, &h, out, step);
+        const axrt_optim now = axc_scheduled_optim(o, &h, step - 1, total);
+        apply_updates(o, t, &now, out, step, clip_norm_scale(o, t, out));
         if ((bad = first_nonfinite_param(t))) {
             axc_fail("step %ld: the update made parameter '%s' non-finite (the loss was %g; try a smaller --lr); "
                      "the weights were not written", step, bad, loss);
@@ -368,9 +402,12 @@ static int run_steps(const axc_opts *o, trainer *t, batch_file *files, int64_t b
             ir_node *p = &g->nodes[t->stat_param[k]];
             memcpy(p->data, out[1 + k], ir_nbytes(p));
         }
-        if (step % every == 0 || step == total || step == 1)
-            printf("step %ld/%ld  epoch %ld/%ld  loss %.6g  %.1f steps/s\n", step, total,
-                   (long)((step - 1) / batches + 1), o->epochs, loss, (double)step / (seconds() - t0 + 1e-9));
+        if (step % every == 0 || step == total || step == 1) {
+            printf("step %ld/%ld  epoch %ld/%ld  loss %.6g", step, total, (long)((step - 1) / batches + 1),
+                   o->epochs, loss);
+            if (scheduled) printf("  lr %.17g", now.lr);   /* the step's, exactly */
+            printf("  %.1f steps/s\n", (double)step / (seconds() - t0 + 1e-9));
+        }
     }
     for (int k = 0; k < g->noutputs; k++) free(out[k]);
     free(out);

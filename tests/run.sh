@@ -57,7 +57,7 @@ run_job() {
         ops) "$PYTHON" "$here/ops/run.py" ;;
         half) "$PYTHON" "$here/half/run.py" ;;
         onnx) "$PYTHON" "$here/onnx/run.py" ;;
-        train) "$PYTHON" "$here/train/run.py"; "$PYTHON" "$here/train/step.py"; "$PYTHON" "$here/train/remat.py"; "$PYTHON" "$here/train/drift.py"; "$PYTHON" "$here/train/hostile.py" ;;
+        train) "$PYTHON" "$here/train/run.py"; "$PYTHON" "$here/train/step.py"; "$PYTHON" "$here/train/remat.py"; "$PYTHON" "$here/train/drift.py"; "$PYTHON" "$here/train/hostile.py"; "$PYTHON" "$here/train/schedule.py" ;;
         *) echo "FAIL: unknown suite $1" ;;
     esac 2>&1
 }
