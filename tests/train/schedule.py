@@ -3,7 +3,8 @@ clipping (docs/training.md#schedules-and-clipping) against PyTorch.
 
 Oracle: a Float64 PyTorch loop over the same batches in the same order for
 several epochs, with torch.optim.lr_scheduler's StepLR, CosineAnnealingLR and
-OneCycleLR stepped once per batch, warm-up as LinearLR(1/N, 1, N-1) chained
+OneCycleLR stepped once per batch (Lion, not in torch.optim: run.py's
+formula with the lr and beta1 of an Adam that the schedulers drive), warm-up as LinearLR(1/N, 1, N-1) chained
 before the schedule (ChainedScheduler), and torch.nn.utils.clip_grad_norm_ /
 clip_grad_value_ before each optimizer step (a norm's bound chosen within
 the run's norms, so that some steps clip and some do not).  Every trained parameter must
@@ -17,6 +18,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import warnings
 
 import numpy as np
 import torch
@@ -43,6 +45,9 @@ CASES = [
     ("adam onecycle (beta1 cycled)", "adam", {"lr": 0.02}, ["--lr", "0.02"], ("onecycle", {}), 0, None),
     ("adamw onecycle clip-norm", "adamw", {"lr": 0.02, "weight_decay": 0.1},
      ["--lr", "0.02", "--weight-decay", "0.1"], ("onecycle", {}), 0, ("norm", 0.2)),
+    ("lion cosine warm-up clip-norm", "lion", {"lr": 1e-3, "weight_decay": 0.1},
+     ["--lr", "1e-3", "--weight-decay", "0.1"], ("cosine", {}), 3, ("norm", 1.5)),
+    ("lion onecycle (beta1 cycled)", "lion", {"lr": 2e-3}, ["--lr", "2e-3"], ("onecycle", {}), 0, None),
     ("adam warm-up", "adam", {"lr": 0.01}, ["--lr", "0.01"], None, 5, None),
     ("sgd step warm-up", "sgd", {"lr": 0.1, "momentum": 0.9}, ["--lr", "0.1", "--momentum", "0.9"],
      ("step", {"step_size": 3, "gamma": 0.7}), 4, None),
@@ -91,8 +96,13 @@ def scheduler(optimizer, sched, warmup):
 
 def torch_train(twin, loss, opt, targs, sched, warmup, clip, x, t):
     """The twin trained as axc does; returns the lr of each step and how many steps clipped."""
-    cls = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}[opt]
-    optimizer = cls(twin.parameters(), **targs)
+    params = list(twin.parameters())
+    if opt == "lion":   # not in torch.optim: its formula (run.py), lr and beta1 held by an unstepped Adam
+        optimizer = torch.optim.Adam(params, lr=targs["lr"], betas=(0.9, 0.99))
+        moments = [torch.zeros_like(p) for p in params]
+    else:
+        cls = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}[opt]
+        optimizer = cls(params, **targs)
     sch = scheduler(optimizer, sched, warmup)
     lrs, clipped = [], 0
     B = base.BATCH
@@ -106,8 +116,15 @@ def torch_train(twin, loss, opt, targs, sched, warmup, clip, x, t):
             elif clip:
                 clipped += any(bool((p.grad.abs() > clip[1]).any()) for p in twin.parameters())
                 torch.nn.utils.clip_grad_value_(twin.parameters(), clip[1])
-            lrs.append(optimizer.param_groups[0]["lr"])
-            optimizer.step()
+            group = optimizer.param_groups[0]
+            lrs.append(group["lr"])
+            if opt == "lion":
+                with torch.no_grad():
+                    for p, m in zip(params, moments):
+                        base.lion_step(p, p.grad, m, group["lr"], group["betas"][0], 0.99,
+                                       targs.get("weight_decay", 0.0))
+            else:
+                optimizer.step()
             if sch:
                 sch.step()
     return lrs, clipped
@@ -198,6 +215,8 @@ def main():
     if not os.path.exists(base.AXC):
         print(f"SKIP: schedule ({base.AXC} not built)")
         return
+    # the Adam that holds Lion's lr is never stepped; PyTorch warns about that order
+    warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")
     rng = np.random.default_rng(36)
     torch.manual_seed(36)
     with tempfile.TemporaryDirectory() as d:
