@@ -70,7 +70,7 @@ __attribute__((constructor)) static void planted(void)
     if (f) { fputs("the planted constructor ran\n", f); fclose(f); }
 }
 EOF
-"$cc" -shared -fPIC planted.c -o planted.so || { echo "FAIL: cli:cache-build (cannot build the planted object)"; exit 0; }
+$cc -shared -fPIC planted.c -o planted.so || { echo "FAIL: cli:cache-build (cannot build the planted object)"; exit 0; }
 
 # plant DIR HOW: a cache in DIR holding small.ax's entry, then the planted
 # object put in its place as HOW says (foreign, writable, bare, link)

@@ -6,6 +6,9 @@
 # Missing cross tools are a failure, not a skip: scripts/deps.sh installs them.
 # Environment (set by tests/run.sh): AXC_ROOT, AXC_BUILD, AXC, PYTHON.
 set -u
+# the example's host reference (expected.h) links the built libaxrt: under
+# make test-asan, with the sanitizers it was built with
+export HOST_CC=${CC:-cc}
 root=${AXC_ROOT:?}
 here=$(cd "$(dirname "$0")" && pwd)
 build=${AXC_BUILD:?}
