@@ -643,7 +643,8 @@ const ir_plan *cg_plan_node(ir_graph *g, int id, const cg_plan_context *ctx)
 {
     const ir_node *n = &g->nodes[id];
     plan_fn *rule = plan_fns[n->op];
-    if (!rule || n->dead || n->quant || n->rows_fused) /* int8 layers: the back ends' own lowering */
+    const bool moves_bytes = n->op == IR_OP_reshape || n->op == IR_OP_cast;   /* any dtype, int8 too */
+    if (!rule || n->dead || (n->quant && !moves_bytes) || n->rows_fused) /* int8 layers: the back ends' own lowering */
         return NULL;
     ir_plan *plan = ax_alloc(g->ctx->arena, sizeof *plan);
     planner P = {.g = g, .n = n, .plan = plan, .capacity = 3, .ctx = ctx};
