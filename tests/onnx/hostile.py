@@ -75,7 +75,7 @@ def cases(d):
     unsup = [helper.make_node("NonZero", ["x"], ["t"], name="n1"), helper.make_node("Unique", ["t"], ["y"], name="u1")]
     yield "unsupported ops listed", relu_graph(unsup).SerializeToString(), r"unsupported ONNX operators in 2 nodes: 'n1' \(NonZero, opset 13\), 'u1' \(Unique, opset 13\)"
     dyn = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])
-    yield "dynamic input", relu_graph(inputs=[dyn]).SerializeToString(), r"input 'x' has a dynamic or non-positive dimension 0 \('N'\)"
+    yield "dynamic input", relu_graph(inputs=[dyn]).SerializeToString(), r"input 'x' has the symbolic dimension 0 \('N'\): fix its shape at compile time with --shape x="
     yield "opset 22", relu_graph(opset=22).SerializeToString(), r"uses ONNX opset 22, which is unsupported"
     for op, rows, what in (("GRU", 12, "R 'r' does not have the shape"), ("LSTM", 17, "W 'w' does not have the shape")):
         w = numpy_helper.from_array(np.zeros((1, rows if op == "LSTM" else 12, 4), np.float32), "w")
