@@ -61,6 +61,11 @@ typedef struct cg_train {
 /* The state header's int64 words: the steps done, then Dropout's counter
  * (the seed, and the step in progress, 1-based: what `axc train` passes). */
 enum { CG_TRAIN_HEADER_STEPS = 0, CG_TRAIN_HEADER_SEED = 1, CG_TRAIN_HEADER_STEP = 2 };
+/* Then two doubles (their bytes in int64 words): the learning rate of the
+ * next step and its momentum (SGD's; beta1 for Adam, AdamW and Lion), written
+ * by state_init from the compiled settings and changed by the caller through
+ * <name>_set_lr / <name>_set_momentum (schedules, docs/training.md). */
+enum { CG_TRAIN_HEADER_LR = 3, CG_TRAIN_HEADER_MOMENTUM = 4 };
 
 /* The portable C99 backend (docs/cli.md#generated-c).  Returns 0 or the number of
  * errors reported (e.g. an op the backend cannot emit). */

@@ -113,15 +113,15 @@ static void emit_updates(const cg_c_body *b, int id, ax_buf *out)
         if (update_fuses(b, s)) {
             const ir_node *n = &b->g->nodes[s->grad];
             ax_buf_printf(out, "    /* update '%s' with its gradient, %%%d matmul */\n"
-                               "    axrt_matmul_optim_f32(&%s_optim, %s, %s, %s, %lld, %lld, %lld, %s, %s, %s, step);\n",
-                          c_string_text(a, p->name), s->grad, te->name, cg_c_storage(b, n->src[0]),
+                               "    axrt_matmul_optim_f32(&step_optim, %s, %s, %s, %lld, %lld, %lld, %s, %s, %s, step);\n",
+                          c_string_text(a, p->name), s->grad, cg_c_storage(b, n->src[0]),
                           cg_c_storage(b, n->src[1]), cg_c_storage(b, s->grad), (long long)n->shape[0],
                           (long long)b->g->nodes[n->src[0]].shape[1], (long long)n->shape[1], target,
                           state_ref(a, p->dtype, s->moments[0]), state_ref(a, p->dtype, s->moments[1]));
             continue;
         }
-        ax_buf_printf(out, "    /* update '%s' */\n    axrt_optim_step_%s(&%s_optim, %s, %s, %s, %s, %lld, step);\n",
-                      c_string_text(a, p->name), kernel_sfx(p->dtype), te->name, target,
+        ax_buf_printf(out, "    /* update '%s' */\n    axrt_optim_step_%s(&step_optim, %s, %s, %s, %s, %lld, step);\n",
+                      c_string_text(a, p->name), kernel_sfx(p->dtype), target,
                       cg_c_storage(b, s->grad), state_ref(a, p->dtype, s->moments[0]),
                       state_ref(a, p->dtype, s->moments[1]), (long long)ir_numel(p));
     }
@@ -180,13 +180,18 @@ static void emit_header(const train_emit *te, ax_buf *h)
                   "   %s_train_step: forward, loss, backward and update on one batch; returns the loss\n"
                   "   (NaN, state untouched, for a class index out of range).  %s_forward_state:\n"
                   "   inference with the state's parameters.  Arenas: %s_TRAIN_ARENA_BYTES and\n"
-                  "   %s_ARENA_BYTES, 64-byte aligned; NULL uses a static one (not reentrant). */\n",
-                  te->upper, te->name, te->name, te->name, te->name, te->name, te->upper, te->upper);
+                  "   %s_ARENA_BYTES, 64-byte aligned; NULL uses a static one (not reentrant).\n"
+                  "   %s_set_lr / %s_set_momentum: the learning rate and the momentum (SGD's, when\n"
+                  "   compiled with one; beta1 of Adam, AdamW, Lion) of the next steps, kept in the\n"
+                  "   state's header (state_init writes the compiled ones). */\n",
+                  te->upper, te->name, te->name, te->name, te->name, te->name, te->upper, te->upper, te->name,
+                  te->name);
     ax_buf_printf(h, "#define %s_STATE_BYTES ((size_t)%zu)\n#define %s_TRAIN_ARENA_BYTES ((size_t)%zu)\n"
                      "#define %s_ARENA_BYTES ((size_t)%zu)\n#define %s_STATE_TENSORS %d\n",
                   te->upper, te->t->state_bytes, te->upper, te->step->arena_bytes, te->upper,
                   te->fwd->arena_bytes, te->upper, te->t->ntensors);
-    ax_buf_printf(h, "void %s_state_init(void *state);\n", te->name);
+    ax_buf_printf(h, "void %s_state_init(void *state);\nvoid %s_set_lr(void *state, double lr);\n"
+                     "void %s_set_momentum(void *state, double momentum);\n", te->name, te->name, te->name);
     put_train_signature(te, h);
     ax_buf_puts(h, ";\n");
     put_forward_signature(te, h);
@@ -228,6 +233,12 @@ static void emit_state_tables(const train_emit *te, ax_buf *c)
     ax_buf_puts(c, "};\n");
 }
 
+/* The field of axrt_optim the header's momentum word sets. */
+static const char *momentum_field(const train_emit *te)
+{
+    return te->t->optim.kind == AXRT_OPT_SGD ? "momentum" : "beta1";
+}
+
 static void emit_state_init(const train_emit *te, ax_buf *c)
 {
     ax_buf_printf(c, "\nvoid %s_state_init(void *state)\n{\n    memset(state, 0, %zu);\n"
@@ -238,7 +249,20 @@ static void emit_state_init(const train_emit *te, ax_buf *c)
         ax_buf_printf(c, "    memcpy((unsigned char *)state + %lld, %s_p%d.values, %zu);\n", (long long)s->offset,
                       te->name, s->param, ir_nbytes(&te->step->nodes[s->param]));
     }
-    ax_buf_puts(c, "}\n");
+    ax_buf_printf(c, "    %s_set_lr(state, %s_optim.lr);\n    %s_set_momentum(state, %s_optim.%s);\n}\n", te->name,
+                  te->name, te->name, te->name, momentum_field(te));
+}
+
+/* <name>_set_lr, <name>_set_momentum: the header's doubles (CG_TRAIN_HEADER_LR,
+ * _MOMENTUM), copied bytewise (the header is int64_t words). */
+static void emit_setters(const train_emit *te, ax_buf *c)
+{
+    static const char *const what[2] = {"lr", "momentum"};
+    const int word[2] = {CG_TRAIN_HEADER_LR, CG_TRAIN_HEADER_MOMENTUM};
+    for (int k = 0; k < 2; k++)
+        ax_buf_printf(c, "\nvoid %s_set_%s(void *state, double %s)\n{\n"
+                         "    memcpy((unsigned char *)state + %d, &%s, sizeof(double));\n}\n",
+                      te->name, what[k], what[k], word[k] * 8, what[k]);
 }
 
 static void emit_optim(const train_emit *te, ax_buf *c)
@@ -282,8 +306,12 @@ static void emit_train_step(const train_emit *te, ax_buf *c)
     ax_buf_puts(c, "\n");
     put_train_signature(te, c);
     ax_buf_printf(c, "\n{\n    %s %s[1];\n    const int64_t step = ((const int64_t *)state)[%d] + 1;\n"
-                     "    if (arena == NULL)\n        arena = %s_train_arena;\n",
-                  ctype_of(te->step->dtype), loss, CG_TRAIN_HEADER_STEPS, te->name);
+                     "    axrt_optim step_optim = %s_optim;   /* the caller's lr and momentum */\n"
+                     "    memcpy(&step_optim.lr, (const unsigned char *)state + %d, sizeof(double));\n"
+                     "    memcpy(&step_optim.%s, (const unsigned char *)state + %d, sizeof(double));\n"
+                     "    (void)step_optim;\n    if (arena == NULL)\n        arena = %s_train_arena;\n",
+                  ctype_of(te->step->dtype), loss, CG_TRAIN_HEADER_STEPS, te->name, CG_TRAIN_HEADER_LR * 8,
+                  momentum_field(te), CG_TRAIN_HEADER_MOMENTUM * 8, te->name);
     emit_index_checks(te, c);
     if (te->t->dropout_counter != IR_NONE)
         ax_buf_printf(c, "    ((int64_t *)state)[%d] = step;   /* Dropout's counter: seed, step */\n",
@@ -364,6 +392,7 @@ int cg_c_train_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
     cg_c_emit_constants(&te.fwd_body, c_out);
     emit_optim(&te, c_out);
     emit_state_tables(&te, c_out);
+    emit_setters(&te, c_out);
     emit_state_init(&te, c_out);
     emit_train_step(&te, c_out);
     emit_forward_state(&te, c_out);

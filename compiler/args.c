@@ -88,7 +88,13 @@ static const char usage_text[] =
     "  --t-max N               cosine: its period's half (default: the run's total steps)\n"
     "  --warmup-steps N        lr * min(1, (step + 1) / N) from step 0 (not with onecycle)\n"
     "  --clip-grad-norm X      scale the gradients to a global L2 norm of at most X\n"
-    "  --clip-grad-value X     clamp every gradient element to [-X, X]\n"
+    "  --clip-grad-value X     clamp every gradient element to [-X, X] (on the interpreter)\n"
+    "  --interp                train on the reference interpreter (default: the compiled step)\n"
+    "  --drop-last             leave out the samples past the last whole batch\n"
+    "  --val-input NAME=X.npy, --val-target Y.npy  validation loss (and accuracy) per epoch\n"
+    "  --early-stop N          stop after N epochs without a better validation loss\n"
+    "  --checkpoint FILE, --checkpoint-every K  the whole training state every K epochs\n"
+    "  --resume FILE           continue from a checkpoint, bit for bit\n"
     "  (--input as for run; the parameters start from --weights or --seed)\n"
     "  (the built code is cached in $AXC_CACHE_DIR, else $XDG_CACHE_HOME/axc or ~/.cache/axc;\n"
     "   AXC_CACHE_DIR=off disables the cache; AXC_CACHE_MAX_MB bounds it, default 1024)\n";
@@ -245,7 +251,8 @@ typedef enum {
     V_LOSS, V_OPTIMIZER, V_LR, V_MOMENTUM, V_WD, V_BETA1,
     V_BETA2, V_EPS,
     /* axc train's loop only from here on (not axc --train: try_value_opt checks `>= V_EPOCHS`) */
-    V_EPOCHS, V_LR_SCHEDULE, V_STEP_SIZE, V_GAMMA, V_T_MAX, V_WARMUP, V_CLIP_NORM, V_CLIP_VALUE
+    V_EPOCHS, V_LR_SCHEDULE, V_STEP_SIZE, V_GAMMA, V_T_MAX, V_WARMUP, V_CLIP_NORM, V_CLIP_VALUE,
+    V_VAL_INPUT, V_VAL_TARGET, V_EARLY_STOP, V_CHECKPOINT, V_CHECKPOINT_EVERY, V_RESUME
 } value_opt;
 
 static const struct { const char *name; value_opt id; bool run; } value_opts[] = {
@@ -273,6 +280,9 @@ static const struct { const char *name; value_opt id; bool run; } value_opts[] =
     {"--gamma", V_GAMMA, false}, {"--t-max", V_T_MAX, false},
     {"--warmup-steps", V_WARMUP, false}, {"--clip-grad-norm", V_CLIP_NORM, false},
     {"--clip-grad-value", V_CLIP_VALUE, false},
+    {"--val-input", V_VAL_INPUT, false}, {"--val-target", V_VAL_TARGET, false},
+    {"--early-stop", V_EARLY_STOP, false}, {"--checkpoint-every", V_CHECKPOINT_EVERY, false},
+    {"--checkpoint", V_CHECKPOINT, false}, {"--resume", V_RESUME, false},
 };
 
 /* A non-negative finite number for a training option. */
@@ -355,6 +365,12 @@ static int set_train_value(axc_opts *o, value_opt id, const char *v)
     case V_GAMMA: return set_positive(&o->gamma, "--gamma", v);
     case V_CLIP_NORM: return set_positive(&o->clip_grad_norm, "--clip-grad-norm", v);
     case V_CLIP_VALUE: return set_positive(&o->clip_grad_value, "--clip-grad-value", v);
+    case V_VAL_INPUT: return add_named_file(o->val_inputs, &o->nval_inputs, "--val-input", v);
+    case V_VAL_TARGET: o->val_target = v; return 0;
+    case V_EARLY_STOP: return set_steps(&o->early_stop, "--early-stop", v);
+    case V_CHECKPOINT: o->checkpoint = v; return 0;
+    case V_CHECKPOINT_EVERY: return set_steps(&o->checkpoint_every, "--checkpoint-every", v);
+    case V_RESUME: o->resume = v; return 0;
     default: return -1;
     }
 }
@@ -462,7 +478,8 @@ static int try_flag(const char *a, axc_opts *o)
     else if (!strcmp(a, "--print-after-all")) o->print_after_all = true;
     else if (!strcmp(a, "-Werror")) o->werror = true;
     else if (!strcmp(a, "-w")) o->no_warnings = true;
-    else if (!strcmp(a, "--interp") && o->run) o->interp = true;
+    else if (!strcmp(a, "--interp") && (o->run || o->train)) o->interp = true;
+    else if (!strcmp(a, "--drop-last") && o->train) o->drop_last = true;
     else if (!strcmp(a, "--jit") && o->run) o->jit = true;
     else if (!strcmp(a, "--profile")) o->profile = true;
     else if (!strcmp(a, "--require-weights")) o->require_weights = true;
@@ -475,7 +492,7 @@ static int try_flag(const char *a, axc_opts *o)
 }
 
 static const char *const flag_opts[] = {"-MD", "--mem-report", "--print-after-all", "-Werror", "-w",
-                                        "--interp", "--profile", "--require-weights", "--nesterov", "--train", "--shuffle", "-O0",
+                                        "--interp", "--profile", "--require-weights", "--nesterov", "--train", "--shuffle", "--drop-last", "-O0",
                                         "-O1", "-O2", "-O3", "--help", "--version"};
 
 #define COUNT(a) (sizeof (a) / sizeof (a)[0])
@@ -582,8 +599,15 @@ static int check_train(const axc_opts *o)
     const char *missing = !o->target_file ? "--target Y.npy" : o->loss < 0 ? "--loss=mse|cross_entropy|bce_with_logits"
                         : !o->save_weights ? "--save-weights OUT.safetensors" : NULL;
     if (missing) { axc_fail("'axc %s' needs %s", "train", missing); return AXC_EUSAGE; }
-    if (o->output || o->emit || o->interp) {
-        axc_fail("'axc train' writes only --save-weights (it runs on the reference interpreter)");
+    if (o->output || o->emit) {
+        axc_fail("'axc train' writes only --save-weights (and --checkpoint)");
+        return AXC_EUSAGE;
+    }
+    if ((o->nval_inputs > 0) != (o->val_target != NULL) || (o->early_stop && !o->val_target) ||
+        (o->checkpoint_every && !o->checkpoint)) {
+        axc_fail("%s", o->early_stop && !o->val_target ? "--early-stop needs a validation set (--val-input, --val-target)"
+                       : o->checkpoint_every && !o->checkpoint ? "--checkpoint-every needs --checkpoint FILE"
+                       : "--val-input and --val-target go together");
         return AXC_EUSAGE;
     }
     return refuse_in_training(o) || check_schedule(o) ? AXC_EUSAGE : check_optimizer(o);
@@ -602,9 +626,10 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
     memset(o, 0, sizeof *o);
     o->opt_level = 2;
     o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
+    o->val_inputs = calloc((size_t)argc + 1, sizeof *o->val_inputs);
     o->calib = calloc((size_t)argc + 1, sizeof *o->calib);
     o->shapes = calloc((size_t)argc + 1, sizeof *o->shapes);
-    if (!o->inputs || !o->calib || !o->shapes) ax_die("out of memory");
+    if (!o->inputs || !o->val_inputs || !o->calib || !o->shapes) ax_die("out of memory");
     *exit_now = false;
     int i = 1;
     if (argc > 1 && !strcmp(argv[1], "run")) { o->run = true; i = 2; }
@@ -667,6 +692,11 @@ void axc_free_args(axc_opts *o)
         free((char *)o->inputs[i].name);
     free(o->inputs);
     o->inputs = NULL;
+    for (int i = 0; i < o->nval_inputs; i++)
+        free((char *)o->val_inputs[i].name);
+    free(o->val_inputs);
+    o->val_inputs = NULL;
+    o->nval_inputs = 0;
     o->ninputs = 0;
     for (int i = 0; i < o->ncalib; i++)
         free((char *)o->calib[i].name);

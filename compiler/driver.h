@@ -84,6 +84,14 @@ typedef struct axc_opts {
     long step_size, t_max, warmup_steps;
     double gamma;                /* --gamma, NaN: StepLR's 0.1 */
     double clip_grad_norm, clip_grad_value;
+    bool drop_last;              /* --drop-last: the partial last batch left out */
+    axc_named_file *val_inputs;  /* --val-input NAME=X.npy (heap, one slot per argument) */
+    int nval_inputs;
+    const char *val_target;      /* --val-target Y.npy */
+    long early_stop;             /* --early-stop=PATIENCE epochs, 0: off */
+    const char *checkpoint;      /* --checkpoint FILE */
+    long checkpoint_every;       /* --checkpoint-every K (default 1) */
+    const char *resume;          /* --resume FILE */
     /* storage for the NAME parts of -D NAME=VALUE */
     char names[AXC_MAX_DEFINES][128];
     int nnames;
@@ -178,6 +186,35 @@ void axc_print_remat(const ir_graph *g, size_t before, size_t after, int recompu
 void axc_note_remat_floor(ir_graph *g, int recomputed, size_t before, size_t after);
 
 
+/* axc train's loop (train.c, train_exec.c).  The batches of 0-based epoch
+ * `epoch` in the order they are used (file order, or --shuffle's). */
+void axc_batch_order(const axc_opts *o, long epoch, int64_t *order, int64_t batches);
+/* Every model input of t->g and the target (the last input) as whole batches
+ * of one count (--drop-last: the partial last batch left out); cross_entropy
+ * class indices checked against classes.  An exit status. */
+struct axc_batch_file;
+int axc_train_load_files(ax_ctx *ctx, const axc_opts *o, const axc_trainer *t, int64_t classes,
+                         struct axc_batch_file *files, int64_t *batches);
+/* Progress: off a terminal the step lines scripts read (and a line per epoch
+ * with validation); on one a line per epoch updated in place with loss,
+ * validation metrics, samples/s and time left. */
+typedef struct axc_progress {
+    bool tty, scheduled;
+    long total, batches, epochs, batch, first_step, every, epoch_steps;
+    double t0, last_draw, epoch_loss;
+} axc_progress;
+void axc_progress_start(axc_progress *p, const axc_opts *o, int64_t batches, long batch, long epochs_done);
+void axc_progress_step(axc_progress *p, long step, double loss, double lr);
+void axc_progress_epoch(axc_progress *p, long epoch, double mean_loss, double val_loss, double accuracy);
+void axc_progress_end(axc_progress *p);
+/* train_exec.c: `axc train` on the compiled step (generated C through the
+ * run cache).  AXC_TRAIN_FALLBACK (a note printed) when it cannot run and
+ * the interpreter should; else an exit status.  interp_reason: why these
+ * options need the interpreter, or NULL. */
+#define AXC_TRAIN_FALLBACK (-1)
+int axc_train_compiled(ax_ctx *ctx, const axc_opts *o);
+const char *axc_train_interp_reason(const axc_opts *o);
+
 /* The training and calibration data path (axc train --input/--target,
  * --calibrate): only a regular file whose first bytes are the .npy magic is
  * read, exactly its size (a device, FIFO or directory is refused before any
@@ -227,6 +264,13 @@ const char *axc_home(ax_arena *a);
  * the cache's size bound. */
 const char *axc_run_cache_entry(ax_arena *a, const char *cc, const char *flags, const char *build_dir,
                                 const char *home);
+/* The C compiler command (--cc, else $CC, else cc) and the build of
+ * dir/model.c into dir/model.so against the runtime in home (run.c), with
+ * the flags named by AXC_RUN_CFLAGS (part of the cache key); an exit
+ * status, the failure printed. */
+#define AXC_RUN_CFLAGS "-std=c99 -O2 -fPIC -shared -lm"
+const char *axc_cc_command(const axc_opts *o);
+int axc_compile_shared(ax_ctx *ctx, const axc_opts *o, const char *dir, const char *home, bool gpu);
 const char *axc_run_cache_open(ax_arena *a, const char *entry, int *fd);
 void axc_run_cache_drop(const char *entry, const char *why);
 void axc_run_cache_store(ax_arena *a, const char *built, const char *entry);

@@ -225,21 +225,21 @@ static int split_words(char *s, char **argv, int max)
 }
 
 /* The C compiler command: --cc, else $CC, else cc. */
-static const char *cc_command(const axc_opts *o)
+const char *axc_cc_command(const axc_opts *o)
 {
     const char *cc = o->cc ? o->cc : getenv("CC");
     return cc && *cc ? cc : "cc";
 }
 
-/* What compile_shared passes besides the files (part of the cache key). */
-#define RUN_CFLAGS "-std=c99 -O2 -fPIC -shared -lm"
+/* What axc_compile_shared passes besides the files (part of the cache key). */
+#define RUN_CFLAGS AXC_RUN_CFLAGS
 #define RUN_CFLAGS_BLAS RUN_CFLAGS " -lopenblas"
 #define RUN_CFLAGS_GPU RUN_CFLAGS " -laxrt_gpu -ldl"
 
-static int compile_shared(ax_ctx *ctx, const axc_opts *o, const char *dir, const char *home, bool gpu)
+int axc_compile_shared(ax_ctx *ctx, const axc_opts *o, const char *dir, const char *home, bool gpu)
 {
     ax_arena *a = ctx->arena;
-    char *words = ax_strdup(a, cc_command(o));
+    char *words = ax_strdup(a, axc_cc_command(o));
     char *argv[32];
     int n = split_words(words, argv, 16);
     const char *rest[] = {"-std=c99", "-O2", "-fPIC", "-shared", "-o", ax_sprintf(a, "%s/model.so", dir),
@@ -329,7 +329,7 @@ static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
     if (rc) return rc;
     /* a cached build of the same code with the same compiler skips the C compiler */
     const char *so = ax_sprintf(ctx->arena, "%s/model.so", r->tmpdir);
-    const char *cached = axc_run_cache_entry(ctx->arena, cc_command(o),
+    const char *cached = axc_run_cache_entry(ctx->arena, axc_cc_command(o),
                                                  gpu ? RUN_CFLAGS_GPU : o->blas ? RUN_CFLAGS_BLAS : RUN_CFLAGS,
                                                  r->tmpdir, home);
     int fd = -1;
@@ -342,7 +342,7 @@ static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
         if (!hit) axc_run_cache_drop(cached, ax_sprintf(ctx->arena, "it does not load (%s)", dlerror()));
     }
     if (!hit) {
-        if ((rc = compile_shared(ctx, o, r->tmpdir, home, gpu))) return rc;
+        if ((rc = axc_compile_shared(ctx, o, r->tmpdir, home, gpu))) return rc;
         r->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     }
     if (!r->dl) { axc_fail("cannot load the generated code: %s", dlerror()); return AXC_EUSAGE; }

@@ -127,12 +127,29 @@ int axc_train_batches(const tf_tensor *t, const ir_node *n, const char *what, co
 
 typedef axc_batch_file batch_file;
 
-/* Reads path as batches of node n (dims after 0 equal, dim 0 a multiple). */
-static int load_batches(ax_ctx *ctx, const ir_node *n, const char *what, const char *path, batch_file *f)
+/* Reads path as batches of node n (dims after 0 equal, dim 0 a multiple,
+ * or with --drop-last the samples past the last whole batch left out, as
+ * DataLoader(drop_last=True) does). */
+static int load_batches(ax_ctx *ctx, const axc_opts *o, const ir_node *n, const char *what, const char *path,
+                        batch_file *f)
 {
     tf_tensor t;
     int rc = axc_read_npy_file(ctx, what, path, &t);
-    return rc ? rc : axc_train_batches(&t, n, what, path, f);
+    if (rc) return rc;
+    const int64_t batch = n->rank ? n->shape[0] : 1, count = t.rank ? t.shape[0] : 0;
+    if (count > 0 && count % batch && t.rank == n->rank) {
+        if (!o->drop_last) {
+            axc_fail("%s '%s' holds %lld samples, not a multiple of the model's batch %lld: the compiled step "
+                     "takes whole batches; --drop-last leaves the last %lld out",
+                     what, path, (long long)count, (long long)batch, (long long)(count % batch));
+            return AXC_EINPUT;
+        }
+        if (count >= batch) {
+            t.nbytes = t.nbytes / (size_t)count * (size_t)(count / batch * batch);
+            t.shape[0] = count / batch * batch;
+        }
+    }
+    return axc_train_batches(&t, n, what, path, f);
 }
 
 int axc_check_classes(const axc_batch_file *f, const ir_node *target, int64_t classes)
@@ -345,10 +362,65 @@ static double seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* ---- progress (both executors) ------------------------------------------------ */
+
+void axc_progress_start(axc_progress *p, const axc_opts *o, int64_t batches, long batch, long epochs_done)
+{
+    *p = (axc_progress){.tty = isatty(STDOUT_FILENO) == 1,
+                        .scheduled = o->lr_schedule != AXC_SCHED_constant || o->warmup_steps,
+                        .total = (long)(o->epochs * batches), .batches = (long)batches, .epochs = o->epochs,
+                        .batch = batch, .first_step = epochs_done * (long)batches, .t0 = seconds()};
+    p->every = p->total <= 50 ? 1 : p->total / 20;
+    p->last_draw = p->t0;
+}
+
+/* Off a terminal: every p->every-th step's line (and the first and last),
+ * as scripts read them.  On one: the epoch's line, redrawn in place at most
+ * five times a second. */
+void axc_progress_step(axc_progress *p, long step, double loss, double lr)
+{
+    const double now = seconds(), rate = (double)(step - p->first_step) / (now - p->t0 + 1e-9);
+    p->epoch_loss += loss;
+    p->epoch_steps++;
+    if (!p->tty) {
+        if (step % p->every && step != p->total && step != 1) return;
+        printf("step %ld/%ld  epoch %ld/%ld  loss %.6g", step, p->total, (step - 1) / p->batches + 1, p->epochs, loss);
+        if (p->scheduled) printf("  lr %.17g", lr);   /* the step's, exactly */
+        printf("  %.1f steps/s\n", rate);
+        return;
+    }
+    if (now - p->last_draw < 0.2 && step % p->batches) return;
+    p->last_draw = now;
+    const double left = (double)(p->total - step) / (rate > 0 ? rate : 1);
+    printf("\r\033[Kepoch %ld/%ld  step %ld/%ld  loss %.5g  %.0f samples/s  %ld:%02ld left", (step - 1) / p->batches + 1,
+           p->epochs, (step - 1) % p->batches + 1, p->batches, p->epoch_loss / (double)p->epoch_steps,
+           rate * (double)p->batch, (long)left / 60, (long)left % 60);
+    fflush(stdout);
+}
+
+/* The end of 1-based epoch `epoch`: its mean loss, and the validation loss
+ * and accuracy when there is a validation set (NaN: none, or no accuracy).
+ * Off a terminal only the validation's line is printed. */
+void axc_progress_epoch(axc_progress *p, long epoch, double mean_loss, double val_loss, double accuracy)
+{
+    const double now = seconds(), rate = (double)(epoch * p->batches - p->first_step) / (now - p->t0 + 1e-9);
+    const double left = (double)(p->total - epoch * p->batches) / (rate > 0 ? rate : 1);
+    p->epoch_loss = 0, p->epoch_steps = 0;
+    if (!p->tty && isnan(val_loss)) return;
+    printf("%sepoch %ld/%ld  loss %.6g", p->tty ? "\r\033[K" : "", epoch, p->epochs, mean_loss);
+    if (!isnan(val_loss)) printf("  val_loss %.6g", val_loss);
+    if (!isnan(accuracy)) printf("  val_accuracy %.4f", accuracy);
+    if (p->tty) printf("  %.0f samples/s  %ld:%02ld left", rate * (double)p->batch, (long)left / 60, (long)left % 60);
+    printf("\n");
+    fflush(stdout);
+}
+
+void axc_progress_end(axc_progress *p) { (void)p; fflush(stdout); }
+
 /* The batches of 0-based epoch `epoch` in the order they are used: file
  * order, or with --shuffle a Fisher-Yates shuffle whose draw for position i
  * is axrt_mix64(axrt_mix64(seed) ^ (epoch << 32) ^ i) mod (i + 1) (docs/training.md). */
-static void batch_order(const axc_opts *o, long epoch, int64_t *order, int64_t batches)
+void axc_batch_order(const axc_opts *o, long epoch, int64_t *order, int64_t batches)
 {
     for (int64_t i = 0; i < batches; i++) order[i] = i;
     if (!o->shuffle) return;
@@ -371,12 +443,13 @@ static int run_steps(const axc_opts *o, trainer *t, batch_file *files, int64_t b
     for (int k = 0; k < g->noutputs; k++)
         if (!(out[k] = malloc(ir_nbytes(&g->nodes[g->outputs[k]]) + 1))) ax_out_of_memory(0);
     alloc_state(t);
-    const long total = (long)(o->epochs * batches), every = total <= 50 ? 1 : total / 20;
-    const bool scheduled = o->lr_schedule != AXC_SCHED_constant || o->warmup_steps;
-    const double t0 = seconds();
+    const long total = (long)(o->epochs * batches);
+    axc_progress pr;
+    axc_progress_start(&pr, o, batches, (long)g->nodes[g->inputs[0]].shape[0], 0);
+    double epoch_loss = 0;
     int rc = AXC_OK;
     for (long step = 1; step <= total && !rc; step++) {
-        if ((step - 1) % batches == 0) batch_order(o, (step - 1) / batches, order, batches);
+        if ((step - 1) % batches == 0) axc_batch_order(o, (step - 1) / batches, order, batches), epoch_loss = 0;
         int64_t b = order[(step - 1) % batches];
         if (t->dropout_counter) t->dropout_counter[0] = (int64_t)o->seed, t->dropout_counter[1] = step;
         for (int i = 0; i < g->ninputs; i++) in[i] = files[i].data + (size_t)b * files[i].batch_bytes;
@@ -402,13 +475,11 @@ static int run_steps(const axc_opts *o, trainer *t, batch_file *files, int64_t b
             ir_node *p = &g->nodes[t->stat_param[k]];
             memcpy(p->data, out[1 + k], ir_nbytes(p));
         }
-        if (step % every == 0 || step == total || step == 1) {
-            printf("step %ld/%ld  epoch %ld/%ld  loss %.6g", step, total, (long)((step - 1) / batches + 1),
-                   o->epochs, loss);
-            if (scheduled) printf("  lr %.17g", now.lr);   /* the step's, exactly */
-            printf("  %.1f steps/s\n", (double)step / (seconds() - t0 + 1e-9));
-        }
+        axc_progress_step(&pr, step, loss, now.lr);
+        epoch_loss += loss;
+        if (step % batches == 0) axc_progress_epoch(&pr, step / batches, epoch_loss / (double)batches, NAN, NAN);
     }
+    axc_progress_end(&pr);
     for (int k = 0; k < g->noutputs; k++) free(out[k]);
     free(out);
     free(order);
@@ -416,8 +487,8 @@ static int run_steps(const axc_opts *o, trainer *t, batch_file *files, int64_t b
     return rc;
 }
 
-/* Every model input and the target, as whole batches of one count. */
-static int load_files(ax_ctx *ctx, const axc_opts *o, trainer *t, batch_file *files, int64_t *batches)
+int axc_train_load_files(ax_ctx *ctx, const axc_opts *o, const trainer *t, int64_t classes, batch_file *files,
+                         int64_t *batches)
 {
     ir_graph *g = t->g;
     for (int i = 0; i < g->ninputs; i++) {
@@ -426,7 +497,7 @@ static int load_files(ax_ctx *ctx, const axc_opts *o, trainer *t, batch_file *fi
         for (int k = 0; k < o->ninputs && !path; k++)
             if (!strcmp(o->inputs[k].name, n->name)) path = o->inputs[k].path;
         if (!path) { axc_fail("'axc train' needs --input %s=X.npy (the model's input '%s')", n->name, n->name); return AXC_EUSAGE; }
-        int rc = load_batches(ctx, n, i == g->ninputs - 1 ? "--target" : "--input", path, &files[i]);
+        int rc = load_batches(ctx, o, n, i == g->ninputs - 1 ? "--target" : "--input", path, &files[i]);
         if (rc) return rc;
         if (files[i].batches != files[0].batches) {
             axc_fail("'%s' holds %lld batches but '%s' holds %lld", files[0].path, (long long)files[0].batches, path,
@@ -436,17 +507,31 @@ static int load_files(ax_ctx *ctx, const axc_opts *o, trainer *t, batch_file *fi
     }
     *batches = files[0].batches;
     if (o->loss == PASS_LOSS_cross_entropy)
-        return axc_check_classes(&files[g->ninputs - 1], &g->nodes[t->target], g->nodes[g->outputs[0]].shape[1]);
+        return axc_check_classes(&files[g->ninputs - 1], &g->nodes[t->target], classes);
     return AXC_OK;
+}
+
+/* The options only the compiled step's loop (train_exec.c) has, or NULL. */
+static const char *interp_refusal(const axc_opts *o)
+{
+    return o->val_target ? "--val-target" : o->checkpoint ? "--checkpoint" : o->resume ? "--resume" : NULL;
 }
 
 int axc_train(ax_ctx *ctx, const axc_opts *o)
 {
     ir_graph *models[AXC_MAX_MODELS];
     int n = 0;
-    axc_output outs[1] = {{"--save-weights", o->save_weights}};
-    int rc = axc_check_outputs(o, outs, 1);
-    if (!rc) rc = axc_build_models(ctx, o, models, &n);
+    axc_output outs[2] = {{"--save-weights", o->save_weights}, {"--checkpoint", o->checkpoint}};
+    int rc = axc_check_outputs(o, outs, o->checkpoint ? 2 : 1);
+    if (rc) return rc;
+    const char *why = o->interp ? NULL : axc_train_interp_reason(o);
+    if (why) fprintf(stderr, "axc: note: training on the interpreter: %s\n", why);
+    if (!o->interp && !why && (rc = axc_train_compiled(ctx, o)) != AXC_TRAIN_FALLBACK) return rc;
+    if ((why = interp_refusal(o))) {
+        axc_fail("%s runs on the compiled step only, not on the interpreter", why);
+        return AXC_EUSAGE;
+    }
+    rc = axc_build_models(ctx, o, models, &n);
     if (!rc && n != 1) {
         axc_fail("'axc %s' trains one model; %s has %d (choose one with --model)", "train", o->input, n);
         rc = AXC_EUSAGE;
@@ -462,7 +547,7 @@ int axc_train(ax_ctx *ctx, const axc_opts *o)
     if (!rc) {
         files = calloc((size_t)t.g->ninputs, sizeof *files);
         if (!files) ax_out_of_memory(0);
-        rc = load_files(ctx, o, &t, files, &batches);
+        rc = axc_train_load_files(ctx, o, &t, t.g->nodes[t.g->outputs[0]].shape[1], files, &batches);
     }
     if (!rc) rc = run_steps(o, &t, files, batches);
     if (!rc) rc = axc_save_weights(o, t.g);

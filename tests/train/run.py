@@ -23,6 +23,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "torch"))
 import safetensors_io  # noqa: E402
 
 AXC = os.environ.get("AXC", "build/bin/axc")
+# AXC_TRAIN_EXTRA=--interp: every `axc train` here on the reference interpreter
+# instead of the compiled step (tests/run.sh runs the oracles both ways)
+EXTRA = os.environ.get("AXC_TRAIN_EXTRA", "").split()
 BATCH, IN, HID, OUT, STEPS = 4, 6, 5, 3, 20
 ACTS = {"relu": F.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "gelu": F.gelu,
         "swish": F.silu, "softplus": F.softplus, "elu": F.elu, "leaky_relu": F.leaky_relu,
@@ -97,7 +100,7 @@ def axc_train(d, src, init, loss, opt, flags, x, t):
     np.save(f"{d}/x.npy", x)
     np.save(f"{d}/t.npy", t)
     cmd = [AXC, "train", f"{d}/m.ax", "--weights", f"{d}/init.safetensors", "--input", f"x={d}/x.npy",
-           "--target", f"{d}/t.npy", f"--loss={loss}", f"--optimizer={opt}", *flags,
+           "--target", f"{d}/t.npy", f"--loss={loss}", f"--optimizer={opt}", *flags, *EXTRA,
            "--save-weights", f"{d}/out.safetensors"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     return r, (safetensors_io.read(f"{d}/out.safetensors") if r.returncode == 0 else None)
@@ -110,6 +113,7 @@ def rel_err(a, b):
 
 
 def report(name, ok, detail=""):
+    name = f"{name} [{' '.join(EXTRA)}]" if EXTRA else name
     print(f"{'PASS' if ok else 'FAIL'}: {name}")
     if detail and not ok:
         print("  " + detail.replace("\n", "\n  "))
