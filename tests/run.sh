@@ -57,7 +57,10 @@ run_job() {
         ops) "$PYTHON" "$here/ops/run.py" ;;
         half) "$PYTHON" "$here/half/run.py" ;;
         onnx) "$PYTHON" "$here/onnx/run.py" ;;
-        train) "$PYTHON" "$here/train/run.py"; "$PYTHON" "$here/train/step.py"; "$PYTHON" "$here/train/remat.py"; "$PYTHON" "$here/train/drift.py"; "$PYTHON" "$here/train/hostile.py"; "$PYTHON" "$here/train/schedule.py" ;;
+        train) "$PYTHON" "$here/train/run.py"; "$PYTHON" "$here/train/step.py"; "$PYTHON" "$here/train/remat.py"; "$PYTHON" "$here/train/drift.py"; "$PYTHON" "$here/train/hostile.py"; "$PYTHON" "$here/train/schedule.py"; "$PYTHON" "$here/train/loop.py"
+               # the PyTorch oracles again on the interpreter (axc train runs the compiled step by default)
+               AXC_TRAIN_EXTRA=--interp "$PYTHON" "$here/train/run.py" oracle models shuffle
+               AXC_TRAIN_EXTRA=--interp "$PYTHON" "$here/train/schedule.py" ;;
         *) echo "FAIL: unknown suite $1" ;;
     esac 2>&1
 }

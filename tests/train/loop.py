@@ -20,6 +20,7 @@ Oracles:
 Each runs on the compiled step (these options are the compiled loop's); the
 interpreter refuses them with a message."""
 import os
+import pty
 import re
 import subprocess
 import sys
@@ -172,6 +173,34 @@ def resume(d, rng):
                 r.stderr)
 
 
+def terminal(d, rng):
+    """On a terminal: one line per epoch redrawn in place (loss, samples/s, time left),
+    no step lines; off one (every other test here) the step lines."""
+    torch.set_default_dtype(torch.float64)
+    setup(d, rng, "mse", "tanh", "Float64", 6 * base.BATCH, np.float64)
+    master, slave = pty.openpty()
+    p = subprocess.Popen([base.AXC, "train", f"{d}/m.ax", "--weights", f"{d}/init.safetensors", "--input",
+                          f"x={d}/x.npy", "--target", f"{d}/t.npy", "--loss=mse", "--epochs=3",
+                          "--save-weights", f"{d}/w.safetensors"], stdout=slave, stderr=subprocess.PIPE)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    p.wait()
+    os.close(master)
+    text = out.decode(errors="replace")
+    lines = [ln.split("\r")[-1] for ln in text.replace("\r\n", "\n").split("\n") if ln.strip()]
+    ok = p.returncode == 0 and "step 1/" not in text and len(lines) == 3 and \
+        all(re.search(rf"epoch {e + 1}/3  loss \S+  \d+ samples/s  \d+:\d\d left", ln) for e, ln in enumerate(lines))
+    base.report("loop: on a terminal one progress line per epoch", ok, repr(text))
+
+
 def main():
     if not os.path.exists(base.AXC):
         print(f"SKIP: loop ({base.AXC} not built)")
@@ -179,7 +208,7 @@ def main():
     rng = np.random.default_rng(36)
     torch.manual_seed(36)
     with tempfile.TemporaryDirectory() as d:
-        for part in (drop_last, validation, early_stop, resume):
+        for part in (drop_last, validation, early_stop, resume, terminal):
             part(d, rng)
     torch.set_default_dtype(torch.float32)
 
