@@ -48,6 +48,10 @@ typedef struct cg_train {
      * state's header at CG_TRAIN_HEADER_SEED, or IR_NONE without Dropout */
     int dropout_counter;
     uint64_t seed;            /* --seed: Dropout's generator, written by state_init */
+    /* axc train's --clip-grad-norm / --clip-grad-value (0: none): every
+     * gradient scaled by clip_grad_norm_'s factor (the updates then run
+     * after the step's last node) or clamped, before its update */
+    double clip_norm, clip_value;
     /* --ram (the driver's, for --mem-report): the step's arena before
      * rematerialisation (pack room included), the values recomputed, the
      * step's FLOPs (copies included) and what the copies add */

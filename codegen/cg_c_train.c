@@ -72,7 +72,8 @@ static bool update_fuses(const cg_c_body *b, const cg_train_tensor *s)
 {
     const ir_graph *g = b->g;
     const train_emit *te = b->user;
-    if (s->value != IR_NONE || s->grad == IR_NONE || s->after != s->grad || ir_use_count(&te->step_use, s->grad))
+    if (s->value != IR_NONE || s->grad == IR_NONE || s->after != s->grad || ir_use_count(&te->step_use, s->grad) ||
+        te->t->clip_norm > 0 || te->t->clip_value > 0)   /* the gradient is clipped first */
         return false;
     const ir_node *n = &g->nodes[s->grad], *p = &g->nodes[s->param];
     if (n->op != IR_OP_matmul || n->dead || n->dtype != AXRT_F32 || p->dtype != AXRT_F32 || n->nsrc != 2 ||
@@ -94,11 +95,65 @@ static bool fused_node(const cg_c_body *b, int id)
     return false;
 }
 
+/* --clip-grad-norm, before the updates at node id (the step's last, where
+ * the driver placed every gradient's): the L2 norm of each gradient, the
+ * norm of those (in double, as clip_grad_norm_ computes it), and each
+ * gradient scaled by clip / (norm + 1e-6) when that is below 1. */
+static void emit_clip_norm(const cg_c_body *b, int id, ax_buf *out)
+{
+    const train_emit *te = b->user;
+    ax_arena *a = b->g->ctx->arena;
+    ax_buf scale = {0};
+    bool any = false;
+    for (int k = 0; k < te->t->ntensors; k++) {
+        const cg_train_tensor *s = &te->t->tensors[k];
+        if (s->grad == IR_NONE || s->after != id)
+            continue;
+        const ir_node *gn = &b->g->nodes[s->grad];
+        const char *g = cg_c_storage(b, s->grad);
+        if (!any)
+            ax_buf_puts(out, "    {   /* clip_grad_norm_ */\n        double squares_ = 0, norm_;\n");
+        any = true;
+        ax_buf_printf(out, "        norm_ = 0;\n        for (size_t i_ = 0; i_ < %lld; i_++)\n"
+                           "            norm_ += (double)(%s)[i_] * (double)(%s)[i_];\n"
+                           "        norm_ = sqrt(norm_);\n        squares_ += norm_ * norm_;\n",
+                      (long long)ir_numel(gn), g, g);
+        bool seen = false;   /* a gradient sharing another's storage is scaled once */
+        for (int j = 0; j < k && !seen; j++) {
+            const cg_train_tensor *o = &te->t->tensors[j];
+            seen = o->grad != IR_NONE && o->after == id && !strcmp(cg_c_storage(b, o->grad), g);
+        }
+        if (!seen)
+            ax_buf_printf(&scale, "            for (size_t i_ = 0; i_ < %lld; i_++)\n"
+                                  "                (%s)[i_] = (%s)((double)(%s)[i_] * coef_);\n",
+                          (long long)ir_numel(gn), g, ctype_of(gn->dtype), g);
+    }
+    if (any)
+        ax_buf_printf(out, "        const double coef_ = %s / (sqrt(squares_) + 1e-6);\n        if (coef_ < 1) {\n%s"
+                           "        }\n    }\n",
+                      ax_sprintf(a, "%.17g", te->t->clip_norm), scale.data ? scale.data : "");
+    ax_buf_free(&scale);
+}
+
+/* --clip-grad-value: the gradient of s clamped to [-clip, clip] in place
+ * (clip_grad_value_; a NaN stays NaN). */
+static void emit_clip_value(const cg_c_body *b, const cg_train_tensor *s, ax_buf *out)
+{
+    const train_emit *te = b->user;
+    const ir_node *gn = &b->g->nodes[s->grad];
+    const char *g = cg_c_storage(b, s->grad), *c = ax_sprintf(b->g->ctx->arena, "%.17g", te->t->clip_value);
+    ax_buf_printf(out, "    for (size_t i_ = 0; i_ < %lld; i_++) {   /* clip_grad_value_ */\n"
+                       "        const %s g_ = (%s)[i_];\n        (%s)[i_] = g_ < -%s ? -%s : g_ > %s ? %s : g_;\n    }\n",
+                  (long long)ir_numel(gn), ctype_of(gn->dtype), g, g, c, c, c, c);
+}
+
 /* After node id of the step: the updates the driver placed there. */
 static void emit_updates(const cg_c_body *b, int id, ax_buf *out)
 {
     const train_emit *te = b->user;
     ax_arena *a = b->g->ctx->arena;
+    if (te->t->clip_norm > 0)
+        emit_clip_norm(b, id, out);
     for (int k = 0; k < te->t->ntensors; k++) {
         const cg_train_tensor *s = &te->t->tensors[k];
         if (s->after != id)
@@ -120,6 +175,8 @@ static void emit_updates(const cg_c_body *b, int id, ax_buf *out)
                           state_ref(a, p->dtype, s->moments[0]), state_ref(a, p->dtype, s->moments[1]));
             continue;
         }
+        if (te->t->clip_value > 0)
+            emit_clip_value(b, s, out);
         ax_buf_printf(out, "    /* update '%s' */\n    axrt_optim_step_%s(&step_optim, %s, %s, %s, %s, %lld, step);\n",
                       c_string_text(a, p->name), kernel_sfx(p->dtype), target,
                       cg_c_storage(b, s->grad), state_ref(a, p->dtype, s->moments[0]),

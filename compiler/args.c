@@ -17,7 +17,7 @@ static const char usage_text[] =
     "usage: axc [options] FILE.ax -o OUT          compile\n"
     "       axc run [options] FILE.ax [run options] compile, build, run once (or benchmark)\n"
     "       axc train [options] FILE.ax --input NAME=X.npy --target Y.npy --loss=L\n"
-    "                 --save-weights=OUT.safetensors   train on whole batches (interpreter)\n"
+    "                 --save-weights=OUT.safetensors   train on whole batches (compiled step)\n"
     "       axc --train [options] FILE.ax --loss=L -o OUT.c   emit a training step as C\n"
     "       axc --help | --version\n"
     "\n"

@@ -209,11 +209,9 @@ void axc_progress_epoch(axc_progress *p, long epoch, double mean_loss, double va
 void axc_progress_end(axc_progress *p);
 /* train_exec.c: `axc train` on the compiled step (generated C through the
  * run cache).  AXC_TRAIN_FALLBACK (a note printed) when it cannot run and
- * the interpreter should; else an exit status.  interp_reason: why these
- * options need the interpreter, or NULL. */
+ * the interpreter should; else an exit status. */
 #define AXC_TRAIN_FALLBACK (-1)
 int axc_train_compiled(ax_ctx *ctx, const axc_opts *o);
-const char *axc_train_interp_reason(const axc_opts *o);
 
 /* The training and calibration data path (axc train --input/--target,
  * --calibrate): only a regular file whose first bytes are the .npy magic is

@@ -524,10 +524,9 @@ int axc_train(ax_ctx *ctx, const axc_opts *o)
     axc_output outs[2] = {{"--save-weights", o->save_weights}, {"--checkpoint", o->checkpoint}};
     int rc = axc_check_outputs(o, outs, o->checkpoint ? 2 : 1);
     if (rc) return rc;
-    const char *why = o->interp ? NULL : axc_train_interp_reason(o);
-    if (why) fprintf(stderr, "axc: note: training on the interpreter: %s\n", why);
-    if (!o->interp && !why && (rc = axc_train_compiled(ctx, o)) != AXC_TRAIN_FALLBACK) return rc;
-    if ((why = interp_refusal(o))) {
+    if (!o->interp && (rc = axc_train_compiled(ctx, o)) != AXC_TRAIN_FALLBACK) return rc;
+    const char *why = interp_refusal(o);
+    if (why) {
         axc_fail("%s runs on the compiled step only, not on the interpreter", why);
         return AXC_EUSAGE;
     }

@@ -358,14 +358,6 @@ static int load_val(ax_ctx *ctx, const axc_opts *o, const ir_graph *step, const 
 
 /* ---- the loop ------------------------------------------------------------------- */
 
-/* Why the compiled step cannot run these options (the interpreter then
- * does), or NULL. */
-const char *axc_train_interp_reason(const axc_opts *o)
-{
-    if (o->clip_grad_norm > 0 || o->clip_grad_value > 0) return "gradient clipping runs on the interpreter only";
-    return NULL;
-}
-
 /* The options the step is compiled with: under onecycle SGD always runs
  * with momentum (the schedule sets it), so the step keeps a momentum buffer. */
 static axc_opts step_options(const axc_opts *o)
@@ -411,18 +403,24 @@ static int run_epoch(const run_ctx *r, long epoch, axc_progress *pr, double *sum
         for (int i = 0; i < r->g->ninputs; i++) in[i] = r->files[i].data + (size_t)order[k] * r->files[i].batch_bytes;
         const axrt_optim now = schedule_step(r, &base, step - 1, total);
         const double loss = r->x->step(r->x->state, in);
-        const char *bad = isfinite(loss) ? first_nonfinite_state(r->x, r->g, r->train) : NULL;
-        if (!isfinite(loss)) {
-            axc_fail("step %ld: the loss is %g (the weights were not written)", step, loss);
-            rc = AXC_EINPUT;
-        } else if (bad) {
-            axc_fail("step %ld: the update made parameter '%s' non-finite (the loss was %g; try a smaller --lr); "
-                     "the weights were not written", step, bad, loss);
+        if (!isfinite(loss)) {   /* and a parameter already non-finite, if one is */
+            const char *bad = first_nonfinite_state(r->x, r->g, r->train);
+            axc_fail("step %ld: the loss is %g%s%s%s (the weights were not written)", step, loss,
+                     bad ? "; parameter '" : "", bad ? bad : "", bad ? "' is non-finite after it" : "");
             rc = AXC_EINPUT;
         } else {
             *sum += loss;
             axc_progress_step(pr, step, loss, now.lr);
         }
+    }
+    /* a parameter an update made non-finite makes the next loss non-finite;
+     * the epoch's last update is checked here (once an epoch: the scan
+     * costs about as much as a step of a dense model) */
+    const char *bad = rc ? NULL : first_nonfinite_state(r->x, r->g, r->train);
+    if (bad) {
+        axc_fail("step %ld: the update made parameter '%s' non-finite (try a smaller --lr); the weights were not "
+                 "written", (epoch + 1) * (long)r->batches, bad);
+        rc = AXC_EINPUT;
     }
     free(order);
     free((void *)in);

@@ -92,17 +92,22 @@ static int moment_count(const axrt_optim *h)
 
 /* Where each update runs: after the later of the node completing its
  * source (gradient or new running statistic) and the last node reading the
- * parameter; the source's live_until keeps its buffer that long.  Redone
- * after rematerialisation, whose copies may read a parameter later. */
-static void place_updates(ir_graph *g, cg_train_tensor *ts, int n)
+ * parameter; the source's live_until keeps its buffer that long.  Under
+ * --clip-grad-norm every gradient update waits for the step's last node
+ * (the norm is over all gradients).  Redone after rematerialisation, whose
+ * copies may read a parameter later. */
+static void place_updates(ir_graph *g, cg_train_tensor *ts, int n, bool at_end)
 {
-    int *last = last_reads(g);
+    int *last = last_reads(g), end = 0;
+    for (int id = 0; id < g->nnodes; id++)
+        if (!g->nodes[id].dead) end = id;
     for (int k = 0; k < n; k++) {
         cg_train_tensor *s = &ts[k];
         const int source = s->grad != IR_NONE ? s->grad : s->value;
         if (source == IR_NONE) continue;
         g->nodes[source].live_until = 0;
         s->after = last[s->param] > source ? last[s->param] : source;
+        if (at_end && s->grad != IR_NONE) s->after = end;
         if (s->after > source) g->nodes[source].live_until = s->after;
     }
     free(last);
@@ -133,7 +138,7 @@ static void lay_out_state(const axc_trainer *t, const int *stat_value, ir_graph 
             at += align_up(ir_nbytes(p));
         }
     }
-    place_updates(g, ts, n);
+    place_updates(g, ts, n, train->clip_norm > 0);
     train->tensors = ts;
     train->ntensors = n;
     train->state_bytes = at;
@@ -211,7 +216,7 @@ static void remat_step(ir_graph *g, size_t budget, cg_train *train, ir_graph *mi
         }
         if (train->dropout_counter != IR_NONE) train->dropout_counter = new_id[train->dropout_counter];
         free(new_id);
-        place_updates(g, ts, train->ntensors);
+        place_updates(g, ts, train->ntensors, train->clip_norm > 0);
         pass_memplan_with(g, true);
     }
     pass_remat_set_free(&s);
@@ -278,6 +283,8 @@ static void make_step(const axc_opts *o, const axc_trainer *t, ir_graph *fwd, cg
     train->summary = summary(g->ctx->arena, o, &train->optim);
     train->dropout_counter = dropout_counter(g);
     train->seed = o->seed;
+    train->clip_norm = o->clip_grad_norm > 0 ? o->clip_grad_norm : 0;
+    train->clip_value = o->clip_grad_value > 0 ? o->clip_grad_value : 0;
     lay_out_state(t, stat_value, fwd, train);
     free(stat_value);
 }

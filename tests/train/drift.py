@@ -7,7 +7,8 @@ set's) for 45 steps of batch 32 under Adam and AdamW.  From the same Float32
 start, PyTorch trains in Float64 (the reference trajectory) and in Float32: the
 distance at which PyTorch's own Float32 ends from Float64 is the round-off any
 Float32 implementation carries.  The generated step (axc --train, Float32
-kernels) and `axc train` (the reference interpreter) must each end within 10
+kernels) and `axc train` (the compiled step; with AXC_TRAIN_EXTRA=--interp the
+interpreter) must each end within 10
 times that distance of the Float64 state and of PyTorch's Float32 one.
 
 A coefficient rounded in float (Adam's 1 - 0.999f is 1.3e-5 below 0.001) made
