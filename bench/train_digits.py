@@ -34,6 +34,7 @@ AXC = os.path.join(BUILD, "bin", "axc")
 BATCH, BATCHES = 32, 56
 
 MAIN = r"""
+#define _POSIX_C_SOURCE 200112L
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
