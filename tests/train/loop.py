@@ -201,6 +201,30 @@ def terminal(d, rng):
     base.report("loop: on a terminal one progress line per epoch", ok, repr(text))
 
 
+def compiled_vs_interp(d, rng):
+    """The compiled step and the interpreter train alike within Float32 rounding (the
+    interpreter's optimizer runs in double): Float32 MLP, 3 epochs of --shuffle,
+    onecycle (lr and beta1 set per step) and clip_grad_norm_, and clip_grad_value_
+    under SGD with momentum; every parameter within 1e-5 relative."""
+    torch.set_default_dtype(torch.float32)
+    setup(d, rng, "cross_entropy", "relu", "Float32", 8 * base.BATCH, np.float32)
+    for flags in (["--optimizer=adam", "--lr=0.02", "--lr-schedule=onecycle", "--clip-grad-norm=0.3"],
+                  ["--optimizer=sgd", "--lr=0.1", "--momentum=0.9", "--clip-grad-value=0.05", "--warmup-steps=4"]):
+        common = ["--loss=cross_entropy", "--epochs=3", "--shuffle", "--seed=5", *flags]
+        r1, r2 = axc(d, common, "c.safetensors"), axc(d, common + ["--interp"], "i.safetensors")
+        name = f"loop: compiled step vs --interp within Float32 rounding ({' '.join(flags)})"
+        if r1.returncode or r2.returncode:
+            base.report(name, False, r1.stderr + r2.stderr)
+            continue
+        a, b = safetensors_io.read(f"{d}/c.safetensors"), safetensors_io.read(f"{d}/i.safetensors")
+        init = safetensors_io.read(f"{d}/init.safetensors")
+        errs = {k: base.rel_err(a[k], b[k]) for k in b}
+        moved = max(base.rel_err(b[k], init[k]) for k in b)
+        base.report(name, max(errs.values()) <= 1e-5 and moved > 1e-2, f"{errs}, moved {moved:.3g}")
+        if os.environ.get("TRAIN_LOOP_VERBOSE"):
+            print(f"  largest relative difference {max(errs.values()):.3g}, moved {moved:.3g}")
+
+
 def main():
     if not os.path.exists(base.AXC):
         print(f"SKIP: loop ({base.AXC} not built)")
@@ -208,7 +232,7 @@ def main():
     rng = np.random.default_rng(36)
     torch.manual_seed(36)
     with tempfile.TemporaryDirectory() as d:
-        for part in (drop_last, validation, early_stop, resume, terminal):
+        for part in (drop_last, validation, early_stop, resume, terminal, compiled_vs_interp):
             part(d, rng)
     torch.set_default_dtype(torch.float32)
 
