@@ -48,6 +48,7 @@ typedef struct cg_train {
      * state's header at CG_TRAIN_HEADER_SEED, or IR_NONE without Dropout */
     int dropout_counter;
     uint64_t seed;            /* --seed: Dropout's generator, written by state_init */
+    bool grad_exchange;       /* --grad-exchange: also <name>_train_grads and _train_apply */
     /* --ram (the driver's, for --mem-report): the step's arena before
      * rematerialisation (pack room included), the values recomputed, the
      * step's FLOPs (copies included) and what the copies add */

@@ -89,6 +89,8 @@ static const char usage_text[] =
     "  --warmup-steps N        lr * min(1, (step + 1) / N) from step 0 (not with onecycle)\n"
     "  --clip-grad-norm X      scale the gradients to a global L2 norm of at most X\n"
     "  --clip-grad-value X     clamp every gradient element to [-X, X]\n"
+    "  --grad-exchange         axc --train: also emit the split step (<name>_train_grads, then\n"
+    "                          <name>_train_apply) for data-parallel training (docs/distributed.md)\n"
     "  (--input as for run; the parameters start from --weights or --seed)\n"
     "  (the built code is cached in $AXC_CACHE_DIR, else $XDG_CACHE_HOME/axc or ~/.cache/axc;\n"
     "   AXC_CACHE_DIR=off disables the cache; AXC_CACHE_MAX_MB bounds it, default 1024)\n";
@@ -469,13 +471,14 @@ static int try_flag(const char *a, axc_opts *o)
     else if (!strcmp(a, "--nesterov") && (o->train || o->train_step)) o->nesterov = true;
     else if (!strcmp(a, "--train") && o->train_step) return 1;   /* seen by axc_parse_args */
     else if (!strcmp(a, "--shuffle") && o->train) o->shuffle = true;
+    else if (!strcmp(a, "--grad-exchange") && o->train_step) o->grad_exchange = true;
     else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) o->opt_level = a[2] - '0';
     else return 0;
     return 1;
 }
 
 static const char *const flag_opts[] = {"-MD", "--mem-report", "--print-after-all", "-Werror", "-w",
-                                        "--interp", "--profile", "--require-weights", "--nesterov", "--train", "--shuffle", "-O0",
+                                        "--interp", "--profile", "--require-weights", "--nesterov", "--train", "--shuffle", "--grad-exchange", "-O0",
                                         "-O1", "-O2", "-O3", "--help", "--version"};
 
 #define COUNT(a) (sizeof (a) / sizeof (a)[0])

@@ -278,6 +278,7 @@ static void make_step(const axc_opts *o, const axc_trainer *t, ir_graph *fwd, cg
     train->summary = summary(g->ctx->arena, o, &train->optim);
     train->dropout_counter = dropout_counter(g);
     train->seed = o->seed;
+    train->grad_exchange = o->grad_exchange;
     lay_out_state(t, stat_value, fwd, train);
     free(stat_value);
 }
