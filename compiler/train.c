@@ -34,6 +34,7 @@
 
 #include "driver.h"
 #include "ir_interp.h"
+#include "train_dist.h"
 
 const char *const axc_optimizer_names[AXC_OPT_COUNT] = {"sgd", "adam", "adamw", "lion"};
 
@@ -127,9 +128,15 @@ int axc_train_batches(const tf_tensor *t, const ir_node *n, const char *what, co
 
 typedef axc_batch_file batch_file;
 
-/* Reads path as batches of node n (dims after 0 equal, dim 0 a multiple). */
+/* Under mpirun: this process's part in data-parallel training, else NULL
+ * (train_dist.c). */
+static axc_dist *dist;
+
+/* Reads path as batches of node n (dims after 0 equal, dim 0 a multiple);
+ * under mpirun only this rank's shard. */
 static int load_batches(ax_ctx *ctx, const ir_node *n, const char *what, const char *path, batch_file *f)
 {
+    if (dist) return axc_dist_load_batches(dist, n, what, path, f);
     tf_tensor t;
     int rc = axc_read_npy_file(ctx, what, path, &t);
     return rc ? rc : axc_train_batches(&t, n, what, path, f);
@@ -383,6 +390,7 @@ static int run_steps(const axc_opts *o, trainer *t, batch_file *files, int64_t b
         if (ir_interp_run(g, in, out)) ax_die("axc train: the interpreter failed at step %ld", step);
         double loss;
         tf_convert(&loss, AXRT_F64, out[t->loss], g->nodes[g->outputs[t->loss]].dtype, 1);
+        if (dist && (rc = axc_dist_reduce(dist, t, out, &loss, step))) break;   /* the mean over the ranks */
         const char *bad = first_nonfinite(t, out);
         if (!isfinite(loss) || bad) {
             axc_fail("step %ld: the loss is %g; the first non-finite gradient is %s%s%s (the weights were not written)",
@@ -459,13 +467,16 @@ int axc_train(ax_ctx *ctx, const axc_opts *o)
     }
     if (!rc && (o->ram_budget || o->mem_report)) rc = axc_train_fit_ram(o, &t);
     int64_t batches = 0;
+    if (!rc) rc = axc_dist_open(&dist);
     if (!rc) {
         files = calloc((size_t)t.g->ninputs, sizeof *files);
         if (!files) ax_out_of_memory(0);
-        rc = load_files(ctx, o, &t, files, &batches);
+        rc = axc_dist_agree(dist, load_files(ctx, o, &t, files, &batches));
     }
     if (!rc) rc = run_steps(o, &t, files, batches);
-    if (!rc) rc = axc_save_weights(o, t.g);
+    if (!rc && axc_dist_rank(dist) == 0) rc = axc_save_weights(o, t.g);
+    axc_dist_close(dist);
+    dist = NULL;
     for (int i = 0; files && i < t.g->ninputs; i++) free(files[i].data);
     free(files);
     axc_free_trainer(&t);
