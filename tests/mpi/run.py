@@ -11,6 +11,9 @@ oracle).  faults: a rank killed mid-run makes mpirun exit non-zero within a
 bounded time, and the weights file there before is left as it was; a sample
 count not a multiple of N x B, or fewer samples than one global step, is
 refused before any step; a missing libaxrt_mpi is said clearly.
+exchange N=2,3: the split step driven by libaxrt_mpi (tests/mpi/exchange_main.c)
+with 128-byte buckets, exchanged during the backward pass and after it,
+equals one process's <name>_train_step on the global batch (1e-6).
 
 seam: `axc --train --grad-exchange` emits <name>_train_grads and
 <name>_train_apply; tests/mpi/seam_main.c checks that grads then apply equals
@@ -299,6 +302,54 @@ def fault_cases(tmp, init):
            "mpi fault: under mpirun without libaxrt_mpi: a clear error", r.stderr)
 
 
+def exchange_program(d, batch):
+    """tests/mpi/exchange_main.c built for the model declared with `batch`."""
+    sub = os.path.join(d, f"b{batch}")
+    os.makedirs(sub)
+    model = write_model(sub, batch)
+    r = run([AXC, "--train", model, "--grad-exchange", "--seed=2", *TRAIN_FLAGS, "-o", os.path.join(sub, "m.c")])
+    if r.returncode:
+        return None, r.stderr
+    with open(os.path.join(sub, "exchange_data.h"), "w") as f:
+        f.write('#include "m.h"\n#define PREFIX(n) m_##n\n#define STATE_BYTES M_STATE_BYTES\n'
+                "#define GRAD_BYTES M_GRAD_BYTES\n#define STATE_TENSORS M_STATE_TENSORS\n"
+                f"#define BATCH {batch}\n#define SAMPLE {IN}\n#define CLASSES {OUT}\n")
+    exe = os.path.join(sub, "exchange")
+    lib = os.path.join(BUILD, "lib")
+    r = run(["mpicc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-I", sub, "-I", os.path.join(BUILD, "include"),
+             os.path.join(HERE, "exchange_main.c"), os.path.join(sub, "m.c"), "-L" + lib, "-Wl,-rpath," + lib,
+             "-laxrt_mpi", os.path.join(lib, "libaxrt.a"), "-lm", "-lpthread", "-o", exe])
+    return (exe, "") if r.returncode == 0 else (None, r.stderr)
+
+
+def state_values(text):
+    import numpy as np
+    return np.array([float(line.split()[1]) for line in text.splitlines()[1:]])
+
+
+def exchange_cases(tmp):
+    import numpy as np
+    d = os.path.join(tmp, "exchange")
+    os.makedirs(d)
+    for n in (2, 3):
+        ref_exe, err = exchange_program(d, n * B)
+        exe, err2 = exchange_program(d, B) if n == 2 else (exe, "")
+        if not ref_exe or not exe:
+            return report(False, "mpi exchange: the split step builds against libaxrt_mpi", err + err2)
+        ref = subprocess.run([ref_exe, str(STEPS), "whole", "0", "1"], capture_output=True, text=True, env=MPI_ENV)
+        want = state_values(ref.stdout)
+        for mode in ("buckets", "blocking"):
+            r = subprocess.run(["mpirun", "--oversubscribe", "-np", str(n), exe, str(STEPS), mode, "128", "1"],
+                               capture_output=True, text=True, env=MPI_ENV, timeout=120)
+            got = state_values(r.stdout) if r.returncode == 0 else np.zeros(0)
+            ok = r.returncode == 0 and got.shape == want.shape and want.size > 0
+            worst = float(np.abs(got - want).max() / np.abs(want).max()) if ok else float("inf")
+            if ok:
+                print(f"  exchange N={n} {mode}: {r.stdout.splitlines()[0]}; worst relative difference {worst:.3g}")
+            report(ok and worst <= 1e-6, f"mpi exchange N={n} {mode}: libaxrt_mpi's buckets == one process on the "
+                   "global batch (1e-6)", r.stdout[:2000] + r.stderr)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="axc-mpi-")
     try:
@@ -312,6 +363,7 @@ def main():
             return
         init = write_init(tmp)
         train_cases(tmp, init)
+        exchange_cases(tmp)
         fault_cases(tmp, init)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
