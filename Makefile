@@ -255,6 +255,13 @@ bench-train:
 	@$(MAKE) --no-print-directory install PREFIX=$(BENCH_STAGE) >/dev/null
 	@$(PYTHON) bench/train.py --stage $(BENCH_STAGE) --cc "$(CC)" $(BENCH_FLAGS)
 
+# Data-parallel training steps per second, 1 and 2 ranks on one machine,
+# MLP and CNN, with the scaling ratio and the share of the exchange the
+# buckets hide (bench/ddp.py; docs/distributed.md).  BENCH_FLAGS: e.g. `--steps 500`.
+.PHONY: bench-ddp
+bench-ddp: all
+	@$(PYTHON) bench/ddp.py --build $(B) $(BENCH_FLAGS)
+
 # The GPU proof (tests/cuda/gpu_check.sh): every example and op-corpus model
 # on the device against the C target (Float32, Float16, BFloat16, the BF16
 # mma path), the kernel cache, a forward that allocates nothing, the GPU
