@@ -16,7 +16,10 @@ static int failed(int code, const char *what)
     char text[MPI_MAX_ERROR_STRING] = "";
     int len = 0;
     if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "MPI error %d", code);
-    snprintf(last_error, sizeof last_error, "%s failed: %s (did another rank die?)", what, text);
+    int rank = -1, up = 0;
+    MPI_Initialized(&up);
+    if (up) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    snprintf(last_error, sizeof last_error, "rank %d: %s failed: %s (did another rank die?)", rank, what, text);
     return -1;
 }
 
