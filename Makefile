@@ -70,8 +70,20 @@ LIBAXRT := $(B)/lib/libaxrt.a
 # the freestanding core; it opens the driver and NVRTC/hiprtc with dlopen.
 LIBAXRT_GPU := $(B)/lib/libaxrt_gpu.a
 
+# The runtime's optional MPI part (docs/distributed.md): libaxrt_mpi.so, built
+# when mpicc and mpi.h are found (Debian: libopenmpi-dev); `axc train` opens it
+# with dlopen under mpirun, so axc itself does not link MPI.
+MPICC    ?= mpicc
+HAVE_MPI := $(shell printf '\043include <mpi.h>\nint main(void){return 0;}\n' | $(MPICC) -x c -E - >/dev/null 2>&1 && echo yes)
+ifeq ($(HAVE_MPI),yes)
+LIBAXRT_MPI := $(B)/lib/libaxrt_mpi.so $(B)/include/axrt_mpi.h
+else
+$(info axc: mpicc/mpi.h not found: libaxrt_mpi (mpirun -np N axc train) left out; install libopenmpi-dev for it)
+LIBAXRT_MPI :=
+endif
+
 .PHONY: all deps demo test test-unit install firmware size mem-report clean layers
-all: $(AXC) $(LIBAXRT) $(B)/include/axrt.h $(LIBAXRT_GPU) $(B)/include/axrt_gpu.h
+all: $(AXC) $(LIBAXRT) $(B)/include/axrt.h $(LIBAXRT_GPU) $(B)/include/axrt_gpu.h $(LIBAXRT_MPI)
 
 # Fails when an #include points upward between the compiler's layers
 # (scripts/layers.sh has the table); part of make test.
@@ -145,6 +157,14 @@ $(B)/include/axrt_gpu.h: runtime/gpu/axrt_gpu.h
 	@mkdir -p $(dir $@)
 	cp $< $@
 
+$(B)/lib/libaxrt_mpi.so: runtime/mpi/axrt_mpi.c runtime/mpi/axrt_mpi.h runtime/axrt.h
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS_RT) -Werror -Iruntime/mpi -shared -o $@ $<
+
+$(B)/include/axrt_mpi.h: runtime/mpi/axrt_mpi.h
+	@mkdir -p $(dir $@)
+	cp $< $@
+
 $(LIBAXRT): $(RT_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -181,6 +201,12 @@ install: all
 	install -m 644 $(FW_SHARE) $(PREFIX)/share/axc/examples/firmware/
 	install -m 644 examples/mlp.ax $(PREFIX)/share/axc/examples/mlp.ax
 	sed -e 's|@PREFIX@|$(abspath $(PREFIX))|g' runtime/axrt.pc.in > $(PREFIX)/lib/pkgconfig/axrt.pc
+ifeq ($(HAVE_MPI),yes)
+	install -m 644 runtime/mpi/axrt_mpi.h $(PREFIX)/include/axrt_mpi.h
+	install -m 755 $(B)/lib/libaxrt_mpi.so $(PREFIX)/lib/libaxrt_mpi.so
+	sed -e 's|@PREFIX@|$(abspath $(PREFIX))|g' -e 's|@MPI_CFLAGS@|$(shell $(MPICC) --showme:compile 2>/dev/null)|' \
+	    -e 's|@MPI_LIBS@|$(shell $(MPICC) --showme:link 2>/dev/null)|' runtime/mpi/axrt_mpi.pc.in > $(PREFIX)/lib/pkgconfig/axrt_mpi.pc
+endif
 
 # The Cortex-M4 example (examples/firmware), built against a staged install in
 # $(B)/stage: `make firmware` runs it under QEMU, `make size` prints its sizes.
@@ -228,6 +254,13 @@ bench-kernels: $(B)/lib/libaxrt.a
 bench-train:
 	@$(MAKE) --no-print-directory install PREFIX=$(BENCH_STAGE) >/dev/null
 	@$(PYTHON) bench/train.py --stage $(BENCH_STAGE) --cc "$(CC)" $(BENCH_FLAGS)
+
+# Data-parallel training steps per second, 1 and 2 ranks on one machine,
+# MLP and CNN, with the scaling ratio and the share of the exchange the
+# buckets hide (bench/ddp.py; docs/distributed.md).  BENCH_FLAGS: e.g. `--steps 500`.
+.PHONY: bench-ddp
+bench-ddp: all
+	@$(PYTHON) bench/ddp.py --build $(B) $(BENCH_FLAGS)
 
 # The GPU proof (tests/cuda/gpu_check.sh): every example and op-corpus model
 # on the device against the C target (Float32, Float16, BFloat16, the BF16

@@ -52,6 +52,7 @@ typedef struct cg_train {
      * gradient scaled by clip_grad_norm_'s factor (the updates then run
      * after the step's last node) or clamped, before its update */
     double clip_norm, clip_value;
+    bool grad_exchange;       /* --grad-exchange: also <name>_train_grads and _train_apply */
     /* --ram (the driver's, for --mem-report): the step's arena before
      * rematerialisation (pack room included), the values recomputed, the
      * step's FLOPs (copies included) and what the copies add */

@@ -12,6 +12,13 @@
  *                                  range)
  *   <name>_forward_state(state, inputs..., outputs..., arena)
  *                                  inference with the state's parameters
+ *   <name>_train_grads(state, inputs..., target, grads, ready, user, arena)
+ *   <name>_train_apply(state, grads)
+ *                                  with --grad-exchange only: the step split
+ *                                  at its gradient-exchange seam (the
+ *                                  gradients handed to the caller as they
+ *                                  complete, then the update from the
+ *                                  caller's; docs/distributed.md)
  *   <name>_state_tensors[], <name>_state_offsets[]
  *                                  each state tensor (PyTorch name, dtype,
  *                                  shape) and its byte offset in the state
@@ -39,6 +46,12 @@ typedef struct train_emit {
     char upper[256];
     cg_c_body step_body, fwd_body;
     ir_use step_use;   /* who reads each node of the step (update_fuses) */
+    /* --grad-exchange: the split step's body (gradients handed out, no
+     * update) and each state tensor's byte offset in the gradient buffer
+     * (-1: no gradient), laid out in the order the gradients complete */
+    cg_c_body grads_body;
+    int64_t *grad_offset;
+    size_t grad_bytes;
 } train_emit;
 
 static const char *ctype_of(axrt_dtype d) { return ir_dtypes[d].c_type; }
@@ -89,6 +102,8 @@ static bool update_fuses(const cg_c_body *b, const cg_train_tensor *s)
 static bool fused_node(const cg_c_body *b, int id)
 {
     const train_emit *te = b->user;
+    if (b == &te->grads_body)
+        return false;
     for (int k = 0; k < te->t->ntensors; k++)
         if (te->t->tensors[k].grad == id && update_fuses(b, &te->t->tensors[k]))
             return true;
@@ -378,6 +393,132 @@ static void emit_train_step(const train_emit *te, ax_buf *c)
     ax_buf_printf(c, "    ((int64_t *)state)[%d] = step;\n    return %s[0];\n}\n", CG_TRAIN_HEADER_STEPS, loss);
 }
 
+/* ---- the gradient-exchange seam (--grad-exchange; docs/distributed.md) ---- */
+
+/* Each gradient's place in the caller's gradient buffer: packed in the
+ * order the step completes them (its `after` node, then tensor order), so
+ * that a prefix of the buffer is complete at every hand-off and a caller can
+ * exchange it bucket by bucket while the backward pass goes on. */
+static void layout_gradients(train_emit *te)
+{
+    const int n = te->t->ntensors;
+    te->grad_offset = ax_alloc(te->step->ctx->arena, sizeof *te->grad_offset * ((size_t)n + 1));
+    for (int k = 0; k < n; k++)
+        te->grad_offset[k] = -1;
+    te->grad_bytes = 0;
+    for (int id = 0; id < te->step->nnodes; id++)
+        for (int k = 0; k < n; k++) {
+            const cg_train_tensor *s = &te->t->tensors[k];
+            if (s->after != id || s->grad == IR_NONE || s->value != IR_NONE)
+                continue;
+            te->grad_offset[k] = (int64_t)te->grad_bytes;
+            te->grad_bytes += ir_nbytes(&te->step->nodes[s->param]);
+        }
+}
+
+/* After node id of the split step: each gradient completed there is copied
+ * to its place in `grads` and announced through ready(); a running
+ * statistic is written back as in the whole step. */
+static void emit_grad_handoffs(const cg_c_body *b, int id, ax_buf *out)
+{
+    const train_emit *te = b->user;
+    ax_arena *a = b->g->ctx->arena;
+    for (int k = 0; k < te->t->ntensors; k++) {
+        const cg_train_tensor *s = &te->t->tensors[k];
+        if (s->after != id)
+            continue;
+        const ir_node *p = &b->g->nodes[s->param];
+        if (s->value != IR_NONE) {
+            ax_buf_printf(out, "    /* running statistic '%s' */\n    memcpy(%s, %s, %zu);\n",
+                          c_string_text(a, p->name), state_ref(a, p->dtype, s->offset), cg_c_storage(b, s->value),
+                          ir_nbytes(p));
+            continue;
+        }
+        if (te->grad_offset[k] < 0)
+            continue;
+        ax_buf_printf(out, "    /* gradient of '%s' */\n    memcpy((unsigned char *)grads + %lld, %s, %zu);\n"
+                           "    if (ready != NULL)\n        ready(user, %lld, %zu);\n",
+                      c_string_text(a, p->name), (long long)te->grad_offset[k], cg_c_storage(b, s->grad), ir_nbytes(p),
+                      (long long)te->grad_offset[k], ir_nbytes(p));
+    }
+}
+
+static void put_grads_signature(const train_emit *te, ax_buf *out)
+{
+    ax_buf_printf(out, "%s %s_train_grads(void *state, ", ctype_of(te->step->dtype), te->name);
+    put_arguments(out, te->step, &te->grads_body, false);
+    ax_buf_puts(out, "void *grads, void (*ready)(void *user, size_t offset, size_t bytes), void *user, void *arena)");
+}
+
+static void put_apply_signature(const train_emit *te, ax_buf *out)
+{
+    ax_buf_printf(out, "void %s_train_apply(void *state, const void *grads)", te->name);
+}
+
+static void emit_split_header(const train_emit *te, ax_buf *h)
+{
+    ax_buf_printf(h,
+                  "\n/* the gradient-exchange seam (axc --train --grad-exchange; docs/distributed.md):\n"
+                  "   %s_train_grads: forward, loss and backward on one batch, no update; each\n"
+                  "   parameter's gradient is copied into grads (%s_GRAD_BYTES, caller-owned, packed in\n"
+                  "   the order the backward pass completes them, so [0, offset + bytes) is complete at\n"
+                  "   each call) and then ready(user, offset, bytes) is called (ready may be NULL);\n"
+                  "   returns the batch's loss.  %s_train_apply: the optimizer's update of every\n"
+                  "   parameter from grads (e.g. the mean of every process's) and the step count.\n"
+                  "   grads then apply equals %s_train_step.  %s_grad_offsets[k]: state tensor k's\n"
+                  "   byte offset in grads, -1 for a running statistic. */\n",
+                  te->name, te->upper, te->name, te->name, te->name);
+    ax_buf_printf(h, "#define %s_GRAD_BYTES ((size_t)%zu)\n", te->upper, te->grad_bytes ? te->grad_bytes : 1);
+    put_grads_signature(te, h);
+    ax_buf_puts(h, ";\n");
+    put_apply_signature(te, h);
+    ax_buf_printf(h, ";\nextern const int64_t %s_grad_offsets[%d];\n", te->name, te->t->ntensors);
+}
+
+static void emit_train_grads(const train_emit *te, ax_buf *c)
+{
+    const char *loss = te->grads_body.output_names[0];
+    ax_buf_printf(c, "\nconst int64_t %s_grad_offsets[%d] = {", te->name, te->t->ntensors);
+    for (int k = 0; k < te->t->ntensors; k++)
+        ax_buf_printf(c, "%s%lld", k ? ", " : "", (long long)te->grad_offset[k]);
+    ax_buf_puts(c, "};\n\n");
+    put_grads_signature(te, c);
+    ax_buf_printf(c, "\n{\n    %s %s[1];\n    const int64_t step = ((const int64_t *)state)[%d] + 1;\n"
+                     "    if (arena == NULL)\n        arena = %s_train_arena;\n",
+                  ctype_of(te->step->dtype), loss, CG_TRAIN_HEADER_STEPS, te->name);
+    emit_index_checks(te, c);
+    if (te->t->dropout_counter != IR_NONE)
+        ax_buf_printf(c, "    ((int64_t *)state)[%d] = step;   /* Dropout's counter: seed, step */\n",
+                      CG_TRAIN_HEADER_STEP);
+    else
+        ax_buf_puts(c, "    (void)step;\n");
+    emit_voids(c, &te->grads_body, te->step->ninputs);
+    ax_buf_puts(c, "    (void)grads;\n    (void)ready;\n    (void)user;\n");
+    cg_c_emit_body(&te->grads_body, c);
+    ax_buf_printf(c, "    return %s[0];\n}\n", loss);
+}
+
+static void emit_train_apply(const train_emit *te, ax_buf *c)
+{
+    ax_arena *a = te->step->ctx->arena;
+    ax_buf_puts(c, "\n");
+    put_apply_signature(te, c);
+    ax_buf_printf(c, "\n{\n    const int64_t step = ((const int64_t *)state)[%d] + 1;\n    (void)grads;\n",
+                  CG_TRAIN_HEADER_STEPS);
+    for (int k = 0; k < te->t->ntensors; k++) {
+        const cg_train_tensor *s = &te->t->tensors[k];
+        if (te->grad_offset[k] < 0)
+            continue;
+        const ir_node *p = &te->step->nodes[s->param];
+        ax_buf_printf(c, "    axrt_optim_step_%s(&%s_optim, %s, (const %s *)(const void *)((const unsigned char *)grads + %lld), "
+                         "%s, %s, %lld, step);\n",
+                      kernel_sfx(p->dtype), te->name, state_ref(a, p->dtype, s->offset), ctype_of(p->dtype),
+                      (long long)te->grad_offset[k], state_ref(a, p->dtype, s->moments[0]),
+                      state_ref(a, p->dtype, s->moments[1]), (long long)ir_numel(p));
+    }
+    ax_buf_printf(c, "    ((int64_t *)state)[%d] = step;\n}\n", CG_TRAIN_HEADER_STEPS);
+}
+
 static void emit_forward_state(const train_emit *te, ax_buf *c)
 {
     emit_static_arena(c, ax_sprintf(te->step->ctx->arena, "%s_forward_arena", te->name), te->fwd->arena_bytes);
@@ -418,7 +559,7 @@ static void init_body(train_emit *te, cg_c_body *b, ir_graph *g, bool forward)
     b->state_const = forward;
     b->fail_return = forward ? "status" : "NAN";
     b->pack_offset = forward ? te->t->fwd_pack_offset : te->t->step_pack_offset;
-    b->after_node = forward ? NULL : emit_updates;
+    b->after_node = forward ? NULL : b == &te->grads_body ? emit_grad_handoffs : emit_updates;
     b->fused_node = forward ? NULL : fused_node;
     b->blas = te->req->blas;
     b->user = te;
@@ -426,7 +567,7 @@ static void init_body(train_emit *te, cg_c_body *b, ir_graph *g, bool forward)
 
 int cg_c_train_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
 {
-    train_emit te = {req, req->train, req->models[0], req->train->forward, req->models[0]->name, {0}, {0}, {0}, {0}};
+    train_emit te = {req, req->train, req->models[0], req->train->forward, req->models[0]->name, {0}, {0}, {0}, {0}, {0}, NULL, 0};
     int errors = cg_c_check(te.step) + cg_c_check(te.fwd);
     if (errors)
         return errors;
@@ -435,11 +576,17 @@ int cg_c_train_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
         te.upper[len++] = (char)toupper((unsigned char)*c);
     init_body(&te, &te.step_body, te.step, false);
     init_body(&te, &te.fwd_body, te.fwd, true);
+    if (req->train->grad_exchange) {
+        init_body(&te, &te.grads_body, te.step, false);
+        layout_gradients(&te);
+    }
     ir_use_compute(te.step, &te.step_use);
     ax_buf_printf(h_out, "/* Generated by axc from %s -- do not edit. */\n#ifndef AXC_TRAIN_%s_H\n#define AXC_TRAIN_%s_H\n\n"
                          "#include \"axrt.h\"\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n",
                   c_string_text(te.step->ctx->arena, req->source_name), te.upper, te.upper);
     emit_header(&te, h_out);
+    if (req->train->grad_exchange)
+        emit_split_header(&te, h_out);
     ax_buf_puts(h_out, "\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
     cg_c_emit_preamble(req, c_out);
     if (req->blas)
@@ -452,6 +599,10 @@ int cg_c_train_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
     emit_setters(&te, c_out);
     emit_state_init(&te, c_out);
     emit_train_step(&te, c_out);
+    if (req->train->grad_exchange) {
+        emit_train_grads(&te, c_out);
+        emit_train_apply(&te, c_out);
+    }
     emit_forward_state(&te, c_out);
     ir_use_free(&te.step_use);
     return 0;

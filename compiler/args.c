@@ -95,6 +95,8 @@ static const char usage_text[] =
     "  --early-stop N          stop after N epochs without a better validation loss\n"
     "  --checkpoint FILE, --checkpoint-every K  the whole training state every K epochs\n"
     "  --resume FILE           continue from a checkpoint, bit for bit\n"
+    "  --grad-exchange         axc --train: also emit the split step (<name>_train_grads, then\n"
+    "                          <name>_train_apply) for data-parallel training (docs/distributed.md)\n"
     "  (--input as for run; the parameters start from --weights or --seed)\n"
     "  (the built code is cached in $AXC_CACHE_DIR, else $XDG_CACHE_HOME/axc or ~/.cache/axc;\n"
     "   AXC_CACHE_DIR=off disables the cache; AXC_CACHE_MAX_MB bounds it, default 1024)\n";
@@ -486,13 +488,14 @@ static int try_flag(const char *a, axc_opts *o)
     else if (!strcmp(a, "--nesterov") && (o->train || o->train_step)) o->nesterov = true;
     else if (!strcmp(a, "--train") && o->train_step) return 1;   /* seen by axc_parse_args */
     else if (!strcmp(a, "--shuffle") && o->train) o->shuffle = true;
+    else if (!strcmp(a, "--grad-exchange") && o->train_step) o->grad_exchange = true;
     else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) o->opt_level = a[2] - '0';
     else return 0;
     return 1;
 }
 
 static const char *const flag_opts[] = {"-MD", "--mem-report", "--print-after-all", "-Werror", "-w",
-                                        "--interp", "--profile", "--require-weights", "--nesterov", "--train", "--shuffle", "--drop-last", "-O0",
+                                        "--interp", "--profile", "--require-weights", "--nesterov", "--train", "--shuffle", "--drop-last", "--grad-exchange", "-O0",
                                         "-O1", "-O2", "-O3", "--help", "--version"};
 
 #define COUNT(a) (sizeof (a) / sizeof (a)[0])

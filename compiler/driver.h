@@ -78,6 +78,7 @@ typedef struct axc_opts {
     double lr, momentum, weight_decay, beta1, beta2, eps;
     bool nesterov;
     bool shuffle;                /* --shuffle: batches in an order drawn from --seed per epoch */
+    bool grad_exchange;          /* axc --train --grad-exchange: also the split step (docs/distributed.md) */
     long epochs;
     /* axc train's loop (docs/training.md#schedules-and-clipping); 0 / NaN: not given */
     int lr_schedule;             /* axc_lr_schedule */

@@ -34,6 +34,7 @@
 
 #include "driver.h"
 #include "ir_interp.h"
+#include "train_dist.h"
 
 const char *const axc_optimizer_names[AXC_OPT_COUNT] = {"sgd", "adam", "adamw", "lion"};
 
@@ -127,12 +128,17 @@ int axc_train_batches(const tf_tensor *t, const ir_node *n, const char *what, co
 
 typedef axc_batch_file batch_file;
 
+/* Under mpirun: this process's part in data-parallel training, else NULL
+ * (train_dist.c). */
+static axc_dist *dist;
+
 /* Reads path as batches of node n (dims after 0 equal, dim 0 a multiple,
  * or with --drop-last the samples past the last whole batch left out, as
- * DataLoader(drop_last=True) does). */
+ * DataLoader(drop_last=True) does); under mpirun only this rank's shard. */
 static int load_batches(ax_ctx *ctx, const axc_opts *o, const ir_node *n, const char *what, const char *path,
                         batch_file *f)
 {
+    if (dist) return axc_dist_load_batches(dist, n, what, path, f);
     tf_tensor t;
     int rc = axc_read_npy_file(ctx, what, path, &t);
     if (rc) return rc;
@@ -456,6 +462,7 @@ static int run_steps(const axc_opts *o, trainer *t, batch_file *files, int64_t b
         if (ir_interp_run(g, in, out)) ax_die("axc train: the interpreter failed at step %ld", step);
         double loss;
         tf_convert(&loss, AXRT_F64, out[t->loss], g->nodes[g->outputs[t->loss]].dtype, 1);
+        if (dist && (rc = axc_dist_reduce(dist, t, out, &loss, step))) break;   /* the mean over the ranks */
         const char *bad = first_nonfinite(t, out);
         if (!isfinite(loss) || bad) {
             axc_fail("step %ld: the loss is %g; the first non-finite gradient is %s%s%s (the weights were not written)",
@@ -524,10 +531,12 @@ int axc_train(ax_ctx *ctx, const axc_opts *o)
     axc_output outs[2] = {{"--save-weights", o->save_weights}, {"--checkpoint", o->checkpoint}};
     int rc = axc_check_outputs(o, outs, o->checkpoint ? 2 : 1);
     if (rc) return rc;
-    if (!o->interp && (rc = axc_train_compiled(ctx, o)) != AXC_TRAIN_FALLBACK) return rc;
+    /* under mpirun the interpreter's loop exchanges the gradients (train_dist.c) */
+    const char *launcher = axc_dist_launcher();
+    if (!o->interp && !launcher && (rc = axc_train_compiled(ctx, o)) != AXC_TRAIN_FALLBACK) return rc;
     const char *why = interp_refusal(o);
     if (why) {
-        axc_fail("%s runs on the compiled step only, not on the interpreter", why);
+        axc_fail("%s runs on the compiled step only, not on the interpreter%s", why, launcher ? " (which data-parallel training under mpirun uses)" : "");
         return AXC_EUSAGE;
     }
     rc = axc_build_models(ctx, o, models, &n);
@@ -543,13 +552,16 @@ int axc_train(ax_ctx *ctx, const axc_opts *o)
     }
     if (!rc && (o->ram_budget || o->mem_report)) rc = axc_train_fit_ram(o, &t);
     int64_t batches = 0;
+    if (!rc) rc = axc_dist_open(&dist);
     if (!rc) {
         files = calloc((size_t)t.g->ninputs, sizeof *files);
         if (!files) ax_out_of_memory(0);
-        rc = axc_train_load_files(ctx, o, &t, t.g->nodes[t.g->outputs[0]].shape[1], files, &batches);
+        rc = axc_dist_agree(dist, axc_train_load_files(ctx, o, &t, t.g->nodes[t.g->outputs[0]].shape[1], files, &batches));
     }
     if (!rc) rc = run_steps(o, &t, files, batches);
-    if (!rc) rc = axc_save_weights(o, t.g);
+    if (!rc && axc_dist_rank(dist) == 0) rc = axc_save_weights(o, t.g);
+    axc_dist_close(dist);
+    dist = NULL;
     for (int i = 0; files && i < t.g->ninputs; i++) free(files[i].data);
     free(files);
     axc_free_trainer(&t);

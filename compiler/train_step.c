@@ -285,6 +285,7 @@ static void make_step(const axc_opts *o, const axc_trainer *t, ir_graph *fwd, cg
     train->seed = o->seed;
     train->clip_norm = o->clip_grad_norm > 0 ? o->clip_grad_norm : 0;
     train->clip_value = o->clip_grad_value > 0 ? o->clip_grad_value : 0;
+    train->grad_exchange = o->grad_exchange;
     lay_out_state(t, stat_value, fwd, train);
     free(stat_value);
 }

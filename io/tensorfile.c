@@ -731,7 +731,8 @@ static int npy_prefix(const uint8_t *buf, size_t len, size_t *header_start, size
     return 0;
 }
 
-int tf_npy_parse(const uint8_t *buf, size_t len, tf_tensor *out, char *err, size_t errlen)
+int tf_npy_parse_header(const uint8_t *buf, size_t len, size_t file_size, tf_tensor *out, size_t *data_offset,
+                        char *err, size_t errlen)
 {
     size_t header_start = 0, data_start = 0;
     if (npy_prefix(buf, len, &header_start, &data_start, err, errlen))
@@ -746,12 +747,22 @@ int tf_npy_parse(const uint8_t *buf, size_t len, tf_tensor *out, char *err, size
     if (!checked_nbytes(t.shape, t.rank, DTYPES[t.dtype].size, &need))
         return fail(err, errlen, "%s %s is too large (size overflows)", DTYPES[t.dtype].npy,
                     shape_text(t.shape, t.rank, st));
-    if (len - data_start != need)
-        return fail(err, errlen, "data holds %zu bytes but %s %s needs %zu", len - data_start,
-                    DTYPES[t.dtype].npy, shape_text(t.shape, t.rank, st), need);
-    t.data = buf + data_start;
+    if (file_size < data_start || file_size - data_start != need)
+        return fail(err, errlen, "data holds %zu bytes but %s %s needs %zu",
+                    file_size < data_start ? 0 : file_size - data_start, DTYPES[t.dtype].npy,
+                    shape_text(t.shape, t.rank, st), need);
     t.nbytes = need;
     *out = t;
+    *data_offset = data_start;
+    return 0;
+}
+
+int tf_npy_parse(const uint8_t *buf, size_t len, tf_tensor *out, char *err, size_t errlen)
+{
+    size_t data_start = 0;
+    if (tf_npy_parse_header(buf, len, len, out, &data_start, err, errlen))
+        return -1;
+    out->data = buf + data_start;
     return 0;
 }
 

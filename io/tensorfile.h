@@ -43,6 +43,12 @@ void tf_safetensors_write(ax_buf *out, const tf_tensor *t, int n);
 
 /* Parses a .npy file; on success 0 and *out (data points into buf). */
 int tf_npy_parse(const uint8_t *buf, size_t len, tf_tensor *out, char *err, size_t errlen);
+/* The header alone: buf holds the file's first len bytes (the whole header),
+ * file_size is the file's; *out gets dtype and shape (data NULL) and
+ * *data_offset where the data starts, checked to fill the rest of the file
+ * exactly.  For readers of part of the data (axc train's shards). */
+int tf_npy_parse_header(const uint8_t *buf, size_t len, size_t file_size, tf_tensor *out, size_t *data_offset,
+                        char *err, size_t errlen);
 /* Appends a version 1.0 .npy file (C order, little-endian) to out. */
 void tf_npy_write(ax_buf *out, const tf_tensor *t);
 

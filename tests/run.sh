@@ -2,7 +2,7 @@
 # Runs the test suites, in parallel, and ends with the one summary line CI reads:
 #   N passed, N failed, N skipped
 # Usage: tests/run.sh BUILD_DIR [SUITE...]
-#   suites: layers unit cli ir torch ops half compile firmware install errors profile bench llvm onnx train cuda quant
+#   suites: layers unit cli ir torch ops half compile firmware install errors profile bench llvm onnx train mpi cuda quant
 # Suites (and each unit binary) run as background jobs, AXC_TEST_JOBS at once
 # (default: the number of cores), each into its own log; the logs are printed
 # in suite order as soon as every earlier one is done.  firmware and install
@@ -19,7 +19,7 @@ B=$(cd "$root" && cd "$B" && pwd)
 export AXC="$B/bin/axc" AXC_BUILD="$B" AXC_ROOT="$root"
 export PYTHON=${PYTHON:-/usr/bin/python3}
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(layers unit cli ir torch ops half compile firmware install errors profile bench llvm onnx train cuda quant)
+[ ${#suites[@]} -gt 0 ] || suites=(layers unit cli ir torch ops half compile firmware install errors profile bench llvm onnx train mpi cuda quant)
 max_jobs=${AXC_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 run_start=$SECONDS
@@ -61,6 +61,7 @@ run_job() {
                # the PyTorch oracles again on the interpreter (axc train runs the compiled step by default)
                AXC_TRAIN_EXTRA=--interp "$PYTHON" "$here/train/run.py" oracle models shuffle
                AXC_TRAIN_EXTRA=--interp "$PYTHON" "$here/train/schedule.py" ;;
+        mpi) "$PYTHON" "$here/mpi/run.py" ;;
         *) echo "FAIL: unknown suite $1" ;;
     esac 2>&1
 }
