@@ -372,7 +372,9 @@ static double seconds(void)
 
 void axc_progress_start(axc_progress *p, const axc_opts *o, int64_t batches, long batch, long epochs_done)
 {
-    *p = (axc_progress){.tty = isatty(STDOUT_FILENO) == 1,
+    /* under mpirun a rank's stdout is a pseudo-terminal whatever mpirun's own is:
+     * the scripts' line format there */
+    *p = (axc_progress){.tty = isatty(STDOUT_FILENO) == 1 && !axc_dist_launcher(),
                         .scheduled = o->lr_schedule != AXC_SCHED_constant || o->warmup_steps,
                         .total = (long)(o->epochs * batches), .batches = (long)batches, .epochs = o->epochs,
                         .batch = batch, .first_step = epochs_done * (long)batches, .t0 = seconds()};
