@@ -353,3 +353,67 @@ int axc_quantize(ax_ctx *ctx, const axc_opts *o, ir_graph *g)
     if (report_error(ctx, g, &set)) ax_out_of_memory(0);
     return ctx->errors ? AXC_EINPUT : AXC_OK;
 }
+
+/* ---- a quantised model file (ONNX QDQ / QLinear*): its own parameters ---- */
+
+bool axc_file_quantised(const ir_graph *g)
+{
+    for (int id = 0; id < g->nnodes; id++)
+        if (!g->nodes[id].dead && g->nodes[id].file_scale > 0) return true;
+    return false;
+}
+
+/* Whether op passes its operand's values on unchanged or picks among them
+ * (TFLite's rule: it shares the operand's scale and zero point). */
+static bool moves_values(ir_op op)
+{
+    return op == IR_OP_reshape || op == IR_OP_transpose || op == IR_OP_maxpool || op == IR_OP_slice ||
+           op == IR_OP_chunk || op == IR_OP_result || op == IR_OP_relu || op == IR_OP_relu6;
+}
+
+int axc_quantize_file(ax_ctx *ctx, const axc_opts *o, ir_graph *g)
+{
+    if (g->target && g->target->id != IR_TARGET_c && g->target->id != IR_TARGET_llvm) {
+        axc_fail("a quantised model runs in int8 on the c and llvm targets only, not --target=%s",
+                 ir_targets[g->target->id].name);
+        return AXC_EUSAGE;
+    }
+    if (o->interp) {
+        axc_fail("model '%s' is quantised (its file gives scales and zero points): it runs in generated code "
+                 "(C, or LLVM with --jit), not --interp", g->name);
+        return AXC_EUSAGE;
+    }
+    if (o->quantize) {
+        axc_fail("--quantize=int8: model '%s' is quantised already (its file gives the scales and zero points)",
+                 g->name);
+        return AXC_EUSAGE;
+    }
+    pass_quant_unfuse(g);
+    /* the range whose parameters (pass_quant_params) are exactly the file's;
+       NaN: a value the file leaves float */
+    ranges r = {ax_alloc(ctx->arena, sizeof(double) * (size_t)(g->nnodes + 1)),
+                ax_alloc(ctx->arena, sizeof(double) * (size_t)(g->nnodes + 1))};
+    for (int id = 0; id < g->nnodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        r.lo[id] = r.hi[id] = NAN;
+        if (n->dead) continue;
+        if (n->file_scale > 0) {
+            r.lo[id] = (-128.0 - n->file_zp) * n->file_scale;
+            r.hi[id] = (127.0 - n->file_zp) * n->file_scale;
+        } else if (moves_values(n->op) && n->nsrc >= 1) {
+            r.lo[id] = r.lo[n->src[0]];
+            r.hi[id] = r.hi[n->src[0]];
+        }
+    }
+    int layers = 0;
+    for (int id = 0; id < g->nnodes; id++)
+        layers += !g->nodes[id].dead && (g->nodes[id].op == IR_OP_dense || g->nodes[id].op == IR_OP_conv);
+    const int done = pass_quant(g, r.lo, r.hi);
+    if (o->emit && !o->run) return ctx->errors ? AXC_EINPUT : AXC_OK;
+    int ew = 0;
+    for (int id = 0; id < g->nnodes; id++)
+        ew += g->nodes[id].quant && g->nodes[id].quant->nin;
+    fprintf(stderr, "axc: %s: %d of %d dense/conv layers in int8, and %d add/concat/ReLU/mean-pool, with the "
+            "model file's scales and zero points; the rest of the model in float\n", g->name, done, layers, ew);
+    return ctx->errors ? AXC_EINPUT : AXC_OK;
+}
