@@ -371,6 +371,38 @@ static bool moves_values(ir_op op)
            op == IR_OP_chunk || op == IR_OP_result || op == IR_OP_relu || op == IR_OP_relu6;
 }
 
+/* Node id gets node from's file parameters: the integers of the file's
+ * value, kept where its readers are float (pass_quant drop_float_ended). */
+static void share_params(ir_graph *g, int id, int from)
+{
+    g->nodes[id].file_scale = g->nodes[from].file_scale;
+    g->nodes[id].file_zp = g->nodes[from].file_zp;
+}
+
+/* Node id's range when every live reader is a reshape with a range (the
+ * importer's reshape after a GlobalAveragePool's mean-pool): the same
+ * values, the same parameters. */
+static void view_range(ir_graph *g, int id, ranges *r)
+{
+    double lo = NAN, hi = NAN;
+    int first_reader = IR_NONE;
+    for (int k = id + 1; k < g->nnodes; k++) {
+        const ir_node *n = &g->nodes[k];
+        for (int i = 0; !n->dead && i < n->nsrc; i++) {
+            if (n->src[i] != id) continue;
+            if (n->op != IR_OP_reshape || isnan(r->lo[k]) || (!isnan(lo) && (lo != r->lo[k] || hi != r->hi[k])))
+                return;
+            lo = r->lo[k];
+            hi = r->hi[k];
+            first_reader = k;
+        }
+    }
+    if (isnan(lo)) return;
+    r->lo[id] = lo;
+    r->hi[id] = hi;
+    share_params(g, id, first_reader);
+}
+
 int axc_quantize_file(ax_ctx *ctx, const axc_opts *o, ir_graph *g)
 {
     if (g->target && g->target->id != IR_TARGET_c && g->target->id != IR_TARGET_llvm) {
@@ -388,6 +420,7 @@ int axc_quantize_file(ax_ctx *ctx, const axc_opts *o, ir_graph *g)
                  g->name);
         return AXC_EUSAGE;
     }
+    pass_fuse_spatial_mean(g);   /* the importer's two means of a GlobalAveragePool: one value, one int8 node */
     pass_quant_unfuse(g);
     /* the range whose parameters (pass_quant_params) are exactly the file's;
        NaN: a value the file leaves float */
@@ -403,8 +436,11 @@ int axc_quantize_file(ax_ctx *ctx, const axc_opts *o, ir_graph *g)
         } else if (moves_values(n->op) && n->nsrc >= 1) {
             r.lo[id] = r.lo[n->src[0]];
             r.hi[id] = r.hi[n->src[0]];
+            share_params(g, id, n->src[0]);
         }
     }
+    for (int id = g->nnodes - 1; id >= 0; id--)   /* a value the file quantises only after a reshape */
+        if (!g->nodes[id].dead && isnan(r.lo[id])) view_range(g, id, &r);
     int layers = 0;
     for (int id = 0; id < g->nnodes; id++)
         layers += !g->nodes[id].dead && (g->nodes[id].op == IR_OP_dense || g->nodes[id].op == IR_OP_conv);

@@ -417,6 +417,8 @@ static void drop_float_ended(ir_graph *g)
                 continue;
             if (keeps_int8(g, id) && (!needs_int8_operand(n->op) || keeps_int8(g, n->src[0])))
                 continue;
+            if (n->file_scale > 0 && is_mean(n->op))
+                continue;   /* a quantised model file rounds this mean to its integers: so do we */
             n->quant = NULL;
             changed = true;
         }

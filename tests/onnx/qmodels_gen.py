@@ -82,7 +82,22 @@ def models():
         def forward(self, x):
             return self.net(x)
 
-    return {"qresnet": TinyResNet, "qmobile": TinyMobile, "qmlp": TinyMLP}
+    class TinySqueeze(nn.Module):
+        """SqueezeNet's fire module (squeeze, two expands, concat) and its
+        classifier (conv, ReLU, global pool, Flatten: the pool's integers are
+        the output)."""
+
+        def __init__(self):
+            super().__init__()
+            self.squeeze = nn.Sequential(nn.Conv2d(3, 4, 1), nn.ReLU())
+            self.e1, self.e3 = nn.Conv2d(4, 6, 1), nn.Conv2d(4, 6, 3, padding=1)
+            self.cls = nn.Sequential(nn.Conv2d(12, 5, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+
+        def forward(self, x):
+            s = self.squeeze(x)
+            return self.cls(torch.cat([torch.relu(self.e1(s)), torch.relu(self.e3(s))], 1))
+
+    return {"qresnet": TinyResNet, "qmobile": TinyMobile, "qmlp": TinyMLP, "qsqueeze": TinySqueeze}
 
 
 def export(out):
