@@ -47,10 +47,11 @@ static int tensor_type(ox_state *s, const char *name)
 }
 
 /* The element type of the integers at input i: its zero point's (input
- * zi), uint8 when absent. */
+ * zi); when absent, a QuantizeLinear's output_dtype, else uint8. */
 static int zp_type(ox_state *s, int zi)
 {
-    if ((int)s->node->n_input <= zi || !s->node->input[zi][0]) return T_UINT8;
+    if ((int)s->node->n_input <= zi || !s->node->input[zi][0])   /* opset 21: output_dtype */
+        return (int)ox_attr_int(s, "output_dtype", T_UINT8) == 0 ? T_UINT8 : (int)ox_attr_int(s, "output_dtype", T_UINT8);
     return tensor_type(s, s->node->input[zi]);
 }
 
