@@ -311,6 +311,11 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
         const bool file_quant = axc_file_quantised(models[i]);
         if (pass_run_optimisations(models[i], as_ax || file_quant ? 0 : o->opt_level, print_after_hook, (void *)o))
             return AXC_EINPUT;
+        if (as_ax && file_quant) {
+            axc_fail("--emit=ax: model '%s' is quantised (its file gives scales and zero points), which .ax "
+                     "cannot say; compile the .onnx itself", models[i]->name);
+            return AXC_EUSAGE;
+        }
         if (as_ax) continue;
         if (o->quantize || o->ram_budget || file_quant)   /* these rewrite and plan whole values */
             pass_unfuse_rows(models[i]);

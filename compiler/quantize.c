@@ -415,6 +415,11 @@ int axc_quantize_file(ax_ctx *ctx, const axc_opts *o, ir_graph *g)
                  "(C, or LLVM with --jit), not --interp", g->name);
         return AXC_EUSAGE;
     }
+    if (g->dtype != AXRT_F32) {
+        axc_fail("--dtype=%s: model '%s' is quantised (its file gives scales and zero points) and computes in "
+                 "int8 and Float32", ir_dtype_name(g->dtype), g->name);
+        return AXC_EUSAGE;
+    }
     if (o->quantize) {
         axc_fail("--quantize=int8: model '%s' is quantised already (its file gives the scales and zero points)",
                  g->name);

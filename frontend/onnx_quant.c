@@ -119,9 +119,16 @@ static bool node_params(const ox_state *s, int id, float *scale, int32_t *zp)
     return false;
 }
 
-/* Puts (scale, zp) on the node of value v (and its cached NCHW copy). */
+/* Puts (scale, zp) on the node of value v (and its cached NCHW copy); a
+ * graph output of integers is refused (axc's outputs are float: the
+ * model should end with a DequantizeLinear). */
 static bool mark(ox_state *s, ox_val *v, double scale, int32_t zp)
 {
+    for (size_t i = 0; i < s->graph->n_output; i++)
+        if (s->graph->output[i]->name && !strcmp(s->graph->output[i]->name, v->name)) {
+            ox_unsupported(s, "a graph output of quantised integers (end the model with a DequantizeLinear)");
+            return false;
+        }
     int ids[2] = {v->node, v->nhwc ? v->nchw : IR_NONE};
     for (int k = 0; k < 2; k++) {
         if (ids[k] == IR_NONE) continue;

@@ -13,9 +13,10 @@ within 1 LSB (the line says how many are equal).  When the venv of
 qmodels_gen.py exists (AXC_QONNX_VENV, default build/qvenv), ONNX Runtime
 also runs live on each model and must give the stored integers.
 
-Also the refusals: DynamicQuantizeLinear and MatMulInteger (a located
-error naming the node), a weight zero point other than 0, --interp and
---quantize=int8 on a quantised model."""
+Also a hand-built QLinearMatMul against NumPy, and the refusals:
+DynamicQuantizeLinear and MatMulInteger (a located error naming the node), a
+weight zero point other than 0, --interp, --quantize=int8, --dtype=Float16 and
+--emit=ax on a quantised model."""
 import os
 import subprocess
 import sys
@@ -117,6 +118,9 @@ def refusal_models(tmp):
                   helper.make_node("QLinearMatMul", ["xq", "xs", "xz", "w", "ws", "wz3", "ys", "yz"], ["yq"],
                                    name="qmm_zp"),
                   helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
+    int_out = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+               helper.make_node("QLinearMatMul", ["xq", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"],
+                                name="qmm_out")]
     good = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
             helper.make_node("QLinearMatMul", ["xq", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["yq"]),
             helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
@@ -124,6 +128,7 @@ def refusal_models(tmp):
     for name, nodes, words in (("dynamic", dynamic, ["'dq_in' (DynamicQuantizeLinear)", "dynamic quantisation"]),
                                ("integer matmul", integer, ["'mm_int' (MatMulInteger)", "int32 results"]),
                                ("weight zero point", zero_point, ["'qmm_zp' (QLinearMatMul)", "weight zero point"]),
+                               ("integer output", int_out, ["'qmm_out' (QLinearMatMul)", "graph output"]),
                                ("hand-built QLinearMatMul", good, None)):
         model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], inits),
                                   opset_imports=[helper.make_opsetid("", 13)])
@@ -152,11 +157,16 @@ def check_refusals(tmp):
             ok = ok and np.array_equal(got, want)
             print(("PASS" if ok else "FAIL") + f": onnx quantised {name}: integers {got} (NumPy {want})")
             rc |= not ok
-            for flags, word in ((["--interp"], "not --interp"),
-                                (["--quantize=int8", "--calibrate", "x=" + x], "quantised already")):
-                r = subprocess.run([axc(), "run", path, "--input", "x=" + x] + flags, capture_output=True, text=True)
-                ok = r.returncode != 0 and word in r.stderr
-                print(("PASS" if ok else "FAIL") + f": onnx quantised model refused with {flags[0]}: "
+            for flags, word in ((["run", "--interp"], "not --interp"),
+                                (["run", "--quantize=int8", "--calibrate", "x=" + x], "quantised already"),
+                                (["run", "--dtype=Float16"], "computes in int8"),
+                                (["--emit=ax", "-o", os.path.join(tmp, "q.ax")], "which .ax cannot say")):
+                args = [axc(), flags[0], path, "--input", "x=" + x] + flags[1:] if flags[0] == "run" else \
+                    [axc(), path] + flags
+                r = subprocess.run(args, capture_output=True, text=True)
+                ok = r.returncode != 0 and word in r.stderr and not os.path.exists(os.path.join(tmp, "q.ax"))
+                print(("PASS" if ok else "FAIL") + f": onnx quantised model refused with "
+                      f"{flags[1] if flags[0] == 'run' else flags[0]}: "
                       + r.stderr.strip()[-200:])
                 rc |= not ok
             continue
