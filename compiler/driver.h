@@ -279,6 +279,11 @@ void axc_run_cache_store(ax_arena *a, const char *built, const char *entry);
  * (pass_quant) and prints the calibration set's error per output.  Returns
  * an exit status. */
 int axc_quantize(ax_ctx *ctx, const axc_opts *o, ir_graph *g);
+/* A model whose file is quantised (ONNX QuantizeLinear/QLinear*: ir_node
+ * file_scale) runs its dense/conv/add/... in int8 with the file's scales and
+ * zero points (no calibration); axc_file_quantised says whether g is one. */
+bool axc_file_quantised(const ir_graph *g);
+int axc_quantize_file(ax_ctx *ctx, const axc_opts *o, ir_graph *g);
 
 /* Per-layer profile of a loaded model built with hooks (profile.c). */
 typedef struct axc_profile {

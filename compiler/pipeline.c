@@ -306,12 +306,21 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
     for (int i = 0; i < *n && !o->train && !o->train_step; i++) {   /* training differentiates the unfused graph */
         if (!as_ax && !models[i]->target->rnn_kernels && pass_unroll_rnn(models[i]) && ir_verify(models[i]))
             return AXC_EINPUT;
-        if (pass_run_optimisations(models[i], as_ax ? 0 : o->opt_level, print_after_hook, (void *)o))
+        /* a quantised file's parameters belong to its values: -O0 fuses nothing
+           that would merge two of them (a layer and its residual add) */
+        const bool file_quant = axc_file_quantised(models[i]);
+        if (pass_run_optimisations(models[i], as_ax || file_quant ? 0 : o->opt_level, print_after_hook, (void *)o))
             return AXC_EINPUT;
+        if (as_ax && file_quant) {
+            axc_fail("--emit=ax: model '%s' is quantised (its file gives scales and zero points), which .ax "
+                     "cannot say; compile the .onnx itself", models[i]->name);
+            return AXC_EUSAGE;
+        }
         if (as_ax) continue;
-        if (o->quantize || o->ram_budget)   /* these rewrite and plan whole values */
+        if (o->quantize || o->ram_budget || file_quant)   /* these rewrite and plan whole values */
             pass_unfuse_rows(models[i]);
-        if (o->quantize && (rc = axc_quantize(ctx, o, models[i]))) return rc;
+        if (file_quant && (rc = axc_quantize_file(ctx, o, models[i]))) return rc;
+        if (o->quantize && !file_quant && (rc = axc_quantize(ctx, o, models[i]))) return rc;
         if (o->ram_budget && fit_budget(o, models[i])) return AXC_EINPUT;
         cg_target_get(models[i]->target->id)->select(models[i]);
         if (o->blas && models[i]->dtype != AXRT_F32)

@@ -353,3 +353,108 @@ int axc_quantize(ax_ctx *ctx, const axc_opts *o, ir_graph *g)
     if (report_error(ctx, g, &set)) ax_out_of_memory(0);
     return ctx->errors ? AXC_EINPUT : AXC_OK;
 }
+
+/* ---- a quantised model file (ONNX QDQ / QLinear*): its own parameters ---- */
+
+bool axc_file_quantised(const ir_graph *g)
+{
+    for (int id = 0; id < g->nnodes; id++)
+        if (!g->nodes[id].dead && g->nodes[id].file_scale > 0) return true;
+    return false;
+}
+
+/* Whether op passes its operand's values on unchanged or picks among them
+ * (TFLite's rule: it shares the operand's scale and zero point). */
+static bool moves_values(ir_op op)
+{
+    return op == IR_OP_reshape || op == IR_OP_transpose || op == IR_OP_maxpool || op == IR_OP_slice ||
+           op == IR_OP_chunk || op == IR_OP_result || op == IR_OP_relu || op == IR_OP_relu6;
+}
+
+/* Node id gets node from's file parameters: the integers of the file's
+ * value, kept where its readers are float (pass_quant drop_float_ended). */
+static void share_params(ir_graph *g, int id, int from)
+{
+    g->nodes[id].file_scale = g->nodes[from].file_scale;
+    g->nodes[id].file_zp = g->nodes[from].file_zp;
+}
+
+/* Node id's range when every live reader is a reshape with a range (the
+ * importer's reshape after a GlobalAveragePool's mean-pool): the same
+ * values, the same parameters. */
+static void view_range(ir_graph *g, int id, ranges *r)
+{
+    double lo = NAN, hi = NAN;
+    int first_reader = IR_NONE;
+    for (int k = id + 1; k < g->nnodes; k++) {
+        const ir_node *n = &g->nodes[k];
+        for (int i = 0; !n->dead && i < n->nsrc; i++) {
+            if (n->src[i] != id) continue;
+            if (n->op != IR_OP_reshape || isnan(r->lo[k]) || (!isnan(lo) && (lo != r->lo[k] || hi != r->hi[k])))
+                return;
+            lo = r->lo[k];
+            hi = r->hi[k];
+            first_reader = k;
+        }
+    }
+    if (isnan(lo)) return;
+    r->lo[id] = lo;
+    r->hi[id] = hi;
+    share_params(g, id, first_reader);
+}
+
+int axc_quantize_file(ax_ctx *ctx, const axc_opts *o, ir_graph *g)
+{
+    if (g->target && g->target->id != IR_TARGET_c && g->target->id != IR_TARGET_llvm) {
+        axc_fail("a quantised model runs in int8 on the c and llvm targets only, not --target=%s",
+                 ir_targets[g->target->id].name);
+        return AXC_EUSAGE;
+    }
+    if (o->interp) {
+        axc_fail("model '%s' is quantised (its file gives scales and zero points): it runs in generated code "
+                 "(C, or LLVM with --jit), not --interp", g->name);
+        return AXC_EUSAGE;
+    }
+    if (g->dtype != AXRT_F32) {
+        axc_fail("--dtype=%s: model '%s' is quantised (its file gives scales and zero points) and computes in "
+                 "int8 and Float32", ir_dtype_name(g->dtype), g->name);
+        return AXC_EUSAGE;
+    }
+    if (o->quantize) {
+        axc_fail("--quantize=int8: model '%s' is quantised already (its file gives the scales and zero points)",
+                 g->name);
+        return AXC_EUSAGE;
+    }
+    pass_fuse_spatial_mean(g);   /* the importer's two means of a GlobalAveragePool: one value, one int8 node */
+    pass_quant_unfuse(g);
+    /* the range whose parameters (pass_quant_params) are exactly the file's;
+       NaN: a value the file leaves float */
+    ranges r = {ax_alloc(ctx->arena, sizeof(double) * (size_t)(g->nnodes + 1)),
+                ax_alloc(ctx->arena, sizeof(double) * (size_t)(g->nnodes + 1))};
+    for (int id = 0; id < g->nnodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        r.lo[id] = r.hi[id] = NAN;
+        if (n->dead) continue;
+        if (n->file_scale > 0) {
+            r.lo[id] = (-128.0 - n->file_zp) * n->file_scale;
+            r.hi[id] = (127.0 - n->file_zp) * n->file_scale;
+        } else if (moves_values(n->op) && n->nsrc >= 1) {
+            r.lo[id] = r.lo[n->src[0]];
+            r.hi[id] = r.hi[n->src[0]];
+            share_params(g, id, n->src[0]);
+        }
+    }
+    for (int id = g->nnodes - 1; id >= 0; id--)   /* a value the file quantises only after a reshape */
+        if (!g->nodes[id].dead && isnan(r.lo[id])) view_range(g, id, &r);
+    int layers = 0;
+    for (int id = 0; id < g->nnodes; id++)
+        layers += !g->nodes[id].dead && (g->nodes[id].op == IR_OP_dense || g->nodes[id].op == IR_OP_conv);
+    const int done = pass_quant(g, r.lo, r.hi);
+    if (o->emit && !o->run) return ctx->errors ? AXC_EINPUT : AXC_OK;
+    int ew = 0;
+    for (int id = 0; id < g->nnodes; id++)
+        ew += g->nodes[id].quant && g->nodes[id].quant->nin;
+    fprintf(stderr, "axc: %s: %d of %d dense/conv layers in int8, and %d add/concat/ReLU/mean-pool, with the "
+            "model file's scales and zero points; the rest of the model in float\n", g->name, done, layers, ew);
+    return ctx->errors ? AXC_EINPUT : AXC_OK;
+}

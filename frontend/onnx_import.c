@@ -481,6 +481,7 @@ int ox_param(ox_state *s, const double *values, int rank, const int64_t *shape, 
     float *data = ax_alloc(s->ctx->arena, sizeof *data * (size_t)(count ? count : 1));
     for (int64_t i = 0; i < count; i++) data[i] = (float)values[i];
     n->data = data;
+    ox_quant_param(s, id, what);
     return id;
 }
 
@@ -735,7 +736,8 @@ static bool check_ops(ox_state *s, const Onnx__GraphProto *gp)
     for (size_t i = 0; i < gp->n_node; i++) {
         const Onnx__NodeProto *n = gp->node[i];
         bool foreign = n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0;
-        if (!foreign && n->op_type && ox_find_op(n->op_type)) continue;
+        if (n->op_type && (foreign ? ox_find_quant_op(n->domain, n->op_type) != NULL : ox_find_op(n->op_type) != NULL))
+            continue;
         if (missing++ < 20)
             ax_buf_printf(&b, "%s'%s' (%s%s%s, opset %lld)", missing > 1 ? ", " : "",
                           n->name && *n->name ? n->name : "?", foreign ? n->domain : "",

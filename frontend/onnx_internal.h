@@ -28,6 +28,9 @@ typedef struct ox_const {
     double *v;                    /* count values as double */
     int64_t *iv;                  /* count values when is_int, else NULL */
     int node;                     /* its param node once materialised, else IR_NONE */
+    const float *qscale;          /* dequantised integers (onnx_quant.c): the file's scales, */
+    int64_t nqscale;              /* one or one per output channel; qzero: zero points all 0 */
+    bool qzero;
 } ox_const;
 
 /* An ONNX value: a constant, or an IR node.  nhwc: the node holds the
@@ -115,5 +118,13 @@ typedef bool (*ox_handler)(ox_state *s);
 /* The handler of op_type, or NULL: unsupported. */
 ox_handler ox_find_op(const char *op_type);
 extern const ir_wording onnx_wording;
+
+/* ---- onnx_quant.c ---- */
+/* The handler of quantised op op_type of domain ("" or NULL: the default,
+ * where ONNX Runtime's com.microsoft QLinear ops are also found), or NULL. */
+ox_handler ox_find_quant_op(const char *domain, const char *op_type);
+/* Gives param node id the file's weight scales of the value called name,
+ * if it holds dequantised integers (ir_node file_wscale). */
+void ox_quant_param(ox_state *s, int id, const char *name);
 
 #endif

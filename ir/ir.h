@@ -259,6 +259,13 @@ struct ir_node {
     ir_layout layout;    /* param only: how the back end stores it (cg_select) */
     const ax_context *context; /* the block instance it was written in (docs/language.md#composition), or NULL */
     const struct ir_quant *quant; /* --quantize=int8: how this dense or conv runs in int8 */
+    float file_scale;    /* > 0: a quantised model file (ONNX QuantizeLinear, QLinear*) gives this
+                            value's int8 scale and zero point (uint8 zero points less 128);
+                            pass_quant uses them instead of calibrated ranges */
+    int32_t file_zp;
+    const float *file_wscale; /* param only: the file's weight scales, one (per tensor) or one
+                                 per output channel (nfile_wscale); NULL: axc's own */
+    int64_t nfile_wscale;
     const ir_plan *plan; /* the runtime calls it becomes (codegen/cg_plan.c, after cg_select),
                             or NULL where its back end lowers it itself */
 };

@@ -51,6 +51,10 @@ static void replace_and_kill(ir_graph *g, int from, int to)
     for (int i = 0; i < g->noutputs; i++)
         if (g->outputs[i] == from)
             g->outputs[i] = to;
+    if (g->nodes[from].file_scale > 0) {   /* `to` now computes from's value: its file quantisation */
+        g->nodes[to].file_scale = g->nodes[from].file_scale;
+        g->nodes[to].file_zp = g->nodes[from].file_zp;
+    }
     g->nodes[from].dead = true;
 }
 

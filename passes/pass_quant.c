@@ -102,11 +102,14 @@ static double quantise_channel(const ir_node *w, int64_t o, int8_t *out, int64_t
     double amax = 0;
     for (int64_t i = 0; i < per; i++)
         amax = fabs(src[i]) > amax ? fabs(src[i]) : amax;
-    const double s = amax > 0 ? amax / 127 : 1;
+    double s = amax > 0 ? amax / 127 : 1;
+    if (w->file_wscale)   /* a quantised model's own scale: its integers come back exactly */
+        s = w->file_wscale[w->nfile_wscale == 1 ? 0 : o];
     const int64_t cig = w->rank == 4 ? w->shape[1] : per, taps = per / cig;
+    const double qmin = w->file_wscale ? -128 : -127;
     for (int64_t c = 0; c < cig; c++)
         for (int64_t t = 0; t < taps; t++)   /* torch [cig, kh, kw] -> [kh, kw, cig] */
-            out[t * cig + c] = (int8_t)clamp_int(round_away(src[c * taps + t] / s), -127, 127);
+            out[t * cig + c] = (int8_t)clamp_int(round_away(src[c * taps + t] / s), qmin, 127);
     return s;
 }
 
@@ -414,6 +417,8 @@ static void drop_float_ended(ir_graph *g)
                 continue;
             if (keeps_int8(g, id) && (!needs_int8_operand(n->op) || keeps_int8(g, n->src[0])))
                 continue;
+            if (n->file_scale > 0 && is_mean(n->op))
+                continue;   /* a quantised model file rounds this mean to its integers: so do we */
             n->quant = NULL;
             changed = true;
         }
@@ -441,6 +446,18 @@ static void mark_int8_storage(ir_graph *g)
     }
 }
 
+/* Whether n's range and its activation operands' are known (a quantised
+ * model file gives NaN for the values it leaves float; calibration observes
+ * every live value). */
+static bool ranged(const ir_graph *g, const ir_node *n, const double *lo)
+{
+    const int id = (int)(n - g->nodes);
+    if (isnan(lo[id])) return false;
+    for (int k = 0; k < n->nsrc; k++)
+        if (n->src[k] != IR_NONE && is_activation(g, n->src[k]) && isnan(lo[n->src[k]])) return false;
+    return true;
+}
+
 int pass_quant(ir_graph *g, const double *observed_lo, const double *observed_hi)
 {
     int count = 0;
@@ -449,7 +466,9 @@ int pass_quant(ir_graph *g, const double *observed_lo, const double *observed_hi
     double *hi = memcpy(ax_alloc(g->ctx->arena, bytes), observed_hi, bytes - sizeof(double));
     for (int id = 0; id < g->nnodes; id++) {   /* in order: every operand's range is final */
         ir_node *n = &g->nodes[id];
-        if (pass_quant_applies(g, n)) {
+        if (!ranged(g, n, lo)) {
+            continue;   /* a quantised model file leaves this value float */
+        } else if (pass_quant_applies(g, n)) {
             quantise_node(g, n, lo, hi);
             count++;
         } else if (ew_applies(g, n)) {

@@ -10,6 +10,7 @@
   names.py        hostile names and NaN/infinite constants: the generated C compiles (-Werror)
   models.py       torchvision models and a TransformerEncoder exported by
                   torch.onnx.export, compiled to C and compared with PyTorch
+  quantised.py    quantised models (QDQ, QOperator) against ONNX Runtime's integers
 """
 import os
 import sys
@@ -19,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conformance  # noqa: E402
 
 rc = conformance.main()
-for mod in ("hostile", "mapping", "opset21", "models", "names"):
+for mod in ("hostile", "mapping", "opset21", "models", "names", "quantised"):
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), mod + ".py")
     if os.path.isfile(path):
         rc |= __import__(mod).main()
