@@ -248,6 +248,15 @@ bench-kernels: $(B)/lib/libaxrt.a
 	    $(B)/lib/libaxrt.a -lm -lpthread -o $(B)/bench/kernel_rates
 	$(B)/bench/kernel_rates $(BENCH_FLAGS)
 
+# The grouped-conv models (RegNet-Y-400MF, ResNeXt-50 32x4d) on one thread:
+# axc against PyTorch eager and ONNX Runtime (bench/grouped_models.py).
+# BENCH_FLAGS: e.g. `--rounds 5 --runs 20`.
+.PHONY: bench-grouped
+bench-grouped: all
+	@sh bench/venv.sh $(B)/bench/venv
+	@$(PYTHON) bench/grouped_models.py --axc $(B)/bin/axc --venv-python $(B)/bench/venv/bin/python \
+	    --dir $(B)/bench/grouped $(BENCH_FLAGS)
+
 # Training steps per second of axc --train's MLP step against PyTorch eager
 # (bench/train.py), built against the installed library like `make bench`.
 .PHONY: bench-train

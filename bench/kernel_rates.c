@@ -1,6 +1,8 @@
 /* kernel_rates.c — `make bench-kernels`: libaxrt's GEMM-like kernels on the
  * shapes of rows R2, R3, R4 and ResNet-18 (bench/gen_models.py's M2,
- * examples/resnet18.ax), one thread, each as a share of the FMA peak that
+ * examples/resnet18.ax), and the grouped convs of RegNet-Y-400MF (8
+ * channels a group) and ResNeXt-50 32x4d (4 to 32), each also through the
+ * plain conv kernel they ran on before axrt_conv2d_grouped_f32, one thread, each as a share of the FMA peak that
  * limits.c measures (AXRT_ISA=avx2: the AVX2 kernels against AVX2's peak,
  * on any machine).  Times are per-thread CPU time, the best of many runs:
  * on a shared machine a run that is preempted does not count the time it
@@ -111,6 +113,33 @@ static shape conv(const char *name, int hw, int c, int oc, int k, int stride, in
     return s;
 }
 
+static void run_gconv(const shape *s)
+{
+    axrt_conv2d_grouped_f32(s->x, s->w, s->bias, NULL, AXRT_ACT_RELU, s->y, &s->conv);
+}
+
+static void run_gconv_plain(const shape *s)
+{
+    axrt_conv2d_f32(s->x, s->w, s->bias, s->y, &s->conv);
+}
+
+/* A 3x3 conv, stride 1, padding 1, of c channels in groups of cg, through
+ * the grouped kernel (its packed weight) or the plain one. */
+static shape gconv(const char *name, int hw, int c, int cg, int plain)
+{
+    shape s = conv(name, hw, cg, c, 3, 1, 1);
+    axrt_conv2d_params *p = &s.conv;
+    const size_t weights = (size_t)c * (size_t)cg * 9;
+    float *w = bench_floats(weights);
+    p->c = c, p->groups = c / cg;
+    s.run = plain ? run_gconv_plain : run_gconv;
+    free(s.x);
+    s.x = bench_floats((size_t)hw * (size_t)hw * (size_t)c);
+    if (!plain) axrt_pack_conv2d_grouped_f32(w, s.w, p);
+    free(w);
+    return s;
+}
+
 static shape mha(const char *name, int l, int d, int heads)
 {
     shape s;
@@ -149,7 +178,7 @@ static double best_ns(const shape *s, double seconds)
 int main(int argc, char **argv)
 {
     const double seconds = argc > 1 ? atof(argv[1]) : 1.0;
-    shape shapes[16];
+    shape shapes[40];
     int n = 0, i;
     double peak;
     shapes[n++] = dense("R2 dense 32x784->256", 32, 784, 256);
@@ -166,6 +195,15 @@ int main(int argc, char **argv)
     shapes[n++] = conv("RN18 3x3 8x8x128", 8, 128, 128, 3, 1, 1);
     shapes[n++] = conv("RN18 3x3 4x4x256", 4, 256, 256, 3, 1, 1);
     shapes[n++] = conv("RN18 3x3 2x2x512", 2, 512, 512, 3, 1, 1);
+    shapes[n++] = gconv("RegNetY 3x3 28x28x104/8", 28, 104, 8, 0);
+    shapes[n++] = gconv("  plain kernel", 28, 104, 8, 1);
+    shapes[n++] = gconv("RegNetY 3x3 7x7x440/8", 7, 440, 8, 0);
+    shapes[n++] = gconv("  plain kernel", 7, 440, 8, 1);
+    shapes[n++] = gconv("ResNeXt 3x3 56x56x128/4", 56, 128, 4, 0);
+    shapes[n++] = gconv("  plain kernel", 56, 128, 4, 1);
+    shapes[n++] = gconv("ResNeXt 3x3 28x28x256/8", 28, 256, 8, 0);
+    shapes[n++] = gconv("ResNeXt 3x3 14x14x512/16", 14, 512, 16, 0);
+    shapes[n++] = gconv("ResNeXt 3x3 7x7x1024/32", 7, 1024, 32, 0);
     peak = bench_fma_peak_gflops();
     printf("kernels %s, FMA peak %.1f GFLOP/s (best of per-thread CPU time over %.1f s a shape)\n",
            axrt_isa_name(), peak, seconds);

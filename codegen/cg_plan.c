@@ -282,6 +282,8 @@ static void plan_conv(planner *P)
         plan_expand_depthwise(P);
         return;
     }
+    /* a grouped conv's own kernel (runtime/axrt_gconv.inc), as depthwise's */
+    const bool grouped = operand_node(P, 1)->layout == IR_LAYOUT_GROUPED;
     const bool depthwise = operand_node(P, 1)->layout == IR_LAYOUT_DEPTHWISE;
     const bool ep = cg_kernel_applies_epilogue(P->g, n);
     if (weight_from_state(P) && n->attrs.groups == 1 && !ep) {
@@ -298,12 +300,13 @@ static void plan_conv(planner *P)
         arg_conv_params(P, c, "params", operand_node(P, 0), n, operand_node(P, 1), &n->attrs, false);
         return;
     }
-    ir_call *c = depthwise ? kernel_call(P, CG_K_conv2d_depthwise, n->dtype)
+    ir_call *c = grouped     ? kernel_call(P, CG_K_conv2d_grouped, n->dtype)
+                 : depthwise ? kernel_call(P, CG_K_conv2d_depthwise, n->dtype)
                  : ep      ? kernel_call(P, CG_K_conv2d_packed_ep, n->dtype)
                            : kernel_call(P, cg_operand_packed(P->g, n, 1) ? CG_K_conv2d_packed : CG_K_conv2d, n->dtype);
     arg_operand(P, c, 0);
     arg_operand(P, c, 1);
-    if (depthwise || ep)
+    if (grouped || depthwise || ep)
         epilogue_args(P, c);
     else
         arg_operand(P, c, 2);

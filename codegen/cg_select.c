@@ -7,7 +7,9 @@
  * or depthwise (groups = channels, one filter each) conv or an attention is
  * embedded in the panel order of axrt.h (packed at compile time by the
  * runtime's own packing functions), and those nodes call the *_packed_f32
- * kernels.  Shared in any other way, it stays as it is. */
+ * kernels.  Shared in any other way, it stays as it is.  A grouped conv's
+ * weight (cg_grouped_conv) is packed group by group for
+ * axrt_conv2d_grouped_f32. */
 #include "cg_target.h"
 
 #include <string.h>
@@ -26,6 +28,8 @@ static ir_layout layout_of_use(const ir_graph *g, const ir_node *user, int i)
         return IR_LAYOUT_CONV;
     if (depthwise && i == 1)
         return IR_LAYOUT_DEPTHWISE;
+    if (i == 1 && cg_grouped_conv(g, user))
+        return IR_LAYOUT_GROUPED;
     if (user->op == IR_OP_mha && i == 3)
         return IR_LAYOUT_MHA_IN;
     if (user->op == IR_OP_mha && i == 5)
@@ -59,6 +63,37 @@ static void agreed_layouts(const ir_graph *g, ir_layout *layout)
     }
 }
 
+/* ---- grouped convs (runtime/axrt_gconv.inc) ---- */
+
+bool cg_grouped_conv(const ir_graph *g, const ir_node *n)
+{
+    if (n->op != IR_OP_conv || n->dtype != AXRT_F32 || n->attrs.groups <= 1 || n->rank != 4)
+        return false;
+    const ir_node *x = &g->nodes[n->src[0]];
+    const int64_t groups = n->attrs.groups;
+    return x->shape[3] / groups >= CG_GROUPED_MIN_CHANNELS && n->shape[3] / groups >= CG_GROUPED_MIN_CHANNELS;
+}
+
+/* A weight packed for grouped convs records their groups; convs of another
+ * group count sharing it leave it plain. */
+static void agree_groups(ir_graph *g, ir_layout *layout)
+{
+    for (int id = 0; id < g->nnodes; id++)
+        g->nodes[id].layout_groups = 0;
+    for (int u = 0; u < g->nnodes; u++) {
+        const ir_node *user = &g->nodes[u];
+        if (user->dead || user->op != IR_OP_conv || user->nsrc < 2)
+            continue;
+        ir_node *w = &g->nodes[user->src[1]];
+        if (layout[user->src[1]] != IR_LAYOUT_GROUPED)
+            continue;
+        if (w->layout_groups == 0)
+            w->layout_groups = user->attrs.groups;
+        else if (w->layout_groups != user->attrs.groups)
+            layout[user->src[1]] = IR_LAYOUT_PLAIN;
+    }
+}
+
 /* Attention weights pack only in pairs: an mha runs the packed kernel only
  * when both its in_proj and out_proj weights are packed. */
 static void pair_attention(const ir_graph *g, ir_layout *layout)
@@ -80,6 +115,7 @@ void cg_select(ir_graph *g)
     ir_layout *layout = ax_alloc(g->ctx->arena, ((size_t)g->nnodes + 1) * sizeof *layout);
     agreed_layouts(g, layout);
     pair_attention(g, layout);
+    agree_groups(g, layout);
     for (int id = 0; id < g->nnodes; id++)
         g->nodes[id].layout = layout[id];
     cg_plan_graph(g, false);
@@ -90,13 +126,18 @@ float *cg_packed_data(ax_arena *a, const ir_node *n)
     const float *w = (const float *)n->data;
     const size_t count = (size_t)ir_numel(n);
     float *packed = ax_alloc(a, count * sizeof *packed + 1);
-    if (n->layout == IR_LAYOUT_CONV || n->layout == IR_LAYOUT_DEPTHWISE) {
+    if (n->layout == IR_LAYOUT_CONV || n->layout == IR_LAYOUT_DEPTHWISE || n->layout == IR_LAYOUT_GROUPED) {
         axrt_conv2d_params p = {0};
         p.oc = (int)n->shape[0];
         p.c = (int)n->shape[1];
         p.kh = (int)n->shape[2];
         p.kw = (int)n->shape[3];
-        if (n->layout == IR_LAYOUT_DEPTHWISE) {
+        p.groups = n->layout == IR_LAYOUT_GROUPED ? n->layout_groups : 1;
+        if (n->layout == IR_LAYOUT_GROUPED) {
+            p.oc = (int)n->shape[0];
+            p.c = (int)n->shape[1] * p.groups;
+            axrt_pack_conv2d_grouped_f32(w, packed, &p);
+        } else if (n->layout == IR_LAYOUT_DEPTHWISE) {
             p.c = p.oc;
             axrt_pack_depthwise_f32(w, packed, &p);
         } else {

@@ -34,6 +34,12 @@ bool cg_operand_packed(const ir_graph *g, const ir_node *n, int i);
 int cg_kernel_act(const ir_node *n);
 bool cg_kernel_applies_epilogue(const ir_graph *g, const ir_node *n);
 bool cg_has_epilogue(const ir_node *n);
+/* Whether conv n runs the grouped-conv kernel (runtime/axrt_gconv.inc):
+ * Float32, 1 < groups, at least CG_GROUPED_MIN_CHANNELS input and output
+ * channels a group (fewer: the plain conv kernel; one, depthwise: its
+ * own). */
+enum { CG_GROUPED_MIN_CHANNELS = 4 };
+bool cg_grouped_conv(const ir_graph *g, const ir_node *n);
 /* After cg_select, for --blas=openblas: dense weights stay as written
  * ([out, in], what cblas_sgemm reads), not packed. */
 void cg_select_blas(ir_graph *g);

@@ -111,7 +111,9 @@ typedef struct ir_target {
  * runtime's panel order (axrt.h AXRT_PANEL) for its packed kernels. */
 typedef enum ir_layout {
     IR_LAYOUT_PLAIN, IR_LAYOUT_DENSE, IR_LAYOUT_CONV, IR_LAYOUT_DEPTHWISE, IR_LAYOUT_MHA_IN,
-    IR_LAYOUT_MHA_OUT, IR_LAYOUT_COUNT
+    IR_LAYOUT_MHA_OUT,
+    IR_LAYOUT_GROUPED, /* a grouped conv's weight, group by group (ir_node.layout_groups) */
+    IR_LAYOUT_COUNT
 } ir_layout;
 extern const char *const ir_layout_names[IR_LAYOUT_COUNT];
 
@@ -257,6 +259,7 @@ struct ir_node {
     int inplace_of;      /* operand index whose buffer the result overwrites (pass_memplan's
                             in-place decision; every back end reads it), else IR_NONE */
     ir_layout layout;    /* param only: how the back end stores it (cg_select) */
+    int layout_groups;   /* param in IR_LAYOUT_GROUPED: its convs' groups */
     const ax_context *context; /* the block instance it was written in (docs/language.md#composition), or NULL */
     const struct ir_quant *quant; /* --quantize=int8: how this dense or conv runs in int8 */
     float file_scale;    /* > 0: a quantised model file (ONNX QuantizeLinear, QLinear*) gives this

@@ -363,6 +363,14 @@ void axrt_dense_packed_ep_f32(const float *x, const float *packed, const float *
 void axrt_conv2d_packed_ep_f32(const float *x, const float *packed, const float *bias,
                                const float *residual, axrt_act act, float *y,
                                const axrt_conv2d_params *p);
+/* Grouped conv (1 < groups, not depthwise; axrt_gconv.inc): w [oc, c/groups,
+   kh, kw] -> packed group by group, each as axrt_pack_conv2d_f32 packs a
+   conv of c/groups inputs and oc/groups outputs; the kernel computes what
+   axrt_conv2d_f32 computes, with the packed kernels' epilogue. */
+void axrt_pack_conv2d_grouped_f32(const float *w, float *packed, const axrt_conv2d_params *p);
+void axrt_conv2d_grouped_f32(const float *x, const float *packed, const float *bias,
+                             const float *residual, axrt_act act, float *y,
+                             const axrt_conv2d_params *p);
 /* Depthwise conv (groups == c == oc): w [c, 1, kh, kw] -> packed [kh * kw, c]. */
 void axrt_pack_depthwise_f32(const float *w, float *packed, const axrt_conv2d_params *p);
 void axrt_conv2d_depthwise_f32(const float *x, const float *packed, const float *bias,
