@@ -247,6 +247,7 @@ static int import_onnx(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n
     ir_graph *g = onnx_import(ctx, o->input, ctx->src, ctx->src_len, pass_shape_from, o->shapes, o->nshapes);
     if (!g) return AXC_EINPUT;
     g->target = &cg_target_get(target != IR_TARGET_COUNT ? target : g->backend)->facts;
+    g->conv_algo = o->conv_algo;
     if (check_model(o, g, false) != 0) {
         ir_graph_free_nodes(g);
         return AXC_EINPUT;
@@ -275,6 +276,7 @@ static int build_front_end(ax_ctx *ctx, const axc_opts *o, ir_graph **models, in
         int errors_before = ctx->errors;
         ir_graph *g = lower_model(ctx, f, idx[i], o->defines, o->ndefines);
         g->target = &cg_target_get(target != IR_TARGET_COUNT ? target : g->backend)->facts;
+        g->conv_algo = o->conv_algo;
         if (check_model(o, g, ctx->errors > errors_before) == 0) models[(*n)++] = g;
         else ir_graph_free_nodes(g);
     }
