@@ -370,7 +370,7 @@ void axrt_conv2d_packed_ep_f32(const float *x, const float *packed, const float 
    compile time); the conv then as axrt_conv2d_packed_ep_f32 (the same
    epilogue) with scratch of axrt_winograd_scratch_elems(p, m) floats, on at
    most AXRT_WINOGRAD_SLOTS threads. */
-#define AXRT_WINOGRAD_SLOTS 8
+#define AXRT_WINOGRAD_SLOTS 4
 size_t axrt_winograd_packed_elems(const axrt_conv2d_params *p, int m);
 size_t axrt_winograd_scratch_elems(const axrt_conv2d_params *p, int m);
 void axrt_pack_winograd_f32(const float *w, float *u, const axrt_conv2d_params *p, int m);
