@@ -262,13 +262,15 @@ void cg_bytes_literal(ax_buf *out, const unsigned char *data, size_t n, size_t e
 static void emit_param_data(emitter *em, int id)
 {
     const ir_node *n = node_at(em, id);
-    const size_t count = (size_t)ir_numel(n), esize = axrt_dtype_size(n->dtype);
+    const size_t count = cg_packed_count(n), esize = axrt_dtype_size(n->dtype);
     const ir_layout kind = (ir_layout)n->layout;
     if (!n->data)
         ax_die("cg_c: parameter %s has no data", n->name ? n->name : "?");
     ax_buf_printf(em->out, "/* %s %s %s%s */\n", literal_text(arena_of(em), n->name),
                   ir_dtype_name(n->dtype), shape_text(arena_of(em), n),
-                  kind == IR_LAYOUT_PLAIN ? "" : ", packed in AXRT_PANEL-wide panels");
+                  kind == IR_LAYOUT_PLAIN      ? ""
+                  : kind == IR_LAYOUT_WINOGRAD ? ", Winograd F(4x4,3x3)-transformed, in AXRT_PANEL-wide panels"
+                                               : ", packed in AXRT_PANEL-wide panels");
     ax_buf_printf(em->out,
                   "static const union { unsigned char bytes[%zu + 1]; %s values[%zu]; } %s_p%d = {\n",
                   count * esize, ctype(n->dtype), count, prefix_of(em), id);

@@ -295,7 +295,8 @@ static void add_constants(lv *L)
             if (!n->data)
                 ax_die("cg_llvm: parameter %s has no data", n->name ? n->name : "?");
             const void *data = n->layout == IR_LAYOUT_PLAIN ? n->data : (const void *)cg_packed_data(arena_of(L), n);
-            LLVMValueRef bytes = LLVMConstStringInContext(L->C, data, (unsigned)ir_nbytes(n), 1);
+            const size_t nbytes = n->layout == IR_LAYOUT_PLAIN ? ir_nbytes(n) : cg_packed_count(n) * sizeof(float);
+            LLVMValueRef bytes = LLVMConstStringInContext(L->C, data, (unsigned)nbytes, 1);
             L->globals[id] = const_global(L, bytes, name, 64);
         } else if (n->op == IR_OP_scalar) {
             set_dtype(L, n->dtype);

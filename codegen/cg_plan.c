@@ -271,6 +271,26 @@ static void plan_dwconv_inplace(planner *P)
     arg_conv_params(P, c, "params", operand_node(P, 0), n, operand_node(P, 1), &n->attrs, true);
 }
 
+/* ---- Winograd (runtime/axrt_winograd.c) ---- A conv whose weight is
+ * stored transformed (IR_LAYOUT_WINOGRAD: cg_conv_winograd): one call, its
+ * epilogue inside, the tiles' V and M in n's scratch. */
+static void plan_conv_winograd(planner *P)
+{
+    const ir_node *n = P->n;
+    if (n->scratch_offset < 0)
+        ax_die("cg_plan: Winograd conv %%%d has no scratch buffer", self_id(P));
+    ir_call *c = kernel_call(P, CG_K_conv2d_winograd, n->dtype);
+    arg_operand(P, c, 0);
+    arg_operand(P, c, 1);
+    epilogue_args(P, c);
+    arg_value(c, self_id(P));
+    c->wrap = c->nargs;
+    arg_arena(c, AXRT_F32, n->scratch_offset);
+    arg_int(c, CG_WINOGRAD_M);
+    arg_conv_params(P, c, "params", operand_node(P, 0), n, operand_node(P, 1), &n->attrs, false);
+}
+/* ---- end of Winograd ---- */
+
 static void plan_conv(planner *P)
 {
     const ir_node *n = P->n;
@@ -298,6 +318,10 @@ static void plan_conv(planner *P)
         arg_operand(P, c, 2);
         arg_value(c, self_id(P));
         arg_conv_params(P, c, "params", operand_node(P, 0), n, operand_node(P, 1), &n->attrs, false);
+        return;
+    }
+    if (operand_node(P, 1)->layout == IR_LAYOUT_WINOGRAD) {
+        plan_conv_winograd(P);
         return;
     }
     ir_call *c = grouped     ? kernel_call(P, CG_K_conv2d_grouped, n->dtype)

@@ -24,6 +24,8 @@ static ir_layout layout_of_use(const ir_graph *g, const ir_node *user, int i)
                            g->nodes[user->src[1]].shape[1] == 1;
     if (user->op == IR_OP_dense && i == 1)
         return IR_LAYOUT_DENSE;
+    if (user->op == IR_OP_conv && i == 1 && cg_conv_winograd(g, user))
+        return IR_LAYOUT_WINOGRAD;
     if (user->op == IR_OP_conv && i == 1 && user->attrs.groups == 1)
         return IR_LAYOUT_CONV;
     if (depthwise && i == 1)
@@ -121,12 +123,77 @@ void cg_select(ir_graph *g)
     cg_plan_graph(g, false);
 }
 
+/* ---- Winograd ------------------------------------------------------------------ */
+
+/* The cost model of --conv-algo=auto: Winograd F(4,3) does 36 multiply-adds
+ * per 16 outputs and channel pair where direct does 144, but its transforms
+ * cost about alpha^3 per channel and tile, its weights are 4x larger, and
+ * a block of tiles must fill the GEMM register tile: it wins with enough
+ * channels and enough tiles (bench/winograd_layers.c measured the thresholds, docs/performance.md). */
+#define WINOGRAD_MIN_CHANNELS 32
+#define WINOGRAD_MIN_TILES 16   /* 14x14 images and up: 7x7 ones win less and read a 4x larger weight */
+static bool winograd_wins(const ir_node *x, const ir_node *n)
+{
+    const int64_t tiles = x->shape[0] * ((n->shape[1] + CG_WINOGRAD_M - 1) / CG_WINOGRAD_M) *
+                          ((n->shape[2] + CG_WINOGRAD_M - 1) / CG_WINOGRAD_M);
+    return x->shape[3] >= WINOGRAD_MIN_CHANNELS && n->shape[3] >= WINOGRAD_MIN_CHANNELS &&
+           tiles >= WINOGRAD_MIN_TILES;
+}
+
+bool cg_conv_winograd(const ir_graph *g, const ir_node *n)
+{
+    if (n->op != IR_OP_conv || n->rank != 4 || n->dtype != AXRT_F32 || n->quant || n->nsrc < 2 ||
+        g->conv_algo == IR_CONV_DIRECT || (g->ctx && g->ctx->training))
+        return false;
+    const ir_node *x = &g->nodes[n->src[0]], *w = &g->nodes[n->src[1]];
+    const ir_attrs *a = &n->attrs;
+    if (w->op != IR_OP_param || w->rank != 4 || w->shape[2] != 3 || w->shape[3] != 3 || a->groups != 1 ||
+        a->stride[0] != 1 || a->stride[1] != 1 || a->dilation[0] != 1 || a->dilation[1] != 1 ||
+        a->pad[0] < 0 || a->pad[1] < 0 || a->pad[2] < 0 || a->pad[3] < 0 || x->rank != 4 || x->rows_fused ||
+        cg_c_can_inplace(n, g, 0))   /* one channel: the depthwise kernels' */
+        return false;
+    return g->conv_algo == IR_CONV_WINOGRAD || winograd_wins(x, n);
+}
+
+axrt_conv2d_params cg_conv_params(const ir_graph *g, const ir_node *n)
+{
+    const ir_node *x = &g->nodes[n->src[0]], *w = &g->nodes[n->src[1]];
+    const ir_attrs *a = &n->attrs;
+    const axrt_conv2d_params p = {(int)x->shape[0], (int)x->shape[1], (int)x->shape[2], (int)x->shape[3],
+                                  (int)n->shape[1], (int)n->shape[2], (int)n->shape[3], (int)w->shape[2],
+                                  (int)w->shape[3], a->stride[0], a->stride[1], a->dilation[0], a->dilation[1],
+                                  a->pad[0], a->pad[1], a->groups};
+    return p;
+}
+
+/* The conv params a Winograd weight's transform needs (oc, c). */
+static axrt_conv2d_params winograd_weight_params(const ir_node *w)
+{
+    axrt_conv2d_params p = {0};
+    p.oc = (int)w->shape[0];
+    p.c = (int)w->shape[1];
+    p.kh = p.kw = 3;
+    return p;
+}
+
+size_t cg_packed_count(const ir_node *n)
+{
+    if (n->layout == IR_LAYOUT_WINOGRAD) {
+        const axrt_conv2d_params p = winograd_weight_params(n);
+        return axrt_winograd_packed_elems(&p, CG_WINOGRAD_M);
+    }
+    return (size_t)ir_numel(n);
+}
+
 float *cg_packed_data(ax_arena *a, const ir_node *n)
 {
     const float *w = (const float *)n->data;
-    const size_t count = (size_t)ir_numel(n);
+    const size_t count = cg_packed_count(n);
     float *packed = ax_alloc(a, count * sizeof *packed + 1);
-    if (n->layout == IR_LAYOUT_CONV || n->layout == IR_LAYOUT_DEPTHWISE || n->layout == IR_LAYOUT_GROUPED) {
+    if (n->layout == IR_LAYOUT_WINOGRAD) {
+        const axrt_conv2d_params p = winograd_weight_params(n);
+        axrt_pack_winograd_f32(w, packed, &p, CG_WINOGRAD_M);
+    } else if (n->layout == IR_LAYOUT_CONV || n->layout == IR_LAYOUT_DEPTHWISE || n->layout == IR_LAYOUT_GROUPED) {
         axrt_conv2d_params p = {0};
         p.oc = (int)n->shape[0];
         p.c = (int)n->shape[1];

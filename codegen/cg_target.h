@@ -57,8 +57,20 @@ typedef struct cg_plan_context {
 const ir_plan *cg_plan_node(ir_graph *g, int id, const cg_plan_context *ctx);
 /* Every node's plan into ir_node.plan (cg_select and cg_select_blas call it). */
 void cg_plan_graph(ir_graph *g, bool blas);
-/* A packed parameter's data in its layout (n->layout), in arena a. */
+/* A packed parameter's data in its layout (n->layout), in arena a, and its
+ * element count (a Winograd weight's is 36/9 of its own). */
 float *cg_packed_data(ax_arena *a, const ir_node *n);
+size_t cg_packed_count(const ir_node *n);
+/* ---- Winograd (cg_select.c; runtime/axrt_winograd.c) ----
+ * Whether conv n runs Winograd F(4x4, 3x3): a Float32 3x3 stride-1
+ * dilation-1 groups-1 conv on a parameter weight, not in a training
+ * graph, where g->conv_algo asks for it (auto: the cost model); decided
+ * from n alone, so the memory plan (its scratch) and the selection agree.
+ * It runs so where its weight's layout is IR_LAYOUT_WINOGRAD. */
+#define CG_WINOGRAD_M 4
+bool cg_conv_winograd(const ir_graph *g, const ir_node *n);
+/* The runtime's conv params of conv n (NHWC). */
+axrt_conv2d_params cg_conv_params(const ir_graph *g, const ir_node *n);
 
 /* The C target's facts (cg_c_target.c), shared with the targets that run the
  * same CPU kernels. */

@@ -56,6 +56,8 @@ static const char usage_text[] =
     "  -Werror, -w             warnings as errors / no warnings\n"
     "  --blas=openblas         float32 dense and matmul call OpenBLAS's cblas_sgemm\n"
     "                          (the generated code then links -lopenblas; axc --train too)\n"
+    "  --conv-algo=ALGO        3x3 stride-1 float32 convs: direct, winograd (F(4x4,3x3)\n"
+    "                          wherever it applies) or auto (default: where it is faster)\n"
     "  --quantize=int8         int8 post-training quantisation of dense and conv layers,\n"
     "  --calibrate NAME=FILE.npy  with ranges observed on these inputs (samples along dim 0)\n"
     "\n"
@@ -248,7 +250,7 @@ static int set_ram(axc_opts *o, const char *v)
 typedef enum {
     V_OUT, V_TARGET, V_HEADER, V_MODEL, V_WEIGHTS, V_SEED, V_SAVE, V_EMIT, V_ELTYPE,
     V_MF, V_MT, V_D, V_RAM, V_INPUT, V_OUTPUT, V_OUTDIR, V_BENCH, V_CC, V_DUMP, V_PREFIX_MAP, V_THREADS,
-    V_TRIPLE, V_CPU, V_BLAS, V_DTYPE, V_ARCH, V_QUANTIZE, V_CALIBRATE, V_SHAPE,
+    V_TRIPLE, V_CPU, V_BLAS, V_DTYPE, V_ARCH, V_QUANTIZE, V_CALIBRATE, V_SHAPE, V_CONV_ALGO,
     /* training options from here on (set_value checks `>= V_LOSS`) */
     V_LOSS, V_OPTIMIZER, V_LR, V_MOMENTUM, V_WD, V_BETA1,
     V_BETA2, V_EPS,
@@ -272,7 +274,7 @@ static const struct { const char *name; value_opt id; bool run; } value_opts[] =
     {"--triple", V_TRIPLE, false}, {"--cpu", V_CPU, false},
     {"--dtype", V_DTYPE, false}, {"--arch", V_ARCH, false},
     {"--quantize", V_QUANTIZE, false}, {"--calibrate", V_CALIBRATE, false},
-    {"--shape", V_SHAPE, false},
+    {"--shape", V_SHAPE, false},   {"--conv-algo", V_CONV_ALGO, false},
     {"--loss", V_LOSS, false},
     {"--optimizer", V_OPTIMIZER, false}, {"--lr", V_LR, false},
     {"--momentum", V_MOMENTUM, false}, {"--weight-decay", V_WD, false},
@@ -426,6 +428,15 @@ static int set_value(axc_opts *o, value_opt id, const char *v)
             return -1;
         }
         o->bench_runs = (long)n;
+        return 0;
+    case V_CONV_ALGO:
+        if (!strcmp(v, "auto")) o->conv_algo = IR_CONV_AUTO;
+        else if (!strcmp(v, "direct")) o->conv_algo = IR_CONV_DIRECT;
+        else if (!strcmp(v, "winograd")) o->conv_algo = IR_CONV_WINOGRAD;
+        else {
+            axc_fail("unknown convolution algorithm '%s' (expected direct, winograd or auto)", v);
+            return -1;
+        }
         return 0;
     case V_BLAS:
         if (strcmp(v, "openblas")) { axc_fail("unknown BLAS '%s' (expected openblas)", v); return -1; }

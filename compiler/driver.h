@@ -63,6 +63,7 @@ typedef struct axc_opts {
     bool jit;                    /* --jit: ORC LLJIT instead of $CC */
     bool profile;                /* --profile: per-layer hooks (compile), the table (run) */
     bool blas;                   /* --blas=openblas: float32 dense/matmul via cblas_sgemm */
+    ir_conv_algo conv_algo;      /* --conv-algo (IR_CONV_AUTO by default) */
     bool quantize;               /* --quantize=int8 (quantize.c) */
     axc_named_file *calib;       /* --calibrate NAME=FILE.npy, as inputs */
     int ncalib;

@@ -239,6 +239,20 @@ void axc_free_models(ir_graph **models, int n)
     for (int i = 0; i < n; i++) ir_graph_free_nodes(models[i]);
 }
 
+/* --conv-algo for model g: direct under --ram (Winograd's scratch and 4x
+ * larger weights work against a memory budget, and the budget's
+ * rematerialisation and tiling passes know only direct convs), with a
+ * warning where winograd was asked for. */
+static ir_conv_algo conv_algo_of(ax_ctx *ctx, const axc_opts *o, const ir_graph *g)
+{
+    if (!o->ram_budget)
+        return o->conv_algo;
+    if (o->conv_algo == IR_CONV_WINOGRAD)
+        ax_warning(ctx, g->loc, "--conv-algo=winograd is not applied under --ram: model '%s' runs its "
+                   "convolutions direct", g->name);
+    return IR_CONV_DIRECT;
+}
+
 /* An ONNX model: one graph, imported with pass_shape_from as its shape inference. */
 static int import_onnx(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
 {
@@ -247,6 +261,7 @@ static int import_onnx(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n
     ir_graph *g = onnx_import(ctx, o->input, ctx->src, ctx->src_len, pass_shape_from, o->shapes, o->nshapes);
     if (!g) return AXC_EINPUT;
     g->target = &cg_target_get(target != IR_TARGET_COUNT ? target : g->backend)->facts;
+    g->conv_algo = conv_algo_of(ctx, o, g);
     if (check_model(o, g, false) != 0) {
         ir_graph_free_nodes(g);
         return AXC_EINPUT;
@@ -275,6 +290,7 @@ static int build_front_end(ax_ctx *ctx, const axc_opts *o, ir_graph **models, in
         int errors_before = ctx->errors;
         ir_graph *g = lower_model(ctx, f, idx[i], o->defines, o->ndefines);
         g->target = &cg_target_get(target != IR_TARGET_COUNT ? target : g->backend)->facts;
+        g->conv_algo = conv_algo_of(ctx, o, g);
         if (check_model(o, g, ctx->errors > errors_before) == 0) models[(*n)++] = g;
         else ir_graph_free_nodes(g);
     }

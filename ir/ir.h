@@ -113,9 +113,14 @@ typedef enum ir_layout {
     IR_LAYOUT_PLAIN, IR_LAYOUT_DENSE, IR_LAYOUT_CONV, IR_LAYOUT_DEPTHWISE, IR_LAYOUT_MHA_IN,
     IR_LAYOUT_MHA_OUT,
     IR_LAYOUT_GROUPED, /* a grouped conv's weight, group by group (ir_node.layout_groups) */
+    IR_LAYOUT_WINOGRAD,
     IR_LAYOUT_COUNT
 } ir_layout;
 extern const char *const ir_layout_names[IR_LAYOUT_COUNT];
+
+/* --conv-algo: AUTO (the default) lets a cost model pick Winograd for the
+ * 3x3 stride-1 convs where it wins; DIRECT never, WINOGRAD wherever it applies. */
+typedef enum ir_conv_algo { IR_CONV_AUTO, IR_CONV_DIRECT, IR_CONV_WINOGRAD } ir_conv_algo;
 
 /* How messages of the middle end name a node the way the user wrote it.
  * The front end that built the graph hangs its own on it (the .ax one:
@@ -324,6 +329,8 @@ struct ir_graph {
     size_t arena_bytes;        /* planned peak (pass_memplan), multiple of 64 */
     bool share_buffers;        /* the plan lets reshapes alias and in-place ops reuse their
                                   operand's buffer (pass_memplan_with) */
+    ir_conv_algo conv_algo;    /* --conv-algo: which 3x3 stride-1 convs run Winograd
+                                  (codegen/cg_select.c cg_conv_winograd) */
     ax_ctx *ctx;               /* owner: arena and diagnostics */
 };
 

@@ -371,6 +371,20 @@ void axrt_pack_conv2d_grouped_f32(const float *w, float *packed, const axrt_conv
 void axrt_conv2d_grouped_f32(const float *x, const float *packed, const float *bias,
                              const float *residual, axrt_act act, float *y,
                              const axrt_conv2d_params *p);
+/* ---- Winograd convolution (axrt_winograd.c) ----
+   F(m x m, 3 x 3), m = 4 or 2, of a float32 NHWC conv with kh = kw = 3,
+   stride 1, dilation 1, groups 1, any padding: w [oc, c, 3, 3] -> u, the
+   transformed filters (axrt_winograd_packed_elems(p, m) floats; done at
+   compile time); the conv then as axrt_conv2d_packed_ep_f32 (the same
+   epilogue) with scratch of axrt_winograd_scratch_elems(p, m) floats, on at
+   most AXRT_WINOGRAD_SLOTS threads. */
+#define AXRT_WINOGRAD_SLOTS 4
+size_t axrt_winograd_packed_elems(const axrt_conv2d_params *p, int m);
+size_t axrt_winograd_scratch_elems(const axrt_conv2d_params *p, int m);
+void axrt_pack_winograd_f32(const float *w, float *u, const axrt_conv2d_params *p, int m);
+void axrt_conv2d_winograd_f32(const float *x, const float *u, const float *bias, const float *residual,
+                              axrt_act act, float *y, float *scratch, int m, const axrt_conv2d_params *p);
+/* ---- end of Winograd ---- */
 /* Depthwise conv (groups == c == oc): w [c, 1, kh, kw] -> packed [kh * kw, c]. */
 void axrt_pack_depthwise_f32(const float *w, float *packed, const axrt_conv2d_params *p);
 void axrt_conv2d_depthwise_f32(const float *x, const float *packed, const float *bias,

@@ -139,6 +139,10 @@ typedef struct axrt_cpu_ops {
 
 /* The table in use (axrt_fast.inc), for the kernels outside axrt.c. */
 const axrt_cpu_ops *axrt_cpu_in_use(void);
+/* fn over [0, count) through the parallel-for hook (axrt_set_parallel)
+ * when the work (multiply-adds) is worth threads, else on this thread: for
+ * the kernels outside axrt.c (axrt_winograd.c). */
+void axrt_parallel_for(axrt_range_fn *fn, void *ctx, size_t count, double work);
 /* The portable Adam loop (axrt_optim.c), the portable table's. */
 void axrt_adam_f32_portable(const axrt_adam_coef *c, float *p, const float *g, float *m, float *v,
                             size_t n);

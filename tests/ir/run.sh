@@ -107,6 +107,20 @@ check_ram_budget() {
     "$AXC" "$file" --emit=mem --ram=12Q >/dev/null 2>&1; [ $? -eq 2 ] || { echo "--ram=12Q accepted"; return 1; }
 }
 
+# --conv-algo (docs/performance.md#winograd-convolution): auto takes Winograd on
+# R3's 64-channel layers and not on 16 channels; direct and winograd force it.
+check_conv_algo() {
+    local r3=$root/examples/r3_resnet_block.ax narrow=$tmp/narrow.ax
+    printf '@axiom narrow(x::Float32[1, 28, 28, 16]) begin\n    Conv((3, 3), 16 => 16, pad=1)\nend\n' >"$narrow"
+    "$AXC" "$r3" --emit=ir | grep -c 'call axrt_conv2d_winograd_f32' | grep -qx 2 ||
+        { echo "auto: R3 does not run its two convs as Winograd"; return 1; }
+    ! "$AXC" "$r3" --emit=ir --conv-algo=direct | grep -q winograd ||
+        { echo "--conv-algo=direct still runs Winograd"; return 1; }
+    ! "$AXC" "$narrow" --emit=ir | grep -q winograd || { echo "auto: Winograd on 16 channels"; return 1; }
+    "$AXC" "$narrow" --emit=ir --conv-algo=winograd | grep -q 'layout=winograd_f4x4_panels' ||
+        { echo "--conv-algo=winograd: no transformed weight"; return 1; }
+}
+
 check_remat_set() {
     local golden=$1 name budget
     name=$(basename "$golden" .expected)
@@ -258,6 +272,7 @@ for file in "$root"/examples/*.ax "$here"/cases/*.ax; do
     check "O0-O2:$(basename "$file" .ax)" check_levels_agree "$file"
 done
 check ram-budget check_ram_budget
+check conv-algo check_conv_algo
 check remat check_remat
 for golden in "$here"/remat/*.expected; do
     check "remat-set:$(basename "$golden" .expected)" check_remat_set "$golden"

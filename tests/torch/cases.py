@@ -608,8 +608,52 @@ def example_cases(root):
     return cases
 
 
+# ---- Winograd convolution (--conv-algo, runtime/axrt_winograd.c) -----------------------------
+
+WINOGRAD = [  # (name, input NHWC, cout, pad, activation, residual)
+    ("winograd_partial_tiles_pad1", (1, 13, 11, 16), 16, 1, "identity", False),
+    ("winograd_pad0_relu", (2, 10, 7, 8), 24, 0, "relu", False),
+    ("winograd_odd_channels_residual", (1, 9, 14, 19), 19, 1, "relu", True),
+    ("winograd_wide_relu6", (1, 28, 28, 64), 48, 1, "relu6", False),
+    ("winograd_tiny", (1, 3, 5, 4), 6, 0, "identity", False),
+]
+
+
+def winograd_cases(root):
+    """3x3 stride-1 convs forced through Winograd F(4x4,3x3)
+    (--conv-algo=winograd): partial tiles, padding 0 and 1, channel counts
+    off the vector width, the bias/activation/residual epilogue; then the
+    ResNet block forced both ways.  (torchvision_resnet18 runs its 64-channel
+    layers as Winograd under auto; forcing all of ResNet-18 embeds ~150 MB of
+    transformed weights, minutes of C compilation.)"""
+    cases = []
+    for name, shape, cout, pad, act, residual in WINOGRAD:
+        cin = shape[3]
+        sig = f"x::Float32[{shape_text(shape)}]"
+        conv = f"Conv((3, 3), {cin} => {cout}, pad={pad}, activation={act})"
+        if residual:
+            ax = fn_model(name, sig, f"c = {conv}\nreturn relu(c(x) + x)")
+            twin = lambda cin=cin, cout=cout, pad=pad, act=act: Twin(
+                lambda m, x: F.relu(m["c"](x) + x), {"c": T.ConvNHWC(cin, cout, 3, pad=pad, activation=act)})
+            cases.append(Case(name, ax, twin, {"x": (shape, "normal")}, flags=["--conv-algo=winograd"],
+                              directions=("A", "B")))
+        else:
+            cases.append(layer(name, sig, conv,
+                               lambda cin=cin, cout=cout, pad=pad, act=act:
+                                   {"0": T.ConvNHWC(cin, cout, 3, pad=pad, activation=act)},
+                               only("0"), {"x": (shape, "normal")}, flags=["--conv-algo=winograd"],
+                               directions=("A", "B")))
+    twin, inputs, tol = EXAMPLES["r3_resnet_block"]
+    with open(os.path.join(root, "examples", "r3_resnet_block.ax")) as f:
+        block = f.read()
+    for algo in ("winograd", "direct"):
+        cases.append(Case("winograd_r3_resnet_block_" + algo, block, twin, inputs, tol=tol,
+                          flags=["--conv-algo=" + algo], directions=("A",)))
+    return cases
+
+
 def all_cases(root):
     import cases_compose  # noqa: E402 (it imports Case from here)
     return (activation_cases() + function_cases() + binary_cases() + fused_cases() + layer_cases()
             + attention_cases() + rnn_cases() + program_cases() + example_cases(root)
-            + cases_compose.all_cases(root))
+            + winograd_cases(root) + cases_compose.all_cases(root))
