@@ -82,13 +82,19 @@ $(info axc: mpicc/mpi.h not found: libaxrt_mpi (mpirun -np N axc train) left out
 LIBAXRT_MPI :=
 endif
 
-.PHONY: all deps demo test test-unit install firmware size mem-report clean layers
+.PHONY: all deps demo test test-unit install firmware size mem-report clean layers check-size
 all: $(AXC) $(LIBAXRT) $(B)/include/axrt.h $(LIBAXRT_GPU) $(B)/include/axrt_gpu.h $(LIBAXRT_MPI)
 
 # Fails when an #include points upward between the compiler's layers
 # (scripts/layers.sh has the table); part of make test.
 layers:
 	@sh scripts/layers.sh
+
+# Fails when a source file passes 1,500 lines or a function 60, other than
+# the known exceptions in scripts/size_exceptions.txt, which may only shrink
+# (scripts/check_size.py; the layers suite of make test runs it too).
+check-size:
+	@$(PYTHON) scripts/check_size.py
 
 # Installs missing Debian packages (idempotent; does nothing when all are present).
 deps:

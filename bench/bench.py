@@ -444,7 +444,7 @@ def smoke(workers, rows):
     return ok
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build-dir", required=True, help="where data, generated code and the harness go")
     ap.add_argument("--stage", required=True, help="the prefix `make install` wrote (bin/axc, lib/pkgconfig)")
@@ -455,7 +455,11 @@ def main():
     ap.add_argument("--rows", default=",".join(ROW_INFO), help="comma-separated rows (default all)")
     ap.add_argument("--smoke", action="store_true", help="R1 only, check without timing, PASS/FAIL lines")
     ap.add_argument("--record", action="store_true", help="also write bench/last-run.md and bench/last-run.svg")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def main():
+    args = parse_args()
     rows = ["R1"] if args.smoke else args.rows.split(",")
     thread_counts = [1] if args.smoke else [int(t) for t in args.threads.split(",")]
     stage = os.path.abspath(args.stage)

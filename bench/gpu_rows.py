@@ -98,6 +98,19 @@ def axc_row(lib, name, shape, out_shape, runs, torch):
     return time_ms(lambda: fwd(gpu, x.data_ptr(), y.data_ptr(), stream), runs, torch)
 
 
+def print_head(torch):
+    """Prints the device, its measured copy bandwidth and the table's head;
+    returns the bandwidth in GB/s."""
+    dev = torch.cuda.get_device_name(0)
+    big = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    copy_ms = time_ms(lambda: big.clone(), 20, torch)
+    bandwidth = 2 * big.numel() / (copy_ms * 1e-3) / 1e9
+    print(f"device: {dev}; measured copy bandwidth {bandwidth:.0f} GB/s")
+    print("| row | batch | axc ms | eager ms | compile ms | axc vs eager | note |")
+    print("|---|---|---|---|---|---|---|")
+    return bandwidth
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -113,13 +126,7 @@ def main():
         print("gpu rows: no GPU present (torch.cuda.is_available() is false): "
               "the GPU figures wait for a machine with a device")
         return 0
-    dev = torch.cuda.get_device_name(0)
-    big = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    copy_ms = time_ms(lambda: big.clone(), 20, torch)
-    bandwidth = 2 * big.numel() / (copy_ms * 1e-3) / 1e9
-    print(f"device: {dev}; measured copy bandwidth {bandwidth:.0f} GB/s")
-    print("| row | batch | axc ms | eager ms | compile ms | axc vs eager | note |")
-    print("|---|---|---|---|---|---|---|")
+    bandwidth = print_head(torch)
     for row in args.rows.split(","):
         path, kind = ROWS[row]
         text = open(os.path.join(ROOT, path)).read()

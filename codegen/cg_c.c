@@ -18,27 +18,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cg_c.h"
+#include "cg_c_internal.h"
 #include "cg_target.h"
 #include "ir_interp.h"
 #include "ir_names.h"
 
-/* State while emitting one model. */
-typedef struct emitter {
-    ir_graph *g;
-    ax_buf *out;
-    const char *source_name;
-    const char **input_names;   /* forward()'s parameters (context arena) */
-    const char **output_names;
-    bool profile;            /* cg_request.profile */
-    bool blas;               /* cg_request.blas */
-    int nlayers;             /* profiled layers emitted so far */
-    const cg_c_body *body;   /* a function body for another driver (cg_c_train.c), or NULL */
-} emitter;
-
-
-static ax_arena *arena_of(const emitter *em) { return em->g->ctx->arena; }
-static ir_node *node_at(const emitter *em, int id) { return &em->g->nodes[id]; }
 /* The symbol prefix of the file-scope constants (<prefix>_p<id>, _s<id>). */
 static const char *prefix_of(const emitter *em)
 {
@@ -57,8 +41,6 @@ static const char *kernel_suffix(axrt_dtype dtype)
 {
     return dtype == AXRT_F64 ? "f64" : dtype == AXRT_F16 ? "f16" : dtype == AXRT_BF16 ? "bf16" : "f32";
 }
-
-static const char *ctype(axrt_dtype dtype) { return ir_dtypes[dtype].c_type; }
 
 /* ---- names -------------------------------------------------------------- */
 
@@ -172,12 +154,12 @@ static const char *storage(const emitter *em, int id)
 }
 
 /* Operand i of n, or "NULL" for an absent optional operand. */
-static const char *operand(const emitter *em, const ir_node *n, int i)
+const char *cgc_operand(const emitter *em, const ir_node *n, int i)
 {
     return i < n->nsrc && n->src[i] != IR_NONE ? storage(em, n->src[i]) : "NULL";
 }
 
-static const ir_node *operand_node(const emitter *em, const ir_node *n, int i)
+const ir_node *cgc_operand_node(const emitter *em, const ir_node *n, int i)
 {
     return node_at(em, n->src[i]);
 }
@@ -186,7 +168,7 @@ static const ir_node *operand_node(const emitter *em, const ir_node *n, int i)
  * exact for double, correctly rounded for float; an infinity or a NaN --
  * which %g would print as a bare inf or nan -- spelled with <math.h>'s
  * INFINITY and NAN (the generated code includes it). */
-static const char *c_real_text(ax_arena *a, const char *c_type, double value)
+const char *cgc_real_text(ax_arena *a, const char *c_type, double value)
 {
     if (isnan(value))
         return ax_sprintf(a, "((%s)NAN)", c_type);
@@ -198,17 +180,17 @@ static const char *c_real_text(ax_arena *a, const char *c_type, double value)
 /* A compute-dtype literal: exact for double, correctly rounded for float;
  * a half type's bits, rounded once to nearest even, with the value in a
  * comment. */
-static const char *real_literal(const emitter *em, axrt_dtype dtype, double value)
+const char *cgc_real_literal(const emitter *em, axrt_dtype dtype, double value)
 {
     if (dtype == AXRT_F16 || dtype == AXRT_BF16) {
         uint16_t bits;
         ir_element_set(&bits, dtype, 0, value);
         return ax_sprintf(arena_of(em), "(uint16_t)0x%04x /* %.9g */", bits, value);
     }
-    return c_real_text(arena_of(em), ctype(dtype), value);
+    return cgc_real_text(arena_of(em), ctype(dtype), value);
 }
 
-static int64_t product(const int64_t *dims, int from, int to)
+int64_t cgc_product(const int64_t *dims, int from, int to)
 {
     int64_t p = 1;
     for (int i = from; i < to; i++)
@@ -216,7 +198,7 @@ static int64_t product(const int64_t *dims, int from, int to)
     return p;
 }
 
-static void emit_int64_array(ax_buf *out, const char *name, const int64_t *v, int n)
+void cgc_emit_int64_array(ax_buf *out, const char *name, const int64_t *v, int n)
 {
     ax_buf_printf(out, "        static const int64_t %s[%d] = {", name, n);
     for (int i = 0; i < n; i++)
@@ -279,230 +261,6 @@ static void emit_param_data(emitter *em, int id)
     ax_buf_puts(em->out, "};\n");
 }
 
-/* ---- int8 layers (--quantize=int8: ir_quant, runtime/axrt.h "int8") ------- */
-
-/* Whether parameter id is read only by int8 layers, which read their own
- * int8 copies: then its float data is left out of the file. */
-bool cg_param_only_quantised(const ir_graph *g, int id)
-{
-    bool quantised = false;
-    for (int k = 0; k < g->nnodes; k++) {
-        const ir_node *n = &g->nodes[k];
-        for (int i = 0; i < n->nsrc && !n->dead; i++) {
-            if (n->src[i] != id) continue;
-            if (!n->quant || i == 0) return false;
-            quantised = true;
-        }
-    }
-    return quantised;
-}
-
-static void emit_q_array(emitter *em, const char *ctype_name, const char *what, int id, const void *v,
-                         int64_t count, size_t esize)
-{
-    ax_buf_printf(em->out, "static const union { unsigned char bytes[%lld + 1]; %s values[%lld]; } %s_q%d_%s = {\n",
-                  (long long)(count * (int64_t)esize), ctype_name, (long long)count, em->g->name, id, what);
-    cg_bytes_literal(em->out, v, (size_t)count, esize);
-    ax_buf_puts(em->out, "};\n");
-}
-
-/* A float literal that reads back as exactly v (9 significant digits). */
-static const char *float_text(ax_arena *a, float v)
-{
-    return ax_sprintf(a, "%.8ef", (double)v);
-}
-
-axrt_conv2d_params cg_quant_conv_params(const ir_graph *g, const ir_node *n)
-{
-    const ir_node *x = &g->nodes[n->src[0]], *w = &g->nodes[n->src[1]];
-    const ir_attrs *at = &n->attrs;
-    return (axrt_conv2d_params){(int)x->shape[0], (int)x->shape[1], (int)x->shape[2], (int)x->shape[3],
-                                (int)n->shape[1], (int)n->shape[2], (int)n->shape[3], (int)w->shape[2],
-                                (int)w->shape[3], at->stride[0], at->stride[1], at->dilation[0],
-                                at->dilation[1], at->pad[0], at->pad[1], at->groups};
-}
-
-const int8_t *cg_quant_packed_weights(const ir_graph *g, const ir_node *n, size_t *bytes)
-{
-    const ir_quant *q = n->quant;
-    int8_t *packed;
-    if (n->op == IR_OP_dense) {
-        const ir_node *x = &g->nodes[n->src[0]];
-        const size_t in = (size_t)x->shape[x->rank - 1], out = (size_t)n->shape[n->rank - 1];
-        *bytes = axrt_dense_q8_pack(q->w, in, out, NULL);
-        packed = ax_alloc(g->ctx->arena, *bytes + 1);
-        axrt_dense_q8_pack(q->w, in, out, packed);
-    } else {
-        const axrt_conv2d_params p = cg_quant_conv_params(g, n);
-        *bytes = axrt_conv2d_q8_pack(q->w, &p, NULL);
-        packed = ax_alloc(g->ctx->arena, *bytes + 1);
-        axrt_conv2d_q8_pack(q->w, &p, packed);
-    }
-    return packed;
-}
-
-/* The int8 weights in the layout the runtime's GEMM reads (axrt_*_q8_pack). */
-static void emit_packed_weights(emitter *em, const ir_node *n, int id)
-{
-    size_t bytes;
-    const int8_t *packed = cg_quant_packed_weights(em->g, n, &bytes);
-    emit_q_array(em, "int8_t", "w", id, packed, (int64_t)bytes, 1);
-}
-
-static void emit_quant_constants(emitter *em, int id)
-{
-    const ir_quant *q = node_at(em, id)->quant;
-    ax_buf_printf(em->out, "/* %%%d in int8: weights [%lld] per-channel symmetric, packed for the GEMM; "
-                  "input scale %.9g zero %d, output scale %.9g zero %d */\n", id, (long long)q->nw,
-                  (double)q->in_scale, q->in_zp, (double)q->out_scale, q->out_zp);
-    emit_packed_weights(em, node_at(em, id), id);
-    emit_q_array(em, "int32_t", "bias", id, q->bias, q->nout, 4);
-    if (q->float_out) {
-        emit_q_array(em, "float", "fscale", id, q->fscale, q->nout, 4);
-        ax_buf_printf(em->out, "static const axrt_requant %s_q%d_rq = {%s_q%d_bias.values, NULL, NULL, "
-                      "%s_q%d_fscale.values, 0, 0, 0, 0.0f, 0};\n", em->g->name, id, em->g->name, id,
-                      em->g->name, id);
-        return;
-    }
-    emit_q_array(em, "int32_t", "mult", id, q->mult, q->nout, 4);
-    emit_q_array(em, "int8_t", "shift", id, q->shift, q->nout, 1);
-    ax_buf_printf(em->out, "static const axrt_requant %s_q%d_rq = {%s_q%d_bias.values, %s_q%d_mult.values, "
-                  "%s_q%d_shift.values, NULL, %d, %d, %d, %s, %d};\n", em->g->name, id, em->g->name, id,
-                  em->g->name, id, em->g->name, id, q->out_zp, q->lo, q->hi,
-                  float_text(arena_of(em), q->out_scale), q->out_q8);
-}
-
-/* Operand 0 of an int8 node as bytes: as it arrives when it is int8
- * (in_q8), else quantised into the node's scratch first. */
-static const char *quantized_input(emitter *em, const ir_node *n)
-{
-    if (n->quant->in_q8) return operand(em, n, 0);
-    const char *qx = ax_sprintf(arena_of(em), "(uint8_t *)((unsigned char *)arena + %lld)", (long long)n->scratch_offset);
-    ax_buf_printf(em->out, "    axrt_quantize_u8(%s, %s, %lld, %s, %d);\n", operand(em, n, 0), qx,
-                  (long long)ir_numel(operand_node(em, n, 0)), float_text(arena_of(em), n->quant->in_scale),
-                  n->quant->in_zp);
-    return qx;
-}
-
-/* Quantises operand 0 into the node's scratch (unless it arrives int8:
- * in_q8), then the int8 kernel; a conv's receptive field follows in the
- * scratch. */
-static void emit_quant_layer(emitter *em, const ir_node *n, const char *y)
-{
-    const ir_quant *q = n->quant;
-    const ir_node *x = operand_node(em, n, 0);
-    const int id = (int)(n - em->g->nodes);
-    const int64_t patch_at = n->scratch_offset + (q->in_q8 ? 0 : ir_numel(x));
-    if (n->scratch_offset < 0 && (!q->in_q8 || n->op == IR_OP_conv))
-        ax_die("cg_c: int8 layer %%%d has no scratch buffer", id);
-    const char *qx = quantized_input(em, n);
-    if (n->op == IR_OP_dense) {
-        const int64_t in = x->shape[x->rank - 1];
-        ax_buf_printf(em->out, "    axrt_dense_q8_packed(%s, %s_q%d_w.values, &%s_q%d_rq, %s, %lld, %lld, %lld);\n",
-                      qx, em->g->name, id, em->g->name, id, y, (long long)(ir_numel(x) / in),
-                      (long long)in, (long long)n->shape[n->rank - 1]);
-        return;
-    }
-    const axrt_conv2d_params p = cg_quant_conv_params(em->g, n);
-    ax_buf_printf(em->out,
-                  "    {\n        static const axrt_conv2d_params params = "
-                  "{%d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d};\n",
-                  p.n, p.h, p.w, p.c, p.oh, p.ow, p.oc, p.kh, p.kw, p.stride_h, p.stride_w,
-                  p.dilation_h, p.dilation_w, p.pad_top, p.pad_left, p.groups);
-    ax_buf_printf(em->out, "        axrt_conv2d_q8_packed(%s, %d, %s_q%d_w.values, &%s_q%d_rq, %s, "
-                  "(uint8_t *)((unsigned char *)arena + %lld), &params);\n    }\n",
-                  qx, q->in_zp + 128, em->g->name, id, em->g->name, id, y, (long long)patch_at);
-}
-
-static void emit_pool_params(emitter *em, const int64_t *x, const int64_t *y, const ir_attrs *at);
-
-static void emit_int32_array(ax_buf *out, const char *name, const int32_t *v, int n)
-{
-    ax_buf_printf(out, "        static const int32_t %s[%d] = {", name, n);
-    for (int i = 0; i < n; i++)
-        ax_buf_printf(out, "%s%ld", i ? ", " : "", (long)v[i]);
-    ax_buf_puts(out, "};\n");
-}
-
-/* The kernel call of an int8 add (broadcasting or not), ReLU, mean (pool)
- * or concat n on its quantised operands qx, inside the block holding ew[]. */
-static void emit_quant_ew_call(emitter *em, const ir_node *n, const char *const *qx, const char *y)
-{
-    const ir_quant *q = n->quant;
-    const long long count = (long long)ir_numel(n);
-    const ir_node *x = operand_node(em, n, 0);
-    if (n->op == IR_OP_add && ir_same_shape(x, n) && ir_same_shape(operand_node(em, n, 1), n)) {
-        ax_buf_printf(em->out, "        axrt_add_q8(%s, %s, %s, %lld, &ew[0]);\n", qx[0], qx[1], y, count);
-    } else if (n->op == IR_OP_add) {
-        int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
-        cg_broadcast_strides(x, n, sa);
-        cg_broadcast_strides(operand_node(em, n, 1), n, sb);
-        emit_int64_array(em->out, "a_strides", sa, n->rank);
-        emit_int64_array(em->out, "b_strides", sb, n->rank);
-        emit_int64_array(em->out, "shape", n->shape, n->rank);
-        ax_buf_printf(em->out, "        axrt_add_bcast_q8(%s, a_strides, %s, b_strides, %s, shape, %d, &ew[0]);\n",
-                      qx[0], qx[1], y, n->rank);
-    } else if (n->op == IR_OP_globalmeanpool) {
-        ax_buf_printf(em->out, "        axrt_globalmeanpool_q8(%s, %s, %lld, %lld, %lld, &ew[0]);\n", qx[0], y,
-                      (long long)x->shape[0], (long long)(x->shape[1] * x->shape[2]), (long long)x->shape[3]);
-    } else if (n->op == IR_OP_mean) {
-        const int axis = n->attrs.axis;
-        ax_buf_printf(em->out, "        axrt_mean_q8(%s, %s, %lld, %lld, %lld, &ew[0]);\n", qx[0], y,
-                      (long long)product(x->shape, 0, axis), (long long)x->shape[axis],
-                      (long long)product(x->shape, axis + 1, x->rank));
-    } else if (n->op == IR_OP_meanpool) {
-        emit_int32_array(em->out, "window", q->window, q->nwindow);
-        emit_pool_params(em, x->shape, n->shape, &n->attrs);
-        ax_buf_printf(em->out, "        axrt_meanpool_q8(%s, %s, &params, window, &ew[0]);\n    }\n", qx[0], y);
-    } else if (n->op != IR_OP_concat) {
-        ax_buf_printf(em->out, "        axrt_rescale_q8(%s, %s, 1, %lld, %lld, 0, &ew[0]);\n", qx[0], y, count, count);
-    }
-    const int axis = n->attrs.axis;
-    const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
-    int64_t offset = 0;
-    for (int k = 0; n->op == IR_OP_concat && k < q->nin; k++) {
-        const int64_t row = operand_node(em, n, k)->shape[axis] * inner;
-        ax_buf_printf(em->out, "        axrt_rescale_q8(%s, %s, %lld, %lld, %lld, %lld, &ew[%d]);\n", qx[k], y,
-                      (long long)outer, (long long)row, (long long)(n->shape[axis] * inner), (long long)offset, k);
-        offset += row;
-    }
-}
-
-/* An int8 add, concat, ReLU or mean (pool) (ir_quant with nin operands): each
- * operand that arrives float is quantised into the node's scratch, one after
- * the other, then the runtime's elementwise int8 kernel (axrt.h axrt_ew_q8). */
-static void emit_quant_ew(emitter *em, const ir_node *n, const char *y)
-{
-    const ir_quant *q = n->quant;
-    const char *qx[16];
-    int64_t at = n->scratch_offset;
-    for (int k = 0; k < q->nin; k++) {
-        if (q->in_q8_mask >> k & 1) {
-            qx[k] = operand(em, n, k);
-            continue;
-        }
-        if (n->scratch_offset < 0)
-            ax_die("cg_c: int8 %s %%%d has no scratch buffer", ir_ops[n->op].name, (int)(n - em->g->nodes));
-        qx[k] = ax_sprintf(arena_of(em), "(uint8_t *)((unsigned char *)arena + %lld)", (long long)at);
-        ax_buf_printf(em->out, "    axrt_quantize_u8(%s, %s, %lld, %s, %d);\n", operand(em, n, k), qx[k],
-                      (long long)ir_numel(operand_node(em, n, k)), float_text(arena_of(em), q->in_scales[k]),
-                      q->in_zps[k]);
-        at += ir_numel(operand_node(em, n, k));
-    }
-    const int parts = n->op == IR_OP_concat ? q->nin : 1;
-    ax_buf_puts(em->out, "    {\n        static const axrt_ew_q8 ew[] = {");
-    for (int k = 0; k < parts; k++) {
-        const axrt_ew_q8 *e = &q->ew[k];
-        ax_buf_printf(em->out, "%s\n            {{%d, %d}, {%d, %d}, {%d, %d}, %d, %d, %d, %d, %d, %d, %s, %d}",
-                      k ? "," : "", e->zp[0], e->zp[1], e->mult[0], e->mult[1], e->shift[0], e->shift[1], e->left,
-                      e->out_mult, e->out_shift, e->out_zp, e->lo, e->hi, float_text(arena_of(em), e->scale),
-                      e->out_q8);
-    }
-    ax_buf_puts(em->out, "};\n");
-    emit_quant_ew_call(em, n, qx, y);
-    ax_buf_puts(em->out, "    }\n");
-}
-
 static void emit_constants(emitter *em)
 {
     for (int id = 0; id < em->g->nnodes; id++) {
@@ -510,14 +268,14 @@ static void emit_constants(emitter *em)
         if (n->dead)
             continue;
         if (n->quant && n->quant->w)
-            emit_quant_constants(em, id);
+            cgc_emit_quant_constants(em, id);
         if (n->op == IR_OP_param && em->body && (em->body->state_const || n->derived) && state_offset(em, id) >= 0)
             continue;   /* read from the state only (a derived one: the state's header) */
         if (n->op == IR_OP_param && !cg_param_only_quantised(em->g, id))
             emit_param_data(em, id);
         else if (n->op == IR_OP_scalar)
             ax_buf_printf(em->out, "static const %s %s_s%d = %s;\n", ctype(n->dtype),
-                          prefix_of(em), id, real_literal(em, n->dtype, n->attrs.scalar));
+                          prefix_of(em), id, cgc_real_literal(em, n->dtype, n->attrs.scalar));
     }
 }
 
@@ -555,7 +313,7 @@ static const char *plan_arg_text(const emitter *em, const ir_node *n, const ir_a
     case IR_ARG_INT: return ax_sprintf(ar, "%lld", (long long)a->value);
     case IR_ARG_ACT: return act_names[a->value];
     case IR_ARG_DTYPE: return ir_dtypes[a->dtype].enum_name;
-    case IR_ARG_REAL: return real_literal(em, n->dtype, a->real);
+    case IR_ARG_REAL: return cgc_real_literal(em, n->dtype, a->real);
     case IR_ARG_INTS: return a->type ? ax_sprintf(ar, "&%s", a->name) : a->name;
     case IR_ARG_INT64S: return a->name;
     }
@@ -637,7 +395,7 @@ static void emit_unary_call(emitter *em, ir_op op, const ir_node *n, const char 
     ax_buf_printf(OUT, "    axrt_%s_%s(%s, %s, %lld", ir_ops[op].name, SFX, x, y,
                   (long long)ir_numel(n));
     if (op == IR_OP_elu || op == IR_OP_leaky_relu)
-        ax_buf_printf(OUT, ", %s", real_literal(em, n->dtype, n->attrs.alpha));
+        ax_buf_printf(OUT, ", %s", cgc_real_literal(em, n->dtype, n->attrs.alpha));
     ax_buf_puts(OUT, ");\n");
 }
 
@@ -672,7 +430,7 @@ void cg_transpose_strides(const ir_node *x, const ir_node *n, int64_t *strides)
 
 static void emit_binary(emitter *em, const ir_node *n, const char *y)
 {
-    emit_quant_ew(em, n, y);
+    cgc_emit_quant_ew(em, n, y);
 }
 
 /* An int8 transpose or slice (ir_quant without weights): its bytes
@@ -680,10 +438,10 @@ static void emit_binary(emitter *em, const ir_node *n, const char *y)
  * first unless it arrives int8. */
 static void emit_quant_gather(emitter *em, const ir_node *n, const char *y, const int64_t *strides, int64_t offset)
 {
-    const char *qx = quantized_input(em, n);
+    const char *qx = cgc_quantized_input(em, n);
     ax_buf_puts(OUT, "    {\n");
-    emit_int64_array(OUT, "y_shape", n->shape, n->rank);
-    emit_int64_array(OUT, "strides", strides, n->rank);
+    cgc_emit_int64_array(OUT, "y_shape", n->shape, n->rank);
+    cgc_emit_int64_array(OUT, "strides", strides, n->rank);
     ax_buf_printf(OUT, "        axrt_gather_u8(%s, %s, y_shape, strides, %lld, %d);\n    }\n", qx, y,
                   (long long)offset, n->rank);
 }
@@ -691,13 +449,13 @@ static void emit_quant_gather(emitter *em, const ir_node *n, const char *y, cons
 static void emit_transpose(emitter *em, const ir_node *n, const char *y)
 {
     int64_t strides[IR_MAX_RANK];
-    cg_transpose_strides(operand_node(em, n, 0), n, strides);
+    cg_transpose_strides(cgc_operand_node(em, n, 0), n, strides);
     emit_quant_gather(em, n, y, strides, 0);
 }
 
 static void emit_slice(emitter *em, const ir_node *n, const char *y)
 {
-    const ir_node *x = operand_node(em, n, 0);
+    const ir_node *x = cgc_operand_node(em, n, 0);
     int64_t strides[IR_MAX_RANK];
     const int64_t offset = ir_slice_strides(&n->attrs, x->shape, x->rank, strides);
     emit_quant_gather(em, n, y, strides, offset);
@@ -716,10 +474,10 @@ static void emit_quant_chunk(emitter *em, const ir_node *n, int64_t outer, int64
             ax_die("cg_c: %%%d chunk has no result %d", id, k);
         const int64_t shape[] = {outer, node_at(em, r)->shape[axis] * inner}, strides[] = {row, 1};
         ax_buf_puts(OUT, "    {\n");
-        emit_int64_array(OUT, "y_shape", shape, 2);
-        emit_int64_array(OUT, "strides", strides, 2);
+        cgc_emit_int64_array(OUT, "y_shape", shape, 2);
+        cgc_emit_int64_array(OUT, "strides", strides, 2);
         ax_buf_printf(OUT, "        axrt_gather_u8(%s, %s, y_shape, strides, %lld, 2);\n    }\n",
-                      operand(em, n, 0), storage(em, r), (long long)offset);
+                      cgc_operand(em, n, 0), storage(em, r), (long long)offset);
         offset += shape[1];
     }
 }
@@ -731,7 +489,7 @@ static void emit_chunk(emitter *em, const ir_node *n, const char *y)
 {
     (void)y;   /* the producer has no storage of its own */
     const int id = (int)(n - em->g->nodes), axis = n->attrs.axis, parts = n->attrs.nresults;
-    const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
+    const int64_t outer = cgc_product(n->shape, 0, axis), inner = cgc_product(n->shape, axis + 1, n->rank);
     if (n->quant) {
         emit_quant_chunk(em, n, outer, inner);
         return;
@@ -750,12 +508,12 @@ static void emit_chunk(emitter *em, const ir_node *n, const char *y)
         ax_buf_printf(OUT, "%s%s", k ? ", " : "", storage(em, r));
     }
     ax_buf_printf(OUT, "};\n        axrt_split_%s(%s, ys, %lld, %lld, %d, rows);\n    }\n", SFX,
-                  operand(em, n, 0), (long long)outer, (long long)(n->shape[axis] * inner), parts);
+                  cgc_operand(em, n, 0), (long long)outer, (long long)(n->shape[axis] * inner), parts);
 }
 
 static void emit_concat(emitter *em, const ir_node *n, const char *y)
 {
-    emit_quant_ew(em, n, y);
+    cgc_emit_quant_ew(em, n, y);
 }
 
 cg_matmul_geometry cg_matmul_geometry_of(const ir_node *a, const ir_node *b)
@@ -780,7 +538,7 @@ cg_matmul_geometry cg_matmul_geometry_of(const ir_node *a, const ir_node *b)
 
 static void emit_dense(emitter *em, const ir_node *n, const char *y)
 {
-    emit_quant_layer(em, n, y);
+    cgc_emit_quant_layer(em, n, y);
 }
 
 /* Opens a block declaring `params`, the axrt_conv2d_params of a conv from x
@@ -800,12 +558,12 @@ static void emit_conv_params_of(emitter *em, const ir_node *x, const ir_node *y,
 
 static void emit_conv(emitter *em, const ir_node *n, const char *y)
 {
-    emit_quant_layer(em, n, y);
+    cgc_emit_quant_layer(em, n, y);
 }
 
 /* Opens a block holding the axrt_pool2d_params of a pool from x [N, H, W, C]
  * to y [N, OH, OW, C]: the forward's x and y for emit_pool and emit_pool_grad alike. */
-static void emit_pool_params(emitter *em, const int64_t *x, const int64_t *y, const ir_attrs *at)
+void cgc_emit_pool_params(emitter *em, const int64_t *x, const int64_t *y, const ir_attrs *at)
 {
     ax_buf_printf(OUT,
                   "    {\n        static const axrt_pool2d_params params = "
@@ -819,9 +577,9 @@ static void emit_pool_params(emitter *em, const int64_t *x, const int64_t *y, co
  * the scratch unless it arrives int8. */
 static void emit_quant_pool(emitter *em, const ir_node *n, const char *y)
 {
-    const ir_node *x = operand_node(em, n, 0);
-    const char *qx = quantized_input(em, n);
-    emit_pool_params(em, x->shape, n->shape, &n->attrs);
+    const ir_node *x = cgc_operand_node(em, n, 0);
+    const char *qx = cgc_quantized_input(em, n);
+    cgc_emit_pool_params(em, x->shape, n->shape, &n->attrs);
     ax_buf_printf(OUT, "        axrt_maxpool_u8(%s, %s, &params);\n    }\n", qx, y);
 }
 
@@ -830,214 +588,12 @@ static void emit_pool(emitter *em, const ir_node *n, const char *y)
     if (n->op == IR_OP_maxpool)
         emit_quant_pool(em, n, y);
     else
-        emit_quant_ew(em, n, y);
+        cgc_emit_quant_ew(em, n, y);
 }
 
 static void emit_globalpool(emitter *em, const ir_node *n, const char *y)
 {
-    emit_quant_ew(em, n, y);
-}
-
-/* ---- fused elementwise loops ------------------------------------------------
- * A fused_elementwise node (ir.h ir_fused_step) becomes one loop nest over
- * its result: dims of size 1 are dropped and neighbours merged wherever every
- * operand's strides (attrs.strides: broadcasts, transposes and reshapes read
- * through) allow, so a same-shape chain is one flat loop; each operand is
- * indexed by literal strides, each step is a local. */
-
-/* The C expression of each unary op: the runtime's own formula
- * (runtime/axrt_unary.h) stringified with placeholder names that
- * unary_expression replaces: AXC_X the argument, AXC_T the element type,
- * AXC_A alpha, AXC_MATH_f the libm function f for the type.  The table is
- * generated from ops.def's UNARY_OP rows, and the static assertion fails
- * the build when the runtime has no formula for a row. */
-#define MATH_EXP AXC_MATH_exp
-#define MATH_LOG AXC_MATH_log
-#define MATH_SQRT AXC_MATH_sqrt
-#define MATH_TANH AXC_MATH_tanh
-#define MATH_ERF AXC_MATH_erf
-#define MATH_EXPM1 AXC_MATH_expm1
-#define MATH_LOG1P AXC_MATH_log1p
-#define MATH_FABS AXC_MATH_fabs
-#define MATH_FN(f) AXC_MATH_##f
-#include "axrt_unary.h"
-#define CG_STR2(x) #x
-#define CG_STR(x) CG_STR2(x)
-#define CG_FORMULA(name) CG_STR(AXRT_UNARY_##name(AXC_X, AXC_T, AXC_A))
-/* The same for each derivative (AXRT_DERIV_<name>), for unary_grad. */
-#define CG_DERIV(name) CG_STR(AXRT_DERIV_##name(AXC_X, AXC_T, AXC_A))
-
-#define OP(name, min, max, kind, inplace, family, shape, optional, flags)
-#define UNARY_OP(name, flags)                                                             \
-    _Static_assert(sizeof CG_FORMULA(name) != sizeof "AXRT_UNARY_" #name "(AXC_X, AXC_T, AXC_A)", \
-                   "runtime/axrt_unary.h has no formula for " #name);                      \
-    _Static_assert(sizeof CG_DERIV(name) != sizeof "AXRT_DERIV_" #name "(AXC_X, AXC_T, AXC_A)", \
-                   "runtime/axrt_unary.h has no derivative for " #name);
-#include "ops.def"
-#undef OP
-
-static const struct {
-    const char *value, *deriv;
-} unary_formulas[IR_OP_COUNT] = {
-#define OP(name, min, max, kind, inplace, family, shape, optional, flags)
-#define UNARY_OP(name, flags) [IR_OP_##name] = {CG_FORMULA(name), CG_DERIV(name)},
-#include "ops.def"
-#undef OP
-};
-
-static const char *const binary_symbols[IR_OP_COUNT] = {
-#define OP(name, min, max, kind, inplace, family, shape, optional, flags)
-#define BINARY_OP(name, symbol) [IR_OP_##name] = symbol,
-#include "ops.def"
-#undef OP
-};
-
-/* formula (a stringified axrt_unary.h row) with its placeholders replaced. */
-static const char *formula_text(ax_arena *a, const char *formula, const char *arg, axrt_dtype dtype,
-                                double alpha)
-{
-    static const char *const names[] = {"AXC_X", "AXC_T", "AXC_A", "AXC_MATH_"};
-    const char *values[] = {arg, ctype(dtype), c_real_text(a, ctype(dtype), alpha), ""};
-    ax_buf text = {0};
-    for (const char *c = formula; *c;) {
-        int k = 0;
-        while (k < 4 && strncmp(c, names[k], strlen(names[k])) != 0)
-            k++;
-        if (k == 4) {
-            ax_buf_put(&text, c++, 1);
-            continue;
-        }
-        c += strlen(names[k]);
-        if (k < 3) {
-            ax_buf_puts(&text, values[k]);
-            continue;
-        }
-        while (isalnum((unsigned char)*c)) /* AXC_MATH_exp -> exp, then the suffix */
-            ax_buf_put(&text, c++, 1);
-        ax_buf_puts(&text, dtype == AXRT_F64 ? "" : "f");
-    }
-    const char *result = ax_strdup(a, text.data);
-    ax_buf_free(&text);
-    return result;
-}
-
-const char *cg_unary_text(ax_arena *a, int op, const char *arg, axrt_dtype dtype, double alpha)
-{
-    if (!unary_formulas[op].value)
-        ax_die("cg: %s in a fused loop", ir_ops[op].name);
-    return formula_text(a, unary_formulas[op].value, arg, dtype, alpha);
-}
-
-static const char *unary_expression(const emitter *em, const ir_node *n, const ir_fused_step *step,
-                                    const char *arg)
-{
-    return cg_unary_text(arena_of(em), step->op, arg, n->dtype, step->value);
-}
-
-const char *cg_binary_text(ax_arena *a, int op, const char *lhs, const char *rhs, axrt_dtype dtype)
-{
-    const char *symbol = binary_symbols[op];
-    if (symbol[0] == '?') /* "?>": the larger (a NaN in either gives NaN), axrt_unary.h's clamp_min and max */
-        return ax_sprintf(a, "((%s %c %s || %s != %s) ? %s : %s)", lhs, symbol[1], rhs, lhs, lhs, lhs, rhs);
-    if (isalpha((unsigned char)symbol[0])) /* libm: powf, fmodf */
-        return ax_sprintf(a, "%s%s(%s, %s)", symbol, dtype == AXRT_F64 ? "" : "f", lhs, rhs);
-    return ax_sprintf(a, "%s %s %s", lhs, symbol, rhs);
-}
-
-/* Argument a of step s: an operand element or an earlier step's local. */
-static const char *fused_arg(const emitter *em, const ir_fused_step *step, int a)
-{
-    if (step->arg[a] >= 0)
-        return ax_sprintf(arena_of(em), "t%d", step->arg[a]);
-    return ax_sprintf(arena_of(em), "a%d", IR_FUSED_OPERAND_INDEX(step->arg[a]));
-}
-
-static void emit_fused_steps(emitter *em, const ir_node *n, const char *indent)
-{
-    for (int s = 0; s < n->attrs.nsteps; s++) {
-        const ir_fused_step *step = &n->attrs.steps[s];
-        ax_buf_printf(em->out, "%sconst %s t%d = ", indent, ctype(n->dtype), s);
-        if (step->op == IR_OP_scalar)
-            ax_buf_puts(em->out, real_literal(em, n->dtype, step->value));
-        else if (ir_ops[step->op].kind == IR_BINARY)
-            ax_buf_puts(em->out, cg_binary_text(arena_of(em), step->op, fused_arg(em, step, 0),
-                                                fused_arg(em, step, 1), n->dtype));
-        else
-            ax_buf_puts(em->out, unary_expression(em, n, step, fused_arg(em, step, 0)));
-        ax_buf_puts(em->out, ";\n");
-    }
-}
-
-/* The loop nest: dims[] and per-operand strides[k][] after dropping size-1
- * dims and merging neighbours; returns the loop count (at least 1). */
-int cg_fused_loops(const ir_node *n, int64_t *dims, int64_t strides[][IR_MAX_RANK])
-{
-    const int64_t (*full)[IR_MAX_RANK] = n->attrs.strides;
-    int loops = 0;
-    for (int d = 0; d < n->rank; d++) {
-        if (n->shape[d] == 1)
-            continue;
-        bool merge = loops > 0;
-        for (int k = 0; k < n->nsrc && merge; k++)
-            merge = strides[k][loops - 1] == full[k][d] * n->shape[d];
-        if (merge) {
-            dims[loops - 1] *= n->shape[d];
-            for (int k = 0; k < n->nsrc; k++)
-                strides[k][loops - 1] = full[k][d];
-            continue;
-        }
-        dims[loops] = n->shape[d];
-        for (int k = 0; k < n->nsrc; k++)
-            strides[k][loops] = full[k][d];
-        loops++;
-    }
-    if (loops == 0) {
-        dims[0] = 1;
-        for (int k = 0; k < n->nsrc; k++)
-            strides[k][0] = 0;
-        loops = 1;
-    }
-    return loops;
-}
-
-/* "i0 * 16 + i1" for one operand's strides; "0" when fully broadcast. */
-static const char *fused_index(const emitter *em, const int64_t *strides, int loops)
-{
-    ax_buf text = {0};
-    for (int d = 0; d < loops; d++) {
-        if (strides[d] == 0)
-            continue;
-        ax_buf_printf(&text, "%si%d", text.len ? " + " : "", d);
-        if (strides[d] != 1)
-            ax_buf_printf(&text, " * %lld", (long long)strides[d]);
-    }
-    const char *result = ax_strdup(arena_of(em), text.len ? text.data : "0");
-    ax_buf_free(&text);
-    return result;
-}
-
-static void emit_fused(emitter *em, const ir_node *n, const char *y)
-{
-    int64_t dims[IR_MAX_RANK], strides[IR_MAX_FUSED_SRC][IR_MAX_RANK];
-    const int loops = cg_fused_loops(n, dims, strides);
-    const char *t = ctype(n->dtype);
-    ax_buf_puts(em->out, "    {\n");
-    for (int k = 0; k < n->nsrc; k++)
-        ax_buf_printf(em->out, "        const %s *x%d_ = %s;\n", t, k, operand(em, n, k));
-    ax_buf_printf(em->out, "        %s *y_ = %s;\n        size_t o = 0", t, y);
-    for (int d = 0; d < loops; d++)
-        ax_buf_printf(em->out, ", i%d", d);
-    ax_buf_puts(em->out, ";\n");
-    char indent[64];
-    snprintf(indent, sizeof indent, "%*s", 8 + 4 * loops, "");
-    for (int d = 0; d < loops; d++)
-        ax_buf_printf(em->out, "%*sfor (i%d = 0; i%d < %lld; i%d++%s)%s\n", 8 + 4 * d, "", d, d,
-                      (long long)dims[d], d, d == loops - 1 ? ", o++" : "", d == loops - 1 ? " {" : "");
-    for (int k = 0; k < n->nsrc; k++)
-        ax_buf_printf(em->out, "%sconst %s a%d = x%d_[%s];\n", indent, t, k, k,
-                      fused_index(em, strides[k], loops));
-    emit_fused_steps(em, n, indent);
-    ax_buf_printf(em->out, "%sy_[o] = t%d;\n%*s}\n    }\n", indent, n->attrs.nsteps - 1, 4 + 4 * loops, "");
+    cgc_emit_quant_ew(em, n, y);
 }
 
 /* Families that need no code of their own, or share an emitter. */
@@ -1048,12 +604,12 @@ static void emit_source(emitter *em, const ir_node *n, const char *y)
 
 static void emit_unary(emitter *em, const ir_node *n, const char *y)
 {
-    emit_quant_ew(em, n, y);
+    cgc_emit_quant_ew(em, n, y);
 }
 
 static void emit_reduce(emitter *em, const ir_node *n, const char *y)
 {
-    emit_quant_ew(em, n, y);
+    cgc_emit_quant_ew(em, n, y);
 }
 
 static void emit_result(emitter *em, const ir_node *n, const char *y)
@@ -1065,25 +621,6 @@ static void emit_result(emitter *em, const ir_node *n, const char *y)
 #define emit_param emit_source
 #define emit_scalar emit_source
 
-/* The backward's dy * f'(x) (pass_grad), one loop with f' written in
- * (axrt_unary.h AXRT_DERIV_<f>); dy, x and y have the same shape. */
-static void emit_unary_grad(emitter *em, const ir_node *n, const char *y)
-{
-    const int of = n->attrs.of_op;
-    if ((unsigned)of >= IR_OP_COUNT || !unary_formulas[of].deriv)
-        ax_die("cg_c: unary_grad of op %d", of);
-    if (of == IR_OP_relu && n->dtype == AXRT_F32) {   /* vectorised, no branch per element */
-        ax_buf_printf(OUT, "    axrt_relu_grad_f32(%s, %s, %s, %lld);\n", operand(em, n, 0), operand(em, n, 1), y,
-                      (long long)ir_numel(n));
-        return;
-    }
-    const char *t = ctype(n->dtype);
-    ax_buf_printf(OUT, "    {\n        const %s *dy_ = %s, *x_ = %s;\n        %s *y_ = %s;\n        size_t i;\n"
-                  "        for (i = 0; i < %lld; i++) {\n            const %s v = x_[i];\n"
-                  "            y_[i] = dy_[i] * (%s);\n        }\n    }\n",
-                  t, operand(em, n, 0), operand(em, n, 1), t, y, (long long)ir_numel(n), t,
-                  formula_text(arena_of(em), unary_formulas[of].deriv, "v", n->dtype, n->attrs.alpha));
-}
 /* The families cg_plan.c plans whole: emit_node prints their plans. */
 static void emit_planned(emitter *em, const ir_node *n, const char *y)
 {
@@ -1109,40 +646,40 @@ static void emit_planned(emitter *em, const ir_node *n, const char *y)
 /* dW from dy (operand 0) and x (operand 1); the conv's attrs, copied. */
 static void emit_conv_grad_weight(emitter *em, const ir_node *n, const char *y)
 {
-    emit_conv_params_of(em, operand_node(em, n, 1), operand_node(em, n, 0), n->shape[2], n->shape[3], &n->attrs);
+    emit_conv_params_of(em, cgc_operand_node(em, n, 1), cgc_operand_node(em, n, 0), n->shape[2], n->shape[3], &n->attrs);
     ax_buf_printf(OUT, "        axrt_conv2d_grad_weight_%s(%s, %s, %s, &params);\n    }\n", SFX,
-                  operand(em, n, 0), operand(em, n, 1), y);
+                  cgc_operand(em, n, 0), cgc_operand(em, n, 1), y);
 }
 
 /* dx of the pool attrs.of_op, dividing as emit_pool's kernels do. */
 static void emit_pool_grad(emitter *em, const ir_node *n, const char *y)
 {
-    const ir_node *dy = operand_node(em, n, 0);
+    const ir_node *dy = cgc_operand_node(em, n, 0);
     const ir_attrs *at = &n->attrs;
-    emit_pool_params(em, n->shape, dy->shape, at);
+    cgc_emit_pool_params(em, n->shape, dy->shape, at);
     ax_buf_printf(OUT, "        axrt_pool2d_grad_%s(%s, %s, %s, &params, %d, %d, %d, %d);\n    }\n", SFX,
-                  operand(em, n, 0), operand(em, n, 1), y, at->of_op == IR_OP_maxpool,
+                  cgc_operand(em, n, 0), cgc_operand(em, n, 1), y, at->of_op == IR_OP_maxpool,
                   at->pad[2] - at->ceil_extra[0], at->pad[3] - at->ceil_extra[1], !at->exclude_pad);
 }
 
 /* x's shape from dy: the slice's elements, as emit_slice reads them. */
 static void emit_slice_grad(emitter *em, const ir_node *n, const char *y)
 {
-    const ir_node *dy = operand_node(em, n, 0);
+    const ir_node *dy = cgc_operand_node(em, n, 0);
     int64_t strides[IR_MAX_RANK];
     const int64_t offset = ir_slice_strides(&n->attrs, n->shape, n->rank, strides);
     ax_buf_puts(OUT, "    {\n");
-    emit_int64_array(OUT, "dy_shape", dy->shape, dy->rank);
-    emit_int64_array(OUT, "strides", strides, dy->rank);
+    cgc_emit_int64_array(OUT, "dy_shape", dy->shape, dy->rank);
+    cgc_emit_int64_array(OUT, "strides", strides, dy->rank);
     ax_buf_printf(OUT, "        axrt_scatter_strided_%s(%s, %s, %lld, dy_shape, strides, %lld, %d);\n    }\n",
-                  SFX, operand(em, n, 0), y, (long long)ir_numel(n), (long long)offset, dy->rank);
+                  SFX, cgc_operand(em, n, 0), y, (long long)ir_numel(n), (long long)offset, dy->rank);
 }
 
 static void emit_embedding_grad(emitter *em, const ir_node *n, const char *y)
 {
-    const ir_node *idx = operand_node(em, n, 0);
+    const ir_node *idx = cgc_operand_node(em, n, 0);
     ax_buf_printf(OUT, "    status = axrt_embedding_grad_%s(%s, %s, %s, %s, %lld, %lld, %lld);\n", SFX,
-                  operand(em, n, 0), ir_dtypes[idx->dtype].enum_name, operand(em, n, 1), y,
+                  cgc_operand(em, n, 0), ir_dtypes[idx->dtype].enum_name, cgc_operand(em, n, 1), y,
                   (long long)ir_numel(idx), (long long)n->shape[0], (long long)n->shape[1]);
     ax_buf_puts(OUT, "    if (status != 0)\n        return status;\n");
 }
@@ -1151,13 +688,16 @@ static void emit_embedding_grad(emitter *em, const ir_node *n, const char *y)
 static void emit_dropout(emitter *em, const ir_node *n, const char *y)
 {
     if (n->src[1] == IR_NONE) {
-        emit_copy(em, n, operand(em, n, 0), y);
+        emit_copy(em, n, cgc_operand(em, n, 0), y);
         return;
     }
     ax_buf_printf(OUT, "    axrt_dropout_%s(%s, (const int64_t *)(const void *)%s, %s, %lld, %d, %s);\n", SFX,
-                  operand(em, n, 0), operand(em, n, 1), y, (long long)ir_numel(n), n->attrs.index,
-                  c_real_text(arena_of(em), "double", n->attrs.alpha));
+                  cgc_operand(em, n, 0), cgc_operand(em, n, 1), y, (long long)ir_numel(n), n->attrs.index,
+                  cgc_real_text(arena_of(em), "double", n->attrs.alpha));
 }
+
+#define emit_fused cgc_emit_fused
+#define emit_unary_grad cgc_emit_unary_grad
 
 /* The one dispatch over ops, generated from ops.def's family column: the
  * kernel call computing n into y. */
@@ -1259,8 +799,8 @@ static void emit_profile_table(emitter *em)
         for (int d = 0; d < n->rank; d++)
             ax_buf_printf(em->out, "%s%lld", d ? ", " : "", (long long)n->shape[d]);
         ax_buf_printf(em->out, "%s}}, %s, %s, 0, 0},\n", n->rank ? "" : "0",
-                      c_real_text(arena_of(em), "double", layer_flops(g, n)),
-                      c_real_text(arena_of(em), "double", ir_node_bytes(g, n)));
+                      cgc_real_text(arena_of(em), "double", layer_flops(g, n)),
+                      cgc_real_text(arena_of(em), "double", ir_node_bytes(g, n)));
     }
     ax_buf_printf(em->out, "};\naxrt_layer_hook %s_layer_hook = 0;\n", g->name);
 }
@@ -1310,7 +850,7 @@ static void emit_node(emitter *em, int id)
     if (!plan && !(n->quant && !n->quant->float_out)) {
         if (n->attrs.residual != IR_NONE)
             ax_buf_printf(em->out, "    axrt_add_%s(%s, %s, %s, %lld);\n", kernel_suffix(n->dtype), y,
-                          operand(em, n, n->attrs.residual), y, (long long)ir_numel(n));
+                          cgc_operand(em, n, n->attrs.residual), y, (long long)ir_numel(n));
         if (cg_has_epilogue(n))
             emit_unary_call(em, (ir_op)n->attrs.act, n, y, y);
     }

@@ -1,6 +1,7 @@
 /* onnx_internal.h — what onnx_import.c (the model, tensors, values, the
- * graph walk) and onnx_ops.c (one handler per ONNX op) share.  Only those
- * two files include it; it needs the generated onnx.pb-c.h. */
+ * graph walk) and the op handlers (onnx_ops.c's table, onnx_ops_*.c, through
+ * onnx_ops.h) share.  Only those files include it; it needs the generated
+ * onnx.pb-c.h. */
 #ifndef AX_ONNX_INTERNAL_H
 #define AX_ONNX_INTERNAL_H
 

@@ -150,42 +150,14 @@ def check(module, ax_file, inputs, weights=None, torch_inputs=None, output_names
     import torch
     work = tempfile.mkdtemp(prefix="axc-check-")
     try:
-        if weights is None:
-            weights = os.path.join(work, "weights.safetensors")
-            save_safetensors(module.state_dict(), weights)
-        cmd = [axc, "run", ax_file, "--weights", weights]
-        arrays = {}
-        for name, value in inputs.items():
-            a = value.detach().cpu().numpy() if hasattr(value, "detach") else np.asarray(value)
-            arrays[name] = a
-            np.save(os.path.join(work, name + ".npy"), a)
-            cmd += ["--input", "%s=%s" % (name, os.path.join(work, name + ".npy"))]
-        cmd += list(axc_args)
-        rc, _, err = _run(cmd + ["--output-dir", os.path.join(work, "out")])
-        if rc != 0:
-            raise RuntimeError("axc run failed (exit %d):\n%s" % (rc, err))
+        cmd, arrays = _run_check(module, ax_file, inputs, weights, axc, axc_args, work)
         was_training = module.training
         module.eval()
         with torch.no_grad():
             args = torch_inputs if torch_inputs is not None else [torch.as_tensor(a) for a in arrays.values()]
             ref = module(*args)
         module.train(was_training)
-        if isinstance(ref, dict):   # paired by name
-            names = list(output_names or ref.keys())
-            refs = [ref[n] for n in names]
-        else:                       # paired by position, in axc's output order
-            files = sorted(f[:-4] for f in os.listdir(os.path.join(work, "out")))
-            names = list(output_names or (files if len(files) == 1 else _output_order(cmd)))
-            refs = list(ref) if isinstance(ref, (tuple, list)) else [ref]
-        got = []
-        for n in names:
-            path = os.path.join(work, "out", n + ".npy")
-            if not os.path.exists(path):
-                raise RuntimeError("axc has no output '%s' (it has %s)"
-                                   % (n, sorted(f[:-4] for f in os.listdir(os.path.join(work, "out")))))
-            got.append(np.load(path))
-        if len(refs) != len(got):
-            raise RuntimeError("the module returns %d outputs, axc %d (%s)" % (len(refs), len(got), names))
+        names, refs, got = _paired_outputs(ref, output_names, cmd, os.path.join(work, "out"))
         rows = []
         for n, g, r in zip(names, got, refs):
             r = _as_laid_out(r.detach().cpu().double().numpy(), g.shape)
@@ -199,6 +171,50 @@ def check(module, ax_file, inputs, weights=None, torch_inputs=None, output_names
         return report
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _run_check(module, ax_file, inputs, weights, axc, axc_args, work):
+    """check's `axc run` into work/out: the command (without --output-dir)
+    and the input arrays by name; the module's weights saved to work when
+    weights is None."""
+    if weights is None:
+        weights = os.path.join(work, "weights.safetensors")
+        save_safetensors(module.state_dict(), weights)
+    cmd = [axc, "run", ax_file, "--weights", weights]
+    arrays = {}
+    for name, value in inputs.items():
+        a = value.detach().cpu().numpy() if hasattr(value, "detach") else np.asarray(value)
+        arrays[name] = a
+        np.save(os.path.join(work, name + ".npy"), a)
+        cmd += ["--input", "%s=%s" % (name, os.path.join(work, name + ".npy"))]
+    cmd += list(axc_args)
+    rc, _, err = _run(cmd + ["--output-dir", os.path.join(work, "out")])
+    if rc != 0:
+        raise RuntimeError("axc run failed (exit %d):\n%s" % (rc, err))
+    return cmd, arrays
+
+
+def _paired_outputs(ref, output_names, cmd, out_dir):
+    """The module's results ref paired with axc's outputs in out_dir: by
+    name when ref is a dict, else by position in axc's output order.
+    Returns (names, refs, got arrays)."""
+    if isinstance(ref, dict):   # paired by name
+        names = list(output_names or ref.keys())
+        refs = [ref[n] for n in names]
+    else:                       # paired by position, in axc's output order
+        files = sorted(f[:-4] for f in os.listdir(out_dir))
+        names = list(output_names or (files if len(files) == 1 else _output_order(cmd)))
+        refs = list(ref) if isinstance(ref, (tuple, list)) else [ref]
+    got = []
+    for n in names:
+        path = os.path.join(out_dir, n + ".npy")
+        if not os.path.exists(path):
+            raise RuntimeError("axc has no output '%s' (it has %s)"
+                               % (n, sorted(f[:-4] for f in os.listdir(out_dir))))
+        got.append(np.load(path))
+    if len(refs) != len(got):
+        raise RuntimeError("the module returns %d outputs, axc %d (%s)" % (len(refs), len(got), names))
+    return names, refs, got
 
 
 def _output_order(cmd):

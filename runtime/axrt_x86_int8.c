@@ -290,37 +290,47 @@ static void *ew_at(const axrt_ew_q8 *p, void *y, size_t i)
     return (unsigned char *)y + i * (p->out_q8 ? 1 : sizeof(float));
 }
 
-__attribute__((target(VNNI_TARGET))) static void vnni_add(const uint8_t *a, const uint8_t *b, void *y, size_t n,
-                                                          const axrt_ew_q8 *p)
-{
-    const q512_scale sa = q512_scale_of(p->mult[0], p->shift[0]), sb = q512_scale_of(p->mult[1], p->shift[1]);
-    const q512_scale so = q512_scale_of(p->out_mult, p->out_shift);
-    const __m512i za = _mm512_set1_epi32(p->zp[0] + 128), zb = _mm512_set1_epi32(p->zp[1] + 128);
-    const __m128i left = _mm_cvtsi32_si128(p->left);
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const __m512i va = q512_requantize(q512_centred(a + i, za, left), &sa);
-        const __m512i vb = q512_requantize(q512_centred(b + i, zb, left), &sb);
-        q512_store(p, q512_requantize(_mm512_add_epi32(va, vb), &so), y, i);
+/* The elementwise int8 add and rescale of axrt_q8_gemm_ops, written once
+ * for both vector widths: PFX names the kernels (PFX_add, PFX_rescale),
+ * TARGET their target attribute, Q the lane helpers of the width
+ * (Q_scale_of, Q_requantize, Q_centred, Q_store), V its integer vector type
+ * of W int32 lanes, SET1 and ADD its _set1_epi32 and _add_epi32.  The last
+ * n % W elements (a row's last row % W) go to the portable kernels. */
+#define Q8_EW_KERNELS(PFX, TARGET, Q, V, W, SET1, ADD)                                                 \
+    __attribute__((target(TARGET))) static void PFX##_add(const uint8_t *a, const uint8_t *b, void *y, \
+                                                          size_t n, const axrt_ew_q8 *p)               \
+    {                                                                                                  \
+        const Q##_scale sa = Q##_scale_of(p->mult[0], p->shift[0]), sb = Q##_scale_of(p->mult[1], p->shift[1]); \
+        const Q##_scale so = Q##_scale_of(p->out_mult, p->out_shift);                                  \
+        const V za = SET1(p->zp[0] + 128), zb = SET1(p->zp[1] + 128);                                   \
+        const __m128i left = _mm_cvtsi32_si128(p->left);                                               \
+        size_t i = 0;                                                                                  \
+        for (; i + W <= n; i += W) {                                                                   \
+            const V va = Q##_requantize(Q##_centred(a + i, za, left), &sa);                            \
+            const V vb = Q##_requantize(Q##_centred(b + i, zb, left), &sb);                            \
+            Q##_store(p, Q##_requantize(ADD(va, vb), &so), y, i);                                      \
+        }                                                                                              \
+        axrt_q8_add_portable(a + i, b + i, ew_at(p, y, i), n - i, p);                                  \
+    }                                                                                                  \
+                                                                                                       \
+    __attribute__((target(TARGET))) static void PFX##_rescale(const uint8_t *x, void *y, size_t outer,  \
+                                                              size_t row, size_t ld, size_t offset,    \
+                                                              const axrt_ew_q8 *p)                     \
+    {                                                                                                  \
+        const Q##_scale s = Q##_scale_of(p->mult[0], p->shift[0]);                                     \
+        const V z = SET1(p->zp[0] + 128);                                                              \
+        const __m128i left = _mm_cvtsi32_si128(p->left);                                               \
+        for (size_t o = 0; o < outer; o++) {                                                           \
+            const uint8_t *xr = x + o * row;                                                           \
+            void *yr = ew_at(p, y, o * ld + offset);                                                   \
+            size_t j = 0;                                                                              \
+            for (; j + W <= row; j += W)                                                               \
+                Q##_store(p, Q##_requantize(Q##_centred(xr + j, z, left), &s), yr, j);                 \
+            axrt_q8_rescale_portable(xr + j, ew_at(p, yr, j), 1, row - j, row - j, 0, p);              \
+        }                                                                                              \
     }
-    axrt_q8_add_portable(a + i, b + i, ew_at(p, y, i), n - i, p);
-}
 
-__attribute__((target(VNNI_TARGET))) static void vnni_rescale(const uint8_t *x, void *y, size_t outer, size_t row,
-                                                              size_t ld, size_t offset, const axrt_ew_q8 *p)
-{
-    const q512_scale s = q512_scale_of(p->mult[0], p->shift[0]);
-    const __m512i z = _mm512_set1_epi32(p->zp[0] + 128);
-    const __m128i left = _mm_cvtsi32_si128(p->left);
-    for (size_t o = 0; o < outer; o++) {
-        const uint8_t *xr = x + o * row;
-        void *yr = ew_at(p, y, o * ld + offset);
-        size_t j = 0;
-        for (; j + 16 <= row; j += 16)
-            q512_store(p, q512_requantize(q512_centred(xr + j, z, left), &s), yr, j);
-        axrt_q8_rescale_portable(xr + j, ew_at(p, yr, j), 1, row - j, row - j, 0, p);
-    }
-}
+Q8_EW_KERNELS(vnni, VNNI_TARGET, q512, __m512i, 16, _mm512_set1_epi32, _mm512_add_epi32)
 
 const axrt_q8_gemm_ops *axrt_q8_gemm_vnni(void)
 {
@@ -479,37 +489,7 @@ AVX2_INLINE void q256_store(const axrt_ew_q8 *p, __m256i r, void *y, size_t i)
     }
 }
 
-__attribute__((target("avx2"))) static void avx2_add(const uint8_t *a, const uint8_t *b, void *y, size_t n,
-                                                     const axrt_ew_q8 *p)
-{
-    const q256_scale sa = q256_scale_of(p->mult[0], p->shift[0]), sb = q256_scale_of(p->mult[1], p->shift[1]);
-    const q256_scale so = q256_scale_of(p->out_mult, p->out_shift);
-    const __m256i za = _mm256_set1_epi32(p->zp[0] + 128), zb = _mm256_set1_epi32(p->zp[1] + 128);
-    const __m128i left = _mm_cvtsi32_si128(p->left);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256i va = q256_requantize(q256_centred(a + i, za, left), &sa);
-        const __m256i vb = q256_requantize(q256_centred(b + i, zb, left), &sb);
-        q256_store(p, q256_requantize(_mm256_add_epi32(va, vb), &so), y, i);
-    }
-    axrt_q8_add_portable(a + i, b + i, ew_at(p, y, i), n - i, p);
-}
-
-__attribute__((target("avx2"))) static void avx2_rescale(const uint8_t *x, void *y, size_t outer, size_t row,
-                                                         size_t ld, size_t offset, const axrt_ew_q8 *p)
-{
-    const q256_scale s = q256_scale_of(p->mult[0], p->shift[0]);
-    const __m256i z = _mm256_set1_epi32(p->zp[0] + 128);
-    const __m128i left = _mm_cvtsi32_si128(p->left);
-    for (size_t o = 0; o < outer; o++) {
-        const uint8_t *xr = x + o * row;
-        void *yr = ew_at(p, y, o * ld + offset);
-        size_t j = 0;
-        for (; j + 8 <= row; j += 8)
-            q256_store(p, q256_requantize(q256_centred(xr + j, z, left), &s), yr, j);
-        axrt_q8_rescale_portable(xr + j, ew_at(p, yr, j), 1, row - j, row - j, 0, p);
-    }
-}
+Q8_EW_KERNELS(avx2, "avx2", q256, __m256i, 8, _mm256_set1_epi32, _mm256_add_epi32)
 
 /* vnni_requant_lanes on eight lanes */
 AVX2_INLINE __m256i avx2_requant_lanes(__m256i v, __m256i mult, __m256i shift)

@@ -48,7 +48,10 @@ run_job() {
     case $1 in
         layers) if sh "$root/scripts/layers.sh"; then echo "PASS: layers: no include points upward"
                 else echo "FAIL: layers: an include points upward"; fi
-                sh "$root/scripts/layers.sh" --self-test ;;
+                sh "$root/scripts/layers.sh" --self-test
+                if size=$("$PYTHON" "$root/scripts/check_size.py" 2>&1); then echo "PASS: check-size: no file or function past its limit"
+                else echo "FAIL: check-size: a file or function past its limit"; printf '%s\n' "$size" | sed 's/^/  /'; fi
+                "$PYTHON" "$root/scripts/check_size.py" --self-test ;;
         unit:*) run_unit_binary "$B/tests/${1#unit:}" ;;
         firmware+install) bash "$here/firmware/run.sh"; bash "$here/install/run.sh" ;;
         install+firmware) bash "$here/install/run.sh"; bash "$here/firmware/run.sh" ;;

@@ -1,0 +1,231 @@
+/* cg_c_fused.c — the C back end's fused elementwise loops and the unary
+ * formulas they and unary_grad print (runtime/axrt_unary.h, stringified).
+ * Part of cg_c.c's emitter (cg_c_internal.h). */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cg_c_internal.h"
+
+/* ---- fused elementwise loops ------------------------------------------------
+ * A fused_elementwise node (ir.h ir_fused_step) becomes one loop nest over
+ * its result: dims of size 1 are dropped and neighbours merged wherever every
+ * operand's strides (attrs.strides: broadcasts, transposes and reshapes read
+ * through) allow, so a same-shape chain is one flat loop; each operand is
+ * indexed by literal strides, each step is a local. */
+
+/* The C expression of each unary op: the runtime's own formula
+ * (runtime/axrt_unary.h) stringified with placeholder names that
+ * unary_expression replaces: AXC_X the argument, AXC_T the element type,
+ * AXC_A alpha, AXC_MATH_f the libm function f for the type.  The table is
+ * generated from ops.def's UNARY_OP rows, and the static assertion fails
+ * the build when the runtime has no formula for a row. */
+#define MATH_EXP AXC_MATH_exp
+#define MATH_LOG AXC_MATH_log
+#define MATH_SQRT AXC_MATH_sqrt
+#define MATH_TANH AXC_MATH_tanh
+#define MATH_ERF AXC_MATH_erf
+#define MATH_EXPM1 AXC_MATH_expm1
+#define MATH_LOG1P AXC_MATH_log1p
+#define MATH_FABS AXC_MATH_fabs
+#define MATH_FN(f) AXC_MATH_##f
+#include "axrt_unary.h"
+#define CG_STR2(x) #x
+#define CG_STR(x) CG_STR2(x)
+#define CG_FORMULA(name) CG_STR(AXRT_UNARY_##name(AXC_X, AXC_T, AXC_A))
+/* The same for each derivative (AXRT_DERIV_<name>), for unary_grad. */
+#define CG_DERIV(name) CG_STR(AXRT_DERIV_##name(AXC_X, AXC_T, AXC_A))
+
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags)
+#define UNARY_OP(name, flags)                                                             \
+    _Static_assert(sizeof CG_FORMULA(name) != sizeof "AXRT_UNARY_" #name "(AXC_X, AXC_T, AXC_A)", \
+                   "runtime/axrt_unary.h has no formula for " #name);                      \
+    _Static_assert(sizeof CG_DERIV(name) != sizeof "AXRT_DERIV_" #name "(AXC_X, AXC_T, AXC_A)", \
+                   "runtime/axrt_unary.h has no derivative for " #name);
+#include "ops.def"
+#undef OP
+
+static const struct {
+    const char *value, *deriv;
+} unary_formulas[IR_OP_COUNT] = {
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags)
+#define UNARY_OP(name, flags) [IR_OP_##name] = {CG_FORMULA(name), CG_DERIV(name)},
+#include "ops.def"
+#undef OP
+};
+
+static const char *const binary_symbols[IR_OP_COUNT] = {
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags)
+#define BINARY_OP(name, symbol) [IR_OP_##name] = symbol,
+#include "ops.def"
+#undef OP
+};
+
+/* formula (a stringified axrt_unary.h row) with its placeholders replaced. */
+static const char *formula_text(ax_arena *a, const char *formula, const char *arg, axrt_dtype dtype,
+                                double alpha)
+{
+    static const char *const names[] = {"AXC_X", "AXC_T", "AXC_A", "AXC_MATH_"};
+    const char *values[] = {arg, ctype(dtype), cgc_real_text(a, ctype(dtype), alpha), ""};
+    ax_buf text = {0};
+    for (const char *c = formula; *c;) {
+        int k = 0;
+        while (k < 4 && strncmp(c, names[k], strlen(names[k])) != 0)
+            k++;
+        if (k == 4) {
+            ax_buf_put(&text, c++, 1);
+            continue;
+        }
+        c += strlen(names[k]);
+        if (k < 3) {
+            ax_buf_puts(&text, values[k]);
+            continue;
+        }
+        while (isalnum((unsigned char)*c)) /* AXC_MATH_exp -> exp, then the suffix */
+            ax_buf_put(&text, c++, 1);
+        ax_buf_puts(&text, dtype == AXRT_F64 ? "" : "f");
+    }
+    const char *result = ax_strdup(a, text.data);
+    ax_buf_free(&text);
+    return result;
+}
+
+const char *cg_unary_text(ax_arena *a, int op, const char *arg, axrt_dtype dtype, double alpha)
+{
+    if (!unary_formulas[op].value)
+        ax_die("cg: %s in a fused loop", ir_ops[op].name);
+    return formula_text(a, unary_formulas[op].value, arg, dtype, alpha);
+}
+
+static const char *unary_expression(const emitter *em, const ir_node *n, const ir_fused_step *step,
+                                    const char *arg)
+{
+    return cg_unary_text(arena_of(em), step->op, arg, n->dtype, step->value);
+}
+
+const char *cg_binary_text(ax_arena *a, int op, const char *lhs, const char *rhs, axrt_dtype dtype)
+{
+    const char *symbol = binary_symbols[op];
+    if (symbol[0] == '?') /* "?>": the larger (a NaN in either gives NaN), axrt_unary.h's clamp_min and max */
+        return ax_sprintf(a, "((%s %c %s || %s != %s) ? %s : %s)", lhs, symbol[1], rhs, lhs, lhs, lhs, rhs);
+    if (isalpha((unsigned char)symbol[0])) /* libm: powf, fmodf */
+        return ax_sprintf(a, "%s%s(%s, %s)", symbol, dtype == AXRT_F64 ? "" : "f", lhs, rhs);
+    return ax_sprintf(a, "%s %s %s", lhs, symbol, rhs);
+}
+
+/* Argument a of step s: an operand element or an earlier step's local. */
+static const char *fused_arg(const emitter *em, const ir_fused_step *step, int a)
+{
+    if (step->arg[a] >= 0)
+        return ax_sprintf(arena_of(em), "t%d", step->arg[a]);
+    return ax_sprintf(arena_of(em), "a%d", IR_FUSED_OPERAND_INDEX(step->arg[a]));
+}
+
+static void emit_fused_steps(emitter *em, const ir_node *n, const char *indent)
+{
+    for (int s = 0; s < n->attrs.nsteps; s++) {
+        const ir_fused_step *step = &n->attrs.steps[s];
+        ax_buf_printf(em->out, "%sconst %s t%d = ", indent, ctype(n->dtype), s);
+        if (step->op == IR_OP_scalar)
+            ax_buf_puts(em->out, cgc_real_literal(em, n->dtype, step->value));
+        else if (ir_ops[step->op].kind == IR_BINARY)
+            ax_buf_puts(em->out, cg_binary_text(arena_of(em), step->op, fused_arg(em, step, 0),
+                                                fused_arg(em, step, 1), n->dtype));
+        else
+            ax_buf_puts(em->out, unary_expression(em, n, step, fused_arg(em, step, 0)));
+        ax_buf_puts(em->out, ";\n");
+    }
+}
+
+/* The loop nest: dims[] and per-operand strides[k][] after dropping size-1
+ * dims and merging neighbours; returns the loop count (at least 1). */
+int cg_fused_loops(const ir_node *n, int64_t *dims, int64_t strides[][IR_MAX_RANK])
+{
+    const int64_t (*full)[IR_MAX_RANK] = n->attrs.strides;
+    int loops = 0;
+    for (int d = 0; d < n->rank; d++) {
+        if (n->shape[d] == 1)
+            continue;
+        bool merge = loops > 0;
+        for (int k = 0; k < n->nsrc && merge; k++)
+            merge = strides[k][loops - 1] == full[k][d] * n->shape[d];
+        if (merge) {
+            dims[loops - 1] *= n->shape[d];
+            for (int k = 0; k < n->nsrc; k++)
+                strides[k][loops - 1] = full[k][d];
+            continue;
+        }
+        dims[loops] = n->shape[d];
+        for (int k = 0; k < n->nsrc; k++)
+            strides[k][loops] = full[k][d];
+        loops++;
+    }
+    if (loops == 0) {
+        dims[0] = 1;
+        for (int k = 0; k < n->nsrc; k++)
+            strides[k][0] = 0;
+        loops = 1;
+    }
+    return loops;
+}
+
+/* "i0 * 16 + i1" for one operand's strides; "0" when fully broadcast. */
+static const char *fused_index(const emitter *em, const int64_t *strides, int loops)
+{
+    ax_buf text = {0};
+    for (int d = 0; d < loops; d++) {
+        if (strides[d] == 0)
+            continue;
+        ax_buf_printf(&text, "%si%d", text.len ? " + " : "", d);
+        if (strides[d] != 1)
+            ax_buf_printf(&text, " * %lld", (long long)strides[d]);
+    }
+    const char *result = ax_strdup(arena_of(em), text.len ? text.data : "0");
+    ax_buf_free(&text);
+    return result;
+}
+
+void cgc_emit_fused(emitter *em, const ir_node *n, const char *y)
+{
+    int64_t dims[IR_MAX_RANK], strides[IR_MAX_FUSED_SRC][IR_MAX_RANK];
+    const int loops = cg_fused_loops(n, dims, strides);
+    const char *t = ctype(n->dtype);
+    ax_buf_puts(em->out, "    {\n");
+    for (int k = 0; k < n->nsrc; k++)
+        ax_buf_printf(em->out, "        const %s *x%d_ = %s;\n", t, k, cgc_operand(em, n, k));
+    ax_buf_printf(em->out, "        %s *y_ = %s;\n        size_t o = 0", t, y);
+    for (int d = 0; d < loops; d++)
+        ax_buf_printf(em->out, ", i%d", d);
+    ax_buf_puts(em->out, ";\n");
+    char indent[64];
+    snprintf(indent, sizeof indent, "%*s", 8 + 4 * loops, "");
+    for (int d = 0; d < loops; d++)
+        ax_buf_printf(em->out, "%*sfor (i%d = 0; i%d < %lld; i%d++%s)%s\n", 8 + 4 * d, "", d, d,
+                      (long long)dims[d], d, d == loops - 1 ? ", o++" : "", d == loops - 1 ? " {" : "");
+    for (int k = 0; k < n->nsrc; k++)
+        ax_buf_printf(em->out, "%sconst %s a%d = x%d_[%s];\n", indent, t, k, k,
+                      fused_index(em, strides[k], loops));
+    emit_fused_steps(em, n, indent);
+    ax_buf_printf(em->out, "%sy_[o] = t%d;\n%*s}\n    }\n", indent, n->attrs.nsteps - 1, 4 + 4 * loops, "");
+}
+
+/* The backward's dy * f'(x) (pass_grad), one loop with f' written in
+ * (axrt_unary.h AXRT_DERIV_<f>); dy, x and y have the same shape. */
+void cgc_emit_unary_grad(emitter *em, const ir_node *n, const char *y)
+{
+    const int of = n->attrs.of_op;
+    if ((unsigned)of >= IR_OP_COUNT || !unary_formulas[of].deriv)
+        ax_die("cg_c: unary_grad of op %d", of);
+    if (of == IR_OP_relu && n->dtype == AXRT_F32) {   /* vectorised, no branch per element */
+        ax_buf_printf(em->out, "    axrt_relu_grad_f32(%s, %s, %s, %lld);\n", cgc_operand(em, n, 0), cgc_operand(em, n, 1), y,
+                      (long long)ir_numel(n));
+        return;
+    }
+    const char *t = ctype(n->dtype);
+    ax_buf_printf(em->out, "    {\n        const %s *dy_ = %s, *x_ = %s;\n        %s *y_ = %s;\n        size_t i;\n"
+                  "        for (i = 0; i < %lld; i++) {\n            const %s v = x_[i];\n"
+                  "            y_[i] = dy_[i] * (%s);\n        }\n    }\n",
+                  t, cgc_operand(em, n, 0), cgc_operand(em, n, 1), t, y, (long long)ir_numel(n), t,
+                  formula_text(arena_of(em), unary_formulas[of].deriv, "v", n->dtype, n->attrs.alpha));
+}

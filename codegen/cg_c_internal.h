@@ -1,0 +1,69 @@
+/* cg_c_internal.h — what the C back end's files share: cg_c.c (the emitter:
+ * names, storage, kernel calls, forward() and the two files), cg_c_quant.c
+ * (int8 layers) and cg_c_fused.c (fused elementwise loops, unary formulas).
+ * Only those files include this. */
+#ifndef AX_CG_C_INTERNAL_H
+#define AX_CG_C_INTERNAL_H
+
+#include "cg_c.h"
+
+/* State while emitting one model. */
+typedef struct emitter {
+    ir_graph *g;
+    ax_buf *out;
+    const char *source_name;
+    const char **input_names;   /* forward()'s parameters (context arena) */
+    const char **output_names;
+    bool profile;            /* cg_request.profile */
+    bool blas;               /* cg_request.blas */
+    int nlayers;             /* profiled layers emitted so far */
+    const cg_c_body *body;   /* a function body for another driver (cg_c_train.c), or NULL */
+} emitter;
+
+/* The arena of the graph being emitted; node id; the C type of a dtype. */
+static inline ax_arena *arena_of(const emitter *em) { return em->g->ctx->arena; }
+static inline ir_node *node_at(const emitter *em, int id) { return &em->g->nodes[id]; }
+static inline const char *ctype(axrt_dtype dtype) { return ir_dtypes[dtype].c_type; }
+
+/* ---- cg_c.c ---- */
+
+/* Operand i of n as an expression of type (const) T *, or "NULL" for an
+ * absent optional operand; the node of operand i. */
+const char *cgc_operand(const emitter *em, const ir_node *n, int i);
+const ir_node *cgc_operand_node(const emitter *em, const ir_node *n, int i);
+/* value as a C99 constant expression of type c_type (float or double):
+ * exact for double, correctly rounded for float; an infinity or a NaN
+ * spelled with <math.h>'s INFINITY and NAN. */
+const char *cgc_real_text(ax_arena *a, const char *c_type, double value);
+/* A compute-dtype literal: exact for double, correctly rounded for float;
+ * a half type's bits, rounded once to nearest even, with the value in a
+ * comment. */
+const char *cgc_real_literal(const emitter *em, axrt_dtype dtype, double value);
+/* The product of dims[from..to). */
+int64_t cgc_product(const int64_t *dims, int from, int to);
+/* "static const int64_t name[n] = {...};" inside a kernel call's block. */
+void cgc_emit_int64_array(ax_buf *out, const char *name, const int64_t *v, int n);
+/* Opens a block holding the axrt_pool2d_params of a pool from x [N, H, W, C]
+ * to y [N, OH, OW, C]. */
+void cgc_emit_pool_params(emitter *em, const int64_t *x, const int64_t *y, const ir_attrs *at);
+
+/* ---- cg_c_quant.c ---- */
+
+/* Node id's int8 weights, packed panels and requantisation constants. */
+void cgc_emit_quant_constants(emitter *em, int id);
+/* Operand 0 of an int8 node as bytes: as it arrives when it is int8
+ * (in_q8), else quantised into the node's scratch first. */
+const char *cgc_quantized_input(emitter *em, const ir_node *n);
+/* An int8 dense or conv (ir_quant) into y. */
+void cgc_emit_quant_layer(emitter *em, const ir_node *n, const char *y);
+/* An int8 add, concat, ReLU or mean (pool) into y. */
+void cgc_emit_quant_ew(emitter *em, const ir_node *n, const char *y);
+
+/* ---- cg_c_fused.c ---- */
+
+/* A fused_elementwise node as one loop nest over its result. */
+void cgc_emit_fused(emitter *em, const ir_node *n, const char *y);
+/* The backward's dy * f'(x) (pass_grad unary_grad). */
+void cgc_emit_unary_grad(emitter *em, const ir_node *n, const char *y);
+
+#endif
