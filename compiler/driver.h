@@ -274,6 +274,12 @@ int axc_compile_shared(ax_ctx *ctx, const axc_opts *o, const char *dir, const ch
 const char *axc_run_cache_open(ax_arena *a, const char *entry, int *fd);
 void axc_run_cache_drop(const char *entry, const char *why);
 void axc_run_cache_store(ax_arena *a, const char *built, const char *entry);
+/* lock: after a miss, waits until no other axc builds entry (an exclusive
+ * flock on ENTRY.lock) and returns the lock's descriptor (-1: no lock; go
+ * on without); the caller then looks for the entry again.  unlock releases
+ * it, removing the lock file once the entry was stored. */
+int axc_run_cache_lock(ax_arena *a, const char *entry);
+void axc_run_cache_unlock(ax_arena *a, const char *entry, int lock, bool stored);
 
 /* --quantize=int8 (quantize.c): runs the float model over the --calibrate
  * samples in the reference interpreter, quantises its dense and conv layers

@@ -332,8 +332,12 @@ static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
     const char *cached = axc_run_cache_entry(ctx->arena, axc_cc_command(o),
                                                  gpu ? RUN_CFLAGS_GPU : o->blas ? RUN_CFLAGS_BLAS : RUN_CFLAGS,
                                                  r->tmpdir, home);
-    int fd = -1;
+    int fd = -1, lock = -1;
     const char *entry = cached ? axc_run_cache_open(ctx->arena, cached, &fd) : NULL;
+    if (cached && !entry) { /* the same code may be building in another axc: wait, look again */
+        lock = axc_run_cache_lock(ctx->arena, cached);
+        if (lock >= 0) entry = axc_run_cache_open(ctx->arena, cached, &fd);
+    }
     bool hit = false;
     if (entry) { /* checked: ours, writable by no one else, intact */
         r->dl = dlopen(entry, RTLD_NOW | RTLD_LOCAL);
@@ -342,15 +346,20 @@ static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
         if (!hit) axc_run_cache_drop(cached, ax_sprintf(ctx->arena, "it does not load (%s)", dlerror()));
     }
     if (!hit) {
-        if ((rc = axc_compile_shared(ctx, o, r->tmpdir, home, gpu))) return rc;
-        r->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+        rc = axc_compile_shared(ctx, o, r->tmpdir, home, gpu);
+        if (!rc) r->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     }
-    if (!r->dl) { axc_fail("cannot load the generated code: %s", dlerror()); return AXC_EUSAGE; }
-    r->model = dlsym(r->dl, ax_sprintf(ctx->arena, "%s_model", g->name));
-    if (!r->model) { axc_fail("generated code lacks '%s_model'", g->name); return AXC_EUSAGE; }
-    if (gpu && (rc = start_gpu(ctx, g, r))) return rc;
+    if (!rc && !r->dl) { axc_fail("cannot load the generated code: %s", dlerror()); rc = AXC_EUSAGE; }
+    if (!rc && !(r->model = dlsym(r->dl, ax_sprintf(ctx->arena, "%s_model", g->name)))) {
+        axc_fail("generated code lacks '%s_model'", g->name);
+        rc = AXC_EUSAGE;
+    }
+    if (!rc && gpu) rc = start_gpu(ctx, g, r);
     /* only a build that loads and has the model goes into the cache */
-    if (!hit && cached) axc_run_cache_store(ctx->arena, so, cached);
+    const bool store = !rc && !hit && cached;
+    if (store) axc_run_cache_store(ctx->arena, so, cached);
+    if (cached) axc_run_cache_unlock(ctx->arena, cached, lock, store);
+    if (rc) return rc;
     int (*set_threads)(int) = (int (*)(int))dlsym(r->dl, "axrt_set_threads");
     if (o->threads && set_threads) set_threads(o->threads);
     size_t bytes = (r->model->arena_bytes + 63) / 64 * 64;

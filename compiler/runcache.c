@@ -27,8 +27,12 @@
  *     truncated one under the entry's name;
  *   - the entries' total size is bounded (AXC_CACHE_MAX_MB, default 1024):
  *     storing one evicts the least recently used (a hit refreshes an
- *     entry's mtime) until the rest fit. */
+ *     entry's mtime) until the rest fit;
+ *   - runs of the same code at the same time build it once: a run that
+ *     misses takes an exclusive flock on ENTRY.lock, then looks again, so
+ *     it waits for a build in progress and loads what that one stored. */
 #include <dirent.h>
+#include <sys/file.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -349,6 +353,24 @@ const char *axc_run_cache_open(ax_arena *a, const char *entry, int *fd_out)
     (void)futimens(fd, NULL); /* used now: the last to be evicted */
     *fd_out = fd;
     return ax_sprintf(a, "/proc/self/fd/%d", fd);
+}
+
+int axc_run_cache_lock(ax_arena *a, const char *entry)
+{
+    /* the directory is this user's and no one else's (cache_dir) */
+    int fd = open(ax_sprintf(a, "%s.lock", entry), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+    if (fd < 0) return -1;
+    while (flock(fd, LOCK_EX) && errno == EINTR) {}
+    return fd;
+}
+
+void axc_run_cache_unlock(ax_arena *a, const char *entry, int lock, bool stored)
+{
+    if (lock < 0) return;
+    /* after a store, a later run hits before it would look for the lock;
+     * one waiting on this lock looks again once it has it */
+    if (stored) (void)unlink(ax_sprintf(a, "%s.lock", entry));
+    close(lock);
 }
 
 void axc_run_cache_drop(const char *entry, const char *why)

