@@ -263,6 +263,16 @@ bench-grouped: all
 	@$(PYTHON) bench/grouped_models.py --axc $(B)/bin/axc --venv-python $(B)/bench/venv/bin/python \
 	    --dir $(B)/bench/grouped $(BENCH_FLAGS)
 
+# Attention with and without the [lq, lk] scores (MiniLM and BERT shapes,
+# seq 128, 512, 2048) and R6's softmax against a copy of its bytes, one
+# thread (bench/attention_rates.c).  BENCH_FLAGS: seconds a shape (1).
+.PHONY: bench-attention
+bench-attention: $(B)/lib/libaxrt.a
+	@mkdir -p $(B)/bench
+	$(CC) -std=c11 -O2 -Wall -Wextra -Wpedantic -Werror -Iruntime bench/attention_rates.c \
+	    $(B)/lib/libaxrt.a -lm -lpthread -o $(B)/bench/attention_rates
+	$(B)/bench/attention_rates $(BENCH_FLAGS)
+
 # Training steps per second of axc --train's MLP step against PyTorch eager
 # (bench/train.py), built against the installed library like `make bench`.
 .PHONY: bench-train

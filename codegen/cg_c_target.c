@@ -5,7 +5,8 @@
  * head's scores and the concatenated heads of one batch element in scratch;
  * a depthwise conv that may run in place keeps a ring of input rows there;
  * a GRU or LSTM its state and gate sums.
- * Sizes come from the runtime itself (axrt_mha_scratch_elems,
+ * Sizes come from the runtime itself (axrt_mha_scratch_elems or, for the
+ * kernel without the scores, axrt_mha_flash_scratch_elems,
  * axrt_dwconv_inplace_ring_elems) so the two cannot disagree. */
 #include "cg_target.h"
 #include "ir_use.h"
@@ -22,7 +23,8 @@ static size_t mha_scratch_bytes(const ir_node *n, const ir_graph *g)
     p.lk = (int)k->shape[k->rank - 2];
     p.n = 1;
     p.heads = n->attrs.heads;
-    return axrt_mha_scratch_elems(&p) * axrt_dtype_size(n->dtype);
+    return (cg_mha_flash(n) ? axrt_mha_flash_scratch_elems(&p) : axrt_mha_scratch_elems(&p)) *
+           axrt_dtype_size(n->dtype);
 }
 
 /* gru / lstm: axrt_rnn_scratch_elems of their hidden size. */

@@ -365,6 +365,38 @@ static void plan_axis(planner *P, const ir_node *shape_of, axrt_dtype dtype)
     arg_size(c, product(shape_of->shape, axis + 1, shape_of->rank));
 }
 
+/* ---- attention without the scores (axrt_mha_flash_f32) ---- */
+
+/* The runtime's axrt_mha_params of mha node n: batch, lq, lk, d, heads, causal. */
+static void mha_params(const ir_graph *g, const ir_node *n, int64_t p[6])
+{
+    const ir_node *q = &g->nodes[n->src[0]], *k = &g->nodes[n->src[1]];
+    const int64_t d = q->shape[q->rank - 1], lq = q->shape[q->rank - 2];
+    p[0] = ir_numel(q) / (lq * d), p[1] = lq, p[2] = k->shape[k->rank - 2], p[3] = d;
+    p[4] = n->attrs.heads, p[5] = n->attrs.causal ? 1 : 0;
+}
+
+/* axrt_mha_flash_f32(q, k, v, key_mask or NULL, in_w, in_b, out_w, out_b,
+ * y, scratch, params, packed) */
+static void plan_mha_flash(planner *P, bool masked, bool packed)
+{
+    const ir_node *n = P->n;
+    int64_t p[6];
+    ir_call *c = kernel_call(P, CG_K_mha_flash, n->dtype);
+    for (int i = 0; i < 3; i++) arg_operand(P, c, i);
+    if (masked) arg_operand(P, c, 7);
+    else arg_value(c, IR_NONE);
+    for (int i = 3; i < 7; i++) arg_operand(P, c, i);
+    arg_value(c, self_id(P));
+    c->wrap = c->nargs;
+    arg_arena(c, n->dtype, n->scratch_offset);
+    mha_params(P->g, n, p);
+    arg_array(P, c, IR_ARG_INTS, "params", "axrt_mha_params", p, 6);
+    arg_int(c, packed);
+}
+
+/* ---- end of attention without the scores ---- */
+
 /* q [..., lq, d], k and v [..., lk, d]: leading dims are the batch; the
  * key mask, if any, follows v. */
 static void plan_mha(planner *P)
@@ -374,6 +406,10 @@ static void plan_mha(planner *P)
     if (n->scratch_offset < 0)
         ax_die("cg_plan: mha %%%d has no scratch buffer", self_id(P));
     const bool masked = n->nsrc > 7 && n->src[7] != IR_NONE, packed = cg_operand_packed(P->g, n, 3);
+    if (cg_mha_flash(n)) {
+        plan_mha_flash(P, masked, packed);
+        return;
+    }
     ir_call *c = kernel_call(P, masked ? (packed ? CG_K_mha_packed_masked : CG_K_mha_masked)
                                        : packed ? CG_K_mha_packed : CG_K_mha, n->dtype);
     for (int i = 0; i < 7; i++) {

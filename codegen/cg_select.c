@@ -263,3 +263,8 @@ void cg_select_blas(ir_graph *g)
             g->nodes[id].layout = IR_LAYOUT_PLAIN;
     cg_plan_graph(g, true);
 }
+
+bool cg_mha_flash(const ir_node *n)
+{
+    return n->op == IR_OP_mha && n->dtype == AXRT_F32;
+}

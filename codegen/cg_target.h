@@ -40,6 +40,11 @@ bool cg_has_epilogue(const ir_node *n);
  * own). */
 enum { CG_GROUPED_MIN_CHANNELS = 4 };
 bool cg_grouped_conv(const ir_graph *g, const ir_node *n);
+/* Whether mha node n runs axrt_mha_flash_f32 (scores a key block at a
+ * time; its scratch axrt_mha_flash_scratch_elems): every Float32 one.  Read
+ * by the memory plan's scratch size (before packing is decided) and by the
+ * plan, so it depends on nothing packing decides. */
+bool cg_mha_flash(const ir_node *n);
 /* After cg_select, for --blas=openblas: dense weights stay as written
  * ([out, in], what cblas_sgemm reads), not packed. */
 void cg_select_blas(ir_graph *g);

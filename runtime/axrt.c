@@ -41,6 +41,16 @@ size_t axrt_mha_scratch_elems(const axrt_mha_params *p)
     return 2 * lq * d + 3 * lk * d + lq * lk;
 }
 
+size_t axrt_mha_flash_scratch_elems(const axrt_mha_params *p)
+{
+    const size_t d = (size_t)p->d, lq = (size_t)p->lq, lk = (size_t)p->lk;
+    const size_t keys = lk < AXRT_FLASH_KEYS ? lk : AXRT_FLASH_KEYS;
+    /* q, k, v, heads, k transposed head by head, and one block of scores
+       per block of query rows (axrt_flash.inc): never more than
+       axrt_mha_scratch_elems */
+    return 2 * lq * d + 3 * lk * d + lq * keys;
+}
+
 size_t axrt_rnn_scratch_elems(const axrt_rnn_params *p, int gates)
 {
     /* the input and hidden gate sums, the state h, and c (LSTM) or r * h (GRU) */

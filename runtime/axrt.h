@@ -400,6 +400,22 @@ void axrt_mha_packed_masked_f32(const float *q, const float *k, const float *v,
                                 const float *out_w, const float *out_b, float *y, float *scratch,
                                 const axrt_mha_params *p);
 
+/* ---- attention without the [lq, lk] scores (axrt_flash.inc) ---------------
+ * What axrt_mha_packed_masked_f32 computes (key_mask may be NULL), with the
+ * scores, softmax and product with v of each head taken one key block at a
+ * time (online softmax: a running max and sum per query row, the partial
+ * product rescaled when the max grows), so that scratch holds one block of
+ * scores per block of query rows instead of all lq x lk of them.  Rows in
+ * blocks of AXRT_FLASH_ROWS (split over the threads; results do not depend
+ * on their number), keys in blocks of AXRT_FLASH_KEYS.  packed: in_w and
+ * out_w packed as for axrt_mha_packed_f32; 0: as stored (as axrt_mha_f32). */
+#define AXRT_FLASH_ROWS 24
+#define AXRT_FLASH_KEYS 128
+size_t axrt_mha_flash_scratch_elems(const axrt_mha_params *p);
+void axrt_mha_flash_f32(const float *q, const float *k, const float *v, const float *key_mask,
+                        const float *in_w, const float *in_b, const float *out_w, const float *out_b,
+                        float *y, float *scratch, const axrt_mha_params *p, int packed);
+
 /* A 1x1 conv (groups 1, stride 1, no padding: pe, weight packed as
    axrt_pack_conv2d_f32) whose result only a depthwise conv (pd, kh <=
    AXRT_DWCONV_MAX_KH, weight packed as axrt_pack_depthwise_f32) reads, the

@@ -135,6 +135,14 @@ typedef struct axrt_cpu_ops {
        row_tile_height): a tile of fewer rows has fewer accumulators than
        FMA latency x throughput and waits on the latency */
     int even_tail;
+    /* ---- attention without the scores (axrt_flash.inc) ----
+       one query row's block of n > 0 raw scores s, online softmax with
+       scale > 0: m' = max(*max, scale * the block's max); s = exp(scale s -
+       m') in place; *sum = *sum exp(*max - m') + the sum of s; *max = m';
+       returns exp(*max - m'), the factor for what the row has gathered so
+       far.  While m' is -inf (every score so far -inf), s = 0 and 1 is
+       returned, *sum staying 0. */
+    float (*softmax_block)(float *s, size_t n, float scale, float *max, float *sum);
 } axrt_cpu_ops;
 
 /* The table in use (axrt_fast.inc), for the kernels outside axrt.c. */

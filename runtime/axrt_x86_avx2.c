@@ -75,6 +75,7 @@ SIMD_INLINE float hmax8(__m256 v)
 #define V_ROUND(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define V_CVTI _mm256_cvtps_epi32
 #define V_FROMI _mm256_castsi256_ps
+#define V_BITS _mm256_castps_si256
 #define VI_SET1 _mm256_set1_epi32
 #define VI_ADD _mm256_add_epi32
 #define VI_SUB _mm256_sub_epi32

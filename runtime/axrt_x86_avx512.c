@@ -60,6 +60,7 @@ SIMD_INLINE __mmask16 lane_mask(long count)
 /* table[low 4 bits of idx's representation], per lane (vpermps) */
 #define V_LOOKUP16(idx, table) _mm512_permutexvar_ps(_mm512_castps_si512(idx), table)
 #define V_FROMI _mm512_castsi512_ps
+#define V_BITS _mm512_castps_si512
 #define VI_SET1 _mm512_set1_epi32
 #define VI_ADD _mm512_add_epi32
 #define VI_SUB _mm512_sub_epi32

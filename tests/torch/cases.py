@@ -458,6 +458,36 @@ def attention_cases():
                                      f"attn = MultiHeadAttention({d} => 4, bias=false)\nreturn attn(x)"),
              lambda: Twin(lambda m, x: T.attend(m["attn"], x), {"attn": T.mha(d, 4, bias=False)}),
              seq, tol=DEEP),
+    ] + long_attention_cases()
+
+
+def attend_masked(layer, q, k, v, mask):
+    """MultiheadAttention with a key padding mask (0 = padding, as axc's)."""
+    with torch.enable_grad():
+        return layer(q, k, v, key_padding_mask=mask == 0, need_weights=False)[0].detach()
+
+
+def long_attention_cases():
+    """Sequences past one block of keys (runtime axrt_flash.inc: 128) and of
+    query rows (24), lengths no multiple of either: the online softmax across
+    key blocks, the causal cut, a key mask hiding whole blocks."""
+    d = 32
+    long_seq = {"x": ((1, 300, d), "normal")}
+    return [
+        Case("mha_long_self", fn_model("mha_long", f"x::Float32[1, 300, {d}]",
+                                       f"attn = MultiHeadAttention({d} => 4)\nreturn attn(x)"),
+             lambda: Twin(lambda m, x: T.attend(m["attn"], x), {"attn": T.mha(d, 4)}), long_seq, tol=DEEP),
+        Case("mha_long_causal", fn_model("mha_long_causal", f"x::Float32[1, 300, {d}]",
+                                         f"attn = MultiHeadAttention({d} => 2, causal=true)\nreturn attn(x)"),
+             lambda: Twin(lambda m, x: T.attend(m["attn"], x, mask=T.causal_mask(300)),
+                          {"attn": T.mha(d, 2)}), long_seq, tol=DEEP),
+        Case("mha_long_cross_masked",
+             fn_model("mha_long_masked", f"q::Float32[2, 50, {d}], k::Float32[2, 333, {d}], "
+                      f"v::Float32[2, 333, {d}], mask::Float32[2, 333]",
+                      f"attn = MultiHeadAttention({d} => 4)\nreturn attn(q, k, v, mask)"),
+             lambda: Twin(lambda m, q, k, v, mask: attend_masked(m["attn"], q, k, v, mask), {"attn": T.mha(d, 4)}),
+             {"q": ((2, 50, d), "normal"), "k": ((2, 333, d), "normal"), "v": ((2, 333, d), "normal"),
+              "mask": ((2, 333), "keymask")}, tol=DEEP),
     ]
 
 

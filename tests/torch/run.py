@@ -40,6 +40,11 @@ def make_input(rng, shape, kind):
             kind[2] if len(kind) > 2 else np.int64)
     if kind == "positive":
         return rng.uniform(0.1, 3.0, size=shape).astype(np.float32)
+    if kind == "keymask":                            # [N, S] key padding mask, 0 = padding
+        mask = rng.integers(0, 2, size=shape).astype(np.float32)
+        mask[-1, :shape[1] * 2 // 3] = 0.0            # the last row: its first key blocks all padding
+        mask[:, -1] = 1.0                             # every query sees a key
+        return mask
     if kind == "f64":
         return rng.standard_normal(shape)
     return rng.standard_normal(shape).astype(np.float32)

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "axrt.h"
+#include "axrt_cpu.h"
 
 typedef void unary_fn(const float *, float *, size_t);
 typedef void dense_fn(const float *, const float *, const float *, float *, size_t, size_t, size_t);
@@ -158,6 +159,76 @@ static void test_exp_ulp(void **state)
         assert_true(y[5] == 1.0f);
     }
     free(x), free(y);
+}
+
+/* Softmax's exp (axrt_x86_simd.inc v_exp_softmax), through the table's
+ * softmax_block with the running max 0 and scale 1, which then leaves
+ * s = exp(s): every float32 x in [-87.33, -2^-26] (the results that are
+ * normal floats; every reduced argument r = x - n ln 2 the softmax's x <= 0
+ * reaches), against exp in double.  Bound: 2 ulp on AVX2 (measured: below
+ * 1); the AVX-512 table's table-driven exp states 1.1 ulp plus 2.8e-9 |x|
+ * relative (0.047 |x| ulp), checked as 2 ulp beyond that.  Below that range, results are below 2^-126
+ * and at least 0; -0 and x above -2^-26 give 1 or its float predecessor.
+ * The portable table's is libm's expf: not tested here. */
+static double ulp_fast(double ref)
+{
+    uint64_t bits, e;
+    memcpy(&bits, &ref, sizeof bits);
+    e = (bits >> 52 & 0x7ff) - 23;
+    bits = e << 52;
+    memcpy(&ref, &bits, sizeof ref);
+    return ref;
+}
+
+static void test_exp_softmax_exhaustive(void **state)
+{
+    enum { CHUNK = 4096 };
+    typedef const axrt_cpu_ops *cpu_in_use_fn(void);
+    static float x[CHUNK], s[CHUNK];
+    const uint32_t first = 0xb2800000u /* -2^-26 */, normal_end = 0xc2aeac4fu /* -87.33654 */;
+    const uint32_t last = 0xc2b00000u /* -88 */;
+    (void)state;
+    for (int v = 0; v < n_variants; v++) {
+        const axrt_cpu_ops *ops;
+        const int avx512 = variants[v].isa && strcmp(variants[v].isa, "avx512") == 0;
+        double worst = 0, worst_x = 0;
+        if (!is_simd(v))
+            continue;
+        ops = ((cpu_in_use_fn *)symbol(v, "axrt_cpu_in_use"))();
+        for (uint32_t at = first; at <= last; at += CHUNK) {
+            const uint32_t n = last - at + 1 < CHUNK ? last - at + 1 : CHUNK;
+            float max = 0.0f, sum = 0.0f;
+            for (uint32_t i = 0; i < n; i++) {
+                const uint32_t bits = at + i;
+                memcpy(&x[i], &bits, sizeof bits);
+            }
+            memcpy(s, x, n * sizeof *s);
+            if (ops->softmax_block(s, n, 1.0f, &max, &sum) != 1.0f || max != 0.0f)
+                fail_msg("%s softmax_block: max 0 moved", variant_name(v));
+            for (uint32_t i = 0; i < n; i++) {
+                const double ref = exp((double)x[i]);
+                if (at + i <= normal_end) {
+                    const double err = fabs(s[i] - ref) / ulp_fast(ref) - (avx512 ? 0.047 * fabs(x[i]) : 0.0);
+                    if (err > worst) worst = err, worst_x = x[i];
+                } else if (!(s[i] >= 0.0f && s[i] <= FLT_MIN)) {
+                    fail_msg("%s exp(%.9g) = %.9g, not in [0, 2^-126]", variant_name(v), x[i], s[i]);
+                }
+            }
+        }
+        print_message("%s softmax exp: max error %.3f ulp (at %.9g)%s\n", variant_name(v), worst, worst_x,
+                      avx512 ? " beyond 0.047 |x|" : "");
+        assert_true(worst <= 2.0);
+        {
+            float max = 0.0f, sum = 0.0f;
+            s[0] = -0.0f, s[1] = -1e-30f, s[2] = -0x1p-27f, s[3] = -INFINITY, s[4] = -1000.0f;
+            ops->softmax_block(s, 5, 1.0f, &max, &sum);
+            assert_true(s[0] == 1.0f && s[1] == 1.0f && (s[2] == 1.0f || s[2] == 1.0f - 0x1p-24f));
+            assert_true(s[3] == 0.0f && s[4] == 0.0f && sum >= 2.0f && sum <= 3.0f);
+            s[0] = -1.0f, s[1] = NAN, max = 0.0f, sum = 0.0f; /* a NaN score: the row's sum NaN */
+            ops->softmax_block(s, 2, 1.0f, &max, &sum);
+            assert_true(isnan(sum));
+        }
+    }
 }
 
 /* erf and GELU, both variants, against libm in double. */
@@ -714,7 +785,10 @@ static void test_softmax_edges(void **state)
 /* Softmax line out [0, n) of logits xi against a float64 reference: -inf
  * logits give 0, others within 1e-6 relative plus the rounding of x - max
  * (each float subtraction, x - r and r - max, can be off by 2^-24 of
- * |x - max|, an error exp turns into a relative one). */
+ * |x - max|, an error exp turns into a relative one), plus 2^-126 absolute:
+ * the AVX2 softmax exp (axrt_x86_simd.inc v_exp_softmax) flushes terms
+ * below 2^-126 of the reference to 0 instead of rounding them to
+ * subnormals. */
 static void check_softmax_line(const float *xi, const float *out, int n, const char *what, int v, int line)
 {
     double max = -INFINITY, sum = 0;
@@ -722,7 +796,7 @@ static void check_softmax_line(const float *xi, const float *out, int n, const c
     for (int i = 0; i < n; i++) sum += exp(xi[i] - max);
     for (int i = 0; i < n; i++) {
         const double ref = exp(xi[i] - max) / sum, rel = 1e-6 + 3 * fabs(xi[i] - max) / 16777216.0;
-        if (isinf(xi[i]) ? out[i] != 0.0f : fabs(out[i] - ref) > rel * ref + 1e-42)
+        if (isinf(xi[i]) ? out[i] != 0.0f : fabs(out[i] - ref) > rel * ref + FLT_MIN)
             fail_msg("variant %d %s line %d element %d: %.9g, reference %.9g", v, what, line, i, out[i], ref);
     }
 }
@@ -773,6 +847,70 @@ static void test_softmax_long_lines(void **state)
  * exp(5 - 100) / sum would be subnormal while its outputs reach exp(-40)),
  * line 2 by 1000 in chunk 2, line 3 by 95 in chunk 0 after its first 64
  * floats (the first chunk's reference is their max); in place and not. */
+/* Attention without the scores (axrt_mha_flash_f32, runtime/axrt_flash.inc)
+ * against the kernel that keeps them (axrt_mha_packed_masked_f32) in the
+ * same variant: several blocks of query rows (24) and of keys (128),
+ * lengths no multiple of either; self-attention (the fused projection),
+ * causal, a key mask that hides the first key blocks of one batch element
+ * entirely (the online softmax's nothing-yet rows), and cross-attention
+ * with the weights as stored (packed 0).  Within 1e-5 of the output's
+ * largest magnitude; NaN exactly where the reference has it. */
+typedef void mha_flash_fn(const float *, const float *, const float *, const float *, const float *,
+                          const float *, const float *, const float *, float *, float *,
+                          const axrt_mha_params *, int);
+typedef void mha_plain_fn(const float *, const float *, const float *, const float *, const float *,
+                          const float *, const float *, const float *, float *, float *,
+                          const axrt_mha_params *);
+
+static void flash_case(int v, const axrt_mha_params *p, int self, int masked, int packed)
+{
+    const size_t d = (size_t)p->d, nq = (size_t)(p->n * p->lq) * d, nk = (size_t)(p->n * p->lk) * d;
+    float *q = malloc(nq * sizeof *q), *k = malloc(nk * sizeof *k), *vv = malloc(nk * sizeof *vv);
+    float *w = malloc(4 * d * d * sizeof *w), *pw = malloc(4 * d * d * sizeof *pw), *b = malloc(4 * d * sizeof *b);
+    float *mask = malloc((size_t)(p->n * p->lk) * sizeof *mask), *want = malloc(nq * sizeof *want);
+    float *got = malloc(nq * sizeof *got);
+    float *scratch = malloc(axrt_mha_scratch_elems(p) * sizeof *scratch);
+    double top = 0, worst = 0;
+    fill(q, nq, -2, 2, 11), fill(k, nk, -2, 2, 12), fill(vv, nk, -1, 1, 13);
+    fill(w, 4 * d * d, -0.3f, 0.3f, 14), fill(b, 4 * d, -0.5f, 0.5f, 15);
+    for (int j = 0; j < p->n * p->lk; j++) /* batch 1: its first 2/3 of keys padding */
+        mask[j] = j % 5 == 2 || (j >= p->lk && j - p->lk < 2 * p->lk / 3) ? 0.0f : 1.0f;
+    for (size_t part = 0; part < 4; part++)
+        ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w + part * d * d, pw + part * d * d, d, d);
+    const float *kk = self ? q : k, *vx = self ? q : vv;
+    ((mha_plain_fn *)symbol(v, "axrt_mha_packed_masked_f32"))(q, kk, vx, masked ? mask : NULL, pw, b, pw + 3 * d * d,
+                                                              b + 3 * d, want, scratch, p);
+    if (axrt_mha_flash_scratch_elems(p) > axrt_mha_scratch_elems(p)) fail_msg("flash scratch above the scores'");
+    for (size_t i = 0; i < axrt_mha_scratch_elems(p); i++) scratch[i] = NAN; /* nothing read before written */
+    ((mha_flash_fn *)symbol(v, "axrt_mha_flash_f32"))(q, kk, vx, masked ? mask : NULL, packed ? pw : w, b,
+                                                      packed ? pw + 3 * d * d : w + 3 * d * d, b + 3 * d, got,
+                                                      scratch, p, packed);
+    for (size_t i = 0; i < nq; i++)
+        if (!isnan(want[i]) && fabs(want[i]) > top) top = fabs(want[i]);
+    for (size_t i = 0; i < nq; i++) {
+        if (isnan(want[i]) != isnan(got[i])) fail_msg("%s flash: NaN at %zu differs", variant_name(v), i);
+        if (!isnan(want[i]) && fabs(got[i] - want[i]) > worst) worst = fabs(got[i] - want[i]);
+    }
+    print_message("%s flash lq %d lk %d self %d masked %d causal %d packed %d: max err %.3g of %.3g\n",
+                  variant_name(v), p->lq, p->lk, self, masked, p->causal, packed, worst, top);
+    assert_true(top > 0 && worst <= 1e-5 * top);
+    free(q), free(k), free(vv), free(w), free(pw), free(b), free(mask), free(want), free(got), free(scratch);
+}
+
+static void test_mha_flash(void **state)
+{
+    const axrt_mha_params self = {2, 301, 301, 64, 4, 0}, causal = {2, 301, 301, 64, 4, 1};
+    const axrt_mha_params cross = {2, 50, 333, 48, 3, 0}, short_keys = {1, 30, 9, 32, 2, 0};
+    (void)state;
+    for (int v = 0; v < n_variants; v++) {
+        flash_case(v, &self, 1, 0, 1);
+        flash_case(v, &causal, 1, 1, 1);
+        flash_case(v, &cross, 0, 1, 1);
+        flash_case(v, &cross, 0, 0, 0);
+        flash_case(v, &short_keys, 0, 0, 1);
+    }
+}
+
 static void test_softmax_rising_max(void **state)
 {
     enum { N = 3 * 4096 + 37 };
@@ -1449,7 +1587,8 @@ static void test_training_kernels(void **state)
  * threads gives bit-identical results for 1, 2, 3, 4 and 7 threads, every
  * variant: dense (row tiles; one row: panels, the GEMV above the streaming
  * threshold too), conv, depthwise, softmax (lines), attention (query-row
- * tiles; fused self-attention, and causal with a key mask), LayerNorm
+ * tiles; fused self-attention, and causal with a key mask; the same
+ * without the scores, by blocks of query rows), LayerNorm
  * (rows), the elementwise table kernels (blocks), broadcasting multiply
  * (rows), max pooling (rows), global mean pooling (channel blocks) and two
  * convs whose weight exceeds 1 MiB, in column blocks: on 7x7 pixels (split
@@ -1461,7 +1600,7 @@ typedef void mha_masked_fn(const float *, const float *, const float *, const fl
                            const float *, const float *, const float *, float *, float *,
                            const axrt_mha_params *);
 typedef size_t mha_scratch_fn(const axrt_mha_params *);
-enum { THREAD_KERNELS = 18, THREAD_X = 2 * 32 * 32 * 64 };
+enum { THREAD_KERNELS = 20, THREAD_X = 2 * 32 * 32 * 64 };
 
 /* Runs kernel `kernel` of the threads test on variant v into y; returns
  * its output count. */
@@ -1510,6 +1649,18 @@ static size_t threads_kernel(int v, int kernel, float *y)
         ((mha_masked_fn *)symbol(v, "axrt_mha_packed_masked_f32"))(
             x, kernel == 5 ? x : x + qk, kernel == 5 ? x : x + 2 * qk, kernel == 5 ? NULL : mask, w,
             w + 3 * mp.d * mp.d, w + 4 * mp.d * mp.d, w + 5 * mp.d * mp.d, y, scratch, &mp);
+        return qk;
+    }
+    case 18: case 19: { /* attention without the scores: 18 self; 19 causal, masked */
+        const axrt_mha_params fp = {1, 200, 200, 64, 4, kernel == 19};
+        const size_t qk = (size_t)(fp.lq * fp.d);
+        float *mask = x + 3 * qk;
+        for (int j = 0; j < fp.lk; j++) mask[j] = j % 7 == 3 ? 0.0f : 1.0f;
+        if (axrt_mha_flash_scratch_elems(&fp) > THREAD_X) fail_msg("attention scratch too small");
+        ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, 64, 4 * 64);
+        ((mha_flash_fn *)symbol(v, "axrt_mha_flash_f32"))(
+            x, kernel == 18 ? x : x + qk, kernel == 18 ? x : x + 2 * qk, kernel == 18 ? NULL : mask, packed,
+            w, packed + 3 * 64 * 64, w + 300, y, scratch, &fp, 1);
         return qk;
     }
     case 7:
@@ -1569,6 +1720,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exp_ulp),
+        cmocka_unit_test(test_exp_softmax_exhaustive),
         cmocka_unit_test(test_erf_gelu),
         cmocka_unit_test(test_tanh_sigmoid_swish),
         cmocka_unit_test(test_tanh_sigmoid_swish_special),
@@ -1585,6 +1737,7 @@ int main(void)
         cmocka_unit_test(test_softmax_long_lines),
         cmocka_unit_test(test_matmul_shapes),
         cmocka_unit_test(test_softmax_rising_max),
+        cmocka_unit_test(test_mha_flash),
         cmocka_unit_test(test_matmul_softmax_layernorm),
         cmocka_unit_test(test_layernorm_groups),
         cmocka_unit_test(test_unary_special_values),
