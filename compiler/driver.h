@@ -269,6 +269,26 @@ const char *axc_run_cache_entry(ax_arena *a, const char *cc, const char *flags, 
  * the flags named by AXC_RUN_CFLAGS (part of the cache key); an exit
  * status, the failure printed. */
 #define AXC_RUN_CFLAGS "-std=c99 -O2 -fPIC -shared -lm"
+/* Generated code built and loaded as a shared object (run.c; axc run and
+ * axc train): a temporary directory for model.c, model.h and model.so,
+ * removed on a fatal signal too, and the library loaded from the run
+ * cache's intact entry or else built with cc.  open makes the directory
+ * ("axc-WHAT-XXXXXX"); load loads the sources the caller put there
+ * (failure printed); the caller checks the library's symbols, then finish
+ * stores a fresh build that passed and releases the cache lock; close
+ * joins the library's threads, unloads it and removes the directory. */
+typedef struct axc_built {
+    char *dir;
+    int cleanup[4];
+    void *dl;
+    const char *cached;   /* the cache entry, or NULL */
+    int lock;             /* the cache entry's build lock, or -1 */
+    bool hit;             /* loaded from the cache */
+} axc_built;
+int axc_built_open(ax_ctx *ctx, const char *what, axc_built *b);
+int axc_built_load(ax_ctx *ctx, const axc_opts *o, const char *home, const char *flags, bool gpu, axc_built *b);
+void axc_built_finish(ax_ctx *ctx, axc_built *b, bool ok);
+void axc_built_close(ax_ctx *ctx, axc_built *b);
 const char *axc_cc_command(const axc_opts *o);
 int axc_compile_shared(ax_ctx *ctx, const axc_opts *o, const char *dir, const char *home, bool gpu);
 const char *axc_run_cache_open(ax_arena *a, const char *entry, int *fd);

@@ -30,9 +30,7 @@ typedef struct runner {
     const ir_graph *g;
     const axrt_model *model;  /* compiled; NULL with --interp */
     void *arena;
-    void *dl;
-    char *tmpdir;
-    int cleanup[4];           /* tmpdir and its files, removed on a fatal signal */
+    axc_built built;          /* the compiled library (none with --interp, --jit) */
     cg_jit *jit;              /* --jit */
 } runner;
 
@@ -300,8 +298,8 @@ static int start_gpu(ax_ctx *ctx, ir_graph *g, runner *r)
 {
     axrt_gpu *(*init)(char *, size_t) = NULL;
     void (*done)(axrt_gpu *) = NULL;
-    void *pi = dlsym(r->dl, ax_sprintf(ctx->arena, "%s_init", g->name));
-    void *pf = dlsym(r->dl, ax_sprintf(ctx->arena, "%s_free", g->name));
+    void *pi = dlsym(r->built.dl, ax_sprintf(ctx->arena, "%s_init", g->name));
+    void *pf = dlsym(r->built.dl, ax_sprintf(ctx->arena, "%s_free", g->name));
     memcpy(&init, &pi, sizeof pi);
     memcpy(&done, &pf, sizeof pf);
     char why[8192] = "";
@@ -314,53 +312,94 @@ static int start_gpu(ax_ctx *ctx, ir_graph *g, runner *r)
     return AXC_OK;
 }
 
+/* ---- generated code built and loaded (axc_built; driver.h) ---------------- */
+
+int axc_built_open(ax_ctx *ctx, const char *what, axc_built *b)
+{
+    *b = (axc_built){.lock = -1};
+    const char *tmp = getenv("TMPDIR");
+    b->dir = ax_sprintf(ctx->arena, "%s/axc-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", what);
+    if (!mkdtemp(b->dir)) {
+        axc_fail("cannot create a temporary directory: %s", strerror(errno));
+        b->dir = NULL;
+        return AXC_EUSAGE;
+    }
+    b->cleanup[0] = ax_cleanup_add(b->dir, true);
+    const char *files[] = {"model.c", "model.h", "model.so"};
+    for (int i = 0; i < 3; i++) b->cleanup[i + 1] = ax_cleanup_add(ax_sprintf(ctx->arena, "%s/%s", b->dir, files[i]), false);
+    return AXC_OK;
+}
+
+int axc_built_load(ax_ctx *ctx, const axc_opts *o, const char *home, const char *flags, bool gpu, axc_built *b)
+{
+    /* a cached build of the same code with the same compiler skips the C compiler */
+    b->cached = axc_run_cache_entry(ctx->arena, axc_cc_command(o), flags, b->dir, home);
+    int fd = -1, rc = AXC_OK;
+    const char *entry = b->cached ? axc_run_cache_open(ctx->arena, b->cached, &fd) : NULL;
+    if (b->cached && !entry) { /* the same code may be building in another axc: wait, look again */
+        b->lock = axc_run_cache_lock(ctx->arena, b->cached);
+        if (b->lock >= 0) entry = axc_run_cache_open(ctx->arena, b->cached, &fd);
+    }
+    if (entry) { /* checked: ours, writable by no one else, intact */
+        b->dl = dlopen(entry, RTLD_NOW | RTLD_LOCAL);
+        close(fd);
+        b->hit = b->dl != NULL;
+        if (!b->hit) axc_run_cache_drop(b->cached, ax_sprintf(ctx->arena, "it does not load (%s)", dlerror()));
+    }
+    if (!b->hit) {
+        rc = axc_compile_shared(ctx, o, b->dir, home, gpu);
+        if (!rc) b->dl = dlopen(ax_sprintf(ctx->arena, "%s/model.so", b->dir), RTLD_NOW | RTLD_LOCAL);
+    }
+    if (!rc && !b->dl) { axc_fail("cannot load the generated code: %s", dlerror()); rc = AXC_EUSAGE; }
+    if (rc) axc_built_finish(ctx, b, false);
+    return rc;
+}
+
+void axc_built_finish(ax_ctx *ctx, axc_built *b, bool ok)
+{
+    if (!b->cached) return;
+    const bool store = ok && !b->hit;
+    if (store) axc_run_cache_store(ctx->arena, ax_sprintf(ctx->arena, "%s/model.so", b->dir), b->cached);
+    axc_run_cache_unlock(ctx->arena, b->cached, b->lock, store);
+    b->cached = NULL, b->lock = -1;
+}
+
+void axc_built_close(ax_ctx *ctx, axc_built *b)
+{
+    if (b->dl) {
+        /* the pool's workers run code of the library: joined before it goes */
+        int (*set_threads)(int) = (int (*)(int))dlsym(b->dl, "axrt_set_threads");
+        if (set_threads) set_threads(1);
+        dlclose(b->dl);
+        b->dl = NULL;
+    }
+    if (b->dir) {
+        const char *files[] = {"model.c", "model.h", "model.so"};
+        for (int i = 0; i < 3; i++) unlink(ax_sprintf(ctx->arena, "%s/%s", b->dir, files[i]));
+        rmdir(b->dir);
+        for (int i = 0; i < 4; i++) ax_cleanup_drop(b->cleanup[i]);
+        b->dir = NULL;
+    }
+}
+
 static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
 {
     const bool gpu = g->target->id == IR_TARGET_cuda || g->target->id == IR_TARGET_hip;
     const char *home = axc_home(ctx->arena);
     if (!home) { axc_fail("cannot locate the axc runtime (include/ and lib/ beside bin/axc)"); return AXC_EUSAGE; }
-    const char *tmp = getenv("TMPDIR");
-    r->tmpdir = ax_sprintf(ctx->arena, "%s/axc-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(r->tmpdir)) { axc_fail("cannot create a temporary directory: %s", strerror(errno)); r->tmpdir = NULL; return AXC_EUSAGE; }
-    r->cleanup[0] = ax_cleanup_add(r->tmpdir, true);
-    const char *files[] = {"model.c", "model.h", "model.so"};
-    for (int i = 0; i < 3; i++) r->cleanup[i + 1] = ax_cleanup_add(ax_sprintf(ctx->arena, "%s/%s", r->tmpdir, files[i]), false);
-    int rc = stage_sources(ctx, o, g, r->tmpdir);
+    int rc = axc_built_open(ctx, "run", &r->built);
+    if (!rc) rc = stage_sources(ctx, o, g, r->built.dir);
+    if (!rc) rc = axc_built_load(ctx, o, home, gpu ? RUN_CFLAGS_GPU : o->blas ? RUN_CFLAGS_BLAS : RUN_CFLAGS, gpu, &r->built);
     if (rc) return rc;
-    /* a cached build of the same code with the same compiler skips the C compiler */
-    const char *so = ax_sprintf(ctx->arena, "%s/model.so", r->tmpdir);
-    const char *cached = axc_run_cache_entry(ctx->arena, axc_cc_command(o),
-                                                 gpu ? RUN_CFLAGS_GPU : o->blas ? RUN_CFLAGS_BLAS : RUN_CFLAGS,
-                                                 r->tmpdir, home);
-    int fd = -1, lock = -1;
-    const char *entry = cached ? axc_run_cache_open(ctx->arena, cached, &fd) : NULL;
-    if (cached && !entry) { /* the same code may be building in another axc: wait, look again */
-        lock = axc_run_cache_lock(ctx->arena, cached);
-        if (lock >= 0) entry = axc_run_cache_open(ctx->arena, cached, &fd);
-    }
-    bool hit = false;
-    if (entry) { /* checked: ours, writable by no one else, intact */
-        r->dl = dlopen(entry, RTLD_NOW | RTLD_LOCAL);
-        close(fd);
-        hit = r->dl != NULL;
-        if (!hit) axc_run_cache_drop(cached, ax_sprintf(ctx->arena, "it does not load (%s)", dlerror()));
-    }
-    if (!hit) {
-        rc = axc_compile_shared(ctx, o, r->tmpdir, home, gpu);
-        if (!rc) r->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-    }
-    if (!rc && !r->dl) { axc_fail("cannot load the generated code: %s", dlerror()); rc = AXC_EUSAGE; }
-    if (!rc && !(r->model = dlsym(r->dl, ax_sprintf(ctx->arena, "%s_model", g->name)))) {
+    if (!(r->model = dlsym(r->built.dl, ax_sprintf(ctx->arena, "%s_model", g->name)))) {
         axc_fail("generated code lacks '%s_model'", g->name);
         rc = AXC_EUSAGE;
     }
     if (!rc && gpu) rc = start_gpu(ctx, g, r);
     /* only a build that loads and has the model goes into the cache */
-    const bool store = !rc && !hit && cached;
-    if (store) axc_run_cache_store(ctx->arena, so, cached);
-    if (cached) axc_run_cache_unlock(ctx->arena, cached, lock, store);
+    axc_built_finish(ctx, &r->built, !rc);
     if (rc) return rc;
-    int (*set_threads)(int) = (int (*)(int))dlsym(r->dl, "axrt_set_threads");
+    int (*set_threads)(int) = (int (*)(int))dlsym(r->built.dl, "axrt_set_threads");
     if (o->threads && set_threads) set_threads(o->threads);
     size_t bytes = (r->model->arena_bytes + 63) / 64 * 64;
     r->arena = aligned_alloc(64, bytes ? bytes : 64);
@@ -410,7 +449,7 @@ static void *runner_symbol(void *runner_, const char *name)
 #ifdef AXC_HAVE_LLVM
     if (r->jit) return cg_llvm_jit_symbol(r->jit, name);
 #endif
-    return r->dl ? dlsym(r->dl, name) : NULL;
+    return r->built.dl ? dlsym(r->built.dl, name) : NULL;
 }
 
 static void runner_close(ax_ctx *ctx, runner *r)
@@ -418,19 +457,8 @@ static void runner_close(ax_ctx *ctx, runner *r)
 #ifdef AXC_HAVE_LLVM
     cg_llvm_jit_free(r->jit);
 #endif
-    if (r->dl) {
-        /* the pool's workers run code of the library: joined before it goes */
-        int (*set_threads)(int) = (int (*)(int))dlsym(r->dl, "axrt_set_threads");
-        if (set_threads) set_threads(1);
-        dlclose(r->dl);
-    }
+    axc_built_close(ctx, &r->built);
     free(r->arena);
-    if (r->tmpdir) {
-        const char *files[] = {"model.c", "model.h", "model.so"};
-        for (int i = 0; i < 3; i++) unlink(ax_sprintf(ctx->arena, "%s/%s", r->tmpdir, files[i]));
-        rmdir(r->tmpdir);
-        for (int i = 0; i < 4; i++) ax_cleanup_drop(r->cleanup[i]);
-    }
 }
 
 static int run_once(const runner *r, run_io *io)
@@ -458,8 +486,8 @@ static int cmp_double(const void *a, const void *b)
  * thread count the runtime's kernels used, or the interpreter. */
 static void print_kernels(const runner *r)
 {
-    const char *(*isa)(void) = r->dl ? (const char *(*)(void))dlsym(r->dl, "axrt_isa_name") : NULL;
-    int (*threads)(void) = r->dl ? (int (*)(void))dlsym(r->dl, "axrt_threads") : NULL;
+    const char *(*isa)(void) = r->built.dl ? (const char *(*)(void))dlsym(r->built.dl, "axrt_isa_name") : NULL;
+    int (*threads)(void) = r->built.dl ? (int (*)(void))dlsym(r->built.dl, "axrt_threads") : NULL;
     if (!r->model)
         fprintf(stderr, "%s: reference interpreter\n", r->g->name);
     else
@@ -475,11 +503,11 @@ static int bench_device(const runner *r, run_io *io, long warm, long runs, doubl
     char sym[300];
     snprintf(sym, sizeof sym, "%s_bench", r->g->name);
     int (*timed)(const void *const *, long, long, double *) = NULL;
-    void *p = dlsym(r->dl, sym);
+    void *p = dlsym(r->built.dl, sym);
     memcpy(&timed, &p, sizeof p);
     if (timed && timed((const void *const *)io->in, warm, runs, t) == 0) return 0;
     snprintf(sym, sizeof sym, "%s_gpu_error", r->g->name);
-    const char *why = dlsym(r->dl, sym);
+    const char *why = dlsym(r->built.dl, sym);
     axc_fail("axc run --target=%s: %s", ir_targets[r->g->target->id].name,
              why && *why ? why : "--bench: the generated code has no device timing");
     return -1;
@@ -496,7 +524,7 @@ static const char *run_failure(const runner *r)
 {
     char sym[300];
     snprintf(sym, sizeof sym, "%s_gpu_error", r->g->name);
-    const char *why = on_gpu(r) ? dlsym(r->dl, sym) : NULL;
+    const char *why = on_gpu(r) ? dlsym(r->built.dl, sym) : NULL;
     return why && *why ? why : "an Embedding index outside [0, vocab)";
 }
 
@@ -647,7 +675,7 @@ static int profile_runs(const runner *r, run_io *io, const axc_profile *p, long 
 
 static int execute(ax_ctx *ctx, const axc_opts *o, ir_graph *g, run_io *io)
 {
-    runner r = {.g = g, .cleanup = {-1, -1, -1, -1}};
+    runner r = {.g = g, .built = {.cleanup = {-1, -1, -1, -1}, .lock = -1}};
     axc_profile prof = {0};
     /* --jit, and the llvm target, run in-process through LLVM's ORC JIT */
     const bool jit = o->jit || g->target->id == IR_TARGET_llvm;

@@ -28,9 +28,7 @@
 
 /* The loaded step: entry points of the shim and the state they work on. */
 typedef struct step_exec {
-    void *dl;
-    char *tmpdir;
-    int cleanup[4];
+    axc_built built;   /* the step's library (run.c) */
     unsigned char *state;
     size_t state_bytes;
     void (*init)(void *);
@@ -61,7 +59,7 @@ static void emit_shim(const ir_graph *step, const cg_train *train, ax_buf *c)
     ax_buf_puts(c, "NULL);\n}\n");
 }
 
-/* Writes model.c (the step and the shim) and model.h into x->tmpdir. */
+/* Writes model.c (the step and the shim) and model.h into x->built.dir. */
 static int stage_step(ax_ctx *ctx, const axc_opts *o, ir_graph *step, const cg_train *train, step_exec *x)
 {
     ax_buf c = {0}, h = {0};
@@ -70,9 +68,9 @@ static int stage_step(ax_ctx *ctx, const axc_opts *o, ir_graph *step, const cg_t
                       .source_name = axc_source_name(ctx->arena, o), .train = train};
     int rc = cg_target_get(IR_TARGET_c)->emit(&req, &c, &h) ? AXC_EINPUT : AXC_OK;
     if (!rc) emit_shim(step, train, &c);
-    if (!rc && (ax_write_file_atomic(ax_sprintf(ctx->arena, "%s/model.c", x->tmpdir), c.data, c.len) ||
-                ax_write_file_atomic(ax_sprintf(ctx->arena, "%s/model.h", x->tmpdir), h.data, h.len))) {
-        axc_fail("cannot write into '%s': %s", x->tmpdir, strerror(errno));
+    if (!rc && (ax_write_file_atomic(ax_sprintf(ctx->arena, "%s/model.c", x->built.dir), c.data, c.len) ||
+                ax_write_file_atomic(ax_sprintf(ctx->arena, "%s/model.h", x->built.dir), h.data, h.len))) {
+        axc_fail("cannot write into '%s': %s", x->built.dir, strerror(errno));
         rc = AXC_EUSAGE;
     }
     ax_buf_free(&c);
@@ -85,36 +83,25 @@ static void *symbol(ax_ctx *ctx, void *dl, const char *prefix, const char *name)
     return dlsym(dl, prefix ? ax_sprintf(ctx->arena, "%s_%s", prefix, name) : name);
 }
 
-/* The shared object: from the run cache, else built (and then cached). */
+/* The shared object: from the run cache, else built (and then cached once
+ * its entry points are found). */
 static int load_step(ax_ctx *ctx, const axc_opts *o, const char *home, const char *name, step_exec *x)
 {
-    const char *so = ax_sprintf(ctx->arena, "%s/model.so", x->tmpdir);
-    const char *cached = axc_run_cache_entry(ctx->arena, axc_cc_command(o), AXC_RUN_CFLAGS, x->tmpdir, home);
-    int fd = -1, rc;
-    const char *entry = cached ? axc_run_cache_open(ctx->arena, cached, &fd) : NULL;
-    bool hit = false;
-    if (entry) {
-        x->dl = dlopen(entry, RTLD_NOW | RTLD_LOCAL);
-        close(fd);
-        hit = x->dl != NULL;
-        if (!hit) axc_run_cache_drop(cached, ax_sprintf(ctx->arena, "it does not load (%s)", dlerror()));
-    }
-    if (!hit) {
-        if ((rc = axc_compile_shared(ctx, o, x->tmpdir, home, false))) return rc;
-        x->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-    }
-    if (!x->dl) { axc_fail("cannot load the generated training step: %s", dlerror()); return AXC_EUSAGE; }
-    void *init = symbol(ctx, x->dl, name, "state_init"), *lr = symbol(ctx, x->dl, name, "set_lr");
-    void *mom = symbol(ctx, x->dl, name, "set_momentum"), *step = symbol(ctx, x->dl, NULL, "axc_exec_step");
-    void *fwd = symbol(ctx, x->dl, NULL, "axc_exec_forward");
-    if (!init || !lr || !mom || !step || !fwd) { axc_fail("the generated training step lacks its entry points"); return AXC_EUSAGE; }
+    int rc = axc_built_load(ctx, o, home, AXC_RUN_CFLAGS, false, &x->built);
+    if (rc) return rc;
+    void *dl = x->built.dl;
+    void *init = symbol(ctx, dl, name, "state_init"), *lr = symbol(ctx, dl, name, "set_lr");
+    void *mom = symbol(ctx, dl, name, "set_momentum"), *step = symbol(ctx, dl, NULL, "axc_exec_step");
+    void *fwd = symbol(ctx, dl, NULL, "axc_exec_forward");
+    const bool found = init && lr && mom && step && fwd;
+    axc_built_finish(ctx, &x->built, found);
+    if (!found) { axc_fail("the generated training step lacks its entry points"); return AXC_EUSAGE; }
     memcpy(&x->init, &init, sizeof init);
     memcpy(&x->set_lr, &lr, sizeof lr);
     memcpy(&x->set_momentum, &mom, sizeof mom);
     memcpy(&x->step, &step, sizeof step);
     memcpy(&x->forward, &fwd, sizeof fwd);
-    if (!hit && cached) axc_run_cache_store(ctx->arena, so, cached);
-    int (*set_threads)(int) = (int (*)(int))dlsym(x->dl, "axrt_set_threads");
+    int (*set_threads)(int) = (int (*)(int))dlsym(dl, "axrt_set_threads");
     if (o->threads && set_threads) set_threads(o->threads);
     return AXC_OK;
 }
@@ -122,13 +109,8 @@ static int load_step(ax_ctx *ctx, const axc_opts *o, const char *home, const cha
 static int open_step(ax_ctx *ctx, const axc_opts *o, const char *home, ir_graph *step, const cg_train *train,
                      step_exec *x)
 {
-    const char *tmp = getenv("TMPDIR");
-    x->tmpdir = ax_sprintf(ctx->arena, "%s/axc-train-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(x->tmpdir)) { axc_fail("cannot create a temporary directory: %s", strerror(errno)); x->tmpdir = NULL; return AXC_EUSAGE; }
-    x->cleanup[0] = ax_cleanup_add(x->tmpdir, true);
-    const char *files[] = {"model.c", "model.h", "model.so"};
-    for (int i = 0; i < 3; i++) x->cleanup[i + 1] = ax_cleanup_add(ax_sprintf(ctx->arena, "%s/%s", x->tmpdir, files[i]), false);
-    int rc = stage_step(ctx, o, step, train, x);
+    int rc = axc_built_open(ctx, "train", &x->built);
+    if (!rc) rc = stage_step(ctx, o, step, train, x);
     if (!rc) rc = load_step(ctx, o, home, step->name, x);
     if (rc) return rc;
     x->state_bytes = train->state_bytes;
@@ -140,18 +122,8 @@ static int open_step(ax_ctx *ctx, const axc_opts *o, const char *home, ir_graph 
 
 static void close_step(ax_ctx *ctx, step_exec *x)
 {
-    if (x->dl) {
-        int (*set_threads)(int) = (int (*)(int))dlsym(x->dl, "axrt_set_threads");
-        if (set_threads) set_threads(1);
-        dlclose(x->dl);
-    }
+    axc_built_close(ctx, &x->built);
     free(x->state);
-    if (x->tmpdir) {
-        const char *files[] = {"model.c", "model.h", "model.so"};
-        for (int i = 0; i < 3; i++) unlink(ax_sprintf(ctx->arena, "%s/%s", x->tmpdir, files[i]));
-        rmdir(x->tmpdir);
-        for (int i = 0; i < 4; i++) ax_cleanup_drop(x->cleanup[i]);
-    }
 }
 
 /* ---- the state's tensors ---------------------------------------------------- */
