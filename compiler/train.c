@@ -526,6 +526,16 @@ static const char *interp_refusal(const axc_opts *o)
     return o->val_target ? "--val-target" : o->checkpoint ? "--checkpoint" : o->resume ? "--resume" : NULL;
 }
 
+axc_dist *axc_train_dist(void) { return dist; }
+
+/* Ends this process's part in data-parallel training; rc. */
+static int close_dist(int rc)
+{
+    axc_dist_close(dist);
+    dist = NULL;
+    return rc;
+}
+
 int axc_train(ax_ctx *ctx, const axc_opts *o)
 {
     ir_graph *models[AXC_MAX_MODELS];
@@ -533,13 +543,15 @@ int axc_train(ax_ctx *ctx, const axc_opts *o)
     axc_output outs[2] = {{"--save-weights", o->save_weights}, {"--checkpoint", o->checkpoint}};
     int rc = axc_check_outputs(o, outs, o->checkpoint ? 2 : 1);
     if (rc) return rc;
-    /* under mpirun the interpreter's loop exchanges the gradients (train_dist.c) */
-    const char *launcher = axc_dist_launcher();
-    if (!o->interp && !launcher && (rc = axc_train_compiled(ctx, o)) != AXC_TRAIN_FALLBACK) return rc;
+    /* under mpirun both executors exchange the gradients (train_dist.c): the
+     * compiled step at its seam, bucket by bucket; the interpreter after
+     * each backward pass */
+    if ((rc = axc_dist_open(&dist))) return rc;
+    if (!o->interp && (rc = axc_train_compiled(ctx, o)) != AXC_TRAIN_FALLBACK) return close_dist(rc);
     const char *why = interp_refusal(o);
     if (why) {
-        axc_fail("%s runs on the compiled step only, not on the interpreter%s", why, launcher ? " (which data-parallel training under mpirun uses)" : "");
-        return AXC_EUSAGE;
+        axc_fail("%s runs on the compiled step only, not on the interpreter", why);
+        return close_dist(AXC_EUSAGE);
     }
     rc = axc_build_models(ctx, o, models, &n);
     if (!rc && n != 1) {
@@ -554,16 +566,15 @@ int axc_train(ax_ctx *ctx, const axc_opts *o)
     }
     if (!rc && (o->ram_budget || o->mem_report)) rc = axc_train_fit_ram(o, &t);
     int64_t batches = 0;
-    if (!rc) rc = axc_dist_open(&dist);
     if (!rc) {
         files = calloc((size_t)t.g->ninputs, sizeof *files);
         if (!files) ax_out_of_memory(0);
-        rc = axc_dist_agree(dist, axc_train_load_files(ctx, o, &t, t.g->nodes[t.g->outputs[0]].shape[1], files, &batches));
+        rc = axc_train_load_files(ctx, o, &t, t.g->nodes[t.g->outputs[0]].shape[1], files, &batches);
     }
+    rc = axc_dist_agree(dist, rc);   /* a rank that could not start stops all */
     if (!rc) rc = run_steps(o, &t, files, batches);
     if (!rc && axc_dist_rank(dist) == 0) rc = axc_save_weights(o, t.g);
-    axc_dist_close(dist);
-    dist = NULL;
+    close_dist(rc);
     for (int i = 0; files && i < t.g->ninputs; i++) free(files[i].data);
     free(files);
     axc_free_trainer(&t);

@@ -11,12 +11,14 @@
  *     or fewer samples than that, is refused before any step;
  *   - every rank agrees on the outcome of loading before the first step
  *     (a rank that failed makes all stop, none waits for it);
- *   - after each step's backward, every gradient (and the loss) is replaced
- *     by the mean over the ranks (libaxrt_mpi: the sum in Float64, divided
- *     by N; each rank's is the mean over its batch), so every rank applies
- *     the identical update;
- *   - only rank 0 prints progress and writes --save-weights.
- * train.c calls these where the gradients exist, before the update. */
+ *   - every gradient (and the loss) is replaced by the mean over the ranks
+ *     (libaxrt_mpi: the sum divided by N; each rank's is the mean over its
+ *     batch), so every rank applies the identical update: the compiled step
+ *     (train_exec.c) hands each gradient to the exchange as its backward
+ *     pass completes it (axc_dist_exchange_*: buckets summed while the
+ *     backward goes on), the interpreter's loop (train.c) all of them, in
+ *     Float64, after its backward pass (axc_dist_reduce);
+ *   - only rank 0 prints progress and writes --save-weights. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +31,12 @@
 
 #include "driver.h"
 #include "train_dist.h"
+
+/* axrt_mpi_stats, as runtime/mpi/axrt_mpi.h lays it out. */
+typedef struct axrt_mpi_stats_view {
+    double ready_seconds, wait_seconds;
+    long buckets_in_backward, buckets_at_finish;
+} axrt_mpi_stats_view;
 
 /* The entry points of runtime/mpi/axrt_mpi.h that axc uses (the compiler
  * does not include the runtime's MPI header: layers.sh keeps MPI out). */
@@ -44,6 +52,7 @@ typedef struct mpi_api {
     void (*exchange_ready)(void *, size_t, size_t);
     int (*exchange_finish)(void *);
     void (*exchange_close)(void *);
+    axrt_mpi_stats_view (*exchange_stats)(const void *);
 } mpi_api;
 
 struct axc_dist {
@@ -97,6 +106,7 @@ static int bind(axc_dist *d)
         {(void **)&d->mpi.exchange_ready, "axrt_mpi_exchange_ready"},
         {(void **)&d->mpi.exchange_finish, "axrt_mpi_exchange_finish"},
         {(void **)&d->mpi.exchange_close, "axrt_mpi_exchange_close"},
+        {(void **)&d->mpi.exchange_stats, "axrt_mpi_exchange_stats"},
     };
     for (size_t k = 0; k < sizeof syms / sizeof syms[0]; k++)
         if (!(*syms[k].slot = dlsym(d->lib, syms[k].name))) {
@@ -282,6 +292,33 @@ int axc_dist_reduce(axc_dist *d, const axc_trainer *t, void *const *out, double 
     }
     *loss = d->flat[at];
     return AXC_OK;
+}
+
+int axc_dist_exchange_open(axc_dist *d, void *grads, size_t bytes, axrt_dtype dtype, axc_dist_ready_fn *ready,
+                           void **user)
+{
+    if (!d->exchange) d->exchange = d->mpi.exchange_open(grads, bytes, dtype, 0);
+    if (!d->exchange) { axc_fail("%s", d->mpi.error()); return AXC_EUSAGE; }
+    *ready = d->mpi.exchange_ready;
+    *user = d->exchange;
+    return AXC_OK;
+}
+
+int axc_dist_exchange_finish(axc_dist *d, double *loss)
+{
+    /* libaxrt_mpi's message names the rank and the MPI call */
+    if (d->mpi.exchange_finish(d->exchange) || d->mpi.sum_f64(loss, 1)) {
+        axc_fail("%s", d->mpi.error());
+        return AXC_EUSAGE;
+    }
+    *loss /= (double)d->size;
+    return AXC_OK;
+}
+
+void axc_dist_exchange_stats(const axc_dist *d, double *wait_seconds, long *in_backward, long *at_finish)
+{
+    const axrt_mpi_stats_view st = d->mpi.exchange_stats(d->exchange);
+    *wait_seconds = st.wait_seconds, *in_backward = st.buckets_in_backward, *at_finish = st.buckets_at_finish;
 }
 
 void axc_dist_close(axc_dist *d)

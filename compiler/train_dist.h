@@ -23,6 +23,23 @@ int axc_dist_agree(axc_dist *d, int rc);
 /* Replaces every gradient output of out and *loss by its mean over the
  * ranks.  An exit status (a rank died: printed). */
 int axc_dist_reduce(axc_dist *d, const axc_trainer *t, void *const *out, double *loss, long step);
+/* The compiled step split at its seam (train_exec.c): an exchange of the
+ * gradient buffer grads (bytes, elements of dtype) in libaxrt_mpi's buckets,
+ * opened once; *ready and *user are what <name>_train_grads is given, so
+ * that each bucket is summed while the backward pass goes on.  An exit
+ * status (printed). */
+typedef void (*axc_dist_ready_fn)(void *user, size_t offset, size_t bytes);
+int axc_dist_exchange_open(axc_dist *d, void *grads, size_t bytes, axrt_dtype dtype, axc_dist_ready_fn *ready,
+                           void **user);
+/* After <name>_train_grads: waits for every bucket (grads then hold the mean
+ * over the ranks) and replaces *loss by its mean over the ranks.  An exit
+ * status (a rank died: printed). */
+int axc_dist_exchange_finish(axc_dist *d, double *loss);
+/* The exchange's seconds waited in finish (not hidden by the backward pass)
+ * and its buckets started during the backward pass and at finish. */
+void axc_dist_exchange_stats(const axc_dist *d, double *wait_seconds, long *in_backward, long *at_finish);
+/* This process's part in data-parallel training (train.c), or NULL. */
+axc_dist *axc_train_dist(void);
 void axc_dist_close(axc_dist *d);
 
 #endif

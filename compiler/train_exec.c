@@ -10,6 +10,11 @@
  * the state a fixed signature (inputs as an array), whatever the model's
  * inputs.
  *
+ * Under mpirun (train_dist.c) the step is generated split at its seam
+ * (--grad-exchange): <name>_train_grads hands each gradient to libaxrt_mpi's
+ * bucketed exchange as the backward pass completes it, then the mean
+ * gradient and loss over the ranks, then <name>_train_apply (docs/distributed.md).
+ *
  * The loop's parts that both executors share (batch order, schedule,
  * progress lines) live in train.c; what only this executor has (per-epoch
  * validation, early stopping, checkpoints and --resume, whose state is the
@@ -25,6 +30,7 @@
 #include "cg.h"
 #include "cg_target.h"
 #include "driver.h"
+#include "train_dist.h"
 
 /* The loaded step: entry points of the shim and the state they work on. */
 typedef struct step_exec {
@@ -36,6 +42,14 @@ typedef struct step_exec {
     void (*set_momentum)(void *, double);
     double (*step)(void *, const void *const *);
     int (*forward)(const void *, const void *const *, void *const *);
+    /* under mpirun: the step split at its seam (docs/distributed.md) and the
+     * gradient buffer libaxrt_mpi exchanges bucket by bucket */
+    double (*grads)(void *, const void *const *, void *, axc_dist_ready_fn, void *);
+    void (*apply)(void *, const void *);
+    unsigned char *grad_buf;
+    size_t grad_bytes;
+    axc_dist_ready_fn ready;
+    void *ready_user;
 } step_exec;
 
 /* The shim: axc_exec_step(state, inputs) and axc_exec_forward(state,
@@ -57,6 +71,15 @@ static void emit_shim(const ir_graph *step, const cg_train *train, ax_buf *c)
     for (int i = 0; i < fwd->noutputs; i++)
         ax_buf_printf(c, "(%s *)out[%d], ", ir_dtypes[fwd->nodes[fwd->outputs[i]].dtype].c_type, i);
     ax_buf_puts(c, "NULL);\n}\n");
+    if (!train->grad_exchange) return;
+    ax_buf_printf(c, "double axc_exec_grads(void *state, const void *const *in, void *grads, "
+                     "void (*ready)(void *, size_t, size_t), void *user);\n"
+                     "double axc_exec_grads(void *state, const void *const *in, void *grads, "
+                     "void (*ready)(void *, size_t, size_t), void *user)\n{\n    return (double)%s_train_grads(state, ",
+                  step->name);
+    for (int i = 0; i < step->ninputs; i++)
+        ax_buf_printf(c, "(const %s *)in[%d], ", ir_dtypes[step->nodes[step->inputs[i]].dtype].c_type, i);
+    ax_buf_puts(c, "grads, ready, user, NULL);\n}\n");
 }
 
 /* Writes model.c (the step and the shim) and model.h into x->built.dir. */
@@ -93,7 +116,8 @@ static int load_step(ax_ctx *ctx, const axc_opts *o, const char *home, const cha
     void *init = symbol(ctx, dl, name, "state_init"), *lr = symbol(ctx, dl, name, "set_lr");
     void *mom = symbol(ctx, dl, name, "set_momentum"), *step = symbol(ctx, dl, NULL, "axc_exec_step");
     void *fwd = symbol(ctx, dl, NULL, "axc_exec_forward");
-    const bool found = init && lr && mom && step && fwd;
+    void *grads = symbol(ctx, dl, NULL, "axc_exec_grads"), *apply = symbol(ctx, dl, name, "train_apply");
+    const bool found = init && lr && mom && step && fwd && (!o->grad_exchange || (grads && apply));
     axc_built_finish(ctx, &x->built, found);
     if (!found) { axc_fail("the generated training step lacks its entry points"); return AXC_EUSAGE; }
     memcpy(&x->init, &init, sizeof init);
@@ -101,6 +125,8 @@ static int load_step(ax_ctx *ctx, const axc_opts *o, const char *home, const cha
     memcpy(&x->set_momentum, &mom, sizeof mom);
     memcpy(&x->step, &step, sizeof step);
     memcpy(&x->forward, &fwd, sizeof fwd);
+    memcpy(&x->grads, &grads, sizeof grads);
+    memcpy(&x->apply, &apply, sizeof apply);
     int (*set_threads)(int) = (int (*)(int))dlsym(dl, "axrt_set_threads");
     if (o->threads && set_threads) set_threads(o->threads);
     return AXC_OK;
@@ -117,13 +143,25 @@ static int open_step(ax_ctx *ctx, const axc_opts *o, const char *home, ir_graph 
     x->state = aligned_alloc(64, (x->state_bytes + 63) / 64 * 64);
     if (!x->state) ax_out_of_memory(0);
     x->init(x->state);
-    return AXC_OK;
+    axc_dist *d = axc_train_dist();
+    if (!d) return AXC_OK;
+    /* the gradients in completion order, as <name>_train_grads packs them */
+    for (int k = 0; k < train->ntensors; k++) {
+        const cg_train_tensor *s = &train->tensors[k];
+        if (s->grad != IR_NONE && s->value == IR_NONE && s->after != IR_NONE)
+            x->grad_bytes += ir_nbytes(&step->nodes[s->param]);
+    }
+    x->grad_buf = aligned_alloc(64, (x->grad_bytes + 64) / 64 * 64);
+    if (!x->grad_buf) ax_out_of_memory(0);
+    return axc_dist_exchange_open(d, x->grad_buf, x->grad_bytes ? x->grad_bytes : 1, step->dtype, &x->ready,
+                                  &x->ready_user);
 }
 
 static void close_step(ax_ctx *ctx, step_exec *x)
 {
     axc_built_close(ctx, &x->built);
     free(x->state);
+    free(x->grad_buf);
 }
 
 /* ---- the state's tensors ---------------------------------------------------- */
@@ -336,6 +374,7 @@ static axc_opts step_options(const axc_opts *o)
 {
     axc_opts s = *o;
     if (o->lr_schedule == AXC_SCHED_onecycle && o->optimizer == AXC_OPT_sgd && !(o->momentum > 0)) s.momentum = 0.95;
+    s.grad_exchange = axc_train_dist() != NULL;   /* under mpirun: the step split at its seam */
     return s;
 }
 
@@ -358,6 +397,18 @@ static axrt_optim schedule_step(const run_ctx *r, const axrt_optim *base, long d
     return now;
 }
 
+/* Under mpirun: the step's forward and backward, each gradient handed to
+ * libaxrt_mpi as it completes (a bucket summed over the ranks while the
+ * backward pass goes on), then the mean gradient and the mean loss over the
+ * ranks, then the update, identical on every rank.  An exit status. */
+static int data_parallel_step(step_exec *x, const void *const *in, double *loss)
+{
+    *loss = x->grads(x->state, in, x->grad_buf, x->ready, x->ready_user);
+    int rc = axc_dist_exchange_finish(axc_train_dist(), loss);
+    if (!rc && isfinite(*loss)) x->apply(x->state, x->grad_buf);   /* non-finite: every rank's loss, all stop */
+    return rc;
+}
+
 /* One epoch's steps; the sum of their losses in *sum.  An exit status. */
 static int run_epoch(const run_ctx *r, long epoch, axc_progress *pr, double *sum)
 {
@@ -369,12 +420,18 @@ static int run_epoch(const run_ctx *r, long epoch, axc_progress *pr, double *sum
     if (!in || !order) ax_out_of_memory(0);
     axc_batch_order(o, epoch, order, r->batches);
     int rc = AXC_OK;
+    bool exchange_failed = false;
     *sum = 0;
     for (int64_t k = 0; k < r->batches && !rc; k++) {
         const long step = epoch * (long)r->batches + (long)k + 1;
         for (int i = 0; i < r->g->ninputs; i++) in[i] = r->files[i].data + (size_t)order[k] * r->files[i].batch_bytes;
         const axrt_optim now = schedule_step(r, &base, step - 1, total);
-        const double loss = r->x->step(r->x->state, in);
+        double loss;
+        if (!r->x->grads) loss = r->x->step(r->x->state, in);
+        else if ((rc = data_parallel_step(r->x, in, &loss))) {
+            exchange_failed = true;   /* a rank died: no collective after it */
+            break;
+        }
         if (!isfinite(loss)) {   /* and a parameter already non-finite, if one is */
             const char *bad = first_nonfinite_state(r->x, r->g, r->train);
             axc_fail("step %ld: the loss is %g%s%s%s (the weights were not written)", step, loss,
@@ -394,6 +451,8 @@ static int run_epoch(const run_ctx *r, long epoch, axc_progress *pr, double *sum
                  "written", (epoch + 1) * (long)r->batches, bad);
         rc = AXC_EINPUT;
     }
+    /* under mpirun a running statistic is each rank's own: all stop if one is non-finite */
+    if (r->x->grads && !exchange_failed) rc = axc_dist_agree(axc_train_dist(), rc);
     free(order);
     free((void *)in);
     return rc;
@@ -433,6 +492,17 @@ static int run_epochs(const run_ctx *r, loop_pos *pos)
     return rc;
 }
 
+/* Under mpirun, rank 0's stdout: how much of the exchange the backward pass
+ * hid (buckets started during it) and the wait left after it, per step. */
+static void print_overlap(const axc_dist *d, double steps)
+{
+    double wait;
+    long in_backward, at_finish;
+    axc_dist_exchange_stats(d, &wait, &in_backward, &at_finish);
+    printf("exchange: %ld of %ld buckets started during the backward pass; %.3f ms waited after each backward pass\n",
+           in_backward, in_backward + at_finish, steps > 0 ? 1e3 * wait / steps : 0.0);
+}
+
 static void free_files(axc_batch_file *files, int n)
 {
     for (int i = 0; files && i < n; i++) free(files[i].data);
@@ -445,6 +515,21 @@ int axc_train_compiled(ax_ctx *ctx, const axc_opts *o)
     if (!home) {
         fprintf(stderr, "axc: note: training on the interpreter: the runtime (include/ and lib/ beside bin/axc) is not found\n");
         return AXC_TRAIN_FALLBACK;
+    }
+    axc_dist *dist = axc_train_dist();
+    const bool clipped = o->clip_grad_norm > 0 || o->clip_grad_value > 0;
+    if (dist && clipped) {
+        /* the split step's update does not clip: the interpreter clips the mean gradient */
+        if (axc_dist_rank(dist) == 0)
+            fprintf(stderr, "axc: note: training on the interpreter: under mpirun the compiled step does not clip the "
+                            "exchanged gradients (--clip-grad-norm, --clip-grad-value)\n");
+        return AXC_TRAIN_FALLBACK;
+    }
+    const char *refused = o->val_target ? "--val-target" : o->checkpoint ? "--checkpoint" : o->resume ? "--resume" : NULL;
+    if (dist && refused) {
+        axc_fail("%s is not available under mpirun (data-parallel training): train without it, or in one process",
+                 refused);
+        return AXC_EUSAGE;
     }
     const axc_opts so = step_options(o);
     ir_graph *models[AXC_MAX_MODELS];
@@ -474,11 +559,13 @@ int axc_train_compiled(ax_ctx *ctx, const axc_opts *o)
                                   &r.batches);
     }
     if (!rc && o->val_target) rc = load_val(ctx, o, r.g, train.forward, &r.val);
-    if (!rc) rc = open_step(ctx, o, home, r.g, &train, &x);
+    if (!rc) rc = open_step(ctx, &so, home, r.g, &train, &x);
+    rc = axc_dist_agree(dist, rc);   /* a rank that could not start stops all */
     loop_pos pos = {0, NAN, 0};
     if (!rc && o->resume) rc = read_checkpoint(ctx, o, &x, &pos);
     if (!rc) rc = run_epochs(&r, &pos);
-    if (!rc) {
+    if (!rc && dist) print_overlap(dist, (double)r.batches * (double)o->epochs);
+    if (!rc && axc_dist_rank(dist) == 0) {   /* under mpirun rank 0 alone writes */
         state_to_graph(&x, r.g, &train);
         rc = axc_save_weights(o, r.g);
     }

@@ -147,30 +147,39 @@ def axc_train(d, model, x, y, init, out, ranks=None, extra=(), timeout=300, env=
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env or MPI_ENV, cwd=d)
 
 
-def train_cases(tmp, init):
-    for n in (1, 2, 3):
-        d = os.path.join(tmp, f"n{n}")
+def train_cases(tmp, init, ranks=(1, 2, 3), extra=()):
+    """extra=(): the compiled step split at its seam, gradients exchanged in
+    buckets during the backward pass; ("--interp",): the interpreter's loop,
+    gradients exchanged after it.  The single-process reference runs on the
+    same executor."""
+    how = " --interp" if extra else ""
+    for n in ranks:
+        d = os.path.join(tmp, f"n{n}{how.strip()}")
         os.makedirs(d)
         x, y = write_data(d, STEPS * n * B)
         local, whole = write_model(d, B), write_model(d, n * B)
-        ref = axc_train(d, whole, x, y, init, os.path.join(d, "single.safetensors"), env=os.environ)
-        runs = [axc_train(d, local, x, y, init, os.path.join(d, f"mpi{k}.safetensors"), ranks=n) for k in (0, 1)]
+        ref = axc_train(d, whole, x, y, init, os.path.join(d, "single.safetensors"), extra=extra, env=os.environ)
+        runs = [axc_train(d, local, x, y, init, os.path.join(d, f"mpi{k}.safetensors"), ranks=n, extra=extra)
+                for k in (0, 1)]
         bad = [r for r in [ref] + runs if r.returncode]
         if bad:
-            report(False, f"mpi train N={n}: runs", bad[0].stdout + bad[0].stderr)
+            report(False, f"mpi train{how} N={n}: runs", bad[0].stdout + bad[0].stderr)
             continue
+        on_seam = "buckets started during the backward pass" in runs[0].stdout
+        report(on_seam != bool(extra), f"mpi train{how} N={n}: runs on the "
+               + ("interpreter" if extra else "compiled step with the bucketed exchange"), runs[0].stdout)
         errs = rel_errors(read_weights(os.path.join(d, "single.safetensors")),
                           read_weights(os.path.join(d, "mpi0.safetensors")))
         worst = max(errs.values())
-        report(worst <= 1e-6, f"mpi train N={n}: {STEPS} steps == single process on the global batch {n * B} "
+        report(worst <= 1e-6, f"mpi train{how} N={n}: {STEPS} steps == single process on the global batch {n * B} "
                f"(1e-6; worst relative difference {worst:.3g})",
                "\n".join(f"{k}: {v:.3g}" for k, v in errs.items()))
         same = open(os.path.join(d, "mpi0.safetensors"), "rb").read() == open(os.path.join(d, "mpi1.safetensors"), "rb").read()
-        report(same, f"mpi train N={n}: two runs bitwise identical")
+        report(same, f"mpi train{how} N={n}: two runs bitwise identical")
         steps = runs[0].stdout.count("step ")
-        report(steps == STEPS, f"mpi train N={n}: progress from rank 0 only", runs[0].stdout)
+        report(steps == STEPS, f"mpi train{how} N={n}: progress from rank 0 only", runs[0].stdout)
         if n in (2, 3):
-            ddp_case(d, n, x, y, init)
+            ddp_case(d, n, x, y, init, how)
 
 
 DDP_SCRIPT = r'''
@@ -219,7 +228,7 @@ def free_port():
         return str(s.getsockname()[1])
 
 
-def ddp_case(d, n, x, y, init):
+def ddp_case(d, n, x, y, init, how=""):
     script = os.path.join(d, "ddp.py")
     with open(script, "w") as f:
         f.write(DDP_SCRIPT)
@@ -227,10 +236,10 @@ def ddp_case(d, n, x, y, init):
     r = subprocess.run([sys.executable, script, str(n), str(B), x, y, init, os.path.join(ROOT, "tests", "torch"), out,
                         free_port()], capture_output=True, text=True, timeout=300)
     if r.returncode:
-        return report(False, f"mpi ddp N={n}: PyTorch DDP ran", r.stdout + r.stderr)
+        return report(False, f"mpi ddp{how} N={n}: PyTorch DDP ran", r.stdout + r.stderr)
     errs = rel_errors(read_weights(out), read_weights(os.path.join(d, "mpi0.safetensors")))
     worst = max(errs.values())
-    report(worst <= 1e-4, f"mpi ddp N={n}: axc under mpirun == PyTorch DDP (gloo) within 1e-4 "
+    report(worst <= 1e-4, f"mpi ddp{how} N={n}: axc under mpirun == PyTorch DDP (gloo) within 1e-4 "
            f"(worst relative difference {worst:.3g})",
            "\n".join(f"{k}: {v:.3g}" for k, v in errs.items()))
 
@@ -255,6 +264,37 @@ def rank_pids(parent):
     return found
 
 
+def killed_rank_case(d, model, x, y, init, weights, before, extra):
+    """A rank killed once the steps run (rank 0 printed step 1): many epochs
+    so that the run is still going."""
+    how = " --interp" if extra else ""
+    cmd = ["mpirun", "--oversubscribe", "-np", "2", AXC, "train", model, "--weights", init, *TRAIN_FLAGS,
+           "--input", "x=" + x, "--target", y, "--epochs", "200000", "--save-weights", weights, *extra]
+    log = os.path.join(d, "killed.out")
+    with open(log, "w") as out_file:
+        p = subprocess.Popen(cmd, stdout=out_file, stderr=subprocess.PIPE, text=True, env=MPI_ENV, cwd=d)
+        pids, t0, stepping = {}, time.time(), False
+        while not (len(pids) == 2 and stepping) and time.time() - t0 < 120 and p.poll() is None:
+            time.sleep(0.2)
+            pids = rank_pids(p.pid)
+            stepping = "step 1/" in open(log).read()
+        if 1 in pids and stepping:
+            os.kill(pids[1], signal.SIGKILL)
+        try:
+            _, err = p.communicate(timeout=60)
+            hung = False
+        except subprocess.TimeoutExpired:
+            p.kill()
+            _, err = p.communicate()
+            hung = True
+    report(1 in pids and stepping and not hung and p.returncode != 0,
+           f"mpi fault{how}: a rank killed mid-run: mpirun exits non-zero within 60 s",
+           f"rank pids {pids}, stepping {stepping}, hung {hung}, exit {p.returncode}\n{err}")
+    report(("signal 9" in err or "Killed" in err or "rank" in err), f"mpi fault{how}: the killed rank is named on stderr",
+           err)
+    report(open(weights, "rb").read() == before, f"mpi fault{how}: the weights file is left as it was")
+
+
 def fault_cases(tmp, init):
     d = os.path.join(tmp, "faults")
     os.makedirs(d)
@@ -264,29 +304,8 @@ def fault_cases(tmp, init):
     with open(weights, "wb") as f:
         f.write(b"the weights of an earlier run")
     before = open(weights, "rb").read()
-    # a rank killed mid-run: many epochs so that the run is still going
-    cmd = ["mpirun", "--oversubscribe", "-np", "2", AXC, "train", model, "--weights", init, *TRAIN_FLAGS,
-           "--input", "x=" + x, "--target", y, "--epochs", "200000", "--save-weights", weights]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=MPI_ENV, cwd=d)
-    pids, t0 = {}, time.time()
-    while len(pids) < 2 and time.time() - t0 < 60 and p.poll() is None:
-        time.sleep(0.2)
-        pids = rank_pids(p.pid)
-    if 1 in pids:
-        time.sleep(2)   # into the steps (loading takes milliseconds)
-        os.kill(pids[1], signal.SIGKILL)
-    try:
-        out, err = p.communicate(timeout=60)
-        hung = False
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        hung = True
-    report(1 in pids and not hung and p.returncode != 0,
-           "mpi fault: a rank killed mid-run: mpirun exits non-zero within 60 s",
-           f"rank pids {pids}, hung {hung}, exit {p.returncode}\n{err}")
-    report(("signal 9" in err or "Killed" in err or "rank" in err), "mpi fault: the killed rank is named on stderr", err)
-    report(open(weights, "rb").read() == before, "mpi fault: the weights file is left as it was")
+    for extra in ((), ("--interp",)):
+        killed_rank_case(d, model, x, y, init, weights, before, extra)
     # bad shard sizes, refused before any step
     for name, samples, want in (("not divisible", 3 * 2 * B + B, "not a multiple of the global batch"),
                                 ("fewer samples than one global step", B, "fewer than one global step")):
@@ -361,6 +380,7 @@ def main():
             return
         init = write_init(tmp)
         train_cases(tmp, init)
+        train_cases(tmp, init, ranks=(2,), extra=("--interp",))
         exchange_cases(tmp)
         fault_cases(tmp, init)
     finally:
