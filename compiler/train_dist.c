@@ -294,10 +294,29 @@ int axc_dist_reduce(axc_dist *d, const axc_trainer *t, void *const *out, double 
     return AXC_OK;
 }
 
+/* $AXC_BUCKET_BYTES: the exchange's bucket size (bytes, 64 to 2^30), else 0. */
+static int bucket_bytes(size_t *bucket)
+{
+    const char *text = getenv("AXC_BUCKET_BYTES");
+    if (!text || !*text) return AXC_OK;
+    char *end;
+    errno = 0;
+    const unsigned long long value = strtoull(text, &end, 10);
+    if (errno || *end || text[0] == '-' || value < 64 || value > (1ull << 30)) {
+        axc_fail("AXC_BUCKET_BYTES='%s' is not a byte count from 64 to 1073741824", text);
+        return AXC_EUSAGE;
+    }
+    *bucket = (size_t)value;
+    return AXC_OK;
+}
+
 int axc_dist_exchange_open(axc_dist *d, void *grads, size_t bytes, axrt_dtype dtype, axc_dist_ready_fn *ready,
                            void **user)
 {
-    if (!d->exchange) d->exchange = d->mpi.exchange_open(grads, bytes, dtype, 0);
+    size_t bucket = 0;   /* libaxrt_mpi's default, 1 MiB */
+    int rc = bucket_bytes(&bucket);
+    if (rc) return rc;
+    if (!d->exchange) d->exchange = d->mpi.exchange_open(grads, bytes, dtype, bucket);
     if (!d->exchange) { axc_fail("%s", d->mpi.error()); return AXC_EUSAGE; }
     *ready = d->mpi.exchange_ready;
     *user = d->exchange;

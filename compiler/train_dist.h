@@ -25,7 +25,7 @@ int axc_dist_agree(axc_dist *d, int rc);
 int axc_dist_reduce(axc_dist *d, const axc_trainer *t, void *const *out, double *loss, long step);
 /* The compiled step split at its seam (train_exec.c): an exchange of the
  * gradient buffer grads (bytes, elements of dtype) in libaxrt_mpi's buckets,
- * opened once; *ready and *user are what <name>_train_grads is given, so
+ * opened once (buckets of $AXC_BUCKET_BYTES, else libaxrt_mpi's 1 MiB); *ready and *user are what <name>_train_grads is given, so
  * that each bucket is summed while the backward pass goes on.  An exit
  * status (printed). */
 typedef void (*axc_dist_ready_fn)(void *user, size_t offset, size_t bytes);

@@ -180,6 +180,28 @@ def train_cases(tmp, init, ranks=(1, 2, 3), extra=()):
         report(steps == STEPS, f"mpi train{how} N={n}: progress from rank 0 only", runs[0].stdout)
         if n in (2, 3):
             ddp_case(d, n, x, y, init, how)
+        if n == 2 and not extra:
+            small_buckets_case(d, local, x, y, init)
+
+
+def small_buckets_case(d, model, x, y, init):
+    """AXC_BUCKET_BYTES=128: the model's gradients fill several buckets, most
+    sent while the backward pass goes on; the result is unchanged.  A bad
+    value is refused before any step."""
+    import re
+    out = os.path.join(d, "buckets.safetensors")
+    r = axc_train(d, model, x, y, init, out, ranks=2, env=dict(MPI_ENV, AXC_BUCKET_BYTES="128"))
+    m = re.search(r"exchange: (\d+) of (\d+) buckets started during the backward pass", r.stdout)
+    worst = max(rel_errors(read_weights(os.path.join(d, "single.safetensors")), read_weights(out)).values()) \
+        if r.returncode == 0 else float("inf")
+    report(r.returncode == 0 and m is not None and int(m.group(1)) > 0 and worst <= 1e-6,
+           f"mpi train N=2: 128-byte buckets, {m.group(1) if m else '?'} of {m.group(2) if m else '?'} sent during "
+           f"the backward pass, == single process (1e-6; worst relative difference {worst:.3g})", r.stdout + r.stderr)
+    r = axc_train(d, model, x, y, init, os.path.join(d, "bad.safetensors"), ranks=2,
+                  env=dict(MPI_ENV, AXC_BUCKET_BYTES="12"))
+    report(r.returncode != 0 and "AXC_BUCKET_BYTES='12' is not a byte count" in r.stderr and "step 1/" not in r.stdout
+           and not os.path.exists(os.path.join(d, "bad.safetensors")),
+           "mpi train N=2: a bad AXC_BUCKET_BYTES is refused before any step", r.stdout + r.stderr)
 
 
 DDP_SCRIPT = r'''
