@@ -1,13 +1,17 @@
 """Suite `mpi`: data-parallel training (docs/distributed.md).
 
-train N=1,2,3: `mpirun --oversubscribe -np N axc train` on a model declared
+train N=1,2,3 (the compiled step, gradients exchanged in buckets during the
+backward pass) and train --interp N=2 (the interpreter, after it):
+`mpirun --oversubscribe -np N axc train` on a model declared
 with batch B gives, after 20 steps, the weights of single-process `axc train`
 on the same model declared with batch N x B, within 1e-6 relative (max abs
 difference over the tensor's max abs value); two runs with the same N are
 bitwise identical.  ddp: PyTorch DistributedDataParallel (gloo, CPU, world
 size N by multiprocessing spawn), each rank on the same block of each global
 batch, is a second oracle (1e-4 relative, as the train suite's PyTorch
-oracle).  faults: a rank killed mid-run makes mpirun exit non-zero within a
+oracle).  N=2 with 128-byte buckets: most sent during the backward pass, the
+same result; a bad AXC_BUCKET_BYTES refused.  faults: a rank killed mid-run (on
+both paths) makes mpirun exit non-zero within a
 bounded time, and the weights file there before is left as it was; a sample
 count not a multiple of N x B, or fewer samples than one global step, is
 refused before any step; a missing libaxrt_mpi is said clearly.
