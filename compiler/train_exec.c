@@ -509,6 +509,24 @@ static void free_files(axc_batch_file *files, int n)
     free(files);
 }
 
+/* Under mpirun: the options the compiled step's loop does not take there
+ * (refused, on every rank alike), or AXC_TRAIN_FALLBACK for clipping (the
+ * split step's update does not clip: the interpreter clips the mean
+ * gradient); else AXC_OK. */
+static int dist_refusal(const axc_opts *o, const axc_dist *dist)
+{
+    if (o->clip_grad_norm > 0 || o->clip_grad_value > 0) {
+        if (axc_dist_rank(dist) == 0)
+            fprintf(stderr, "axc: note: training on the interpreter: under mpirun the compiled step does not clip the "
+                            "exchanged gradients (--clip-grad-norm, --clip-grad-value)\n");
+        return AXC_TRAIN_FALLBACK;
+    }
+    const char *refused = o->val_target ? "--val-target" : o->checkpoint ? "--checkpoint" : o->resume ? "--resume" : NULL;
+    if (!refused) return AXC_OK;
+    axc_fail("%s is not available under mpirun (data-parallel training): train without it, or in one process", refused);
+    return AXC_EUSAGE;
+}
+
 int axc_train_compiled(ax_ctx *ctx, const axc_opts *o)
 {
     const char *home = axc_home(ctx->arena);
@@ -517,24 +535,12 @@ int axc_train_compiled(ax_ctx *ctx, const axc_opts *o)
         return AXC_TRAIN_FALLBACK;
     }
     axc_dist *dist = axc_train_dist();
-    const bool clipped = o->clip_grad_norm > 0 || o->clip_grad_value > 0;
-    if (dist && clipped) {
-        /* the split step's update does not clip: the interpreter clips the mean gradient */
-        if (axc_dist_rank(dist) == 0)
-            fprintf(stderr, "axc: note: training on the interpreter: under mpirun the compiled step does not clip the "
-                            "exchanged gradients (--clip-grad-norm, --clip-grad-value)\n");
-        return AXC_TRAIN_FALLBACK;
-    }
-    const char *refused = o->val_target ? "--val-target" : o->checkpoint ? "--checkpoint" : o->resume ? "--resume" : NULL;
-    if (dist && refused) {
-        axc_fail("%s is not available under mpirun (data-parallel training): train without it, or in one process",
-                 refused);
-        return AXC_EUSAGE;
-    }
+    int rc = dist ? dist_refusal(o, dist) : AXC_OK;
+    if (rc) return rc;
     const axc_opts so = step_options(o);
     ir_graph *models[AXC_MAX_MODELS];
     int n = 0;
-    int rc = axc_build_models(ctx, &so, models, &n);
+    rc = axc_build_models(ctx, &so, models, &n);
     if (!rc && n != 1) {
         axc_fail("'axc %s' trains one model; %s has %d (choose one with --model)", "train", o->input, n);
         rc = AXC_EUSAGE;
