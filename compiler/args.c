@@ -3,6 +3,7 @@
  * attached or as the next argument, as cc does. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -379,29 +380,43 @@ static int set_train_value(axc_opts *o, value_opt id, const char *v)
     }
 }
 
+/* The options whose value is kept as given: where each goes in axc_opts. */
+static const struct { value_opt id; size_t field; } string_values[] = {
+    {V_OUT, offsetof(axc_opts, output)},        {V_HEADER, offsetof(axc_opts, header)},
+    {V_MODEL, offsetof(axc_opts, model)},       {V_WEIGHTS, offsetof(axc_opts, weights)},
+    {V_SAVE, offsetof(axc_opts, save_weights)}, {V_EMIT, offsetof(axc_opts, emit)},
+    {V_MF, offsetof(axc_opts, depfile)},        {V_MT, offsetof(axc_opts, deptarget)},
+    {V_OUTPUT, offsetof(axc_opts, run_output)}, {V_OUTDIR, offsetof(axc_opts, run_output_dir)},
+    {V_DUMP, offsetof(axc_opts, dump_dir)},     {V_CC, offsetof(axc_opts, cc)},
+    {V_TRIPLE, offsetof(axc_opts, triple)},     {V_CPU, offsetof(axc_opts, cpu)},
+    {V_ARCH, offsetof(axc_opts, arch)},
+};
+
+static int set_conv_algo(axc_opts *o, const char *v)
+{
+    if (!strcmp(v, "auto")) o->conv_algo = IR_CONV_AUTO;
+    else if (!strcmp(v, "direct")) o->conv_algo = IR_CONV_DIRECT;
+    else if (!strcmp(v, "winograd")) o->conv_algo = IR_CONV_WINOGRAD;
+    else {
+        axc_fail("unknown convolution algorithm '%s' (expected direct, winograd or auto)", v);
+        return -1;
+    }
+    return 0;
+}
+
 static int set_value(axc_opts *o, value_opt id, const char *v)
 {
     uint64_t n;
+    for (size_t i = 0; i < sizeof string_values / sizeof string_values[0]; i++)
+        if (string_values[i].id == id) {
+            memcpy((char *)o + string_values[i].field, &v, sizeof v);
+            return 0;
+        }
     switch (id) {
-    case V_OUT: o->output = v; return 0;
     case V_TARGET: /* axc train: the targets file (docs/training.md), else the code generator */
         if (o->train) o->target_file = v;
         else o->target = v;
         return 0;
-    case V_HEADER: o->header = v; return 0;
-    case V_MODEL: o->model = v; return 0;
-    case V_WEIGHTS: o->weights = v; return 0;
-    case V_SAVE: o->save_weights = v; return 0;
-    case V_EMIT: o->emit = v; return 0;
-    case V_MF: o->depfile = v; return 0;
-    case V_MT: o->deptarget = v; return 0;
-    case V_OUTPUT: o->run_output = v; return 0;
-    case V_OUTDIR: o->run_output_dir = v; return 0;
-    case V_DUMP: o->dump_dir = v; return 0;
-    case V_CC: o->cc = v; return 0;
-    case V_TRIPLE: o->triple = v; return 0;
-    case V_CPU: o->cpu = v; return 0;
-    case V_ARCH: o->arch = v; return 0;
     case V_ELTYPE: return set_eltype(o, v);
     case V_DTYPE: return set_dtype(o, v);
     case V_D: return add_define(o, v);
@@ -429,15 +444,7 @@ static int set_value(axc_opts *o, value_opt id, const char *v)
         }
         o->bench_runs = (long)n;
         return 0;
-    case V_CONV_ALGO:
-        if (!strcmp(v, "auto")) o->conv_algo = IR_CONV_AUTO;
-        else if (!strcmp(v, "direct")) o->conv_algo = IR_CONV_DIRECT;
-        else if (!strcmp(v, "winograd")) o->conv_algo = IR_CONV_WINOGRAD;
-        else {
-            axc_fail("unknown convolution algorithm '%s' (expected direct, winograd or auto)", v);
-            return -1;
-        }
-        return 0;
+    case V_CONV_ALGO: return set_conv_algo(o, v);
     case V_BLAS:
         if (strcmp(v, "openblas")) { axc_fail("unknown BLAS '%s' (expected openblas)", v); return -1; }
         o->blas = true;
@@ -635,7 +642,8 @@ static int check_train_step(const axc_opts *o)
     return refuse_in_training(o) ? AXC_EUSAGE : check_optimizer(o);
 }
 
-int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
+/* The defaults, and the arrays of repeatable options (at most argc each). */
+static void init_opts(axc_opts *o, int argc)
 {
     memset(o, 0, sizeof *o);
     o->opt_level = 2;
@@ -644,16 +652,21 @@ int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
     o->calib = calloc((size_t)argc + 1, sizeof *o->calib);
     o->shapes = calloc((size_t)argc + 1, sizeof *o->shapes);
     if (!o->inputs || !o->val_inputs || !o->calib || !o->shapes) ax_die("out of memory");
+    o->loss = -1;
+    o->lr = o->momentum = o->weight_decay = o->beta1 = o->beta2 = o->eps = NAN;
+    o->epochs = 1;
+    o->gamma = NAN;
+}
+
+int axc_parse_args(int argc, char **argv, axc_opts *o, bool *exit_now)
+{
+    init_opts(o, argc);
     *exit_now = false;
     int i = 1;
     if (argc > 1 && !strcmp(argv[1], "run")) { o->run = true; i = 2; }
     else if (argc > 1 && !strcmp(argv[1], "train")) { o->train = true; i = 2; }
     for (int k = i; k < argc && !o->run && !o->train; k++)   /* before the training options it allows */
         if (!strcmp(argv[k], "--train")) o->train_step = true;
-    o->loss = -1;
-    o->lr = o->momentum = o->weight_decay = o->beta1 = o->beta2 = o->eps = NAN;
-    o->epochs = 1;
-    o->gamma = NAN;
     for (; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { print_usage(); *exit_now = true; return AXC_OK; }

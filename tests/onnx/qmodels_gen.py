@@ -32,6 +32,11 @@ SHAPE = (4, 3, 12, 12)
 def models():
     import torch
     import torch.nn as nn
+    return {**conv_models(torch, nn), **other_models(torch, nn)}
+
+
+def conv_models(torch, nn):
+    """The ResNet and MobileNetV2 blocks."""
 
     class Block(nn.Module):
         """ResNet's basic block: conv-BN-ReLU, conv-BN, residual add, ReLU."""
@@ -73,6 +78,12 @@ def models():
             x = x + self.project(self.dw(self.expand(x)))
             return self.fc(x.mean((2, 3)))
 
+    return {"qresnet": TinyResNet, "qmobile": TinyMobile}
+
+
+def other_models(torch, nn):
+    """The MLP and SqueezeNet's fire module."""
+
     class TinyMLP(nn.Module):
         def __init__(self):
             super().__init__()
@@ -97,7 +108,7 @@ def models():
             s = self.squeeze(x)
             return self.cls(torch.cat([torch.relu(self.e1(s)), torch.relu(self.e3(s))], 1))
 
-    return {"qresnet": TinyResNet, "qmobile": TinyMobile, "qmlp": TinyMLP, "qsqueeze": TinySqueeze}
+    return {"qmlp": TinyMLP, "qsqueeze": TinySqueeze}
 
 
 def export(out):

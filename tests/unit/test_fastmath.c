@@ -1286,302 +1286,7 @@ static void test_swish_epilogue_bits(void **state)
     }
 }
 
-/* The training step's kernels, every variant.  ReLU's backward bit-exact
- * against dy * (x > 0 ? 1 : 0) here (NaN and infinite dy, NaN and signed-zero
- * x).  The unpacked dense (1, 7 and 33 rows) within 1e-5 of a double
- * reference.  Adam and AdamW (axrt_optim_step_f32, three steps) within 1e-6
- * of torch.optim's formula in double here. */
-typedef void dense_unpacked_fn(const float *, const float *, const float *, float *, size_t, size_t,
-                               size_t, float *);
-typedef void optim_fn(const axrt_optim *, float *, const float *, float *, float *, size_t, int64_t);
-typedef void matmul_optim_fn(const axrt_optim *, const float *, const float *, float *, size_t, size_t,
-                             size_t, float *, float *, float *, int64_t);
-
-static void check_relu_grad(int v)
-{
-    enum { N = 37 };
-    float dy[N], x[N], y[N], want[N];
-    fill(dy, N, -3, 3, 91), fill(x, N, -1, 1, 92);
-    dy[1] = NAN, dy[2] = INFINITY, dy[3] = -INFINITY, x[1] = x[2] = x[3] = -1.0f;
-    dy[5] = NAN, x[5] = 2.0f, x[6] = NAN, x[7] = -0.0f, x[8] = 0.0f, dy[36] = -2.0f, x[36] = -3.0f;
-    for (int i = 0; i < N; i++) want[i] = dy[i] * (x[i] > 0 ? 1.0f : 0.0f);
-    ((binary_fn *)symbol(v, "axrt_relu_grad_f32"))(dy, x, y, N);
-    assert_same_bits(y, want, N, "relu_grad", v);
-}
-
-static void check_dense_unpacked(int v)
-{
-    enum { ROWS = 33, IN = 300, OUT = 37 };
-    static float x[ROWS * IN], w[OUT * IN], bias[OUT], y[ROWS * OUT], scratch[ROWS * (IN + OUT)];
-    static double ref[ROWS * OUT];
-    fill(x, ROWS * IN, -1, 1, 93), fill(w, OUT * IN, -1, 1, 94), fill(bias, OUT, -1, 1, 95);
-    for (size_t rows = 1; rows <= ROWS; rows = rows == 1 ? 7 : rows == 7 ? ROWS : ROWS + 1) {
-        for (size_t r = 0; r < rows; r++)
-            for (int o = 0; o < OUT; o++) {
-                double acc = bias[o];
-                for (int i = 0; i < IN; i++) acc += (double)x[r * IN + i] * w[o * IN + i];
-                ref[r * OUT + o] = acc;
-            }
-        ((dense_unpacked_fn *)symbol(v, "axrt_dense_unpacked_f32"))(x, w, bias, y, rows, IN, OUT, scratch);
-        assert_close(y, ref, rows * OUT, 1e-5);
-    }
-}
-
-/* torch.optim.Adam/AdamW in double: three steps from p, g fixed; the
- * moments m and vv (n values each, zero on entry) as they end. */
-static void adam_reference(const axrt_optim *h, double *p, const float *g, double *m, double *vv, size_t n)
-{
-    for (int step = 1; step <= 3; step++) {
-        const double bc1 = 1 - pow(h->beta1, step), bc2 = 1 - pow(h->beta2, step);
-        for (size_t i = 0; i < n; i++) {
-            const double gi = g[i] + (h->kind == AXRT_OPT_ADAM ? h->weight_decay * p[i] : 0);
-            if (h->kind == AXRT_OPT_ADAMW) p[i] *= 1 - h->lr * h->weight_decay;
-            m[i] = h->beta1 * m[i] + (1 - h->beta1) * gi;
-            vv[i] = h->beta2 * vv[i] + (1 - h->beta2) * gi * gi;
-            p[i] -= h->lr / bc1 * m[i] / (sqrt(vv[i]) / sqrt(bc2) + h->eps);
-        }
-    }
-}
-
-/* p (from its fill), m and vv after three steps of h's update with g fixed. */
-static void adam_steps(int v, const axrt_optim *h, const float *g, float *p, float *m, float *vv, size_t n)
-{
-    fill(p, n, -1, 1, 96);
-    memset(m, 0, n * sizeof *m), memset(vv, 0, n * sizeof *vv);
-    for (int step = 1; step <= 3; step++)
-        ((optim_fn *)symbol(v, "axrt_optim_step_f32"))(h, p, g, m, vv, n, step);
-}
-
-/* Adam and AdamW, with weight decay and without (the SIMD tables' plain
- * kernels): p within 1e-6 of the double reference and each moment within
- * 4 float roundings (5e-7) of its own (a coefficient rounded in float, as
- * 1 - 0.999f, is off by 1.3e-5 and fails), and p, m and v bit for bit as
- * the portable loop of the no-SIMD build (the last variant) leaves them. */
-static void check_adam(int v)
-{
-    enum { N = 37 };
-    float p[N], g[N], m[N], vv[N], p_ref[N], m_ref[N], v_ref[N];
-    double ref[N], ref_m[N], ref_v[N];
-    fill(g, N, -1, 1, 97);
-    g[4] = 0.0f;
-    for (int kind = AXRT_OPT_ADAM; kind <= AXRT_OPT_ADAMW; kind++)
-        for (int decayed = 0; decayed < 2; decayed++) {
-            const axrt_optim h = {(axrt_optimizer)kind, 0.01, 0, decayed ? 0.1 : 0, 0.9, 0.999, 1e-8, 0};
-            adam_steps(n_variants - 1, &h, g, p_ref, m_ref, v_ref, N);
-            fill(p, N, -1, 1, 96);
-            for (int i = 0; i < N; i++) ref[i] = p[i], ref_m[i] = ref_v[i] = 0;
-            adam_reference(&h, ref, g, ref_m, ref_v, N);
-            adam_steps(v, &h, g, p, m, vv, N);
-            assert_close(p, ref, N, 1e-6);
-            for (int i = 0; i < N; i++)
-                if (fabs(m[i] - ref_m[i]) > 5e-7 * fabs(ref_m[i]) || fabs(vv[i] - ref_v[i]) > 5e-7 * ref_v[i])
-                    fail_msg("adam moments of element %d: m %.9g v %.9g, reference %.9g %.9g", i, m[i], vv[i],
-                             ref_m[i], ref_v[i]);
-            assert_same_bits(p, p_ref, N, "adam p", v);
-            assert_same_bits(m, m_ref, N, "adam m", v);
-            assert_same_bits(vv, v_ref, N, "adam v", v);
-        }
-}
-
-/* a [m, k] with ReLU-like zeros (7 of 16 terms kept, some zeros -0) unless
- * dense; b [k, n] with an infinity and a NaN when poisoned. */
-static void matmul_optim_operands(float *a, float *b, size_t m, size_t k, size_t n, int dense, int poisoned)
-{
-    fill(a, m * k, -1, 1, 98), fill(b, k * n, -1, 1, 99);
-    for (size_t i = 0; i < m * k && !dense; i++)
-        if ((i * 7 + 3) % 16 < 9) a[i] = i % 3 ? 0.0f : -0.0f;
-    if (poisoned) b[k * n / 2] = INFINITY, b[k * n - 1] = NAN;
-}
-
-/* The fused gradient matmul and update against the matmul followed by the
- * update, for each optimizer, with weight decay and without (Adam's plain
- * kernels): parameters and moments bit for bit.  Shapes take every column
- * block of the AVX-512 sparse kernel (8, 7 (224 and 230 columns: 14
- * vectors), 4 and 1 vectors, a masked tail; one row, whose update runs
- * after its terms alone), reductions from a part of one vector to its
- * longest (48) and one beyond; a sparse (the kernel runs there: the
- * gradient buffer is left as it was), dense (it declines) and sparse with a
- * non-finite b (it declines: 0 * inf is NaN). */
-static void check_matmul_optim(int v)
-{
-    static const size_t shapes[][3] = {{21, 9, 300}, {5, 48, 213}, {9, 33, 16}, {3, 49, 40},
-                                       {1, 1, 7},    {6, 20, 230}, {1, 30, 224}};
-    enum { CAP = 10240 };
-    static float a[CAP], b[CAP], g[CAP], g_ref[CAP];
-    static float p[CAP], m[CAP], vv[CAP], p_ref[CAP], m_ref[CAP], v_ref[CAP];
-    static double want[CAP];
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-        for (int mode = 0; mode < 6; mode++)
-            for (int kind = AXRT_OPT_SGD; kind <= AXRT_OPT_LION; kind++) {
-                const size_t M = shapes[s][0], K = shapes[s][1], N = shapes[s][2];
-                const double decay = mode < 3 ? 0.01 : 0;
-                const axrt_optim h = {(axrt_optimizer)kind, 0.01, 0.9, decay, 0.9, 0.99, 1e-8, kind == AXRT_OPT_SGD};
-                const int adam = kind == AXRT_OPT_ADAM || kind == AXRT_OPT_ADAMW;
-                matmul_optim_operands(a, b, M, K, N, mode % 3 == 1, mode % 3 == 2);
-                fill(p, M * N, -1, 1, 100), fill(m, M * N, -1, 1, 101), fill(vv, M * N, 0, 1, 102);
-                memcpy(p_ref, p, sizeof p), memcpy(m_ref, m, sizeof m), memcpy(v_ref, vv, sizeof vv);
-                ((matmul_fn *)symbol(v, "axrt_matmul_f32"))(a, NULL, b, NULL, g_ref, NULL, 0, M, K, N);
-                ((optim_fn *)symbol(v, "axrt_optim_step_f32"))(&h, p_ref, g_ref, m_ref, v_ref, M * N, 2);
-                fill(g, M * N, 5, 6, 103);
-                ((matmul_optim_fn *)symbol(v, "axrt_matmul_optim_f32"))(&h, a, b, g, M, K, N, p, m, vv, 2);
-                /* exact but where the GEMM's one-row tile (AVX-512: the last row when M % 8 == 1)
-                   splits its sums four ways */
-                const size_t exact = M % 8 == 1 ? (M - 1) * N : M * N;
-                assert_same_bits(p, p_ref, exact, "matmul_optim p", v);
-                assert_same_bits(m, m_ref, exact, "matmul_optim m", v);
-                assert_same_bits(vv, v_ref, exact, "matmul_optim v", v);
-                for (size_t i = 0; i < M * N; i++) want[i] = p_ref[i];
-                assert_close(p, want, M * N, 1e-6);
-                if (variants[v].isa && strcmp(variants[v].isa, "avx512") == 0 && adam && mode % 3 == 0 && K <= 48)
-                    assert_true(g[0] >= 5.0f && g[M * N - 1] >= 5.0f); /* the sparse kernel ran */
-                else
-                    assert_same_bits(g, g_ref, exact, "matmul_optim g", v);
-            }
-}
-
-/* The conv weight gradient (bit-exact against the portable loop's float
- * sums, and within 1e-5 of a double reference here) and ConvTranspose2d (the
- * input gradient, within 1e-5 of the reference), on shapes that take every block
- * of input channels (8, 4, 2, 1), a full and a partial vector of output
- * channels, groups, strides, dilation and padding (taps that read no pixel
- * of a row included). */
-typedef void grad_weight_fn(const float *, const float *, float *, const axrt_conv2d_params *);
-
-static void check_conv_backward(int v)
-{
-    static const axrt_conv2d_params shapes[] = {
-        /* n h w c oh ow oc kh kw sh sw dh dw pt pl groups */
-        {2, 9, 8, 15, 9, 8, 21, 3, 3, 1, 1, 1, 1, 1, 1, 1},
-        {3, 7, 9, 1, 7, 9, 6, 5, 5, 1, 1, 1, 1, 2, 2, 1},
-        {2, 10, 9, 6, 4, 4, 34, 3, 2, 2, 2, 2, 1, 0, 1, 2},
-        {1, 5, 6, 4, 3, 3, 4, 5, 3, 2, 2, 1, 2, 3, 0, 4},
-    };
-    enum { MAX = 4096 };
-    static float x[MAX], dy[MAX], w[MAX], bias[64], got[MAX];
-    static double ref[MAX];
-    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
-        const axrt_conv2d_params *p = &shapes[k];
-        const int icg = p->c / p->groups, ocg = p->oc / p->groups, taps = p->kh * p->kw;
-        const size_t nx = (size_t)p->n * p->h * p->w * p->c, ny = (size_t)p->n * p->oh * p->ow * p->oc;
-        const size_t nw = (size_t)p->oc * icg * taps;
-        fill(x, nx, -1, 1, 110 + (unsigned)k), fill(dy, ny, -1, 1, 120 + (unsigned)k);
-        fill(w, nw, -1, 1, 130 + (unsigned)k), fill(bias, (size_t)p->c, -1, 1, 140);
-        memset(ref, 0, sizeof ref);
-        /* the conv y = x * w: dw += dy x; its input gradient dx += dy w (ConvTranspose2d of dy by w) */
-        for (int b = 0; b < p->n; b++)
-            for (int oy = 0; oy < p->oh; oy++)
-                for (int ox = 0; ox < p->ow; ox++)
-                    for (int o = 0; o < p->oc; o++)
-                        for (int ic = 0; ic < icg; ic++)
-                            for (int t = 0; t < taps; t++) {
-                                const int iy = oy * p->stride_h - p->pad_top + t / p->kw * p->dilation_h;
-                                const int ix = ox * p->stride_w - p->pad_left + t % p->kw * p->dilation_w;
-                                if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) continue;
-                                ref[((size_t)o * icg + ic) * taps + t] +=
-                                    (double)dy[(((size_t)b * p->oh + oy) * p->ow + ox) * p->oc + o] *
-                                    x[(((size_t)b * p->h + iy) * p->w + ix) * p->c + o / ocg * icg + ic];
-                            }
-        ((grad_weight_fn *)symbol(v, "axrt_conv2d_grad_weight_f32"))(dy, x, got, p);
-        assert_close(got, ref, nw, 1e-5);
-        {   /* the portable loop, in float: per weight, products added in pixel order */
-            static float want[MAX];
-            for (int o = 0; o < p->oc; o++)
-                for (int ic = 0; ic < icg; ic++)
-                    for (int tp = 0; tp < taps; tp++) {
-                        float acc = 0.0f;
-                        for (int b = 0; b < p->n; b++)
-                            for (int oy = 0; oy < p->oh; oy++)
-                                for (int ox = 0; ox < p->ow; ox++) {
-                                    const int iy = oy * p->stride_h - p->pad_top + tp / p->kw * p->dilation_h;
-                                    const int ix = ox * p->stride_w - p->pad_left + tp % p->kw * p->dilation_w;
-                                    volatile float product; /* rounded before the add, as the runtime's loop */
-                                    if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) continue;
-                                    product = dy[(((size_t)b * p->oh + oy) * p->ow + ox) * p->oc + o] *
-                                              x[(((size_t)b * p->h + iy) * p->w + ix) * p->c + o / ocg * icg + ic];
-                                    acc += product;
-                                }
-                        want[((size_t)o * icg + ic) * taps + tp] = acc;
-                    }
-            assert_same_bits(got, want, nw, "conv grad weight", v);
-        }
-        {   /* ConvTranspose2d from dy (c = the conv's oc) to dx: params with the roles swapped */
-            axrt_conv2d_params t = *p;
-            t.h = p->oh, t.w = p->ow, t.c = p->oc, t.oh = p->h, t.ow = p->w, t.oc = p->c;
-            for (size_t i = 0; i < nx; i++) ref[i] = bias[i % (size_t)p->c];
-            for (int b = 0; b < p->n; b++)
-                for (int oy = 0; oy < p->oh; oy++)
-                    for (int ox = 0; ox < p->ow; ox++)
-                        for (int o = 0; o < p->oc; o++)
-                            for (int ic = 0; ic < icg; ic++)
-                                for (int tp = 0; tp < taps; tp++) {
-                                    const int iy = oy * p->stride_h - p->pad_top + tp / p->kw * p->dilation_h;
-                                    const int ix = ox * p->stride_w - p->pad_left + tp % p->kw * p->dilation_w;
-                                    if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) continue;
-                                    ref[(((size_t)b * p->h + iy) * p->w + ix) * p->c + o / ocg * icg + ic] +=
-                                        (double)dy[(((size_t)b * p->oh + oy) * p->ow + ox) * p->oc + o] *
-                                        w[((size_t)o * icg + ic) * taps + tp];
-                                }
-            ((conv_fn *)symbol(v, "axrt_conv_transpose2d_f32"))(dy, w, bias, got, &t);
-            assert_close(got, ref, nx, 1e-5);
-        }
-    }
-}
-
-/* Sums and means over an axis (the gradients of biases and BatchNorm):
- * bit-exact against the loop adding rows in order, for row lengths below,
- * at and above a vector and above the four-vector block, and an outer axis;
- * 2-D and batched transposes of odd sizes, exact. */
-typedef void reduce_fn(const float *, float *, size_t, size_t, size_t);
-typedef void transpose_fn(const float *, float *, const int64_t *, const int *, int);
-
-static void check_sum_transpose(int v)
-{
-    enum { MAX = 3 * 37 * 70 };
-    static const size_t inner[] = {1, 6, 16, 37, 70};
-    static float x[MAX], y[MAX], want[MAX];
-    fill(x, MAX, -4, 4, 150);
-    for (int i = 0; i < 37; i++) x[i] = -0.0f; /* a column of -0 (inner 1): the sum is +0 */
-    for (size_t k = 0; k < sizeof inner / sizeof inner[0]; k++)
-        for (int mean = 0; mean < 2; mean++) {
-            const size_t outer = 3, axis = 37, in = inner[k];
-            for (size_t o = 0; o < outer; o++)
-                for (size_t i = 0; i < in; i++) {
-                    float acc = 0.0f;
-                    for (size_t a = 0; a < axis; a++) acc += x[(o * axis + a) * in + i];
-                    want[o * in + i] = mean ? acc / (float)axis : acc;
-                }
-            ((reduce_fn *)symbol(v, mean ? "axrt_mean_f32" : "axrt_sum_f32"))(x, y, outer, axis, in);
-            assert_same_bits(y, want, outer * in, mean ? "mean" : "sum", v);
-        }
-    {
-        static const int64_t shapes[3][3] = {{1, 37, 70}, {3, 17, 9}, {2, 8, 16}};
-        static const int perm[3] = {0, 2, 1}, perm_2d[2] = {1, 0};
-        for (int k = 0; k < 3; k++) {
-            const size_t b = (size_t)shapes[k][0], r = (size_t)shapes[k][1], c = (size_t)shapes[k][2];
-            for (size_t n = 0; n < b; n++)
-                for (size_t i = 0; i < r; i++)
-                    for (size_t j = 0; j < c; j++) want[(n * c + j) * r + i] = x[(n * r + i) * c + j];
-            if (b == 1) /* 2-D: the permutation {1, 0} */
-                ((transpose_fn *)symbol(v, "axrt_transpose_f32"))(x, y, shapes[k] + 1, perm_2d, 2);
-            else
-                ((transpose_fn *)symbol(v, "axrt_transpose_f32"))(x, y, shapes[k], perm, 3);
-            assert_same_bits(y, want, b * r * c, "transpose", v);
-        }
-    }
-}
-
-static void test_training_kernels(void **state)
-{
-    (void)state;
-    for (int v = 0; v < n_variants; v++) {
-        check_relu_grad(v);
-        check_dense_unpacked(v);
-        check_adam(v);
-        check_matmul_optim(v);
-        check_conv_backward(v);
-        check_sum_transpose(v);
-    }
-}
+#include "test_fastmath_train.inc"
 
 /* Threads (axrt_set_threads): every kernel that splits its work over
  * threads gives bit-identical results for 1, 2, 3, 4 and 7 threads, every
@@ -1602,44 +1307,17 @@ typedef void mha_masked_fn(const float *, const float *, const float *, const fl
 typedef size_t mha_scratch_fn(const axrt_mha_params *);
 enum { THREAD_KERNELS = 20, THREAD_X = 2 * 32 * 32 * 64 };
 
-/* Runs kernel `kernel` of the threads test on variant v into y; returns
- * its output count. */
-static size_t threads_kernel(int v, int kernel, float *y)
+enum { THREAD_W = 2000 * 600 };
+static float th_x[THREAD_X], th_w[THREAD_W], th_packed[THREAD_W], th_scratch[THREAD_X];   /* the threads test's operands */
+
+/* Attention kernels 5, 6 (with the scores: 5 self-attention, one fused
+ * projection; 6 causal, masked) and 18, 19 (without: 18 self; 19 causal,
+ * masked) of the threads test on variant v into y; their output count. */
+static size_t threads_attention(int v, int kernel, float *y)
 {
-    enum { ROWS = 59, IN = 600, OUT = 37, WIDE = 2000, W = WIDE * IN, EW = 65001 };
-    const axrt_conv2d_params cp = {1, 15, 13, 300, 5, 4, 20, 7, 7, 2, 2, 2, 2, 4, 3, 1};
-    const axrt_conv2d_params dp = {2, 32, 32, 64, 32, 32, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64};
-    const axrt_conv2d_params big = {1, kernel == 16 ? 7 : 14, kernel == 16 ? 7 : 14, 256,
-                                    kernel == 16 ? 7 : 14, kernel == 16 ? 7 : 14, 160, 3, 3, 1, 1, 1, 1, 1, 1, 1};
-    const axrt_pool2d_params pp = {1, 40, 40, 64, 20, 20, 3, 3, 2, 2, 1, 1, 1, 1};
+    float *x = th_x, *w = th_w, *packed = th_packed, *scratch = th_scratch;
     const axrt_mha_params mp = {2, 75, 75, 64, 4, kernel == 6};
-    static float x[THREAD_X], w[W], packed[W], scratch[THREAD_X];
-    fill(x, THREAD_X, -1, 1, 90 + kernel), fill(w, W, -0.1f, 0.1f, 95 + kernel);
-    if (kernel <= 1 || kernel == 14) {
-        const size_t rows = kernel == 0 ? ROWS : 1, out = kernel == 0 ? OUT : kernel == 1 ? WIDE : 256;
-        const size_t in = kernel == 14 ? 784 : IN;
-        ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, in, out);
-        ((dense_ep_fn *)symbol(v, "axrt_dense_packed_ep_f32"))(x, packed, w, NULL, AXRT_ACT_GELU, y,
-                                                               rows, in, out);
-        return rows * out;
-    }
     switch (kernel) {
-    case 2:
-        ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &cp);
-        ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, w, x, AXRT_ACT_RELU, y, &cp);
-        return 5 * 4 * 20;
-    case 16: case 17:
-        ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &big);
-        ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, w, NULL, AXRT_ACT_NONE, y, &big);
-        return (size_t)big.oh * big.ow * 160;
-    case 3:
-        ((pack_conv_fn *)symbol(v, "axrt_pack_depthwise_f32"))(w, packed, &dp);
-        ((conv_ep_fn *)symbol(v, "axrt_conv2d_depthwise_f32"))(x, packed, w, NULL, AXRT_ACT_RELU6, y, &dp);
-        return THREAD_X;
-    case 4: /* 16 * 64 * 1024 exceeds the threads' threshold */
-        fill(x, THREAD_X, -30, 30, 98);
-        ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(x, y, 64, 1024, 1);
-        return 64 * 1024;
     case 5: case 6: { /* 5: self-attention (one fused projection); 6: causal, masked */
         const size_t qk = (size_t)(mp.n * mp.lq * mp.d);
         float *mask = x + 3 * qk;
@@ -1663,6 +1341,60 @@ static size_t threads_kernel(int v, int kernel, float *y)
             w, packed + 3 * 64 * 64, w + 300, y, scratch, &fp, 1);
         return qk;
     }
+    }
+    return 0;
+}
+
+/* Convolution kernels 2 (packed, strided, residual), 3 (depthwise), 16 and
+ * 17 (weights past 1 MiB on 7x7 and 14x14 pixels) of the threads test on
+ * variant v into y; their output count. */
+static size_t threads_conv(int v, int kernel, float *y)
+{
+    float *x = th_x, *w = th_w, *packed = th_packed;
+    const axrt_conv2d_params cp = {1, 15, 13, 300, 5, 4, 20, 7, 7, 2, 2, 2, 2, 4, 3, 1};
+    const axrt_conv2d_params dp = {2, 32, 32, 64, 32, 32, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64};
+    const axrt_conv2d_params big = {1, kernel == 16 ? 7 : 14, kernel == 16 ? 7 : 14, 256,
+                                    kernel == 16 ? 7 : 14, kernel == 16 ? 7 : 14, 160, 3, 3, 1, 1, 1, 1, 1, 1, 1};
+    switch (kernel) {
+    case 2:
+        ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &cp);
+        ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, w, x, AXRT_ACT_RELU, y, &cp);
+        return 5 * 4 * 20;
+    case 16: case 17:
+        ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &big);
+        ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, w, NULL, AXRT_ACT_NONE, y, &big);
+        return (size_t)big.oh * big.ow * 160;
+    case 3:
+        ((pack_conv_fn *)symbol(v, "axrt_pack_depthwise_f32"))(w, packed, &dp);
+        ((conv_ep_fn *)symbol(v, "axrt_conv2d_depthwise_f32"))(x, packed, w, NULL, AXRT_ACT_RELU6, y, &dp);
+        return THREAD_X;
+    }
+    return 0;
+}
+
+/* Runs kernel `kernel` of the threads test on variant v into y; returns
+ * its output count. */
+static size_t threads_kernel(int v, int kernel, float *y)
+{
+    enum { ROWS = 59, IN = 600, OUT = 37, WIDE = 2000, W = WIDE * IN, EW = 65001 };
+    float *x = th_x, *w = th_w, *packed = th_packed;
+    const axrt_pool2d_params pp = {1, 40, 40, 64, 20, 20, 3, 3, 2, 2, 1, 1, 1, 1};
+    fill(x, THREAD_X, -1, 1, 90 + kernel), fill(w, W, -0.1f, 0.1f, 95 + kernel);
+    if (kernel <= 1 || kernel == 14) {
+        const size_t rows = kernel == 0 ? ROWS : 1, out = kernel == 0 ? OUT : kernel == 1 ? WIDE : 256;
+        const size_t in = kernel == 14 ? 784 : IN;
+        ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, in, out);
+        ((dense_ep_fn *)symbol(v, "axrt_dense_packed_ep_f32"))(x, packed, w, NULL, AXRT_ACT_GELU, y,
+                                                               rows, in, out);
+        return rows * out;
+    }
+    switch (kernel) {
+    case 2: case 3: case 16: case 17: return threads_conv(v, kernel, y);
+    case 4: /* 16 * 64 * 1024 exceeds the threads' threshold */
+        fill(x, THREAD_X, -30, 30, 98);
+        ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(x, y, 64, 1024, 1);
+        return 64 * 1024;
+    case 5: case 6: case 18: case 19: return threads_attention(v, kernel, y);
     case 7:
         ((layernorm_fn *)symbol(v, "axrt_layernorm_f32"))(x, w, w + 700, y, 100, 700, 1e-5f);
         return 100 * 700;
