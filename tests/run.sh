@@ -89,7 +89,7 @@ done
 # Start order: the longest jobs first, so the last to finish starts early.
 weight() {
     case $1 in
-        torch:run|half|unit:test_codegen|compile|ir|train:run) echo 5 ;;
+        cuda|torch:run|half|unit:test_codegen|compile|ir|train:run) echo 5 ;;
         ops|*firmware*|*install*|cli|profile|bench|train:*|onnx|llvm) echo 3 ;;
         *) echo 1 ;;
     esac
