@@ -8,7 +8,7 @@
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BIN  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 
-$(B)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.inc) $(B)/lib/libaxcc.a $(LIBAXRT) $(LIBAXRT_GPU) $(HEADERS)
+$(B)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.inc tests/unit/*.h) $(B)/lib/libaxcc.a $(LIBAXRT) $(LIBAXRT_GPU) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_AXC) -Wno-unused-function -o $@ $< $(B)/lib/libaxcc.a $(LIBAXRT) $(LIBAXRT_GPU) -lcmocka $(LDLIBS_AXC)
 

@@ -527,16 +527,7 @@ typedef void conv_ep_fn(const float *, const float *, const float *, const float
                         float *, const axrt_conv2d_params *);
 
 /* The epilogue in double: act(v + residual). */
-static double act_ref(double v, axrt_act act)
-{
-    switch (act) {
-    case AXRT_ACT_RELU: return v < 0 ? 0 : v;
-    case AXRT_ACT_RELU6: return v < 0 ? 0 : v > 6 ? 6 : v;
-    case AXRT_ACT_GELU: return 0.5 * v * erfc(-v / sqrt(2.0));
-    case AXRT_ACT_SWISH: return v / (1 + exp(-v));
-    default: return v;
-    }
-}
+#include "act_ref.h"
 
 /* conv2d in double over NHWC, weight [oc, c/groups, kh, kw], then the epilogue. */
 static void conv_ref(const float *x, const float *w, const float *bias, const float *residual,

@@ -28,16 +28,7 @@ static void fill(float *v, size_t n, float lo, float hi, unsigned seed)
     }
 }
 
-static double act_ref(double v, axrt_act act)
-{
-    switch (act) {
-    case AXRT_ACT_RELU: return v < 0 ? 0 : v;
-    case AXRT_ACT_RELU6: return v < 0 ? 0 : v > 6 ? 6 : v;
-    case AXRT_ACT_GELU: return 0.5 * v * erfc(-v / sqrt(2.0));
-    case AXRT_ACT_SWISH: return v / (1 + exp(-v));
-    default: return v;
-    }
-}
+#include "act_ref.h"
 
 /* A 3x3 stride-1 conv in double over NHWC, weight [oc, c, 3, 3], then the epilogue. */
 static void conv_ref(const float *x, const float *w, const float *bias, const float *residual, axrt_act act,
