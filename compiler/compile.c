@@ -11,6 +11,7 @@
 #include "axrt_gpu.h"
 #include "cg_target.h"
 #include "driver.h"
+#include "print_ax.h"
 #include "weights.h"
 
 /* path with its extension (after the last '/') replaced by ext. */
@@ -137,7 +138,7 @@ static int emit_view(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, a
 {
     if (!strcmp(o->emit, "ptx") || !strcmp(o->emit, "hsaco")) return emit_gpu_code(ctx, o, models, n, out);
     for (int i = 0; i < n; i++) {
-        if (!strcmp(o->emit, "ax") && axc_emit_ax(models[i], out)) return AXC_EINPUT;
+        if (!strcmp(o->emit, "ax") && print_ax_model(models[i], out)) return AXC_EINPUT;
         else if (!strcmp(o->emit, "ax")) continue;
         if (!strcmp(o->emit, "ir")) ir_dump(models[i], out);
         else if (!strcmp(o->emit, "dot") || !strcmp(o->emit, "svg")) emit_dot(models[i], out);

@@ -332,10 +332,6 @@ int axc_profile_dump_end(const axc_profile *p);
 /* --emit=svg: replaces the Graphviz text in buf by the SVG `dot -Tsvg`
  * draws (render.c).  Returns an exit status (2 when dot is missing). */
 int axc_render_svg(ax_buf *buf);
-/* --emit=ax (emit_ax.c): imported model g, unoptimised, as .ax source into out;
- * renames its parameters to the printed layers' (for --save-weights).
- * Returns 0, or -1 after located errors for what the language cannot say. */
-int axc_emit_ax(ir_graph *g, ax_buf *out);
 
 /* `axc compare DIR REF_DIR [--rtol R]` (compare.c): argv after "compare". */
 int axc_compare_main(int argc, char **argv);

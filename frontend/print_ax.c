@@ -1,4 +1,4 @@
-/* emit_ax.c — `--emit=ax` (docs/onnx.md): an imported model (ONNX) printed
+/* print_ax.c — `--emit=ax` (docs/onnx.md): an imported model (ONNX) printed
  * as an equivalent `.ax` source in function form, one statement per IR node
  * of the unoptimised graph, with every layer declared where it is used (l<id>)
  * and its parameters renamed l<id>.weight, l<id>.bias, ... so that
@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "driver.h"
 #include "ir_names.h"
+#include "print_ax.h"
 
 typedef struct ax_printer {
     ir_graph *g;
@@ -290,7 +290,7 @@ static void print_node(ax_printer *p, int id)
     p->names[id] = v;
 }
 
-int axc_emit_ax(ir_graph *g, ax_buf *out)
+int print_ax_model(ir_graph *g, ax_buf *out)
 {
     ax_printer p = {g, out, ax_alloc(g->ctx->arena, sizeof(char *) * (size_t)(g->nnodes ? g->nnodes : 1)), true};
     used_names used = {ax_alloc(g->ctx->arena, sizeof(char *) * (size_t)(g->ninputs + g->noutputs + 1)), 0};
