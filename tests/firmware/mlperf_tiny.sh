@@ -14,9 +14,13 @@
 #    for the same input: int8 float for float, float32 within 1e-4;
 #  - the instruction count per inference (insn_count.so) is at least half
 #    the model's multiply-accumulates (the M4 does at most two per
-#    instruction), and the table prints a row per model and dtype.
+#    instruction), and the table prints a row per model and dtype;
+#  - the plugin's count agrees within 1 % with an independent one: the
+#    autoencoder built with PROFILE=1 and run with -icount shift=0 (1 ns of
+#    virtual time per instruction), its per-layer SysTick ticks at the 25 MHz
+#    core clock summed and times 40.
 
-MLPERF_TINY_MODELS="ds_cnn fc_autoencoder"
+MLPERF_TINY_MODELS=${MLPERF_TINY_MODELS:-ds_cnn fc_autoencoder}   # the models make test runs
 
 mlperf_tiny_on_firmware() {
     local d=$work/mlperf_tiny ex=$root/examples/mlperf_tiny m dt
@@ -32,7 +36,8 @@ mlperf_tiny_on_firmware() {
     for m in $MLPERF_TINY_MODELS; do
         for dt in float32 int8; do mlperf_tiny_check "$d" "$m" "$dt"; done
     done
-    if [ "$(grep -c '^| [a-z0-9_]* | \(float32\|int8\) |' "$d/table.log")" -eq 4 ]
+    mlperf_tiny_insns_vs_systick "$d"
+    if [ "$(grep -c '^| [a-z0-9_]* | \(float32\|int8\) |' "$d/table.log")" -eq $((2 * $(echo $MLPERF_TINY_MODELS | wc -w))) ]
     then pass "mlperf tiny: table (flash, arena, stack, instructions) printed"
     else fail "mlperf tiny: table (flash, arena, stack, instructions) printed"; tail_of "$d/table.log"; fi
 }
@@ -77,4 +82,28 @@ print(f"{host.size} outputs, max |device - host| {diff:.3g}; {insns} instruction
 PYEOF
     then pass "mlperf tiny $m $dt: Cortex-M4 outputs equal axc run's on the host ($(cat "$d/$m.$dt.cmp.log"))"
     else fail "mlperf tiny $m $dt: Cortex-M4 outputs equal axc run's on the host"; tail_of "$d/$m.$dt.cmp.log"; fi
+}
+
+# mlperf_tiny_insns_vs_systick DIR: insn_count.so (built by the table) against
+# SysTick under -icount on the profiled float32 autoencoder.
+mlperf_tiny_insns_vs_systick() {
+    local d=$1 p=$1/prof what="mlperf tiny: instruction count (QEMU plugin) within 1 % of SysTick x 40 under -icount"
+    local qemu=(qemu-system-arm -M mps2-an386 -nographic -monitor none -serial none
+                -semihosting-config enable=on,target=native -kernel "$p/fw.elf")
+    mkdir -p "$p"
+    [ -f "$d/weights/fc_autoencoder.safetensors" ] || { echo "SKIP: $what (fc_autoencoder not among the models run)"; return; }
+    if ! env -u AXC make -C "$p" -f "$root/examples/firmware/Makefile" AXC_PREFIX="$work/prefix" \
+        MODEL=fc_autoencoder MODEL_DIR="$root/examples/mlperf_tiny" AXRT_OBJDIR="$d/axrt-obj" \
+        AXC_WEIGHTS_fc_autoencoder="$d/weights/fc_autoencoder.safetensors" \
+        LDSCRIPT="$root/examples/mlperf_tiny/mps2_an386_tiny.ld" PROFILE=1 fw.elf >"$p/build.log" 2>&1; then
+        fail "$what"; tail_of "$p/build.log"; return
+    fi
+    local ticks insns marks
+    ticks=$("${qemu[@]}" -icount shift=0 2>&1 | awk '$1 == "layer" && $6 == "ticks" { t += $7 } END { print t + 0 }')
+    marks=$(arm-none-eabi-nm "$p/fw.elf" | awk '$3 == "axc_inference_begin" { b = $1 } $3 == "axc_inference_end" { e = $1 }
+                                               END { printf "begin=0x%s,end=0x%s", b, e }')
+    insns=$("${qemu[@]}" -plugin "$d/insn_count.so,$marks" 2>&1 >/dev/null | awk '$1 == "insns" { print $2 }')
+    if [ -n "$insns" ] && [ "$ticks" -gt 0 ] && awk -v i="$insns" -v t="$ticks" 'BEGIN { d = i - 40 * t; exit !(d * d <= (0.01 * i) ^ 2) }'
+    then pass "$what ($insns instructions, $ticks ticks)"
+    else fail "$what" "plugin: ${insns:-none}, SysTick ticks: $ticks"; fi
 }
