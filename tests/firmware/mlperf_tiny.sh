@@ -24,6 +24,9 @@ MLPERF_TINY_MODELS=${MLPERF_TINY_MODELS:-ds_cnn fc_autoencoder}   # the models m
 
 mlperf_tiny_on_firmware() {
     local d=$work/mlperf_tiny ex=$root/examples/mlperf_tiny m dt
+    if ! "$python" -c 'import numpy, torch' 2>/dev/null; then
+        echo "SKIP: firmware mlperf tiny (no PyTorch for $python: the twins and their training need it)"; return
+    fi
     mkdir -p "$d/weights"
     # shellcheck disable=SC2086
     if "$python" "$ex/train.py" --out "$d/weights" --steps 5 --axc "$axc" $MLPERF_TINY_MODELS >"$d/train.log" 2>&1
