@@ -223,6 +223,17 @@ firmware size: all
 	@$(MAKE) --no-print-directory -C $(B)/firmware -f $(CURDIR)/examples/firmware/Makefile \
 	    AXC_PREFIX=$(FW_STAGE) AXC_SEED=1 $(if $(filter firmware,$@),run,size)
 
+# MLPerf Tiny's four reference models (examples/mlperf_tiny), float32 and int8,
+# on the same board: trained briefly (synthetic data), run under QEMU and
+# checked against the host, then the table of docs/firmware.md#mlperf-tiny
+# (flash, arena, stack, instructions per inference) printed.
+.PHONY: mlperf-tiny
+mlperf-tiny: all
+	@$(MAKE) --no-print-directory install PREFIX=$(FW_STAGE) >/dev/null
+	@mkdir -p $(B)/mlperf_tiny
+	@$(MAKE) --no-print-directory -C $(B)/mlperf_tiny -f $(CURDIR)/examples/mlperf_tiny/Makefile \
+	    AXC_PREFIX=$(FW_STAGE) PYTHON=$(PYTHON) table
+
 clean:
 	rm -rf $(B)
 

@@ -389,6 +389,8 @@ EOF
     done
 }
 
+. "$here/mlperf_tiny.sh"   # mlperf_tiny_on_firmware
+
 main() {
     check_tools || { fail "remaining cases" "not run: cross tools missing"; return; }
     mkdir -p "$work/cross"
@@ -416,6 +418,7 @@ main() {
     int8_on_firmware qshuffle 1,4,4,6 "$root/tests/quant" 0 nosize   # int8 reshape, transpose, chunk
     int8_on_firmware qbcast 1,4,5,6 "$root/tests/quant" 0 nosize   # int8 means, broadcasting adds
     quantised_onnx_on_firmware
+    mlperf_tiny_on_firmware
 }
 
 main "$@"
