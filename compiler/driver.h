@@ -284,6 +284,7 @@ typedef struct axc_built {
     const char *cached;   /* the cache entry, or NULL */
     int lock;             /* the cache entry's build lock, or -1 */
     bool hit;             /* loaded from the cache */
+    int entry_fd;         /* hit: the entry's descriptor dlopen read, open while loaded */
 } axc_built;
 int axc_built_open(ax_ctx *ctx, const char *what, axc_built *b);
 int axc_built_load(ax_ctx *ctx, const axc_opts *o, const char *home, const char *flags, bool gpu, axc_built *b);
