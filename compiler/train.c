@@ -133,6 +133,16 @@ typedef axc_batch_file batch_file;
  * (train_dist.c). */
 static axc_dist *dist;
 
+/* Whether t's samples (dims after 0) have node n's shape: only then is a
+ * count that is not a multiple of the batch cut or padded (else
+ * axc_train_batches names the shapes as given). */
+static bool same_sample_shape(const tf_tensor *t, const ir_node *n)
+{
+    bool same = t->rank == n->rank;
+    for (int d = 1; same && d < n->rank; d++) same = t->shape[d] == n->shape[d];
+    return same;
+}
+
 /* Reads path as batches of node n (dims after 0 equal): the samples past the
  * last whole batch are a smaller last batch (f->tail, as DataLoader's
  * default), or with --drop-last left out (DataLoader(drop_last=True));
@@ -146,7 +156,7 @@ static int load_batches(ax_ctx *ctx, const axc_opts *o, const ir_node *n, const 
     if (rc) return rc;
     const int64_t batch = n->rank ? n->shape[0] : 1, count = t.rank ? t.shape[0] : 0;
     int64_t tail = 0;
-    if (count > 0 && count % batch && t.rank == n->rank) {
+    if (count > 0 && count % batch && same_sample_shape(&t, n)) {
         if (!o->drop_last) {   /* the smaller last batch, padded to a whole one (train_tail.c) */
             tail = count % batch;
             axc_pad_to_batches(ctx, &t, batch);
