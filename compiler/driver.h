@@ -94,6 +94,9 @@ typedef struct axc_opts {
     const char *checkpoint;      /* --checkpoint FILE */
     long checkpoint_every;       /* --checkpoint-every K (default 1) */
     const char *resume;          /* --resume FILE */
+    /* internal (train_tail.c): every model input's dim 0 set to this before
+     * pass_shape (axc train's smaller last batch); 0: as declared */
+    int64_t batch_override;
     /* storage for the NAME parts of -D NAME=VALUE */
     char names[AXC_MAX_DEFINES][128];
     int nnames;
@@ -209,6 +212,27 @@ void axc_progress_start(axc_progress *p, const axc_opts *o, int64_t batches, lon
 void axc_progress_step(axc_progress *p, long step, double loss, double lr);
 void axc_progress_epoch(axc_progress *p, long epoch, double mean_loss, double val_loss, double accuracy);
 void axc_progress_end(axc_progress *p);
+/* train_tail.c: the smaller last batch (DataLoader(drop_last=False)): the
+ * model built again with every input's dim 0 the last batch's `samples`.
+ * The interpreter runs its training graph on the main graph's parameters
+ * and optimizer state; the compiled loop builds a second step from it whose
+ * state must have the main step's layout.  Exit statuses. */
+typedef struct axc_train_tail {
+    int64_t samples;                   /* r, 0: no smaller last batch */
+    ir_graph *models[AXC_MAX_MODELS];
+    int nmodels;
+    axc_trainer t;                     /* the interpreter's training graph at batch r */
+} axc_train_tail;
+int axc_tail_trainer(ax_ctx *ctx, const axc_opts *o, const axc_trainer *main_t, axc_train_tail *tail);
+/* Copies the main graph's trainable parameters, running statistics and
+ * Dropout counter into the tail graph (the only parameters training changes;
+ * the rest were loaded alike). */
+void axc_tail_sync(const axc_trainer *main_t, const axc_train_tail *tail);
+int axc_tail_step_graphs(ax_ctx *ctx, const axc_opts *so, const struct cg_train *main_step, axc_train_tail *tail,
+                         struct cg_train *train);
+void axc_tail_free(axc_train_tail *tail);
+/* Pads t (dim 0) with zero samples to a multiple of batch (arena memory). */
+void axc_pad_to_batches(ax_ctx *ctx, tf_tensor *t, int64_t batch);
 /* train_exec.c: `axc train` on the compiled step (generated C through the
  * run cache).  AXC_TRAIN_FALLBACK (a note printed) when it cannot run and
  * the interpreter should; else an exit status. */
@@ -231,8 +255,12 @@ typedef struct axc_batch_file {
     const char *path;
     uint8_t *data;
     size_t batch_bytes;
-    int64_t batches;
+    int64_t batches;     /* whole batches */
+    int64_t tail;        /* samples of the smaller last batch after them (zero-padded to a whole
+                            batch in data), 0: none (docs/training.md#the-training-loop) */
 } axc_batch_file;
+/* Optimizer steps per epoch: the whole batches and the smaller last one. */
+static inline int64_t axc_epoch_steps(const axc_batch_file *f) { return f->batches + (f->tail > 0); }
 /* t as batches of n (dims after 0 equal, dim 0 a multiple of n's, float
  * for float): fills *f (free f->data), or prints the problem and returns an
  * exit status.  The fuzz harness tests/fuzz/fuzz_train_data.c drives it. */
@@ -284,6 +312,7 @@ typedef struct axc_built {
     const char *cached;   /* the cache entry, or NULL */
     int lock;             /* the cache entry's build lock, or -1 */
     bool hit;             /* loaded from the cache */
+    int entry_fd;         /* hit: the entry's descriptor dlopen read, open while loaded */
 } axc_built;
 int axc_built_open(ax_ctx *ctx, const char *what, axc_built *b);
 int axc_built_load(ax_ctx *ctx, const axc_opts *o, const char *home, const char *flags, bool gpu, axc_built *b);

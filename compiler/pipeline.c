@@ -270,6 +270,16 @@ static int import_onnx(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n
     return AXC_OK;
 }
 
+/* axc train's smaller last batch (train_tail.c): every input's dim 0 set
+ * to batch before pass_shape infers the rest (0: as declared). */
+static void override_batch(ir_graph *g, int64_t batch)
+{
+    for (int i = 0; batch > 0 && i < g->ninputs; i++) {
+        ir_node *n = &g->nodes[g->inputs[i]];
+        if (n->rank > 0) n->shape[0] = batch;
+    }
+}
+
 /* Parses and lowers the selected models of a .ax file. */
 static int build_front_end(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
 {
@@ -289,6 +299,7 @@ static int build_front_end(ax_ctx *ctx, const axc_opts *o, ir_graph **models, in
     for (int i = 0; i < nsel; i++) {
         int errors_before = ctx->errors;
         ir_graph *g = lower_model(ctx, f, idx[i], o->defines, o->ndefines);
+        override_batch(g, o->batch_override);
         g->target = &cg_target_get(target != IR_TARGET_COUNT ? target : g->backend)->facts;
         g->conv_algo = conv_algo_of(ctx, o, g);
         if (check_model(o, g, ctx->errors > errors_before) == 0) models[(*n)++] = g;

@@ -342,8 +342,11 @@ int axc_built_load(ax_ctx *ctx, const axc_opts *o, const char *home, const char 
     }
     if (entry) { /* checked: ours, writable by no one else, intact */
         b->dl = dlopen(entry, RTLD_NOW | RTLD_LOCAL);
-        close(fd);
         b->hit = b->dl != NULL;
+        /* kept open while loaded: dlopen of a name already loaded returns that
+           library, so a second entry must not reuse this /proc/self/fd name */
+        if (b->hit) b->entry_fd = fd;
+        else close(fd);
         if (!b->hit) axc_run_cache_drop(b->cached, ax_sprintf(ctx->arena, "it does not load (%s)", dlerror()));
     }
     if (!b->hit) {
@@ -372,6 +375,8 @@ void axc_built_close(ax_ctx *ctx, axc_built *b)
         if (set_threads) set_threads(1);
         dlclose(b->dl);
         b->dl = NULL;
+        if (b->hit) close(b->entry_fd);
+        b->hit = false;
     }
     if (b->dir) {
         const char *files[] = {"model.c", "model.h", "model.so"};

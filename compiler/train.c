@@ -119,6 +119,7 @@ int axc_train_batches(const tf_tensor *t, const ir_node *n, const char *what, co
     for (int d = 0; d < t->rank; d++) count *= (size_t)t->shape[d];
     f->path = path;
     f->batches = t->shape[0] / n->shape[0];
+    f->tail = 0;
     f->batch_bytes = ir_nbytes(n);
     f->data = malloc(count * ir_dtypes[n->dtype].size + 1);
     if (!f->data) ax_out_of_memory(0);
@@ -132,9 +133,20 @@ typedef axc_batch_file batch_file;
  * (train_dist.c). */
 static axc_dist *dist;
 
-/* Reads path as batches of node n (dims after 0 equal, dim 0 a multiple,
- * or with --drop-last the samples past the last whole batch left out, as
- * DataLoader(drop_last=True) does); under mpirun only this rank's shard. */
+/* Whether t's samples (dims after 0) have node n's shape: only then is a
+ * count that is not a multiple of the batch cut or padded (else
+ * axc_train_batches names the shapes as given). */
+static bool same_sample_shape(const tf_tensor *t, const ir_node *n)
+{
+    bool same = t->rank == n->rank;
+    for (int d = 1; same && d < n->rank; d++) same = t->shape[d] == n->shape[d];
+    return same;
+}
+
+/* Reads path as batches of node n (dims after 0 equal): the samples past the
+ * last whole batch are a smaller last batch (f->tail, as DataLoader's
+ * default), or with --drop-last left out (DataLoader(drop_last=True));
+ * under mpirun only this rank's shard. */
 static int load_batches(ax_ctx *ctx, const axc_opts *o, const ir_node *n, const char *what, const char *path,
                         batch_file *f)
 {
@@ -143,24 +155,24 @@ static int load_batches(ax_ctx *ctx, const axc_opts *o, const ir_node *n, const 
     int rc = axc_read_npy_file(ctx, what, path, &t);
     if (rc) return rc;
     const int64_t batch = n->rank ? n->shape[0] : 1, count = t.rank ? t.shape[0] : 0;
-    if (count > 0 && count % batch && t.rank == n->rank) {
-        if (!o->drop_last) {
-            axc_fail("%s '%s' holds %lld samples, not a multiple of the model's batch %lld: the compiled step "
-                     "takes whole batches; --drop-last leaves the last %lld out",
-                     what, path, (long long)count, (long long)batch, (long long)(count % batch));
-            return AXC_EINPUT;
-        }
-        if (count >= batch) {
+    int64_t tail = 0;
+    if (count > 0 && count % batch && same_sample_shape(&t, n)) {
+        if (!o->drop_last) {   /* the smaller last batch, padded to a whole one (train_tail.c) */
+            tail = count % batch;
+            axc_pad_to_batches(ctx, &t, batch);
+        } else if (count >= batch) {
             t.nbytes = t.nbytes / (size_t)count * (size_t)(count / batch * batch);
             t.shape[0] = count / batch * batch;
         }
     }
-    return axc_train_batches(&t, n, what, path, f);
+    rc = axc_train_batches(&t, n, what, path, f);
+    if (!rc && tail) f->batches--, f->tail = tail;
+    return rc;
 }
 
 int axc_check_classes(const axc_batch_file *f, const ir_node *target, int64_t classes)
 {
-    int64_t count = f->batches * ir_numel(target);
+    int64_t count = axc_epoch_steps(f) * ir_numel(target);   /* a last batch's padding is class 0 */
     for (int64_t i = 0; i < count; i++) {
         int64_t c = target->dtype == AXRT_I64 ? ((const int64_t *)(const void *)f->data)[i]
                                                : ((const int32_t *)(const void *)f->data)[i];
@@ -439,60 +451,100 @@ void axc_batch_order(const axc_opts *o, long epoch, int64_t *order, int64_t batc
     }
 }
 
-/* The steps: batches in file (or --shuffle's) order, --epochs times. */
-static int run_steps(const axc_opts *o, trainer *t, batch_file *files, int64_t batches)
+/* The interpreter's loop: the tensors of every step and where it is. */
+typedef struct interp_run {
+    const axc_opts *o;
+    trainer *t;
+    const axc_train_tail *tail;   /* the smaller last batch's graph (tail->samples 0: none) */
+    batch_file *files;
+    int64_t batches, steps;       /* whole batches; steps per epoch (the last batch too) */
+    const void **in;
+    void **out;
+    int64_t *order;
+} interp_run;
+
+/* The graph that runs 1-based step `step` (the main one, or the smaller last
+ * batch's with the main parameters copied in) with its inputs in r->in. */
+static ir_graph *step_graph(const interp_run *r, long step)
+{
+    trainer *t = r->t;
+    const int64_t k = (step - 1) % r->steps;
+    if (k == 0) axc_batch_order(r->o, (step - 1) / r->steps, r->order, r->batches);
+    const bool last = k == r->batches;   /* the smaller last batch, after the whole ones */
+    const int64_t b = last ? r->batches : r->order[k];
+    if (t->dropout_counter) t->dropout_counter[0] = (int64_t)r->o->seed, t->dropout_counter[1] = step;
+    for (int i = 0; i < t->g->ninputs; i++) r->in[i] = r->files[i].data + (size_t)b * r->files[i].batch_bytes;
+    if (!last) return t->g;
+    axc_tail_sync(t, r->tail);
+    return r->tail->t.g;
+}
+
+/* One step: forward and backward of its graph, the update of the main
+ * graph's parameters from its gradients; its loss in *loss.  An exit status. */
+static int interp_step(const interp_run *r, const axrt_optim *h, long step, long total, double *loss, double *lr)
+{
+    const axc_opts *o = r->o;
+    trainer *t = r->t;
+    void **out = r->out;
+    ir_graph *g = step_graph(r, step);
+    if (ir_interp_run(g, r->in, out)) ax_die("axc train: the interpreter failed at step %ld", step);
+    tf_convert(loss, AXRT_F64, out[t->loss], g->nodes[g->outputs[t->loss]].dtype, 1);
+    int rc;
+    if (dist && (rc = axc_dist_reduce(dist, t, out, loss, step))) return rc;   /* the mean over the ranks */
+    const char *bad = first_nonfinite(t, out);
+    if (!isfinite(*loss) || bad) {
+        axc_fail("step %ld: the loss is %g; the first non-finite gradient is %s%s%s (the weights were not written)",
+                 step, *loss, bad ? "'" : "", bad ? bad : "none", bad ? "'" : "");
+        return AXC_EINPUT;
+    }
+    const axrt_optim now = axc_scheduled_optim(o, h, step - 1, total);
+    *lr = now.lr;
+    apply_updates(o, t, &now, out, step, clip_norm_scale(o, t, out));
+    if ((bad = first_nonfinite_param(t))) {
+        axc_fail("step %ld: the update made parameter '%s' non-finite (the loss was %g; try a smaller --lr); "
+                 "the weights were not written", step, bad, *loss);
+        return AXC_EINPUT;
+    }
+    for (int k = 0; k < t->nstats; k++) {   /* running statistics, as computed */
+        ir_node *p = &t->g->nodes[t->stat_param[k]];
+        memcpy(p->data, out[1 + k], ir_nbytes(p));
+    }
+    return AXC_OK;
+}
+
+/* The steps: batches in file (or --shuffle's) order, the smaller last batch
+ * after them, --epochs times.  Each epoch's loss printed is the mean over its
+ * samples (each batch's mean loss weighted by its samples). */
+static int run_steps(const axc_opts *o, trainer *t, const axc_train_tail *tail, batch_file *files)
 {
     ir_graph *g = t->g;
     const axrt_optim h = axc_optim_from(o);
-    const void **in = calloc((size_t)g->ninputs, sizeof *in);
-    void **out = calloc((size_t)g->noutputs, sizeof *out);
-    int64_t *order = malloc(sizeof *order * (size_t)batches);
-    if (!in || !out || !order) ax_out_of_memory(0);
+    const int64_t batch = g->nodes[g->inputs[0]].shape[0];
+    interp_run r = {o, t, tail, files, files[0].batches, axc_epoch_steps(&files[0]), NULL, NULL, NULL};
+    r.in = calloc((size_t)g->ninputs, sizeof *r.in);
+    r.out = calloc((size_t)g->noutputs, sizeof *r.out);
+    r.order = malloc(sizeof *r.order * (size_t)(r.batches + 1));
+    if (!r.in || !r.out || !r.order) ax_out_of_memory(0);
     for (int k = 0; k < g->noutputs; k++)
-        if (!(out[k] = malloc(ir_nbytes(&g->nodes[g->outputs[k]]) + 1))) ax_out_of_memory(0);
+        if (!(r.out[k] = malloc(ir_nbytes(&g->nodes[g->outputs[k]]) + 1))) ax_out_of_memory(0);
     alloc_state(t);
-    const long total = (long)(o->epochs * batches);
+    const long total = (long)(o->epochs * r.steps);
+    const double samples = (double)(r.batches * batch + tail->samples);
     axc_progress pr;
-    axc_progress_start(&pr, o, batches, (long)g->nodes[g->inputs[0]].shape[0], 0);
-    double epoch_loss = 0;
+    axc_progress_start(&pr, o, r.steps, (long)batch, 0);
+    double epoch_loss = 0, loss = 0, lr = 0;
     int rc = AXC_OK;
     for (long step = 1; step <= total && !rc; step++) {
-        if ((step - 1) % batches == 0) axc_batch_order(o, (step - 1) / batches, order, batches), epoch_loss = 0;
-        int64_t b = order[(step - 1) % batches];
-        if (t->dropout_counter) t->dropout_counter[0] = (int64_t)o->seed, t->dropout_counter[1] = step;
-        for (int i = 0; i < g->ninputs; i++) in[i] = files[i].data + (size_t)b * files[i].batch_bytes;
-        if (ir_interp_run(g, in, out)) ax_die("axc train: the interpreter failed at step %ld", step);
-        double loss;
-        tf_convert(&loss, AXRT_F64, out[t->loss], g->nodes[g->outputs[t->loss]].dtype, 1);
-        if (dist && (rc = axc_dist_reduce(dist, t, out, &loss, step))) break;   /* the mean over the ranks */
-        const char *bad = first_nonfinite(t, out);
-        if (!isfinite(loss) || bad) {
-            axc_fail("step %ld: the loss is %g; the first non-finite gradient is %s%s%s (the weights were not written)",
-                     step, loss, bad ? "'" : "", bad ? bad : "none", bad ? "'" : "");
-            rc = AXC_EINPUT;
-            break;
-        }
-        const axrt_optim now = axc_scheduled_optim(o, &h, step - 1, total);
-        apply_updates(o, t, &now, out, step, clip_norm_scale(o, t, out));
-        if ((bad = first_nonfinite_param(t))) {
-            axc_fail("step %ld: the update made parameter '%s' non-finite (the loss was %g; try a smaller --lr); "
-                     "the weights were not written", step, bad, loss);
-            rc = AXC_EINPUT;
-            break;
-        }
-        for (int k = 0; k < t->nstats; k++) {   /* running statistics, as computed */
-            ir_node *p = &g->nodes[t->stat_param[k]];
-            memcpy(p->data, out[1 + k], ir_nbytes(p));
-        }
-        axc_progress_step(&pr, step, loss, now.lr);
-        epoch_loss += loss;
-        if (step % batches == 0) axc_progress_epoch(&pr, step / batches, epoch_loss / (double)batches, NAN, NAN);
+        if (!(rc = interp_step(&r, &h, step, total, &loss, &lr))) axc_progress_step(&pr, step, loss, lr);
+        epoch_loss += loss * (double)((step - 1) % r.steps == r.batches ? tail->samples : batch);
+        if (!rc && step % r.steps == 0)
+            axc_progress_epoch(&pr, step / r.steps, epoch_loss / samples, NAN, NAN), epoch_loss = 0;
     }
     axc_progress_end(&pr);
-    for (int k = 0; k < g->noutputs; k++) free(out[k]);
-    free(out);
-    free(order);
-    free((void *)in);
+    for (int k = 0; k < g->noutputs; k++) free(r.out[k]);
+    free(r.out);
+    free(r.order);
+    free((void *)r.in);
     return rc;
 }
 
@@ -511,6 +563,13 @@ int axc_train_load_files(ax_ctx *ctx, const axc_opts *o, const trainer *t, int64
         if (files[i].batches != files[0].batches) {
             axc_fail("'%s' holds %lld batches but '%s' holds %lld", files[0].path, (long long)files[0].batches, path,
                      (long long)files[i].batches);
+            return AXC_EINPUT;
+        }
+        if (files[i].tail != files[0].tail) {
+            const int64_t b0 = g->nodes[g->inputs[0]].shape[0];
+            axc_fail("'%s' holds %lld samples but '%s' holds %lld", files[0].path,
+                     (long long)(files[0].batches * b0 + files[0].tail), path,
+                     (long long)(files[i].batches * n->shape[0] + files[i].tail));
             return AXC_EINPUT;
         }
     }
@@ -571,9 +630,12 @@ int axc_train(ax_ctx *ctx, const axc_opts *o)
         if (!files) ax_out_of_memory(0);
         rc = axc_train_load_files(ctx, o, &t, t.g->nodes[t.g->outputs[0]].shape[1], files, &batches);
     }
+    axc_train_tail tail = {.samples = rc ? 0 : files[0].tail};
+    if (tail.samples) rc = axc_tail_trainer(ctx, o, &t, &tail);
     rc = axc_dist_agree(dist, rc);   /* a rank that could not start stops all */
-    if (!rc) rc = run_steps(o, &t, files, batches);
+    if (!rc) rc = run_steps(o, &t, &tail, files);
     if (!rc && axc_dist_rank(dist) == 0) rc = axc_save_weights(o, t.g);
+    axc_tail_free(&tail);
     close_dist(rc);
     for (int i = 0; files && i < t.g->ninputs; i++) free(files[i].data);
     free(files);

@@ -327,15 +327,8 @@ static int load_val_file(ax_ctx *ctx, const ir_node *n, const char *what, const 
     tf_tensor t;
     int rc = axc_read_npy_file(ctx, what, path, &t);
     if (rc) return rc;
-    const int64_t batch = n->shape[0], count = t.rank ? t.shape[0] : 0;
-    if (count > 0 && count % batch) {
-        const size_t per = t.nbytes / (size_t)count, padded = (size_t)((count + batch - 1) / batch * batch);
-        uint8_t *data = ax_alloc(ctx->arena, per * padded + 1);
-        memcpy(data, t.data, t.nbytes);
-        memset(data + t.nbytes, 0, per * padded - t.nbytes);
-        t.data = data, t.nbytes = per * padded, t.shape[0] = (int64_t)padded;
-    }
-    *samples = count;
+    *samples = t.rank ? t.shape[0] : 0;
+    axc_pad_to_batches(ctx, &t, n->shape[0]);
     return axc_train_batches(&t, n, what, path, f);
 }
 
@@ -384,7 +377,9 @@ typedef struct run_ctx {
     ir_graph *g;              /* the step graph */
     const cg_train *train;
     axc_batch_file *files;
-    int64_t batches;
+    int64_t batches;          /* whole batches */
+    int64_t steps;            /* steps per epoch: the whole batches and the smaller last one */
+    step_exec *tail_x;        /* the smaller last batch's step (train_tail.c), on x's state, or NULL */
     val_set val;
 } run_ctx;
 
@@ -409,25 +404,38 @@ static int data_parallel_step(step_exec *x, const void *const *in, double *loss)
     return rc;
 }
 
-/* One epoch's steps; the sum of their losses in *sum.  An exit status. */
+/* The inputs of the epoch's k-th step in in: batch order[k], or after the
+ * whole batches the smaller last one; the step that takes them (the last
+ * batch's own, run on the main step's state). */
+static const step_exec *point_inputs(const run_ctx *r, int64_t k, const int64_t *order, const void **in)
+{
+    const bool last = k == r->batches;
+    for (int i = 0; i < r->g->ninputs; i++)
+        in[i] = r->files[i].data + (size_t)(last ? r->batches : order[k]) * r->files[i].batch_bytes;
+    return last ? r->tail_x : r->x;
+}
+
+/* One epoch's steps; the sum of their losses, each weighted by its batch's
+ * samples, in *sum.  An exit status. */
 static int run_epoch(const run_ctx *r, long epoch, axc_progress *pr, double *sum)
 {
     const axc_opts *o = r->o;
     const axrt_optim base = axc_optim_from(o);
-    const long total = (long)(o->epochs * r->batches);
+    const long total = (long)(o->epochs * r->steps);
+    const int64_t batch = r->g->nodes[r->g->inputs[0]].shape[0];
     const void **in = calloc((size_t)r->g->ninputs, sizeof *in);
-    int64_t *order = malloc(sizeof *order * (size_t)r->batches);
+    int64_t *order = malloc(sizeof *order * (size_t)(r->batches + 1));
     if (!in || !order) ax_out_of_memory(0);
     axc_batch_order(o, epoch, order, r->batches);
     int rc = AXC_OK;
     bool exchange_failed = false;
     *sum = 0;
-    for (int64_t k = 0; k < r->batches && !rc; k++) {
-        const long step = epoch * (long)r->batches + (long)k + 1;
-        for (int i = 0; i < r->g->ninputs; i++) in[i] = r->files[i].data + (size_t)order[k] * r->files[i].batch_bytes;
+    for (int64_t k = 0; k < r->steps && !rc; k++) {
+        const long step = epoch * (long)r->steps + (long)k + 1;
         const axrt_optim now = schedule_step(r, &base, step - 1, total);
         double loss;
-        if (!r->x->grads) loss = r->x->step(r->x->state, in);
+        const step_exec *sx = point_inputs(r, k, order, in);
+        if (!r->x->grads) loss = sx->step(r->x->state, in);
         else if ((rc = data_parallel_step(r->x, in, &loss))) {
             exchange_failed = true;   /* a rank died: no collective after it */
             break;
@@ -438,7 +446,7 @@ static int run_epoch(const run_ctx *r, long epoch, axc_progress *pr, double *sum
                      bad ? "; parameter '" : "", bad ? bad : "", bad ? "' is non-finite after it" : "");
             rc = AXC_EINPUT;
         } else {
-            *sum += loss;
+            *sum += loss * (double)(k == r->batches ? r->files[0].tail : batch);
             axc_progress_step(pr, step, loss, now.lr);
         }
     }
@@ -448,7 +456,7 @@ static int run_epoch(const run_ctx *r, long epoch, axc_progress *pr, double *sum
     const char *bad = rc ? NULL : first_nonfinite_state(r->x, r->g, r->train);
     if (bad) {
         axc_fail("step %ld: the update made parameter '%s' non-finite (try a smaller --lr); the weights were not "
-                 "written", (epoch + 1) * (long)r->batches, bad);
+                 "written", (epoch + 1) * (long)r->steps, bad);
         rc = AXC_EINPUT;
     }
     /* under mpirun a running statistic is each rank's own: all stop if one is non-finite */
@@ -465,15 +473,17 @@ static int run_epochs(const run_ctx *r, loop_pos *pos)
     const axc_opts *o = r->o;
     const ir_graph *fwd = r->train->forward;
     const ir_node *target = &r->g->nodes[r->g->inputs[r->g->ninputs - 1]];
+    const int64_t batch = r->g->nodes[r->g->inputs[0]].shape[0];
+    const double samples = (double)(r->batches * batch + r->files[0].tail);
     axc_progress pr;
-    axc_progress_start(&pr, o, r->batches, (long)r->g->nodes[r->g->inputs[0]].shape[0], pos->epochs_done);
+    axc_progress_start(&pr, o, r->steps, (long)batch, pos->epochs_done);
     int rc = AXC_OK;
     for (long epoch = pos->epochs_done; epoch < o->epochs && !rc; epoch++) {
         double sum;
         if ((rc = run_epoch(r, epoch, &pr, &sum))) break;
         double val_loss = NAN, accuracy = NAN;
         if (r->val.files) validate(r->x, fwd, o->loss, &r->val, target, &val_loss, &accuracy);
-        axc_progress_epoch(&pr, epoch + 1, sum / (double)r->batches, val_loss, accuracy);
+        axc_progress_epoch(&pr, epoch + 1, sum / samples, val_loss, accuracy);
         pos->epochs_done = epoch + 1;
         bool stop = false;
         if (r->val.files && o->early_stop) {
@@ -527,6 +537,45 @@ static int dist_refusal(const axc_opts *o, const axc_dist *dist)
     return AXC_EUSAGE;
 }
 
+/* The training files and the validation set of r's step; r->batches and r->steps. */
+static int load_data(ax_ctx *ctx, const axc_opts *o, run_ctx *r)
+{
+    const ir_graph *fwd = r->train->forward;
+    axc_trainer view = {.g = r->g, .target = r->g->inputs[r->g->ninputs - 1]};
+    r->files = calloc((size_t)r->g->ninputs, sizeof *r->files);
+    if (!r->files) ax_out_of_memory(0);
+    int rc = axc_train_load_files(ctx, o, &view, fwd->nodes[fwd->outputs[0]].shape[1], r->files, &r->batches);
+    if (!rc) r->steps = axc_epoch_steps(&r->files[0]);
+    if (!rc && o->val_target) rc = load_val(ctx, o, r->g, fwd, &r->val);
+    return rc;
+}
+
+/* The smaller last batch's step (train_tail.c): the model at that batch,
+ * its own generated step, run on the main step's state. */
+typedef struct tail_step {
+    axc_train_tail tail;
+    cg_train train;
+    step_exec x;
+} tail_step;
+
+static int open_tail(ax_ctx *ctx, const axc_opts *so, const char *home, run_ctx *r, tail_step *ts)
+{
+    if (!(ts->tail.samples = r->files[0].tail)) return AXC_OK;
+    int rc = axc_tail_step_graphs(ctx, so, r->train, &ts->tail, &ts->train);
+    if (!rc) rc = open_step(ctx, so, home, ts->tail.models[0], &ts->train, &ts->x);
+    free(ts->x.state);   /* it steps the main step's state */
+    ts->x.state = NULL;
+    if (!rc) r->tail_x = &ts->x;
+    return rc;
+}
+
+static void close_tail(ax_ctx *ctx, tail_step *ts)
+{
+    close_step(ctx, &ts->x);
+    if (ts->train.forward) ir_graph_free_nodes(ts->train.forward);
+    axc_tail_free(&ts->tail);
+}
+
 int axc_train_compiled(ax_ctx *ctx, const axc_opts *o)
 {
     const char *home = axc_home(ctx->arena);
@@ -556,16 +605,11 @@ int axc_train_compiled(ax_ctx *ctx, const axc_opts *o)
     if (!rc && o->mem_report) axc_print_train_remat(models[0], &train);
     run_ctx r = {.o = o, .g = rc ? NULL : models[0], .train = &train};
     step_exec x = {0};
+    tail_step tail = {0};
     r.x = &x;
-    if (!rc) {
-        axc_trainer view = {.g = r.g, .target = r.g->inputs[r.g->ninputs - 1]};
-        r.files = calloc((size_t)r.g->ninputs, sizeof *r.files);
-        if (!r.files) ax_out_of_memory(0);
-        rc = axc_train_load_files(ctx, o, &view, train.forward->nodes[train.forward->outputs[0]].shape[1], r.files,
-                                  &r.batches);
-    }
-    if (!rc && o->val_target) rc = load_val(ctx, o, r.g, train.forward, &r.val);
+    if (!rc) rc = load_data(ctx, o, &r);
     if (!rc) rc = open_step(ctx, &so, home, r.g, &train, &x);
+    if (!rc) rc = open_tail(ctx, &so, home, &r, &tail);
     rc = axc_dist_agree(dist, rc);   /* a rank that could not start stops all */
     loop_pos pos = {0, NAN, 0};
     if (!rc && o->resume) rc = read_checkpoint(ctx, o, &x, &pos);
@@ -576,6 +620,7 @@ int axc_train_compiled(ax_ctx *ctx, const axc_opts *o)
         rc = axc_save_weights(o, r.g);
     }
     close_step(ctx, &x);
+    close_tail(ctx, &tail);
     free_files(r.files, r.g ? r.g->ninputs : 0);
     free_files(r.val.files, r.g ? r.g->ninputs : 0);
     if (train.forward) ir_graph_free_nodes(train.forward);
