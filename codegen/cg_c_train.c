@@ -30,7 +30,11 @@
  * 64-byte header of int64_t words (CG_TRAIN_HEADER_*): the step count, the
  * seed of Dropout's generator (--seed, set by state_init) and the step in
  * progress (1-based), the last two being the step's Dropout counter, as `axc
- * train` sets it; then the tensors, each 64-byte aligned. */
+ * train` sets it; then the tensors, each 64-byte aligned.  A Float16 or
+ * BFloat16 model trains in mixed precision (docs/training.md#mixed-precision):
+ * each half parameter has a Float32 master and Float32 moments, updated by
+ * axrt_amp_step, and a Float16 step scales its loss (emit_loss_scaling; the
+ * scale and its counters in the header's words 5 to 7). */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>

@@ -15,7 +15,10 @@
  * train` gives its counter), so both train alike; the inference copy has no
  * counter, and its Dropout is the identity.  Both
  * graphs then get the shared memory plan (forward and backward planned
- * together), checked against --ram. */
+ * together), checked against --ram.  A Float16 or BFloat16 parameter is
+ * followed in the state by its Float32 master copy, and its moments are
+ * Float32 (mixed precision); a Float16 step's updates all run after its last
+ * node, once every gradient is known to be finite (loss scaling). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
