@@ -30,6 +30,9 @@ typedef struct cg_train_tensor {
     int64_t offset;           /* byte offset of its values in the state */
     int64_t moments[2];       /* byte offsets of the optimizer's moments, or -1 */
     int fwd_param;            /* node id in the forward graph, or IR_NONE */
+    /* mixed precision (a Float16 or BFloat16 parameter): byte offset of its
+     * Float32 master copy (the moments are Float32 too), or -1 */
+    int64_t master;
 } cg_train_tensor;
 
 typedef struct cg_train {
@@ -53,6 +56,10 @@ typedef struct cg_train {
      * after the step's last node) or clamped, before its update */
     double clip_norm, clip_value;
     bool grad_exchange;       /* --grad-exchange: also <name>_train_grads and _train_apply */
+    /* a Float16 model's dynamic loss scaling (GradScaler's): the step graph's
+     * backward seed, read as a float from the header (CG_TRAIN_HEADER_SCALE),
+     * or IR_NONE (Float32, Float64, BFloat16: no scaling) */
+    int loss_seed;
     /* --ram (the driver's, for --mem-report): the step's arena before
      * rematerialisation (pack room included), the values recomputed, the
      * step's FLOPs (copies included) and what the copies add */
@@ -71,6 +78,13 @@ enum { CG_TRAIN_HEADER_STEPS = 0, CG_TRAIN_HEADER_SEED = 1, CG_TRAIN_HEADER_STEP
  * by state_init from the compiled settings and changed by the caller through
  * <name>_set_lr / <name>_set_momentum (schedules, docs/training.md). */
 enum { CG_TRAIN_HEADER_LR = 3, CG_TRAIN_HEADER_MOMENTUM = 4 };
+/* Float16 mixed precision (docs/training.md#mixed-precision): the loss scale
+ * (a float in the word's first 4 bytes; 65536 at state_init), the finite
+ * steps since it last changed (it doubles after 2000) and the steps skipped
+ * on a non-finite gradient (the optimizer's own step count leaves them out). */
+enum { CG_TRAIN_HEADER_SCALE = 5, CG_TRAIN_HEADER_GROWTH = 6, CG_TRAIN_HEADER_SKIPPED = 7 };
+#define CG_TRAIN_SCALE_INIT 65536.0
+#define CG_TRAIN_SCALE_INTERVAL 2000
 
 /* The portable C99 backend (docs/cli.md#generated-c).  Returns 0 or the number of
  * errors reported (e.g. an op the backend cannot emit). */

@@ -1007,6 +1007,14 @@ static void emit_descriptor(emitter *em)
 
 /* ---- checks and the two files --------------------------------------------- */
 
+/* A Float32 node in a half model's training step: its loss, computed in
+ * the Float32 of the model's output as autocast computes it
+ * (docs/training.md#mixed-precision). */
+static bool mixed_ok(const ir_graph *g, const ir_node *n)
+{
+    return (g->dtype == AXRT_F16 || g->dtype == AXRT_BF16) && n->dtype == AXRT_F32;
+}
+
 /* Reports what this backend cannot emit; returns the number of errors. */
 int cg_c_check(const ir_graph *g)
 {
@@ -1023,7 +1031,7 @@ int cg_c_check(const ir_graph *g)
     for (int id = 0; id < g->nnodes && !errors; id++) {
         const ir_node *n = &g->nodes[id];
         if (!n->dead && ir_ops[n->op].kind != IR_SOURCE && n->op != IR_OP_cast &&
-            n->op != IR_OP_reshape && n->op != IR_OP_argmax && n->dtype != g->dtype) {
+            n->op != IR_OP_reshape && n->op != IR_OP_argmax && n->dtype != g->dtype && !mixed_ok(g, n)) {
             /* a reshape copies bytes; argmax yields Int64 whatever the model's dtype */
             ax_error(g->ctx, n->loc, "the C backend cannot compute %s in %s", ir_ops[n->op].name,
                      ir_dtype_name(n->dtype));

@@ -210,6 +210,25 @@ void cgc_emit_fused(emitter *em, const ir_node *n, const char *y)
     ax_buf_printf(em->out, "%sy_[o] = t%d;\n%*s}\n    }\n", indent, n->attrs.nsteps - 1, 4 + 4 * loops, "");
 }
 
+/* unary_grad of a half model (mixed-precision training): dy and x
+ * converted to float a block at a time, f' in float, each result rounded
+ * once back to the half type (y may be dy: a block is read before written). */
+static void emit_half_unary_grad(emitter *em, const ir_node *n, const char *y)
+{
+    const char *sfx = n->dtype == AXRT_F16 ? "f16" : "bf16", *dt = ir_dtypes[n->dtype].enum_name;
+    ax_buf_printf(em->out, "    {\n        float dy_[256], x_[256];\n        size_t at, i, k;\n"
+                           "        for (at = 0; at < %lld; at += k) {\n"
+                           "            k = %lld - at < 256 ? (size_t)(%lld - at) : 256;\n"
+                           "            axrt_cast_f32(%s + at, %s, dy_, k);\n            axrt_cast_f32(%s + at, %s, x_, k);\n"
+                           "            for (i = 0; i < k; i++) {\n                const float v = x_[i];\n"
+                           "                dy_[i] = dy_[i] * (%s);\n            }\n"
+                           "            axrt_cast_%s(dy_, AXRT_F32, %s + at, k);\n        }\n    }\n",
+                  (long long)ir_numel(n), (long long)ir_numel(n), (long long)ir_numel(n), cgc_operand(em, n, 0), dt,
+                  cgc_operand(em, n, 1), dt,
+                  formula_text(arena_of(em), unary_formulas[n->attrs.of_op].deriv, "v", AXRT_F32, n->attrs.alpha),
+                  sfx, y);
+}
+
 /* The backward's dy * f'(x) (pass_grad), one loop with f' written in
  * (axrt_unary.h AXRT_DERIV_<f>); dy, x and y have the same shape. */
 void cgc_emit_unary_grad(emitter *em, const ir_node *n, const char *y)
@@ -220,6 +239,10 @@ void cgc_emit_unary_grad(emitter *em, const ir_node *n, const char *y)
     if (of == IR_OP_relu && n->dtype == AXRT_F32) {   /* vectorised, no branch per element */
         ax_buf_printf(em->out, "    axrt_relu_grad_f32(%s, %s, %s, %lld);\n", cgc_operand(em, n, 0), cgc_operand(em, n, 1), y,
                       (long long)ir_numel(n));
+        return;
+    }
+    if (n->dtype == AXRT_F16 || n->dtype == AXRT_BF16) {
+        emit_half_unary_grad(em, n, y);
         return;
     }
     const char *t = ctype(n->dtype);

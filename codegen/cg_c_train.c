@@ -30,7 +30,11 @@
  * 64-byte header of int64_t words (CG_TRAIN_HEADER_*): the step count, the
  * seed of Dropout's generator (--seed, set by state_init) and the step in
  * progress (1-based), the last two being the step's Dropout counter, as `axc
- * train` sets it; then the tensors, each 64-byte aligned. */
+ * train` sets it; then the tensors, each 64-byte aligned.  A Float16 or
+ * BFloat16 model trains in mixed precision (docs/training.md#mixed-precision):
+ * each half parameter has a Float32 master and Float32 moments, updated by
+ * axrt_amp_step, and a Float16 step scales its loss (emit_loss_scaling; the
+ * scale and its counters in the header's words 5 to 7). */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,6 +59,18 @@ typedef struct train_emit {
 } train_emit;
 
 static const char *ctype_of(axrt_dtype d) { return ir_dtypes[d].c_type; }
+
+/* The step's loss (its one output): Float32 in a half model's step. */
+static axrt_dtype loss_dtype(const train_emit *te) { return te->step->nodes[te->step->outputs[0]].dtype; }
+
+/* Whether a tensor of the state has a Float32 master (mixed precision). */
+static bool has_masters(const cg_train *t)
+{
+    for (int k = 0; k < t->ntensors; k++)
+        if (t->tensors[k].master >= 0)
+            return true;
+    return false;
+}
 
 static const char *kernel_sfx(axrt_dtype d) { return d == AXRT_F64 ? "f64" : "f32"; }
 
@@ -162,6 +178,37 @@ static void emit_clip_value(const cg_c_body *b, const cg_train_tensor *s, ax_buf
                   (long long)ir_numel(gn), ctype_of(gn->dtype), g, g, c, c, c, c);
 }
 
+/* A Float16 step's dynamic loss scaling (torch.cuda.amp.GradScaler's), at
+ * node id where the driver placed every update: a gradient with an inf or a
+ * NaN skips them all (the step counted, the optimizer's not) and halves the
+ * scale; otherwise the updates unscale by it, and after
+ * CG_TRAIN_SCALE_INTERVAL finite steps in a row it doubles. */
+static void emit_loss_scaling(const cg_c_body *b, int id, ax_buf *out)
+{
+    const train_emit *te = b->user;
+    ax_buf finite = {0};
+    for (int k = 0; k < te->t->ntensors; k++) {
+        const cg_train_tensor *s = &te->t->tensors[k];
+        if (s->grad != IR_NONE && s->master >= 0 && s->after == id)
+            ax_buf_printf(&finite, "%s        axrt_half_all_finite(AXRT_F16, %s, %lld)", finite.len ? " &&\n" : "",
+                          cg_c_storage(b, s->grad), (long long)ir_numel(&b->g->nodes[s->param]));
+    }
+    if (!finite.len)
+        return;
+    ax_buf_printf(out, "    {   /* dynamic loss scaling */\n        float scale;\n        int64_t *words = state;\n"
+                       "        memcpy(&scale, (unsigned char *)state + %d, sizeof scale);\n        if (!(\n%s)) {\n"
+                       "            scale *= 0.5f;   /* skip the update, halve the scale */\n"
+                       "            memcpy((unsigned char *)state + %d, &scale, sizeof scale);\n"
+                       "            words[%d] = 0;\n            words[%d] += 1;\n            words[%d] = step;\n"
+                       "            return %s[0];\n        }\n        inv_scale = 1.0f / scale;\n"
+                       "        if (++words[%d] == %d) {\n            scale *= 2.0f;\n            words[%d] = 0;\n"
+                       "            memcpy((unsigned char *)state + %d, &scale, sizeof scale);\n        }\n    }\n",
+                  CG_TRAIN_HEADER_SCALE * 8, finite.data, CG_TRAIN_HEADER_SCALE * 8, CG_TRAIN_HEADER_GROWTH,
+                  CG_TRAIN_HEADER_SKIPPED, CG_TRAIN_HEADER_STEPS, te->step_body.output_names[0],
+                  CG_TRAIN_HEADER_GROWTH, CG_TRAIN_SCALE_INTERVAL, CG_TRAIN_HEADER_GROWTH, CG_TRAIN_HEADER_SCALE * 8);
+    ax_buf_free(&finite);
+}
+
 /* After node id of the step: the updates the driver placed there. */
 static void emit_updates(const cg_c_body *b, int id, ax_buf *out)
 {
@@ -169,6 +216,8 @@ static void emit_updates(const cg_c_body *b, int id, ax_buf *out)
     ax_arena *a = b->g->ctx->arena;
     if (te->t->clip_norm > 0)
         emit_clip_norm(b, id, out);
+    if (te->t->loss_seed != IR_NONE)
+        emit_loss_scaling(b, id, out);
     for (int k = 0; k < te->t->ntensors; k++) {
         const cg_train_tensor *s = &te->t->tensors[k];
         if (s->after != id)
@@ -188,6 +237,15 @@ static void emit_updates(const cg_c_body *b, int id, ax_buf *out)
                           cg_c_storage(b, n->src[1]), cg_c_storage(b, s->grad), (long long)n->shape[0],
                           (long long)b->g->nodes[n->src[0]].shape[1], (long long)n->shape[1], target,
                           state_ref(a, p->dtype, s->moments[0]), state_ref(a, p->dtype, s->moments[1]));
+            continue;
+        }
+        if (s->master >= 0) {
+            ax_buf_printf(out, "    /* update '%s' (Float32 master) */\n    axrt_amp_step(&step_optim, %s, %s, %s, %s, %s, %s, "
+                               "%lld, opt_step, inv_scale);\n",
+                          c_string_text(a, p->name), ir_dtypes[p->dtype].enum_name, target,
+                          state_ref(a, AXRT_F32, s->master), cg_c_storage(b, s->grad),
+                          state_ref(a, AXRT_F32, s->moments[0]), state_ref(a, AXRT_F32, s->moments[1]),
+                          (long long)ir_numel(p));
             continue;
         }
         if (te->t->clip_value > 0)
@@ -210,7 +268,7 @@ static void put_arguments(ax_buf *out, const ir_graph *g, const cg_c_body *b, bo
 
 static void put_train_signature(const train_emit *te, ax_buf *out)
 {
-    ax_buf_printf(out, "%s %s_train_step(void *state, ", ctype_of(te->step->dtype), te->name);
+    ax_buf_printf(out, "%s %s_train_step(void *state, ", ctype_of(loss_dtype(te)), te->name);
     put_arguments(out, te->step, &te->step_body, false);
     ax_buf_puts(out, "void *arena)");
 }
@@ -320,7 +378,17 @@ static void emit_state_init(const train_emit *te, ax_buf *c)
         const cg_train_tensor *s = &te->t->tensors[k];
         ax_buf_printf(c, "    memcpy((unsigned char *)state + %lld, %s_p%d.values, %zu);\n", (long long)s->offset,
                       te->name, s->param, ir_nbytes(&te->step->nodes[s->param]));
+        const ir_node *p = &te->step->nodes[s->param];
+        if (s->master >= 0)
+            ax_buf_printf(c, "    axrt_cast_f32(%s_p%d.values, %s, (float *)((unsigned char *)state + %lld), %lld);   "
+                             "/* Float32 master */\n",
+                          te->name, s->param, ir_dtypes[p->dtype].enum_name, (long long)s->master,
+                          (long long)ir_numel(p));
     }
+    if (te->t->loss_seed != IR_NONE)
+        ax_buf_printf(c, "    {\n        const float scale = %.1ff;   /* the loss scale */\n"
+                         "        memcpy((unsigned char *)state + %d, &scale, sizeof scale);\n    }\n",
+                      CG_TRAIN_SCALE_INIT, CG_TRAIN_HEADER_SCALE * 8);
     ax_buf_printf(c, "    %s_set_lr(state, %s_optim.lr);\n    %s_set_momentum(state, %s_optim.%s);\n}\n", te->name,
                   te->name, te->name, te->name, momentum_field(te));
 }
@@ -382,8 +450,12 @@ static void emit_train_step(const train_emit *te, ax_buf *c)
                      "    memcpy(&step_optim.lr, (const unsigned char *)state + %d, sizeof(double));\n"
                      "    memcpy(&step_optim.%s, (const unsigned char *)state + %d, sizeof(double));\n"
                      "    (void)step_optim;\n    if (arena == NULL)\n        arena = %s_train_arena;\n",
-                  ctype_of(te->step->dtype), loss, CG_TRAIN_HEADER_STEPS, te->name, CG_TRAIN_HEADER_LR * 8,
+                  ctype_of(loss_dtype(te)), loss, CG_TRAIN_HEADER_STEPS, te->name, CG_TRAIN_HEADER_LR * 8,
                   momentum_field(te), CG_TRAIN_HEADER_MOMENTUM * 8, te->name);
+    if (has_masters(te->t))
+        ax_buf_printf(c, "    const int64_t opt_step = step - ((const int64_t *)state)[%d];   /* skipped steps left out */\n"
+                         "    float inv_scale = 1.0f;   /* 1 / the loss scale */\n    (void)inv_scale;\n",
+                      CG_TRAIN_HEADER_SKIPPED);
     emit_index_checks(te, c);
     if (te->t->dropout_counter != IR_NONE)
         ax_buf_printf(c, "    ((int64_t *)state)[%d] = step;   /* Dropout's counter: seed, step */\n",
@@ -486,6 +558,10 @@ static void emit_train_grads(const train_emit *te, ax_buf *c)
     ax_buf_printf(c, "\n{\n    %s %s[1];\n    const int64_t step = ((const int64_t *)state)[%d] + 1;\n"
                      "    if (arena == NULL)\n        arena = %s_train_arena;\n",
                   ctype_of(te->step->dtype), loss, CG_TRAIN_HEADER_STEPS, te->name);
+    if (has_masters(te->t))
+        ax_buf_printf(c, "    const int64_t opt_step = step - ((const int64_t *)state)[%d];   /* skipped steps left out */\n"
+                         "    float inv_scale = 1.0f;   /* 1 / the loss scale */\n    (void)inv_scale;\n",
+                      CG_TRAIN_HEADER_SKIPPED);
     emit_index_checks(te, c);
     if (te->t->dropout_counter != IR_NONE)
         ax_buf_printf(c, "    ((int64_t *)state)[%d] = step;   /* Dropout's counter: seed, step */\n",
@@ -545,6 +621,8 @@ static int64_t *state_offsets(const train_emit *te, const ir_graph *g, bool forw
     }
     if (!forward && te->t->dropout_counter != IR_NONE)
         offsets[te->t->dropout_counter] = CG_TRAIN_HEADER_SEED * (int64_t)sizeof(int64_t);
+    if (!forward && te->t->loss_seed != IR_NONE)
+        offsets[te->t->loss_seed] = CG_TRAIN_HEADER_SCALE * (int64_t)sizeof(int64_t);
     return offsets;
 }
 

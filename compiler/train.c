@@ -257,7 +257,8 @@ int axc_build_training_graph(const axc_opts *o, trainer *t)
     t->target = ir_add(g, IR_OP_input, NULL, 0, g->loc);
     ir_node *tn = &g->nodes[t->target];
     tn->name = "target";
-    tn->dtype = ce ? AXRT_I64 : g->dtype;
+    const bool half = g->dtype == AXRT_F16 || g->dtype == AXRT_BF16;   /* its loss in the output's dtype */
+    tn->dtype = ce ? AXRT_I64 : half ? g->nodes[y].dtype : g->dtype;
     tn->rank = ce ? 1 : g->nodes[y].rank;
     memcpy(tn->shape, g->nodes[y].shape, sizeof tn->shape);
     ir_add_input(g, t->target);
@@ -615,6 +616,11 @@ int axc_train(ax_ctx *ctx, const axc_opts *o)
     rc = axc_build_models(ctx, o, models, &n);
     if (!rc && n != 1) {
         axc_fail("'axc %s' trains one model; %s has %d (choose one with --model)", "train", o->input, n);
+        rc = AXC_EUSAGE;
+    }
+    if (!rc && (models[0]->dtype == AXRT_F16 || models[0]->dtype == AXRT_BF16)) {   /* no Float32 masters here */
+        ax_error(models[0]->ctx, models[0]->loc, "mixed-precision training (model '%s' has %s parameters) runs on the "
+                 "compiled step only, not on the interpreter", models[0]->name, ir_dtype_name(models[0]->dtype));
         rc = AXC_EUSAGE;
     }
     trainer t = {0};

@@ -594,12 +594,6 @@ int axc_train_compiled(ax_ctx *ctx, const axc_opts *o)
         axc_fail("'axc %s' trains one model; %s has %d (choose one with --model)", "train", o->input, n);
         rc = AXC_EUSAGE;
     }
-    if (!rc && models[0]->dtype != AXRT_F32 && models[0]->dtype != AXRT_F64) {
-        fprintf(stderr, "axc: note: training on the interpreter: the compiled step computes in Float32 or Float64, not %s\n",
-                ir_dtype_name(models[0]->dtype));
-        axc_free_models(models, n);
-        return AXC_TRAIN_FALLBACK;
-    }
     cg_train train = {0};
     if (!rc) rc = axc_train_step_graphs(ctx, &so, models, n, &train);
     if (!rc && o->mem_report) axc_print_train_remat(models[0], &train);

@@ -15,7 +15,10 @@
  * train` gives its counter), so both train alike; the inference copy has no
  * counter, and its Dropout is the identity.  Both
  * graphs then get the shared memory plan (forward and backward planned
- * together), checked against --ram. */
+ * together), checked against --ram.  A Float16 or BFloat16 parameter is
+ * followed in the state by its Float32 master copy, and its moments are
+ * Float32 (mixed precision); a Float16 step's updates all run after its last
+ * node, once every gradient is known to be finite (loss scaling). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +29,8 @@
 #define STATE_ALIGN 64
 
 static size_t align_up(size_t n) { return (n + STATE_ALIGN - 1) / STATE_ALIGN * STATE_ALIGN; }
+
+static bool is_half(axrt_dtype d) { return d == AXRT_F16 || d == AXRT_BF16; }
 
 /* A copy of g with its own nodes array (the rest, parameter data included,
  * shared through the context arena). */
@@ -127,18 +132,24 @@ static void lay_out_state(const axc_trainer *t, const int *stat_value, ir_graph 
         cg_train_tensor *s = &ts[k];
         const ir_node *p = &g->nodes[ids[k]];
         *s = (cg_train_tensor){ids[k], IR_NONE, IR_NONE, IR_NONE, (int64_t)at, {-1, -1},
-                               fwd ? find_param(fwd, p->name) : IR_NONE};
+                               fwd ? find_param(fwd, p->name) : IR_NONE, -1};
         at += align_up(ir_nbytes(p));
         for (int i = 0; i < t->nparams; i++)
             if (t->params[i] == ids[k]) s->grad = t->grads[i];
         for (int i = 0; i < t->nstats; i++)
             if (t->stat_param[i] == ids[k]) s->value = stat_value[i];
+        const bool mixed = is_half(p->dtype) && s->grad != IR_NONE;   /* Float32 master and moments */
+        const size_t bytes = mixed ? (size_t)ir_numel(p) * sizeof(float) : ir_nbytes(p);
+        if (mixed) {
+            s->master = (int64_t)at;
+            at += align_up(bytes);
+        }
         for (int m = 0; m < moments && s->grad != IR_NONE; m++) {
             s->moments[m] = (int64_t)at;
-            at += align_up(ir_nbytes(p));
+            at += align_up(bytes);
         }
     }
-    place_updates(g, ts, n, train->clip_norm > 0);
+    place_updates(g, ts, n, train->clip_norm > 0 || train->loss_seed != IR_NONE);
     train->tensors = ts;
     train->ntensors = n;
     train->state_bytes = at;
@@ -151,6 +162,15 @@ static int dropout_counter(const ir_graph *g)
 {
     for (int id = 0; id < g->nnodes; id++)
         if (g->nodes[id].op == IR_OP_param && g->nodes[id].name == pass_dropout_counter_name) return id;
+    return IR_NONE;
+}
+
+/* The parameter pass_grad seeded the backward with (the loss scale of a
+ * Float16 model's step), or IR_NONE. */
+static int loss_seed(const ir_graph *g)
+{
+    for (int id = 0; id < g->nnodes; id++)
+        if (g->nodes[id].op == IR_OP_param && g->nodes[id].name == pass_loss_seed_name) return id;
     return IR_NONE;
 }
 
@@ -215,8 +235,9 @@ static void remat_step(ir_graph *g, size_t budget, cg_train *train, ir_graph *mi
             if (ts[k].value != IR_NONE) ts[k].value = new_id[ts[k].value];
         }
         if (train->dropout_counter != IR_NONE) train->dropout_counter = new_id[train->dropout_counter];
+        if (train->loss_seed != IR_NONE) train->loss_seed = new_id[train->loss_seed];
         free(new_id);
-        place_updates(g, ts, train->ntensors, train->clip_norm > 0);
+        place_updates(g, ts, train->ntensors, train->clip_norm > 0 || train->loss_seed != IR_NONE);
         pass_memplan_with(g, true);
     }
     pass_remat_set_free(&s);
@@ -282,12 +303,26 @@ static void make_step(const axc_opts *o, const axc_trainer *t, ir_graph *fwd, cg
     train->optim = axc_optim_from(o);
     train->summary = summary(g->ctx->arena, o, &train->optim);
     train->dropout_counter = dropout_counter(g);
+    train->loss_seed = g->dtype == AXRT_F16 ? loss_seed(g) : IR_NONE;
     train->seed = o->seed;
     train->clip_norm = o->clip_grad_norm > 0 ? o->clip_grad_norm : 0;
     train->clip_value = o->clip_grad_value > 0 ? o->clip_grad_value : 0;
     train->grad_exchange = o->grad_exchange;
     lay_out_state(t, stat_value, fwd, train);
     free(stat_value);
+}
+
+/* Options the mixed-precision step (a Float16 or BFloat16 model) does not
+ * have: the clipping would need the unscaled Float32 gradients, the split
+ * step hands out half ones.  Reports and returns true when one is given. */
+static bool mixed_refusal(const axc_opts *o, const ir_graph *g)
+{
+    const char *opt = o->clip_grad_norm > 0 ? "--clip-grad-norm" : o->clip_grad_value > 0 ? "--clip-grad-value"
+                      : o->grad_exchange ? "--grad-exchange (or mpirun)" : NULL;
+    if (opt)
+        ax_error(g->ctx, g->loc, "%s is not available in mixed-precision training (model '%s' is %s): train it in "
+                 "Float32, or without %s", opt, g->name, ir_dtype_name(g->dtype), opt);
+    return opt != NULL;
 }
 
 int axc_train_step_graphs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, cg_train *train)
@@ -301,11 +336,7 @@ int axc_train_step_graphs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int
         axc_fail("--train writes C (the c target), not %s", ir_targets[g->target->id].name);
         return AXC_EUSAGE;
     }
-    if (g->dtype != AXRT_F32 && g->dtype != AXRT_F64) {
-        ax_error(g->ctx, g->loc, "the training step computes in Float32 or Float64, not %s (model '%s')",
-                 ir_dtype_name(g->dtype), g->name);
-        return AXC_EINPUT;
-    }
+    if (is_half(g->dtype) && mixed_refusal(o, g)) return AXC_EUSAGE;
     ir_graph *fwd = copy_graph(g);
     axc_trainer t = {0};
     t.g = g;

@@ -34,7 +34,21 @@ typedef struct grad_state {
     int norig;       /* nodes before the backward was appended */
     int errors;
     int insert_at;   /* >= 0: new nodes go there (pass_train_mode), else at the end */
+    /* mixed precision (a Float16 or BFloat16 model): new nodes take this
+     * dtype (the node being differentiated's, or Float32 in the loss)
+     * instead of the model's; unused (false) in Float32 and Float64 models */
+    bool is_mixed;
+    axrt_dtype mixed;
 } grad_state;
+
+/* The dtype of the nodes being made: the model's, or in a half model the
+ * one grad_state.mixed holds. */
+static axrt_dtype made_dtype(const grad_state *s)
+{
+    return s->is_mixed ? s->mixed : s->g->dtype;
+}
+
+static bool is_half(axrt_dtype d) { return d == AXRT_F16 || d == AXRT_BF16; }
 
 /* ---- building nodes ---------------------------------------------------- */
 
@@ -48,7 +62,7 @@ static int add_node(grad_state *s, ir_op op, const int *src, int nsrc, const int
     int id = s->insert_at >= 0 ? ir_insert(s->g, s->insert_at++, op, src, nsrc, s->g->loc)
                                : ir_add(s->g, op, src, nsrc, s->g->loc);
     ir_node *n = &s->g->nodes[id];
-    n->dtype = s->g->dtype;
+    n->dtype = made_dtype(s);
     n->rank = rank;
     if (rank > 0)
         memcpy(n->shape, dims, sizeof n->shape[0] * (size_t)rank);
@@ -91,7 +105,7 @@ static int scalar(grad_state *s, double v)
  * another model dtype a Float64 one cast to it. */
 static int constant(grad_state *s, const int64_t *shape, int rank, double value, bool identity)
 {
-    const axrt_dtype model = s->g->dtype, held = model == AXRT_F32 ? AXRT_F32 : AXRT_F64;
+    const axrt_dtype model = made_dtype(s), held = model == AXRT_F32 ? AXRT_F32 : AXRT_F64;
     int id = add_node(s, IR_OP_param, NULL, 0, shape, rank);
     ir_node *n = &s->g->nodes[id];
     n->dtype = held;
@@ -807,7 +821,7 @@ static void mark_needs(grad_state *s, const int *wrt, int nwrt)
 
 int pass_grad(ir_graph *g, int loss, const int *wrt, int nwrt, int *grads)
 {
-    grad_state s = {g, NULL, NULL, g->nnodes, 0, -1};
+    grad_state s = {g, NULL, NULL, g->nnodes, 0, -1, false, AXRT_F32};
     s.adj = malloc(sizeof *s.adj * (size_t)s.norig);
     s.needs = calloc((size_t)s.norig, sizeof *s.needs);
     if (!s.adj || !s.needs) ax_out_of_memory(0);
@@ -815,9 +829,16 @@ int pass_grad(ir_graph *g, int loss, const int *wrt, int nwrt, int *grads)
     mark_needs(&s, wrt, nwrt);
     int64_t shape[IR_MAX_RANK];
     memcpy(shape, g->nodes[loss].shape, sizeof shape);
+    const bool half = is_half(g->dtype);
+    s.is_mixed = half, s.mixed = g->nodes[loss].dtype;
     s.adj[loss] = constant(&s, shape, g->nodes[loss].rank, 1, false);
-    for (int id = loss; id >= 0 && !s.errors; id--)
-        if (!g->nodes[id].dead && s.adj[id] != IR_NONE && s.needs[id]) grad_rules[g->nodes[id].op](&s, id);
+    g->nodes[g->nodes[s.adj[loss]].op == IR_OP_param ? s.adj[loss] : g->nodes[s.adj[loss]].src[0]].name =
+        pass_loss_seed_name;
+    for (int id = loss; id >= 0 && !s.errors; id--) {
+        if (g->nodes[id].dead || s.adj[id] == IR_NONE || !s.needs[id]) continue;
+        if (half) s.mixed = ir_dtype_is_float(g->nodes[id].dtype) ? g->nodes[id].dtype : g->dtype;
+        grad_rules[g->nodes[id].op](&s, id);
+    }
     for (int i = 0; i < nwrt; i++) grads[i] = s.adj[wrt[i]];
     free(s.adj);
     free(s.needs);
@@ -827,6 +848,7 @@ int pass_grad(ir_graph *g, int loss, const int *wrt, int nwrt, int *grads)
 /* ---- losses ------------------------------------------------------------ */
 
 const char *const pass_loss_names[PASS_LOSS_COUNT] = {"mse", "cross_entropy", "bce_with_logits"};
+const char *const pass_loss_seed_name = "<loss seed>";
 
 /* The mean over every element of x, as a [1] node. */
 static int mean_all(grad_state *s, int x)
@@ -838,8 +860,9 @@ static int mean_all(grad_state *s, int x)
 
 int pass_loss(ir_graph *g, pass_loss_kind kind, int y, int target)
 {
-    grad_state s = {g, NULL, NULL, g->nnodes, 0, -1};
+    grad_state s = {g, NULL, NULL, g->nnodes, 0, -1, false, AXRT_F32};
     grad_state *sp = &s;
+    s.is_mixed = is_half(g->dtype), s.mixed = g->nodes[y].dtype;   /* the loss in the output's Float32, as autocast */
     if (kind == PASS_LOSS_mse) {
         int d = binary(sp, IR_OP_sub, y, target);
         return mean_all(sp, binary(sp, IR_OP_mul, d, d));
@@ -1138,7 +1161,7 @@ static void train_dropout(grad_state *s, int id, int *counter, int stream)
 
 int pass_unroll_rnn(ir_graph *g)
 {
-    grad_state s = {g, NULL, NULL, g->nnodes, 0, -1};
+    grad_state s = {g, NULL, NULL, g->nnodes, 0, -1, false, AXRT_F32};
     int count = 0;
     for (int id = 0; id < g->nnodes; id++) {
         if (g->nodes[id].dead || (g->nodes[id].op != IR_OP_gru && g->nodes[id].op != IR_OP_lstm)) continue;
@@ -1153,7 +1176,7 @@ int pass_unroll_rnn(ir_graph *g)
 int pass_train_mode(ir_graph *g)
 {
     pass_unroll_rnn(g);
-    grad_state s = {g, NULL, NULL, g->nnodes, 0, -1};
+    grad_state s = {g, NULL, NULL, g->nnodes, 0, -1, false, AXRT_F32};
     int count = 0, counter = IR_NONE, streams = 0;
     for (int id = 0; id < g->nnodes; id++) {
         const int before = g->nnodes;

@@ -152,6 +152,9 @@ typedef enum pass_loss_kind {
     PASS_LOSS_mse, PASS_LOSS_cross_entropy, PASS_LOSS_bce_with_logits, PASS_LOSS_COUNT
 } pass_loss_kind;
 extern const char *const pass_loss_names[PASS_LOSS_COUNT];
+/* The name of the [1] parameter pass_grad seeds the backward with (1; a
+ * Float16 model's generated step reads it from the state: the loss scale). */
+extern const char *const pass_loss_seed_name;
 /* Appends loss(y, target) to g and returns its [1] node; target is an
  * input node of y's shape (cross_entropy: integer classes [batch]). */
 int pass_loss(ir_graph *g, pass_loss_kind kind, int y, int target);

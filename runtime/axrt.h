@@ -565,6 +565,15 @@ void axrt_optim_step_f32(const axrt_optim *h, float *p, const float *g, float *m
                          int64_t step);
 void axrt_optim_step_f64(const axrt_optim *h, double *p, const double *g, double *m, double *v, size_t n,
                          int64_t step);
+/* Mixed precision (axc --train of a Float16 or BFloat16 model): the half
+ * gradient g (half: AXRT_F16 or AXRT_BF16) converted to float and multiplied
+ * by inv_scale (1 / the loss scale; 1 without scaling), applied by
+ * axrt_optim_step_f32 to the float master copy (moments m, v, float), then
+ * the half parameter p = the master rounded to nearest even. */
+void axrt_amp_step(const axrt_optim *h, axrt_dtype half, uint16_t *p, float *master, const uint16_t *g, float *m,
+                   float *v, size_t n, int64_t step, float inv_scale);
+/* 1 when none of the n half values (AXRT_F16 or AXRT_BF16) is inf or NaN. */
+int axrt_half_all_finite(axrt_dtype half, const uint16_t *x, size_t n);
 /* ReLU's backward: y = dy * (x > 0 ? 1 : 0) elementwise (y may be dy). */
 void axrt_relu_grad_f32(const float *dy, const float *x, float *y, size_t n);
 /* g [m, n] = a [m, k] . b [k, n] (row-major), then axrt_optim_step_f32 on

@@ -152,3 +152,33 @@ void axrt_matmul_optim_f32(const axrt_optim *h, const float *a, const float *b, 
         axrt_optim_step_f32(h, p + at, g + at, mom ? mom + at : NULL, v ? v + at : NULL, mr * n, step);
     }
 }
+
+/* ---- mixed precision (docs/training.md#mixed-precision) ---- */
+
+#define AMP_CHUNK 256
+
+void axrt_amp_step(const axrt_optim *h, axrt_dtype half, uint16_t *p, float *master, const uint16_t *g, float *m,
+                   float *v, size_t n, int64_t step, float inv_scale)
+{
+    float grad[AMP_CHUNK];
+    for (size_t at = 0; at < n; at += AMP_CHUNK) {
+        const size_t k = n - at < AMP_CHUNK ? n - at : AMP_CHUNK;
+        axrt_cast_f32(g + at, half, grad, k);
+        for (size_t i = 0; i < k && inv_scale != 1.0f; i++)
+            grad[i] *= inv_scale;
+        axrt_optim_step_f32(h, master + at, grad, m ? m + at : NULL, v ? v + at : NULL, k, step);
+        if (half == AXRT_F16)
+            axrt_cast_f16(master + at, AXRT_F32, p + at, k);
+        else
+            axrt_cast_bf16(master + at, AXRT_F32, p + at, k);
+    }
+}
+
+int axrt_half_all_finite(axrt_dtype half, const uint16_t *x, size_t n)
+{
+    const uint16_t exponent = half == AXRT_F16 ? 0x7c00u : 0x7f80u;   /* all ones: inf or NaN */
+    for (size_t i = 0; i < n; i++)
+        if ((x[i] & exponent) == exponent)
+            return 0;
+    return 1;
+}

@@ -76,7 +76,7 @@ for s in "${suites[@]}"; do
     case $s in
         unit) for t in "$B"/tests/test_*; do [ -x "$t" ] && jobs_list+=("unit:$(basename "$t")"); done ;;
         torch) jobs_list+=(torch:run torch:minilm torch:debug_helpers) ;;
-        train) jobs_list+=(train:run train:step train:remat train:drift train:hostile train:schedule train:loop train:last_batch train:interp) ;;
+        train) jobs_list+=(train:run train:step train:remat train:drift train:hostile train:schedule train:loop train:last_batch train:amp train:interp) ;;
         firmware|install)
             other=$([ "$s" = install ] && echo firmware || echo install)
             if has "$other"; then
