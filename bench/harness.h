@@ -39,6 +39,8 @@ double bench_now_ns(void);
 /* This core's measured FP32 FMA peak in GFLOP/s (0 without FMA) and triad
  * bandwidth within L2 in GB/s (limits.c). */
 double bench_fma_peak_gflops(void);
+/* The same over `trials` runs of about 1 ms each (bench_fma_peak_gflops: 200). */
+double bench_fma_peak_trials_gflops(int trials);
 double bench_triad_gbps(void);
 
 /* One system's implementation of one benchmark row. */

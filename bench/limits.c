@@ -21,7 +21,7 @@
     {                                                                           \
         const long iters = 100000;                                              \
         double best = 0;                                                        \
-        for (int trial = 0; trial < 200; trial++) {                             \
+        for (int trial = 0; trial < trials; trial++) {                          \
             VREG acc[CHAINS], m = VSET(0.9999f), a = VSET(1e-4f);               \
             for (int j = 0; j < CHAINS; j++) acc[j] = VSET((float)j);           \
             double t0 = bench_now_ns();                                         \
@@ -43,11 +43,11 @@
         return best;                                                            \
     }
 
-__attribute__((target("avx512f"))) static double fma_peak_avx512(void)
+__attribute__((target("avx512f"))) static double fma_peak_avx512(int trials)
 FMA_PEAK_BODY(__m512, 16, 16, _mm512_set1_ps, _mm512_fmadd_ps)
 
 /* 16 ymm registers: 12 chains and the 2 constants */
-__attribute__((target("avx2,fma"))) static double fma_peak_avx2(void)
+__attribute__((target("avx2,fma"))) static double fma_peak_avx2(int trials)
 FMA_PEAK_BODY(__m256, 8, 12, _mm256_set1_ps, _mm256_fmadd_ps)
 #endif
 
@@ -55,17 +55,20 @@ FMA_PEAK_BODY(__m256, 8, 12, _mm256_set1_ps, _mm256_fmadd_ps)
  * makes libaxrt run its AVX2 table (axrt_cpu.h) on an AVX-512 machine, so
  * that the efficiency table rates the kernels against the instructions
  * they use: 2 FMA ports x 8 floats x 2 flops a cycle on current cores. */
-double bench_fma_peak_gflops(void)
+double bench_fma_peak_trials_gflops(int trials)
 {
 #if defined(__x86_64__)
     const char *isa = getenv("AXRT_ISA");
     const int avx2_only = isa && !strcmp(isa, "avx2");
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && !avx2_only) return fma_peak_avx512();
-    if (__builtin_cpu_supports("fma")) return fma_peak_avx2();
+    if (__builtin_cpu_supports("avx512f") && !avx2_only) return fma_peak_avx512(trials);
+    if (__builtin_cpu_supports("fma")) return fma_peak_avx2(trials);
 #endif
+    (void)trials;
     return 0;
 }
+
+double bench_fma_peak_gflops(void) { return bench_fma_peak_trials_gflops(200); }
 
 enum { TRIAD_N = 32768 };   /* floats per array: three 128 KiB arrays, inside L2 */
 

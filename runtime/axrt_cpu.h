@@ -36,7 +36,12 @@
  * mr is at most the table's tile_rows, nr at most AXRT_PANEL.  A hint that
  * changes no result: where ahead is not NULL, the ahead_lines 64-byte lines
  * from it will be read soon (a large conv's next weight block), and the
- * tile prefetches them spread over its steps. */
+ * tile prefetches them spread over its steps.  Where panels > 1 (0 counts
+ * as 1), the tile repeats for that many consecutive panels, all
+ * AXRT_PANEL wide (nr), panel i reading b + i * b_panel and writing
+ * y + i * AXRT_PANEL (bias and residual likewise): one call, so that a
+ * short reduction (a 1x1 conv's 64 channels) does not pay a call's set-up
+ * and drain per panel. */
 typedef struct axrt_tile_args {
     size_t mr, nr, nseg, k;
     const float *const *a;
@@ -50,6 +55,7 @@ typedef struct axrt_tile_args {
     axrt_act act;
     const float *ahead;
     size_t ahead_lines;
+    size_t panels, b_panel;
 } axrt_tile_args;
 
 typedef void axrt_unary_fn(const float *x, float *y, size_t n);

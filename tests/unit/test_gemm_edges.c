@@ -1,0 +1,175 @@
+/* test_gemm_edges.c — the packed dense and convolution kernels (GEMM tiles,
+ * runtime/axrt_fast.inc and axrt_x86_simd.inc) on edge shapes, against a
+ * double-precision reference computed here, on every instruction set this
+ * CPU has (axrt_set_isa): M, N and K that are not multiples of the register
+ * tile, the panel (16) or the reduction block; K = 1; tiny problems; runs
+ * of full panels that one tile call takes together (axrt_cpu.h panels)
+ * followed by a narrow panel; a second column block of a dense layer (more
+ * than 128 outputs); bias, residual and ReLU in the epilogue.  Bound: the
+ * max error relative to the largest output magnitude, 1e-5. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "axrt.h"
+#include "act_ref.h"
+
+#define BOUND 1e-5
+
+static const char *const isas[] = {"portable", "avx2", "avx512"};
+
+static void fill(float *v, size_t n, float lo, float hi, unsigned seed)
+{
+    uint32_t s = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        v[i] = lo + (hi - lo) * (float)(s >> 8) / 16777216.0f;
+    }
+}
+
+static float *floats(size_t n, float lo, float hi, unsigned seed)
+{
+    float *v = malloc((n ? n : 1) * sizeof *v);
+    assert_non_null(v);
+    fill(v, n, lo, hi, seed);
+    return v;
+}
+
+/* max |y - ref| / max |ref| (1 where ref is all 0). */
+static double rel_error(const float *y, const double *ref, size_t n)
+{
+    double err = 0, top = 0;
+    for (size_t i = 0; i < n; i++) {
+        err = fmax(err, fabs((double)y[i] - ref[i]));
+        top = fmax(top, fabs(ref[i]));
+    }
+    return err / (top > 0 ? top : 1);
+}
+
+/* One dense shape, with and without bias, residual and ReLU. */
+static void check_dense(size_t rows, size_t in, size_t out)
+{
+    float *x = floats(rows * in, -1, 1, 1), *w = floats(out * in, -1, 1, 2), *bias = floats(out, -1, 1, 3);
+    float *res = floats(rows * out, -2, 2, 4), *packed = floats(out * in, 0, 0, 5), *y = floats(rows * out, 0, 0, 6);
+    double *ref = malloc((rows * out > 0 ? rows * out : 1) * sizeof *ref);
+    assert_non_null(ref);
+    axrt_pack_dense_f32(w, packed, in, out);
+    for (int with = 0; with < 2; with++) {
+        const axrt_act act = with ? AXRT_ACT_RELU : AXRT_ACT_NONE;
+        for (size_t r = 0; r < rows; r++)
+            for (size_t o = 0; o < out; o++) {
+                double acc = with ? (double)bias[o] + res[r * out + o] : 0;
+                for (size_t i = 0; i < in; i++) acc += (double)x[r * in + i] * w[o * in + i];
+                ref[r * out + o] = act_ref(acc, act);
+            }
+        for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+            double err;
+            if (axrt_set_isa(isas[i]) != 0) continue; /* not on this CPU */
+            axrt_dense_packed_ep_f32(x, packed, with ? bias : NULL, with ? res : NULL, act, y, rows, in, out);
+            err = rel_error(y, ref, rows * out);
+            if (!(err <= BOUND))
+                fail_msg("dense %s %zux%zu->%zu%s: error %.3g over %.0e", isas[i], rows, in, out,
+                         with ? " bias+residual+relu" : "", err, BOUND);
+        }
+    }
+    axrt_set_isa(NULL);
+    free(x), free(w), free(bias), free(res), free(packed), free(y), free(ref);
+}
+
+/* Rows 1..13 (every tile height and tail), outputs 1, 15, 16, 17, 40 and
+ * 144 (two column blocks, the second 16 wide), reductions 1, 3, 64 and 769
+ * (two reduction blocks of unequal length). */
+static void test_dense_edges(void **state)
+{
+    static const size_t rows[] = {1, 2, 3, 5, 6, 7, 11, 13}, outs[] = {1, 15, 16, 17, 40, 144};
+    static const size_t ins[] = {1, 3, 64, 769};
+    (void)state;
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+        for (size_t o = 0; o < sizeof outs / sizeof outs[0]; o++)
+            for (size_t i = 0; i < sizeof ins / sizeof ins[0]; i++)
+                if (rows[r] * ins[i] * outs[o] <= 2000000) check_dense(rows[r], ins[i], outs[o]);
+}
+
+/* conv2d in double over NHWC, weight [oc, c, kh, kw], then bias, residual, act. */
+static void conv_ref(const float *x, const float *w, const float *bias, const float *res, axrt_act act,
+                     double *y, const axrt_conv2d_params *p)
+{
+    for (int n = 0; n < p->n; n++)
+        for (int oy = 0; oy < p->oh; oy++)
+            for (int ox = 0; ox < p->ow; ox++)
+                for (int o = 0; o < p->oc; o++) {
+                    const size_t at = (((size_t)n * p->oh + oy) * p->ow + ox) * p->oc + o;
+                    double acc = bias ? bias[o] + (double)res[at] : 0;
+                    for (int ky = 0; ky < p->kh; ky++)
+                        for (int kx = 0; kx < p->kw; kx++) {
+                            const int iy = oy * p->stride_h - p->pad_top + ky, ix = ox * p->stride_w - p->pad_left + kx;
+                            if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) continue;
+                            for (int c = 0; c < p->c; c++)
+                                acc += (double)x[(((size_t)n * p->h + iy) * p->w + ix) * p->c + c] *
+                                       w[(((size_t)o * p->c + c) * p->kh + ky) * p->kw + kx];
+                        }
+                    y[at] = act_ref(acc, act);
+                }
+}
+
+/* One conv: n images of h x w x c to oc outputs, k x k taps, stride, padding. */
+static void check_conv(int n, int hw, int c, int oc, int k, int stride, int pad)
+{
+    axrt_conv2d_params p = {0};
+    p.n = n, p.h = p.w = hw, p.c = c, p.oc = oc, p.kh = p.kw = k;
+    p.oh = p.ow = (hw + 2 * pad - k) / stride + 1;
+    p.stride_h = p.stride_w = stride, p.dilation_h = p.dilation_w = 1, p.pad_top = p.pad_left = pad, p.groups = 1;
+    const size_t nx = (size_t)n * hw * hw * c, nw = (size_t)oc * c * k * k, ny = (size_t)n * p.oh * p.ow * oc;
+    float *x = floats(nx, -1, 1, 7), *w = floats(nw, -1, 1, 8), *bias = floats((size_t)oc, -1, 1, 9);
+    float *res = floats(ny, -2, 2, 10), *packed = floats(nw, 0, 0, 11), *y = floats(ny, 0, 0, 12);
+    double *ref = malloc(ny * sizeof *ref);
+    assert_non_null(ref);
+    axrt_pack_conv2d_f32(w, packed, &p);
+    for (int with = 0; with < 2; with++) {
+        const axrt_act act = with ? AXRT_ACT_RELU : AXRT_ACT_NONE;
+        conv_ref(x, w, with ? bias : NULL, res, act, ref, &p);
+        for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+            double err;
+            if (axrt_set_isa(isas[i]) != 0) continue;
+            axrt_conv2d_packed_ep_f32(x, packed, with ? bias : NULL, with ? res : NULL, act, y, &p);
+            err = rel_error(y, ref, ny);
+            if (!(err <= BOUND))
+                fail_msg("conv %s %dx%dx%dx%d->%d k%d/%d pad %d%s: error %.3g over %.0e", isas[i], n, hw, hw, c, oc,
+                         k, stride, pad, with ? " bias+residual+relu" : "", err, BOUND);
+        }
+    }
+    axrt_set_isa(NULL);
+    free(x), free(w), free(bias), free(res), free(packed), free(y), free(ref);
+}
+
+/* 1x1 stride 2 on one channel (K = 1) and on 64; output channels 1, 16,
+ * 40 (two full panels and a narrow one) and 64; a 3x3 and a stem-like 7x7
+ * stride 2 on 3 channels (a tap row a segment, clipped pixels patched);
+ * two images; pixel counts that leave short last tiles. */
+static void test_conv_edges(void **state)
+{
+    (void)state;
+    check_conv(1, 9, 1, 1, 1, 2, 0);
+    check_conv(1, 9, 1, 40, 1, 2, 0);
+    check_conv(2, 11, 64, 40, 1, 2, 0);
+    check_conv(1, 8, 64, 64, 1, 1, 0);
+    check_conv(1, 7, 5, 16, 3, 1, 1);
+    check_conv(2, 6, 2, 48, 3, 2, 1);
+    check_conv(1, 23, 3, 64, 7, 2, 3);
+    check_conv(1, 13, 3, 40, 7, 2, 3);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dense_edges),
+        cmocka_unit_test(test_conv_edges),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
