@@ -1,20 +1,21 @@
 /* emu.h — runs the cuda target's kernel source on the CPU (tests only):
  * force-included when the .cu file is compiled as C++.  One block at a
- * time, its threads as pthreads; __shared__ is a static (shared by the
- * block's threads), __syncthreads a barrier.  Enough for the kernels axc
- * writes (no warp intrinsics, no atomics). */
+ * time, its threads as coroutines of one OS thread (emu_rt.cpp: each runs
+ * until its next __syncthreads or its end, then the next; a barrier is
+ * passed when every thread of the block has reached it or finished);
+ * __shared__ is a static (shared by the block's threads).  Enough for the
+ * kernels axc writes (no warp intrinsics, no atomics). */
 #include <math.h>
-#include <pthread.h>
 #include <string.h>
 struct axk_dim3 { unsigned x, y, z; };
-extern thread_local axk_dim3 threadIdx;
+extern axk_dim3 threadIdx; /* the running coroutine's, set by the scheduler */
 extern axk_dim3 blockIdx;
-extern pthread_barrier_t axk_barrier;
+void axk_syncthreads(void);
 #define __global__
 #define __device__
 #define __launch_bounds__(n)
 #define __shared__ static
-static inline void __syncthreads(void) { pthread_barrier_wait(&axk_barrier); }
+static inline void __syncthreads(void) { axk_syncthreads(); }
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, sizeof f); return f; }
 static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, sizeof f); return f; }
 static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, sizeof u); return u; }

@@ -1,19 +1,21 @@
 /* emu_rt.cpp — libaxrt_gpu's API (runtime/gpu/axrt_gpu.h) on the CPU for
  * the tests: the parameter block and the arena in host memory, each launch
  * run block by block through emu.h, the kernels found by name in the table
- * the test appends to the kernel source (axk_table). */
-#include <pthread.h>
+ * the test appends to the kernel source (axk_table).  A block's threads are
+ * coroutines (ucontext) of the one OS thread: a thread per GPU thread, as
+ * this emulator first had, cost a pthread_create per thread per block and
+ * made the cuda suite spend most of its CPU time in the kernel. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <ucontext.h>
 #include <vector>
 #include "axrt_gpu.h"
 #include "emu.h"
 
-thread_local axk_dim3 threadIdx;
+axk_dim3 threadIdx;
 axk_dim3 blockIdx;
-pthread_barrier_t axk_barrier;
 struct axk_entry { const char *name; void *fn; };
 extern axk_entry axk_table[];
 
@@ -63,23 +65,66 @@ AXK_CALL(9, P, P, P, P, P, P, P, P, P)
 AXK_CALL(10, P, P, P, P, P, P, P, P, P, P)
 #undef P
 
-struct job { void *fn; void **a; int n; unsigned tx; };
-static void *thread_main(void *p)
+static void run_kernel(void *fn, void **a, int n)
 {
-    job *j = (job *)p;
-    threadIdx.x = j->tx; threadIdx.y = threadIdx.z = 0;
-    switch (j->n) {
-    case 3: call<3>::run(j->fn, j->a); break;
-    case 4: call<4>::run(j->fn, j->a); break;
-    case 5: call<5>::run(j->fn, j->a); break;
-    case 6: call<6>::run(j->fn, j->a); break;
-    case 7: call<7>::run(j->fn, j->a); break;
-    case 8: call<8>::run(j->fn, j->a); break;
-    case 9: call<9>::run(j->fn, j->a); break;
-    case 10: call<10>::run(j->fn, j->a); break;
+    switch (n) {
+    case 3: call<3>::run(fn, a); break;
+    case 4: call<4>::run(fn, a); break;
+    case 5: call<5>::run(fn, a); break;
+    case 6: call<6>::run(fn, a); break;
+    case 7: call<7>::run(fn, a); break;
+    case 8: call<8>::run(fn, a); break;
+    case 9: call<9>::run(fn, a); break;
+    case 10: call<10>::run(fn, a); break;
     default: abort();
     }
-    return NULL;
+}
+
+/* The block being run: its kernel and arguments, one context and stack per
+ * thread (the stacks kept for the next block), which threads have returned,
+ * and the one running now. */
+static struct {
+    void *fn; void **a; int n;
+    std::vector<ucontext_t> ctx;
+    std::vector<unsigned char *> stacks;
+    std::vector<char> done;
+    unsigned current;
+    ucontext_t scheduler;
+} blk;
+static const size_t stack_bytes = 256 * 1024;
+
+static void thread_main(int t)
+{
+    run_kernel(blk.fn, blk.a, blk.n);
+    blk.done[t] = 1; /* returns to the scheduler through uc_link */
+}
+
+/* __syncthreads: back to the scheduler, which resumes this thread once
+ * every other thread of the block has reached a barrier or returned. */
+void axk_syncthreads(void) { swapcontext(&blk.ctx[blk.current], &blk.scheduler); }
+
+/* One block of bs threads: each started, then the live ones resumed in
+ * turn, one barrier's worth of work per pass, until all have returned. */
+static void run_block(unsigned bs)
+{
+    while (blk.stacks.size() < bs) blk.stacks.push_back((unsigned char *)malloc(stack_bytes));
+    blk.ctx.resize(bs);
+    blk.done.assign(bs, 0);
+    for (unsigned t = 0; t < bs; t++) {
+        getcontext(&blk.ctx[t]);
+        blk.ctx[t].uc_stack.ss_sp = blk.stacks[t];
+        blk.ctx[t].uc_stack.ss_size = stack_bytes;
+        blk.ctx[t].uc_link = &blk.scheduler;
+        makecontext(&blk.ctx[t], (void (*)())thread_main, 1, (int)t);
+    }
+    for (unsigned live = bs; live > 0;)
+        for (unsigned t = 0; t < bs; t++) {
+            if (blk.done[t]) continue;
+            blk.current = t;
+            threadIdx.x = t; threadIdx.y = threadIdx.z = 0;
+            swapcontext(&blk.scheduler, &blk.ctx[t]);
+            if (blk.done[t]) live--;
+        }
 }
 
 int axrt_gpu_forward(axrt_gpu *g, const void *const *io, void *stream)
@@ -92,21 +137,13 @@ int axrt_gpu_forward(axrt_gpu *g, const void *const *io, void *stream)
     for (int i = 2; i < n; i++) a[i] = (void *)io[i - 2];
     for (int l = 0; l < m->nlaunches; l++) {
         const axrt_gpu_launch *L = &m->launches[l];
-        const unsigned bs = L->block[0];
-        pthread_barrier_init(&axk_barrier, NULL, bs);
-        std::vector<pthread_t> th(bs);
-        std::vector<job> jobs(bs);
+        blk.fn = g->fns[l]; blk.a = a; blk.n = n;
         for (unsigned z = 0; z < L->grid[2]; z++)
             for (unsigned y = 0; y < L->grid[1]; y++)
                 for (unsigned x = 0; x < L->grid[0]; x++) {
                     blockIdx.x = x; blockIdx.y = y; blockIdx.z = z;
-                    for (unsigned t = 0; t < bs; t++) {
-                        jobs[t] = job{g->fns[l], a, n, t};
-                        pthread_create(&th[t], NULL, thread_main, &jobs[t]);
-                    }
-                    for (unsigned t = 0; t < bs; t++) pthread_join(th[t], NULL);
+                    run_block(L->block[0]);
                 }
-        pthread_barrier_destroy(&axk_barrier);
     }
     return 0;
 }

@@ -8,7 +8,7 @@
 #    and assemble with ptxas when the toolkit has it;
 #  - hsaco: the HIP kernels compile with hiprtc (--emit=hsaco --arch=gfx90a);
 #  - emu: the kernels run on the CPU (emu.h, emu_rt.cpp: one block at a time,
-#    its threads as pthreads) and match the C target within 1e-4 relative
+#    its threads as coroutines of one OS thread) and match the C target within 1e-4 relative
 #    (compare.c; the op corpus, this suite's models/ and the small examples,
 #    on inputs as each case's `# >>> input` lines say) — the kernel code, the
 #    parameter block, the launch list and the arena plan, everything but the driver;

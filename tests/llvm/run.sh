@@ -70,8 +70,13 @@ write_model_list() {
     } >"$2"
 }
 
+# runner.c compiled once (run_listing links it with each model's object)
+runner_object() {
+    [ -e "$work/runner.o" ] || "$cc" -std=c11 -O2 -I"$build/include" -c "$here/runner.c" -o "$work/runner.o"
+}
 run_listing() { # object, models.c, out (LINK_EXTRA: more libraries)
-    "$cc" -std=c11 -O2 -I"$build/include" -o "$3.bin" "$here/runner.c" "$2" "$1" "$build/lib/libaxrt.a" -lm \
+    runner_object >"$3.log" 2>&1 &&
+    "$cc" -std=c11 -O2 -I"$build/include" -o "$3.bin" "$work/runner.o" "$2" "$1" "$build/lib/libaxrt.a" -lm \
         ${LINK_EXTRA:-} >"$3.log" 2>&1 && "$3.bin" >"$3" 2>>"$3.log"
 }
 

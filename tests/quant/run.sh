@@ -42,6 +42,13 @@ dims = tuple(int(d) for d in sys.argv[4:])
 np.save(f, np.random.default_rng(seed).standard_normal((n,) + dims).astype(np.float32))" "$@"
 }
 
+# split_samples FILE PREFIX: FILE's samples (dim 0) as PREFIX0.npy, PREFIX1.npy, ...
+# (one Python start for all, not one per sample)
+split_samples() {
+    "$python" -c "import sys, numpy as np
+for k, x in enumerate(np.load(sys.argv[1])): np.save(f'{sys.argv[2]}{k}.npy', x)" "$@"
+}
+
 isas() {
     echo portable
     grep -qw avx2 /proc/cpuinfo 2>/dev/null && echo avx2
@@ -96,9 +103,9 @@ reference() {
 # interpreter computes axc's float layers in double, the builds in float).
 calib_error() {
     local model=$1 ax=$2 d=$3 s count line
-    count=$("$python" -c "import numpy as np; print(np.load('$d/cal.npy').shape[0])")
+    split_samples "$d/cal.npy" "$d/c"
+    count=$(ls "$d"/c[0-9]*.npy | wc -l)
     for s in $(seq 0 $((count - 1))); do
-        "$python" -c "import numpy as np; np.save('$d/c$s.npy', np.load('$d/cal.npy')[$s])"
         if ! "$axc" run "$ax" --weights "$d/w.safetensors" --input x="$d/c$s.npy" --output "$d/cf$s.npy" \
                 >"$d/cal.log" 2>&1 ||
            ! "$axc" run "$ax" --weights "$d/w.safetensors" --quantize=int8 --calibrate x="$d/cal.npy" \
@@ -134,8 +141,8 @@ accuracy() {
     [ -n "$dims" ] || { fail "accuracy $ex: input shape not found"; return; }
     make_samples "$d/cal.npy" 8 11 $dims
     make_samples "$d/held.npy" 4 12 $dims
+    split_samples "$d/held.npy" "$d/x"
     for k in 0 1 2 3; do
-        "$python" -c "import numpy as np; np.save('$d/x$k.npy', np.load('$d/held.npy')[$k])"
         if ! "$axc" run "$ax" --seed=5 --input x="$d/x$k.npy" --output "$d/f$k.npy" >"$d/f.log" 2>&1 ||
            ! "$axc" run "$ax" --seed=5 --quantize=int8 --calibrate x="$d/cal.npy" --input x="$d/x$k.npy" \
                --output "$d/q$k.npy" >"$d/q.log" 2>&1; then
