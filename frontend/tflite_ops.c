@@ -215,7 +215,7 @@ static bool op_pool(tfl_state *s)
     ir_attrs a = ir_attrs_unset();
     if (x == IR_NONE || !window_attrs(s, x, s->op->opt.filter_h, s->op->opt.filter_w, &a)) return false;
     a.dilation[0] = a.dilation[1] = 1;
-    a.exclude_pad = true;
+    a.exclude_pad = !max && (a.pad[0] || a.pad[1] || a.pad[2] || a.pad[3]);   /* TFLite's mean: real pixels */
     return set_output(s, tfl_add(s, max ? IR_OP_maxpool : IR_OP_meanpool, &x, 1, &a));
 }
 

@@ -2,8 +2,8 @@
 // flatbuffers' Verifier checks every offset, vector and string of the file
 // against its length (and the nesting depth and table count against its
 // limits) before one field is read, then the generated accessors copy what
-// the importer needs into plain C structs.  No exception leaves this file
-// (allocation failures end in ax_die-like abort through calloc checks).
+// the importer needs into plain C structs.  Built without exceptions: an
+// allocation that fails ends the process with a message, as ax_die does.
 #include "tflite_reader.h"
 
 #include <cstdio>
