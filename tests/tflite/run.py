@@ -141,6 +141,18 @@ def check_refusals(tmp):
     return failed
 
 
+def check_identifier(tmp):
+    """A TFLite file of another extension is recognised by its "TFL3" identifier."""
+    path = os.path.join(tmp, "model.bin")
+    with open(os.path.join(MDIR, "f32_misc.tflite"), "rb") as f, open(path, "wb") as g:
+        g.write(f.read())
+    r = subprocess.run([axc(), path, "-o", os.path.join(tmp, "bin.c")], capture_output=True, text=True)
+    ok = r.returncode == 0 and os.path.exists(os.path.join(tmp, "bin.c"))
+    print("PASS: tflite detected by its identifier" if ok else
+          "FAIL: tflite detected by its identifier\n  rc=%d %s" % (r.returncode, r.stderr.strip()[-300:]))
+    return 0 if ok else 1
+
+
 def check_corrupted(tmp):
     """Corrupted copies of a model: an error (exit 1) or a model, never a crash."""
     data = open(os.path.join(MDIR, "i8_misc.tflite"), "rb").read()
@@ -177,6 +189,7 @@ def main():
             failed += not ok
         failed += check_live(names)
         failed += check_refusals(tmp)
+        failed += check_identifier(tmp)
         failed += check_corrupted(tmp)
     return 1 if failed else 0
 
