@@ -353,6 +353,10 @@ static bool op_mean(tfl_state *s)
     return out_rank >= 0 && set_output(s, tfl_reshape(s, y, shape, out_rank));
 }
 
+/* The most elements of one block of zeros a PAD adds (its values are
+ * parameters: the limit keeps a few bytes of file from asking gigabytes). */
+#define TFL_MAX_PAD_BLOCK (1 << 22)
+
 /* x with lo and hi zeros before and after it along axis: a concat with
  * constant blocks (zero is the zero point of an int8 value: exact). */
 static int pad_axis(tfl_state *s, int x, int axis, int64_t lo, int64_t hi)
@@ -367,7 +371,12 @@ static int pad_axis(tfl_state *s, int x, int axis, int64_t lo, int64_t hi)
         int64_t shape[IR_MAX_RANK], count = 1;
         memcpy(shape, xn->shape, sizeof shape);
         shape[axis] = p;
-        for (int d = 0; d < xn->rank; d++) count *= shape[d];
+        for (int d = 0; d < xn->rank; d++)
+            if (__builtin_mul_overflow(count, shape[d], &count) || count > TFL_MAX_PAD_BLOCK) {
+                tfl_fail(s, "unsupported: padding dimension %d by %lld makes a block of more than %d elements", axis,
+                         (long long)p, TFL_MAX_PAD_BLOCK);
+                return IR_NONE;
+            }
         double *zeros = ax_alloc(s->ctx->arena, sizeof *zeros * (size_t)count);
         memset(zeros, 0, sizeof *zeros * (size_t)count);
         src[n++] = tfl_param(s, zeros, xn->rank, shape, NULL, 0);
