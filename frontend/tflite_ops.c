@@ -34,11 +34,12 @@ static int fused_act(tfl_state *s, int y, int t)
 /* Output 0 of the current operator set to y after its fused activation. */
 static bool set_output(tfl_state *s, int y)
 {
-    if (s->op->noutputs < 1) {
-        tfl_fail(s, "the operator has no output");
+    const int t = s->op->noutputs >= 1 ? s->op->outputs[0] : -1;
+    if (t < 0 || t >= s->m->ntensors) {
+        tfl_fail(s, "the operator's output names tensor %d; the subgraph has %d", t, s->m->ntensors);
         return false;
     }
-    return tfl_set(s, s->op->outputs[0], fused_act(s, y, s->op->outputs[0]));
+    return tfl_set(s, t, fused_act(s, y, t));
 }
 
 /* Input i's IR node (IR_NONE after an error). */
