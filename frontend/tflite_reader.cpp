@@ -30,12 +30,20 @@ bool fail(tfl_model *m, const char *why)
     return false;
 }
 
+// A vector's elements copied out byte-wise: the Verifier checks a vector's
+// start for 4-byte alignment only, so an 8-byte element (zero_point's
+// int64) may lie misaligned, which Vector::Get would read as undefined
+// behaviour (the file is little-endian, as the machines axc runs on).
 template <typename T, typename V>
 const T *copy_vector(const flatbuffers::Vector<V> *v, int *n)
 {
     *n = v ? (int)v->size() : 0;
     T *out = (T *)zalloc((size_t)*n, sizeof(T));
-    for (int i = 0; i < *n; i++) out[i] = (T)v->Get((flatbuffers::uoffset_t)i);
+    for (int i = 0; i < *n; i++) {
+        V e;
+        memcpy(&e, v->Data() + (size_t)i * sizeof(V), sizeof(V));
+        out[i] = (T)e;
+    }
     return out;
 }
 
