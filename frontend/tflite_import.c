@@ -252,6 +252,10 @@ double *tfl_const_values(tfl_state *s, int t, int64_t *count)
         v[i] = raw_value(b->data, x->type, i, &q);
         if (quantised && element_params(x, i, &scale, &zp))
             v[i] = (double)(float)((double)(q - zp) * (float)scale);
+        if (!isfinite(v[i])) {   /* no model's weights: a corrupt file (and NaN scales in int8) */
+            tfl_fail(s, "constant tensor %d ('%s') holds %g at element %lld", t, x->name, v[i], (long long)i);
+            return NULL;
+        }
     }
     return v;
 }
