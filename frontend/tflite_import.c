@@ -251,7 +251,7 @@ double *tfl_const_values(tfl_state *s, int t, int64_t *count)
         double scale = 1;
         v[i] = raw_value(b->data, x->type, i, &q);
         if (quantised && element_params(x, i, &scale, &zp))
-            v[i] = (double)(float)((double)(q - zp) * (float)scale);
+            v[i] = (double)(float)(((double)q - (double)zp) * (float)scale);   /* zp may be any int64 */
         if (!isfinite(v[i])) {   /* no model's weights: a corrupt file (and NaN scales in int8) */
             tfl_fail(s, "constant tensor %d ('%s') holds %g at element %lld", t, x->name, v[i], (long long)i);
             return NULL;
