@@ -54,12 +54,27 @@ $(info axc: ONNX front end left out (needs protoc-c, libprotobuf-c-dev and onnx.
 ONNX_GEN_OBJ :=
 endif
 
+# The TFLite front end (frontend/tflite_*.c) reads the flatbuffer through the
+# C++ reader flatc generates from frontend/tflite_schema.fbs into $(B)/gen,
+# behind frontend/tflite_reader.cpp (a C interface).  Without flatc and
+# flatbuffers' headers it is left out (axc then says so for a .tflite input).
+FLATC       := $(shell command -v flatc 2>/dev/null)
+HAVE_TFLITE := $(if $(and $(FLATC),$(wildcard /usr/include/flatbuffers/flatbuffers.h)),y,)
+ifeq ($(HAVE_TFLITE),y)
+CFLAGS_AXC += -DAXC_TFLITE
+LDLIBS_AXC += -lstdc++
+TFLITE_OBJ := $(B)/obj/frontend/tflite_reader.o
+else
+$(info axc: TFLite front end left out (needs flatc and libflatbuffers-dev: sh scripts/deps.sh))
+TFLITE_OBJ :=
+endif
+
 GRAMMAR_C := $(B)/gen/axc.tab.c $(B)/gen/axc.lex.c
 GRAMMAR_H := $(B)/gen/axc.tab.h $(B)/gen/axc.lex.h
 AXC_SRC   := $(foreach d,$(AXC_DIRS),$(wildcard $(d)/*.c))
 AXC_OBJ   := $(patsubst %.c,$(B)/obj/%.o,$(AXC_SRC)) $(B)/obj/gen/axc.tab.o $(B)/obj/gen/axc.lex.o \
              $(ONNX_GEN_OBJ)
-LIB_OBJ   := $(filter-out $(B)/obj/compiler/main.o,$(AXC_OBJ)) $(CXX_AXC)
+LIB_OBJ   := $(filter-out $(B)/obj/compiler/main.o,$(AXC_OBJ)) $(CXX_AXC) $(TFLITE_OBJ)
 RT_SRC    := $(wildcard runtime/*.c)
 RT_OBJ    := $(patsubst %.c,$(B)/obj/%.o,$(RT_SRC))
 HEADERS   := $(foreach d,$(AXC_DIRS),$(wildcard $(d)/*.h $(d)/*.def)) $(wildcard runtime/*.h runtime/gpu/*.h)
@@ -121,6 +136,14 @@ $(B)/obj/gen/onnx.pb-c.o: $(B)/gen/onnx.pb-c.c $(B)/gen/onnx.pb-c.h
 ifeq ($(HAVE_ONNX),y)
 $(patsubst %.c,$(B)/obj/%.o,$(wildcard frontend/onnx_*.c)): $(B)/gen/onnx.pb-c.h
 endif
+
+$(B)/gen/tflite_schema_generated.h: frontend/tflite_schema.fbs
+	@mkdir -p $(B)/gen
+	$(FLATC) --cpp -o $(B)/gen $<
+
+$(B)/obj/frontend/tflite_reader.o: frontend/tflite_reader.cpp frontend/tflite_reader.h $(B)/gen/tflite_schema_generated.h
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -O2 -g -Wall -Wextra -fno-exceptions $(SAN) -Ifrontend -I$(B)/gen -c $< -o $@
 
 $(B)/obj/gen/%.o: $(B)/gen/%.c $(GRAMMAR_H) $(HEADERS)
 	@mkdir -p $(dir $@)

@@ -13,6 +13,7 @@
 #include "cg_target.h"
 #include "driver.h"
 #include "onnx.h"
+#include "tflite.h"
 
 static const char usage_text[] =
     "usage: axc [options] FILE.ax -o OUT          compile\n"
@@ -546,8 +547,8 @@ static int check_emit(const axc_opts *o)
     static const char *const kinds[] = {"ir", "dot", "mem", "svg", "timeline", "ptx", "hsaco"};
     if (!o->emit) return 0;
     for (int i = 0; i < 7; i++) if (!strcmp(o->emit, kinds[i])) return 0;
-    if (!strcmp(o->emit, "ax") && o->input && !onnx_is_model(o->input)) {
-        axc_fail("--emit=ax prints an imported model (FILE.onnx) as .ax; '%s' is .ax already", o->input);
+    if (!strcmp(o->emit, "ax") && o->input && !onnx_is_model(o->input) && !tflite_is_model(o->input)) {
+        axc_fail("--emit=ax prints an imported model (FILE.onnx, FILE.tflite) as .ax; '%s' is .ax already", o->input);
         return -1;
     }
     if (!strcmp(o->emit, "ax")) return 0;

@@ -340,6 +340,9 @@ int axc_quantize(ax_ctx *ctx, const axc_opts *o, ir_graph *g);
  * zero points (no calibration); axc_file_quantised says whether g is one. */
 bool axc_file_quantised(const ir_graph *g);
 int axc_quantize_file(ax_ctx *ctx, const axc_opts *o, ir_graph *g);
+/* Whether the model at path (its bytes in ctx->src) is a TFLite flatbuffer:
+ * a .tflite file, or any other than .onnx whose bytes 4..7 are "TFL3". */
+bool axc_is_tflite(const ax_ctx *ctx, const char *path);
 
 /* Per-layer profile of a loaded model built with hooks (profile.c). */
 typedef struct axc_profile {

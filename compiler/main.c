@@ -6,6 +6,7 @@
 
 #include "driver.h"
 #include "onnx.h"
+#include "tflite.h"
 
 /* rc, or AXC_EUSAGE when what was printed on stdout could not be written
  * (a full disk, /dev/full, a closed pipe). */
@@ -33,13 +34,14 @@ int main(int argc, char **argv)
     ctx->no_warnings = o.no_warnings;
     ctx->path = o.input;
     /* an ONNX model may hold its weights: up to protobuf's 2 GB */
-    bool onnx = onnx_is_model(o.input);
-    size_t limit = onnx ? ONNX_MAX_MODEL_BYTES : AX_MAX_READ_BYTES;
+    bool onnx = onnx_is_model(o.input), tflite = tflite_is_model(o.input);
+    size_t limit = onnx ? ONNX_MAX_MODEL_BYTES : tflite ? TFLITE_MAX_MODEL_BYTES : AX_MAX_READ_BYTES;
     ctx->src = ax_read_file_max(ctx->arena, o.input, limit, &ctx->src_len);
     if (!ctx->src) {
         if (errno == EFBIG)
             axc_fail("cannot read '%s': larger than %zu MiB, the limit for %s", o.input, (limit + 1) >> 20,
-                     onnx ? "an ONNX model (protobuf's; keep larger weights as external data)" : "a source file");
+                     onnx ? "an ONNX model (protobuf's; keep larger weights as external data)" :
+                     tflite ? "a TFLite model (a flatbuffer's)" : "a source file");
         else
             axc_fail("cannot read '%s': %s", o.input, strerror(errno));
         ax_ctx_free(ctx);

@@ -14,6 +14,7 @@
 #include "ir_names.h"
 #include "weights.h"
 #include "onnx.h"
+#include "tflite.h"
 
 /* --print-after-all: the IR after each pass, to stderr. */
 static void print_after(const axc_opts *o, const ir_graph *g, const char *pass)
@@ -254,6 +255,12 @@ static ir_conv_algo conv_algo_of(ax_ctx *ctx, const axc_opts *o, const ir_graph 
 }
 
 /* An ONNX model: one graph, imported with pass_shape_from as its shape inference. */
+bool axc_is_tflite(const ax_ctx *ctx, const char *path)
+{
+    return tflite_is_model(path) ||
+           (!onnx_is_model(path) && ctx->src && ctx->src_len >= 8 && !memcmp((const char *)ctx->src + 4, "TFL3", 4));
+}
+
 static int import_onnx(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
 {
     ir_target_id target;
@@ -278,6 +285,23 @@ static void override_batch(ir_graph *g, int64_t batch)
         ir_node *n = &g->nodes[g->inputs[i]];
         if (n->rank > 0) n->shape[0] = batch;
     }
+}
+
+/* A TFLite model: subgraph 0, imported as an ONNX model is. */
+static int import_tflite(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
+{
+    ir_target_id target;
+    if (requested_target(o, &target)) return AXC_EUSAGE;
+    ir_graph *g = tflite_import(ctx, o->input, ctx->src, ctx->src_len, pass_shape_from);
+    if (!g) return AXC_EINPUT;
+    g->target = &cg_target_get(target != IR_TARGET_COUNT ? target : g->backend)->facts;
+    g->conv_algo = conv_algo_of(ctx, o, g);
+    if (check_model(o, g, false) != 0) {
+        ir_graph_free_nodes(g);
+        return AXC_EINPUT;
+    }
+    models[(*n)++] = g;
+    return AXC_OK;
 }
 
 /* Parses and lowers the selected models of a .ax file. */
@@ -323,11 +347,12 @@ static int check_model_names(ax_ctx *ctx, ir_graph **models, int n)
 int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
 {
     *n = 0;
-    const bool onnx = onnx_is_model(o->input);
-    int rc = onnx ? import_onnx(ctx, o, models, n) : build_front_end(ctx, o, models, n);
+    const bool onnx = onnx_is_model(o->input), tflite = axc_is_tflite(ctx, o->input);
+    int rc = onnx ? import_onnx(ctx, o, models, n) : tflite ? import_tflite(ctx, o, models, n)
+                  : build_front_end(ctx, o, models, n);
     if (!rc) rc = check_model_names(ctx, models, *n);
     if (rc) return rc;
-    rc = load_params(ctx, o, models, *n, onnx);
+    rc = load_params(ctx, o, models, *n, onnx || tflite);
     if (rc) return rc;
     const bool as_ax = o->emit && !strcmp(o->emit, "ax");   /* the imported graph, unfused (-O0) */
     for (int i = 0; i < *n && !o->train && !o->train_step; i++) {   /* training differentiates the unfused graph */

@@ -5,13 +5,14 @@
 # clang package only recommends.  hipcc and libamdhip64-dev: ROCm 5.2, whose hiprtc
 # compiles the hip target's kernels in the cuda suite; the CUDA toolkit (NVRTC) is not
 # in Debian's main, so the cuda suite's NVRTC cases SKIP without /usr/local/cuda.
-# libopenmpi-dev and openmpi-bin: libaxrt_mpi and mpirun for data-parallel training.)
+# libopenmpi-dev and openmpi-bin: libaxrt_mpi and mpirun for data-parallel training.
+# libflatbuffers-dev and flatbuffers-compiler: flatc and the headers of the TFLite reader.)
 set -eu
 
 PKGS="make gcc g++ clang libclang-rt-dev pkg-config flex bison libfl-dev libjson-c-dev \
 libcmocka-dev libopenblas-dev libdnnl-dev llvm-dev python3 python3-numpy python3-torch python3-torchvision python3-venv \
 gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm graphviz \
-libprotobuf-c-dev protobuf-c-compiler libonnx-dev python3-onnx libonnx-testdata \
+libprotobuf-c-dev protobuf-c-compiler libonnx-dev python3-onnx libonnx-testdata libflatbuffers-dev flatbuffers-compiler \
 hipcc libamdhip64-dev libopenmpi-dev openmpi-bin"
 
 missing=""

@@ -2,7 +2,7 @@
 # Runs the test suites, in parallel, and ends with the one summary line CI reads:
 #   N passed, N failed, N skipped
 # Usage: tests/run.sh BUILD_DIR [SUITE...]
-#   suites: layers unit cli ir torch ops half compile firmware install errors profile bench llvm onnx train mpi cuda quant
+#   suites: layers unit cli ir torch ops half compile firmware install errors profile bench llvm onnx tflite train mpi cuda quant
 # Suites (and each unit binary, each script of torch and train) run as
 # background jobs, AXC_TEST_JOBS at once
 # (default: the number of cores), each into its own log; the logs are printed
@@ -20,7 +20,7 @@ B=$(cd "$root" && cd "$B" && pwd)
 export AXC="$B/bin/axc" AXC_BUILD="$B" AXC_ROOT="$root"
 export PYTHON=${PYTHON:-/usr/bin/python3}
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(layers unit cli ir torch ops half compile firmware install errors profile bench llvm onnx train mpi cuda quant)
+[ ${#suites[@]} -gt 0 ] || suites=(layers unit cli ir torch ops half compile firmware install errors profile bench llvm onnx tflite train mpi cuda quant)
 max_jobs=${AXC_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 run_start=$SECONDS
@@ -64,6 +64,7 @@ run_job() {
         ops) "$PYTHON" "$here/ops/run.py" ;;
         half) "$PYTHON" "$here/half/run.py" ;;
         onnx) "$PYTHON" "$here/onnx/run.py" ;;
+        tflite) "$PYTHON" "$here/tflite/run.py" ;;
         mpi) "$PYTHON" "$here/mpi/run.py" ;;
         *) echo "FAIL: unknown suite $1" ;;
     esac 2>&1

