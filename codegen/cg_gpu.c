@@ -1055,54 +1055,86 @@ static void emit_mha(gk *k, const ir_node *n)
 
 /* ---- dispatch ------------------------------------------------------------ */
 
+/* A chunk's results are gathered from its operand: no kernel of its own. */
+static void emit_chunk(gk *k, const ir_node *n)
+{
+    (void)k, (void)n;
+}
+
+/* A reshape is a copy only where it has storage of its own. */
+static void emit_reshape(gk *k, const ir_node *n)
+{
+    const int id = (int)(n - k->g->nodes);
+    if (strcmp(ptr(k, id), ptr(k, n->src[0])) != 0) emit_copy(k, n, n->src[0], "reshape");
+}
+
+/* The dispatch table, one entry per ir/ops.def row through its family
+ * (GPU_<family>), so that an op of a new family is a compile error here
+ * until its family gets a kernel or is declared unsupported (NULL: no
+ * kernel of this back end's yet, a located error before printing).  The
+ * sources hold data and emit nothing. */
+typedef void gpu_emit_fn(gk *k, const ir_node *n);
+#define GPU_input NULL
+#define GPU_param NULL
+#define GPU_scalar NULL
+#define GPU_cast emit_unary
+#define GPU_unary emit_unary
+#define GPU_binary emit_binary
+#define GPU_reduce emit_reduce
+#define GPU_argmax emit_argmax
+#define GPU_softmax emit_softmax
+#define GPU_reshape emit_reshape
+#define GPU_transpose emit_transpose
+#define GPU_concat emit_concat
+#define GPU_slice emit_slice
+#define GPU_chunk emit_chunk
+#define GPU_result emit_result
+#define GPU_matmul emit_matmul
+#define GPU_dense emit_dense
+#define GPU_layernorm emit_layernorm
+#define GPU_batchnorm emit_batchnorm
+#define GPU_conv emit_conv
+#define GPU_pool emit_pool
+#define GPU_globalpool emit_globalpool
+#define GPU_mha emit_mha
+#define GPU_embedding emit_embedding
+#define GPU_groupnorm emit_groupnorm
+#define GPU_upsample emit_upsample
+#define GPU_conv_transpose emit_conv_transpose
+#define GPU_fused emit_fused
+/* unsupported: GRU/LSTM (unrolled first where the target lacks them, so
+   only a graph the unrolling could not reach), and the training-only ops
+   (the training step is generated for the c target only) */
+#define GPU_rnn NULL
+#define GPU_unary_grad NULL
+#define GPU_conv_grad_weight NULL
+#define GPU_pool_grad NULL
+#define GPU_slice_grad NULL
+#define GPU_embedding_grad NULL
+#define GPU_dropout NULL
+static gpu_emit_fn *const gpu_emitters[IR_OP_COUNT] = {
+#define OP(name, min, max, kind, inplace, family, shape, optional, flags) [IR_OP_##name] = GPU_##family,
+#include "ops.def"
+#undef OP
+};
+
 /* The op this back end has no kernel for, or NULL. */
 static const char *unsupported(const ir_node *n)
 {
-    switch (n->op) { /* no kernel of this back end's yet; the training-only ops (the step is
-                        generated for the c target only) */
-    case IR_OP_gru: case IR_OP_lstm:
-    case IR_OP_unary_grad: case IR_OP_conv_grad_weight: case IR_OP_pool_grad: case IR_OP_slice_grad:
-    case IR_OP_embedding_grad: case IR_OP_dropout:
-        return ir_ops[n->op].name;
-    default: return NULL;
-    }
+    return ir_ops[n->op].kind == IR_SOURCE || gpu_emitters[n->op] ? NULL : ir_ops[n->op].name;
+}
+
+const char *cg_gpu_unsupported(const ir_graph *g, const ir_node *n)
+{
+    (void)g;
+    return unsupported(n);
 }
 
 static void emit_node(gk *k, int id)
 {
     const ir_node *n = node_at(k, id);
-    switch (n->op) {
-    case IR_OP_fused_elementwise: emit_fused(k, n); return;
-    case IR_OP_dense: emit_dense(k, n); return;
-    case IR_OP_matmul: emit_matmul(k, n); return;
-    case IR_OP_conv: emit_conv(k, n); return;
-    case IR_OP_maxpool: case IR_OP_meanpool: emit_pool(k, n); return;
-    case IR_OP_globalmeanpool: emit_globalpool(k, n); return;
-    case IR_OP_softmax: case IR_OP_log_softmax: emit_softmax(k, n); return;
-    case IR_OP_argmax: emit_argmax(k, n); return;
-    case IR_OP_layernorm: emit_layernorm(k, n); return;
-    case IR_OP_mha: emit_mha(k, n); return;
-    case IR_OP_batchnorm: emit_batchnorm(k, n); return;
-    case IR_OP_groupnorm: emit_groupnorm(k, n); return;
-    case IR_OP_embedding: emit_embedding(k, n); return;
-    case IR_OP_upsample: emit_upsample(k, n); return;
-    case IR_OP_conv_transpose: emit_conv_transpose(k, n); return;
-    case IR_OP_transpose: emit_transpose(k, n); return;
-    case IR_OP_slice: emit_slice(k, n); return;
-    case IR_OP_concat: emit_concat(k, n); return;
-    case IR_OP_chunk: return; /* its results are gathered from its operand */
-    case IR_OP_result: emit_result(k, n); return;
-    case IR_OP_reshape: /* a copy only where it has storage of its own */
-        if (strcmp(ptr(k, id), ptr(k, n->src[0])) != 0) emit_copy(k, n, n->src[0], "reshape");
-        return;
-    default: break;
-    }
-    switch (ir_ops[n->op].kind) {
-    case IR_UNARY: emit_unary(k, n); return;
-    case IR_BINARY: emit_binary(k, n); return;
-    case IR_REDUCE: emit_reduce(k, n); return;
-    default: ax_die("cg_gpu: no kernel for %s", ir_ops[n->op].name);
-    }
+    if (!gpu_emitters[n->op]) ax_die("cg_gpu: no kernel for %s (not checked)", ir_ops[n->op].name);
+    gpu_emitters[n->op](k, n);
 }
 
 /* Outputs whose storage is not their own buffer get a copy kernel. */

@@ -17,9 +17,19 @@ typedef struct cg_target {
     const char *missing;
     /* Kernel selection recorded on the IR after the passes (cg_select). */
     void (*select)(ir_graph *g);
+    /* The op node n runs that this target has no kernel for (its name), or
+     * NULL; a NULL function: every op.  Checked before printing
+     * (cg_target_check). */
+    const char *(*unsupported)(const ir_graph *g, const ir_node *n);
+    /* Whether it writes a training step (--train, --train-step). */
+    bool train_step;
 } cg_target;
 
 const cg_target *cg_target_get(ir_target_id id);
+/* Before the printer: a located error at the first live node of g its
+ * target has no kernel for, naming the op and the target; returns the
+ * number of errors (0 or 1). */
+int cg_target_check(const ir_graph *g);
 
 /* Records on g which layout each parameter is stored in (ir_node.layout),
  * then each node's kernel-call plan (ir_node.plan, cg_plan_graph). */
@@ -91,5 +101,8 @@ bool cg_c_fuse_rows(const ir_node *producer, const ir_node *consumer, const ir_g
 size_t cg_gpu_scratch_bytes(const ir_node *n, const ir_graph *g);
 bool cg_gpu_can_inplace(const ir_node *n, const ir_graph *g, int k);
 void cg_gpu_select(ir_graph *g);
+/* The op n runs that the GPU back ends have no kernel for, or NULL (their
+ * dispatch table, generated from ir/ops.def). */
+const char *cg_gpu_unsupported(const ir_graph *g, const ir_node *n);
 
 #endif

@@ -97,6 +97,15 @@ static void emit_dot(const ir_graph *g, ax_buf *out)
     ir_dump_dot(g, peak, live, out);
 }
 
+/* Before any printer: a located error where a model's target lacks an op
+ * (cg_target.unsupported). */
+static int check_supported(ir_graph **models, int n)
+{
+    int errors = 0;
+    for (int i = 0; i < n; i++) errors += cg_target_check(models[i]);
+    return errors ? AXC_EINPUT : AXC_OK;
+}
+
 /* --emit=ptx|hsaco: the GPU target's kernel source compiled here with NVRTC
  * or hiprtc (opened with dlopen; no GPU needed) for --arch.  Returns an
  * exit status. */
@@ -112,6 +121,7 @@ static int emit_gpu_code(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int 
         axc_fail("--emit=%s needs --arch (for example --arch=%s)", o->emit, ptx ? "sm_90" : "gfx90a");
         return AXC_EUSAGE;
     }
+    if (check_supported(models, n)) return AXC_EINPUT;
     ax_buf src = {0}, none = {0};
     cg_request req = {.models = models, .nmodels = n, .header_name = "", .kernels_only = true,
                       .source_name = axc_source_name(ctx->arena, o)};
@@ -203,6 +213,7 @@ static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, co
 #else
 #endif
     int rc = check_llvm_target(ctx, o, target->facts.id);
+    if (!rc) rc = check_supported(models, n);
     if (rc) return rc;
     cg_request req = {models, n, header ? base_name(header) : "", axc_source_name(ctx->arena, o), o->profile,
                       o->triple, o->cpu, has_ext(o->output, ".ll"), o->blas,

@@ -1,7 +1,7 @@
 /* pipeline.c — the front end and passes shared by `axc` and `axc run`:
- * parse, lower each selected model, then shapes, dtypes, parameters, the
- * optimising passes of the -O level and the memory plan (pass_manager.c),
- * checked against --ram.  Parameters are loaded before the optimising
+ * parse, lower each selected model, then the steps of pipeline_table.c:
+ * shapes and dtypes, then (parameters loaded) the optimising passes of the
+ * -O level and the memory plan, int8, --ram and kernel selection.  Parameters are loaded before the optimising
  * passes because folding rewrites them.  Diagnostics are collected across models; any error stops
  * the pipeline before code generation. */
 #include <errno.h>
@@ -15,21 +15,7 @@
 #include "weights.h"
 #include "onnx.h"
 #include "tflite.h"
-
-/* --print-after-all: the IR after each pass, to stderr. */
-static void print_after(const axc_opts *o, const ir_graph *g, const char *pass)
-{
-    if (!o->print_after_all) return;
-    ax_buf b = {0};
-    ir_dump(g, &b);
-    fprintf(stderr, "*** IR after %s ***\n%.*s", pass, (int)b.len, b.data ? b.data : "");
-    ax_buf_free(&b);
-}
-
-static void print_after_hook(const ir_graph *g, const char *pass, void *opts)
-{
-    print_after(opts, g, pass);
-}
+#include "pipeline_table.h"
 
 /* Picks the models to build: all, or the one --model names. */
 static int select_models(ax_ctx *ctx, const axc_opts *o, const ast_file *f, int *idx, int *n)
@@ -50,19 +36,16 @@ static int select_models(ax_ctx *ctx, const axc_opts *o, const ast_file *f, int 
 
 /* Shapes and dtypes of one lowered model; 0 on success.  After lowering
  * errors only pass_shape runs, for the shape errors independent of them. */
-static int check_model(const axc_opts *o, ir_graph *g, bool lowering_failed)
+static int check_model(ax_ctx *ctx, const axc_opts *o, ir_graph *g, bool lowering_failed)
 {
     if (lowering_failed) {
         pass_shape(g);
         return -1;
     }
-    print_after(o, g, "lower");
+    axc_print_after(o, g, "lower");
     if (o->dtype_given) g->dtype = o->dtype;
-    if (pass_shape(g)) return -1;
-    print_after(o, g, "shape");
-    if (pass_dtype(g, o->eltype)) return -1;
-    print_after(o, g, "dtype");
-    return 0;
+    const axc_step_env e = {.ctx = ctx, .opts = o};
+    return axc_run_stage(&e, g, AXC_STAGE_FRONT) ? -1 : 0;
 }
 
 /* Parameters are embedded in the generated C and held in memory (twice
@@ -207,7 +190,7 @@ static int tile_stage(const axc_opts *o, ir_graph *g, pass_tile_stats *tiled)
 
 /* --ram: rematerialise until the plan fits (verified), say what it cost
  * with --mem-report, and report a plan that still does not fit. */
-static int fit_budget(const axc_opts *o, ir_graph *g)
+int axc_fit_budget(const axc_opts *o, ir_graph *g)
 {
     pass_remat_stats st = {0};
     if (g->arena_bytes > o->ram_budget) {
@@ -269,7 +252,7 @@ static int import_onnx(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n
     if (!g) return AXC_EINPUT;
     g->target = &cg_target_get(target != IR_TARGET_COUNT ? target : g->backend)->facts;
     g->conv_algo = conv_algo_of(ctx, o, g);
-    if (check_model(o, g, false) != 0) {
+    if (check_model(ctx, o, g, false) != 0) {
         ir_graph_free_nodes(g);
         return AXC_EINPUT;
     }
@@ -296,7 +279,7 @@ static int import_tflite(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int 
     if (!g) return AXC_EINPUT;
     g->target = &cg_target_get(target != IR_TARGET_COUNT ? target : g->backend)->facts;
     g->conv_algo = conv_algo_of(ctx, o, g);
-    if (check_model(o, g, false) != 0) {
+    if (check_model(ctx, o, g, false) != 0) {
         ir_graph_free_nodes(g);
         return AXC_EINPUT;
     }
@@ -326,7 +309,7 @@ static int build_front_end(ax_ctx *ctx, const axc_opts *o, ir_graph **models, in
         override_batch(g, o->batch_override);
         g->target = &cg_target_get(target != IR_TARGET_COUNT ? target : g->backend)->facts;
         g->conv_algo = conv_algo_of(ctx, o, g);
-        if (check_model(o, g, ctx->errors > errors_before) == 0) models[(*n)++] = g;
+        if (check_model(ctx, o, g, ctx->errors > errors_before) == 0) models[(*n)++] = g;
         else ir_graph_free_nodes(g);
     }
     return ctx->errors ? AXC_EINPUT : AXC_OK;
@@ -354,31 +337,16 @@ int axc_build_models(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int *n)
     if (rc) return rc;
     rc = load_params(ctx, o, models, *n, onnx || tflite);
     if (rc) return rc;
-    const bool as_ax = o->emit && !strcmp(o->emit, "ax");   /* the imported graph, unfused (-O0) */
+    const bool as_ax = o->emit && !strcmp(o->emit, "ax");
     for (int i = 0; i < *n && !o->train && !o->train_step; i++) {   /* training differentiates the unfused graph */
-        if (!as_ax && !models[i]->target->rnn_kernels && pass_unroll_rnn(models[i]) && ir_verify(models[i]))
-            return AXC_EINPUT;
-        /* a quantised file's parameters belong to its values: -O0 fuses nothing
-           that would merge two of them (a layer and its residual add) */
-        const bool file_quant = axc_file_quantised(models[i]);
-        if (pass_run_optimisations(models[i], as_ax || file_quant ? 0 : o->opt_level, print_after_hook, (void *)o))
-            return AXC_EINPUT;
-        if (as_ax && file_quant) {
+        const axc_step_env e = {.ctx = ctx, .opts = o, .file_quant = axc_file_quantised(models[i])};
+        if ((rc = axc_run_stage(&e, models[i], AXC_STAGE_GRAPH))) return rc;
+        if (as_ax && e.file_quant) {
             axc_fail("--emit=ax: model '%s' is quantised (its file gives scales and zero points), which .ax "
                      "cannot say; compile the .onnx itself", models[i]->name);
             return AXC_EUSAGE;
         }
-        if (as_ax) continue;
-        if (o->quantize || o->ram_budget || file_quant)   /* these rewrite and plan whole values */
-            pass_unfuse_rows(models[i]);
-        if (file_quant && (rc = axc_quantize_file(ctx, o, models[i]))) return rc;
-        if (o->quantize && !file_quant && (rc = axc_quantize(ctx, o, models[i]))) return rc;
-        if (o->ram_budget && fit_budget(o, models[i])) return AXC_EINPUT;
-        cg_target_get(models[i]->target->id)->select(models[i]);
-        if (o->blas && models[i]->dtype != AXRT_F32)
-            ax_warning(ctx, models[i]->loc, "--blas=openblas applies to Float32 models; model '%s' computes "
-                       "in %s and keeps axc's kernels", models[i]->name, ir_dtype_name(models[i]->dtype));
-        else if (o->blas) cg_select_blas(models[i]);
+        if ((rc = axc_run_stage(&e, models[i], AXC_STAGE_KERNELS))) return rc;
     }
     return ctx->errors ? AXC_EINPUT : AXC_OK;
 }

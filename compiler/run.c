@@ -280,6 +280,7 @@ static int stage_sources(ax_ctx *ctx, const axc_opts *o, ir_graph *g, const char
     }
     /* C, or the GPU targets' host C (the llvm target runs through the JIT) */
     if (!target->emit) ax_die("axc run: the %s target has no printer", ir_targets[id].name);
+    if (cg_target_check(g)) return AXC_EINPUT;
     int rc = target->emit(&req, &c, &h) ? AXC_EINPUT : AXC_OK;
     if (!rc && (ax_write_file_atomic(ax_sprintf(ctx->arena, "%s/model.c", dir), c.data, c.len) ||
                 ax_write_file_atomic(ax_sprintf(ctx->arena, "%s/model.h", dir), h.data, h.len))) {

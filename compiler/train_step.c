@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cg.h"
+#include "cg_target.h"
 #include "driver.h"
 
 #define STATE_ALIGN 64
@@ -332,7 +333,7 @@ int axc_train_step_graphs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int
         return AXC_EUSAGE;
     }
     ir_graph *g = models[0];
-    if (g->target->id != IR_TARGET_c) {
+    if (!cg_target_get(g->target->id)->train_step) {
         axc_fail("--train writes C (the c target), not %s", ir_targets[g->target->id].name);
         return AXC_EUSAGE;
     }

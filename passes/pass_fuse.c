@@ -381,15 +381,3 @@ int pass_fuse_expand_depthwise(ir_graph *g)
     ir_use_free(&u);
     return 0;
 }
-
-int pass_unfuse_rows(ir_graph *g)
-{
-    int cleared = 0;
-    for (int id = 0; id < g->nnodes; id++) {
-        cleared += g->nodes[id].rows_fused;
-        g->nodes[id].rows_fused = false;
-    }
-    if (cleared)
-        pass_memplan_with(g, g->share_buffers);
-    return cleared;
-}

@@ -6,7 +6,7 @@
  *   pass_dtype    settles dtypes (docs/language.md#dtype-rules): inserts casts at inputs
  *                 wider than the model dtype, warns/errors/promotes per mode,
  *                 rejects integer inputs anywhere but Embedding indices
- *   the optimising passes (pass_manager.c's table, chosen by -O level):
+ *   the optimising passes (compiler/pipeline_table.c's table, by -O level):
  *   fuse_matmul_transposed (pass_fuse_matmul.c), fold_batchnorm,
  *                 fold_scale_shift, fuse_residual, fuse_activation
  *                 (pass_fuse.c), fuse_elementwise (pass_fuse_elementwise.c),
@@ -166,12 +166,9 @@ int pass_fuse_residual(ir_graph *g);
 int pass_fuse_activation(ir_graph *g);
 int pass_fuse_spatial_mean(ir_graph *g);
 /* Marks each 1x1 conv the target computes row by row inside the depthwise
- * conv reading it (ir_node.rows_fused, ir_target.fuse_rows). */
+ * conv reading it (ir_node.rows_fused, ir_target.fuse_rows).  Not run under
+ * int8 or --ram, whose rewrites work on whole values (pipeline_table.c). */
 int pass_fuse_expand_depthwise(ir_graph *g);
-/* Clears every rows_fused mark and, when there was one, plans memory again:
- * for the rewrites after the passes (int8 quantisation, --ram), which work on
- * whole values.  Returns the marks cleared. */
-int pass_unfuse_rows(ir_graph *g);
 /* Trees of elementwise nodes -> one fused_elementwise node
  * (pass_fuse_elementwise.c); returns 0. */
 int pass_fuse_elementwise(ir_graph *g);
@@ -181,11 +178,6 @@ int pass_fuse_matmul_transposed(ir_graph *g);
 /* Reorders independent nodes to lower peak memory (pass_schedule.c). */
 int pass_schedule(ir_graph *g);
 
-/* The pass manager (pass_manager.c): runs every table pass whose minimum
- * -O level is <= opt_level, in table order, ending with the memory plan;
- * after each, calls after(g, pass name, user) (may be NULL) and the IR
- * verifier.  Returns the number of errors (0 = success). */
-typedef void pass_hook(const ir_graph *g, const char *pass, void *user);
 /* --quantize=int8 (pass_quant.c): every dense/conv pass_quant_applies to gets
  * its ir_quant from the ranges [lo[id], hi[id]] calibration observed per node;
  * then the memory plan is made again.  Returns how many layers are int8. */
@@ -200,6 +192,5 @@ bool pass_quant_applies(const ir_graph *g, const ir_node *n);
 int pass_quant_unfuse(ir_graph *g);
 /* Per-tensor asymmetric int8 parameters of [lo, hi] (widened to hold 0). */
 void pass_quant_params(double lo, double hi, float *scale, int32_t *zp);
-int pass_run_optimisations(ir_graph *g, int opt_level, pass_hook *after, void *user);
 
 #endif

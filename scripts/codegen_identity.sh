@@ -14,7 +14,9 @@
 # Prints one line per differing output and the counts:
 #   codegen identity: C 0 of N differ, LLVM 0 of M differ
 # Exit status 0 when nothing differs, 1 otherwise, 2 on bad usage.
-# Environment: AXC_IDENTITY_FILTER (a substring: only models whose path holds it).
+# Environment: AXC_IDENTITY_FILTER (a substring: only models whose path holds it);
+# AXC_IDENTITY_VARIANTS (flag sets separated by ';', e.g. "--emit=ir;--quantize=int8":
+# these instead of the usual ones, for every model); AXC_IDENTITY_LLVM=no (C only).
 # A full run takes minutes (the large examples' weights, as LLVM constants).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,9 +33,11 @@ trap 'exit 130' INT TERM
 has_llvm() { "$1" --help 2>&1 | grep -E '^  llvm ' | grep -qv 'not built'; }
 llvm=yes
 has_llvm "$ref" && has_llvm "$new" || llvm=no
+[ "${AXC_IDENTITY_LLVM:-}" = no ] && llvm=no
 
 c_total=0 c_diff=0 ll_total=0 ll_diff=0
 all_variants=("-O0" "-O2" "-O2 --profile" "-O2 --blas=openblas")
+if [ -n "${AXC_IDENTITY_VARIANTS:-}" ]; then IFS=';' read -r -a all_variants <<<"$AXC_IDENTITY_VARIANTS"; fi
 
 # generate AXC OUTDIR MODEL EXT FLAGS...: axc's output and exit status.
 generate() {
@@ -50,7 +54,8 @@ for model in "$root"/examples/*.ax "$root"/tests/ir/cases/*.ax "$root"/tests/ops
     case $model in *"${AXC_IDENTITY_FILTER:-}"*) ;; *) continue ;; esac
     name=${model#"$root"/}
     variants=("${all_variants[@]}")
-    case $name in examples/*) variants=("-O0" "-O2" "--train --loss=cross_entropy") ;; esac
+    case $name in examples/*) [ -n "${AXC_IDENTITY_VARIANTS:-}" ] ||
+        variants=("-O0" "-O2" "--train --loss=cross_entropy") ;; esac
     for variant in "${variants[@]}"; do
         # shellcheck disable=SC2086
         generate "$ref" "$tmp/ref" "$model" c $variant

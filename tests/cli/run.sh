@@ -110,6 +110,27 @@ check_header_contents() {
 }
 check_emit_ir() { run_axc mlp.ax --emit=ir; expect_rc 0 && grep -q dense out || { echo "no 'dense' in the IR"; show; false; }; }
 check_emit_mem() { run_axc mlp.ax --emit=mem; expect_rc 0 && grep -q '[0-9]' out || { echo "no plan printed"; show; false; }; }
+# --print-after-all names every row of the pipeline table that ran, in
+# order; under --ram the row-by-row expansion is not made (instead of made
+# and undone), and the --ram row runs.
+rows_ran() { grep -o '^\*\*\* IR after [a-z_0-9]*' err | sed 's/.* //' | tr '\n' ' '; }
+expect_rows() {
+    local got; got=$(rows_ran)
+    [ "$got" = "$1" ] || { echo "rows: '$got'"; echo "want: '$1'"; false; }
+}
+check_print_after_all() {
+    local fuse="fuse_matmul_transposed fold_batchnorm fold_scale_shift fuse_residual fuse_activation"
+    fuse="$fuse fuse_spatial_mean fuse_elementwise schedule"
+    cp "$here/../ir/cases/expand_depthwise.ax" ed.ax
+    run_axc ed.ax --seed=1 --print-after-all -o pa.c && expect_rc 0 || return 1
+    expect_rows "lower shape dtype $fuse fuse_expand_depthwise memplan select " || return 1
+    grep -q rows_fused err || { echo "no rows_fused in the IR printed"; return 1; }
+    run_axc ed.ax --seed=1 -O0 --print-after-all -o pa.c && expect_rc 0 || return 1
+    expect_rows "lower shape dtype memplan select " || return 1
+    run_axc ed.ax --seed=1 --ram=1M --print-after-all -o pa.c && expect_rc 0 || return 1
+    expect_rows "lower shape dtype $fuse memplan fit_ram select " || return 1
+    ! grep -q rows_fused err || { echo "rows_fused printed under --ram"; return 1; }
+}
 check_depfile() {
     "$PYTHON" "$here/write_weights.py" small w.safetensors || return 1
     run_axc small.ax -o dep.c --weights=w.safetensors -MD -MF f.d -MT target; expect_rc 0 || return 1
@@ -394,6 +415,7 @@ check header-option check_header_option
 check header-contents check_header_contents
 check emit-ir check_emit_ir
 check emit-mem check_emit_mem
+check print-after-all check_print_after_all
 check depfile check_depfile
 check model-option check_model_option
 check all-models check_all_models
