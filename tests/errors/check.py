@@ -10,8 +10,8 @@ TEST`') and the messages that test asserts ('message: `TEXT`' lines): it
 passes when the test's source holds each message and the test passes.  One
 PASS/FAIL line per entry.  Then coverage: every diagnostic format string in the compiler
 sources (the first string literal of each ax_error/ax_warning/ax_note/
-axc_fail/fail/ox_fail call (ox_fail: the ONNX importer's, which prefixes the
-node), and of the messages they pass through) is turned into a
+axc_fail/fail/ox_fail/tfl_fail call (ox_fail and tfl_fail: the ONNX and
+TFLite importers', which prefix the node or operator), and of the messages they pass through) is turned into a
 pattern and looked for in the stderr of all examples together; the last
 line reports triggered/total and the uncovered formats are listed after
 it.  Usage: check.py CATALOGUE ROOT   (AXC and PYTHON from the environment)."""
@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-DIAG_CALL = re.compile(r'\b(ax_error|ax_warning|ax_note|axc_fail|fail|ox_fail|ax_sprintf)\s*\(')
+DIAG_CALL = re.compile(r'\b(ax_error|ax_warning|ax_note|axc_fail|fail|ox_fail|tfl_fail|ax_sprintf)\s*\(')
 STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
 SOURCES = ("base", "ir", "grammar", "frontend", "io", "passes", "codegen", "compiler")
 
