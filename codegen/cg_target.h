@@ -52,11 +52,15 @@ void cg_select_blas(ir_graph *g);
  * depends on besides the graph.  blas: --blas=openblas; pack_offset >= 0
  * with state_offset (per node id, -1 for none): a training step, whose
  * Float32 weights read from the state are packed into the arena's room at
- * pack_offset each step (cg_c_body). */
+ * pack_offset each step (cg_c_body); float_io: int8 calibration's
+ * emulation (compiler/quantize.c), where an int8 node's operands all arrive
+ * float and its result leaves float, its scratch starts at offset 0 and its
+ * float epilogue is left out. */
 typedef struct cg_plan_context {
     bool blas;
     int64_t pack_offset;
     const int64_t *state_offset;
+    bool float_io;
 } cg_plan_context;
 /* Node id's plan, or NULL where its back end lowers it (no rule yet, int8). */
 const ir_plan *cg_plan_node(ir_graph *g, int id, const cg_plan_context *ctx);
