@@ -316,7 +316,9 @@ static const char *plan_arg_text(const emitter *em, const ir_node *n, const ir_a
     case IR_ARG_REAL: return cgc_real_literal(em, n->dtype, a->real);
     case IR_ARG_INTS: return a->type ? ax_sprintf(ar, "&%s", a->name) : a->name;
     case IR_ARG_INT64S:
-    case IR_ARG_INT32S: return a->name;
+    case IR_ARG_INT32S:
+    case IR_ARG_SIZES:
+    case IR_ARG_POINTERS: return a->name;
     case IR_ARG_BYTES: return ax_sprintf(ar, "(uint8_t *)((unsigned char *)arena + %lld)", (long long)a->value);
     case IR_ARG_FLOAT: return ax_sprintf(ar, "%.8ef", (double)(float)a->real);   /* reads back exactly */
     case IR_ARG_QWEIGHTS: return ax_sprintf(ar, "%s_q%d_w.values", em->g->name, a->node);
@@ -341,7 +343,8 @@ static void emit_ew_table(emitter *em, const ir_arg *a)
 
 static bool is_constant(const ir_arg *a)
 {
-    return a->kind == IR_ARG_INTS || a->kind == IR_ARG_INT64S || a->kind == IR_ARG_INT32S || a->kind == IR_ARG_EW;
+    return a->kind == IR_ARG_INTS || a->kind == IR_ARG_INT64S || a->kind == IR_ARG_INT32S || a->kind == IR_ARG_EW ||
+           a->kind == IR_ARG_SIZES || a->kind == IR_ARG_POINTERS;
 }
 
 /* Whether argument i of call c (of calls [from, ...)) names a constant an
@@ -361,9 +364,16 @@ static bool declared_before(const ir_plan *p, int from, int c, int i)
 static void declare_constant(emitter *em, const ir_arg *a)
 {
     static const char *const element[] = {[IR_ARG_INTS] = "int", [IR_ARG_INT64S] = "int64_t",
-                                          [IR_ARG_INT32S] = "int32_t"};
+                                          [IR_ARG_INT32S] = "int32_t", [IR_ARG_SIZES] = "size_t"};
     if (a->kind == IR_ARG_EW) {
         emit_ew_table(em, a);
+        return;
+    }
+    if (a->kind == IR_ARG_POINTERS) {   /* the nodes' storage: a local array */
+        ax_buf_printf(em->out, "        %s *const %s[%d] = {", ctype(a->dtype), a->name, a->count);
+        for (int k = 0; k < a->count; k++)
+            ax_buf_printf(em->out, "%s%s", k ? ", " : "", storage(em, (int)a->values[k]));
+        ax_buf_puts(em->out, "};\n");
         return;
     }
     if (a->type)
@@ -377,16 +387,17 @@ static void declare_constant(emitter *em, const ir_arg *a)
 
 /* The constants of calls [from, to) that they read by address, each
  * declared once in the block that holds the calls: an int8 node's ew table
- * first, then the others in argument order, then those in an inner block
- * of their own (own_block).  Returns the inner blocks opened. */
+ * first, then the others in argument order, then the arrays of pointers,
+ * then those in an inner block of their own (own_block).  Returns the
+ * inner blocks opened. */
 static int emit_plan_constants(emitter *em, const ir_plan *p, int from, int to)
 {
     int inner = 0;
-    for (int round = 0; round < 3; round++)
+    for (int round = 0; round < 4; round++)
         for (int c = from; c < to; c++)
             for (int i = 0; i < p->calls[c].nargs; i++) {
                 const ir_arg *a = &p->calls[c].args[i];
-                const int round_of = a->kind == IR_ARG_EW ? 0 : a->own_block ? 2 : 1;
+                const int round_of = a->kind == IR_ARG_EW ? 0 : a->own_block ? 3 : a->kind == IR_ARG_POINTERS ? 2 : 1;
                 if (!is_constant(a) || round_of != round || declared_before(p, from, c, i))
                     continue;
                 if (a->own_block) {
@@ -435,9 +446,9 @@ static void emit_plan(emitter *em, const ir_node *n, const ir_plan *p)
 
 /* ---- kernel calls, by op family ------------------------------------------ */
 /* A node with a kernel-call plan (cg_plan.c) is printed from it alone.  The
- * functions below lower what has no plan yet: a float chunk, the fused
- * elementwise loops and the training kernels; a family that is planned
- * whole maps to *_planned. */
+ * functions below lower what has no plan yet: the fused elementwise loops
+ * and the training kernels; a family that is planned whole maps to
+ * *_planned. */
 
 #define OUT em->out
 #define SFX kernel_suffix(n->dtype)
@@ -478,31 +489,6 @@ void cg_transpose_strides(const ir_node *x, const ir_node *n, int64_t *strides)
     }
     for (int i = 0; i < n->rank; i++)
         strides[i] = x_strides[n->attrs.perm[i]];
-}
-
-/* A multi-result producer (ir.h) writes all its results in one call: the
- * kernel takes their storage as an array of pointers, in result order
- * (axrt_split: [outer, x_row] cut into column blocks). */
-static void emit_chunk(emitter *em, const ir_node *n, const char *y)
-{
-    (void)y;   /* the producer has no storage of its own */
-    const int id = (int)(n - em->g->nodes), axis = n->attrs.axis, parts = n->attrs.nresults;
-    const int64_t outer = cgc_product(n->shape, 0, axis), inner = cgc_product(n->shape, axis + 1, n->rank);
-    ax_buf_printf(OUT, "    {\n        static const size_t rows[%d] = {", parts);
-    for (int k = 0; k < parts; k++) {
-        const int r = ir_result_node(em->g, id, k);
-        ax_buf_printf(OUT, "%s%lld", k ? ", " : "",
-                      r == IR_NONE ? 0LL : (long long)(node_at(em, r)->shape[axis] * inner));
-    }
-    ax_buf_printf(OUT, "};\n        %s *const ys[%d] = {", ctype(n->dtype), parts);
-    for (int k = 0; k < parts; k++) {
-        const int r = ir_result_node(em->g, id, k);
-        if (r == IR_NONE)
-            ax_die("cg_c: %%%d chunk has no result %d", id, k);
-        ax_buf_printf(OUT, "%s%s", k ? ", " : "", storage(em, r));
-    }
-    ax_buf_printf(OUT, "};\n        axrt_split_%s(%s, ys, %lld, %lld, %d, rows);\n    }\n", SFX,
-                  cgc_operand(em, n, 0), (long long)outer, (long long)(n->shape[axis] * inner), parts);
 }
 
 cg_matmul_geometry cg_matmul_geometry_of(const ir_node *a, const ir_node *b)
@@ -560,7 +546,7 @@ static void emit_source(emitter *em, const ir_node *n, const char *y)
 
 static void emit_result(emitter *em, const ir_node *n, const char *y)
 {
-    (void)em, (void)n, (void)y; /* written by its producer (emit_chunk) */
+    (void)em, (void)n, (void)y; /* written by its producer (the chunk's plan) */
 }
 
 #define emit_input emit_source
@@ -597,6 +583,7 @@ static void emit_planned(emitter *em, const ir_node *n, const char *y)
 #define emit_conv emit_planned
 #define emit_pool emit_planned
 #define emit_globalpool emit_planned
+#define emit_chunk emit_planned
 
 /* ---- the training graph's backward kernels and Dropout (pass_grad) ------- */
 

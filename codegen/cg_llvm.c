@@ -244,14 +244,6 @@ static LLVMValueRef scratch(lv *L, const ir_node *n)
 
 static const ir_node *operand_node(const lv *L, const ir_node *n, int i) { return node_at(L, n->src[i]); }
 
-static int64_t product(const int64_t *dims, int from, int to)
-{
-    int64_t p = 1;
-    for (int i = from; i < to; i++)
-        p *= dims[i];
-    return p;
-}
-
 /* ---- parameters and scalars --------------------------------------------------- */
 
 static LLVMValueRef bytes_global(lv *L, const void *data, size_t bytes, const char *name, unsigned align)
@@ -308,9 +300,9 @@ static void add_constants(lv *L)
 
 /* ---- kernel calls, by op family (the same calls as cg_c.c) --------------------- */
 /* A node with a kernel-call plan (cg_plan.c) is printed from it alone.  The
- * functions below lower what has no plan yet: a float chunk, the fused
- * elementwise loops and the training kernels; a family that is planned
- * whole maps to *_planned. */
+ * functions below lower what has no plan yet: the fused elementwise loops
+ * and the training kernels; a family that is planned whole maps to
+ * *_planned. */
 
 static void call_unary(lv *L, ir_op op, const ir_node *n, LLVMValueRef x, LLVMValueRef y)
 {
@@ -325,29 +317,6 @@ static void copy(lv *L, const ir_node *n, LLVMValueRef from, LLVMValueRef to)
     if (from == to)
         return;
     LLVMBuildMemCpy(L->B, to, 1, from, 1, k_size(L, (int64_t)ir_value_bytes(n)));
-}
-
-/* A multi-result producer (ir.h) writes all its results in one call
- * (cg_c.c emit_chunk): their storage as an array of pointers. */
-static void lv_chunk(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    (void)y; /* the producer has no storage of its own */
-    const int id = (int)(n - L->g->nodes), axis = n->attrs.axis, parts = n->attrs.nresults;
-    const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
-    LLVMValueRef *rows = ax_alloc(arena_of(L), (size_t)parts * sizeof *rows);
-    LLVMValueRef ys = LLVMBuildArrayAlloca(L->B, L->ptr, k_i32(L, parts), "ys");
-    for (int k = 0; k < parts; k++) {
-        const int r = ir_result_node(L->g, id, k);
-        if (r == IR_NONE)
-            ax_die("cg_llvm: %%%d chunk has no result %d", id, k);
-        rows[k] = k_size(L, node_at(L, r)->shape[axis] * inner);
-        LLVMValueRef at = k_i64(L, k);
-        LLVMBuildStore(L->B, storage(L, r), LLVMBuildInBoundsGEP2(L->B, L->ptr, ys, &at, 1, ""));
-    }
-    LLVMValueRef table = const_global(L, LLVMConstArray(L->size, rows, (unsigned)parts), "rows", 8);
-    LLVMValueRef args[] = {operand(L, n, 0), LLVMBuildBitCast(L->B, ys, L->ptr, ""), k_size(L, outer),
-                           k_size(L, n->shape[axis] * inner), k_size(L, parts), table};
-    call(L, kernel(L, "split"), "vppzzzp", args);
 }
 
 /* --blas=openblas: y (rows x cols, leading dimension cols) = alpha a b +
@@ -673,7 +642,7 @@ static void lv_fused(lv *L, const ir_node *n, LLVMValueRef y)
 /* ---- the dispatch over ops (ops.def's family column) -------------------------- */
 
 static void lv_source(lv *L, const ir_node *n, LLVMValueRef y) { (void)L, (void)n, (void)y; }
-static void lv_result(lv *L, const ir_node *n, LLVMValueRef y) { (void)L, (void)n, (void)y; /* lv_chunk wrote it */ }
+static void lv_result(lv *L, const ir_node *n, LLVMValueRef y) { (void)L, (void)n, (void)y; /* the chunk's plan wrote it */ }
 static void lv_unary_grad(lv *L, const ir_node *n, LLVMValueRef y)
 {
     (void)L, (void)y;   /* as cg_c: the training graph runs on the interpreter for now */
@@ -723,6 +692,7 @@ static void lv_planned(lv *L, const ir_node *n, LLVMValueRef y)
 #define lv_conv lv_planned
 #define lv_pool lv_planned
 #define lv_globalpool lv_planned
+#define lv_chunk lv_planned
 
 typedef void node_fn(lv *L, const ir_node *n, LLVMValueRef y);
 static node_fn *const node_fns[IR_OP_COUNT] = {
@@ -849,15 +819,16 @@ static void profile_layer_end(lv *L, LLVMValueRef t0, LLVMValueRef y)
 
 /* ---- a node's kernel-call plan (ir_plan.h, chosen by cg_plan.c) as calls ------ */
 
-/* Int8 bytes at arena offset: the pointer computed for it in the entry
- * block, else (a conv's receptive field) one past n's scratch. */
-static LLVMValueRef bytes_at(lv *L, const ir_node *n, int64_t offset)
+/* Int8 bytes a: a region of n's scratch the plan names (a conv's receptive
+ * field) as an offset from the scratch, named so; else the pointer
+ * computed for its offset in the entry block. */
+static LLVMValueRef bytes_at(lv *L, const ir_node *n, const ir_arg *a)
 {
-    for (int i = 0; i < L->noffsets; i++)
-        if (L->offsets[i] == offset)
+    for (int i = 0; i < L->noffsets && !a->name; i++)
+        if (L->offsets[i] == a->value)
             return L->at_offset[i];
-    LLVMValueRef after = k_i64(L, offset - n->scratch_offset);
-    return LLVMBuildInBoundsGEP2(L->B, L->i8, scratch(L, n), &after, 1, "patch");
+    LLVMValueRef after = k_i64(L, a->value - n->scratch_offset);
+    return LLVMBuildInBoundsGEP2(L->B, L->i8, scratch(L, n), &after, 1, a->name ? a->name : "");
 }
 
 /* Int8 node n's axrt_ew_q8 entries as constants, one per operand (a
@@ -873,6 +844,27 @@ static void add_ew_constants(lv *L, const ir_node *n)
         memcpy(&v[12], &e->scale, sizeof e->scale);
         L->ew[k] = const_ints(L, v, 14);
     }
+}
+
+/* count size_t values as a constant array (a chunk's rows). */
+static LLVMValueRef const_sizes(lv *L, const int64_t *v, int count)
+{
+    LLVMValueRef *items = ax_alloc(arena_of(L), sizeof *items * (size_t)(count + 1));
+    for (int i = 0; i < count; i++)
+        items[i] = k_size(L, v[i]);
+    return const_global(L, LLVMConstArray(L->size, items, (unsigned)count), "rows", 8);
+}
+
+/* The storage of count nodes as an array of pointers on the stack (a
+ * chunk's results). */
+static LLVMValueRef pointer_array(lv *L, const int64_t *nodes, int count)
+{
+    LLVMValueRef ys = LLVMBuildArrayAlloca(L->B, L->ptr, k_i32(L, count), "ys");
+    for (int k = 0; k < count; k++) {
+        LLVMValueRef at = k_i64(L, k);
+        LLVMBuildStore(L->B, storage(L, (int)nodes[k]), LLVMBuildInBoundsGEP2(L->B, L->ptr, ys, &at, 1, ""));
+    }
+    return LLVMBuildBitCast(L->B, ys, L->ptr, "");
 }
 
 /* Argument a of a plan's call of node n as a value; *sig gets its signature letter. */
@@ -906,11 +898,13 @@ static LLVMValueRef plan_arg(lv *L, const ir_node *n, const ir_arg *a, char *sig
         for (int i = 0; i < a->count; i++)
             int32s[i] = (int32_t)a->values[i];
         return const_int32s(L, int32s, a->count);
-    case IR_ARG_BYTES: *sig = 'p'; return bytes_at(L, n, a->value);
+    case IR_ARG_BYTES: *sig = 'p'; return bytes_at(L, n, a);
     case IR_ARG_FLOAT: *sig = 'f'; return LLVMConstReal(LLVMFloatTypeInContext(L->C), (double)(float)a->real);
     case IR_ARG_QWEIGHTS: *sig = 'p'; return L->qweights[a->node];
     case IR_ARG_REQUANT: *sig = 'p'; return L->globals[a->node];
     case IR_ARG_EW: *sig = 'p'; return L->ew[a->value];
+    case IR_ARG_SIZES: *sig = 'p'; return const_sizes(L, a->values, a->count);
+    case IR_ARG_POINTERS: *sig = 'p'; return pointer_array(L, a->values, a->count);
     }
     ax_die("cg_llvm: bad plan argument");
 }

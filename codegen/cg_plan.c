@@ -648,6 +648,32 @@ static void plan_concat(planner *P)
     }
 }
 
+/* A multi-result producer (ir.h) writes all its results in one call: the
+ * kernel takes their storage as an array of pointers, in result order
+ * (axrt_split: [outer, x_row] cut into column blocks of rows[k]). */
+static void plan_chunk(planner *P)
+{
+    const ir_node *n = P->n;
+    const int id = self_id(P), axis = n->attrs.axis, parts = n->attrs.nresults;
+    const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
+    int64_t *rows = ax_alloc(arena_of(P), sizeof *rows * (size_t)(parts + 1));
+    int64_t *ys = ax_alloc(arena_of(P), sizeof *ys * (size_t)(parts + 1));
+    for (int k = 0; k < parts; k++) {
+        ys[k] = ir_result_node(P->g, id, k);
+        if (ys[k] == IR_NONE)
+            ax_die("cg_plan: %%%d chunk has no result %d", id, k);
+        rows[k] = P->g->nodes[ys[k]].shape[axis] * inner;
+    }
+    ir_call *c = kernel_call(P, CG_K_split, n->dtype);
+    arg_operand(P, c, 0);
+    arg_array(P, c, IR_ARG_POINTERS, "ys", NULL, ys, parts);
+    c->args[c->nargs - 1].dtype = n->dtype;
+    arg_size(c, outer);
+    arg_size(c, n->shape[axis] * inner);
+    arg_size(c, parts);
+    arg_array(P, c, IR_ARG_SIZES, "rows", NULL, rows, parts);
+}
+
 /* A copy of the node's bytes from operand 0, left out where the two are the
  * same storage (a reshape that shares its operand's). */
 static void plan_copy(planner *P)
@@ -765,6 +791,7 @@ static void plan_quant_layer(planner *P)
     }
     const axrt_conv2d_params p = cg_conv_params(P->g, n);
     arg_bytes(c, at, (int64_t)axrt_conv2d_q8_scratch(&p));
+    c->args[c->nargs - 1].name = "patch";   /* a region of the scratch, by that name */
     arg_conv_params(P, c, "params", operand_node(P, 0), n, operand_node(P, 1), &n->attrs, false);
 }
 
@@ -937,7 +964,6 @@ static void plan_quant(planner *P)
 #define plan_input NULL
 #define plan_param NULL
 #define plan_scalar NULL
-#define plan_chunk NULL
 #define plan_result NULL
 #define plan_fused NULL
 #define plan_unary_grad NULL

@@ -28,9 +28,12 @@ static void put_arg(ax_buf *out, const ir_arg *a)
     case IR_ARG_INTS:
     case IR_ARG_INT64S:
     case IR_ARG_INT32S:
+    case IR_ARG_SIZES:
+    case IR_ARG_POINTERS:
         ax_buf_printf(out, "%s{", a->name);
         for (int i = 0; i < a->count; i++)
-            ax_buf_printf(out, "%s%lld", i ? ", " : "", (long long)a->values[i]);
+            ax_buf_printf(out, "%s%s%lld", i ? ", " : "", a->kind == IR_ARG_POINTERS ? "%" : "",
+                          (long long)a->values[i]);
         ax_buf_puts(out, "}");
         return;
     }

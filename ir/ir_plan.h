@@ -37,7 +37,11 @@ typedef enum ir_arg_kind {
     IR_ARG_INTS,       /* count ints at values (an array, or the struct `type`), by address */
     IR_ARG_INT64S,     /* count int64_t at values, by address */
     IR_ARG_INT32S,     /* count int32_t at values, by address */
-    IR_ARG_BYTES,      /* (uint8_t *)(arena + value): count int8 values (q + 128) */
+    IR_ARG_SIZES,      /* count size_t at values, by address */
+    IR_ARG_POINTERS,   /* count nodes' storage (node ids at values), an array of dtype
+                          pointers, by address (a multi-result producer's results) */
+    IR_ARG_BYTES,      /* (uint8_t *)(arena + value): count int8 values (q + 128); with a
+                          name, a region of the node's scratch (LLVM builds it so) */
     IR_ARG_FLOAT,      /* float real */
     IR_ARG_QWEIGHTS,   /* node's int8 weights, packed (cg_quant_packed_weights) */
     IR_ARG_REQUANT,    /* &node's axrt_requant */
@@ -47,10 +51,10 @@ typedef enum ir_arg_kind {
 typedef struct ir_arg {
     ir_arg_kind kind;
     int node;                 /* VALUE, SCALAR, QWEIGHTS, REQUANT, EW */
-    axrt_dtype dtype;         /* ARENA: the element type; DTYPE: the value */
+    axrt_dtype dtype;         /* ARENA, POINTERS: the element type; DTYPE: the value */
     int64_t value;            /* ARENA: byte offset; SIZE, INT64, INT, ACT */
     double real;              /* REAL */
-    /* INTS, INT64S, INT32S: the values, and the constant's C name; for
+    /* INTS, INT64S, INT32S, SIZES, POINTERS: the values, and the C name; for
      * INTS, type is the runtime's params struct (axrt_conv2d_params) or
      * NULL for int[]; own_block: the C printer declares it in an inner
      * block of its own (the int8 mean-pool's params, as first printed) */
