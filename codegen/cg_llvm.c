@@ -8,8 +8,8 @@
  * The module defines what the C target's file defines, with the same
  * symbols: <model>_forward (same arguments, returns 0), the
  * <model>_model descriptor (axrt_model) and its tables.  Each heavy node is
- * the same libaxrt call with the same arguments the C target makes (the
- * kernel choice below mirrors cg_c.c function for function); a
+ * the same libaxrt call with the same arguments the C target makes: both
+ * read the node's kernel-call plan (cg_plan.c), float and int8 alike; a
  * fused_elementwise node is an LLVM loop nest over its result with the
  * runtime's own formulas (axrt_unary.h) written as instructions, which the
  * loop vectoriser handles when no libm call is in the body.  Parameters are

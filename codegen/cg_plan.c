@@ -7,8 +7,8 @@
  * A node's plan is its kernel's call (a block of calls where the kernel
  * reads constants: its params struct, strides), then its epilogue (the
  * residual add, then the fused activation) unless the kernel applies that
- * itself.  Ops without a rule here (chunk, the fused elementwise loops,
- * the training kernels) get no plan: their back ends still lower them.
+ * itself.  Ops without a rule here (the fused elementwise loops, the
+ * training kernels) get no plan: their back ends still lower them.
  * An int8 node (ir_quant) follows the int8 rules below, whatever its op.
  * A new kernel is a row of cg_kernels.def and a rule below. */
 #include "cg_target.h"
