@@ -286,7 +286,7 @@ static void emit_constants(emitter *em)
 static const ir_plan *plan_of(const emitter *em, int id)
 {
     if (em->body) {
-        const cg_plan_context ctx = {em->blas, em->body->pack_offset, em->body->state_offset};
+        const cg_plan_context ctx = {em->blas, em->body->pack_offset, em->body->state_offset, false};
         return cg_plan_node(em->g, id, &ctx);
     }
     const cg_plan_context ctx = {.blas = em->blas, .pack_offset = -1};
@@ -315,35 +315,98 @@ static const char *plan_arg_text(const emitter *em, const ir_node *n, const ir_a
     case IR_ARG_DTYPE: return ir_dtypes[a->dtype].enum_name;
     case IR_ARG_REAL: return cgc_real_literal(em, n->dtype, a->real);
     case IR_ARG_INTS: return a->type ? ax_sprintf(ar, "&%s", a->name) : a->name;
-    case IR_ARG_INT64S: return a->name;
+    case IR_ARG_INT64S:
+    case IR_ARG_INT32S:
+    case IR_ARG_SIZES:
+    case IR_ARG_POINTERS: return a->name;
+    case IR_ARG_BYTES: return ax_sprintf(ar, "(uint8_t *)((unsigned char *)arena + %lld)", (long long)a->value);
+    case IR_ARG_FLOAT: return ax_sprintf(ar, "%.8ef", (double)(float)a->real);   /* reads back exactly */
+    case IR_ARG_QWEIGHTS: return ax_sprintf(ar, "%s_q%d_w.values", em->g->name, a->node);
+    case IR_ARG_REQUANT: return ax_sprintf(ar, "&%s_q%d_rq", em->g->name, a->node);
+    case IR_ARG_EW: return ax_sprintf(ar, "&ew[%lld]", (long long)a->value);
     }
     ax_die("cg_c: bad plan argument");
 }
 
-/* The constants of calls [from, to) that they read by address, each
- * declared once in the block that holds the calls. */
-static void emit_plan_constants(emitter *em, const ir_plan *p, int from, int to)
+/* An int8 node's axrt_ew_q8 table (ir_quant.ew), as `ew`. */
+static void emit_ew_table(emitter *em, const ir_arg *a)
 {
-    for (int c = from; c < to; c++)
-        for (int i = 0; i < p->calls[c].nargs; i++) {
-            const ir_arg *a = &p->calls[c].args[i];
-            if (a->kind != IR_ARG_INTS && a->kind != IR_ARG_INT64S)
-                continue;
-            bool declared = false;
-            for (int e = from; e <= c && !declared; e++)
-                for (int j = 0; j < (e == c ? i : p->calls[e].nargs) && !declared; j++)
-                    declared = p->calls[e].args[j].name && !strcmp(p->calls[e].args[j].name, a->name);
-            if (declared)
-                continue;
-            if (a->type)
-                ax_buf_printf(em->out, "        static const %s %s = {", a->type, a->name);
-            else
-                ax_buf_printf(em->out, "        static const %s %s[%d] = {",
-                              a->kind == IR_ARG_INTS ? "int" : "int64_t", a->name, a->count);
-            for (int k = 0; k < a->count; k++)
-                ax_buf_printf(em->out, "%s%lld", k ? ", " : "", (long long)a->values[k]);
-            ax_buf_puts(em->out, "};\n");
+    ax_buf_puts(em->out, "        static const axrt_ew_q8 ew[] = {");
+    for (int k = 0; k < a->count; k++) {
+        const axrt_ew_q8 *e = &node_at(em, a->node)->quant->ew[k];
+        ax_buf_printf(em->out, "%s\n            {{%d, %d}, {%d, %d}, {%d, %d}, %d, %d, %d, %d, %d, %d, %.8ef, %d}",
+                      k ? "," : "", e->zp[0], e->zp[1], e->mult[0], e->mult[1], e->shift[0], e->shift[1], e->left,
+                      e->out_mult, e->out_shift, e->out_zp, e->lo, e->hi, (double)e->scale, e->out_q8);
+    }
+    ax_buf_puts(em->out, "};\n");
+}
+
+static bool is_constant(const ir_arg *a)
+{
+    return a->kind == IR_ARG_INTS || a->kind == IR_ARG_INT64S || a->kind == IR_ARG_INT32S || a->kind == IR_ARG_EW ||
+           a->kind == IR_ARG_SIZES || a->kind == IR_ARG_POINTERS;
+}
+
+/* Whether argument i of call c (of calls [from, ...)) names a constant an
+ * earlier argument of the block declared. */
+static bool declared_before(const ir_plan *p, int from, int c, int i)
+{
+    const ir_arg *a = &p->calls[c].args[i];
+    for (int e = from; e <= c; e++)
+        for (int j = 0; j < (e == c ? i : p->calls[e].nargs); j++) {
+            const ir_arg *b = &p->calls[e].args[j];
+            if (a->kind == IR_ARG_EW ? b->kind == IR_ARG_EW : b->name && is_constant(b) && !strcmp(b->name, a->name))
+                return true;
         }
+    return false;
+}
+
+static void declare_constant(emitter *em, const ir_arg *a)
+{
+    static const char *const element[] = {[IR_ARG_INTS] = "int", [IR_ARG_INT64S] = "int64_t",
+                                          [IR_ARG_INT32S] = "int32_t", [IR_ARG_SIZES] = "size_t"};
+    if (a->kind == IR_ARG_EW) {
+        emit_ew_table(em, a);
+        return;
+    }
+    if (a->kind == IR_ARG_POINTERS) {   /* the nodes' storage: a local array */
+        ax_buf_printf(em->out, "        %s *const %s[%d] = {", ctype(a->dtype), a->name, a->count);
+        for (int k = 0; k < a->count; k++)
+            ax_buf_printf(em->out, "%s%s", k ? ", " : "", storage(em, (int)a->values[k]));
+        ax_buf_puts(em->out, "};\n");
+        return;
+    }
+    if (a->type)
+        ax_buf_printf(em->out, "        static const %s %s = {", a->type, a->name);
+    else
+        ax_buf_printf(em->out, "        static const %s %s[%d] = {", element[a->kind], a->name, a->count);
+    for (int k = 0; k < a->count; k++)
+        ax_buf_printf(em->out, "%s%lld", k ? ", " : "", (long long)a->values[k]);
+    ax_buf_puts(em->out, "};\n");
+}
+
+/* The constants of calls [from, to) that they read by address, each
+ * declared once in the block that holds the calls: an int8 node's ew table
+ * first, then the others in argument order, then the arrays of pointers,
+ * then those in an inner block of their own (own_block).  Returns the
+ * inner blocks opened. */
+static int emit_plan_constants(emitter *em, const ir_plan *p, int from, int to)
+{
+    int inner = 0;
+    for (int round = 0; round < 4; round++)
+        for (int c = from; c < to; c++)
+            for (int i = 0; i < p->calls[c].nargs; i++) {
+                const ir_arg *a = &p->calls[c].args[i];
+                const int round_of = a->kind == IR_ARG_EW ? 0 : a->own_block ? 3 : a->kind == IR_ARG_POINTERS ? 2 : 1;
+                if (!is_constant(a) || round_of != round || declared_before(p, from, c, i))
+                    continue;
+                if (a->own_block) {
+                    ax_buf_puts(em->out, "    {\n");
+                    inner++;
+                }
+                declare_constant(em, a);
+            }
+    return inner;
 }
 
 static void emit_plan_call(emitter *em, const ir_node *n, const ir_call *c)
@@ -361,21 +424,21 @@ static void emit_plan_call(emitter *em, const ir_node *n, const ir_call *c)
                       em->body && em->body->fail_return ? em->body->fail_return : "status");
 }
 
-/* The plan's calls; each run of in_block calls in a block with the
- * constants they read. */
+/* The plan's calls; each run of in_block calls (up to one that starts a
+ * new_block) in a block with the constants they read. */
 static void emit_plan(emitter *em, const ir_node *n, const ir_plan *p)
 {
     for (int c = 0; c < p->ncalls;) {
-        int end = c + 1;
+        int end = c + 1, blocks = 0;
         if (p->calls[c].in_block) {
-            while (end < p->ncalls && p->calls[end].in_block)
+            while (end < p->ncalls && p->calls[end].in_block && !p->calls[end].new_block)
                 end++;
             ax_buf_puts(em->out, "    {\n");
-            emit_plan_constants(em, p, c, end);
+            blocks = 1 + emit_plan_constants(em, p, c, end);
         }
         for (int k = c; k < end; k++)
             emit_plan_call(em, n, &p->calls[k]);
-        if (p->calls[c].in_block)
+        while (blocks--)
             ax_buf_puts(em->out, "    }\n");
         c = end;
     }
@@ -383,9 +446,9 @@ static void emit_plan(emitter *em, const ir_node *n, const ir_plan *p)
 
 /* ---- kernel calls, by op family ------------------------------------------ */
 /* A node with a kernel-call plan (cg_plan.c) is printed from it alone.  The
- * functions below lower what has no plan yet: int8 layers (ir_quant),
- * casts and copies, chunk, the fused elementwise loops and the training
- * kernels; a family that is planned whole maps to *_planned. */
+ * functions below lower what has no plan yet: the fused elementwise loops
+ * and the training kernels; a family that is planned whole maps to
+ * *_planned. */
 
 #define OUT em->out
 #define SFX kernel_suffix(n->dtype)
@@ -428,94 +491,6 @@ void cg_transpose_strides(const ir_node *x, const ir_node *n, int64_t *strides)
         strides[i] = x_strides[n->attrs.perm[i]];
 }
 
-static void emit_binary(emitter *em, const ir_node *n, const char *y)
-{
-    cgc_emit_quant_ew(em, n, y);
-}
-
-/* An int8 transpose or slice (ir_quant without weights): its bytes
- * gathered by strides from offset, its operand quantised into the scratch
- * first unless it arrives int8. */
-static void emit_quant_gather(emitter *em, const ir_node *n, const char *y, const int64_t *strides, int64_t offset)
-{
-    const char *qx = cgc_quantized_input(em, n);
-    ax_buf_puts(OUT, "    {\n");
-    cgc_emit_int64_array(OUT, "y_shape", n->shape, n->rank);
-    cgc_emit_int64_array(OUT, "strides", strides, n->rank);
-    ax_buf_printf(OUT, "        axrt_gather_u8(%s, %s, y_shape, strides, %lld, %d);\n    }\n", qx, y,
-                  (long long)offset, n->rank);
-}
-
-static void emit_transpose(emitter *em, const ir_node *n, const char *y)
-{
-    int64_t strides[IR_MAX_RANK];
-    cg_transpose_strides(cgc_operand_node(em, n, 0), n, strides);
-    emit_quant_gather(em, n, y, strides, 0);
-}
-
-static void emit_slice(emitter *em, const ir_node *n, const char *y)
-{
-    const ir_node *x = cgc_operand_node(em, n, 0);
-    int64_t strides[IR_MAX_RANK];
-    const int64_t offset = ir_slice_strides(&n->attrs, x->shape, x->rank, strides);
-    emit_quant_gather(em, n, y, strides, offset);
-}
-
-/* An int8 chunk (its operand int8 already): each result's bytes gathered
- * from x as [outer, row] (the columns of the result's block). */
-static void emit_quant_chunk(emitter *em, const ir_node *n, int64_t outer, int64_t inner)
-{
-    const int id = (int)(n - em->g->nodes), axis = n->attrs.axis;
-    const int64_t row = n->shape[axis] * inner;
-    int64_t offset = 0;
-    for (int k = 0; k < n->attrs.nresults; k++) {
-        const int r = ir_result_node(em->g, id, k);
-        if (r == IR_NONE)
-            ax_die("cg_c: %%%d chunk has no result %d", id, k);
-        const int64_t shape[] = {outer, node_at(em, r)->shape[axis] * inner}, strides[] = {row, 1};
-        ax_buf_puts(OUT, "    {\n");
-        cgc_emit_int64_array(OUT, "y_shape", shape, 2);
-        cgc_emit_int64_array(OUT, "strides", strides, 2);
-        ax_buf_printf(OUT, "        axrt_gather_u8(%s, %s, y_shape, strides, %lld, 2);\n    }\n",
-                      cgc_operand(em, n, 0), storage(em, r), (long long)offset);
-        offset += shape[1];
-    }
-}
-
-/* A multi-result producer (ir.h) writes all its results in one call: the
- * kernel takes their storage as an array of pointers, in result order
- * (axrt_split: [outer, x_row] cut into column blocks). */
-static void emit_chunk(emitter *em, const ir_node *n, const char *y)
-{
-    (void)y;   /* the producer has no storage of its own */
-    const int id = (int)(n - em->g->nodes), axis = n->attrs.axis, parts = n->attrs.nresults;
-    const int64_t outer = cgc_product(n->shape, 0, axis), inner = cgc_product(n->shape, axis + 1, n->rank);
-    if (n->quant) {
-        emit_quant_chunk(em, n, outer, inner);
-        return;
-    }
-    ax_buf_printf(OUT, "    {\n        static const size_t rows[%d] = {", parts);
-    for (int k = 0; k < parts; k++) {
-        const int r = ir_result_node(em->g, id, k);
-        ax_buf_printf(OUT, "%s%lld", k ? ", " : "",
-                      r == IR_NONE ? 0LL : (long long)(node_at(em, r)->shape[axis] * inner));
-    }
-    ax_buf_printf(OUT, "};\n        %s *const ys[%d] = {", ctype(n->dtype), parts);
-    for (int k = 0; k < parts; k++) {
-        const int r = ir_result_node(em->g, id, k);
-        if (r == IR_NONE)
-            ax_die("cg_c: %%%d chunk has no result %d", id, k);
-        ax_buf_printf(OUT, "%s%s", k ? ", " : "", storage(em, r));
-    }
-    ax_buf_printf(OUT, "};\n        axrt_split_%s(%s, ys, %lld, %lld, %d, rows);\n    }\n", SFX,
-                  cgc_operand(em, n, 0), (long long)outer, (long long)(n->shape[axis] * inner), parts);
-}
-
-static void emit_concat(emitter *em, const ir_node *n, const char *y)
-{
-    cgc_emit_quant_ew(em, n, y);
-}
-
 cg_matmul_geometry cg_matmul_geometry_of(const ir_node *a, const ir_node *b)
 {
     cg_matmul_geometry g = {.m = a->rank >= 2 ? a->shape[a->rank - 2] : 1,
@@ -536,11 +511,6 @@ cg_matmul_geometry cg_matmul_geometry_of(const ir_node *a, const ir_node *b)
     return g;
 }
 
-static void emit_dense(emitter *em, const ir_node *n, const char *y)
-{
-    cgc_emit_quant_layer(em, n, y);
-}
-
 /* Opens a block declaring `params`, the axrt_conv2d_params of a conv from x
  * to an output shaped like y (NHWC) with a kh x kw kernel and at's strides,
  * dilation, padding and groups. */
@@ -556,11 +526,6 @@ static void emit_conv_params_of(emitter *em, const ir_node *x, const ir_node *y,
                   at->dilation[0], at->dilation[1], at->pad[0], at->pad[1], at->groups);
 }
 
-static void emit_conv(emitter *em, const ir_node *n, const char *y)
-{
-    cgc_emit_quant_layer(em, n, y);
-}
-
 /* Opens a block holding the axrt_pool2d_params of a pool from x [N, H, W, C]
  * to y [N, OH, OW, C]: the forward's x and y for emit_pool and emit_pool_grad alike. */
 void cgc_emit_pool_params(emitter *em, const int64_t *x, const int64_t *y, const ir_attrs *at)
@@ -573,48 +538,15 @@ void cgc_emit_pool_params(emitter *em, const int64_t *x, const int64_t *y, const
                   at->pad[1], at->pad[2], at->pad[3]);
 }
 
-/* An int8 max-pool (ir_quant without weights): its operand quantised into
- * the scratch unless it arrives int8. */
-static void emit_quant_pool(emitter *em, const ir_node *n, const char *y)
-{
-    const ir_node *x = cgc_operand_node(em, n, 0);
-    const char *qx = cgc_quantized_input(em, n);
-    cgc_emit_pool_params(em, x->shape, n->shape, &n->attrs);
-    ax_buf_printf(OUT, "        axrt_maxpool_u8(%s, %s, &params);\n    }\n", qx, y);
-}
-
-static void emit_pool(emitter *em, const ir_node *n, const char *y)
-{
-    if (n->op == IR_OP_maxpool)
-        emit_quant_pool(em, n, y);
-    else
-        cgc_emit_quant_ew(em, n, y);
-}
-
-static void emit_globalpool(emitter *em, const ir_node *n, const char *y)
-{
-    cgc_emit_quant_ew(em, n, y);
-}
-
 /* Families that need no code of their own, or share an emitter. */
 static void emit_source(emitter *em, const ir_node *n, const char *y)
 {
     (void)em, (void)n, (void)y; /* inputs, params, scalars have their storage */
 }
 
-static void emit_unary(emitter *em, const ir_node *n, const char *y)
-{
-    cgc_emit_quant_ew(em, n, y);
-}
-
-static void emit_reduce(emitter *em, const ir_node *n, const char *y)
-{
-    cgc_emit_quant_ew(em, n, y);
-}
-
 static void emit_result(emitter *em, const ir_node *n, const char *y)
 {
-    (void)em, (void)n, (void)y; /* written by its producer (emit_chunk) */
+    (void)em, (void)n, (void)y; /* written by its producer (the chunk's plan) */
 }
 
 #define emit_input emit_source
@@ -640,6 +572,18 @@ static void emit_planned(emitter *em, const ir_node *n, const char *y)
 #define emit_upsample emit_planned
 #define emit_cast emit_planned
 #define emit_reshape emit_planned
+/* float ones planned by their op's rule, int8 ones (ir_quant) by cg_plan's int8 rules */
+#define emit_binary emit_planned
+#define emit_unary emit_planned
+#define emit_reduce emit_planned
+#define emit_transpose emit_planned
+#define emit_slice emit_planned
+#define emit_concat emit_planned
+#define emit_dense emit_planned
+#define emit_conv emit_planned
+#define emit_pool emit_planned
+#define emit_globalpool emit_planned
+#define emit_chunk emit_planned
 
 /* ---- the training graph's backward kernels and Dropout (pass_grad) ------- */
 

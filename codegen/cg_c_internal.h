@@ -49,15 +49,9 @@ void cgc_emit_pool_params(emitter *em, const int64_t *x, const int64_t *y, const
 
 /* ---- cg_c_quant.c ---- */
 
-/* Node id's int8 weights, packed panels and requantisation constants. */
+/* Node id's int8 weights, packed panels and requantisation constants
+ * (their calls are its kernel-call plan's: cg_plan.c). */
 void cgc_emit_quant_constants(emitter *em, int id);
-/* Operand 0 of an int8 node as bytes: as it arrives when it is int8
- * (in_q8), else quantised into the node's scratch first. */
-const char *cgc_quantized_input(emitter *em, const ir_node *n);
-/* An int8 dense or conv (ir_quant) into y. */
-void cgc_emit_quant_layer(emitter *em, const ir_node *n, const char *y);
-/* An int8 add, concat, ReLU or mean (pool) into y. */
-void cgc_emit_quant_ew(emitter *em, const ir_node *n, const char *y);
 
 /* ---- cg_c_fused.c ---- */
 

@@ -8,8 +8,8 @@
  * The module defines what the C target's file defines, with the same
  * symbols: <model>_forward (same arguments, returns 0), the
  * <model>_model descriptor (axrt_model) and its tables.  Each heavy node is
- * the same libaxrt call with the same arguments the C target makes (the
- * kernel choice below mirrors cg_c.c function for function); a
+ * the same libaxrt call with the same arguments the C target makes: both
+ * read the node's kernel-call plan (cg_plan.c), float and int8 alike; a
  * fused_elementwise node is an LLVM loop nest over its result with the
  * runtime's own formulas (axrt_unary.h) written as instructions, which the
  * loop vectoriser handles when no libm call is in the body.  Parameters are
@@ -44,6 +44,7 @@ typedef struct lv {
     LLVMValueRef *globals;             /* per node: a param's or scalar's constant, an int8
                                           layer's axrt_requant */
     LLVMValueRef *qweights;            /* per int8 layer: its int8 weights */
+    LLVMValueRef ew[16];               /* the int8 node being built's axrt_ew_q8 entries */
     int64_t *offsets;                  /* the arena offsets in use, and their pointers */
     LLVMValueRef *at_offset;           /* (computed once in forward's entry block) */
     int noffsets;
@@ -243,14 +244,6 @@ static LLVMValueRef scratch(lv *L, const ir_node *n)
 
 static const ir_node *operand_node(const lv *L, const ir_node *n, int i) { return node_at(L, n->src[i]); }
 
-static int64_t product(const int64_t *dims, int from, int to)
-{
-    int64_t p = 1;
-    for (int i = from; i < to; i++)
-        p *= dims[i];
-    return p;
-}
-
 /* ---- parameters and scalars --------------------------------------------------- */
 
 static LLVMValueRef bytes_global(lv *L, const void *data, size_t bytes, const char *name, unsigned align)
@@ -307,9 +300,9 @@ static void add_constants(lv *L)
 
 /* ---- kernel calls, by op family (the same calls as cg_c.c) --------------------- */
 /* A node with a kernel-call plan (cg_plan.c) is printed from it alone.  The
- * functions below lower what has no plan yet: int8 layers (ir_quant),
- * casts and copies, chunk, the fused elementwise loops and the training
- * kernels; a family that is planned whole maps to *_planned. */
+ * functions below lower what has no plan yet: the fused elementwise loops
+ * and the training kernels; a family that is planned whole maps to
+ * *_planned. */
 
 static void call_unary(lv *L, ir_op op, const ir_node *n, LLVMValueRef x, LLVMValueRef y)
 {
@@ -324,170 +317,6 @@ static void copy(lv *L, const ir_node *n, LLVMValueRef from, LLVMValueRef to)
     if (from == to)
         return;
     LLVMBuildMemCpy(L->B, to, 1, from, 1, k_size(L, (int64_t)ir_value_bytes(n)));
-}
-
-static LLVMValueRef pool_params(lv *L, const ir_node *n);
-
-/* The kernel call of an int8 add (broadcasting or not), global mean-pool,
- * mean or mean-pool n on its quantised operands qx with its axrt_ew_q8
- * ew (cg_c.c emit_quant_ew_call); false for a ReLU or concat. */
-static bool lv_quant_one_call(lv *L, const ir_node *n, const LLVMValueRef *qx, LLVMValueRef ew, LLVMValueRef y)
-{
-    const ir_node *x = operand_node(L, n, 0), *b = n->nsrc > 1 ? operand_node(L, n, 1) : x;
-    if (n->op == IR_OP_add && ir_same_shape(x, n) && ir_same_shape(b, n)) {
-        LLVMValueRef args[] = {qx[0], qx[1], y, k_size(L, ir_numel(n)), ew};
-        call(L, "axrt_add_q8", "vpppzp", args);
-    } else if (n->op == IR_OP_add) {
-        int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
-        cg_broadcast_strides(x, n, sa);
-        cg_broadcast_strides(b, n, sb);
-        LLVMValueRef args[] = {qx[0], const_i64s(L, sa, n->rank), qx[1], const_i64s(L, sb, n->rank), y,
-                               const_i64s(L, n->shape, n->rank), k_i32(L, n->rank), ew};
-        call(L, "axrt_add_bcast_q8", "vppppppip", args);
-    } else if (n->op == IR_OP_globalmeanpool || n->op == IR_OP_mean) {
-        const int axis = n->op == IR_OP_mean ? n->attrs.axis : 1;
-        const int64_t len = n->op == IR_OP_mean ? x->shape[axis] : x->shape[1] * x->shape[2];
-        const int64_t outer = product(x->shape, 0, axis);
-        LLVMValueRef args[] = {qx[0], y, k_size(L, outer), k_size(L, len), k_size(L, ir_numel(x) / outer / len), ew};
-        call(L, "axrt_mean_q8", "vppzzzp", args);
-    } else if (n->op == IR_OP_meanpool) {
-        LLVMValueRef args[] = {qx[0], y, pool_params(L, n), const_int32s(L, n->quant->window, n->quant->nwindow), ew};
-        call(L, "axrt_meanpool_q8", "vppppp", args);
-    } else {
-        return false;
-    }
-    return true;
-}
-
-/* An int8 add, concat, ReLU or mean (pool) (ir_quant with nin): the operands that arrive
- * float quantised into the scratch one after the other, then the runtime's
- * elementwise int8 kernel (cg_c.c emit_quant_ew); axrt_ew_q8 is 12 int32,
- * the float scale and an int32: fourteen 4-byte fields. */
-static void lv_quant_ew(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    const ir_quant *q = n->quant;
-    LLVMValueRef qx[16], params[16];
-    int64_t at = n->scratch_offset;
-    for (int k = 0; k < q->nin; k++) {
-        const axrt_ew_q8 *e = &q->ew[n->op == IR_OP_concat ? k : 0];
-        int v[14] = {e->zp[0], e->zp[1], e->mult[0], e->mult[1], e->shift[0], e->shift[1], e->left,
-                     e->out_mult, e->out_shift, e->out_zp, e->lo, e->hi, 0, e->out_q8};
-        memcpy(&v[12], &e->scale, sizeof e->scale);
-        params[k] = const_ints(L, v, 14);
-        if (q->in_q8_mask >> k & 1) {
-            qx[k] = operand(L, n, k);
-            continue;
-        }
-        if (n->scratch_offset < 0)
-            ax_die("cg_llvm: int8 %s %%%d has no scratch buffer", ir_ops[n->op].name, (int)(n - L->g->nodes));
-        qx[k] = arena_at(L, at);
-        const int64_t count = ir_numel(operand_node(L, n, k));
-        LLVMValueRef quantise[] = {operand(L, n, k), qx[k], k_size(L, count),
-                                   LLVMConstReal(LLVMFloatTypeInContext(L->C), (double)q->in_scales[k]),
-                                   k_i32(L, q->in_zps[k])};
-        call(L, "axrt_quantize_u8", "vppzfi", quantise);
-        at += count;
-    }
-    if (lv_quant_one_call(L, n, qx, params[0], y))
-        return;
-    const int axis = n->op == IR_OP_concat ? n->attrs.axis : 0;
-    const int64_t inner = n->op == IR_OP_concat ? product(n->shape, axis + 1, n->rank) : ir_numel(n);
-    LLVMValueRef outer = n->op == IR_OP_concat ? k_size(L, product(n->shape, 0, axis)) : k_size(L, 1);
-    int64_t offset = 0;
-    for (int k = 0; k < q->nin; k++) {
-        const int64_t row = n->op == IR_OP_concat ? operand_node(L, n, k)->shape[axis] * inner : inner;
-        LLVMValueRef args[] = {qx[k], y, outer, k_size(L, row),
-                               k_size(L, n->op == IR_OP_concat ? n->shape[axis] * inner : inner),
-                               k_size(L, offset), params[k]};
-        call(L, "axrt_rescale_q8", "vppzzzzp", args);
-        offset += row;
-    }
-}
-
-static void lv_binary(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    lv_quant_ew(L, n, y);
-}
-
-/* Operand 0 of an int8 node as bytes: as it arrives when it is int8
- * (in_q8), else quantised into the node's scratch first (cg_c.c
- * quantized_input). */
-static LLVMValueRef quantized_input(lv *L, const ir_node *n)
-{
-    if (n->quant->in_q8) return operand(L, n, 0);
-    LLVMValueRef scale = LLVMConstReal(LLVMFloatTypeInContext(L->C), (double)n->quant->in_scale);
-    LLVMValueRef quantise[] = {operand(L, n, 0), scratch(L, n), k_size(L, ir_numel(operand_node(L, n, 0))), scale,
-                               k_i32(L, n->quant->in_zp)};
-    call(L, "axrt_quantize_u8", "vppzfi", quantise);
-    return scratch(L, n);
-}
-
-/* An int8 transpose or slice: its bytes gathered by strides from offset
- * (cg_c.c emit_quant_gather). */
-static void lv_quant_gather(lv *L, const ir_node *n, LLVMValueRef y, const int64_t *strides, int64_t offset)
-{
-    LLVMValueRef qx = quantized_input(L, n);
-    LLVMValueRef args[] = {qx, y, const_i64s(L, n->shape, n->rank), const_i64s(L, strides, n->rank),
-                           k_i64(L, offset), k_i32(L, n->rank)};
-    call(L, "axrt_gather_u8", "vppppli", args);
-}
-
-static void lv_transpose(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    int64_t strides[IR_MAX_RANK];
-    cg_transpose_strides(operand_node(L, n, 0), n, strides);
-    lv_quant_gather(L, n, y, strides, 0);
-}
-
-/* An int8 slice: its bytes gathered by strides (a float one is planned: cg_plan.c). */
-static void lv_slice(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    const ir_node *x = operand_node(L, n, 0);
-    int64_t strides[IR_MAX_RANK];
-    const int64_t offset = ir_slice_strides(&n->attrs, x->shape, x->rank, strides);
-    lv_quant_gather(L, n, y, strides, offset);
-}
-
-/* A multi-result producer (ir.h) writes all its results in one call
- * (cg_c.c emit_chunk): their storage as an array of pointers. */
-static void lv_chunk(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    (void)y; /* the producer has no storage of its own */
-    const int id = (int)(n - L->g->nodes), axis = n->attrs.axis, parts = n->attrs.nresults;
-    const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
-    if (n->quant) {   /* int8 (its operand int8 already): each result's columns gathered (cg_c.c emit_quant_chunk) */
-        int64_t offset = 0;
-        for (int k = 0; k < parts; k++) {
-            const int r = ir_result_node(L->g, id, k);
-            if (r == IR_NONE)
-                ax_die("cg_llvm: %%%d chunk has no result %d", id, k);
-            const int64_t shape[] = {outer, node_at(L, r)->shape[axis] * inner}, strides[] = {n->shape[axis] * inner, 1};
-            LLVMValueRef args[] = {operand(L, n, 0), storage(L, r), const_i64s(L, shape, 2), const_i64s(L, strides, 2),
-                                   k_i64(L, offset), k_i32(L, 2)};
-            call(L, "axrt_gather_u8", "vppppli", args);
-            offset += shape[1];
-        }
-        return;
-    }
-    LLVMValueRef *rows = ax_alloc(arena_of(L), (size_t)parts * sizeof *rows);
-    LLVMValueRef ys = LLVMBuildArrayAlloca(L->B, L->ptr, k_i32(L, parts), "ys");
-    for (int k = 0; k < parts; k++) {
-        const int r = ir_result_node(L->g, id, k);
-        if (r == IR_NONE)
-            ax_die("cg_llvm: %%%d chunk has no result %d", id, k);
-        rows[k] = k_size(L, node_at(L, r)->shape[axis] * inner);
-        LLVMValueRef at = k_i64(L, k);
-        LLVMBuildStore(L->B, storage(L, r), LLVMBuildInBoundsGEP2(L->B, L->ptr, ys, &at, 1, ""));
-    }
-    LLVMValueRef table = const_global(L, LLVMConstArray(L->size, rows, (unsigned)parts), "rows", 8);
-    LLVMValueRef args[] = {operand(L, n, 0), LLVMBuildBitCast(L->B, ys, L->ptr, ""), k_size(L, outer),
-                           k_size(L, n->shape[axis] * inner), k_size(L, parts), table};
-    call(L, kernel(L, "split"), "vppzzzp", args);
-}
-
-static void lv_concat(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    lv_quant_ew(L, n, y);
 }
 
 /* --blas=openblas: y (rows x cols, leading dimension cols) = alpha a b +
@@ -554,82 +383,6 @@ static void lv_blas_dense(lv *L, const ir_node *n, LLVMValueRef y, int64_t rows,
         call_sgemm(L, false, rows, out, 1, ones, 0, operand(L, n, 2), 0, 0.0, y, 0);
     }
     call_sgemm(L, true, rows, out, in, operand(L, n, 0), 0, operand(L, n, 1), 0, bias ? 1.0 : 0.0, y, 0);
-}
-
-static LLVMValueRef conv_params(lv *L, const ir_node *n, bool unit_stride);
-
-/* An int8 layer: operand 0 quantised into the node's scratch (unless it
- * arrives int8: in_q8), then the int8 kernel on the packed weights (cg_c.c
- * emit_quant_layer: the register-tiled GEMM, the depthwise channel blocks). */
-static void lv_quant(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    const ir_quant *q = n->quant;
-    const ir_node *x = operand_node(L, n, 0);
-    const int id = (int)(n - L->g->nodes);
-    if (n->scratch_offset < 0 && (!q->in_q8 || n->op == IR_OP_conv))
-        ax_die("cg_llvm: int8 layer %%%d has no scratch buffer", id);
-    LLVMValueRef qx = quantized_input(L, n);
-    if (n->op == IR_OP_dense) {
-        const int64_t in = x->shape[x->rank - 1];
-        LLVMValueRef args[] = {qx, L->qweights[id], L->globals[id], y, k_size(L, ir_numel(x) / in),
-                               k_size(L, in), k_size(L, n->shape[n->rank - 1])};
-        call(L, "axrt_dense_q8_packed", "vppppzzz", args);
-        return;
-    }
-    LLVMValueRef after = k_i64(L, q->in_q8 ? 0 : ir_numel(x)); /* the receptive field follows the quantised input */
-    LLVMValueRef args[] = {qx, k_i32(L, q->in_zp + 128), L->qweights[id], L->globals[id], y,
-                           LLVMBuildInBoundsGEP2(L->B, L->i8, scratch(L, n), &after, 1, "patch"),
-                           conv_params(L, n, false)};
-    call(L, "axrt_conv2d_q8_packed", "vpippppp", args);
-}
-
-static void lv_dense(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    lv_quant(L, n, y);
-}
-
-/* axrt_conv2d_params of n (stride 1 for the in-place kernel). */
-static LLVMValueRef conv_params(lv *L, const ir_node *n, bool unit_stride)
-{
-    const ir_node *x = operand_node(L, n, 0), *w = operand_node(L, n, 1);
-    const ir_attrs *at = &n->attrs;
-    const int p[] = {(int)x->shape[0], (int)x->shape[1], (int)x->shape[2], (int)x->shape[3],
-                     (int)n->shape[1], (int)n->shape[2], (int)n->shape[3], (int)w->shape[2],
-                     (int)w->shape[3], unit_stride ? 1 : at->stride[0], unit_stride ? 1 : at->stride[1],
-                     at->dilation[0], at->dilation[1], at->pad[0], at->pad[1], at->groups};
-    return const_ints(L, p, 16);
-}
-
-static void lv_conv(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    lv_quant(L, n, y);
-}
-
-/* axrt_pool2d_params of pool n as 14 int32 constants. */
-static LLVMValueRef pool_params(lv *L, const ir_node *n)
-{
-    const axrt_pool2d_params q = ir_pool2d_params(L->g, n);
-    const int p[] = {q.n, q.h, q.w, q.c, q.oh, q.ow, q.kh, q.kw, q.stride_h, q.stride_w, q.pad_top, q.pad_left,
-                     q.pad_bottom, q.pad_right};
-    return const_ints(L, p, 14);
-}
-
-/* An int8 pool (a float one is planned: cg_plan.c): a max-pool on q + 128,
- * its operand quantised into the scratch unless it arrives int8 (cg_c.c
- * emit_quant_pool); a mean-pool through lv_quant_ew. */
-static void lv_pool(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    if (n->op == IR_OP_meanpool) {
-        lv_quant_ew(L, n, y);
-        return;
-    }
-    LLVMValueRef args[] = {quantized_input(L, n), y, pool_params(L, n)};
-    call(L, "axrt_maxpool_u8", "vppp", args);
-}
-
-static void lv_globalpool(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    lv_quant_ew(L, n, y);
 }
 
 /* ---- fused elementwise loops ----------------------------------------------------
@@ -889,15 +642,7 @@ static void lv_fused(lv *L, const ir_node *n, LLVMValueRef y)
 /* ---- the dispatch over ops (ops.def's family column) -------------------------- */
 
 static void lv_source(lv *L, const ir_node *n, LLVMValueRef y) { (void)L, (void)n, (void)y; }
-static void lv_unary(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    lv_quant_ew(L, n, y);
-}
-static void lv_reduce(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    lv_quant_ew(L, n, y);
-}
-static void lv_result(lv *L, const ir_node *n, LLVMValueRef y) { (void)L, (void)n, (void)y; /* lv_chunk wrote it */ }
+static void lv_result(lv *L, const ir_node *n, LLVMValueRef y) { (void)L, (void)n, (void)y; /* the chunk's plan wrote it */ }
 static void lv_unary_grad(lv *L, const ir_node *n, LLVMValueRef y)
 {
     (void)L, (void)y;   /* as cg_c: the training graph runs on the interpreter for now */
@@ -936,6 +681,18 @@ static void lv_planned(lv *L, const ir_node *n, LLVMValueRef y)
 #define lv_mha lv_planned
 #define lv_softmax lv_planned
 #define lv_argmax lv_planned
+/* float ones planned by their op's rule, int8 ones (ir_quant) by cg_plan's int8 rules */
+#define lv_binary lv_planned
+#define lv_unary lv_planned
+#define lv_reduce lv_planned
+#define lv_transpose lv_planned
+#define lv_slice lv_planned
+#define lv_concat lv_planned
+#define lv_dense lv_planned
+#define lv_conv lv_planned
+#define lv_pool lv_planned
+#define lv_globalpool lv_planned
+#define lv_chunk lv_planned
 
 typedef void node_fn(lv *L, const ir_node *n, LLVMValueRef y);
 static node_fn *const node_fns[IR_OP_COUNT] = {
@@ -1062,10 +819,59 @@ static void profile_layer_end(lv *L, LLVMValueRef t0, LLVMValueRef y)
 
 /* ---- a node's kernel-call plan (ir_plan.h, chosen by cg_plan.c) as calls ------ */
 
-/* Argument a of a plan's call as a value; *sig gets its signature letter. */
-static LLVMValueRef plan_arg(lv *L, const ir_arg *a, char *sig)
+/* Int8 bytes a: a region of n's scratch the plan names (a conv's receptive
+ * field) as an offset from the scratch, named so; else the pointer
+ * computed for its offset in the entry block. */
+static LLVMValueRef bytes_at(lv *L, const ir_node *n, const ir_arg *a)
+{
+    for (int i = 0; i < L->noffsets && !a->name; i++)
+        if (L->offsets[i] == a->value)
+            return L->at_offset[i];
+    LLVMValueRef after = k_i64(L, a->value - n->scratch_offset);
+    return LLVMBuildInBoundsGEP2(L->B, L->i8, scratch(L, n), &after, 1, a->name ? a->name : "");
+}
+
+/* Int8 node n's axrt_ew_q8 entries as constants, one per operand (a
+ * concat's own, else entry 0 each), before its calls; axrt_ew_q8 is 12
+ * int32, the float scale and an int32: fourteen 4-byte fields. */
+static void add_ew_constants(lv *L, const ir_node *n)
+{
+    const ir_quant *q = n->quant;
+    for (int k = 0; q && k < q->nin && k < 16; k++) {
+        const axrt_ew_q8 *e = &q->ew[n->op == IR_OP_concat ? k : 0];
+        int v[14] = {e->zp[0], e->zp[1], e->mult[0], e->mult[1], e->shift[0], e->shift[1], e->left,
+                     e->out_mult, e->out_shift, e->out_zp, e->lo, e->hi, 0, e->out_q8};
+        memcpy(&v[12], &e->scale, sizeof e->scale);
+        L->ew[k] = const_ints(L, v, 14);
+    }
+}
+
+/* count size_t values as a constant array (a chunk's rows). */
+static LLVMValueRef const_sizes(lv *L, const int64_t *v, int count)
+{
+    LLVMValueRef *items = ax_alloc(arena_of(L), sizeof *items * (size_t)(count + 1));
+    for (int i = 0; i < count; i++)
+        items[i] = k_size(L, v[i]);
+    return const_global(L, LLVMConstArray(L->size, items, (unsigned)count), "rows", 8);
+}
+
+/* The storage of count nodes as an array of pointers on the stack (a
+ * chunk's results). */
+static LLVMValueRef pointer_array(lv *L, const int64_t *nodes, int count)
+{
+    LLVMValueRef ys = LLVMBuildArrayAlloca(L->B, L->ptr, k_i32(L, count), "ys");
+    for (int k = 0; k < count; k++) {
+        LLVMValueRef at = k_i64(L, k);
+        LLVMBuildStore(L->B, storage(L, (int)nodes[k]), LLVMBuildInBoundsGEP2(L->B, L->ptr, ys, &at, 1, ""));
+    }
+    return LLVMBuildBitCast(L->B, ys, L->ptr, "");
+}
+
+/* Argument a of a plan's call of node n as a value; *sig gets its signature letter. */
+static LLVMValueRef plan_arg(lv *L, const ir_node *n, const ir_arg *a, char *sig)
 {
     int ints[24];
+    int32_t *int32s;
     switch (a->kind) {
     case IR_ARG_VALUE: *sig = 'p'; return a->node == IR_NONE ? k_null(L) : storage(L, a->node);
     case IR_ARG_ARENA: *sig = 'p'; return arena_at(L, a->value);
@@ -1086,6 +892,19 @@ static LLVMValueRef plan_arg(lv *L, const ir_arg *a, char *sig)
             ints[i] = (int)a->values[i];
         return const_ints(L, ints, a->count);
     case IR_ARG_INT64S: *sig = 'p'; return const_i64s(L, a->values, a->count);
+    case IR_ARG_INT32S:
+        *sig = 'p';
+        int32s = ax_alloc(arena_of(L), sizeof *int32s * (size_t)(a->count + 1));
+        for (int i = 0; i < a->count; i++)
+            int32s[i] = (int32_t)a->values[i];
+        return const_int32s(L, int32s, a->count);
+    case IR_ARG_BYTES: *sig = 'p'; return bytes_at(L, n, a);
+    case IR_ARG_FLOAT: *sig = 'f'; return LLVMConstReal(LLVMFloatTypeInContext(L->C), (double)(float)a->real);
+    case IR_ARG_QWEIGHTS: *sig = 'p'; return L->qweights[a->node];
+    case IR_ARG_REQUANT: *sig = 'p'; return L->globals[a->node];
+    case IR_ARG_EW: *sig = 'p'; return L->ew[a->value];
+    case IR_ARG_SIZES: *sig = 'p'; return const_sizes(L, a->values, a->count);
+    case IR_ARG_POINTERS: *sig = 'p'; return pointer_array(L, a->values, a->count);
     }
     ax_die("cg_llvm: bad plan argument");
 }
@@ -1101,10 +920,19 @@ static void return_on_status(lv *L, LLVMValueRef status)
     LLVMPositionBuilderAtEnd(L->B, next);
 }
 
+/* The function the LLVM back end calls for kernel: axrt_mean_q8 for
+ * axrt_globalmeanpool_q8 (the same arguments, [n, h w, c]; the runtime's
+ * one is a wrapper), as it always has; else kernel. */
+static const char *llvm_name(const char *kernel)
+{
+    return strcmp(kernel, "axrt_globalmeanpool_q8") ? kernel : "axrt_mean_q8";
+}
+
 /* The plan's calls in order; the generated C's BLAS helpers (axc_blas_*)
  * are built in place. */
 static void build_plan(lv *L, const ir_node *n, const ir_plan *p, LLVMValueRef y)
 {
+    add_ew_constants(L, n);
     for (int c = 0; c < p->ncalls; c++) {
         const ir_call *call_ = &p->calls[c];
         if (!strcmp(call_->kernel, "axc_blas_dense")) {
@@ -1113,7 +941,7 @@ static void build_plan(lv *L, const ir_node *n, const ir_plan *p, LLVMValueRef y
         }
         if (!strcmp(call_->kernel, "memcpy")) {   /* the C library's: its intrinsic */
             char letter;
-            LLVMValueRef to = plan_arg(L, &call_->args[0], &letter), from = plan_arg(L, &call_->args[1], &letter);
+            LLVMValueRef to = plan_arg(L, n, &call_->args[0], &letter), from = plan_arg(L, n, &call_->args[1], &letter);
             if (to != from)
                 LLVMBuildMemCpy(L->B, to, 1, from, 1, k_size(L, call_->args[2].value));
             continue;
@@ -1125,9 +953,9 @@ static void build_plan(lv *L, const ir_node *n, const ir_plan *p, LLVMValueRef y
         LLVMValueRef args[IR_CALL_MAX_ARGS];
         char sig[IR_CALL_MAX_ARGS + 2] = {call_->status ? 'i' : 'v'};
         for (int i = 0; i < call_->nargs; i++)
-            args[i] = plan_arg(L, &call_->args[i], &sig[i + 1]);
+            args[i] = plan_arg(L, n, &call_->args[i], &sig[i + 1]);
         sig[call_->nargs + 1] = 0;
-        LLVMValueRef result = call(L, call_->kernel, sig, args);
+        LLVMValueRef result = call(L, llvm_name(call_->kernel), sig, args);
         if (call_->status)
             return_on_status(L, result);
     }

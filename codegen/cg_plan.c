@@ -7,9 +7,10 @@
  * A node's plan is its kernel's call (a block of calls where the kernel
  * reads constants: its params struct, strides), then its epilogue (the
  * residual add, then the fused activation) unless the kernel applies that
- * itself.  Ops without a rule here (int8 layers, data movement, pools,
- * recurrent and training kernels) get no plan: their back ends still lower
- * them.  A new kernel is a row of cg_kernels.def and a rule below. */
+ * itself.  Ops without a rule here (the fused elementwise loops, the
+ * training kernels) get no plan: their back ends still lower them.
+ * An int8 node (ir_quant) follows the int8 rules below, whatever its op.
+ * A new kernel is a row of cg_kernels.def and a rule below. */
 #include "cg_target.h"
 
 #include <string.h>
@@ -647,6 +648,32 @@ static void plan_concat(planner *P)
     }
 }
 
+/* A multi-result producer (ir.h) writes all its results in one call: the
+ * kernel takes their storage as an array of pointers, in result order
+ * (axrt_split: [outer, x_row] cut into column blocks of rows[k]). */
+static void plan_chunk(planner *P)
+{
+    const ir_node *n = P->n;
+    const int id = self_id(P), axis = n->attrs.axis, parts = n->attrs.nresults;
+    const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
+    int64_t *rows = ax_alloc(arena_of(P), sizeof *rows * (size_t)(parts + 1));
+    int64_t *ys = ax_alloc(arena_of(P), sizeof *ys * (size_t)(parts + 1));
+    for (int k = 0; k < parts; k++) {
+        ys[k] = ir_result_node(P->g, id, k);
+        if (ys[k] == IR_NONE)
+            ax_die("cg_plan: %%%d chunk has no result %d", id, k);
+        rows[k] = P->g->nodes[ys[k]].shape[axis] * inner;
+    }
+    ir_call *c = kernel_call(P, CG_K_split, n->dtype);
+    arg_operand(P, c, 0);
+    arg_array(P, c, IR_ARG_POINTERS, "ys", NULL, ys, parts);
+    c->args[c->nargs - 1].dtype = n->dtype;
+    arg_size(c, outer);
+    arg_size(c, n->shape[axis] * inner);
+    arg_size(c, parts);
+    arg_array(P, c, IR_ARG_SIZES, "rows", NULL, rows, parts);
+}
+
 /* A copy of the node's bytes from operand 0, left out where the two are the
  * same storage (a reshape that shares its operand's). */
 static void plan_copy(planner *P)
@@ -680,11 +707,263 @@ static void plan_argmax(planner *P) { plan_axis(P, operand_node(P, 0), operand_n
 #define plan_layernorm plan_norm
 #define plan_batchnorm plan_norm
 
+/* ---- int8 layers (--quantize=int8: ir_quant, runtime/axrt.h "int8") ---------
+ * Each operand that arrives float is quantised into the node's scratch
+ * first, one after the other (its bytes then stand for it); then the int8
+ * kernel on the node's constants (packed weights, axrt_requant, its
+ * axrt_ew_q8 table).  ctx->float_io (int8 calibration's emulation,
+ * compiler/quantize.c): every operand arrives float, the scratch starts at
+ * 0 (no memory plan yet), no epilogue (the emulation applies it). */
+
+static int64_t scratch_base(const planner *P, const char *what)
+{
+    if (P->ctx->float_io)
+        return 0;
+    if (P->n->scratch_offset < 0)
+        ax_die("cg_plan: int8 %s %%%d has no scratch buffer", what, self_id(P));
+    return P->n->scratch_offset;
+}
+
+static void arg_bytes(ir_call *c, int64_t offset, int64_t count)
+{
+    ir_arg *a = next_arg(c, IR_ARG_BYTES);
+    a->value = offset;
+    a->count = (int)count;
+}
+
+static void arg_node_constant(ir_call *c, ir_arg_kind kind, int node, int64_t entry, int entries)
+{
+    ir_arg *a = next_arg(c, kind);
+    a->node = node;
+    a->value = entry;
+    a->count = entries;
+}
+
+/* Operand k as int8 bytes into *qx: as it arrives when arrives_q8, else
+ * quantised with scale and zp into the scratch at *at (-1: its start), which
+ * moves past it. */
+static void quantised_operand(planner *P, int k, bool arrives_q8, double scale, int zp, int64_t *at, ir_arg *qx)
+{
+    if (arrives_q8 && !P->ctx->float_io) {
+        *qx = (ir_arg){.kind = IR_ARG_VALUE, .node = P->n->src[k]};
+        return;
+    }
+    if (*at < 0)
+        *at = scratch_base(P, ir_ops[P->n->op].name);
+    const int64_t count = ir_numel(operand_node(P, k));
+    ir_call *c = named_call(P, "axrt_quantize_u8");
+    arg_operand(P, c, k);
+    arg_bytes(c, *at, count);
+    arg_size(c, count);
+    next_arg(c, IR_ARG_FLOAT)->real = scale;
+    arg_int(c, zp);
+    *qx = (ir_arg){.kind = IR_ARG_BYTES, .node = IR_NONE, .value = *at, .count = (int)count};
+    *at += count;
+}
+
+static void arg_copy(ir_call *c, const ir_arg *a) { *next_arg(c, a->kind) = *a; }
+
+/* A dense or conv: the register-tiled GEMM on the packed weights; a conv's
+ * receptive field follows the quantised input in the scratch. */
+static void plan_quant_layer(planner *P)
+{
+    const ir_node *n = P->n;
+    const ir_quant *q = n->quant;
+    int64_t at = -1;
+    ir_arg qx;
+    quantised_operand(P, 0, q->in_q8, q->in_scale, q->in_zp, &at, &qx);
+    if (at < 0 && n->op == IR_OP_conv)
+        at = scratch_base(P, "conv");
+    const bool dense = n->op == IR_OP_dense;
+    ir_call *c = named_call(P, dense ? "axrt_dense_q8_packed" : "axrt_conv2d_q8_packed");
+    arg_copy(c, &qx);
+    if (!dense) arg_int(c, q->in_zp + 128);
+    arg_node_constant(c, IR_ARG_QWEIGHTS, self_id(P), 0, 0);
+    arg_node_constant(c, IR_ARG_REQUANT, self_id(P), 0, 0);
+    arg_value(c, self_id(P));
+    if (dense) {
+        const ir_node *x = operand_node(P, 0);
+        const int64_t in = x->shape[x->rank - 1];
+        arg_size(c, ir_numel(x) / in);
+        arg_size(c, in);
+        arg_size(c, n->shape[n->rank - 1]);
+        return;
+    }
+    const axrt_conv2d_params p = cg_conv_params(P->g, n);
+    arg_bytes(c, at, (int64_t)axrt_conv2d_q8_scratch(&p));
+    c->args[c->nargs - 1].name = "patch";   /* a region of the scratch, by that name */
+    arg_conv_params(P, c, "params", operand_node(P, 0), n, operand_node(P, 1), &n->attrs, false);
+}
+
+/* axrt_pool2d_params of pool n, in a block of its own when own_block. */
+static void arg_pool_params(planner *P, ir_call *c, bool own_block)
+{
+    const axrt_pool2d_params q = ir_pool2d_params(P->g, P->n);
+    const int64_t p[14] = {q.n, q.h, q.w, q.c, q.oh, q.ow, q.kh, q.kw, q.stride_h, q.stride_w, q.pad_top,
+                           q.pad_left, q.pad_bottom, q.pad_right};
+    arg_array(P, c, IR_ARG_INTS, "params", "axrt_pool2d_params", p, 14);
+    c->args[c->nargs - 1].own_block = own_block;
+}
+
+/* The one kernel of an int8 add, mean or mean-pool on qx (entry 0 of the
+ * node's axrt_ew_q8); false for a rescale (ReLU, concat). */
+static bool quant_ew_kernel(planner *P, const ir_arg *qx)
+{
+    const ir_node *n = P->n, *x = operand_node(P, 0);
+    const char *name = n->op == IR_OP_add        ? (ir_same_shape(x, n) && ir_same_shape(operand_node(P, 1), n)
+                                                    ? "axrt_add_q8" : "axrt_add_bcast_q8")
+                       : n->op == IR_OP_globalmeanpool ? "axrt_globalmeanpool_q8"
+                       : n->op == IR_OP_mean     ? "axrt_mean_q8"
+                       : n->op == IR_OP_meanpool ? "axrt_meanpool_q8"
+                                                 : NULL;
+    if (!name)
+        return false;
+    ir_call *c = named_call(P, name);
+    c->in_block = true;
+    arg_copy(c, &qx[0]);
+    if (!strcmp(name, "axrt_add_q8")) {
+        arg_copy(c, &qx[1]);
+        arg_value(c, self_id(P));
+        arg_size(c, ir_numel(n));
+    } else if (n->op == IR_OP_add) {
+        int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
+        cg_broadcast_strides(x, n, sa);
+        cg_broadcast_strides(operand_node(P, 1), n, sb);
+        arg_array(P, c, IR_ARG_INT64S, "a_strides", NULL, sa, n->rank);
+        arg_copy(c, &qx[1]);
+        arg_array(P, c, IR_ARG_INT64S, "b_strides", NULL, sb, n->rank);
+        arg_value(c, self_id(P));
+        arg_array(P, c, IR_ARG_INT64S, "shape", NULL, n->shape, n->rank);
+        arg_int(c, n->rank);
+    } else if (n->op == IR_OP_meanpool) {
+        arg_value(c, self_id(P));
+        arg_pool_params(P, c, true);
+        const int count = n->quant->nwindow;
+        int64_t *window = ax_alloc(arena_of(P), sizeof *window * (size_t)(count + 1));
+        for (int i = 0; i < count; i++)
+            window[i] = n->quant->window[i];
+        arg_array(P, c, IR_ARG_INT32S, "window", NULL, window, count);
+    } else {   /* [outer, axis, inner]: a global mean-pool's [n, h w, c] */
+        const int axis = n->op == IR_OP_mean ? n->attrs.axis : 1;
+        const int64_t len = n->op == IR_OP_mean ? x->shape[axis] : x->shape[1] * x->shape[2];
+        const int64_t outer = product(x->shape, 0, axis);
+        arg_value(c, self_id(P));
+        arg_size(c, outer);
+        arg_size(c, len);
+        arg_size(c, ir_numel(x) / outer / len);
+    }
+    arg_node_constant(c, IR_ARG_EW, self_id(P), 0, n->op == IR_OP_concat ? n->quant->nin : 1);
+    return true;
+}
+
+/* An int8 add, concat, ReLU or mean (pool) (ir_quant with nin operands):
+ * the runtime's elementwise int8 kernels (axrt.h axrt_ew_q8); a ReLU and
+ * each part of a concat is a rescale into y's columns. */
+static void plan_quant_ew(planner *P)
+{
+    const ir_node *n = P->n;
+    const ir_quant *q = n->quant;
+    ir_arg qx[16];
+    if (q->nin > 16)
+        ax_die("cg_plan: int8 %s %%%d has %d operands", ir_ops[n->op].name, self_id(P), q->nin);
+    int64_t at = -1;
+    for (int k = 0; k < q->nin; k++)
+        quantised_operand(P, k, q->in_q8_mask >> k & 1, q->in_scales[k], q->in_zps[k], &at, &qx[k]);
+    if (quant_ew_kernel(P, qx))
+        return;
+    const bool concat = n->op == IR_OP_concat;
+    const int axis = concat ? n->attrs.axis : 0;
+    const int64_t inner = concat ? product(n->shape, axis + 1, n->rank) : ir_numel(n);
+    int64_t offset = 0;
+    for (int k = 0; k < (concat ? q->nin : 1); k++) {
+        const int64_t row = concat ? operand_node(P, k)->shape[axis] * inner : inner;
+        ir_call *c = named_call(P, "axrt_rescale_q8");
+        c->in_block = true;
+        arg_copy(c, &qx[k]);
+        arg_value(c, self_id(P));
+        arg_size(c, concat ? product(n->shape, 0, axis) : 1);
+        arg_size(c, row);
+        arg_size(c, concat ? n->shape[axis] * inner : inner);
+        arg_size(c, offset);
+        arg_node_constant(c, IR_ARG_EW, self_id(P), k, concat ? q->nin : 1);
+        offset += row;
+    }
+}
+
+/* axrt_gather_u8 of the bytes of src into dst over y_shape by strides from
+ * offset, in a block of its own. */
+static void gather_u8_call(planner *P, const ir_arg *src, int dst, const int64_t *y_shape, const int64_t *strides,
+                           int64_t offset, int rank)
+{
+    ir_call *c = named_call(P, "axrt_gather_u8");
+    c->in_block = c->new_block = true;
+    arg_copy(c, src);
+    arg_value(c, dst);
+    arg_array(P, c, IR_ARG_INT64S, "y_shape", NULL, y_shape, rank);
+    arg_array(P, c, IR_ARG_INT64S, "strides", NULL, strides, rank);
+    arg_int64(c, offset);
+    arg_int(c, rank);
+}
+
+/* An int8 max-pool, transpose, slice or chunk (ir_quant without weights):
+ * bytes picked or moved, the operand quantised first unless it arrives so
+ * (a chunk's always does: each result's columns gathered). */
+static void plan_quant_moves(planner *P)
+{
+    const ir_node *n = P->n, *x = operand_node(P, 0);
+    const int id = self_id(P);
+    if (n->op == IR_OP_chunk) {
+        const int axis = n->attrs.axis;
+        const int64_t outer = product(n->shape, 0, axis), inner = product(n->shape, axis + 1, n->rank);
+        const ir_arg src = {.kind = IR_ARG_VALUE, .node = n->src[0]};
+        int64_t offset = 0;
+        for (int k = 0; k < n->attrs.nresults; k++) {
+            const int r = ir_result_node(P->g, id, k);
+            if (r == IR_NONE)
+                ax_die("cg_plan: %%%d chunk has no result %d", id, k);
+            const int64_t shape[] = {outer, P->g->nodes[r].shape[axis] * inner}, strides[] = {n->shape[axis] * inner, 1};
+            gather_u8_call(P, &src, r, shape, strides, offset, 2);
+            offset += shape[1];
+        }
+        return;
+    }
+    int64_t at = -1;
+    ir_arg qx;
+    quantised_operand(P, 0, n->quant->in_q8, n->quant->in_scale, n->quant->in_zp, &at, &qx);
+    int64_t strides[IR_MAX_RANK], offset = 0;
+    if (n->op == IR_OP_maxpool) {
+        ir_call *c = named_call(P, "axrt_maxpool_u8");
+        c->in_block = true;
+        arg_copy(c, &qx);
+        arg_value(c, id);
+        arg_pool_params(P, c, false);
+        return;
+    }
+    if (n->op == IR_OP_transpose)
+        cg_transpose_strides(x, n, strides);
+    else
+        offset = ir_slice_strides(&n->attrs, x->shape, x->rank, strides);
+    gather_u8_call(P, &qx, id, n->shape, strides, offset, n->rank);
+}
+
+static void plan_quant(planner *P)
+{
+    const ir_quant *q = P->n->quant;
+    if (q->w)
+        plan_quant_layer(P);
+    else if (q->nin)
+        plan_quant_ew(P);
+    else
+        plan_quant_moves(P);
+    if (q->float_out && !P->ctx->float_io)
+        plan_epilogue(P);
+}
+/* ---- end of int8 layers ---- */
+
 /* The families without a rule yet: their back ends lower them. */
 #define plan_input NULL
 #define plan_param NULL
 #define plan_scalar NULL
-#define plan_chunk NULL
 #define plan_result NULL
 #define plan_fused NULL
 #define plan_unary_grad NULL
@@ -707,11 +986,16 @@ const ir_plan *cg_plan_node(ir_graph *g, int id, const cg_plan_context *ctx)
     const ir_node *n = &g->nodes[id];
     plan_fn *rule = plan_fns[n->op];
     const bool moves_bytes = n->op == IR_OP_reshape || n->op == IR_OP_cast;   /* any dtype, int8 too */
-    if (!rule || n->dead || (n->quant && !moves_bytes) || n->rows_fused) /* int8 layers: the back ends' own lowering */
+    const bool int8 = n->quant && !moves_bytes && n->op != IR_OP_result;     /* a result: its chunk's */
+    if ((!rule && !int8) || n->dead || n->rows_fused)
         return NULL;
     ir_plan *plan = ax_alloc(g->ctx->arena, sizeof *plan);
     planner P = {.g = g, .n = n, .plan = plan, .capacity = 3, .ctx = ctx};
     plan->calls = ax_alloc(g->ctx->arena, sizeof *plan->calls * (size_t)P.capacity);
+    if (int8) {
+        plan_quant(&P);
+        return plan;
+    }
     rule(&P);
     plan_epilogue(&P);
     return plan;

@@ -62,16 +62,33 @@ void cg_select_blas(ir_graph *g);
  * depends on besides the graph.  blas: --blas=openblas; pack_offset >= 0
  * with state_offset (per node id, -1 for none): a training step, whose
  * Float32 weights read from the state are packed into the arena's room at
- * pack_offset each step (cg_c_body). */
+ * pack_offset each step (cg_c_body); float_io: int8 calibration's
+ * emulation (compiler/quantize.c), where an int8 node's operands all arrive
+ * float and its result leaves float, its scratch starts at offset 0 and its
+ * float epilogue is left out. */
 typedef struct cg_plan_context {
     bool blas;
     int64_t pack_offset;
     const int64_t *state_offset;
+    bool float_io;
 } cg_plan_context;
 /* Node id's plan, or NULL where its back end lowers it (no rule yet, int8). */
 const ir_plan *cg_plan_node(ir_graph *g, int id, const cg_plan_context *ctx);
 /* Every node's plan into ir_node.plan (cg_select and cg_select_blas call it). */
 void cg_plan_graph(ir_graph *g, bool blas);
+/* ---- int8 calibration's emulation (cg_plan_run.c) ----
+ * Int8 node id's plan with float_io, its packed weights and the scratch
+ * bytes its calls use, made once (cg_plan_host_prepare); then the plan run
+ * on the host through a table from kernel name to runtime function:
+ * values[k] holds node k's float value (those the calls read), y gets the
+ * node's float result (its float epilogue is the caller's). */
+typedef struct cg_plan_host {
+    const ir_plan *plan;
+    const int8_t *weights;
+    size_t scratch_bytes;
+} cg_plan_host;
+cg_plan_host cg_plan_host_prepare(ir_graph *g, int id);
+void cg_plan_host_run(const ir_graph *g, int id, const cg_plan_host *h, float *const *values, float *y);
 /* A packed parameter's data in its layout (n->layout), in arena a, and its
  * element count (a Winograd weight's is 36/9 of its own). */
 float *cg_packed_data(ax_arena *a, const ir_node *n);

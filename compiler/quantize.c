@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cg.h"
+#include "cg_target.h"
 #include "driver.h"
 #include "ir_interp.h"
 #include "tensorfile.h"
@@ -97,12 +97,16 @@ static int load_calibration(ax_ctx *ctx, const axc_opts *o, const ir_graph *g, c
     return AXC_OK;
 }
 
-/* ---- the calibration set's error: int8 layers emulated in the interpreter ---- */
+/* ---- the calibration set's error: int8 layers emulated in the interpreter ----
+ * Each int8 layer, add, concat, ReLU and mean (pool) runs its own kernel-call
+ * plan (cg_plan_run.c: the generated code's kernels, operands arriving and
+ * results leaving float); the rest of the model, the interpreter. */
 
 typedef struct emulation {
     const ir_graph *g;
     float **stash;   /* per node: a float copy of its value, for the int8 layers reading it */
     bool *wanted;
+    cg_plan_host *hosts;   /* per int8 node: its plan, made once */
 } emulation;
 
 static float *float_copy(const double *v, int64_t count)
@@ -113,89 +117,6 @@ static float *float_copy(const double *v, int64_t count)
     return f;
 }
 
-/* y (float, numel(n)) = the int8 layer n of the generated code, over x. */
-static void run_int8_layer(const ir_graph *g, const ir_node *n, const float *x, float *y)
-{
-    const ir_quant *q = n->quant;
-    const ir_node *xn = &g->nodes[n->src[0]], *w = &g->nodes[n->src[1]];
-    const axrt_requant rq = {q->bias, q->float_out ? NULL : q->mult, q->shift, q->fscale, q->out_zp, q->lo,
-                             q->hi, q->out_scale, 0};
-    const int64_t nx = ir_numel(xn);
-    axrt_conv2d_params p = {0};
-    if (n->op == IR_OP_conv) {
-        const ir_attrs *a = &n->attrs;
-        p = (axrt_conv2d_params){(int)xn->shape[0], (int)xn->shape[1], (int)xn->shape[2], (int)xn->shape[3],
-                                 (int)n->shape[1], (int)n->shape[2], (int)n->shape[3], (int)w->shape[2],
-                                 (int)w->shape[3], a->stride[0], a->stride[1], a->dilation[0], a->dilation[1],
-                                 a->pad[0], a->pad[1], a->groups};
-    }
-    uint8_t *qx = malloc((size_t)nx + (n->op == IR_OP_conv ? axrt_conv2d_q8_scratch(&p) : 0) + 1);
-    if (!qx) ax_out_of_memory(0);
-    axrt_quantize_u8(x, qx, (size_t)nx, q->in_scale, q->in_zp);
-    if (n->op == IR_OP_dense) {
-        const int64_t in = xn->shape[xn->rank - 1];
-        axrt_dense_q8(qx, q->w, &rq, y, (size_t)(nx / in), (size_t)in, (size_t)n->shape[n->rank - 1]);
-    } else {
-        axrt_conv2d_q8(qx, q->in_zp + 128, q->w, &rq, y, qx + nx, &p);
-    }
-    free(qx);
-}
-
-static uint8_t *quantised_copy(const float *x, int64_t count, float scale, int32_t zp)
-{
-    uint8_t *q = malloc((size_t)count + 1);
-    if (!q) ax_out_of_memory(0);
-    axrt_quantize_u8(x, q, (size_t)count, scale, zp);
-    return q;
-}
-
-/* y (float, numel(n)) = the int8 add, concat, ReLU or mean (pool) n of the
- * generated code, over its operands' float values x[k]. */
-static void run_int8_ew(const ir_graph *g, const ir_node *n, float *const *x, float *y)
-{
-    const ir_quant *q = n->quant;
-    uint8_t *qx[16] = {0};
-    for (int k = 0; k < q->nin; k++)
-        qx[k] = quantised_copy(x[n->src[k]], ir_numel(&g->nodes[n->src[k]]), q->in_scales[k], q->in_zps[k]);
-    const size_t count = (size_t)ir_numel(n);
-    axrt_ew_q8 e = q->ew[0];
-    e.out_q8 = 0;
-    const ir_node *xn = &g->nodes[n->src[0]];
-    if (n->op == IR_OP_add && ir_same_shape(xn, n) && ir_same_shape(&g->nodes[n->src[1]], n)) {
-        axrt_add_q8(qx[0], qx[1], y, count, &e);
-    } else if (n->op == IR_OP_add) {
-        int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
-        cg_broadcast_strides(xn, n, sa);
-        cg_broadcast_strides(&g->nodes[n->src[1]], n, sb);
-        axrt_add_bcast_q8(qx[0], sa, qx[1], sb, y, n->shape, n->rank, &e);
-    } else if (n->op == IR_OP_globalmeanpool || n->op == IR_OP_mean) {
-        /* [outer, axis, inner]: a global mean-pool's [n, h w, c] */
-        const int axis = n->op == IR_OP_mean ? n->attrs.axis : 1;
-        int64_t outer = 1;
-        for (int d = 0; d < axis; d++) outer *= xn->shape[d];
-        const int64_t len = n->op == IR_OP_mean ? xn->shape[axis] : xn->shape[1] * xn->shape[2];
-        axrt_mean_q8(qx[0], y, (size_t)outer, (size_t)len, (size_t)(ir_numel(xn) / outer / len), &e);
-    } else if (n->op == IR_OP_meanpool) {
-        const axrt_pool2d_params p = ir_pool2d_params(g, n);
-        axrt_meanpool_q8(qx[0], y, &p, q->window, &e);
-    } else if (n->op != IR_OP_concat) {
-        axrt_rescale_q8(qx[0], y, 1, count, count, 0, &e);
-    } else {
-        int64_t outer = 1, inner = 1, offset = 0;
-        for (int d = 0; d < n->attrs.axis; d++) outer *= n->shape[d];
-        for (int d = n->attrs.axis + 1; d < n->rank; d++) inner *= n->shape[d];
-        for (int k = 0; k < q->nin; k++) {
-            const int64_t row = g->nodes[n->src[k]].shape[n->attrs.axis] * inner;
-            e = q->ew[k];
-            e.out_q8 = 0;
-            axrt_rescale_q8(qx[k], y, (size_t)outer, (size_t)row, (size_t)(n->shape[n->attrs.axis] * inner),
-                            (size_t)offset, &e);
-            offset += row;
-        }
-    }
-    for (int k = 0; k < q->nin; k++) free(qx[k]);
-}
-
 static void emulate(void *user, int id, double *v, int64_t count)
 {
     emulation *e = user;
@@ -204,10 +125,7 @@ static void emulate(void *user, int id, double *v, int64_t count)
     if (n->quant && (n->quant->nin || n->quant->w)) {
         float *y = malloc(sizeof *y * (size_t)count + 1);
         if (!y) ax_out_of_memory(0);
-        if (n->quant->nin)
-            run_int8_ew(e->g, n, e->stash, y);
-        else
-            run_int8_layer(e->g, n, e->stash[n->src[0]], y);
+        cg_plan_host_run(e->g, id, &e->hosts[id], e->stash, y);
         for (int64_t i = 0; i < count; i++) {   /* a float epilogue as the generated code's */
             float r = y[i];
             if (n->quant->float_out && n->attrs.residual != IR_NONE) r += e->stash[n->src[n->attrs.residual]][i];
@@ -295,15 +213,17 @@ static int sample_error(const ir_graph *g, const void *const *in, void **f, void
  * P = 100 ||q - f||_2 / ||f||_2 and E = max |q - f| over every element of
  * that output in all S samples together, f the float model's, q the int8
  * model's (its int8 layers computed by the runtime's kernels). */
-static int report_error(ax_ctx *ctx, const ir_graph *g, const calib_set *set)
+static int report_error(ax_ctx *ctx, ir_graph *g, const calib_set *set)
 {
     const size_t nodes = (size_t)g->nnodes + 1, outs = (size_t)g->noutputs + 1;
-    error_sums sums = {{g, ax_alloc(ctx->arena, nodes * sizeof(float *)), ax_alloc(ctx->arena, nodes)},
+    error_sums sums = {{g, ax_alloc(ctx->arena, nodes * sizeof(float *)), ax_alloc(ctx->arena, nodes),
+                        ax_alloc(ctx->arena, nodes * sizeof(cg_plan_host))},
                        ax_alloc(ctx->arena, outs * sizeof(double)), ax_alloc(ctx->arena, outs * sizeof(double)),
                        ax_alloc(ctx->arena, outs * sizeof(double))};
     for (int id = 0; id < g->nnodes; id++) {
         const ir_node *n = &g->nodes[id];
         if (!n->quant || n->dead) continue;
+        if (n->quant->nin || n->quant->w) sums.e.hosts[id] = cg_plan_host_prepare(g, id);
         sums.e.wanted[n->src[0]] = true;
         for (int k = 0; k < n->quant->nin; k++) sums.e.wanted[n->src[k]] = true;
         if (n->attrs.residual != IR_NONE) sums.e.wanted[n->src[n->attrs.residual]] = true;

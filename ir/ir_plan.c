@@ -19,12 +19,21 @@ static void put_arg(ax_buf *out, const ir_arg *a)
         ax_buf_puts(out, a->value >= 0 && a->value < 5 ? act_names[a->value] : "?");
         return;
     case IR_ARG_DTYPE: ax_buf_puts(out, ir_dtype_name(a->dtype)); return;
-    case IR_ARG_REAL: ax_buf_printf(out, "%.9g", a->real); return;
+    case IR_ARG_REAL:
+    case IR_ARG_FLOAT: ax_buf_printf(out, "%.9g", a->real); return;
+    case IR_ARG_BYTES: ax_buf_printf(out, "u8:arena+%lld", (long long)a->value); return;
+    case IR_ARG_QWEIGHTS: ax_buf_printf(out, "q8_weights(%%%d)", a->node); return;
+    case IR_ARG_REQUANT: ax_buf_printf(out, "requant(%%%d)", a->node); return;
+    case IR_ARG_EW: ax_buf_printf(out, "ew(%%%d)[%lld]", a->node, (long long)a->value); return;
     case IR_ARG_INTS:
     case IR_ARG_INT64S:
+    case IR_ARG_INT32S:
+    case IR_ARG_SIZES:
+    case IR_ARG_POINTERS:
         ax_buf_printf(out, "%s{", a->name);
         for (int i = 0; i < a->count; i++)
-            ax_buf_printf(out, "%s%lld", i ? ", " : "", (long long)a->values[i]);
+            ax_buf_printf(out, "%s%s%lld", i ? ", " : "", a->kind == IR_ARG_POINTERS ? "%" : "",
+                          (long long)a->values[i]);
         ax_buf_puts(out, "}");
         return;
     }

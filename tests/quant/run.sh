@@ -21,6 +21,7 @@
 #              and max abs, per output) against the same figures computed here
 #              from the float and int8 builds run on each calibration sample
 #   errors     bad calibration input: exit 2 and a message naming the problem
+#   plan       --emit=ir lists each int8 node's kernel-call plan (plan.sh)
 # Environment (set by tests/run.sh): AXC_ROOT, AXC, PYTHON.
 set -u
 root=${AXC_ROOT:?}
@@ -222,3 +223,4 @@ for ax in "$root"/examples/*.ax; do    # the CNN examples: those with a conv
     grep -q 'Conv(' "$ax" && accuracy "$(basename "$ax" .ax)"
 done
 errors
+bash "$here/plan.sh"
