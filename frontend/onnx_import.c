@@ -503,16 +503,7 @@ int ox_transpose(ox_state *s, int x, const int *perm, int rank)
     return ox_add(s, IR_OP_transpose, &x, 1, &a);
 }
 
-int ox_scalar(ox_state *s, double value)
-{
-    int id = ir_add(s->g, IR_OP_scalar, NULL, 0, ax_noloc());
-    ir_node *n = ir_at(s->g, id);
-    n->attrs = ir_attrs_unset();
-    n->attrs.scalar = value;
-    n->dtype = AXRT_F32;
-    n->rank = 0;
-    return id;
-}
+int ox_scalar(ox_state *s, double value) { return ir_add_scalar(s->g, value, ax_noloc()); }
 
 int ox_node(ox_state *s, ox_val *v)
 {

@@ -301,16 +301,7 @@ int tfl_param(tfl_state *s, const double *values, int rank, const int64_t *shape
     return id;
 }
 
-int tfl_scalar(tfl_state *s, double value)
-{
-    int id = ir_add(s->g, IR_OP_scalar, NULL, 0, ax_noloc());
-    ir_node *n = ir_at(s->g, id);
-    n->attrs = ir_attrs_unset();
-    n->attrs.scalar = value;
-    n->dtype = AXRT_F32;
-    n->rank = 0;
-    return id;
-}
+int tfl_scalar(tfl_state *s, double value) { return ir_add_scalar(s->g, value, ax_noloc()); }
 
 int tfl_reshape(tfl_state *s, int x, const int64_t *shape, int rank)
 {

@@ -194,6 +194,17 @@ int ir_add(ir_graph *g, ir_op op, const int *src, int nsrc, ax_loc loc)
     return g->nnodes++;
 }
 
+int ir_add_scalar(ir_graph *g, double value, ax_loc loc)
+{
+    int id = ir_add(g, IR_OP_scalar, NULL, 0, loc);
+    ir_node *n = ir_at(g, id);
+    n->attrs = ir_attrs_unset();
+    n->attrs.scalar = value;
+    n->dtype = AXRT_F32;
+    n->rank = 0;
+    return id;
+}
+
 static int shifted_id(int id, int pos)
 {
     return id != IR_NONE && id >= pos ? id + 1 : id;

@@ -337,6 +337,8 @@ struct ir_graph {
 ir_graph *ir_graph_new(ax_ctx *ctx, const char *name, ax_loc loc);
 /* Appends a node; returns its id.  Operands must already exist (ids < new id). */
 int ir_add(ir_graph *g, ir_op op, const int *src, int nsrc, ax_loc loc);
+/* Appends a Float32 rank-0 constant (IR_OP_scalar) holding value; returns its id. */
+int ir_add_scalar(ir_graph *g, double value, ax_loc loc);
 /* Inserts a node at index pos (operands must be < pos), shifting later nodes
  * up by one and renumbering every operand, g->inputs and g->outputs that
  * referred to them.  Returns pos.  Used to put a cast right after an input. */
