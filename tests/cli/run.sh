@@ -261,7 +261,7 @@ check_option_hints() {
         grep -q "option '$opt' is not valid in this mode" err || { echo "$opt: no 'not valid in this mode'"; show; return 1; }
     done
     run_axc mlp.ax --emit=ax; expect_rc 2 || return 1
-    grep -q "prints an imported model (FILE.onnx)" err || { show; return 1; }
+    grep -q "prints an imported model (FILE.onnx, FILE.tflite)" err || { show; return 1; }
     run_axc train mlp.ax --loss=mse; expect_rc 2 || return 1
     grep -q "'axc train' needs --target" err || { show; return 1; }
     run_axc mlp.ax --epochs=2 -o t.c; expect_rc 2 || return 1
