@@ -24,6 +24,10 @@ MLPERF_TINY_MODELS=${MLPERF_TINY_MODELS:-ds_cnn fc_autoencoder}   # the models m
 
 mlperf_tiny_on_firmware() {
     local d=$work/mlperf_tiny ex=$root/examples/mlperf_tiny m dt
+    if [ "${AXC_TEST_SANITIZED:-}" = 1 ]; then
+        # cross-compiles and QEMU runs, none of them instrumented: make test runs it
+        echo "SKIP: firmware mlperf tiny (under make test-asan: make test runs it)"; return
+    fi
     if ! "$python" -c 'import numpy, torch' 2>/dev/null; then
         echo "SKIP: firmware mlperf tiny (no PyTorch for $python: the twins and their training need it)"; return
     fi
