@@ -28,29 +28,7 @@ static void fill(float *v, size_t n, float lo, float hi, unsigned seed)
     }
 }
 
-#include "act_ref.h"
-
-/* A 3x3 stride-1 conv in double over NHWC, weight [oc, c, 3, 3], then the epilogue. */
-static void conv_ref(const float *x, const float *w, const float *bias, const float *residual, axrt_act act,
-                     double *y, const axrt_conv2d_params *p)
-{
-    for (int n = 0; n < p->n; n++)
-        for (int oy = 0; oy < p->oh; oy++)
-            for (int ox = 0; ox < p->ow; ox++)
-                for (int o = 0; o < p->oc; o++) {
-                    const size_t at = (((size_t)n * p->oh + oy) * p->ow + ox) * p->oc + o;
-                    double acc = bias ? bias[o] : 0;
-                    for (int ky = 0; ky < 3; ky++)
-                        for (int kx = 0; kx < 3; kx++) {
-                            const int iy = oy - p->pad_top + ky, ix = ox - p->pad_left + kx;
-                            if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) continue;
-                            for (int c = 0; c < p->c; c++)
-                                acc += (double)x[(((size_t)n * p->h + iy) * p->w + ix) * p->c + c] *
-                                       w[(((size_t)o * p->c + c) * 3 + ky) * 3 + kx];
-                        }
-                    y[at] = act_ref(acc + (residual ? residual[at] : 0), act);
-                }
-}
+#include "conv_ref.h"
 
 /* max |y - ref| / max |ref| */
 static double rel_error(const float *y, const double *ref, size_t n)
