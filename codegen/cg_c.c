@@ -678,8 +678,9 @@ const char *cg_layer_op(const ir_graph *g, const ir_node *n)
 {
     const bool fused = n->op == IR_OP_fused_elementwise;
     ax_buf b = {0};
-    if (n->nsrc && n->src[0] != IR_NONE && g->nodes[n->src[0]].rows_fused)
-        ax_buf_puts(&b, "expand+");   /* its operand computed inside it (cg_c_fuse_rows) */
+    for (int at = n->nsrc ? n->src[0] : IR_NONE; at != IR_NONE && g->nodes[at].rows_fused;
+         at = g->nodes[at].nsrc ? g->nodes[at].src[0] : IR_NONE)
+        ax_buf_puts(&b, g->nodes[at].attrs.groups > 1 ? "depthwise+" : "expand+");   /* computed inside it (cg_c_fuse_rows) */
     ax_buf_puts(&b, fused ? "fused(" : ir_ops[n->op].name);
     for (int s = 0; fused && s < n->attrs.nsteps; s++) {
         const int op = n->attrs.steps[s].op;
@@ -698,8 +699,11 @@ const char *cg_layer_op(const ir_graph *g, const ir_node *n)
 /* A layer's FLOPs, those of a rows_fused operand computed inside it included. */
 static double layer_flops(const ir_graph *g, const ir_node *n)
 {
-    const bool fused = n->nsrc && n->src[0] != IR_NONE && g->nodes[n->src[0]].rows_fused;
-    return ir_node_flops(g, n) + (fused ? ir_node_flops(g, &g->nodes[n->src[0]]) : 0);
+    double flops = ir_node_flops(g, n);
+    for (int at = n->nsrc ? n->src[0] : IR_NONE; at != IR_NONE && g->nodes[at].rows_fused;
+         at = g->nodes[at].nsrc ? g->nodes[at].src[0] : IR_NONE)
+        flops += ir_node_flops(g, &g->nodes[at]);
+    return flops;
 }
 
 bool cg_is_profiled(const ir_node *n)

@@ -70,14 +70,42 @@ static bool packed_conv(const ir_node *n, const ir_graph *g, int64_t kh, int64_t
  * 115 -> 111 us, 14x14x576 even, 7x7x960 (188 KB) 159 -> 169 us. */
 #define FUSE_ROWS_MIN_BYTES (256u << 10)
 
+/* A 1x1, stride 1, unpadded groups=1 conv. */
+static bool pointwise(const ir_node *n)
+{
+    const ir_attrs *a = &n->attrs;
+    return a->groups == 1 && a->stride[0] == 1 && a->stride[1] == 1 && !a->pad[0] && !a->pad[1] && !a->pad[2] &&
+           !a->pad[3];
+}
+
+/* The projection's packed weight the banded kernel sweeps for every pixel
+ * tile: as the whole-image conv keeps it in L2 (axrt_fast.inc
+ * CONV_WEIGHT_CACHED), beyond which that kernel blocks columns instead. */
+#define FUSE_PROJECT_MAX_WEIGHT (1u << 20)
+
+/* axrt_expand_dw_project_f32's contract: the depthwise conv d of a fused
+ * expansion read by a 1x1 projection p (bias, residual and act allowed).
+ * The rule: always, the weight bound aside: the projection's tiles are the
+ * whole-image conv's, so banding costs nothing but the ring of depthwise
+ * rows, and saves writing and reading back the depthwise output. */
+static bool fuse_project(const ir_node *d, const ir_node *p, const ir_graph *g)
+{
+    const ir_node *w = &g->nodes[p->src[1]];
+    return g->nodes[d->src[0]].rows_fused && packed_conv(d, g, d->attrs.kernel[0], d->attrs.kernel[1]) &&
+           p->op == IR_OP_conv && p->rank == 4 && p->dtype == AXRT_F32 &&
+           !p->quant && w->op == IR_OP_param && w->shape[2] == 1 && w->shape[3] == 1 && cg_kernel_act(p) >= 0 &&
+           pointwise(p) && p->attrs.residual != 0 && ir_value_bytes(w) <= FUSE_PROJECT_MAX_WEIGHT;
+}
+
 /* axrt_expand_depthwise_f32's contract: a 1x1, stride 1, unpadded groups=1
  * conv feeding a depthwise conv (groups == channels, one filter each) at
- * most AXRT_DWCONV_MAX_KH tall. */
+ * most AXRT_DWCONV_MAX_KH tall; or (fuse_project) that depthwise conv
+ * feeding its projection. */
 bool cg_c_fuse_rows(const ir_node *e, const ir_node *d, const ir_graph *g)
 {
-    const ir_attrs *a = &e->attrs;
-    return packed_conv(e, g, 1, 1) && a->groups == 1 && a->stride[0] == 1 && a->stride[1] == 1 &&
-           !a->pad[0] && !a->pad[1] && !a->pad[2] && !a->pad[3] &&
+    if (e->attrs.groups > 1)   /* a depthwise conv: cg_c_fuse_rows(expansion, e) said yes before */
+        return fuse_project(e, d, g);
+    return packed_conv(e, g, 1, 1) && pointwise(e) &&
            packed_conv(d, g, g->nodes[d->src[1]].shape[2], g->nodes[d->src[1]].shape[3]) &&
            d->attrs.groups == d->shape[3] && d->shape[3] == e->shape[3] &&
            g->nodes[d->src[1]].shape[1] == 1 && d->attrs.kernel[0] <= AXRT_DWCONV_MAX_KH &&
@@ -85,16 +113,22 @@ bool cg_c_fuse_rows(const ir_node *e, const ir_node *d, const ir_graph *g)
 }
 
 /* axrt_expand_depthwise_scratch_elems: the rings of expanded rows (the
- * depthwise conv n's input rows). */
+ * depthwise conv n's input rows); for a projection n whose depthwise conv
+ * is rows_fused too, axrt_expand_dw_project_scratch_elems (those rings and
+ * the rings of depthwise rows). */
 static size_t expand_rings_bytes(const ir_node *n, const ir_graph *g)
 {
-    const ir_node *x = &g->nodes[n->src[0]];
+    const ir_node *d = g->nodes[n->src[0]].rows_fused && g->nodes[g->nodes[n->src[0]].src[0]].rows_fused
+                           ? &g->nodes[n->src[0]] : n;
+    const ir_node *x = &g->nodes[d->src[0]];
     axrt_conv2d_params p = {0};
-    p.kh = n->attrs.kernel[0];
-    p.dilation_h = n->attrs.dilation[0];
+    p.kh = d->attrs.kernel[0];
+    p.dilation_h = d->attrs.dilation[0];
     p.w = (int)x->shape[2];
     p.c = (int)x->shape[3];
-    return axrt_expand_depthwise_scratch_elems(&p) * sizeof(float);
+    p.ow = (int)d->shape[2];
+    return (d == n ? axrt_expand_depthwise_scratch_elems(&p) : axrt_expand_dw_project_scratch_elems(&p)) *
+           sizeof(float);
 }
 
 /* Whether node id's value is read by no live node after at (a graph output
@@ -132,6 +166,8 @@ static size_t q8_patch_bytes(const ir_node *n, const ir_graph *g)
 
 size_t cg_c_scratch_bytes(const ir_node *n, const ir_graph *g)
 {
+    if (n->rows_fused)   /* runs inside its reader, in that one's scratch */
+        return 0;
     size_t door = 0;   /* an int8 add/concat/ReLU's operands that arrive float, quantised one after the other */
     for (int k = 0; n->quant && k < n->quant->nin; k++)
         door += n->quant->in_q8_mask >> k & 1 ? 0 : (size_t)ir_numel(&g->nodes[n->src[k]]);

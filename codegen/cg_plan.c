@@ -254,6 +254,32 @@ static void plan_expand_depthwise(planner *P)
     arg_conv_params(P, c, "dw_params", e, n, w, &n->attrs, false);
 }
 
+/* Projection n whose operand, a depthwise conv, is rows_fused with its own
+ * expansion: the whole block in one call (axrt_expand_dw_project_f32), the
+ * rings in n's scratch. */
+static void plan_expand_dw_project(planner *P)
+{
+    const ir_node *n = P->n, *d = operand_node(P, 0), *e = &P->g->nodes[d->src[0]];
+    const ir_node *x = &P->g->nodes[e->src[0]], *ew = &P->g->nodes[e->src[1]], *dw = &P->g->nodes[d->src[1]];
+    if (n->scratch_offset < 0 || !cg_kernel_applies_epilogue(P->g, n) || !cg_kernel_applies_epilogue(P->g, d) ||
+        !cg_kernel_applies_epilogue(P->g, e))
+        ax_die("cg_plan: a row-fused block without its rings or packed kernels");
+    ir_call *c = kernel_call(P, CG_K_expand_dw_project, n->dtype);
+    for (int i = 0; i < 3; i++)
+        arg_value(c, i < e->nsrc ? e->src[i] : IR_NONE);
+    arg_act(c, cg_kernel_act(e));
+    arg_value(c, d->src[1]);
+    arg_value(c, d->nsrc > 2 ? d->src[2] : IR_NONE);
+    arg_act(c, cg_kernel_act(d));
+    arg_operand(P, c, 1);
+    epilogue_args(P, c);
+    arg_value(c, self_id(P));
+    arg_arena(c, AXRT_F32, n->scratch_offset);
+    arg_conv_params(P, c, "params", x, e, ew, &e->attrs, false);
+    arg_conv_params(P, c, "dw_params", e, d, dw, &d->attrs, false);
+    arg_conv_params(P, c, "pw_params", d, n, operand_node(P, 1), &n->attrs, false);
+}
+
 /* A depthwise conv the memory plan put over its own input
  * (cg_c_can_inplace): the in-place kernel, its ring of input rows in n's
  * scratch, the packed kernels' epilogue rule. */
@@ -297,6 +323,10 @@ static void plan_conv(planner *P)
     const ir_node *n = P->n;
     if (n->inplace_of == 0) {
         plan_dwconv_inplace(P);
+        return;
+    }
+    if (operand_node(P, 0)->rows_fused && P->g->nodes[operand_node(P, 0)->src[0]].rows_fused) {
+        plan_expand_dw_project(P);
         return;
     }
     if (operand_node(P, 0)->rows_fused) {

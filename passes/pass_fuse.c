@@ -20,7 +20,10 @@
  *                    1x1 conv is marked rows_fused and the target's kernel makes
  *                    its rows a few at a time inside the depthwise conv (only
  *                    where the target's fuse_rows says its kernel can and it
- *                    pays), so the expanded tensor never exists whole.
+ *                    pays), so the expanded tensor never exists whole; and
+ *                    conv1x1(that depthwise conv) likewise: the depthwise conv
+ *                    is marked rows_fused too and the projection runs band by
+ *                    band on its rows (the whole inverted-residual block).
  * A producer is only merged into its consumer when the consumer is its single
  * use and the producer is not a graph output (its value must not be observable
  * unfused).  Each pass returns 0 (rewrites cannot fail). */
@@ -358,6 +361,26 @@ static bool own_param_or_none(const ir_graph *g, const ir_use *u, int id)
     return id == IR_NONE || (g->nodes[id].op == IR_OP_param && single_internal_use(u, id));
 }
 
+/* Each depthwise conv d whose expansion is rows_fused and whose only
+ * reader is conv p (its operand 0) is marked rows_fused too where the
+ * target computes it band by band inside p (the projection), so that the
+ * whole block runs without its expanded tensors. */
+static void fuse_projections(ir_graph *g, const ir_use *u)
+{
+    for (int id = 0; id < g->nnodes; id++) {
+        const ir_node *p = &g->nodes[id];
+        if (p->dead || p->op != IR_OP_conv || p->nsrc < 3)
+            continue;
+        ir_node *d = &g->nodes[p->src[0]];
+        if (d->dead || d->op != IR_OP_conv || d->nsrc != 3 || !g->nodes[d->src[0]].rows_fused ||
+            !single_internal_use(u, p->src[0]) || p->attrs.residual == 0)
+            continue;
+        if (own_param_or_none(g, u, p->src[1]) && own_param_or_none(g, u, p->src[2]) &&
+            g->target->fuse_rows(d, p, g))
+            d->rows_fused = true;
+    }
+}
+
 int pass_fuse_expand_depthwise(ir_graph *g)
 {
     if (!g->target || !g->target->fuse_rows)
@@ -378,6 +401,7 @@ int pass_fuse_expand_depthwise(ir_graph *g)
         if (owned && g->target->fuse_rows(e, d, g))
             e->rows_fused = true;
     }
+    fuse_projections(g, &u);
     ir_use_free(&u);
     return 0;
 }

@@ -81,10 +81,12 @@ static int *last_uses(const ir_graph *g)
         if (g->nodes[id].live_until > last[id])
             last[id] = g->nodes[id].live_until;
     }
-    for (int id = 0; id < g->nnodes; id++)   /* a rows_fused node's operands are read by its reader */
+    /* a rows_fused node's operands are read by its reader (last to first: a
+       fused expansion's operand by the projection its depthwise conv is fused into) */
+    for (int id = g->nnodes - 1; id >= 0; id--)
         for (int i = 0; g->nodes[id].rows_fused && i < g->nodes[id].nsrc; i++)
-            if (g->nodes[id].src[i] != IR_NONE && last[g->nodes[id].src[i]] < u.last[id])
-                last[g->nodes[id].src[i]] = u.last[id];
+            if (g->nodes[id].src[i] != IR_NONE && last[g->nodes[id].src[i]] < last[id])
+                last[g->nodes[id].src[i]] = last[id];
     ir_use_free(&u);
     return last;
 }

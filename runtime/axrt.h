@@ -431,6 +431,24 @@ void axrt_expand_depthwise_f32(const float *x, const float *expand, const float 
                                axrt_act dw_act, float *y, float *scratch,
                                const axrt_conv2d_params *pe, const axrt_conv2d_params *pd);
 
+/* The whole inverted-residual block: axrt_expand_depthwise_f32's pair, then
+   a 1x1 projection (pp: groups 1, stride 1, no padding, weight packed as
+   axrt_pack_conv2d_f32) of the depthwise output with its bias, residual
+   (may be NULL; not x) and act, band by band: the depthwise rows are
+   made into a ring of a few rows, and each of the projection's pixel tiles
+   runs as soon as its rows are there, so neither the expanded tensor nor
+   the depthwise output exists whole.  scratch:
+   axrt_expand_dw_project_scratch_elems(pd) floats (one expansion ring and
+   one ring of depthwise rows per band, AXRT_EXPAND_DW_BANDS bands of the
+   projection's tiles split over the threads).  y is bit for bit what the
+   three kernels give one after the other, for every thread count. */
+size_t axrt_expand_dw_project_scratch_elems(const axrt_conv2d_params *pd);
+void axrt_expand_dw_project_f32(const float *x, const float *expand, const float *expand_bias,
+                                axrt_act expand_act, const float *dw, const float *dw_bias, axrt_act dw_act,
+                                const float *project, const float *project_bias, const float *residual,
+                                axrt_act project_act, float *y, float *scratch, const axrt_conv2d_params *pe,
+                                const axrt_conv2d_params *pd, const axrt_conv2d_params *pp);
+
 /* Depthwise conv overwriting its own input xy (axrt_dwconv.c): groups == c ==
    oc, stride 1, oh == h, ow == w, kh <= AXRT_DWCONV_MAX_KH.  w is [c, 1, kh, kw],
    or [kh * kw, c] when packed != 0; ring holds axrt_dwconv_inplace_ring_elems(p)

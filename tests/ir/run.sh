@@ -27,8 +27,9 @@
 #            a table row per model whose smallest budget is below its plan,
 #            and a well-formed SVG naming the plotted model
 #   rows-fused-exact  the expansions fuse_expand_depthwise marks are computed
-#            inside their depthwise convs, bit-identical to the unfused build
-#            on every kernel path and thread count
+#            inside their depthwise convs, and the depthwise convs it marks
+#            band by band inside their projections, bit-identical to the
+#            unfused build on every kernel path and thread count
 #   plan:*   the kernel-call plan --emit=ir prints under each node (codegen/
 #            cg_plan.c) is what the C back end prints: the plan's calls, in
 #            order, are the generated C's calls of those kernels, for every
@@ -219,19 +220,30 @@ check_remat() {
 }
 
 # cases/expand_depthwise.ax: the C computes both expansions inside their
-# depthwise convs, and its outputs are bit-identical to the unfused -O2
-# build's (--ram above the plan clears the fusion) on every kernel path
-# (AXRT_ISA) and for 1 to 3 threads.
+# depthwise convs, and those band by band inside their projections;
+# cases/inverted_residual.ax: three whole blocks band by band (residuals,
+# stride 2, a 5x5 kernel), the squeeze-and-excitation block's expansion
+# only.  The outputs are bit-identical to the unfused -O2 build's (--ram
+# above the plan clears the fusion) on every kernel path (AXRT_ISA) and for
+# 1 to 3 threads.
 check_rows_fused_exact() {
-    local file=$here/cases/expand_depthwise.ax isa threads
+    check_rows_fused_case expand_depthwise 0 2 && check_rows_fused_case inverted_residual 1 3
+}
+
+# check_rows_fused_case NAME PAIRS BLOCKS: NAME's C has PAIRS expansion +
+# depthwise calls and BLOCKS whole-block calls, and its outputs are the
+# unfused build's, bit for bit.
+check_rows_fused_case() {
+    local file=$here/cases/$1.ax isa threads
     "$AXC" "$file" -o "$tmp/rows.c" || return 1
-    [ "$(grep -c 'axrt_expand_depthwise_f32(' "$tmp/rows.c")" -eq 2 ] || { echo "not fused twice"; return 1; }
+    [ "$(grep -c 'axrt_expand_depthwise_f32(' "$tmp/rows.c")" -eq "$2" ] || { echo "$1: not $2 pairs fused"; return 1; }
+    [ "$(grep -c 'axrt_expand_dw_project_f32(' "$tmp/rows.c")" -eq "$3" ] || { echo "$1: not $3 blocks fused"; return 1; }
     for isa in portable avx2 avx512; do
         for threads in 1 2 3; do
             AXRT_ISA=$isa "$AXC" run --seed 3 --threads $threads "$file" --output "$tmp/fused.npy" >/dev/null || return 1
             AXRT_ISA=$isa "$AXC" run --seed 3 --threads $threads --ram=1024M "$file" --output "$tmp/plain.npy" \
                 >/dev/null || return 1
-            cmp "$tmp/fused.npy" "$tmp/plain.npy" || { echo "$isa, $threads threads: outputs differ"; return 1; }
+            cmp "$tmp/fused.npy" "$tmp/plain.npy" || { echo "$1, $isa, $threads threads: outputs differ"; return 1; }
         done
     done
 }

@@ -694,61 +694,7 @@ static void test_depthwise_shapes(void **state)
     }
 }
 
-/* axrt_expand_depthwise_f32 against the 1x1 conv then the depthwise conv,
- * bit for bit, on every variant and for 1, 2, 3 and 7 threads: stride 1
- * and 2, a 5x5 dilated kernel with asymmetric padding, odd sizes, channel
- * tails of lanes, no bias, two images, one input column, and a shape above
- * the threads' work threshold.  y is refilled before each run, so a row the
- * bands skip shows. */
-typedef void expand_dw_fn(const float *, const float *, const float *, axrt_act, const float *,
-                          const float *, axrt_act, float *, float *, const axrt_conv2d_params *,
-                          const axrt_conv2d_params *);
-typedef size_t expand_dw_scratch_fn(const axrt_conv2d_params *);
-typedef int set_threads_fn(int);
-static void test_expand_depthwise(void **state)
-{
-    static const axrt_conv2d_params dws[] = {
-        {1, 13, 11, 40, 13, 11, 40, 3, 3, 1, 1, 1, 1, 1, 1, 40},
-        {2, 12, 9, 19, 6, 5, 19, 3, 3, 2, 2, 1, 1, 1, 1, 19},
-        {1, 15, 7, 24, 4, 4, 24, 5, 5, 2, 2, 2, 2, 0, 2, 24},
-        {1, 3, 1, 8, 3, 1, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8},
-        {1, 32, 20, 96, 16, 10, 96, 3, 3, 2, 2, 1, 1, 1, 1, 96},
-    };
-    static const int in_c[] = {16, 8, 12, 5, 16}, counts[] = {1, 2, 3, 7};
-    enum { MAX_E = 2 * 32 * 20 * 96, MAX_X = 2 * 32 * 20 * 16 };
-    static float x[MAX_X], we[96 * 16], wd[96 * 25], be[96], bd[96], pe_w[96 * 16], pd_w[96 * 25];
-    static float mid[MAX_E], want[MAX_E], y[MAX_E], rings[MAX_E];
-    (void)state;
-    for (size_t s = 0; s < sizeof dws / sizeof dws[0]; s++) {
-        const axrt_conv2d_params *pd = &dws[s];
-        const axrt_conv2d_params pe = {pd->n, pd->h, pd->w, in_c[s], pd->h, pd->w, pd->c, 1, 1, 1, 1, 1, 1, 0, 0, 1};
-        const size_t ny = (size_t)pd->n * pd->oh * pd->ow * pd->c;
-        const float *bias_e = s == 1 ? NULL : be;
-        const axrt_act act_e = s == 1 ? AXRT_ACT_RELU : AXRT_ACT_RELU6, act_d = s == 1 ? AXRT_ACT_NONE : AXRT_ACT_RELU6;
-        fill(x, (size_t)pe.n * pe.h * pe.w * pe.c, -1, 1, 60 + (unsigned)s);
-        fill(we, (size_t)pe.oc * pe.c, -0.5f, 0.5f, 61), fill(wd, (size_t)pd->c * pd->kh * pd->kw, -1, 1, 62);
-        fill(be, 96, -1, 1, 63), fill(bd, 96, -1, 1, 64);
-        for (int v = 0; v < n_variants; v++) {
-            set_threads_fn *set_threads = (set_threads_fn *)dlsym(runtimes[variants[v].build], "axrt_set_threads");
-            ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(we, pe_w, &pe);
-            ((pack_conv_fn *)symbol(v, "axrt_pack_depthwise_f32"))(wd, pd_w, pd);
-            ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, pe_w, bias_e, NULL, act_e, mid, &pe);
-            ((conv_ep_fn *)symbol(v, "axrt_conv2d_depthwise_f32"))(mid, pd_w, bd, NULL, act_d, want, pd);
-            if (((expand_dw_scratch_fn *)symbol(v, "axrt_expand_depthwise_scratch_elems"))(pd) > MAX_E)
-                fail_msg("shape %zu: rings too large for the test", s);
-            for (int c = 0; c < 4; c++) {
-                assert_int_equal(set_threads(counts[c]), 0);
-                for (size_t i = 0; i < ny; i++) y[i] = (float)(c + 1) * 1e30f;
-                ((expand_dw_fn *)symbol(v, "axrt_expand_depthwise_f32"))(x, pe_w, bias_e, act_e, pd_w, bd, act_d,
-                                                                         y, rings, &pe, pd);
-                if (memcmp(y, want, ny * sizeof *y) != 0)
-                    fail_msg("variant %s shape %zu, %d threads: differs from conv then depthwise",
-                             variant_name(v), s, counts[c]);
-            }
-            set_threads(1);
-        }
-    }
-}
+#include "test_fastmath_blocks.inc"
 
 /* Softmax over a wide line (many vectors and a tail): arguments far below
  * the max underflow to (almost) 0, and one NaN makes the whole line NaN. */
@@ -1456,6 +1402,7 @@ int main(void)
         cmocka_unit_test(test_depthwise),
         cmocka_unit_test(test_depthwise_shapes),
         cmocka_unit_test(test_expand_depthwise),
+        cmocka_unit_test(test_expand_dw_project),
         cmocka_unit_test(test_softmax_edges),
         cmocka_unit_test(test_softmax_long_lines),
         cmocka_unit_test(test_matmul_shapes),
