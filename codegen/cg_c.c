@@ -678,9 +678,12 @@ const char *cg_layer_op(const ir_graph *g, const ir_node *n)
 {
     const bool fused = n->op == IR_OP_fused_elementwise;
     ax_buf b = {0};
-    for (int at = n->nsrc ? n->src[0] : IR_NONE; at != IR_NONE && g->nodes[at].rows_fused;
-         at = g->nodes[at].nsrc ? g->nodes[at].src[0] : IR_NONE)
-        ax_buf_puts(&b, g->nodes[at].attrs.groups > 1 ? "depthwise+" : "expand+");   /* computed inside it (cg_c_fuse_rows) */
+    /* the rows_fused operands computed inside it (cg_c_fuse_rows), innermost first */
+    const int inner = n->nsrc && n->src[0] != IR_NONE && g->nodes[n->src[0]].rows_fused ? n->src[0] : IR_NONE;
+    if (inner != IR_NONE && g->nodes[inner].nsrc && g->nodes[g->nodes[inner].src[0]].rows_fused)
+        ax_buf_puts(&b, "expand+depthwise+");
+    else if (inner != IR_NONE)
+        ax_buf_puts(&b, "expand+");
     ax_buf_puts(&b, fused ? "fused(" : ir_ops[n->op].name);
     for (int s = 0; fused && s < n->attrs.nsteps; s++) {
         const int op = n->attrs.steps[s].op;
