@@ -100,9 +100,10 @@ typedef struct ir_target {
      * into primitive ops (pass_unroll_rnn). */
     bool rnn_kernels;
     /* Whether its kernels can compute conv `producer` a few rows at a time
-     * inside the depthwise conv `consumer`, its only reader, so that the
-     * producer's value never exists whole (pass_fuse_expand_depthwise);
-     * NULL: never. */
+     * inside conv `consumer`, its only reader (a 1x1 expansion inside its
+     * depthwise conv, or that depthwise conv inside its 1x1 projection), so
+     * that the producer's value never exists whole
+     * (pass_fuse_expand_depthwise); NULL: never. */
     bool (*fuse_rows)(const ir_node *producer, const ir_node *consumer, const ir_graph *g);
 } ir_target;
 
@@ -259,8 +260,10 @@ struct ir_node {
                             --save-weights writes the originals (kept, dead) instead */
     int64_t offset;      /* byte offset in the arena (pass_memplan), -1 = not in the arena */
     int64_t scratch_offset; /* arena offset of this node's scratch (target scratch_bytes > 0), else -1 */
-    bool rows_fused;     /* computed row by row inside its only reader, a depthwise conv
-                            (pass_fuse_expand_depthwise): no buffer, no code of its own */
+    bool rows_fused;     /* computed row by row inside its only reader, a depthwise conv,
+                            or (a depthwise conv itself) band by band inside its 1x1
+                            projection (pass_fuse_expand_depthwise): no buffer, no code
+                            of its own */
     int inplace_of;      /* operand index whose buffer the result overwrites (pass_memplan's
                             in-place decision; every back end reads it), else IR_NONE */
     ir_layout layout;    /* param only: how the back end stores it (cg_select) */

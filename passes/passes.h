@@ -166,7 +166,9 @@ int pass_fuse_residual(ir_graph *g);
 int pass_fuse_activation(ir_graph *g);
 int pass_fuse_spatial_mean(ir_graph *g);
 /* Marks each 1x1 conv the target computes row by row inside the depthwise
- * conv reading it (ir_node.rows_fused, ir_target.fuse_rows).  Not run under
+ * conv reading it, and each such depthwise conv the target computes band by
+ * band inside the 1x1 projection reading it (ir_node.rows_fused,
+ * ir_target.fuse_rows).  Not run under
  * int8 or --ram, whose rewrites work on whole values (pipeline_table.c). */
 int pass_fuse_expand_depthwise(ir_graph *g);
 /* Trees of elementwise nodes -> one fused_elementwise node
