@@ -87,15 +87,38 @@ for s in "${suites[@]}"; do
     esac
 done
 
-# Start order: the longest jobs first, so the last to finish starts early.
-weight() {
+# Start order: longest processing time first (LPT), so that on few cores the
+# long jobs do not start last and the wall time approaches CPU / jobs.  The
+# figures are each job's CPU seconds on a fresh 2-core run (docs/tests.md
+# "Keeping the suite fast"), or, once a run has recorded them, each job's CPU
+# seconds on the last run (BUILD_DIR/tests/job-times); only their order
+# matters: a stale figure costs wall time, never a result.  A job not listed
+# counts 10 s.
+job_times=$B/tests/job-times
+cost() {
     case $1 in
-        cuda|torch:run|half|unit:test_codegen|compile|ir|train:run) echo 5 ;;
-        ops|*firmware*|*install*|cli|profile|bench|train:*|onnx|llvm) echo 3 ;;
-        *) echo 1 ;;
+        cuda) echo 950 ;;
+        llvm) echo 320 ;;
+        *firmware*|*install*) echo 237 ;;
+        ir) echo 141 ;;
+        quant) echo 157 ;;
+        torch:run) echo 90 ;;
+        compile) echo 94 ;;
+        half) echo 76 ;;
+        train:interp) echo 70 ;;
+        errors) echo 58 ;;
+        cli) echo 52 ;;
+        train:run|train:step) echo 45 ;;
+        ops) echo 40 ;;
+        mpi) echo 30 ;;
+        train:*|torch:*|profile|onnx|tflite|bench) echo 22 ;;
+        unit:test_codegen) echo 15 ;;
+        *) echo 10 ;;
     esac
 }
-start_order=$(for i in "${!jobs_list[@]}"; do echo "$(weight "${jobs_list[$i]}") $i"; done | sort -k1,1nr -k2,2n | cut -d' ' -f2)
+start_order=$(for i in "${!jobs_list[@]}"; do
+    c=$([ -r "$job_times" ] && awk -v j="${jobs_list[$i]}" '$1 == j { print $3; exit }' "$job_times")
+    echo "${c:-$(cost "${jobs_list[$i]}")} $i"; done | sort -k1,1nr -k2,2n | cut -d' ' -f2)
 
 # Prints (console) and appends (count log) every finished job not yet shown
 # whose predecessors are all shown.
@@ -144,6 +167,9 @@ fi
 cat "$logs"/*.done | sed 's/^\([a-z]*\):[^ ]*/\1/' |
     awk '{t[$1] += $2; c[$1] += $3} END {for (s in t) printf "%d %s %d\n", t[s], s, c[s]}' | sort -rn |
     awk '{printf "%s%s %d s (cpu %d s)", (NR > 1 ? ", " : "time: "), $2, $1, $3} END {print ""}'
+# this run's job times first, then those of jobs it did not run
+[ -d "$B/tests" ] && { cat "$logs"/*.done; cat "$job_times" 2>/dev/null; } | awk '!seen[$1]++' >"$logs/times" &&
+    cp "$logs/times" "$job_times"
 cpu_all=$(cat "$logs"/*.done | awk '{c += $3} END {print c + 0}')
 echo "time: all suites $((SECONDS - run_start)) s wall, $cpu_all s cpu, on $max_jobs jobs"
 
