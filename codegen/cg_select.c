@@ -8,7 +8,7 @@
  * embedded in the panel order of axrt.h (packed at compile time by the
  * runtime's own packing functions), and those nodes call the *_packed_f32
  * kernels.  Shared in any other way, it stays as it is.  A grouped conv's
- * weight (cg_grouped_conv) is packed group by group for
+ * weight (cg_grouped_conv) is packed by axrt_pack_conv2d_grouped_f32 for
  * axrt_conv2d_grouped_f32. */
 #include "cg_target.h"
 

@@ -365,7 +365,9 @@ void axrt_conv2d_packed_ep_f32(const float *x, const float *packed, const float 
                                const axrt_conv2d_params *p);
 /* Grouped conv (1 < groups, not depthwise; axrt_gconv.inc): w [oc, c/groups,
    kh, kw] -> packed group by group, each as axrt_pack_conv2d_f32 packs a
-   conv of c/groups inputs and oc/groups outputs; the kernel computes what
+   conv of c/groups inputs and oc/groups outputs, or, with 4 or 8 inputs
+   and outputs a group, rotated in blocks of 16 channels (axrt_gconv.inc);
+   the same bytes for every instruction set; the kernel computes what
    axrt_conv2d_f32 computes, with the packed kernels' epilogue. */
 void axrt_pack_conv2d_grouped_f32(const float *w, float *packed, const axrt_conv2d_params *p);
 void axrt_conv2d_grouped_f32(const float *x, const float *packed, const float *bias,

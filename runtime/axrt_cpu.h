@@ -149,6 +149,16 @@ typedef struct axrt_cpu_ops {
        far.  While m' is -inf (every score so far -inf), s = 0 and 1 is
        returned, *sum staying 0. */
     float (*softmax_block)(float *s, size_t n, float scale, float *max, float *sum);
+    /* ---- a grouped conv of k = 4 or 8 input and output channels a group
+       on the rotated packing (axrt_gconv.inc) ----
+       nr / k <= grouped_lanes / k groups at once (nr a multiple of k): for
+       r < mr and lane l = g k + o (group g, output o),
+         y[r][l] = init + sum over segments s, q < k of
+                   a[s][r][l'] * b[s * b_seg + q * ldb + l'],  l' = g k + (o + q) mod k
+       (init, the epilogue and a[s][r] as for tile; ldb >= nr).  Any order of
+       the sums. */
+    size_t grouped_lanes;
+    void (*tile_grouped)(const axrt_tile_args *t);
 } axrt_cpu_ops;
 
 /* The table in use (axrt_fast.inc), for the kernels outside axrt.c. */

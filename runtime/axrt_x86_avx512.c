@@ -74,6 +74,8 @@ SIMD_INLINE __mmask16 lane_mask(long count)
 #define V_NONZERO_BITS(x) ((unsigned)_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NEQ_UQ))
 #define V_HSUM _mm512_reduce_add_ps
 #define V_HMAX _mm512_reduce_max_ps
+/* lane i: lane idx[i] of v (idx: VW int32, 64-byte aligned) */
+#define V_PERMUTE(v, idx) _mm512_permutexvar_ps(_mm512_load_si512((const void *)(idx)), v)
 
 #include "axrt_x86_simd.inc"
 

@@ -1,6 +1,7 @@
 /* conv_ref.h — conv2d in double over NHWC (weight [oc, c, kh, kw], any
- * stride and padding, one group), then bias, residual and activation: the
- * reference of the unit tests that check the packed and Winograd kernels. */
+ * stride and padding; groups: weight [oc, c / groups, kh, kw], 0 taken as 1),
+ * then bias, residual and activation: the reference of the unit tests that
+ * check the packed, grouped and Winograd kernels. */
 #ifndef AXC_TEST_CONV_REF_H
 #define AXC_TEST_CONV_REF_H
 #include "act_ref.h"
@@ -9,6 +10,7 @@
 static void conv_ref(const float *x, const float *w, const float *bias, const float *residual, axrt_act act,
                      double *y, const axrt_conv2d_params *p)
 {
+    const int groups = p->groups > 1 ? p->groups : 1, cg = p->c / groups, og = p->oc / groups;
     for (int n = 0; n < p->n; n++)
         for (int oy = 0; oy < p->oh; oy++)
             for (int ox = 0; ox < p->ow; ox++)
@@ -19,9 +21,9 @@ static void conv_ref(const float *x, const float *w, const float *bias, const fl
                         for (int kx = 0; kx < p->kw; kx++) {
                             const int iy = oy * p->stride_h - p->pad_top + ky, ix = ox * p->stride_w - p->pad_left + kx;
                             if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) continue;
-                            for (int c = 0; c < p->c; c++)
-                                acc += (double)x[(((size_t)n * p->h + iy) * p->w + ix) * p->c + c] *
-                                       w[(((size_t)o * p->c + c) * p->kh + ky) * p->kw + kx];
+                            for (int c = 0; c < cg; c++)
+                                acc += (double)x[(((size_t)n * p->h + iy) * p->w + ix) * p->c + o / og * cg + c] *
+                                       w[(((size_t)o * cg + c) * p->kh + ky) * p->kw + kx];
                         }
                     y[at] = act_ref(acc + (residual ? residual[at] : 0), act);
                 }

@@ -5,8 +5,9 @@
  * tile, the panel (16) or the reduction block; K = 1; tiny problems; runs
  * of full panels that one tile call takes together (axrt_cpu.h panels)
  * followed by a narrow panel; a second column block of a dense layer (more
- * than 128 outputs); bias, residual and ReLU in the epilogue.  Bound: the
- * max error relative to the largest output magnitude, 1e-5. */
+ * than 128 outputs); bias, residual and ReLU in the epilogue; grouped
+ * convs (axrt_gconv.inc), both packings.  Bound: the max error relative to
+ * the largest output magnitude, 1e-5. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -96,34 +97,44 @@ static void test_dense_edges(void **state)
                 if (rows[r] * ins[i] * outs[o] <= 2000000) check_dense(rows[r], ins[i], outs[o]);
 }
 
-/* One conv: n images of h x w x c to oc outputs, k x k taps, stride, padding. */
-static void check_conv(int n, int hw, int c, int oc, int k, int stride, int pad)
+/* One conv of `groups` groups: n images of h x w x c to oc outputs, k x k
+ * taps, stride, padding. */
+static void check_conv_groups(int n, int hw, int c, int oc, int k, int stride, int pad, int groups)
 {
     axrt_conv2d_params p = {0};
     p.n = n, p.h = p.w = hw, p.c = c, p.oc = oc, p.kh = p.kw = k;
     p.oh = p.ow = (hw + 2 * pad - k) / stride + 1;
-    p.stride_h = p.stride_w = stride, p.dilation_h = p.dilation_w = 1, p.pad_top = p.pad_left = pad, p.groups = 1;
-    const size_t nx = (size_t)n * hw * hw * c, nw = (size_t)oc * c * k * k, ny = (size_t)n * p.oh * p.ow * oc;
+    p.stride_h = p.stride_w = stride, p.dilation_h = p.dilation_w = 1, p.pad_top = p.pad_left = pad;
+    p.groups = groups;
+    const size_t nx = (size_t)n * hw * hw * c, nw = (size_t)oc * (c / groups) * k * k;
+    const size_t ny = (size_t)n * p.oh * p.ow * oc;
     float *x = floats(nx, -1, 1, 7), *w = floats(nw, -1, 1, 8), *bias = floats((size_t)oc, -1, 1, 9);
     float *res = floats(ny, -2, 2, 10), *packed = floats(nw, 0, 0, 11), *y = floats(ny, 0, 0, 12);
     double *ref = malloc(ny * sizeof *ref);
     assert_non_null(ref);
-    axrt_pack_conv2d_f32(w, packed, &p);
+    if (groups > 1) axrt_pack_conv2d_grouped_f32(w, packed, &p);
+    else axrt_pack_conv2d_f32(w, packed, &p);
     for (int with = 0; with < 2; with++) {
         const axrt_act act = with ? AXRT_ACT_RELU : AXRT_ACT_NONE;
         conv_ref(x, w, with ? bias : NULL, with ? res : NULL, act, ref, &p);
         for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
             double err;
             if (axrt_set_isa(isas[i]) != 0) continue;
-            axrt_conv2d_packed_ep_f32(x, packed, with ? bias : NULL, with ? res : NULL, act, y, &p);
+            if (groups > 1) axrt_conv2d_grouped_f32(x, packed, with ? bias : NULL, with ? res : NULL, act, y, &p);
+            else axrt_conv2d_packed_ep_f32(x, packed, with ? bias : NULL, with ? res : NULL, act, y, &p);
             err = rel_error(y, ref, ny);
             if (!(err <= BOUND))
-                fail_msg("conv %s %dx%dx%dx%d->%d k%d/%d pad %d%s: error %.3g over %.0e", isas[i], n, hw, hw, c, oc,
-                         k, stride, pad, with ? " bias+residual+relu" : "", err, BOUND);
+                fail_msg("conv %s %dx%dx%dx%d->%d k%d/%d pad %d groups %d%s: error %.3g over %.0e", isas[i], n, hw,
+                         hw, c, oc, k, stride, pad, groups, with ? " bias+residual+relu" : "", err, BOUND);
         }
     }
     axrt_set_isa(NULL);
     free(x), free(w), free(bias), free(res), free(packed), free(y), free(ref);
+}
+
+static void check_conv(int n, int hw, int c, int oc, int k, int stride, int pad)
+{
+    check_conv_groups(n, hw, c, oc, k, stride, pad, 1);
 }
 
 /* 1x1 stride 2 on one channel (K = 1) and on 64; output channels 1, 16,
@@ -143,11 +154,32 @@ static void test_conv_edges(void **state)
     check_conv(1, 13, 3, 40, 7, 2, 3);
 }
 
+/* Grouped convs: 4 and 8 channels a group (the rotated packing, several
+ * groups a vector) with group counts that fill whole vectors and leave a
+ * part (2, 3, 5, 13 groups), 16 a group and unequal in/out (the
+ * group-by-group packing); 3x3 stride 1 and 2, a 1x1; two images; pixel
+ * counts that leave short last tiles. */
+static void test_grouped_edges(void **state)
+{
+    (void)state;
+    check_conv_groups(1, 7, 8, 8, 3, 1, 1, 2);
+    check_conv_groups(1, 9, 12, 12, 3, 2, 1, 3);
+    check_conv_groups(2, 6, 20, 20, 3, 1, 1, 5);
+    check_conv_groups(1, 11, 128, 128, 3, 1, 1, 32);
+    check_conv_groups(1, 5, 104, 104, 3, 2, 1, 13);
+    check_conv_groups(1, 7, 32, 32, 3, 1, 1, 2);
+    check_conv_groups(1, 8, 40, 40, 1, 1, 0, 5);
+    check_conv_groups(1, 6, 64, 64, 3, 1, 1, 8);
+    check_conv_groups(1, 7, 48, 96, 3, 1, 1, 4);
+    check_conv_groups(1, 6, 24, 36, 3, 1, 1, 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dense_edges),
         cmocka_unit_test(test_conv_edges),
+        cmocka_unit_test(test_grouped_edges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
