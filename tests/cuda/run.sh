@@ -4,9 +4,17 @@
 #    builds with plain cc -std=c99 -Wall -Wextra -Wpedantic -Werror and no
 #    CUDA header (a model with an op the target has no kernel for is
 #    refused with a located error: SKIP naming the op);
-#  - ptx: the kernels compile with NVRTC (--emit=ptx) for sm_80 and sm_90
-#    and assemble with ptxas when the toolkit has it;
-#  - hsaco: the HIP kernels compile with hiprtc (--emit=hsaco --arch=gfx90a);
+#  - ptx: the kernels compile with NVRTC (--emit=ptx) for sm_80 and assemble
+#    with ptxas when the toolkit has it; for sm_90 too on the mma models (the
+#    source is the same for both: only the tensor-core path, AXK_MMA, looks at
+#    __CUDA_ARCH__, and mma-ptx below checks it on both);
+#  - hsaco: the HIP kernels compile with hiprtc (--emit=hsaco --arch=gfx90a):
+#    every op case, this suite's models and the examples the emulator runs
+#    (the large examples' kernels are the op corpus's templates, their HIP
+#    text the CUDA text NVRTC takes with the other prelude);
+#  - half: each half model (half_models) at one of Float16 and BFloat16, in
+#    turn down the list, this suite's models/ at both: host C, PTX, HSACO and
+#    the emulator as the Float32 model;
 #  - emu: the kernels run on the CPU (emu.h, emu_rt.cpp: one block at a time,
 #    its threads as coroutines of one OS thread) and match the C target within 1e-4 relative
 #    (compare.c; the op corpus, this suite's models/ and the small examples,
@@ -21,7 +29,10 @@
 #    NVRTC and driver, so it runs everywhere).
 # Needing a GPU: nothing here (bench/gpu.sh times on a device).  Without
 # NVRTC (the CUDA toolkit) or hiprtc (Debian's libamdhip64), those cases SKIP.
-# Environment (set by tests/run.sh): AXC_ROOT, AXC_BUILD, AXC.
+# Environment (set by tests/run.sh): AXC_ROOT, AXC_BUILD, AXC; AXC_CUDA_PART=I/N
+# (tests/run.sh runs the suite as N such jobs and a cuda:loader one): only
+# every N-th model from the I-th, the mma-ptx checks in part 1, the loader and
+# kernel cache checks in none.
 # Arguments: none (every model), or names: only the models whose name holds one.
 set -u
 root=${AXC_ROOT:?}
@@ -49,6 +60,11 @@ printf '@axiom probe(x::Float32[1, 4]) begin\n    relu\nend\n' >"$work/probe.ax"
 
 models=("$root"/examples/*.ax "$root"/tests/ops/*.ax "$here"/models/*.ax)
 
+# the host C's warnings, front end only (-O0 reports the same ones; the
+# object is not used: the emulator builds its own at -O1), which saves the
+# code generation of the large examples' parameter arrays
+host_cc() { "$cc" -std=c99 -Wall -Wextra -Wpedantic -Werror -I"$inc" -fsyntax-only "$1"; }
+
 # host C and kernel compiles of one model
 check_model() {
     local f=$1 b d
@@ -60,9 +76,10 @@ check_model() {
         return 1
     fi
     if grep -q '#include <cuda\|#include <hip' "$d/m.c" "$d/m.h"; then fail "host/$b" "includes a CUDA/HIP header"; return 1; fi
-    if "$cc" -std=c99 -Wall -Wextra -Wpedantic -Werror -I"$inc" -c "$d/m.c" -o "$d/m.o" 2>"$d/cc"; then pass "host/$b"
+    if host_cc "$d/m.c" 2>"$d/cc"; then pass "host/$b"
     else fail "host/$b" "the host C does not build warning-free:"; tail_of "$d/cc"; fi
     for arch in sm_80 sm_90; do
+        [ $arch = sm_80 ] || [[ $mma_models == *" $b "* ]] || continue
         [ -n "$have_nvrtc" ] || { skip "ptx/$b (no NVRTC: the CUDA toolkit is not installed)"; continue; }
         if ! "$axc" --seed=0 --target=cuda --emit=ptx --arch=$arch "$f" -o "$d/$arch.ptx" 2>"$d/err"; then
             fail "ptx/$b-$arch" "NVRTC failed:"; tail_of "$d/err"; continue
@@ -71,6 +88,7 @@ check_model() {
         if "$ptxas" -arch=$arch "$d/$arch.ptx" -o "$d/$arch.cubin" 2>"$d/ptxas"; then pass "ptx/$b-$arch"
         else fail "ptx/$b-$arch" "ptxas failed:"; tail_of "$d/ptxas"; fi
     done
+    case $f in */examples/*) [[ $emu_models == *" $b "* ]] || return 0 ;; esac
     if [ -z "$have_hiprtc" ]; then skip "hsaco/$b (no hiprtc: Debian's libamdhip64 is not installed)"
     elif "$axc" --seed=0 --target=hip --emit=hsaco --arch=gfx90a "$f" -o "$d/m.hsaco" 2>"$d/err" &&
          [ "$(head -c 4 "$d/m.hsaco" | od -An -c | tr -d ' ')" = '177ELF' ]; then pass "hsaco/$b"
@@ -127,6 +145,13 @@ half_models=" mlp r1_mlp_b1 r5_layernorm r6_softmax lenet5 mobilenetv2_block gpt
  upsample layernorm groupnorm softmax log_softmax mha mha_mask embedding add_broadcast mul_broadcast
  fused_chain gelu exp nan_propagation concat slice transpose chunk mean argmax "
 half_models=" $(echo $half_models) "
+half_dtypes() { # MODEL.ax: Float16 and BFloat16 in turn down half_models, both for models/
+    local b n
+    b=$(basename "$1" .ax)
+    case $1 in */tests/cuda/models/*) echo Float16 BFloat16; return ;; esac
+    n=$(tr ' ' '\n' <<<"$half_models" | grep -v '^$' | grep -nx "$b" | cut -d: -f1)
+    [ $((n % 2)) = 1 ] && echo Float16 || echo BFloat16
+}
 # the half model's host C, PTX (sm_80) and HSACO build as the Float32 one's
 check_half() {
     local f=$1 dt=$2 b d
@@ -137,7 +162,7 @@ check_half() {
     if ! "$axc" --seed=0 --dtype=$dt --target=cuda "$f" -o "$d/m.c" 2>"$d/err"; then
         fail "host-$dt/$b" "axc --target=cuda --dtype=$dt failed:"; tail_of "$d/err"; return 1
     fi
-    if "$cc" -std=c99 -Wall -Wextra -Wpedantic -Werror -I"$inc" -c "$d/m.c" -o "$d/m.o" 2>"$d/cc"; then pass "host-$dt/$b"
+    if host_cc "$d/m.c" 2>"$d/cc"; then pass "host-$dt/$b"
     else fail "host-$dt/$b" "the host C does not build warning-free:"; tail_of "$d/cc"; fi
     if [ -z "$have_nvrtc" ]; then skip "ptx-$dt/$b (no NVRTC)"
     elif ! "$axc" --seed=0 --dtype=$dt --target=cuda --emit=ptx --arch=sm_80 "$f" -o "$d/m.ptx" 2>"$d/err"; then
@@ -158,8 +183,10 @@ emu_models=" mlp lenet5 r1_mlp_b1 r5_layernorm r6_softmax mobilenetv2_block gpt_
 # models whose GEMMs (dense, matmul, attention projections, implicit-GEMM
 # convolutions) also run the mma path
 mma_models=" mlp gpt_block dense dense_chain matmul matmul_2d mha mha_mask lenet5 mobilenetv2_block conv conv1d conv_1x1 conv_dilation conv_groups conv_pad conv_same conv_stride "
-for f in "${models[@]}"; do
-    b=$(basename "$f" .ax)
+part=${AXC_CUDA_PART:-1/1}; part_i=${part%/*}; part_n=${part#*/}
+for k in "${!models[@]}"; do
+    [ $((k % part_n + 1)) = "$part_i" ] || continue
+    f=${models[$k]}; b=$(basename "$f" .ax)
     if [ $# -gt 0 ]; then # run.sh NAME...: the models whose name holds one (and the loader)
         keep=; for want in "$@"; do [[ $b == *"$want"* ]] && keep=1; done
         [ -n "$keep" ] || continue
@@ -168,7 +195,7 @@ for f in "${models[@]}"; do
     case $f in */tests/ops/*|*/tests/cuda/models/*) ;; *) [[ $emu_models == *" $b "* ]] || continue ;; esac
     [ -e "$work/emu_rt.o" ] && emulate "$f"
     case $f in */tests/cuda/models/*) ;; *) [[ $half_models == *" $b "* ]] || continue ;; esac
-    for dt in Float16 BFloat16; do
+    for dt in $(half_dtypes "$f"); do
         check_half "$f" $dt && [ -e "$work/emu_rt.o" ] && emulate "$f" $dt "$(half_tol "$b" $dt)"
     done
 done
@@ -181,7 +208,8 @@ mma_ptx() { # ARCH MATH [MODEL]: the count of bf16 mma.sync in MODEL's (the mlp'
     if [ -n "$ptxas" ] && ! "$ptxas" -arch=$1 "$work/mma-$1-$2.ptx" -o "$work/mma.cubin" 2>>"$work/mma.err"; then echo failed; return; fi
     grep -c 'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32' "$work/mma-$1-$2.ptx"
 }
-if [ $# -gt 0 ] || [ -z "$have_nvrtc" ]; then skip "mma-ptx (no NVRTC, or a run of named models)"
+if [ "$part_i" != 1 ]; then :
+elif [ $# -gt 0 ] || [ -z "$have_nvrtc" ]; then skip "mma-ptx (no NVRTC, or a run of named models)"
 else
     for arch in sm_80 sm_90; do
         got=$(mma_ptx $arch bf16)
@@ -200,5 +228,4 @@ else
     done
 fi
 
-bash "$here/loader.sh"
-bash "$here/kernel_cache.sh"
+[ -n "${AXC_CUDA_PART:-}" ] || { bash "$here/loader.sh"; bash "$here/kernel_cache.sh"; }
