@@ -9,8 +9,8 @@
 #    source is the same for both: only the tensor-core path, AXK_MMA, looks at
 #    __CUDA_ARCH__, and mma-ptx below checks it on both);
 #  - hsaco: the HIP kernels compile with hiprtc (--emit=hsaco --arch=gfx90a):
-#    every op case, this suite's models and the examples the emulator runs
-#    (the large examples' kernels are the op corpus's templates, their HIP
+#    every op case, this suite's models and the small examples (half_models;
+#    the large examples' kernels are the op corpus's templates, their HIP
 #    text the CUDA text NVRTC takes with the other prelude);
 #  - half: each half model (half_models) at one of Float16 and BFloat16, in
 #    turn down the list, this suite's models/ at both: host C, PTX, HSACO and
@@ -142,7 +142,7 @@ check_model() {
         if "$ptxas" -arch=$arch "$d/$arch.ptx" -o "$d/$arch.cubin" 2>"$d/ptxas"; then pass "ptx/$b-$arch"
         else fail "ptx/$b-$arch" "ptxas failed:"; tail_of "$d/ptxas"; fi
     done
-    case $f in */examples/*) [[ $emu_models == *" $b "* ]] || return 0 ;; esac
+    case $f in */examples/*) [[ $half_models == *" $b "* ]] || return 0 ;; esac
     [ -z "$batched" ] || return 0
     if [ -z "$have_hiprtc" ]; then skip "hsaco/$b (no hiprtc: Debian's libamdhip64 is not installed)"
     elif "$axc" --seed=0 --target=hip --emit=hsaco --arch=gfx90a "$f" -o "$d/m.hsaco" 2>"$d/err" &&
