@@ -3,8 +3,8 @@
 #   N passed, N failed, N skipped
 # Usage: tests/run.sh BUILD_DIR [SUITE...]
 #   suites: layers unit cli ir torch ops half compile firmware install errors profile bench llvm onnx tflite train mpi cuda quant
-# Suites (and each unit binary, each script of torch and train) run as
-# background jobs, AXC_TEST_JOBS at once
+# Suites (and each unit binary, each script of torch and train, each quarter
+# of cuda's models and its loader checks) run as background jobs, AXC_TEST_JOBS at once
 # (default: the number of cores), each into its own log; the logs are printed
 # in suite order as soon as every earlier one is done.  firmware and install
 # both run `make install` on BUILD_DIR, so they run one after the other in one
@@ -57,6 +57,8 @@ run_job() {
         firmware+install) bash "$here/firmware/run.sh"; bash "$here/install/run.sh" ;;
         install+firmware) bash "$here/install/run.sh"; bash "$here/firmware/run.sh" ;;
         cli|ir|compile|firmware|install|errors|profile|bench|llvm|cuda|quant) bash "$here/$1/run.sh" ;;
+        cuda:loader) bash "$here/cuda/loader.sh"; bash "$here/cuda/kernel_cache.sh" ;;
+        cuda:*) AXC_CUDA_PART=${1#cuda:} bash "$here/cuda/run.sh" ;;
         train:interp)   # the PyTorch oracles again on the interpreter (axc train runs the compiled step by default)
             AXC_TRAIN_EXTRA=--interp "$PYTHON" "$here/train/run.py" oracle models shuffle
             AXC_TRAIN_EXTRA=--interp "$PYTHON" "$here/train/schedule.py" ;;
@@ -77,6 +79,7 @@ for s in "${suites[@]}"; do
     case $s in
         unit) for t in "$B"/tests/test_*; do [ -x "$t" ] && jobs_list+=("unit:$(basename "$t")"); done ;;
         torch) jobs_list+=(torch:run torch:minilm torch:debug_helpers) ;;
+        cuda) jobs_list+=(cuda:1/4 cuda:2/4 cuda:3/4 cuda:4/4 cuda:loader) ;; # tests/cuda/run.sh's AXC_CUDA_PART
         train) jobs_list+=(train:run train:step train:remat train:drift train:hostile train:schedule train:loop train:last_batch train:amp train:interp) ;;
         firmware|install)
             other=$([ "$s" = install ] && echo firmware || echo install)
@@ -97,7 +100,7 @@ done
 job_times=$B/tests/job-times
 cost() {
     case $1 in
-        cuda) echo 950 ;;
+        cuda:[0-9]*) echo 95 ;;
         llvm) echo 320 ;;
         *firmware*|*install*) echo 237 ;;
         ir) echo 141 ;;
