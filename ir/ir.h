@@ -261,6 +261,9 @@ struct ir_node {
     int64_t scratch_offset; /* arena offset of this node's scratch (target scratch_bytes > 0), else -1 */
     bool rows_fused;     /* computed row by row inside its only reader, a depthwise conv
                             (pass_fuse_expand_depthwise): no buffer, no code of its own */
+    bool int8_apart;     /* a residual add (and its ReLU/ReLU6) that pass_fuse_residual left
+                            apart from an int8 layer under --quantize: int8 runs it as a node
+                            of its own, so no fused elementwise loop takes it */
     int inplace_of;      /* operand index whose buffer the result overwrites (pass_memplan's
                             in-place decision; every back end reads it), else IR_NONE */
     ir_layout layout;    /* param only: how the back end stores it (cg_select) */
