@@ -920,14 +920,6 @@ static void return_on_status(lv *L, LLVMValueRef status)
     LLVMPositionBuilderAtEnd(L->B, next);
 }
 
-/* The function the LLVM back end calls for kernel: axrt_mean_q8 for
- * axrt_globalmeanpool_q8 (the same arguments, [n, h w, c]; the runtime's
- * one is a wrapper), as it always has; else kernel. */
-static const char *llvm_name(const char *kernel)
-{
-    return strcmp(kernel, "axrt_globalmeanpool_q8") ? kernel : "axrt_mean_q8";
-}
-
 /* The plan's calls in order; the generated C's BLAS helpers (axc_blas_*)
  * are built in place. */
 static void build_plan(lv *L, const ir_node *n, const ir_plan *p, LLVMValueRef y)
@@ -955,7 +947,7 @@ static void build_plan(lv *L, const ir_node *n, const ir_plan *p, LLVMValueRef y
         for (int i = 0; i < call_->nargs; i++)
             args[i] = plan_arg(L, n, &call_->args[i], &sig[i + 1]);
         sig[call_->nargs + 1] = 0;
-        LLVMValueRef result = call(L, llvm_name(call_->kernel), sig, args);
+        LLVMValueRef result = call(L, call_->kernel, sig, args);
         if (call_->status)
             return_on_status(L, result);
     }

@@ -745,6 +745,9 @@ static void plan_argmax(planner *P) { plan_axis(P, operand_node(P, 0), operand_n
  * compiler/quantize.c): every operand arrives float, the scratch starts at
  * 0 (no memory plan yet), no epilogue (the emulation applies it). */
 
+/* A call of int8 kernel k (cg_kernels.def's KERNEL_HOST rows: no dtype suffix). */
+static ir_call *int8_call(planner *P, cg_kernel_id k) { return kernel_call(P, k, AXRT_F32); }
+
 static int64_t scratch_base(const planner *P, const char *what)
 {
     if (P->ctx->float_io)
@@ -781,7 +784,7 @@ static void quantised_operand(planner *P, int k, bool arrives_q8, double scale, 
     if (*at < 0)
         *at = scratch_base(P, ir_ops[P->n->op].name);
     const int64_t count = ir_numel(operand_node(P, k));
-    ir_call *c = named_call(P, "axrt_quantize_u8");
+    ir_call *c = int8_call(P, CG_K_quantize_u8);
     arg_operand(P, c, k);
     arg_bytes(c, *at, count);
     arg_size(c, count);
@@ -805,7 +808,7 @@ static void plan_quant_layer(planner *P)
     if (at < 0 && n->op == IR_OP_conv)
         at = scratch_base(P, "conv");
     const bool dense = n->op == IR_OP_dense;
-    ir_call *c = named_call(P, dense ? "axrt_dense_q8_packed" : "axrt_conv2d_q8_packed");
+    ir_call *c = int8_call(P, dense ? CG_K_dense_q8_packed : CG_K_conv2d_q8_packed);
     arg_copy(c, &qx);
     if (!dense) arg_int(c, q->in_zp + 128);
     arg_node_constant(c, IR_ARG_QWEIGHTS, self_id(P), 0, 0);
@@ -836,22 +839,22 @@ static void arg_pool_params(planner *P, ir_call *c, bool own_block)
 }
 
 /* The one kernel of an int8 add, mean or mean-pool on qx (entry 0 of the
- * node's axrt_ew_q8); false for a rescale (ReLU, concat). */
+ * node's axrt_ew_q8); false for a rescale (ReLU, concat).  A global
+ * mean-pool is the mean over the middle axis of [n, h w, c]. */
 static bool quant_ew_kernel(planner *P, const ir_arg *qx)
 {
     const ir_node *n = P->n, *x = operand_node(P, 0);
-    const char *name = n->op == IR_OP_add        ? (ir_same_shape(x, n) && ir_same_shape(operand_node(P, 1), n)
-                                                    ? "axrt_add_q8" : "axrt_add_bcast_q8")
-                       : n->op == IR_OP_globalmeanpool ? "axrt_globalmeanpool_q8"
-                       : n->op == IR_OP_mean     ? "axrt_mean_q8"
-                       : n->op == IR_OP_meanpool ? "axrt_meanpool_q8"
-                                                 : NULL;
-    if (!name)
+    const cg_kernel_id k = n->op == IR_OP_add ? (ir_same_shape(x, n) && ir_same_shape(operand_node(P, 1), n)
+                                                 ? CG_K_add_q8 : CG_K_add_bcast_q8)
+                           : n->op == IR_OP_globalmeanpool || n->op == IR_OP_mean ? CG_K_mean_q8
+                           : n->op == IR_OP_meanpool ? CG_K_meanpool_q8
+                                                     : CG_K_COUNT;
+    if (k == CG_K_COUNT)
         return false;
-    ir_call *c = named_call(P, name);
+    ir_call *c = int8_call(P, k);
     c->in_block = true;
     arg_copy(c, &qx[0]);
-    if (!strcmp(name, "axrt_add_q8")) {
+    if (k == CG_K_add_q8) {
         arg_copy(c, &qx[1]);
         arg_value(c, self_id(P));
         arg_size(c, ir_numel(n));
@@ -907,7 +910,7 @@ static void plan_quant_ew(planner *P)
     int64_t offset = 0;
     for (int k = 0; k < (concat ? q->nin : 1); k++) {
         const int64_t row = concat ? operand_node(P, k)->shape[axis] * inner : inner;
-        ir_call *c = named_call(P, "axrt_rescale_q8");
+        ir_call *c = int8_call(P, CG_K_rescale_q8);
         c->in_block = true;
         arg_copy(c, &qx[k]);
         arg_value(c, self_id(P));
@@ -925,7 +928,7 @@ static void plan_quant_ew(planner *P)
 static void gather_u8_call(planner *P, const ir_arg *src, int dst, const int64_t *y_shape, const int64_t *strides,
                            int64_t offset, int rank)
 {
-    ir_call *c = named_call(P, "axrt_gather_u8");
+    ir_call *c = int8_call(P, CG_K_gather_u8);
     c->in_block = c->new_block = true;
     arg_copy(c, src);
     arg_value(c, dst);
@@ -962,7 +965,7 @@ static void plan_quant_moves(planner *P)
     quantised_operand(P, 0, n->quant->in_q8, n->quant->in_scale, n->quant->in_zp, &at, &qx);
     int64_t strides[IR_MAX_RANK], offset = 0;
     if (n->op == IR_OP_maxpool) {
-        ir_call *c = named_call(P, "axrt_maxpool_u8");
+        ir_call *c = int8_call(P, CG_K_maxpool_u8);
         c->in_block = true;
         arg_copy(c, &qx);
         arg_value(c, id);

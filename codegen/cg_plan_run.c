@@ -3,8 +3,9 @@
  * function: int8 calibration's emulation of the generated code
  * (compiler/quantize.c) calls the very kernels the plan names, with the
  * arguments the plan gives, the node's int8 constants made here (its
- * results leave float: out_q8 0).  A kernel the table lacks is an internal
- * error: a new int8 kernel is a plan rule and a row here. */
+ * results leave float: out_q8 0).  The table follows cg_kernels.def's
+ * KERNEL_HOST rows (name, argument count), each calling its run_<id> here:
+ * a new int8 kernel is a row there, a plan rule and its run_<id>. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,10 +41,6 @@ static void run_mean_q8(const run_arg *a)
 {
     axrt_mean_q8(a[0].c, a[1].p, (size_t)a[2].i, (size_t)a[3].i, (size_t)a[4].i, a[5].c);
 }
-static void run_globalmeanpool_q8(const run_arg *a)
-{
-    axrt_globalmeanpool_q8(a[0].c, a[1].p, (size_t)a[2].i, (size_t)a[3].i, (size_t)a[4].i, a[5].c);
-}
 static void run_meanpool_q8(const run_arg *a)
 {
     axrt_pool2d_params p;
@@ -67,17 +64,11 @@ static const struct {
     kernel_fn *fn;
     int nargs;
 } kernels[] = {
-    {"axrt_quantize_u8", run_quantize_u8, 5},
-    {"axrt_dense_q8_packed", run_dense_q8_packed, 7},
-    {"axrt_conv2d_q8_packed", run_conv2d_q8_packed, 7},
-    {"axrt_add_q8", run_add_q8, 5},
-    {"axrt_add_bcast_q8", run_add_bcast_q8, 8},
-    {"axrt_mean_q8", run_mean_q8, 6},
-    {"axrt_globalmeanpool_q8", run_globalmeanpool_q8, 6},
-    {"axrt_meanpool_q8", run_meanpool_q8, 5},
-    {"axrt_rescale_q8", run_rescale_q8, 7},
-    {"axrt_maxpool_u8", run_maxpool_u8, 3},
-    {"axrt_gather_u8", run_gather_u8, 6},
+#define KERNEL(id, name, suffixed)
+#define KERNEL_HOST(id, name, nargs) {name, run_##id, nargs},
+#include "cg_kernels.def"
+#undef KERNEL_HOST
+#undef KERNEL
 };
 
 static kernel_fn *kernel_named(const ir_call *c)

@@ -6,7 +6,8 @@
  * when it runs: its stage, the -O levels, and the conditions of mode,
  * target and options it needs or excludes.  No row undoes another's work: a
  * rewrite that a later row could not keep (the row-by-row expansion under
- * --quantize and --ram) is excluded there instead.  --print-after-all
+ * --quantize and --ram, the residual adds int8 runs apart) is excluded there
+ * instead.  --print-after-all
  * dumps the IR after every row that ran, under the row's name; the IR
  * verifier runs after each row that rewrites the graph, so a rewrite that
  * breaks the IR is reported where it happened. */
@@ -25,6 +26,7 @@ enum {
     WHEN_RAM = 1 << 3,          /* --ram */
     WHEN_BLAS = 1 << 4,         /* --blas=openblas */
     WHEN_RNN_KERNELS = 1 << 5,  /* the target runs GRU/LSTM whole (ir_target.rnn_kernels) */
+    WHEN_INT8 = 1 << 6,         /* --quantize or a quantised file: int8 follows */
 };
 
 typedef struct pipeline_row {
@@ -46,6 +48,7 @@ PASS_STEP(pass_fuse_matmul_transposed)
 PASS_STEP(pass_fold_batchnorm)
 PASS_STEP(pass_fold_scale_shift)
 PASS_STEP(pass_fuse_residual)
+PASS_STEP(pass_fuse_residual_int8)
 PASS_STEP(pass_fuse_activation)
 PASS_STEP(pass_fuse_spatial_mean)
 PASS_STEP(pass_fuse_elementwise)
@@ -123,9 +126,14 @@ static const pipeline_row rows[] = {
     {"unroll_rnn", GRAPH, 0, 3, 0, WHEN_EMIT_AX | WHEN_RNN_KERNELS, true, step_unroll_rnn},
     {"fuse_matmul_transposed", GRAPH, 1, 3, 0, 0, true, step_pass_fuse_matmul_transposed},
     {"fold_batchnorm", GRAPH, 1, 3, 0, 0, true, step_pass_fold_batchnorm},
+    /* int8's integers do not depend on -O: at -O0 too, folded and fused */
+    {"fold_batchnorm", GRAPH, 0, 0, WHEN_INT8, WHEN_EMIT_AX, true, step_pass_fold_batchnorm},
     {"fold_scale_shift", GRAPH, 2, 3, 0, 0, true, step_pass_fold_scale_shift},
-    {"fuse_residual", GRAPH, 2, 3, 0, 0, true, step_pass_fuse_residual},
+    {"fuse_residual", GRAPH, 2, 3, 0, WHEN_QUANTIZE, true, step_pass_fuse_residual},
+    /* the adds int8 runs apart are not fused (instead of fused and split again) */
+    {"fuse_residual", GRAPH, 2, 3, WHEN_QUANTIZE, 0, true, step_pass_fuse_residual_int8},
     {"fuse_activation", GRAPH, 1, 3, 0, 0, true, step_pass_fuse_activation},
+    {"fuse_activation", GRAPH, 0, 0, WHEN_INT8, WHEN_EMIT_AX, true, step_pass_fuse_activation},
     {"fuse_spatial_mean", GRAPH, 2, 3, 0, 0, true, step_pass_fuse_spatial_mean},
     {"fuse_elementwise", GRAPH, 2, 3, 0, 0, true, step_pass_fuse_elementwise},
     {"schedule", GRAPH, 2, 3, 0, 0, true, step_pass_schedule},
@@ -150,6 +158,7 @@ static unsigned conditions_of(const axc_step_env *e, const ir_graph *g)
     if (o->emit && !strcmp(o->emit, "ax")) when |= WHEN_EMIT_AX;
     if (e->file_quant) when |= WHEN_FILE_QUANT;
     if (o->quantize) when |= WHEN_QUANTIZE;
+    if (o->quantize || e->file_quant) when |= WHEN_INT8;
     if (o->ram_budget) when |= WHEN_RAM;
     if (o->blas) when |= WHEN_BLAS;
     if (g->target && g->target->rnn_kernels) when |= WHEN_RNN_KERNELS;

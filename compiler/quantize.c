@@ -251,7 +251,6 @@ int axc_quantize(ax_ctx *ctx, const axc_opts *o, ir_graph *g)
     calib_set set = {0};
     int rc = load_calibration(ctx, o, g, &set);
     if (rc) return rc;
-    pass_quant_unfuse(g);   /* calibration sees a fused residual's layer and add apart */
     ranges r = {ax_alloc(ctx->arena, sizeof(double) * (size_t)(g->nnodes + 1)),
                 ax_alloc(ctx->arena, sizeof(double) * (size_t)(g->nnodes + 1))};
     for (int id = 0; id < g->nnodes; id++) { r.lo[id] = INFINITY; r.hi[id] = -INFINITY; }
@@ -346,7 +345,6 @@ int axc_quantize_file(ax_ctx *ctx, const axc_opts *o, ir_graph *g)
         return AXC_EUSAGE;
     }
     pass_fuse_spatial_mean(g);   /* the importer's two means of a GlobalAveragePool: one value, one int8 node */
-    pass_quant_unfuse(g);
     /* the range whose parameters (pass_quant_params) are exactly the file's;
        NaN: a value the file leaves float */
     ranges r = {ax_alloc(ctx->arena, sizeof(double) * (size_t)(g->nnodes + 1)),

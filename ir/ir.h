@@ -264,6 +264,9 @@ struct ir_node {
                             or (a depthwise conv itself) band by band inside its 1x1
                             projection (pass_fuse_expand_depthwise): no buffer, no code
                             of its own */
+    bool int8_apart;     /* a residual add (and its ReLU/ReLU6) that pass_fuse_residual left
+                            apart from an int8 layer under --quantize: int8 runs it as a node
+                            of its own, so no fused elementwise loop takes it */
     int inplace_of;      /* operand index whose buffer the result overwrites (pass_memplan's
                             in-place decision; every back end reads it), else IR_NONE */
     ir_layout layout;    /* param only: how the back end stores it (cg_select) */

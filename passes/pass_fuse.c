@@ -9,7 +9,9 @@
  *                    conv/dense(x,W,b) + c == conv/dense(x, W, b+c),
  *                    c a scalar or a param broadcasting over the last dim only.
  *   fuse_residual    add(op(...), r) == op(...) with residual r: y = op(...) + r, when
- *                    r has the result's shape and is defined before op.
+ *                    r has the result's shape and is defined before op; under
+ *                    --quantize not where int8 runs the layer, the add and a
+ *                    ReLU/ReLU6 apart (residual_kept_apart).
  *   fuse_activation  act(op(...)) == op(...) with epilogue act (attrs.act), for the
  *                    activations in epilogue_activation().
  *   fuse_spatial_mean mean(mean(x, axis 1), axis 2) (either order), x [N, H, W, C]
@@ -275,7 +277,45 @@ int pass_fold_scale_shift(ir_graph *g)
 static bool takes_epilogue(ir_op op) { return ir_op_has(op, IR_EPILOGUE); }
 static bool epilogue_activation(ir_op op) { return ir_op_has(op, IR_ACT); }
 
-int pass_fuse_residual(ir_graph *g)
+/* The node reading add when that is its only use, else IR_NONE. */
+static int only_reader(const ir_graph *g, const ir_use *u, int add)
+{
+    if (!single_internal_use(u, add))
+        return IR_NONE;
+    for (int k = add + 1; k < g->nnodes; k++)
+        for (int i = 0; !g->nodes[k].dead && i < g->nodes[k].nsrc; i++)
+            if (g->nodes[k].src[i] == add)
+                return k;
+    return IR_NONE;
+}
+
+/* Under --quantize: whether add's residual stays apart from layer p, which
+ * int8 runs (pass_quant_applies), because the epilogue p would get folds into
+ * int8 (a ReLU/ReLU6, as fuse_activation would fuse it, or none): int8 then
+ * runs p, the add and the activation as nodes of their own, and calibration
+ * observes each.  Any other activation keeps the residual fused (int8
+ * applies that epilogue in float).  A kept add reads p first; it and its
+ * activation are marked int8_apart. */
+static bool residual_kept_apart(ir_graph *g, const ir_use *u, int add, int p)
+{
+    if (!pass_quant_applies(g, &g->nodes[p]))
+        return false;
+    const int act = only_reader(g, u, add);
+    const ir_node *a = act == IR_NONE ? NULL : &g->nodes[act];
+    const bool fuses = a && epilogue_activation(a->op) && a->dtype == g->nodes[p].dtype;
+    if (fuses && a->op != IR_OP_relu && a->op != IR_OP_relu6)
+        return false;
+    ir_node *n = &g->nodes[add];
+    n->src[1] = n->src[0] == p ? n->src[1] : n->src[0];
+    n->src[0] = p;
+    n->int8_apart = true;
+    if (fuses)
+        g->nodes[act].int8_apart = true;
+    return true;
+}
+
+/* int8: under --quantize (residual_kept_apart). */
+static void fuse_residual(ir_graph *g, bool int8)
 {
     ir_use u = {0};
     ir_use_compute(g, &u);
@@ -291,6 +331,8 @@ int pass_fuse_residual(ir_graph *g)
                 g->nodes[r].dtype != pn->dtype || !single_internal_use(&u, p) ||
                 pn->nsrc != ir_ops[pn->op].max_src)
                 continue;
+            if (int8 && residual_kept_apart(g, &u, id, p))
+                break;
             pn->src[pn->nsrc] = r;
             pn->attrs.residual = pn->nsrc++;
             replace_and_kill(g, id, p);
@@ -299,6 +341,17 @@ int pass_fuse_residual(ir_graph *g)
         }
     }
     ir_use_free(&u);
+}
+
+int pass_fuse_residual(ir_graph *g)
+{
+    fuse_residual(g, false);
+    return 0;
+}
+
+int pass_fuse_residual_int8(ir_graph *g)
+{
+    fuse_residual(g, true);
     return 0;
 }
 

@@ -41,7 +41,8 @@ static bool computes_in_kernel_dtype(const ir_node *n) { return n->dtype == AXRT
 static bool is_elementwise(const ir_node *n)
 {
     const ir_kind kind = ir_ops[n->op].kind;
-    return !n->dead && ((kind == IR_UNARY && n->op != IR_OP_cast) || kind == IR_BINARY) && computes_in_kernel_dtype(n);
+    return !n->dead && !n->int8_apart && ((kind == IR_UNARY && n->op != IR_OP_cast) || kind == IR_BINARY) &&
+           computes_in_kernel_dtype(n);
 }
 
 static bool is_view(const ir_node *n)

@@ -10,8 +10,11 @@
  * (runtime/axrt.h "int8") to its own observed range, a fused ReLU/ReLU6
  * becoming the clamp.  A layer with a fused residual add or another fused
  * activation keeps its int32 accumulation but leaves it as float (fscale),
- * and the epilogue runs in float; a fused residual add with a ReLU/ReLU6 or
- * none is split off again before calibration (pass_quant_unfuse).  Data
+ * and the epilogue runs in float; a residual add with a ReLU/ReLU6 or none
+ * was never fused into the layer (pass_fuse_residual_int8): the add and the
+ * ReLU run in int8 as nodes of their own.  At -O0 too, a conv's BatchNorm is
+ * folded and a layer's ReLU/ReLU6 fused before calibration (pipeline_table.c),
+ * so that the integers do not depend on -O.  Data
  * movement after an int8 result (a max-pool, reshape/Flatten, transpose,
  * slice, chunk and its results) shares the producer's output scale and zero
  * point (TFLite's rule) and moves the bytes when its readers take them.
@@ -301,53 +304,6 @@ static void quantise_ew(ir_graph *g, ir_node *n, double *lo, double *hi)
     if (n->op == IR_OP_meanpool)
         meanpool_window(g, n, q);
     n->quant = q;
-}
-
-/* ---- splitting fused residual adds --------------------------------------------- */
-
-/* Inserts op(src) right after node `after`, shaped like it; the later
- * readers of `after` and the outputs naming it read the new node instead. */
-static int insert_after(ir_graph *g, int after, ir_op op, const int *src, int nsrc)
-{
-    const int id = ir_insert(g, after + 1, op, src, nsrc, g->nodes[after].loc);
-    ir_node *n = &g->nodes[id];
-    const ir_node *p = &g->nodes[after];
-    n->dtype = p->dtype;
-    n->rank = p->rank;
-    memcpy(n->shape, p->shape, sizeof n->shape);
-    n->context = p->context;
-    for (int k = id + 1; k < g->nnodes; k++)
-        for (int i = 0; i < g->nodes[k].nsrc; i++)
-            if (g->nodes[k].src[i] == after) g->nodes[k].src[i] = id;
-    for (int i = 0; i < g->noutputs; i++)
-        if (g->outputs[i] == after) g->outputs[i] = id;
-    return id;
-}
-
-int pass_quant_unfuse(ir_graph *g)
-{
-    /* what -O1 does first (a no-op there and above): at -O0 too a conv's
-       BatchNorm folds and a layer's ReLU/ReLU6 becomes its clamp, so that
-       the integers do not depend on -O */
-    pass_fold_batchnorm(g);
-    pass_fuse_activation(g);
-    int count = 0;
-    for (int id = 0; id < g->nnodes; id++) {
-        ir_node *n = &g->nodes[id];
-        if (!pass_quant_applies(g, n) || n->attrs.residual == IR_NONE || !act_folds(n->attrs.act))
-            continue;
-        const int r = n->src[n->attrs.residual], act = n->attrs.act;
-        n->src[n->attrs.residual] = IR_NONE;   /* the residual is the last operand (pass_fuse_residual) */
-        n->nsrc--;
-        n->attrs.residual = IR_NONE;
-        n->attrs.act = IR_NONE;
-        const int src[] = {id, r};
-        const int add = insert_after(g, id, IR_OP_add, src, 2);
-        if (act != IR_NONE)
-            insert_after(g, add, (ir_op)act, &add, 1);
-        count++;
-    }
-    return count;
 }
 
 /* ---- int8 storage between int8 nodes ------------------------------------------- */

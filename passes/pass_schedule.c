@@ -4,7 +4,10 @@
  * execution frees the most arena bytes net of what it allocates, ties going
  * to the earliest original position (so a chain keeps its order).  Dead
  * nodes go last.  Every node still follows its operands; the pass manager
- * verifies that. */
+ * verifies that.  A layer and the residual add (and ReLU) that int8 runs
+ * apart (ir_node.int8_apart, pass_fuse_residual_int8) are one unit, as the
+ * fused layer would be: the layer waits for the residual, the add and the
+ * ReLU follow it at once, and the unit's bytes are the fused layer's. */
 #include "passes.h"
 
 #include <stdlib.h>
@@ -37,6 +40,17 @@ static void *checked_calloc(size_t count, size_t size)
     return p;
 }
 
+/* Whether node id is a residual add or ReLU int8 runs apart: it follows
+ * its operand 0 at once (the layer, the add). */
+static bool follows(const ir_graph *g, int id) { return !g->nodes[id].dead && g->nodes[id].int8_apart; }
+
+/* The nodes each slot makes wait: the node reading it, and for a residual
+ * int8 runs apart, its layer too (its operand 0), as the fused layer did. */
+static int waiting(const ir_graph *g, int id, int i)
+{
+    return follows(g, id) && g->nodes[id].op == IR_OP_add && i == 1 ? g->nodes[id].src[0] : IR_NONE;
+}
+
 /* The users table (every node's operand slots, dead or alive: readiness
  * is about operands being done, as before). */
 static void index_users(scheduler *s)
@@ -47,8 +61,9 @@ static void index_users(scheduler *s)
     for (int id = 0; id < g->nnodes; id++)
         for (int i = 0; i < g->nodes[id].nsrc; i++)
             if (g->nodes[id].src[i] != IR_NONE) {
-                s->user_start[g->nodes[id].src[i] + 1]++;
-                slots++;
+                const int extra = waiting(g, id, i) != IR_NONE;
+                s->user_start[g->nodes[id].src[i] + 1] += 1 + extra;
+                slots += 1 + (size_t)extra;
             }
     for (int id = 0; id < g->nnodes; id++)
         s->user_start[id + 1] += s->user_start[id];
@@ -56,10 +71,13 @@ static void index_users(scheduler *s)
     int *fill = checked_calloc((size_t)g->nnodes + 1, sizeof(int));
     for (int id = 0; id < g->nnodes; id++)
         for (int i = 0; i < g->nodes[id].nsrc; i++) {
-            int src = g->nodes[id].src[i];
-            if (src != IR_NONE) {
-                s->users[s->user_start[src] + fill[src]++] = id;
-                s->pending[id]++;
+            int src = g->nodes[id].src[i], also = waiting(g, id, i);
+            if (src == IR_NONE) continue;
+            s->users[s->user_start[src] + fill[src]++] = id;
+            s->pending[id]++;
+            if (also != IR_NONE) {
+                s->users[s->user_start[src] + fill[src]++] = also;
+                s->pending[also]++;
             }
         }
     free(fill);
@@ -67,39 +85,62 @@ static void index_users(scheduler *s)
 
 static void make_ready(scheduler *s, int id)
 {
-    if (!s->done[id] && !s->g->nodes[id].dead && s->pending[id] == 0)
+    if (!s->done[id] && !s->g->nodes[id].dead && s->pending[id] == 0 && !follows(s->g, id))
         s->ready[s->nready++] = id;
 }
 
-/* Arena bytes freed by running id (operands it reads last) minus its own. */
+/* The node following id at once, else IR_NONE. */
+static int follower(const scheduler *s, int id)
+{
+    for (int k = s->user_start[id]; k < s->user_start[id + 1]; k++)
+        if (follows(s->g, s->users[k]) && s->g->nodes[s->users[k]].src[0] == id)
+            return s->users[k];
+    return IR_NONE;
+}
+
+/* Arena bytes freed by running id and its followers (operands they read
+ * last) minus what the last of them keeps.  A node with followers is a
+ * layer (IR_SRC_ROOM operands at most), its followers read one more. */
 static int64_t net_freed(const scheduler *s, int id)
 {
     const ir_node *n = &s->g->nodes[id];
-    int64_t freed = -arena_bytes_of(s->g, id);
-    for (int i = 0; i < n->nsrc; i++) {
-        int src = n->src[i], reads = 0;
+    int group[IR_SRC_ROOM + 1], last = id, count = n->nsrc;
+    const int *src = n->src;
+    if (follower(s, id) != IR_NONE && n->nsrc <= IR_SRC_ROOM) {
+        memcpy(group, n->src, sizeof *group * (size_t)n->nsrc);
+        group[count++] = s->g->nodes[follower(s, id)].src[1];   /* the residual */
+        src = group;
+    }
+    for (int k = follower(s, id); k != IR_NONE; k = follower(s, k))
+        last = k;
+    int64_t freed = -arena_bytes_of(s->g, last);
+    for (int i = 0; i < count; i++) {
+        int reads = 0;
         bool first = true;
-        for (int j = 0; j < n->nsrc; j++) {
-            reads += n->src[j] == src;
-            first = first && !(j < i && n->src[j] == src);
+        for (int j = 0; j < count; j++) {
+            reads += src[j] == src[i];
+            first = first && !(j < i && src[j] == src[i]);
         }
-        if (src != IR_NONE && first && s->remaining[src] == reads)
-            freed += arena_bytes_of(s->g, src);
+        if (src[i] != IR_NONE && first && s->remaining[src[i]] == reads)
+            freed += arena_bytes_of(s->g, src[i]);
     }
     return freed;
 }
 
+/* Schedules id, then its followers. */
 static void take(scheduler *s, int id)
 {
-    const ir_node *n = &s->g->nodes[id];
-    s->done[id] = true;
-    s->order[s->count++] = id;
-    for (int i = 0; !n->dead && i < n->nsrc; i++)
-        if (n->src[i] != IR_NONE)
-            s->remaining[n->src[i]]--;
-    for (int k = s->user_start[id]; k < s->user_start[id + 1]; k++)
-        if (--s->pending[s->users[k]] == 0)
-            make_ready(s, s->users[k]);
+    for (int at = id; at != IR_NONE; at = s->g->nodes[at].dead ? IR_NONE : follower(s, at)) {
+        const ir_node *n = &s->g->nodes[at];
+        s->done[at] = true;
+        s->order[s->count++] = at;
+        for (int i = 0; !n->dead && i < n->nsrc; i++)
+            if (n->src[i] != IR_NONE)
+                s->remaining[n->src[i]]--;
+        for (int k = s->user_start[at]; k < s->user_start[at + 1]; k++)
+            if (--s->pending[s->users[k]] == 0)
+                make_ready(s, s->users[k]);
+    }
 }
 
 /* The next live compute node to run (the most bytes freed, ties to the

@@ -163,6 +163,11 @@ int pass_loss(ir_graph *g, pass_loss_kind kind, int y, int target);
 int pass_fold_batchnorm(ir_graph *g);
 int pass_fold_scale_shift(ir_graph *g);
 int pass_fuse_residual(ir_graph *g);
+/* pass_fuse_residual under --quantize: the residual add of a layer int8 runs
+ * (pass_quant_applies) stays apart, read layer first, where the epilogue
+ * would be a ReLU/ReLU6 or none, which int8 runs as nodes of their own
+ * (ir_node.int8_apart); an epilogue with any other activation is fused. */
+int pass_fuse_residual_int8(ir_graph *g);
 int pass_fuse_activation(ir_graph *g);
 int pass_fuse_spatial_mean(ir_graph *g);
 /* Marks each 1x1 conv the target computes row by row inside the depthwise
@@ -185,13 +190,6 @@ int pass_schedule(ir_graph *g);
  * then the memory plan is made again.  Returns how many layers are int8. */
 int pass_quant(ir_graph *g, const double *lo, const double *hi);
 bool pass_quant_applies(const ir_graph *g, const ir_node *n);
-/* Before calibration: a conv's BatchNorm folded and a layer's activation
- * fused as -O1 does them (at -O0 too: the integers do not depend on -O);
- * then every dense/conv pass_quant_applies to with a fused
- * residual add (and a ReLU/ReLU6 or no activation) is split again into the
- * layer, an add and the activation, so that calibration sees the layer's own
- * range and the add and activation can run in int8.  Returns how many. */
-int pass_quant_unfuse(ir_graph *g);
 /* Per-tensor asymmetric int8 parameters of [lo, hi] (widened to hold 0). */
 void pass_quant_params(double lo, double hi, float *scale, int32_t *zp);
 

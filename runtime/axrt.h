@@ -526,15 +526,13 @@ void axrt_add_q8(const uint8_t *a, const uint8_t *b, void *y, size_t n, const ax
    (a concat's part; a ReLU: outer 1, ld = row, offset 0; y may be x then) */
 void axrt_rescale_q8(const uint8_t *x, void *y, size_t outer, size_t row, size_t ld, size_t offset,
                      const axrt_ew_q8 *p);
-/* Global mean pooling of int8 values (TFLite's integer mean): x [n, hw, c]
-   (q + 128), y [n, c] = out_zp + axrt_requantize(S, mult[0], shift[0]) with
-   S = the exact int32 sum over hw of (q - zp[0]) and mult[0] / 2^shift[0] =
-   s_in / (hw s_out); clamped to [lo, hi], dequantised (scale) or, out_q8,
-   stored as q + 128.  Integer arithmetic only (hw * 255 < 2^31). */
-void axrt_globalmeanpool_q8(const uint8_t *x, void *y, size_t n, size_t hw, size_t c, const axrt_ew_q8 *p);
-/* The same over the middle axis of x [outer, axis, inner] (a mean over one
-   dim, kept as 1): S over `axis` values, mult[0] / 2^shift[0] =
-   s_in / (axis s_out). */
+/* The mean of int8 values over the middle axis of x [outer, axis, inner]
+   (TFLite's integer mean; a mean over one dim, kept as 1, and a global
+   mean-pool: x [n, h w, c]), x as q + 128: y [outer, inner] =
+   out_zp + axrt_requantize(S, mult[0], shift[0]) with S = the exact int32
+   sum over `axis` of (q - zp[0]) and mult[0] / 2^shift[0] =
+   s_in / (axis s_out); clamped to [lo, hi], dequantised (scale) or, out_q8,
+   stored as q + 128.  Integer arithmetic only (axis * 255 < 2^31). */
 void axrt_mean_q8(const uint8_t *x, void *y, size_t outer, size_t axis, size_t inner, const axrt_ew_q8 *p);
 /* The divisor of mean-pool p's window at output (oy, ox), as the float
    kernels count it (axrt_meanpool_counted_*): the window clipped to the

@@ -775,11 +775,6 @@ void axrt_mean_q8(const uint8_t *x, void *y, size_t outer, size_t axis, size_t i
         }
 }
 
-void axrt_globalmeanpool_q8(const uint8_t *x, void *y, size_t n, size_t hw, size_t c, const axrt_ew_q8 *p)
-{
-    axrt_mean_q8(x, y, n, hw, c, p);
-}
-
 /* The rows (or columns) a window starting at y0 covers for the divisor: the
  * float kernels' axrt_meanpool_counted rule along one axis. */
 static int window_span(int y0, int k, int size, int div_pad_after, int count_pad)

@@ -131,6 +131,19 @@ check_print_after_all() {
     expect_rows "lower shape dtype $fuse memplan fit_ram select " || return 1
     ! grep -q rows_fused err || { echo "rows_fused printed under --ram"; return 1; }
 }
+# Under --quantize the residual add that int8 runs apart (a layer's, with a
+# ReLU after it) is never fused into the layer (instead of fused and split
+# again before calibration); at -O0 int8 folds and fuses as -O1 does.
+check_print_after_all_int8() {
+    cp "$here/../quant/qres.ax" qres.ax
+    "$PYTHON" -c "import numpy as np; np.save('qres_x.npy', np.random.default_rng(1).standard_normal((2, 1, 8, 8, 4)).astype(np.float32))" || return 1
+    run_axc qres.ax --quantize=int8 --calibrate x=qres_x.npy --print-after-all -o pq.c && expect_rc 0 || return 1
+    expect_rows "lower shape dtype fuse_matmul_transposed fold_batchnorm fold_scale_shift fuse_residual fuse_activation fuse_spatial_mean fuse_elementwise schedule memplan quantize select " || return 1
+    sed -n '/^\*\*\* IR after fuse_residual/,/^\*\*\* IR after fuse_activation/p' err | grep -q ' = add %' ||
+        { echo "the residual add of int8 conv 'b' was fused"; return 1; }
+    run_axc qres.ax -O0 --quantize=int8 --calibrate x=qres_x.npy --print-after-all -o pq.c && expect_rc 0 || return 1
+    expect_rows "lower shape dtype fold_batchnorm fuse_activation memplan quantize select " || return 1
+}
 check_depfile() {
     "$PYTHON" "$here/write_weights.py" small w.safetensors || return 1
     run_axc small.ax -o dep.c --weights=w.safetensors -MD -MF f.d -MT target; expect_rc 0 || return 1
@@ -416,6 +429,7 @@ check header-contents check_header_contents
 check emit-ir check_emit_ir
 check emit-mem check_emit_mem
 check print-after-all check_print_after_all
+check print-after-all-int8 check_print_after_all_int8
 check depfile check_depfile
 check model-option check_model_option
 check all-models check_all_models

@@ -485,8 +485,9 @@ static void test_ew_isas(void **state)
     }
 }
 
-/* axrt_globalmeanpool_q8 against the sum and requantisation written here:
- * channel counts around its 64-wide blocks, batch 2, bytes and floats. */
+/* axrt_mean_q8 as a global mean-pool ([n, h w, c]) against the sum and
+ * requantisation written here: channel counts around its 64-wide blocks,
+ * batch 2, bytes and floats. */
 static void test_globalmeanpool_q8(void **state)
 {
     (void)state;
@@ -498,9 +499,9 @@ static void test_globalmeanpool_q8(void **state)
         uint8_t *x = malloc(n * hw * c), *y = malloc(n * c);
         float *f = malloc(sizeof(float) * n * c);
         for (size_t i = 0; i < n * hw * c; i++) x[i] = (uint8_t)next_random();
-        axrt_globalmeanpool_q8(x, y, n, hw, c, &p);
+        axrt_mean_q8(x, y, n, hw, c, &p);
         p.out_q8 = 0;
-        axrt_globalmeanpool_q8(x, f, n, hw, c, &p);
+        axrt_mean_q8(x, f, n, hw, c, &p);
         for (size_t b = 0; b < n; b++)
             for (size_t k = 0; k < c; k++) {
                 int32_t sum = 0;
