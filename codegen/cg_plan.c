@@ -810,7 +810,8 @@ static void arg_pool_params(planner *P, ir_call *c, bool own_block)
 static bool quant_ew_kernel(planner *P, const ir_arg *qx)
 {
     const ir_node *n = P->n, *x = operand_node(P, 0);
-    const char *name = n->op == IR_OP_add        ? (ir_same_shape(x, n) && ir_same_shape(operand_node(P, 1), n)
+    const bool binary = n->op == IR_OP_add || n->op == IR_OP_mul;   /* a product: AXRT_Q8_MUL */
+    const char *name = binary                    ? (ir_same_shape(x, n) && ir_same_shape(operand_node(P, 1), n)
                                                     ? "axrt_add_q8" : "axrt_add_bcast_q8")
                        : n->op == IR_OP_globalmeanpool ? "axrt_globalmeanpool_q8"
                        : n->op == IR_OP_mean     ? "axrt_mean_q8"
@@ -825,7 +826,7 @@ static bool quant_ew_kernel(planner *P, const ir_arg *qx)
         arg_copy(c, &qx[1]);
         arg_value(c, self_id(P));
         arg_size(c, ir_numel(n));
-    } else if (n->op == IR_OP_add) {
+    } else if (binary) {
         int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
         cg_broadcast_strides(x, n, sa);
         cg_broadcast_strides(operand_node(P, 1), n, sb);

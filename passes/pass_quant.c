@@ -206,9 +206,9 @@ static bool ew_applies(const ir_graph *g, const ir_node *n)
         return false;
     if (n->op == IR_OP_relu || n->op == IR_OP_relu6 || is_mean(n->op))
         return int8_result(g, n->src[0]);
-    if (n->op != IR_OP_concat && n->op != IR_OP_add)
+    if (n->op != IR_OP_concat && n->op != IR_OP_add && !(n->op == IR_OP_mul && g->tflite_arith))
         return false;
-    bool from_int8 = false;
+    bool from_int8 = g->tflite_arith;   /* a .tflite model's every int8 tensor is TFLite's integers */
     for (int k = 0; k < n->nsrc; k++) {
         if (!is_activation(g, n->src[k])) return false;
         from_int8 |= int8_result(g, n->src[k]);
@@ -236,6 +236,13 @@ static void ew_params(const ir_node *n, ir_quant *q, double count)
         e->scale = q->out_scale;
         e->lo = n->op == IR_OP_relu || n->op == IR_OP_relu6 ? q->out_zp : -128;
         e->hi = n->op == IR_OP_relu6 ? clamp_int(q->out_zp + round_away(6 / q->out_scale), -128, 127) : 127;
+        if (n->op == IR_OP_mul) {   /* TFLite's int8 MUL */
+            e->zp[0] = q->in_zps[0];
+            e->zp[1] = q->in_zps[1];
+            e->flags |= AXRT_Q8_MUL;
+            ew_fixed_point((double)q->in_scales[0] * q->in_scales[1] / q->out_scale, &e->out_mult, &e->out_shift);
+            continue;
+        }
         if (n->op != IR_OP_add) {
             e->zp[0] = q->in_zps[k];
             ew_fixed_point((double)q->in_scales[k] / (count * q->out_scale), &e->mult[0], &e->shift[0]);

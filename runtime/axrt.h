@@ -474,6 +474,7 @@ int32_t axrt_requantize_tflite(int32_t acc, int32_t mult, int shift);
 /* axrt_requant.flags and axrt_ew_q8.flags */
 #define AXRT_Q8_OUT_BYTES 1   /* y is uint8_t, q + 128 */
 #define AXRT_Q8_TFLITE 2      /* TensorFlow Lite's reference arithmetic (see each kernel) */
+#define AXRT_Q8_MUL 4         /* axrt_ew_q8 of axrt_add_q8 and axrt_add_bcast_q8: the product */
 typedef struct axrt_requant {
     const int32_t *bias;  /* [out] round(b / (s_x s_w)) - (zp_x + 128) * sum of the channel's w */
     const int32_t *mult;  /* [out] multipliers; NULL: y = acc * fscale[o] (float epilogue follows) */
@@ -514,8 +515,11 @@ void axrt_maxpool_u8(const uint8_t *x, uint8_t *y, const axrt_pool2d_params *p);
    output's = 2 max(s_0, s_1) / (2^20 s_out)); q clamped to [lo, hi], then
    dequantised to float (scale) or, AXRT_Q8_OUT_BYTES, stored as q + 128.
    AXRT_Q8_TFLITE: axrt_requantize_tflite for axrt_requantize (TFLite's
-   add is then exact).  Integer arithmetic only: the same integers
-   everywhere. */
+   add is then exact).  AXRT_Q8_MUL: the add kernels multiply instead,
+   q = out_zp + axrt_requantize((q_0 - zp[0]) (q_1 - zp[1]), out_mult,
+   out_shift) (TFLite's int8 MUL: out_mult / 2^out_shift = s_0 s_1 / s_out;
+   portable C on every instruction set).  Integer arithmetic only: the same
+   integers everywhere. */
 typedef struct axrt_ew_q8 {
     int32_t zp[2], mult[2], shift[2], left;
     int32_t out_mult, out_shift, out_zp, lo, hi;

@@ -745,19 +745,28 @@ static void ew_table(const axrt_ew_q8 *p, int k, int32_t *t)
         t[v] = ew_scaled(p, k, (uint8_t)v);
 }
 
+/* The clamped result q of an add (AXRT_Q8_MUL: a product) of bytes a and b,
+ * the add's scaled operands from the byte tables ta, tb (NULL: computed). */
+static int32_t ew_binary(const axrt_ew_q8 *p, uint8_t a, uint8_t b, const int32_t *ta, const int32_t *tb)
+{
+    int32_t v;
+    if (p->flags & AXRT_Q8_MUL)   /* |.| <= 255 * 255 */
+        v = ((int32_t)a - 128 - p->zp[0]) * ((int32_t)b - 128 - p->zp[1]);
+    else
+        v = ta ? ta[a] + tb[b] : ew_scaled(p, 0, a) + ew_scaled(p, 1, b);
+    return clamp_i32((int64_t)p->out_zp + requantize_as(p->flags, v, p->out_mult, p->out_shift), p->lo, p->hi);
+}
+
 void axrt_q8_add_portable(const uint8_t *a, const uint8_t *b, void *y, size_t n, const axrt_ew_q8 *p)
 {
     int32_t ta[256], tb[256];
-    const bool table = n >= Q8_EW_TABLE_MIN;
+    const bool table = n >= Q8_EW_TABLE_MIN && !(p->flags & AXRT_Q8_MUL);
     if (table) {
         ew_table(p, 0, ta);
         ew_table(p, 1, tb);
     }
-    for (size_t i = 0; i < n; i++) {
-        const int32_t sum = table ? ta[a[i]] + tb[b[i]] : ew_scaled(p, 0, a[i]) + ew_scaled(p, 1, b[i]);
-        ew_store(p, clamp_i32((int64_t)p->out_zp + requantize_as(p->flags, sum, p->out_mult, p->out_shift), p->lo, p->hi),
-                 y, i);
-    }
+    for (size_t i = 0; i < n; i++)
+        ew_store(p, ew_binary(p, a[i], b[i], table ? ta : NULL, table ? tb : NULL), y, i);
 }
 
 void axrt_q8_rescale_portable(const uint8_t *x, void *y, size_t outer, size_t row, size_t ld, size_t offset,
@@ -889,12 +898,8 @@ static void *ew_out_at(const axrt_ew_q8 *p, void *y, size_t i)
 static void add_row(const uint8_t *a, ptrdiff_t sa, const uint8_t *b, ptrdiff_t sb, void *y, size_t len,
                     const axrt_ew_q8 *p, const int32_t *ta, const int32_t *tb)
 {
-    for (size_t j = 0; j < len; j++) {
-        const uint8_t va = a[(ptrdiff_t)j * sa], vb = b[(ptrdiff_t)j * sb];
-        const int32_t sum = ta ? ta[va] + tb[vb] : ew_scaled(p, 0, va) + ew_scaled(p, 1, vb);
-        ew_store(p, clamp_i32((int64_t)p->out_zp + requantize_as(p->flags, sum, p->out_mult, p->out_shift), p->lo, p->hi),
-                 y, j);
-    }
+    for (size_t j = 0; j < len; j++)
+        ew_store(p, ew_binary(p, a[(ptrdiff_t)j * sa], b[(ptrdiff_t)j * sb], ta, tb), y, j);
 }
 
 void axrt_add_bcast_q8(const uint8_t *a, const int64_t *a_strides, const uint8_t *b, const int64_t *b_strides,
@@ -906,7 +911,7 @@ void axrt_add_bcast_q8(const uint8_t *a, const int64_t *a_strides, const uint8_t
     const ptrdiff_t sa = rank > 0 ? (ptrdiff_t)a_strides[rank - 1] : 0, sb = rank > 0 ? (ptrdiff_t)b_strides[rank - 1] : 0;
     int32_t ta[256], tb[256];
     for (int d = 0; d < rank; d++) total *= shape[d];
-    const bool rows = sa == 1 && sb == 1, table = !rows && total >= Q8_EW_TABLE_MIN;
+    const bool rows = sa == 1 && sb == 1, table = !rows && total >= Q8_EW_TABLE_MIN && !(p->flags & AXRT_Q8_MUL);
     if (table) {
         ew_table(p, 0, ta);
         ew_table(p, 1, tb);

@@ -330,6 +330,10 @@ static void *ew_at(const axrt_ew_q8 *p, void *y, size_t i)
     __attribute__((target(TARGET))) static void PFX##_add(const uint8_t *a, const uint8_t *b, void *y, \
                                                           size_t n, const axrt_ew_q8 *p)               \
     {                                                                                                  \
+        if (p->flags & AXRT_Q8_MUL) { /* TFLite's int8 MUL: the portable C */                          \
+            axrt_q8_add_portable(a, b, y, n, p);                                                       \
+            return;                                                                                    \
+        }                                                                                              \
         const Q##_scale sa = Q##_scale_of(p->mult[0], p->shift[0], p->flags);                          \
         const Q##_scale sb = Q##_scale_of(p->mult[1], p->shift[1], p->flags);                          \
         const Q##_scale so = Q##_scale_of(p->out_mult, p->out_shift, p->flags);                        \

@@ -10,8 +10,8 @@
  * axc's one give different integers (the reason for the mode).  Then the
  * dense and conv epilogues and the elementwise add and rescale with
  * AXRT_Q8_TFLITE on every instruction set this CPU has against the
- * reference, multipliers below and above 1 (left shifts), and the integer
- * AveragePool of a windowed mean-pool. */
+ * reference, multipliers below and above 1 (left shifts), TFLite's int8
+ * MUL (AXRT_Q8_MUL), and the integer AveragePool of a windowed mean-pool. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -207,6 +207,38 @@ static void test_add_tflite(void **state)
     }
 }
 
+/* TFLite's int8 MUL (AXRT_Q8_MUL through the add kernels, plain and
+ * broadcasting): out_zp + the product of the centred operands requantised
+ * with two roundings, clamped; every instruction set. */
+static void test_mul_tflite(void **state)
+{
+    enum { N = 600 };
+    static uint8_t a[N], b[N], got[N], want[N];
+    const int64_t shape[2] = {20, 30}, sa[2] = {30, 1}, sb[2] = {0, 1};   /* b: one row of 30, broadcast */
+    const axrt_ew_q8 p = {{-7, 12}, {0, 0}, {0, 0}, 0, 1518500250, 40, 9, -120, 110, 1.0f,
+                          AXRT_Q8_TFLITE | AXRT_Q8_OUT_BYTES | AXRT_Q8_MUL};
+    (void)state;
+    for (int i = 0; i < N; i++) {
+        a[i] = (uint8_t)(i % 9 == 0 ? 0 : i % 9 == 1 ? 255 : next_random());
+        b[i] = (uint8_t)(next_random() >> 8);
+    }
+    for (int i = 0; i < N; i++) {
+        const int32_t v = ((int32_t)a[i] - 128 - p.zp[0]) * ((int32_t)b[i % 30] - 128 - p.zp[1]);
+        int32_t q = p.out_zp + reference_requantize(v, p.out_mult, p.out_shift);
+        q = q < p.lo ? p.lo : q > p.hi ? p.hi : q;
+        want[i] = (uint8_t)(q + 128);
+    }
+    for (int i = 0; i < 3; i++) {
+        if (axrt_set_isa(isas[i]) != 0) continue;
+        axrt_add_bcast_q8(a, sa, b, sb, got, shape, 2, &p);
+        if (memcmp(got, want, N)) fail_msg("int8 broadcasting mul (TFLite) differs on %s", isas[i]);
+        for (int r = 0; r < 20; r++)   /* the plain kernel, one row at a time */
+            axrt_add_q8(a + 30 * r, b, got + 30 * r, 30, &p);
+        if (memcmp(got, want, N)) fail_msg("int8 mul (TFLite) differs on %s", isas[i]);
+    }
+    axrt_set_isa(NULL);
+}
+
 /* TFLite's integer AveragePool (input and output parameters equal): the
  * sum of the window's q inside the input over their count, rounded half
  * away from zero, clamped. */
@@ -245,6 +277,7 @@ int main(void)
         cmocka_unit_test(test_requantize_tflite),
         cmocka_unit_test(test_dense_tflite),
         cmocka_unit_test(test_add_tflite),
+        cmocka_unit_test(test_mul_tflite),
         cmocka_unit_test(test_meanpool_tflite),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
