@@ -176,15 +176,25 @@ VNNI_INLINE __m512i vnni_requant_high(__m512i v, __m512i mult, __m512i shift)
  * 2^max(0, shift - 31) rounded half away: the floor, plus one where the
  * remainder exceeds gemmlowp's threshold (mask >> 1, one more for negative
  * values). */
+/* The steps both widths share, on vectors V of the intrinsics P (_mm512,
+ * _mm256), ZERO and SET64 their zero and 64-bit broadcast, BLEND_ODD(a, b)
+ * a's even 32-bit lanes with b's odd ones: declares one, min, x (v shifted
+ * left), right (the right shift) and h (the doubling high product, not yet
+ * saturated). */
+#define Q8_TFLITE_HIGH(P, V, ZERO, SET64, BLEND_ODD)                                                    \
+    const V zero = ZERO(), one = P##_set1_epi32(1), min = P##_set1_epi32(INT32_MIN);                    \
+    const V e = P##_sub_epi32(P##_set1_epi32(31), shift);                                              \
+    const V x = P##_sllv_epi32(v, P##_max_epi32(e, zero));                                             \
+    const V right = P##_max_epi32(P##_sub_epi32(zero, e), zero), nudge = SET64(1 << 30);               \
+    const V pe = P##_add_epi64(P##_mul_epi32(x, mult), nudge);                                         \
+    const V po = P##_add_epi64(P##_mul_epi32(P##_srli_epi64(x, 32), P##_srli_epi64(mult, 32)), nudge); \
+    V h = BLEND_ODD(P##_srli_epi64(pe, 31), P##_slli_epi64(po, 1));
+#define VNNI_BLEND_ODD(a, b) _mm512_mask_blend_epi32(0xaaaa, a, b)
+#define AVX2_BLEND_ODD(a, b) _mm256_blend_epi32(a, b, 0xaa)
+
 VNNI_INLINE __m512i vnni_requant_tflite(__m512i v, __m512i mult, __m512i shift)
 {
-    const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1), min = _mm512_set1_epi32(INT32_MIN);
-    const __m512i e = _mm512_sub_epi32(_mm512_set1_epi32(31), shift);
-    const __m512i x = _mm512_sllv_epi32(v, _mm512_max_epi32(e, zero));
-    const __m512i right = _mm512_max_epi32(_mm512_sub_epi32(zero, e), zero), nudge = _mm512_set1_epi64(1 << 30);
-    const __m512i pe = _mm512_add_epi64(_mm512_mul_epi32(x, mult), nudge);
-    const __m512i po = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(mult, 32)), nudge);
-    __m512i h = _mm512_mask_blend_epi32(0xaaaa, _mm512_srli_epi64(pe, 31), _mm512_slli_epi64(po, 1));
+    Q8_TFLITE_HIGH(_mm512, __m512i, _mm512_setzero_si512, _mm512_set1_epi64, VNNI_BLEND_ODD)
     const __mmask16 sat = _mm512_cmpeq_epi32_mask(x, min) & _mm512_cmpeq_epi32_mask(mult, min);
     h = _mm512_mask_mov_epi32(h, sat, _mm512_set1_epi32(INT32_MAX));
     const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
@@ -486,13 +496,7 @@ __attribute__((target("avx2"))) static void avx2_dw_sum(const uint8_t *const *x,
 /* vnni_requant_tflite on eight lanes */
 AVX2_INLINE __m256i avx2_requant_tflite(__m256i v, __m256i mult, __m256i shift)
 {
-    const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1), min = _mm256_set1_epi32(INT32_MIN);
-    const __m256i e = _mm256_sub_epi32(_mm256_set1_epi32(31), shift);
-    const __m256i x = _mm256_sllv_epi32(v, _mm256_max_epi32(e, zero));
-    const __m256i right = _mm256_max_epi32(_mm256_sub_epi32(zero, e), zero), nudge = _mm256_set1_epi64x(1 << 30);
-    const __m256i pe = _mm256_add_epi64(_mm256_mul_epi32(x, mult), nudge);
-    const __m256i po = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(mult, 32)), nudge);
-    __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(pe, 31), _mm256_slli_epi64(po, 1), 0xaa);
+    Q8_TFLITE_HIGH(_mm256, __m256i, _mm256_setzero_si256, _mm256_set1_epi64x, AVX2_BLEND_ODD)
     const __m256i sat = _mm256_and_si256(_mm256_cmpeq_epi32(x, min), _mm256_cmpeq_epi32(mult, min));
     h = _mm256_blendv_epi8(h, _mm256_set1_epi32(INT32_MAX), sat);
     const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right), one);
