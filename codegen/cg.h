@@ -140,6 +140,8 @@ axrt_conv2d_params cg_quant_conv_params(const ir_graph *g, const ir_node *n);
 /* int8 layer n's weights in the layout the runtime's _packed kernels read
  * (axrt_dense_q8_pack, axrt_conv2d_q8_pack), *bytes of them, in the graph's arena. */
 const int8_t *cg_quant_packed_weights(const ir_graph *g, const ir_node *n, size_t *bytes);
+/* The axrt_requant.flags of an int8 dense or conv (AXRT_Q8_OUT_BYTES, AXRT_Q8_TFLITE). */
+int cg_quant_rq_flags(const ir_quant *q);
 /* n elements of esize bytes as string-literal lines of \xHH escapes, little-endian. */
 void cg_bytes_literal(ax_buf *out, const unsigned char *data, size_t n, size_t esize);
 

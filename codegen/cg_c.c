@@ -336,7 +336,7 @@ static void emit_ew_table(emitter *em, const ir_arg *a)
         const axrt_ew_q8 *e = &node_at(em, a->node)->quant->ew[k];
         ax_buf_printf(em->out, "%s\n            {{%d, %d}, {%d, %d}, {%d, %d}, %d, %d, %d, %d, %d, %d, %.8ef, %d}",
                       k ? "," : "", e->zp[0], e->zp[1], e->mult[0], e->mult[1], e->shift[0], e->shift[1], e->left,
-                      e->out_mult, e->out_shift, e->out_zp, e->lo, e->hi, (double)e->scale, e->out_q8);
+                      e->out_mult, e->out_shift, e->out_zp, e->lo, e->hi, (double)e->scale, e->flags);
     }
     ax_buf_puts(em->out, "};\n");
 }

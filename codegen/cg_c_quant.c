@@ -71,6 +71,11 @@ const int8_t *cg_quant_packed_weights(const ir_graph *g, const ir_node *n, size_
     return packed;
 }
 
+int cg_quant_rq_flags(const ir_quant *q)
+{
+    return (q->out_q8 ? AXRT_Q8_OUT_BYTES : 0) | (q->tflite_rounding ? AXRT_Q8_TFLITE : 0);
+}
+
 /* The int8 weights in the layout the runtime's GEMM reads (axrt_*_q8_pack). */
 static void emit_packed_weights(emitter *em, const ir_node *n, int id)
 {
@@ -99,5 +104,5 @@ void cgc_emit_quant_constants(emitter *em, int id)
     ax_buf_printf(em->out, "static const axrt_requant %s_q%d_rq = {%s_q%d_bias.values, %s_q%d_mult.values, "
                   "%s_q%d_shift.values, NULL, %d, %d, %d, %s, %d};\n", em->g->name, id, em->g->name, id,
                   em->g->name, id, em->g->name, id, q->out_zp, q->lo, q->hi,
-                  float_text(arena_of(em), q->out_scale), q->out_q8);
+                  float_text(arena_of(em), q->out_scale), cg_quant_rq_flags(q));
 }

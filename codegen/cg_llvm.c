@@ -253,7 +253,7 @@ static LLVMValueRef bytes_global(lv *L, const void *data, size_t bytes, const ch
 
 /* An int8 layer's weights, packed for the runtime's GEMM as the C target's
  * (cg_quant_packed_weights), and its axrt_requant {bias, mult, shift,
- * fscale, zp, lo, hi, scale, out_q8}: mult and shift, or fscale when the
+ * fscale, zp, lo, hi, scale, flags}: mult and shift, or fscale when the
  * float epilogue follows (cg_c.c emit_quant_constants). */
 static void add_quant_constants(lv *L, int id)
 {
@@ -270,7 +270,7 @@ static void add_quant_constants(lv *L, int id)
     LLVMTypeRef types[] = {L->ptr, L->ptr, L->ptr, L->ptr, L->i32, L->i32, L->i32, f32, L->i32};
     LLVMValueRef fields[] = {bias, mult, shift, fscale, k_i32(L, q->float_out ? 0 : q->out_zp),
                              k_i32(L, q->float_out ? 0 : q->lo), k_i32(L, q->float_out ? 0 : q->hi),
-                             LLVMConstReal(f32, q->float_out ? 0.0 : (double)q->out_scale), k_i32(L, q->out_q8)};
+                             LLVMConstReal(f32, q->float_out ? 0.0 : (double)q->out_scale), k_i32(L, cg_quant_rq_flags(q))};
     LLVMValueRef rq = LLVMConstNamedStruct(LLVMStructTypeInContext(L->C, types, 9, 0), fields, 9);
     L->globals[id] = const_global(L, rq, "requant", 8);
 }
@@ -840,7 +840,7 @@ static void add_ew_constants(lv *L, const ir_node *n)
     for (int k = 0; q && k < q->nin && k < 16; k++) {
         const axrt_ew_q8 *e = &q->ew[n->op == IR_OP_concat ? k : 0];
         int v[14] = {e->zp[0], e->zp[1], e->mult[0], e->mult[1], e->shift[0], e->shift[1], e->left,
-                     e->out_mult, e->out_shift, e->out_zp, e->lo, e->hi, 0, e->out_q8};
+                     e->out_mult, e->out_shift, e->out_zp, e->lo, e->hi, 0, e->flags};
         memcpy(&v[12], &e->scale, sizeof e->scale);
         L->ew[k] = const_ints(L, v, 14);
     }

@@ -844,8 +844,9 @@ static void arg_pool_params(planner *P, ir_call *c, bool own_block)
 static bool quant_ew_kernel(planner *P, const ir_arg *qx)
 {
     const ir_node *n = P->n, *x = operand_node(P, 0);
-    const cg_kernel_id k = n->op == IR_OP_add ? (ir_same_shape(x, n) && ir_same_shape(operand_node(P, 1), n)
-                                                 ? CG_K_add_q8 : CG_K_add_bcast_q8)
+    const bool binary = n->op == IR_OP_add || n->op == IR_OP_mul;   /* a product: AXRT_Q8_MUL */
+    const cg_kernel_id k = binary ? (ir_same_shape(x, n) && ir_same_shape(operand_node(P, 1), n)
+                                  ? CG_K_add_q8 : CG_K_add_bcast_q8)
                            : n->op == IR_OP_globalmeanpool || n->op == IR_OP_mean ? CG_K_mean_q8
                            : n->op == IR_OP_meanpool ? CG_K_meanpool_q8
                                                      : CG_K_COUNT;
@@ -858,7 +859,7 @@ static bool quant_ew_kernel(planner *P, const ir_arg *qx)
         arg_copy(c, &qx[1]);
         arg_value(c, self_id(P));
         arg_size(c, ir_numel(n));
-    } else if (n->op == IR_OP_add) {
+    } else if (binary) {
         int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
         cg_broadcast_strides(x, n, sa);
         cg_broadcast_strides(operand_node(P, 1), n, sb);

@@ -3,7 +3,7 @@
  * function: int8 calibration's emulation of the generated code
  * (compiler/quantize.c) calls the very kernels the plan names, with the
  * arguments the plan gives, the node's int8 constants made here (its
- * results leave float: out_q8 0).  The table follows cg_kernels.def's
+ * results leave float: no AXRT_Q8_OUT_BYTES).  The table follows cg_kernels.def's
  * KERNEL_HOST rows (name, argument count), each calling its run_<id> here:
  * a new int8 kernel is a row there, a plan rule and its run_<id>. */
 #include <stdlib.h>
@@ -166,11 +166,11 @@ void cg_plan_host_run(const ir_graph *g, int id, const cg_plan_host *h, float *c
     const ir_quant *q = g->nodes[id].quant;
     host_state s = {.g = g, .id = id, .h = h, .values = values, .y = y, .scratch = malloc(h->scratch_bytes + 1)};
     s.rq = (axrt_requant){q->bias, q->float_out ? NULL : q->mult, q->shift, q->fscale, q->out_zp, q->lo, q->hi,
-                          q->out_scale, 0};
+                          q->out_scale, q->tflite_rounding ? AXRT_Q8_TFLITE : 0};
     if (!s.scratch) ax_out_of_memory(0);
     for (int k = 0; k < (g->nodes[id].op == IR_OP_concat ? q->nin : 1) && k < 16 && q->nin; k++) {
         s.ew[k] = q->ew[k];
-        s.ew[k].out_q8 = 0;
+        s.ew[k].flags &= ~AXRT_Q8_OUT_BYTES;
     }
     for (int c = 0; c < h->plan->ncalls; c++)
         run_call(&s, &h->plan->calls[c]);

@@ -507,6 +507,7 @@ ir_graph *tflite_import(ax_ctx *ctx, const char *path, const void *bytes, size_t
     }
     tfl_state s = {.ctx = ctx, .infer = infer, .path = path, .m = &m, .op_index = -1};
     s.g = ir_graph_new(ctx, model_name(ctx->arena, path), ax_noloc());
+    s.g->tflite_arith = true;
     int errors = ctx->errors;
     if (!import_subgraph(&s) && ctx->errors == errors)   /* a step that failed unsaid (a shape inference */
         tfl_fail(&s, "could not be imported");           /* refusing without an error): never a silent graph */

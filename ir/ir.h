@@ -295,6 +295,8 @@ typedef struct ir_quant {
     float in_scale, out_scale;
     int32_t in_zp, out_zp, lo, hi;
     bool float_out, in_q8, out_q8;
+    bool tflite_rounding; /* requantise as TFLite's reference kernels (AXRT_Q8_TFLITE): a model
+                             imported from .tflite */
     int64_t nw, nout;
     int8_t *w;        /* [out, in] or [oc, kh, kw, c / groups] */
     int32_t *bias, *mult;
@@ -335,6 +337,8 @@ struct ir_graph {
     size_t arena_bytes;        /* planned peak (pass_memplan), multiple of 64 */
     bool share_buffers;        /* the plan lets reshapes alias and in-place ops reuse their
                                   operand's buffer (pass_memplan_with) */
+    bool tflite_arith;         /* imported from .tflite: its int8 nodes compute as TensorFlow
+                                  Lite's reference kernels (ir_quant.tflite_rounding) */
     ir_conv_algo conv_algo;    /* --conv-algo: which 3x3 stride-1 convs run Winograd
                                   (codegen/cg_select.c cg_conv_winograd) */
     ax_ctx *ctx;               /* owner: arena and diagnostics */

@@ -147,6 +147,10 @@ static void quantise_node(ir_graph *g, ir_node *n, const double *lo, const doubl
     }
     q->lo = n->attrs.act == IR_NONE ? -128 : q->out_zp;
     q->hi = n->attrs.act == IR_OP_relu6 ? clamp_int(q->out_zp + round_away(6 / q->out_scale), -128, 127) : 127;
+    /* TFLite's CONV_2D and DEPTHWISE_CONV_2D requantise with two roundings;
+       its FULLY_CONNECTED (LiteRT's reference kernel) with one, as axc:
+       measured against LiteRT 2.3 (docs/tflite.md) */
+    q->tflite_rounding = g->tflite_arith && n->op == IR_OP_conv;
     n->quant = q;
 }
 
@@ -205,9 +209,9 @@ static bool ew_applies(const ir_graph *g, const ir_node *n)
         return false;
     if (n->op == IR_OP_relu || n->op == IR_OP_relu6 || is_mean(n->op))
         return int8_result(g, n->src[0]);
-    if (n->op != IR_OP_concat && n->op != IR_OP_add)
+    if (n->op != IR_OP_concat && n->op != IR_OP_add && !(n->op == IR_OP_mul && g->tflite_arith))
         return false;
-    bool from_int8 = false;
+    bool from_int8 = g->tflite_arith;   /* a .tflite model's every int8 tensor is TFLite's integers */
     for (int k = 0; k < n->nsrc; k++) {
         if (!is_activation(g, n->src[k])) return false;
         from_int8 |= int8_result(g, n->src[k]);
@@ -235,6 +239,13 @@ static void ew_params(const ir_node *n, ir_quant *q, double count)
         e->scale = q->out_scale;
         e->lo = n->op == IR_OP_relu || n->op == IR_OP_relu6 ? q->out_zp : -128;
         e->hi = n->op == IR_OP_relu6 ? clamp_int(q->out_zp + round_away(6 / q->out_scale), -128, 127) : 127;
+        if (n->op == IR_OP_mul) {   /* TFLite's int8 MUL */
+            e->zp[0] = q->in_zps[0];
+            e->zp[1] = q->in_zps[1];
+            e->flags |= AXRT_Q8_MUL;
+            ew_fixed_point((double)q->in_scales[0] * q->in_scales[1] / q->out_scale, &e->out_mult, &e->out_shift);
+            continue;
+        }
         if (n->op != IR_OP_add) {
             e->zp[0] = q->in_zps[k];
             ew_fixed_point((double)q->in_scales[k] / (count * q->out_scale), &e->mult[0], &e->shift[0]);
@@ -277,6 +288,21 @@ static void meanpool_window(const ir_graph *g, const ir_node *n, ir_quant *q)
                        &q->window[6 + 2 * (d - dmin)]);
 }
 
+/* A model imported from .tflite: TFLite's reference arithmetic
+ * (AXRT_Q8_TFLITE) for an add, a concat's part and a ReLU/ReLU6 (its
+ * fixed-point rescaling), a mean (its MEAN: the sum rescaled by the
+ * multiplier of s_in / (count s_out), two roundings), and a windowed
+ * mean-pool whose input and output parameters agree (TFLite's integer
+ * AveragePool; one whose parameters differ keeps axc's arithmetic). */
+static void ew_tflite(const ir_node *n, ir_quant *q)
+{
+    if (n->op == IR_OP_meanpool && (q->in_scale != q->out_scale || q->in_zp != q->out_zp))
+        return;
+    q->tflite_rounding = true;
+    for (int k = 0; k < (n->op == IR_OP_concat ? q->nin : 1); k++)
+        q->ew[k].flags |= AXRT_Q8_TFLITE;
+}
+
 /* n's ir_quant: each operand's parameters from its (final) range, the
  * output's from its own (a ReLU's: its operand's, shared). */
 static void quantise_ew(ir_graph *g, ir_node *n, double *lo, double *hi)
@@ -303,6 +329,8 @@ static void quantise_ew(ir_graph *g, ir_node *n, double *lo, double *hi)
     ew_params(n, q, is_mean(n->op) ? (double)(ir_numel(&g->nodes[n->src[0]]) / ir_numel(n)) : 1);
     if (n->op == IR_OP_meanpool)
         meanpool_window(g, n, q);
+    if (g->tflite_arith)
+        ew_tflite(n, q);
     n->quant = q;
 }
 
@@ -390,7 +418,7 @@ static void mark_int8_storage(ir_graph *g)
         ir_quant *q = (ir_quant *)g->nodes[id].quant;
         q->out_q8 = true;
         for (int k = 0; q->ew && k < (g->nodes[id].op == IR_OP_concat ? q->nin : 1); k++)
-            q->ew[k].out_q8 = 1;
+            q->ew[k].flags |= AXRT_Q8_OUT_BYTES;
         for (int k = id + 1; k < g->nnodes; k++) {
             ir_quant *r = (ir_quant *)g->nodes[k].quant;
             for (int i = 0; r && !g->nodes[k].dead && i < g->nodes[k].nsrc; i++)

@@ -467,13 +467,34 @@ void axrt_dwconv_inplace_f64(double *xy, const double *w, int packed, const doub
  * scale) + zp, -128, 127), held as q + 128 in uint8; weights int8 [-127, 127],
  * symmetric per output channel; int32 accumulation; requantisation
  * q_out = zp + axrt_requantize(acc, mult[o], shift[o]) clamped to [lo, hi]
- * (ReLU/ReLU6 folded into lo/hi), then dequantised to float, or (out_q8)
- * stored as q + 128 in uint8 for the next int8 layer.  The same integers on
- * every instruction set and on Cortex-M.  y is float, or uint8_t when
- * rq->out_q8. */
+ * (ReLU/ReLU6 folded into lo/hi), then dequantised to float, or
+ * (AXRT_Q8_OUT_BYTES) stored as q + 128 in uint8 for the next int8 layer.
+ * The same integers on every instruction set and on Cortex-M.  y is float,
+ * or uint8_t when rq->flags has AXRT_Q8_OUT_BYTES.  With AXRT_Q8_TFLITE
+ * (a model imported from .tflite) every axrt_requantize below is
+ * axrt_requantize_tflite instead, and the kernels compute what TensorFlow
+ * Lite's reference kernels compute. */
 void axrt_quantize_u8(const float *x, uint8_t *q, size_t n, float scale, int32_t zp);
 /* round_half_away(acc * mult / 2^shift), 1 <= shift <= 62 */
 int32_t axrt_requantize(int32_t acc, int32_t mult, int shift);
+/* gemmlowp's fixed-point primitives as TensorFlow Lite uses them
+   (gemmlowp/fixedpoint/fixedpoint.h): SaturatingRoundingDoublingHighMul,
+   the high 32 bits of 2 a b rounded half up (INT32_MAX for
+   a == b == INT32_MIN), and RoundingDivideByPOT, x / 2^exponent rounded
+   half away from zero (0 <= exponent <= 31). */
+int32_t axrt_fixed_high_mul(int32_t a, int32_t b);
+int32_t axrt_fixed_divide_pot(int32_t x, int exponent);
+/* TensorFlow Lite's MultiplyByQuantizedMultiplier (two roundings) for the
+   multiplier mult / 2^shift of axrt_requantize, mult in [0, 2^31) as
+   TFLite's QuantizeMultiplier makes it and shift = 31 - its exponent:
+   axrt_fixed_divide_pot(axrt_fixed_high_mul(acc * 2^max(0, 31 - shift),
+   mult), max(0, shift - 31)), the left shift wrapping as TFLite's int32
+   product does; 1 <= shift <= 62. */
+int32_t axrt_requantize_tflite(int32_t acc, int32_t mult, int shift);
+/* axrt_requant.flags and axrt_ew_q8.flags */
+#define AXRT_Q8_OUT_BYTES 1   /* y is uint8_t, q + 128 */
+#define AXRT_Q8_TFLITE 2      /* TensorFlow Lite's reference arithmetic (see each kernel) */
+#define AXRT_Q8_MUL 4         /* axrt_ew_q8 of axrt_add_q8 and axrt_add_bcast_q8: the product */
 typedef struct axrt_requant {
     const int32_t *bias;  /* [out] round(b / (s_x s_w)) - (zp_x + 128) * sum of the channel's w */
     const int32_t *mult;  /* [out] multipliers; NULL: y = acc * fscale[o] (float epilogue follows) */
@@ -481,7 +502,7 @@ typedef struct axrt_requant {
     const float *fscale;  /* [out] s_x * s_w, read when mult is NULL */
     int32_t zp, lo, hi;   /* output zero point and clamp */
     float scale;          /* output scale */
-    int32_t out_q8;       /* non-zero: y is uint8_t, q + 128 (needs mult) */
+    int32_t flags;        /* AXRT_Q8_OUT_BYTES (needs mult), AXRT_Q8_TFLITE */
 } axrt_requant;
 /* x [rows, in] (quantised, + 128), w [out, in] */
 void axrt_dense_q8(const uint8_t *x, const int8_t *w, const axrt_requant *rq, void *y, size_t rows,
@@ -512,15 +533,20 @@ void axrt_maxpool_u8(const uint8_t *x, uint8_t *y, const axrt_pool2d_params *p);
    q = out_zp + axrt_requantize(v_0 + v_1, out_mult, out_shift) (TFLite's
    add: left = 20, mult[k] / 2^shift[k] = s_k / (2 max(s_0, s_1)), the
    output's = 2 max(s_0, s_1) / (2^20 s_out)); q clamped to [lo, hi], then
-   dequantised to float (scale) or, out_q8, stored as q + 128.  Integer
-   arithmetic only: the same integers everywhere. */
+   dequantised to float (scale) or, AXRT_Q8_OUT_BYTES, stored as q + 128.
+   AXRT_Q8_TFLITE: axrt_requantize_tflite for axrt_requantize (TFLite's
+   add is then exact).  AXRT_Q8_MUL: the add kernels multiply instead,
+   q = out_zp + axrt_requantize((q_0 - zp[0]) (q_1 - zp[1]), out_mult,
+   out_shift) (TFLite's int8 MUL: out_mult / 2^out_shift = s_0 s_1 / s_out;
+   portable C on every instruction set).  Integer arithmetic only: the same
+   integers everywhere. */
 typedef struct axrt_ew_q8 {
     int32_t zp[2], mult[2], shift[2], left;
     int32_t out_mult, out_shift, out_zp, lo, hi;
     float scale;
-    int32_t out_q8;
+    int32_t flags;   /* AXRT_Q8_OUT_BYTES, AXRT_Q8_TFLITE */
 } axrt_ew_q8;
-/* y[i] = a[i] + b[i] (n elements; y may be a or b when out_q8) */
+/* y[i] = a[i] + b[i] (n elements; y may be a or b when AXRT_Q8_OUT_BYTES) */
 void axrt_add_q8(const uint8_t *a, const uint8_t *b, void *y, size_t n, const axrt_ew_q8 *p);
 /* y[o * ld + offset + j] = rescaled x[o * row + j] for o < outer, j < row
    (a concat's part; a ReLU: outer 1, ld = row, offset 0; y may be x then) */
@@ -531,7 +557,7 @@ void axrt_rescale_q8(const uint8_t *x, void *y, size_t outer, size_t row, size_t
    mean-pool: x [n, h w, c]), x as q + 128: y [outer, inner] =
    out_zp + axrt_requantize(S, mult[0], shift[0]) with S = the exact int32
    sum over `axis` of (q - zp[0]) and mult[0] / 2^shift[0] =
-   s_in / (axis s_out); clamped to [lo, hi], dequantised (scale) or, out_q8,
+   s_in / (axis s_out); clamped to [lo, hi], dequantised (scale) or, AXRT_Q8_OUT_BYTES,
    stored as q + 128.  Integer arithmetic only (axis * 255 < 2^31). */
 void axrt_mean_q8(const uint8_t *x, void *y, size_t outer, size_t axis, size_t inner, const axrt_ew_q8 *p);
 /* The divisor of mean-pool p's window at output (oy, ox), as the float
@@ -548,7 +574,7 @@ int axrt_meanpool_divisor(const axrt_pool2d_params *p, int oy, int ox, int div_p
    window[1], window[2] as div_pad_bottom, div_pad_right, count_pad);
    mult_d = window[5 + 2 (d - window[3])], shift_d the int32 after it, for
    the window[4] divisors from window[3] on (mult_d / 2^shift_d =
-   s_in / (d s_out)).  Clamped to [lo, hi], dequantised (scale) or, out_q8,
+   s_in / (d s_out)).  Clamped to [lo, hi], dequantised (scale) or, AXRT_Q8_OUT_BYTES,
    stored as q + 128.  Integer arithmetic only. */
 void axrt_meanpool_q8(const uint8_t *x, void *y, const axrt_pool2d_params *p, const int32_t *window,
                       const axrt_ew_q8 *e);

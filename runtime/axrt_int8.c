@@ -2,7 +2,7 @@
  * docs/precision.md#int8-post-training-quantisation).  Activations arrive as float and are quantised at the
  * kernel's door (axrt_quantize_u8: asymmetric, per tensor, stored offset by
  * 128 as uint8), or arrive so from the int8 layer before (whose result the
- * kernel then stores as bytes, rq->out_q8, not floats); an int8 max-pool works
+ * kernel then stores as bytes, rq->flags AXRT_Q8_OUT_BYTES, not floats); an int8 max-pool works
  * on those bytes; weights are int8, symmetric per output channel; every dot
  * product accumulates exactly in int32, so every instruction set below
  * produces the same integers:
@@ -67,8 +67,40 @@ int32_t axrt_requantize(int32_t acc, int32_t mult, int shift)
     return (int32_t)(p < 0 ? -r : r);
 }
 
+int32_t axrt_fixed_high_mul(int32_t a, int32_t b)
+{
+    if (a == INT32_MIN && b == INT32_MIN)
+        return INT32_MAX;
+    const int64_t ab = (int64_t)a * b;
+    const int64_t nudge = ab >= 0 ? (int64_t)1 << 30 : 1 - ((int64_t)1 << 30);
+    return (int32_t)((ab + nudge) / ((int64_t)1 << 31));   /* C's division truncates, as gemmlowp's */
+}
+
+int32_t axrt_fixed_divide_pot(int32_t x, int exponent)
+{
+    const int32_t mask = (int32_t)(((int64_t)1 << exponent) - 1);
+    const int32_t remainder = x & mask, threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    /* x >> exponent: an arithmetic shift (floor), as gemmlowp assumes */
+    const int32_t floor_div = x < 0 ? -(int32_t)((~(uint32_t)x) >> exponent) - 1 : (int32_t)((uint32_t)x >> exponent);
+    return floor_div + (remainder > threshold ? 1 : 0);
+}
+
+int32_t axrt_requantize_tflite(int32_t acc, int32_t mult, int shift)
+{
+    const int exponent = 31 - shift;
+    const int left = exponent > 0 ? exponent : 0, right = exponent > 0 ? 0 : -exponent;
+    const int32_t x = (int32_t)((uint32_t)acc << left);   /* TFLite's x * (1 << left) in int32 */
+    return axrt_fixed_divide_pot(axrt_fixed_high_mul(x, mult), right);
+}
+
+/* axrt_requantize, or TFLite's (flags has AXRT_Q8_TFLITE). */
+static int32_t requantize_as(int32_t flags, int32_t acc, int32_t mult, int shift)
+{
+    return flags & AXRT_Q8_TFLITE ? axrt_requantize_tflite(acc, mult, shift) : axrt_requantize(acc, mult, shift);
+}
+
 /* Stores output channel o of accumulator acc as y[i]: requantised, clamped
- * and dequantised to float, or kept as q + 128 (rq->out_q8), or (rq->mult
+ * and dequantised to float, or kept as q + 128 (AXRT_Q8_OUT_BYTES), or (rq->mult
  * NULL) scaled to float directly. */
 static void finish(const axrt_requant *rq, int32_t acc, size_t o, void *y, size_t i)
 {
@@ -76,17 +108,17 @@ static void finish(const axrt_requant *rq, int32_t acc, size_t o, void *y, size_
         ((float *)y)[i] = (float)acc * rq->fscale[o];
         return;
     }
-    const int32_t q = clamp_i32((int64_t)rq->zp + axrt_requantize(acc, rq->mult[o], rq->shift[o]), rq->lo, rq->hi);
-    if (rq->out_q8)
+    const int32_t q = clamp_i32((int64_t)rq->zp + requantize_as(rq->flags, acc, rq->mult[o], rq->shift[o]), rq->lo, rq->hi);
+    if (rq->flags & AXRT_Q8_OUT_BYTES)
         ((uint8_t *)y)[i] = (uint8_t)(q + 128);
     else
         ((float *)y)[i] = (float)(q - rq->zp) * rq->scale;
 }
 
-/* Element i of the kernel's output y (float, or uint8_t when rq->out_q8). */
+/* Element i of the kernel's output y (float, or uint8_t under AXRT_Q8_OUT_BYTES). */
 static void *out_at(const axrt_requant *rq, void *y, size_t i)
 {
-    return (unsigned char *)y + i * (rq->out_q8 ? 1 : sizeof(float));
+    return (unsigned char *)y + i * ((rq->flags & AXRT_Q8_OUT_BYTES) ? 1 : sizeof(float));
 }
 
 /* ---- the dot products, one per instruction set ----------------------------- */
@@ -691,7 +723,7 @@ void axrt_maxpool_u8(const uint8_t *x, uint8_t *y, const axrt_pool2d_params *p)
 /* Stores q (already clamped) as element i of y: q + 128, or dequantised. */
 static void ew_store(const axrt_ew_q8 *p, int32_t q, void *y, size_t i)
 {
-    if (p->out_q8)
+    if (p->flags & AXRT_Q8_OUT_BYTES)
         ((uint8_t *)y)[i] = (uint8_t)(q + 128);
     else
         ((float *)y)[i] = (float)(q - p->out_zp) * p->scale;
@@ -701,7 +733,7 @@ static void ew_store(const axrt_ew_q8 *p, int32_t q, void *y, size_t i)
 static int32_t ew_scaled(const axrt_ew_q8 *p, int k, uint8_t x)
 {
     const int32_t centred = (int32_t)x - 128 - p->zp[k];   /* |.| <= 255: << 20 fits */
-    return axrt_requantize(centred * ((int32_t)1 << p->left), p->mult[k], p->shift[k]);
+    return requantize_as(p->flags, centred * ((int32_t)1 << p->left), p->mult[k], p->shift[k]);
 }
 
 /* Operand k's scaled value for each of the 256 bytes (ew_scaled depends on
@@ -713,19 +745,28 @@ static void ew_table(const axrt_ew_q8 *p, int k, int32_t *t)
         t[v] = ew_scaled(p, k, (uint8_t)v);
 }
 
+/* The clamped result q of an add (AXRT_Q8_MUL: a product) of bytes a and b,
+ * the add's scaled operands from the byte tables ta, tb (NULL: computed). */
+static int32_t ew_binary(const axrt_ew_q8 *p, uint8_t a, uint8_t b, const int32_t *ta, const int32_t *tb)
+{
+    int32_t v;
+    if (p->flags & AXRT_Q8_MUL)   /* |.| <= 255 * 255 */
+        v = ((int32_t)a - 128 - p->zp[0]) * ((int32_t)b - 128 - p->zp[1]);
+    else
+        v = ta ? ta[a] + tb[b] : ew_scaled(p, 0, a) + ew_scaled(p, 1, b);
+    return clamp_i32((int64_t)p->out_zp + requantize_as(p->flags, v, p->out_mult, p->out_shift), p->lo, p->hi);
+}
+
 void axrt_q8_add_portable(const uint8_t *a, const uint8_t *b, void *y, size_t n, const axrt_ew_q8 *p)
 {
     int32_t ta[256], tb[256];
-    const bool table = n >= Q8_EW_TABLE_MIN;
+    const bool table = n >= Q8_EW_TABLE_MIN && !(p->flags & AXRT_Q8_MUL);
     if (table) {
         ew_table(p, 0, ta);
         ew_table(p, 1, tb);
     }
-    for (size_t i = 0; i < n; i++) {
-        const int32_t sum = table ? ta[a[i]] + tb[b[i]] : ew_scaled(p, 0, a[i]) + ew_scaled(p, 1, b[i]);
-        ew_store(p, clamp_i32((int64_t)p->out_zp + axrt_requantize(sum, p->out_mult, p->out_shift), p->lo, p->hi),
-                 y, i);
-    }
+    for (size_t i = 0; i < n; i++)
+        ew_store(p, ew_binary(p, a[i], b[i], table ? ta : NULL, table ? tb : NULL), y, i);
 }
 
 void axrt_q8_rescale_portable(const uint8_t *x, void *y, size_t outer, size_t row, size_t ld, size_t offset,
@@ -769,7 +810,7 @@ void axrt_mean_q8(const uint8_t *x, void *y, size_t outer, size_t axis, size_t i
                 for (size_t k = 0; k < nc; k++)
                     sum[k] += xb[i * inner + k];
             for (size_t k = 0; k < nc; k++) {
-                const int32_t r = axrt_requantize(sum[k] - centre, p->mult[0], p->shift[0]);
+                const int32_t r = requantize_as(p->flags, sum[k] - centre, p->mult[0], p->shift[0]);
                 ew_store(p, clamp_i32((int64_t)p->out_zp + r, p->lo, p->hi), y, b * inner + c0 + k);
             }
         }
@@ -790,6 +831,22 @@ int axrt_meanpool_divisor(const axrt_pool2d_params *p, int oy, int ox, int div_p
 {
     return window_span(oy * p->stride_h - p->pad_top, p->kh, p->h, div_pad_bottom, count_pad) *
            window_span(ox * p->stride_w - p->pad_left, p->kw, p->w, div_pad_right, count_pad);
+}
+
+/* A windowed mean's result q from the sum of its read bytes (q + 128):
+ * out_zp + axrt_requantize(S, rescale), S the sum of (q - zp) (the
+ * padding's values are the zero point's: 0); or, AXRT_Q8_TFLITE (input and
+ * output parameters equal), TFLite's integer AveragePool: the sum of the
+ * read q divided by their count, rounded half away from zero. */
+static int32_t meanpool_result(const axrt_ew_q8 *e, int32_t bytes, int32_t read, const int32_t *rescale)
+{
+    if (e->flags & AXRT_Q8_TFLITE) {
+        const int32_t acc = bytes - read * 128;
+        const int32_t q = read == 0 ? 0 : acc > 0 ? (acc + read / 2) / read : (acc - read / 2) / read;
+        return clamp_i32(q, e->lo, e->hi);
+    }
+    const int32_t r = axrt_requantize(bytes - read * (128 + e->zp[0]), rescale[0], rescale[1]);
+    return clamp_i32((int64_t)e->out_zp + r, e->lo, e->hi);
 }
 
 void axrt_meanpool_q8(const uint8_t *x, void *y, const axrt_pool2d_params *p, const int32_t *window,
@@ -817,20 +874,18 @@ void axrt_meanpool_q8(const uint8_t *x, void *y, const axrt_pool2d_params *p, co
                             for (size_t k = 0; k < nc; k++)
                                 sum[k] += in[k];
                         }
-                    for (size_t k = 0; k < nc; k++) {   /* the padding's values are the zero point's: 0 */
-                        const int32_t r = axrt_requantize(sum[k] - read * (128 + e->zp[0]), rescale[0], rescale[1]);
-                        ew_store(e, clamp_i32((int64_t)e->out_zp + r, e->lo, e->hi), y, at + c0 + k);
-                    }
+                    for (size_t k = 0; k < nc; k++)
+                        ew_store(e, meanpool_result(e, sum[k], read, rescale), y, at + c0 + k);
                 }
             }
 }
 
 /* ---- broadcasting add, byte gather ------------------------------------------------ */
 
-/* Element i of an elementwise kernel's output y (float, or q + 128 when out_q8). */
+/* Element i of an elementwise kernel's output y (float, or q + 128 when AXRT_Q8_OUT_BYTES). */
 static void *ew_out_at(const axrt_ew_q8 *p, void *y, size_t i)
 {
-    return (unsigned char *)y + i * (p->out_q8 ? 1 : sizeof(float));
+    return (unsigned char *)y + i * ((p->flags & AXRT_Q8_OUT_BYTES) ? 1 : sizeof(float));
 }
 
 /* One row of a broadcasting add: len elements, a and b strides sa and sb
@@ -838,12 +893,8 @@ static void *ew_out_at(const axrt_ew_q8 *p, void *y, size_t i)
 static void add_row(const uint8_t *a, ptrdiff_t sa, const uint8_t *b, ptrdiff_t sb, void *y, size_t len,
                     const axrt_ew_q8 *p, const int32_t *ta, const int32_t *tb)
 {
-    for (size_t j = 0; j < len; j++) {
-        const uint8_t va = a[(ptrdiff_t)j * sa], vb = b[(ptrdiff_t)j * sb];
-        const int32_t sum = ta ? ta[va] + tb[vb] : ew_scaled(p, 0, va) + ew_scaled(p, 1, vb);
-        ew_store(p, clamp_i32((int64_t)p->out_zp + axrt_requantize(sum, p->out_mult, p->out_shift), p->lo, p->hi),
-                 y, j);
-    }
+    for (size_t j = 0; j < len; j++)
+        ew_store(p, ew_binary(p, a[(ptrdiff_t)j * sa], b[(ptrdiff_t)j * sb], ta, tb), y, j);
 }
 
 void axrt_add_bcast_q8(const uint8_t *a, const int64_t *a_strides, const uint8_t *b, const int64_t *b_strides,
@@ -855,7 +906,7 @@ void axrt_add_bcast_q8(const uint8_t *a, const int64_t *a_strides, const uint8_t
     const ptrdiff_t sa = rank > 0 ? (ptrdiff_t)a_strides[rank - 1] : 0, sb = rank > 0 ? (ptrdiff_t)b_strides[rank - 1] : 0;
     int32_t ta[256], tb[256];
     for (int d = 0; d < rank; d++) total *= shape[d];
-    const bool rows = sa == 1 && sb == 1, table = !rows && total >= Q8_EW_TABLE_MIN;
+    const bool rows = sa == 1 && sb == 1, table = !rows && total >= Q8_EW_TABLE_MIN && !(p->flags & AXRT_Q8_MUL);
     if (table) {
         ew_table(p, 0, ta);
         ew_table(p, 1, tb);

@@ -40,7 +40,7 @@ typedef struct axrt_q8_tile {
 
 /* y[j] = finish(bias[c0 + j] + acc[j]) for j < nc (axrt.h's requantisation,
  * clamp and dequantisation, or the float scale when rq->mult is NULL; y is
- * uint8_t, q + 128, when rq->out_q8). */
+ * uint8_t, q + 128, when rq->flags has AXRT_Q8_OUT_BYTES). */
 typedef void axrt_q8_finish_fn(const axrt_requant *rq, const int32_t *acc, size_t c0, size_t nc, void *y);
 
 /* The scalar epilogue (axrt_int8.c), exactly axrt.h's formula. */

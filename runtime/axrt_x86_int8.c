@@ -168,8 +168,43 @@ VNNI_INLINE __m512i vnni_requant_high(__m512i v, __m512i mult, __m512i shift)
     return _mm512_sub_epi32(_mm512_xor_si512(r, neg), neg);
 }
 
+/* axrt_requantize_tflite lane by lane, per-lane multipliers and shifts:
+ * the left shift max(0, 31 - shift); the doubling high product
+ * (v mult + 2^30) >> 31 (gemmlowp's nudge and truncation are this floor),
+ * from the signed 64-bit products of the even lanes, then the odd ones, and
+ * INT32_MAX where v == mult == INT32_MIN; then the division by
+ * 2^max(0, shift - 31) rounded half away: the floor, plus one where the
+ * remainder exceeds gemmlowp's threshold (mask >> 1, one more for negative
+ * values). */
+/* The steps both widths share, on vectors V of the intrinsics P (_mm512,
+ * _mm256), ZERO and SET64 their zero and 64-bit broadcast, BLEND_ODD(a, b)
+ * a's even 32-bit lanes with b's odd ones: declares one, min, x (v shifted
+ * left), right (the right shift) and h (the doubling high product, not yet
+ * saturated). */
+#define Q8_TFLITE_HIGH(P, V, ZERO, SET64, BLEND_ODD)                                                    \
+    const V zero = ZERO(), one = P##_set1_epi32(1), min = P##_set1_epi32(INT32_MIN);                    \
+    const V e = P##_sub_epi32(P##_set1_epi32(31), shift);                                              \
+    const V x = P##_sllv_epi32(v, P##_max_epi32(e, zero));                                             \
+    const V right = P##_max_epi32(P##_sub_epi32(zero, e), zero), nudge = SET64(1 << 30);               \
+    const V pe = P##_add_epi64(P##_mul_epi32(x, mult), nudge);                                         \
+    const V po = P##_add_epi64(P##_mul_epi32(P##_srli_epi64(x, 32), P##_srli_epi64(mult, 32)), nudge); \
+    V h = BLEND_ODD(P##_srli_epi64(pe, 31), P##_slli_epi64(po, 1));
+#define VNNI_BLEND_ODD(a, b) _mm512_mask_blend_epi32(0xaaaa, a, b)
+#define AVX2_BLEND_ODD(a, b) _mm256_blend_epi32(a, b, 0xaa)
+
+VNNI_INLINE __m512i vnni_requant_tflite(__m512i v, __m512i mult, __m512i shift)
+{
+    Q8_TFLITE_HIGH(_mm512, __m512i, _mm512_setzero_si512, _mm512_set1_epi64, VNNI_BLEND_ODD)
+    const __mmask16 sat = _mm512_cmpeq_epi32_mask(x, min) & _mm512_cmpeq_epi32_mask(mult, min);
+    h = _mm512_mask_mov_epi32(h, sat, _mm512_set1_epi32(INT32_MAX));
+    const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
+    const __m512i threshold = _mm512_sub_epi32(_mm512_srai_epi32(mask, 1), _mm512_srai_epi32(h, 31));
+    const __m512i q = _mm512_srav_epi32(h, right);
+    return _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(_mm512_and_si512(h, mask), threshold), q, one);
+}
+
 /* axrt_q8_finish_portable, sixteen channels at a time, the same integers
- * and the same float operations (or the same bytes when rq->out_q8; those
+ * and the same float operations (or the same bytes when AXRT_Q8_OUT_BYTES; those
  * narrowed in a register: vpmovdb to memory is slow on Zen 4). */
 __attribute__((target(VNNI_TARGET))) static void vnni_finish(const axrt_requant *rq, const int32_t *acc,
                                                              size_t c0, size_t nc, void *y)
@@ -188,10 +223,11 @@ __attribute__((target(VNNI_TARGET))) static void vnni_finish(const axrt_requant 
         } else {
             const __m512i mult = _mm512_maskz_loadu_epi32(m, rq->mult + c0 + j);
             const __m512i sh = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, rq->shift + c0 + j));
-            const __m512i q = _mm512_mask_cmplt_epi32_mask(m, sh, _mm512_set1_epi32(33))
+            const __m512i q = rq->flags & AXRT_Q8_TFLITE ? vnni_requant_tflite(v, mult, sh)
+                              : _mm512_mask_cmplt_epi32_mask(m, sh, _mm512_set1_epi32(33))
                                   ? vnni_requant_lanes(v, mult, sh) : vnni_requant_high(v, mult, sh);
             const __m512i r = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
-            if (rq->out_q8) {   /* r + zp + 128 is in [0, 255]: the truncation is exact */
+            if (rq->flags & AXRT_Q8_OUT_BYTES) {   /* r + zp + 128 is in [0, 255]: the truncation is exact */
                 const __m128i b = _mm512_cvtepi32_epi8(_mm512_add_epi32(r, zp128));
                 if (n == 16)
                     _mm_storeu_si128((__m128i *)((uint8_t *)y + j), b);
@@ -246,19 +282,23 @@ __attribute__((target(VNNI_TARGET))) static void vnni_dw_sum(const uint8_t *cons
  * |v| * |mult| in 64-bit lanes (even lanes, then odd ones), plus the half,
  * shifted, truncated to 32 bits and given the product's sign. */
 typedef struct q512_scale {
-    __m512i mult, amult, half;
+    __m512i mult, amult, half, shifts;   /* shifts: shift in every lane, for tflite */
     __m128i shift;
+    int tflite;                          /* flags has AXRT_Q8_TFLITE: vnni_requant_tflite */
 } q512_scale;
 
-VNNI_INLINE q512_scale q512_scale_of(int32_t mult, int32_t shift)
+VNNI_INLINE q512_scale q512_scale_of(int32_t mult, int32_t shift, int32_t flags)
 {
     const q512_scale s = {_mm512_set1_epi32(mult), _mm512_abs_epi32(_mm512_set1_epi32(mult)),
-                          _mm512_set1_epi64((long long)((uint64_t)1 << (shift - 1))), _mm_cvtsi32_si128(shift)};
+                          _mm512_set1_epi64((long long)((uint64_t)1 << (shift - 1))), _mm512_set1_epi32(shift),
+                          _mm_cvtsi32_si128(shift), (flags & AXRT_Q8_TFLITE) != 0};
     return s;
 }
 
 VNNI_INLINE __m512i q512_requantize(__m512i v, const q512_scale *s)
 {
+    if (s->tflite)
+        return vnni_requant_tflite(v, s->mult, s->shifts);
     const __m512i av = _mm512_abs_epi32(v);
     const __m512i even = _mm512_srl_epi64(_mm512_add_epi64(_mm512_mul_epu32(av, s->amult), s->half), s->shift);
     const __m512i odd = _mm512_srl_epi64(
@@ -279,7 +319,7 @@ VNNI_INLINE __m512i q512_centred(const uint8_t *x, __m512i zp128, __m128i left)
 VNNI_INLINE void q512_store(const axrt_ew_q8 *p, __m512i r, void *y, size_t i)
 {
     r = _mm512_min_epi32(_mm512_max_epi32(r, _mm512_set1_epi32(p->lo - p->out_zp)), _mm512_set1_epi32(p->hi - p->out_zp));
-    if (p->out_q8)
+    if (p->flags & AXRT_Q8_OUT_BYTES)
         _mm_storeu_si128((__m128i *)((uint8_t *)y + i), _mm512_cvtepi32_epi8(_mm512_add_epi32(r, _mm512_set1_epi32(p->out_zp + 128))));
     else
         _mm512_storeu_ps((float *)y + i, _mm512_mul_ps(_mm512_cvtepi32_ps(r), _mm512_set1_ps(p->scale)));
@@ -287,7 +327,7 @@ VNNI_INLINE void q512_store(const axrt_ew_q8 *p, __m512i r, void *y, size_t i)
 
 static void *ew_at(const axrt_ew_q8 *p, void *y, size_t i)
 {
-    return (unsigned char *)y + i * (p->out_q8 ? 1 : sizeof(float));
+    return (unsigned char *)y + i * ((p->flags & AXRT_Q8_OUT_BYTES) ? 1 : sizeof(float));
 }
 
 /* The elementwise int8 add and rescale of axrt_q8_gemm_ops, written once
@@ -300,8 +340,13 @@ static void *ew_at(const axrt_ew_q8 *p, void *y, size_t i)
     __attribute__((target(TARGET))) static void PFX##_add(const uint8_t *a, const uint8_t *b, void *y, \
                                                           size_t n, const axrt_ew_q8 *p)               \
     {                                                                                                  \
-        const Q##_scale sa = Q##_scale_of(p->mult[0], p->shift[0]), sb = Q##_scale_of(p->mult[1], p->shift[1]); \
-        const Q##_scale so = Q##_scale_of(p->out_mult, p->out_shift);                                  \
+        if (p->flags & AXRT_Q8_MUL) { /* TFLite's int8 MUL: the portable C */                          \
+            axrt_q8_add_portable(a, b, y, n, p);                                                       \
+            return;                                                                                    \
+        }                                                                                              \
+        const Q##_scale sa = Q##_scale_of(p->mult[0], p->shift[0], p->flags);                          \
+        const Q##_scale sb = Q##_scale_of(p->mult[1], p->shift[1], p->flags);                          \
+        const Q##_scale so = Q##_scale_of(p->out_mult, p->out_shift, p->flags);                        \
         const V za = SET1(p->zp[0] + 128), zb = SET1(p->zp[1] + 128);                                   \
         const __m128i left = _mm_cvtsi32_si128(p->left);                                               \
         size_t i = 0;                                                                                  \
@@ -317,7 +362,7 @@ static void *ew_at(const axrt_ew_q8 *p, void *y, size_t i)
                                                               size_t row, size_t ld, size_t offset,    \
                                                               const axrt_ew_q8 *p)                     \
     {                                                                                                  \
-        const Q##_scale s = Q##_scale_of(p->mult[0], p->shift[0]);                                     \
+        const Q##_scale s = Q##_scale_of(p->mult[0], p->shift[0], p->flags);                           \
         const V z = SET1(p->zp[0] + 128);                                                              \
         const __m128i left = _mm_cvtsi32_si128(p->left);                                               \
         for (size_t o = 0; o < outer; o++) {                                                           \
@@ -448,21 +493,37 @@ __attribute__((target("avx2"))) static void avx2_dw_sum(const uint8_t *const *x,
     }
 }
 
+/* vnni_requant_tflite on eight lanes */
+AVX2_INLINE __m256i avx2_requant_tflite(__m256i v, __m256i mult, __m256i shift)
+{
+    Q8_TFLITE_HIGH(_mm256, __m256i, _mm256_setzero_si256, _mm256_set1_epi64x, AVX2_BLEND_ODD)
+    const __m256i sat = _mm256_and_si256(_mm256_cmpeq_epi32(x, min), _mm256_cmpeq_epi32(mult, min));
+    h = _mm256_blendv_epi8(h, _mm256_set1_epi32(INT32_MAX), sat);
+    const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right), one);
+    const __m256i threshold = _mm256_sub_epi32(_mm256_srai_epi32(mask, 1), _mm256_srai_epi32(h, 31));
+    const __m256i q = _mm256_srav_epi32(h, right);
+    return _mm256_sub_epi32(q, _mm256_cmpgt_epi32(_mm256_and_si256(h, mask), threshold));
+}
+
 /* q512_scale, q512_requantize, ... on eight lanes */
 typedef struct q256_scale {
-    __m256i mult, amult, half;
+    __m256i mult, amult, half, shifts;
     __m128i shift;
+    int tflite;
 } q256_scale;
 
-AVX2_INLINE q256_scale q256_scale_of(int32_t mult, int32_t shift)
+AVX2_INLINE q256_scale q256_scale_of(int32_t mult, int32_t shift, int32_t flags)
 {
     const q256_scale s = {_mm256_set1_epi32(mult), _mm256_abs_epi32(_mm256_set1_epi32(mult)),
-                          _mm256_set1_epi64x((long long)((uint64_t)1 << (shift - 1))), _mm_cvtsi32_si128(shift)};
+                          _mm256_set1_epi64x((long long)((uint64_t)1 << (shift - 1))), _mm256_set1_epi32(shift),
+                          _mm_cvtsi32_si128(shift), (flags & AXRT_Q8_TFLITE) != 0};
     return s;
 }
 
 AVX2_INLINE __m256i q256_requantize(__m256i v, const q256_scale *s)
 {
+    if (s->tflite)
+        return avx2_requant_tflite(v, s->mult, s->shifts);
     const __m256i av = _mm256_abs_epi32(v);
     const __m256i even = _mm256_srl_epi64(_mm256_add_epi64(_mm256_mul_epu32(av, s->amult), s->half), s->shift);
     const __m256i odd = _mm256_srl_epi64(
@@ -480,7 +541,7 @@ AVX2_INLINE __m256i q256_centred(const uint8_t *x, __m256i zp128, __m128i left)
 AVX2_INLINE void q256_store(const axrt_ew_q8 *p, __m256i r, void *y, size_t i)
 {
     r = _mm256_min_epi32(_mm256_max_epi32(r, _mm256_set1_epi32(p->lo - p->out_zp)), _mm256_set1_epi32(p->hi - p->out_zp));
-    if (p->out_q8) {   /* r + out_zp + 128 in [0, 255]: the packs saturate nothing */
+    if (p->flags & AXRT_Q8_OUT_BYTES) {   /* r + out_zp + 128 in [0, 255]: the packs saturate nothing */
         const __m256i b = _mm256_add_epi32(r, _mm256_set1_epi32(p->out_zp + 128));
         const __m128i h = _mm_packus_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
         _mm_storel_epi64((__m128i *)((uint8_t *)y + i), _mm_packus_epi16(h, h));
@@ -513,7 +574,7 @@ __attribute__((target("avx2"))) static void avx2_finish(const axrt_requant *rq, 
     const __m256i lo = _mm256_set1_epi32(rq->lo - rq->zp), hi = _mm256_set1_epi32(rq->hi - rq->zp);
     const __m256i zp128 = _mm256_set1_epi32(rq->zp + 128);
     const __m256 scale = _mm256_set1_ps(rq->scale);
-    const size_t elem = rq->out_q8 ? 1 : sizeof(float);
+    const size_t elem = (rq->flags & AXRT_Q8_OUT_BYTES) ? 1 : sizeof(float);
     size_t j = 0;
     for (; j + 8 <= nc; j += 8) {
         const __m256i v = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(acc + j)),
@@ -524,8 +585,10 @@ __attribute__((target("avx2"))) static void avx2_finish(const axrt_requant *rq, 
         } else {
             const __m256i mult = _mm256_loadu_si256((const __m256i *)(rq->mult + c0 + j));
             const __m256i sh = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(rq->shift + c0 + j)));
-            const __m256i r = _mm256_min_epi32(_mm256_max_epi32(avx2_requant_lanes(v, mult, sh), lo), hi);
-            if (rq->out_q8) {   /* r + zp + 128 in [0, 255]: the packs saturate nothing */
+            const __m256i q = rq->flags & AXRT_Q8_TFLITE ? avx2_requant_tflite(v, mult, sh)
+                                                         : avx2_requant_lanes(v, mult, sh);
+            const __m256i r = _mm256_min_epi32(_mm256_max_epi32(q, lo), hi);
+            if (rq->flags & AXRT_Q8_OUT_BYTES) {   /* r + zp + 128 in [0, 255]: the packs saturate nothing */
                 const __m256i b = _mm256_add_epi32(r, zp128);
                 const __m128i h = _mm_packus_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
                 _mm_storel_epi64((__m128i *)((uint8_t *)y + j), _mm_packus_epi16(h, h));

@@ -10,7 +10,8 @@ converted: two float32 graphs (an MCU-style conv / depthwise / pools /
 fully-connected / softmax one, and one of pad / add / mul / concatenation /
 mean / logistic / relu6 / reshape), and their int8 twins, whose activation
 scales and zero points come from the float graph's ranges on a calibration
-batch (LiteRT's intermediate tensors) and whose weights are int8 per output
+batch (LiteRT's intermediate tensors), whose inputs are on their QUANTIZE's
+int8 grid (on_grid), and whose weights are int8 per output
 channel (the convolutions) or per tensor (fully connected), the biases int32
 at input scale * weight scale, as TFLite's converter writes them.  Also the
 hostile files the error tests read."""
@@ -124,6 +125,17 @@ class Graph:
 
 
 SOFTMAX_Q = (1 / 256, -128)
+NINPUTS = 12   # inputs per model
+
+
+def on_grid(x, scale, zp):
+    """x moved to the int8 grid of (scale, zp): the float its QUANTIZE's integer
+    stands for, (q - zp) * scale (docs/tflite.md: the values an int8 model's
+    first operators see exactly as TFLite does)."""
+    s = np.float32(scale)
+    r = x / s
+    q = np.clip(np.sign(r) * np.floor(np.abs(r) + 0.5) + zp, -128, 127)   # TFLite's round half away
+    return ((q - zp) * s).astype(np.float32)
 
 
 def mcu(q, softmax=True):
@@ -236,7 +248,7 @@ def main():
         state = rng.bit_generator.state
         fmodel = build(None)
         rng.bit_generator.state = state   # the same weights for the int8 twin
-        x = [rng.normal(0, 1, shape).astype(np.float32) for _ in range(3)]
+        x = [rng.normal(0, 1, shape).astype(np.float32) for _ in range(NINPUTS)]
         write("f32_" + name, fmodel, x, (0, 0))
         # calibrate on the float model, then rebuild the same weights as int8
         lo, hi = {}, {}
@@ -250,7 +262,7 @@ def main():
         q = {n: params(lo[n], hi[n]) for n in lo}
         q["x_q"] = q["x"]
         rng.bit_generator.state = state
-        write("i8_" + name, build(q), x, q[out] if out else SOFTMAX_Q)
+        write("i8_" + name, build(q), [on_grid(xi, *q["x"]) for xi in x], q[out] if out else SOFTMAX_Q)
         rng.bit_generator.state = state
     for name, data in hostile(fmodel):
         with open(os.path.join(OUT, "bad_" + name + ".tflite"), "wb") as f:

@@ -3,7 +3,7 @@
  * (plain, grouped, depthwise, padded, strided, odd lengths for the SIMD
  * tails) against naive int32 sums written here; and every instruction set
  * this CPU has, forced with axrt_set_isa, bit-identical to the portable C;
- * the int8-stored output (rq.out_q8: q + 128 in uint8) the same integers;
+ * the int8-stored output (rq.flags: q + 128 in uint8) the same integers;
  * the elementwise add and rescale (concat part, ReLU) against exact sums and
  * on every instruction set against the portable C; the int8 global mean-pool,
  * mean and windowed mean-pool against sums and divisors counted here; the
@@ -265,7 +265,7 @@ static void test_dense(void **state)
     }
 }
 
-/* out_q8: every kernel on every instruction set stores the reference's
+/* flags: every kernel on every instruction set stores the reference's
  * integers q as q + 128 (the reference's floats are (q - zp) * 0.125, exact). */
 static void check_q8_out(axrt_conv2d_params p, bool dense)
 {
@@ -276,7 +276,7 @@ static void check_q8_out(axrt_conv2d_params p, bool dense)
     reference_conv(&c, dense ? 0 : 77, ref);
     for (size_t i = 0; i < c.ny; i++)
         want[i] = (uint8_t)((int32_t)(ref[i] / c.rq.scale) + c.rq.zp + 128);
-    c.rq.out_q8 = 1;
+    c.rq.flags = 1;
     const size_t in = (size_t)p.c, out = (size_t)p.oc, rows = (size_t)p.n;
     int8_t *packed = malloc(dense ? axrt_dense_q8_pack(c.w, in, out, NULL) : axrt_conv2d_q8_pack(c.w, &c.p, NULL));
     if (dense) axrt_dense_q8_pack(c.w, in, out, packed);
@@ -373,7 +373,7 @@ static void test_add_q8(void **state)
     axrt_add_q8(a, b, y, 1024, &p);     /* through the byte tables */
     axrt_add_q8(a, b, direct, 256, &p); /* without */
     assert_memory_equal(y, direct, 256);
-    p.out_q8 = 0;
+    p.flags = 0;
     axrt_add_q8(a, b, f, 1024, &p);
     for (int i = 0; i < 1024; i++) {
         const double exact = 3 + ((a[i] - 128 + 7) * sa + (b[i] - 128 - 19) * sb) / so;
@@ -439,7 +439,7 @@ static axrt_ew_q8 random_ew(void)
     p.lo = -128 + (int32_t)(next_random() % 64);
     p.hi = 127 - (int32_t)(next_random() % 64);
     p.scale = (float)(next_random() % 1000 + 1) * 1.7e-4f;
-    p.out_q8 = (int32_t)(next_random() & 1);
+    p.flags = (int32_t)(next_random() & 1);
     return p;
 }
 
@@ -456,7 +456,7 @@ static void test_ew_isas(void **state)
     float want[6 * N], got[6 * N];   /* add, rescale, and the strided rows (at most 4 n) */
     for (int round = 0; round < 200; round++) {
         const axrt_ew_q8 p = random_ew();
-        const size_t n = lens[round % 12], bytes = n * (p.out_q8 ? 1 : sizeof(float));
+        const size_t n = lens[round % 12], bytes = n * (p.flags ? 1 : sizeof(float));
         for (size_t i = 0; i < n; i++) {
             const uint32_t r = next_random();
             a[i] = r % 16 == 0 ? 0 : r % 16 == 1 ? 255 : (uint8_t)(r >> 4);
@@ -471,9 +471,9 @@ static void test_ew_isas(void **state)
             axrt_rescale_q8(a, (unsigned char *)out + bytes, 1, n, n, 0, &p);
             axrt_rescale_q8(b, (unsigned char *)out + 2 * bytes, outer, row, ld, off, &p);
             if (i > 0 && memcmp(got, want, sizeof want))
-                fail_msg("int8 add/rescale round %d (n %zu, out_q8 %d) differs from the portable C on %s", round, n,
-                         p.out_q8, isas[i]);
-            if (p.out_q8) {   /* in place: y == a */
+                fail_msg("int8 add/rescale round %d (n %zu, flags %d) differs from the portable C on %s", round, n,
+                         p.flags, isas[i]);
+            if (p.flags) {   /* in place: y == a */
                 uint8_t inplace[N];
                 memcpy(inplace, a, n);
                 axrt_add_q8(inplace, b, inplace, n, &p);
@@ -500,7 +500,7 @@ static void test_globalmeanpool_q8(void **state)
         float *f = malloc(sizeof(float) * n * c);
         for (size_t i = 0; i < n * hw * c; i++) x[i] = (uint8_t)next_random();
         axrt_mean_q8(x, y, n, hw, c, &p);
-        p.out_q8 = 0;
+        p.flags = 0;
         axrt_mean_q8(x, f, n, hw, c, &p);
         for (size_t b = 0; b < n; b++)
             for (size_t k = 0; k < c; k++) {
@@ -603,7 +603,7 @@ static void test_add_bcast_q8(void **state)
     for (size_t t = 0; t < sizeof b_dims / sizeof b_dims[0]; t++)
         for (int q8 = 0; q8 < 2; q8++) {
             axrt_ew_q8 p = random_ew();
-            p.out_q8 = q8;
+            p.flags = q8;
             int64_t a_strides[4] = {255, 85, 17, 1}, b_strides[4], stride = 1;
             for (int d = 3; d >= 0; d--) {
                 b_strides[d] = b_dims[t][d] == 1 ? 0 : stride;
@@ -621,7 +621,7 @@ static void test_add_bcast_q8(void **state)
                 memset(got, 0xa5, sizeof got);
                 axrt_add_bcast_q8(a, a_strides, b, b_strides, got, shape, 4, &p);
                 if (memcmp(got, want, q8 ? N : sizeof want))
-                    fail_msg("int8 broadcasting add, b dims case %zu (out_q8 %d), differs on %s", t, q8, isas[i]);
+                    fail_msg("int8 broadcasting add, b dims case %zu (flags %d), differs on %s", t, q8, isas[i]);
             }
             axrt_set_isa(NULL);
         }
