@@ -158,7 +158,7 @@ pass_train_opts axc_train_opts(const axc_opts *o);
  * an exit status. */
 int axc_train_step_graphs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, pass_train_step *train);
 
-/* axc train's loop (train.c, train_exec.c).  The batches of 0-based epoch
+/* axc train's loops (train.c, train_exec.c; shared: train_loop.c).  The batches of 0-based epoch
  * `epoch` in the order they are used (file order, or --shuffle's). */
 void axc_batch_order(const axc_opts *o, long epoch, int64_t *order, int64_t batches);
 /* Every model input of t->g and the target (the last input) as whole batches

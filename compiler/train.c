@@ -19,18 +19,16 @@
  * (batch_order); Dropout's counter holds --seed and the step (pass_train_mode).
  *
  * The training graph (passes/train_graph.c) is shared with the generated C
- * training step (axc --train, passes/train_graph_step.c), and the optimizer's formulas with it through the
- * runtime (axrt_optim_step_*).  The ops without a gradient rule are listed in
+ * training step (axc --train, passes/train_graph_step.c), and the
+ * optimizer's formulas with it through the runtime (axrt_optim_step_*).
+ * What both loops share (batches, their order, progress, the process's
+ * part under mpirun) is in train_loop.c, the data files' checks in
+ * train_data.c.  The ops without a gradient rule are listed in
  * pass_grad.c. */
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "driver.h"
 #include "ir_interp.h"

@@ -11,7 +11,8 @@
 #   io        tensor files (safetensors, .npy) and parameter binding
 #   frontend  syntax tree -> IR (lowering); ONNX -> IR (onnx_*.c, with the
 #             generated onnx.pb-c.h)
-#   passes    IR -> IR (shape, dtype, fusion, schedule, memory plan)
+#   passes    IR -> IR (shape, dtype, fusion, schedule, memory plan, the
+#             training graphs)
 #   codegen   IR -> target code (the back ends and their target table)
 #   compiler  the axc driver: the only folder that may include everything
 #
