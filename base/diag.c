@@ -34,18 +34,6 @@ void ax_ctx_free(ax_ctx *ctx)
     free(ctx);
 }
 
-_Noreturn void ax_die(const char *fmt, ...)
-{
-    va_list ap;
-    fflush(stdout);
-    fputs("axc: internal error: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    abort();
-}
-
 /* Start and length of 1-based line `line` in src, excluding its newline
  * (and a CR before it).  Returns false when the source has no such line. */
 static bool find_source_line(const ax_ctx *ctx, int line, const char **start, size_t *len)

@@ -14,6 +14,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -22,6 +24,22 @@
 #include <unistd.h>
 
 #include "ax.h"
+
+/* ---- internal errors ----------------------------------------------------
+ * Here rather than in diag.c, which uses the arena and buffers below: the
+ * plumbing needs nothing of the diagnostics. */
+
+_Noreturn void ax_die(const char *fmt, ...)
+{
+    va_list ap;
+    fflush(stdout);
+    fputs("axc: internal error: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    abort();
+}
 
 /* ---- arena ------------------------------------------------------------- */
 

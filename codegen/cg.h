@@ -16,60 +16,11 @@ typedef struct cg_request {
     bool llvm_ir;
     bool blas;                /* float32 dense/matmul through cblas_sgemm (axc --blas=openblas) */
     bool kernels_only;        /* cuda/hip: the kernel source alone (-o m.cu, --emit=ptx|hsaco) */
-    const struct cg_train *train; /* axc --train: models[0] is the training step (C target only) */
+    const struct pass_train_step *train; /* axc --train: models[0] is the training step (C target only) */
 } cg_request;
 
-/* One tensor of a training step's state (axc --train, docs/training.md):
- * a parameter the step graph reads from the caller's state, and what the
- * step writes back into it after node `after`: the optimizer's update from
- * gradient node `grad`, or a running statistic's new value `value`. */
-typedef struct cg_train_tensor {
-    int param;                /* node id in the step graph */
-    int grad, value;          /* node ids, or IR_NONE */
-    int after;                /* the update runs after this node (IR_NONE: no update) */
-    int64_t offset;           /* byte offset of its values in the state */
-    int64_t moments[2];       /* byte offsets of the optimizer's moments, or -1 */
-    int fwd_param;            /* node id in the forward graph, or IR_NONE */
-    /* mixed precision (a Float16 or BFloat16 parameter): byte offset of its
-     * Float32 master copy (the moments are Float32 too), or -1 */
-    int64_t master;
-} cg_train_tensor;
-
-typedef struct cg_train {
-    ir_graph *forward;        /* the model in inference mode, planned; params from the state */
-    const cg_train_tensor *tensors;
-    int ntensors;
-    size_t state_bytes;       /* 64-byte header (the step count, Dropout's seed and
-                                 step: CG_TRAIN_HEADER_*), then the tensors */
-    axrt_optim optim;         /* hyperparameters with the defaults applied */
-    /* arena offsets (step, forward) of the room at the end of each arena where
-     * a Float32 dense packs its weight from the state for the packed GEMM
-     * (the weights change every step), or -1 */
-    int64_t step_pack_offset, fwd_pack_offset;
-    const char *summary;      /* "loss cross_entropy, optimizer adam (lr 0.001, ...)" */
-    /* the step graph's Dropout counter (Int64 [2]: seed, step), read from the
-     * state's header at CG_TRAIN_HEADER_SEED, or IR_NONE without Dropout */
-    int dropout_counter;
-    uint64_t seed;            /* --seed: Dropout's generator, written by state_init */
-    /* axc train's --clip-grad-norm / --clip-grad-value (0: none): every
-     * gradient scaled by clip_grad_norm_'s factor (the updates then run
-     * after the step's last node) or clamped, before its update */
-    double clip_norm, clip_value;
-    bool grad_exchange;       /* --grad-exchange: also <name>_train_grads and _train_apply */
-    /* a Float16 model's dynamic loss scaling (GradScaler's): the step graph's
-     * backward seed, read as a float from the header (CG_TRAIN_HEADER_SCALE),
-     * or IR_NONE (Float32, Float64, BFloat16: no scaling) */
-    int loss_seed;
-    /* --ram (the driver's, for --mem-report): the step's arena before
-     * rematerialisation (pack room included), the values recomputed, the
-     * step's FLOPs (copies included) and what the copies add */
-    size_t peak_without_remat;
-    int recomputed;
-    double flops, extra_flops;
-    size_t sqrt_n_arena;      /* --mem-report: sqrt(n) checkpointing's arena and FLOPs */
-    double sqrt_n_flops;
-} cg_train;
-
+/* A training step's state and its tensors (axc --train): pass_train_step,
+ * built by passes/train_graph_step.c (train_graph.h); its header's layout: */
 /* The state header's int64 words: the steps done, then Dropout's counter
  * (the seed, and the step in progress, 1-based: what `axc train` passes). */
 enum { CG_TRAIN_HEADER_STEPS = 0, CG_TRAIN_HEADER_SEED = 1, CG_TRAIN_HEADER_STEP = 2 };

@@ -19,7 +19,7 @@ struct cg_c_body {
     bool state_const;            /* state is `const void *`; its parameters are then not embedded */
     const char *fail_return;     /* what a failing kernel status returns (NULL: "status") */
     /* >= 0: arena offset of room where a Float32 dense packs its weight read
-     * from the state before calling the packed kernel (cg_train.pack_offset) */
+     * from the state before calling the packed kernel (pass_train_step.pack_offset) */
     int64_t pack_offset;
     bool blas;                   /* --blas=openblas: Float32 dense and matmul call the helpers
                                     cg_c_emit_blas_helpers writes (weights read unpacked) */

@@ -41,10 +41,11 @@
 
 #include "cg_c.h"
 #include "ir_use.h"
+#include "train_graph.h"
 
 typedef struct train_emit {
     const cg_request *req;
-    const cg_train *t;
+    const pass_train_step *t;
     ir_graph *step, *fwd;
     const char *name;
     char upper[256];
@@ -64,7 +65,7 @@ static const char *ctype_of(axrt_dtype d) { return ir_dtypes[d].c_type; }
 static axrt_dtype loss_dtype(const train_emit *te) { return te->step->nodes[te->step->outputs[0]].dtype; }
 
 /* Whether a tensor of the state has a Float32 master (mixed precision). */
-static bool has_masters(const cg_train *t)
+static bool has_masters(const pass_train_step *t)
 {
     for (int k = 0; k < t->ntensors; k++)
         if (t->tensors[k].master >= 0)
@@ -97,7 +98,7 @@ static const char *state_ref(ax_arena *a, axrt_dtype dtype, int64_t offset)
  * gradient is a plain 2-D matmul read by nothing but the update, which runs
  * right after it, and neither operand lives in the state (a parameter the
  * update would change under the matmul). */
-static bool update_fuses(const cg_c_body *b, const cg_train_tensor *s)
+static bool update_fuses(const cg_c_body *b, const pass_train_tensor *s)
 {
     const ir_graph *g = b->g;
     const train_emit *te = b->user;
@@ -137,7 +138,7 @@ static void emit_clip_norm(const cg_c_body *b, int id, ax_buf *out)
     ax_buf scale = {0};
     bool any = false;
     for (int k = 0; k < te->t->ntensors; k++) {
-        const cg_train_tensor *s = &te->t->tensors[k];
+        const pass_train_tensor *s = &te->t->tensors[k];
         if (s->grad == IR_NONE || s->after != id)
             continue;
         const ir_node *gn = &b->g->nodes[s->grad];
@@ -151,7 +152,7 @@ static void emit_clip_norm(const cg_c_body *b, int id, ax_buf *out)
                       (long long)ir_numel(gn), g, g);
         bool seen = false;   /* a gradient sharing another's storage is scaled once */
         for (int j = 0; j < k && !seen; j++) {
-            const cg_train_tensor *o = &te->t->tensors[j];
+            const pass_train_tensor *o = &te->t->tensors[j];
             seen = o->grad != IR_NONE && o->after == id && !strcmp(cg_c_storage(b, o->grad), g);
         }
         if (!seen)
@@ -168,7 +169,7 @@ static void emit_clip_norm(const cg_c_body *b, int id, ax_buf *out)
 
 /* --clip-grad-value: the gradient of s clamped to [-clip, clip] in place
  * (clip_grad_value_; a NaN stays NaN). */
-static void emit_clip_value(const cg_c_body *b, const cg_train_tensor *s, ax_buf *out)
+static void emit_clip_value(const cg_c_body *b, const pass_train_tensor *s, ax_buf *out)
 {
     const train_emit *te = b->user;
     const ir_node *gn = &b->g->nodes[s->grad];
@@ -188,7 +189,7 @@ static void emit_loss_scaling(const cg_c_body *b, int id, ax_buf *out)
     const train_emit *te = b->user;
     ax_buf finite = {0};
     for (int k = 0; k < te->t->ntensors; k++) {
-        const cg_train_tensor *s = &te->t->tensors[k];
+        const pass_train_tensor *s = &te->t->tensors[k];
         if (s->grad != IR_NONE && s->master >= 0 && s->after == id)
             ax_buf_printf(&finite, "%s        axrt_half_all_finite(AXRT_F16, %s, %lld)", finite.len ? " &&\n" : "",
                           cg_c_storage(b, s->grad), (long long)ir_numel(&b->g->nodes[s->param]));
@@ -219,7 +220,7 @@ static void emit_updates(const cg_c_body *b, int id, ax_buf *out)
     if (te->t->loss_seed != IR_NONE)
         emit_loss_scaling(b, id, out);
     for (int k = 0; k < te->t->ntensors; k++) {
-        const cg_train_tensor *s = &te->t->tensors[k];
+        const pass_train_tensor *s = &te->t->tensors[k];
         if (s->after != id)
             continue;
         const ir_node *p = &b->g->nodes[s->param];
@@ -375,7 +376,7 @@ static void emit_state_init(const train_emit *te, ax_buf *c)
                      "    ((int64_t *)state)[%d] = (int64_t)UINT64_C(%llu);   /* Dropout's seed */\n",
                   te->name, te->t->state_bytes, CG_TRAIN_HEADER_SEED, (unsigned long long)te->t->seed);
     for (int k = 0; k < te->t->ntensors; k++) {
-        const cg_train_tensor *s = &te->t->tensors[k];
+        const pass_train_tensor *s = &te->t->tensors[k];
         ax_buf_printf(c, "    memcpy((unsigned char *)state + %lld, %s_p%d.values, %zu);\n", (long long)s->offset,
                       te->name, s->param, ir_nbytes(&te->step->nodes[s->param]));
         const ir_node *p = &te->step->nodes[s->param];
@@ -480,7 +481,7 @@ static void layout_gradients(train_emit *te)
     te->grad_bytes = 0;
     for (int id = 0; id < te->step->nnodes; id++)
         for (int k = 0; k < n; k++) {
-            const cg_train_tensor *s = &te->t->tensors[k];
+            const pass_train_tensor *s = &te->t->tensors[k];
             if (s->after != id || s->grad == IR_NONE || s->value != IR_NONE)
                 continue;
             te->grad_offset[k] = (int64_t)te->grad_bytes;
@@ -496,7 +497,7 @@ static void emit_grad_handoffs(const cg_c_body *b, int id, ax_buf *out)
     const train_emit *te = b->user;
     ax_arena *a = b->g->ctx->arena;
     for (int k = 0; k < te->t->ntensors; k++) {
-        const cg_train_tensor *s = &te->t->tensors[k];
+        const pass_train_tensor *s = &te->t->tensors[k];
         if (s->after != id)
             continue;
         const ir_node *p = &b->g->nodes[s->param];
@@ -582,7 +583,7 @@ static void emit_train_apply(const train_emit *te, ax_buf *c)
     ax_buf_printf(c, "\n{\n    const int64_t step = ((const int64_t *)state)[%d] + 1;\n    (void)grads;\n",
                   CG_TRAIN_HEADER_STEPS);
     for (int k = 0; k < te->t->ntensors; k++) {
-        const cg_train_tensor *s = &te->t->tensors[k];
+        const pass_train_tensor *s = &te->t->tensors[k];
         if (te->grad_offset[k] < 0)
             continue;
         const ir_node *p = &te->step->nodes[s->param];

@@ -88,7 +88,7 @@
     "#endif\n"                                                                                    \
     "#else\n#define AXK_MMA 0\n#endif\n"
 
-static const gpu_dialect dialects[] = {
+const gpu_dialect cgg_dialects[CGG_DIALECT_COUNT] = {
     {"cuda", "CUDA", "AXRT_GPU_CUDA", "/* CUDA C++ for NVRTC */\n" COMMON_PRELUDE},
     {"hip", "HIP", "AXRT_GPU_HIP", "/* HIP for hiprtc */\n#include <hip/hip_runtime.h>\n" COMMON_PRELUDE},
 };
@@ -1243,16 +1243,6 @@ void cgg_emit_kernels(gk *k)
         if (!n->dead && ir_ops[n->op].kind != IR_SOURCE) emit_node(k, id);
     }
     emit_output_copies(k);
-}
-
-int cg_cuda_emit(const cg_request *req, ax_buf *c, ax_buf *h)
-{
-    return cgg_emit(req, &dialects[0], c, h);
-}
-
-int cg_hip_emit(const cg_request *req, ax_buf *c, ax_buf *h)
-{
-    return cgg_emit(req, &dialects[1], c, h);
 }
 
 /* The GPU targets keep every parameter as written (no CPU panels). */

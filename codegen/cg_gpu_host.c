@@ -228,3 +228,12 @@ int cgg_emit(const cg_request *req, const gpu_dialect *dl, ax_buf *c, ax_buf *h)
     return 0;
 }
 
+int cg_cuda_emit(const cg_request *req, ax_buf *c, ax_buf *h)
+{
+    return cgg_emit(req, &cgg_dialects[CGG_CUDA], c, h);
+}
+
+int cg_hip_emit(const cg_request *req, ax_buf *c, ax_buf *h)
+{
+    return cgg_emit(req, &cgg_dialects[CGG_HIP], c, h);
+}

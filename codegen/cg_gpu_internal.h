@@ -34,6 +34,9 @@ static inline ir_node *node_at(const gk *k, int id) { return &k->g->nodes[id]; }
 
 /* ---- cg_gpu.c ---- */
 
+/* The two dialects (cg_gpu.c): prelude, names and runtime enum of each. */
+enum { CGG_CUDA, CGG_HIP, CGG_DIALECT_COUNT };
+extern const gpu_dialect cgg_dialects[CGG_DIALECT_COUNT];
 /* Reports what the GPU back end cannot emit; returns the number of errors. */
 int cgg_check_supported(const ir_graph *g, const gpu_dialect *dl);
 /* Every node's kernel into k->src and its launch into k->launches. */
@@ -42,7 +45,7 @@ void cgg_emit_kernels(gk *k);
 /* ---- cg_gpu_host.c ---- */
 
 /* The host C (c) and header (h) of req's model in dialect dl; 0, or the
- * number of errors. */
+ * number of errors.  cg_cuda_emit and cg_hip_emit (cg.h) call it. */
 int cgg_emit(const cg_request *req, const gpu_dialect *dl, ax_buf *c, ax_buf *h);
 
 #endif

@@ -1,6 +1,7 @@
-/* cg_target.h — the back ends as rows of one table (ir/targets.def), QBE's
- * Target: what each one tells the middle end (ir_target: scratch and
- * in-place facts of its kernels) and how it writes its output.  The driver
+/* cg_target.h — the back ends as rows of one table (codegen/cg_targets.c,
+ * one per ir/targets.def name), QBE's Target: what each one tells the
+ * middle end (ir_target: scratch and in-place facts of its kernels), which
+ * files it writes, how it writes and runs them.  The driver
  * looks a target up here for --target, backend= and --help; kernel
  * selection (cg_select) is shared by the back ends that call libaxrt. */
 #ifndef AX_CG_TARGET_H
@@ -8,8 +9,24 @@
 
 #include "cg.h"
 
+/* How `axc run` (and axc train's compiled loop, for the c target) runs a
+ * target's output: the driver's loaders, by kind. */
+typedef enum cg_run_kind {
+    CG_RUN_CC,        /* the printed C built by $CC into a shared object and loaded */
+    CG_RUN_CC_CUDA,   /* the host C built likewise with libaxrt_gpu, after probing the
+                         CUDA driver; the model's init once to report a device failure */
+    CG_RUN_CC_HIP,    /* the same for HIP */
+    CG_RUN_JIT        /* compiled in-process by LLVM's ORC JIT (cg_llvm_jit), no $CC */
+} cg_run_kind;
+
 typedef struct cg_target {
     ir_target facts;          /* for the passes (ir_graph.target) */
+    /* The output kinds: the -o extensions it writes (space-separated; the
+     * first is its main output), which select it when --target and
+     * backend= are absent; and one line for --help. */
+    const char *outputs;
+    const char *summary;
+    cg_run_kind run;          /* axc run --target=NAME */
     /* Writes the generated code for req into out (and its header into hdr);
      * returns 0 or the number of errors reported.  NULL: not built yet, and
      * missing says why, for the driver's message. */
@@ -26,6 +43,11 @@ typedef struct cg_target {
 } cg_target;
 
 const cg_target *cg_target_get(ir_target_id id);
+/* The target whose outputs include extension ext (".c", ".ll", ...), or
+ * IR_TARGET_COUNT when none does. */
+ir_target_id cg_target_for_output(const char *ext);
+/* Whether the target runs on a GPU under axc run (CG_RUN_CC_CUDA, _HIP). */
+bool cg_target_runs_on_gpu(const cg_target *t);
 /* Before the printer: a located error at the first live node of g its
  * target has no kernel for, naming the op and the target; returns the
  * number of errors (0 or 1). */

@@ -106,27 +106,17 @@ static const char usage_text[] =
     "  (the built code is cached in $AXC_CACHE_DIR, else $XDG_CACHE_HOME/axc or ~/.cache/axc;\n"
     "   AXC_CACHE_DIR=off disables the cache; AXC_CACHE_MAX_MB bounds it, default 1024)\n";
 
-/* The usage text, then the targets (ir/targets.def) and whether this axc
- * has each one built. */
+/* The usage text, then the targets (their rows, codegen/cg_targets.c) and
+ * whether this axc has each one built. */
 static void print_usage(void)
 {
     fputs(usage_text, stdout);
     fputs("\ntargets:\n", stdout);
     for (int t = 0; t < IR_TARGET_COUNT; t++) {
         const cg_target *target = cg_target_get((ir_target_id)t);
-        printf("  %-6s %-8s %s%s\n", ir_targets[t].name, ir_targets[t].extensions,
-               ir_targets[t].summary, target->emit ? "" : " (not built)");
+        printf("  %-6s %-8s %s%s\n", ir_targets[t].name, target->outputs, target->summary,
+               target->emit ? "" : " (not built)");
     }
-}
-
-void axc_fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("axc: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
 }
 
 static int parse_u64(const char *s, uint64_t *out)

@@ -23,38 +23,19 @@ static char *with_ext(ax_arena *a, const char *path, const char *ext)
     return ax_sprintf(a, "%.*s%s", (int)stem, path, ext);
 }
 
-static const char *base_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
 static const char *ext_of(const char *path)
 {
-    const char *b = base_name(path), *dot = strrchr(b, '.');
+    const char *b = axc_base_name(path), *dot = strrchr(b, '.');
     return dot && dot != b ? dot : "";
 }
 
-const char *axc_source_name(ax_arena *a, const axc_opts *o)
-{
-    for (int i = 0; i < o->nprefix_maps; i++) {
-        const char *map = o->prefix_maps[i], *eq = strchr(map, '=');
-        size_t len = (size_t)(eq - map);
-        if (!strncmp(o->input, map, len)) return ax_sprintf(a, "%s%s", eq + 1, o->input + len);
-    }
-    return o->input[0] == '/' ? base_name(o->input) : o->input;
-}
-
-/* -o's extension picks the artefact (docs/cli.md#compile-options, targets.def): any
- * other extension is refused rather than silently written as C. */
+/* -o's extension picks the artefact (docs/cli.md#compile-options; the
+ * targets' outputs, codegen/cg_targets.c): any other extension is refused
+ * rather than silently written as C. */
 static int check_output_ext(const char *out)
 {
     const char *e = ext_of(out);
-    size_t len = strlen(e);
-    for (int t = 0; t < IR_TARGET_COUNT && *e; t++) {
-        const char *hit = strstr(ir_targets[t].extensions, e);
-        if (hit && (hit[len] == ' ' || hit[len] == '\0')) return 0;
-    }
+    if (cg_target_for_output(e) != IR_TARGET_COUNT) return 0;
     if (*e) axc_fail("-o %s: unknown output extension '%s' (.c writes C source and a header; "
                      "see axc --help for the targets)", out, e);
     else axc_fail("-o %s: the output has no extension (give OUT.c for C source and a header)", out);
@@ -200,7 +181,7 @@ static bool has_ext(const char *path, const char *ext)
 }
 
 /* Generates code into c/h.  Returns an exit status. */
-static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, const cg_train *train,
+static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, const pass_train_step *train,
                     const char *header, ax_buf *c, ax_buf *h)
 {
     const cg_target *target = cg_target_get(models[0]->target->id);
@@ -215,7 +196,7 @@ static int generate(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, co
     int rc = check_llvm_target(ctx, o, target->facts.id);
     if (!rc) rc = check_supported(models, n);
     if (rc) return rc;
-    cg_request req = {models, n, header ? base_name(header) : "", axc_source_name(ctx->arena, o), o->profile,
+    cg_request req = {models, n, header ? axc_base_name(header) : "", axc_source_name(ctx->arena, o), o->profile,
                       o->triple, o->cpu, has_ext(o->output, ".ll"), o->blas,
                       has_ext(o->output, ".cu") || has_ext(o->output, ".hip"), train};
     return target->emit(&req, c, h) ? AXC_EINPUT : AXC_OK;
@@ -254,7 +235,7 @@ static int check_outputs(ax_ctx *ctx, const axc_opts *o)
     return axc_check_outputs(o, outs, n);
 }
 
-static int write_outputs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, const cg_train *train,
+static int write_outputs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, const pass_train_step *train,
                          ax_outset *set)
 {
     ax_buf view = {0}, c = {0}, h = {0}, w = {0}, d = {0};
@@ -312,7 +293,7 @@ int axc_compile(ax_ctx *ctx, const axc_opts *o)
     int n = 0;
     int rc = check_outputs(ctx, o);
     if (!rc) rc = axc_build_models(ctx, o, models, &n);
-    cg_train train = {0};
+    pass_train_step train = {0};
     if (!rc && o->train_step) rc = axc_train_step_graphs(ctx, o, models, n, &train);
     if (rc) { axc_free_models(models, n); return rc; }
     if (o->mem_report) {
@@ -321,7 +302,7 @@ int axc_compile(ax_ctx *ctx, const axc_opts *o)
         fwrite(b.data ? b.data : "", 1, b.len, stdout);
         ax_buf_free(&b);
         if (o->train_step) {   /* docs/training.md */
-            axc_print_train_remat(models[0], &train);
+            pass_train_print_remat(models[0], &train);
             printf("forward on the state: %zu bytes\ntraining state: %zu bytes\n", train.forward->arena_bytes,
                    train.state_bytes);
         }

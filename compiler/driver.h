@@ -12,6 +12,7 @@
 #include "onnx.h"
 #include "passes.h"
 #include "tensorfile.h"
+#include "train_graph.h"
 
 #define AXC_VERSION "0.1.0"
 
@@ -130,7 +131,7 @@ int axc_check_outputs(const axc_opts *o, const axc_output *outs, int n);
 int axc_compile(ax_ctx *ctx, const axc_opts *o);   /* `axc FILE.ax -o OUT` */
 int axc_run(ax_ctx *ctx, const axc_opts *o);       /* `axc run` */
 int axc_train(ax_ctx *ctx, const axc_opts *o);     /* `axc train` (train.c) */
-/* Writes g's parameters to --save-weights (atomically); an exit status. */
+/* Writes g's parameters to --save-weights (atomically; outputs.c); an exit status. */
 int axc_save_weights(const axc_opts *o, const ir_graph *g);
 
 /* --optimizer (docs/training.md). */
@@ -147,58 +148,24 @@ extern const char *const axc_lr_schedule_names[AXC_SCHED_COUNT];
  * as torch.optim.lr_scheduler steps once per batch. */
 axrt_optim axc_scheduled_optim(const axc_opts *o, const axrt_optim *base, long done, long total);
 
-/* The training graph (train.c): the model's graph in training mode
- * (pass_train_mode) with a `target` input, the loss (pass_loss) and the
- * backward (pass_grad) appended; its outputs are the model's output, the
- * BatchNorm running statistics' new values (1..nstats), the loss and each
- * gradient. */
-typedef struct axc_trainer {
-    ir_graph *g;
-    int target;          /* the target input node */
-    int loss;            /* output index of the loss */
-    int nparams;
-    int *params, *grads; /* node ids; grads[i] IR_NONE: no effect on the loss (skipped, as torch) */
-    int *grad_out;       /* output index of grads[i], or -1 */
-    int nstats;          /* outputs 1..nstats: BatchNorm running statistics (pass_train_mode) */
-    int *stat_param;     /* the param node each of those outputs replaces */
-    int64_t *dropout_counter; /* the Dropout counter's data (seed, step), or NULL */
-    double **m, **v, *p, *gbuf;   /* axc train's optimizer state */
-} axc_trainer;
-/* Builds t->g's training graph (t->g set, the rest zero); an exit status. */
-int axc_build_training_graph(const axc_opts *o, axc_trainer *t);
-void axc_free_trainer(axc_trainer *t);
 /* The optimizer options with torch.optim's (and Lion's) defaults applied. */
 axrt_optim axc_optim_from(const axc_opts *o);
-/* axc --train (train_step.c): turns models[0] into the training step and
- * adds its forward graph for the C back end; *train describes the state.
- * Returns an exit status. */
-struct cg_train;
-int axc_train_step_graphs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, struct cg_train *train);
-/* --mem-report's training lines (docs/training.md): the step's peak
- * without and with rematerialisation, the extra FLOPs and what is
- * recomputed. */
-void axc_print_train_remat(const ir_graph *step, const struct cg_train *train);
-/* axc train under --ram or --mem-report: plans t->g as the generated step
- * would (a copy whose one output is the loss, updates placed), fits it to
- * --ram by rematerialisation, applies the same copies to t->g (t's node ids
- * renumbered) and prints the training lines with --mem-report.  Returns an
- * exit status (--ram unreachable: a located error). */
-int axc_train_fit_ram(const axc_opts *o, axc_trainer *t);
-/* --mem-report after pass_remat (pipeline.c): "rematerialised NAME: arena
- * ... " and the recomputed values; nothing when none.  And the note after a
- * budget remat could not reach. */
-void axc_print_remat(const ir_graph *g, size_t before, size_t after, int recomputed, double flops, double extra);
-void axc_note_remat_floor(ir_graph *g, int recomputed, size_t before, size_t after);
+/* pass_train_opts from the options (train_step.c). */
+pass_train_opts axc_train_opts(const axc_opts *o);
+/* axc --train (train_step.c): checks the command's limits, then turns
+ * models[0] into the training step and adds its forward graph for the C
+ * back end (pass_train_step_graphs); *train describes the state.  Returns
+ * an exit status. */
+int axc_train_step_graphs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, pass_train_step *train);
 
-
-/* axc train's loop (train.c, train_exec.c).  The batches of 0-based epoch
+/* axc train's loops (train.c, train_exec.c; shared: train_loop.c).  The batches of 0-based epoch
  * `epoch` in the order they are used (file order, or --shuffle's). */
 void axc_batch_order(const axc_opts *o, long epoch, int64_t *order, int64_t batches);
 /* Every model input of t->g and the target (the last input) as whole batches
  * of one count (--drop-last: the partial last batch left out); cross_entropy
  * class indices checked against classes.  An exit status. */
 struct axc_batch_file;
-int axc_train_load_files(ax_ctx *ctx, const axc_opts *o, const axc_trainer *t, int64_t classes,
+int axc_train_load_files(ax_ctx *ctx, const axc_opts *o, const pass_trainer *t, int64_t classes,
                          struct axc_batch_file *files, int64_t *batches);
 /* Progress: off a terminal the step lines scripts read (and a line per epoch
  * with validation); on one a line per epoch updated in place with loss,
@@ -221,15 +188,15 @@ typedef struct axc_train_tail {
     int64_t samples;                   /* r, 0: no smaller last batch */
     ir_graph *models[AXC_MAX_MODELS];
     int nmodels;
-    axc_trainer t;                     /* the interpreter's training graph at batch r */
+    pass_trainer t;                     /* the interpreter's training graph at batch r */
 } axc_train_tail;
-int axc_tail_trainer(ax_ctx *ctx, const axc_opts *o, const axc_trainer *main_t, axc_train_tail *tail);
+int axc_tail_trainer(ax_ctx *ctx, const axc_opts *o, const pass_trainer *main_t, axc_train_tail *tail);
 /* Copies the main graph's trainable parameters, running statistics and
  * Dropout counter into the tail graph (the only parameters training changes;
  * the rest were loaded alike). */
-void axc_tail_sync(const axc_trainer *main_t, const axc_train_tail *tail);
-int axc_tail_step_graphs(ax_ctx *ctx, const axc_opts *so, const struct cg_train *main_step, axc_train_tail *tail,
-                         struct cg_train *train);
+void axc_tail_sync(const pass_trainer *main_t, const axc_train_tail *tail);
+int axc_tail_step_graphs(ax_ctx *ctx, const axc_opts *so, const pass_train_step *main_step, axc_train_tail *tail,
+                         pass_train_step *train);
 void axc_tail_free(axc_train_tail *tail);
 /* Pads t (dim 0) with zero samples to a multiple of batch (arena memory). */
 void axc_pad_to_batches(ax_ctx *ctx, tf_tensor *t, int64_t batch);
@@ -274,6 +241,8 @@ int axc_check_classes(const axc_batch_file *f, const ir_node *target, int64_t cl
  * it; else a relative path stays as given and an absolute one becomes its
  * file name, so the output does not depend on where the tree lies. */
 const char *axc_source_name(ax_arena *a, const axc_opts *o);
+/* The part of path after its last '/'. */
+const char *axc_base_name(const char *path);
 
 /* Directory holding bin/axc's siblings include/ and lib/ (build tree or
  * install prefix), found from /proc/self/exe.  NULL if unknown or if
@@ -368,7 +337,7 @@ int axc_render_svg(ax_buf *buf);
 /* `axc compare DIR REF_DIR [--rtol R]` (compare.c): argv after "compare". */
 int axc_compare_main(int argc, char **argv);
 
-/* Prints "axc: error: MESSAGE" for usage and I/O problems. */
+/* Prints "axc: error: MESSAGE" for usage and I/O problems (outputs.c). */
 void axc_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

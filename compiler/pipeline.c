@@ -128,9 +128,9 @@ static const char *extension_of(const char *path)
     return dot && dot != base ? dot : "";
 }
 
-/* The target named by --target, else the one whose extensions
- * (targets.def) include the output's, else IR_TARGET_COUNT: each model's
- * backend= option decides. */
+/* The target named by --target, else the one whose outputs (its row,
+ * codegen/cg_targets.c) include the output's extension, else
+ * IR_TARGET_COUNT: each model's backend= option decides. */
 static int requested_target(const axc_opts *o, ir_target_id *id)
 {
     *id = IR_TARGET_COUNT;
@@ -146,76 +146,8 @@ static int requested_target(const axc_opts *o, ir_target_id *id)
         *id = o->emit[0] == 'p' ? IR_TARGET_cuda : IR_TARGET_hip;
         return AXC_OK;
     }
-    const char *ext = o->output ? extension_of(o->output) : "";
-    for (int t = 0; t < IR_TARGET_COUNT && *ext; t++) {
-        const char *hit = strstr(ir_targets[t].extensions, ext);
-        size_t len = strlen(ext);
-        if (hit && (hit[len] == ' ' || hit[len] == '\0')) *id = (ir_target_id)t;
-    }
+    *id = cg_target_for_output(o->output ? extension_of(o->output) : "");
     return AXC_OK;
-}
-
-void axc_print_remat(const ir_graph *g, size_t before, size_t after, int recomputed, double flops, double extra)
-{
-    if (!recomputed) return;
-    printf("rematerialised %s: arena %zu -> %zu bytes, %d values recomputed, +%.0f FLOPs (+%.1f%%)\n", g->name,
-           before, after, recomputed, extra, flops > extra ? 100 * extra / (flops - extra) : 0);
-    printf("  recomputed:");
-    for (int id = 0; id < g->nnodes; id++)
-        if (!g->nodes[id].dead && g->nodes[id].recomputed)
-            printf(" %%%d %s '%s'", id, ir_ops[g->nodes[id].op].name, g->nodes[id].name);
-    printf("\n");
-}
-
-/* --ram, when recomputation is not enough: tile the first stage
- * (pass_tile; verified) and say so with --mem-report. */
-static int tile_stage(const axc_opts *o, ir_graph *g, pass_tile_stats *tiled)
-{
-    pass_tile_stats ts;
-    pass_tile(g, o->ram_budget, &ts);
-    if (!ts.tiles) return 0;
-    *tiled = ts;
-    if (ir_verify(g)) return 1;
-    double flops = 0;
-    for (int id = 0; id < g->nnodes; id++)
-        if (!g->nodes[id].dead && ir_ops[g->nodes[id].op].kind != IR_SOURCE)
-            flops += ir_node_flops(g, &g->nodes[id]);
-    if (o->mem_report)
-        printf("tiled %s: arena %zu -> %zu bytes, the stage up to '%s' in %d tiles along axis %d, "
-               "+%.0f FLOPs (+%.1f%%)\n", g->name, ts.peak_before, ts.peak_after,
-               ts.end_name ? ts.end_name : "?", ts.tiles, ts.axis, ts.extra_flops,
-               flops > ts.extra_flops ? 100 * ts.extra_flops / (flops - ts.extra_flops) : 0);
-    return 0;
-}
-
-/* --ram: rematerialise until the plan fits (verified), say what it cost
- * with --mem-report, and report a plan that still does not fit. */
-int axc_fit_budget(const axc_opts *o, ir_graph *g)
-{
-    pass_remat_stats st = {0};
-    if (g->arena_bytes > o->ram_budget) {
-        pass_remat(g, o->ram_budget, &st);
-        if (ir_verify(g)) return 1;
-        if (o->mem_report)
-            axc_print_remat(g, st.peak_before, st.peak_after, st.recomputed, st.flops, st.extra_flops);
-    }
-    pass_tile_stats ts = {0};
-    if (g->arena_bytes > o->ram_budget && tile_stage(o, g, &ts)) return 1;
-    if (!pass_memplan_check_budget(g, o->ram_budget)) return 0;
-    if (ts.tiles)
-        ax_note(g->ctx, g->loc, "running the stage up to '%s' in %d tiles took the arena from %zu to "
-                "%zu bytes, the smallest tiling reaches", ts.end_name ? ts.end_name : "?", ts.tiles,
-                ts.peak_before, ts.peak_after);
-    axc_note_remat_floor(g, st.recomputed, st.peak_before, st.peak_after);
-    return 1;
-}
-
-void axc_note_remat_floor(ir_graph *g, int recomputed, size_t before, size_t after)
-{
-    if (recomputed)
-        ax_note(g->ctx, g->loc, "recomputing %d values took the arena from %zu to %zu bytes, the "
-                "smallest this model reaches: no other value idle across the peak can be recomputed",
-                recomputed, before, after);
 }
 
 void axc_free_models(ir_graph **models, int n)

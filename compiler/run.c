@@ -273,8 +273,8 @@ static int stage_sources(ax_ctx *ctx, const axc_opts *o, ir_graph *g, const char
     const cg_target *target = cg_target_get(g->target->id);
     const ir_target_id id = target->facts.id;
     char why[512];
-    if ((id == IR_TARGET_cuda || id == IR_TARGET_hip) &&
-        axrt_gpu_probe(id == IR_TARGET_cuda ? AXRT_GPU_CUDA : AXRT_GPU_HIP, why, sizeof why)) {
+    if (cg_target_runs_on_gpu(target) &&
+        axrt_gpu_probe(target->run == CG_RUN_CC_CUDA ? AXRT_GPU_CUDA : AXRT_GPU_HIP, why, sizeof why)) {
         axc_fail("axc run --target=%s: %s", ir_targets[id].name, why);
         return AXC_EUSAGE;
     }
@@ -390,7 +390,7 @@ void axc_built_close(ax_ctx *ctx, axc_built *b)
 
 static int load_compiled(ax_ctx *ctx, const axc_opts *o, ir_graph *g, runner *r)
 {
-    const bool gpu = g->target->id == IR_TARGET_cuda || g->target->id == IR_TARGET_hip;
+    const bool gpu = cg_target_runs_on_gpu(cg_target_get(g->target->id));
     const char *home = axc_home(ctx->arena);
     if (!home) { axc_fail("cannot locate the axc runtime (include/ and lib/ beside bin/axc)"); return AXC_EUSAGE; }
     int rc = axc_built_open(ctx, "run", &r->built);
@@ -521,7 +521,7 @@ static int bench_device(const runner *r, run_io *io, long warm, long runs, doubl
 
 static bool on_gpu(const runner *r)
 {
-    return r->model && (r->g->target->id == IR_TARGET_cuda || r->g->target->id == IR_TARGET_hip);
+    return r->model && cg_target_runs_on_gpu(cg_target_get(r->g->target->id));
 }
 
 /* Why a run failed: the GPU runtime's words (NAME_gpu_error), else the one
@@ -640,17 +640,6 @@ static int write_outputs(ax_ctx *ctx, const axc_opts *o, const ir_graph *g, cons
     return AXC_OK;
 }
 
-int axc_save_weights(const axc_opts *o, const ir_graph *g)
-{
-    ax_buf b = {0};
-    weights_save(g, &b);
-    int bad = ax_write_file_atomic(o->save_weights, b.data, b.len);
-    ax_buf_free(&b);
-    if (!bad) return AXC_OK;
-    axc_fail("cannot write '%s': %s", o->save_weights, strerror(errno));
-    return AXC_EUSAGE;
-}
-
 static void alloc_outputs(const ir_graph *g, run_io *io)
 {
     for (int k = 0; k < g->noutputs; k++) {
@@ -683,8 +672,8 @@ static int execute(ax_ctx *ctx, const axc_opts *o, ir_graph *g, run_io *io)
 {
     runner r = {.g = g, .built = {.cleanup = {-1, -1, -1, -1}, .lock = -1}};
     axc_profile prof = {0};
-    /* --jit, and the llvm target, run in-process through LLVM's ORC JIT */
-    const bool jit = o->jit || g->target->id == IR_TARGET_llvm;
+    /* --jit, and a target whose row says so (llvm), run in-process through LLVM's ORC JIT */
+    const bool jit = o->jit || cg_target_get(g->target->id)->run == CG_RUN_JIT;
     int rc = o->interp ? AXC_OK : jit ? load_jit(ctx, o, g, &r) : load_compiled(ctx, o, g, &r);
     if (!rc && (o->profile || o->dump_dir)) rc = axc_profile_attach(ctx, runner_symbol, &r, g, &prof);
     if (!rc && o->dump_dir) rc = axc_profile_dump_begin(&prof, o->dump_dir);

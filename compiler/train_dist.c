@@ -254,7 +254,7 @@ int axc_dist_agree(axc_dist *d, int rc)
     return worst;
 }
 
-int axc_dist_reduce(axc_dist *d, const axc_trainer *t, void *const *out, double *loss, long step)
+int axc_dist_reduce(axc_dist *d, const pass_trainer *t, void *const *out, double *loss, long step)
 {
     const ir_graph *g = t->g;
     if (!d->flat) {

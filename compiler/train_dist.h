@@ -22,7 +22,7 @@ int axc_dist_load_batches(const axc_dist *d, const ir_node *n, const char *what,
 int axc_dist_agree(axc_dist *d, int rc);
 /* Replaces every gradient output of out and *loss by its mean over the
  * ranks.  An exit status (a rank died: printed). */
-int axc_dist_reduce(axc_dist *d, const axc_trainer *t, void *const *out, double *loss, long step);
+int axc_dist_reduce(axc_dist *d, const pass_trainer *t, void *const *out, double *loss, long step);
 /* The compiled step split at its seam (train_exec.c): an exchange of the
  * gradient buffer grads (bytes, elements of dtype) in libaxrt_mpi's buckets,
  * opened once (buckets of $AXC_BUCKET_BYTES, else libaxrt_mpi's 1 MiB); *ready and *user are what <name>_train_grads is given, so
@@ -38,8 +38,11 @@ int axc_dist_exchange_finish(axc_dist *d, double *loss);
 /* The exchange's seconds waited in finish (not hidden by the backward pass)
  * and its buckets started during the backward pass and at finish. */
 void axc_dist_exchange_stats(const axc_dist *d, double *wait_seconds, long *in_backward, long *at_finish);
-/* This process's part in data-parallel training (train.c), or NULL. */
+/* This process's part (train_loop.c): opened by axc train, NULL when
+ * not under mpirun; close returns rc. */
 axc_dist *axc_train_dist(void);
+int axc_train_dist_open(void);
+int axc_train_dist_close(int rc);
 void axc_dist_close(axc_dist *d);
 
 #endif

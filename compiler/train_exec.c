@@ -54,7 +54,7 @@ typedef struct step_exec {
 
 /* The shim: axc_exec_step(state, inputs) and axc_exec_forward(state,
  * inputs, outputs) calling the model's entry points with typed arguments. */
-static void emit_shim(const ir_graph *step, const cg_train *train, ax_buf *c)
+static void emit_shim(const ir_graph *step, const pass_train_step *train, ax_buf *c)
 {
     const ir_graph *fwd = train->forward;
     ax_buf_printf(c, "\n/* ---- axc train's shim (compiler/train_exec.c) ---- */\n"
@@ -83,7 +83,7 @@ static void emit_shim(const ir_graph *step, const cg_train *train, ax_buf *c)
 }
 
 /* Writes model.c (the step and the shim) and model.h into x->built.dir. */
-static int stage_step(ax_ctx *ctx, const axc_opts *o, ir_graph *step, const cg_train *train, step_exec *x)
+static int stage_step(ax_ctx *ctx, const axc_opts *o, ir_graph *step, const pass_train_step *train, step_exec *x)
 {
     ax_buf c = {0}, h = {0};
     ir_graph *models[1] = {step};
@@ -132,7 +132,7 @@ static int load_step(ax_ctx *ctx, const axc_opts *o, const char *home, const cha
     return AXC_OK;
 }
 
-static int open_step(ax_ctx *ctx, const axc_opts *o, const char *home, ir_graph *step, const cg_train *train,
+static int open_step(ax_ctx *ctx, const axc_opts *o, const char *home, ir_graph *step, const pass_train_step *train,
                      step_exec *x)
 {
     int rc = axc_built_open(ctx, "train", &x->built);
@@ -147,7 +147,7 @@ static int open_step(ax_ctx *ctx, const axc_opts *o, const char *home, ir_graph 
     if (!d) return AXC_OK;
     /* the gradients in completion order, as <name>_train_grads packs them */
     for (int k = 0; k < train->ntensors; k++) {
-        const cg_train_tensor *s = &train->tensors[k];
+        const pass_train_tensor *s = &train->tensors[k];
         if (s->grad != IR_NONE && s->value == IR_NONE && s->after != IR_NONE)
             x->grad_bytes += ir_nbytes(&step->nodes[s->param]);
     }
@@ -167,7 +167,7 @@ static void close_step(ax_ctx *ctx, step_exec *x)
 /* ---- the state's tensors ---------------------------------------------------- */
 
 /* The first state tensor holding a NaN or an infinity, or NULL. */
-static const char *first_nonfinite_state(const step_exec *x, const ir_graph *g, const cg_train *train)
+static const char *first_nonfinite_state(const step_exec *x, const ir_graph *g, const pass_train_step *train)
 {
     for (int k = 0; k < train->ntensors; k++) {
         const ir_node *p = &g->nodes[train->tensors[k].param];
@@ -180,7 +180,7 @@ static const char *first_nonfinite_state(const step_exec *x, const ir_graph *g, 
 }
 
 /* The trained tensors back into the graph's parameters (for --save-weights). */
-static void state_to_graph(const step_exec *x, ir_graph *g, const cg_train *train)
+static void state_to_graph(const step_exec *x, ir_graph *g, const pass_train_step *train)
 {
     for (int k = 0; k < train->ntensors; k++) {
         ir_node *p = &g->nodes[train->tensors[k].param];
@@ -375,7 +375,7 @@ typedef struct run_ctx {
     const axc_opts *o;
     step_exec *x;
     ir_graph *g;              /* the step graph */
-    const cg_train *train;
+    const pass_train_step *train;
     axc_batch_file *files;
     int64_t batches;          /* whole batches */
     int64_t steps;            /* steps per epoch: the whole batches and the smaller last one */
@@ -541,7 +541,7 @@ static int dist_refusal(const axc_opts *o, const axc_dist *dist)
 static int load_data(ax_ctx *ctx, const axc_opts *o, run_ctx *r)
 {
     const ir_graph *fwd = r->train->forward;
-    axc_trainer view = {.g = r->g, .target = r->g->inputs[r->g->ninputs - 1]};
+    pass_trainer view = {.g = r->g, .target = r->g->inputs[r->g->ninputs - 1]};
     r->files = calloc((size_t)r->g->ninputs, sizeof *r->files);
     if (!r->files) ax_out_of_memory(0);
     int rc = axc_train_load_files(ctx, o, &view, fwd->nodes[fwd->outputs[0]].shape[1], r->files, &r->batches);
@@ -554,7 +554,7 @@ static int load_data(ax_ctx *ctx, const axc_opts *o, run_ctx *r)
  * its own generated step, run on the main step's state. */
 typedef struct tail_step {
     axc_train_tail tail;
-    cg_train train;
+    pass_train_step train;
     step_exec x;
 } tail_step;
 
@@ -594,9 +594,9 @@ int axc_train_compiled(ax_ctx *ctx, const axc_opts *o)
         axc_fail("'axc %s' trains one model; %s has %d (choose one with --model)", "train", o->input, n);
         rc = AXC_EUSAGE;
     }
-    cg_train train = {0};
+    pass_train_step train = {0};
     if (!rc) rc = axc_train_step_graphs(ctx, &so, models, n, &train);
-    if (!rc && o->mem_report) axc_print_train_remat(models[0], &train);
+    if (!rc && o->mem_report) pass_train_print_remat(models[0], &train);
     run_ctx r = {.o = o, .g = rc ? NULL : models[0], .train = &train};
     step_exec x = {0};
     tail_step tail = {0};

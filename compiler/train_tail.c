@@ -57,7 +57,7 @@ static int build_tail_models(ax_ctx *ctx, const axc_opts *o, const ir_graph *mai
 
 /* Whether the tail's training graph has main_t's parameters, statistics,
  * outputs and gradients (the tail's are synced from, and update, main_t's). */
-static bool same_training_graph(const axc_trainer *main_t, const axc_trainer *t)
+static bool same_training_graph(const pass_trainer *main_t, const pass_trainer *t)
 {
     if (t->nparams != main_t->nparams || t->nstats != main_t->nstats || t->loss != main_t->loss ||
         t->g->noutputs != main_t->g->noutputs)
@@ -74,20 +74,21 @@ static bool same_training_graph(const axc_trainer *main_t, const axc_trainer *t)
     return true;
 }
 
-int axc_tail_trainer(ax_ctx *ctx, const axc_opts *o, const axc_trainer *main_t, axc_train_tail *tail)
+int axc_tail_trainer(ax_ctx *ctx, const axc_opts *o, const pass_trainer *main_t, axc_train_tail *tail)
 {
     int rc = build_tail_models(ctx, o, main_t->g, tail);
     if (rc) return rc;
     tail->t.g = tail->models[0];
-    if ((rc = axc_build_training_graph(o, &tail->t))) return refuse(o, tail->samples, "its training graph fails");
+    const pass_train_opts to = axc_train_opts(o);
+    if (pass_train_graph(&to, &tail->t)) return refuse(o, tail->samples, "its training graph fails");
     if (!same_training_graph(main_t, &tail->t))
         return refuse(o, tail->samples, "its training graph differs from the whole batches'");
     return AXC_OK;
 }
 
-void axc_tail_sync(const axc_trainer *main_t, const axc_train_tail *tail)
+void axc_tail_sync(const pass_trainer *main_t, const axc_train_tail *tail)
 {
-    const axc_trainer *t = &tail->t;
+    const pass_trainer *t = &tail->t;
     for (int i = 0; i < t->nparams; i++) {
         ir_node *to = &t->g->nodes[t->params[i]];
         memcpy(to->data, main_t->g->nodes[main_t->params[i]].data, ir_nbytes(to));
@@ -100,18 +101,18 @@ void axc_tail_sync(const axc_trainer *main_t, const axc_train_tail *tail)
 }
 
 /* Whether two steps' states have one layout: header, tensors, moments. */
-static bool same_state_layout(const cg_train *a, const cg_train *b)
+static bool same_state_layout(const pass_train_step *a, const pass_train_step *b)
 {
     if (a->state_bytes != b->state_bytes || a->ntensors != b->ntensors) return false;
     for (int k = 0; k < a->ntensors; k++) {
-        const cg_train_tensor *x = &a->tensors[k], *y = &b->tensors[k];
+        const pass_train_tensor *x = &a->tensors[k], *y = &b->tensors[k];
         if (x->offset != y->offset || x->moments[0] != y->moments[0] || x->moments[1] != y->moments[1]) return false;
     }
     return true;
 }
 
-int axc_tail_step_graphs(ax_ctx *ctx, const axc_opts *so, const cg_train *main_step, axc_train_tail *tail,
-                         cg_train *train)
+int axc_tail_step_graphs(ax_ctx *ctx, const axc_opts *so, const pass_train_step *main_step, axc_train_tail *tail,
+                         pass_train_step *train)
 {
     int rc = build_tail_models(ctx, so, main_step->forward, tail);
     if (rc) return rc;
@@ -126,7 +127,7 @@ int axc_tail_step_graphs(ax_ctx *ctx, const axc_opts *so, const cg_train *main_s
 
 void axc_tail_free(axc_train_tail *tail)
 {
-    axc_free_trainer(&tail->t);
+    pass_trainer_free(&tail->t);
     axc_free_models(tail->models, tail->nmodels);
     *tail = (axc_train_tail){0};
 }

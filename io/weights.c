@@ -301,3 +301,14 @@ void weights_save(const ir_graph *g, ax_buf *out)
     }
     tf_safetensors_write(out, t, count);
 }
+
+int weights_save_file(const ir_graph *g, const char *path)
+{
+    ax_buf b = {0};
+    weights_save(g, &b);
+    const int bad = ax_write_file_atomic(path, b.data, b.len);
+    const int saved = errno;
+    ax_buf_free(&b);
+    errno = saved;
+    return bad ? -1 : 0;
+}

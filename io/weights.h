@@ -24,5 +24,9 @@ void weights_init(ir_graph *g, uint64_t seed);
 /* Serialises every param (PyTorch names and layouts, model dtype) as a
  * safetensors file into out, in graph order. */
 void weights_save(const ir_graph *g, ax_buf *out);
+/* weights_save written to path atomically (a reader sees the old file or
+ * the whole new one, never a part: a failed run leaves the last good file).
+ * 0, or -1 with errno set (the caller reports the I/O error). */
+int weights_save_file(const ir_graph *g, const char *path);
 
 #endif

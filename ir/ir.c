@@ -27,7 +27,7 @@ const char *const ir_layout_names[IR_LAYOUT_COUNT] = {
 };
 
 const ir_target_info ir_targets[IR_TARGET_COUNT] = {
-#define TARGET(name, extensions, summary) [IR_TARGET_##name] = {#name, extensions, summary},
+#define TARGET(name) [IR_TARGET_##name] = {#name},
 #include "targets.def"
 #undef TARGET
 };

@@ -64,14 +64,14 @@ static inline bool ir_op_has(int op, unsigned flag)
 
 /* The code generators (targets.def). */
 typedef enum ir_target_id {
-#define TARGET(name, extensions, summary) IR_TARGET_##name,
+#define TARGET(name) IR_TARGET_##name,
 #include "targets.def"
 #undef TARGET
     IR_TARGET_COUNT
 } ir_target_id;
 
 typedef struct ir_target_info {
-    const char *name, *extensions, *summary;
+    const char *name;   /* the rest of the row: codegen's cg_target */
 } ir_target_info;
 extern const ir_target_info ir_targets[IR_TARGET_COUNT];
 /* The target named name, or IR_TARGET_COUNT. */

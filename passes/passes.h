@@ -102,6 +102,11 @@ void pass_remat_sqrt_n(pass_remat_set *s);
 bool pass_remat_exact(const ir_graph *g, pass_remat_set *s, size_t budget);
 size_t pass_remat_min_arena(const ir_graph *g, pass_remat_set *s);
 int pass_remat(ir_graph *g, size_t budget, pass_remat_stats *stats);
+/* --mem-report after pass_remat (pass_remat_report.c): "rematerialised
+ * NAME: arena ... " and the recomputed values; nothing when none.  And the
+ * note after a budget rematerialisation could not reach. */
+void pass_remat_print(const ir_graph *g, size_t before, size_t after, int recomputed, double flops, double extra);
+void pass_remat_note_floor(ir_graph *g, int recomputed, size_t before, size_t after);
 
 /* calloc that never returns NULL (out of memory ends the process). */
 void *pass_calloc(size_t count, size_t size);

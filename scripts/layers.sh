@@ -11,12 +11,18 @@
 #   io        tensor files (safetensors, .npy) and parameter binding
 #   frontend  syntax tree -> IR (lowering); ONNX -> IR (onnx_*.c, with the
 #             generated onnx.pb-c.h)
-#   passes    IR -> IR (shape, dtype, fusion, schedule, memory plan)
+#   passes    IR -> IR (shape, dtype, fusion, schedule, memory plan, the
+#             training graphs)
 #   codegen   IR -> target code (the back ends and their target table)
 #   compiler  the axc driver: the only folder that may include everything
 #
+# Then, inside each folder, no circle of files (scripts/layers_cycles.py,
+# from the objects' symbols under $AXC_BUILD/obj, default build/obj: make
+# all first), except the few its ALLOWED table names.
+#
 # Usage: scripts/layers.sh [ROOT]      (ROOT defaults to the repository)
-#        scripts/layers.sh --self-test (plants an upward include, expects a failure)
+#        scripts/layers.sh --self-test (plants an upward include and a circle
+#                                       of files, expects failures)
 set -eu
 
 allowed() {  # folder -> folders it may include from
@@ -76,6 +82,9 @@ if [ "${1:-}" = "--self-test" ]; then
         echo "FAIL: layers: an upward include (ir -> compiler) was not caught"; exit 1
     fi
     echo "PASS: layers: an upward include (ir -> compiler) is caught"
-    exit 0
+    exec "${PYTHON:-python3}" "$here/scripts/layers_cycles.py" --self-test
 fi
-check "${1:-$here}"
+includes=0
+check "${1:-$here}" || includes=1
+"${PYTHON:-python3}" "$here/scripts/layers_cycles.py" "${AXC_BUILD:-${1:-$here}/build}/obj" || exit 1
+exit $includes

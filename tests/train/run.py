@@ -744,7 +744,7 @@ def dropout(d, rng):
 
 
 def batch_order(seed, epoch, batches):
-    """compiler/train.c batch_order: Fisher-Yates, the draw for position i
+    """compiler/train_loop.c axc_batch_order: Fisher-Yates, the draw for position i
     mix64(mix64(seed) ^ (epoch << 32) ^ i) mod (i + 1)."""
     order = list(range(batches))
     for i in range(batches - 1, 0, -1):
