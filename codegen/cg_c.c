@@ -153,6 +153,8 @@ static const char *storage(const emitter *em, int id)
     ax_die("cg_c: %%%d %s has no storage (not planned)", id, ir_ops[n->op].name);
 }
 
+const char *cgc_storage(const emitter *em, int id) { return storage(em, id); }
+
 /* Operand i of n, or "NULL" for an absent optional operand. */
 const char *cgc_operand(const emitter *em, const ir_node *n, int i)
 {
@@ -428,6 +430,8 @@ static void emit_plan_call(emitter *em, const ir_node *n, const ir_call *c)
  * new_block) in a block with the constants they read. */
 static void emit_plan(emitter *em, const ir_node *n, const ir_plan *p)
 {
+    if (p->loop)
+        cgc_emit_loop(em, p->loop);
     for (int c = 0; c < p->ncalls;) {
         int end = c + 1, blocks = 0;
         if (p->calls[c].in_block) {
@@ -446,8 +450,8 @@ static void emit_plan(emitter *em, const ir_node *n, const ir_plan *p)
 
 /* ---- kernel calls, by op family ------------------------------------------ */
 /* A node with a kernel-call plan (cg_plan.c) is printed from it alone.  The
- * functions below lower what has no plan yet: the fused elementwise loops
- * and the training kernels; a family that is planned whole maps to
+ * functions below lower what has no plan yet, the training kernels; a
+ * family that is planned whole (the fused elementwise loops too) maps to
  * *_planned. */
 
 #define OUT em->out
@@ -640,7 +644,7 @@ static void emit_dropout(emitter *em, const ir_node *n, const char *y)
                   cgc_real_text(arena_of(em), "double", n->attrs.alpha));
 }
 
-#define emit_fused cgc_emit_fused
+#define emit_fused emit_planned
 #define emit_unary_grad cgc_emit_unary_grad
 
 /* The one dispatch over ops, generated from ops.def's family column: the

@@ -30,6 +30,8 @@ static inline const char *ctype(axrt_dtype dtype) { return ir_dtypes[dtype].c_ty
 /* Operand i of n as an expression of type (const) T *, or "NULL" for an
  * absent optional operand; the node of operand i. */
 const char *cgc_operand(const emitter *em, const ir_node *n, int i);
+/* Node id's storage as an expression of type (const) T *. */
+const char *cgc_storage(const emitter *em, int id);
 const ir_node *cgc_operand_node(const emitter *em, const ir_node *n, int i);
 /* value as a C99 constant expression of type c_type (float or double):
  * exact for double, correctly rounded for float; an infinity or a NaN
@@ -55,8 +57,8 @@ void cgc_emit_quant_constants(emitter *em, int id);
 
 /* ---- cg_c_fused.c ---- */
 
-/* A fused_elementwise node as one loop nest over its result. */
-void cgc_emit_fused(emitter *em, const ir_node *n, const char *y);
+/* A loop program (ir_loop: a fused_elementwise node's) as one C loop nest. */
+void cgc_emit_loop(emitter *em, const ir_loop *l);
 /* The backward's dy * f'(x) (pass_grad unary_grad). */
 void cgc_emit_unary_grad(emitter *em, const ir_node *n, const char *y);
 

@@ -7,7 +7,8 @@
  * A node's plan is its kernel's call (a block of calls where the kernel
  * reads constants: its params struct, strides), then its epilogue (the
  * residual add, then the fused activation) unless the kernel applies that
- * itself.  Ops without a rule here (the fused elementwise loops, the
+ * itself.  A fused elementwise node's plan is a loop program
+ * (cg_plan_loop.c) before that epilogue.  Ops without a rule here (the
  * training kernels) get no plan: their back ends still lower them.
  * An int8 node (ir_quant) follows the int8 rules below, whatever its op.
  * A new kernel is a row of cg_kernels.def and a rule below. */
@@ -960,12 +961,14 @@ static void plan_quant(planner *P)
 }
 /* ---- end of int8 layers ---- */
 
+/* A fused elementwise node: its loop program (cg_plan_loop.c). */
+static void plan_fused(planner *P) { P->plan->loop = cg_plan_loop(P->g, self_id(P)); }
+
 /* The families without a rule yet: their back ends lower them. */
 #define plan_input NULL
 #define plan_param NULL
 #define plan_scalar NULL
 #define plan_result NULL
-#define plan_fused NULL
 #define plan_unary_grad NULL
 #define plan_conv_grad_weight NULL
 #define plan_pool_grad NULL
