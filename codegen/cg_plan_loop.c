@@ -1,6 +1,7 @@
 /* cg_plan_loop.c — the loop program of a fused elementwise node (ir_loop,
  * ir/ir_plan.h): its plan, decided once here and spelled as it is by the C
- * back end (cg_c_fused.c) and the LLVM back end (cg_llvm.c).
+ * back end (cg_c_fused.c), the LLVM back end (cg_llvm.c) and the GPU back
+ * end (cg_gpu.c, one thread per element, reading the same program).
  *
  * A fused_elementwise node (ir.h ir_fused_step) becomes one loop nest over
  * its result: dims of size 1 are dropped and neighbours merged wherever every
@@ -11,7 +12,9 @@
 
 _Static_assert(IR_MAX_FUSED_SRC <= IR_LOOP_MAX_INPUTS, "ir_loop holds every operand of a fused node");
 
-int cg_fused_loops(const ir_node *n, int64_t *dims, int64_t strides[][IR_MAX_RANK])
+/* The loop nest: dims[] and per-operand strides[k][] after dropping size-1
+ * dims and merging neighbours; returns the loop count (at least 1). */
+static int fused_loops(const ir_node *n, int64_t *dims, int64_t strides[][IR_MAX_RANK])
 {
     const int64_t (*full)[IR_MAX_RANK] = n->attrs.strides;
     int loops = 0;
@@ -77,7 +80,7 @@ const ir_loop *cg_plan_loop(const ir_graph *g, int id)
         ax_die("cg_plan: fused %%%d has no steps", id);
     ir_loop *l = ax_alloc(g->ctx->arena, sizeof *l);
     l->dtype = n->dtype;
-    l->nloops = cg_fused_loops(n, l->dims, l->in_strides);
+    l->nloops = fused_loops(n, l->dims, l->in_strides);
     l->ninputs = n->nsrc;
     for (int k = 0; k < n->nsrc; k++)
         l->input[k] = n->src[k];

@@ -6,6 +6,7 @@
  *   - a transpose with another user stays for it;
  *   - a fused loop's operand strides for a transposed and a reshaped read,
  *     and which of them the memory plan may overwrite in place;
+ *   - the loop program the plan makes of such a loop (ir_loop);
  *   - a reshape of a broadcast read stays opaque (no strided view). */
 #include <stdarg.h>
 #include <stddef.h>
@@ -183,6 +184,40 @@ static void test_transposed_read_strides(void **state)
     ax_ctx_free(m.ctx);
 }
 
+/* The same node's plan, a loop program (codegen/cg_plan_loop.c): two loops
+ * [3, 2], x loaded at (1, 3), exp, the constant 1, add, stored densely. */
+static void test_transposed_read_loop_program(void **state)
+{
+    (void)state;
+    model m = model_new();
+    const int x = leaf(&m, IR_OP_input, 2, (int64_t[]){2, 3});
+    const int e = node(&m, IR_OP_exp, transpose2(&m, x), IR_NONE);
+    output(&m, node(&m, IR_OP_add, e, scalar(&m, 1.0)));
+    optimise(&m);
+    const ir_node *f = live_node(&m, IR_OP_fused_elementwise);
+    const ir_loop *l = cg_plan_loop(m.g, (int)(f - m.g->nodes));
+    assert_int_equal(l->nloops, 2);
+    assert_int_equal(l->dims[0], 3);
+    assert_int_equal(l->dims[1], 2);
+    assert_int_equal(l->ninputs, 1);
+    assert_int_equal(l->in_strides[0][0], 1);
+    assert_int_equal(l->in_strides[0][1], 3);
+    assert_int_equal(l->nops, 4);
+    const ir_loop_kind kinds[] = {IR_LOOP_LOAD, IR_LOOP_UNARY, IR_LOOP_CONST, IR_LOOP_BINARY};
+    for (int v = 0; v < 4; v++)
+        assert_int_equal(l->ops[v].kind, kinds[v]);
+    assert_int_equal(l->ops[1].op, IR_OP_exp);
+    assert_int_equal(l->ops[1].arg[0], 0);
+    assert_true(l->ops[2].real == 1.0);
+    assert_int_equal(l->ops[3].op, IR_OP_add);
+    assert_int_equal(l->ops[3].arg[0], 1);
+    assert_int_equal(l->ops[3].arg[1], 2);
+    assert_int_equal(l->store, 3);
+    assert_int_equal(l->out_strides[0], 2);
+    assert_int_equal(l->out_strides[1], 1);
+    ax_ctx_free(m.ctx);
+}
+
 /* reshape(tanh(x), (3, 4)) .* 2 over x [2, 6]: the reshape is read through
  * and x is read in the result's order (strides (4, 1) over [3, 4]). */
 static void test_reshaped_read_in_order(void **state)
@@ -228,6 +263,7 @@ int main(void)
         cmocka_unit_test(test_transposed_param_becomes_packed_dense),
         cmocka_unit_test(test_transpose_with_another_user_stays),
         cmocka_unit_test(test_transposed_read_strides),
+        cmocka_unit_test(test_transposed_read_loop_program),
         cmocka_unit_test(test_reshaped_read_in_order),
         cmocka_unit_test(test_broadcast_reshape_stays_opaque),
     };
