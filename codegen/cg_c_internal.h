@@ -43,11 +43,6 @@ const char *cgc_real_text(ax_arena *a, const char *c_type, double value);
 const char *cgc_real_literal(const emitter *em, axrt_dtype dtype, double value);
 /* The product of dims[from..to). */
 int64_t cgc_product(const int64_t *dims, int from, int to);
-/* "static const int64_t name[n] = {...};" inside a kernel call's block. */
-void cgc_emit_int64_array(ax_buf *out, const char *name, const int64_t *v, int n);
-/* Opens a block holding the axrt_pool2d_params of a pool from x [N, H, W, C]
- * to y [N, OH, OW, C]. */
-void cgc_emit_pool_params(emitter *em, const int64_t *x, const int64_t *y, const ir_attrs *at);
 
 /* ---- cg_c_quant.c ---- */
 
