@@ -51,14 +51,12 @@ int cg_cuda_emit(const cg_request *req, ax_buf *out, ax_buf *hdr);
 int cg_hip_emit(const cg_request *req, ax_buf *out, ax_buf *hdr);
 
 /* Shared with the GPU back end (cg_gpu.c): the C expression of unary op on
- * arg (the runtime's formula, axrt_unary.h), a binary op's C operator, a
- * fused_elementwise node's merged loop nest (dims and per-operand strides;
- * returns the loop count) and forward()'s argument names. */
+ * arg (the runtime's formula, axrt_unary.h), a binary op's C operator and
+ * forward()'s argument names. */
 const char *cg_unary_text(ax_arena *a, int op, const char *arg, axrt_dtype dtype, double alpha);
 /* lhs OP rhs for a BINARY_OP row: an infix operator, or libm's function
  * (powf, fmodf) for the dtype. */
 const char *cg_binary_text(ax_arena *a, int op, const char *lhs, const char *rhs, axrt_dtype dtype);
-int cg_fused_loops(const ir_node *n, int64_t *dims, int64_t strides[][IR_MAX_RANK]);
 void cg_argument_names(ir_graph *g, const char ***inputs, const char ***outputs);
 /* Element strides of operand src aligned to n's dims, 0 where broadcast. */
 void cg_broadcast_strides(const ir_node *src, const ir_node *n, int64_t *strides);

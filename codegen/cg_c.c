@@ -153,6 +153,8 @@ static const char *storage(const emitter *em, int id)
     ax_die("cg_c: %%%d %s has no storage (not planned)", id, ir_ops[n->op].name);
 }
 
+const char *cgc_storage(const emitter *em, int id) { return storage(em, id); }
+
 /* Operand i of n, or "NULL" for an absent optional operand. */
 const char *cgc_operand(const emitter *em, const ir_node *n, int i)
 {
@@ -196,14 +198,6 @@ int64_t cgc_product(const int64_t *dims, int from, int to)
     for (int i = from; i < to; i++)
         p *= dims[i];
     return p;
-}
-
-void cgc_emit_int64_array(ax_buf *out, const char *name, const int64_t *v, int n)
-{
-    ax_buf_printf(out, "        static const int64_t %s[%d] = {", name, n);
-    for (int i = 0; i < n; i++)
-        ax_buf_printf(out, "%s%lld", i ? ", " : "", (long long)v[i]);
-    ax_buf_puts(out, "};\n");
 }
 
 /* ---- parameters ---------------------------------------------------------- */
@@ -428,6 +422,8 @@ static void emit_plan_call(emitter *em, const ir_node *n, const ir_call *c)
  * new_block) in a block with the constants they read. */
 static void emit_plan(emitter *em, const ir_node *n, const ir_plan *p)
 {
+    if (p->loop)
+        cgc_emit_loop(em, p->loop);
     for (int c = 0; c < p->ncalls;) {
         int end = c + 1, blocks = 0;
         if (p->calls[c].in_block) {
@@ -446,8 +442,8 @@ static void emit_plan(emitter *em, const ir_node *n, const ir_plan *p)
 
 /* ---- kernel calls, by op family ------------------------------------------ */
 /* A node with a kernel-call plan (cg_plan.c) is printed from it alone.  The
- * functions below lower what has no plan yet: the fused elementwise loops
- * and the training kernels; a family that is planned whole maps to
+ * functions below lower what has no plan yet, the training kernels; a
+ * family that is planned whole (the fused elementwise loops too) maps to
  * *_planned. */
 
 #define OUT em->out
@@ -511,33 +507,6 @@ cg_matmul_geometry cg_matmul_geometry_of(const ir_node *a, const ir_node *b)
     return g;
 }
 
-/* Opens a block declaring `params`, the axrt_conv2d_params of a conv from x
- * to an output shaped like y (NHWC) with a kh x kw kernel and at's strides,
- * dilation, padding and groups. */
-static void emit_conv_params_of(emitter *em, const ir_node *x, const ir_node *y, int64_t kh, int64_t kw,
-                                const ir_attrs *at)
-{
-    ax_buf_printf(OUT,
-                  "    {\n        static const axrt_conv2d_params params = "
-                  "{%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d, %d, %d, %d, %d};\n",
-                  (long long)x->shape[0], (long long)x->shape[1], (long long)x->shape[2],
-                  (long long)x->shape[3], (long long)y->shape[1], (long long)y->shape[2],
-                  (long long)y->shape[3], (long long)kh, (long long)kw, at->stride[0], at->stride[1],
-                  at->dilation[0], at->dilation[1], at->pad[0], at->pad[1], at->groups);
-}
-
-/* Opens a block holding the axrt_pool2d_params of a pool from x [N, H, W, C]
- * to y [N, OH, OW, C]: the forward's x and y for emit_pool and emit_pool_grad alike. */
-void cgc_emit_pool_params(emitter *em, const int64_t *x, const int64_t *y, const ir_attrs *at)
-{
-    ax_buf_printf(OUT,
-                  "    {\n        static const axrt_pool2d_params params = "
-                  "{%lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d, %d, %d, %d, %d, %d};\n",
-                  (long long)x[0], (long long)x[1], (long long)x[2], (long long)x[3], (long long)y[1],
-                  (long long)y[2], at->kernel[0], at->kernel[1], at->stride[0], at->stride[1], at->pad[0],
-                  at->pad[1], at->pad[2], at->pad[3]);
-}
-
 /* Families that need no code of their own, or share an emitter. */
 static void emit_source(emitter *em, const ir_node *n, const char *y)
 {
@@ -587,38 +556,6 @@ static void emit_planned(emitter *em, const ir_node *n, const char *y)
 
 /* ---- the training graph's backward kernels and Dropout (pass_grad) ------- */
 
-/* dW from dy (operand 0) and x (operand 1); the conv's attrs, copied. */
-static void emit_conv_grad_weight(emitter *em, const ir_node *n, const char *y)
-{
-    emit_conv_params_of(em, cgc_operand_node(em, n, 1), cgc_operand_node(em, n, 0), n->shape[2], n->shape[3], &n->attrs);
-    ax_buf_printf(OUT, "        axrt_conv2d_grad_weight_%s(%s, %s, %s, &params);\n    }\n", SFX,
-                  cgc_operand(em, n, 0), cgc_operand(em, n, 1), y);
-}
-
-/* dx of the pool attrs.of_op, dividing as emit_pool's kernels do. */
-static void emit_pool_grad(emitter *em, const ir_node *n, const char *y)
-{
-    const ir_node *dy = cgc_operand_node(em, n, 0);
-    const ir_attrs *at = &n->attrs;
-    cgc_emit_pool_params(em, n->shape, dy->shape, at);
-    ax_buf_printf(OUT, "        axrt_pool2d_grad_%s(%s, %s, %s, &params, %d, %d, %d, %d);\n    }\n", SFX,
-                  cgc_operand(em, n, 0), cgc_operand(em, n, 1), y, at->of_op == IR_OP_maxpool,
-                  at->pad[2] - at->ceil_extra[0], at->pad[3] - at->ceil_extra[1], !at->exclude_pad);
-}
-
-/* x's shape from dy: the slice's elements, as emit_slice reads them. */
-static void emit_slice_grad(emitter *em, const ir_node *n, const char *y)
-{
-    const ir_node *dy = cgc_operand_node(em, n, 0);
-    int64_t strides[IR_MAX_RANK];
-    const int64_t offset = ir_slice_strides(&n->attrs, n->shape, n->rank, strides);
-    ax_buf_puts(OUT, "    {\n");
-    cgc_emit_int64_array(OUT, "dy_shape", dy->shape, dy->rank);
-    cgc_emit_int64_array(OUT, "strides", strides, dy->rank);
-    ax_buf_printf(OUT, "        axrt_scatter_strided_%s(%s, %s, %lld, dy_shape, strides, %lld, %d);\n    }\n",
-                  SFX, cgc_operand(em, n, 0), y, (long long)ir_numel(n), (long long)offset, dy->rank);
-}
-
 static void emit_embedding_grad(emitter *em, const ir_node *n, const char *y)
 {
     const ir_node *idx = cgc_operand_node(em, n, 0);
@@ -640,7 +577,10 @@ static void emit_dropout(emitter *em, const ir_node *n, const char *y)
                   cgc_real_text(arena_of(em), "double", n->attrs.alpha));
 }
 
-#define emit_fused cgc_emit_fused
+#define emit_fused emit_planned
+#define emit_conv_grad_weight emit_planned
+#define emit_pool_grad emit_planned
+#define emit_slice_grad emit_planned
 #define emit_unary_grad cgc_emit_unary_grad
 
 /* The one dispatch over ops, generated from ops.def's family column: the

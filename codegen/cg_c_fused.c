@@ -1,4 +1,4 @@
-/* cg_c_fused.c — the C back end's fused elementwise loops and the unary
+/* cg_c_fused.c — the C back end's loop programs (fused elementwise loops) and the unary
  * formulas they and unary_grad print (runtime/axrt_unary.h, stringified).
  * Part of cg_c.c's emitter (cg_c_internal.h). */
 #include <ctype.h>
@@ -9,11 +9,9 @@
 #include "cg_c_internal.h"
 
 /* ---- fused elementwise loops ------------------------------------------------
- * A fused_elementwise node (ir.h ir_fused_step) becomes one loop nest over
- * its result: dims of size 1 are dropped and neighbours merged wherever every
- * operand's strides (attrs.strides: broadcasts, transposes and reshapes read
- * through) allow, so a same-shape chain is one flat loop; each operand is
- * indexed by literal strides, each step is a local. */
+ * A fused_elementwise node's plan is a loop program (ir_loop, decided by
+ * cg_plan_loop.c): printed here as it is, one C loop nest with each input
+ * indexed by literal strides and each op a local. */
 
 /* The C expression of each unary op: the runtime's own formula
  * (runtime/axrt_unary.h) stringified with placeholder names that
@@ -98,12 +96,6 @@ const char *cg_unary_text(ax_arena *a, int op, const char *arg, axrt_dtype dtype
     return formula_text(a, unary_formulas[op].value, arg, dtype, alpha);
 }
 
-static const char *unary_expression(const emitter *em, const ir_node *n, const ir_fused_step *step,
-                                    const char *arg)
-{
-    return cg_unary_text(arena_of(em), step->op, arg, n->dtype, step->value);
-}
-
 const char *cg_binary_text(ax_arena *a, int op, const char *lhs, const char *rhs, axrt_dtype dtype)
 {
     const char *symbol = binary_symbols[op];
@@ -114,64 +106,17 @@ const char *cg_binary_text(ax_arena *a, int op, const char *lhs, const char *rhs
     return ax_sprintf(a, "%s %s %s", lhs, symbol, rhs);
 }
 
-/* Argument a of step s: an operand element or an earlier step's local. */
-static const char *fused_arg(const emitter *em, const ir_fused_step *step, int a)
+/* Temporary v of loop program l as a C local: a load is a<input>, the
+ * others t<step> (the loads come first, ir_plan.h). */
+static const char *loop_temp(const emitter *em, const ir_loop *l, int v)
 {
-    if (step->arg[a] >= 0)
-        return ax_sprintf(arena_of(em), "t%d", step->arg[a]);
-    return ax_sprintf(arena_of(em), "a%d", IR_FUSED_OPERAND_INDEX(step->arg[a]));
+    if (l->ops[v].kind == IR_LOOP_LOAD)
+        return ax_sprintf(arena_of(em), "a%d", l->ops[v].arg[0]);
+    return ax_sprintf(arena_of(em), "t%d", v - l->ninputs);
 }
 
-static void emit_fused_steps(emitter *em, const ir_node *n, const char *indent)
-{
-    for (int s = 0; s < n->attrs.nsteps; s++) {
-        const ir_fused_step *step = &n->attrs.steps[s];
-        ax_buf_printf(em->out, "%sconst %s t%d = ", indent, ctype(n->dtype), s);
-        if (step->op == IR_OP_scalar)
-            ax_buf_puts(em->out, cgc_real_literal(em, n->dtype, step->value));
-        else if (ir_ops[step->op].kind == IR_BINARY)
-            ax_buf_puts(em->out, cg_binary_text(arena_of(em), step->op, fused_arg(em, step, 0),
-                                                fused_arg(em, step, 1), n->dtype));
-        else
-            ax_buf_puts(em->out, unary_expression(em, n, step, fused_arg(em, step, 0)));
-        ax_buf_puts(em->out, ";\n");
-    }
-}
-
-/* The loop nest: dims[] and per-operand strides[k][] after dropping size-1
- * dims and merging neighbours; returns the loop count (at least 1). */
-int cg_fused_loops(const ir_node *n, int64_t *dims, int64_t strides[][IR_MAX_RANK])
-{
-    const int64_t (*full)[IR_MAX_RANK] = n->attrs.strides;
-    int loops = 0;
-    for (int d = 0; d < n->rank; d++) {
-        if (n->shape[d] == 1)
-            continue;
-        bool merge = loops > 0;
-        for (int k = 0; k < n->nsrc && merge; k++)
-            merge = strides[k][loops - 1] == full[k][d] * n->shape[d];
-        if (merge) {
-            dims[loops - 1] *= n->shape[d];
-            for (int k = 0; k < n->nsrc; k++)
-                strides[k][loops - 1] = full[k][d];
-            continue;
-        }
-        dims[loops] = n->shape[d];
-        for (int k = 0; k < n->nsrc; k++)
-            strides[k][loops] = full[k][d];
-        loops++;
-    }
-    if (loops == 0) {
-        dims[0] = 1;
-        for (int k = 0; k < n->nsrc; k++)
-            strides[k][0] = 0;
-        loops = 1;
-    }
-    return loops;
-}
-
-/* "i0 * 16 + i1" for one operand's strides; "0" when fully broadcast. */
-static const char *fused_index(const emitter *em, const int64_t *strides, int loops)
+/* "i0 * 16 + i1" for one input's strides; "0" when fully broadcast. */
+static const char *loop_index(const emitter *em, const int64_t *strides, int loops)
 {
     ax_buf text = {0};
     for (int d = 0; d < loops; d++) {
@@ -186,28 +131,56 @@ static const char *fused_index(const emitter *em, const int64_t *strides, int lo
     return result;
 }
 
-void cgc_emit_fused(emitter *em, const ir_node *n, const char *y)
+/* Op v as a C declaration of its local. */
+static void emit_loop_op(emitter *em, const ir_loop *l, int v, const char *indent)
 {
-    int64_t dims[IR_MAX_RANK], strides[IR_MAX_FUSED_SRC][IR_MAX_RANK];
-    const int loops = cg_fused_loops(n, dims, strides);
-    const char *t = ctype(n->dtype);
+    const ir_loop_op *o = &l->ops[v];
+    const char *t = ctype(l->dtype);
+    ax_buf_printf(em->out, "%sconst %s %s = ", indent, t, loop_temp(em, l, v));
+    switch (o->kind) {
+    case IR_LOOP_LOAD:
+        ax_buf_printf(em->out, "x%d_[%s]", o->arg[0], loop_index(em, l->in_strides[o->arg[0]], l->nloops));
+        break;
+    case IR_LOOP_CONST: ax_buf_puts(em->out, cgc_real_literal(em, l->dtype, o->real)); break;
+    case IR_LOOP_BINARY:
+        ax_buf_puts(em->out, cg_binary_text(arena_of(em), o->op, loop_temp(em, l, o->arg[0]),
+                                            loop_temp(em, l, o->arg[1]), l->dtype));
+        break;
+    case IR_LOOP_UNARY:
+        ax_buf_puts(em->out, cg_unary_text(arena_of(em), o->op, loop_temp(em, l, o->arg[0]), l->dtype, o->real));
+        break;
+    }
+    ax_buf_puts(em->out, ";\n");
+}
+
+/* The store's index, a running counter o: the plan's store is dense. */
+static void check_dense_store(const ir_loop *l)
+{
+    int64_t stride = 1;
+    for (int d = l->nloops - 1; d >= 0; stride *= l->dims[d--])
+        if (l->out_strides[d] != stride)
+            ax_die("cg_c: loop program of %%%d stores out of order", l->output);
+}
+
+void cgc_emit_loop(emitter *em, const ir_loop *l)
+{
+    const char *t = ctype(l->dtype);
+    check_dense_store(l);
     ax_buf_puts(em->out, "    {\n");
-    for (int k = 0; k < n->nsrc; k++)
-        ax_buf_printf(em->out, "        const %s *x%d_ = %s;\n", t, k, cgc_operand(em, n, k));
-    ax_buf_printf(em->out, "        %s *y_ = %s;\n        size_t o = 0", t, y);
-    for (int d = 0; d < loops; d++)
+    for (int k = 0; k < l->ninputs; k++)
+        ax_buf_printf(em->out, "        const %s *x%d_ = %s;\n", t, k, cgc_storage(em, l->input[k]));
+    ax_buf_printf(em->out, "        %s *y_ = %s;\n        size_t o = 0", t, cgc_storage(em, l->output));
+    for (int d = 0; d < l->nloops; d++)
         ax_buf_printf(em->out, ", i%d", d);
     ax_buf_puts(em->out, ";\n");
     char indent[64];
-    snprintf(indent, sizeof indent, "%*s", 8 + 4 * loops, "");
-    for (int d = 0; d < loops; d++)
+    snprintf(indent, sizeof indent, "%*s", 8 + 4 * l->nloops, "");
+    for (int d = 0; d < l->nloops; d++)
         ax_buf_printf(em->out, "%*sfor (i%d = 0; i%d < %lld; i%d++%s)%s\n", 8 + 4 * d, "", d, d,
-                      (long long)dims[d], d, d == loops - 1 ? ", o++" : "", d == loops - 1 ? " {" : "");
-    for (int k = 0; k < n->nsrc; k++)
-        ax_buf_printf(em->out, "%sconst %s a%d = x%d_[%s];\n", indent, t, k, k,
-                      fused_index(em, strides[k], loops));
-    emit_fused_steps(em, n, indent);
-    ax_buf_printf(em->out, "%sy_[o] = t%d;\n%*s}\n    }\n", indent, n->attrs.nsteps - 1, 4 + 4 * loops, "");
+                      (long long)l->dims[d], d, d == l->nloops - 1 ? ", o++" : "", d == l->nloops - 1 ? " {" : "");
+    for (int v = 0; v < l->nops; v++)
+        emit_loop_op(em, l, v, indent);
+    ax_buf_printf(em->out, "%sy_[o] = %s;\n%*s}\n    }\n", indent, loop_temp(em, l, l->store), 4 + 4 * l->nloops, "");
 }
 
 /* unary_grad of a half model (mixed-precision training): dy and x

@@ -30,6 +30,8 @@ static inline const char *ctype(axrt_dtype dtype) { return ir_dtypes[dtype].c_ty
 /* Operand i of n as an expression of type (const) T *, or "NULL" for an
  * absent optional operand; the node of operand i. */
 const char *cgc_operand(const emitter *em, const ir_node *n, int i);
+/* Node id's storage as an expression of type (const) T *. */
+const char *cgc_storage(const emitter *em, int id);
 const ir_node *cgc_operand_node(const emitter *em, const ir_node *n, int i);
 /* value as a C99 constant expression of type c_type (float or double):
  * exact for double, correctly rounded for float; an infinity or a NaN
@@ -41,11 +43,6 @@ const char *cgc_real_text(ax_arena *a, const char *c_type, double value);
 const char *cgc_real_literal(const emitter *em, axrt_dtype dtype, double value);
 /* The product of dims[from..to). */
 int64_t cgc_product(const int64_t *dims, int from, int to);
-/* "static const int64_t name[n] = {...};" inside a kernel call's block. */
-void cgc_emit_int64_array(ax_buf *out, const char *name, const int64_t *v, int n);
-/* Opens a block holding the axrt_pool2d_params of a pool from x [N, H, W, C]
- * to y [N, OH, OW, C]. */
-void cgc_emit_pool_params(emitter *em, const int64_t *x, const int64_t *y, const ir_attrs *at);
 
 /* ---- cg_c_quant.c ---- */
 
@@ -55,8 +52,8 @@ void cgc_emit_quant_constants(emitter *em, int id);
 
 /* ---- cg_c_fused.c ---- */
 
-/* A fused_elementwise node as one loop nest over its result. */
-void cgc_emit_fused(emitter *em, const ir_node *n, const char *y);
+/* A loop program (ir_loop: a fused_elementwise node's) as one C loop nest. */
+void cgc_emit_loop(emitter *em, const ir_loop *l);
 /* The backward's dy * f'(x) (pass_grad unary_grad). */
 void cgc_emit_unary_grad(emitter *em, const ir_node *n, const char *y);
 

@@ -282,28 +282,36 @@ static const char *index_of(const gk *k, const int64_t *strides, int rank)
 
 /* ---- elementwise families ------------------------------------------------ */
 
+/* Temporary v of a loop program: a load is a<input>, the others t<step>
+ * (the loads come first, ir_plan.h). */
+static const char *loop_temp(const gk *k, const ir_loop *l, int v)
+{
+    if (l->ops[v].kind == IR_LOOP_LOAD)
+        return ax_sprintf(arena_of(k), "a%d", l->ops[v].arg[0]);
+    return ax_sprintf(arena_of(k), "t%d", v - l->ninputs);
+}
+
+/* A fused elementwise node's loop program (cg_plan_loop.c), one thread per
+ * result element o (its indices decomposed over the program's loops),
+ * computed in float. */
 static void emit_fused(gk *k, const ir_node *n)
 {
-    int64_t dims[IR_MAX_RANK], strides[IR_MAX_FUSED_SRC][IR_MAX_RANK];
-    const int loops = cg_fused_loops(n, dims, strides);
+    const ir_loop *l = cg_plan_loop(k->g, (int)(n - k->g->nodes));
     begin_elementwise(k, n, "fused elementwise");
-    decompose(k, dims, loops, "o");
-    for (int i = 0; i < n->nsrc; i++)
-        ax_buf_printf(k->src, "    const float a%d = %s;\n", i, elem(k, n, i, index_of(k, strides[i], loops)));
-    for (int s = 0; s < n->attrs.nsteps; s++) {
-        const ir_fused_step *st = &n->attrs.steps[s];
-        const char *arg[2];
-        for (int a = 0; a < 2; a++)
-            arg[a] = st->arg[a] >= 0 ? ax_sprintf(arena_of(k), "t%d", st->arg[a])
-                                     : ax_sprintf(arena_of(k), "a%d", IR_FUSED_OPERAND_INDEX(st->arg[a]));
-        ax_buf_printf(k->src, "    const float t%d = ", s);
-        if (st->op == IR_OP_scalar) ax_buf_puts(k->src, dlit(k, n->dtype, st->value));
-        else if (ir_ops[st->op].kind == IR_BINARY)
-            ax_buf_puts(k->src, cg_binary_text(arena_of(k), st->op, arg[0], arg[1], AXRT_F32));
-        else ax_buf_puts(k->src, cg_unary_text(arena_of(k), st->op, arg[0], AXRT_F32, rounded(n->dtype, st->value)));
+    decompose(k, l->dims, l->nloops, "o");
+    for (int v = 0; v < l->nops; v++) {
+        const ir_loop_op *o = &l->ops[v];
+        const char *x = loop_temp(k, l, v), *a = o->arg[0] >= 0 ? loop_temp(k, l, o->arg[0]) : NULL;
+        ax_buf_printf(k->src, "    const float %s = ", x);
+        if (o->kind == IR_LOOP_LOAD)
+            ax_buf_puts(k->src, elem(k, n, o->arg[0], index_of(k, l->in_strides[o->arg[0]], l->nloops)));
+        else if (o->kind == IR_LOOP_CONST) ax_buf_puts(k->src, dlit(k, n->dtype, o->real));
+        else if (o->kind == IR_LOOP_BINARY)
+            ax_buf_puts(k->src, cg_binary_text(arena_of(k), o->op, a, loop_temp(k, l, o->arg[1]), AXRT_F32));
+        else ax_buf_puts(k->src, cg_unary_text(arena_of(k), o->op, a, AXRT_F32, rounded(n->dtype, o->real)));
         ax_buf_puts(k->src, ";\n");
     }
-    ax_buf_printf(k->src, "    float v = t%d;\n", n->attrs.nsteps - 1);
+    ax_buf_printf(k->src, "    float v = %s;\n", loop_temp(k, l, l->store));
     end_elementwise(k, n);
 }
 

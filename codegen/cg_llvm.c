@@ -10,8 +10,8 @@
  * <model>_model descriptor (axrt_model) and its tables.  Each heavy node is
  * the same libaxrt call with the same arguments the C target makes: both
  * read the node's kernel-call plan (cg_plan.c), float and int8 alike; a
- * fused_elementwise node is an LLVM loop nest over its result with the
- * runtime's own formulas (axrt_unary.h) written as instructions, which the
+ * fused_elementwise node's plan is a loop program (cg_plan_loop.c), built
+ * as an LLVM loop nest over its result with the runtime's own formulas (axrt_unary.h) written as instructions, which the
  * loop vectoriser handles when no libm call is in the body.  Parameters are
  * [N x i8] constants: they go to the object's read-only data directly.
  * Built only with AXC_HAVE_LLVM (the Makefile defines it when llvm-config
@@ -300,8 +300,8 @@ static void add_constants(lv *L)
 
 /* ---- kernel calls, by op family (the same calls as cg_c.c) --------------------- */
 /* A node with a kernel-call plan (cg_plan.c) is printed from it alone.  The
- * functions below lower what has no plan yet: the fused elementwise loops
- * and the training kernels; a family that is planned whole maps to
+ * functions below lower what has no plan yet, the training kernels; a
+ * family that is planned whole (the fused elementwise loops too) maps to
  * *_planned. */
 
 static void call_unary(lv *L, ir_op op, const ir_node *n, LLVMValueRef x, LLVMValueRef y)
@@ -385,8 +385,8 @@ static void lv_blas_dense(lv *L, const ir_node *n, LLVMValueRef y, int64_t rows,
     call_sgemm(L, true, rows, out, in, operand(L, n, 0), 0, operand(L, n, 1), 0, bias ? 1.0 : 0.0, y, 0);
 }
 
-/* ---- fused elementwise loops ----------------------------------------------------
- * The runtime's formulas (axrt_unary.h) as instructions, one function per
+/* ---- loop programs (ir_loop: fused elementwise loops) ---------------------------
+ * Built as the plan says (cg_plan_loop.c).  The runtime's formulas (axrt_unary.h) as instructions, one function per
  * UNARY_OP row of ops.def (a missing one does not compile), in the C
  * expressions' evaluation order so that results match the C target's. */
 
@@ -571,45 +571,44 @@ static LLVMValueRef linear_index(lv *L, LLVMValueRef *index, const int64_t *stri
     return sum;
 }
 
-/* One result element at loop indices index[]: load the operands, run the
- * steps, store. */
-static void fused_body(lv *L, const ir_node *n, LLVMValueRef *x, LLVMValueRef y, LLVMValueRef *index,
-                       const int64_t *dims, int64_t strides[][IR_MAX_RANK], int loops)
+/* Op v of loop program l at loop indices index[], given the values of the
+ * ops before it in t[]. */
+static LLVMValueRef loop_op(lv *L, const ir_loop *l, int v, LLVMValueRef *x, LLVMValueRef *index, const LLVMValueRef *t)
 {
-    LLVMValueRef a[IR_MAX_FUSED_SRC], *t = ax_alloc(arena_of(L), (size_t)(n->attrs.nsteps + 1) * sizeof *t);
-    for (int k = 0; k < n->nsrc; k++) {
-        LLVMValueRef at = linear_index(L, index, strides[k], loops);
-        a[k] = LLVMBuildLoad2(L->B, L->real, LLVMBuildInBoundsGEP2(L->B, L->real, x[k], &at, 1, ""), "");
+    const ir_loop_op *o = &l->ops[v];
+    switch (o->kind) {
+    case IR_LOOP_LOAD: {
+        LLVMValueRef at = linear_index(L, index, l->in_strides[o->arg[0]], l->nloops);
+        return LLVMBuildLoad2(L->B, L->real, LLVMBuildInBoundsGEP2(L->B, L->real, x[o->arg[0]], &at, 1, ""), "");
     }
-    for (int s = 0; s < n->attrs.nsteps; s++) {
-        const ir_fused_step *step = &n->attrs.steps[s];
-        LLVMValueRef arg[2];
-        for (int i = 0; i < 2; i++)
-            arg[i] = step->arg[i] >= 0 ? t[step->arg[i]] : a[IR_FUSED_OPERAND_INDEX(step->arg[i]) % IR_MAX_FUSED_SRC];
-        if (step->op == IR_OP_scalar)
-            t[s] = k_real(L, step->value);
-        else if (ir_ops[step->op].kind == IR_BINARY && binary_fns[step->op])
-            t[s] = binary_fns[step->op](L, arg[0], arg[1]);
-        else if (step->op < IR_OP_COUNT && unary_fns[step->op])
-            t[s] = unary_fns[step->op](L, arg[0], step->value);
-        else
-            ax_die("cg_llvm: %s in a fused loop", ir_ops[step->op].name);
+    case IR_LOOP_CONST: return k_real(L, o->real);
+    case IR_LOOP_BINARY:
+        if (ir_ops[o->op].kind == IR_BINARY && binary_fns[o->op])
+            return binary_fns[o->op](L, t[o->arg[0]], t[o->arg[1]]);
+        break;
+    case IR_LOOP_UNARY:
+        if (o->op < IR_OP_COUNT && unary_fns[o->op])
+            return unary_fns[o->op](L, t[o->arg[0]], o->real);
+        break;
     }
-    int64_t out_strides[IR_MAX_RANK], stride = 1;
-    for (int d = loops - 1; d >= 0; d--) {
-        out_strides[d] = stride;
-        stride *= dims[d];
-    }
-    LLVMValueRef o = linear_index(L, index, out_strides, loops);
-    LLVMBuildStore(L->B, t[n->attrs.nsteps - 1], LLVMBuildInBoundsGEP2(L->B, L->real, y, &o, 1, ""));
+    ax_die("cg_llvm: %s in a fused loop", ir_ops[o->op].name);
+}
+
+/* One result element at loop indices index[]: the ops, then the store. */
+static void loop_body(lv *L, const ir_loop *l, LLVMValueRef *x, LLVMValueRef y, LLVMValueRef *index)
+{
+    LLVMValueRef *t = ax_alloc(arena_of(L), (size_t)l->nops * sizeof *t);
+    for (int v = 0; v < l->nops; v++)
+        t[v] = loop_op(L, l, v, x, index, t);
+    LLVMValueRef o = linear_index(L, index, l->out_strides, l->nloops);
+    LLVMBuildStore(L->B, t[l->store], LLVMBuildInBoundsGEP2(L->B, L->real, y, &o, 1, ""));
 }
 
 /* Loop d of the nest (and, inside it, the ones after it). */
-static void fused_loop(lv *L, const ir_node *n, LLVMValueRef *x, LLVMValueRef y, LLVMValueRef *index,
-                       const int64_t *dims, int64_t strides[][IR_MAX_RANK], int loops, int d)
+static void loop_nest(lv *L, const ir_loop *l, LLVMValueRef *x, LLVMValueRef y, LLVMValueRef *index, int d)
 {
-    if (d == loops) {
-        fused_body(L, n, x, y, index, dims, strides, loops);
+    if (d == l->nloops) {
+        loop_body(L, l, x, y, index);
         return;
     }
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->B);
@@ -619,24 +618,24 @@ static void fused_loop(lv *L, const ir_node *n, LLVMValueRef *x, LLVMValueRef y,
     LLVMPositionBuilderAtEnd(L->B, body);
     LLVMValueRef i = LLVMBuildPhi(L->B, L->i64, "i");
     index[d] = i;
-    fused_loop(L, n, x, y, index, dims, strides, loops, d + 1);
+    loop_nest(L, l, x, y, index, d + 1);
     LLVMValueRef next = LLVMBuildNSWAdd(L->B, i, k_i64(L, 1), "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(L->B);
-    LLVMBuildCondBr(L->B, LLVMBuildICmp(L->B, LLVMIntSLT, next, k_i64(L, dims[d]), ""), body, done);
+    LLVMBuildCondBr(L->B, LLVMBuildICmp(L->B, LLVMIntSLT, next, k_i64(L, l->dims[d]), ""), body, done);
     LLVMValueRef values[] = {k_i64(L, 0), next};
     LLVMBasicBlockRef blocks[] = {pre, latch};
     LLVMAddIncoming(i, values, blocks, 2);
     LLVMPositionBuilderAtEnd(L->B, done);
 }
 
-static void lv_fused(lv *L, const ir_node *n, LLVMValueRef y)
+/* A loop program (ir_loop, the plan of a fused_elementwise node) as it is. */
+static void build_loop(lv *L, const ir_loop *l)
 {
-    int64_t dims[IR_MAX_RANK], strides[IR_MAX_FUSED_SRC][IR_MAX_RANK];
-    const int loops = cg_fused_loops(n, dims, strides);
-    LLVMValueRef x[IR_MAX_FUSED_SRC], index[IR_MAX_RANK];
-    for (int k = 0; k < n->nsrc; k++)
-        x[k] = LLVMBuildBitCast(L->B, operand(L, n, k), L->real_ptr, "");
-    fused_loop(L, n, x, LLVMBuildBitCast(L->B, y, L->real_ptr, ""), index, dims, strides, loops, 0);
+    LLVMValueRef x[IR_LOOP_MAX_INPUTS], index[IR_MAX_RANK];
+    set_dtype(L, l->dtype);
+    for (int k = 0; k < l->ninputs; k++)
+        x[k] = LLVMBuildBitCast(L->B, storage(L, l->input[k]), L->real_ptr, "");
+    loop_nest(L, l, x, LLVMBuildBitCast(L->B, storage(L, l->output), L->real_ptr, ""), index, 0);
 }
 
 /* ---- the dispatch over ops (ops.def's family column) -------------------------- */
@@ -681,6 +680,7 @@ static void lv_planned(lv *L, const ir_node *n, LLVMValueRef y)
 #define lv_mha lv_planned
 #define lv_softmax lv_planned
 #define lv_argmax lv_planned
+#define lv_fused lv_planned   /* a loop program (cg_plan_loop.c), built by build_loop */
 /* float ones planned by their op's rule, int8 ones (ir_quant) by cg_plan's int8 rules */
 #define lv_binary lv_planned
 #define lv_unary lv_planned
@@ -925,6 +925,8 @@ static void return_on_status(lv *L, LLVMValueRef status)
 static void build_plan(lv *L, const ir_node *n, const ir_plan *p, LLVMValueRef y)
 {
     add_ew_constants(L, n);
+    if (p->loop)
+        build_loop(L, p->loop);
     for (int c = 0; c < p->ncalls; c++) {
         const ir_call *call_ = &p->calls[c];
         if (!strcmp(call_->kernel, "axc_blas_dense")) {

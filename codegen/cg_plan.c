@@ -7,7 +7,8 @@
  * A node's plan is its kernel's call (a block of calls where the kernel
  * reads constants: its params struct, strides), then its epilogue (the
  * residual add, then the fused activation) unless the kernel applies that
- * itself.  Ops without a rule here (the fused elementwise loops, the
+ * itself.  A fused elementwise node's plan is a loop program
+ * (cg_plan_loop.c) before that epilogue.  Ops without a rule here (the
  * training kernels) get no plan: their back ends still lower them.
  * An int8 node (ir_quant) follows the int8 rules below, whatever its op.
  * A new kernel is a row of cg_kernels.def and a rule below. */
@@ -994,16 +995,66 @@ static void plan_quant(planner *P)
 }
 /* ---- end of int8 layers ---- */
 
-/* The families without a rule yet: their back ends lower them. */
+/* A fused elementwise node: its loop program (cg_plan_loop.c). */
+static void plan_fused(planner *P) { P->plan->loop = cg_plan_loop(P->g, self_id(P)); }
+
+/* ---- training kernels (the step graph's, pass_grad) ---- */
+
+/* dW of a conv: operand 0 dy (the forward's y), operand 1 its x. */
+static void plan_conv_grad_weight(planner *P)
+{
+    ir_call *c = op_call(P, IR_OP_conv, "2d_grad_weight", P->n->dtype);
+    arg_operand(P, c, 0);
+    arg_operand(P, c, 1);
+    arg_value(c, self_id(P));
+    arg_conv_params(P, c, "params", operand_node(P, 1), operand_node(P, 0), P->n, &P->n->attrs, false);
+}
+
+/* dx of the pool attrs.of_op from dy (operand 0), dividing as the forward's
+ * kernels do; the params are the forward's (x is shaped like n). */
+static void plan_pool_grad(planner *P)
+{
+    const ir_node *n = P->n, *dy = operand_node(P, 0);
+    const ir_attrs *at = &n->attrs;
+    ir_call *c = named_call(P, ax_sprintf(arena_of(P), "axrt_pool2d_grad_%s", suffix_of(n->dtype)));
+    arg_operand(P, c, 0);
+    arg_operand(P, c, 1);
+    arg_value(c, self_id(P));
+    const int64_t p[14] = {n->shape[0], n->shape[1], n->shape[2], n->shape[3], dy->shape[1], dy->shape[2],
+                           at->kernel[0], at->kernel[1], at->stride[0], at->stride[1], at->pad[0], at->pad[1],
+                           at->pad[2], at->pad[3]};
+    arg_array(P, c, IR_ARG_INTS, "params", "axrt_pool2d_params", p, 14);
+    arg_int(c, at->of_op == IR_OP_maxpool);
+    arg_int(c, at->pad[2] - at->ceil_extra[0]);
+    arg_int(c, at->pad[3] - at->ceil_extra[1]);
+    arg_int(c, !at->exclude_pad);
+}
+
+/* dx of a slice: dy scattered where the slice read (x shaped like n). */
+static void plan_slice_grad(planner *P)
+{
+    const ir_node *n = P->n, *dy = operand_node(P, 0);
+    int64_t strides[IR_MAX_RANK];
+    const int64_t offset = ir_slice_strides(&n->attrs, n->shape, n->rank, strides);
+    ir_call *c = named_call(P, ax_sprintf(arena_of(P), "axrt_scatter_strided_%s", suffix_of(n->dtype)));
+    arg_operand(P, c, 0);
+    arg_value(c, self_id(P));
+    arg_size(c, ir_numel(n));
+    arg_array(P, c, IR_ARG_INT64S, "dy_shape", NULL, dy->shape, dy->rank);
+    arg_array(P, c, IR_ARG_INT64S, "strides", NULL, strides, dy->rank);
+    arg_int64(c, offset);
+    arg_int(c, dy->rank);
+}
+
+/* The families without a rule yet: their back ends lower them (the C back
+ * end alone, for the training step's: unary_grad an inline loop,
+ * embedding_grad a status call returning the step's own failure value,
+ * dropout a call reading its counter). */
 #define plan_input NULL
 #define plan_param NULL
 #define plan_scalar NULL
 #define plan_result NULL
-#define plan_fused NULL
 #define plan_unary_grad NULL
-#define plan_conv_grad_weight NULL
-#define plan_pool_grad NULL
-#define plan_slice_grad NULL
 #define plan_embedding_grad NULL
 #define plan_dropout NULL
 

@@ -39,8 +39,52 @@ static void put_arg(ax_buf *out, const ir_arg *a)
     }
 }
 
+static void put_strides(ax_buf *out, const int64_t *strides, int n)
+{
+    ax_buf_puts(out, " @(");
+    for (int d = 0; d < n; d++)
+        ax_buf_printf(out, "%s%lld", d ? ", " : "", (long long)strides[d]);
+    ax_buf_puts(out, ")");
+}
+
+static void put_loop_op(ax_buf *out, const ir_loop *l, int v)
+{
+    const ir_loop_op *o = &l->ops[v];
+    ax_buf_printf(out, "        t%d = ", v);
+    switch (o->kind) {
+    case IR_LOOP_LOAD:
+        ax_buf_printf(out, "load %%%d", l->input[o->arg[0]]);
+        put_strides(out, l->in_strides[o->arg[0]], l->nloops);
+        break;
+    case IR_LOOP_CONST: ax_buf_printf(out, "%.9g", o->real); break;
+    case IR_LOOP_UNARY:
+        ax_buf_printf(out, "%s(t%d", ir_ops[o->op].name, o->arg[0]);
+        if (o->real != 0)
+            ax_buf_printf(out, ", alpha=%.9g", o->real);
+        ax_buf_puts(out, ")");
+        break;
+    case IR_LOOP_BINARY: ax_buf_printf(out, "%s(t%d, t%d)", ir_ops[o->op].name, o->arg[0], o->arg[1]); break;
+    }
+    ax_buf_puts(out, "\n");
+}
+
+static void put_loop(ax_buf *out, const ir_loop *l)
+{
+    ax_buf_puts(out, "      loop [");
+    for (int d = 0; d < l->nloops; d++)
+        ax_buf_printf(out, "%s%lld", d ? ", " : "", (long long)l->dims[d]);
+    ax_buf_printf(out, "] %s\n", ir_dtype_name(l->dtype));
+    for (int v = 0; v < l->nops; v++)
+        put_loop_op(out, l, v);
+    ax_buf_printf(out, "        store %%%d", l->output);
+    put_strides(out, l->out_strides, l->nloops);
+    ax_buf_printf(out, " = t%d\n", l->store);
+}
+
 void ir_plan_print(const ir_plan *p, ax_buf *out)
 {
+    if (p && p->loop)
+        put_loop(out, p->loop);
     for (int c = 0; p && c < p->ncalls; c++) {
         const ir_call *call = &p->calls[c];
         ax_buf_printf(out, "      call %s(", call->kernel);

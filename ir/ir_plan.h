@@ -78,13 +78,56 @@ typedef struct ir_call {
     int nargs;
 } ir_call;
 
+/* A loop program (a fused elementwise node's, ir_fused_step): one loop nest
+ * over the result, decided once by the plan (codegen/cg_plan_loop.c) and
+ * spelled by each printer as it is — the C back end as a C loop, the LLVM
+ * back end as IR — neither choosing anything about it.
+ *
+ * The nest runs loops dims[0..nloops) (size-1 dims dropped, neighbours
+ * merged where every stride allows; at least one loop).  Each element runs
+ * ops in order; op v defines temporary v of the program's dtype:
+ *   LOAD    input[k] at sum over d of i_d * in_strides[k][d] (0: broadcast);
+ *           the ops begin with one LOAD per input, in input order
+ *   CONST   real
+ *   UNARY   op (an ops.def UNARY_OP row: the runtime's formula) of arg[0],
+ *           with alpha real
+ *   BINARY  op (a BINARY_OP row) of arg[0], arg[1]
+ * then temporary `store` is written to output at sum of i_d * out_strides[d]
+ * (row-major over dims: the result is dense). */
+enum { IR_LOOP_MAX_INPUTS = 16 };
+
+typedef enum ir_loop_kind { IR_LOOP_LOAD, IR_LOOP_CONST, IR_LOOP_UNARY, IR_LOOP_BINARY } ir_loop_kind;
+
+typedef struct ir_loop_op {
+    ir_loop_kind kind;
+    int op;                   /* UNARY, BINARY: the ops.def row */
+    int arg[2];               /* LOAD: arg[0] the input; UNARY, BINARY: earlier temporaries */
+    double real;              /* CONST: the value; UNARY: alpha */
+} ir_loop_op;
+
+typedef struct ir_loop {
+    axrt_dtype dtype;         /* of every load, temporary and the store */
+    int nloops;
+    int64_t dims[AXRT_MAX_RANK];
+    int ninputs;
+    int input[IR_LOOP_MAX_INPUTS];   /* node ids */
+    int64_t in_strides[IR_LOOP_MAX_INPUTS][AXRT_MAX_RANK];
+    const ir_loop_op *ops;
+    int nops;
+    int output, store;        /* node id; the temporary written */
+    int64_t out_strides[AXRT_MAX_RANK];
+} ir_loop;
+
 typedef struct ir_plan {
+    const ir_loop *loop;      /* a loop program, run before the calls (NULL: none) */
     ir_call *calls;
     int ncalls;
 } ir_plan;
 
-/* One line per call for --emit=ir: "      call kernel(arg, ...)", node
- * storage as %id, a scalar operand's value as %id[0], the arena as
+/* For --emit=ir: the loop program first, "      loop [DIMS] DTYPE", then one
+ * line per op ("        t3 = load %2 @(8, 1)", "t4 = exp(t3)", "t5 = 1",
+ * "t6 = add(t4, t5)", "        store %7 @(8, 1) = t6"); then one line per
+ * call: "      call kernel(arg, ...)", node storage as %id, a scalar operand's value as %id[0], the arena as
  * arena+OFFSET (int8 bytes: u8:arena+OFFSET), constants as values, arrays
  * as name{v, ...}, a node's int8 constants as q8_weights(%id),
  * requant(%id) and ew(%id)[k]; then

@@ -6,6 +6,7 @@
  *   - a transpose with another user stays for it;
  *   - a fused loop's operand strides for a transposed and a reshaped read,
  *     and which of them the memory plan may overwrite in place;
+ *   - the loop program the plan makes of such a loop (ir_loop);
  *   - a reshape of a broadcast read stays opaque (no strided view). */
 #include <stdarg.h>
 #include <stddef.h>
@@ -164,8 +165,34 @@ static void test_transpose_with_another_user_stays(void **state)
     ax_ctx_free(m.ctx);
 }
 
+/* f's plan, a loop program (codegen/cg_plan_loop.c): two loops [3, 2], x
+ * loaded at (1, 3), exp, the constant 1, add, stored densely. */
+static void check_transposed_loop_program(const model *m, const ir_node *f)
+{
+    const ir_loop *l = cg_plan_loop(m->g, (int)(f - m->g->nodes));
+    assert_int_equal(l->nloops, 2);
+    assert_int_equal(l->dims[0], 3);
+    assert_int_equal(l->dims[1], 2);
+    assert_int_equal(l->ninputs, 1);
+    assert_int_equal(l->in_strides[0][0], 1);
+    assert_int_equal(l->in_strides[0][1], 3);
+    assert_int_equal(l->nops, 4);
+    const ir_loop_kind kinds[] = {IR_LOOP_LOAD, IR_LOOP_UNARY, IR_LOOP_CONST, IR_LOOP_BINARY};
+    for (int v = 0; v < 4; v++)
+        assert_int_equal(l->ops[v].kind, kinds[v]);
+    assert_int_equal(l->ops[1].op, IR_OP_exp);
+    assert_int_equal(l->ops[1].arg[0], 0);
+    assert_true(l->ops[2].real == 1.0);
+    assert_int_equal(l->ops[3].op, IR_OP_add);
+    assert_int_equal(l->ops[3].arg[0], 1);
+    assert_int_equal(l->ops[3].arg[1], 2);
+    assert_int_equal(l->store, 3);
+    assert_int_equal(l->out_strides[0], 2);
+    assert_int_equal(l->out_strides[1], 1);
+}
+
 /* exp(transpose(x)) + 1 over x [2, 3]: one loop reading x with strides
- * (1, 3) over [3, 2], which is not the result's order. */
+ * (1, 3) over [3, 2], which is not the result's order; its loop program. */
 static void test_transposed_read_strides(void **state)
 {
     (void)state;
@@ -180,6 +207,7 @@ static void test_transposed_read_strides(void **state)
     assert_int_equal(f->attrs.strides[0][0], 1);
     assert_int_equal(f->attrs.strides[0][1], 3);
     assert_false(ir_fused_in_order(m.g, f, 0));
+    check_transposed_loop_program(&m, f);
     ax_ctx_free(m.ctx);
 }
 
