@@ -1,6 +1,6 @@
 /* cg_c_train.c — the training step as C (axc --train; docs/training.md).
  *
- * From the driver's two planned graphs (compiler/train_step.c) -- the step
+ * From the driver's two planned graphs (passes/train_graph_step.c) -- the step
  * (forward in training mode, loss, backward; its one output the loss) and
  * the model in inference mode -- writes, besides the usual constants:
  *   <name>_state_init(state)       the embedded parameters into the caller's

@@ -339,7 +339,7 @@ static void plan_conv(planner *P)
     const bool depthwise = operand_node(P, 1)->layout == IR_LAYOUT_DEPTHWISE;
     const bool ep = cg_kernel_applies_epilogue(P->g, n);
     if (weight_from_state(P) && n->attrs.groups == 1 && !ep) {
-        /* packed into the pack room each step (compiler/train_step.c) */
+        /* packed into the pack room each step (passes/train_graph_step.c) */
         ir_call *pack = kernel_call(P, CG_K_pack_conv2d, n->dtype);
         arg_operand(P, pack, 1);
         arg_arena(pack, AXRT_F32, P->ctx->pack_offset);

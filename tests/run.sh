@@ -47,7 +47,7 @@ run_unit_binary() {
 # run_job WORD: one job of the list below.
 run_job() {
     case $1 in
-        layers) if sh "$root/scripts/layers.sh"; then echo "PASS: layers: no include points upward"
+        layers) if sh "$root/scripts/layers.sh"; then echo "PASS: layers: no include points upward, no circle of files inside a folder"
                 else echo "FAIL: layers: an include points upward"; fi
                 sh "$root/scripts/layers.sh" --self-test
                 if size=$("$PYTHON" "$root/scripts/check_size.py" 2>&1); then echo "PASS: check-size: no file or function past its limit"
