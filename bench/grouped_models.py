@@ -4,7 +4,13 @@ torchvision's RegNet-Y-400MF (8 channels a group) and ResNeXt-50 32x4d (4 to
 export compiled by `axc run --bench`), PyTorch eager (channels_last,
 inference_mode) and ONNX Runtime (the bench venv, bench/venv.sh), in
 interleaved rounds, the system order rotated each round, every process
-pinned to one CPU.  Each system's output is first checked against PyTorch's
+pinned to one CPU.  Two figures a system: the median wall time of a call and
+its median CPU time (process time; for axc the CPU time of `--bench 1+5*RUNS`
+less that of `--bench 1`, over 5*RUNS: the start-up, loading and packing the
+weights, varies by some 0.2 s of CPU between processes).  On a shared machine
+the wall time mostly measures the load (a process given 40 % of a core runs
+2.5 times slower by the wall clock), the CPU time the code.
+Each system's output is first checked against PyTorch's
 (max |y - ref| / max |ref| <= 1e-4).  A measurement, not a test.
 
   python3 bench/grouped_models.py --axc build/bin/axc --venv-python build/bench/venv/bin/python \\
@@ -14,6 +20,7 @@ pinned to one CPU.  Each system's output is first checked against PyTorch's
 import argparse
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -44,7 +51,7 @@ def export(name, path):
 
 
 def worker(system, path, runs):
-    """Times `runs` calls after two warm-ups; prints the median in ms, and
+    """Times `runs` calls after two warm-ups; prints the wall and CPU medians in ms, and
     writes the output to path.SYSTEM.npy for the check."""
     import numpy as np
     x = np.load(path + ".x.npy")
@@ -66,13 +73,14 @@ def worker(system, path, runs):
                 return model(xt).numpy()
     np.save(f"{path}.{system}.npy", call())
     call()
-    times = []
+    times, cpu = [], []
     for _ in range(runs):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         call()
         times.append(time.perf_counter() - t0)
-    times.sort()
-    print(f"median_ms {times[len(times) // 2] * 1e3:.3f}")
+        cpu.append(time.process_time() - c0)
+    times.sort(), cpu.sort()
+    print(f"median_ms {times[len(times) // 2] * 1e3:.3f} cpu_ms {cpu[len(cpu) // 2] * 1e3:.3f}")
 
 
 def relative_error(path, system):
@@ -85,14 +93,24 @@ def time_axc(axc, path, runs, check):
     cmd = [axc, "run", path, "--input", f"x={path}.x.npy"]
     if check:
         subprocess.run(cmd + ["--output", f"{path}.axc.npy"], check=True, capture_output=True)
-    out = subprocess.run(cmd + ["--bench", str(runs)], check=True, capture_output=True, text=True).stdout
-    return float(re.search(r"median ([0-9.]+) us", out).group(1)) / 1e3
+    cpu = []
+    for n in (1, 1 + 5 * runs):   # the same start-up (loading, packing) in both
+        c0 = children_cpu()
+        out = subprocess.run(cmd + ["--bench", str(n)], check=True, capture_output=True, text=True).stdout
+        cpu.append(children_cpu() - c0)
+    return float(re.search(r"median ([0-9.]+) us", out).group(1)) / 1e3, (cpu[1] - cpu[0]) / (5 * runs) * 1e3
+
+
+def children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def time_peer(python, system, path, runs):
     out = subprocess.run([python, os.path.abspath(__file__), "--worker", system, path, str(runs)],
                          check=True, capture_output=True, text=True).stdout
-    return float(re.search(r"median_ms ([0-9.]+)", out).group(1))
+    m = re.search(r"median_ms ([0-9.]+) cpu_ms ([0-9.]+)", out)
+    return float(m.group(1)), float(m.group(2))
 
 
 def main():
@@ -118,8 +136,8 @@ def main():
     else:
         print(f"bench-grouped: no {args.venv_python} (sh bench/venv.sh DIR): ONNX Runtime n/a", file=sys.stderr)
     names = list(systems)
-    print(f"| model | {' | '.join(names)} | " + " | ".join(f"{n} / axc" for n in names[1:]) + " |")
-    print("|---" * (2 * len(names)) + "|")
+    print(f"| model | clock | {' | '.join(names)} | " + " | ".join(f"{n} / axc" for n in names[1:]) + " |")
+    print("|---" * (2 * len(names) + 1) + "|")
     for model in args.models.split(","):
         path = os.path.join(args.dir, model + ".onnx")
         if not os.path.exists(path + ".y.npy"):
@@ -134,9 +152,10 @@ def main():
             order = names[r % len(names):] + names[:r % len(names)]
             for n in order:
                 times[n].append(systems[n](path))
-        med = {n: sorted(t)[len(t) // 2] for n, t in times.items()}
-        print(f"| {model} | " + " | ".join(f"{med[n]:.1f} ms" for n in names) + " | " +
-              " | ".join(f"{med[n] / med['axc']:.2f}" for n in names[1:]) + " |", flush=True)
+        for clock, k in (("wall", 0), ("CPU", 1)):
+            med = {n: sorted(t[k] for t in ts)[len(ts) // 2] for n, ts in times.items()}
+            print(f"| {model} | {clock} | " + " | ".join(f"{med[n]:.1f} ms" for n in names) + " | " +
+                  " | ".join(f"{med[n] / med['axc']:.2f}" for n in names[1:]) + " |", flush=True)
     return 0
 
 

@@ -2,7 +2,8 @@
  * shapes of rows R2, R3, R4 and ResNet-18 (bench/gen_models.py's M2,
  * examples/resnet18.ax), and the grouped convs of RegNet-Y-400MF (8
  * channels a group) and ResNeXt-50 32x4d (4 to 32), each also through the
- * plain conv kernel they ran on before axrt_conv2d_grouped_f32, one thread, each as a share of the FMA peak that
+ * plain conv kernel they ran on before axrt_conv2d_grouped_f32, then
+ * ResNeXt's 1x1 convs (most of its time), one thread, each as a share of the FMA peak that
  * limits.c measures (AXRT_ISA=avx2: the AVX2 kernels against AVX2's peak,
  * on any machine).  Times are per-thread CPU time, the best of many runs:
  * on a shared machine a run that is preempted does not count the time it
@@ -260,6 +261,11 @@ static int all_shapes(shape *shapes)
     shapes[n++] = gconv("ResNeXt 3x3 28x28x256/8", 28, 256, 8, 0);
     shapes[n++] = gconv("ResNeXt 3x3 14x14x512/16", 14, 512, 16, 0);
     shapes[n++] = gconv("ResNeXt 3x3 7x7x1024/32", 7, 1024, 32, 0);
+    shapes[n++] = conv("ResNeXt 1x1 56x56x256->128", 56, 256, 128, 1, 1, 0);
+    shapes[n++] = conv("ResNeXt 1x1 56x56x128->256", 56, 128, 256, 1, 1, 0);
+    shapes[n++] = conv("ResNeXt 1x1 28x28x512->256", 28, 512, 256, 1, 1, 0);
+    shapes[n++] = conv("ResNeXt 1x1 14x14x1024->512", 14, 1024, 512, 1, 1, 0);
+    shapes[n++] = conv("ResNeXt 1x1 7x7x1024->2048", 7, 1024, 2048, 1, 1, 0);
     return n;
 }
 
