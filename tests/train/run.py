@@ -616,13 +616,26 @@ def float32_reference(twin, loss, opt, targs, x, t, keys):
     return ref, max(1e-5, 10 * drift)
 
 
+MODEL_OPTIMIZERS = (OPTIMIZERS[1], OPTIMIZERS[4], OPTIMIZERS[6], OPTIMIZERS[8])
+
+
+def model_optimizers(i):
+    """The optimizer configurations the i-th model trains under: all four on the
+    compiled step; on the interpreter rerun (EXTRA=--interp) one, in turn down the
+    list (each on five models): the model's forward and gradients on the
+    interpreter are checked by its Float64 gradient case and its Float32 training
+    by that one configuration, while every configuration runs on the interpreter
+    in oracle(); the model x optimizer cross product repeats both."""
+    return MODEL_OPTIMIZERS if not EXTRA else (MODEL_OPTIMIZERS[i % len(MODEL_OPTIMIZERS)],)
+
+
 def models(d, rng):
     """The other models: gradients in Float64 (autograd, finite differences), then the
     oracle (a Float32 model against PyTorch's Float32, float32_reference) for each
     optimizer kind, Adam included."""
     global BATCH
     pick = os.environ.get("TRAIN_MODELS", "").split()
-    for name, src, twin_cls, (shape, kind), loss in MODELS:
+    for i, (name, src, twin_cls, (shape, kind), loss) in enumerate(MODELS):
         if pick and name not in pick:
             continue
         BATCH = shape[0]
@@ -646,7 +659,7 @@ def models(d, rng):
             if "bn" not in name and name != "batchnorm" and not EXTRA:
                 fd_check(d, f"train gradient {name}", None, loss, init, grads, x, t, rng)
         torch.set_default_dtype(torch.float32)
-        for opt, targs, flags in (OPTIMIZERS[1], OPTIMIZERS[4], OPTIMIZERS[6], OPTIMIZERS[8]):
+        for opt, targs, flags in model_optimizers(i):
             twin = twin_cls()
             init = {k: v.detach().clone() for k, v in twin.state_dict().items() if "num_batches" not in k}
             x, t = model_data(rng, shape, kind, out_shape, loss, STEPS, np.float32)
