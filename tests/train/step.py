@@ -15,6 +15,7 @@ step built for a Cortex-M4F (examples/firmware's startup and linker script)
 runs under QEMU and its weights match the host build's within 1e-5 relative."""
 import copy
 import fcntl
+import hashlib
 import os
 import re
 import shlex
@@ -278,12 +279,18 @@ def shared_runtime_m4(fw):
     separate jobs (tests/run.sh), each needing the same objects.  They go next to
     the run's axc cache ($AXC_CACHE_DIR, a fresh directory per tests/run.sh run),
     built by whichever job comes first under an exclusive lock; the other finds
-    them complete (a marker written last) and builds nothing.  Outside
-    tests/run.sh (no AXC_CACHE_DIR): built into fw, as before."""
+    them complete (a marker written last) and builds nothing.  The directory's
+    name holds a hash of the runtime's sources and the flags, so a cache that
+    outlives the run never hands out stale objects.  Without AXC_CACHE_DIR (or
+    with it off): built into fw, as before."""
     cache = os.environ.get("AXC_CACHE_DIR", "off")
     if cache == "off":
         return build_runtime_m4(fw)
-    shared = os.path.join(os.path.dirname(os.path.abspath(cache)), "train-m4-runtime")
+    key = hashlib.sha256(" ".join(M4 + WARN).encode())
+    for src in sorted(os.listdir(f"{ROOT}/runtime")):
+        if src.endswith((".c", ".h", ".inc")):
+            key.update(src.encode() + open(f"{ROOT}/runtime/{src}", "rb").read())
+    shared = os.path.join(os.path.dirname(os.path.abspath(cache)), f"train-m4-runtime-{key.hexdigest()[:16]}")
     os.makedirs(shared, exist_ok=True)
     with open(f"{shared}/lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
