@@ -104,7 +104,7 @@ cost() {
         llvm) echo 320 ;;
         *firmware*|*install*) echo 237 ;;
         ir) echo 141 ;;
-        quant) echo 157 ;;
+        quant) echo 74 ;;
         torch:run) echo 90 ;;
         compile) echo 94 ;;
         half) echo 76 ;;

@@ -142,7 +142,7 @@ def firmware(d, name, label, host_out):
             print(f"SKIP: {label}: Cortex-M4 under QEMU (arm-none-eabi-gcc or qemu-system-arm missing)")
             return
         os.makedirs(f"{d}/m4", exist_ok=True)
-        objs = step.build_runtime_m4(f"{d}/m4")
+        objs = step.shared_runtime_m4(f"{d}/m4")
         if not objs:
             return
     shutil.copy(f"{d}/remat/{name}.c", f"{d}/m.c")

@@ -135,27 +135,39 @@ OPTIMIZERS = [
 ]
 
 
+def oracle_cases():
+    """Every loss with every optimizer configuration on the compiled step; on the
+    interpreter (the rerun, EXTRA=--interp) each configuration once, the losses
+    taken in turn (each of the three three times): the interpreter's loss
+    gradient and its optimizer update are separate steps (compiler/train.c:
+    interp_step, then apply_updates), so the cross product repeats what these
+    nine cases already run."""
+    losses = (("cross_entropy", "relu"), ("mse", "tanh"), ("bce_with_logits", "gelu"))
+    if EXTRA:
+        return [(*losses[i % 3], o) for i, o in enumerate(OPTIMIZERS)]
+    return [(loss, act, o) for loss, act in losses for o in OPTIMIZERS]
+
+
 def oracle(d, rng):
-    for loss, act in (("cross_entropy", "relu"), ("mse", "tanh"), ("bce_with_logits", "gelu")):
-        for opt, targs, flags in OPTIMIZERS:
-            twin = Twin(act)
-            init = {k: v.detach().clone() for k, v in twin.state_dict().items()}
-            x, t = make_data(rng, loss, STEPS, np.float32)
-            r, got = axc_train(d, model_src(act, "Float32"), init, loss, opt, flags, x, t)
-            name = f"train oracle {loss} {act} {opt} {' '.join(flags)}".strip()
-            if r.returncode != 0:
-                report(name, False, r.stderr)
-                continue
-            torch_train(twin, loss, opt, targs, x, t, STEPS)
-            errs = {k: rel_err(got[k], v.detach().numpy()) for k, v in twin.state_dict().items()}
-            moved = max(rel_err(got[k], init[k].numpy()) for k in init)
-            report(name, max(errs.values()) <= 1e-4 and moved > 1e-4,
-                   f"relative errors {errs}, moved {moved:.3g}")
-            # loadable into the twin with strict=True
-            try:
-                Twin(act).load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in got.items()}, strict=True)
-            except RuntimeError as e:
-                report(f"{name} strict load", False, str(e))
+    for loss, act, (opt, targs, flags) in oracle_cases():
+        twin = Twin(act)
+        init = {k: v.detach().clone() for k, v in twin.state_dict().items()}
+        x, t = make_data(rng, loss, STEPS, np.float32)
+        r, got = axc_train(d, model_src(act, "Float32"), init, loss, opt, flags, x, t)
+        name = f"train oracle {loss} {act} {opt} {' '.join(flags)}".strip()
+        if r.returncode != 0:
+            report(name, False, r.stderr)
+            continue
+        torch_train(twin, loss, opt, targs, x, t, STEPS)
+        errs = {k: rel_err(got[k], v.detach().numpy()) for k, v in twin.state_dict().items()}
+        moved = max(rel_err(got[k], init[k].numpy()) for k in init)
+        report(name, max(errs.values()) <= 1e-4 and moved > 1e-4,
+               f"relative errors {errs}, moved {moved:.3g}")
+        # loadable into the twin with strict=True
+        try:
+            Twin(act).load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in got.items()}, strict=True)
+        except RuntimeError as e:
+            report(f"{name} strict load", False, str(e))
 
 
 def loss_np(loss, y, t):
@@ -604,13 +616,26 @@ def float32_reference(twin, loss, opt, targs, x, t, keys):
     return ref, max(1e-5, 10 * drift)
 
 
+MODEL_OPTIMIZERS = (OPTIMIZERS[1], OPTIMIZERS[4], OPTIMIZERS[6], OPTIMIZERS[8])
+
+
+def model_optimizers(i):
+    """The optimizer configurations the i-th model trains under: all four on the
+    compiled step; on the interpreter rerun (EXTRA=--interp) one, in turn down the
+    list (each on five models): the model's forward and gradients on the
+    interpreter are checked by its Float64 gradient case and its Float32 training
+    by that one configuration, while every configuration runs on the interpreter
+    in oracle(); the model x optimizer cross product repeats both."""
+    return MODEL_OPTIMIZERS if not EXTRA else (MODEL_OPTIMIZERS[i % len(MODEL_OPTIMIZERS)],)
+
+
 def models(d, rng):
     """The other models: gradients in Float64 (autograd, finite differences), then the
     oracle (a Float32 model against PyTorch's Float32, float32_reference) for each
     optimizer kind, Adam included."""
     global BATCH
     pick = os.environ.get("TRAIN_MODELS", "").split()
-    for name, src, twin_cls, (shape, kind), loss in MODELS:
+    for i, (name, src, twin_cls, (shape, kind), loss) in enumerate(MODELS):
         if pick and name not in pick:
             continue
         BATCH = shape[0]
@@ -628,10 +653,13 @@ def models(d, rng):
             loss_fn(loss, twin(torch.from_numpy(x)), torch.from_numpy(t)).backward()
             errs = {k: rel_err(grads[k], p.grad.numpy()) for k, p in twin.named_parameters()}
             report(f"train gradient {name} vs autograd", max(errs.values()) <= 1e-9, f"relative errors {errs}")
-            if "bn" not in name and name != "batchnorm":   # axc run --interp is inference mode: running statistics
+            # axc run --interp is inference mode (running statistics): no finite differences with BatchNorm.
+            # On the interpreter rerun neither: its gradients match autograd within 1e-9 (above), and the
+            # compiled run checked them against finite differences (the same forward, axc run --interp)
+            if "bn" not in name and name != "batchnorm" and not EXTRA:
                 fd_check(d, f"train gradient {name}", None, loss, init, grads, x, t, rng)
         torch.set_default_dtype(torch.float32)
-        for opt, targs, flags in (OPTIMIZERS[1], OPTIMIZERS[4], OPTIMIZERS[6], OPTIMIZERS[8]):
+        for opt, targs, flags in model_optimizers(i):
             twin = twin_cls()
             init = {k: v.detach().clone() for k, v in twin.state_dict().items() if "num_batches" not in k}
             x, t = model_data(rng, shape, kind, out_shape, loss, STEPS, np.float32)

@@ -14,6 +14,8 @@ Then, where arm-none-eabi-gcc and qemu-system-arm exist (else SKIP), the same
 step built for a Cortex-M4F (examples/firmware's startup and linker script)
 runs under QEMU and its weights match the host build's within 1e-5 relative."""
 import copy
+import fcntl
+import hashlib
 import os
 import re
 import shlex
@@ -272,6 +274,34 @@ def cross_tools():
     return all(shutil.which(t) for t in tools)
 
 
+def shared_runtime_m4(fw):
+    """build_runtime_m4 once per run of the suites: step.py and remat.py run as
+    separate jobs (tests/run.sh), each needing the same objects.  They go next to
+    the run's axc cache ($AXC_CACHE_DIR, a fresh directory per tests/run.sh run),
+    built by whichever job comes first under an exclusive lock; the other finds
+    them complete (a marker written last) and builds nothing.  The directory's
+    name holds a hash of the runtime's sources and the flags, so a cache that
+    outlives the run never hands out stale objects.  Without AXC_CACHE_DIR (or
+    with it off): built into fw, as before."""
+    cache = os.environ.get("AXC_CACHE_DIR", "off")
+    if cache == "off":
+        return build_runtime_m4(fw)
+    key = hashlib.sha256(" ".join(M4 + WARN).encode())
+    for src in sorted(os.listdir(f"{ROOT}/runtime")):
+        if src.endswith((".c", ".h", ".inc")):
+            key.update(src.encode() + open(f"{ROOT}/runtime/{src}", "rb").read())
+    shared = os.path.join(os.path.dirname(os.path.abspath(cache)), f"train-m4-runtime-{key.hexdigest()[:16]}")
+    os.makedirs(shared, exist_ok=True)
+    with open(f"{shared}/lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.exists(f"{shared}/complete"):
+            return open(f"{shared}/complete").read().split()
+        objs = build_runtime_m4(shared)
+        if objs:
+            open(f"{shared}/complete", "w").write("\n".join(objs))
+        return objs
+
+
 def build_runtime_m4(fw):
     """The runtime core for the Cortex-M4F, once (as tests/firmware does, from the sources)."""
     objs = []
@@ -363,7 +393,7 @@ def main():
             fw = {"objs": None}
         elif cross_tools():
             os.makedirs(f"{d}/m4")
-            objs = build_runtime_m4(f"{d}/m4")
+            objs = shared_runtime_m4(f"{d}/m4")
             fw = {"objs": objs} if objs else None
         else:
             print("SKIP: train step on Cortex-M4 (QEMU) (arm-none-eabi-gcc or qemu-system-arm missing)")
