@@ -243,7 +243,7 @@ def hostile(model):
 def single_op(kind, xq, yq, cq=None, rnd=None):
     """One int8 operator between the input's QUANTIZE and the output's
     DEQUANTIZE: kind 'add' / 'mul' (a constant int8 operand cq = (scale,
-    zp), its integers random), 'mean' (over H and W) or 'avgpool' (2x2,
+    zp), its integers random; 'mul_scalar' a rank-0 one), 'mean' (over H and W) or 'avgpool' (2x2,
     stride 2, SAME: windows cut by the edge); xq, yq the input's and the
     output's (scale, zp)."""
     m = tb.Model()
@@ -251,12 +251,13 @@ def single_op(kind, xq, yq, cq=None, rnd=None):
     x = m.tensor("x", shape)
     xi = m.tensor("x_q", shape, tb.INT8, scale=xq[0], zp=xq[1])
     m.op(tb.OPS["QUANTIZE"], [x], [xi])
-    if kind in ("add", "mul"):
-        c = m.tensor("c", [1, 1, 5, 6], tb.INT8, rnd.integers(-128, 128, (1, 1, 5, 6)), scale=cq[0], zp=cq[1])
+    if kind in ("add", "mul", "mul_scalar"):
+        cshape = [] if kind == "mul_scalar" else [1, 1, 5, 6]
+        c = m.tensor("c", cshape, tb.INT8, rnd.integers(-128, 128, cshape), scale=cq[0], zp=cq[1])
         oshape = shape
         y = m.tensor("y_q", oshape, tb.INT8, scale=yq[0], zp=yq[1])
-        m.op(tb.OPS[kind.upper()], [xi, c], [y], ("AddOptions" if kind == "add" else "MulOptions",
-                                                  dict(fused_activation_function=0)))
+        m.op(tb.OPS["ADD" if kind == "add" else "MUL"], [xi, c], [y],
+             ("AddOptions" if kind == "add" else "MulOptions", dict(fused_activation_function=0)))
     elif kind == "mean":
         axes = m.tensor("axes", [2], tb.INT32, [1, 2])
         oshape = [1, 6]
@@ -279,7 +280,8 @@ def single_ops():
     for kind, xq, yq, cq in (("add", (0.05, 3), (0.06, -10), (0.04, -7)),
                              ("mul", (0.1, -5), (0.12, 4), (0.05, 9)),
                              ("mean", (0.07, 11), (0.02, -3), None),
-                             ("avgpool", (0.09, -20), (0.09, -20), None)):
+                             ("avgpool", (0.09, -20), (0.09, -20), None),
+                             ("mul_scalar", (0.1, 7), (0.05, -2), (0.03, 4))):
         model, shape = single_op(kind, xq, yq, cq, rnd)
         xs = [((rnd.integers(-128, 128, shape) - xq[1]) * np.float32(xq[0])).astype(np.float32)
               for _ in range(NINPUTS)]
