@@ -11,8 +11,10 @@
 
 /* ---- int8 layers (--quantize=int8: ir_quant, runtime/axrt.h "int8") ------- */
 
-/* Whether parameter id is read only by int8 layers, which read their own
- * int8 copies: then its float data is left out of the file. */
+/* Whether parameter id is read only by int8 layers (as weights or bias),
+ * which read their own int8 copies: then its float data is left out of the
+ * file.  An int8 elementwise node (no weights: a .tflite ADD or MUL of a
+ * constant) quantises a parameter operand at its door: the data stays. */
 bool cg_param_only_quantised(const ir_graph *g, int id)
 {
     bool quantised = false;
@@ -20,7 +22,7 @@ bool cg_param_only_quantised(const ir_graph *g, int id)
         const ir_node *n = &g->nodes[k];
         for (int i = 0; i < n->nsrc && !n->dead; i++) {
             if (n->src[i] != id) continue;
-            if (!n->quant || i == 0) return false;
+            if (!n->quant || i == 0 || !n->quant->w) return false;
             quantised = true;
         }
     }

@@ -372,7 +372,12 @@ int tfl_node(tfl_state *s, int t)
     double *v = tfl_const_values(s, t, &count);
     if (!v) return IR_NONE;
     for (int d = 0; d < x->rank; d++) shape[d] = x->shape[d];
-    int id = x->rank == 0 ? tfl_scalar(s, v[0]) : tfl_param(s, v, x->rank, shape, NULL, 0);
+    /* a quantised scalar is a parameter of one element: an int8 kernel reads
+       its integer (pass_quant ew_operand); a float one, a scalar node */
+    const bool quantised = x->nscale > 0 && (x->type == TFL_INT8 || x->type == TFL_UINT8);
+    if (x->rank == 0) shape[0] = 1;
+    int id = x->rank == 0 && !quantised ? tfl_scalar(s, v[0])
+                                        : tfl_param(s, v, x->rank ? x->rank : 1, shape, NULL, 0);
     s->node[t] = id;
     return tfl_mark(s, t, id) ? id : IR_NONE;
 }

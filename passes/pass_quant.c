@@ -200,20 +200,34 @@ static bool is_activation(const ir_graph *g, int id)
     return p->dtype == AXRT_F32 && p->op != IR_OP_param && p->op != IR_OP_scalar;
 }
 
+/* Whether operand id of an int8 elementwise node is quantised data: an
+ * activation, or in a model imported from .tflite a constant the file
+ * quantises (its float data is (q - zp) * scale: quantised at the door
+ * with the file's scale and zero point, its integers come back exactly). */
+static bool ew_operand(const ir_graph *g, int id)
+{
+    const ir_node *p = &g->nodes[id];
+    return is_activation(g, id) ||
+           (g->tflite_arith && p->op == IR_OP_param && p->data && p->dtype == AXRT_F32 && p->file_scale > 0);
+}
+
 /* Whether n runs in int8 as an elementwise node: a ReLU/ReLU6 or a mean
  * (pool) of an int8 result; an add (broadcasting or not) or a concat,
- * every operand a Float32 activation and one at least an int8 result. */
+ * every operand a Float32 activation and one at least an int8 result.  In
+ * a model imported from .tflite every int8 tensor is TFLite's integers:
+ * these and a mul run in int8 whatever their operands' producers (a
+ * model input's QUANTIZE, a constant), as TFLite computes them. */
 static bool ew_applies(const ir_graph *g, const ir_node *n)
 {
     if (n->dead || n->dtype != AXRT_F32 || n->quant)
         return false;
     if (n->op == IR_OP_relu || n->op == IR_OP_relu6 || is_mean(n->op))
-        return int8_result(g, n->src[0]);
+        return int8_result(g, n->src[0]) || (g->tflite_arith && is_activation(g, n->src[0]));
     if (n->op != IR_OP_concat && n->op != IR_OP_add && !(n->op == IR_OP_mul && g->tflite_arith))
         return false;
-    bool from_int8 = g->tflite_arith;   /* a .tflite model's every int8 tensor is TFLite's integers */
+    bool from_int8 = g->tflite_arith;
     for (int k = 0; k < n->nsrc; k++) {
-        if (!is_activation(g, n->src[k])) return false;
+        if (!ew_operand(g, n->src[k])) return false;
         from_int8 |= int8_result(g, n->src[k]);
     }
     return from_int8;
@@ -466,7 +480,11 @@ int pass_quant(ir_graph *g, const double *observed_lo, const double *observed_hi
     }
     mark_int8_storage(g);
     /* the int8 nodes need a byte buffer for their quantised input and
-       none of the layers runs in place: plan again */
-    if (count) pass_memplan_with(g, g->share_buffers);
+       none of the layers runs in place: plan again (an elementwise int8
+       node too, where a model has no int8 layer) */
+    bool any = count > 0;
+    for (int id = 0; id < g->nnodes && !any; id++)
+        any = g->nodes[id].quant != NULL;
+    if (any) pass_memplan_with(g, g->share_buffers);
     return count;
 }

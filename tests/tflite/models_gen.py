@@ -240,8 +240,59 @@ def hostile(model):
     return [("unsupported_floor", floor), ("bad_buffer", badbuf), ("truncated", model[: len(model) // 2])]
 
 
+def single_op(kind, xq, yq, cq=None, rnd=None):
+    """One int8 operator between the input's QUANTIZE and the output's
+    DEQUANTIZE: kind 'add' / 'mul' (a constant int8 operand cq = (scale,
+    zp), its integers random; 'mul_scalar' a rank-0 one), 'mean' (over H and W) or 'avgpool' (2x2,
+    stride 2, SAME: windows cut by the edge); xq, yq the input's and the
+    output's (scale, zp)."""
+    m = tb.Model()
+    shape = [1, 5, 5, 6]
+    x = m.tensor("x", shape)
+    xi = m.tensor("x_q", shape, tb.INT8, scale=xq[0], zp=xq[1])
+    m.op(tb.OPS["QUANTIZE"], [x], [xi])
+    if kind in ("add", "mul", "mul_scalar"):
+        cshape = [] if kind == "mul_scalar" else [1, 1, 5, 6]
+        c = m.tensor("c", cshape, tb.INT8, rnd.integers(-128, 128, cshape), scale=cq[0], zp=cq[1])
+        oshape = shape
+        y = m.tensor("y_q", oshape, tb.INT8, scale=yq[0], zp=yq[1])
+        m.op(tb.OPS["ADD" if kind == "add" else "MUL"], [xi, c], [y],
+             ("AddOptions" if kind == "add" else "MulOptions", dict(fused_activation_function=0)))
+    elif kind == "mean":
+        axes = m.tensor("axes", [2], tb.INT32, [1, 2])
+        oshape = [1, 6]
+        y = m.tensor("y_q", oshape, tb.INT8, scale=yq[0], zp=yq[1])
+        m.op(tb.OPS["MEAN"], [xi, axes], [y], ("ReducerOptions", dict(keep_dims=False)))
+    else:   # TFLite's int8 AVERAGE_POOL_2D: output parameters equal to the input's
+        oshape = [1, 3, 3, 6]
+        y = m.tensor("y_q", oshape, tb.INT8, scale=xq[0], zp=xq[1])
+        m.op(tb.OPS["AVERAGE_POOL_2D"], [xi], [y], ("Pool2DOptions", dict(padding=0, stride_w=2, stride_h=2,
+                                                                            filter_width=2, filter_height=2)))
+    out = m.tensor("y", oshape)
+    m.op(tb.OPS["DEQUANTIZE"], [y], [out])
+    return m.build([x], [out]), shape
+
+
+def single_ops():
+    """The single-operator int8 fixtures (i8_op_*): random int8 inputs,
+    output parameters narrow enough that some results saturate."""
+    rnd = np.random.default_rng(3504)
+    for kind, xq, yq, cq in (("add", (0.05, 3), (0.06, -10), (0.04, -7)),
+                             ("mul", (0.1, -5), (0.12, 4), (0.05, 9)),
+                             ("mean", (0.07, 11), (0.02, -3), None),
+                             ("avgpool", (0.09, -20), (0.09, -20), None),
+                             ("mul_scalar", (0.1, 7), (0.05, -2), (0.03, 4))):
+        model, shape = single_op(kind, xq, yq, cq, rnd)
+        xs = [((rnd.integers(-128, 128, shape) - xq[1]) * np.float32(xq[0])).astype(np.float32)
+              for _ in range(NINPUTS)]
+        write("i8_op_" + kind, model, xs, yq)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
+    if sys.argv[1:] == ["ops"]:   # the single-operator fixtures only
+        single_ops()
+        return
     for name, build, shape, out in (("mcu", mcu, [1, 16, 16, 3], None), ("misc", misc, [1, 6, 6, 4], None),
                                     ("mcu_logits", lambda q: mcu(q, False), [1, 16, 16, 3], "fc")):
         xs = [rng.normal(0, 1, shape).astype(np.float32) for _ in range(8)]
@@ -264,6 +315,7 @@ def main():
         rng.bit_generator.state = state
         write("i8_" + name, build(q), [on_grid(xi, *q["x"]) for xi in x], q[out] if out else SOFTMAX_Q)
         rng.bit_generator.state = state
+    single_ops()
     for name, data in hostile(fmodel):
         with open(os.path.join(OUT, "bad_" + name + ".tflite"), "wb") as f:
             f.write(data)
