@@ -8,7 +8,7 @@ Examples (tests/torch/cases.py EXAMPLES, their PyTorch twins, random weights):
            on fp16-rounded weights and input with every module's output
            rounded to fp16 (forward hooks): fp16 storage, float compute.
            The weights go in as F16/BF16 safetensors (loaded directly).
-  isa      the same run with AXRT_ISA=portable|avx2|avx512 (each dispatch
+  isa      the same build run under portable|avx2|avx512 (axrt_set_isa, isa_run.py: each dispatch
            path the CPU has: portable C, F16C, AVX-512 + vdpbf16ps) == the
            default run within the same tolerance.
   f32      the error against the Float32 model (F32 weights, converted by
@@ -38,6 +38,7 @@ Prints `PASS: half ...` / `FAIL: ...` lines; `half error vs Float32` lines
 results.  Environment: AXC, AXC_ROOT; other arguments select cases whose
 name contains any of them."""
 
+import filecmp
 import os
 import shutil
 import subprocess
@@ -82,6 +83,22 @@ def axc(workdir, args, env=None):
         return done.returncode, done.stderr, " ".join(cmd)
     except subprocess.TimeoutExpired:
         return -1, f"timed out after {TIMEOUT_S} s", " ".join(cmd)
+
+
+def build_shared(work, sub, args):
+    """`axc ARGS -o SUB/model.c`, then SUB/model.so built as `axc run` builds
+    it (compiler/run.c: axc_compile_shared; axrt_set_isa and axrt_isa_name kept for isa_run.py)."""
+    d = os.path.join(work, sub)
+    os.makedirs(d, exist_ok=True)
+    rc, err, cmd = axc(work, [*args, "-o", os.path.join(sub, "model.c")])
+    if rc:
+        return rc, err, cmd
+    home = os.environ.get("AXC_BUILD", os.path.dirname(os.path.dirname(AXC)))
+    cc = [*os.environ.get("CC", "cc").split(), "-std=c99", "-O2", "-fPIC", "-shared", "-o",
+          os.path.join(d, "model.so"), os.path.join(d, "model.c"), f"-I{home}/include",
+          "-Wl,-u,axrt_set_threads", "-Wl,-u,axrt_set_isa", "-Wl,-u,axrt_isa_name", f"{home}/lib/libaxrt.a", "-lm", "-lpthread"]
+    done = subprocess.run(cc, capture_output=True, text=True, timeout=TIMEOUT_S)
+    return done.returncode, done.stderr, " ".join(cc)
 
 
 def scaled_error(got, ref):
@@ -165,11 +182,15 @@ def check_example_dtype(name, dtype, twin, xs, args, work, f32, table):
     wfile = f"w_{ST_SUFFIX[dtype]}.safetensors"
     state = {k: (v.to(tdt) if v.is_floating_point() else v) for k, v in twin.state_dict().items()}
     axc_torch.save_safetensors(state, os.path.join(work, wfile))
-    base = ["run", name + ".ax", f"--dtype={dtype}", f"--weights={wfile}", *args]
-    rc, err, cmd = axc(work, base + ["--output", "half.npy"])
+    rc, err, cmd = build_shared(work, "model", [name + ".ax", f"--dtype={dtype}", f"--weights={wfile}"])
     if rc:
-        return line(False, f"{name} {dtype}: axc run", [cmd, err[-400:]])
-    got = np.load(os.path.join(work, "half.npy"))
+        return line(False, f"{name} {dtype}: axc -o and cc", [cmd, err[-400:]])
+    # the default instruction set, then each one forced, on the one build (isa_run.py)
+    done = subprocess.run([sys.executable, os.path.join(HERE, "isa_run.py"), os.path.join(work, "model"), *ISAS],
+                          cwd=work, capture_output=True, text=True, timeout=TIMEOUT_S)
+    if done.returncode:
+        return line(False, f"{name} {dtype}: isa_run.py", [cmd, done.stderr[-400:]])
+    got = np.load(os.path.join(work, "model", "default.npy"))
     ref = half_twin_output(twin, xs, dtype)
     bound_same = 2 * u * (stages + 1)
     e_torch = scaled_error(got, ref)
@@ -177,18 +198,16 @@ def check_example_dtype(name, dtype, twin, xs, args, work, f32, table):
                   [cmd, f"scaled error vs PyTorch {dtype} {e_torch:.3g} > {bound_same:.3g}"],
                   f"scaled error {e_torch:.2e}, bound {bound_same:.2e}")
     for isa in ISAS:
-        env = dict(os.environ, AXRT_ISA=isa)
-        rc, err, cmd = axc(work, base + ["--output", f"{isa}.npy"], env)
-        if rc:
-            failed += line(False, f"isa {isa}/{name} {dtype}", [cmd, err[-400:]])
-            continue
-        e_isa = scaled_error(np.load(os.path.join(work, f"{isa}.npy")), got)
+        e_isa = scaled_error(np.load(os.path.join(work, "model", f"{isa}.npy")), got)
         failed += line(e_isa <= bound_same, f"isa {isa}/{name} {dtype}",
                        [cmd, f"scaled error vs the default path {e_isa:.3g} > {bound_same:.3g}"])
-    # Float32 weights converted by axc (round to nearest even): the same model
-    rc, err, cmd = axc(work, ["run", name + ".ax", f"--dtype={dtype}", "--weights=w.safetensors",
-                              *args, "--output", "conv.npy"])
-    same = rc == 0 and np.array_equal(np.load(os.path.join(work, "conv.npy")), got)
+    # Float32 weights converted by axc (round to nearest even): the same model,
+    # so the same generated C byte for byte (hence the same output)
+    os.makedirs(os.path.join(work, "conv"), exist_ok=True)
+    rc, err, cmd = axc(work, [name + ".ax", f"--dtype={dtype}", "--weights=w.safetensors",
+                              "-o", os.path.join("conv", "model.c")])
+    same = rc == 0 and all(filecmp.cmp(os.path.join(work, "conv", f), os.path.join(work, "model", f), shallow=False)
+                           for f in ("model.c", "model.h"))
     failed += line(same, f"f32-weights/{name} {dtype}",
                    [cmd, "F32 weights converted by axc differ from F16/BF16 weights rounded by PyTorch"])
     bound_f32 = 4 * u * (stages + 1)
