@@ -478,7 +478,7 @@ void axrt_quantize_u8(const float *x, uint8_t *q, size_t n, float scale, int32_t
 /* round_half_away(acc * mult / 2^shift), 1 <= shift <= 62 */
 int32_t axrt_requantize(int32_t acc, int32_t mult, int shift);
 /* gemmlowp's fixed-point primitives as TensorFlow Lite uses them
-   (gemmlowp/fixedpoint/fixedpoint.h): SaturatingRoundingDoublingHighMul,
+   (gemmlowp's fixedpoint header): SaturatingRoundingDoublingHighMul,
    the high 32 bits of 2 a b rounded half up (INT32_MAX for
    a == b == INT32_MIN), and RoundingDivideByPOT, x / 2^exponent rounded
    half away from zero (0 <= exponent <= 31). */
