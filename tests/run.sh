@@ -48,7 +48,7 @@ run_unit_binary() {
 run_job() {
     case $1 in
         layers) if sh "$root/scripts/layers.sh"; then echo "PASS: layers: no include points upward, no circle of files inside a folder"
-                else echo "FAIL: layers: an include points upward"; fi
+                else echo "FAIL: layers: an include points upward or files inside a folder form a circle (above)"; fi
                 sh "$root/scripts/layers.sh" --self-test
                 if size=$("$PYTHON" "$root/scripts/check_size.py" 2>&1); then echo "PASS: check-size: no file or function past its limit"
                 else echo "FAIL: check-size: a file or function past its limit"; printf '%s\n' "$size" | sed 's/^/  /'; fi
@@ -56,7 +56,7 @@ run_job() {
         unit:*) run_unit_binary "$B/tests/${1#unit:}" ;;
         firmware+install) bash "$here/firmware/run.sh"; bash "$here/install/run.sh" ;;
         install+firmware) bash "$here/install/run.sh"; bash "$here/firmware/run.sh" ;;
-        cli|ir|compile|firmware|install|errors|profile|bench|llvm|cuda|quant) bash "$here/$1/run.sh" ;;
+        cli|ir|compile|firmware|install|errors|profile|bench|llvm|quant) bash "$here/$1/run.sh" ;;
         cuda:loader) bash "$here/cuda/loader.sh"; bash "$here/cuda/kernel_cache.sh" ;;
         cuda:*) AXC_CUDA_PART=${1#cuda:} bash "$here/cuda/run.sh" ;;
         train:interp)   # the PyTorch oracles again on the interpreter (axc train runs the compiled step by default)
