@@ -312,6 +312,7 @@ static const char *plan_arg_text(const emitter *em, const ir_node *n, const ir_a
     case IR_ARG_INT64S:
     case IR_ARG_INT32S:
     case IR_ARG_SIZES:
+    case IR_ARG_FLOATS:
     case IR_ARG_POINTERS: return a->name;
     case IR_ARG_BYTES: return ax_sprintf(ar, "(uint8_t *)((unsigned char *)arena + %lld)", (long long)a->value);
     case IR_ARG_FLOAT: return ax_sprintf(ar, "%.8ef", (double)(float)a->real);   /* reads back exactly */
@@ -338,7 +339,7 @@ static void emit_ew_table(emitter *em, const ir_arg *a)
 static bool is_constant(const ir_arg *a)
 {
     return a->kind == IR_ARG_INTS || a->kind == IR_ARG_INT64S || a->kind == IR_ARG_INT32S || a->kind == IR_ARG_EW ||
-           a->kind == IR_ARG_SIZES || a->kind == IR_ARG_POINTERS;
+           a->kind == IR_ARG_SIZES || a->kind == IR_ARG_POINTERS || a->kind == IR_ARG_FLOATS;
 }
 
 /* Whether argument i of call c (of calls [from, ...)) names a constant an
@@ -355,10 +356,22 @@ static bool declared_before(const ir_plan *p, int from, int c, int i)
     return false;
 }
 
+/* Element k of constant array a as C: a float's bits as its literal (reads back exactly). */
+static const char *constant_text(const emitter *em, const ir_arg *a, int k)
+{
+    if (a->kind != IR_ARG_FLOATS)
+        return ax_sprintf(arena_of(em), "%lld", (long long)a->values[k]);
+    const uint32_t bits = (uint32_t)a->values[k];
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return ax_sprintf(arena_of(em), "%.8ef", (double)f);
+}
+
 static void declare_constant(emitter *em, const ir_arg *a)
 {
     static const char *const element[] = {[IR_ARG_INTS] = "int", [IR_ARG_INT64S] = "int64_t",
-                                          [IR_ARG_INT32S] = "int32_t", [IR_ARG_SIZES] = "size_t"};
+                                          [IR_ARG_INT32S] = "int32_t", [IR_ARG_SIZES] = "size_t",
+                                          [IR_ARG_FLOATS] = "float"};
     if (a->kind == IR_ARG_EW) {
         emit_ew_table(em, a);
         return;
@@ -375,7 +388,7 @@ static void declare_constant(emitter *em, const ir_arg *a)
     else
         ax_buf_printf(em->out, "        static const %s %s[%d] = {", element[a->kind], a->name, a->count);
     for (int k = 0; k < a->count; k++)
-        ax_buf_printf(em->out, "%s%lld", k ? ", " : "", (long long)a->values[k]);
+        ax_buf_printf(em->out, "%s%s", k ? ", " : "", constant_text(em, a, k));
     ax_buf_puts(em->out, "};\n");
 }
 

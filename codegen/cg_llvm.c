@@ -173,6 +173,20 @@ static LLVMValueRef const_int32s(lv *L, const int32_t *v, int n)
     return const_global(L, LLVMConstArray(L->i32, items, (unsigned)n), "window", 4);
 }
 
+/* n floats, their bits at bits, as a constant array (an int8 softmax's exponentials). */
+static LLVMValueRef const_floats(lv *L, const int64_t *bits, int n)
+{
+    LLVMTypeRef f32 = LLVMFloatTypeInContext(L->C);
+    LLVMValueRef *items = ax_alloc(arena_of(L), sizeof *items * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        const uint32_t b = (uint32_t)bits[i];
+        float f;
+        memcpy(&f, &b, sizeof f);
+        items[i] = LLVMConstReal(f32, (double)f);
+    }
+    return const_global(L, LLVMConstArray(f32, items, (unsigned)n), "floats", 4);
+}
+
 /* ---- where values live (cg_c.c's storage(), as values) ---------------------- */
 
 /* The pointer to arena + offset: one value per offset, as cg_c.c has one
@@ -904,6 +918,7 @@ static LLVMValueRef plan_arg(lv *L, const ir_node *n, const ir_arg *a, char *sig
     case IR_ARG_REQUANT: *sig = 'p'; return L->globals[a->node];
     case IR_ARG_EW: *sig = 'p'; return L->ew[a->value];
     case IR_ARG_SIZES: *sig = 'p'; return const_sizes(L, a->values, a->count);
+    case IR_ARG_FLOATS: *sig = 'p'; return const_floats(L, a->values, a->count);
     case IR_ARG_POINTERS: *sig = 'p'; return pointer_array(L, a->values, a->count);
     }
     ax_die("cg_llvm: bad plan argument");

@@ -891,6 +891,38 @@ static bool quant_ew_kernel(planner *P, const ir_arg *qx)
     return true;
 }
 
+/* The one kernel of a sigmoid, tanh or softmax with a table (a model
+ * imported from .tflite: ir_quant lookup or exp_table) on qx; false for
+ * other nodes.  The table is a constant of the call, as TFLite's. */
+static bool quant_table_kernel(planner *P, const ir_arg *qx)
+{
+    const ir_node *n = P->n;
+    const ir_quant *q = n->quant;
+    if (!q->lookup && !q->exp_table)
+        return false;
+    int64_t table[256];
+    for (int v = 0; v < 256; v++) {
+        uint32_t bits = 0;
+        if (q->exp_table)
+            memcpy(&bits, &q->exp_table[v], sizeof bits);
+        table[v] = q->exp_table ? (int64_t)bits : q->lookup[v];
+    }
+    ir_call *c = int8_call(P, q->exp_table ? CG_K_softmax_q8 : CG_K_lookup_q8);
+    arg_copy(c, qx);
+    arg_value(c, self_id(P));
+    if (q->exp_table) {
+        const int64_t len = n->shape[n->rank - 1];
+        arg_size(c, ir_numel(n) / len);
+        arg_size(c, len);
+        arg_array(P, c, IR_ARG_FLOATS, "exp_table", NULL, table, 256);
+    } else {
+        arg_size(c, ir_numel(n));
+        arg_array(P, c, IR_ARG_INT32S, "table", NULL, table, 256);
+    }
+    arg_node_constant(c, IR_ARG_EW, self_id(P), 0, 1);
+    return true;
+}
+
 /* An int8 add, concat, ReLU or mean (pool) (ir_quant with nin operands):
  * the runtime's elementwise int8 kernels (axrt.h axrt_ew_q8); a ReLU and
  * each part of a concat is a rescale into y's columns. */
@@ -904,7 +936,7 @@ static void plan_quant_ew(planner *P)
     int64_t at = -1;
     for (int k = 0; k < q->nin; k++)
         quantised_operand(P, k, q->in_q8_mask >> k & 1, q->in_scales[k], q->in_zps[k], &at, &qx[k]);
-    if (quant_ew_kernel(P, qx))
+    if (quant_table_kernel(P, qx) || quant_ew_kernel(P, qx))
         return;
     const bool concat = n->op == IR_OP_concat;
     const int axis = concat ? n->attrs.axis : 0;

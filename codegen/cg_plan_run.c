@@ -51,6 +51,11 @@ static void run_rescale_q8(const run_arg *a)
 {
     axrt_rescale_q8(a[0].c, a[1].p, (size_t)a[2].i, (size_t)a[3].i, (size_t)a[4].i, (size_t)a[5].i, a[6].c);
 }
+static void run_lookup_q8(const run_arg *a) { axrt_lookup_q8(a[0].c, a[1].p, (size_t)a[2].i, a[3].c, a[4].c); }
+static void run_softmax_q8(const run_arg *a)
+{
+    axrt_softmax_q8(a[0].c, a[1].p, (size_t)a[2].i, (size_t)a[3].i, a[4].c, a[5].c);
+}
 static void run_maxpool_u8(const run_arg *a)
 {
     axrt_pool2d_params p;
@@ -101,7 +106,7 @@ cg_plan_host cg_plan_host_prepare(ir_graph *g, int id)
 }
 
 /* What the calls of one run read: the node's constants, its scratch, the
- * arrays of int and int32_t the plan holds as int64_t. */
+ * arrays of int, int32_t and float the plan holds as int64_t. */
 typedef struct host_state {
     const ir_graph *g;
     int id;
@@ -113,7 +118,7 @@ typedef struct host_state {
     unsigned char *scratch;
 } host_state;
 
-/* Argument a as the function takes it; arrays of int and int32_t are
+/* Argument a as the function takes it; arrays of int, int32_t and float are
  * converted into storage (count values). */
 static run_arg host_arg(const host_state *s, const ir_arg *a, void *storage)
 {
@@ -139,6 +144,13 @@ static run_arg host_arg(const host_state *s, const ir_arg *a, void *storage)
             ((int32_t *)storage)[k] = (int32_t)a->values[k];
         r.c = storage;
         return r;
+    case IR_ARG_FLOATS:
+        for (int k = 0; k < a->count; k++) {
+            const uint32_t bits = (uint32_t)a->values[k];
+            memcpy((float *)storage + k, &bits, sizeof bits);
+        }
+        r.c = storage;
+        return r;
     default: ax_die("cg_plan_run: argument kind %d in an int8 plan", (int)a->kind);
     }
 }
@@ -150,7 +162,7 @@ static void run_call(const host_state *s, const ir_call *c)
     kernel_fn *fn = kernel_named(c);
     for (int i = 0; i < c->nargs; i++) {
         const ir_arg *a = &c->args[i];
-        if (a->kind == IR_ARG_INTS || a->kind == IR_ARG_INT32S) {
+        if (a->kind == IR_ARG_INTS || a->kind == IR_ARG_INT32S || a->kind == IR_ARG_FLOATS) {
             storage[i] = malloc(sizeof(int64_t) * (size_t)a->count + 1);
             if (!storage[i]) ax_out_of_memory(0);
         }

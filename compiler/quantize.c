@@ -372,7 +372,8 @@ int axc_quantize_file(ax_ctx *ctx, const axc_opts *o, ir_graph *g)
     int ew = 0;
     for (int id = 0; id < g->nnodes; id++)
         ew += g->nodes[id].quant && g->nodes[id].quant->nin;
-    fprintf(stderr, "axc: %s: %d of %d dense/conv layers in int8, and %d add/concat/ReLU/mean-pool, with the "
-            "model file's scales and zero points; the rest of the model in float\n", g->name, done, layers, ew);
+    fprintf(stderr, "axc: %s: %d of %d dense/conv layers in int8, and %d add/concat/ReLU/mean-pool/softmax/"
+            "logistic/tanh, with the model file's scales and zero points; the rest of the model in float\n",
+            g->name, done, layers, ew);
     return ctx->errors ? AXC_EINPUT : AXC_OK;
 }

@@ -314,6 +314,11 @@ typedef struct ir_quant {
     /* a windowed mean-pool: axrt_meanpool_q8's window table, nwindow int32 */
     int32_t *window;
     int nwindow;
+    /* a model imported from .tflite (pass_quant_table.c): a sigmoid's or
+       tanh's 256 results (axrt_lookup_q8's table, by input byte), a
+       softmax's 256 float exponentials (axrt_softmax_q8's table); NULL else */
+    int32_t *lookup;
+    float *exp_table;
 } ir_quant;
 
 struct ir_graph {

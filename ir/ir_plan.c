@@ -25,6 +25,9 @@ static void put_arg(ax_buf *out, const ir_arg *a)
     case IR_ARG_QWEIGHTS: ax_buf_printf(out, "q8_weights(%%%d)", a->node); return;
     case IR_ARG_REQUANT: ax_buf_printf(out, "requant(%%%d)", a->node); return;
     case IR_ARG_EW: ax_buf_printf(out, "ew(%%%d)[%lld]", a->node, (long long)a->value); return;
+    case IR_ARG_FLOATS:
+        ax_buf_printf(out, "%s{%d floats}", a->name, a->count);
+        return;
     case IR_ARG_INTS:
     case IR_ARG_INT64S:
     case IR_ARG_INT32S:

@@ -8,7 +8,7 @@
  * argument of forward(), a parameter, the arena at its offset), the arena at
  * an offset (a scratch buffer), a one-element operand's value, or a
  * constant: a size_t, an int, an axrt_act, an axrt_dtype, a compute-dtype
- * real, or a constant array of int, int32_t or int64_t (a runtime params
+ * real, or a constant array of int, int32_t, int64_t or float (a runtime params
  * struct is an array of ints) that the call reads through a pointer.  An
  * int8 layer's calls (--quantize=int8, ir_quant) add the bytes of the arena
  * at an offset (a quantised operand, a receptive field), a float constant
@@ -46,6 +46,7 @@ typedef enum ir_arg_kind {
     IR_ARG_QWEIGHTS,   /* node's int8 weights, packed (cg_quant_packed_weights) */
     IR_ARG_REQUANT,    /* &node's axrt_requant */
     IR_ARG_EW,         /* &node's axrt_ew_q8 entry value, of count (a concat: one per operand) */
+    IR_ARG_FLOATS,     /* count floats, their bits at values (uint32), by address */
 } ir_arg_kind;
 
 typedef struct ir_arg {
@@ -54,7 +55,7 @@ typedef struct ir_arg {
     axrt_dtype dtype;         /* ARENA, POINTERS: the element type; DTYPE: the value */
     int64_t value;            /* ARENA: byte offset; SIZE, INT64, INT, ACT */
     double real;              /* REAL */
-    /* INTS, INT64S, INT32S, SIZES, POINTERS: the values, and the C name; for
+    /* INTS, INT64S, INT32S, SIZES, POINTERS, FLOATS: the values, and the C name; for
      * INTS, type is the runtime's params struct (axrt_conv2d_params) or
      * NULL for int[]; own_block: the C printer declares it in an inner
      * block of its own (the int8 mean-pool's params, as first printed) */

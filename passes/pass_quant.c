@@ -29,7 +29,9 @@
  * of an int8 result whose readers are int8 nodes run in int8 too (TFLite's
  * integer mean: the exact sum rescaled by s_in / (count s_out) to its own
  * observed range, a windowed pool's count its window's divisor as the float
- * op counts it).  Everything
+ * op counts it).  In a model imported from .tflite a sigmoid, a tanh and a
+ * softmax over the last axis run in int8 too, on tables made at compile time
+ * (pass_quant_table.c: LiteRT's own arithmetic).  Everything
  * else runs in float on the dequantised values: softmax, LayerNorm, the
  * other activations and binary ops, matmul, attention and the fused
  * elementwise loops.  Between int8 nodes the value stays int8: a node
@@ -211,6 +213,14 @@ static bool ew_operand(const ir_graph *g, int id)
            (g->tflite_arith && p->op == IR_OP_param && p->data && p->dtype == AXRT_F32 && p->file_scale > 0);
 }
 
+/* Whether n is a sigmoid, tanh or softmax over its last axis of a model
+ * imported from .tflite: TFLite's table arithmetic (pass_quant_table.c). */
+static bool is_table_op(const ir_graph *g, const ir_node *n)
+{
+    return g->tflite_arith && (n->op == IR_OP_sigmoid || n->op == IR_OP_tanh ||
+                               (n->op == IR_OP_softmax && n->attrs.axis == n->rank - 1));
+}
+
 /* Whether n runs in int8 as an elementwise node: a ReLU/ReLU6 or a mean
  * (pool) of an int8 result; an add (broadcasting or not) or a concat,
  * every operand a Float32 activation and one at least an int8 result.  In
@@ -223,6 +233,8 @@ static bool ew_applies(const ir_graph *g, const ir_node *n)
         return false;
     if (n->op == IR_OP_relu || n->op == IR_OP_relu6 || is_mean(n->op))
         return int8_result(g, n->src[0]) || (g->tflite_arith && is_activation(g, n->src[0]));
+    if (is_table_op(g, n))
+        return is_activation(g, n->src[0]);
     if (n->op != IR_OP_concat && n->op != IR_OP_add && !(n->op == IR_OP_mul && g->tflite_arith))
         return false;
     bool from_int8 = g->tflite_arith;
@@ -317,9 +329,23 @@ static void ew_tflite(const ir_node *n, ir_quant *q)
         q->ew[k].flags |= AXRT_Q8_TFLITE;
 }
 
+/* A table op's table (is_table_op): a softmax's exponentials of beta times
+ * its operand, a sigmoid's or tanh's results. */
+static void quantise_table(ir_graph *g, ir_node *n, ir_quant *q, double beta)
+{
+    if (n->op == IR_OP_softmax) {
+        q->exp_table = ax_alloc(g->ctx->arena, sizeof *q->exp_table * 256);
+        pass_quant_exp_table(q->in_scale, (float)beta, q->exp_table);
+        return;
+    }
+    q->lookup = ax_alloc(g->ctx->arena, sizeof *q->lookup * 256);
+    pass_quant_lookup_table(n->op, q->in_scale, q->in_zp, q->out_scale, q->out_zp, q->lookup);
+}
+
 /* n's ir_quant: each operand's parameters from its (final) range, the
- * output's from its own (a ReLU's: its operand's, shared). */
-static void quantise_ew(ir_graph *g, ir_node *n, double *lo, double *hi)
+ * output's from its own (a ReLU's: its operand's, shared); beta: a
+ * softmax's (pass_quant_fold_beta). */
+static void quantise_ew(ir_graph *g, ir_node *n, double *lo, double *hi, double beta)
 {
     ax_arena *a = g->ctx->arena;
     const int id = (int)(n - g->nodes);
@@ -345,6 +371,8 @@ static void quantise_ew(ir_graph *g, ir_node *n, double *lo, double *hi)
         meanpool_window(g, n, q);
     if (g->tflite_arith)
         ew_tflite(n, q);
+    if (is_table_op(g, n))
+        quantise_table(g, n, q, beta);
     n->quant = q;
 }
 
@@ -464,13 +492,14 @@ int pass_quant(ir_graph *g, const double *observed_lo, const double *observed_hi
     double *hi = memcpy(ax_alloc(g->ctx->arena, bytes), observed_hi, bytes - sizeof(double));
     for (int id = 0; id < g->nnodes; id++) {   /* in order: every operand's range is final */
         ir_node *n = &g->nodes[id];
+        const double beta = pass_quant_fold_beta(g, n, lo);
         if (!ranged(g, n, lo)) {
             continue;   /* a quantised model file leaves this value float */
         } else if (pass_quant_applies(g, n)) {
             quantise_node(g, n, lo, hi);
             count++;
         } else if (ew_applies(g, n)) {
-            quantise_ew(g, n, lo, hi);
+            quantise_ew(g, n, lo, hi, beta);
         } else if (shares_params(g, n)) {
             quantise_shared(g, n, lo, hi);
         } else if ((n->op == IR_OP_reshape || n->op == IR_OP_transpose) && !n->dead) {

@@ -197,5 +197,16 @@ int pass_quant(ir_graph *g, const double *lo, const double *hi);
 bool pass_quant_applies(const ir_graph *g, const ir_node *n);
 /* Per-tensor asymmetric int8 parameters of [lo, hi] (widened to hold 0). */
 void pass_quant_params(double lo, double hi, float *scale, int32_t *zp);
+/* TensorFlow Lite's int8 LOGISTIC (op sigmoid) or TANH (op tanh) as its 256
+ * results by input integer v (table[v + 128]), input (s_in, zp_in), output
+ * (s_out, zp_out); a SOFTMAX's float table, table[255 - v] =
+ * expf(-s_in beta v) (pass_quant_table.c, docs/tflite.md). */
+void pass_quant_lookup_table(ir_op op, float s_in, int32_t zp_in, float s_out, int32_t zp_out, int32_t *table);
+void pass_quant_exp_table(float s_in, float beta, float *table);
+/* A softmax of a model imported from .tflite whose operand is the
+ * importer's mul by beta (a scalar), both with ranges lo (NaN: none), reads
+ * the mul's operand instead (the mul, and the scalar where nothing else
+ * reads it, marked dead): returns beta; 1 (nothing changed) otherwise. */
+double pass_quant_fold_beta(ir_graph *g, ir_node *n, const double *lo);
 
 #endif

@@ -578,6 +578,20 @@ int axrt_meanpool_divisor(const axrt_pool2d_params *p, int oy, int ox, int div_p
    stored as q + 128.  Integer arithmetic only. */
 void axrt_meanpool_q8(const uint8_t *x, void *y, const axrt_pool2d_params *p, const int32_t *window,
                       const axrt_ew_q8 *e);
+/* TensorFlow Lite's int8 LOGISTIC and TANH (a model imported from .tflite):
+   y[i] = table[x[i]] (x as q + 128; the compiler's table of the 256
+   results, TFLite's own), stored as axrt_ew_q8 p says (dequantised with
+   scale and out_zp, or AXRT_Q8_OUT_BYTES). */
+void axrt_lookup_q8(const uint8_t *x, void *y, size_t n, const int32_t *table, const axrt_ew_q8 *p);
+/* TensorFlow Lite's int8 SOFTMAX over rows of len values (x as q + 128):
+   per row, with m its largest byte and e(b) = exp_table[255 - m + b] (the
+   compiler's table, exp_table[255 - v] = expf(-s_in beta v)), the float sum
+   S of e over the row in order, then each output
+   q = round_half_away(e(b) * (1 / (S * scale))) + out_zp clamped to
+   [lo, hi], stored as axrt_lookup_q8 stores.  Float32 operations in
+   TFLite's order: the same integers wherever float is IEEE single. */
+void axrt_softmax_q8(const uint8_t *x, void *y, size_t rows, size_t len, const float *exp_table,
+                     const axrt_ew_q8 *p);
 /* axrt_add_q8 with NumPy broadcasting: y [shape] (rank dims, contiguous),
    element i of a at sum_d i_d * a_strides[d] (0 along a broadcast dim), b
    alike; the same integers as axrt_add_q8 on the broadcast operands. */

@@ -795,6 +795,40 @@ void axrt_rescale_q8(const uint8_t *x, void *y, size_t outer, size_t row, size_t
     pick_gemm()->rescale(x, y, outer, row, ld, offset, p);
 }
 
+/* ---- TFLite's LOGISTIC, TANH and SOFTMAX: tables the compiler computed ---------- */
+
+void axrt_lookup_q8(const uint8_t *x, void *y, size_t n, const int32_t *table, const axrt_ew_q8 *p)
+{
+    for (size_t i = 0; i < n; i++)
+        ew_store(p, table[x[i]], y, i);
+}
+
+/* round_half_away(v) + zp clamped to [lo, hi] (roundf: TFLite's std::round;
+   v clamped to +-1024 first so that the conversion is defined) */
+static int32_t round_to_q8(float v, int32_t zp, int32_t lo, int32_t hi)
+{
+    v = v < -1024.0f ? -1024.0f : v > 1024.0f ? 1024.0f : v;
+    return clamp_i32((int64_t)roundf(v) + zp, lo, hi);
+}
+
+void axrt_softmax_q8(const uint8_t *x, void *y, size_t rows, size_t len, const float *exp_table,
+                     const axrt_ew_q8 *p)
+{
+    for (size_t r = 0; r < rows; r++) {
+        const uint8_t *xr = x + r * len;
+        uint8_t m = 0;
+        for (size_t j = 0; j < len; j++)
+            m = xr[j] > m ? xr[j] : m;
+        const float *e = exp_table + 255 - m;   /* e[b] = expf(-s_in beta (m - b)) */
+        float sum = 0.0f;
+        for (size_t j = 0; j < len; j++)
+            sum += e[xr[j]];
+        const float inverse = 1.0f / (sum * p->scale);
+        for (size_t j = 0; j < len; j++)
+            ew_store(p, round_to_q8(e[xr[j]] * inverse, p->out_zp, p->lo, p->hi), y, r * len + j);
+    }
+}
+
 /* ---- mean pooling and mean ------------------------------------------------------- */
 
 void axrt_mean_q8(const uint8_t *x, void *y, size_t outer, size_t axis, size_t inner, const axrt_ew_q8 *p)

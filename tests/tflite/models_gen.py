@@ -288,10 +288,58 @@ def single_ops():
         write("i8_op_" + kind, model, xs, yq)
 
 
+# LOGISTIC, TANH and SOFTMAX (with its beta): input (scale, zp) each, output
+# parameters TFLite's int8 kernels require
+TABLE_OPS = (("logistic", ((0.05, 3), (0.1, -20), (0.25, 0)), (1 / 256, -128)),
+             ("tanh", ((0.02, 5), (0.05, -3), (0.1, 0)), (1 / 128, 0)),
+             ("softmax", ((0.05, 3, 1.0), (0.1, -7, 0.7), (0.25, 10, 2.0)), SOFTMAX_Q))
+
+
+def table_op(kind, xq, yq, beta):
+    """One int8 LOGISTIC, TANH or SOFTMAX (over the last axis of 16) between
+    the input's QUANTIZE and the output's DEQUANTIZE, input [1, 16, 16]."""
+    m = tb.Model()
+    shape = [1, 16, 16]
+    x = m.tensor("x", shape)
+    xi = m.tensor("x_q", shape, tb.INT8, scale=xq[0], zp=xq[1])
+    m.op(tb.OPS["QUANTIZE"], [x], [xi])
+    y = m.tensor("y_q", shape, tb.INT8, scale=yq[0], zp=yq[1])
+    if kind == "softmax":
+        m.op(tb.OPS["SOFTMAX"], [xi], [y], ("SoftmaxOptions", dict(beta=beta)))
+    else:
+        m.op(tb.OPS[kind.upper()], [xi], [y])
+    out = m.tensor("y", shape)
+    m.op(tb.OPS["DEQUANTIZE"], [y], [out])
+    return m.build([x], [out]), shape
+
+
+def table_inputs(rnd, xq):
+    """Two inputs holding each of the 256 integers once (shuffled), and two
+    whose rows of 16 lie in a random window of 2 to 40 integers (softmax
+    rows that are not all but one zero)."""
+    qs = [rnd.permutation(256).reshape(1, 16, 16) - 128 for _ in range(2)]
+    for _ in range(2):
+        width = rnd.integers(2, 41, (1, 16, 1))
+        low = rnd.integers(-128, 128 - width)
+        qs.append(low + rnd.integers(0, 1 << 20, (1, 16, 16)) % width)
+    return [((q - xq[1]) * np.float32(xq[0])).astype(np.float32) for q in qs]
+
+
+def table_ops():
+    """The single-operator LOGISTIC, TANH and SOFTMAX fixtures
+    (i8_op_<kind>_<k>: every input integer, three input scales)."""
+    rnd = np.random.default_rng(3505)
+    for kind, inputs, yq in TABLE_OPS:
+        for k, xq in enumerate(inputs, 1):
+            model, shape = table_op(kind, xq[:2], yq, xq[2] if kind == "softmax" else None)
+            write("i8_op_%s_%d" % (kind, k), model, table_inputs(rnd, xq), yq)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     if sys.argv[1:] == ["ops"]:   # the single-operator fixtures only
         single_ops()
+        table_ops()
         return
     for name, build, shape, out in (("mcu", mcu, [1, 16, 16, 3], None), ("misc", misc, [1, 6, 6, 4], None),
                                     ("mcu_logits", lambda q: mcu(q, False), [1, 16, 16, 3], "fc")):
@@ -316,6 +364,7 @@ def main():
         write("i8_" + name, build(q), [on_grid(xi, *q["x"]) for xi in x], q[out] if out else SOFTMAX_Q)
         rng.bit_generator.state = state
     single_ops()
+    table_ops()
     for name, data in hostile(fmodel):
         with open(os.path.join(OUT, "bad_" + name + ".tflite"), "wb") as f:
             f.write(data)
