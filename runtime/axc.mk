@@ -80,7 +80,8 @@ define axc_generate
 	    $< -o $*.c
 endef
 
-# An ONNX model carries its weights; AXC_SHAPE_<stem> fixes symbolic dimensions.
+# An ONNX or TFLite model carries its weights; AXC_SHAPE_<stem> fixes an ONNX
+# model's symbolic dimensions.
 define axc_generate_onnx
 	@mkdir -p $(AXC_DEPDIR)
 	$(AXC) $(AXC_FLAGS) $(AXC_FLAGS_$*) $(addprefix --shape ,$(AXC_SHAPE_$*)) \
@@ -98,6 +99,9 @@ endef
 	$(axc_generate)
 
 %.c %.h: %.onnx $(wildcard $(AXC))
+	$(axc_generate_onnx)
+
+%.c %.h: %.tflite $(wildcard $(AXC))
 	$(axc_generate_onnx)
 
 # Generated sources stay after the build (make would delete them as

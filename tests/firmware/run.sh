@@ -353,35 +353,36 @@ weights_on_firmware() {
     else fail "example's output check fails on other expected outputs"; tail_of "$work/fwseed1/build.log" 5; tail_of "$work/fwseed1/qemu.out" 5; fi
 }
 
-# A quantised ONNX model (tests/onnx/qmodels, onnxruntime's quantize_static;
-# docs/onnx.md#quantised-models) on the Cortex-M4, built by the installed
-# axc.mk from the .onnx: the image's outputs equal the host's portable build
-# (the example's own check, CHECK_RTOL=0) and the host's `axc run` (its
-# fastest int8 kernels) on the same input, float for float, so integer for
-# integer.
-quantised_onnx_on_firmware() {
-    local model d
-    for model in qresnet_qop qmobile_qdq_pc; do
-        d=$work/qonnx_$model
-        mkdir -p "$d"
-        cp "$root/tests/onnx/qmodels/$model.onnx" "$d/"
-        if ! env -u AXC make -C "$d" -f "$root/examples/firmware/Makefile" AXC_PREFIX="$work/prefix" \
-            MODEL="$model" CHECK_RTOL=0 run >"$d/fw.out" 2>&1; then
-            fail "quantised onnx $model: firmware build and QEMU run equal to the host's portable build"
-            tail_of "$d/fw.out"; continue
-        fi
-        pass "quantised onnx $model: firmware build and QEMU run equal to the host's portable build"
-        "$python" - "$d/x.npy" <<'EOF' || { fail "quantised onnx $model: input"; continue; }
+# A quantised model file on the Cortex-M4, built by the installed axc.mk from
+# the file itself: the image's outputs equal the host's portable build (the
+# example's own check, CHECK_RTOL=0) and the host's `axc run` (its fastest
+# int8 kernels) on the same input, float for float, so integer for integer.
+# $1: what (a word for the lines), $2: the file, $3: its input's shape
+# (comma-separated).
+quantised_file_on_firmware() {
+    local what=$1 file=$2 shape=$3 model d
+    model=$(basename "${file%.*}")
+    d=$work/q_$(basename "$file")
+    mkdir -p "$d"
+    cp "$file" "$d/"
+    if ! env -u AXC make -C "$d" -f "$root/examples/firmware/Makefile" AXC_PREFIX="$work/prefix" \
+        MODEL="$model" CHECK_RTOL=0 run >"$d/fw.out" 2>&1; then
+        fail "$what $model: firmware build and QEMU run equal to the host's portable build"
+        tail_of "$d/fw.out"; return
+    fi
+    pass "$what $model: firmware build and QEMU run equal to the host's portable build"
+    "$python" - "$d/x.npy" "$shape" <<'EOF' || { fail "$what $model: input"; return; }
 import sys, numpy as np
-i = np.arange(4 * 3 * 12 * 12, dtype=np.int64)   # examples/firmware/main.c's input_value(i, 0)
-np.save(sys.argv[1], ((((37 * i) % 101) - 50).astype(np.float32) / np.float32(64)).reshape(4, 3, 12, 12))
+shape = [int(v) for v in sys.argv[2].split(",")]
+i = np.arange(int(np.prod(shape)), dtype=np.int64)   # examples/firmware/main.c's input_value(i, 0)
+np.save(sys.argv[1], ((((37 * i) % 101) - 50).astype(np.float32) / np.float32(64)).reshape(shape))
 EOF
-        if ! "$axc" run "$d/$model.onnx" --input x="$d/x.npy" --output "$d/y.npy" >"$d/host.log" 2>&1; then
-            fail "quantised onnx $model: outputs on host and Cortex-M4"; tail_of "$d/host.log"; continue
-        fi
-        if "$python" - "$d/fw.out" "$d/y.npy" >"$d/cmp.log" 2>&1 <<'EOF'
+    if ! "$axc" run "$d/$(basename "$file")" --input x="$d/x.npy" --output "$d/y.npy" >"$d/host.log" 2>&1; then
+        fail "$what $model: outputs on host and Cortex-M4"; tail_of "$d/host.log"; return
+    fi
+    if "$python" - "$d/fw.out" "$d/y.npy" >"$d/cmp.log" 2>&1 <<'EOF'
 import re, sys, numpy as np
-values = [m.group(1) for m in (re.match(r'^y\[\d+\] (\S+)$', l) for l in open(sys.argv[1])) if m]
+values = [m.group(1) for m in (re.match(r'^\S+\[\d+\] (\S+)$', l) for l in open(sys.argv[1])) if m]
 device = np.array(values, dtype=np.float32)
 host = np.load(sys.argv[2]).astype(np.float32).ravel()
 if device.shape != host.shape or not np.array_equal(device, host):
@@ -389,9 +390,22 @@ if device.shape != host.shape or not np.array_equal(device, host):
              f"{int(np.sum(device != host)) if device.shape == host.shape else '-'} differ")
 print(f"{host.size} outputs bit-identical")
 EOF
-        then pass "quantised onnx $model: host (axc run) and Cortex-M4 outputs ($(cat "$d/cmp.log"))"
-        else fail "quantised onnx $model: host (axc run) and Cortex-M4 outputs"; tail_of "$d/cmp.log"; fi
+    then pass "$what $model: host (axc run) and Cortex-M4 outputs ($(cat "$d/cmp.log"))"
+    else fail "$what $model: host (axc run) and Cortex-M4 outputs"; tail_of "$d/cmp.log"; fi
+}
+
+# Quantised ONNX (tests/onnx/qmodels, onnxruntime's quantize_static;
+# docs/onnx.md#quantised-models) and int8 TFLite (tests/tflite/models: among
+# them LiteRT's table arithmetic of SOFTMAX, LOGISTIC and TANH, docs/tflite.md).
+quantised_files_on_firmware() {
+    local model
+    for model in qresnet_qop qmobile_qdq_pc; do
+        quantised_file_on_firmware "quantised onnx" "$root/tests/onnx/qmodels/$model.onnx" 4,3,12,12
     done
+    quantised_file_on_firmware "int8 tflite" "$root/tests/tflite/models/i8_mcu.tflite" 1,16,16,3
+    quantised_file_on_firmware "int8 tflite" "$root/tests/tflite/models/i8_misc.tflite" 1,6,6,4
+    quantised_file_on_firmware "int8 tflite" "$root/tests/tflite/models/i8_op_tanh_2.tflite" 1,16,16
+    quantised_file_on_firmware "int8 tflite" "$root/tests/tflite/models/i8_op_softmax_2.tflite" 1,16,16
 }
 
 . "$here/mlperf_tiny.sh"   # mlperf_tiny_on_firmware
@@ -422,7 +436,7 @@ main() {
     int8_on_firmware qpool 1,8,8,4 "$root/tests/quant" 0 nosize   # int8 windowed mean-pools, Flatten
     int8_on_firmware qshuffle 1,4,4,6 "$root/tests/quant" 0 nosize   # int8 reshape, transpose, chunk
     int8_on_firmware qbcast 1,4,5,6 "$root/tests/quant" 0 nosize   # int8 means, broadcasting adds
-    quantised_onnx_on_firmware
+    quantised_files_on_firmware
     mlperf_tiny_on_firmware
 }
 
