@@ -240,10 +240,11 @@ def hostile(model):
     return [("unsupported_floor", floor), ("bad_buffer", badbuf), ("truncated", model[: len(model) // 2])]
 
 
-def single_op(kind, xq, yq, cq=None, rnd=None):
+def single_op(kind, xq, yq, cq=None, rnd=None, const_first=False):
     """One int8 operator between the input's QUANTIZE and the output's
     DEQUANTIZE: kind 'add' / 'mul' (a constant int8 operand cq = (scale,
-    zp), its integers random; 'mul_scalar' a rank-0 one), 'mean' (over H and W) or 'avgpool' (2x2,
+    zp), its integers random, its first operand when const_first; 'mul_scalar' a rank-0 one), 'mean'
+    (over H and W) or 'avgpool' (2x2,
     stride 2, SAME: windows cut by the edge); xq, yq the input's and the
     output's (scale, zp)."""
     m = tb.Model()
@@ -256,7 +257,7 @@ def single_op(kind, xq, yq, cq=None, rnd=None):
         c = m.tensor("c", cshape, tb.INT8, rnd.integers(-128, 128, cshape), scale=cq[0], zp=cq[1])
         oshape = shape
         y = m.tensor("y_q", oshape, tb.INT8, scale=yq[0], zp=yq[1])
-        m.op(tb.OPS["ADD" if kind == "add" else "MUL"], [xi, c], [y],
+        m.op(tb.OPS["ADD" if kind == "add" else "MUL"], [c, xi] if const_first else [xi, c], [y],
              ("AddOptions" if kind == "add" else "MulOptions", dict(fused_activation_function=0)))
     elif kind == "mean":
         axes = m.tensor("axes", [2], tb.INT32, [1, 2])
@@ -335,11 +336,23 @@ def table_ops():
             write("i8_op_%s_%d" % (kind, k), model, table_inputs(rnd, xq), yq)
 
 
+def const_first_ops():
+    """ADD and MUL whose first operand is the constant (i8_op_<kind>_const_first)."""
+    rnd = np.random.default_rng(3506)
+    for kind, xq, yq, cq in (("add", (0.05, -4), (0.07, 6), (0.03, 11)),
+                             ("mul", (0.08, 2), (0.1, -9), (0.06, -5))):
+        model, shape = single_op(kind, xq, yq, cq, rnd, const_first=True)
+        xs = [((rnd.integers(-128, 128, shape) - xq[1]) * np.float32(xq[0])).astype(np.float32)
+              for _ in range(4)]
+        write("i8_op_%s_const_first" % kind, model, xs, yq)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     if sys.argv[1:] == ["ops"]:   # the single-operator fixtures only
         single_ops()
         table_ops()
+        const_first_ops()
         return
     for name, build, shape, out in (("mcu", mcu, [1, 16, 16, 3], None), ("misc", misc, [1, 6, 6, 4], None),
                                     ("mcu_logits", lambda q: mcu(q, False), [1, 16, 16, 3], "fc")):
@@ -362,9 +375,13 @@ def main():
         q["x_q"] = q["x"]
         rng.bit_generator.state = state
         write("i8_" + name, build(q), [on_grid(xi, *q["x"]) for xi in x], q[out] if out else SOFTMAX_Q)
+        if name == "misc":   # its PAD first, in float: the inputs off the int8 grid as well
+            rng.bit_generator.state = state
+            write("i8_misc_offgrid", build(q), x, q[out] if out else SOFTMAX_Q)
         rng.bit_generator.state = state
     single_ops()
     table_ops()
+    const_first_ops()
     for name, data in hostile(fmodel):
         with open(os.path.join(OUT, "bad_" + name + ".tflite"), "wb") as f:
             f.write(data)

@@ -6,9 +6,11 @@ depthwise conv + ReLU6, 1x1 conv, average and max pool, reshape, fully
 connected, softmax), the same ending in its logits, and one of pad, add (broadcast constant) + ReLU, mul,
 ReLU6, concatenation, mean, fully connected + ReLU, ReLU and logistic, with
 twelve inputs each (the int8 ones on their QUANTIZE's grid) and LiteRT's outputs for them by its reference kernels;
-and five single-operator int8 models (i8_op_*: ADD and MUL of a constant int8
-tensor, MUL of a rank-0 one, MEAN, AVERAGE_POOL_2D, each straight after the
-input's QUANTIZE).
+the pad/add/mul one again with its inputs off the int8 grid (i8_misc_offgrid);
+and sixteen single-operator int8 models (i8_op_*: ADD and MUL of a constant int8
+tensor, also as the first operand, MUL of a rank-0 one, MEAN, AVERAGE_POOL_2D,
+and LOGISTIC, TANH and SOFTMAX at three input scales each over every input
+integer, each straight after the input's QUANTIZE).
 Each input runs through `axc run` (generated C; the int8 kernels for the
 int8 twins): float32 outputs must equal LiteRT's within 1e-5 relative;
 int8 outputs, turned back into integers with the scale and zero point of
