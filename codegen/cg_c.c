@@ -35,13 +35,6 @@ static int64_t state_offset(const emitter *em, int id)
     return em->body && em->body->state_offset ? em->body->state_offset[id] : -1;
 }
 
-/* Kernel name suffix of the compute dtype (kernels exist for f32, f64, f16
- * and bf16). */
-static const char *kernel_suffix(axrt_dtype dtype)
-{
-    return dtype == AXRT_F64 ? "f64" : dtype == AXRT_F16 ? "f16" : dtype == AXRT_BF16 ? "bf16" : "f32";
-}
-
 /* ---- names -------------------------------------------------------------- */
 
 /* The names an argument of model g cannot take: the reserved ones
@@ -319,6 +312,8 @@ static const char *plan_arg_text(const emitter *em, const ir_node *n, const ir_a
     case IR_ARG_QWEIGHTS: return ax_sprintf(ar, "%s_q%d_w.values", em->g->name, a->node);
     case IR_ARG_REQUANT: return ax_sprintf(ar, "&%s_q%d_rq", em->g->name, a->node);
     case IR_ARG_EW: return ax_sprintf(ar, "&ew[%lld]", (long long)a->value);
+    case IR_ARG_INT64_VALUE: return ax_sprintf(ar, "(const int64_t *)(const void *)%s", storage(em, a->node));
+    case IR_ARG_DOUBLE: return cgc_real_text(ar, "double", a->real);
     }
     ax_die("cg_c: bad plan argument");
 }
@@ -453,29 +448,12 @@ static void emit_plan(emitter *em, const ir_node *n, const ir_plan *p)
     }
 }
 
-/* ---- kernel calls, by op family ------------------------------------------ */
-/* A node with a kernel-call plan (cg_plan.c) is printed from it alone.  The
- * functions below lower what has no plan yet, the training kernels; a
- * family that is planned whole (the fused elementwise loops too) maps to
- * *_planned. */
-
-#define OUT em->out
-#define SFX kernel_suffix(n->dtype)
-
-static void emit_unary_call(emitter *em, ir_op op, const ir_node *n, const char *x, const char *y)
-{
-    ax_buf_printf(OUT, "    axrt_%s_%s(%s, %s, %lld", ir_ops[op].name, SFX, x, y,
-                  (long long)ir_numel(n));
-    if (op == IR_OP_elu || op == IR_OP_leaky_relu)
-        ax_buf_printf(OUT, ", %s", cgc_real_literal(em, n->dtype, n->attrs.alpha));
-    ax_buf_puts(OUT, ");\n");
-}
-
-/* memcpy of n's bytes unless source and destination are the same storage. */
+/* memcpy of n's bytes unless source and destination are the same storage
+ * (an output's copy). */
 static void emit_copy(emitter *em, const ir_node *n, const char *from, const char *to)
 {
     if (strcmp(from, to) != 0)
-        ax_buf_printf(OUT, "    memcpy(%s, %s, %zu);\n", to, from, ir_value_bytes(n));
+        ax_buf_printf(em->out, "    memcpy(%s, %s, %zu);\n", to, from, ir_value_bytes(n));
 }
 
 void cg_broadcast_strides(const ir_node *src, const ir_node *n, int64_t *strides)
@@ -519,100 +497,6 @@ cg_matmul_geometry cg_matmul_geometry_of(const ir_node *a, const ir_node *b)
     }
     return g;
 }
-
-/* Families that need no code of their own, or share an emitter. */
-static void emit_source(emitter *em, const ir_node *n, const char *y)
-{
-    (void)em, (void)n, (void)y; /* inputs, params, scalars have their storage */
-}
-
-static void emit_result(emitter *em, const ir_node *n, const char *y)
-{
-    (void)em, (void)n, (void)y; /* written by its producer (the chunk's plan) */
-}
-
-#define emit_input emit_source
-#define emit_param emit_source
-#define emit_scalar emit_source
-
-/* The families cg_plan.c plans whole: emit_node prints their plans. */
-static void emit_planned(emitter *em, const ir_node *n, const char *y)
-{
-    (void)y;
-    ax_die("cg_c: %s %%%d has no kernel-call plan", ir_ops[n->op].name, (int)(n - em->g->nodes));
-}
-#define emit_layernorm emit_planned
-#define emit_batchnorm emit_planned
-#define emit_matmul emit_planned
-#define emit_mha emit_planned
-#define emit_softmax emit_planned
-#define emit_argmax emit_planned
-#define emit_embedding emit_planned
-#define emit_groupnorm emit_planned
-#define emit_rnn emit_planned
-#define emit_conv_transpose emit_planned
-#define emit_upsample emit_planned
-#define emit_cast emit_planned
-#define emit_reshape emit_planned
-/* float ones planned by their op's rule, int8 ones (ir_quant) by cg_plan's int8 rules */
-#define emit_binary emit_planned
-#define emit_unary emit_planned
-#define emit_reduce emit_planned
-#define emit_transpose emit_planned
-#define emit_slice emit_planned
-#define emit_concat emit_planned
-#define emit_dense emit_planned
-#define emit_conv emit_planned
-#define emit_pool emit_planned
-#define emit_globalpool emit_planned
-#define emit_chunk emit_planned
-
-/* ---- the training graph's backward kernels and Dropout (pass_grad) ------- */
-
-static void emit_embedding_grad(emitter *em, const ir_node *n, const char *y)
-{
-    const ir_node *idx = cgc_operand_node(em, n, 0);
-    ax_buf_printf(OUT, "    status = axrt_embedding_grad_%s(%s, %s, %s, %s, %lld, %lld, %lld);\n", SFX,
-                  cgc_operand(em, n, 0), ir_dtypes[idx->dtype].enum_name, cgc_operand(em, n, 1), y,
-                  (long long)ir_numel(idx), (long long)n->shape[0], (long long)n->shape[1]);
-    ax_buf_puts(OUT, "    if (status != 0)\n        return status;\n");
-}
-
-/* Without its counter (not a training graph) Dropout is a copy. */
-static void emit_dropout(emitter *em, const ir_node *n, const char *y)
-{
-    if (n->src[1] == IR_NONE) {
-        emit_copy(em, n, cgc_operand(em, n, 0), y);
-        return;
-    }
-    ax_buf_printf(OUT, "    axrt_dropout_%s(%s, (const int64_t *)(const void *)%s, %s, %lld, %d, %s);\n", SFX,
-                  cgc_operand(em, n, 0), cgc_operand(em, n, 1), y, (long long)ir_numel(n), n->attrs.index,
-                  cgc_real_text(arena_of(em), "double", n->attrs.alpha));
-}
-
-#define emit_fused emit_planned
-#define emit_conv_grad_weight emit_planned
-#define emit_pool_grad emit_planned
-#define emit_slice_grad emit_planned
-#define emit_unary_grad cgc_emit_unary_grad
-
-/* The one dispatch over ops, generated from ops.def's family column: the
- * kernel call computing n into y. */
-typedef void emit_fn(emitter *em, const ir_node *n, const char *y);
-static emit_fn *const emit_fns[IR_OP_COUNT] = {
-#define OP(name, min, max, kind, inplace, family, shape, optional, flags) \
-    [IR_OP_##name] = emit_##family,
-#include "ops.def"
-#undef OP
-};
-
-static void emit_kernel(emitter *em, const ir_node *n, const char *y)
-{
-    emit_fns[n->op](em, n, y);
-}
-
-#undef SFX
-#undef OUT
 
 /* ---- forward() and the descriptor ----------------------------------------- */
 
@@ -747,17 +631,8 @@ static void emit_node(emitter *em, int id)
     const ir_plan *plan = plan_of(em, id);
     if (plan)
         emit_plan(em, n, plan);
-    else
-        emit_kernel(em, n, y);
-    /* an int8 layer's float result (float_out) takes its epilogue here; its
-       int8 result has it in the clamps */
-    if (!plan && !(n->quant && !n->quant->float_out)) {
-        if (n->attrs.residual != IR_NONE)
-            ax_buf_printf(em->out, "    axrt_add_%s(%s, %s, %s, %lld);\n", kernel_suffix(n->dtype), y,
-                          cgc_operand(em, n, n->attrs.residual), y, (long long)ir_numel(n));
-        if (cg_has_epilogue(n))
-            emit_unary_call(em, (ir_op)n->attrs.act, n, y, y);
-    }
+    else if (n->op != IR_OP_result)   /* a result: its chunk's call wrote it; every other op has a rule */
+        ax_die("cg_c: %s %%%d has no kernel-call plan", ir_ops[n->op].name, id);
     emit_profile_end(em, *y ? y : "0"); /* a producer's results are layers of their own */
 }
 

@@ -1,5 +1,6 @@
 /* cg_c_fused.c — the C back end's loop programs (fused elementwise loops) and the unary
- * formulas they and unary_grad print (runtime/axrt_unary.h, stringified).
+ * formulas they and unary_grad's loop program print (runtime/axrt_unary.h,
+ * stringified).
  * Part of cg_c.c's emitter (cg_c_internal.h). */
 #include <ctype.h>
 #include <math.h>
@@ -149,6 +150,7 @@ static void emit_loop_op(emitter *em, const ir_loop *l, int v, const char *inden
     case IR_LOOP_UNARY:
         ax_buf_puts(em->out, cg_unary_text(arena_of(em), o->op, loop_temp(em, l, o->arg[0]), l->dtype, o->real));
         break;
+    case IR_LOOP_DERIV: ax_die("cg_c: a derivative in the fused loop of %%%d", l->output);
     }
     ax_buf_puts(em->out, ";\n");
 }
@@ -162,9 +164,74 @@ static void check_dense_store(const ir_loop *l)
             ax_die("cg_c: loop program of %%%d stores out of order", l->output);
 }
 
+/* ---- a unary_grad's loop program (cg_plan_derivative_loop) ------------------
+ * dy * f'(x) over one flat loop, printed with f' written in (AXRT_DERIV_<f>)
+ * over a local v.  The plan writes it in one form; another is a bug. */
+static bool is_derivative_form(const ir_loop *l)
+{
+    const ir_loop_op *o = l->ops;
+    return l->nloops == 1 && l->ninputs == 2 && l->nops == 4 && l->store == 3 && l->in_strides[0][0] == 1 &&
+           l->in_strides[1][0] == 1 && l->out_strides[0] == 1 && o[0].kind == IR_LOOP_LOAD && o[0].arg[0] == 0 &&
+           o[1].kind == IR_LOOP_LOAD && o[1].arg[0] == 1 && o[2].kind == IR_LOOP_DERIV && o[2].arg[0] == 1 &&
+           o[3].kind == IR_LOOP_BINARY && o[3].op == IR_OP_mul && o[3].arg[0] == 0 && o[3].arg[1] == 2;
+}
+
+/* f'(v) in the temporaries' dtype. */
+static const char *derivative_text(emitter *em, const ir_loop *l)
+{
+    const ir_loop_op *d = &l->ops[2];
+    if ((unsigned)d->op >= IR_OP_COUNT || !unary_formulas[d->op].deriv)
+        ax_die("cg_c: unary_grad of op %d", d->op);
+    return formula_text(arena_of(em), unary_formulas[d->op].deriv, "v", l->compute, d->real);
+}
+
+/* Half operands, Float32 temporaries (a half model's mixed-precision
+ * training): dy and x converted to float a block of 256 at a time, each
+ * result rounded once back to the half type (y may be dy: a block is read
+ * before written). */
+static void emit_half_derivative_loop(emitter *em, const ir_loop *l)
+{
+    const char *sfx = l->dtype == AXRT_F16 ? "f16" : "bf16", *dt = ir_dtypes[l->dtype].enum_name;
+    const long long count = (long long)l->dims[0];
+    ax_buf_printf(em->out, "    {\n        float dy_[256], x_[256];\n        size_t at, i, k;\n"
+                           "        for (at = 0; at < %lld; at += k) {\n"
+                           "            k = %lld - at < 256 ? (size_t)(%lld - at) : 256;\n"
+                           "            axrt_cast_f32(%s + at, %s, dy_, k);\n            axrt_cast_f32(%s + at, %s, x_, k);\n"
+                           "            for (i = 0; i < k; i++) {\n                const float v = x_[i];\n"
+                           "                dy_[i] = dy_[i] * (%s);\n            }\n"
+                           "            axrt_cast_%s(dy_, AXRT_F32, %s + at, k);\n        }\n    }\n",
+                  count, count, count, cgc_storage(em, l->input[0]), dt, cgc_storage(em, l->input[1]), dt,
+                  derivative_text(em, l), sfx, cgc_storage(em, l->output));
+}
+
+static void emit_derivative_loop(emitter *em, const ir_loop *l)
+{
+    if (!is_derivative_form(l) || (l->compute != l->dtype && l->compute != AXRT_F32))
+        ax_die("cg_c: loop program of %%%d is not a derivative's", l->output);
+    if (l->compute != l->dtype) {
+        emit_half_derivative_loop(em, l);
+        return;
+    }
+    const char *t = ctype(l->dtype);
+    ax_buf_printf(em->out, "    {\n        const %s *dy_ = %s, *x_ = %s;\n        %s *y_ = %s;\n        size_t i;\n"
+                  "        for (i = 0; i < %lld; i++) {\n            const %s v = x_[i];\n"
+                  "            y_[i] = dy_[i] * (%s);\n        }\n    }\n",
+                  t, cgc_storage(em, l->input[0]), cgc_storage(em, l->input[1]), t, cgc_storage(em, l->output),
+                  (long long)l->dims[0], t, derivative_text(em, l));
+}
+
+/* A loop program with a derivative is a unary_grad's, printed in its own
+ * form (above); the others are fused elementwise loops. */
 void cgc_emit_loop(emitter *em, const ir_loop *l)
 {
     const char *t = ctype(l->dtype);
+    for (int v = 0; v < l->nops; v++)
+        if (l->ops[v].kind == IR_LOOP_DERIV) {
+            emit_derivative_loop(em, l);
+            return;
+        }
+    if (l->compute != l->dtype)
+        ax_die("cg_c: fused loop of %%%d converts", l->output);
     check_dense_store(l);
     ax_buf_puts(em->out, "    {\n");
     for (int k = 0; k < l->ninputs; k++)
@@ -181,47 +248,4 @@ void cgc_emit_loop(emitter *em, const ir_loop *l)
     for (int v = 0; v < l->nops; v++)
         emit_loop_op(em, l, v, indent);
     ax_buf_printf(em->out, "%sy_[o] = %s;\n%*s}\n    }\n", indent, loop_temp(em, l, l->store), 4 + 4 * l->nloops, "");
-}
-
-/* unary_grad of a half model (mixed-precision training): dy and x
- * converted to float a block at a time, f' in float, each result rounded
- * once back to the half type (y may be dy: a block is read before written). */
-static void emit_half_unary_grad(emitter *em, const ir_node *n, const char *y)
-{
-    const char *sfx = n->dtype == AXRT_F16 ? "f16" : "bf16", *dt = ir_dtypes[n->dtype].enum_name;
-    ax_buf_printf(em->out, "    {\n        float dy_[256], x_[256];\n        size_t at, i, k;\n"
-                           "        for (at = 0; at < %lld; at += k) {\n"
-                           "            k = %lld - at < 256 ? (size_t)(%lld - at) : 256;\n"
-                           "            axrt_cast_f32(%s + at, %s, dy_, k);\n            axrt_cast_f32(%s + at, %s, x_, k);\n"
-                           "            for (i = 0; i < k; i++) {\n                const float v = x_[i];\n"
-                           "                dy_[i] = dy_[i] * (%s);\n            }\n"
-                           "            axrt_cast_%s(dy_, AXRT_F32, %s + at, k);\n        }\n    }\n",
-                  (long long)ir_numel(n), (long long)ir_numel(n), (long long)ir_numel(n), cgc_operand(em, n, 0), dt,
-                  cgc_operand(em, n, 1), dt,
-                  formula_text(arena_of(em), unary_formulas[n->attrs.of_op].deriv, "v", AXRT_F32, n->attrs.alpha),
-                  sfx, y);
-}
-
-/* The backward's dy * f'(x) (pass_grad), one loop with f' written in
- * (axrt_unary.h AXRT_DERIV_<f>); dy, x and y have the same shape. */
-void cgc_emit_unary_grad(emitter *em, const ir_node *n, const char *y)
-{
-    const int of = n->attrs.of_op;
-    if ((unsigned)of >= IR_OP_COUNT || !unary_formulas[of].deriv)
-        ax_die("cg_c: unary_grad of op %d", of);
-    if (of == IR_OP_relu && n->dtype == AXRT_F32) {   /* vectorised, no branch per element */
-        ax_buf_printf(em->out, "    axrt_relu_grad_f32(%s, %s, %s, %lld);\n", cgc_operand(em, n, 0), cgc_operand(em, n, 1), y,
-                      (long long)ir_numel(n));
-        return;
-    }
-    if (n->dtype == AXRT_F16 || n->dtype == AXRT_BF16) {
-        emit_half_unary_grad(em, n, y);
-        return;
-    }
-    const char *t = ctype(n->dtype);
-    ax_buf_printf(em->out, "    {\n        const %s *dy_ = %s, *x_ = %s;\n        %s *y_ = %s;\n        size_t i;\n"
-                  "        for (i = 0; i < %lld; i++) {\n            const %s v = x_[i];\n"
-                  "            y_[i] = dy_[i] * (%s);\n        }\n    }\n",
-                  t, cgc_operand(em, n, 0), cgc_operand(em, n, 1), t, y, (long long)ir_numel(n), t,
-                  formula_text(arena_of(em), unary_formulas[of].deriv, "v", n->dtype, n->attrs.alpha));
 }

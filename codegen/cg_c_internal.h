@@ -52,9 +52,8 @@ void cgc_emit_quant_constants(emitter *em, int id);
 
 /* ---- cg_c_fused.c ---- */
 
-/* A loop program (ir_loop: a fused_elementwise node's) as one C loop nest. */
+/* A loop program (ir_loop: a fused_elementwise node's, or a unary_grad's)
+ * as one C loop nest. */
 void cgc_emit_loop(emitter *em, const ir_loop *l);
-/* The backward's dy * f'(x) (pass_grad unary_grad). */
-void cgc_emit_unary_grad(emitter *em, const ir_node *n, const char *y);
 
 #endif

@@ -308,6 +308,8 @@ static void emit_fused(gk *k, const ir_node *n)
         else if (o->kind == IR_LOOP_CONST) ax_buf_puts(k->src, dlit(k, n->dtype, o->real));
         else if (o->kind == IR_LOOP_BINARY)
             ax_buf_puts(k->src, cg_binary_text(arena_of(k), o->op, a, loop_temp(k, l, o->arg[1]), AXRT_F32));
+        else if (o->kind == IR_LOOP_DERIV)   /* a unary_grad's: the training step is the C target's */
+            ax_die("cg_gpu: a derivative in the loop program of %%%d", l->output);
         else ax_buf_puts(k->src, cg_unary_text(arena_of(k), o->op, a, AXRT_F32, rounded(n->dtype, o->real)));
         ax_buf_puts(k->src, ";\n");
     }

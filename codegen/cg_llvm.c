@@ -77,7 +77,7 @@ static LLVMValueRef k_real(const lv *L, double v)
 static LLVMValueRef k_null(const lv *L) { return LLVMConstNull(L->ptr); }
 
 /* An LLVM type for one letter of a call signature:
- *   p pointer  z size_t  l int64_t  i int  f float  r the compute type  v void */
+ *   p pointer  z size_t  l int64_t  i int  f float  d double  r the compute type  v void */
 static LLVMTypeRef sig_type(const lv *L, char c)
 {
     switch (c) {
@@ -87,6 +87,7 @@ static LLVMTypeRef sig_type(const lv *L, char c)
     case 'i': return L->i32;
     case 'r': return L->real;
     case 'f': return LLVMFloatTypeInContext(L->C);
+    case 'd': return LLVMDoubleTypeInContext(L->C);
     case 'v': return LLVMVoidTypeInContext(L->C);
     default: ax_die("cg_llvm: bad signature letter '%c'", c);
     }
@@ -128,11 +129,6 @@ static LLVMValueRef call(lv *L, const char *name, const char *sig, LLVMValueRef 
     return result;
 }
 
-/* "axrt_<op>_<f32|f64|f16|bf16>" for the node being built */
-static const char *kernel(const lv *L, const char *op)
-{
-    return ax_sprintf(arena_of(L), "axrt_%s_%s", op, ir_dtypes[L->dtype].short_name);
-}
 
 /* A private read-only global holding init; returns it as i8*. */
 static LLVMValueRef const_global(lv *L, LLVMValueRef init, const char *name, unsigned align)
@@ -312,18 +308,9 @@ static void add_constants(lv *L)
     }
 }
 
-/* ---- kernel calls, by op family (the same calls as cg_c.c) --------------------- */
-/* A node with a kernel-call plan (cg_plan.c) is printed from it alone.  The
- * functions below lower what has no plan yet, the training kernels; a
- * family that is planned whole (the fused elementwise loops too) maps to
- * *_planned. */
-
-static void call_unary(lv *L, ir_op op, const ir_node *n, LLVMValueRef x, LLVMValueRef y)
-{
-    LLVMValueRef args[] = {x, y, k_size(L, ir_numel(n)), k_real(L, n->attrs.alpha)};
-    const bool alpha = op == IR_OP_elu || op == IR_OP_leaky_relu;
-    call(L, kernel(L, ir_ops[op].name), alpha ? "vppzr" : "vppz", args);
-}
+/* ---- the calls a plan needs built in place (cg_c.c prints them as C) ------------ */
+/* Every node is built from its kernel-call plan (cg_plan.c); these are the
+ * generated code's own helpers and the C library's memcpy. */
 
 /* memcpy unless from and to are the same storage (one value per place). */
 static void copy(lv *L, const ir_node *n, LLVMValueRef from, LLVMValueRef to)
@@ -604,6 +591,8 @@ static LLVMValueRef loop_op(lv *L, const ir_loop *l, int v, LLVMValueRef *x, LLV
         if (o->op < IR_OP_COUNT && unary_fns[o->op])
             return unary_fns[o->op](L, t[o->arg[0]], o->real);
         break;
+    case IR_LOOP_DERIV:   /* a unary_grad's: cg_llvm_add_model refuses the training ops first */
+        ax_die("cg_llvm: %s' in a loop program: the training step is the C target's", ir_ops[o->op].name);
     }
     ax_die("cg_llvm: %s in a fused loop", ir_ops[o->op].name);
 }
@@ -646,74 +635,13 @@ static void loop_nest(lv *L, const ir_loop *l, LLVMValueRef *x, LLVMValueRef y, 
 static void build_loop(lv *L, const ir_loop *l)
 {
     LLVMValueRef x[IR_LOOP_MAX_INPUTS], index[IR_MAX_RANK];
+    if (l->compute != l->dtype)   /* a half unary_grad's: the training step is the C target's */
+        ax_die("cg_llvm: the loop program of %%%d converts", l->output);
     set_dtype(L, l->dtype);
     for (int k = 0; k < l->ninputs; k++)
         x[k] = LLVMBuildBitCast(L->B, storage(L, l->input[k]), L->real_ptr, "");
     loop_nest(L, l, x, LLVMBuildBitCast(L->B, storage(L, l->output), L->real_ptr, ""), index, 0);
 }
-
-/* ---- the dispatch over ops (ops.def's family column) -------------------------- */
-
-static void lv_source(lv *L, const ir_node *n, LLVMValueRef y) { (void)L, (void)n, (void)y; }
-static void lv_result(lv *L, const ir_node *n, LLVMValueRef y) { (void)L, (void)n, (void)y; /* the chunk's plan wrote it */ }
-static void lv_unary_grad(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    (void)L, (void)y;   /* as cg_c: the training graph runs on the interpreter for now */
-    ax_die("cg_llvm: %s of %s has no kernel yet", ir_ops[n->op].name, ir_ops[n->attrs.of_op].name);
-}
-/* The training graph's kernels: cg_llvm_add_model refuses them first. */
-static void lv_training_only(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    (void)L, (void)y;
-    ax_die("cg_llvm: %s has no kernel", ir_ops[n->op].name);
-}
-#define lv_conv_grad_weight lv_training_only
-#define lv_pool_grad lv_training_only
-#define lv_slice_grad lv_training_only
-#define lv_embedding_grad lv_training_only
-#define lv_dropout lv_training_only
-#define lv_embedding lv_planned
-#define lv_groupnorm lv_planned
-#define lv_rnn lv_planned
-#define lv_conv_transpose lv_planned
-#define lv_upsample lv_planned
-#define lv_cast lv_planned
-#define lv_reshape lv_planned
-#define lv_input lv_source
-#define lv_param lv_source
-#define lv_scalar lv_source
-/* The families cg_plan.c plans whole: emit_node_body builds their plans. */
-static void lv_planned(lv *L, const ir_node *n, LLVMValueRef y)
-{
-    (void)y;
-    ax_die("cg_llvm: %s %%%d has no kernel-call plan", ir_ops[n->op].name, (int)(n - L->g->nodes));
-}
-#define lv_layernorm lv_planned
-#define lv_batchnorm lv_planned
-#define lv_matmul lv_planned
-#define lv_mha lv_planned
-#define lv_softmax lv_planned
-#define lv_argmax lv_planned
-#define lv_fused lv_planned   /* a loop program (cg_plan_loop.c), built by build_loop */
-/* float ones planned by their op's rule, int8 ones (ir_quant) by cg_plan's int8 rules */
-#define lv_binary lv_planned
-#define lv_unary lv_planned
-#define lv_reduce lv_planned
-#define lv_transpose lv_planned
-#define lv_slice lv_planned
-#define lv_concat lv_planned
-#define lv_dense lv_planned
-#define lv_conv lv_planned
-#define lv_pool lv_planned
-#define lv_globalpool lv_planned
-#define lv_chunk lv_planned
-
-typedef void node_fn(lv *L, const ir_node *n, LLVMValueRef y);
-static node_fn *const node_fns[IR_OP_COUNT] = {
-#define OP(name, min, max, kind, inplace, family, shape, optional, flags) [IR_OP_##name] = lv_##family,
-#include "ops.def"
-#undef OP
-};
 
 /* ---- per-layer profile (cg_request.profile, docs/cli.md#seeing-inside-a-model) ------------------ */
 
@@ -920,6 +848,8 @@ static LLVMValueRef plan_arg(lv *L, const ir_node *n, const ir_arg *a, char *sig
     case IR_ARG_SIZES: *sig = 'p'; return const_sizes(L, a->values, a->count);
     case IR_ARG_FLOATS: *sig = 'p'; return const_floats(L, a->values, a->count);
     case IR_ARG_POINTERS: *sig = 'p'; return pointer_array(L, a->values, a->count);
+    case IR_ARG_INT64_VALUE: *sig = 'p'; return storage(L, a->node);
+    case IR_ARG_DOUBLE: *sig = 'd'; return LLVMConstReal(LLVMDoubleTypeInContext(L->C), a->real);
     }
     ax_die("cg_llvm: bad plan argument");
 }
@@ -975,19 +905,10 @@ static void emit_node_body(lv *L, int id, LLVMValueRef y)
     const ir_node *n = node_at(L, id);
     const cg_plan_context ctx = {.blas = L->blas, .pack_offset = -1};
     const ir_plan *plan = n->plan ? n->plan : cg_plan_node(L->g, id, &ctx);
-    if (plan) {
+    if (plan)
         build_plan(L, n, plan, y);
-        return;
-    }
-    node_fns[n->op](L, n, y);
-    if (n->quant && !n->quant->float_out)
-        return; /* int8: the clamps applied it */
-    if (n->attrs.residual != IR_NONE) {
-        LLVMValueRef args[] = {y, operand(L, n, n->attrs.residual), y, k_size(L, ir_numel(n))};
-        call(L, kernel(L, "add"), "vpppz", args);
-    }
-    if (cg_has_epilogue(n))
-        call_unary(L, (ir_op)n->attrs.act, n, y, y);
+    else if (n->op != IR_OP_result)   /* a result: its chunk's call wrote it; every other op has a rule */
+        ax_die("cg_llvm: %s %%%d has no kernel-call plan", ir_ops[n->op].name, id);
 }
 
 /* The node's calls, timed when profiled (cg_c.c emit_node). */

@@ -8,8 +8,8 @@
  * reads constants: its params struct, strides), then its epilogue (the
  * residual add, then the fused activation) unless the kernel applies that
  * itself.  A fused elementwise node's plan is a loop program
- * (cg_plan_loop.c) before that epilogue.  Ops without a rule here (the
- * training kernels) get no plan: their back ends still lower them.
+ * (cg_plan_loop.c) before that epilogue, as is a unary_grad's (the
+ * derivative's loop).  Every op that runs has a rule here.
  * An int8 node (ir_quant) follows the int8 rules below, whatever its op.
  * A new kernel is a row of cg_kernels.def and a rule below. */
 #include "cg_target.h"
@@ -529,18 +529,25 @@ static void plan_epilogue(planner *P)
 }
 
 /* An index out of range fails forward() with the kernel's status. */
-static void plan_embedding(planner *P)
+/* axrt_embedding and its gradient (pass_grad's embedding_grad, op_call):
+ * the indices (operand 0) and their dtype, operand 1, the result, then the
+ * count of indices and the [vocab, dim] of table; its status tells an
+ * index out of range (forward() returns it, a training step NaN). */
+static void plan_embedding_call(planner *P, ir_call *c, const ir_node *table)
 {
-    const ir_node *n = P->n, *idx = operand_node(P, 0), *w = operand_node(P, 1);
-    ir_call *c = kernel_call(P, CG_K_embedding, n->dtype);
     c->status = true;
     arg_operand(P, c, 0);
-    arg_dtype(c, idx->dtype);
+    arg_dtype(c, operand_node(P, 0)->dtype);
     arg_operand(P, c, 1);
     arg_value(c, self_id(P));
-    arg_size(c, ir_numel(idx));
-    arg_size(c, w->shape[0]);
-    arg_size(c, w->shape[1]);
+    arg_size(c, ir_numel(operand_node(P, 0)));
+    arg_size(c, table->shape[0]);
+    arg_size(c, table->shape[1]);
+}
+
+static void plan_embedding(planner *P)
+{
+    plan_embedding_call(P, kernel_call(P, CG_K_embedding, P->n->dtype), operand_node(P, 1));
 }
 
 static void plan_groupnorm(planner *P)
@@ -1078,17 +1085,55 @@ static void plan_slice_grad(planner *P)
     arg_int(c, dy->rank);
 }
 
-/* The families without a rule yet: their back ends lower them (the C back
- * end alone, for the training step's: unary_grad an inline loop,
- * embedding_grad a status call returning the step's own failure value,
- * dropout a call reading its counter). */
+/* dy (operand 0) * f'(x) (operand 1): Float32 ReLU's the runtime's
+ * vectorised kernel (no branch per element), every other a loop program
+ * of the derivative (cg_plan_loop.c). */
+static void plan_unary_grad(planner *P)
+{
+    const ir_node *n = P->n;
+    if (n->attrs.of_op != IR_OP_relu || n->dtype != AXRT_F32) {
+        P->plan->loop = cg_plan_derivative_loop(P->g, self_id(P));
+        return;
+    }
+    ir_call *c = kernel_call(P, CG_K_relu_grad, n->dtype);
+    arg_operand(P, c, 0);
+    arg_operand(P, c, 1);
+    arg_value(c, self_id(P));
+    arg_size(c, ir_numel(n));
+}
+
+/* The [vocab, dim] table's gradient from the indices and dy (operand 1). */
+static void plan_embedding_grad(planner *P)
+{
+    plan_embedding_call(P, op_call(P, IR_OP_embedding_grad, "", P->n->dtype), P->n);
+}
+
+/* Dropout with its counter (operand 1, Int64 [2]: seed, step; a training
+ * graph's) draws its mask from it, stream attrs.index, probability alpha;
+ * without one it is a copy. */
+static void plan_dropout(planner *P)
+{
+    const ir_node *n = P->n;
+    if (n->src[1] == IR_NONE) {
+        plan_copy(P);
+        return;
+    }
+    ir_call *c = op_call(P, IR_OP_dropout, "", n->dtype);
+    arg_operand(P, c, 0);
+    ir_arg *counter = next_arg(c, IR_ARG_INT64_VALUE);
+    counter->node = n->src[1];
+    arg_value(c, self_id(P));
+    arg_size(c, ir_numel(n));
+    arg_int64(c, n->attrs.index);
+    next_arg(c, IR_ARG_DOUBLE)->real = n->attrs.alpha;
+}
+
+/* The sources and a producer's results: nothing to run (a chunk's one call
+ * writes its results). */
 #define plan_input NULL
 #define plan_param NULL
 #define plan_scalar NULL
 #define plan_result NULL
-#define plan_unary_grad NULL
-#define plan_embedding_grad NULL
-#define plan_dropout NULL
 
 /* The rule of each op, from ops.def's family column. */
 typedef void plan_fn(planner *P);

@@ -1,7 +1,9 @@
 /* cg_plan_loop.c — the loop program of a fused elementwise node (ir_loop,
  * ir/ir_plan.h): its plan, decided once here and spelled as it is by the C
  * back end (cg_c_fused.c), the LLVM back end (cg_llvm.c) and the GPU back
- * end (cg_gpu.c, one thread per element, reading the same program).
+ * end (cg_gpu.c, one thread per element, reading the same program); and
+ * the training step's unary_grad (dy * f'(x)) as a program of the same
+ * kind, which the C back end alone prints (the only one writing a step).
  *
  * A fused_elementwise node (ir.h ir_fused_step) becomes one loop nest over
  * its result: dims of size 1 are dropped and neighbours merged wherever every
@@ -79,7 +81,7 @@ const ir_loop *cg_plan_loop(const ir_graph *g, int id)
     if (n->attrs.nsteps < 1)
         ax_die("cg_plan: fused %%%d has no steps", id);
     ir_loop *l = ax_alloc(g->ctx->arena, sizeof *l);
-    l->dtype = n->dtype;
+    l->dtype = l->compute = n->dtype;
     l->nloops = fused_loops(n, l->dims, l->in_strides);
     l->ninputs = n->nsrc;
     for (int k = 0; k < n->nsrc; k++)
@@ -93,5 +95,33 @@ const ir_loop *cg_plan_loop(const ir_graph *g, int id)
         l->out_strides[d] = stride;
         stride *= l->dims[d];
     }
+    return l;
+}
+
+/* dy (operand 0) * f'(x) (operand 1), f the UNARY_OP row attrs.of_op with
+ * its alpha: one flat loop, dy, x and the result sharing one dense shape;
+ * a half model's temporaries are Float32 (each result rounded once). */
+const ir_loop *cg_plan_derivative_loop(const ir_graph *g, int id)
+{
+    const ir_node *n = &g->nodes[id];
+    ir_loop *l = ax_alloc(g->ctx->arena, sizeof *l);
+    ir_loop_op *ops = ax_alloc(g->ctx->arena, sizeof *ops * 4);
+    l->dtype = n->dtype;
+    l->compute = n->dtype == AXRT_F16 || n->dtype == AXRT_BF16 ? AXRT_F32 : n->dtype;
+    l->nloops = 1;
+    l->dims[0] = ir_numel(n);
+    l->ninputs = 2;
+    for (int k = 0; k < 2; k++) {
+        l->input[k] = n->src[k];
+        l->in_strides[k][0] = 1;
+        ops[k] = (ir_loop_op){.kind = IR_LOOP_LOAD, .op = IR_OP_COUNT, .arg = {k, -1}};
+    }
+    ops[2] = (ir_loop_op){.kind = IR_LOOP_DERIV, .op = n->attrs.of_op, .arg = {1, -1}, .real = n->attrs.alpha};
+    ops[3] = (ir_loop_op){.kind = IR_LOOP_BINARY, .op = IR_OP_mul, .arg = {0, 2}};
+    l->ops = ops;
+    l->nops = 4;
+    l->output = id;
+    l->store = 3;
+    l->out_strides[0] = 1;
     return l;
 }

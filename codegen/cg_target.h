@@ -94,11 +94,14 @@ typedef struct cg_plan_context {
     const int64_t *state_offset;
     bool float_io;
 } cg_plan_context;
-/* Node id's plan, or NULL where its back end lowers it (no rule yet, int8). */
+/* Node id's plan, or NULL for a node with nothing to run (a source, a
+ * result, a dead or row-fused node). */
 const ir_plan *cg_plan_node(ir_graph *g, int id, const cg_plan_context *ctx);
 /* The loop program of fused_elementwise node id (cg_plan_loop.c), the whole
  * of its plan but for the epilogue. */
 const ir_loop *cg_plan_loop(const ir_graph *g, int id);
+/* The loop program of unary_grad node id (cg_plan_loop.c): dy * f'(x). */
+const ir_loop *cg_plan_derivative_loop(const ir_graph *g, int id);
 /* Every node's plan into ir_node.plan (cg_select and cg_select_blas call it). */
 void cg_plan_graph(ir_graph *g, bool blas);
 /* ---- int8 calibration's emulation (cg_plan_run.c) ----

@@ -21,6 +21,8 @@ static void put_arg(ax_buf *out, const ir_arg *a)
     case IR_ARG_DTYPE: ax_buf_puts(out, ir_dtype_name(a->dtype)); return;
     case IR_ARG_REAL:
     case IR_ARG_FLOAT: ax_buf_printf(out, "%.9g", a->real); return;
+    case IR_ARG_DOUBLE: ax_buf_printf(out, "%.17g", a->real); return;
+    case IR_ARG_INT64_VALUE: ax_buf_printf(out, "i64:%%%d", a->node); return;
     case IR_ARG_BYTES: ax_buf_printf(out, "u8:arena+%lld", (long long)a->value); return;
     case IR_ARG_QWEIGHTS: ax_buf_printf(out, "q8_weights(%%%d)", a->node); return;
     case IR_ARG_REQUANT: ax_buf_printf(out, "requant(%%%d)", a->node); return;
@@ -61,7 +63,8 @@ static void put_loop_op(ax_buf *out, const ir_loop *l, int v)
         break;
     case IR_LOOP_CONST: ax_buf_printf(out, "%.9g", o->real); break;
     case IR_LOOP_UNARY:
-        ax_buf_printf(out, "%s(t%d", ir_ops[o->op].name, o->arg[0]);
+    case IR_LOOP_DERIV:   /* f'(x): tanh'(t1) */
+        ax_buf_printf(out, "%s%s(t%d", ir_ops[o->op].name, o->kind == IR_LOOP_DERIV ? "'" : "", o->arg[0]);
         if (o->real != 0)
             ax_buf_printf(out, ", alpha=%.9g", o->real);
         ax_buf_puts(out, ")");
@@ -76,7 +79,10 @@ static void put_loop(ax_buf *out, const ir_loop *l)
     ax_buf_puts(out, "      loop [");
     for (int d = 0; d < l->nloops; d++)
         ax_buf_printf(out, "%s%lld", d ? ", " : "", (long long)l->dims[d]);
-    ax_buf_printf(out, "] %s\n", ir_dtype_name(l->dtype));
+    ax_buf_printf(out, "] %s", ir_dtype_name(l->dtype));
+    if (l->compute != l->dtype)
+        ax_buf_printf(out, " in %s", ir_dtype_name(l->compute));
+    ax_buf_puts(out, "\n");
     for (int v = 0; v < l->nops; v++)
         put_loop_op(out, l, v);
     ax_buf_printf(out, "        store %%%d", l->output);

@@ -8,8 +8,9 @@
  * argument of forward(), a parameter, the arena at its offset), the arena at
  * an offset (a scratch buffer), a one-element operand's value, or a
  * constant: a size_t, an int, an axrt_act, an axrt_dtype, a compute-dtype
- * real, or a constant array of int, int32_t, int64_t or float (a runtime params
- * struct is an array of ints) that the call reads through a pointer.  An
+ * real, a double, or a constant array of int, int32_t, int64_t or float (a
+ * runtime params struct is an array of ints) that the call reads through a
+ * pointer; a node's storage may be read as int64_t (Dropout's counter).  An
  * int8 layer's calls (--quantize=int8, ir_quant) add the bytes of the arena
  * at an offset (a quantised operand, a receptive field), a float constant
  * (a scale), and the node's own int8 constants: its packed weights, its
@@ -47,14 +48,16 @@ typedef enum ir_arg_kind {
     IR_ARG_REQUANT,    /* &node's axrt_requant */
     IR_ARG_EW,         /* &node's axrt_ew_q8 entry value, of count (a concat: one per operand) */
     IR_ARG_FLOATS,     /* count floats, their bits at values (uint32), by address */
+    IR_ARG_INT64_VALUE, /* node's storage read as const int64_t * (Dropout's counter: seed, step) */
+    IR_ARG_DOUBLE,     /* double real (Dropout's probability) */
 } ir_arg_kind;
 
 typedef struct ir_arg {
     ir_arg_kind kind;
-    int node;                 /* VALUE, SCALAR, QWEIGHTS, REQUANT, EW */
+    int node;                 /* VALUE, SCALAR, QWEIGHTS, REQUANT, EW, INT64_VALUE */
     axrt_dtype dtype;         /* ARENA, POINTERS: the element type; DTYPE: the value */
     int64_t value;            /* ARENA: byte offset; SIZE, INT64, INT, ACT */
-    double real;              /* REAL */
+    double real;              /* REAL, FLOAT, DOUBLE */
     /* INTS, INT64S, INT32S, SIZES, POINTERS, FLOATS: the values, and the C name; for
      * INTS, type is the runtime's params struct (axrt_conv2d_params) or
      * NULL for int[]; own_block: the C printer declares it in an inner
@@ -69,7 +72,8 @@ enum { IR_CALL_MAX_ARGS = 16 };
 
 typedef struct ir_call {
     const char *kernel;       /* the function's name, e.g. "axrt_dense_packed_ep_f32" */
-    bool status;              /* returns an int status; forward() returns it when not 0 */
+    bool status;              /* returns an int status; when not 0, forward() returns it and a
+                                 training step NaN (cg_c_body.fail_return) */
     bool in_block;            /* the C printer puts it, with the constants of its run of
                                  in_block calls, in a block of its own */
     bool new_block;           /* an in_block call that starts a run (block) of its own */
@@ -93,21 +97,26 @@ typedef struct ir_call {
  *   UNARY   op (an ops.def UNARY_OP row: the runtime's formula) of arg[0],
  *           with alpha real
  *   BINARY  op (a BINARY_OP row) of arg[0], arg[1]
+ *   DERIV   the derivative f' of the UNARY_OP row op (the runtime's
+ *           AXRT_DERIV_<op>) at arg[0], with alpha real (a unary_grad's)
  * then temporary `store` is written to output at sum of i_d * out_strides[d]
- * (row-major over dims: the result is dense). */
+ * (row-major over dims: the result is dense).  The loads, the store and the
+ * operands are of dtype, the temporaries of compute: where they differ (a
+ * half model's unary_grad computes in Float32) each load converts to
+ * compute and the store rounds once back to dtype. */
 enum { IR_LOOP_MAX_INPUTS = 16 };
 
-typedef enum ir_loop_kind { IR_LOOP_LOAD, IR_LOOP_CONST, IR_LOOP_UNARY, IR_LOOP_BINARY } ir_loop_kind;
+typedef enum ir_loop_kind { IR_LOOP_LOAD, IR_LOOP_CONST, IR_LOOP_UNARY, IR_LOOP_BINARY, IR_LOOP_DERIV } ir_loop_kind;
 
 typedef struct ir_loop_op {
     ir_loop_kind kind;
-    int op;                   /* UNARY, BINARY: the ops.def row */
-    int arg[2];               /* LOAD: arg[0] the input; UNARY, BINARY: earlier temporaries */
-    double real;              /* CONST: the value; UNARY: alpha */
+    int op;                   /* UNARY, BINARY, DERIV: the ops.def row */
+    int arg[2];               /* LOAD: arg[0] the input; UNARY, BINARY, DERIV: earlier temporaries */
+    double real;              /* CONST: the value; UNARY, DERIV: alpha */
 } ir_loop_op;
 
 typedef struct ir_loop {
-    axrt_dtype dtype;         /* of every load, temporary and the store */
+    axrt_dtype dtype;         /* of the operands and the result */
     int nloops;
     int64_t dims[AXRT_MAX_RANK];
     int ninputs;
@@ -117,6 +126,7 @@ typedef struct ir_loop {
     int nops;
     int output, store;        /* node id; the temporary written */
     int64_t out_strides[AXRT_MAX_RANK];
+    axrt_dtype compute;       /* of every temporary (dtype but for a half unary_grad's) */
 } ir_loop;
 
 typedef struct ir_plan {
@@ -125,9 +135,10 @@ typedef struct ir_plan {
     int ncalls;
 } ir_plan;
 
-/* For --emit=ir: the loop program first, "      loop [DIMS] DTYPE", then one
+/* For --emit=ir: the loop program first, "      loop [DIMS] DTYPE" (then
+ * " in COMPUTE" where the temporaries' dtype differs), then one
  * line per op ("        t3 = load %2 @(8, 1)", "t4 = exp(t3)", "t5 = 1",
- * "t6 = add(t4, t5)", "        store %7 @(8, 1) = t6"); then one line per
+ * "t6 = add(t4, t5)", a derivative "t2 = tanh'(t1)", "        store %7 @(8, 1) = t6"); then one line per
  * call: "      call kernel(arg, ...)", node storage as %id, a scalar operand's value as %id[0], the arena as
  * arena+OFFSET (int8 bytes: u8:arena+OFFSET), constants as values, arrays
  * as name{v, ...}, a node's int8 constants as q8_weights(%id),

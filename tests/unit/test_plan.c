@@ -2,7 +2,11 @@
  * what cg_select records on each node, and how --emit=ir prints it.
  * A dense whose activation the packed kernel has runs it in the kernel's
  * epilogue; one it does not have (leaky_relu) gets the plain packed kernel
- * and an activation call after it; --blas=openblas calls the BLAS helper. */
+ * and an activation call after it; --blas=openblas calls the BLAS helper.
+ * The training step's kernels are planned too: unary_grad (ReLU's kernel
+ * in Float32, else the derivative's loop program, Float32 temporaries
+ * over half operands), embedding_grad (a status call) and Dropout (its
+ * counter read as int64_t, its probability a double). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -104,12 +108,86 @@ static void test_blas_helper(void **state)
     ax_ctx_free(ctx);
 }
 
+/* A node of op over src, its dtype and shape set here (no pass needs to
+ * run for a plan). */
+static int node_of(ir_graph *g, ir_op op, const int *src, int nsrc, axrt_dtype dtype, const int64_t *shape,
+                   int rank)
+{
+    const int id = ir_add(g, op, src, nsrc, ax_noloc());
+    ir_node *n = ir_at(g, id);
+    n->dtype = dtype;
+    n->rank = rank;
+    memcpy(n->shape, shape, sizeof(int64_t) * (size_t)rank);
+    return id;
+}
+
+/* The plan of node id as --emit=ir prints it. */
+static char *plan_text(ir_graph *g, int id)
+{
+    const cg_plan_context ctx = {.pack_offset = -1};
+    ax_buf out = {0};
+    ir_plan_print(cg_plan_node(g, id, &ctx), &out);
+    ax_buf_put(&out, "", 1);
+    char *text = ax_strdup(g->ctx->arena, out.data);
+    ax_buf_free(&out);
+    return text;
+}
+
+/* dy * f'(x) of op f in dtype, over [4, 6] operands %0 (dy) and %1 (x). */
+static char *unary_grad_plan(ax_ctx *ctx, ir_op f, axrt_dtype dtype)
+{
+    ir_graph *g = ir_graph_new(ctx, "m", ax_noloc());
+    const int64_t shape[] = {4, 6};
+    const int src[] = {node_of(g, IR_OP_input, NULL, 0, dtype, shape, 2), node_of(g, IR_OP_input, NULL, 0, dtype, shape, 2)};
+    const int d = node_of(g, IR_OP_unary_grad, src, 2, dtype, shape, 2);
+    ir_at(g, d)->attrs.of_op = f;
+    return plan_text(g, d);
+}
+
+static void test_unary_grad(void **state)
+{
+    (void)state;
+    ax_ctx *ctx = ax_ctx_new();
+    assert_string_equal(unary_grad_plan(ctx, IR_OP_relu, AXRT_F32), "      call axrt_relu_grad_f32(%0, %1, %2, 24)\n");
+    const char *loop = "        t0 = load %0 @(1)\n        t1 = load %1 @(1)\n        t2 = tanh'(t1)\n"
+                       "        t3 = mul(t0, t2)\n        store %2 @(1) = t3\n";
+    assert_string_equal(unary_grad_plan(ctx, IR_OP_tanh, AXRT_F64),
+                        ax_sprintf(ctx->arena, "      loop [24] Float64\n%s", loop));
+    assert_string_equal(unary_grad_plan(ctx, IR_OP_tanh, AXRT_F16),
+                        ax_sprintf(ctx->arena, "      loop [24] Float16 in Float32\n%s", loop));
+    assert_non_null(strstr(unary_grad_plan(ctx, IR_OP_relu, AXRT_F16), "t2 = relu'(t1)"));   /* no half kernel */
+    ax_ctx_free(ctx);
+}
+
+static void test_embedding_grad_and_dropout(void **state)
+{
+    (void)state;
+    ax_ctx *ctx = ax_ctx_new();
+    ir_graph *g = ir_graph_new(ctx, "m", ax_noloc());
+    const int64_t idx_shape[] = {3}, dy_shape[] = {3, 5}, table[] = {10, 5}, two[] = {2};
+    const int src[] = {node_of(g, IR_OP_input, NULL, 0, AXRT_I64, idx_shape, 1),
+                       node_of(g, IR_OP_input, NULL, 0, AXRT_F32, dy_shape, 2)};
+    const int e = node_of(g, IR_OP_embedding_grad, src, 2, AXRT_F32, table, 2);
+    assert_string_equal(plan_text(g, e), "      call axrt_embedding_grad_f32(%0, Int64, %1, %2, 3, 10, 5) -> status\n");
+    const int with_counter[] = {src[1], node_of(g, IR_OP_param, NULL, 0, AXRT_I64, two, 1)};
+    const int d = node_of(g, IR_OP_dropout, with_counter, 2, AXRT_F32, dy_shape, 2);
+    ir_at(g, d)->attrs.index = 1;
+    ir_at(g, d)->attrs.alpha = 0.25;
+    assert_string_equal(plan_text(g, d), "      call axrt_dropout_f32(%1, i64:%3, %4, 15, 1, 0.25)\n");
+    const int without[] = {src[1], IR_NONE};   /* not a training graph: a copy */
+    const int c = node_of(g, IR_OP_dropout, without, 2, AXRT_F32, dy_shape, 2);
+    assert_string_equal(plan_text(g, c), "      call memcpy(%5, %1, 60) unless aliased\n");
+    ax_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_packed_epilogue_in_the_kernel),
         cmocka_unit_test(test_activation_after_the_kernel),
         cmocka_unit_test(test_blas_helper),
+        cmocka_unit_test(test_unary_grad),
+        cmocka_unit_test(test_embedding_grad_and_dropout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
