@@ -25,6 +25,16 @@ static void put_arg(ax_buf *out, const ir_arg *a)
     case IR_ARG_QWEIGHTS: ax_buf_printf(out, "q8_weights(%%%d)", a->node); return;
     case IR_ARG_REQUANT: ax_buf_printf(out, "requant(%%%d)", a->node); return;
     case IR_ARG_EW: ax_buf_printf(out, "ew(%%%d)[%lld]", a->node, (long long)a->value); return;
+    case IR_ARG_STATE:
+        if (a->value < 0) ax_buf_puts(out, "null");
+        else ax_buf_printf(out, "state+%lld", (long long)a->value);
+        return;
+    case IR_ARG_STATE_BYTES: ax_buf_printf(out, "u8:state+%lld", (long long)a->value); return;
+    case IR_ARG_EMBEDDED: ax_buf_printf(out, "embedded(%%%d)", a->node); return;
+    case IR_ARG_OPTIM: ax_buf_puts(out, a->value ? "optim" : "optim(state lr, momentum)"); return;
+    case IR_ARG_LOCAL: ax_buf_puts(out, a->name); return;
+    case IR_ARG_GRADS_IN:
+    case IR_ARG_GRADS_OUT: ax_buf_printf(out, "grads+%lld", (long long)a->value); return;
     case IR_ARG_INTS:
     case IR_ARG_INT64S:
     case IR_ARG_INT32S:
