@@ -62,25 +62,15 @@ static ir_call *add_call(step_planner *P, ir_step_list *l, const char *kernel, c
     return &op->call;
 }
 
-static ir_arg *put(ir_call *c, ir_arg_kind kind)
-{
-    if (c->nargs == IR_CALL_MAX_ARGS)
-        ax_die("cg_plan_step: more than %d arguments to %s", IR_CALL_MAX_ARGS, c->kernel);
-    ir_arg *a = &c->args[c->nargs++];
-    a->kind = kind;
-    a->node = IR_NONE;
-    return a;
-}
-
-static void put_node(ir_call *c, ir_arg_kind kind, int node) { put(c, kind)->node = node; }
-static void put_number(ir_call *c, ir_arg_kind kind, int64_t v) { put(c, kind)->value = v; }
+static void put_node(ir_call *c, ir_arg_kind kind, int node) { ir_call_arg(c, kind)->node = node; }
+static void put_number(ir_call *c, ir_arg_kind kind, int64_t v) { ir_call_arg(c, kind)->value = v; }
 static void put_typed(ir_call *c, ir_arg_kind kind, axrt_dtype dtype, int64_t v)
 {
-    ir_arg *a = put(c, kind);
+    ir_arg *a = ir_call_arg(c, kind);
     a->dtype = dtype;
     a->value = v;
 }
-static void put_local(ir_call *c, const char *name) { put(c, IR_ARG_LOCAL)->name = name; }
+static void put_local(ir_call *c, const char *name) { ir_call_arg(c, IR_ARG_LOCAL)->name = name; }
 
 /* ---- the updates (the whole step) --------------------------------------------- */
 

@@ -1,6 +1,16 @@
 /* ir_plan.c — a kernel-call plan as text (--emit=ir; ir_plan.h). */
 #include "ir.h"
 
+ir_arg *ir_call_arg(ir_call *c, ir_arg_kind kind)
+{
+    if (c->nargs == IR_CALL_MAX_ARGS)
+        ax_die("ir_plan: more than %d arguments to %s", IR_CALL_MAX_ARGS, c->kernel);
+    ir_arg *a = &c->args[c->nargs++];
+    a->kind = kind;
+    a->node = IR_NONE;
+    return a;
+}
+
 static const char *const act_names[] = {"none", "relu", "relu6", "gelu", "swish"};
 
 static void put_arg(ax_buf *out, const ir_arg *a)

@@ -191,6 +191,10 @@ typedef struct ir_step_plan {
     size_t grad_bytes;
 } ir_step_plan;
 
+/* Appends an argument of kind to c (node IR_NONE, the rest zero); dies past
+ * IR_CALL_MAX_ARGS. */
+ir_arg *ir_call_arg(ir_call *c, ir_arg_kind kind);
+
 /* For --emit=ir: the loop program first, "      loop [DIMS] DTYPE", then one
  * line per op ("        t3 = load %2 @(8, 1)", "t4 = exp(t3)", "t5 = 1",
  * "t6 = add(t4, t5)", "        store %7 @(8, 1) = t6"); then one line per

@@ -18,16 +18,8 @@
 #   train identity: C 0 of N differ
 # Exit status 0 when nothing differs, 1 otherwise, 2 on bad usage.
 set -u
-root=$(cd "$(dirname "$0")/.." && pwd)
-ref=${1:-}
-new=${2:-$root/build/bin/axc}
-if [ -z "$ref" ] || [ ! -x "$ref" ] || [ ! -x "$new" ]; then
-    echo "usage: $0 REFERENCE_AXC [AXC]   (both executable)" >&2
-    exit 2
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=scripts/identity_setup.sh
+. "$(dirname "$0")/identity_setup.sh"
 py=${PYTHON:-/usr/bin/python3}
 
 # The suites' models as .ax files, and data for the axc train cases:
