@@ -314,6 +314,8 @@ static const char *plan_arg_text(const emitter *em, const ir_node *n, const ir_a
     case IR_ARG_EW: return ax_sprintf(ar, "&ew[%lld]", (long long)a->value);
     case IR_ARG_INT64_VALUE: return ax_sprintf(ar, "(const int64_t *)(const void *)%s", storage(em, a->node));
     case IR_ARG_DOUBLE: return cgc_real_text(ar, "double", a->real);
+    case IR_ARG_STATE: case IR_ARG_STATE_BYTES: case IR_ARG_EMBEDDED: case IR_ARG_OPTIM: case IR_ARG_LOCAL:
+    case IR_ARG_GRADS_IN: case IR_ARG_GRADS_OUT: break;   /* a training step's own (cg_c_train.c) */
     }
     ax_die("cg_c: bad plan argument");
 }

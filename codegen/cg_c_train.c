@@ -26,7 +26,10 @@
  * each parameter's update (runtime axrt_optim_step_*, shared with `axc
  * train`) runs right after the node the driver chose (its gradient
  * complete, the parameter read for the last time), and a BatchNorm running
- * statistic's new value is copied back there.  The state starts with a
+ * statistic's new value is copied back there.  Those statements -- the
+ * updates, the clipping, the loss scaling, the split step's hand-offs and
+ * apply, state_init's copies -- are the step's plan (ir_step_plan,
+ * cg_plan_step.c), printed here as it is.  The state starts with a
  * 64-byte header of int64_t words (CG_TRAIN_HEADER_*): the step count, the
  * seed of Dropout's generator (--seed, set by state_init) and the step in
  * progress (1-based), the last two being the step's Dropout counter, as `axc
@@ -40,7 +43,7 @@
 #include <string.h>
 
 #include "cg_c.h"
-#include "ir_use.h"
+#include "cg_target.h"
 #include "train_graph.h"
 
 typedef struct train_emit {
@@ -50,13 +53,10 @@ typedef struct train_emit {
     const char *name;
     char upper[256];
     cg_c_body step_body, fwd_body;
-    ir_use step_use;   /* who reads each node of the step (update_fuses) */
     /* --grad-exchange: the split step's body (gradients handed out, no
-     * update) and each state tensor's byte offset in the gradient buffer
-     * (-1: no gradient), laid out in the order the gradients complete */
+     * update) */
     cg_c_body grads_body;
-    int64_t *grad_offset;
-    size_t grad_bytes;
+    const ir_step_plan *plan;   /* the step's own statements (cg_plan_step.c) */
 } train_emit;
 
 static const char *ctype_of(axrt_dtype d) { return ir_dtypes[d].c_type; }
@@ -73,19 +73,6 @@ static bool has_masters(const pass_train_step *t)
     return false;
 }
 
-static const char *kernel_sfx(axrt_dtype d) { return d == AXRT_F64 ? "f64" : "f32"; }
-
-/* A parameter name as C string contents (PyTorch names are tame; anything
- * else becomes '_'). */
-static const char *c_string_text(ax_arena *a, const char *text)
-{
-    char *s = ax_strdup(a, text ? text : "");
-    for (char *c = s; *c; c++)
-        if (!isalnum((unsigned char)*c) && !strchr("._-", *c))
-            *c = '_';
-    return s;
-}
-
 static const char *state_ref(ax_arena *a, axrt_dtype dtype, int64_t offset)
 {
     if (offset < 0)
@@ -93,109 +80,95 @@ static const char *state_ref(ax_arena *a, axrt_dtype dtype, int64_t offset)
     return ax_sprintf(a, "(%s *)((unsigned char *)state + %lld)", ctype_of(dtype), (long long)offset);
 }
 
-/* Whether s's update can run inside its gradient's Float32 matmul
- * (axrt_matmul_optim_f32, each block of rows updated while in cache): the
- * gradient is a plain 2-D matmul read by nothing but the update, which runs
- * right after it, and neither operand lives in the state (a parameter the
- * update would change under the matmul). */
-static bool update_fuses(const cg_c_body *b, const pass_train_tensor *s)
-{
-    const ir_graph *g = b->g;
-    const train_emit *te = b->user;
-    if (s->value != IR_NONE || s->grad == IR_NONE || s->after != s->grad || ir_use_count(&te->step_use, s->grad) ||
-        te->t->clip_norm > 0 || te->t->clip_value > 0)   /* the gradient is clipped first */
-        return false;
-    const ir_node *n = &g->nodes[s->grad], *p = &g->nodes[s->param];
-    if (n->op != IR_OP_matmul || n->dead || n->dtype != AXRT_F32 || p->dtype != AXRT_F32 || n->nsrc != 2 ||
-        n->rank != 2 || ir_numel(n) != ir_numel(p))
-        return false;
-    for (int i = 0; i < 2; i++)
-        if (g->nodes[n->src[i]].rank != 2 || b->state_offset[cg_c_storage_owner(b, n->src[i])] >= 0)
-            return false;
-    return true;
-}
-
 /* cg_c_body.fused_node: a gradient matmul whose update runs inside it. */
 static bool fused_node(const cg_c_body *b, int id)
 {
     const train_emit *te = b->user;
-    if (b == &te->grads_body)
-        return false;
-    for (int k = 0; k < te->t->ntensors; k++)
-        if (te->t->tensors[k].grad == id && update_fuses(b, &te->t->tensors[k]))
-            return true;
-    return false;
+    return b == &te->step_body && te->plan->fused[id];
 }
 
-/* --clip-grad-norm, before the updates at node id (the step's last, where
- * the driver placed every gradient's): the L2 norm of each gradient, the
- * norm of those (in double, as clip_grad_norm_ computes it), and each
- * gradient scaled by clip / (norm + 1e-6) when that is below 1. */
-static void emit_clip_norm(const cg_c_body *b, int id, ax_buf *out)
+/* ---- the step's plan (ir_step_plan, cg_plan_step.c) as C ---- */
+
+/* Argument a of a call of the step's plan as a C expression. */
+static const char *step_arg_text(const cg_c_body *b, const ir_arg *a)
 {
     const train_emit *te = b->user;
-    ax_arena *a = b->g->ctx->arena;
+    ax_arena *ar = b->g->ctx->arena;
+    switch (a->kind) {
+    case IR_ARG_VALUE: return a->node == IR_NONE ? "NULL" : cg_c_storage(b, a->node);
+    case IR_ARG_SIZE:
+    case IR_ARG_INT64: return ax_sprintf(ar, "%lld", (long long)a->value);
+    case IR_ARG_DTYPE: return ir_dtypes[a->dtype].enum_name;
+    case IR_ARG_STATE: return state_ref(ar, a->dtype, a->value);
+    case IR_ARG_STATE_BYTES: return ax_sprintf(ar, "(unsigned char *)state + %lld", (long long)a->value);
+    case IR_ARG_EMBEDDED: return ax_sprintf(ar, "%s_p%d.values", te->name, a->node);
+    case IR_ARG_OPTIM: return a->value ? ax_sprintf(ar, "&%s_optim", te->name) : "&step_optim";
+    case IR_ARG_LOCAL: return a->name;
+    case IR_ARG_GRADS_IN:
+        return ax_sprintf(ar, "(const %s *)(const void *)((const unsigned char *)grads + %lld)", ctype_of(a->dtype),
+                          (long long)a->value);
+    case IR_ARG_GRADS_OUT: return ax_sprintf(ar, "(unsigned char *)grads + %lld", (long long)a->value);
+    default: ax_die("cg_c_train: argument kind %d in a step's plan", (int)a->kind);
+    }
+}
+
+/* "kernel(arg, ...)" */
+static void put_step_call(const cg_c_body *b, const ir_call *c, ax_buf *out)
+{
+    ax_buf_printf(out, "%s(", c->kernel);
+    for (int i = 0; i < c->nargs; i++)
+        ax_buf_printf(out, "%s%s", i ? ", " : "", step_arg_text(b, &c->args[i]));
+    ax_buf_puts(out, ")");
+}
+
+/* clip_grad_norm_: the L2 norm of each gradient, the norm of those (in
+ * double, as clip_grad_norm_ computes it), and each gradient scaled by
+ * clip / (norm + 1e-6) when that is below 1. */
+static void emit_clip_norm(const cg_c_body *b, const ir_step_op *op, ax_buf *out)
+{
     ax_buf scale = {0};
-    bool any = false;
-    for (int k = 0; k < te->t->ntensors; k++) {
-        const pass_train_tensor *s = &te->t->tensors[k];
-        if (s->grad == IR_NONE || s->after != id)
-            continue;
-        const ir_node *gn = &b->g->nodes[s->grad];
-        const char *g = cg_c_storage(b, s->grad);
-        if (!any)
-            ax_buf_puts(out, "    {   /* clip_grad_norm_ */\n        double squares_ = 0, norm_;\n");
-        any = true;
+    ax_buf_puts(out, "    {   /* clip_grad_norm_ */\n        double squares_ = 0, norm_;\n");
+    for (int k = 0; k < op->count; k++) {
+        const ir_node *gn = &b->g->nodes[op->nodes[k]];
+        const char *g = cg_c_storage(b, op->nodes[k]);
         ax_buf_printf(out, "        norm_ = 0;\n        for (size_t i_ = 0; i_ < %lld; i_++)\n"
                            "            norm_ += (double)(%s)[i_] * (double)(%s)[i_];\n"
                            "        norm_ = sqrt(norm_);\n        squares_ += norm_ * norm_;\n",
                       (long long)ir_numel(gn), g, g);
-        bool seen = false;   /* a gradient sharing another's storage is scaled once */
-        for (int j = 0; j < k && !seen; j++) {
-            const pass_train_tensor *o = &te->t->tensors[j];
-            seen = o->grad != IR_NONE && o->after == id && !strcmp(cg_c_storage(b, o->grad), g);
-        }
-        if (!seen)
+        if (op->scaled[k])
             ax_buf_printf(&scale, "            for (size_t i_ = 0; i_ < %lld; i_++)\n"
                                   "                (%s)[i_] = (%s)((double)(%s)[i_] * coef_);\n",
                           (long long)ir_numel(gn), g, ctype_of(gn->dtype), g);
     }
-    if (any)
-        ax_buf_printf(out, "        const double coef_ = %s / (sqrt(squares_) + 1e-6);\n        if (coef_ < 1) {\n%s"
-                           "        }\n    }\n",
-                      ax_sprintf(a, "%.17g", te->t->clip_norm), scale.data ? scale.data : "");
+    ax_buf_printf(out, "        const double coef_ = %s / (sqrt(squares_) + 1e-6);\n        if (coef_ < 1) {\n%s"
+                       "        }\n    }\n",
+                  ax_sprintf(b->g->ctx->arena, "%.17g", op->real), scale.data ? scale.data : "");
     ax_buf_free(&scale);
 }
 
-/* --clip-grad-value: the gradient of s clamped to [-clip, clip] in place
- * (clip_grad_value_; a NaN stays NaN). */
-static void emit_clip_value(const cg_c_body *b, const pass_train_tensor *s, ax_buf *out)
+/* clip_grad_value_: the gradient clamped to [-clip, clip] in place (a NaN
+ * stays NaN). */
+static void emit_clip_value(const cg_c_body *b, const ir_step_op *op, ax_buf *out)
 {
-    const train_emit *te = b->user;
-    const ir_node *gn = &b->g->nodes[s->grad];
-    const char *g = cg_c_storage(b, s->grad), *c = ax_sprintf(b->g->ctx->arena, "%.17g", te->t->clip_value);
+    const ir_node *gn = &b->g->nodes[op->node];
+    const char *g = cg_c_storage(b, op->node), *c = ax_sprintf(b->g->ctx->arena, "%.17g", op->real);
     ax_buf_printf(out, "    for (size_t i_ = 0; i_ < %lld; i_++) {   /* clip_grad_value_ */\n"
                        "        const %s g_ = (%s)[i_];\n        (%s)[i_] = g_ < -%s ? -%s : g_ > %s ? %s : g_;\n    }\n",
                   (long long)ir_numel(gn), ctype_of(gn->dtype), g, g, c, c, c, c);
 }
 
-/* A Float16 step's dynamic loss scaling (torch.cuda.amp.GradScaler's), at
- * node id where the driver placed every update: a gradient with an inf or a
- * NaN skips them all (the step counted, the optimizer's not) and halves the
- * scale; otherwise the updates unscale by it, and after
- * CG_TRAIN_SCALE_INTERVAL finite steps in a row it doubles. */
-static void emit_loss_scaling(const cg_c_body *b, int id, ax_buf *out)
+/* A Float16 step's dynamic loss scaling (torch.cuda.amp.GradScaler's): a
+ * gradient with an inf or a NaN skips every update (the step counted, the
+ * optimizer's not) and halves the scale; otherwise the updates unscale by
+ * it, and after CG_TRAIN_SCALE_INTERVAL finite steps in a row it doubles. */
+static void emit_loss_scaling(const cg_c_body *b, const ir_step_op *op, ax_buf *out)
 {
     const train_emit *te = b->user;
     ax_buf finite = {0};
-    for (int k = 0; k < te->t->ntensors; k++) {
-        const pass_train_tensor *s = &te->t->tensors[k];
-        if (s->grad != IR_NONE && s->master >= 0 && s->after == id)
-            ax_buf_printf(&finite, "%s        axrt_half_all_finite(AXRT_F16, %s, %lld)", finite.len ? " &&\n" : "",
-                          cg_c_storage(b, s->grad), (long long)ir_numel(&b->g->nodes[s->param]));
+    for (int k = 0; k < op->count; k++) {
+        ax_buf_puts(&finite, k ? " &&\n        " : "        ");
+        put_step_call(b, &op->calls[k], &finite);
     }
-    if (!finite.len)
-        return;
     ax_buf_printf(out, "    {   /* dynamic loss scaling */\n        float scale;\n        int64_t *words = state;\n"
                        "        memcpy(&scale, (unsigned char *)state + %d, sizeof scale);\n        if (!(\n%s)) {\n"
                        "            scale *= 0.5f;   /* skip the update, halve the scale */\n"
@@ -210,52 +183,37 @@ static void emit_loss_scaling(const cg_c_body *b, int id, ax_buf *out)
     ax_buf_free(&finite);
 }
 
-/* After node id of the step: the updates the driver placed there. */
-static void emit_updates(const cg_c_body *b, int id, ax_buf *out)
+/* A list of the step's plan, each statement on its lines; notes_after:
+ * a call's note follows it on its line (state_init), else precedes it. */
+static void emit_step_list(const cg_c_body *b, const ir_step_list *l, bool notes_after, ax_buf *out)
+{
+    for (int k = 0; k < l->nops; k++) {
+        const ir_step_op *op = &l->ops[k];
+        switch (op->kind) {
+        case IR_STEP_CALL:
+            if (op->note && !notes_after)
+                ax_buf_printf(out, "    /* %s */\n", op->note);
+            ax_buf_puts(out, "    ");
+            put_step_call(b, &op->call, out);
+            ax_buf_puts(out, op->note && notes_after ? ax_sprintf(b->g->ctx->arena, ";   /* %s */\n", op->note) : ";\n");
+            break;
+        case IR_STEP_READY:
+            ax_buf_printf(out, "    if (ready != NULL)\n        ready(user, %lld, %lld);\n", (long long)op->offset,
+                          (long long)op->bytes);
+            break;
+        case IR_STEP_CLIP_VALUE: emit_clip_value(b, op, out); break;
+        case IR_STEP_CLIP_NORM: emit_clip_norm(b, op, out); break;
+        case IR_STEP_LOSS_SCALE: emit_loss_scaling(b, op, out); break;
+        }
+    }
+}
+
+/* cg_c_body.after_node: the step's plan after node id (the whole step's
+ * updates, or the split step's hand-offs). */
+static void emit_after(const cg_c_body *b, int id, ax_buf *out)
 {
     const train_emit *te = b->user;
-    ax_arena *a = b->g->ctx->arena;
-    if (te->t->clip_norm > 0)
-        emit_clip_norm(b, id, out);
-    if (te->t->loss_seed != IR_NONE)
-        emit_loss_scaling(b, id, out);
-    for (int k = 0; k < te->t->ntensors; k++) {
-        const pass_train_tensor *s = &te->t->tensors[k];
-        if (s->after != id)
-            continue;
-        const ir_node *p = &b->g->nodes[s->param];
-        const char *target = state_ref(a, p->dtype, s->offset);
-        if (s->value != IR_NONE) {
-            ax_buf_printf(out, "    /* running statistic '%s' */\n    memcpy(%s, %s, %zu);\n",
-                          c_string_text(a, p->name), target, cg_c_storage(b, s->value), ir_nbytes(p));
-            continue;
-        }
-        if (update_fuses(b, s)) {
-            const ir_node *n = &b->g->nodes[s->grad];
-            ax_buf_printf(out, "    /* update '%s' with its gradient, %%%d matmul */\n"
-                               "    axrt_matmul_optim_f32(&step_optim, %s, %s, %s, %lld, %lld, %lld, %s, %s, %s, step);\n",
-                          c_string_text(a, p->name), s->grad, cg_c_storage(b, n->src[0]),
-                          cg_c_storage(b, n->src[1]), cg_c_storage(b, s->grad), (long long)n->shape[0],
-                          (long long)b->g->nodes[n->src[0]].shape[1], (long long)n->shape[1], target,
-                          state_ref(a, p->dtype, s->moments[0]), state_ref(a, p->dtype, s->moments[1]));
-            continue;
-        }
-        if (s->master >= 0) {
-            ax_buf_printf(out, "    /* update '%s' (Float32 master) */\n    axrt_amp_step(&step_optim, %s, %s, %s, %s, %s, %s, "
-                               "%lld, opt_step, inv_scale);\n",
-                          c_string_text(a, p->name), ir_dtypes[p->dtype].enum_name, target,
-                          state_ref(a, AXRT_F32, s->master), cg_c_storage(b, s->grad),
-                          state_ref(a, AXRT_F32, s->moments[0]), state_ref(a, AXRT_F32, s->moments[1]),
-                          (long long)ir_numel(p));
-            continue;
-        }
-        if (te->t->clip_value > 0)
-            emit_clip_value(b, s, out);
-        ax_buf_printf(out, "    /* update '%s' */\n    axrt_optim_step_%s(&step_optim, %s, %s, %s, %s, %lld, step);\n",
-                      c_string_text(a, p->name), kernel_sfx(p->dtype), target,
-                      cg_c_storage(b, s->grad), state_ref(a, p->dtype, s->moments[0]),
-                      state_ref(a, p->dtype, s->moments[1]), (long long)ir_numel(p));
-    }
+    emit_step_list(b, b == &te->grads_body ? &te->plan->after_split[id] : &te->plan->after[id], false, out);
 }
 
 /* "const float *x, const int64_t *target, " (inputs), "float *y, " (outputs). */
@@ -353,7 +311,7 @@ static void emit_state_tables(const train_emit *te, ax_buf *c)
     ax_buf_printf(c, "\nconst axrt_tensor_info %s_state_tensors[%d] = {\n", te->name, n);
     for (int k = 0; k < n; k++) {
         const ir_node *p = &te->step->nodes[te->t->tensors[k].param];
-        ax_buf_printf(c, "    {\"%s\", %s, %d, {", c_string_text(a, p->name), ir_dtypes[p->dtype].enum_name, p->rank);
+        ax_buf_printf(c, "    {\"%s\", %s, %d, {", cg_plan_step_name(a, p->name), ir_dtypes[p->dtype].enum_name, p->rank);
         for (int d = 0; d < p->rank; d++)
             ax_buf_printf(c, "%s%lld", d ? ", " : "", (long long)p->shape[d]);
         ax_buf_puts(c, p->rank ? "}},\n" : "0}},\n");
@@ -375,17 +333,7 @@ static void emit_state_init(const train_emit *te, ax_buf *c)
     ax_buf_printf(c, "\nvoid %s_state_init(void *state)\n{\n    memset(state, 0, %zu);\n"
                      "    ((int64_t *)state)[%d] = (int64_t)UINT64_C(%llu);   /* Dropout's seed */\n",
                   te->name, te->t->state_bytes, CG_TRAIN_HEADER_SEED, (unsigned long long)te->t->seed);
-    for (int k = 0; k < te->t->ntensors; k++) {
-        const pass_train_tensor *s = &te->t->tensors[k];
-        ax_buf_printf(c, "    memcpy((unsigned char *)state + %lld, %s_p%d.values, %zu);\n", (long long)s->offset,
-                      te->name, s->param, ir_nbytes(&te->step->nodes[s->param]));
-        const ir_node *p = &te->step->nodes[s->param];
-        if (s->master >= 0)
-            ax_buf_printf(c, "    axrt_cast_f32(%s_p%d.values, %s, (float *)((unsigned char *)state + %lld), %lld);   "
-                             "/* Float32 master */\n",
-                          te->name, s->param, ir_dtypes[p->dtype].enum_name, (long long)s->master,
-                          (long long)ir_numel(p));
-    }
+    emit_step_list(&te->step_body, &te->plan->init, true, c);
     if (te->t->loss_seed != IR_NONE)
         ax_buf_printf(c, "    {\n        const float scale = %.1ff;   /* the loss scale */\n"
                          "        memcpy((unsigned char *)state + %d, &scale, sizeof scale);\n    }\n",
@@ -468,54 +416,6 @@ static void emit_train_step(const train_emit *te, ax_buf *c)
 
 /* ---- the gradient-exchange seam (--grad-exchange; docs/distributed.md) ---- */
 
-/* Each gradient's place in the caller's gradient buffer: packed in the
- * order the step completes them (its `after` node, then tensor order), so
- * that a prefix of the buffer is complete at every hand-off and a caller can
- * exchange it bucket by bucket while the backward pass goes on. */
-static void layout_gradients(train_emit *te)
-{
-    const int n = te->t->ntensors;
-    te->grad_offset = ax_alloc(te->step->ctx->arena, sizeof *te->grad_offset * ((size_t)n + 1));
-    for (int k = 0; k < n; k++)
-        te->grad_offset[k] = -1;
-    te->grad_bytes = 0;
-    for (int id = 0; id < te->step->nnodes; id++)
-        for (int k = 0; k < n; k++) {
-            const pass_train_tensor *s = &te->t->tensors[k];
-            if (s->after != id || s->grad == IR_NONE || s->value != IR_NONE)
-                continue;
-            te->grad_offset[k] = (int64_t)te->grad_bytes;
-            te->grad_bytes += ir_nbytes(&te->step->nodes[s->param]);
-        }
-}
-
-/* After node id of the split step: each gradient completed there is copied
- * to its place in `grads` and announced through ready(); a running
- * statistic is written back as in the whole step. */
-static void emit_grad_handoffs(const cg_c_body *b, int id, ax_buf *out)
-{
-    const train_emit *te = b->user;
-    ax_arena *a = b->g->ctx->arena;
-    for (int k = 0; k < te->t->ntensors; k++) {
-        const pass_train_tensor *s = &te->t->tensors[k];
-        if (s->after != id)
-            continue;
-        const ir_node *p = &b->g->nodes[s->param];
-        if (s->value != IR_NONE) {
-            ax_buf_printf(out, "    /* running statistic '%s' */\n    memcpy(%s, %s, %zu);\n",
-                          c_string_text(a, p->name), state_ref(a, p->dtype, s->offset), cg_c_storage(b, s->value),
-                          ir_nbytes(p));
-            continue;
-        }
-        if (te->grad_offset[k] < 0)
-            continue;
-        ax_buf_printf(out, "    /* gradient of '%s' */\n    memcpy((unsigned char *)grads + %lld, %s, %zu);\n"
-                           "    if (ready != NULL)\n        ready(user, %lld, %zu);\n",
-                      c_string_text(a, p->name), (long long)te->grad_offset[k], cg_c_storage(b, s->grad), ir_nbytes(p),
-                      (long long)te->grad_offset[k], ir_nbytes(p));
-    }
-}
-
 static void put_grads_signature(const train_emit *te, ax_buf *out)
 {
     ax_buf_printf(out, "%s %s_train_grads(void *state, ", ctype_of(te->step->dtype), te->name);
@@ -541,7 +441,7 @@ static void emit_split_header(const train_emit *te, ax_buf *h)
                   "   grads then apply equals %s_train_step.  %s_grad_offsets[k]: state tensor k's\n"
                   "   byte offset in grads, -1 for a running statistic. */\n",
                   te->name, te->upper, te->name, te->name, te->name);
-    ax_buf_printf(h, "#define %s_GRAD_BYTES ((size_t)%zu)\n", te->upper, te->grad_bytes ? te->grad_bytes : 1);
+    ax_buf_printf(h, "#define %s_GRAD_BYTES ((size_t)%zu)\n", te->upper, te->plan->grad_bytes ? te->plan->grad_bytes : 1);
     put_grads_signature(te, h);
     ax_buf_puts(h, ";\n");
     put_apply_signature(te, h);
@@ -553,7 +453,7 @@ static void emit_train_grads(const train_emit *te, ax_buf *c)
     const char *loss = te->grads_body.output_names[0];
     ax_buf_printf(c, "\nconst int64_t %s_grad_offsets[%d] = {", te->name, te->t->ntensors);
     for (int k = 0; k < te->t->ntensors; k++)
-        ax_buf_printf(c, "%s%lld", k ? ", " : "", (long long)te->grad_offset[k]);
+        ax_buf_printf(c, "%s%lld", k ? ", " : "", (long long)te->plan->grad_offset[k]);
     ax_buf_puts(c, "};\n\n");
     put_grads_signature(te, c);
     ax_buf_printf(c, "\n{\n    %s %s[1];\n    const int64_t step = ((const int64_t *)state)[%d] + 1;\n"
@@ -577,22 +477,11 @@ static void emit_train_grads(const train_emit *te, ax_buf *c)
 
 static void emit_train_apply(const train_emit *te, ax_buf *c)
 {
-    ax_arena *a = te->step->ctx->arena;
     ax_buf_puts(c, "\n");
     put_apply_signature(te, c);
     ax_buf_printf(c, "\n{\n    const int64_t step = ((const int64_t *)state)[%d] + 1;\n    (void)grads;\n",
                   CG_TRAIN_HEADER_STEPS);
-    for (int k = 0; k < te->t->ntensors; k++) {
-        const pass_train_tensor *s = &te->t->tensors[k];
-        if (te->grad_offset[k] < 0)
-            continue;
-        const ir_node *p = &te->step->nodes[s->param];
-        ax_buf_printf(c, "    axrt_optim_step_%s(&%s_optim, %s, (const %s *)(const void *)((const unsigned char *)grads + %lld), "
-                         "%s, %s, %lld, step);\n",
-                      kernel_sfx(p->dtype), te->name, state_ref(a, p->dtype, s->offset), ctype_of(p->dtype),
-                      (long long)te->grad_offset[k], state_ref(a, p->dtype, s->moments[0]),
-                      state_ref(a, p->dtype, s->moments[1]), (long long)ir_numel(p));
-    }
+    emit_step_list(&te->step_body, &te->plan->apply, false, c);
     ax_buf_printf(c, "    ((int64_t *)state)[%d] = step;\n}\n", CG_TRAIN_HEADER_STEPS);
 }
 
@@ -638,7 +527,7 @@ static void init_body(train_emit *te, cg_c_body *b, ir_graph *g, bool forward)
     b->state_const = forward;
     b->fail_return = forward ? "status" : "NAN";
     b->pack_offset = forward ? te->t->fwd_pack_offset : te->t->step_pack_offset;
-    b->after_node = forward ? NULL : b == &te->grads_body ? emit_grad_handoffs : emit_updates;
+    b->after_node = forward ? NULL : emit_after;
     b->fused_node = forward ? NULL : fused_node;
     b->blas = te->req->blas;
     b->user = te;
@@ -646,7 +535,7 @@ static void init_body(train_emit *te, cg_c_body *b, ir_graph *g, bool forward)
 
 int cg_c_train_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
 {
-    train_emit te = {req, req->train, req->models[0], req->train->forward, req->models[0]->name, {0}, {0}, {0}, {0}, {0}, NULL, 0};
+    train_emit te = {req, req->train, req->models[0], req->train->forward, req->models[0]->name, {0}, {0}, {0}, {0}, NULL};
     int errors = cg_c_check(te.step) + cg_c_check(te.fwd);
     if (errors)
         return errors;
@@ -655,14 +544,12 @@ int cg_c_train_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
         te.upper[len++] = (char)toupper((unsigned char)*c);
     init_body(&te, &te.step_body, te.step, false);
     init_body(&te, &te.fwd_body, te.fwd, true);
-    if (req->train->grad_exchange) {
+    if (req->train->grad_exchange)
         init_body(&te, &te.grads_body, te.step, false);
-        layout_gradients(&te);
-    }
-    ir_use_compute(te.step, &te.step_use);
+    te.plan = cg_plan_step(te.step, te.t);
     ax_buf_printf(h_out, "/* Generated by axc from %s -- do not edit. */\n#ifndef AXC_TRAIN_%s_H\n#define AXC_TRAIN_%s_H\n\n"
                          "#include \"axrt.h\"\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n",
-                  c_string_text(te.step->ctx->arena, req->source_name), te.upper, te.upper);
+                  cg_plan_step_name(te.step->ctx->arena, req->source_name), te.upper, te.upper);
     emit_header(&te, h_out);
     if (req->train->grad_exchange)
         emit_split_header(&te, h_out);
@@ -683,6 +570,5 @@ int cg_c_train_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
         emit_train_apply(&te, c_out);
     }
     emit_forward_state(&te, c_out);
-    ir_use_free(&te.step_use);
     return 0;
 }

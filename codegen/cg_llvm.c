@@ -850,6 +850,8 @@ static LLVMValueRef plan_arg(lv *L, const ir_node *n, const ir_arg *a, char *sig
     case IR_ARG_POINTERS: *sig = 'p'; return pointer_array(L, a->values, a->count);
     case IR_ARG_INT64_VALUE: *sig = 'p'; return storage(L, a->node);
     case IR_ARG_DOUBLE: *sig = 'd'; return LLVMConstReal(LLVMDoubleTypeInContext(L->C), a->real);
+    case IR_ARG_STATE: case IR_ARG_STATE_BYTES: case IR_ARG_EMBEDDED: case IR_ARG_OPTIM: case IR_ARG_LOCAL:
+    case IR_ARG_GRADS_IN: case IR_ARG_GRADS_OUT: break;   /* a training step's own: no step here yet */
     }
     ax_die("cg_llvm: bad plan argument");
 }

@@ -86,15 +86,7 @@ static ir_call *op_call(planner *P, int op, const char *variant, axrt_dtype dtyp
     return named_call(P, ax_sprintf(arena_of(P), "axrt_%s%s_%s", ir_ops[op].name, variant, suffix_of(dtype)));
 }
 
-static ir_arg *next_arg(ir_call *c, ir_arg_kind kind)
-{
-    if (c->nargs == IR_CALL_MAX_ARGS)
-        ax_die("cg_plan: more than %d arguments to %s", IR_CALL_MAX_ARGS, c->kernel);
-    ir_arg *a = &c->args[c->nargs++];
-    a->kind = kind;
-    a->node = IR_NONE;
-    return a;
-}
+static ir_arg *next_arg(ir_call *c, ir_arg_kind kind) { return ir_call_arg(c, kind); }
 
 static void arg_value(ir_call *c, int node) { next_arg(c, IR_ARG_VALUE)->node = node; }
 static void arg_scalar(ir_call *c, int node) { next_arg(c, IR_ARG_SCALAR)->node = node; }

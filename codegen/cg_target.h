@@ -97,6 +97,13 @@ typedef struct cg_plan_context {
 /* Node id's plan, or NULL for a node with nothing to run (a source, a
  * result, a dead or row-fused node). */
 const ir_plan *cg_plan_node(ir_graph *g, int id, const cg_plan_context *ctx);
+/* The training step's own statements (ir_step_plan, cg_plan_step.c) for
+ * step graph g (planned) and the driver's train: every printer of a
+ * training step reads them. */
+ir_step_plan *cg_plan_step(ir_graph *g, const struct pass_train_step *t);
+/* text as C string and comment contents: PyTorch names stay, any other
+ * character becomes '_'. */
+const char *cg_plan_step_name(ax_arena *a, const char *text);
 /* The loop program of fused_elementwise node id (cg_plan_loop.c), the whole
  * of its plan but for the epilogue. */
 const ir_loop *cg_plan_loop(const ir_graph *g, int id);

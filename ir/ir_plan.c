@@ -1,6 +1,16 @@
 /* ir_plan.c — a kernel-call plan as text (--emit=ir; ir_plan.h). */
 #include "ir.h"
 
+ir_arg *ir_call_arg(ir_call *c, ir_arg_kind kind)
+{
+    if (c->nargs == IR_CALL_MAX_ARGS)
+        ax_die("ir_plan: more than %d arguments to %s", IR_CALL_MAX_ARGS, c->kernel);
+    ir_arg *a = &c->args[c->nargs++];
+    a->kind = kind;
+    a->node = IR_NONE;
+    return a;
+}
+
 static const char *const act_names[] = {"none", "relu", "relu6", "gelu", "swish"};
 
 static void put_arg(ax_buf *out, const ir_arg *a)
@@ -30,6 +40,16 @@ static void put_arg(ax_buf *out, const ir_arg *a)
     case IR_ARG_FLOATS:
         ax_buf_printf(out, "%s{%d floats}", a->name, a->count);
         return;
+    case IR_ARG_STATE:
+        if (a->value < 0) ax_buf_puts(out, "null");
+        else ax_buf_printf(out, "state+%lld", (long long)a->value);
+        return;
+    case IR_ARG_STATE_BYTES: ax_buf_printf(out, "u8:state+%lld", (long long)a->value); return;
+    case IR_ARG_EMBEDDED: ax_buf_printf(out, "embedded(%%%d)", a->node); return;
+    case IR_ARG_OPTIM: ax_buf_puts(out, a->value ? "optim" : "optim(state lr, momentum)"); return;
+    case IR_ARG_LOCAL: ax_buf_puts(out, a->name); return;
+    case IR_ARG_GRADS_IN:
+    case IR_ARG_GRADS_OUT: ax_buf_printf(out, "grads+%lld", (long long)a->value); return;
     case IR_ARG_INTS:
     case IR_ARG_INT64S:
     case IR_ARG_INT32S:

@@ -50,6 +50,16 @@ typedef enum ir_arg_kind {
     IR_ARG_FLOATS,     /* count floats, their bits at values (uint32), by address */
     IR_ARG_INT64_VALUE, /* node's storage read as const int64_t * (Dropout's counter: seed, step) */
     IR_ARG_DOUBLE,     /* double real (Dropout's probability) */
+    /* a training step's own calls (ir_step_op) only: */
+    IR_ARG_STATE,      /* (dtype *)(state + value), the caller's training state; value < 0: a null pointer */
+    IR_ARG_STATE_BYTES,   /* (unsigned char *)state + value */
+    IR_ARG_EMBEDDED,   /* node's values as compiled in (a parameter's initial values) */
+    IR_ARG_OPTIM,      /* &the step's axrt_optim: the compiled hyperparameters, value 0: with lr
+                          and momentum read from the state's header (CG_TRAIN_HEADER_LR, _MOMENTUM) */
+    IR_ARG_LOCAL,      /* the step's variable name: "step" (1-based, int64_t), "opt_step" (the steps
+                          the optimizer took, int64_t), "inv_scale" (1 / the loss scale, float) */
+    IR_ARG_GRADS_IN,   /* (const dtype *)(the caller's gradient buffer + value) */
+    IR_ARG_GRADS_OUT,  /* (unsigned char *)the caller's gradient buffer + value */
 } ir_arg_kind;
 
 typedef struct ir_arg {
@@ -134,6 +144,67 @@ typedef struct ir_plan {
     ir_call *calls;
     int ncalls;
 } ir_plan;
+
+/* A training step's own statements (axc --train; codegen/cg_plan_step.c
+ * decides them, the printers spell them): the updates of the parameters,
+ * the running statistics' copies, the gradients' clipping, a Float16 step's
+ * loss scaling, the split step's hand-offs, the state's initial values.
+ *   CALL        call (a runtime update, a memcpy into the state or the
+ *               caller's gradient buffer); note: what it does, for a comment
+ *   READY       the caller's ready(user, offset, bytes), unless ready is NULL
+ *   CLIP_VALUE  clip_grad_value_: node's values clamped in place to
+ *               [-real, real] (a NaN stays NaN)
+ *   CLIP_NORM   clip_grad_norm_: the L2 norm of each of nodes[0..count) in
+ *               double, the norm of those, and each node with scaled[k]
+ *               multiplied by real / (norm + 1e-6) when that is below 1
+ *   LOSS_SCALE  GradScaler's dynamic loss scaling (docs/training.md): when
+ *               every call of calls[0..count) (axrt_half_all_finite) returns
+ *               true, inv_scale = 1 / the scale and the growth counter
+ *               advances; else the scale halves and the step returns its
+ *               loss, no parameter updated */
+typedef enum ir_step_kind {
+    IR_STEP_CALL,
+    IR_STEP_READY,
+    IR_STEP_CLIP_VALUE,
+    IR_STEP_CLIP_NORM,
+    IR_STEP_LOSS_SCALE,
+} ir_step_kind;
+
+typedef struct ir_step_op {
+    ir_step_kind kind;
+    ir_call call;             /* CALL */
+    const char *note;         /* CALL: "update 'fc1.weight'" (a comment's text, C-safe), or NULL */
+    int node;                 /* CLIP_VALUE */
+    const int *nodes;         /* CLIP_NORM */
+    const bool *scaled;       /* CLIP_NORM: false for a node sharing an earlier one's storage */
+    const ir_call *calls;     /* LOSS_SCALE */
+    int count;                /* CLIP_NORM, LOSS_SCALE */
+    double real;              /* CLIP_VALUE, CLIP_NORM: the bound */
+    int64_t offset, bytes;    /* READY */
+} ir_step_op;
+
+typedef struct ir_step_list {
+    ir_step_op *ops;
+    int nops;
+} ir_step_list;
+
+/* The step's plan: what runs after each node of the step graph (the whole
+ * step's updates; with --grad-exchange the split step's hand-offs), the
+ * nodes an update computes itself (a gradient matmul fused with its
+ * update, axrt_matmul_optim_f32: not computed on their own), the split
+ * step's apply and state_init's statements. */
+typedef struct ir_step_plan {
+    ir_step_list *after;      /* per node id */
+    ir_step_list *after_split;   /* per node id, or NULL without --grad-exchange */
+    bool *fused;              /* per node id */
+    ir_step_list apply, init;
+    int64_t *grad_offset;     /* per state tensor: its byte offset in the gradient buffer, or -1 */
+    size_t grad_bytes;
+} ir_step_plan;
+
+/* Appends an argument of kind to c (node IR_NONE, the rest zero); dies past
+ * IR_CALL_MAX_ARGS. */
+ir_arg *ir_call_arg(ir_call *c, ir_arg_kind kind);
 
 /* For --emit=ir: the loop program first, "      loop [DIMS] DTYPE" (then
  * " in COMPUTE" where the temporaries' dtype differs), then one

@@ -22,16 +22,8 @@
 # AXC_IDENTITY_QUANT=no (leave out the --quantize=int8 variants) or only (just them).
 # A full run takes minutes (the large examples' weights, as LLVM constants).
 set -u
-root=$(cd "$(dirname "$0")/.." && pwd)
-ref=${1:-}
-new=${2:-$root/build/bin/axc}
-if [ -z "$ref" ] || [ ! -x "$ref" ] || [ ! -x "$new" ]; then
-    echo "usage: $0 REFERENCE_AXC [AXC]   (both executable)" >&2
-    exit 2
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=scripts/identity_setup.sh
+. "$(dirname "$0")/identity_setup.sh"
 
 has_llvm() { "$1" --help 2>&1 | grep -E '^  llvm ' | grep -qv 'not built'; }
 llvm=yes

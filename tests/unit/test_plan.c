@@ -6,7 +6,12 @@
  * The training step's kernels are planned too: unary_grad (ReLU's kernel
  * in Float32, else the derivative's loop program, Float32 temporaries
  * over half operands), embedding_grad (a status call) and Dropout (its
- * counter read as int64_t, its probability a double). */
+ * counter read as int64_t, its probability a double).
+ * A training step's own statements (ir_step_plan, cg_plan_step.c): each
+ * parameter's update after its node with the state's offsets, the split
+ * step's hand-offs packed in completion order and its apply, clipping by
+ * norm before the updates (a shared gradient scaled once), a half
+ * parameter's update on its master behind the loss scaling's checks. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -17,6 +22,7 @@
 
 #include "cg_target.h"
 #include "passes.h"
+#include "train_graph.h"
 
 /* x [2, 8] -> dense (w [4, 8], b [4]) with activation act -> output. */
 static ir_graph *dense_model(ax_ctx *ctx, int act, int *dense)
@@ -177,6 +183,91 @@ static void test_embedding_grad_and_dropout(void **state)
     const int without[] = {src[1], IR_NONE};   /* not a training graph: a copy */
     const int c = node_of(g, IR_OP_dropout, without, 2, AXRT_F32, dy_shape, 2);
     assert_string_equal(plan_text(g, c), "      call memcpy(%5, %1, 60) unless aliased\n");
+/* The dense model's w (%1) and b (%2) as a step's state tensors, both
+ * updated after the dense (their "gradient" here: the plan reads only
+ * shapes, dtypes and offsets). */
+static pass_train_step step_of(int d, pass_train_tensor *ts)
+{
+    const pass_train_tensor w = {1, d, IR_NONE, d, 64, {192, 320}, IR_NONE, -1};
+    const pass_train_tensor b = {2, d, IR_NONE, d, 448, {512, 576}, IR_NONE, -1};
+    ts[0] = w;
+    ts[1] = b;
+    pass_train_step t = {.tensors = ts, .ntensors = 2, .dropout_counter = IR_NONE, .loss_seed = IR_NONE};
+    return t;
+}
+
+static void test_step_updates_and_split(void **state)
+{
+    (void)state;
+    ax_ctx *ctx = ax_ctx_new();
+    int d;
+    ir_graph *g = dense_model(ctx, IR_OP_relu, &d);
+    pass_train_tensor ts[2];
+    pass_train_step t = step_of(d, ts);
+    t.grad_exchange = true;
+    const ir_step_plan *p = cg_plan_step(g, &t);
+    assert_int_equal(p->after[d].nops, 2);
+    assert_int_equal(p->after[0].nops, 0);
+    const ir_call *c = &p->after[d].ops[0].call;
+    assert_string_equal(c->kernel, "axrt_optim_step_f32");
+    assert_string_equal(p->after[d].ops[0].note, "update 'w'");
+    assert_int_equal(c->nargs, 7);
+    assert_int_equal(c->args[0].kind, IR_ARG_OPTIM);
+    assert_int_equal(c->args[0].value, 0);            /* lr and momentum from the header */
+    assert_int_equal(c->args[1].kind, IR_ARG_STATE);
+    assert_int_equal(c->args[1].value, 64);
+    assert_int_equal(c->args[2].node, d);
+    assert_int_equal(c->args[4].value, 320);         /* the second moment */
+    assert_int_equal(c->args[5].value, 32);          /* w's elements */
+    assert_string_equal(c->args[6].name, "step");
+    assert_int_equal(p->grad_bytes, 32 * 4 + 4 * 4);
+    assert_int_equal(p->grad_offset[1], 128);        /* b after w: the order they complete */
+    const ir_step_list *split = &p->after_split[d];
+    assert_int_equal(split->nops, 4);
+    assert_int_equal(split->ops[2].call.args[0].kind, IR_ARG_GRADS_OUT);
+    assert_int_equal(split->ops[2].call.args[0].value, 128);
+    assert_int_equal(split->ops[3].kind, IR_STEP_READY);
+    assert_int_equal(split->ops[3].bytes, 16);
+    assert_int_equal(p->apply.nops, 2);
+    assert_int_equal(p->apply.ops[1].call.args[0].value, 1);   /* the compiled hyperparameters */
+    assert_int_equal(p->apply.ops[1].call.args[2].kind, IR_ARG_GRADS_IN);
+    assert_int_equal(p->apply.ops[1].call.args[2].value, 128);
+    assert_int_equal(p->init.nops, 2);
+    assert_int_equal(p->init.ops[1].call.args[0].kind, IR_ARG_STATE_BYTES);
+    assert_int_equal(p->init.ops[1].call.args[0].value, 448);
+    assert_int_equal(p->init.ops[1].call.args[1].kind, IR_ARG_EMBEDDED);
+    ax_ctx_free(ctx);
+}
+
+static void test_step_clip_norm_and_loss_scale(void **state)
+{
+    (void)state;
+    ax_ctx *ctx = ax_ctx_new();
+    int d;
+    ir_graph *g = dense_model(ctx, IR_OP_relu, &d);
+    pass_train_tensor ts[2];
+    pass_train_step t = step_of(d, ts);
+    t.clip_norm = 0.5;
+    const ir_step_plan *p = cg_plan_step(g, &t);
+    assert_null(p->after_split);
+    assert_int_equal(p->after[d].nops, 3);
+    const ir_step_op *clip = &p->after[d].ops[0];
+    assert_int_equal(clip->kind, IR_STEP_CLIP_NORM);
+    assert_int_equal(clip->count, 2);
+    assert_true(clip->scaled[0] && !clip->scaled[1]);   /* one storage, scaled once */
+    assert_true(clip->real == 0.5);
+    t.clip_norm = 0;
+    ts[0].master = 640;   /* a half parameter's Float32 master, behind the loss scaling */
+    t.loss_seed = 0;
+    p = cg_plan_step(g, &t);
+    assert_int_equal(p->after[d].ops[0].kind, IR_STEP_LOSS_SCALE);
+    assert_int_equal(p->after[d].ops[0].count, 1);
+    assert_string_equal(p->after[d].ops[0].calls[0].kernel, "axrt_half_all_finite");
+    assert_string_equal(p->after[d].ops[1].call.kernel, "axrt_amp_step");
+    assert_int_equal(p->after[d].ops[1].call.args[3].value, 640);
+    assert_string_equal(p->after[d].ops[1].call.args[9].name, "inv_scale");
+    assert_string_equal(p->after[d].ops[2].call.kernel, "axrt_optim_step_f32");
+    assert_string_equal(p->init.ops[1].call.kernel, "axrt_cast_f32");
     ax_ctx_free(ctx);
 }
 
@@ -188,6 +279,8 @@ int main(void)
         cmocka_unit_test(test_blas_helper),
         cmocka_unit_test(test_unary_grad),
         cmocka_unit_test(test_embedding_grad_and_dropout),
+        cmocka_unit_test(test_step_updates_and_split),
+        cmocka_unit_test(test_step_clip_norm_and_loss_scale),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
