@@ -37,8 +37,10 @@ enum { CG_TRAIN_HEADER_SCALE = 5, CG_TRAIN_HEADER_GROWTH = 6, CG_TRAIN_HEADER_SK
 #define CG_TRAIN_SCALE_INIT 65536.0
 #define CG_TRAIN_SCALE_INTERVAL 2000
 
-/* The portable C99 backend (docs/cli.md#generated-c).  Returns 0 or the number of
- * errors reported (e.g. an op the backend cannot emit). */
+/* The portable C99 backend (docs/cli.md#generated-c), for inference (the
+ * C target's row hands a training request, req->train, to cg_c_train_emit).
+ * Returns 0 or the number of errors reported (e.g. an op the backend cannot
+ * emit). */
 int cg_c_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out);
 /* The checks and the header of cg_c_emit alone (the LLVM back end writes the
  * same header).  Returns 0 or the number of errors reported. */

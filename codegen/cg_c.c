@@ -976,8 +976,6 @@ int cg_c_header(const cg_request *req, ax_buf *h_out)
 
 int cg_c_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
 {
-    if (req->train)
-        return cg_c_train_emit(req, c_out, h_out);
     int errors = cg_c_header(req, h_out);
     if (errors)
         return errors;

@@ -32,11 +32,9 @@ ALLOWED = {
     ],
     # the C printer while its lowering moves into the plans (issue 32, item
     # 1): cg_c.c prints a plan's loop program through cg_c_fused.c, which
-    # names operands through cg_c.c's storage; cg_c.c hands a training
-    # request to cg_c_train.c, which prints the step with cg_c.c's bodies.
-    # To go when storage gets a leaf of its own and the target row, not
-    # cg_c.c, chooses the training printer (docs/internals.md#layers)
-    "codegen": [{"cg_c", "cg_c_fused", "cg_c_train"}],
+    # names operands through cg_c.c's storage; to go when "where values
+    # live" (storage, operands) gets a leaf of its own (docs/internals.md#layers)
+    "codegen": [{"cg_c", "cg_c_fused"}],
 }
 
 # The folders checked, as under OBJ_DIR (generated code, gen/, is not ours).
