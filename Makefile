@@ -153,8 +153,8 @@ $(B)/obj/gen/%.o: $(B)/gen/%.c $(GRAMMAR_H) $(HEADERS)
 $(B)/obj/runtime/%.o: runtime/%.c $(wildcard runtime/*.h runtime/*.inc)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_RT) -c $< -o $@
-# The optimizer loops vectorise only when sqrt need not set errno (axrt_optim.c).
-$(B)/obj/runtime/axrt_optim.o: CFLAGS_RT += -fno-math-errno
+# The optimizer loops vectorise only when sqrt need not set errno (axrt_adam.c, axrt_optim.c).
+$(B)/obj/runtime/axrt_adam.o $(B)/obj/runtime/axrt_optim.o: CFLAGS_RT += -fno-math-errno
 
 $(B)/obj/%.o: %.c $(HEADERS) $(GRAMMAR_H)
 	@mkdir -p $(dir $@)

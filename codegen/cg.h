@@ -37,8 +37,10 @@ enum { CG_TRAIN_HEADER_SCALE = 5, CG_TRAIN_HEADER_GROWTH = 6, CG_TRAIN_HEADER_SK
 #define CG_TRAIN_SCALE_INIT 65536.0
 #define CG_TRAIN_SCALE_INTERVAL 2000
 
-/* The portable C99 backend (docs/cli.md#generated-c).  Returns 0 or the number of
- * errors reported (e.g. an op the backend cannot emit). */
+/* The portable C99 backend (docs/cli.md#generated-c), for inference (the
+ * C target's row hands a training request, req->train, to cg_c_train_emit).
+ * Returns 0 or the number of errors reported (e.g. an op the backend cannot
+ * emit). */
 int cg_c_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out);
 /* The checks and the header of cg_c_emit alone (the LLVM back end writes the
  * same header).  Returns 0 or the number of errors reported. */
@@ -58,7 +60,8 @@ const char *cg_unary_text(ax_arena *a, int op, const char *arg, axrt_dtype dtype
  * (powf, fmodf) for the dtype. */
 const char *cg_binary_text(ax_arena *a, int op, const char *lhs, const char *rhs, axrt_dtype dtype);
 void cg_argument_names(ir_graph *g, const char ***inputs, const char ***outputs);
-/* Element strides of operand src aligned to n's dims, 0 where broadcast. */
+/* The geometry of strided reads (cg_geom.c).  Element strides of operand
+ * src aligned to n's dims, 0 where broadcast. */
 void cg_broadcast_strides(const ir_node *src, const ir_node *n, int64_t *strides);
 /* x's element strides along each dim of its transpose n (y dim i is x dim
  * perm[i]): a gather over n's shape reads x in n's order. */
@@ -91,7 +94,8 @@ axrt_conv2d_params cg_quant_conv_params(const ir_graph *g, const ir_node *n);
 const int8_t *cg_quant_packed_weights(const ir_graph *g, const ir_node *n, size_t *bytes);
 /* The axrt_requant.flags of an int8 dense or conv (AXRT_Q8_OUT_BYTES, AXRT_Q8_TFLITE). */
 int cg_quant_rq_flags(const ir_quant *q);
-/* n elements of esize bytes as string-literal lines of \xHH escapes, little-endian. */
+/* n elements of esize bytes as string-literal lines of \xHH escapes,
+ * little-endian (cg_c_literal.c). */
 void cg_bytes_literal(ax_buf *out, const unsigned char *data, size_t n, size_t esize);
 
 /* The LLVM back end (built only with AXC_HAVE_LLVM; cg_llvm*.c).

@@ -159,32 +159,6 @@ const ir_node *cgc_operand_node(const emitter *em, const ir_node *n, int i)
     return node_at(em, n->src[i]);
 }
 
-/* value as a C99 constant expression of type c_type (float or double):
- * exact for double, correctly rounded for float; an infinity or a NaN --
- * which %g would print as a bare inf or nan -- spelled with <math.h>'s
- * INFINITY and NAN (the generated code includes it). */
-const char *cgc_real_text(ax_arena *a, const char *c_type, double value)
-{
-    if (isnan(value))
-        return ax_sprintf(a, "((%s)NAN)", c_type);
-    if (isinf(value))
-        return ax_sprintf(a, "((%s)%sINFINITY)", c_type, value < 0 ? "-" : "");
-    return ax_sprintf(a, "(%s)%.17g", c_type, value);
-}
-
-/* A compute-dtype literal: exact for double, correctly rounded for float;
- * a half type's bits, rounded once to nearest even, with the value in a
- * comment. */
-const char *cgc_real_literal(const emitter *em, axrt_dtype dtype, double value)
-{
-    if (dtype == AXRT_F16 || dtype == AXRT_BF16) {
-        uint16_t bits;
-        ir_element_set(&bits, dtype, 0, value);
-        return ax_sprintf(arena_of(em), "(uint16_t)0x%04x /* %.9g */", bits, value);
-    }
-    return cgc_real_text(arena_of(em), ctype(dtype), value);
-}
-
 int64_t cgc_product(const int64_t *dims, int from, int to)
 {
     int64_t p = 1;
@@ -194,39 +168,6 @@ int64_t cgc_product(const int64_t *dims, int from, int to)
 }
 
 /* ---- parameters ---------------------------------------------------------- */
-
-static bool host_is_little_endian(void)
-{
-    const uint16_t probe = 1;
-    unsigned char first;
-    memcpy(&first, &probe, 1);
-    return first == 1;
-}
-
-/* The bytes of n elements of size esize as string-literal lines of
- * \xHH escapes, little-endian whatever the host. */
-void cg_bytes_literal(ax_buf *out, const unsigned char *data, size_t n, size_t esize)
-{
-    static const char hex[] = "0123456789abcdef";
-    const bool swap = !host_is_little_endian();
-    const size_t per_line = 128;
-    const size_t total = n * esize;
-    char line[4 * 128 + 8];
-    for (size_t start = 0; start < total; start += per_line) {
-        size_t len = 0;
-        line[len++] = '"';
-        for (size_t b = start; b < total && b < start + per_line; b++) {
-            size_t src = swap ? (b / esize) * esize + (esize - 1 - b % esize) : b;
-            line[len++] = '\\';
-            line[len++] = 'x';
-            line[len++] = hex[data[src] >> 4];
-            line[len++] = hex[data[src] & 15];
-        }
-        line[len++] = '"';
-        line[len++] = '\n';
-        ax_buf_put(out, line, len);
-    }
-}
 
 static void emit_param_data(emitter *em, int id)
 {
@@ -456,48 +397,6 @@ static void emit_copy(emitter *em, const ir_node *n, const char *from, const cha
 {
     if (strcmp(from, to) != 0)
         ax_buf_printf(em->out, "    memcpy(%s, %s, %zu);\n", to, from, ir_value_bytes(n));
-}
-
-void cg_broadcast_strides(const ir_node *src, const ir_node *n, int64_t *strides)
-{
-    int64_t stride = 1;
-    for (int d = n->rank - 1; d >= 0; d--) {
-        int sd = d - (n->rank - src->rank);
-        strides[d] = (sd < 0 || src->shape[sd] == 1) ? 0 : stride;
-        if (sd >= 0)
-            stride *= src->shape[sd];
-    }
-}
-
-void cg_transpose_strides(const ir_node *x, const ir_node *n, int64_t *strides)
-{
-    int64_t x_strides[IR_MAX_RANK], stride = 1;
-    for (int d = x->rank - 1; d >= 0; d--) {
-        x_strides[d] = stride;
-        stride *= x->shape[d];
-    }
-    for (int i = 0; i < n->rank; i++)
-        strides[i] = x_strides[n->attrs.perm[i]];
-}
-
-cg_matmul_geometry cg_matmul_geometry_of(const ir_node *a, const ir_node *b)
-{
-    cg_matmul_geometry g = {.m = a->rank >= 2 ? a->shape[a->rank - 2] : 1,
-                            .k = a->shape[a->rank - 1],
-                            .cols = b->rank >= 2 ? b->shape[b->rank - 1] : 1};
-    const int a_batch = a->rank > 2 ? a->rank - 2 : 0, b_batch = b->rank > 2 ? b->rank - 2 : 0;
-    g.rank = a_batch > b_batch ? a_batch : b_batch;
-    int64_t stride_a = g.m * g.k, stride_b = g.k * g.cols;
-    for (int d = g.rank - 1; d >= 0; d--) {
-        const int da = d - (g.rank - a_batch), db = d - (g.rank - b_batch);
-        const int64_t ea = da >= 0 ? a->shape[da] : 1, eb = db >= 0 ? b->shape[db] : 1;
-        g.batch[d] = ea > eb ? ea : eb;
-        g.a_strides[d] = ea == 1 ? 0 : stride_a;
-        g.b_strides[d] = eb == 1 ? 0 : stride_b;
-        stride_a *= ea;
-        stride_b *= eb;
-    }
-    return g;
 }
 
 /* ---- forward() and the descriptor ----------------------------------------- */
@@ -967,8 +866,6 @@ int cg_c_header(const cg_request *req, ax_buf *h_out)
 
 int cg_c_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
 {
-    if (req->train)
-        return cg_c_train_emit(req, c_out, h_out);
     int errors = cg_c_header(req, h_out);
     if (errors)
         return errors;

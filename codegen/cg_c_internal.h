@@ -1,7 +1,7 @@
 /* cg_c_internal.h — what the C back end's files share: cg_c.c (the emitter:
- * names, storage, kernel calls, forward() and the two files), cg_c_quant.c
- * (int8 layers) and cg_c_fused.c (fused elementwise loops, unary formulas).
- * Only those files include this. */
+ * names, storage, kernel calls, forward() and the two files), cg_c_literal.c
+ * (literals), cg_c_quant.c (int8 layers) and cg_c_fused.c (fused elementwise
+ * loops, unary formulas).  Only those files include this. */
 #ifndef AX_CG_C_INTERNAL_H
 #define AX_CG_C_INTERNAL_H
 
@@ -33,6 +33,11 @@ const char *cgc_operand(const emitter *em, const ir_node *n, int i);
 /* Node id's storage as an expression of type (const) T *. */
 const char *cgc_storage(const emitter *em, int id);
 const ir_node *cgc_operand_node(const emitter *em, const ir_node *n, int i);
+/* The product of dims[from..to). */
+int64_t cgc_product(const int64_t *dims, int from, int to);
+
+/* ---- cg_c_literal.c ---- */
+
 /* value as a C99 constant expression of type c_type (float or double):
  * exact for double, correctly rounded for float; an infinity or a NaN
  * spelled with <math.h>'s INFINITY and NAN. */
@@ -41,8 +46,6 @@ const char *cgc_real_text(ax_arena *a, const char *c_type, double value);
  * a half type's bits, rounded once to nearest even, with the value in a
  * comment. */
 const char *cgc_real_literal(const emitter *em, axrt_dtype dtype, double value);
-/* The product of dims[from..to). */
-int64_t cgc_product(const int64_t *dims, int from, int to);
 
 /* ---- cg_c_quant.c ---- */
 

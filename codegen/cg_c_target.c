@@ -1,7 +1,9 @@
 /* cg_c_target.c — the C target's facts for the middle end (cg_target.h,
  * ir.h ir_target): workspace its kernels need beyond their output
  * (cg_c_scratch_bytes), and which kernels may overwrite their input where
- * ops.def leaves it to the target (cg_c_can_inplace).  Attention keeps the projected q, k, v, one
+ * ops.def leaves it to the target (cg_c_can_inplace), and which convs run
+ * Winograd (cg_conv_winograd, its cost model: cg_select.c records the
+ * choice as the weight's layout).  Attention keeps the projected q, k, v, one
  * head's scores and the concatenated heads of one batch element in scratch;
  * a depthwise conv that may run in place keeps a ring of input rows there;
  * a GRU or LSTM its state and gate sums.
@@ -51,6 +53,38 @@ bool cg_c_can_inplace(const ir_node *n, const ir_graph *g, int k)
     return x->dtype == n->dtype && a->groups == n->shape[3] && w->shape[1] == 1 &&
            a->stride[0] == 1 && a->stride[1] == 1 && a->kernel[0] <= AXRT_DWCONV_MAX_KH &&
            a->pad[0] >= 0 && a->pad[1] >= 0;
+}
+
+/* ---- Winograd (the choice cg_select.c records as the weight's layout) ---- */
+
+/* The cost model of --conv-algo=auto: Winograd F(4,3) does 36 multiply-adds
+ * per 16 outputs and channel pair where direct does 144, but its transforms
+ * cost about alpha^3 per channel and tile, its weights are 4x larger, and
+ * a block of tiles must fill the GEMM register tile: it wins with enough
+ * channels and enough tiles (bench/winograd_layers.c measured the thresholds, docs/performance.md). */
+#define WINOGRAD_MIN_CHANNELS 32
+#define WINOGRAD_MIN_TILES 16   /* 14x14 images and up: 7x7 ones win less and read a 4x larger weight */
+static bool winograd_wins(const ir_node *x, const ir_node *n)
+{
+    const int64_t tiles = x->shape[0] * ((n->shape[1] + CG_WINOGRAD_M - 1) / CG_WINOGRAD_M) *
+                          ((n->shape[2] + CG_WINOGRAD_M - 1) / CG_WINOGRAD_M);
+    return x->shape[3] >= WINOGRAD_MIN_CHANNELS && n->shape[3] >= WINOGRAD_MIN_CHANNELS &&
+           tiles >= WINOGRAD_MIN_TILES;
+}
+
+bool cg_conv_winograd(const ir_graph *g, const ir_node *n)
+{
+    if (n->op != IR_OP_conv || n->rank != 4 || n->dtype != AXRT_F32 || n->quant || n->nsrc < 2 ||
+        g->conv_algo == IR_CONV_DIRECT || (g->ctx && g->ctx->training))
+        return false;
+    const ir_node *x = &g->nodes[n->src[0]], *w = &g->nodes[n->src[1]];
+    const ir_attrs *a = &n->attrs;
+    if (w->op != IR_OP_param || w->rank != 4 || w->shape[2] != 3 || w->shape[3] != 3 || a->groups != 1 ||
+        a->stride[0] != 1 || a->stride[1] != 1 || a->dilation[0] != 1 || a->dilation[1] != 1 ||
+        a->pad[0] < 0 || a->pad[1] < 0 || a->pad[2] < 0 || a->pad[3] < 0 || x->rank != 4 || x->rows_fused ||
+        cg_c_can_inplace(n, g, 0))   /* one channel: the depthwise kernels' */
+        return false;
+    return g->conv_algo == IR_CONV_WINOGRAD || winograd_wins(x, n);
 }
 
 /* A float32 conv on a param weight of kh x kw, no residual, whose fused

@@ -9,7 +9,8 @@
  * runtime's own packing functions), and those nodes call the *_packed_f32
  * kernels.  Shared in any other way, it stays as it is.  A grouped conv's
  * weight (cg_grouped_conv) is packed by axrt_pack_conv2d_grouped_f32 for
- * axrt_conv2d_grouped_f32. */
+ * axrt_conv2d_grouped_f32.  What the choice means at one node is
+ * cg_kernel_facts.c's; whether a conv runs Winograd, cg_c_target.c's. */
 #include "cg_target.h"
 
 #include <string.h>
@@ -123,49 +124,6 @@ void cg_select(ir_graph *g)
     cg_plan_graph(g, false);
 }
 
-/* ---- Winograd ------------------------------------------------------------------ */
-
-/* The cost model of --conv-algo=auto: Winograd F(4,3) does 36 multiply-adds
- * per 16 outputs and channel pair where direct does 144, but its transforms
- * cost about alpha^3 per channel and tile, its weights are 4x larger, and
- * a block of tiles must fill the GEMM register tile: it wins with enough
- * channels and enough tiles (bench/winograd_layers.c measured the thresholds, docs/performance.md). */
-#define WINOGRAD_MIN_CHANNELS 32
-#define WINOGRAD_MIN_TILES 16   /* 14x14 images and up: 7x7 ones win less and read a 4x larger weight */
-static bool winograd_wins(const ir_node *x, const ir_node *n)
-{
-    const int64_t tiles = x->shape[0] * ((n->shape[1] + CG_WINOGRAD_M - 1) / CG_WINOGRAD_M) *
-                          ((n->shape[2] + CG_WINOGRAD_M - 1) / CG_WINOGRAD_M);
-    return x->shape[3] >= WINOGRAD_MIN_CHANNELS && n->shape[3] >= WINOGRAD_MIN_CHANNELS &&
-           tiles >= WINOGRAD_MIN_TILES;
-}
-
-bool cg_conv_winograd(const ir_graph *g, const ir_node *n)
-{
-    if (n->op != IR_OP_conv || n->rank != 4 || n->dtype != AXRT_F32 || n->quant || n->nsrc < 2 ||
-        g->conv_algo == IR_CONV_DIRECT || (g->ctx && g->ctx->training))
-        return false;
-    const ir_node *x = &g->nodes[n->src[0]], *w = &g->nodes[n->src[1]];
-    const ir_attrs *a = &n->attrs;
-    if (w->op != IR_OP_param || w->rank != 4 || w->shape[2] != 3 || w->shape[3] != 3 || a->groups != 1 ||
-        a->stride[0] != 1 || a->stride[1] != 1 || a->dilation[0] != 1 || a->dilation[1] != 1 ||
-        a->pad[0] < 0 || a->pad[1] < 0 || a->pad[2] < 0 || a->pad[3] < 0 || x->rank != 4 || x->rows_fused ||
-        cg_c_can_inplace(n, g, 0))   /* one channel: the depthwise kernels' */
-        return false;
-    return g->conv_algo == IR_CONV_WINOGRAD || winograd_wins(x, n);
-}
-
-axrt_conv2d_params cg_conv_params(const ir_graph *g, const ir_node *n)
-{
-    const ir_node *x = &g->nodes[n->src[0]], *w = &g->nodes[n->src[1]];
-    const ir_attrs *a = &n->attrs;
-    const axrt_conv2d_params p = {(int)x->shape[0], (int)x->shape[1], (int)x->shape[2], (int)x->shape[3],
-                                  (int)n->shape[1], (int)n->shape[2], (int)n->shape[3], (int)w->shape[2],
-                                  (int)w->shape[3], a->stride[0], a->stride[1], a->dilation[0], a->dilation[1],
-                                  a->pad[0], a->pad[1], a->groups};
-    return p;
-}
-
 /* The conv params a Winograd weight's transform needs (oc, c). */
 static axrt_conv2d_params winograd_weight_params(const ir_node *w)
 {
@@ -220,51 +178,10 @@ float *cg_packed_data(ax_arena *a, const ir_node *n)
     return packed;
 }
 
-/* ---- what the selection means for one node, for every printer ---------------- */
-
-bool cg_operand_packed(const ir_graph *g, const ir_node *n, int i)
-{
-    return i < n->nsrc && n->src[i] != IR_NONE && g->nodes[n->src[i]].layout != IR_LAYOUT_PLAIN;
-}
-
-int cg_kernel_act(const ir_node *n)
-{
-    /* Swish inside the depthwise row kernel costs more than its own pass
-       (EfficientNet-B0 on Zen 4: 56x56x96 stride 2, 246 -> 312 us), where
-       in the GEMM tiles it saves one (112x112x96: 1023 -> 924 us). */
-    if (n->attrs.act == IR_OP_swish && n->op == IR_OP_conv && n->attrs.groups > 1)
-        return -1;
-    switch (n->attrs.act) {
-    case IR_NONE: return AXRT_ACT_NONE;
-    case IR_OP_relu: return AXRT_ACT_RELU;
-    case IR_OP_relu6: return AXRT_ACT_RELU6;
-    case IR_OP_gelu: return AXRT_ACT_GELU;
-    case IR_OP_swish: return AXRT_ACT_SWISH;
-    default: return -1;
-    }
-}
-
-bool cg_kernel_applies_epilogue(const ir_graph *g, const ir_node *n)
-{
-    return (n->op == IR_OP_dense || n->op == IR_OP_conv) && !n->quant && cg_operand_packed(g, n, 1) &&
-           cg_kernel_act(n) >= 0;
-}
-
-bool cg_has_epilogue(const ir_node *n)
-{
-    return n->attrs.act > 0 && n->attrs.act < IR_OP_COUNT &&
-           ir_ops[n->attrs.act].kind == IR_UNARY && n->attrs.act != IR_OP_cast;
-}
-
 void cg_select_blas(ir_graph *g)
 {
     for (int id = 0; id < g->nnodes; id++)
         if (g->nodes[id].layout == IR_LAYOUT_DENSE)
             g->nodes[id].layout = IR_LAYOUT_PLAIN;
     cg_plan_graph(g, true);
-}
-
-bool cg_mha_flash(const ir_node *n)
-{
-    return n->op == IR_OP_mha && n->dtype == AXRT_F32;
 }

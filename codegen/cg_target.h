@@ -56,8 +56,8 @@ int cg_target_check(const ir_graph *g);
 /* Records on g which layout each parameter is stored in (ir_node.layout),
  * then each node's kernel-call plan (ir_node.plan, cg_plan_graph). */
 void cg_select(ir_graph *g);
-/* What the selection means at node n, read by the plans (cg_plan.c) and
- * the target's facts (cg_c_target.c):
+/* What the selection means at node n (cg_kernel_facts.c), read by the
+ * plans (cg_plan.c) and the target's facts (cg_c_target.c):
  * whether operand i is a packed parameter; the axrt_act the packed kernels
  * apply for n's fused activation (-1: none of theirs); whether n's packed
  * dense/conv kernel computes its whole epilogue (residual, then
@@ -128,7 +128,7 @@ void cg_plan_host_run(const ir_graph *g, int id, const cg_plan_host *h, float *c
  * element count (a Winograd weight's is 36/9 of its own). */
 float *cg_packed_data(ax_arena *a, const ir_node *n);
 size_t cg_packed_count(const ir_node *n);
-/* ---- Winograd (cg_select.c; runtime/axrt_winograd.c) ----
+/* ---- Winograd (cg_c_target.c; runtime/axrt_winograd.c) ----
  * Whether conv n runs Winograd F(4x4, 3x3): a Float32 3x3 stride-1
  * dilation-1 groups-1 conv on a parameter weight, not in a training
  * graph, where g->conv_algo asks for it (auto: the cost model); decided
@@ -136,7 +136,7 @@ size_t cg_packed_count(const ir_node *n);
  * It runs so where its weight's layout is IR_LAYOUT_WINOGRAD. */
 #define CG_WINOGRAD_M 4
 bool cg_conv_winograd(const ir_graph *g, const ir_node *n);
-/* The runtime's conv params of conv n (NHWC). */
+/* The runtime's conv params of conv n (NHWC; cg_kernel_facts.c). */
 axrt_conv2d_params cg_conv_params(const ir_graph *g, const ir_node *n);
 
 /* The C target's facts (cg_c_target.c), shared with the targets that run the

@@ -7,6 +7,7 @@
  * and a row here. */
 #include <string.h>
 
+#include "cg_c.h"
 #include "cg_target.h"
 
 /* The llvm target calls the C target's kernels for inference; the training
@@ -23,13 +24,20 @@ static const char *llvm_unsupported(const ir_graph *g, const ir_node *n)
     }
 }
 
+/* The C target's printer: a training step's (cg_c_train.c, which prints the
+ * step around cg_c.c's bodies) or a model's (cg_c.c). */
+static int c_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
+{
+    return req->train ? cg_c_train_emit(req, c_out, h_out) : cg_c_emit(req, c_out, h_out);
+}
+
 /* A back end not built in still plans memory as the C target does, so that
  * --emit=mem and --mem-report answer for it. */
 #define C_FACTS(id) {id, cg_c_scratch_bytes, cg_c_can_inplace, true, cg_c_fuse_rows}
 #define GPU_FACTS(id) {id, cg_gpu_scratch_bytes, cg_gpu_can_inplace, false, NULL}
 #define ROW_c {.facts = C_FACTS(IR_TARGET_c), .outputs = ".c .h", \
                .summary = "portable C99 source and header (host, Cortex-M firmware)", .run = CG_RUN_CC, \
-               .emit = cg_c_emit, .select = cg_select, .train_step = true}
+               .emit = c_emit, .select = cg_select, .train_step = true}
 #define ROW_cuda {.facts = GPU_FACTS(IR_TARGET_cuda), .outputs = ".cu", \
                   .summary = "host C99 plus CUDA kernels compiled by NVRTC at start-up", .run = CG_RUN_CC_CUDA, \
                   .emit = cg_cuda_emit, .select = cg_gpu_select, .unsupported = cg_gpu_unsupported}

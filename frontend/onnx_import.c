@@ -1,12 +1,10 @@
 /* onnx_import.c — ONNX bytes -> IR (onnx.h): the bounded model reader
- * (protobuf-c with size limits, tensors from raw_data, typed fields or
- * external data beside the model), the value table, and the graph walk that
- * hands each node to its op handler (onnx_ops.c).  Without protobuf-c at
- * build time (AXC_ONNX undefined) onnx_import reports that the ONNX front
- * end was left out of this build. */
-#include <errno.h>
-#include <limits.h>
-#include <stdarg.h>
+ * (protobuf-c with size and nesting limits), the graph's inputs and
+ * outputs, and the graph walk that hands each node to its op handler
+ * (onnx_ops.c's table, onnx_quant.c's).  The walk and the handlers build
+ * through onnx_build.c and onnx_tensor.c.  Without protobuf-c at build time
+ * (AXC_ONNX undefined) onnx_import reports that the ONNX front end was left
+ * out of this build. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,10 +32,6 @@ ir_graph *onnx_import(ax_ctx *ctx, const char *path, const void *bytes, size_t l
 
 #else
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include "ir_names.h"
 #include "onnx_internal.h"
 
@@ -45,512 +39,6 @@ bool onnx_available(void) { return true; }
 
 /* A model is at most this many nodes / initializers / inputs. */
 #define OX_MAX_NODES 100000
-#define OX_MAX_TENSOR_BYTES ((int64_t)1 << 32)
-
-/* ---- values ------------------------------------------------------------- */
-
-static size_t hash_name(const char *s)
-{
-    size_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-static ox_val *slot(ox_state *s, const char *name)
-{
-    size_t i = hash_name(name) & (s->cap - 1);
-    while (s->vals[i].name && strcmp(s->vals[i].name, name) != 0) i = (i + 1) & (s->cap - 1);
-    return &s->vals[i];
-}
-
-ox_val *ox_lookup(ox_state *s, const char *name)
-{
-    if (!s->cap) return NULL;
-    ox_val *v = slot(s, name);
-    return v->name ? v : NULL;
-}
-
-static void grow(ox_state *s)
-{
-    ox_val *old = s->vals;
-    size_t oldcap = s->cap;
-    s->cap = oldcap ? oldcap * 2 : 1024;
-    s->vals = calloc(s->cap, sizeof *s->vals);
-    if (!s->vals) ax_die("out of memory");
-    for (size_t i = 0; i < oldcap; i++)
-        if (old[i].name) *slot(s, old[i].name) = old[i];
-    free(old);
-}
-
-ox_val *ox_define(ox_state *s, const char *name)
-{
-    if (2 * (s->used + 1) > s->cap) grow(s);
-    ox_val *v = slot(s, name);
-    if (!v->name) s->used++;
-    memset(v, 0, sizeof *v);
-    v->name = name;
-    v->node = IR_NONE;
-    v->nchw = IR_NONE;
-    return v;
-}
-
-/* ---- messages ------------------------------------------------------------ */
-
-void ox_fail(ox_state *s, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    const Onnx__NodeProto *n = s->node;
-    if (n)
-        ax_error(s->ctx, ax_noloc(), "ONNX node '%s' (%s): %s", n->name && *n->name ? n->name : "?",
-                 n->op_type ? n->op_type : "?", msg);
-    else
-        ax_error(s->ctx, ax_noloc(), "ONNX model: %s", msg);
-}
-
-void ox_unsupported(ox_state *s, const char *what)
-{
-    ox_fail(s, "unsupported: %s", what);
-}
-
-ox_val *ox_input(ox_state *s, int i, bool *ok)
-{
-    const Onnx__NodeProto *n = s->node;
-    if (i >= (int)n->n_input || !n->input[i][0]) return NULL;
-    ox_val *v = ox_lookup(s, n->input[i]);
-    if (!v) {
-        ox_fail(s, "input '%s' is not defined before this node (by an earlier node, an initializer "
-                "or a graph input)", n->input[i]);
-        *ok = false;
-    }
-    return v;
-}
-
-/* ---- attributes ---------------------------------------------------------- */
-
-const Onnx__AttributeProto *ox_attr(ox_state *s, const char *name)
-{
-    for (size_t i = 0; i < s->node->n_attribute; i++)
-        if (s->node->attribute[i]->name && !strcmp(s->node->attribute[i]->name, name))
-            return s->node->attribute[i];
-    return NULL;
-}
-
-int64_t ox_attr_int(ox_state *s, const char *name, int64_t dflt)
-{
-    const Onnx__AttributeProto *a = ox_attr(s, name);
-    return a && a->has_i ? a->i : dflt;
-}
-
-double ox_attr_float(ox_state *s, const char *name, double dflt)
-{
-    const Onnx__AttributeProto *a = ox_attr(s, name);
-    return a && a->has_f ? a->f : dflt;
-}
-
-const char *ox_attr_str(ox_state *s, const char *name, const char *dflt)
-{
-    const Onnx__AttributeProto *a = ox_attr(s, name);
-    if (!a || !a->has_s) return dflt;
-    char *t = ax_alloc(s->ctx->arena, a->s.len + 1);
-    memcpy(t, a->s.data, a->s.len);
-    return t;
-}
-
-int ox_attr_ints(ox_state *s, const char *name, int64_t *out, int max)
-{
-    const Onnx__AttributeProto *a = ox_attr(s, name);
-    if (!a) return -1;
-    int n = (int)(a->n_ints < (size_t)max ? a->n_ints : (size_t)max);
-    for (int i = 0; i < n; i++) out[i] = a->ints[i];
-    return a->n_ints > (size_t)max ? max + 1 : n;
-}
-
-/* ---- tensors ------------------------------------------------------------- */
-
-ox_const *ox_const_new(ox_state *s, bool is_int, int rank, const int64_t *shape)
-{
-    ox_const *c = ax_alloc(s->ctx->arena, sizeof *c);
-    c->is_int = is_int;
-    c->rank = rank;
-    c->count = 1;
-    c->node = IR_NONE;
-    for (int i = 0; i < rank; i++) {
-        c->shape[i] = shape[i];
-        c->count *= shape[i];
-    }
-    c->v = ax_alloc(s->ctx->arena, sizeof *c->v * (size_t)(c->count ? c->count : 1));
-    c->iv = is_int ? ax_alloc(s->ctx->arena, sizeof *c->iv * (size_t)(c->count ? c->count : 1)) : NULL;
-    return c;
-}
-
-void ox_set_int(ox_const *c, int64_t i, int64_t x)
-{
-    c->iv[i] = x;
-    c->v[i] = (double)x;
-}
-
-void ox_copy_elem(ox_const *dst, int64_t di, const ox_const *src, int64_t si)
-{
-    dst->v[di] = src->v[si];
-    if (dst->iv) {
-        int64_t x = 0;
-        if (src->iv) x = src->iv[si];
-        else ox_double_to_int(src->v[si], &x);
-        dst->iv[di] = x;
-    }
-}
-
-bool ox_double_to_int(double x, int64_t *out)
-{
-    /* -2^63 <= x < 2^63 (both exact doubles); NaN fails both */
-    if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0)) return false;
-    *out = (int64_t)x;
-    return true;
-}
-
-bool ox_int_at(ox_state *s, const ox_const *c, int64_t i, int64_t *out)
-{
-    if (c->iv) {
-        *out = c->iv[i];
-        return true;
-    }
-    if (ox_double_to_int(c->v[i], out)) return true;
-    ox_fail(s, "the value %g is not an integer in the int64 range", c->v[i]);
-    return false;
-}
-
-/* Element size of an ONNX data type we read, 0 if unsupported. */
-static int elem_size(int dt, bool *is_int)
-{
-    *is_int = true;
-    switch (dt) {
-    case 1: *is_int = false; return 4;       /* FLOAT */
-    case 11: *is_int = false; return 8;      /* DOUBLE */
-    case 2: case 3: case 9: return 1;        /* UINT8, INT8, BOOL */
-    case 4: case 5: return 2;                /* UINT16, INT16 */
-    case 6: case 12: return 4;               /* INT32, UINT32 */
-    case 7: case 13: return 8;               /* INT64, UINT64 */
-    default: return 0;
-    }
-}
-
-/* Element i of c from its little-endian bytes at p (data type dt): an
- * integer exact in iv (a UINT64 over INT64_MAX keeps its bits). */
-static void raw_elem(ox_const *c, int64_t i, const uint8_t *p, int dt)
-{
-    switch (dt) {
-    case 1: { float f; memcpy(&f, p, 4); c->v[i] = f; return; }
-    case 11: { double d; memcpy(&d, p, 8); c->v[i] = d; return; }
-    case 2: case 9: ox_set_int(c, i, *p); return;
-    case 3: ox_set_int(c, i, (int8_t)*p); return;
-    case 4: { uint16_t v; memcpy(&v, p, 2); ox_set_int(c, i, v); return; }
-    case 5: { int16_t v; memcpy(&v, p, 2); ox_set_int(c, i, v); return; }
-    case 6: { int32_t v; memcpy(&v, p, 4); ox_set_int(c, i, v); return; }
-    case 12: { uint32_t v; memcpy(&v, p, 4); ox_set_int(c, i, v); return; }
-    case 13: { uint64_t v; memcpy(&v, p, 8); c->iv[i] = (int64_t)(v & INT64_MAX) | (v >> 63 ? INT64_MIN : 0);
-               c->v[i] = (double)v; return; }
-    default: { int64_t v; memcpy(&v, p, 8); ox_set_int(c, i, v); return; }
-    }
-}
-
-static const char *ext_field(const Onnx__TensorProto *t, const char *key)
-{
-    for (size_t i = 0; i < t->n_external_data; i++)
-        if (t->external_data[i]->key && !strcmp(t->external_data[i]->key, key))
-            return t->external_data[i]->value;
-    return NULL;
-}
-
-/* Reads external data of t (bytes wanted) from a file inside s->dir. */
-static uint8_t *read_external(ox_state *s, const Onnx__TensorProto *t, size_t want)
-{
-    const char *loc = ext_field(t, "location"), *off = ext_field(t, "offset"),
-               *len = ext_field(t, "length");
-    const char *name = t->name ? t->name : "?";
-    if (!loc || !*loc || loc[0] == '/' || strstr(loc, "..")) {
-        ox_fail(s, "tensor '%s': external data location '%s' must be a relative path inside the "
-                "model's directory", name, loc ? loc : "");
-        return NULL;
-    }
-    char *path = ax_sprintf(s->ctx->arena, "%s/%s", s->dir, loc);
-    char real_dir[PATH_MAX], real_file[PATH_MAX];
-    if (!realpath(s->dir, real_dir) || !realpath(path, real_file)) {
-        ox_fail(s, "tensor '%s': cannot read external data '%s': %s", name, loc, strerror(errno));
-        return NULL;
-    }
-    size_t dl = strlen(real_dir);
-    if (strncmp(real_file, real_dir, dl) != 0 || real_file[dl] != '/') {
-        ox_fail(s, "tensor '%s': external data location '%s' must be a relative path inside the "
-                "model's directory", name, loc);
-        return NULL;
-    }
-    long long o = off ? strtoll(off, NULL, 10) : 0, l = len ? strtoll(len, NULL, 10) : (long long)want;
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer; only a regular
-     * file is read (a FIFO, a device or a directory is refused). */
-    int fd = open(real_file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    struct stat st;
-    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-        close(fd);
-        ox_fail(s, "tensor '%s': external data '%s' is not a regular file", name, loc);
-        return NULL;
-    }
-    if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
-    if (fd >= 0 && !f) close(fd);
-    if (!f || o < 0 || l != (long long)want ||
-        o > (long long)st.st_size || (long long)want > (long long)st.st_size - o ||
-        fseek(f, (long)o, SEEK_SET) != 0) {
-        if (f) fclose(f);
-        ox_fail(s, "tensor '%s': external data '%s' (offset %lld, length %lld) does not hold its %zu "
-                "bytes", name, loc, o, l, want);
-        return NULL;
-    }
-    uint8_t *buf = malloc(want ? want : 1);
-    if (!buf) ax_die("out of memory");
-    size_t got = fread(buf, 1, want, f);
-    fclose(f);
-    if (got != want) {
-        free(buf);
-        ox_fail(s, "tensor '%s': external data '%s' (offset %lld, length %lld) does not hold its %zu "
-                "bytes", name, loc, o, l, want);
-        return NULL;
-    }
-    return buf;
-}
-
-/* Typed-field values of t, if it has them (count checked). */
-/* The typed value field a TensorProto of data type dt keeps its values in
- * (onnx.proto): 0 float_data, 1 int32_data, 2 int64_data, 3 double_data,
- * 4 uint64_data. */
-static int typed_field_of(int dt)
-{
-    switch (dt) {
-    case 1: return 0;                      /* FLOAT */
-    case 7: return 2;                      /* INT64 */
-    case 11: return 3;                     /* DOUBLE */
-    case 12: case 13: return 4;            /* UINT32, UINT64 */
-    default: return 1;                     /* the small integers and BOOL */
-    }
-}
-
-static const char *const typed_field_names[5] = {"float_data", "int32_data", "int64_data", "double_data",
-                                                 "uint64_data"};
-
-/* How many values t holds in its typed field (the one of its data type);
- * a tensor with more than one value field, or a typed field not of its
- * data type, is an error (onnx.checker: exactly one), -1. */
-static int64_t typed_count(ox_state *s, const Onnx__TensorProto *t, bool external)
-{
-    const char *name = t->name ? t->name : "?";
-    size_t n[5] = {t->n_float_data, t->n_int32_data, t->n_int64_data, t->n_double_data, t->n_uint64_data};
-    int fields = (t->has_raw_data && t->raw_data.len) + external + (t->n_string_data > 0), field = -1;
-    for (int k = 0; k < 5; k++)
-        if (n[k]) fields++, field = k;
-    if (fields > 1) {
-        ox_fail(s, "tensor '%s' holds its values in more than one field (raw_data, external data, %s...): "
-                "exactly one is allowed", name, field >= 0 ? typed_field_names[field] : "string_data");
-        return -1;
-    }
-    if (field >= 0 && field != typed_field_of(t->data_type)) {
-        ox_fail(s, "tensor '%s' of ONNX data type %d holds its values in %s, not %s", name, (int)t->data_type,
-                typed_field_names[field], typed_field_names[typed_field_of(t->data_type)]);
-        return -1;
-    }
-    return field >= 0 ? (int64_t)n[field] : 0;
-}
-
-static void typed_fields(const Onnx__TensorProto *t, ox_const *c)
-{
-    for (size_t i = 0; i < t->n_float_data; i++) c->v[i] = t->float_data[i];
-    for (size_t i = 0; i < t->n_double_data; i++) c->v[i] = t->double_data[i];
-    for (size_t i = 0; i < t->n_int32_data; i++) {
-        if (c->is_int) ox_set_int(c, (int64_t)i, t->int32_data[i]);
-        else c->v[i] = t->int32_data[i];
-    }
-    for (size_t i = 0; i < t->n_int64_data; i++) ox_set_int(c, (int64_t)i, t->int64_data[i]);
-    for (size_t i = 0; i < t->n_uint64_data; i++) {
-        uint64_t v = t->uint64_data[i];
-        c->iv[i] = (int64_t)(v & INT64_MAX) | (v >> 63 ? INT64_MIN : 0);
-        c->v[i] = (double)v;
-    }
-}
-
-ox_const *ox_tensor(ox_state *s, const Onnx__TensorProto *t)
-{
-    const char *name = t->name ? t->name : "?";
-    bool is_int;
-    int es = elem_size(t->data_type, &is_int);
-    if (!es) {
-        ox_fail(s, "unsupported: tensor '%s' of ONNX data type %d (float, double and integer "
-                "types only)", name, (int)t->data_type);
-        return NULL;
-    }
-    if (t->n_dims > IR_MAX_RANK) {
-        ox_fail(s, "tensor '%s' has rank %zu (at most %d)", name, t->n_dims, IR_MAX_RANK);
-        return NULL;
-    }
-    int64_t bytes = es, count = 1;
-    for (size_t i = 0; i < t->n_dims; i++)
-        if (t->dims[i] < 0 || __builtin_mul_overflow(bytes, t->dims[i], &bytes) ||
-            bytes > OX_MAX_TENSOR_BYTES) {
-            ox_fail(s, "tensor '%s' has a negative or too large dimension", name);
-            return NULL;
-        }
-    count = bytes / es;
-    bool external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
-    int64_t typed = typed_count(s, t, external);
-    if (typed < 0) return NULL;
-    /* the values present are checked against the count before anything of
-     * the count's size is allocated (a 90-byte file may declare 2^32) */
-    if (external) {
-        uint8_t *buf = read_external(s, t, (size_t)bytes);
-        if (!buf) return NULL;
-        ox_const *c = ox_const_new(s, is_int, (int)t->n_dims, t->dims);
-        for (int64_t i = 0; i < count; i++) raw_elem(c, i, buf + i * es, t->data_type);
-        free(buf);
-        return c;
-    }
-    if (!t->has_raw_data) {
-        if (typed != count) {
-            ox_fail(s, "tensor '%s' has %lld values for its %lld elements", name, (long long)typed, (long long)count);
-            return NULL;
-        }
-        ox_const *c = ox_const_new(s, is_int, (int)t->n_dims, t->dims);
-        typed_fields(t, c);
-        return c;
-    }
-    if (t->raw_data.len != (size_t)bytes) {
-        ox_fail(s, "tensor '%s' has %zu bytes of raw data for its %lld elements", name,
-                t->raw_data.len, (long long)count);
-        return NULL;
-    }
-    ox_const *c = ox_const_new(s, is_int, (int)t->n_dims, t->dims);
-    for (int64_t i = 0; i < count; i++) raw_elem(c, i, t->raw_data.data + i * es, t->data_type);
-    return c;
-}
-
-/* ---- nodes ----------------------------------------------------------------- */
-
-static const char *node_label(ox_state *s)
-{
-    const Onnx__NodeProto *n = s->node;
-    if (!n) return NULL;
-    return ax_sprintf(s->ctx->arena, "%s '%s'", n->op_type ? n->op_type : "?",
-                      n->name && *n->name ? n->name : (n->n_output ? n->output[0] : "?"));
-}
-
-/* Shape inference of the nodes added since the last call only: import
- * stays linear in the node count (the whole graph after every node was
- * quadratic). */
-static int infer_new_nodes(ox_state *s)
-{
-    int first = s->inferred;
-    s->inferred = s->g->nnodes;
-    return s->infer(s->g, first);
-}
-
-int ox_add(ox_state *s, ir_op op, const int *src, int nsrc, const ir_attrs *attrs)
-{
-    for (int i = 0; i < nsrc; i++)
-        if (src[i] == IR_NONE && (i >= 32 || !(ir_ops[op].optional & (1u << i)))) return IR_NONE;
-    int id = ir_add(s->g, op, src, nsrc, ax_noloc());
-    ir_node *n = ir_at(s->g, id);
-    n->attrs = attrs ? *attrs : ir_attrs_unset();
-    n->name = node_label(s);
-    n->dtype = AXRT_F32;
-    int errors = s->ctx->errors;
-    if (infer_new_nodes(s) || s->ctx->errors > errors) return IR_NONE;
-    return id;
-}
-
-int ox_param(ox_state *s, const double *values, int rank, const int64_t *shape, const char *what)
-{
-    int id = ir_add(s->g, IR_OP_param, NULL, 0, ax_noloc());
-    ir_node *n = ir_at(s->g, id);
-    n->attrs = ir_attrs_unset();
-    n->name = what ? what : ax_sprintf(s->ctx->arena, "onnx_const_%d", s->counter++);
-    n->dtype = AXRT_F32;
-    n->role = IR_PARAM_ZEROS;
-    n->rank = rank;
-    int64_t count = 1;
-    for (int i = 0; i < rank; i++) count *= (n->shape[i] = shape[i]);
-    float *data = ax_alloc(s->ctx->arena, sizeof *data * (size_t)(count ? count : 1));
-    for (int64_t i = 0; i < count; i++) data[i] = (float)values[i];
-    n->data = data;
-    ox_quant_param(s, id, what);
-    return id;
-}
-
-int ox_transpose(ox_state *s, int x, const int *perm, int rank)
-{
-    const ir_node *in = ir_at(s->g, x);
-    int composed[IR_MAX_RANK];
-    if (in->op == IR_OP_transpose && in->attrs.nperm == rank) {   /* one transpose, not two */
-        for (int i = 0; i < rank; i++) composed[i] = in->attrs.perm[perm[i]];
-        perm = composed;
-        x = in->src[0];
-    }
-    bool identity = true;
-    for (int i = 0; i < rank; i++) identity &= perm[i] == i;
-    if (identity) return x;
-    ir_attrs a = ir_attrs_unset();
-    a.nperm = rank;
-    memcpy(a.perm, perm, sizeof *perm * (size_t)rank);
-    return ox_add(s, IR_OP_transpose, &x, 1, &a);
-}
-
-int ox_scalar(ox_state *s, double value) { return ir_add_scalar(s->g, value, ax_noloc()); }
-
-int ox_node(ox_state *s, ox_val *v)
-{
-    if (v->c) {
-        if (v->c->node == IR_NONE) {
-            if (v->c->is_int) {
-                ox_unsupported(s, "an integer constant used as a tensor");
-                return IR_NONE;
-            }
-            if (v->c->rank == 0) return v->c->node = ox_scalar(s, v->c->v[0]);
-            v->c->node = ox_param(s, v->c->v, v->c->rank, v->c->shape, ax_strdup(s->ctx->arena, v->name));
-        }
-        return v->c->node;
-    }
-    if (!v->nhwc) return v->node;
-    static const int to_nchw[4] = {0, 3, 1, 2};
-    if (v->nchw == IR_NONE) v->nchw = ox_transpose(s, v->node, to_nchw, 4);
-    return v->nchw;
-}
-
-int ox_node_nhwc(ox_state *s, ox_val *v)
-{
-    if (!v->c && v->nhwc) return v->node;
-    int x = ox_node(s, v);
-    if (x == IR_NONE) return IR_NONE;
-    if (ir_at(s->g, x)->rank != 4) {
-        ox_unsupported(s, "an input that is not 4-D (N, C, H, W)");
-        return IR_NONE;
-    }
-    static const int to_nhwc[4] = {0, 2, 3, 1};
-    return ox_transpose(s, x, to_nhwc, 4);
-}
-
-int ox_shape(ox_state *s, ox_val *v, int64_t *shape)
-{
-    if (v->c) {
-        memcpy(shape, v->c->shape, sizeof *shape * (size_t)v->c->rank);
-        return v->c->rank;
-    }
-    const ir_node *n = ir_at(s->g, v->node);
-    if (v->nhwc) {
-        shape[0] = n->shape[0], shape[1] = n->shape[3], shape[2] = n->shape[1], shape[3] = n->shape[2];
-        return 4;
-    }
-    memcpy(shape, n->shape, sizeof *shape * (size_t)n->rank);
-    return n->rank;
-}
 
 /* ---- the model ---------------------------------------------------------- */
 
@@ -690,33 +178,15 @@ static bool add_input(ox_state *s, const Onnx__ValueInfoProto *vi)
     ir_add_input(s->g, id);
     ox_val *v = ox_define(s, name);
     v->node = id;
-    return infer_new_nodes(s) == 0;
+    return ox_infer_new_nodes(s) == 0;
 }
 
-/* The static dims of a declared value, or -1. */
-static int static_dims(const Onnx__ValueInfoProto *vi, int64_t *shape)
+/* The handler of a default-domain op: the float table's, else the
+ * quantised ops' (onnx_quant.c); NULL when neither has it. */
+static ox_handler handler_of(const char *op_type)
 {
-    const Onnx__TypeProto *t = vi->type;
-    if (!t || t->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !t->tensor_type ||
-        !t->tensor_type->shape || t->tensor_type->shape->n_dim > IR_MAX_RANK)
-        return -1;
-    const Onnx__TensorShapeProto *sh = t->tensor_type->shape;
-    for (size_t i = 0; i < sh->n_dim; i++) {
-        if (sh->dim[i]->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE || sh->dim[i]->dim_value < 1)
-            return -1;
-        shape[i] = sh->dim[i]->dim_value;
-    }
-    return (int)sh->n_dim;
-}
-
-int ox_declared_shape(ox_state *s, const char *name, int64_t *shape)
-{
-    const Onnx__GraphProto *gp = s->graph;
-    for (size_t i = 0; gp && i < gp->n_output + gp->n_value_info; i++) {
-        const Onnx__ValueInfoProto *vi = i < gp->n_output ? gp->output[i] : gp->value_info[i - gp->n_output];
-        if (vi->name && !strcmp(vi->name, name)) return static_dims(vi, shape);
-    }
-    return -1;
+    ox_handler h = ox_find_op(op_type);
+    return h ? h : ox_find_quant_op(NULL, op_type);
 }
 
 /* Lists every node whose op has no handler in one error (docs/onnx.md). */
@@ -727,7 +197,7 @@ static bool check_ops(ox_state *s, const Onnx__GraphProto *gp)
     for (size_t i = 0; i < gp->n_node; i++) {
         const Onnx__NodeProto *n = gp->node[i];
         bool foreign = n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0;
-        if (n->op_type && (foreign ? ox_find_quant_op(n->domain, n->op_type) != NULL : ox_find_op(n->op_type) != NULL))
+        if (n->op_type && (foreign ? ox_find_quant_op(n->domain, n->op_type) != NULL : handler_of(n->op_type) != NULL))
             continue;
         if (missing++ < 20)
             ax_buf_printf(&b, "%s'%s' (%s%s%s, opset %lld)", missing > 1 ? ", " : "",
@@ -755,7 +225,7 @@ static bool import_node(ox_state *s, const Onnx__NodeProto *n)
             return false;
         }
     int errors = s->ctx->errors;
-    bool ok = ox_find_op(n->op_type)(s) && s->ctx->errors == errors;
+    bool ok = handler_of(n->op_type)(s) && s->ctx->errors == errors;
     if (!ok && s->ctx->errors == errors)   /* a handler that found a required input absent */
         ox_fail(s, "a required input is empty ('') or missing (%zu inputs given)", n->n_input);
     for (size_t i = 0; ok && i < n->n_output; i++)   /* one that nothing reads may stay undefined */
@@ -796,35 +266,6 @@ static bool add_outputs(ox_state *s, const Onnx__GraphProto *gp)
     return true;
 }
 
-/* The slot of name in the set of names read (hashed as the value table). */
-static const char **used_slot(ox_state *s, const char *name)
-{
-    size_t i = hash_name(name) & (s->read_cap - 1);
-    while (s->read_names[i] && strcmp(s->read_names[i], name) != 0) i = (i + 1) & (s->read_cap - 1);
-    return &s->read_names[i];
-}
-
-/* The set of every node input and graph output name of gp, built once so
- * that ox_value_used is a lookup, not a scan of the graph per call. */
-static void collect_used(ox_state *s, const Onnx__GraphProto *gp)
-{
-    size_t n = gp->n_output;
-    for (size_t i = 0; i < gp->n_node; i++) n += gp->node[i]->n_input;
-    s->read_cap = 16;
-    while (s->read_cap < 2 * n + 2) s->read_cap *= 2;
-    s->read_names = calloc(s->read_cap, sizeof *s->read_names);
-    if (!s->read_names) ax_die("out of memory");
-    for (size_t i = 0; i < gp->n_node; i++)
-        for (size_t k = 0; k < gp->node[i]->n_input; k++) *used_slot(s, gp->node[i]->input[k]) = gp->node[i]->input[k];
-    for (size_t i = 0; i < gp->n_output; i++)
-        if (gp->output[i]->name) *used_slot(s, gp->output[i]->name) = gp->output[i]->name;
-}
-
-bool ox_value_used(ox_state *s, const char *name)
-{
-    return s->read_names && *used_slot(s, name) != NULL;
-}
-
 static bool import_graph(ox_state *s, const Onnx__GraphProto *gp)
 {
     if (gp->n_node > OX_MAX_NODES || gp->n_initializer > OX_MAX_NODES) {
@@ -833,7 +274,7 @@ static bool import_graph(ox_state *s, const Onnx__GraphProto *gp)
     }
     if (!check_ops(s, gp)) return false;
     s->graph = gp;
-    collect_used(s, gp);
+    ox_collect_used(s, gp);
     for (size_t i = 0; i < gp->n_initializer; i++) {
         ox_const *c = ox_tensor(s, gp->initializer[i]);
         if (!c) return false;

@@ -55,7 +55,7 @@ ox_handler ox_find_op(const char *op_type)
 {
     for (size_t i = 0; i < sizeof op_rows / sizeof *op_rows; i++)
         if (!strcmp(op_rows[i].name, op_type)) return op_rows[i].fn;
-    return ox_find_quant_op(NULL, op_type);   /* onnx_quant.c */
+    return NULL;
 }
 
 /* ---- wording: messages name ONNX nodes and op types ---------------------- */

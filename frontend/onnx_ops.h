@@ -66,6 +66,12 @@ int ox_max_min(ox_state *s, bool max, int a, int b);
 /* y = W x along axis (W [m, d], row-major): the dense of ox_select_axis with
  * any weights (Resize's interpolation). */
 int ox_weigh_axis(ox_state *s, int x, int axis, const double *w, int64_t m);
+/* Output 0 is a op b, two values of which one at least is a node (an NHWC
+ * operand keeps its layout). */
+bool ox_binary_tensor(ox_state *s, ir_op op, ox_val *a, ox_val *b);
+/* x with lo and hi elements of value before and after it along axis ax: a
+ * concatenation with constant blocks. */
+int ox_pad_axis(ox_state *s, int x, int ax, int64_t lo, int64_t hi, double value);
 
 /* ---- onnx_ops_util.c: folding ---- */
 
@@ -100,14 +106,6 @@ int64_t ox_bcast_index(const ox_const *c, const int64_t *shape, int rank, int64_
 ox_const *ox_fold_binary(ox_state *s, const ox_const *a, const ox_const *b, ox_binary_fn f,
                          bool logical);
 
-/* ---- helpers of one family that another uses ---- */
-
-/* onnx_ops_elementwise.c: output 0 is a op b, two values of which one at
- * least is a node (an NHWC operand keeps its layout). */
-bool ox_binary_tensor(ox_state *s, ir_op op, ox_val *a, ox_val *b);
-/* onnx_ops_layers.c: x with lo and hi elements of value before and after it
- * along axis ax: a concatenation with constant blocks. */
-int ox_pad_axis(ox_state *s, int x, int ax, int64_t lo, int64_t hi, double value);
 
 /* ---- the handlers (onnx_ops.c's table) ---- */
 

@@ -120,39 +120,6 @@ bool op_clip(ox_state *s)
     return ox_set_node(s, 0, ox_add(s, op, &src, 1, NULL), !x->c && x->nhwc);
 }
 
-/* The constant c laid out to broadcast against an NHWC tensor (rank <= 4). */
-static int const_nhwc(ox_state *s, const ox_const *c)
-{
-    int64_t sh[4] = {1, 1, 1, 1};
-    for (int i = 0; i < c->rank; i++) sh[4 - c->rank + i] = c->shape[i];
-    int64_t nh[4] = {sh[0], sh[2], sh[3], sh[1]};
-    double *v = ax_alloc(s->ctx->arena, sizeof *v * (size_t)(c->count ? c->count : 1));
-    for (int64_t n = 0; n < sh[0]; n++)
-        for (int64_t ch = 0; ch < sh[1]; ch++)
-            for (int64_t h = 0; h < sh[2]; h++)
-                for (int64_t w = 0; w < sh[3]; w++)
-                    v[((n * sh[2] + h) * sh[3] + w) * sh[1] + ch] = c->v[((n * sh[1] + ch) * sh[2] + h) * sh[3] + w];
-    return ox_param(s, v, 4, nh, NULL);
-}
-
-bool ox_binary_tensor(ox_state *s, ir_op op, ox_val *a, ox_val *b)
-{
-    bool nhwc = (!a->c && a->nhwc) || (!b->c && b->nhwc);
-    bool keep = nhwc && (a->c ? a->c->rank <= 4 : a->nhwc) && (b->c ? b->c->rank <= 4 : b->nhwc);
-    if (a->c && a->c->is_int) ox_unsupported(s, "an integer constant operand");
-    if (b->c && b->c->is_int) ox_unsupported(s, "an integer constant operand");
-    if ((a->c && a->c->is_int) || (b->c && b->c->is_int)) return false;
-    int src[2];
-    if (keep) {
-        src[0] = a->c ? const_nhwc(s, a->c) : a->node;
-        src[1] = b->c ? const_nhwc(s, b->c) : b->node;
-    } else {
-        src[0] = ox_node(s, a);
-        src[1] = ox_node(s, b);
-    }
-    return ox_set_node(s, 0, ox_add(s, op, src, 2, NULL), keep);
-}
-
 typedef struct binary_row { const char *name; ir_op op; ox_binary_fn fold; bool logical; } binary_row;
 static const binary_row binary_rows[] = {
     {"Add", IR_OP_add, ox_fold_add, false}, {"Sub", IR_OP_sub, ox_fold_sub, false},

@@ -178,33 +178,6 @@ bool op_conv(ox_state *s)
     return ox_set_node(s, 0, ncl_of_nhwc(s, y), false);
 }
 
-/* x with lo and hi elements of value before and after it along axis: a
- * concatenation with constant blocks. */
-int ox_pad_axis(ox_state *s, int x, int ax, int64_t lo, int64_t hi, double value)
-{
-    int src[3], n = 0;
-    for (int side = 0; side < 2 && x != IR_NONE; side++) {   /* before, x, after */
-        int64_t p = side ? hi : lo;
-        if (side == 1) src[n++] = x;
-        if (!p) continue;
-        if (p < 0 || p > OX_MAX_FOLD) { ox_unsupported(s, "a pad this large"); return IR_NONE; }
-        int64_t bs[IR_MAX_RANK];
-        int rank = ir_at(s->g, x)->rank;
-        memcpy(bs, ir_at(s->g, x)->shape, sizeof bs);
-        bs[ax] = p;
-        int64_t cnt = 1;
-        for (int i = 0; i < rank; i++)
-            if (__builtin_mul_overflow(cnt, bs[i], &cnt) || cnt > OX_MAX_FOLD) { ox_unsupported(s, "a pad this large"); return IR_NONE; }
-        double *v = ax_alloc(s->ctx->arena, sizeof *v * (size_t)(cnt ? cnt : 1));
-        for (int64_t i = 0; i < cnt; i++) v[i] = value;
-        src[n++] = ox_param(s, v, rank, bs, NULL);
-    }
-    if (n <= 1 || x == IR_NONE) return x;
-    ir_attrs a = ir_attrs_unset();
-    a.axis = ax;
-    return ox_add(s, IR_OP_concat, src, n, &a);
-}
-
 /* The pads of a (NHWC H and W) written out with value; a's pads cleared. */
 static int pad_window(ox_state *s, int x, ir_attrs *a, double value)
 {

@@ -1,7 +1,10 @@
 /* onnx_ops_util.c — what the op handlers (onnx_ops_*.c) build with: their
  * outputs defined, constant inputs read as integers and axes, IR nodes made
- * (reshape, transpose, slice, a dense along one axis), and constants folded
- * elementwise with broadcasting (exact in int64 for integer tensors). */
+ * (reshape, transpose, slice, a dense along one axis, a binary op of two
+ * values, padding along one axis), and constants folded elementwise with
+ * broadcasting (exact in int64 for integer tensors).  The handler families
+ * share only these (and the handlers themselves: Dropout is Identity), so
+ * that no family calls back into one that calls it. */
 #ifdef AXC_ONNX
 #include <math.h>
 #include <string.h>
@@ -232,6 +235,66 @@ int ox_weigh_axis(ox_state *s, int x, int axis, const double *w, int64_t m)
     int src[3] = {t, ox_param(s, w, 2, wshape, NULL), IR_NONE};
     int y = ox_add(s, IR_OP_dense, src, 3, NULL);
     return y == IR_NONE ? y : ox_transpose_perm(s, y, back, rank);
+}
+
+/* The constant c laid out to broadcast against an NHWC tensor (rank <= 4). */
+static int const_nhwc(ox_state *s, const ox_const *c)
+{
+    int64_t sh[4] = {1, 1, 1, 1};
+    for (int i = 0; i < c->rank; i++) sh[4 - c->rank + i] = c->shape[i];
+    int64_t nh[4] = {sh[0], sh[2], sh[3], sh[1]};
+    double *v = ax_alloc(s->ctx->arena, sizeof *v * (size_t)(c->count ? c->count : 1));
+    for (int64_t n = 0; n < sh[0]; n++)
+        for (int64_t ch = 0; ch < sh[1]; ch++)
+            for (int64_t h = 0; h < sh[2]; h++)
+                for (int64_t w = 0; w < sh[3]; w++)
+                    v[((n * sh[2] + h) * sh[3] + w) * sh[1] + ch] = c->v[((n * sh[1] + ch) * sh[2] + h) * sh[3] + w];
+    return ox_param(s, v, 4, nh, NULL);
+}
+
+bool ox_binary_tensor(ox_state *s, ir_op op, ox_val *a, ox_val *b)
+{
+    bool nhwc = (!a->c && a->nhwc) || (!b->c && b->nhwc);
+    bool keep = nhwc && (a->c ? a->c->rank <= 4 : a->nhwc) && (b->c ? b->c->rank <= 4 : b->nhwc);
+    if (a->c && a->c->is_int) ox_unsupported(s, "an integer constant operand");
+    if (b->c && b->c->is_int) ox_unsupported(s, "an integer constant operand");
+    if ((a->c && a->c->is_int) || (b->c && b->c->is_int)) return false;
+    int src[2];
+    if (keep) {
+        src[0] = a->c ? const_nhwc(s, a->c) : a->node;
+        src[1] = b->c ? const_nhwc(s, b->c) : b->node;
+    } else {
+        src[0] = ox_node(s, a);
+        src[1] = ox_node(s, b);
+    }
+    return ox_set_node(s, 0, ox_add(s, op, src, 2, NULL), keep);
+}
+
+/* x with lo and hi elements of value before and after it along axis: a
+ * concatenation with constant blocks. */
+int ox_pad_axis(ox_state *s, int x, int ax, int64_t lo, int64_t hi, double value)
+{
+    int src[3], n = 0;
+    for (int side = 0; side < 2 && x != IR_NONE; side++) {   /* before, x, after */
+        int64_t p = side ? hi : lo;
+        if (side == 1) src[n++] = x;
+        if (!p) continue;
+        if (p < 0 || p > OX_MAX_FOLD) { ox_unsupported(s, "a pad this large"); return IR_NONE; }
+        int64_t bs[IR_MAX_RANK];
+        int rank = ir_at(s->g, x)->rank;
+        memcpy(bs, ir_at(s->g, x)->shape, sizeof bs);
+        bs[ax] = p;
+        int64_t cnt = 1;
+        for (int i = 0; i < rank; i++)
+            if (__builtin_mul_overflow(cnt, bs[i], &cnt) || cnt > OX_MAX_FOLD) { ox_unsupported(s, "a pad this large"); return IR_NONE; }
+        double *v = ax_alloc(s->ctx->arena, sizeof *v * (size_t)(cnt ? cnt : 1));
+        for (int64_t i = 0; i < cnt; i++) v[i] = value;
+        src[n++] = ox_param(s, v, rank, bs, NULL);
+    }
+    if (n <= 1 || x == IR_NONE) return x;
+    ir_attrs a = ir_attrs_unset();
+    a.axis = ax;
+    return ox_add(s, IR_OP_concat, src, n, &a);
 }
 
 /* ---- folding ----------------------------------------------------------- */

@@ -477,13 +477,4 @@ ox_handler ox_find_quant_op(const char *domain, const char *op_type)
     return NULL;
 }
 
-void ox_quant_param(ox_state *s, int id, const char *name)
-{
-    ox_val *v = name ? ox_lookup(s, name) : NULL;
-    if (!v || !v->c || !v->c->qscale) return;
-    ir_node *n = ir_at(s->g, id);
-    n->file_wscale = v->c->qscale;
-    n->nfile_wscale = v->c->nqscale;
-}
-
 #endif

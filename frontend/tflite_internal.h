@@ -1,5 +1,8 @@
-/* tflite_internal.h — what tflite_import.c (the model, tensors, the graph
- * walk) and tflite_ops.c (the operator handlers) share. */
+/* tflite_internal.h — what the TFLite importer's files share: the graph
+ * walk (tflite_import.c), the operator handlers (tflite_ops.c) and the leaf
+ * both build with (tflite_build.c: messages, tensors, nodes).  The walk
+ * calls the handlers, both call the leaf, never the other way
+ * (docs/internals.md#layers). */
 #ifndef AX_TFLITE_INTERNAL_H
 #define AX_TFLITE_INTERNAL_H
 
@@ -28,11 +31,15 @@ enum {
     TFL_OP_SOFTMAX = 25, TFL_OP_TANH = 28, TFL_OP_PAD = 34, TFL_OP_MEAN = 40, TFL_OP_QUANTIZE = 114
 };
 
-/* ---- tflite_import.c ---- */
+/* ---- tflite_build.c ---- */
 /* Error at the current operator: "FILE: operator N (NAME): ...". */
 void tfl_fail(tfl_state *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The name of builtin operator code ("CONV_2D", or "builtin operator 123"). */
 const char *tfl_op_name(tfl_state *s, int32_t code);
+/* Whether tensor index t is valid; reports it otherwise (what: who names it). */
+bool tfl_check_tensor(tfl_state *s, int t, const char *what);
+/* The element count of tensor x's static shape; -1 when a dim is negative or too large. */
+int64_t tfl_element_count(const tfl_tensor *x);
 /* Tensor index input i of the current operator, checked (-1: absent, allowed
  * only when optional); false after an error. */
 bool tfl_input(tfl_state *s, int i, bool optional, int *tensor);

@@ -76,6 +76,10 @@ typedef struct axrt_adam_coef {
 #define AXRT_MATMUL_ADAM_MAX_K 48
 typedef void axrt_adam_fn(const axrt_adam_coef *c, float *p, const float *g, float *m, float *v,
                           size_t n);
+/* The same coefficients in double (`axc train`'s optimizer step). */
+typedef struct axrt_adam_coef_f64 {
+    double decay, l2, b1, b2, one_minus_b1, one_minus_b2, step_size, inv_bc2_sqrt, eps;
+} axrt_adam_coef_f64;
 
 /* The binary operators, in the order of the tables' arrays. */
 enum { AXRT_BIN_ADD, AXRT_BIN_SUB, AXRT_BIN_MUL, AXRT_BIN_DIV, AXRT_BIN_COUNT };
@@ -167,9 +171,11 @@ const axrt_cpu_ops *axrt_cpu_in_use(void);
  * when the work (multiply-adds) is worth threads, else on this thread: for
  * the kernels outside axrt.c (axrt_winograd.c). */
 void axrt_parallel_for(axrt_range_fn *fn, void *ctx, size_t count, double work);
-/* The portable Adam loop (axrt_optim.c), the portable table's. */
+/* The portable Adam loop (axrt_adam.c), the portable table's, and the
+ * same in double (axrt_optim.c's axrt_optim_step_f64). */
 void axrt_adam_f32_portable(const axrt_adam_coef *c, float *p, const float *g, float *m, float *v,
                             size_t n);
+void axrt_adam_f64(const axrt_adam_coef_f64 *c, double *p, const double *g, double *m, double *v, size_t n);
 
 #ifdef AXRT_X86_SIMD
 /* The table, or NULL when this CPU lacks its instructions. */

@@ -20,7 +20,9 @@
  * axrt_x86_int8.c, a scalar/SMLAD tile here); grouped convs keep the plain
  * layout and the dot products above; depthwise convs sum channel blocks over
  * the taps (tap-major weights when packed).  Requantisation is one integer
- * formula (axrt_requantize) shared by all paths.  Freestanding C99. */
+ * formula (axrt_requantize, axrt_q8_arith.h) shared by all paths; the
+ * scalar kernels that every table ends on are axrt_int8_scalar.c's.
+ * Freestanding C99. */
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -29,17 +31,13 @@
 
 #include "axrt.h"
 #include "axrt_q8.h"
+#include "axrt_q8_arith.h"
 
 #if defined(__ARM_FEATURE_DSP)
 #include <arm_acle.h>
 #endif
 
 /* ---- quantise, requantise ------------------------------------------------ */
-
-static int32_t clamp_i32(int64_t v, int32_t lo, int32_t hi)
-{
-    return v < lo ? lo : v > hi ? hi : (int32_t)v;
-}
 
 /* round_half_away(x / scale) + zp clamped to int8, + 128.  The quotient is
  * clamped to +-1024 first (the result is clamped to [-128, 127] anyway, and
@@ -57,62 +55,6 @@ static void quantize_portable(const float *x, uint8_t *q, size_t n, float scale,
         const int32_t v = t + zp;
         q[i] = (uint8_t)((v < -128 ? -128 : v > 127 ? 127 : v) + 128);
     }
-}
-
-int32_t axrt_requantize(int32_t acc, int32_t mult, int shift)
-{
-    const int64_t p = (int64_t)acc * mult;
-    const uint64_t mag = p < 0 ? (uint64_t)0 - (uint64_t)p : (uint64_t)p;
-    const int64_t r = (int64_t)((mag + ((uint64_t)1 << (shift - 1))) >> shift);
-    return (int32_t)(p < 0 ? -r : r);
-}
-
-int32_t axrt_fixed_high_mul(int32_t a, int32_t b)
-{
-    if (a == INT32_MIN && b == INT32_MIN)
-        return INT32_MAX;
-    const int64_t ab = (int64_t)a * b;
-    const int64_t nudge = ab >= 0 ? (int64_t)1 << 30 : 1 - ((int64_t)1 << 30);
-    return (int32_t)((ab + nudge) / ((int64_t)1 << 31));   /* C's division truncates, as gemmlowp's */
-}
-
-int32_t axrt_fixed_divide_pot(int32_t x, int exponent)
-{
-    const int32_t mask = (int32_t)(((int64_t)1 << exponent) - 1);
-    const int32_t remainder = x & mask, threshold = (mask >> 1) + (x < 0 ? 1 : 0);
-    /* x >> exponent: an arithmetic shift (floor), as gemmlowp assumes */
-    const int32_t floor_div = x < 0 ? -(int32_t)((~(uint32_t)x) >> exponent) - 1 : (int32_t)((uint32_t)x >> exponent);
-    return floor_div + (remainder > threshold ? 1 : 0);
-}
-
-int32_t axrt_requantize_tflite(int32_t acc, int32_t mult, int shift)
-{
-    const int exponent = 31 - shift;
-    const int left = exponent > 0 ? exponent : 0, right = exponent > 0 ? 0 : -exponent;
-    const int32_t x = (int32_t)((uint32_t)acc << left);   /* TFLite's x * (1 << left) in int32 */
-    return axrt_fixed_divide_pot(axrt_fixed_high_mul(x, mult), right);
-}
-
-/* axrt_requantize, or TFLite's (flags has AXRT_Q8_TFLITE). */
-static int32_t requantize_as(int32_t flags, int32_t acc, int32_t mult, int shift)
-{
-    return flags & AXRT_Q8_TFLITE ? axrt_requantize_tflite(acc, mult, shift) : axrt_requantize(acc, mult, shift);
-}
-
-/* Stores output channel o of accumulator acc as y[i]: requantised, clamped
- * and dequantised to float, or kept as q + 128 (AXRT_Q8_OUT_BYTES), or (rq->mult
- * NULL) scaled to float directly. */
-static void finish(const axrt_requant *rq, int32_t acc, size_t o, void *y, size_t i)
-{
-    if (!rq->mult) {
-        ((float *)y)[i] = (float)acc * rq->fscale[o];
-        return;
-    }
-    const int32_t q = clamp_i32((int64_t)rq->zp + requantize_as(rq->flags, acc, rq->mult[o], rq->shift[o]), rq->lo, rq->hi);
-    if (rq->flags & AXRT_Q8_OUT_BYTES)
-        ((uint8_t *)y)[i] = (uint8_t)(q + 128);
-    else
-        ((float *)y)[i] = (float)(q - rq->zp) * rq->scale;
 }
 
 /* Element i of the kernel's output y (float, or uint8_t under AXRT_Q8_OUT_BYTES). */
@@ -305,10 +247,10 @@ static void dot_rows(dot_impl d, const uint8_t *x, const int8_t *w, size_t k, si
     for (; o + 4 <= first + count; o += 4) {
         d.four(x, w + o * k, k, k, acc);
         for (size_t j = 0; j < 4; j++)
-            finish(rq, rq->bias[o + j] + acc[j], o + j, y, o + j);
+            axrt_q8_finish_one(rq, rq->bias[o + j] + acc[j], o + j, y, o + j);
     }
     for (; o < first + count; o++)
-        finish(rq, rq->bias[o] + d.one(x, w + o * k, k), o, y, o);
+        axrt_q8_finish_one(rq, rq->bias[o] + d.one(x, w + o * k, k), o, y, o);
 }
 
 /* ---- dense and conv ------------------------------------------------------------ */
@@ -466,12 +408,6 @@ void axrt_conv2d_q8(const uint8_t *x, int32_t x_zp, const int8_t *w, const axrt_
 }
 
 /* ---- the packed GEMM (axrt_q8.h) ------------------------------------------------ */
-
-void axrt_q8_finish_portable(const axrt_requant *rq, const int32_t *acc, size_t c0, size_t nc, void *y)
-{
-    for (size_t j = 0; j < nc; j++)
-        finish(rq, rq->bias[c0 + j] + acc[j], c0 + j, y, j);
-}
 
 /* One channel of one row over the packed layout: w is the channel's first
  * four bytes, step the distance between its groups. */
@@ -720,70 +656,6 @@ void axrt_maxpool_u8(const uint8_t *x, uint8_t *y, const axrt_pool2d_params *p)
 
 /* ---- elementwise: add, a concat's part, ReLU (axrt.h axrt_ew_q8) ---------------- */
 
-/* Stores q (already clamped) as element i of y: q + 128, or dequantised. */
-static void ew_store(const axrt_ew_q8 *p, int32_t q, void *y, size_t i)
-{
-    if (p->flags & AXRT_Q8_OUT_BYTES)
-        ((uint8_t *)y)[i] = (uint8_t)(q + 128);
-    else
-        ((float *)y)[i] = (float)(q - p->out_zp) * p->scale;
-}
-
-/* Operand k's byte x (q + 128) in the fixed-point scale of p. */
-static int32_t ew_scaled(const axrt_ew_q8 *p, int k, uint8_t x)
-{
-    const int32_t centred = (int32_t)x - 128 - p->zp[k];   /* |.| <= 255: << 20 fits */
-    return requantize_as(p->flags, centred * ((int32_t)1 << p->left), p->mult[k], p->shift[k]);
-}
-
-/* Operand k's scaled value for each of the 256 bytes (ew_scaled depends on
- * the byte alone: the same integers, one table read per element). */
-#define Q8_EW_TABLE_MIN 512   /* below this many elements the 256 entries cost more than they save */
-static void ew_table(const axrt_ew_q8 *p, int k, int32_t *t)
-{
-    for (int v = 0; v < 256; v++)
-        t[v] = ew_scaled(p, k, (uint8_t)v);
-}
-
-/* The clamped result q of an add (AXRT_Q8_MUL: a product) of bytes a and b,
- * the add's scaled operands from the byte tables ta, tb (NULL: computed). */
-static int32_t ew_binary(const axrt_ew_q8 *p, uint8_t a, uint8_t b, const int32_t *ta, const int32_t *tb)
-{
-    int32_t v;
-    if (p->flags & AXRT_Q8_MUL)   /* |.| <= 255 * 255 */
-        v = ((int32_t)a - 128 - p->zp[0]) * ((int32_t)b - 128 - p->zp[1]);
-    else
-        v = ta ? ta[a] + tb[b] : ew_scaled(p, 0, a) + ew_scaled(p, 1, b);
-    return clamp_i32((int64_t)p->out_zp + requantize_as(p->flags, v, p->out_mult, p->out_shift), p->lo, p->hi);
-}
-
-void axrt_q8_add_portable(const uint8_t *a, const uint8_t *b, void *y, size_t n, const axrt_ew_q8 *p)
-{
-    int32_t ta[256], tb[256];
-    const bool table = n >= Q8_EW_TABLE_MIN && !(p->flags & AXRT_Q8_MUL);
-    if (table) {
-        ew_table(p, 0, ta);
-        ew_table(p, 1, tb);
-    }
-    for (size_t i = 0; i < n; i++)
-        ew_store(p, ew_binary(p, a[i], b[i], table ? ta : NULL, table ? tb : NULL), y, i);
-}
-
-void axrt_q8_rescale_portable(const uint8_t *x, void *y, size_t outer, size_t row, size_t ld, size_t offset,
-                              const axrt_ew_q8 *p)
-{
-    int32_t t[256];   /* the clamped result of each byte */
-    const bool table = outer * row >= Q8_EW_TABLE_MIN;
-    for (int v = 0; table && v < 256; v++)
-        t[v] = clamp_i32((int64_t)p->out_zp + ew_scaled(p, 0, (uint8_t)v), p->lo, p->hi);
-    for (size_t o = 0; o < outer; o++)
-        for (size_t j = 0; j < row; j++) {
-            const uint8_t v = x[o * row + j];
-            ew_store(p, table ? t[v] : clamp_i32((int64_t)p->out_zp + ew_scaled(p, 0, v), p->lo, p->hi), y,
-                     o * ld + offset + j);
-        }
-}
-
 void axrt_add_q8(const uint8_t *a, const uint8_t *b, void *y, size_t n, const axrt_ew_q8 *p)
 {
     pick_gemm()->add(a, b, y, n, p);
@@ -844,8 +716,8 @@ void axrt_mean_q8(const uint8_t *x, void *y, size_t outer, size_t axis, size_t i
                 for (size_t k = 0; k < nc; k++)
                     sum[k] += xb[i * inner + k];
             for (size_t k = 0; k < nc; k++) {
-                const int32_t r = requantize_as(p->flags, sum[k] - centre, p->mult[0], p->shift[0]);
-                ew_store(p, clamp_i32((int64_t)p->out_zp + r, p->lo, p->hi), y, b * inner + c0 + k);
+                const int32_t r = axrt_q8_requantize_as(p->flags, sum[k] - centre, p->mult[0], p->shift[0]);
+                axrt_q8_ew_store(p, axrt_q8_clamp((int64_t)p->out_zp + r, p->lo, p->hi), y, b * inner + c0 + k);
             }
         }
 }
@@ -877,10 +749,10 @@ static int32_t meanpool_result(const axrt_ew_q8 *e, int32_t bytes, int32_t read,
     if (e->flags & AXRT_Q8_TFLITE) {
         const int32_t acc = bytes - read * 128;
         const int32_t q = read == 0 ? 0 : acc > 0 ? (acc + read / 2) / read : (acc - read / 2) / read;
-        return clamp_i32(q, e->lo, e->hi);
+        return axrt_q8_clamp(q, e->lo, e->hi);
     }
-    const int32_t r = axrt_requantize(bytes - read * (128 + e->zp[0]), rescale[0], rescale[1]);
-    return clamp_i32((int64_t)e->out_zp + r, e->lo, e->hi);
+    const int32_t r = axrt_q8_requantize(bytes - read * (128 + e->zp[0]), rescale[0], rescale[1]);
+    return axrt_q8_clamp((int64_t)e->out_zp + r, e->lo, e->hi);
 }
 
 void axrt_meanpool_q8(const uint8_t *x, void *y, const axrt_pool2d_params *p, const int32_t *window,
@@ -909,7 +781,7 @@ void axrt_meanpool_q8(const uint8_t *x, void *y, const axrt_pool2d_params *p, co
                                 sum[k] += in[k];
                         }
                     for (size_t k = 0; k < nc; k++)
-                        ew_store(e, meanpool_result(e, sum[k], read, rescale), y, at + c0 + k);
+                        axrt_q8_ew_store(e, meanpool_result(e, sum[k], read, rescale), y, at + c0 + k);
                 }
             }
 }
@@ -928,7 +800,7 @@ static void add_row(const uint8_t *a, ptrdiff_t sa, const uint8_t *b, ptrdiff_t 
                     const axrt_ew_q8 *p, const int32_t *ta, const int32_t *tb)
 {
     for (size_t j = 0; j < len; j++)
-        ew_store(p, ew_binary(p, a[(ptrdiff_t)j * sa], b[(ptrdiff_t)j * sb], ta, tb), y, j);
+        axrt_q8_ew_store(p, axrt_q8_ew_binary(p, a[(ptrdiff_t)j * sa], b[(ptrdiff_t)j * sb], ta, tb), y, j);
 }
 
 void axrt_add_bcast_q8(const uint8_t *a, const int64_t *a_strides, const uint8_t *b, const int64_t *b_strides,
@@ -940,10 +812,10 @@ void axrt_add_bcast_q8(const uint8_t *a, const int64_t *a_strides, const uint8_t
     const ptrdiff_t sa = rank > 0 ? (ptrdiff_t)a_strides[rank - 1] : 0, sb = rank > 0 ? (ptrdiff_t)b_strides[rank - 1] : 0;
     int32_t ta[256], tb[256];
     for (int d = 0; d < rank; d++) total *= shape[d];
-    const bool rows = sa == 1 && sb == 1, table = !rows && total >= Q8_EW_TABLE_MIN && !(p->flags & AXRT_Q8_MUL);
+    const bool rows = sa == 1 && sb == 1, table = !rows && total >= AXRT_Q8_EW_TABLE_MIN && !(p->flags & AXRT_Q8_MUL);
     if (table) {
-        ew_table(p, 0, ta);
-        ew_table(p, 1, tb);
+        axrt_q8_ew_table(p, 0, ta);
+        axrt_q8_ew_table(p, 1, tb);
     }
     for (size_t at = 0;; at += len) {
         if (rows)   /* both contiguous along the last dim: the instruction set's add */

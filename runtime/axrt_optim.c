@@ -2,7 +2,9 @@
  * parameter tensor (axrt.h axrt_optim_step_*): written once as a template
  * over the element type, used by the generated training step (axc --train)
  * and by `axc train` on the reference interpreter (in double), so the two
- * share their formulas.  Freestanding C99: <math.h> <stddef.h> <stdint.h>. */
+ * share their formulas.  Float32 Adam goes through the kernel table in use
+ * (axrt_cpu.h), double Adam to axrt_adam.c's loop.  Freestanding C99:
+ * <math.h> <stddef.h> <stdint.h>. */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,9 +13,7 @@
 #include "axrt_cpu.h"
 
 /* The update loops vectorise with the vectoriser's ordinary cost model
- * (-O2's is very cheap); Adam's also needs sqrt not to set errno, which the
- * project's build asks for this file (-fno-math-errno: the square roots are
- * of non-negative moments, so it never would). */
+ * (-O2's is very cheap).  Adam's loop itself is axrt_adam.c's. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
 #endif
@@ -30,26 +30,6 @@ static double one_minus_power(double beta, int64_t step)
     }
     return 1 - result;
 }
-
-/* Adam's update (axrt_cpu.h axrt_adam_fn), written once over the type:
- * the portable table's in float (the instruction-set tables have their own),
- * `axc train`'s in double. */
-#define AXRT_ADAM_LOOP(NAME, T, COEF, SQRT)                                                   \
-    static void NAME(const COEF *c, T *p, const T *g, T *m, T *v, size_t n)                   \
-    {                                                                                         \
-        size_t i;                                                                             \
-        for (i = 0; i < n; i++) {                                                             \
-            const T gi = g[i] + c->l2 * p[i]; /* adam: L2 */                                  \
-            p[i] *= c->decay;                                                                 \
-            m[i] = c->b1 * m[i] + c->one_minus_b1 * gi;                                       \
-            v[i] = c->b2 * v[i] + c->one_minus_b2 * gi * gi;                                  \
-            p[i] -= c->step_size * (m[i] / (SQRT(v[i]) * c->inv_bc2_sqrt + c->eps));          \
-        }                                                                                     \
-    }
-
-typedef struct adam_coef_f64 {
-    double decay, l2, b1, b2, one_minus_b1, one_minus_b2, step_size, inv_bc2_sqrt, eps;
-} adam_coef_f64;
 
 /* Adam's (AdamW's) coefficients for the step, in T: each computed in double
  * and rounded once, as torch.optim computes them in Python.  (1 - b2 taken
@@ -70,16 +50,7 @@ typedef struct adam_coef_f64 {
     }
 
 AXRT_ADAM_COEF(adam_coef_f32_of, float, axrt_adam_coef)
-AXRT_ADAM_COEF(adam_coef_f64_of, double, adam_coef_f64)
-
-AXRT_ADAM_LOOP(adam_f32, float, axrt_adam_coef, sqrtf)
-AXRT_ADAM_LOOP(adam_f64, double, adam_coef_f64, sqrt)
-
-void axrt_adam_f32_portable(const axrt_adam_coef *c, float *p, const float *g, float *m, float *v,
-                            size_t n)
-{
-    adam_f32(c, p, g, m, v, n);
-}
+AXRT_ADAM_COEF(adam_coef_f64_of, double, axrt_adam_coef_f64)
 
 /* float: through the kernel table in use (vectorised where the CPU can). */
 static void adam_f32_dispatch(const axrt_adam_coef *c, float *p, const float *g, float *m, float *v,
@@ -128,7 +99,7 @@ static void adam_f32_dispatch(const axrt_adam_coef *c, float *p, const float *g,
     }
 
 AXRT_OPTIM_STEP(axrt_optim_step_f32, float, axrt_adam_coef, adam_coef_f32_of, adam_f32_dispatch)
-AXRT_OPTIM_STEP(axrt_optim_step_f64, double, adam_coef_f64, adam_coef_f64_of, adam_f64)
+AXRT_OPTIM_STEP(axrt_optim_step_f64, double, axrt_adam_coef_f64, adam_coef_f64_of, axrt_adam_f64)
 
 /* Rows of the gradient a fused step computes before updating them: about
  * this many bytes, so that they are updated while still in L1. */

@@ -1,6 +1,6 @@
 /* axrt_q8.h — inside libaxrt (not installed): the register-tiled int8 GEMM
  * on packed weights (axrt_int8.c drives it, axrt_x86_int8.c adds the AVX2
- * and AVX-512 VNNI tiles).
+ * and AVX-512 VNNI tiles, axrt_int8_scalar.c the scalar kernels both end on).
  *
  * Packed weights (axrt_dense_q8_pack, axrt_conv2d_q8_pack): the reduction K
  * of every output channel is split into nseg segments of seg_len bytes (a
@@ -43,7 +43,7 @@ typedef struct axrt_q8_tile {
  * uint8_t, q + 128, when rq->flags has AXRT_Q8_OUT_BYTES). */
 typedef void axrt_q8_finish_fn(const axrt_requant *rq, const int32_t *acc, size_t c0, size_t nc, void *y);
 
-/* The scalar epilogue (axrt_int8.c), exactly axrt.h's formula. */
+/* The scalar epilogue (axrt_int8_scalar.c), exactly axrt.h's formula. */
 void axrt_q8_finish_portable(const axrt_requant *rq, const int32_t *acc, size_t c0, size_t nc, void *y);
 
 /* A depthwise conv's channel block at one output pixel:
@@ -71,7 +71,8 @@ typedef struct axrt_q8_gemm_ops {
     axrt_q8_rescale_fn *rescale;
 } axrt_q8_gemm_ops;
 
-/* The portable kernels (axrt_int8.c), the SIMD paths' tails. */
+/* The portable kernels: the depthwise sum (axrt_int8.c); the add and the
+ * rescale (axrt_int8_scalar.c), also the SIMD paths' tails. */
 void axrt_q8_dw_sum_portable(const uint8_t *const *x, const int8_t *w, size_t ldw, size_t taps, size_t nc,
                              int32_t *acc);
 void axrt_q8_add_portable(const uint8_t *a, const uint8_t *b, void *y, size_t n, const axrt_ew_q8 *p);

@@ -29,20 +29,12 @@ ALLOWED = {
     "frontend": [
         # the lowering walk: a layer's body lowers calls, which lower layers
         {"lower", "lower_blocks", "lower_layers", "lower_slice"},
-        # the ONNX and TFLite importers: the walk looks each node's rule up
-        # in the op table, and the rules add nodes through the walk's helpers
-        # (ox_add, tfl_add...); to go when the helpers get a file of their own
-        {"onnx_import", "onnx_ops", "onnx_ops_elementwise", "onnx_ops_layers", "onnx_ops_norm",
-         "onnx_ops_resize", "onnx_ops_rnn", "onnx_ops_shape", "onnx_ops_util", "onnx_quant"},
-        {"tflite_import", "tflite_ops"},
     ],
-    # the C printer and its kernel-call plans, one lowering being merged
-    # (issue 32, item 1): cg_select plans, the plans read the selection and
-    # the C printer's geometry, the printer prints the plans
-    "codegen": [{"cg_c", "cg_c_fused", "cg_c_quant", "cg_c_target", "cg_c_train", "cg_plan", "cg_select"}],
-    # the instruction-set kernel tables: axrt.c's table names each ISA's
-    # kernels, which fall back on the portable ones for tails and casts
-    "runtime": [{"axrt", "axrt_optim"}, {"axrt_int8", "axrt_x86_int8"}],
+    # the C printer while its lowering moves into the plans (issue 32, item
+    # 1): cg_c.c prints a plan's loop program through cg_c_fused.c, which
+    # names operands through cg_c.c's storage; to go when "where values
+    # live" (storage, operands) gets a leaf of its own (docs/internals.md#layers)
+    "codegen": [{"cg_c", "cg_c_fused"}],
 }
 
 # The folders checked, as under OBJ_DIR (generated code, gen/, is not ours).
