@@ -672,7 +672,7 @@ void axrt_rescale_q8(const uint8_t *x, void *y, size_t outer, size_t row, size_t
 void axrt_lookup_q8(const uint8_t *x, void *y, size_t n, const int32_t *table, const axrt_ew_q8 *p)
 {
     for (size_t i = 0; i < n; i++)
-        ew_store(p, table[x[i]], y, i);
+        axrt_q8_ew_store(p, table[x[i]], y, i);
 }
 
 /* round_half_away(v) + zp clamped to [lo, hi] (roundf: TFLite's std::round;
@@ -680,7 +680,7 @@ void axrt_lookup_q8(const uint8_t *x, void *y, size_t n, const int32_t *table, c
 static int32_t round_to_q8(float v, int32_t zp, int32_t lo, int32_t hi)
 {
     v = v < -1024.0f ? -1024.0f : v > 1024.0f ? 1024.0f : v;
-    return clamp_i32((int64_t)roundf(v) + zp, lo, hi);
+    return axrt_q8_clamp((int64_t)roundf(v) + zp, lo, hi);
 }
 
 void axrt_softmax_q8(const uint8_t *x, void *y, size_t rows, size_t len, const float *exp_table,
@@ -697,7 +697,7 @@ void axrt_softmax_q8(const uint8_t *x, void *y, size_t rows, size_t len, const f
             sum += e[xr[j]];
         const float inverse = 1.0f / (sum * p->scale);
         for (size_t j = 0; j < len; j++)
-            ew_store(p, round_to_q8(e[xr[j]] * inverse, p->out_zp, p->lo, p->hi), y, r * len + j);
+            axrt_q8_ew_store(p, round_to_q8(e[xr[j]] * inverse, p->out_zp, p->lo, p->hi), y, r * len + j);
     }
 }
 
