@@ -183,29 +183,40 @@ static void test_embedding_grad_and_dropout(void **state)
     const int without[] = {src[1], IR_NONE};   /* not a training graph: a copy */
     const int c = node_of(g, IR_OP_dropout, without, 2, AXRT_F32, dy_shape, 2);
     assert_string_equal(plan_text(g, c), "      call memcpy(%5, %1, 60) unless aliased\n");
-/* The dense model's w (%1) and b (%2) as a step's state tensors, both
- * updated after the dense (their "gradient" here: the plan reads only
- * shapes, dtypes and offsets). */
-static pass_train_step step_of(int d, pass_train_tensor *ts)
+    ax_ctx_free(ctx);
+}
+
+/* The dense model (its dense at d), with its w (%1) and b (%2) as a
+ * step's state tensors ts, both updated after the dense (their "gradient"
+ * here: the plan reads only shapes, dtypes and offsets). */
+typedef struct step_case {
+    ax_ctx *ctx;
+    ir_graph *g;
+    int d;
+    pass_train_tensor ts[2];
+    pass_train_step t;
+} step_case;
+
+static void step_case_init(step_case *k)
 {
-    const pass_train_tensor w = {1, d, IR_NONE, d, 64, {192, 320}, IR_NONE, -1};
-    const pass_train_tensor b = {2, d, IR_NONE, d, 448, {512, 576}, IR_NONE, -1};
-    ts[0] = w;
-    ts[1] = b;
-    pass_train_step t = {.tensors = ts, .ntensors = 2, .dropout_counter = IR_NONE, .loss_seed = IR_NONE};
-    return t;
+    k->ctx = ax_ctx_new();
+    k->g = dense_model(k->ctx, IR_OP_relu, &k->d);
+    const pass_train_tensor w = {1, k->d, IR_NONE, k->d, 64, {192, 320}, IR_NONE, -1};
+    const pass_train_tensor b = {2, k->d, IR_NONE, k->d, 448, {512, 576}, IR_NONE, -1};
+    k->ts[0] = w;
+    k->ts[1] = b;
+    const pass_train_step t = {.tensors = k->ts, .ntensors = 2, .dropout_counter = IR_NONE, .loss_seed = IR_NONE};
+    k->t = t;
 }
 
 static void test_step_updates_and_split(void **state)
 {
     (void)state;
-    ax_ctx *ctx = ax_ctx_new();
-    int d;
-    ir_graph *g = dense_model(ctx, IR_OP_relu, &d);
-    pass_train_tensor ts[2];
-    pass_train_step t = step_of(d, ts);
-    t.grad_exchange = true;
-    const ir_step_plan *p = cg_plan_step(g, &t);
+    step_case k;
+    step_case_init(&k);
+    const int d = k.d;
+    k.t.grad_exchange = true;
+    const ir_step_plan *p = cg_plan_step(k.g, &k.t);
     assert_int_equal(p->after[d].nops, 2);
     assert_int_equal(p->after[0].nops, 0);
     const ir_call *c = &p->after[d].ops[0].call;
@@ -236,19 +247,17 @@ static void test_step_updates_and_split(void **state)
     assert_int_equal(p->init.ops[1].call.args[0].kind, IR_ARG_STATE_BYTES);
     assert_int_equal(p->init.ops[1].call.args[0].value, 448);
     assert_int_equal(p->init.ops[1].call.args[1].kind, IR_ARG_EMBEDDED);
-    ax_ctx_free(ctx);
+    ax_ctx_free(k.ctx);
 }
 
 static void test_step_clip_norm_and_loss_scale(void **state)
 {
     (void)state;
-    ax_ctx *ctx = ax_ctx_new();
-    int d;
-    ir_graph *g = dense_model(ctx, IR_OP_relu, &d);
-    pass_train_tensor ts[2];
-    pass_train_step t = step_of(d, ts);
-    t.clip_norm = 0.5;
-    const ir_step_plan *p = cg_plan_step(g, &t);
+    step_case k;
+    step_case_init(&k);
+    const int d = k.d;
+    k.t.clip_norm = 0.5;
+    const ir_step_plan *p = cg_plan_step(k.g, &k.t);
     assert_null(p->after_split);
     assert_int_equal(p->after[d].nops, 3);
     const ir_step_op *clip = &p->after[d].ops[0];
@@ -256,10 +265,10 @@ static void test_step_clip_norm_and_loss_scale(void **state)
     assert_int_equal(clip->count, 2);
     assert_true(clip->scaled[0] && !clip->scaled[1]);   /* one storage, scaled once */
     assert_true(clip->real == 0.5);
-    t.clip_norm = 0;
-    ts[0].master = 640;   /* a half parameter's Float32 master, behind the loss scaling */
-    t.loss_seed = 0;
-    p = cg_plan_step(g, &t);
+    k.t.clip_norm = 0;
+    k.ts[0].master = 640;   /* a half parameter's Float32 master, behind the loss scaling */
+    k.t.loss_seed = 0;
+    p = cg_plan_step(k.g, &k.t);
     assert_int_equal(p->after[d].ops[0].kind, IR_STEP_LOSS_SCALE);
     assert_int_equal(p->after[d].ops[0].count, 1);
     assert_string_equal(p->after[d].ops[0].calls[0].kernel, "axrt_half_all_finite");
@@ -268,7 +277,7 @@ static void test_step_clip_norm_and_loss_scale(void **state)
     assert_string_equal(p->after[d].ops[1].call.args[9].name, "inv_scale");
     assert_string_equal(p->after[d].ops[2].call.kernel, "axrt_optim_step_f32");
     assert_string_equal(p->init.ops[1].call.kernel, "axrt_cast_f32");
-    ax_ctx_free(ctx);
+    ax_ctx_free(k.ctx);
 }
 
 int main(void)
