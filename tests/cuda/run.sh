@@ -18,8 +18,10 @@
 #  - emu: the kernels run on the CPU (emu.h, emu_rt.cpp: one block at a time,
 #    its threads as coroutines of one OS thread) and match the C target within 1e-4 relative
 #    (compare.c; the op corpus, this suite's models/ and the small examples,
-#    on inputs as each case's `# >>> input` lines say) — the kernel code, the
-#    parameter block, the launch list and the arena plan, everything but the driver;
+#    on inputs as each case's `# >>> input` lines say; the op cases and
+#    models/ without an mma path share one binary per dtype, emu_batch) —
+#    the kernel code, the parameter block, the launch list and the arena
+#    plan, everything but the driver;
 #  - loader: libaxrt_gpu's error paths with fake drivers built here (no
 #    libcuda, no device, a stub, NVRTC failing with its log) and, with a
 #    fake driver that accepts everything, a real NVRTC compile whose result
