@@ -91,37 +91,20 @@ for s in "${suites[@]}"; do
 done
 
 # Start order: longest processing time first (LPT), so that on few cores the
-# long jobs do not start last and the wall time approaches CPU / jobs.  The
-# figures are each job's CPU seconds on a fresh 2-core run (docs/tests.md
-# "Keeping the suite fast"), or, once a run has recorded them, each job's CPU
-# seconds on the last run (BUILD_DIR/tests/job-times); only their order
-# matters: a stale figure costs wall time, never a result.  A job not listed
-# counts 10 s.
+# long jobs do not start last and the wall time approaches CPU / jobs.  A
+# job's figure is its CPU seconds on the last run that ran it
+# (BUILD_DIR/tests/job-times, written below), else on a fresh 2-core run
+# (tests/job-times, the same format: what a fresh clone sees; refresh it by
+# copying the first), else the largest figure known: a job never measured
+# starts among the first, as a long job started last is what leaves cores
+# idle at the end.  Only the order matters: a stale figure costs wall time,
+# never a result.
 job_times=$B/tests/job-times
-cost() {
-    case $1 in
-        cuda:[0-9]*) echo 95 ;;
-        llvm) echo 320 ;;
-        *firmware*|*install*) echo 237 ;;
-        ir) echo 141 ;;
-        quant) echo 74 ;;
-        torch:run) echo 90 ;;
-        compile) echo 94 ;;
-        half) echo 76 ;;
-        train:interp) echo 70 ;;
-        errors) echo 58 ;;
-        cli) echo 52 ;;
-        train:run|train:step) echo 45 ;;
-        ops) echo 40 ;;
-        mpi) echo 30 ;;
-        train:*|torch:*|profile|onnx|tflite|bench) echo 22 ;;
-        unit:test_codegen) echo 15 ;;
-        *) echo 10 ;;
-    esac
-}
-start_order=$(for i in "${!jobs_list[@]}"; do
-    c=$([ -r "$job_times" ] && awk -v j="${jobs_list[$i]}" '$1 == j { print $3; exit }' "$job_times")
-    echo "${c:-$(cost "${jobs_list[$i]}")} $i"; done | sort -k1,1nr -k2,2n | cut -d' ' -f2)
+start_order=$( { cat "$job_times" 2>/dev/null; cat "$here/job-times"; echo "-- jobs"
+                 for i in "${!jobs_list[@]}"; do echo "${jobs_list[$i]} $i"; done; } |
+    awk '/^#/ { next } $0 == "-- jobs" { jobs = 1; next }
+         !jobs { if (!($1 in cpu)) cpu[$1] = $3; if ($3 > top) top = $3; next }
+         { print ($1 in cpu ? cpu[$1] : top + 0), $2 }' | sort -k1,1nr -k2,2n | cut -d' ' -f2)
 
 # Prints (console) and appends (count log) every finished job not yet shown
 # whose predecessors are all shown.

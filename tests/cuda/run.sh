@@ -18,8 +18,10 @@
 #  - emu: the kernels run on the CPU (emu.h, emu_rt.cpp: one block at a time,
 #    its threads as coroutines of one OS thread) and match the C target within 1e-4 relative
 #    (compare.c; the op corpus, this suite's models/ and the small examples,
-#    on inputs as each case's `# >>> input` lines say) — the kernel code, the
-#    parameter block, the launch list and the arena plan, everything but the driver;
+#    on inputs as each case's `# >>> input` lines say; the op cases and
+#    models/ without an mma path share one binary per dtype, emu_batch) —
+#    the kernel code, the parameter block, the launch list and the arena
+#    plan, everything but the driver;
 #  - loader: libaxrt_gpu's error paths with fake drivers built here (no
 #    libcuda, no device, a stub, NVRTC failing with its log) and, with a
 #    fake driver that accepts everything, a real NVRTC compile whose result
@@ -126,11 +128,13 @@ rtc_batch() { # DTYPE: its batch for NVRTC+ptxas and for hiprtc; a PASS or FAIL 
     done
 }
 
-# The examples that repeat a layer, and so their kernels (arena offsets
-# aside): NVRTC and ptxas on one kernel per form (kernel_forms.py; gru_kws:
-# 62 of 986, all_minilm_l6_v2: 27 of 118) through axrt_gpu_compile, the call
+# The large examples that repeat a layer, and so their kernels (arena
+# offsets aside): NVRTC and ptxas on one kernel per form (kernel_forms.py;
+# gru_kws: 62 of 986, all_minilm_l6_v2: 27 of 118, resmlp50: 5 of 50,
+# shufflenet_v2_x1_0: 59 of 117, efficientnet_b0: 99 of 115, mobilenet_v2:
+# 47 of 54, squeezenet1_1: 35 of 39) through axrt_gpu_compile, the call
 # --emit=ptx makes, which the other examples still run whole
-form_models=" all_minilm_l6_v2 gru_kws "
+form_models=" all_minilm_l6_v2 efficientnet_b0 gru_kws mobilenet_v2 resmlp50 shufflenet_v2_x1_0 squeezenet1_1 "
 check_forms() { # MODEL.ax DIR
     local b d=$2 kept
     b=$(basename "$1" .ax)
@@ -183,6 +187,9 @@ check_model() {
 emu_objs() {
     g++ -O1 -std=c++17 -I"$inc" -c "$here/emu_rt.cpp" -o "$work/emu_rt.o" 2>"$work/emu.err"
 }
+emu_table() { # K.CU: the kernels' name table emu_rt.cpp looks the launches up in
+    grep -o '^AXK [A-Za-z0-9_]*' "$1" | sed 's/AXK \(.*\)/    {"\1", (void *)\1},/'
+}
 emulate() { # MODEL [DTYPE TOLERANCE]: with a dtype, both targets compile the model at it
     local f=$1 dt=${2:-} tol=${3:-1e-4} b d name t=emu opt=
     b=$(basename "$f" .ax); d=$work/$b
@@ -192,19 +199,70 @@ emulate() { # MODEL [DTYPE TOLERANCE]: with a dtype, both targets compile the mo
     "$axc" --seed=0 $opt --target=cuda "$f" --model="$name" -o "$d/gpu.c" 2>/dev/null &&
     "$axc" --seed=0 $opt --target=cuda "$f" --model="$name" -o "$d/k.cu" 2>/dev/null || { fail "$t/$b" "axc failed"; return; }
     { cat "$d/k.cu"; echo 'struct axk_entry { const char *name; void *fn; };'
-      echo 'axk_entry axk_table[] = {'
-      grep -o '^AXK [A-Za-z0-9_]*' "$d/k.cu" | sed 's/AXK \(.*\)/    {"\1", (void *)\1},/'
-      echo '    {0, 0}};'; } >"$d/kt.cpp"
-    if ! { g++ -O1 -w -std=c++17 -include "$here/emu.h" -c "$d/kt.cpp" -o "$d/kt.o" &&
-           "$cc" -O1 -I"$inc" -c "$d/ref.c" -o "$d/ref.o" &&
-           "$cc" -O1 -I"$inc" -D"${name}_forward=gpu_${name}_forward" -D"${name}_model=gpu_${name}_model" -c "$d/gpu.c" -o "$d/gpu.o" &&
-           "$cc" -O1 -I"$inc" -DMODEL="$name" -c "$here/compare.c" -o "$d/cmp.o" &&
-           g++ -o "$d/cmp" "$d/cmp.o" "$d/ref.o" "$d/gpu.o" "$d/kt.o" "$work/emu_rt.o" "$build/lib/libaxrt.a" -lpthread -lm; } >"$d/build" 2>&1; then
+      echo 'axk_entry axk_table[] = {'; emu_table "$d/k.cu"; echo '    {0, 0}};'; } >"$d/kt.cpp"
+    if ! { "$cc" -O1 -I"$inc" -c "$d/ref.c" -o "$d/ref.o" &&
+           "$cc" -O1 -I"$inc" -D"${name}_forward=gpu_${name}_forward" -D"${name}_model=gpu_${name}_model" -c "$d/gpu.c" -o "$d/gpu.o"; } >"$d/build" 2>&1; then
         fail "$t/$b" "build failed:"; tail_of "$d/build"; return
     fi
-    if timeout 120 "$d/cmp" $tol $(input_specs "$f") >"$d/out" 2>&1; then pass "$t/$b ($(cat "$d/out"))"
-    else fail "$t/$b" "does not match the C target within $tol:"; tail_of "$d/out"; fi
+    # an op case or models/ (no mma path) joins its dtype's one emulator binary (emu_batch)
+    if [[ $f == */tests/ops/* || $f == */tests/cuda/models/* ]] && [[ $mma_models != *" $b "* ]] &&
+       "$cc" -O1 -I"$inc" -DMODEL="$name" -Dmain="emu_main_$name" -c "$here/compare.c" -o "$d/cmpb.o" >"$d/build" 2>&1; then
+        emu_queue+=("${dt:-Float32}|$d|$name|$t|$b|$tol|$f"); return
+    fi
+    emulate_alone "$d" "$name" "$t" "$b" "$tol" "$f" || return
     [[ $mma_models == *" $b "* ]] && emulate_mma "$f" "$dt"
+}
+emulate_alone() { # DIR NAME TAG MODEL TOLERANCE MODEL.ax: its own emulator binary
+    local d=$1 name=$2 t=$3 b=$4 tol=$5 f=$6
+    if ! { g++ -O1 -w -std=c++17 -include "$here/emu.h" -c "$d/kt.cpp" -o "$d/kt.o" &&
+           "$cc" -O1 -I"$inc" -DMODEL="$name" -c "$here/compare.c" -o "$d/cmp.o" &&
+           g++ -o "$d/cmp" "$d/cmp.o" "$d/ref.o" "$d/gpu.o" "$d/kt.o" "$work/emu_rt.o" "$build/lib/libaxrt.a" -lpthread -lm; } >"$d/build" 2>&1; then
+        fail "$t/$b" "build failed:"; tail_of "$d/build"; return 1
+    fi
+    emu_run "$d/cmp" "" "$d" "$t" "$b" "$tol" "$f"
+}
+emu_run() { # BINARY CASE DIR TAG MODEL TOLERANCE MODEL.ax: one comparison, a PASS or FAIL
+    if timeout 120 "$1" $2 "$6" $(input_specs "$7") >"$3/out" 2>&1; then pass "$4/$5 ($(cat "$3/out"))"
+    else fail "$4/$5" "does not match the C target within $6:"; tail_of "$3/out"; fi
+}
+# The queued cases of one dtype in one emulator binary: the first case's
+# prelude, then every case's kernels (their names prefixed by its model) and
+# one name table, one g++ and one link for all (each case's own was 0.4 s
+# CPU, most of its emulation), each case's comparison renamed emu_main_NAME
+# and chosen by the first argument; each case still runs as its own process.
+# A batch that does not build is built case by case, naming the culprits.
+emu_queue=()
+emu_batch() { # DTYPE
+    local key=$1 item bd=$work/emu-batch-$1 n=0 d name t b tol f items=() objs=()
+    for item in "${emu_queue[@]}"; do [ "${item%%|*}" = "$key" ] && items+=("$item"); done
+    [ ${#items[@]} -gt 0 ] || return 0
+    mkdir -p "$bd"
+    for item in "${items[@]}"; do
+        IFS='|' read -r _ d name t b tol f <<<"$item"; n=$((n + 1))
+        if [ $n = 1 ]; then cat "$d/k.cu"; else sed -n '/^\/\* generated by axc from/,$p' "$d/k.cu"; fi
+        objs+=("$d/cmpb.o" "$d/ref.o" "$d/gpu.o")
+    done >"$bd/kt.cpp"
+    { echo 'struct axk_entry { const char *name; void *fn; };'; echo 'axk_entry axk_table[] = {'
+      for item in "${items[@]}"; do IFS='|' read -r _ d _ <<<"$item"; emu_table "$d/k.cu"; done
+      echo '    {0, 0}};'; } >>"$bd/kt.cpp"
+    { echo '#include <string.h>'
+      for item in "${items[@]}"; do IFS='|' read -r _ _ name _ <<<"$item"; echo "int emu_main_$name(int, char **);"; done
+      echo 'int main(int argc, char **argv)'; echo '{'
+      for item in "${items[@]}"; do IFS='|' read -r _ _ name _ <<<"$item"
+          echo "    if (argc > 1 && !strcmp(argv[1], \"$name\")) return emu_main_$name(argc - 1, argv + 1);"; done
+      echo '    return 3;'; echo '}'; } >"$bd/main.c"
+    local ok= culprit=
+    { g++ -O1 -w -std=c++17 -include "$here/emu.h" -c "$bd/kt.cpp" -o "$bd/kt.o" &&
+      "$cc" -O1 -c "$bd/main.c" -o "$bd/main.o" &&
+      g++ -o "$bd/cmp" "$bd/main.o" "${objs[@]}" "$bd/kt.o" "$work/emu_rt.o" "$build/lib/libaxrt.a" -lpthread -lm; } >"$bd/build" 2>&1 && ok=1
+    for item in "${items[@]}"; do
+        IFS='|' read -r _ d name t b tol f <<<"$item"
+        if [ -n "$ok" ]; then emu_run "$bd/cmp" "$name" "$d" "$t" "$b" "$tol" "$f"
+        else emulate_alone "$d" "$name" "$t" "$b" "$tol" "$f" || culprit=1; fi
+    done
+    if [ -z "$ok$culprit" ]; then # each case builds alone, not together
+        fail "emu-batch/$key" "the batch does not build where each case builds alone:"; tail_of "$bd/build"
+    fi
 }
 
 # the same with the GEMMs on the tensor-core path (AXRT_GPU_MATH=bf16, sm_80),
@@ -292,6 +350,7 @@ mma_ptx() { # ARCH MATH [MODEL]: the count of bf16 mma.sync in MODEL's (the mlp'
     if [ -n "$ptxas" ] && ! "$ptxas" -arch=$1 "$work/mma-$1-$2.ptx" -o "$work/mma.cubin" 2>>"$work/mma.err"; then echo failed; return; fi
     grep -c 'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32' "$work/mma-$1-$2.ptx"
 }
+for dt in Float32 Float16 BFloat16; do emu_batch $dt; done
 for dt in "${!rtc_list[@]}"; do rtc_batch "$dt"; done
 
 if [ "$part_i" != 1 ]; then :

@@ -4,8 +4,12 @@ For every case of cases.py, in a temporary directory:
   weights  random twin weights -> safetensors -> `axc run --weights` (generated C)
            == twin output
   interp   the same through `axc run --interp` (the reference interpreter)
-  seed     `axc run --seed=7 --save-weights` -> load those weights into the twin
-           with strict=True -> twin output == axc's output
+  seed     `axc run --interp --seed=7 --save-weights` -> load those weights into
+           the twin with strict=True -> twin output == axc's output (on the
+           interpreter: the seeded weights are drawn before a back end is chosen,
+           and `weights` runs the generated C on the twin's; each example's
+           generated C at a seed is checked against the interpreter by the
+           compile suite)
 Prints one `PASS: torch:<case>:<check>` / `FAIL: ...` line per check, details
 indented by two spaces.  Environment: AXC (the axc binary), AXC_ROOT (repo).
 Optional arguments select cases whose name contains any of them;
@@ -168,7 +172,7 @@ class Runner:
 
     def direction_b(self):
         """axc's seeded weights into the twin.  Returns None or failure details."""
-        got, details, _ = self.run_axc("seed", ["--seed=7", "--save-weights=w2.safetensors"])
+        got, details, _ = self.run_axc("seed", ["--interp", "--seed=7", "--save-weights=w2.safetensors"])
         if got is None:
             return details
         try:
