@@ -11,7 +11,7 @@
 #    (runner.c) linked against each gives the same outputs (compare.py:
 #    within 1e-6 relative, and bit-identical: the same kernels and formulas run);
 #  - `-o m.ll` is valid IR (opt -passes=verify), on every model but the six
-#    with the most parameters (LL_SKIP);
+#    with the most parameters (LL_SKIP, their --blas builds too);
 #  - `axc run --jit` with CC pointing at nothing matches `axc run` (C);
 #  - (mlp built from the LLVM object for Cortex-M4F runs under QEMU in the
 #    firmware suite, tests/firmware/llvm_object.sh, beside its other images);
