@@ -1,9 +1,10 @@
-"""write_weights.py KIND FILE: safetensors files for small.ax (fc1: 5 => 4,
+"""write_weights.py KIND FILE...: safetensors files for small.ax (fc1: 5 => 4,
 fc2: 4 => 2).  KIND "small": exactly its parameters.  KIND "broken": fc1.bias
 misshapen, fc2.bias missing and an extra bogus.weight, so one run of axc
 must name all three.  KIND "perturb": rewrites FILE (written by axc
 --save-weights) with noise added to every float tensor, so that zero-initialised
-biases and norms become non-zero too."""
+biases and norms become non-zero too.  Several FILEs: each as if alone (one
+Python start for all: importing safetensors_io imports PyTorch)."""
 
 import os
 import sys
@@ -33,4 +34,5 @@ def main(kind, path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    for file in sys.argv[2:]:
+        main(sys.argv[1], file)

@@ -1,7 +1,8 @@
 # MLPerf Tiny on the Cortex-M4 (examples/mlperf_tiny; docs/firmware.md#mlperf-tiny),
-# sourced by tests/firmware/run.sh (its work, root, axc, python, pass, fail,
-# tail_of).  make test runs two of the four models, DS-CNN (convolutions,
-# depthwise, a global mean-pool) and the FC autoencoder (dense layers with
+# sourced by tests/firmware/run.sh (its work, root, here, axc, python, pass,
+# fail, tail_of, and its AXRT_OBJDIR: these images link the runtime objects
+# its other images use).  make test runs two of the four models, DS-CNN
+# (convolutions, depthwise, a global mean-pool) and the FC autoencoder (dense layers with
 # BatchNorm), to stay within its time; `make mlperf-tiny` runs all four.
 #  - train.py trains their PyTorch twins a few steps (the checks are about
 #    equality, not accuracy) and `axc run` of the .ax with those weights
@@ -40,55 +41,32 @@ mlperf_tiny_on_firmware() {
         MODELS="$MLPERF_TINY_MODELS" STEPS=5 table >"$d/table.log" 2>&1
     then pass "mlperf tiny: float32 and int8 images run under QEMU, outputs equal the host build's (int8 bit-identical)"
     else fail "mlperf tiny: float32 and int8 images run under QEMU, outputs equal the host build's"; tail_of "$d/table.log" 25; return; fi
-    for m in $MLPERF_TINY_MODELS; do
-        for dt in float32 int8; do mlperf_tiny_check "$d" "$m" "$dt"; done
-    done
+    mlperf_tiny_check "$d"
     mlperf_tiny_insns_vs_systick "$d"
     if [ "$(grep -c '^| [a-z0-9_]* | \(float32\|int8\) |' "$d/table.log")" -eq $((2 * $(echo $MLPERF_TINY_MODELS | wc -w))) ]
     then pass "mlperf tiny: table (flash, arena, stack, instructions) printed"
     else fail "mlperf tiny: table (flash, arena, stack, instructions) printed"; tail_of "$d/table.log"; fi
 }
 
-# mlperf_tiny_check DIR MODEL DTYPE: the image's outputs against `axc run`
-# on the host, and its instruction count against the model's MACs.
+# mlperf_tiny_check DIR: each image's outputs against `axc run` on the host,
+# and its instruction count against the model's MACs (mlperf_tiny_check.py:
+# one Python start for the inputs, one for every comparison).
 mlperf_tiny_check() {
-    local d=$1 m=$2 dt=$3 flags=()
-    [ "$dt" = int8 ] && flags=(--quantize=int8 --calibrate "x=$d/weights/${m}_cal.npy")
-    "$python" - "$d/$m.x.npy" "$root/examples/mlperf_tiny" "$m" <<'PYEOF' || { fail "mlperf tiny $m: input"; return; }
-import sys, numpy as np
-sys.path.insert(0, sys.argv[2])
-import twins
-shape = (1,) + twins.TWINS[sys.argv[3]].input_shape
-i = np.arange(int(np.prod(shape)), dtype=np.int64)   # examples/firmware/main.c's input_value(i, 0)
-np.save(sys.argv[1], ((((37 * i) % 101) - 50).astype(np.float32) / np.float32(64)).reshape(shape))
-PYEOF
-    if ! "$axc" run "$root/examples/mlperf_tiny/$m.ax" --weights "$d/weights/$m.safetensors" "${flags[@]}" \
-        --input x="$d/$m.x.npy" --output "$d/$m.$dt.y.npy" >"$d/$m.$dt.host.log" 2>&1; then
-        fail "mlperf tiny $m $dt: axc run on the host"; tail_of "$d/$m.$dt.host.log"; return
-    fi
-    if "$python" - "$d/$dt/$m/fw.out" "$d/$m.$dt.y.npy" "$dt" "$d/$dt/$m/insns.txt" "$root/examples/mlperf_tiny" "$m" \
-        >"$d/$m.$dt.cmp.log" 2>&1 <<'PYEOF'
-import re, sys, numpy as np
-sys.path.insert(0, sys.argv[5])
-import twins
-values = [m.group(1) for m in (re.match(r'^out0\[\d+\] (\S+)$', l) for l in open(sys.argv[1])) if m]
-device = np.array(values, dtype=np.float32)
-host = np.load(sys.argv[2]).astype(np.float32).ravel()
-if device.shape != host.shape:
-    sys.exit(f"device printed {device.size} outputs, host has {host.size}")
-diff = float(np.max(np.abs(device - host)))
-if sys.argv[3] == "int8" and diff != 0:
-    sys.exit(f"{int(np.sum(device != host))} of {host.size} outputs differ (max {diff:.3g})")
-if diff > 1e-4 * float(np.max(np.abs(host))):
-    sys.exit(f"max |device - host| {diff:.3g}, max |host| {float(np.max(np.abs(host))):.3g}")
-insns = int(open(sys.argv[4]).read().split()[1])
-macs = twins.macs(twins.TWINS[sys.argv[6]]())
-if not insns >= macs / 2:
-    sys.exit(f"{insns} instructions per inference for {macs} MACs: the count misses work")
-print(f"{host.size} outputs, max |device - host| {diff:.3g}; {insns} instructions, {insns / macs:.1f} per MAC")
-PYEOF
-    then pass "mlperf tiny $m $dt: Cortex-M4 outputs equal axc run's on the host ($(cat "$d/$m.$dt.cmp.log"))"
-    else fail "mlperf tiny $m $dt: Cortex-M4 outputs equal axc run's on the host"; tail_of "$d/$m.$dt.cmp.log"; fi
+    local d=$1 m dt flags cases=()
+    # shellcheck disable=SC2086
+    "$python" "$here/mlperf_tiny_check.py" inputs "$d" $MLPERF_TINY_MODELS >"$d/inputs.log" 2>&1 ||
+        { fail "mlperf tiny: inputs"; tail_of "$d/inputs.log"; return; }
+    for m in $MLPERF_TINY_MODELS; do
+        for dt in float32 int8; do
+            flags=()
+            [ "$dt" = int8 ] && flags=(--quantize=int8 --calibrate "x=$d/weights/${m}_cal.npy")
+            if "$axc" run "$root/examples/mlperf_tiny/$m.ax" --weights "$d/weights/$m.safetensors" "${flags[@]}" \
+                --input x="$d/$m.x.npy" --output "$d/$m.$dt.y.npy" >"$d/$m.$dt.host.log" 2>&1; then
+                cases+=("$m:$dt")
+            else fail "mlperf tiny $m $dt: axc run on the host"; tail_of "$d/$m.$dt.host.log"; fi
+        done
+    done
+    [ ${#cases[@]} -eq 0 ] || "$python" "$here/mlperf_tiny_check.py" compare "$d" "${cases[@]}" 2>&1
 }
 
 # mlperf_tiny_insns_vs_systick DIR: insn_count.so (built by the table) against
@@ -100,7 +78,7 @@ mlperf_tiny_insns_vs_systick() {
     mkdir -p "$p"
     [ -f "$d/weights/fc_autoencoder.safetensors" ] || { echo "SKIP: $what (fc_autoencoder not among the models run)"; return; }
     if ! env -u AXC make -C "$p" -f "$root/examples/firmware/Makefile" AXC_PREFIX="$work/prefix" \
-        MODEL=fc_autoencoder MODEL_DIR="$root/examples/mlperf_tiny" AXRT_OBJDIR="$d/axrt-obj" \
+        MODEL=fc_autoencoder MODEL_DIR="$root/examples/mlperf_tiny" \
         AXC_WEIGHTS_fc_autoencoder="$d/weights/fc_autoencoder.safetensors" \
         LDSCRIPT="$root/examples/mlperf_tiny/mps2_an386_tiny.ld" PROFILE=1 fw.elf >"$p/build.log" 2>&1; then
         fail "$what"; tail_of "$p/build.log"; return
