@@ -180,9 +180,10 @@ size_t cg_c_scratch_bytes(const ir_node *n, const ir_graph *g)
         return mha_scratch_bytes(n, g);
     if (n->op == IR_OP_conv && g->nodes[n->src[0]].rows_fused)
         return expand_rings_bytes(n, g);
-    if (cg_conv_winograd(g, n)) {   /* Winograd's tiles (runtime/axrt_winograd.c) */
+    const int wino_m = cg_conv_winograd(g, n);
+    if (wino_m) {   /* Winograd's tiles (runtime/axrt_winograd.c) */
         const axrt_conv2d_params p = cg_conv_params(g, n);
-        return axrt_winograd_scratch_elems(&p, CG_WINOGRAD_M) * sizeof(float);
+        return axrt_winograd_scratch_elems(&p, wino_m) * sizeof(float);
     }
     if (n->op == IR_OP_conv)
         return dwconv_ring_bytes(n, g);

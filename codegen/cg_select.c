@@ -24,8 +24,9 @@ static ir_layout layout_of_use(const ir_graph *g, const ir_node *user, int i)
                            g->nodes[user->src[1]].shape[1] == 1;
     if (user->op == IR_OP_dense && i == 1)
         return IR_LAYOUT_DENSE;
-    if (user->op == IR_OP_conv && i == 1 && cg_conv_winograd(g, user))
-        return IR_LAYOUT_WINOGRAD;
+    const int wino_m = user->op == IR_OP_conv && i == 1 ? cg_conv_winograd(g, user) : 0;
+    if (wino_m)
+        return wino_m == 2 ? IR_LAYOUT_WINOGRAD2 : IR_LAYOUT_WINOGRAD;
     if (user->op == IR_OP_conv && i == 1 && user->attrs.groups == 1)
         return IR_LAYOUT_CONV;
     if (depthwise && i == 1)
@@ -129,30 +130,48 @@ void cg_select(ir_graph *g)
  * per 16 outputs and channel pair where direct does 144, but its transforms
  * cost about alpha^3 per channel and tile, its weights are 4x larger, and
  * a block of tiles must fill the GEMM register tile: it wins with enough
- * channels and enough tiles (bench/winograd_layers.c measured the thresholds, docs/performance.md). */
+ * channels and enough tiles (bench/winograd_layers.c measured the thresholds, docs/performance.md).
+ * Each call reads all of U (alpha^2 c oc floats, from memory in a whole
+ * model) for tiles x alpha^2 c oc multiply-adds: under 16 tiles a weight
+ * element serves too few of them.  Where F(4,3) has under 16 tiles and
+ * F(2,3) (16 multiply-adds per 4 outputs, a weight 16/9 of direct's) has 16
+ * or more (7x7 and 8x8 images), F(2,3) wins at 256 channels and more: 7x7x512
+ * 2.3 ms against direct's 3.4 and F(4,3)'s 3.6 (AVX-512 Zen 4); at 64 it lost. */
 #define WINOGRAD_MIN_CHANNELS 32
-#define WINOGRAD_MIN_TILES 16   /* 14x14 images and up: 7x7 ones win less and read a 4x larger weight */
-static bool winograd_wins(const ir_node *x, const ir_node *n)
+#define WINOGRAD_MIN_TILES 16   /* 14x14 images and up for F(4,3) */
+#define WINOGRAD2_MIN_CHANNELS 256
+static int64_t winograd_tiles(const ir_node *n, int m)
 {
-    const int64_t tiles = x->shape[0] * ((n->shape[1] + CG_WINOGRAD_M - 1) / CG_WINOGRAD_M) *
-                          ((n->shape[2] + CG_WINOGRAD_M - 1) / CG_WINOGRAD_M);
-    return x->shape[3] >= WINOGRAD_MIN_CHANNELS && n->shape[3] >= WINOGRAD_MIN_CHANNELS &&
-           tiles >= WINOGRAD_MIN_TILES;
+    return n->shape[0] * ((n->shape[1] + m - 1) / m) * ((n->shape[2] + m - 1) / m);
+}
+static int winograd_choice(const ir_node *x, const ir_node *n)
+{
+    const int64_t c = x->shape[3], oc = n->shape[3];
+    if (c >= WINOGRAD_MIN_CHANNELS && oc >= WINOGRAD_MIN_CHANNELS && winograd_tiles(n, 4) >= WINOGRAD_MIN_TILES)
+        return 4;
+    if (c >= WINOGRAD2_MIN_CHANNELS && oc >= WINOGRAD2_MIN_CHANNELS && winograd_tiles(n, 2) >= WINOGRAD_MIN_TILES)
+        return 2;
+    return 0;
 }
 
-bool cg_conv_winograd(const ir_graph *g, const ir_node *n)
+int cg_winograd_m(ir_layout layout)
+{
+    return layout == IR_LAYOUT_WINOGRAD ? 4 : layout == IR_LAYOUT_WINOGRAD2 ? 2 : 0;
+}
+
+int cg_conv_winograd(const ir_graph *g, const ir_node *n)
 {
     if (n->op != IR_OP_conv || n->rank != 4 || n->dtype != AXRT_F32 || n->quant || n->nsrc < 2 ||
         g->conv_algo == IR_CONV_DIRECT || (g->ctx && g->ctx->training))
-        return false;
+        return 0;
     const ir_node *x = &g->nodes[n->src[0]], *w = &g->nodes[n->src[1]];
     const ir_attrs *a = &n->attrs;
     if (w->op != IR_OP_param || w->rank != 4 || w->shape[2] != 3 || w->shape[3] != 3 || a->groups != 1 ||
         a->stride[0] != 1 || a->stride[1] != 1 || a->dilation[0] != 1 || a->dilation[1] != 1 ||
         a->pad[0] < 0 || a->pad[1] < 0 || a->pad[2] < 0 || a->pad[3] < 0 || x->rank != 4 || x->rows_fused ||
         cg_c_can_inplace(n, g, 0))   /* one channel: the depthwise kernels' */
-        return false;
-    return g->conv_algo == IR_CONV_WINOGRAD || winograd_wins(x, n);
+        return 0;
+    return g->conv_algo == IR_CONV_WINOGRAD ? 4 : winograd_choice(x, n);
 }
 
 axrt_conv2d_params cg_conv_params(const ir_graph *g, const ir_node *n)
@@ -178,9 +197,9 @@ static axrt_conv2d_params winograd_weight_params(const ir_node *w)
 
 size_t cg_packed_count(const ir_node *n)
 {
-    if (n->layout == IR_LAYOUT_WINOGRAD) {
+    if (cg_winograd_m((ir_layout)n->layout)) {
         const axrt_conv2d_params p = winograd_weight_params(n);
-        return axrt_winograd_packed_elems(&p, CG_WINOGRAD_M);
+        return axrt_winograd_packed_elems(&p, cg_winograd_m((ir_layout)n->layout));
     }
     return (size_t)ir_numel(n);
 }
@@ -190,9 +209,9 @@ float *cg_packed_data(ax_arena *a, const ir_node *n)
     const float *w = (const float *)n->data;
     const size_t count = cg_packed_count(n);
     float *packed = ax_alloc(a, count * sizeof *packed + 1);
-    if (n->layout == IR_LAYOUT_WINOGRAD) {
+    if (cg_winograd_m((ir_layout)n->layout)) {
         const axrt_conv2d_params p = winograd_weight_params(n);
-        axrt_pack_winograd_f32(w, packed, &p, CG_WINOGRAD_M);
+        axrt_pack_winograd_f32(w, packed, &p, cg_winograd_m((ir_layout)n->layout));
     } else if (n->layout == IR_LAYOUT_CONV || n->layout == IR_LAYOUT_DEPTHWISE || n->layout == IR_LAYOUT_GROUPED) {
         axrt_conv2d_params p = {0};
         p.oc = (int)n->shape[0];
