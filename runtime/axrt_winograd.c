@@ -12,7 +12,8 @@
  * [tiles, c] x [c, oc] per xi) and transformed back (A^T M A) straight into
  * y with the bias, residual and activation.  Blocks share out over threads
  * by slots: each slot has its own part of the scratch (its V and M), so a
- * call runs on at most AXRT_WINOGRAD_SLOTS threads.
+ * call runs on at most AXRT_WINOGRAD_SLOTS threads; a call of one block
+ * splits each of the three steps over the threads instead.
  *
  * Rounding: F(4,3) loses about one decimal digit against direct
  * convolution (its transforms have entries up to 8 and 5); F(2,3) about
