@@ -179,7 +179,8 @@ static void emit_param_data(emitter *em, int id)
     ax_buf_printf(em->out, "/* %s %s %s%s */\n", literal_text(arena_of(em), n->name),
                   ir_dtype_name(n->dtype), shape_text(arena_of(em), n),
                   kind == IR_LAYOUT_PLAIN      ? ""
-                  : kind == IR_LAYOUT_WINOGRAD ? ", Winograd F(4x4,3x3)-transformed, in AXRT_PANEL-wide panels"
+                  : kind == IR_LAYOUT_WINOGRAD  ? ", Winograd F(4x4,3x3)-transformed, in AXRT_PANEL-wide panels"
+                  : kind == IR_LAYOUT_WINOGRAD2 ? ", Winograd F(2x2,3x3)-transformed, in AXRT_PANEL-wide panels"
                                                : ", packed in AXRT_PANEL-wide panels");
     ax_buf_printf(em->out,
                   "static const union { unsigned char bytes[%zu + 1]; %s values[%zu]; } %s_p%d = {\n",

@@ -61,30 +61,48 @@ bool cg_c_can_inplace(const ir_node *n, const ir_graph *g, int k)
  * per 16 outputs and channel pair where direct does 144, but its transforms
  * cost about alpha^3 per channel and tile, its weights are 4x larger, and
  * a block of tiles must fill the GEMM register tile: it wins with enough
- * channels and enough tiles (bench/winograd_layers.c measured the thresholds, docs/performance.md). */
+ * channels and enough tiles (bench/winograd_layers.c measured the thresholds, docs/performance.md).
+ * Each call reads all of U (alpha^2 c oc floats, from memory in a whole
+ * model) for tiles x alpha^2 c oc multiply-adds: under 16 tiles a weight
+ * element serves too few of them.  Where F(4,3) has under 16 tiles and
+ * F(2,3) (16 multiply-adds per 4 outputs, a weight 16/9 of direct's) has 16
+ * or more (7x7 and 8x8 images), F(2,3) wins at 256 channels and more: 7x7x512
+ * 2.3 ms against direct's 3.4 and F(4,3)'s 3.6 (AVX-512 Zen 4); at 64 it lost. */
 #define WINOGRAD_MIN_CHANNELS 32
-#define WINOGRAD_MIN_TILES 16   /* 14x14 images and up: 7x7 ones win less and read a 4x larger weight */
-static bool winograd_wins(const ir_node *x, const ir_node *n)
+#define WINOGRAD_MIN_TILES 16   /* 14x14 images and up for F(4,3) */
+#define WINOGRAD2_MIN_CHANNELS 256
+static int64_t winograd_tiles(const ir_node *n, int m)
 {
-    const int64_t tiles = x->shape[0] * ((n->shape[1] + CG_WINOGRAD_M - 1) / CG_WINOGRAD_M) *
-                          ((n->shape[2] + CG_WINOGRAD_M - 1) / CG_WINOGRAD_M);
-    return x->shape[3] >= WINOGRAD_MIN_CHANNELS && n->shape[3] >= WINOGRAD_MIN_CHANNELS &&
-           tiles >= WINOGRAD_MIN_TILES;
+    return n->shape[0] * ((n->shape[1] + m - 1) / m) * ((n->shape[2] + m - 1) / m);
+}
+static int winograd_choice(const ir_node *x, const ir_node *n)
+{
+    const int64_t c = x->shape[3], oc = n->shape[3];
+    if (c >= WINOGRAD_MIN_CHANNELS && oc >= WINOGRAD_MIN_CHANNELS && winograd_tiles(n, 4) >= WINOGRAD_MIN_TILES)
+        return 4;
+    if (c >= WINOGRAD2_MIN_CHANNELS && oc >= WINOGRAD2_MIN_CHANNELS && winograd_tiles(n, 2) >= WINOGRAD_MIN_TILES)
+        return 2;
+    return 0;
 }
 
-bool cg_conv_winograd(const ir_graph *g, const ir_node *n)
+int cg_winograd_m(ir_layout layout)
+{
+    return layout == IR_LAYOUT_WINOGRAD ? 4 : layout == IR_LAYOUT_WINOGRAD2 ? 2 : 0;
+}
+
+int cg_conv_winograd(const ir_graph *g, const ir_node *n)
 {
     if (n->op != IR_OP_conv || n->rank != 4 || n->dtype != AXRT_F32 || n->quant || n->nsrc < 2 ||
         g->conv_algo == IR_CONV_DIRECT || (g->ctx && g->ctx->training))
-        return false;
+        return 0;
     const ir_node *x = &g->nodes[n->src[0]], *w = &g->nodes[n->src[1]];
     const ir_attrs *a = &n->attrs;
     if (w->op != IR_OP_param || w->rank != 4 || w->shape[2] != 3 || w->shape[3] != 3 || a->groups != 1 ||
         a->stride[0] != 1 || a->stride[1] != 1 || a->dilation[0] != 1 || a->dilation[1] != 1 ||
         a->pad[0] < 0 || a->pad[1] < 0 || a->pad[2] < 0 || a->pad[3] < 0 || x->rank != 4 || x->rows_fused ||
         cg_c_can_inplace(n, g, 0))   /* one channel: the depthwise kernels' */
-        return false;
-    return g->conv_algo == IR_CONV_WINOGRAD || winograd_wins(x, n);
+        return 0;
+    return g->conv_algo == IR_CONV_WINOGRAD ? 4 : winograd_choice(x, n);
 }
 
 /* A float32 conv on a param weight of kh x kw, no residual, whose fused
@@ -214,9 +232,10 @@ size_t cg_c_scratch_bytes(const ir_node *n, const ir_graph *g)
         return mha_scratch_bytes(n, g);
     if (n->op == IR_OP_conv && g->nodes[n->src[0]].rows_fused)
         return expand_rings_bytes(n, g);
-    if (cg_conv_winograd(g, n)) {   /* Winograd's tiles (runtime/axrt_winograd.c) */
+    const int wino_m = cg_conv_winograd(g, n);
+    if (wino_m) {   /* Winograd's tiles (runtime/axrt_winograd.c) */
         const axrt_conv2d_params p = cg_conv_params(g, n);
-        return axrt_winograd_scratch_elems(&p, CG_WINOGRAD_M) * sizeof(float);
+        return axrt_winograd_scratch_elems(&p, wino_m) * sizeof(float);
     }
     if (n->op == IR_OP_conv)
         return dwconv_ring_bytes(n, g);

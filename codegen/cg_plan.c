@@ -292,7 +292,7 @@ static void plan_dwconv_inplace(planner *P)
 }
 
 /* ---- Winograd (runtime/axrt_winograd.c) ---- A conv whose weight is
- * stored transformed (IR_LAYOUT_WINOGRAD: cg_conv_winograd): one call, its
+ * stored transformed (IR_LAYOUT_WINOGRAD or _WINOGRAD2: cg_conv_winograd): one call, its
  * epilogue inside, the tiles' V and M in n's scratch. */
 static void plan_conv_winograd(planner *P)
 {
@@ -306,7 +306,7 @@ static void plan_conv_winograd(planner *P)
     arg_value(c, self_id(P));
     c->wrap = c->nargs;
     arg_arena(c, AXRT_F32, n->scratch_offset);
-    arg_int(c, CG_WINOGRAD_M);
+    arg_int(c, cg_winograd_m((ir_layout)operand_node(P, 1)->layout));
     arg_conv_params(P, c, "params", operand_node(P, 0), n, operand_node(P, 1), &n->attrs, false);
 }
 /* ---- end of Winograd ---- */
@@ -344,7 +344,7 @@ static void plan_conv(planner *P)
         arg_conv_params(P, c, "params", operand_node(P, 0), n, operand_node(P, 1), &n->attrs, false);
         return;
     }
-    if (operand_node(P, 1)->layout == IR_LAYOUT_WINOGRAD) {
+    if (cg_winograd_m((ir_layout)operand_node(P, 1)->layout)) {
         plan_conv_winograd(P);
         return;
     }

@@ -25,8 +25,9 @@ static ir_layout layout_of_use(const ir_graph *g, const ir_node *user, int i)
                            g->nodes[user->src[1]].shape[1] == 1;
     if (user->op == IR_OP_dense && i == 1)
         return IR_LAYOUT_DENSE;
-    if (user->op == IR_OP_conv && i == 1 && cg_conv_winograd(g, user))
-        return IR_LAYOUT_WINOGRAD;
+    const int wino_m = user->op == IR_OP_conv && i == 1 ? cg_conv_winograd(g, user) : 0;
+    if (wino_m)
+        return wino_m == 2 ? IR_LAYOUT_WINOGRAD2 : IR_LAYOUT_WINOGRAD;
     if (user->op == IR_OP_conv && i == 1 && user->attrs.groups == 1)
         return IR_LAYOUT_CONV;
     if (depthwise && i == 1)
@@ -136,9 +137,9 @@ static axrt_conv2d_params winograd_weight_params(const ir_node *w)
 
 size_t cg_packed_count(const ir_node *n)
 {
-    if (n->layout == IR_LAYOUT_WINOGRAD) {
+    if (cg_winograd_m((ir_layout)n->layout)) {
         const axrt_conv2d_params p = winograd_weight_params(n);
-        return axrt_winograd_packed_elems(&p, CG_WINOGRAD_M);
+        return axrt_winograd_packed_elems(&p, cg_winograd_m((ir_layout)n->layout));
     }
     return (size_t)ir_numel(n);
 }
@@ -148,9 +149,9 @@ float *cg_packed_data(ax_arena *a, const ir_node *n)
     const float *w = (const float *)n->data;
     const size_t count = cg_packed_count(n);
     float *packed = ax_alloc(a, count * sizeof *packed + 1);
-    if (n->layout == IR_LAYOUT_WINOGRAD) {
+    if (cg_winograd_m((ir_layout)n->layout)) {
         const axrt_conv2d_params p = winograd_weight_params(n);
-        axrt_pack_winograd_f32(w, packed, &p, CG_WINOGRAD_M);
+        axrt_pack_winograd_f32(w, packed, &p, cg_winograd_m((ir_layout)n->layout));
     } else if (n->layout == IR_LAYOUT_CONV || n->layout == IR_LAYOUT_DEPTHWISE || n->layout == IR_LAYOUT_GROUPED) {
         axrt_conv2d_params p = {0};
         p.oc = (int)n->shape[0];

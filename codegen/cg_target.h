@@ -129,13 +129,15 @@ void cg_plan_host_run(const ir_graph *g, int id, const cg_plan_host *h, float *c
 float *cg_packed_data(ax_arena *a, const ir_node *n);
 size_t cg_packed_count(const ir_node *n);
 /* ---- Winograd (cg_c_target.c; runtime/axrt_winograd.c) ----
- * Whether conv n runs Winograd F(4x4, 3x3): a Float32 3x3 stride-1
- * dilation-1 groups-1 conv on a parameter weight, not in a training
- * graph, where g->conv_algo asks for it (auto: the cost model); decided
- * from n alone, so the memory plan (its scratch) and the selection agree.
- * It runs so where its weight's layout is IR_LAYOUT_WINOGRAD. */
-#define CG_WINOGRAD_M 4
-bool cg_conv_winograd(const ir_graph *g, const ir_node *n);
+ * Whether conv n runs Winograd F(m x m, 3 x 3), and its m: 0 (direct), 4
+ * or 2.  A Float32 3x3 stride-1 dilation-1 groups-1 conv on a parameter
+ * weight, not in a training graph, where g->conv_algo asks for it
+ * (winograd: F(4,3); auto: the cost model picks m); decided from n alone,
+ * so the memory plan (its scratch) and the selection agree.  It runs so
+ * where its weight's layout is IR_LAYOUT_WINOGRAD (m 4) or _WINOGRAD2 (m 2). */
+int cg_conv_winograd(const ir_graph *g, const ir_node *n);
+/* The m of a Winograd weight layout (0 for any other layout). */
+int cg_winograd_m(ir_layout layout);
 /* The runtime's conv params of conv n (NHWC; cg_kernel_facts.c). */
 axrt_conv2d_params cg_conv_params(const ir_graph *g, const ir_node *n);
 

@@ -24,6 +24,7 @@ const char *const ir_layout_names[IR_LAYOUT_COUNT] = {
     [IR_LAYOUT_MHA_IN] = "mha_in_panels", [IR_LAYOUT_MHA_OUT] = "mha_out_panels",
     [IR_LAYOUT_GROUPED] = "grouped_conv_panels",
     [IR_LAYOUT_WINOGRAD] = "winograd_f4x4_panels",
+    [IR_LAYOUT_WINOGRAD2] = "winograd_f2x2_panels",
 };
 
 const ir_target_info ir_targets[IR_TARGET_COUNT] = {

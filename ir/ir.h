@@ -114,7 +114,8 @@ typedef enum ir_layout {
     IR_LAYOUT_PLAIN, IR_LAYOUT_DENSE, IR_LAYOUT_CONV, IR_LAYOUT_DEPTHWISE, IR_LAYOUT_MHA_IN,
     IR_LAYOUT_MHA_OUT,
     IR_LAYOUT_GROUPED, /* a grouped conv's weight, group by group (ir_node.layout_groups) */
-    IR_LAYOUT_WINOGRAD,
+    IR_LAYOUT_WINOGRAD,  /* a 3x3 conv's weight transformed for Winograd F(4x4, 3x3) */
+    IR_LAYOUT_WINOGRAD2, /* ... for F(2x2, 3x3) */
     IR_LAYOUT_COUNT
 } ir_layout;
 extern const char *const ir_layout_names[IR_LAYOUT_COUNT];

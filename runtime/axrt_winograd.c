@@ -12,7 +12,8 @@
  * [tiles, c] x [c, oc] per xi) and transformed back (A^T M A) straight into
  * y with the bias, residual and activation.  Blocks share out over threads
  * by slots: each slot has its own part of the scratch (its V and M), so a
- * call runs on at most AXRT_WINOGRAD_SLOTS threads.
+ * call runs on at most AXRT_WINOGRAD_SLOTS threads; a call of one block
+ * splits each of the three steps over the threads instead.
  *
  * Rounding: F(4,3) loses about one decimal digit against direct
  * convolution (its transforms have entries up to 8 and 5); F(2,3) about
@@ -96,14 +97,20 @@ static size_t tiles_of(const axrt_conv2d_params *p, int m)
 
 /* Tiles a block: V and M of a block about WINO_BLOCK_BYTES (they stay in
  * L2 between the three steps), a multiple of 12 rows (the widest register
- * tile) where that is at least one, at most all tiles. */
+ * tile) where that is at least one, at most all tiles.  Every block reads
+ * all of U (alpha^2 c oc floats), so where under 12 tiles fit the budget
+ * (many channels: 14x14x256, 28x28x128) a block takes WINO_MIN_BLOCK tiles
+ * anyway: U (9.4 MB at 256 channels) then comes from memory once per 24
+ * tiles, not once per 5, which measured faster than keeping V and M in L2
+ * (docs/performance.md, AVX-512 Zen 4: 14x14x256 1.90 -> 1.61 ms). */
 #define WINO_BLOCK_BYTES (384u << 10)
+#define WINO_MIN_BLOCK 24
 static size_t block_tiles(const axrt_conv2d_params *p, int m)
 {
     const size_t alpha = (size_t)mats_of(m).alpha;
     const size_t per_tile = alpha * alpha * ((size_t)p->c + (size_t)p->oc) * sizeof(float);
     size_t b = WINO_BLOCK_BYTES / per_tile;
-    b = b >= 12 ? b / 12 * 12 : b < 4 ? 4 : b;
+    b = b >= 12 ? b / 12 * 12 : WINO_MIN_BLOCK;
     return min_sz(b, tiles_of(p, m));
 }
 
@@ -189,42 +196,74 @@ static void output_pixels(const wino_job *j, size_t ti, float **out, const float
         }
 }
 
-static void run_block(const wino_job *j, size_t slot, size_t b)
+/* Block b's V and M in slot's part of the scratch. */
+static float *block_v(const wino_job *j, size_t slot)
 {
-    const axrt_conv2d_params *p = j->p;
-    const size_t c = (size_t)p->c, oc = (size_t)p->oc, a2 = (size_t)(j->w.alpha * j->w.alpha);
-    const size_t t0 = b * j->block, nt = min_sz(j->block, j->tiles - t0);
-    float *v = j->scratch + slot * j->block * a2 * (c + oc), *mt = v + j->block * a2 * c;
+    const size_t a2 = (size_t)(j->w.alpha * j->w.alpha);
+    return j->scratch + slot * j->block * a2 * ((size_t)j->p->c + (size_t)j->p->oc);
+}
+static float *block_m(const wino_job *j, size_t slot)
+{
+    return block_v(j, slot) + j->block * (size_t)(j->w.alpha * j->w.alpha) * (size_t)j->p->c;
+}
+static size_t block_count(const wino_job *j, size_t b) { return min_sz(j->block, j->tiles - b * j->block); }
+
+/* Step 1: the input transforms of block b's tiles [lo, hi). */
+static void block_inputs(const wino_job *j, size_t slot, size_t b, size_t lo, size_t hi)
+{
     const float *at[WINO_MAX_ALPHA * WINO_MAX_ALPHA];
-    float *out[WINO_MAX_M * WINO_MAX_M];
-    const float *res[WINO_MAX_M * WINO_MAX_M];
-    const axrt_act inline_act = j->act == AXRT_ACT_RELU || j->act == AXRT_ACT_RELU6 ? j->act : AXRT_ACT_NONE;
-    axrt_unary_fn *late_act = j->act == AXRT_ACT_GELU ? j->cpu->gelu : j->act == AXRT_ACT_SWISH ? j->cpu->swish : NULL;
-    for (size_t i = 0; i < nt; i++) {
-        input_pixels(j, t0 + i, at);
-        j->input_tile(&j->w, at, v, i, j->block, c);
+    float *v = block_v(j, slot);
+    for (size_t i = lo; i < hi; i++) {
+        input_pixels(j, b * j->block + i, at);
+        j->input_tile(&j->w, at, v, i, j->block, (size_t)j->p->c);
     }
-    const float *rows[AXRT_TILE_M_MAX];
+}
+
+/* Step 2: the GEMMs of positions [lo, hi): M[xi] = V[xi] U[xi], a row tile
+ * against all full panels in one tile call (axrt_cpu.h panels: a 64- to
+ * 256-step reduction pays the call's set-up and drain once, not per panel). */
+static void block_products(const wino_job *j, size_t slot, size_t b, size_t lo, size_t hi)
+{
+    const size_t c = (size_t)j->p->c, oc = (size_t)j->p->oc, nt = block_count(j, b);
+    const size_t full = oc / AXRT_PANEL * AXRT_PANEL;
+    const float *v = block_v(j, slot), *rows[AXRT_TILE_M_MAX];
+    float *mt = block_m(j, slot);
     axrt_tile_args t;
     memset(&t, 0, sizeof t);
     t.nseg = 1, t.k = c, t.a = rows, t.ldy = oc, t.final = 1, t.act = AXRT_ACT_NONE;
-    for (size_t xi = 0; xi < a2; xi++)
+    for (size_t xi = lo; xi < hi; xi++)
         for (size_t r0 = 0; r0 < nt; r0 += t.mr) {
             t.mr = min_sz(j->cpu->tile_rows, nt - r0);
             for (size_t r = 0; r < t.mr; r++) rows[r] = v + (xi * j->block + r0 + r) * c;
-            for (size_t j0 = 0; j0 < oc; j0 += AXRT_PANEL) {
-                t.nr = min_sz(AXRT_PANEL, oc - j0);
-                t.ldb = t.nr;
+            size_t j0 = 0;
+            if (full && t.mr > 1) {   /* a one-row tile (tile_row) takes one panel */
+                t.nr = t.ldb = AXRT_PANEL, t.panels = full / AXRT_PANEL, t.b_panel = c * AXRT_PANEL;
+                t.b = j->u + xi * c * oc, t.y = mt + (xi * j->block + r0) * oc;
+                j->cpu->tile(&t);
+                t.panels = 0, j0 = full;
+            }
+            for (; j0 < oc; j0 += AXRT_PANEL) {
+                t.nr = t.ldb = min_sz(AXRT_PANEL, oc - j0);
                 t.b = j->u + xi * c * oc + j0 * c;
                 t.y = mt + (xi * j->block + r0) * oc + j0;
                 j->cpu->tile(&t);
             }
         }
-    for (size_t i = 0; i < nt; i++) {
-        output_pixels(j, t0 + i, out, res);
-        j->output_tile(&j->w, mt, i, j->block, oc, j->bias, out, res, inline_act);
+}
+
+/* Step 3: the output transforms of block b's tiles [lo, hi), with the epilogue. */
+static void block_outputs(const wino_job *j, size_t slot, size_t b, size_t lo, size_t hi)
+{
+    float *out[WINO_MAX_M * WINO_MAX_M];
+    const float *res[WINO_MAX_M * WINO_MAX_M];
+    const axrt_act inline_act = j->act == AXRT_ACT_RELU || j->act == AXRT_ACT_RELU6 ? j->act : AXRT_ACT_NONE;
+    axrt_unary_fn *late_act = j->act == AXRT_ACT_GELU ? j->cpu->gelu : j->act == AXRT_ACT_SWISH ? j->cpu->swish : NULL;
+    const float *mt = block_m(j, slot);
+    for (size_t i = lo; i < hi; i++) {
+        output_pixels(j, b * j->block + i, out, res);
+        j->output_tile(&j->w, mt, i, j->block, (size_t)j->p->oc, j->bias, out, res, inline_act);
         for (int q = 0; late_act && q < j->w.m * j->w.m; q++)
-            if (out[q]) late_act(out[q], out[q], oc);
+            if (out[q]) late_act(out[q], out[q], (size_t)j->p->oc);
     }
 }
 
@@ -233,7 +272,28 @@ static void wino_range(void *ctx, size_t begin, size_t end)
 {
     const wino_job *j = ctx;
     for (size_t s = begin; s < end; s++)
-        for (size_t b = s; b < j->blocks; b += j->slots) run_block(j, s, b);
+        for (size_t b = s; b < j->blocks; b += j->slots) {
+            const size_t nt = block_count(j, b);
+            block_inputs(j, s, b, 0, nt);
+            block_products(j, s, b, 0, (size_t)(j->w.alpha * j->w.alpha));
+            block_outputs(j, s, b, 0, nt);
+        }
+}
+
+/* One block (few tiles, many channels: 14x14x256): its three steps one
+ * after the other, each split over the threads (tiles, positions, tiles),
+ * so that a single block still runs on every thread.  Each value is computed
+ * as wino_range computes it: the same bits for any thread count. */
+static void one_inputs(void *ctx, size_t lo, size_t hi) { block_inputs(ctx, 0, 0, lo, hi); }
+static void one_products(void *ctx, size_t lo, size_t hi) { block_products(ctx, 0, 0, lo, hi); }
+static void one_outputs(void *ctx, size_t lo, size_t hi) { block_outputs(ctx, 0, 0, lo, hi); }
+static void wino_one_block(wino_job *j)
+{
+    const size_t a2 = (size_t)(j->w.alpha * j->w.alpha), c = (size_t)j->p->c, oc = (size_t)j->p->oc;
+    const double tile_work = (double)a2 * (double)(c + oc) * 4.0;   /* a transform: about 4 a2 adds per channel */
+    axrt_parallel_for(one_inputs, j, j->tiles, (double)j->tiles * tile_work);
+    axrt_parallel_for(one_products, j, a2, (double)j->tiles * (double)a2 * (double)c * (double)oc);
+    axrt_parallel_for(one_outputs, j, j->tiles, (double)j->tiles * tile_work);
 }
 
 void axrt_conv2d_winograd_f32(const float *x, const float *u, const float *bias, const float *residual,
@@ -262,5 +322,6 @@ void axrt_conv2d_winograd_f32(const float *x, const float *u, const float *bias,
     j.blocks = (j.tiles + j.block - 1) / j.block;
     j.slots = slots_of(p, j.w.m);
     const double alpha = j.w.alpha;
-    axrt_parallel_for(wino_range, &j, j.slots, (double)j.tiles * alpha * alpha * p->c * p->oc);
+    if (j.blocks == 1) wino_one_block(&j);
+    else axrt_parallel_for(wino_range, &j, j.slots, (double)j.tiles * alpha * alpha * p->c * p->oc);
 }

@@ -640,24 +640,28 @@ def example_cases(root):
 
 # ---- Winograd convolution (--conv-algo, runtime/axrt_winograd.c) -----------------------------
 
-WINOGRAD = [  # (name, input NHWC, cout, pad, activation, residual)
-    ("winograd_partial_tiles_pad1", (1, 13, 11, 16), 16, 1, "identity", False),
-    ("winograd_pad0_relu", (2, 10, 7, 8), 24, 0, "relu", False),
-    ("winograd_odd_channels_residual", (1, 9, 14, 19), 19, 1, "relu", True),
-    ("winograd_wide_relu6", (1, 28, 28, 64), 48, 1, "relu6", False),
-    ("winograd_tiny", (1, 3, 5, 4), 6, 0, "identity", False),
+WINOGRAD = [  # (name, input NHWC, cout, pad, activation, residual, --conv-algo)
+    ("winograd_partial_tiles_pad1", (1, 13, 11, 16), 16, 1, "identity", False, "winograd"),
+    ("winograd_pad0_relu", (2, 10, 7, 8), 24, 0, "relu", False, "winograd"),
+    ("winograd_odd_channels_residual", (1, 9, 14, 19), 19, 1, "relu", True, "winograd"),
+    ("winograd_wide_relu6", (1, 28, 28, 64), 48, 1, "relu6", False, "winograd"),
+    ("winograd_tiny", (1, 3, 5, 4), 6, 0, "identity", False, "winograd"),
+    # F(2x2,3x3), which auto takes where F(4,3) has under 16 tiles (ResNet-18's 7x7x512 layers)
+    ("winograd_f2_auto_residual", (1, 7, 7, 256), 256, 1, "relu", True, "auto"),
+    ("winograd_f2_auto_partial", (1, 10, 9, 256), 264, 0, "identity", False, "auto"),
 ]
 
 
 def winograd_cases(root):
     """3x3 stride-1 convs forced through Winograd F(4x4,3x3)
-    (--conv-algo=winograd): partial tiles, padding 0 and 1, channel counts
-    off the vector width, the bias/activation/residual epilogue; then the
+    (--conv-algo=winograd), or on F(2x2,3x3) under auto: partial tiles,
+    padding 0 and 1, channel counts off the vector width, the
+    bias/activation/residual epilogue; then the
     ResNet block forced both ways.  (torchvision_resnet18 runs its 64-channel
     layers as Winograd under auto; forcing all of ResNet-18 embeds ~150 MB of
     transformed weights, minutes of C compilation.)"""
     cases = []
-    for name, shape, cout, pad, act, residual in WINOGRAD:
+    for name, shape, cout, pad, act, residual, algo in WINOGRAD:
         cin = shape[3]
         sig = f"x::Float32[{shape_text(shape)}]"
         conv = f"Conv((3, 3), {cin} => {cout}, pad={pad}, activation={act})"
@@ -665,13 +669,13 @@ def winograd_cases(root):
             ax = fn_model(name, sig, f"c = {conv}\nreturn relu(c(x) + x)")
             twin = lambda cin=cin, cout=cout, pad=pad, act=act: Twin(
                 lambda m, x: F.relu(m["c"](x) + x), {"c": T.ConvNHWC(cin, cout, 3, pad=pad, activation=act)})
-            cases.append(Case(name, ax, twin, {"x": (shape, "normal")}, flags=["--conv-algo=winograd"],
+            cases.append(Case(name, ax, twin, {"x": (shape, "normal")}, flags=["--conv-algo=" + algo],
                               directions=("A", "B")))
         else:
             cases.append(layer(name, sig, conv,
                                lambda cin=cin, cout=cout, pad=pad, act=act:
                                    {"0": T.ConvNHWC(cin, cout, 3, pad=pad, activation=act)},
-                               only("0"), {"x": (shape, "normal")}, flags=["--conv-algo=winograd"],
+                               only("0"), {"x": (shape, "normal")}, flags=["--conv-algo=" + algo],
                                directions=("A", "B")))
     twin, inputs, tol = EXAMPLES["r3_resnet_block"]
     with open(os.path.join(root, "examples", "r3_resnet_block.ax")) as f:

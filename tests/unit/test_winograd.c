@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "axrt.h"
 
@@ -102,12 +103,47 @@ static void test_activations(void **state)
     check_shape(1, 9, 10, 24, 20, 0, AXRT_ACT_SWISH, 0);
 }
 
+/* The same bits on 1, 2 and 3 threads: one block (16 tiles, its three
+ * steps split over the threads) and many blocks (slots). */
+static void check_threads(int h, int c, int oc)
+{
+    axrt_conv2d_params p = {1, h, h, c, h, h, oc, 3, 3, 1, 1, 1, 1, 1, 1, 1};
+    const size_t nx = (size_t)h * h * c, ny = (size_t)h * h * oc, nw = (size_t)oc * c * 9;
+    float *x = malloc(nx * sizeof *x), *wt = malloc(nw * sizeof *wt), *bias = malloc((size_t)oc * sizeof *bias);
+    float *y1 = malloc(ny * sizeof *y1), *yn = malloc(ny * sizeof *yn);
+    fill(x, nx, -1, 1, 3), fill(wt, nw, -0.3f, 0.3f, 4), fill(bias, (size_t)oc, -0.5f, 0.5f, 5);
+    float *u = malloc(axrt_winograd_packed_elems(&p, 4) * sizeof *u);
+    float *scratch = malloc((axrt_winograd_scratch_elems(&p, 4) + 1) * sizeof *scratch);
+    axrt_pack_winograd_f32(wt, u, &p, 4);
+    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+        if (axrt_set_isa(isas[i]) != 0) continue;
+        axrt_set_threads(1);
+        axrt_conv2d_winograd_f32(x, u, bias, NULL, AXRT_ACT_RELU, y1, scratch, 4, &p);
+        for (int threads = 2; threads <= 3; threads++) {
+            axrt_set_threads(threads);
+            axrt_conv2d_winograd_f32(x, u, bias, NULL, AXRT_ACT_RELU, yn, scratch, 4, &p);
+            if (memcmp(y1, yn, ny * sizeof *y1))
+                fail_msg("%s %dx%dx%d->%d: %d threads differ from 1", isas[i], h, h, c, oc, threads);
+        }
+    }
+    axrt_set_threads(1), axrt_set_isa(NULL);
+    free(x), free(wt), free(bias), free(y1), free(yn), free(u), free(scratch);
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    check_threads(14, 96, 80);   /* 16 tiles: one block */
+    check_threads(40, 64, 48);   /* 100 tiles: several blocks */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_partial_tiles),
         cmocka_unit_test(test_channels),
         cmocka_unit_test(test_activations),
+        cmocka_unit_test(test_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
