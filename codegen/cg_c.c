@@ -23,18 +23,6 @@
 #include "ir_interp.h"
 #include "ir_names.h"
 
-/* The symbol prefix of the file-scope constants (<prefix>_p<id>, _s<id>). */
-static const char *prefix_of(const emitter *em)
-{
-    return em->body && em->body->prefix ? em->body->prefix : em->g->name;
-}
-
-/* Byte offset of param id in the caller's training state, or -1. */
-static int64_t state_offset(const emitter *em, int id)
-{
-    return em->body && em->body->state_offset ? em->body->state_offset[id] : -1;
-}
-
 /* ---- names -------------------------------------------------------------- */
 
 /* The names an argument of model g cannot take: the reserved ones
@@ -104,69 +92,6 @@ static const char *shape_text(ax_arena *a, const ir_node *n)
     return ax_strdup(a, ir_shape_str(n->shape, n->rank, buf, sizeof buf));
 }
 
-/* ---- where values live --------------------------------------------------- */
-
-/* The node whose storage id reads: a reshape without storage of its own
- * reads its operand's (a chain of them followed in a loop: one reshape per
- * statement can be long). */
-static int storage_owner(const emitter *em, int id)
-{
-    while (node_at(em, id)->op == IR_OP_reshape && node_at(em, id)->offset < 0 &&
-           ir_output_index(em->g, id) < 0)
-        id = node_at(em, id)->src[0];
-    return id;
-}
-
-/* An expression of type (const) T * for node id's storage. */
-static const char *storage(const emitter *em, int id)
-{
-    id = storage_owner(em, id);
-    const ir_node *n = node_at(em, id);
-    const char *prefix = prefix_of(em);
-    if (n->op == IR_OP_param && state_offset(em, id) >= 0)
-        return ax_sprintf(arena_of(em), "(%s%s *)((%sunsigned char *)state + %lld)",
-                          em->body->state_const ? "const " : "", ctype(n->dtype),
-                          em->body->state_const ? "const " : "", (long long)state_offset(em, id));
-    switch (n->op) {
-    case IR_OP_input:
-        for (int i = 0; i < em->g->ninputs; i++)
-            if (em->g->inputs[i] == id)
-                return em->input_names[i];
-        ax_die("cg_c: input %%%d is not a graph input", id);
-    case IR_OP_param: return ax_sprintf(arena_of(em), "%s_p%d.values", prefix, id);
-    case IR_OP_scalar: return ax_sprintf(arena_of(em), "&%s_s%d", prefix, id);
-    default: break;
-    }
-    if (n->offset >= 0)   /* an int8 layer's int8-stored result: uint8_t, q + 128 */
-        return ax_sprintf(arena_of(em), "(%s *)((unsigned char *)arena + %lld)",
-                          n->quant && n->quant->out_q8 ? "uint8_t" : ctype(n->dtype), (long long)n->offset);
-    int out = ir_output_index(em->g, id);
-    if (out >= 0)
-        return em->output_names[out];
-    ax_die("cg_c: %%%d %s has no storage (not planned)", id, ir_ops[n->op].name);
-}
-
-const char *cgc_storage(const emitter *em, int id) { return storage(em, id); }
-
-/* Operand i of n, or "NULL" for an absent optional operand. */
-const char *cgc_operand(const emitter *em, const ir_node *n, int i)
-{
-    return i < n->nsrc && n->src[i] != IR_NONE ? storage(em, n->src[i]) : "NULL";
-}
-
-const ir_node *cgc_operand_node(const emitter *em, const ir_node *n, int i)
-{
-    return node_at(em, n->src[i]);
-}
-
-int64_t cgc_product(const int64_t *dims, int from, int to)
-{
-    int64_t p = 1;
-    for (int i = from; i < to; i++)
-        p *= dims[i];
-    return p;
-}
-
 /* ---- parameters ---------------------------------------------------------- */
 
 static void emit_param_data(emitter *em, int id)
@@ -184,7 +109,7 @@ static void emit_param_data(emitter *em, int id)
                                                : ", packed in AXRT_PANEL-wide panels");
     ax_buf_printf(em->out,
                   "static const union { unsigned char bytes[%zu + 1]; %s values[%zu]; } %s_p%d = {\n",
-                  count * esize, ctype(n->dtype), count, prefix_of(em), id);
+                  count * esize, ctype(n->dtype), count, cgc_prefix(em), id);
     const void *data = kind == IR_LAYOUT_PLAIN ? n->data : (const void *)cg_packed_data(arena_of(em), n);
     cg_bytes_literal(em->out, data, count, esize);
     ax_buf_puts(em->out, "};\n");
@@ -198,13 +123,13 @@ static void emit_constants(emitter *em)
             continue;
         if (n->quant && n->quant->w)
             cgc_emit_quant_constants(em, id);
-        if (n->op == IR_OP_param && em->body && (em->body->state_const || n->derived) && state_offset(em, id) >= 0)
+        if (n->op == IR_OP_param && em->body && (em->body->state_const || n->derived) && cgc_state_offset(em, id) >= 0)
             continue;   /* read from the state only (a derived one: the state's header) */
         if (n->op == IR_OP_param && !cg_param_only_quantised(em->g, id))
             emit_param_data(em, id);
         else if (n->op == IR_OP_scalar)
             ax_buf_printf(em->out, "static const %s %s_s%d = %s;\n", ctype(n->dtype),
-                          prefix_of(em), id, cgc_real_literal(em, n->dtype, n->attrs.scalar));
+                          cgc_prefix(em), id, cgc_real_literal(em, n->dtype, n->attrs.scalar));
     }
 }
 
@@ -230,13 +155,13 @@ static const char *plan_arg_text(const emitter *em, const ir_node *n, const ir_a
 {
     ax_arena *ar = arena_of(em);
     switch (a->kind) {
-    case IR_ARG_VALUE: return a->node == IR_NONE ? "NULL" : storage(em, a->node);
+    case IR_ARG_VALUE: return a->node == IR_NONE ? "NULL" : cgc_storage(em, a->node);
     case IR_ARG_ARENA:
         return ax_sprintf(ar, "(%s *)((unsigned char *)arena + %lld)", ctype(a->dtype), (long long)a->value);
     case IR_ARG_SCALAR:
         if (node_at(em, a->node)->op == IR_OP_scalar)
-            return ax_sprintf(ar, "%s_s%d", prefix_of(em), a->node);
-        return ax_sprintf(ar, "(%s)[0]", storage(em, a->node));
+            return ax_sprintf(ar, "%s_s%d", cgc_prefix(em), a->node);
+        return ax_sprintf(ar, "(%s)[0]", cgc_storage(em, a->node));
     case IR_ARG_SIZE:
     case IR_ARG_INT64:
     case IR_ARG_INT: return ax_sprintf(ar, "%lld", (long long)a->value);
@@ -254,7 +179,7 @@ static const char *plan_arg_text(const emitter *em, const ir_node *n, const ir_a
     case IR_ARG_QWEIGHTS: return ax_sprintf(ar, "%s_q%d_w.values", em->g->name, a->node);
     case IR_ARG_REQUANT: return ax_sprintf(ar, "&%s_q%d_rq", em->g->name, a->node);
     case IR_ARG_EW: return ax_sprintf(ar, "&ew[%lld]", (long long)a->value);
-    case IR_ARG_INT64_VALUE: return ax_sprintf(ar, "(const int64_t *)(const void *)%s", storage(em, a->node));
+    case IR_ARG_INT64_VALUE: return ax_sprintf(ar, "(const int64_t *)(const void *)%s", cgc_storage(em, a->node));
     case IR_ARG_DOUBLE: return cgc_real_text(ar, "double", a->real);
     case IR_ARG_STATE: case IR_ARG_STATE_BYTES: case IR_ARG_EMBEDDED: case IR_ARG_OPTIM: case IR_ARG_LOCAL:
     case IR_ARG_GRADS_IN: case IR_ARG_GRADS_OUT: break;   /* a training step's own (cg_c_train.c) */
@@ -318,7 +243,7 @@ static void declare_constant(emitter *em, const ir_arg *a)
     if (a->kind == IR_ARG_POINTERS) {   /* the nodes' storage: a local array */
         ax_buf_printf(em->out, "        %s *const %s[%d] = {", ctype(a->dtype), a->name, a->count);
         for (int k = 0; k < a->count; k++)
-            ax_buf_printf(em->out, "%s%s", k ? ", " : "", storage(em, (int)a->values[k]));
+            ax_buf_printf(em->out, "%s%s", k ? ", " : "", cgc_storage(em, (int)a->values[k]));
         ax_buf_puts(em->out, "};\n");
         return;
     }
@@ -528,7 +453,7 @@ static void emit_node(emitter *em, int id)
     ax_buf_puts(em->out, " */\n");
     if (n->rows_fused)   /* computed inside its reader, the depthwise conv */
         return;
-    const char *y = ir_has_results(n->op) ? "" : storage(em, id);
+    const char *y = ir_has_results(n->op) ? "" : cgc_storage(em, id);
     emit_profile_begin(em);
     const ir_plan *plan = plan_of(em, id);
     if (plan)
@@ -566,7 +491,7 @@ static void emit_output_copies(emitter *em)
 {
     for (int i = 0; i < em->g->noutputs; i++) {
         const int id = em->g->outputs[i];
-        const char *from = storage(em, id);
+        const char *from = cgc_storage(em, id);
         if (strcmp(from, em->output_names[i]) != 0) {
             ax_buf_printf(em->out, "    /* output %s */\n", em->output_names[i]);
             emit_copy(em, node_at(em, id), from, em->output_names[i]);
@@ -637,13 +562,13 @@ void cg_c_emit_constants(const cg_c_body *b, ax_buf *out)
 const char *cg_c_storage(const cg_c_body *b, int id)
 {
     emitter em = body_emitter(b, NULL);
-    return storage(&em, id);
+    return cgc_storage(&em, id);
 }
 
 int cg_c_storage_owner(const cg_c_body *b, int id)
 {
     emitter em = body_emitter(b, NULL);
-    return storage_owner(&em, id);
+    return cgc_storage_owner(&em, id);
 }
 
 static void emit_tensor_infos(emitter *em, const char *what, const int *ids, const char *const *names,

@@ -1,7 +1,7 @@
 /* cg_c_internal.h — what the C back end's files share: cg_c.c (the emitter:
- * names, storage, kernel calls, forward() and the two files), cg_c_literal.c
- * (literals), cg_c_quant.c (int8 layers) and cg_c_fused.c (fused elementwise
- * loops, unary formulas).  Only those files include this. */
+ * names, kernel calls, forward() and the two files), cg_c_storage.c (where
+ * values live), cg_c_literal.c (literals), cg_c_quant.c (int8 layers) and
+ * cg_c_fused.c (loop programs, unary formulas).  Only those files include this. */
 #ifndef AX_CG_C_INTERNAL_H
 #define AX_CG_C_INTERNAL_H
 
@@ -25,16 +25,17 @@ static inline ax_arena *arena_of(const emitter *em) { return em->g->ctx->arena; 
 static inline ir_node *node_at(const emitter *em, int id) { return &em->g->nodes[id]; }
 static inline const char *ctype(axrt_dtype dtype) { return ir_dtypes[dtype].c_type; }
 
-/* ---- cg_c.c ---- */
+/* ---- cg_c_storage.c ---- */
 
-/* Operand i of n as an expression of type (const) T *, or "NULL" for an
- * absent optional operand; the node of operand i. */
-const char *cgc_operand(const emitter *em, const ir_node *n, int i);
+/* The symbol prefix of the file-scope constants (<prefix>_p<id>, _s<id>). */
+const char *cgc_prefix(const emitter *em);
+/* Byte offset of param id in the caller's training state, or -1. */
+int64_t cgc_state_offset(const emitter *em, int id);
+/* The node whose storage id reads (a reshape without storage of its own
+ * reads its operand's). */
+int cgc_storage_owner(const emitter *em, int id);
 /* Node id's storage as an expression of type (const) T *. */
 const char *cgc_storage(const emitter *em, int id);
-const ir_node *cgc_operand_node(const emitter *em, const ir_node *n, int i);
-/* The product of dims[from..to). */
-int64_t cgc_product(const int64_t *dims, int from, int to);
 
 /* ---- cg_c_literal.c ---- */
 

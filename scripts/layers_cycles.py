@@ -30,11 +30,6 @@ ALLOWED = {
         # the lowering walk: a layer's body lowers calls, which lower layers
         {"lower", "lower_blocks", "lower_layers", "lower_slice"},
     ],
-    # the C printer while its lowering moves into the plans (issue 32, item
-    # 1): cg_c.c prints a plan's loop program through cg_c_fused.c, which
-    # names operands through cg_c.c's storage; to go when "where values
-    # live" (storage, operands) gets a leaf of its own (docs/internals.md#layers)
-    "codegen": [{"cg_c", "cg_c_fused"}],
 }
 
 # The folders checked, as under OBJ_DIR (generated code, gen/, is not ours).
