@@ -155,13 +155,8 @@ int ox_infer_new_nodes(ox_state *s)
 
 int ox_add(ox_state *s, ir_op op, const int *src, int nsrc, const ir_attrs *attrs)
 {
-    for (int i = 0; i < nsrc; i++)
-        if (src[i] == IR_NONE && (i >= 32 || !(ir_ops[op].optional & (1u << i)))) return IR_NONE;
-    int id = ir_add(s->g, op, src, nsrc, ax_noloc());
-    ir_node *n = ir_at(s->g, id);
-    n->attrs = attrs ? *attrs : ir_attrs_unset();
-    n->name = node_label(s);
-    n->dtype = AXRT_F32;
+    int id = ir_add_imported(s->g, op, src, nsrc, attrs, node_label(s));
+    if (id == IR_NONE) return IR_NONE;
     int errors = s->ctx->errors;
     if (ox_infer_new_nodes(s) || s->ctx->errors > errors) return IR_NONE;
     return id;
@@ -181,18 +176,8 @@ static void quant_param(ox_state *s, int id, const char *name)
 
 int ox_param(ox_state *s, const double *values, int rank, const int64_t *shape, const char *what)
 {
-    int id = ir_add(s->g, IR_OP_param, NULL, 0, ax_noloc());
-    ir_node *n = ir_at(s->g, id);
-    n->attrs = ir_attrs_unset();
-    n->name = what ? what : ax_sprintf(s->ctx->arena, "onnx_const_%d", s->counter++);
-    n->dtype = AXRT_F32;
-    n->role = IR_PARAM_ZEROS;
-    n->rank = rank;
-    int64_t count = 1;
-    for (int i = 0; i < rank; i++) count *= (n->shape[i] = shape[i]);
-    float *data = ax_alloc(s->ctx->arena, sizeof *data * (size_t)(count ? count : 1));
-    for (int64_t i = 0; i < count; i++) data[i] = (float)values[i];
-    n->data = data;
+    const int id = ir_add_param_data(s->g, what ? what : ax_sprintf(s->ctx->arena, "onnx_const_%d", s->counter++),
+                                     values, rank, shape);
     quant_param(s, id, what);
     return id;
 }

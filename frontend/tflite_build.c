@@ -243,13 +243,9 @@ double *tfl_const_values(tfl_state *s, int t, int64_t *count)
 
 int tfl_add(tfl_state *s, ir_op op, const int *src, int nsrc, const ir_attrs *attrs)
 {
-    for (int i = 0; i < nsrc; i++)
-        if (src[i] == IR_NONE && (i >= 32 || !(ir_ops[op].optional & (1u << i)))) return IR_NONE;
-    int id = ir_add(s->g, op, src, nsrc, ax_noloc());
-    ir_node *n = ir_at(s->g, id);
-    n->attrs = attrs ? *attrs : ir_attrs_unset();
-    n->name = s->op ? ax_sprintf(s->ctx->arena, "%s %d", current_op_name(s), s->op_index) : NULL;
-    n->dtype = AXRT_F32;
+    const char *name = s->op ? ax_sprintf(s->ctx->arena, "%s %d", current_op_name(s), s->op_index) : NULL;
+    int id = ir_add_imported(s->g, op, src, nsrc, attrs, name);
+    if (id == IR_NONE) return IR_NONE;
     int errors = s->ctx->errors, first = s->inferred;
     s->inferred = s->g->nnodes;
     if (s->infer(s->g, first) || s->ctx->errors > errors) return IR_NONE;
@@ -259,18 +255,9 @@ int tfl_add(tfl_state *s, ir_op op, const int *src, int nsrc, const ir_attrs *at
 int tfl_param(tfl_state *s, const double *values, int rank, const int64_t *shape, const float *wscale,
               int64_t nwscale)
 {
-    int id = ir_add(s->g, IR_OP_param, NULL, 0, ax_noloc());
+    const int id = ir_add_param_data(s->g, ax_sprintf(s->ctx->arena, "tflite_const_%d", s->counter++), values, rank,
+                                     shape);
     ir_node *n = ir_at(s->g, id);
-    n->attrs = ir_attrs_unset();
-    n->name = ax_sprintf(s->ctx->arena, "tflite_const_%d", s->counter++);
-    n->dtype = AXRT_F32;
-    n->role = IR_PARAM_ZEROS;
-    n->rank = rank;
-    int64_t count = 1;
-    for (int i = 0; i < rank; i++) count *= (n->shape[i] = shape[i]);
-    float *data = ax_alloc(s->ctx->arena, sizeof *data * (size_t)(count ? count : 1));
-    for (int64_t i = 0; i < count; i++) data[i] = (float)values[i];
-    n->data = data;
     n->file_wscale = wscale;
     n->nfile_wscale = wscale ? nwscale : 0;
     return id;

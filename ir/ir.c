@@ -206,6 +206,35 @@ int ir_add_scalar(ir_graph *g, double value, ax_loc loc)
     return id;
 }
 
+int ir_add_imported(ir_graph *g, ir_op op, const int *src, int nsrc, const ir_attrs *attrs, const char *name)
+{
+    for (int i = 0; i < nsrc; i++)
+        if (src[i] == IR_NONE && (i >= 32 || !(ir_ops[op].optional & (1u << i)))) return IR_NONE;
+    int id = ir_add(g, op, src, nsrc, ax_noloc());
+    ir_node *n = ir_at(g, id);
+    n->attrs = attrs ? *attrs : ir_attrs_unset();
+    n->name = name;
+    n->dtype = AXRT_F32;
+    return id;
+}
+
+int ir_add_param_data(ir_graph *g, const char *name, const double *values, int rank, const int64_t *shape)
+{
+    int id = ir_add(g, IR_OP_param, NULL, 0, ax_noloc());
+    ir_node *n = ir_at(g, id);
+    n->attrs = ir_attrs_unset();
+    n->name = name;
+    n->dtype = AXRT_F32;
+    n->role = IR_PARAM_ZEROS;
+    n->rank = rank;
+    int64_t count = 1;
+    for (int i = 0; i < rank; i++) count *= (n->shape[i] = shape[i]);
+    float *data = ax_alloc(g->ctx->arena, sizeof *data * (size_t)(count ? count : 1));
+    for (int64_t i = 0; i < count; i++) data[i] = (float)values[i];
+    n->data = data;
+    return id;
+}
+
 static int shifted_id(int id, int pos)
 {
     return id != IR_NONE && id >= pos ? id + 1 : id;

@@ -355,6 +355,14 @@ ir_graph *ir_graph_new(ax_ctx *ctx, const char *name, ax_loc loc);
 int ir_add(ir_graph *g, ir_op op, const int *src, int nsrc, ax_loc loc);
 /* Appends a Float32 rank-0 constant (IR_OP_scalar) holding value; returns its id. */
 int ir_add_scalar(ir_graph *g, double value, ax_loc loc);
+/* An importer's node: appends op over src (attrs, or unset ones, and name)
+ * as Float32, shape not yet inferred; returns IR_NONE, adding nothing,
+ * where an operand the op requires is IR_NONE (a failed import before). */
+int ir_add_imported(ir_graph *g, ir_op op, const int *src, int nsrc, const ir_attrs *attrs, const char *name);
+/* Appends a Float32 parameter named name of shape[0..rank) holding values
+ * (rounded to float, copied into the graph's arena; an importer's constant,
+ * role IR_PARAM_ZEROS); returns its id. */
+int ir_add_param_data(ir_graph *g, const char *name, const double *values, int rank, const int64_t *shape);
 /* Inserts a node at index pos (operands must be < pos), shifting later nodes
  * up by one and renumbering every operand, g->inputs and g->outputs that
  * referred to them.  Returns pos.  Used to put a cast right after an input. */
