@@ -301,6 +301,22 @@ bool tfl_mark(tfl_state *s, int t, int id)
     return true;
 }
 
+/* TFLite's ADD of q + 0 at equal scales is q; in a model from .tflite an
+ * ADD runs on the integers whatever its operands' producers (pass_quant
+ * ew_applies), quantising the float x at its door with t's scale and zero
+ * point as TFLite's QUANTIZE does (round half away, clamped), the zero
+ * (marked: quantised data) to t's zero point.  So x + 0 with t's parameters
+ * on all three is the dequantised integer (q - zp) * scale LiteRT gives. */
+int tfl_on_grid(tfl_state *s, int x, int t)
+{
+    const double zero = 0;
+    const int64_t one = 1;
+    int src[2] = {x, tfl_param(s, &zero, 1, &one, NULL, 0)};
+    if (!tfl_mark(s, t, src[1])) return IR_NONE;
+    const int y = tfl_add(s, IR_OP_add, src, 2, NULL);
+    return y != IR_NONE && tfl_mark(s, t, y) ? y : IR_NONE;
+}
+
 bool tfl_set(tfl_state *s, int t, int id)
 {
     if (id == IR_NONE) return false;

@@ -80,6 +80,32 @@ static bool add_input(tfl_state *s, int t)
     return s->infer(s->g, first) == 0 && tfl_mark(s, t, id);
 }
 
+/* After operator s->op: whether its output tensor's node holds a value off
+ * the tensor's int8 grid.  A QUANTIZE of a float value marks that value
+ * (tfl_mark), which the int8 kernels reading it round at their door; the
+ * data movement of such a value (RESHAPE, MAX_POOL_2D without a fused
+ * activation, PAD: a concat with unmarked zeros) runs in float
+ * (pass_quant shares_params only after an int8 result), so its result is
+ * off the grid too.  Every other operator of an int8 tensor computes on the
+ * integers (a CONCATENATION too: in a model from .tflite, pass_quant
+ * ew_applies).  A DEQUANTIZE or a graph output of such a tensor rounds it
+ * (tfl_on_grid). */
+static void track_off_grid(tfl_state *s)
+{
+    const tfl_op *op = s->op;
+    if (op->ninputs < 1 || op->noutputs < 1) return;
+    const int32_t code = s->m->opcodes[op->opcode_index].builtin;
+    int in = op->inputs[0];
+    const int out = op->outputs[0];
+    if (in < 0 || in >= s->m->ntensors || out < 0 || out >= s->m->ntensors) return;
+    for (int hops = 0; s->alias[in] >= 0 && hops < s->m->ntensors; hops++) in = s->alias[in];
+    const int in_type = tfl_tensor_at(s, in)->type;
+    if (code == TFL_OP_QUANTIZE)
+        s->off_grid[out] = (in_type != TFL_INT8 && in_type != TFL_UINT8) || s->off_grid[in];
+    else if (code == TFL_OP_RESHAPE || code == TFL_OP_PAD || (code == TFL_OP_MAX_POOL_2D && op->opt.act == 0))
+        s->off_grid[out] = s->off_grid[in];
+}
+
 static bool add_outputs(tfl_state *s)
 {
     if (s->m->noutputs < 1) {
@@ -92,6 +118,7 @@ static bool add_outputs(tfl_state *s)
         int r = t;
         for (int hops = 0; s->alias[r] >= 0 && hops < s->m->ntensors; hops++) r = s->alias[r];
         int id = tfl_node(s, r);
+        if (id != IR_NONE && s->off_grid[t]) id = tfl_on_grid(s, id, t);   /* an int8 output: its integers */
         if (id == IR_NONE) return false;
         const ir_node *n = ir_at(s->g, id);
         if (ir_ops[n->op].kind == IR_SOURCE || ir_is_output(s->g, id)) {   /* a copy of its own */
@@ -141,7 +168,8 @@ static bool import_subgraph(tfl_state *s)
     if (!check_ops(s)) return false;
     s->node = malloc(sizeof *s->node * (size_t)(m->ntensors ? m->ntensors : 1));
     s->alias = malloc(sizeof *s->alias * (size_t)(m->ntensors ? m->ntensors : 1));
-    if (!s->node || !s->alias) ax_die("out of memory");
+    s->off_grid = calloc((size_t)(m->ntensors ? m->ntensors : 1), sizeof *s->off_grid);
+    if (!s->node || !s->alias || !s->off_grid) ax_die("out of memory");
     for (int t = 0; t < m->ntensors; t++) s->node[t] = IR_NONE, s->alias[t] = -1;
     for (int i = 0; i < m->ninputs; i++)
         if (!add_input(s, m->inputs[i])) return false;
@@ -149,6 +177,7 @@ static bool import_subgraph(tfl_state *s)
         s->op = &m->ops[i];
         s->op_index = i;
         if (!tfl_find_op(m->opcodes[s->op->opcode_index].builtin)(s)) return false;
+        track_off_grid(s);
     }
     s->op = NULL;
     s->op_index = -1;
@@ -171,6 +200,7 @@ ir_graph *tflite_import(ax_ctx *ctx, const char *path, const void *bytes, size_t
         tfl_fail(&s, "could not be imported");           /* refusing without an error): never a silent graph */
     free(s.node);
     free(s.alias);
+    free(s.off_grid);
     tfl_free(&m);
     if (ctx->errors > errors) {
         ir_graph_free_nodes(s.g);

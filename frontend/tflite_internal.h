@@ -18,6 +18,8 @@ typedef struct tfl_state {
     const tfl_model *m;
     int *node;                    /* per tensor: its IR node, IR_NONE until computed */
     int *alias;                   /* per tensor: the constant a DEQUANTIZE of it names, or -1 */
+    bool *off_grid;               /* per tensor: an int8 tensor whose node holds a float value that no
+                                     operator has rounded to its grid yet (tflite_import.c track_off_grid) */
     int op_index;                 /* the operator being imported, -1: none */
     const tfl_op *op;
     int counter;                  /* generated parameter names */
@@ -61,6 +63,9 @@ bool tfl_set(tfl_state *s, int t, int id);
 /* The file's scale and zero point of a quantised tensor t into node id
  * (file_scale, file_zp); no-op for a float tensor. */
 bool tfl_mark(tfl_state *s, int t, int id);
+/* Node x of int8 tensor t, whose value may lie off t's grid (off_grid), as
+ * TFLite's integers: an ADD of a zero; IR_NONE after an error. */
+int tfl_on_grid(tfl_state *s, int x, int t);
 /* Adds a node after inferring shapes; IR_NONE after an error. */
 int tfl_add(tfl_state *s, ir_op op, const int *src, int nsrc, const ir_attrs *attrs);
 /* A float param of these values and shape, its weight scales wscale[nwscale] (or NULL). */

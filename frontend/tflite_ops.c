@@ -12,7 +12,8 @@
  * clamps the requantised result to the activation's range: a clamp of the
  * same integers).  QUANTIZE of a float value marks that value; DEQUANTIZE
  * is the value itself (the IR keeps one float value per quantised tensor,
- * as for quantised ONNX: axc_quantize_file compiles them to int8). */
+ * as for quantised ONNX: axc_quantize_file compiles them to int8), rounded
+ * to its integers first where no operator has (tfl_on_grid). */
 #ifdef AXC_TFLITE
 #include <string.h>
 
@@ -433,6 +434,9 @@ static bool op_quantize(tfl_state *s)
         tfl_fail(s, "tensor %d is computed twice", out);
         return false;
     }
+    if (s->m->opcodes[s->op->opcode_index].builtin == TFL_OP_DEQUANTIZE && s->off_grid[t])
+        x = tfl_on_grid(s, x, t);   /* the float value is (q - zp) * scale: rounded first */
+    if (x == IR_NONE) return false;
     s->node[out] = x;   /* the same value: tfl_mark checks a requantisation */
     return tfl_mark(s, out, x);
 }

@@ -6,7 +6,8 @@ Run with the test venv's python (tests/tflite/venv.sh: ai-edge-litert and
 flatbuffers from PyPI):
     build/tests/tflite-venv/bin/python tests/tflite/models_gen.py
 The models are written with the schema's Python bindings (tflbuild.py), not
-converted: two float32 graphs (an MCU-style conv / depthwise / pools /
+converted (`models_gen.py ops` or `moves` writes the single-operator or the
+data-movement fixtures only): two float32 graphs (an MCU-style conv / depthwise / pools /
 fully-connected / softmax one, and one of pad / add / mul / concatenation /
 mean / logistic / relu6 / reshape), and their int8 twins, whose activation
 scales and zero points come from the float graph's ranges on a calibration
@@ -347,12 +348,62 @@ def const_first_ops():
         write("i8_op_%s_const_first" % kind, model, xs, yq)
 
 
+def move_model(kind, xq, shape):
+    """The input's QUANTIZE (xq = (scale, zp)), then data movement alone
+    (kind 'reshape' to [1, N], 'maxpool' 3x3 /2 SAME, 'pad', 'none'), then
+    the DEQUANTIZE; 'int8_out': the reshape's int8 tensor is the output."""
+    m = tb.Model()
+    x = m.tensor("x", shape)
+    xi = m.tensor("x_q", shape, tb.INT8, scale=xq[0], zp=xq[1])
+    m.op(tb.OPS["QUANTIZE"], [x], [xi])
+    if kind in ("reshape", "int8_out"):
+        oshape = [1, int(np.prod(shape))]
+        y = m.tensor("y_q", oshape, tb.INT8, scale=xq[0], zp=xq[1])
+        m.op(tb.OPS["RESHAPE"], [xi, m.tensor("shape", [2], tb.INT32, oshape)], [y],
+             ("ReshapeOptions", dict(new_shape=oshape)))
+    elif kind == "maxpool":
+        oshape = [1, -(-shape[1] // 2), -(-shape[2] // 2), shape[3]]
+        y = m.tensor("y_q", oshape, tb.INT8, scale=xq[0], zp=xq[1])
+        m.op(tb.OPS["MAX_POOL_2D"], [xi], [y], ("Pool2DOptions", dict(padding=0, stride_w=2, stride_h=2,
+                                                                        filter_width=3, filter_height=3)))
+    elif kind == "pad":
+        pads = [[0, 0], [1, 2], [0, 1], [0, 0]]
+        oshape = [n + lo + hi for n, (lo, hi) in zip(shape, pads)]
+        y = m.tensor("y_q", oshape, tb.INT8, scale=xq[0], zp=xq[1])
+        m.op(tb.OPS["PAD"], [xi, m.tensor("pads", [4, 2], tb.INT32, pads)], [y], ("PadOptions", {}))
+    else:
+        y, oshape = xi, shape
+    if kind == "int8_out":
+        return m.build([x], [y])
+    out = m.tensor("y", oshape)
+    m.op(tb.OPS["DEQUANTIZE"], [y], [out])
+    return m.build([x], [out])
+
+
+def move_ops():
+    """The data-movement fixtures (i8_move_*: QUANTIZE, data movement alone,
+    DEQUANTIZE or an int8 output), inputs off the int8 grid, past both ends
+    of its range, and (a scale of 1/16) on its ties: k/32 for odd k."""
+    rnd = np.random.default_rng(3507)
+    for kind, xq, shape in (("reshape", (1 / 16, 3), [1, 4, 4, 6]), ("maxpool", (0.05, -7), [1, 6, 6, 4]),
+                            ("pad", (0.1, 10), [1, 5, 5, 3]), ("none", (0.03, -20), [1, 64]),
+                            ("int8_out", (0.07, 0), [1, 2, 3, 4])):
+        if xq[0] == 1 / 16:
+            xs = [(rnd.integers(-400, 401, shape) / 32).astype(np.float32) for _ in range(NINPUTS)]
+        else:
+            xs = [rnd.normal(0, 150 * xq[0], shape).astype(np.float32) for _ in range(NINPUTS)]
+        write("i8_move_" + kind, move_model(kind, xq, shape), xs, xq)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     if sys.argv[1:] == ["ops"]:   # the single-operator fixtures only
         single_ops()
         table_ops()
         const_first_ops()
+        return
+    if sys.argv[1:] == ["moves"]:   # the data-movement fixtures only
+        move_ops()
         return
     for name, build, shape, out in (("mcu", mcu, [1, 16, 16, 3], None), ("misc", misc, [1, 6, 6, 4], None),
                                     ("mcu_logits", lambda q: mcu(q, False), [1, 16, 16, 3], "fc")):
@@ -382,6 +433,7 @@ def main():
     single_ops()
     table_ops()
     const_first_ops()
+    move_ops()
     for name, data in hostile(fmodel):
         with open(os.path.join(OUT, "bad_" + name + ".tflite"), "wb") as f:
             f.write(data)

@@ -10,11 +10,14 @@ the pad/add/mul one again with its inputs off the int8 grid (i8_misc_offgrid);
 and sixteen single-operator int8 models (i8_op_*: ADD and MUL of a constant int8
 tensor, also as the first operand, MUL of a rank-0 one, MEAN, AVERAGE_POOL_2D,
 and LOGISTIC, TANH and SOFTMAX at three input scales each over every input
-integer, each straight after the input's QUANTIZE).
+integer, each straight after the input's QUANTIZE), and five whose input's
+QUANTIZE reaches the output through data movement alone (i8_move_*: RESHAPE,
+MAX_POOL_2D, PAD, nothing, and a RESHAPE whose int8 tensor is the output),
+their inputs off the int8 grid, past both ends of its range and on its ties.
 Each input runs through `axc run` (generated C; the int8 kernels for the
 int8 twins): float32 outputs must equal LiteRT's within 1e-5 relative;
 int8 outputs, turned back into integers with the scale and zero point of
-the tensor the model's DEQUANTIZE reads, all equal to LiteRT's (the line
+the tensor the model's DEQUANTIZE reads (or that is its output), all equal to LiteRT's (the line
 says how many are equal and the largest difference).  When the test venv exists
 (AXC_TFLITE_VENV, default build/tests/tflite-venv, made by
 `make fetch-test-models`), LiteRT also runs live on every fixture and must
@@ -74,7 +77,8 @@ def check_model(name, tmp):
         return rel <= 1e-5, "%d float32 outputs, max relative difference %.2g (limit 1e-5)" % (r.size, rel)
     scale, zp = float(ref["y_scale"]), int(ref["y_zp"])
     qa = np.round(y.astype(np.float64) / scale).astype(np.int64) + zp
-    qr = np.round(r.astype(np.float64) / scale).astype(np.int64) + zp
+    # LiteRT's output: the float of its DEQUANTIZE, or the int8 tensor itself
+    qr = r.astype(np.int64) if r.dtype == np.int8 else np.round(r.astype(np.float64) / scale).astype(np.int64) + zp
     diff = int(np.abs(qa - qr).max())
     equal = int((qa == qr).sum())
     # a model imported from .tflite computes as TFLite's reference kernels: every integer equal
