@@ -22,6 +22,7 @@ bench/last-run.svg, the committed copies docs/performance.md shows).
 Timings are reported, never judged: nothing here fails on a slow number.
 """
 import argparse
+import collections
 import datetime
 import json
 import os
@@ -388,16 +389,40 @@ def ratio_table(medians, checks):
     return lines
 
 
-def efficiency_table(medians, flop, peak, triad):
+# The convolution kernels of the generated C, by what they compute.
+CONV_KERNELS = {"axrt_conv2d_packed_f32": "direct", "axrt_conv2d_packed_ep_f32": "direct",
+                "axrt_conv2d_depthwise_f32": "depthwise", "axrt_dwconv_inplace_f32": "depthwise",
+                "axrt_expand_depthwise_f32": "expand+depthwise", "axrt_expand_dw_project_f32": "depth-first block",
+                "axrt_conv2d_grouped_f32": "grouped"}
+
+
+def conv_algorithms(gen_dir, row):
+    """Which convolution algorithms the row's generated C calls, with counts
+    ("Winograd F(4,3) x11, F(2,3) x2, direct x7"), or "-" for none.  A
+    Winograd call's m is its second-to-last argument."""
+    with open(f"{gen_dir}/{row}.c") as f:
+        code = f.read()
+    counts = collections.Counter()
+    for args in re.findall(r"axrt_conv2d_winograd_f32\((.*?)\);", code, flags=re.S):
+        m = args.split(",")[-2].strip()
+        counts[f"Winograd F({m},3)"] += 1
+    for name, algo in CONV_KERNELS.items():
+        counts[algo] += len(re.findall(rf"\b{name}\(", code))
+    return ", ".join(f"{algo} x{n}" for algo, n in sorted(counts.items()) if n) or "-"
+
+
+def efficiency_table(medians, flop, peak, triad, gen_dir):
     """axc's rate against the machine: FLOP/s against the FMA peak, bytes/s
     against the L2 triad, and the time of the binding limit (the larger of
-    FLOP / peak and bytes / triad) against the time taken."""
+    FLOP / peak and bytes / triad) against the time taken; and the
+    convolution algorithms that ran (Winograd does fewer multiply-adds than
+    the direct FLOP counted here, so its rows can pass 100 %)."""
     lines = ["| row | GFLOP | axc GFLOP/s | % of measured FMA peak | bytes moved | axc GB/s | % of measured L2 triad "
-             "| % of its bound |", "|---" * 8 + "|"]
+             "| % of its bound | conv algorithm (calls) |", "|---" * 9 + "|"]
     for row in medians:
         t = medians[row].get("axc")
         if not t:
-            lines.append(f"| {row} | {flop[row] / 1e9:.4f} |" + " n/a |" * 6)
+            lines.append(f"| {row} | {flop[row] / 1e9:.4f} |" + " n/a |" * 7)
             continue
         gflops = flop[row] / t
         nbytes = ROW_INFO[row][1]
@@ -405,11 +430,11 @@ def efficiency_table(medians, flop, peak, triad):
         share = percent(gflops, peak) + ("" if row in GEMM_BOUND else " (not GEMM-bound)")
         bound = max(flop[row] / peak if peak else 0.0, nbytes / triad if nbytes and triad else 0.0)
         lines.append(f"| {row} | {flop[row] / 1e9:.4f} | {gflops:.1f} | {share} | " + " | ".join(memory) +
-                     f" | {percent(bound, t)} |")
+                     f" | {percent(bound, t)} | {conv_algorithms(gen_dir, row)} |")
     return lines
 
 
-def report(head, checks, medians_by_threads, flop, peak, triad):
+def report(head, checks, medians_by_threads, flop, peak, triad, gen_dir):
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"# axc benchmark, {now}", "", *head, "",
              f"## Correctness: max |y - ref| / max |ref| against PyTorch in float64 (tolerance {TOLERANCE:g})", ""]
@@ -423,7 +448,7 @@ def report(head, checks, medians_by_threads, flop, peak, triad):
     if 1 in medians_by_threads:
         lines += ["## axc efficiency, 1 thread (FLOP: multiply-adds x 2 of matrix products and convolutions; "
                   "bytes: parameters + input + output for the memory-bound rows R1, R5, R6, R7)", "",
-                  *efficiency_table(medians_by_threads[1], flop, peak, triad), ""]
+                  *efficiency_table(medians_by_threads[1], flop, peak, triad, gen_dir), ""]
     return "\n".join(lines)
 
 
@@ -498,7 +523,7 @@ def main():
                     + (f"; each timed block starts after {SETTLE_S} s idle, once the system timed before has "
                        "parked its spinning threads." if threads > 1 else "."))
     flop = {row: row_flop(data_dir, row) for row in rows}
-    text = report(head, checks, medians, flop, peak, triad)
+    text = report(head, checks, medians, flop, peak, triad, gen_dir)
     print(text)
     svg = chart.ratio_chart(medians, checks, [TITLES[s] for s in PEERS], PEERS, ROW_INFO)
     outputs = [("results.md", text), ("results.svg", svg)]
