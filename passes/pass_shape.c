@@ -202,6 +202,7 @@ static bool shape_reshape(ir_graph *g, ir_node *n)
     newshape_text(&n->attrs, to, sizeof to);
     int unknown = -1;
     int64_t known = 1, resolved[IR_MAX_RANK];
+    bool too_many = false;   /* the known dims' product past int64: never the input's count */
     for (int i = 0; i < n->attrs.nnewshape; i++) {
         int64_t d = n->attrs.newshape[i];
         if (d == 0 && n->attrs.zero_copies && i < x->rank)  /* the input's own dim */
@@ -214,10 +215,10 @@ static bool shape_reshape(ir_graph *g, ir_node *n)
         else if (d <= 0)
             return fail(g, n, "reshape to %s: dimensions must be positive or -1", to);
         else
-            known *= d;
+            too_many |= __builtin_mul_overflow(known, d, &known);
     }
     int64_t total = ir_numel(x);
-    if (unknown < 0 ? known != total : total % known != 0)
+    if (too_many || (unknown < 0 ? known != total : total % known != 0))
         return fail(g, n, "cannot reshape %s (%lld elements) to %s", shape_text(x, from, sizeof from),
                     (long long)total, to);
     set_shape(n, resolved, n->attrs.nnewshape);
