@@ -136,13 +136,11 @@ static void emit_constants(emitter *em)
 /* ---- a node's kernel-call plan (ir_plan.h, chosen by cg_plan.c) as C ----- */
 
 /* The plan of node id: the one cg_select recorded, or, in a training
- * step's body (whose weights come from the state), the body's own. */
+ * step's body (whose weights come from the state), cg_plan_train's. */
 static const ir_plan *plan_of(const emitter *em, int id)
 {
-    if (em->body) {
-        const cg_plan_context ctx = {em->blas, em->body->pack_offset, em->body->state_offset, false};
-        return cg_plan_node(em->g, id, &ctx);
-    }
+    if (em->body)
+        return node_at(em, id)->plan;
     const cg_plan_context ctx = {.blas = em->blas, .pack_offset = -1};
     return node_at(em, id)->plan ? node_at(em, id)->plan : cg_plan_node(em->g, id, &ctx);
 }

@@ -9,7 +9,7 @@
 
 typedef struct cg_c_body cg_c_body;
 struct cg_c_body {
-    ir_graph *g;                 /* planned (pass_memplan) */
+    ir_graph *g;                 /* planned (pass_memplan), each node's plan (ir_node.plan) cg_plan_train's */
     const char *prefix;          /* of the constants <prefix>_p<id>, <prefix>_s<id>; NULL: g->name */
     const char *source_name;     /* the .ax file, for the per-node comments */
     const char **input_names, **output_names;   /* cg_argument_names */
@@ -18,9 +18,6 @@ struct cg_c_body {
     const int64_t *state_offset;
     bool state_const;            /* state is `const void *`; its parameters are then not embedded */
     const char *fail_return;     /* what a failing kernel status returns (NULL: "status") */
-    /* >= 0: arena offset of room where a Float32 dense packs its weight read
-     * from the state before calling the packed kernel (pass_train_step.pack_offset) */
-    int64_t pack_offset;
     bool blas;                   /* --blas=openblas: Float32 dense and matmul call the helpers
                                     cg_c_emit_blas_helpers writes (weights read unpacked) */
     /* called after each node's statements (may be NULL) */

@@ -365,3 +365,36 @@ ir_step_plan *cg_plan_step(ir_graph *g, const pass_train_step *t)
     plan_init(&P);
     return P.plan;
 }
+
+int64_t *cg_train_state_offsets(const ir_graph *g, const pass_train_step *t, bool forward)
+{
+    int64_t *offsets = ax_alloc(g->ctx->arena, sizeof *offsets * ((size_t)g->nnodes + 1));
+    for (int id = 0; id < g->nnodes; id++)
+        offsets[id] = -1;
+    for (int k = 0; k < t->ntensors; k++) {
+        const int id = forward ? t->tensors[k].fwd_param : t->tensors[k].param;
+        if (id != IR_NONE)
+            offsets[id] = t->tensors[k].offset;
+    }
+    if (!forward && t->dropout_counter != IR_NONE)
+        offsets[t->dropout_counter] = CG_TRAIN_HEADER_SEED * (int64_t)sizeof(int64_t);
+    if (!forward && t->loss_seed != IR_NONE)
+        offsets[t->loss_seed] = CG_TRAIN_HEADER_SCALE * (int64_t)sizeof(int64_t);
+    return offsets;
+}
+
+/* Each node's plan in g, whose parameters are read from the state. */
+static void plan_on_state(ir_graph *g, const pass_train_step *t, bool forward, bool blas)
+{
+    const cg_plan_context ctx = {blas, forward ? t->fwd_pack_offset : t->step_pack_offset,
+                                 cg_train_state_offsets(g, t, forward), false};
+    for (int id = 0; id < g->nnodes; id++)
+        g->nodes[id].plan = cg_plan_node(g, id, &ctx);
+}
+
+const ir_step_plan *cg_plan_train(ir_graph *step, const pass_train_step *t, bool blas)
+{
+    plan_on_state(step, t, false, blas);
+    plan_on_state(t->forward, t, true, blas);
+    return cg_plan_step(step, t);
+}

@@ -101,6 +101,16 @@ const ir_plan *cg_plan_node(ir_graph *g, int id, const cg_plan_context *ctx);
  * step graph g (planned) and the driver's train: every printer of a
  * training step reads them. */
 ir_step_plan *cg_plan_step(ir_graph *g, const struct pass_train_step *t);
+/* A training step decided once for every printer (the C target's
+ * cg_c_train_emit, axc --train --emit=ir): each node's plan (ir_node.plan)
+ * of the step graph and of t->forward, their parameters read from the
+ * state (cg_train_state_offsets; a Float32 dense packing its weight at
+ * t's pack offsets), and the step's own statements (cg_plan_step). */
+const ir_step_plan *cg_plan_train(ir_graph *step, const struct pass_train_step *t, bool blas);
+/* Per node id of g (the step graph, or t->forward when forward): the byte
+ * offset in the state of the tensor whose param it is (or, in the step,
+ * Dropout's counter and the loss scale in the header), else -1. */
+int64_t *cg_train_state_offsets(const ir_graph *g, const struct pass_train_step *t, bool forward);
 /* text as C string and comment contents: PyTorch names stay, any other
  * character becomes '_'. */
 const char *cg_plan_step_name(ax_arena *a, const char *text);

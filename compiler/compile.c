@@ -123,15 +123,20 @@ static int emit_gpu_code(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int 
     return AXC_OK;
 }
 
-/* --emit: the IR, a Graphviz graph (as SVG through dot), the memory plan
+/* --emit: the IR (with --train, the step as the C target prints it), a
+ * Graphviz graph (as SVG through dot), the memory plan
  * (as text or a timeline picture), GPU code.  Returns an exit status. */
-static int emit_view(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, ax_buf *out)
+static int emit_view(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, const pass_train_step *train,
+                     ax_buf *out)
 {
     if (!strcmp(o->emit, "ptx") || !strcmp(o->emit, "hsaco")) return emit_gpu_code(ctx, o, models, n, out);
     for (int i = 0; i < n; i++) {
         if (!strcmp(o->emit, "ax") && print_ax_model(models[i], out)) return AXC_EINPUT;
         else if (!strcmp(o->emit, "ax")) continue;
-        if (!strcmp(o->emit, "ir")) ir_dump(models[i], out);
+        if (!strcmp(o->emit, "ir") && train) {   /* the step as the C target prints it */
+            if (check_supported(models, n)) return AXC_EINPUT;
+            ir_dump_step(models[i], cg_plan_train(models[i], train, o->blas), out);
+        } else if (!strcmp(o->emit, "ir")) ir_dump(models[i], out);
         else if (!strcmp(o->emit, "dot") || !strcmp(o->emit, "svg")) emit_dot(models[i], out);
         else if (!strcmp(o->emit, "timeline")) pass_memplan_svg(models[i], out);
         else pass_memplan_report(models[i], out);
@@ -242,7 +247,7 @@ static int write_outputs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int 
     int rc = AXC_OK;
     const char *header = NULL;
     if (o->emit) {
-        rc = emit_view(ctx, o, models, n, &view);
+        rc = emit_view(ctx, o, models, n, train, &view);
         if (!rc && o->output) rc = stage(set, o->output, &view) ? AXC_EUSAGE : AXC_OK;
         else if (!rc) fwrite(view.data ? view.data : "", 1, view.len, stdout);
     } else if (o->output) {

@@ -453,6 +453,13 @@ double ir_node_bytes(const ir_graph *g, const ir_node *n);
 int ir_verify(const ir_graph *g);
 /* Text dump as printed by --emit=ir. */
 void ir_dump(const ir_graph *g, ax_buf *out);
+/* ir_dump of a training step (axc --train --emit=ir) with its own plan sp
+ * (codegen's cg_plan_train; NULL: ir_dump): after each node the statements
+ * that run after it ("      step ...", the split step's "      split ..."),
+ * a node its update computes marked so in place of its calls, and after the
+ * return the split step's apply and state_init's statements ("      apply
+ * ...", "      init ..."), each as ir_step_list_print writes it. */
+void ir_dump_step(const ir_graph *g, const ir_step_plan *sp, ax_buf *out);
 /* Graphviz digraph as printed by --emit=dot (ir_dot.c); peak is the node
  * where the memory plan has the most bytes live (peak_bytes), marked. */
 void ir_dump_dot(const ir_graph *g, int peak, size_t peak_bytes, ax_buf *out);

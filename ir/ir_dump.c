@@ -364,7 +364,18 @@ static const char *base_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
-static void put_node(ax_buf *out, const ir_graph *g, int id)
+/* The statements of a training step's plan sp that run after node id. */
+static void put_after(ax_buf *out, int id, const ir_step_plan *sp)
+{
+    if (sp) {
+        ir_step_list_print(&sp->after[id], "step", out);
+        ir_step_list_print(sp->after_split ? &sp->after_split[id] : NULL, "split", out);
+    }
+}
+
+/* Node id's line and its plan; with a training step's plan sp, a node an
+ * update computes itself marked so instead, then the statements after it. */
+static void put_node(ax_buf *out, const ir_graph *g, int id, const ir_step_plan *sp)
 {
     const ir_node *n = &g->nodes[id];
     ax_buf_printf(out, "  %%%d = %s", id, ir_ops[n->op].name);
@@ -388,8 +399,12 @@ static void put_node(ax_buf *out, const ir_graph *g, int id)
         ax_buf_printf(out, "  @%s:%d:%d", g->ctx && g->ctx->path ? base_name(g->ctx->path) : "",
                       n->loc.line, n->loc.col);
     ax_buf_puts(out, "\n");
-    if (n->plan)   /* the runtime calls the back end chose (codegen/cg_plan.c) */
-        ir_plan_print(n->plan, out);
+    if (sp && sp->fused[id])   /* the split step, no update there, computes it on its own */
+        ax_buf_puts(out, sp->after_split ? "      computed by its update below (the split step: these calls)\n"
+                                         : "      computed by its update below\n");
+    if (n->plan && !(sp && sp->fused[id] && !sp->after_split))   /* the runtime calls the back end chose */
+        ir_plan_print(n->plan, out);                              /* (codegen/cg_plan.c) */
+    put_after(out, id, sp);
 }
 
 static void put_header(ax_buf *out, const ir_graph *g)
@@ -417,11 +432,19 @@ static void put_return(ax_buf *out, const ir_graph *g)
     ax_buf_puts(out, "\n");
 }
 
-void ir_dump(const ir_graph *g, ax_buf *out)
+void ir_dump_step(const ir_graph *g, const ir_step_plan *sp, ax_buf *out)
 {
     put_header(out, g);
     for (int id = 0; id < g->nnodes; id++)
         if (!g->nodes[id].dead)
-            put_node(out, g, id);
+            put_node(out, g, id, sp);
+        else   /* as the C target runs them: after every node id, live or not */
+            put_after(out, id, sp);
     put_return(out, g);
+    if (sp) {
+        ir_step_list_print(&sp->apply, "apply", out);
+        ir_step_list_print(&sp->init, "init", out);
+    }
 }
+
+void ir_dump(const ir_graph *g, ax_buf *out) { ir_dump_step(g, NULL, out); }

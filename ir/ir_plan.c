@@ -110,18 +110,64 @@ static void put_loop(ax_buf *out, const ir_loop *l)
     ax_buf_printf(out, " = t%d\n", l->store);
 }
 
+/* "call kernel(arg, ...)" */
+static void put_call(ax_buf *out, const ir_call *call)
+{
+    ax_buf_printf(out, "call %s(", call->kernel);
+    for (int i = 0; i < call->nargs; i++) {
+        if (i) ax_buf_puts(out, ", ");
+        put_arg(out, &call->args[i]);
+    }
+    ax_buf_puts(out, ")");
+}
+
 void ir_plan_print(const ir_plan *p, ax_buf *out)
 {
     if (p && p->loop)
         put_loop(out, p->loop);
     for (int c = 0; p && c < p->ncalls; c++) {
         const ir_call *call = &p->calls[c];
-        ax_buf_printf(out, "      call %s(", call->kernel);
-        for (int i = 0; i < call->nargs; i++) {
-            if (i) ax_buf_puts(out, ", ");
-            put_arg(out, &call->args[i]);
-        }
-        ax_buf_puts(out, call->status ? ") -> status" : ")");
+        ax_buf_puts(out, "      ");
+        put_call(out, call);
+        ax_buf_puts(out, call->status ? " -> status" : "");
         ax_buf_puts(out, call->unless_aliased ? " unless aliased\n" : "\n");
+    }
+}
+
+/* One statement of a training step's plan after "      LABEL ". */
+static void put_step_op(ax_buf *out, const ir_step_op *op)
+{
+    switch (op->kind) {
+    case IR_STEP_CALL:
+        put_call(out, &op->call);
+        if (op->note)
+            ax_buf_printf(out, "  ; %s", op->note);
+        return;
+    case IR_STEP_READY:
+        ax_buf_printf(out, "ready(grads+%lld, %lld bytes)", (long long)op->offset, (long long)op->bytes);
+        return;
+    case IR_STEP_CLIP_VALUE: ax_buf_printf(out, "clip_value %%%d to %.17g", op->node, op->real); return;
+    case IR_STEP_CLIP_NORM:
+        ax_buf_puts(out, "clip_norm(");
+        for (int k = 0; k < op->count; k++)   /* a node sharing an earlier one's storage: scaled once */
+            ax_buf_printf(out, "%s%%%d%s", k ? ", " : "", op->nodes[k], op->scaled[k] ? "" : " shared");
+        ax_buf_printf(out, ") to %.17g", op->real);
+        return;
+    case IR_STEP_LOSS_SCALE:
+        ax_buf_puts(out, "loss_scale unless every is finite:");
+        for (int k = 0; k < op->count; k++) {
+            ax_buf_puts(out, k ? ", " : " ");
+            put_call(out, &op->calls[k]);
+        }
+        return;
+    }
+}
+
+void ir_step_list_print(const ir_step_list *l, const char *label, ax_buf *out)
+{
+    for (int k = 0; l && k < l->nops; k++) {
+        ax_buf_printf(out, "      %s ", label);
+        put_step_op(out, &l->ops[k]);
+        ax_buf_puts(out, "\n");
     }
 }

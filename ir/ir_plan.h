@@ -216,5 +216,14 @@ ir_arg *ir_call_arg(ir_call *c, ir_arg_kind kind);
  * requant(%id) and ew(%id)[k]; then
  * " -> status" and " unless aliased" where they apply. */
 void ir_plan_print(const ir_plan *p, ax_buf *out);
+/* For --train --emit=ir: each statement of a training step's list on a
+ * line "      LABEL " (step, split, apply, init) and then "call kernel(arg, ...)  ; NOTE"
+ * (the arguments as ir_plan_print writes them; the state as state+OFFSET,
+ * the caller's gradients as grads+OFFSET, a parameter's compiled values as
+ * embedded(%id), the optimizer as optim), "ready(grads+OFFSET, N bytes)",
+ * "clip_value %id to C", "clip_norm(%id, %id shared, ...) to C" (a node
+ * sharing an earlier one's storage scaled once) or "loss_scale unless
+ * every is finite: call ..., call ...".  l may be NULL. */
+void ir_step_list_print(const ir_step_list *l, const char *label, ax_buf *out);
 
 #endif

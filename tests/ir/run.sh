@@ -35,6 +35,10 @@
 #            cg_plan.c) is what the C back end prints: the plan's calls, in
 #            order, are the generated C's calls of those kernels, for every
 #            example at -O2 and at -O0
+#   train-plan:*  axc --train --emit=ir shows the step the C target prints:
+#            its `call` and `step call` lines are the calls of the generated
+#            NAME_train_step, in order; with --grad-exchange its `call` lines
+#            NAME_train_grads's and its `apply call` lines NAME_train_apply's
 #   tile-*   pass_tile under a --ram below the plan's lower bound: the conv
 #            stack of cases/conv_tile.ax (MobileNetV2's first layers) in row
 #            tiles with halos, within 1e-5 of the untiled run (the depthwise
@@ -276,6 +280,36 @@ check_plan_is_printed() {
     diff "$tmp/plan.kernels" "$tmp/c.kernels"
 }
 
+# train_kernels_match PREFIX FUNCTION: the kernels of $tmp/train.ir's lines
+# "      PREFIXcall kernel(...)" (PREFIX an extended regex), memcpy left out,
+# in order, are the calls of those kernels in the body of $tmp/train.c's
+# FUNCTION.
+train_kernels_match() {
+    grep -E "^      $1call " "$tmp/train.ir" | sed 's/^ *[a-z ]*call \([A-Za-z0-9_]*\)(.*/\1/' |
+        grep -vx memcpy >"$tmp/ir.kernels"
+    [ -s "$tmp/ir.kernels" ] || { echo "no '$1call' lines in --train --emit=ir"; return 1; }
+    sort -u "$tmp/ir.kernels" >"$tmp/ir.names"
+    awk -v f="$2(" 'index($0, f) && !/;$/ {on = 1} on {print} on && /^}/ {exit}' "$tmp/train.c" |
+        grep -oE '\b(axrt|axc)_[A-Za-z0-9_]+\(' | tr -d '(' | grep -Fxf "$tmp/ir.names" >"$tmp/c.kernels"
+    diff "$tmp/ir.kernels" "$tmp/c.kernels"
+}
+
+# check_train_plan_is_printed FILE NAME: axc --train --emit=ir shows the step
+# the C target prints (its nodes' plans and the step's own statements,
+# codegen/cg_plan_train): the `call` and `step call` lines are
+# NAME_train_step's calls; with --grad-exchange the `call` lines are
+# NAME_train_grads's and the `apply call` lines NAME_train_apply's.
+check_train_plan_is_printed() {
+    local flags=(--train --loss=mse --optimizer=adam --seed 1)
+    "$AXC" "$1" "${flags[@]}" --emit=ir >"$tmp/train.ir" || return 1
+    "$AXC" "$1" "${flags[@]}" -o "$tmp/train.c" 2>/dev/null || return 1
+    train_kernels_match '(step )?' "$2_train_step" || return 1
+    "$AXC" "$1" "${flags[@]}" --grad-exchange --emit=ir >"$tmp/train.ir" || return 1
+    "$AXC" "$1" "${flags[@]}" --grad-exchange -o "$tmp/train.c" 2>/dev/null || return 1
+    grep -q '^      split ready(grads+' "$tmp/train.ir" || { echo "no split hand-offs in --emit=ir"; return 1; }
+    train_kernels_match '' "$2_train_grads" && train_kernels_match 'apply ' "$2_train_apply"
+}
+
 check_saved_weights_are_originals() {
     local file=$root/examples/mobilenetv2_block.ax
     "$AXC" "$file" --seed 1 -O0 --save-weights "$tmp/w0.safetensors" || return 1
@@ -313,4 +347,6 @@ for file in "$root"/examples/*.ax; do
     check "plan:$(basename "$file" .ax)" check_plan_is_printed "$file" -O2
     check "plan-O0:$(basename "$file" .ax)" check_plan_is_printed "$file" -O0
 done
+check train-plan:mlp check_train_plan_is_printed "$root/examples/mlp.ax" mlp
+check train-plan:lenet5 check_train_plan_is_printed "$root/examples/lenet5.ax" lenet5
 check rows-fused-exact check_rows_fused_exact
