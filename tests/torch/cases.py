@@ -491,6 +491,34 @@ def long_attention_cases():
     ]
 
 
+def chunk_cases():
+    """chunk (docs/language.md#more-operators): one producer, several results (ir.h)."""
+    return [
+        Case("chunk_uneven_parts", fn_model("ch", "x::Float32[2, 7, 3]",
+                                            "a, b, c = chunk(x, 3; dims=1)\n"
+                                            "d, e = chunk(relu(x), 2; dims=-1)\n"
+                                            "return a, relu(b) + 1.0, c, d .* 2.0, e"),
+             stateless(lambda x: (torch.chunk(x, 3, 1)[0], F.relu(torch.chunk(x, 3, 1)[1]) + 1.0,
+                                  torch.chunk(x, 3, 1)[2], torch.chunk(F.relu(x), 2, -1)[0] * 2.0,
+                                  torch.chunk(F.relu(x), 2, -1)[1])),
+             {"x": ((2, 7, 3), "normal")}, outputs=["a", "out1", "c", "out3", "e"]),
+        Case("chunk_fewer_parts", fn_model("ch3", "x::Float32[5, 6]",
+                                           "p, q, r = chunk(x .* 3.0, 4; dims=1)\n"
+                                           "return concat(r, p; dims=1) .* concat(q, q; dims=1)"),
+             stateless(lambda x: torch.cat([torch.chunk(x * 3.0, 4, 1)[2],
+                                            torch.chunk(x * 3.0, 4, 1)[0]], 1)
+                       * torch.cat([torch.chunk(x * 3.0, 4, 1)[1]] * 2, 1)),
+             {"x": ((5, 6), "normal")}),
+        Case("chunk_rows_into_layers", fn_model("ch2", "x::Float32[6, 5]",
+                                                "fc = Dense(5 => 3)\ntop, bottom = chunk(x, 2; dims=0)\n"
+                                                "return fc(top), softmax(bottom; dims=0)"),
+             lambda: Twin(lambda m, x: (m["fc"](torch.chunk(x, 2, 0)[0]),
+                                        torch.softmax(torch.chunk(x, 2, 0)[1], 0)),
+                          {"fc": nn.Linear(5, 3)}),
+             {"x": ((6, 5), "normal")}, outputs=["out0", "out1"]),
+    ]
+
+
 def program_cases():
     """Whole-program features: several inputs and outputs, the function form,
     shared and inline layers, const and -D, and the Float64-input trap."""
@@ -519,29 +547,7 @@ def program_cases():
              lambda: Twin(lambda m, x: (m["head"](F.relu(x)), x + 1.0, F.relu(x)),
                           {"head": nn.Linear(7, 2)}),
              {"x": ((3, 7), "normal")}, outputs=["out0", "q", "g"]),
-        # chunk (docs/language.md#more-operators): one producer, several results (ir.h)
-        Case("chunk_uneven_parts", fn_model("ch", "x::Float32[2, 7, 3]",
-                                            "a, b, c = chunk(x, 3; dims=1)\n"
-                                            "d, e = chunk(relu(x), 2; dims=-1)\n"
-                                            "return a, relu(b) + 1.0, c, d .* 2.0, e"),
-             stateless(lambda x: (torch.chunk(x, 3, 1)[0], F.relu(torch.chunk(x, 3, 1)[1]) + 1.0,
-                                  torch.chunk(x, 3, 1)[2], torch.chunk(F.relu(x), 2, -1)[0] * 2.0,
-                                  torch.chunk(F.relu(x), 2, -1)[1])),
-             {"x": ((2, 7, 3), "normal")}, outputs=["a", "out1", "c", "out3", "e"]),
-        Case("chunk_fewer_parts", fn_model("ch3", "x::Float32[5, 6]",
-                                           "p, q, r = chunk(x .* 3.0, 4; dims=1)\n"
-                                           "return concat(r, p; dims=1) .* concat(q, q; dims=1)"),
-             stateless(lambda x: torch.cat([torch.chunk(x * 3.0, 4, 1)[2],
-                                            torch.chunk(x * 3.0, 4, 1)[0]], 1)
-                       * torch.cat([torch.chunk(x * 3.0, 4, 1)[1]] * 2, 1)),
-             {"x": ((5, 6), "normal")}),
-        Case("chunk_rows_into_layers", fn_model("ch2", "x::Float32[6, 5]",
-                                                "fc = Dense(5 => 3)\ntop, bottom = chunk(x, 2; dims=0)\n"
-                                                "return fc(top), softmax(bottom; dims=0)"),
-             lambda: Twin(lambda m, x: (m["fc"](torch.chunk(x, 2, 0)[0]),
-                                        torch.softmax(torch.chunk(x, 2, 0)[1], 0)),
-                          {"fc": nn.Linear(5, 3)}),
-             {"x": ((6, 5), "normal")}, outputs=["out0", "out1"]),
+        *chunk_cases(),
         Case("function_shared_layer", fn_model("shared", "x::Float32[3, 7]",
                                                "fc = Dense(7 => 7)\nh = x |> fc |> relu\n"
                                                "h = fc(h)\nreturn h"),

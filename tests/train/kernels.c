@@ -56,6 +56,20 @@ static axrt_conv2d_params read_conv(void)
     return p;
 }
 
+/* pool_grad: n h w c oh ow kh kw sh sw pt pl pb pr is_max count_pad; dy, x -> dx */
+static void pool_grad(void)
+{
+    axrt_pool2d_params p;
+    int *f[] = {&p.n, &p.h, &p.w, &p.c, &p.oh, &p.ow, &p.kh, &p.kw, &p.stride_h, &p.stride_w,
+                &p.pad_top, &p.pad_left, &p.pad_bottom, &p.pad_right};
+    for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) *f[k] = read_int();
+    int is_max = read_int(), count_pad = read_int();
+    size_t ndy = (size_t)p.n * p.oh * p.ow * p.c, nx = (size_t)p.n * p.h * p.w * p.c;
+    double *dy = read_values(ndy), *x = read_values(nx), *dx = buffer(nx, sizeof *dx);
+    axrt_pool2d_grad_f64(dy, x, dx, &p, is_max, p.pad_bottom, p.pad_right, count_pad);
+    print_values(dx, nx);
+}
+
 int main(void)
 {
     atexit(free_buffers);
@@ -76,15 +90,7 @@ int main(void)
         axrt_conv_transpose2d_f64(dy, w, NULL, dx, &p);
         print_values(dx, nx);
     } else if (!strcmp(name, "pool_grad")) {   /* n h w c oh ow kh kw sh sw pt pl pb pr is_max; dy, x -> dx */
-        axrt_pool2d_params p;
-        int *f[] = {&p.n, &p.h, &p.w, &p.c, &p.oh, &p.ow, &p.kh, &p.kw, &p.stride_h, &p.stride_w,
-                    &p.pad_top, &p.pad_left, &p.pad_bottom, &p.pad_right};
-        for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) *f[k] = read_int();
-        int is_max = read_int(), count_pad = read_int();
-        size_t ndy = (size_t)p.n * p.oh * p.ow * p.c, nx = (size_t)p.n * p.h * p.w * p.c;
-        double *dy = read_values(ndy), *x = read_values(nx), *dx = buffer(nx, sizeof *dx);
-        axrt_pool2d_grad_f64(dy, x, dx, &p, is_max, p.pad_bottom, p.pad_right, count_pad);
-        print_values(dx, nx);
+        pool_grad();
     } else if (!strcmp(name, "scatter")) {   /* x_count rank dy_shape strides offset; dy -> x */
         int64_t shape[AXRT_MAX_RANK], strides[AXRT_MAX_RANK];
         size_t count = (size_t)read_int(), ndy = 1;

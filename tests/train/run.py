@@ -824,19 +824,8 @@ def run_kernel(exe, name, ints, *arrays, real=None):
     return np.array([float(v) for v in r.stdout.split()]) if r.returncode == 0 else None
 
 
-def kernels(d, rng):
-    """libaxrt's backward kernels (the C back end's, for the generated training step) in
-    Float64 against PyTorch autograd, through tests/train/kernels.c."""
-    exe = f"{d}/kernels"
-    root = os.path.join(os.path.dirname(__file__), "..", "..")
-    build = os.path.dirname(os.path.dirname(os.path.abspath(AXC)))
-    r = subprocess.run([*shlex.split(os.environ.get("CC", "cc")), "-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Werror",
-                        f"-I{build}/include", os.path.join(root, "tests", "train", "kernels.c"),
-                        f"{build}/lib/libaxrt.a", "-lm", "-lpthread", "-o", exe], capture_output=True, text=True)
-    if r.returncode:
-        report("train kernels build", False, r.stderr)
-        return
-    torch.set_default_dtype(torch.float64)
+def conv_kernels(exe):
+    """The conv weight and input gradients (tests/train/kernels.c) in Float64 against autograd."""
     # n, h, w, c, oc, kh, kw, stride, dilation, pad (top, left, bottom, right), groups
     for n, h, w, c, oc, kh, kw, st, dl, pad, g in ((2, 7, 6, 4, 6, 3, 3, (2, 1), (1, 2), (1, 0, 1, 0), 2),
                                                     (1, 6, 7, 3, 3, 3, 2, (1, 2), (1, 1), (0, 1, 1, 0), 3),
@@ -856,6 +845,22 @@ def kernels(d, rng):
                          dy_nhwc, wt.detach().numpy())
         report(f"train kernel conv input gradient (conv_transpose2d) {label}",
                got is not None and rel_err(got, nhwc(x.grad).numpy()) < 1e-12)
+
+
+def kernels(d, rng):
+    """libaxrt's backward kernels (the C back end's, for the generated training step) in
+    Float64 against PyTorch autograd, through tests/train/kernels.c."""
+    exe = f"{d}/kernels"
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    build = os.path.dirname(os.path.dirname(os.path.abspath(AXC)))
+    r = subprocess.run([*shlex.split(os.environ.get("CC", "cc")), "-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Werror",
+                        f"-I{build}/include", os.path.join(root, "tests", "train", "kernels.c"),
+                        f"{build}/lib/libaxrt.a", "-lm", "-lpthread", "-o", exe], capture_output=True, text=True)
+    if r.returncode:
+        report("train kernels build", False, r.stderr)
+        return
+    torch.set_default_dtype(torch.float64)
+    conv_kernels(exe)
     # n, h, w, c, k, stride, pad, max, count_include_pad
     for n, h, w, c, k, st, pad, is_max, cip in ((2, 6, 7, 3, (3, 2), (1, 2), (1, 1), 1, 1), (1, 5, 5, 2, (2, 2), (2, 2), (0, 0), 1, 1),
                                                 (2, 7, 6, 3, (3, 3), (2, 1), (1, 1), 0, 1), (1, 6, 6, 2, (3, 3), (2, 2), (1, 1), 0, 0)):
