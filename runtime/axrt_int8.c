@@ -44,15 +44,18 @@
  * NaN becomes -1024), so the truncation below is exact and the loop has no
  * library call: rounding half away is the truncation plus the sign where the
  * dropped fraction is at least one half (exact in float). */
+static int32_t round_away_clamped(float r)
+{
+    r = r > 1024.0f ? 1024.0f : r >= -1024.0f ? r : -1024.0f;
+    int32_t t = (int32_t)r;
+    const float frac = r - (float)t;
+    return t + (frac >= 0.5f ? 1 : frac <= -0.5f ? -1 : 0);
+}
+
 static void quantize_portable(const float *x, uint8_t *q, size_t n, float scale, int32_t zp)
 {
     for (size_t i = 0; i < n; i++) {
-        float r = x[i] / scale;
-        r = r > 1024.0f ? 1024.0f : r >= -1024.0f ? r : -1024.0f;
-        int32_t t = (int32_t)r;
-        const float frac = r - (float)t;
-        t += frac >= 0.5f ? 1 : frac <= -0.5f ? -1 : 0;
-        const int32_t v = t + zp;
+        const int32_t v = round_away_clamped(x[i] / scale) + zp;
         q[i] = (uint8_t)((v < -128 ? -128 : v > 127 ? 127 : v) + 128);
     }
 }
@@ -675,14 +678,6 @@ void axrt_lookup_q8(const uint8_t *x, void *y, size_t n, const int32_t *table, c
         axrt_q8_ew_store(p, table[x[i]], y, i);
 }
 
-/* round_half_away(v) + zp clamped to [lo, hi] (roundf: TFLite's std::round;
-   v clamped to +-1024 first so that the conversion is defined) */
-static int32_t round_to_q8(float v, int32_t zp, int32_t lo, int32_t hi)
-{
-    v = v < -1024.0f ? -1024.0f : v > 1024.0f ? 1024.0f : v;
-    return axrt_q8_clamp((int64_t)roundf(v) + zp, lo, hi);
-}
-
 void axrt_softmax_q8(const uint8_t *x, void *y, size_t rows, size_t len, const float *exp_table,
                      const axrt_ew_q8 *p)
 {
@@ -696,8 +691,10 @@ void axrt_softmax_q8(const uint8_t *x, void *y, size_t rows, size_t len, const f
         for (size_t j = 0; j < len; j++)
             sum += e[xr[j]];
         const float inverse = 1.0f / (sum * p->scale);
-        for (size_t j = 0; j < len; j++)
-            axrt_q8_ew_store(p, round_to_q8(e[xr[j]] * inverse, p->out_zp, p->lo, p->hi), y, r * len + j);
+        for (size_t j = 0; j < len; j++) {
+            const int64_t q = (int64_t)round_away_clamped(e[xr[j]] * inverse) + p->out_zp;
+            axrt_q8_ew_store(p, axrt_q8_clamp(q, p->lo, p->hi), y, r * len + j);
+        }
     }
 }
 
