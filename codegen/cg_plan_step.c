@@ -37,12 +37,17 @@ const char *cg_plan_step_name(ax_arena *a, const char *text)
 
 /* ---- building the lists ------------------------------------------------------ */
 
+/* A list's capacity is implied by its length (4, then powers of two), so
+ * that appending is amortised constant time without a capacity field. */
 static ir_step_op *add_op(step_planner *P, ir_step_list *l, ir_step_kind kind)
 {
-    ir_step_op *more = ax_alloc(arena_of(P), sizeof *more * ((size_t)l->nops + 1));
-    if (l->nops)
-        memcpy(more, l->ops, sizeof *more * (size_t)l->nops);
-    l->ops = more;
+    const size_t n = (size_t)l->nops;
+    if (n == 0 || (n >= 4 && (n & (n - 1)) == 0)) {
+        ir_step_op *more = ax_alloc(arena_of(P), sizeof *more * (n < 4 ? 4 : 2 * n));
+        if (n)
+            memcpy(more, l->ops, sizeof *more * n);
+        l->ops = more;
+    }
     ir_step_op *op = &l->ops[l->nops++];
     memset(op, 0, sizeof *op);
     op->kind = kind;
