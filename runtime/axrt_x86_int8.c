@@ -66,7 +66,8 @@ static uint32_t load32(const uint8_t *p)
         w += step;                                                                         \
     } while (0)
 #define VNNI_MASK(b) const __mmask16 m##b = (__mmask16)(b + 1 < NB ? 0xffffu : (1u << wb) - 1u);
-#define VNNI_ROW_PTR(r) const uint8_t *a##r = t->rows[s * (size_t)MR + (size_t)(r < MR ? r : 0)];
+/* row r of segment s (row 0 for the rows past MR, never read): both tiles */
+#define Q8_ROW_PTR(r) const uint8_t *a##r = t->rows[s * (size_t)MR + (size_t)(r < MR ? r : 0)];
 #define LOAD_FULL(p) load32((p) + 4 * g)
 VNNI_INLINE void vnni_tile(const axrt_q8_tile *t, const int MR, const int NB)
 {
@@ -80,7 +81,7 @@ VNNI_INLINE void vnni_tile(const axrt_q8_tile *t, const int MR, const int NB)
     const size_t bstride = AXRT_Q8_BLOCK * kp, step = NB > 1 ? 64 : wb * 4;
     VNNI_ALL(VNNI_DECLARE)
     for (size_t s = 0; s < t->nseg; s++) {
-        VNNI_ROW_PTR(0) VNNI_ROW_PTR(1) VNNI_ROW_PTR(2) VNNI_ROW_PTR(3) VNNI_ROW_PTR(4) VNNI_ROW_PTR(5)
+        Q8_ROW_PTR(0) Q8_ROW_PTR(1) Q8_ROW_PTR(2) Q8_ROW_PTR(3) Q8_ROW_PTR(4) Q8_ROW_PTR(5)
         for (size_t g = 0; g < full; g++)
             VNNI_GROUP(LOAD_FULL);
         w += rem ? step : 0;   /* the tail group: vnni_tail's */
@@ -231,7 +232,6 @@ const axrt_q8_gemm_ops *axrt_q8_gemm_vnni(void)
         AVX2_X(0, load) AVX2_X(1, load) AVX2_X(2, load)                                    \
         AVX2_QUAD(0) AVX2_QUAD(1) AVX2_QUAD(2) AVX2_QUAD(3)                                \
     } while (0)
-#define AVX2_ROW_PTR(r) const uint8_t *a##r = t->rows[s * (size_t)MR + (size_t)(r < MR ? r : 0)];
 #define LOAD_TAIL(p) axrt_q8_load4((p) + 4 * full, rem)
 /* hadd: [c0 c1 c4 c5 | c2 c3 c6 c7]; the permute puts them in order */
 #define AVX2_STORE(r)                                                                              \
@@ -250,7 +250,7 @@ AVX2_INLINE void avx2_tile(const axrt_q8_tile *t, const int MR)
     int8_t narrow[64] = {0};   /* a narrow block's group, padded to 16 channels */
     AVX2_ALL(AVX2_DECLARE)
     for (size_t s = 0; s < t->nseg; s++) {
-        AVX2_ROW_PTR(0) AVX2_ROW_PTR(1) AVX2_ROW_PTR(2)
+        Q8_ROW_PTR(0) Q8_ROW_PTR(1) Q8_ROW_PTR(2)
         for (size_t g = 0; g < full; g++)
             AVX2_GROUP(LOAD_FULL);
         if (rem)
