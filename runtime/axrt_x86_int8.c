@@ -1,15 +1,18 @@
-/* axrt_x86_int8.c — the x86 tiles of the packed int8 GEMM (axrt_q8.h),
- * compiled with __attribute__((target)), so no special flags are needed:
+/* axrt_x86_int8.c — the x86 int8 kernel tables (axrt_q8.h's
+ * axrt_q8_gemm_ops), compiled with __attribute__((target)), so no special
+ * flags are needed.  The GEMM tiles are one per instruction set, by design:
  *   AVX-512 VNNI  up to 6 rows x 64 channels: 24 zmm accumulators, one
  *                 64-byte weight load per 16 channels and group of four k,
- *                 the row's four input bytes broadcast, vpdpbusd; the
- *                 epilogue (requantisation in 64-bit lanes) vectorised too;
+ *                 the row's four input bytes broadcast, vpdpbusd;
  *   AVX2          up to 3 rows x 16 channels: weights widened to int16
  *                 (vpmovsxbw), the four input bytes widened and broadcast,
  *                 vpmaddwd (exact: vpmaddubsw would saturate 255 * 127 * 2
- *                 in int16), pairs summed at the end; the epilogue eight
- *                 channels at a time (64-bit lanes, as the AVX-512 one's).
- * Both give the portable path's integers exactly (int32 sums of exact
+ *                 in int16), pairs summed at the end.
+ * The rest of each table (the GEMM epilogue with its requantisation in
+ * 64-bit lanes, the depthwise sum, the elementwise add and rescale) is one
+ * template over the vector width, axrt_x86_int8_lanes.inc, included below
+ * for 16 lanes and for 8 over each width's vocabulary.
+ * All give the portable path's integers exactly (int32 sums of exact
  * products, wrapping alike).  Empty (but for a declaration) off x86-64,
  * under -DAXRT_NO_SIMD or without GCC/clang. */
 #include <stddef.h>
@@ -63,7 +66,8 @@ static uint32_t load32(const uint8_t *p)
         w += step;                                                                         \
     } while (0)
 #define VNNI_MASK(b) const __mmask16 m##b = (__mmask16)(b + 1 < NB ? 0xffffu : (1u << wb) - 1u);
-#define VNNI_ROW_PTR(r) const uint8_t *a##r = t->rows[s * (size_t)MR + (size_t)(r < MR ? r : 0)];
+/* row r of segment s (row 0 for the rows past MR, never read): both tiles */
+#define Q8_ROW_PTR(r) const uint8_t *a##r = t->rows[s * (size_t)MR + (size_t)(r < MR ? r : 0)];
 #define LOAD_FULL(p) load32((p) + 4 * g)
 VNNI_INLINE void vnni_tile(const axrt_q8_tile *t, const int MR, const int NB)
 {
@@ -77,7 +81,7 @@ VNNI_INLINE void vnni_tile(const axrt_q8_tile *t, const int MR, const int NB)
     const size_t bstride = AXRT_Q8_BLOCK * kp, step = NB > 1 ? 64 : wb * 4;
     VNNI_ALL(VNNI_DECLARE)
     for (size_t s = 0; s < t->nseg; s++) {
-        VNNI_ROW_PTR(0) VNNI_ROW_PTR(1) VNNI_ROW_PTR(2) VNNI_ROW_PTR(3) VNNI_ROW_PTR(4) VNNI_ROW_PTR(5)
+        Q8_ROW_PTR(0) Q8_ROW_PTR(1) Q8_ROW_PTR(2) Q8_ROW_PTR(3) Q8_ROW_PTR(4) Q8_ROW_PTR(5)
         for (size_t g = 0; g < full; g++)
             VNNI_GROUP(LOAD_FULL);
         w += rem ? step : 0;   /* the tail group: vnni_tail's */
@@ -135,247 +139,59 @@ static void vnni_tile_dispatch(const axrt_q8_tile *t)
         vnni_tail(t);
 }
 
-/* axrt_requantize lane by lane with per-lane multipliers and shifts:
- * |v| * |mult| in 64-bit lanes (the even lanes, then the odd ones: no
- * widening shuffles), plus half of 2^shift, shifted, truncated to 32 bits and
- * given the product's sign. */
-VNNI_INLINE __m512i vnni_requant_lanes(__m512i v, __m512i mult, __m512i shift)
-{
-    const __m512i one = _mm512_set1_epi64(1), av = _mm512_abs_epi32(v), am = _mm512_abs_epi32(mult);
-    const __m512i se = _mm512_and_si512(shift, _mm512_set1_epi64(0xffffffff)), so = _mm512_srli_epi64(shift, 32);
-    const __m512i pe = _mm512_mul_epu32(av, am);
-    const __m512i po = _mm512_mul_epu32(_mm512_srli_epi64(av, 32), _mm512_srli_epi64(am, 32));
-    const __m512i re = _mm512_srlv_epi64(_mm512_add_epi64(pe, _mm512_sllv_epi64(one, _mm512_sub_epi64(se, one))), se);
-    const __m512i ro = _mm512_srlv_epi64(_mm512_add_epi64(po, _mm512_sllv_epi64(one, _mm512_sub_epi64(so, one))), so);
-    const __m512i r = _mm512_mask_blend_epi32(0xaaaa, re, _mm512_slli_epi64(ro, 32));
-    const __m512i neg = _mm512_srai_epi32(_mm512_xor_si512(v, mult), 31);   /* all ones where negative */
-    return _mm512_sub_epi32(_mm512_xor_si512(r, neg), neg);
-}
+/* ---- AVX-512: the epilogue, the depthwise sum, the add and the rescale --------- */
 
-/* vnni_requant_lanes where every lane's shift is at least 33 (the usual
- * case: the multiplier is below 2^-2): (|p| + 2^(s-1)) >> s equals
- * ((|p| >> (s-1)) + 1) >> 1, and |p| >> (s-1) is (|p| >> 32) >> (s-33), so
- * the products' high halves suffice and the rest runs on 32-bit lanes. */
-VNNI_INLINE __m512i vnni_requant_high(__m512i v, __m512i mult, __m512i shift)
-{
-    const __m512i av = _mm512_abs_epi32(v), am = _mm512_abs_epi32(mult);
-    const __m512i pe = _mm512_mul_epu32(av, am);
-    const __m512i po = _mm512_mul_epu32(_mm512_srli_epi64(av, 32), _mm512_srli_epi64(am, 32));
-    const __m512i high = _mm512_mask_blend_epi32(0xaaaa, _mm512_srli_epi64(pe, 32), po);
-    const __m512i t = _mm512_srlv_epi32(high, _mm512_sub_epi32(shift, _mm512_set1_epi32(33)));
-    const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(t, _mm512_set1_epi32(1)), 1);
-    const __m512i neg = _mm512_srai_epi32(_mm512_xor_si512(v, mult), 31);
-    return _mm512_sub_epi32(_mm512_xor_si512(r, neg), neg);
-}
-
-/* axrt_requantize_tflite lane by lane, per-lane multipliers and shifts:
- * the left shift max(0, 31 - shift); the doubling high product
- * (v mult + 2^30) >> 31 (gemmlowp's nudge and truncation are this floor),
- * from the signed 64-bit products of the even lanes, then the odd ones, and
- * INT32_MAX where v == mult == INT32_MIN; then the division by
- * 2^max(0, shift - 31) rounded half away: the floor, plus one where the
- * remainder exceeds gemmlowp's threshold (mask >> 1, one more for negative
- * values). */
-/* The steps both widths share, on vectors V of the intrinsics P (_mm512,
- * _mm256), ZERO and SET64 their zero and 64-bit broadcast, BLEND_ODD(a, b)
- * a's even 32-bit lanes with b's odd ones: declares one, min, x (v shifted
- * left), right (the right shift) and h (the doubling high product, not yet
- * saturated). */
-#define Q8_TFLITE_HIGH(P, V, ZERO, SET64, BLEND_ODD)                                                    \
-    const V zero = ZERO(), one = P##_set1_epi32(1), min = P##_set1_epi32(INT32_MIN);                    \
-    const V e = P##_sub_epi32(P##_set1_epi32(31), shift);                                              \
-    const V x = P##_sllv_epi32(v, P##_max_epi32(e, zero));                                             \
-    const V right = P##_max_epi32(P##_sub_epi32(zero, e), zero), nudge = SET64(1 << 30);               \
-    const V pe = P##_add_epi64(P##_mul_epi32(x, mult), nudge);                                         \
-    const V po = P##_add_epi64(P##_mul_epi32(P##_srli_epi64(x, 32), P##_srli_epi64(mult, 32)), nudge); \
-    V h = BLEND_ODD(P##_srli_epi64(pe, 31), P##_slli_epi64(po, 1));
-#define VNNI_BLEND_ODD(a, b) _mm512_mask_blend_epi32(0xaaaa, a, b)
-#define AVX2_BLEND_ODD(a, b) _mm256_blend_epi32(a, b, 0xaa)
-
-VNNI_INLINE __m512i vnni_requant_tflite(__m512i v, __m512i mult, __m512i shift)
-{
-    Q8_TFLITE_HIGH(_mm512, __m512i, _mm512_setzero_si512, _mm512_set1_epi64, VNNI_BLEND_ODD)
-    const __mmask16 sat = _mm512_cmpeq_epi32_mask(x, min) & _mm512_cmpeq_epi32_mask(mult, min);
-    h = _mm512_mask_mov_epi32(h, sat, _mm512_set1_epi32(INT32_MAX));
-    const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
-    const __m512i threshold = _mm512_sub_epi32(_mm512_srai_epi32(mask, 1), _mm512_srai_epi32(h, 31));
-    const __m512i q = _mm512_srav_epi32(h, right);
-    return _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(_mm512_and_si512(h, mask), threshold), q, one);
-}
-
-/* axrt_q8_finish_portable, sixteen channels at a time, the same integers
- * and the same float operations (or the same bytes when AXRT_Q8_OUT_BYTES; those
- * narrowed in a register: vpmovdb to memory is slow on Zen 4). */
-__attribute__((target(VNNI_TARGET))) static void vnni_finish(const axrt_requant *rq, const int32_t *acc,
-                                                             size_t c0, size_t nc, void *y)
-{
-    const __m512i lo = _mm512_set1_epi32(rq->lo - rq->zp), hi = _mm512_set1_epi32(rq->hi - rq->zp);
-    const __m512i zp128 = _mm512_set1_epi32(rq->zp + 128);
-    const __m512 scale = _mm512_set1_ps(rq->scale);
-    for (size_t j = 0; j < nc; j += 16) {
-        const size_t n = nc - j < 16 ? nc - j : 16;
-        const __mmask16 m = (__mmask16)((1u << n) - 1u);
-        const __m512i v = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, acc + j),
-                                           _mm512_maskz_loadu_epi32(m, rq->bias + c0 + j));
-        __m512 f;
-        if (!rq->mult) {
-            f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_maskz_loadu_ps(m, rq->fscale + c0 + j));
-        } else {
-            const __m512i mult = _mm512_maskz_loadu_epi32(m, rq->mult + c0 + j);
-            const __m512i sh = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, rq->shift + c0 + j));
-            const __m512i q = rq->flags & AXRT_Q8_TFLITE ? vnni_requant_tflite(v, mult, sh)
-                              : _mm512_mask_cmplt_epi32_mask(m, sh, _mm512_set1_epi32(33))
-                                  ? vnni_requant_lanes(v, mult, sh) : vnni_requant_high(v, mult, sh);
-            const __m512i r = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
-            if (rq->flags & AXRT_Q8_OUT_BYTES) {   /* r + zp + 128 is in [0, 255]: the truncation is exact */
-                const __m128i b = _mm512_cvtepi32_epi8(_mm512_add_epi32(r, zp128));
-                if (n == 16)
-                    _mm_storeu_si128((__m128i *)((uint8_t *)y + j), b);
-                else
-                    _mm_mask_storeu_epi8((uint8_t *)y + j, m, b);
-                continue;
-            }
-            f = _mm512_mul_ps(_mm512_cvtepi32_ps(r), scale);
-        }
-        _mm512_mask_storeu_ps((float *)y + j, m, f);
-    }
-}
-
-/* ---- AVX-512: the depthwise sum and the elementwise add and rescale -------------- */
-
-/* dw_sum with NB blocks of 16 channels (a constant after inlining): each
- * tap's bytes widened to int32 lanes, x zero- and w sign-extended, so that
- * vpmaddwd's pair (x, 0) . (w, sign) is x * w exactly. */
-#define DW512_ACC(b) __m512i d##b = _mm512_setzero_si512();
-#define DW512_MASK(b) const __mmask16 m##b = (__mmask16)(nc >= 16 * (b + 1) ? 0xffffu : nc > 16 * b ? (1u << (nc - 16 * b)) - 1u : 0u);
-#define DW512_TAP(b)                                                                                   \
-    if (b < NB)                                                                                        \
-        d##b = _mm512_add_epi32(d##b, _mm512_madd_epi16(                                               \
-            _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m##b, xt + 16 * b)),                             \
-            _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m##b, (const uint8_t *)wt + 16 * b))));
-#define DW512_STORE(b) if (b < NB) _mm512_mask_storeu_epi32(acc + 16 * b, m##b, d##b);
-VNNI_INLINE void vnni_dw_sum_nb(const uint8_t *const *x, const int8_t *w, size_t ldw, size_t taps, size_t nc,
-                                int32_t *acc, const int NB)
-{
-    DW512_ACC(0) DW512_ACC(1) DW512_ACC(2) DW512_ACC(3)
-    DW512_MASK(0) DW512_MASK(1) DW512_MASK(2) DW512_MASK(3)
-    for (size_t t = 0; t < taps; t++) {
-        const uint8_t *xt = x[t];
-        const int8_t *wt = w + t * ldw;
-        DW512_TAP(0) DW512_TAP(1) DW512_TAP(2) DW512_TAP(3)
-    }
-    DW512_STORE(0) DW512_STORE(1) DW512_STORE(2) DW512_STORE(3)
-}
-
-__attribute__((target(VNNI_TARGET))) static void vnni_dw_sum(const uint8_t *const *x, const int8_t *w, size_t ldw,
-                                                             size_t taps, size_t nc, int32_t *acc)
-{
-    switch ((nc + 15) / 16) {
-    case 1: vnni_dw_sum_nb(x, w, ldw, taps, nc, acc, 1); break;
-    case 2: vnni_dw_sum_nb(x, w, ldw, taps, nc, acc, 2); break;
-    case 3: vnni_dw_sum_nb(x, w, ldw, taps, nc, acc, 3); break;
-    default: vnni_dw_sum_nb(x, w, ldw, taps, nc, acc, 4); break;
-    }
-}
-
-/* One fixed-point scaling, axrt_requantize(v, mult, shift) lane by lane:
- * |v| * |mult| in 64-bit lanes (even lanes, then odd ones), plus the half,
- * shifted, truncated to 32 bits and given the product's sign. */
-typedef struct q512_scale {
-    __m512i mult, amult, half, shifts;   /* shifts: shift in every lane, for tflite */
-    __m128i shift;
-    int tflite;                          /* flags has AXRT_Q8_TFLITE: vnni_requant_tflite */
-} q512_scale;
-
-VNNI_INLINE q512_scale q512_scale_of(int32_t mult, int32_t shift, int32_t flags)
-{
-    const q512_scale s = {_mm512_set1_epi32(mult), _mm512_abs_epi32(_mm512_set1_epi32(mult)),
-                          _mm512_set1_epi64((long long)((uint64_t)1 << (shift - 1))), _mm512_set1_epi32(shift),
-                          _mm_cvtsi32_si128(shift), (flags & AXRT_Q8_TFLITE) != 0};
-    return s;
-}
-
-VNNI_INLINE __m512i q512_requantize(__m512i v, const q512_scale *s)
-{
-    if (s->tflite)
-        return vnni_requant_tflite(v, s->mult, s->shifts);
-    const __m512i av = _mm512_abs_epi32(v);
-    const __m512i even = _mm512_srl_epi64(_mm512_add_epi64(_mm512_mul_epu32(av, s->amult), s->half), s->shift);
-    const __m512i odd = _mm512_srl_epi64(
-        _mm512_add_epi64(_mm512_mul_epu32(_mm512_srli_epi64(av, 32), s->amult), s->half), s->shift);
-    const __m512i r = _mm512_mask_blend_epi32(0xaaaa, even, _mm512_slli_epi64(odd, 32));
-    const __m512i neg = _mm512_srai_epi32(_mm512_xor_si512(v, s->mult), 31);   /* all ones where negative */
-    return _mm512_sub_epi32(_mm512_xor_si512(r, neg), neg);
-}
-
-/* Sixteen bytes q + 128 as int32 (q - zp) * 2^left. */
-VNNI_INLINE __m512i q512_centred(const uint8_t *x, __m512i zp128, __m128i left)
-{
-    return _mm512_sll_epi32(_mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)x)), zp128), left);
-}
-
-/* Stores sixteen results q, clamped to [lo, hi] after out_zp is added, as
- * bytes q + 128 or as floats (q - out_zp) * scale: ew_store's operations. */
-VNNI_INLINE void q512_store(const axrt_ew_q8 *p, __m512i r, void *y, size_t i)
-{
-    r = _mm512_min_epi32(_mm512_max_epi32(r, _mm512_set1_epi32(p->lo - p->out_zp)), _mm512_set1_epi32(p->hi - p->out_zp));
-    if (p->flags & AXRT_Q8_OUT_BYTES)
-        _mm_storeu_si128((__m128i *)((uint8_t *)y + i), _mm512_cvtepi32_epi8(_mm512_add_epi32(r, _mm512_set1_epi32(p->out_zp + 128))));
-    else
-        _mm512_storeu_ps((float *)y + i, _mm512_mul_ps(_mm512_cvtepi32_ps(r), _mm512_set1_ps(p->scale)));
-}
-
-static void *ew_at(const axrt_ew_q8 *p, void *y, size_t i)
+/* Those kernels are axrt_x86_int8_lanes.inc's, written once for both vector
+ * widths over the vocabulary defined here (that file describes it); the
+ * tiles above and below stay one per instruction set by design (vpdpbusd
+ * against vpmaddwd on widened bytes: other instructions, registers and tile
+ * shapes). */
+static void *q8_ew_at(const axrt_ew_q8 *p, void *y, size_t i)
 {
     return (unsigned char *)y + i * ((p->flags & AXRT_Q8_OUT_BYTES) ? 1 : sizeof(float));
 }
 
-/* The elementwise int8 add and rescale of axrt_q8_gemm_ops, written once
- * for both vector widths: PFX names the kernels (PFX_add, PFX_rescale),
- * TARGET their target attribute, Q the lane helpers of the width
- * (Q_scale_of, Q_requantize, Q_centred, Q_store), V its integer vector type
- * of W int32 lanes, SET1 and ADD its _set1_epi32 and _add_epi32.  The last
- * n % W elements (a row's last row % W) go to the portable kernels. */
-#define Q8_EW_KERNELS(PFX, TARGET, Q, V, W, SET1, ADD)                                                 \
-    __attribute__((target(TARGET))) static void PFX##_add(const uint8_t *a, const uint8_t *b, void *y, \
-                                                          size_t n, const axrt_ew_q8 *p)               \
-    {                                                                                                  \
-        if (p->flags & AXRT_Q8_MUL) { /* TFLite's int8 MUL: the portable C */                          \
-            axrt_q8_add_portable(a, b, y, n, p);                                                       \
-            return;                                                                                    \
-        }                                                                                              \
-        const Q##_scale sa = Q##_scale_of(p->mult[0], p->shift[0], p->flags);                          \
-        const Q##_scale sb = Q##_scale_of(p->mult[1], p->shift[1], p->flags);                          \
-        const Q##_scale so = Q##_scale_of(p->out_mult, p->out_shift, p->flags);                        \
-        const V za = SET1(p->zp[0] + 128), zb = SET1(p->zp[1] + 128);                                   \
-        const __m128i left = _mm_cvtsi32_si128(p->left);                                               \
-        size_t i = 0;                                                                                  \
-        for (; i + W <= n; i += W) {                                                                   \
-            const V va = Q##_requantize(Q##_centred(a + i, za, left), &sa);                            \
-            const V vb = Q##_requantize(Q##_centred(b + i, zb, left), &sb);                            \
-            Q##_store(p, Q##_requantize(ADD(va, vb), &so), y, i);                                      \
-        }                                                                                              \
-        axrt_q8_add_portable(a + i, b + i, ew_at(p, y, i), n - i, p);                                  \
-    }                                                                                                  \
-                                                                                                       \
-    __attribute__((target(TARGET))) static void PFX##_rescale(const uint8_t *x, void *y, size_t outer,  \
-                                                              size_t row, size_t ld, size_t offset,    \
-                                                              const axrt_ew_q8 *p)                     \
-    {                                                                                                  \
-        const Q##_scale s = Q##_scale_of(p->mult[0], p->shift[0], p->flags);                           \
-        const V z = SET1(p->zp[0] + 128);                                                              \
-        const __m128i left = _mm_cvtsi32_si128(p->left);                                               \
-        for (size_t o = 0; o < outer; o++) {                                                           \
-            const uint8_t *xr = x + o * row;                                                           \
-            void *yr = ew_at(p, y, o * ld + offset);                                                   \
-            size_t j = 0;                                                                              \
-            for (; j + W <= row; j += W)                                                               \
-                Q##_store(p, Q##_requantize(Q##_centred(xr + j, z, left), &s), yr, j);                 \
-            axrt_q8_rescale_portable(xr + j, ew_at(p, yr, j), 1, row - j, row - j, 0, p);              \
-        }                                                                                              \
-    }
+/* the lanes m of v (each in [0, 255]) as bytes: narrowed in a register
+   (vpmovdb to memory is slow on Zen 4), a plain store when all lanes go */
+VNNI_INLINE void vnni_store_u8(uint8_t *p, __mmask16 m, __m512i v)
+{
+    const __m128i b = _mm512_cvtepi32_epi8(v);
+    if (m == 0xffff)
+        _mm_storeu_si128((__m128i *)p, b);
+    else
+        _mm_mask_storeu_epi8(p, m, b);
+}
 
-Q8_EW_KERNELS(vnni, VNNI_TARGET, q512, __m512i, 16, _mm512_set1_epi32, _mm512_add_epi32)
+#define QV_PFX vnni
+#define QV_TARGET VNNI_TARGET
+#define QV_INT __m512i
+#define QV_FLOAT __m512
+#define QV_W 16
+#define QV(op) _mm512##op
+#define QV_ZERO _mm512_setzero_si512
+#define QV_SET64 _mm512_set1_epi64
+#define QV_AND _mm512_and_si512
+#define QV_XOR _mm512_xor_si512
+#define QV_BLEND_ODD(a, b) _mm512_mask_blend_epi32(0xaaaa, a, b)
+#define QV_CMP __mmask16
+#define QV_CMPEQ _mm512_cmpeq_epi32_mask
+#define QV_CMPGT _mm512_cmpgt_epi32_mask
+#define QV_BOTH(c, d) ((__mmask16)((c) & (d)))
+#define QV_SELECT(c, a, b) _mm512_mask_mov_epi32(a, c, b)
+#define QV_INC_WHERE(c, q) _mm512_mask_add_epi32(q, c, q, _mm512_set1_epi32(1))
+#define QV_MASK __mmask16
+#define QV_MASK_OF(n) ((__mmask16)((n) >= 16 ? 0xffffu : (1u << (n)) - 1u))
+#define QV_ALL ((__mmask16)0xffff)
+#define QV_COVERED(n) (n)   /* the last channels masked */
+#define QV_ANY_BELOW(m, v, k) _mm512_mask_cmplt_epi32_mask(m, v, _mm512_set1_epi32(k))
+#define QV_LOAD32(m, p) _mm512_maskz_loadu_epi32(m, p)
+#define QV_LOADPS(m, p) _mm512_maskz_loadu_ps(m, p)
+#define QV_LOADU8(m, p) _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, p))
+#define QV_LOADS8(m, p) _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p))
+#define QV_STOREPS(m, p, f) _mm512_mask_storeu_ps(p, m, f)
+#define QV_STORE32(m, p, v) _mm512_mask_storeu_epi32(p, m, v)
+#define QV_STOREU8(m, p, v) vnni_store_u8(p, m, v)
+#include "axrt_x86_int8_lanes.inc"
 
 const axrt_q8_gemm_ops *axrt_q8_gemm_vnni(void)
 {
@@ -416,7 +232,6 @@ const axrt_q8_gemm_ops *axrt_q8_gemm_vnni(void)
         AVX2_X(0, load) AVX2_X(1, load) AVX2_X(2, load)                                    \
         AVX2_QUAD(0) AVX2_QUAD(1) AVX2_QUAD(2) AVX2_QUAD(3)                                \
     } while (0)
-#define AVX2_ROW_PTR(r) const uint8_t *a##r = t->rows[s * (size_t)MR + (size_t)(r < MR ? r : 0)];
 #define LOAD_TAIL(p) axrt_q8_load4((p) + 4 * full, rem)
 /* hadd: [c0 c1 c4 c5 | c2 c3 c6 c7]; the permute puts them in order */
 #define AVX2_STORE(r)                                                                              \
@@ -435,7 +250,7 @@ AVX2_INLINE void avx2_tile(const axrt_q8_tile *t, const int MR)
     int8_t narrow[64] = {0};   /* a narrow block's group, padded to 16 channels */
     AVX2_ALL(AVX2_DECLARE)
     for (size_t s = 0; s < t->nseg; s++) {
-        AVX2_ROW_PTR(0) AVX2_ROW_PTR(1) AVX2_ROW_PTR(2)
+        Q8_ROW_PTR(0) Q8_ROW_PTR(1) Q8_ROW_PTR(2)
         for (size_t g = 0; g < full; g++)
             AVX2_GROUP(LOAD_FULL);
         if (rem)
@@ -454,152 +269,46 @@ static void avx2_tile_any(const axrt_q8_tile *t)
     tiles[t->mr - 1](t);
 }
 
-/* ---- AVX2: the depthwise sum and the elementwise add and rescale ----------------- */
+/* ---- AVX2: the epilogue, the depthwise sum, the add and the rescale ------------ */
 
-/* acc[k] for k0 <= k < k0 + 8 * NB (NB constant after inlining): as
- * vnni_dw_sum, eight channels a vector. */
-#define DW256_ACC(b) __m256i d##b = _mm256_setzero_si256();
-#define DW256_TAP(b)                                                                                   \
-    if (b < NB)                                                                                        \
-        d##b = _mm256_add_epi32(d##b, _mm256_madd_epi16(                                               \
-            _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(xt + 8 * b))),                      \
-            _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(wt + 8 * b)))));
-#define DW256_STORE(b) if (b < NB) _mm256_storeu_si256((__m256i *)(acc + k0 + 8 * b), d##b);
-AVX2_INLINE void avx2_dw_sum_nb(const uint8_t *const *x, const int8_t *w, size_t ldw, size_t taps, size_t k0,
-                                int32_t *acc, const int NB)
+/* axrt_x86_int8_lanes.inc over eight lanes.  AVX2 has no byte masks: whole
+ * vectors only (QV_MASK unused), the last nc % 8 channels to the scalar code. */
+AVX2_INLINE void avx2_store_u8(uint8_t *p, __m256i v)
 {
-    DW256_ACC(0) DW256_ACC(1) DW256_ACC(2) DW256_ACC(3)
-    for (size_t t = 0; t < taps; t++) {
-        const uint8_t *xt = x[t] + k0;
-        const int8_t *wt = w + t * ldw + k0;
-        DW256_TAP(0) DW256_TAP(1) DW256_TAP(2) DW256_TAP(3)
-    }
-    DW256_STORE(0) DW256_STORE(1) DW256_STORE(2) DW256_STORE(3)
+    const __m128i h = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    _mm_storel_epi64((__m128i *)p, _mm_packus_epi16(h, h));   /* v in [0, 255]: the packs saturate nothing */
 }
 
-__attribute__((target("avx2"))) static void avx2_dw_sum(const uint8_t *const *x, const int8_t *w, size_t ldw,
-                                                        size_t taps, size_t nc, int32_t *acc)
-{
-    size_t k0 = 0;
-    for (; k0 + 32 <= nc; k0 += 32)
-        avx2_dw_sum_nb(x, w, ldw, taps, k0, acc, 4);
-    for (; k0 + 8 <= nc; k0 += 8)
-        avx2_dw_sum_nb(x, w, ldw, taps, k0, acc, 1);
-    for (size_t k = k0; k < nc; k++) {   /* the last nc % 8 channels */
-        int32_t sum = 0;
-        for (size_t t = 0; t < taps; t++)
-            sum += (int32_t)x[t][k] * w[t * ldw + k];
-        acc[k] = sum;
-    }
-}
-
-/* vnni_requant_tflite on eight lanes */
-AVX2_INLINE __m256i avx2_requant_tflite(__m256i v, __m256i mult, __m256i shift)
-{
-    Q8_TFLITE_HIGH(_mm256, __m256i, _mm256_setzero_si256, _mm256_set1_epi64x, AVX2_BLEND_ODD)
-    const __m256i sat = _mm256_and_si256(_mm256_cmpeq_epi32(x, min), _mm256_cmpeq_epi32(mult, min));
-    h = _mm256_blendv_epi8(h, _mm256_set1_epi32(INT32_MAX), sat);
-    const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right), one);
-    const __m256i threshold = _mm256_sub_epi32(_mm256_srai_epi32(mask, 1), _mm256_srai_epi32(h, 31));
-    const __m256i q = _mm256_srav_epi32(h, right);
-    return _mm256_sub_epi32(q, _mm256_cmpgt_epi32(_mm256_and_si256(h, mask), threshold));
-}
-
-/* q512_scale, q512_requantize, ... on eight lanes */
-typedef struct q256_scale {
-    __m256i mult, amult, half, shifts;
-    __m128i shift;
-    int tflite;
-} q256_scale;
-
-AVX2_INLINE q256_scale q256_scale_of(int32_t mult, int32_t shift, int32_t flags)
-{
-    const q256_scale s = {_mm256_set1_epi32(mult), _mm256_abs_epi32(_mm256_set1_epi32(mult)),
-                          _mm256_set1_epi64x((long long)((uint64_t)1 << (shift - 1))), _mm256_set1_epi32(shift),
-                          _mm_cvtsi32_si128(shift), (flags & AXRT_Q8_TFLITE) != 0};
-    return s;
-}
-
-AVX2_INLINE __m256i q256_requantize(__m256i v, const q256_scale *s)
-{
-    if (s->tflite)
-        return avx2_requant_tflite(v, s->mult, s->shifts);
-    const __m256i av = _mm256_abs_epi32(v);
-    const __m256i even = _mm256_srl_epi64(_mm256_add_epi64(_mm256_mul_epu32(av, s->amult), s->half), s->shift);
-    const __m256i odd = _mm256_srl_epi64(
-        _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(av, 32), s->amult), s->half), s->shift);
-    const __m256i r = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xaa);
-    const __m256i neg = _mm256_srai_epi32(_mm256_xor_si256(v, s->mult), 31);
-    return _mm256_sub_epi32(_mm256_xor_si256(r, neg), neg);
-}
-
-AVX2_INLINE __m256i q256_centred(const uint8_t *x, __m256i zp128, __m128i left)
-{
-    return _mm256_sll_epi32(_mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)x)), zp128), left);
-}
-
-AVX2_INLINE void q256_store(const axrt_ew_q8 *p, __m256i r, void *y, size_t i)
-{
-    r = _mm256_min_epi32(_mm256_max_epi32(r, _mm256_set1_epi32(p->lo - p->out_zp)), _mm256_set1_epi32(p->hi - p->out_zp));
-    if (p->flags & AXRT_Q8_OUT_BYTES) {   /* r + out_zp + 128 in [0, 255]: the packs saturate nothing */
-        const __m256i b = _mm256_add_epi32(r, _mm256_set1_epi32(p->out_zp + 128));
-        const __m128i h = _mm_packus_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
-        _mm_storel_epi64((__m128i *)((uint8_t *)y + i), _mm_packus_epi16(h, h));
-    } else {
-        _mm256_storeu_ps((float *)y + i, _mm256_mul_ps(_mm256_cvtepi32_ps(r), _mm256_set1_ps(p->scale)));
-    }
-}
-
-Q8_EW_KERNELS(avx2, "avx2", q256, __m256i, 8, _mm256_set1_epi32, _mm256_add_epi32)
-
-/* vnni_requant_lanes on eight lanes */
-AVX2_INLINE __m256i avx2_requant_lanes(__m256i v, __m256i mult, __m256i shift)
-{
-    const __m256i one = _mm256_set1_epi64x(1), av = _mm256_abs_epi32(v), am = _mm256_abs_epi32(mult);
-    const __m256i se = _mm256_and_si256(shift, _mm256_set1_epi64x(0xffffffff)), so = _mm256_srli_epi64(shift, 32);
-    const __m256i pe = _mm256_mul_epu32(av, am);
-    const __m256i po = _mm256_mul_epu32(_mm256_srli_epi64(av, 32), _mm256_srli_epi64(am, 32));
-    const __m256i re = _mm256_srlv_epi64(_mm256_add_epi64(pe, _mm256_sllv_epi64(one, _mm256_sub_epi64(se, one))), se);
-    const __m256i ro = _mm256_srlv_epi64(_mm256_add_epi64(po, _mm256_sllv_epi64(one, _mm256_sub_epi64(so, one))), so);
-    const __m256i r = _mm256_blend_epi32(re, _mm256_slli_epi64(ro, 32), 0xaa);
-    const __m256i neg = _mm256_srai_epi32(_mm256_xor_si256(v, mult), 31);
-    return _mm256_sub_epi32(_mm256_xor_si256(r, neg), neg);
-}
-
-/* axrt_q8_finish_portable, eight channels at a time (the last nc % 8 by it):
- * the same integers and float operations. */
-__attribute__((target("avx2"))) static void avx2_finish(const axrt_requant *rq, const int32_t *acc, size_t c0,
-                                                        size_t nc, void *y)
-{
-    const __m256i lo = _mm256_set1_epi32(rq->lo - rq->zp), hi = _mm256_set1_epi32(rq->hi - rq->zp);
-    const __m256i zp128 = _mm256_set1_epi32(rq->zp + 128);
-    const __m256 scale = _mm256_set1_ps(rq->scale);
-    const size_t elem = (rq->flags & AXRT_Q8_OUT_BYTES) ? 1 : sizeof(float);
-    size_t j = 0;
-    for (; j + 8 <= nc; j += 8) {
-        const __m256i v = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(acc + j)),
-                                           _mm256_loadu_si256((const __m256i *)(rq->bias + c0 + j)));
-        __m256 f;
-        if (!rq->mult) {
-            f = _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_loadu_ps(rq->fscale + c0 + j));
-        } else {
-            const __m256i mult = _mm256_loadu_si256((const __m256i *)(rq->mult + c0 + j));
-            const __m256i sh = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(rq->shift + c0 + j)));
-            const __m256i q = rq->flags & AXRT_Q8_TFLITE ? avx2_requant_tflite(v, mult, sh)
-                                                         : avx2_requant_lanes(v, mult, sh);
-            const __m256i r = _mm256_min_epi32(_mm256_max_epi32(q, lo), hi);
-            if (rq->flags & AXRT_Q8_OUT_BYTES) {   /* r + zp + 128 in [0, 255]: the packs saturate nothing */
-                const __m256i b = _mm256_add_epi32(r, zp128);
-                const __m128i h = _mm_packus_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
-                _mm_storel_epi64((__m128i *)((uint8_t *)y + j), _mm_packus_epi16(h, h));
-                continue;
-            }
-            f = _mm256_mul_ps(_mm256_cvtepi32_ps(r), scale);
-        }
-        _mm256_storeu_ps((float *)y + j, f);
-    }
-    axrt_q8_finish_portable(rq, acc + j, c0 + j, nc - j, (unsigned char *)y + j * elem);
-}
+#define QV_PFX avx2
+#define QV_TARGET "avx2"
+#define QV_INT __m256i
+#define QV_FLOAT __m256
+#define QV_W 8
+#define QV(op) _mm256##op
+#define QV_ZERO _mm256_setzero_si256
+#define QV_SET64 _mm256_set1_epi64x
+#define QV_AND _mm256_and_si256
+#define QV_XOR _mm256_xor_si256
+#define QV_BLEND_ODD(a, b) _mm256_blend_epi32(a, b, 0xaa)
+#define QV_CMP __m256i
+#define QV_CMPEQ _mm256_cmpeq_epi32
+#define QV_CMPGT _mm256_cmpgt_epi32
+#define QV_BOTH _mm256_and_si256
+#define QV_SELECT(c, a, b) _mm256_blendv_epi8(a, b, c)
+#define QV_INC_WHERE(c, q) _mm256_sub_epi32(q, c)   /* c's lanes are -1 */
+#define QV_MASK int
+#define QV_MASK_OF(n) ((void)(n), 0)
+#define QV_ALL 0
+#define QV_COVERED(n) ((n) / 8 * 8)
+#define QV_ANY_BELOW(m, v, k) ((void)(m), _mm256_movemask_epi8(_mm256_cmpgt_epi32(_mm256_set1_epi32(k), v)) != 0)
+#define QV_LOAD32(m, p) ((void)(m), _mm256_loadu_si256((const __m256i *)(p)))
+#define QV_LOADPS(m, p) ((void)(m), _mm256_loadu_ps(p))
+#define QV_LOADU8(m, p) ((void)(m), _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p))))
+#define QV_LOADS8(m, p) ((void)(m), _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p))))
+#define QV_STOREPS(m, p, f) ((void)(m), _mm256_storeu_ps(p, f))
+#define QV_STORE32(m, p, v) ((void)(m), _mm256_storeu_si256((__m256i *)(p), v))
+#define QV_STOREU8(m, p, v) ((void)(m), avx2_store_u8(p, v))
+#include "axrt_x86_int8_lanes.inc"
 
 const axrt_q8_gemm_ops *axrt_q8_gemm_avx2(void)
 {
