@@ -51,10 +51,13 @@ def c_array(name, ctype, a, steps):
     return f"static const {ctype} {name}[{steps}][{rows.shape[1]}] = {{\n{body}}};\n"
 
 
-def write_data(d, x, t, out_count):
+def write_data(d, x, t, out_count, every_step=False):
+    """step_main.c's step_data.h for model m; every_step: it also prints the state
+    after each step (as "<tensor>@<step>[i] v": parse() keys "<tensor>@<step>")."""
     xt = "float" if x.dtype == np.float32 else "int64_t"
     tt = "float" if t.dtype == np.float32 else "int64_t"
     open(f"{d}/step_data.h", "w").write(
+        ("#define EVERY_STEP 1\n" if every_step else "") +
         '#include "m.h"\n#define STEPS %d\n#define STATE_BYTES M_STATE_BYTES\n#define STATE_INIT(st) m_state_init(st)\n'
         "%s%s#define TRAIN_STEP(st, s) m_train_step(st, x_data[s], t_data[s], NULL)\n"
         "#define FORWARD_STATE(st, y) m_forward_state(st, x_data[0], y, NULL)\n#define OUT_COUNT %d\n"
