@@ -13,8 +13,9 @@ the bound changed nothing, so each bound lies within the run's gradients: some
 steps clip (and, for a norm, some do not), and PyTorch without clipping ends at
 least 1e-2 relative away from the generated step.  The SGD-momentum norm case also
 runs on a Cortex-M4F under QEMU (step.py's firmware check; SKIP without
-arm-none-eabi-gcc and qemu-system-arm).  Finally `--grad-exchange` with either
-option is refused with its located error and writes nothing."""
+arm-none-eabi-gcc and qemu-system-arm).  Finally the refused combinations
+(`--grad-exchange` with either option: a located error; both options; a zero
+bound) exit 2 with their message and write nothing."""
 import os
 import sys
 import tempfile
@@ -95,16 +96,26 @@ def one_case(d, rng, fw, loss, act, opt, targs, flags, clip):
         step.firmware(d, label, got, fw)
 
 
-def refused_with_grad_exchange(d):
-    """The split step cannot clip the exchanged gradients: a located error, no file."""
+REFUSED = [
+    # the split step cannot clip the exchanged gradients: a located error
+    (["--clip-grad-norm=1", "--grad-exchange"],
+     "m.ax:1:31: error: --clip-grad-norm does not combine with --grad-exchange (model 'm')"),
+    (["--clip-grad-value=0.5", "--grad-exchange"],
+     "m.ax:1:31: error: --clip-grad-value does not combine with --grad-exchange (model 'm')"),
+    (["--clip-grad-norm=1", "--clip-grad-value=0.5"], "--clip-grad-norm and --clip-grad-value exclude each other"),
+    (["--clip-grad-value=0"], "--clip-grad-value expects a positive number, not '0'"),
+]
+
+
+def refused(d):
+    """The combinations axc --train refuses: exit 2, the message, no file written."""
     init = {k: v.detach().clone() for k, v in tr.Twin("relu").state_dict().items()}
-    for option in ("--clip-grad-norm=1", "--clip-grad-value=0.5"):
+    for flags, want in REFUSED:
         out = f"{d}/m.c"
         if os.path.exists(out):
             os.remove(out)
-        r = step.generate(d, tr.model_src("relu", "Float32"), init, "mse", "sgd", [option, "--grad-exchange"])
-        want = f"m.ax:1:31: error: {option.split('=')[0]} does not combine with --grad-exchange (model 'm')"
-        report(f"train step clip {option} --grad-exchange refused", r.returncode == 2 and want in r.stderr and
+        r = step.generate(d, tr.model_src("relu", "Float32"), init, "mse", "sgd", flags)
+        report(f"train step clip {' '.join(flags)} refused", r.returncode == 2 and want in r.stderr and
                not os.path.exists(out), f"rc {r.returncode}, stderr {r.stderr!r}, wanted {want!r}")
 
 
@@ -116,19 +127,10 @@ def main():
     torch.manual_seed(17)
     tr.BATCH = 4
     with tempfile.TemporaryDirectory() as d:
-        fw = None
-        if step.SANITIZED:
-            print("SKIP: train step clip on Cortex-M4 (QEMU) (under make test-asan: make test runs it)")
-            fw = {"objs": None}
-        elif step.cross_tools():
-            os.makedirs(f"{d}/m4")
-            objs = step.shared_runtime_m4(f"{d}/m4")
-            fw = {"objs": objs} if objs else None
-        else:
-            print("SKIP: train step clip on Cortex-M4 (QEMU) (arm-none-eabi-gcc or qemu-system-arm missing)")
+        fw = step.firmware_runtime(d, "train step clip")
         for case in CASES:
             one_case(d, rng, fw, *case)
-        refused_with_grad_exchange(d)
+        refused(d)
 
 
 if __name__ == "__main__":

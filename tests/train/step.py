@@ -386,20 +386,26 @@ def portable_on_host(d, label, host_weights, host_tol):
            set(portable) == set(host_weights) and max(errs.values()) <= tol, f"relative errors {errs}")
 
 
+def firmware_runtime(d, what):
+    """firmware()'s fw for a script's run in d: the Cortex-M4F runtime objects,
+    {"objs": None} under make test-asan (the host's portable kernels instead), or
+    None (SKIP printed for what) without the cross tools or when the runtime fails."""
+    if SANITIZED:
+        print(f"SKIP: {what} on Cortex-M4 (QEMU) (under make test-asan: make test runs it)")
+        return {"objs": None}
+    if not cross_tools():
+        print(f"SKIP: {what} on Cortex-M4 (QEMU) (arm-none-eabi-gcc or qemu-system-arm missing)")
+        return None
+    os.makedirs(f"{d}/m4")
+    objs = shared_runtime_m4(f"{d}/m4")
+    return {"objs": objs} if objs else None
+
+
 def main():
     rng = np.random.default_rng(11)
     torch.manual_seed(11)
     with tempfile.TemporaryDirectory() as d:
-        fw = None
-        if SANITIZED:
-            print("SKIP: train step on Cortex-M4 (QEMU) (under make test-asan: make test runs it)")
-            fw = {"objs": None}
-        elif cross_tools():
-            os.makedirs(f"{d}/m4")
-            objs = shared_runtime_m4(f"{d}/m4")
-            fw = {"objs": objs} if objs else None
-        else:
-            print("SKIP: train step on Cortex-M4 (QEMU) (arm-none-eabi-gcc or qemu-system-arm missing)")
+        fw = firmware_runtime(d, "train step")
         mlp_cases(d, rng, fw)
         model_cases(d, rng, fw)
         dropout_case(d, rng)
