@@ -92,7 +92,8 @@ static const char usage_text[] =
     "  --t-max N               cosine: its period's half (default: the run's total steps)\n"
     "  --warmup-steps N        lr * min(1, (step + 1) / N) from step 0 (not with onecycle)\n"
     "  --clip-grad-norm X      scale the gradients to a global L2 norm of at most X\n"
-    "  --clip-grad-value X     clamp every gradient element to [-X, X] (on the interpreter)\n"
+    "                          (clip_grad_norm_; axc train and axc --train)\n"
+    "  --clip-grad-value X     clamp every gradient element to [-X, X] (clip_grad_value_)\n"
     "  --interp                train on the reference interpreter (default: the compiled step)\n"
     "  --drop-last             leave out the samples past the last whole batch\n"
     "                          (default: a smaller last batch, as DataLoader)\n"
@@ -246,9 +247,9 @@ typedef enum {
     V_TRIPLE, V_CPU, V_BLAS, V_DTYPE, V_ARCH, V_QUANTIZE, V_CALIBRATE, V_SHAPE, V_CONV_ALGO,
     /* training options from here on (set_value checks `>= V_LOSS`) */
     V_LOSS, V_OPTIMIZER, V_LR, V_MOMENTUM, V_WD, V_BETA1,
-    V_BETA2, V_EPS,
+    V_BETA2, V_EPS, V_CLIP_NORM, V_CLIP_VALUE,
     /* axc train's loop only from here on (not axc --train: try_value_opt checks `>= V_EPOCHS`) */
-    V_EPOCHS, V_LR_SCHEDULE, V_STEP_SIZE, V_GAMMA, V_T_MAX, V_WARMUP, V_CLIP_NORM, V_CLIP_VALUE,
+    V_EPOCHS, V_LR_SCHEDULE, V_STEP_SIZE, V_GAMMA, V_T_MAX, V_WARMUP,
     V_VAL_INPUT, V_VAL_TARGET, V_EARLY_STOP, V_CHECKPOINT, V_CHECKPOINT_EVERY, V_RESUME
 } value_opt;
 
@@ -469,8 +470,8 @@ static int try_value_opt(int argc, char **argv, int *i, axc_opts *o)
         else if (*i + 1 < argc) v = argv[++*i];
         else { axc_fail("option '%s' needs a value", name); return -1; }
         /* run options only with `axc run` (--input with train too), the
-         * training ones (V_LOSS on) only with `axc train` (and but the
-         * loop's, V_EPOCHS on, with `axc --train`) */
+         * training ones (V_LOSS on) only with `axc train`, and all but the
+         * loop's (V_EPOCHS on) with `axc --train` too */
         const bool train_only = value_opts[k].id >= V_LOSS;
         const bool allowed = train_only ? o->train || (o->train_step && value_opts[k].id < V_EPOCHS)
                            : !value_opts[k].run || o->run || (o->train && value_opts[k].id == V_INPUT);
@@ -569,7 +570,8 @@ static int check_optimizer(const axc_opts *o)
 
 /* The schedule's options fit together: each sub-option belongs to its
  * schedule, StepLR needs its step size, OneCycleLR has its own warm-up,
- * and one clipping at a time. */
+ * and one clipping at a time (axc --train takes only the clipping, the
+ * rest stay unset there). */
 static int check_schedule(const axc_opts *o)
 {
     const int sched = o->lr_schedule;
@@ -631,7 +633,7 @@ static int check_train_step(const axc_opts *o)
 {
     if (o->loss < 0) { axc_fail("'axc %s' needs %s", "--train", "--loss=mse|cross_entropy|bce_with_logits"); return AXC_EUSAGE; }
     if (!o->output && !o->emit) { axc_fail("'axc %s' needs %s", "--train", "-o OUT.c"); return AXC_EUSAGE; }
-    return refuse_in_training(o) ? AXC_EUSAGE : check_optimizer(o);
+    return refuse_in_training(o) || check_schedule(o) ? AXC_EUSAGE : check_optimizer(o);
 }
 
 /* The defaults, and the arrays of repeatable options (at most argc each). */

@@ -55,6 +55,23 @@ static bool mixed_refusal(const axc_opts *o, const ir_graph *g)
     return opt != NULL;
 }
 
+/* Clipping with the split step (--grad-exchange): clip_grad_norm_ and
+ * clip_grad_value_ act on the exchanged (mean) gradients, which exist only
+ * in <name>_train_apply, and apply reads the caller's buffer as const with no
+ * scratch of its own to clip a copy in (no heap); clipping each rank's own
+ * gradients in <name>_train_grads would not equal PyTorch.  Refused rather
+ * than a split step that silently differs from the whole one.  Reports and
+ * returns true when both are given. */
+static bool split_clip_refusal(const axc_opts *o, const ir_graph *g)
+{
+    const char *opt = o->clip_grad_norm > 0 ? "--clip-grad-norm" : o->clip_grad_value > 0 ? "--clip-grad-value" : NULL;
+    if (opt && o->grad_exchange)
+        ax_error(g->ctx, g->loc, "%s does not combine with --grad-exchange (model '%s'): the split step cannot clip "
+                 "the exchanged gradients; clip them in your loop before %s_train_apply, or drop one option",
+                 opt, g->name, g->name);
+    return opt && o->grad_exchange;
+}
+
 int axc_train_step_graphs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int n, pass_train_step *train)
 {
     (void)ctx;
@@ -68,6 +85,7 @@ int axc_train_step_graphs(ax_ctx *ctx, const axc_opts *o, ir_graph **models, int
         return AXC_EUSAGE;
     }
     if ((g->dtype == AXRT_F16 || g->dtype == AXRT_BF16) && mixed_refusal(o, g)) return AXC_EUSAGE;
+    if (split_clip_refusal(o, g)) return AXC_EUSAGE;
     const pass_train_opts to = axc_train_opts(o);
     return pass_train_step_graphs(&to, g, train) ? AXC_EINPUT : AXC_OK;
 }

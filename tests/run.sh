@@ -80,7 +80,7 @@ for s in "${suites[@]}"; do
         unit) for t in "$B"/tests/test_*; do [ -x "$t" ] && jobs_list+=("unit:$(basename "$t")"); done ;;
         torch) jobs_list+=(torch:run torch:minilm torch:debug_helpers) ;;
         cuda) jobs_list+=(cuda:1/4 cuda:2/4 cuda:3/4 cuda:4/4 cuda:loader) ;; # tests/cuda/run.sh's AXC_CUDA_PART
-        train) jobs_list+=(train:run train:step train:remat train:drift train:hostile train:schedule train:loop train:last_batch train:amp train:interp) ;;
+        train) jobs_list+=(train:run train:step train:clip train:remat train:drift train:hostile train:schedule train:loop train:last_batch train:amp train:interp) ;;
         firmware|install)
             other=$([ "$s" = install ] && echo firmware || echo install)
             if has "$other"; then

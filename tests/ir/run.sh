@@ -39,6 +39,9 @@
 #            its `call` and `step call` lines are the calls of the generated
 #            NAME_train_step, in order; with --grad-exchange its `call` lines
 #            NAME_train_grads's and its `apply call` lines NAME_train_apply's
+#   train-plan-clip:*  with --clip-grad-norm / --clip-grad-value, the step's
+#            clip_norm / clip_value lines before its updates, and the same
+#            clipping in the generated C
 #   tile-*   pass_tile under a --ram below the plan's lower bound: the conv
 #            stack of cases/conv_tile.ax (MobileNetV2's first layers) in row
 #            tiles with halos, within 1e-5 of the untiled run (the depthwise
@@ -310,6 +313,35 @@ check_train_plan_is_printed() {
     train_kernels_match '' "$2_train_grads" && train_kernels_match 'apply ' "$2_train_apply"
 }
 
+# check_train_plan_clips FILE NAME: axc --train --clip-grad-norm / --clip-grad-value
+# --emit=ir shows the clipping the C target prints: with the norm one
+# `step clip_norm(...) to 0.5` line naming every update's gradient, before the
+# first update, and one clip_grad_norm_ block in NAME_train_step; with the value a
+# `step clip_value %N to 0.25` line right before each update of gradient %N, and
+# as many clip_grad_value_ loops in the C; the calls as check_train_plan_is_printed's.
+check_train_plan_clips() {
+    local flags=(--train --loss=mse --optimizer=sgd --momentum=0.9 --seed 1) updates
+    "$AXC" "$1" "${flags[@]}" --clip-grad-norm=0.5 --emit=ir >"$tmp/train.ir" || return 1
+    "$AXC" "$1" "${flags[@]}" --clip-grad-norm=0.5 -o "$tmp/train.c" || return 1
+    train_kernels_match '(step )?' "$2_train_step" || return 1
+    awk '/^      step clip_norm\(.*\) to 0\.5$/ { n++; if (ups) bad = 1; s = $0; sub(/ to .*/, "", s)
+                                               c = split(s, ids, /%/) - 1; for (i = 2; i <= c + 1; i++) {
+                                                   sub(/[^0-9].*/, "", ids[i]); named["%" ids[i]] = 1 } }
+         /^      step call axrt_optim_step/ { ups++; match($0, /%[0-9]+/); if (!(substr($0, RSTART, RLENGTH) in named)) bad = 1 }
+         END { exit !(n == 1 && ups > 0 && c == ups && !bad) }' "$tmp/train.ir" ||
+        { echo "--clip-grad-norm: not one clip_norm line naming every update's gradient before them"; return 1; }
+    [ "$(grep -c 'clip_grad_norm_ \*/' "$tmp/train.c")" = 1 ] || { echo "no single clip_grad_norm_ in the C"; return 1; }
+    "$AXC" "$1" "${flags[@]}" --clip-grad-value=0.25 --emit=ir >"$tmp/train.ir" || return 1
+    "$AXC" "$1" "${flags[@]}" --clip-grad-value=0.25 -o "$tmp/train.c" || return 1
+    train_kernels_match '(step )?' "$2_train_step" || return 1
+    updates=$(awk '/^      step call axrt_optim_step/ { match($0, /%[0-9]+/); g = substr($0, RSTART, RLENGTH)
+                                                 if (prev != "      step clip_value " g " to 0.25") bad = 1; n++ }
+                   { prev = $0 } END { print bad ? -1 : n }' "$tmp/train.ir")
+    [ "$updates" -gt 0 ] || { echo "--clip-grad-value: an update without its clip_value line right before it"; return 1; }
+    [ "$(grep -c 'clip_grad_value_ \*/' "$tmp/train.c")" = "$updates" ] ||
+        { echo "the C has not one clip_grad_value_ loop per update ($updates)"; return 1; }
+}
+
 check_saved_weights_are_originals() {
     local file=$root/examples/mobilenetv2_block.ax
     "$AXC" "$file" --seed 1 -O0 --save-weights "$tmp/w0.safetensors" || return 1
@@ -349,4 +381,6 @@ for file in "$root"/examples/*.ax; do
 done
 check train-plan:mlp check_train_plan_is_printed "$root/examples/mlp.ax" mlp
 check train-plan:lenet5 check_train_plan_is_printed "$root/examples/lenet5.ax" lenet5
+check train-plan-clip:mlp check_train_plan_clips "$root/examples/mlp.ax" mlp
+check train-plan-clip:lenet5 check_train_plan_clips "$root/examples/lenet5.ax" lenet5
 check rows-fused-exact check_rows_fused_exact

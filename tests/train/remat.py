@@ -1,7 +1,8 @@
 """Suite `train`, part 3: `--ram` rematerialises the training step (docs/training.md, issue 19).
 
 For the MLP, LeNet-5 and the transformer block of examples/ (their batch set for
-training) and examples/resmlp50.ax, with the loss and optimizer of MODELS:
+training; the block also with --clip-grad-norm) and examples/resmlp50.ax, with the
+loss and optimizer of MODELS:
   - `--ram=1` fails (exit 1, no output file) naming the smallest arena axc
     reaches and the node of peak pressure; at exactly that budget the step is
     written, its arena within it;
@@ -37,6 +38,8 @@ STEPS = 4
 MODELS = [("mlp", 4, "mse", ["--optimizer=sgd", "--lr=0.05", "--momentum=0.9"]),
           ("lenet5", 4, "cross_entropy", ["--optimizer=sgd", "--lr=0.05", "--momentum=0.9"]),
           ("gpt_block", 2, "mse", ["--optimizer=adam", "--lr=0.001"]),
+          # clipping by norm holds every gradient to the step's end: another peak to recompute for
+          ("gpt_block", 2, "mse", ["--optimizer=adam", "--lr=0.001", "--clip-grad-norm=0.5"]),
           ("resmlp50", 16, "mse", ["--optimizer=sgd", "--lr=0.0001"]),   # its random init diverges at 0.01
           ("deep_residual", 16, "mse", ["--optimizer=sgd", "--lr=1e-10"])]
 HALF_PEAK = {"deep_residual"}   # also fits --ram at half the plain peak (checkpointing)

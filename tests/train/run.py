@@ -76,23 +76,44 @@ def lion_step(p, g, m, lr, b1, b2, wd):
     m.mul_(b2).add_((1 - b2) * g)
 
 
-def torch_train(twin, loss, opt, args, x, t, steps):
+def clip_grads(params, clip):
+    """torch.nn.utils' clipping of the gradients, clip = ("norm", max_norm) for
+    clip_grad_norm_ or ("value", bound) for clip_grad_value_ (None: none); whether
+    it changed any gradient."""
+    params = list(params)
+    if clip and clip[0] == "norm":
+        return float(torch.nn.utils.clip_grad_norm_(params, clip[1])) > clip[1]
+    if clip:
+        changed = any(bool((p.grad.abs() > clip[1]).any()) for p in params)
+        torch.nn.utils.clip_grad_value_(params, clip[1])
+        return changed
+    return False
+
+
+def torch_train(twin, loss, opt, args, x, t, steps, clip=None, each=None):
+    """steps of training, the gradients clipped first (clip_grads) when clip is
+    given, each(step) called after each update; the number of steps that clipped."""
     params = list(twin.parameters())
     if opt == "lion":
         moments = [torch.zeros_like(p) for p in params]
     else:
         cls = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}[opt]
         optimizer = cls(params, **args)
+    clipped = 0
     for s in range(steps):
         xb, tb = torch.from_numpy(x[s * BATCH:(s + 1) * BATCH]), torch.from_numpy(t[s * BATCH:(s + 1) * BATCH])
         twin.zero_grad()
         loss_fn(loss, twin(xb), tb).backward()
+        clipped += clip_grads(params, clip)
         if opt == "lion":
             with torch.no_grad():
                 for p, m in zip(params, moments):
                     lion_step(p, p.grad, m, args.get("lr", 1e-4), 0.9, 0.99, args.get("weight_decay", 0.0))
         else:
             optimizer.step()
+        if each:
+            each(s)
+    return clipped
 
 
 def axc_train(d, src, init, loss, opt, flags, x, t):

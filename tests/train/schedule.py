@@ -111,11 +111,7 @@ def torch_train(twin, loss, opt, targs, sched, warmup, clip, x, t):
             xb, tb = torch.from_numpy(x[b * B:(b + 1) * B]), torch.from_numpy(t[b * B:(b + 1) * B])
             twin.zero_grad()
             base.loss_fn(loss, twin(xb), tb).backward()
-            if clip and clip[0] == "norm":
-                clipped += float(torch.nn.utils.clip_grad_norm_(twin.parameters(), clip[1])) > clip[1]
-            elif clip:
-                clipped += any(bool((p.grad.abs() > clip[1]).any()) for p in twin.parameters())
-                torch.nn.utils.clip_grad_value_(twin.parameters(), clip[1])
+            clipped += base.clip_grads(params, clip)
             group = optimizer.param_groups[0]
             lrs.append(group["lr"])
             if opt == "lion":
@@ -198,9 +194,10 @@ def bad_options(d, rng):
         ok = r.returncode not in (0,) and r.returncode < 128 and want in r.stderr and not os.path.exists(out)
         base.report(f"schedule bad option {' '.join(flags)}", ok,
                     f"rc {r.returncode}, stderr {r.stderr!r}, wanted {want!r}")
-    # the loop's options belong to axc train, not the generated step nor axc run
+    # the loop's options belong to axc train, not the generated step (which clips:
+    # clip.py) nor axc run
     for mode, flag in ((["--train", "--loss=mse", "-o", f"{d}/step.c"], "--lr-schedule=cosine"),
-                       (["--train", "--loss=mse", "-o", f"{d}/step.c"], "--clip-grad-norm=1"),
+                       (["--train", "--loss=mse", "-o", f"{d}/step.c"], "--warmup-steps=2"),
                        (["run", "--interp"], "--warmup-steps=2")):
         cmd = [base.AXC, mode[0], f"{d}/m.ax", *mode[1:], flag] if mode[0] == "run" else \
               [base.AXC, f"{d}/m.ax", *mode, flag]

@@ -51,10 +51,13 @@ def c_array(name, ctype, a, steps):
     return f"static const {ctype} {name}[{steps}][{rows.shape[1]}] = {{\n{body}}};\n"
 
 
-def write_data(d, x, t, out_count):
+def write_data(d, x, t, out_count, every_step=False):
+    """step_main.c's step_data.h for model m; every_step: it also prints the state
+    after each step (as "<tensor>@<step>[i] v": parse() keys "<tensor>@<step>")."""
     xt = "float" if x.dtype == np.float32 else "int64_t"
     tt = "float" if t.dtype == np.float32 else "int64_t"
     open(f"{d}/step_data.h", "w").write(
+        ("#define EVERY_STEP 1\n" if every_step else "") +
         '#include "m.h"\n#define STEPS %d\n#define STATE_BYTES M_STATE_BYTES\n#define STATE_INIT(st) m_state_init(st)\n'
         "%s%s#define TRAIN_STEP(st, s) m_train_step(st, x_data[s], t_data[s], NULL)\n"
         "#define FORWARD_STATE(st, y) m_forward_state(st, x_data[0], y, NULL)\n#define OUT_COUNT %d\n"
@@ -383,20 +386,26 @@ def portable_on_host(d, label, host_weights, host_tol):
            set(portable) == set(host_weights) and max(errs.values()) <= tol, f"relative errors {errs}")
 
 
+def firmware_runtime(d, what):
+    """firmware()'s fw for a script's run in d: the Cortex-M4F runtime objects,
+    {"objs": None} under make test-asan (the host's portable kernels instead), or
+    None (SKIP printed for what) without the cross tools or when the runtime fails."""
+    if SANITIZED:
+        print(f"SKIP: {what} on Cortex-M4 (QEMU) (under make test-asan: make test runs it)")
+        return {"objs": None}
+    if not cross_tools():
+        print(f"SKIP: {what} on Cortex-M4 (QEMU) (arm-none-eabi-gcc or qemu-system-arm missing)")
+        return None
+    os.makedirs(f"{d}/m4")
+    objs = shared_runtime_m4(f"{d}/m4")
+    return {"objs": objs} if objs else None
+
+
 def main():
     rng = np.random.default_rng(11)
     torch.manual_seed(11)
     with tempfile.TemporaryDirectory() as d:
-        fw = None
-        if SANITIZED:
-            print("SKIP: train step on Cortex-M4 (QEMU) (under make test-asan: make test runs it)")
-            fw = {"objs": None}
-        elif cross_tools():
-            os.makedirs(f"{d}/m4")
-            objs = shared_runtime_m4(f"{d}/m4")
-            fw = {"objs": objs} if objs else None
-        else:
-            print("SKIP: train step on Cortex-M4 (QEMU) (arm-none-eabi-gcc or qemu-system-arm missing)")
+        fw = firmware_runtime(d, "train step")
         mlp_cases(d, rng, fw)
         model_cases(d, rng, fw)
         dropout_case(d, rng)
