@@ -128,7 +128,9 @@ typedef struct axrt_cpu_ops {
     /* y [cols, rows] = x [rows, cols] transposed (row-major, no overlap) */
     void (*transpose)(const float *x, float *y, size_t rows, size_t cols);
     /* tile for a row-major B (column j at b + j): as tile, one segment, nr
-       up to 2 * AXRT_PANEL; NULL where tile is as fast (gemm then uses tile) */
+       up to 2 * AXRT_PANEL; where panels > 1, nr is 2 * AXRT_PANEL and
+       panel i reads b + i * b_panel and writes y + i * nr; NULL where tile
+       is as fast (gemm then uses tile) */
     void (*tile_wide)(const axrt_tile_args *t);
     /* Adam's (AdamW's) update of p, m, v [m, n] with the gradient
        a [m, k] . b [k, n] (row-major), its sums as the GEMM tile's (one
