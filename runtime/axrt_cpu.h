@@ -125,10 +125,13 @@ typedef struct axrt_cpu_ops {
     /* y[j] = 0 + x[0][j] + x[1][j] + ... + x[rows - 1][j] for j < cols (rows
        ld >= cols apart), added in that order: axrt_sum_f32's loop, bit for bit */
     void (*sum_rows)(const float *x, float *y, size_t rows, size_t cols, size_t ld);
-    /* y [cols, rows] = x [rows, cols] transposed (row-major, no overlap) */
-    void (*transpose)(const float *x, float *y, size_t rows, size_t cols);
+    /* y [cols, rows] = x [rows, cols] transposed (row-major, x's rows ldx
+       >= cols apart, no overlap) */
+    void (*transpose)(const float *x, size_t ldx, float *y, size_t rows, size_t cols);
     /* tile for a row-major B (column j at b + j): as tile, one segment, nr
-       up to 2 * AXRT_PANEL; NULL where tile is as fast (gemm then uses tile) */
+       up to 2 * AXRT_PANEL; where panels > 1, nr is 2 * AXRT_PANEL and
+       panel i reads b + i * b_panel and writes y + i * nr; NULL where tile
+       is as fast (gemm then uses tile) */
     void (*tile_wide)(const axrt_tile_args *t);
     /* Adam's (AdamW's) update of p, m, v [m, n] with the gradient
        a [m, k] . b [k, n] (row-major), its sums as the GEMM tile's (one
