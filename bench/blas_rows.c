@@ -5,6 +5,7 @@
  * folded into the convolution weights at setup, as deployment code does. */
 #include <cblas.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "harness.h"
@@ -16,9 +17,12 @@ void bench_blas_threads(int n)
     openblas_set_num_threads(n);
 }
 
+/* The build, and the core whose kernels it runs (OPENBLAS_CORETYPE forces one). */
 const char *bench_blas_version(void)
 {
-    return openblas_get_config();
+    static char text[256];
+    snprintf(text, sizeof text, "%s, core %s", openblas_get_config(), openblas_get_corename());
+    return text;
 }
 
 /* y[r, :] = x[r, :] w^T + b, with w [out, in] as PyTorch stores it. */

@@ -52,11 +52,29 @@ static const char *failure(const char *call, dnnl_status_t status)
     return message;
 }
 
+/* The instruction set oneDNN's kernels may use here (ONEDNN_MAX_CPU_ISA
+   lowers it), as ONEDNN_MAX_CPU_ISA spells it. */
+static const char *dnnl_isa_name(dnnl_cpu_isa_t isa)
+{
+    switch (isa) {
+    case dnnl_cpu_isa_sse41: return "SSE41";
+    case dnnl_cpu_isa_avx: return "AVX";
+    case dnnl_cpu_isa_avx2: return "AVX2";
+    case dnnl_cpu_isa_avx2_vnni: return "AVX2_VNNI";
+    case dnnl_cpu_isa_avx512_core: return "AVX512_CORE";
+    case dnnl_cpu_isa_avx512_core_vnni: return "AVX512_CORE_VNNI";
+    case dnnl_cpu_isa_avx512_core_bf16: return "AVX512_CORE_BF16";
+    case dnnl_cpu_isa_avx512_core_amx: return "AVX512_CORE_AMX";
+    default: return "other";
+    }
+}
+
 const char *bench_dnnl_version(void)
 {
-    static char text[64];
+    static char text[96];
     const dnnl_version_t *v = dnnl_version();
-    snprintf(text, sizeof text, "oneDNN %d.%d.%d (%s)", v->major, v->minor, v->patch, v->hash);
+    snprintf(text, sizeof text, "oneDNN %d.%d.%d (%s), ISA %s", v->major, v->minor, v->patch, v->hash,
+             dnnl_isa_name(dnnl_get_effective_cpu_isa()));
     return text;
 }
 
