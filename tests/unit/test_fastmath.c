@@ -612,13 +612,13 @@ static void test_dense_one_row(void **state)
     }
 }
 
-/* 7x7 taps (more than one tile call accumulates in registers) over 300
- * channels (more than one channel chunk), stride 2, dilation 2, residual
- * and ReLU6 in the epilogue. */
+/* 7x7 taps (more than one tile call accumulates in registers) over 600
+ * channels (more than one channel chunk: 512 a chunk), stride 2, dilation
+ * 2, residual and ReLU6 in the epilogue. */
 static void test_conv_epilogue(void **state)
 {
-    const axrt_conv2d_params p = {1, 15, 13, 300, 5, 4, 20, 7, 7, 2, 2, 2, 2, 4, 3, 1};
-    enum { X = 15 * 13 * 300, W = 20 * 300 * 49, Y = 5 * 4 * 20 };
+    const axrt_conv2d_params p = {1, 15, 13, 600, 5, 4, 20, 7, 7, 2, 2, 2, 2, 4, 3, 1};
+    enum { X = 15 * 13 * 600, W = 20 * 600 * 49, Y = 5 * 4 * 20 };
     static float x[X], w[W], packed[W], bias[20], res[Y], y[Y];
     static double ref[Y];
     (void)state;
