@@ -14,13 +14,6 @@ bool cg_operand_packed(const ir_graph *g, const ir_node *n, int i)
 
 int cg_kernel_act(const ir_node *n)
 {
-    /* Swish in a grouped conv (not depthwise: one output per group) runs
-       as a pass of its own; the depthwise row kernel applies it row by row
-       after the pixel loops (runtime/axrt_x86_simd.inc, depthwise_row_simd),
-       which saves that pass and lets the expansion before it be fused. */
-    if (n->attrs.act == IR_OP_swish && n->op == IR_OP_conv && n->attrs.groups > 1 &&
-        n->attrs.groups != n->shape[n->rank - 1])
-        return -1;
     switch (n->attrs.act) {
     case IR_NONE: return AXRT_ACT_NONE;
     case IR_OP_relu: return AXRT_ACT_RELU;
