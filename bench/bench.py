@@ -75,16 +75,16 @@ ROW_INFO = {
 ELEMENTWISE_FLOP = {"R5": 8 * 32 * 768, "R6": 4 * 32 * 10000}
 GEMM_BOUND = ("R2", "R3", "R4", "M1", "M4")
 # --isa avx2: each system's own switch that holds it to AVX2 (on an AVX-512
-# machine: the AVX2 table of every system that has one), set in the
-# environment every worker inherits; what the report says was held and not.
-ISA_ENV = {"avx2": {"AXRT_ISA": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2",
-                    "OPENBLAS_CORETYPE": "Haswell"}}
-ISA_XLA_FLAGS = {"avx2": "--xla_cpu_max_isa=AVX2"}
-ISA_HELD = {"avx2": ("axc (AXRT_ISA=avx2), OpenBLAS (OPENBLAS_CORETYPE=Haswell), oneDNN and OpenVINO's CPU plugin "
-                     "(ONEDNN_MAX_CPU_ISA=AVX2), PyTorch (ATEN_CPU_CAPABILITY=avx2 and its oneDNN), XLA "
-                     "(XLA_FLAGS=--xla_cpu_max_isa=AVX2: the code XLA generates)",
-                     "ONNX Runtime (MLAS picks its kernels from CPUID; no switch found)")}
-
+# machine: the AVX2 table of every system that has one): the environment every
+# worker inherits, XLA's flag, and what the report says was held and not.
+ISA_HOLD = {"avx2": {
+    "env": {"AXRT_ISA": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2",
+            "OPENBLAS_CORETYPE": "Haswell"},
+    "xla_flag": "--xla_cpu_max_isa=AVX2",
+    "held": ("axc (AXRT_ISA=avx2), OpenBLAS (OPENBLAS_CORETYPE=Haswell), oneDNN and OpenVINO's CPU plugin "
+             "(ONEDNN_MAX_CPU_ISA=AVX2), PyTorch (ATEN_CPU_CAPABILITY=avx2 and its oneDNN), XLA "
+             "(XLA_FLAGS=--xla_cpu_max_isa=AVX2: the code XLA generates)"),
+    "not_held": "ONNX Runtime (MLAS picks its kernels from CPUID; no switch found)"}}
 
 def log(message):
     print(message, file=sys.stderr, flush=True)
@@ -488,7 +488,7 @@ def parse_args():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     ap.add_argument("--rows", default=",".join(ROW_INFO), help="comma-separated rows (default all)")
-    ap.add_argument("--isa", choices=sorted(ISA_ENV), help="hold axc and every peer that has a switch to this ISA")
+    ap.add_argument("--isa", choices=sorted(ISA_HOLD), help="hold axc and every peer that has a switch to this ISA")
     ap.add_argument("--smoke", action="store_true", help="R1 only, check without timing, PASS/FAIL lines")
     ap.add_argument("--record", action="store_true", help="also write bench/last-run.md and bench/last-run.svg")
     return ap.parse_args()
@@ -497,8 +497,9 @@ def parse_args():
 def main():
     args = parse_args()
     if args.isa:
-        os.environ.update(ISA_ENV[args.isa])
-        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {ISA_XLA_FLAGS[args.isa]}".strip()
+        hold = ISA_HOLD[args.isa]
+        os.environ.update(hold["env"])
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {hold['xla_flag']}".strip()
     rows = ["R1"] if args.smoke else args.rows.split(",")
     thread_counts = [1] if args.smoke else [int(t) for t in args.threads.split(",")]
     stage = os.path.abspath(args.stage)
@@ -598,8 +599,8 @@ def isa_line(isa):
     """Which systems were held to an instruction set (--isa), or AXRT_ISA's
     choice for axc alone."""
     if isa:
-        held, free = ISA_HELD[isa]
-        return f"Held to {isa.upper()} (`--isa {isa}`): {held}. Not held: {free}."
+        hold = ISA_HOLD[isa]
+        return f"Held to {isa.upper()} (`--isa {isa}`): {hold['held']}. Not held: {hold['not_held']}."
     if os.environ.get("AXRT_ISA"):
         return f"axc held to AXRT_ISA={os.environ['AXRT_ISA']}; the peers chose their own kernels."
     return "Every system chose its own kernels for this CPU."
