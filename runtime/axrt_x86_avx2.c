@@ -87,9 +87,9 @@ SIMD_INLINE float hmax8(__m256 v)
 #define V_SIGNM(x) (x) /* blendv reads the sign bit */
 #define V_HSUM hsum8
 #define V_HMAX hmax8
-/* lane i: lane idx[i] of v (idx: VW int32, 32-byte aligned) */
 /* lane i: table's lane picked by the low 3 bits of idx's lane i representation */
 #define V_LOOKUP8(idx, table) _mm256_permutevar8x32_ps(table, _mm256_castps_si256(idx))
+/* lane i: lane idx[i] of v (idx: VW int32, 32-byte aligned) */
 #define V_PERMUTE(v, idx) _mm256_permutevar8x32_ps(v, _mm256_load_si256((const __m256i *)(const void *)(idx)))
 
 #include "axrt_x86_simd.inc"
