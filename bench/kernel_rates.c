@@ -3,7 +3,8 @@
  * examples/resnet18.ax), and the grouped convs of RegNet-Y-400MF (8
  * channels a group) and ResNeXt-50 32x4d (4 to 32), each also through the
  * plain conv kernel they ran on before axrt_conv2d_grouped_f32, then
- * ResNeXt's 1x1 convs (most of its time), one thread, each as a share of the FMA peak that
+ * ResNeXt's 1x1 convs (most of its time), then the depthwise convs of R7,
+ * MobileNetV2 and EfficientNet-B0, one thread, each as a share of the FMA peak that
  * limits.c measures (AXRT_ISA=avx2: the AVX2 kernels against AVX2's peak,
  * on any machine).  Times are per-thread CPU time, the best of many runs:
  * on a shared machine a run that is preempted does not count the time it
@@ -60,6 +61,7 @@ typedef struct shape {
     axrt_conv2d_params conv;
     axrt_mha_params mha;
     size_t rows, in, out;
+    axrt_act act;
     float *x, *w, *bias, *y, *scratch;
 } shape;
 
@@ -161,6 +163,30 @@ static shape gconv(const char *name, int hw, int c, int cg, int plain)
     return s;
 }
 
+static void run_depthwise(const shape *s)
+{
+    axrt_conv2d_depthwise_f32(s->x, s->w, s->bias, NULL, s->act, s->y, &s->conv);
+}
+
+/* A depthwise conv of c channels, k x k, padding k / 2, with act (ReLU6 as
+   MobileNetV2's; none for EfficientNet-B0's, whose swish is a pass over the
+   finished row): one multiply-add a tap and output. */
+static shape depthwise(const char *name, int hw, int c, int k, int stride, axrt_act act)
+{
+    shape s = conv(name, hw, 1, c, k, stride, k / 2);
+    axrt_conv2d_params *p = &s.conv;
+    const size_t weights = (size_t)c * (size_t)k * (size_t)k;
+    float *w = bench_floats(weights);
+    p->c = c, p->groups = c;
+    s.run = run_depthwise, s.act = act;
+    s.flop = 2.0 * p->oh * p->ow * (double)weights;
+    free(s.x);
+    s.x = bench_floats((size_t)hw * (size_t)hw * (size_t)c);
+    axrt_pack_depthwise_f32(w, s.w, p);
+    free(w);
+    return s;
+}
+
 static shape mha(const char *name, int l, int d, int heads)
 {
     shape s;
@@ -222,7 +248,8 @@ static void time_shape(const shape *s, double seconds, double *best, double *top
 
 /* The shapes of rows R2, R4 and R3, then ResNet-18's convolutions at 224 x 224
  * (bench/gen_models.py's M1: each distinct layer once) and at 64 x 64
- * (examples/resnet18.ax), then grouped convs.  Returns the count. */
+ * (examples/resnet18.ax), then grouped convs, then depthwise convs.  Returns
+ * the count. */
 static int all_shapes(shape *shapes)
 {
     int n = 0;
@@ -266,6 +293,16 @@ static int all_shapes(shape *shapes)
     shapes[n++] = conv("ResNeXt 1x1 28x28x512->256", 28, 512, 256, 1, 1, 0);
     shapes[n++] = conv("ResNeXt 1x1 14x14x1024->512", 14, 1024, 512, 1, 1, 0);
     shapes[n++] = conv("ResNeXt 1x1 7x7x1024->2048", 7, 1024, 2048, 1, 1, 0);
+    shapes[n++] = depthwise("R7 dw 3x3 14x14x384", 14, 384, 3, 1, AXRT_ACT_RELU6);
+    shapes[n++] = depthwise("MV2 dw 3x3/2 112x112x96", 112, 96, 3, 2, AXRT_ACT_RELU6);
+    shapes[n++] = depthwise("MV2 dw 3x3 56x56x144", 56, 144, 3, 1, AXRT_ACT_RELU6);
+    shapes[n++] = depthwise("MV2 dw 3x3/2 28x28x192", 28, 192, 3, 2, AXRT_ACT_RELU6);
+    shapes[n++] = depthwise("MV2 dw 3x3 7x7x960", 7, 960, 3, 1, AXRT_ACT_RELU6);
+    shapes[n++] = depthwise("EB0 dw 5x5/2 56x56x144", 56, 144, 5, 2, AXRT_ACT_NONE);
+    shapes[n++] = depthwise("EB0 dw 5x5 28x28x240", 28, 240, 5, 1, AXRT_ACT_NONE);
+    shapes[n++] = depthwise("EB0 dw 5x5 14x14x672", 14, 672, 5, 1, AXRT_ACT_NONE);
+    shapes[n++] = depthwise("EB0 dw 5x5/2 14x14x672", 14, 672, 5, 2, AXRT_ACT_NONE);
+    shapes[n++] = depthwise("EB0 dw 5x5 7x7x1152", 7, 1152, 5, 1, AXRT_ACT_NONE);
     return n;
 }
 
@@ -273,7 +310,7 @@ int main(int argc, char **argv)
 {
     const double seconds = argc > 1 ? atof(argv[1]) : 1.0;
     const char *filter = argc > 2 ? argv[2] : "";
-    static shape shapes[48];
+    static shape shapes[64];
     const int n = all_shapes(shapes);
     const double peak = bench_fma_peak_gflops();
     int i;

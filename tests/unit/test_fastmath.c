@@ -1401,6 +1401,7 @@ int main(void)
         cmocka_unit_test(test_swish_epilogue_bits),
         cmocka_unit_test(test_depthwise),
         cmocka_unit_test(test_depthwise_shapes),
+        cmocka_unit_test(test_depthwise_blocks),
         cmocka_unit_test(test_expand_depthwise),
         cmocka_unit_test(test_expand_dw_project),
         cmocka_unit_test(test_softmax_edges),
