@@ -280,7 +280,7 @@ bench:
 
 # libaxrt's GEMM-like kernels on the shapes of rows R2, R3, R4 and ResNet-18,
 # one thread, as a share of the measured FMA peak (bench/kernel_rates.c: the
-# best per-thread CPU time of each); AXRT_ISA=avx2 rates the AVX2 kernels
+# best wall time of each); AXRT_ISA=avx2 rates the AVX2 kernels
 # against AVX2's peak on any machine.  BENCH_FLAGS: seconds a shape (1), then
 # optionally a name filter, e.g. BENCH_FLAGS='1 stem'.
 .PHONY: bench-kernels

@@ -6,12 +6,13 @@
  * ResNeXt's 1x1 convs (most of its time), then the depthwise convs of R7,
  * MobileNetV2 and EfficientNet-B0, one thread, each as a share of the FMA peak that
  * limits.c measures (AXRT_ISA=avx2: the AVX2 kernels against AVX2's peak,
- * on any machine).  Times are per-thread CPU time, the best of many runs:
- * on a shared machine a run that is preempted does not count the time it
- * waited.  Every buffer is padded with 64 KiB that are written, so that a
- * kernel's prefetches past the end of a small buffer land on pages that
- * exist (a prefetch of a page never touched costs a page walk each time,
- * which timed 16 x 16 tiles at a third of their speed).
+ * on any machine).  Times are wall time, the best of many runs (a run: one
+ * call, or a batch of calls of at least 200 us for short ones): on a shared
+ * machine a run that is preempted is dropped as slower.  Every buffer is
+ * padded with 64 KiB that are written, so that a kernel's prefetches past
+ * the end of a small buffer land on pages that exist (a prefetch of a page
+ * never touched costs a page walk each time, which timed 16 x 16 tiles at
+ * a third of their speed).
  * A shape runs in rounds, each rated against an FMA peak probe run just
  * before it (the clock of a shared virtual machine moves with the host's
  * load); a line gives the best round's share of the peak and the median
@@ -29,15 +30,19 @@
 
 #define PAD_FLOATS 16384
 
+/* The clock: monotonic wall time.  Per-thread CPU time (used before)
+   read whole runs of 200 us and more on this VM as 0 or as a fraction of
+   their time, and a best-of-runs picks exactly those; wall time only ever
+   reads a run long (preempted), which the best of many runs drops. */
 static double thread_ns(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-/* limits.c's clock: here per-thread CPU time too, so that the peak probe
-   and the kernels are timed alike. */
+/* limits.c's clock: the same, so that the peak probe and the kernels are
+   timed alike. */
 double bench_now_ns(void) { return thread_ns(); }
 
 float *bench_floats(size_t count)
@@ -217,15 +222,33 @@ static int by_value(const void *a, const void *b)
 #define ROUNDS 5
 #define ROUND_PEAK_TRIALS 30
 
-/* A shape's best per-thread CPU time of one call in ns (over about
+/* A timed run is at least this long (ns): calls of a few microseconds
+ * (the depthwise shapes) are timed in batches. */
+#define MIN_RUN_NS 200e3
+
+/* Calls a timed run makes: enough for MIN_RUN_NS by the warm-up's time. */
+static int calls_per_run(const shape *s)
+{
+    const double t0 = thread_ns();
+    double t;
+    int calls = 0;
+    do {
+        s->run(s);
+        calls++;
+        t = thread_ns() - t0;
+    } while (t < MIN_RUN_NS && calls < 100000);
+    return calls;
+}
+
+/* A shape's best time of one call in ns (over about
  * `seconds`, at least 3 runs a round), the best round's share of the peak
  * measured next to it and the median round's. */
 static void time_shape(const shape *s, double seconds, double *best, double *top, double *median)
 {
     double shares[ROUNDS];
-    int round;
+    const int calls = calls_per_run(s); /* also the warm-up */
+    int round, i;
     *best = 1e300;
-    s->run(s); /* warm-up */
     for (round = 0; round < ROUNDS; round++) {
         const double peak = bench_fma_peak_trials_gflops(ROUND_PEAK_TRIALS);
         const double until = thread_ns() + seconds * 1e9 / ROUNDS;
@@ -234,8 +257,8 @@ static void time_shape(const shape *s, double seconds, double *best, double *top
         s->run(s);
         while (runs < 3 || thread_ns() < until) {
             const double t0 = thread_ns();
-            s->run(s);
-            const double t = thread_ns() - t0;
+            for (i = 0; i < calls; i++) s->run(s);
+            const double t = (thread_ns() - t0) / calls;
             if (t < round_best) round_best = t;
             runs++;
         }
@@ -314,7 +337,7 @@ int main(int argc, char **argv)
     const int n = all_shapes(shapes);
     const double peak = bench_fma_peak_gflops();
     int i;
-    printf("kernels %s, FMA peak %.1f GFLOP/s; per-thread CPU time over %.1f s a shape in %d rounds, each rated\n"
+    printf("kernels %s, FMA peak %.1f GFLOP/s; wall time over %.1f s a shape in %d rounds, each rated\n"
            "against a peak probe run next to it: the best round's %% of peak and the median round's\n",
            axrt_isa_name(), peak, seconds, ROUNDS);
     printf("%-28s %10s %10s %8s %8s\n", "shape", "best us", "GFLOP/s", "% peak", "median");
