@@ -236,6 +236,13 @@ static int all_shapes(shape *shapes)
     shapes[n++] = mha("R4 attention 128x768/12", 128, 768, 12);
     shapes[n++] = conv("R3 conv 3x3 56x56x64", 56, 64, 64, 3, 1, 1);
     shapes[n++] = conv("M1 stem 7x7/2 224x224x3", 224, 3, 64, 7, 2, 3);
+    shapes[n++] = conv("M2 stem 3x3/2 224x224x3->32", 224, 3, 32, 3, 2, 1);
+    shapes[n++] = conv("M2 1x1 112x112x32->16", 112, 32, 16, 1, 1, 0);
+    shapes[n++] = dense("  as dense 12544x32->16", 12544, 32, 16);
+    shapes[n++] = conv("M2 1x1 56x56x24->144", 56, 24, 144, 1, 1, 0);
+    shapes[n++] = dense("  as dense 3136x24->144", 3136, 24, 144);
+    shapes[n++] = conv("M3 1x1 28x28x240->40", 28, 240, 40, 1, 1, 0);
+    shapes[n++] = conv("M3 1x1 14x14x480->80", 14, 480, 80, 1, 1, 0);
     shapes[n++] = conv("M1 3x3/2 56x56x64->128", 56, 64, 128, 3, 2, 1);
     shapes[n++] = conv("M1 1x1/2 56x56x64->128", 56, 64, 128, 1, 2, 0);
     shapes[n++] = conv("M1 3x3 28x28x128", 28, 128, 128, 3, 1, 1);
