@@ -63,11 +63,11 @@ typedef struct shape {
     const char *name;
     double flop;
     void (*run)(const struct shape *s);
-    axrt_conv2d_params conv;
+    axrt_conv2d_params conv, dw, project; /* dw, project: an inverted-residual block's */
     axrt_mha_params mha;
     size_t rows, in, out;
     axrt_act act;
-    float *x, *w, *bias, *y, *scratch;
+    float *x, *w, *bias, *y, *scratch, *w_dw, *w_project;
 } shape;
 
 
@@ -192,6 +192,35 @@ static shape depthwise(const char *name, int hw, int c, int k, int stride, axrt_
     return s;
 }
 
+static void run_block(const shape *s)
+{
+    axrt_expand_dw_project_f32(s->x, s->w, s->bias, AXRT_ACT_RELU6, s->w_dw, s->bias, AXRT_ACT_RELU6, s->w_project,
+                               s->bias, NULL, AXRT_ACT_NONE, s->y, s->scratch, &s->conv, &s->dw, &s->project);
+}
+
+/* MobileNetV2's inverted-residual block on an hw x hw x c input: a 1x1
+ * expansion to e channels, a 3x3 depthwise conv of `stride`, a 1x1
+ * projection to oc, fused (axrt_expand_dw_project_f32). */
+static shape block(const char *name, int hw, int c, int e, int oc, int stride)
+{
+    shape s = conv(name, hw, c, e, 1, 1, 0);
+    axrt_conv2d_params *d = &s.dw, *q = &s.project;
+    const int ohw = (hw + 2 - 3) / stride + 1;
+    float *w = bench_floats((size_t)e * 9 + (size_t)e * (size_t)oc);
+    *d = s.conv, d->c = d->oc = d->groups = e, d->kh = d->kw = 3, d->stride_h = d->stride_w = stride;
+    d->pad_top = d->pad_left = 1, d->oh = d->ow = ohw;
+    *q = s.conv, q->h = q->w = q->oh = q->ow = ohw, q->c = e, q->oc = oc;
+    s.run = run_block;
+    s.flop += 2.0 * ohw * ohw * e * (9.0 + oc);
+    s.w_dw = bench_floats((size_t)e * 9), s.w_project = bench_floats((size_t)e * (size_t)oc);
+    axrt_pack_depthwise_f32(w, s.w_dw, d);
+    axrt_pack_conv2d_f32(w + (size_t)e * 9, s.w_project, q);
+    free(w), free(s.bias), free(s.y);
+    s.bias = bench_floats((size_t)e), s.y = bench_floats((size_t)ohw * (size_t)ohw * (size_t)oc);
+    s.scratch = bench_floats(axrt_expand_dw_project_scratch_elems(d));
+    return s;
+}
+
 static shape mha(const char *name, int l, int d, int heads)
 {
     shape s;
@@ -286,6 +315,17 @@ static int all_shapes(shape *shapes)
     shapes[n++] = mha("R4 attention 128x768/12", 128, 768, 12);
     shapes[n++] = conv("R3 conv 3x3 56x56x64", 56, 64, 64, 3, 1, 1);
     shapes[n++] = conv("M1 stem 7x7/2 224x224x3", 224, 3, 64, 7, 2, 3);
+    shapes[n++] = conv("M2 stem 3x3/2 224x224x3->32", 224, 3, 32, 3, 2, 1);
+    shapes[n++] = conv("M2 1x1 112x112x32->16", 112, 32, 16, 1, 1, 0);
+    shapes[n++] = dense("  as dense 12544x32->16", 12544, 32, 16);
+    shapes[n++] = conv("M2 1x1 56x56x24->144", 56, 24, 144, 1, 1, 0);
+    shapes[n++] = dense("  as dense 3136x24->144", 3136, 24, 144);
+    shapes[n++] = block("M2 block 112x112x16 96 /2 24", 112, 16, 96, 24, 2);
+    shapes[n++] = block("M2 block 56x56x24 144 24", 56, 24, 144, 24, 1);
+    shapes[n++] = block("M2 block 28x28x32 192 32", 28, 32, 192, 32, 1);
+    shapes[n++] = block("M2 block 14x14x96 576 96", 14, 96, 576, 96, 1);
+    shapes[n++] = conv("M3 1x1 28x28x240->40", 28, 240, 40, 1, 1, 0);
+    shapes[n++] = conv("M3 1x1 14x14x480->80", 14, 480, 80, 1, 1, 0);
     shapes[n++] = conv("M1 3x3/2 56x56x64->128", 56, 64, 128, 3, 2, 1);
     shapes[n++] = conv("M1 1x1/2 56x56x64->128", 56, 64, 128, 1, 2, 0);
     shapes[n++] = conv("M1 3x3 28x28x128", 28, 128, 128, 3, 1, 1);
@@ -333,7 +373,7 @@ int main(int argc, char **argv)
 {
     const double seconds = argc > 1 ? atof(argv[1]) : 1.0;
     const char *filter = argc > 2 ? argv[2] : "";
-    static shape shapes[64];
+    static shape shapes[80];
     const int n = all_shapes(shapes);
     const double peak = bench_fma_peak_gflops();
     int i;
