@@ -408,7 +408,7 @@ void axrt_mha_packed_masked_f32(const float *q, const float *k, const float *v,
  * time (online softmax: a running max and sum per query row, the partial
  * product rescaled when the max grows), so that scratch holds one block of
  * scores per block of query rows instead of all lq x lk of them.  Rows in
- * blocks of AXRT_FLASH_ROWS (split over the threads; results do not depend
+ * blocks of at most AXRT_FLASH_ROWS (split over the threads; results do not depend
  * on their number), keys in blocks of AXRT_FLASH_KEYS.  packed: in_w and
  * out_w packed as for axrt_mha_packed_f32; 0: as stored (as axrt_mha_f32). */
 #define AXRT_FLASH_ROWS 24
