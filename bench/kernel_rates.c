@@ -298,9 +298,38 @@ static void time_shape(const shape *s, double seconds, double *best, double *top
     *top = shares[ROUNDS - 1], *median = shares[ROUNDS / 2];
 }
 
+/* MobileNetV2's and EfficientNet-B0's layers after the shapes before n:
+ * the stem and 1x1 convs on few channels, whose tile set-up is a large share,
+ * fused inverted-residual blocks, and depthwise convs.  Returns the count. */
+static int mobile_shapes(shape *shapes, int n)
+{
+    shapes[n++] = conv("M2 stem 3x3/2 224x224x3->32", 224, 3, 32, 3, 2, 1);
+    shapes[n++] = conv("M2 1x1 112x112x32->16", 112, 32, 16, 1, 1, 0);
+    shapes[n++] = dense("  as dense 12544x32->16", 12544, 32, 16);
+    shapes[n++] = conv("M2 1x1 56x56x24->144", 56, 24, 144, 1, 1, 0);
+    shapes[n++] = dense("  as dense 3136x24->144", 3136, 24, 144);
+    shapes[n++] = block("M2 block 112x112x16 96 /2 24", 112, 16, 96, 24, 2);
+    shapes[n++] = block("M2 block 56x56x24 144 24", 56, 24, 144, 24, 1);
+    shapes[n++] = block("M2 block 28x28x32 192 32", 28, 32, 192, 32, 1);
+    shapes[n++] = block("M2 block 14x14x96 576 96", 14, 96, 576, 96, 1);
+    shapes[n++] = conv("M3 1x1 28x28x240->40", 28, 240, 40, 1, 1, 0);
+    shapes[n++] = conv("M3 1x1 14x14x480->80", 14, 480, 80, 1, 1, 0);
+    shapes[n++] = depthwise("R7 dw 3x3 14x14x384", 14, 384, 3, 1, AXRT_ACT_RELU6);
+    shapes[n++] = depthwise("MV2 dw 3x3/2 112x112x96", 112, 96, 3, 2, AXRT_ACT_RELU6);
+    shapes[n++] = depthwise("MV2 dw 3x3 56x56x144", 56, 144, 3, 1, AXRT_ACT_RELU6);
+    shapes[n++] = depthwise("MV2 dw 3x3/2 28x28x192", 28, 192, 3, 2, AXRT_ACT_RELU6);
+    shapes[n++] = depthwise("MV2 dw 3x3 7x7x960", 7, 960, 3, 1, AXRT_ACT_RELU6);
+    shapes[n++] = depthwise("EB0 dw 5x5/2 56x56x144", 56, 144, 5, 2, AXRT_ACT_NONE);
+    shapes[n++] = depthwise("EB0 dw 5x5 28x28x240", 28, 240, 5, 1, AXRT_ACT_NONE);
+    shapes[n++] = depthwise("EB0 dw 5x5 14x14x672", 14, 672, 5, 1, AXRT_ACT_NONE);
+    shapes[n++] = depthwise("EB0 dw 5x5/2 14x14x672", 14, 672, 5, 2, AXRT_ACT_NONE);
+    shapes[n++] = depthwise("EB0 dw 5x5 7x7x1152", 7, 1152, 5, 1, AXRT_ACT_NONE);
+    return n;
+}
+
 /* The shapes of rows R2, R4 and R3, then ResNet-18's convolutions at 224 x 224
  * (bench/gen_models.py's M1: each distinct layer once) and at 64 x 64
- * (examples/resnet18.ax), then grouped convs, then depthwise convs.  Returns
+ * (examples/resnet18.ax), then grouped convs, then mobile_shapes.  Returns
  * the count. */
 static int all_shapes(shape *shapes)
 {
@@ -315,17 +344,6 @@ static int all_shapes(shape *shapes)
     shapes[n++] = mha("R4 attention 128x768/12", 128, 768, 12);
     shapes[n++] = conv("R3 conv 3x3 56x56x64", 56, 64, 64, 3, 1, 1);
     shapes[n++] = conv("M1 stem 7x7/2 224x224x3", 224, 3, 64, 7, 2, 3);
-    shapes[n++] = conv("M2 stem 3x3/2 224x224x3->32", 224, 3, 32, 3, 2, 1);
-    shapes[n++] = conv("M2 1x1 112x112x32->16", 112, 32, 16, 1, 1, 0);
-    shapes[n++] = dense("  as dense 12544x32->16", 12544, 32, 16);
-    shapes[n++] = conv("M2 1x1 56x56x24->144", 56, 24, 144, 1, 1, 0);
-    shapes[n++] = dense("  as dense 3136x24->144", 3136, 24, 144);
-    shapes[n++] = block("M2 block 112x112x16 96 /2 24", 112, 16, 96, 24, 2);
-    shapes[n++] = block("M2 block 56x56x24 144 24", 56, 24, 144, 24, 1);
-    shapes[n++] = block("M2 block 28x28x32 192 32", 28, 32, 192, 32, 1);
-    shapes[n++] = block("M2 block 14x14x96 576 96", 14, 96, 576, 96, 1);
-    shapes[n++] = conv("M3 1x1 28x28x240->40", 28, 240, 40, 1, 1, 0);
-    shapes[n++] = conv("M3 1x1 14x14x480->80", 14, 480, 80, 1, 1, 0);
     shapes[n++] = conv("M1 3x3/2 56x56x64->128", 56, 64, 128, 3, 2, 1);
     shapes[n++] = conv("M1 1x1/2 56x56x64->128", 56, 64, 128, 1, 2, 0);
     shapes[n++] = conv("M1 3x3 28x28x128", 28, 128, 128, 3, 1, 1);
@@ -356,17 +374,7 @@ static int all_shapes(shape *shapes)
     shapes[n++] = conv("ResNeXt 1x1 28x28x512->256", 28, 512, 256, 1, 1, 0);
     shapes[n++] = conv("ResNeXt 1x1 14x14x1024->512", 14, 1024, 512, 1, 1, 0);
     shapes[n++] = conv("ResNeXt 1x1 7x7x1024->2048", 7, 1024, 2048, 1, 1, 0);
-    shapes[n++] = depthwise("R7 dw 3x3 14x14x384", 14, 384, 3, 1, AXRT_ACT_RELU6);
-    shapes[n++] = depthwise("MV2 dw 3x3/2 112x112x96", 112, 96, 3, 2, AXRT_ACT_RELU6);
-    shapes[n++] = depthwise("MV2 dw 3x3 56x56x144", 56, 144, 3, 1, AXRT_ACT_RELU6);
-    shapes[n++] = depthwise("MV2 dw 3x3/2 28x28x192", 28, 192, 3, 2, AXRT_ACT_RELU6);
-    shapes[n++] = depthwise("MV2 dw 3x3 7x7x960", 7, 960, 3, 1, AXRT_ACT_RELU6);
-    shapes[n++] = depthwise("EB0 dw 5x5/2 56x56x144", 56, 144, 5, 2, AXRT_ACT_NONE);
-    shapes[n++] = depthwise("EB0 dw 5x5 28x28x240", 28, 240, 5, 1, AXRT_ACT_NONE);
-    shapes[n++] = depthwise("EB0 dw 5x5 14x14x672", 14, 672, 5, 1, AXRT_ACT_NONE);
-    shapes[n++] = depthwise("EB0 dw 5x5/2 14x14x672", 14, 672, 5, 2, AXRT_ACT_NONE);
-    shapes[n++] = depthwise("EB0 dw 5x5 7x7x1152", 7, 1152, 5, 1, AXRT_ACT_NONE);
-    return n;
+    return mobile_shapes(shapes, n);
 }
 
 int main(int argc, char **argv)
