@@ -301,6 +301,23 @@ static void time_shape(const shape *s, double seconds, double *best, double *top
 /* MobileNetV2's and EfficientNet-B0's layers after the shapes before n:
  * the stem and 1x1 convs on few channels, whose tile set-up is a large share,
  * fused inverted-residual blocks, and depthwise convs.  Returns the count. */
+/* Projections whose outputs end in a narrow panel (24 = 16 + 8, 40 = 2 x 16
+ * + 8: the AVX-512 tile's 8-wide last panel) next to whole panels (32, 48)
+ * on the same pixels and channels, and a one-row dense call with such a
+ * tail (MobileNetV2's classifier, 1000 = 62 x 16 + 8). */
+static int narrow_panel_shapes(shape *shapes, int n)
+{
+    shapes[n++] = dense("tail dense 3136x144->24", 3136, 144, 24);
+    shapes[n++] = dense("tail dense 3136x144->32", 3136, 144, 32);
+    shapes[n++] = dense("tail dense 784x240->40", 784, 240, 40);
+    shapes[n++] = dense("tail dense 784x240->48", 784, 240, 48);
+    shapes[n++] = conv("tail conv 3x3 28x28x64->24", 28, 64, 24, 3, 1, 1);
+    shapes[n++] = conv("tail conv 3x3 28x28x64->32", 28, 64, 32, 3, 1, 1);
+    shapes[n++] = dense("tail dense 1x1280->1000", 1, 1280, 1000);
+    shapes[n++] = dense("tail dense 1x1280->992", 1, 1280, 992);
+    return n;
+}
+
 static int mobile_shapes(shape *shapes, int n)
 {
     shapes[n++] = conv("M2 stem 3x3/2 224x224x3->32", 224, 3, 32, 3, 2, 1);
@@ -324,7 +341,7 @@ static int mobile_shapes(shape *shapes, int n)
     shapes[n++] = depthwise("EB0 dw 5x5 14x14x672", 14, 672, 5, 1, AXRT_ACT_NONE);
     shapes[n++] = depthwise("EB0 dw 5x5/2 14x14x672", 14, 672, 5, 2, AXRT_ACT_NONE);
     shapes[n++] = depthwise("EB0 dw 5x5 7x7x1152", 7, 1152, 5, 1, AXRT_ACT_NONE);
-    return n;
+    return narrow_panel_shapes(shapes, n);
 }
 
 /* The shapes of rows R2, R4 and R3, then ResNet-18's convolutions at 224 x 224
