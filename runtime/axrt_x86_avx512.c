@@ -1,6 +1,7 @@
-/* axrt_x86_avx512.c — the AVX-512 (F and DQ) table of float32 kernels
+/* axrt_x86_avx512.c — the AVX-512 (F, DQ and VL) table of float32 kernels
  * (axrt_cpu.h), instantiated from axrt_x86_simd.inc with 16-float vectors:
- * one vector per panel row, an 8-row register tile, masked tails; compiled
+ * one vector per panel row, an 8-row register tile, masked tails, 8-float
+ * (ymm) half vectors for panels of at most 8 outputs; compiled
  * with __attribute__((target)), so no special flags are needed.  Empty (but
  * for a declaration) off x86-64, under -DAXRT_NO_SIMD or without GCC/clang. */
 #include <math.h>
@@ -11,13 +12,15 @@
 #ifdef AXRT_X86_SIMD
 #include <immintrin.h>
 
-#define SIMD_FN __attribute__((target("avx512f,avx512dq")))
-#define SIMD_INLINE static inline __attribute__((target("avx512f,avx512dq"), always_inline))
+#define SIMD_FN __attribute__((target("avx512f,avx512dq,avx512vl,fma")))
+#define SIMD_INLINE static inline __attribute__((target("avx512f,avx512dq,avx512vl,fma"), always_inline))
 #define SIMD_TILE_M 8
 #define SIMD_EVEN_TAIL 0
 #define SIMD_NAME "avx512"
 #define SIMD_ACCESSOR axrt_cpu_ops_avx512
-#define SIMD_SUPPORTED() (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
+#define SIMD_SUPPORTED()                                                                    \
+    (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&             \
+     __builtin_cpu_supports("avx512vl"))
 
 #define VW 16
 #define V __m512
@@ -76,6 +79,17 @@ SIMD_INLINE __mmask16 lane_mask(long count)
 #define V_HMAX _mm512_reduce_max_ps
 /* lane i: lane idx[i] of v (idx: VW int32, 64-byte aligned) */
 #define V_PERMUTE(v, idx) _mm512_permutexvar_ps(_mm512_load_si512((const void *)(idx)), v)
+
+/* Half vectors (axrt_x86_simd.inc): 8 floats in a ymm (VH_FMA the VEX one,
+   under the target's fma, which every AVX-512 processor has); a tail mask's low 8
+   lanes for the masked load (AVX-512VL). */
+#define VH __m256
+#define VH_LOW _mm512_castps512_ps256
+#define VH_WIDE _mm512_zextps256_ps512
+#define VH_LOAD _mm256_loadu_ps
+#define VH_LOADT(p, t) _mm256_maskz_loadu_ps((__mmask8)(t), p)
+#define VH_BROADCAST(p) _mm256_set1_ps(*(p))
+#define VH_FMA _mm256_fmadd_ps
 
 #include "axrt_x86_simd.inc"
 

@@ -6,7 +6,8 @@
  * of full panels that one tile call takes together (axrt_cpu.h panels)
  * followed by a narrow panel; a second column block of a dense layer (more
  * than 128 outputs); bias, residual and ReLU in the epilogue; grouped
- * convs (axrt_gconv.inc), both packings.  Bound: the max error relative to
+ * convs (axrt_gconv.inc), both packings; last panels of every width, also
+ * bit for bit against a whole panel's lanes.  Bound: the max error relative to
  * the largest output magnitude, 1e-5. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "axrt.h"
 #include "conv_ref.h"
@@ -174,12 +176,95 @@ static void test_grouped_edges(void **state)
     check_conv_groups(1, 6, 24, 36, 3, 1, 1, 3);
 }
 
+/* y [rows, out] of a packed dense call (bias, residual, ReLU) on ISA isa;
+ * w [out, in]. */
+static float *dense_on(const char *isa, const float *x, const float *w, const float *bias, const float *res,
+                       size_t rows, size_t in, size_t out)
+{
+    float *packed = floats(out * in, 0, 0, 13), *y = floats(rows * out, 0, 0, 14);
+    axrt_pack_dense_f32(w, packed, in, out);
+    assert_int_equal(axrt_set_isa(isa), 0);
+    axrt_dense_packed_ep_f32(x, packed, bias, res, AXRT_ACT_RELU, y, rows, in, out);
+    free(packed);
+    return y;
+}
+
+/* A narrow last panel (out = 16 + width) takes, lane by lane, the sums of a
+ * whole panel: its outputs are bit for bit those of the same weights' first
+ * 16 + width rows in a 32-output layer (every ISA; rows > 1, as a one-row
+ * call splits a whole panel's sums, axrt_cpu.h row_panels). */
+static void check_narrow_bits(size_t rows, size_t in, size_t width)
+{
+    const size_t out = 16 + width;
+    float *x = floats(rows * in, -1, 1, 15), *w = floats(32 * in, -1, 1, 16), *bias = floats(32, -1, 1, 17);
+    float *res = floats(rows * 32, -2, 2, 18), *res_narrow = floats(rows * out, 0, 0, 19);
+    for (size_t r = 0; r < rows; r++)
+        for (size_t o = 0; o < out; o++) res_narrow[r * out + o] = res[r * 32 + o];
+    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+        float *narrow, *whole;
+        if (axrt_set_isa(isas[i]) != 0) continue;
+        narrow = dense_on(isas[i], x, w, bias, res_narrow, rows, in, out);
+        whole = dense_on(isas[i], x, w, bias, res, rows, in, 32);
+        for (size_t r = 0; r < rows; r++)
+            for (size_t o = 0; o < out; o++)
+                if (memcmp(&narrow[r * out + o], &whole[r * 32 + o], sizeof(float)) != 0)
+                    fail_msg("dense %s %zux%zu->%zu: y[%zu][%zu] %.9g, %.9g in a whole panel", isas[i], rows, in,
+                             out, r, o, narrow[r * out + o], whole[r * 32 + o]);
+        free(narrow), free(whole);
+    }
+    axrt_set_isa(NULL);
+    free(x), free(w), free(bias), free(res), free(res_narrow);
+}
+
+/* y [m, n] = a [m, k] . b [k, n], row-major (the wide tile's panels of 32
+ * and their tails), against double. */
+static void check_matmul(size_t m, size_t k, size_t n)
+{
+    float *a = floats(m * k, -1, 1, 20), *b = floats(k * n, -1, 1, 21), *y = floats(m * n, 0, 0, 22);
+    double *ref = malloc(m * n * sizeof *ref);
+    assert_non_null(ref);
+    for (size_t r = 0; r < m; r++)
+        for (size_t j = 0; j < n; j++) {
+            double acc = 0;
+            for (size_t p = 0; p < k; p++) acc += (double)a[r * k + p] * b[p * n + j];
+            ref[r * n + j] = acc;
+        }
+    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+        double err;
+        if (axrt_set_isa(isas[i]) != 0) continue;
+        axrt_matmul_f32(a, NULL, b, NULL, y, NULL, 0, m, k, n);
+        err = rel_error(y, ref, m * n);
+        if (!(err <= BOUND)) fail_msg("matmul %s %zux%zu.%zux%zu: error %.3g over %.0e", isas[i], m, k, k, n, err, BOUND);
+    }
+    axrt_set_isa(NULL);
+    free(a), free(b), free(y), free(ref);
+}
+
+/* Last panels of every width 1..15 (AVX-512: 1..8 on half vectors, 9..15
+ * masked whole ones) after a whole panel: dense calls of 13 rows and of one
+ * (the matrix-vector path's tail), a 3x3 conv (the conv tile), against
+ * double, and bit for bit against a whole panel; row-major GEMMs of 32 + w
+ * and 16 + w columns (the wide tile's narrow panel and its tail). */
+static void test_narrow_panels(void **state)
+{
+    (void)state;
+    for (size_t w = 1; w < 16; w++) {
+        check_dense(13, 37, 16 + w);
+        check_dense(1, 37, 16 + w);
+        check_conv(1, 5, 6, 16 + (int)w, 3, 1, 1);
+        check_narrow_bits(13, 37, w);
+        check_matmul(11, 19, 32 + w);
+        check_matmul(11, 19, 16 + w);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dense_edges),
         cmocka_unit_test(test_conv_edges),
         cmocka_unit_test(test_grouped_edges),
+        cmocka_unit_test(test_narrow_panels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
