@@ -4,7 +4,8 @@
  * channels a group) and ResNeXt-50 32x4d (4 to 32), each also through the
  * plain conv kernel they ran on before axrt_conv2d_grouped_f32, then
  * ResNeXt's 1x1 convs (most of its time), then the depthwise convs of R7,
- * MobileNetV2 and EfficientNet-B0, one thread, each as a share of the FMA peak that
+ * MobileNetV2 and EfficientNet-B0, then projections whose last panel is
+ * narrow (24 and 40 outputs), one thread, each as a share of the FMA peak that
  * limits.c measures (AXRT_ISA=avx2: the AVX2 kernels against AVX2's peak,
  * on any machine).  Times are wall time, the best of many runs (a run: one
  * call, or a batch of calls of at least 200 us for short ones): on a shared
@@ -303,14 +304,17 @@ static void time_shape(const shape *s, double seconds, double *best, double *top
  * fused inverted-residual blocks, and depthwise convs.  Returns the count. */
 /* Projections whose outputs end in a narrow panel (24 = 16 + 8, 40 = 2 x 16
  * + 8: the AVX-512 tile's 8-wide last panel) next to whole panels (32, 48)
- * on the same pixels and channels, and a one-row dense call with such a
- * tail (MobileNetV2's classifier, 1000 = 62 x 16 + 8). */
+ * on the same pixels and channels, EfficientNet-B0's 56x56x96->24 and
+ * 28x28x144->40 as dense calls, and a one-row dense call with such a tail
+ * (MobileNetV2's classifier, 1000 = 62 x 16 + 8). */
 static int narrow_panel_shapes(shape *shapes, int n)
 {
     shapes[n++] = dense("tail dense 3136x144->24", 3136, 144, 24);
     shapes[n++] = dense("tail dense 3136x144->32", 3136, 144, 32);
     shapes[n++] = dense("tail dense 784x240->40", 784, 240, 40);
     shapes[n++] = dense("tail dense 784x240->48", 784, 240, 48);
+    shapes[n++] = dense("tail dense 3136x96->24", 3136, 96, 24);
+    shapes[n++] = dense("tail dense 784x144->40", 784, 144, 40);
     shapes[n++] = conv("tail conv 3x3 28x28x64->24", 28, 64, 24, 3, 1, 1);
     shapes[n++] = conv("tail conv 3x3 28x28x64->32", 28, 64, 32, 3, 1, 1);
     shapes[n++] = dense("tail dense 1x1280->1000", 1, 1280, 1000);
