@@ -80,9 +80,9 @@ SIMD_INLINE __mmask16 lane_mask(long count)
 /* lane i: lane idx[i] of v (idx: VW int32, 64-byte aligned) */
 #define V_PERMUTE(v, idx) _mm512_permutexvar_ps(_mm512_load_si512((const void *)(idx)), v)
 
-/* Half vectors (axrt_x86_simd.inc): 8 floats in a ymm (VH_FMA the VEX one,
-   under the target's fma, which every AVX-512 processor has); a tail mask's low 8
-   lanes for the masked load (AVX-512VL). */
+/* Half vectors (axrt_x86_simd.inc): 8 floats in a ymm; VH_FMA is the VEX
+   one (the target's fma: every AVX-512 processor has it), VH_LOADT takes a
+   tail mask's low 8 lanes (AVX-512VL). */
 #define VH __m256
 #define VH_LOW _mm512_castps512_ps256
 #define VH_WIDE _mm512_zextps256_ps512
