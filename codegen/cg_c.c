@@ -352,6 +352,8 @@ const char *cg_layer_op(const ir_graph *g, const ir_node *n)
         ax_buf_printf(&b, "%s%s", s ? "," : "", op == IR_OP_scalar ? "const" : ir_ops[op].name);
     }
     ax_buf_puts(&b, fused ? ")" : "");
+    if (n->nsrc && n->src[0] != IR_NONE && g->nodes[n->src[0]].scale_folded)
+        ax_buf_puts(&b, "+scale");   /* the input's scale, folded into the weight */
     if (n->attrs.residual != IR_NONE)
         ax_buf_puts(&b, "+residual");
     if (n->attrs.act != IR_NONE)
@@ -373,7 +375,7 @@ static double layer_flops(const ir_graph *g, const ir_node *n)
 
 bool cg_is_profiled(const ir_node *n)
 {
-    return !n->dead && ir_ops[n->op].kind != IR_SOURCE && !n->rows_fused;
+    return !n->dead && ir_ops[n->op].kind != IR_SOURCE && !ir_runs_in_reader(n);
 }
 
 int cg_profiled_layers(const ir_graph *g)
@@ -449,7 +451,7 @@ static void emit_node(emitter *em, int id)
         ax_buf_printf(em->out, " %s:%d:%d", literal_text(arena_of(em), em->source_name),
                       n->loc.line, n->loc.col);
     ax_buf_puts(em->out, " */\n");
-    if (n->rows_fused)   /* computed inside its reader, the depthwise conv */
+    if (ir_runs_in_reader(n))   /* computed inside its reader */
         return;
     const char *y = ir_has_results(n->op) ? "" : cgc_storage(em, id);
     emit_profile_begin(em);

@@ -164,6 +164,21 @@ bool cg_c_fuse_rows(const ir_node *e, const ir_node *d, const ir_graph *g)
            ir_value_bytes(e) >= FUSE_ROWS_MIN_BYTES;
 }
 
+/* axrt_conv2d_scaled_f32's contract: a float32 groups=1 1x1 conv on a
+ * param weight (packed: the fusion leaves it this conv's alone) whose fused
+ * activation the packed kernels apply, reading x .* s, x of its input's
+ * shape.  The rule: the mul's pass reads and writes pixels * c elements
+ * per image, the scaling kh * kw * c * oc = c * oc, so it pays where the
+ * input pixels outnumber the output channels. */
+bool cg_c_fold_input_scale(const ir_node *scale, const ir_node *p, const ir_graph *g)
+{
+    const ir_node *x = &g->nodes[scale->src[0]], *w = &g->nodes[p->src[1]];
+    return p->op == IR_OP_conv && p->rank == 4 && p->dtype == AXRT_F32 && !p->quant && p->attrs.groups == 1 &&
+           w->op == IR_OP_param && w->rank == 4 && w->shape[2] == 1 && w->shape[3] == 1 &&
+           cg_kernel_act(p) >= 0 && x->rank == 4 && x->dtype == AXRT_F32 && ir_same_shape(x, scale) &&
+           x->shape[1] * x->shape[2] > p->shape[3];
+}
+
 /* axrt_expand_depthwise_scratch_elems: the rings of expanded rows (the
  * depthwise conv n's input rows); for a projection n whose depthwise conv
  * is rows_fused too, axrt_expand_dw_project_scratch_elems (those rings and
@@ -218,7 +233,7 @@ static size_t q8_patch_bytes(const ir_node *n, const ir_graph *g)
 
 size_t cg_c_scratch_bytes(const ir_node *n, const ir_graph *g)
 {
-    if (n->rows_fused)   /* runs inside its reader, in that one's scratch */
+    if (ir_runs_in_reader(n))   /* runs inside its reader, in that one's scratch */
         return 0;
     size_t door = 0;   /* an int8 add/concat/ReLU's operands that arrive float, quantised one after the other */
     for (int k = 0; n->quant && k < n->quant->nin; k++)
@@ -237,6 +252,8 @@ size_t cg_c_scratch_bytes(const ir_node *n, const ir_graph *g)
         const axrt_conv2d_params p = cg_conv_params(g, n);
         return axrt_winograd_scratch_elems(&p, wino_m) * sizeof(float);
     }
+    if (n->op == IR_OP_conv && g->nodes[n->src[0]].scale_folded)   /* the scaled weight */
+        return (size_t)ir_numel(&g->nodes[n->src[1]]) * sizeof(float);
     if (n->op == IR_OP_conv)
         return dwconv_ring_bytes(n, g);
     if (n->op == IR_OP_gru || n->op == IR_OP_lstm)

@@ -917,7 +917,7 @@ static void emit_node_body(lv *L, int id, LLVMValueRef y)
 static void emit_node(lv *L, int id)
 {
     const ir_node *n = node_at(L, id);
-    if (n->rows_fused) /* computed inside its reader, the depthwise conv */
+    if (ir_runs_in_reader(n)) /* computed inside its reader */
         return;
     LLVMValueRef y = ir_has_results(n->op) ? NULL : storage(L, id); /* a producer has none */
     set_dtype(L, n->dtype);

@@ -273,6 +273,26 @@ static void plan_expand_dw_project(planner *P)
     arg_conv_params(P, c, "pw_params", d, n, operand_node(P, 1), &n->attrs, false);
 }
 
+/* Conv n whose input is a scale_folded mul x .* s (pass_fuse_input_scale):
+ * one call on x, its packed weight scaled by s into n's scratch, s per
+ * image where it is [N, 1, 1, C] with N > 1, else one for all. */
+static void plan_conv_scaled(planner *P)
+{
+    const ir_node *n = P->n, *m = operand_node(P, 0), *s = &P->g->nodes[m->src[1]];
+    if (n->scratch_offset < 0 || !cg_kernel_applies_epilogue(P->g, n))
+        ax_die("cg_plan: a conv with a folded input scale without its scratch or packed kernel");
+    ir_call *c = kernel_call(P, CG_K_conv2d_scaled, n->dtype);
+    arg_value(c, m->src[0]);
+    arg_operand(P, c, 1);
+    arg_value(c, m->src[1]);
+    arg_size(c, s->rank == 4 && s->shape[0] > 1 ? s->shape[3] : 0);
+    epilogue_args(P, c);
+    arg_value(c, self_id(P));
+    c->wrap = c->nargs;
+    arg_arena(c, AXRT_F32, n->scratch_offset);
+    arg_conv_params(P, c, "params", &P->g->nodes[m->src[0]], n, operand_node(P, 1), &n->attrs, false);
+}
+
 /* A depthwise conv the memory plan put over its own input
  * (cg_c_can_inplace): the in-place kernel, its ring of input rows in n's
  * scratch, the packed kernels' epilogue rule. */
@@ -316,6 +336,10 @@ static void plan_conv(planner *P)
     const ir_node *n = P->n;
     if (n->inplace_of == 0) {
         plan_dwconv_inplace(P);
+        return;
+    }
+    if (operand_node(P, 0)->scale_folded) {
+        plan_conv_scaled(P);
         return;
     }
     if (operand_node(P, 0)->rows_fused && P->g->nodes[operand_node(P, 0)->src[0]].rows_fused) {
@@ -1141,7 +1165,7 @@ const ir_plan *cg_plan_node(ir_graph *g, int id, const cg_plan_context *ctx)
     plan_fn *rule = plan_fns[n->op];
     const bool moves_bytes = n->op == IR_OP_reshape || n->op == IR_OP_cast;   /* any dtype, int8 too */
     const bool int8 = n->quant && !moves_bytes && n->op != IR_OP_result;     /* a result: its chunk's */
-    if ((!rule && !int8) || n->dead || n->rows_fused)
+    if ((!rule && !int8) || n->dead || ir_runs_in_reader(n))
         return NULL;
     ir_plan *plan = ax_alloc(g->ctx->arena, sizeof *plan);
     planner P = {.g = g, .n = n, .plan = plan, .capacity = 3, .ctx = ctx};

@@ -159,6 +159,10 @@ bool cg_c_can_inplace(const ir_node *n, const ir_graph *g, int k);
  * conv row by row inside the depthwise conv reading it
  * (axrt_expand_depthwise_f32), where that pays. */
 bool cg_c_fuse_rows(const ir_node *producer, const ir_node *consumer, const ir_graph *g);
+/* The C target (and LLVM) runs a 1x1 conv reading x .* s as
+ * axrt_conv2d_scaled_f32 on x (its packed weight scaled by s into scratch)
+ * where the input pixels outnumber the output channels (cg_c_target.c). */
+bool cg_c_fold_input_scale(const ir_node *scale, const ir_node *consumer, const ir_graph *g);
 
 /* The GPU targets' facts and selection (cg_gpu.c): parameters stay as
  * written, no scratch, no in-place kernels. */

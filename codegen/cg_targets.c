@@ -33,8 +33,8 @@ static int c_emit(const cg_request *req, ax_buf *c_out, ax_buf *h_out)
 
 /* A back end not built in still plans memory as the C target does, so that
  * --emit=mem and --mem-report answer for it. */
-#define C_FACTS(id) {id, cg_c_scratch_bytes, cg_c_can_inplace, true, cg_c_fuse_rows}
-#define GPU_FACTS(id) {id, cg_gpu_scratch_bytes, cg_gpu_can_inplace, false, NULL}
+#define C_FACTS(id) {id, cg_c_scratch_bytes, cg_c_can_inplace, true, cg_c_fuse_rows, cg_c_fold_input_scale}
+#define GPU_FACTS(id) {id, cg_gpu_scratch_bytes, cg_gpu_can_inplace, false, NULL, NULL}
 #define ROW_c {.facts = C_FACTS(IR_TARGET_c), .outputs = ".c .h", \
                .summary = "portable C99 source and header (host, Cortex-M firmware)", .run = CG_RUN_CC, \
                .emit = c_emit, .select = cg_select, .train_step = true}

@@ -54,6 +54,7 @@ PASS_STEP(pass_fuse_spatial_mean)
 PASS_STEP(pass_fuse_elementwise)
 PASS_STEP(pass_schedule)
 PASS_STEP(pass_fuse_expand_depthwise)
+PASS_STEP(pass_fuse_input_scale)
 #undef PASS_STEP
 
 /* How many it unrolled is no error (the verifier checks the result). */
@@ -140,6 +141,8 @@ static const pipeline_row rows[] = {
     /* int8 and the --ram passes rewrite and plan whole values */
     {"fuse_expand_depthwise", GRAPH, 2, 3, 0, WHEN_QUANTIZE | WHEN_RAM | WHEN_FILE_QUANT, true,
      step_pass_fuse_expand_depthwise},
+    {"fuse_input_scale", GRAPH, 2, 3, 0, WHEN_QUANTIZE | WHEN_RAM | WHEN_FILE_QUANT, true,
+     step_pass_fuse_input_scale},
     {"memplan", GRAPH, 0, 0, 0, 0, true, step_plan_plain},
     {"memplan", GRAPH, 1, 3, 0, 0, true, step_plan_shared},
     {"quantize_file", KERNEL, 0, 3, WHEN_FILE_QUANT, WHEN_EMIT_AX, false, step_quantize_file},

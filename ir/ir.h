@@ -105,6 +105,10 @@ typedef struct ir_target {
      * that the producer's value never exists whole
      * (pass_fuse_expand_depthwise); NULL: never. */
     bool (*fuse_rows)(const ir_node *producer, const ir_node *consumer, const ir_graph *g);
+    /* Whether its kernels can run conv `consumer` on mul `scale`'s operand 0
+     * with its weight scaled per input channel by the mul's operand 1, and
+     * that pays (pass_fuse_input_scale); NULL: never. */
+    bool (*fold_input_scale)(const ir_node *scale, const ir_node *consumer, const ir_graph *g);
 } ir_target;
 
 /* How a parameter is stored by the back end (ir_node.layout, chosen by
@@ -265,6 +269,9 @@ struct ir_node {
                             or (a depthwise conv itself) band by band inside its 1x1
                             projection (pass_fuse_expand_depthwise): no buffer, no code
                             of its own */
+    bool scale_folded;   /* a mul x .* s (s one value per channel of x, per image) whose only
+                            reader, a groups=1 conv, scales its packed weight by s and reads x
+                            instead (pass_fuse_input_scale): no buffer, no code of its own */
     bool int8_apart;     /* a residual add (and its ReLU/ReLU6) that pass_fuse_residual left
                             apart from an int8 layer under --quantize: int8 runs it as a node
                             of its own, so no fused elementwise loop takes it */
@@ -378,6 +385,9 @@ void ir_add_output(ir_graph *g, int id, const char *name);
 /* Frees the nodes array (heap); the context arena owns everything else. */
 void ir_graph_free_nodes(ir_graph *g);
 static inline ir_node *ir_at(ir_graph *g, int id) { return &g->nodes[id]; }
+/* Whether n runs inside its reader (rows_fused, scale_folded): no buffer,
+ * no code, no profiled layer of its own; its operands are read at its reader. */
+static inline bool ir_runs_in_reader(const ir_node *n) { return n->rows_fused || n->scale_folded; }
 
 /* Where result node r's value lies in its producer's operand along the
  * producer's axis: elements [*start, *start + *size) of that dimension. */

@@ -35,6 +35,8 @@ static void put_label(ax_buf *out, const ir_node *n, int id)
         ax_buf_printf(out, "\\nscratch at %lld", (long long)n->scratch_offset);
     if (n->rows_fused)
         ax_buf_puts(out, "\\nrows made inside its reader");
+    if (n->scale_folded)
+        ax_buf_puts(out, "\\nfolded into its reader's weight");
     if (n->op == IR_OP_param && n->layout != IR_LAYOUT_PLAIN)
         ax_buf_printf(out, "\\n%s", ir_layout_names[n->layout]);
 }

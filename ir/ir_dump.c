@@ -391,6 +391,8 @@ static void put_node(ax_buf *out, const ir_graph *g, int id, const ir_step_plan 
         ax_buf_printf(out, " offset=%lld", (long long)n->offset);
     if (n->rows_fused)
         ax_buf_puts(out, " rows_fused");
+    if (n->scale_folded)
+        ax_buf_puts(out, " scale_folded");
     if (n->inplace_of != IR_NONE && ir_ops[n->op].inplace != IR_INPLACE_ALIAS)
         ax_buf_printf(out, " inplace=%%%d", n->src[n->inplace_of]);
     if (n->scratch_offset >= 0)

@@ -67,7 +67,7 @@ static bool in_arena(const ir_graph *g, int id)
 {
     const ir_node *n = &g->nodes[id];
     return !n->dead && ir_ops[n->op].kind != IR_SOURCE && !ir_has_results(n->op) &&
-           !ir_is_output(g, id) && !n->rows_fused;
+           !ir_is_output(g, id) && !ir_runs_in_reader(n);
 }
 
 /* Index of the last live node reading each node (the node itself if none). */
@@ -81,10 +81,10 @@ static int *last_uses(const ir_graph *g)
         if (g->nodes[id].live_until > last[id])
             last[id] = g->nodes[id].live_until;
     }
-    /* a rows_fused node's operands are read by its reader (last to first: a
+    /* a node run in its reader has its operands read there (last to first: a
        fused expansion's operand by the projection its depthwise conv is fused into) */
     for (int id = g->nnodes - 1; id >= 0; id--)
-        for (int i = 0; g->nodes[id].rows_fused && i < g->nodes[id].nsrc; i++)
+        for (int i = 0; ir_runs_in_reader(&g->nodes[id]) && i < g->nodes[id].nsrc; i++)
             if (g->nodes[id].src[i] != IR_NONE && last[g->nodes[id].src[i]] < last[id])
                 last[g->nodes[id].src[i]] = last[id];
     ir_use_free(&u);

@@ -181,6 +181,11 @@ int pass_fuse_spatial_mean(ir_graph *g);
  * ir_target.fuse_rows).  Not run under
  * int8 or --ram, whose rewrites work on whole values (pipeline_table.c). */
 int pass_fuse_expand_depthwise(ir_graph *g);
+/* Marks each mul x .* s (s one value per channel of x) that only a conv
+ * reads, as its input, scale_folded where the target runs that conv on x
+ * with its weight scaled by s (ir_target.fold_input_scale,
+ * pass_fuse_scale.c).  Not in training graphs, nor under int8 or --ram. */
+int pass_fuse_input_scale(ir_graph *g);
 /* Trees of elementwise nodes -> one fused_elementwise node
  * (pass_fuse_elementwise.c); returns 0. */
 int pass_fuse_elementwise(ir_graph *g);

@@ -363,6 +363,19 @@ void axrt_dense_packed_ep_f32(const float *x, const float *packed, const float *
 void axrt_conv2d_packed_ep_f32(const float *x, const float *packed, const float *bias,
                                const float *residual, axrt_act act, float *y,
                                const axrt_conv2d_params *p);
+/* The packed conv (groups 1, weight packed by axrt_pack_conv2d_f32) of x
+   multiplied by one scale per input channel, y = act(conv(x .* s) + bias +
+   residual), without that product (axrt_conv_scaled.c): the packed weight
+   is scaled into scratch (kh * kw * c * oc floats) and the conv runs on x.
+   s for image i starts at scale + i * scale_stride (0: one s for all images,
+   c floats). */
+void axrt_conv2d_scaled_f32(const float *x, const float *packed, const float *scale, size_t scale_stride,
+                            const float *bias, const float *residual, axrt_act act, float *y, float *scratch,
+                            const axrt_conv2d_params *p);
+/* Packed weight (axrt_pack_conv2d_f32 order) with reduction index k
+   multiplied by scale[k % c] into out (as many floats). */
+void axrt_scale_packed_conv2d_f32(const float *packed, const float *scale, float *out,
+                                  const axrt_conv2d_params *p);
 /* Grouped conv (1 < groups, not depthwise; axrt_gconv.inc): w [oc, c/groups,
    kh, kw] -> packed group by group, each as axrt_pack_conv2d_f32 packs a
    conv of c/groups inputs and oc/groups outputs, or, with 4 or 8 inputs

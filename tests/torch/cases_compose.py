@@ -114,10 +114,58 @@ class Stage(nn.Module):
         return h
 
 
+SE_AX = """
+@axiom function se_blocks(x::Float32[2, 6, 6, 16])
+    dw1 = Conv((3, 3), 16 => 16, pad=1, groups=16, bias=false)
+    fc1a = Dense(16 => 4)
+    fc1b = Dense(4 => 16)
+    project1 = Conv((1, 1), 16 => 16)
+    dw2 = Conv((3, 3), 16 => 16, pad=1, groups=16, bias=false)
+    fc2a = Dense(16 => 4)
+    fc2b = Dense(4 => 16)
+    project2 = Conv((1, 1), 16 => 48, bias=false)
+    pool = GlobalMeanPool()
+    h1 = swish(dw1(x))
+    s1 = sigmoid(4.0 * fc1b(swish(fc1a(8.0 * pool(h1)))))
+    y1 = project1(reshape(s1, (2, 1, 1, 16)) .* h1) + x
+    h2 = swish(dw2(y1))
+    s2 = sigmoid(4.0 * fc2b(swish(fc2a(8.0 * pool(h2)))))
+    return project2(h2 .* reshape(s2, (2, 1, 1, 16)))
+end
+"""
+
+
+class SeBlocks(nn.Module):
+    """Two squeeze-and-excitation blocks on a batch of two (one scale per
+    image and channel): the first projection (36 pixels, 16 outputs, a
+    residual) runs with the scale folded into its weight, the second (48
+    outputs) keeps the mul (cg_c_fold_input_scale)."""
+
+    def __init__(self):
+        super().__init__()
+        for k in "12":
+            setattr(self, "dw" + k, T.ConvNHWC(16, 16, 3, pad=1, groups=16, bias=False))
+            setattr(self, "fc" + k + "a", nn.Linear(16, 4))
+            setattr(self, "fc" + k + "b", nn.Linear(4, 16))
+        self.project1 = T.ConvNHWC(16, 16, 1)
+        self.project2 = T.ConvNHWC(16, 48, 1, bias=False)
+
+    def excite(self, h, k):
+        pooled = 8.0 * h.mean((1, 2))   # spread: the images' scales differ
+        s = torch.sigmoid(4.0 * getattr(self, "fc" + k + "b")(F.silu(getattr(self, "fc" + k + "a")(pooled))))
+        return h * s.reshape(h.shape[0], 1, 1, h.shape[3])
+
+    def forward(self, x):
+        h1 = F.silu(self.dw1(x))
+        y1 = self.project1(self.excite(h1, "1")) + x
+        return self.project2(self.excite(F.silu(self.dw2(y1)), "2"))
+
+
 def compose_cases():
     return [
         Case("compose_blocks_chain_list_for", NET_AX,
              lambda: Net(4), {"x": ((1, 7, 9, 4), "normal")}, tol=DEEP),
+        Case("se_blocks_scale_folded", SE_AX, SeBlocks, {"x": ((2, 6, 6, 16), "normal")}, tol=DEEP),
         Case("compose_nested_blocks", NESTED_AX,
              _Encoder,
              {"x": ((2, 5, 6), "normal")}, tol=DEEP),
