@@ -7,7 +7,8 @@
  * followed by a narrow panel; a second column block of a dense layer (more
  * than 128 outputs); bias, residual and ReLU in the epilogue; grouped
  * convs (axrt_gconv.inc), both packings; last panels of every width, also
- * bit for bit against a whole panel's lanes.  Bound: the max error relative to
+ * bit for bit against a whole panel's lanes; the conv of an input scaled per
+ * channel (axrt_conv_scaled.c).  Bound: the max error relative to
  * the largest output magnitude, 1e-5. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -156,6 +157,50 @@ static void test_conv_edges(void **state)
     check_conv(1, 13, 3, 40, 7, 2, 3);
 }
 
+/* axrt_conv2d_scaled_f32 (runtime/axrt_conv_scaled.c) against conv_ref of
+ * x .* s: n images of hw x hw x c to oc outputs, k x k taps (the packed
+ * order's k % c for more than one tap), s per image (stride c) or one for
+ * all (stride 0), with bias, residual and ReLU. */
+static void check_conv_scaled(int n, int hw, int c, int oc, int k, size_t scale_stride)
+{
+    axrt_conv2d_params p = {0};
+    p.n = n, p.h = p.w = hw, p.c = c, p.oc = oc, p.kh = p.kw = k;
+    p.oh = p.ow = hw, p.stride_h = p.stride_w = 1, p.dilation_h = p.dilation_w = 1;
+    p.pad_top = p.pad_left = k / 2, p.groups = 1;
+    const size_t nx = (size_t)n * hw * hw * c, nw = (size_t)oc * c * k * k, ny = (size_t)n * hw * hw * oc;
+    float *x = floats(nx, -1, 1, 21), *w = floats(nw, -1, 1, 22), *bias = floats((size_t)oc, -1, 1, 23);
+    float *s = floats((size_t)n * c, 0, 2, 24), *res = floats(ny, -2, 2, 25), *packed = floats(nw, 0, 0, 26);
+    float *scratch = floats(nw, 0, 0, 27), *xs = floats(nx, 0, 0, 28), *y = floats(ny, 0, 0, 29);
+    double *ref = malloc(ny * sizeof *ref);
+    assert_non_null(ref);
+    for (size_t i = 0; i < nx; i++)
+        xs[i] = x[i] * s[i / ((size_t)hw * hw * c) * scale_stride + i % (size_t)c];
+    conv_ref(xs, w, bias, res, AXRT_ACT_RELU, ref, &p);
+    axrt_pack_conv2d_f32(w, packed, &p);
+    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+        if (axrt_set_isa(isas[i]) != 0) continue;
+        axrt_conv2d_scaled_f32(x, packed, s, scale_stride, bias, res, AXRT_ACT_RELU, y, scratch, &p);
+        const double err = rel_error(y, ref, ny);
+        if (!(err <= BOUND))
+            fail_msg("scaled conv %s %dx%dx%dx%d->%d k%d stride %zu: error %.3g over %.0e", isas[i], n, hw, hw, c,
+                     oc, k, scale_stride, err, BOUND);
+    }
+    axrt_set_isa(NULL);
+    free(x), free(w), free(bias), free(s), free(res), free(packed), free(scratch), free(xs), free(y), free(ref);
+}
+
+/* Scales per image and shared; output channels under a panel, two full
+ * panels and a narrow one; a 3x3 (nine taps, k % c); one input channel. */
+static void test_conv_scaled(void **state)
+{
+    (void)state;
+    check_conv_scaled(2, 7, 24, 40, 1, 24);
+    check_conv_scaled(2, 5, 16, 8, 1, 0);
+    check_conv_scaled(1, 9, 32, 16, 1, 0);
+    check_conv_scaled(2, 6, 5, 20, 3, 5);
+    check_conv_scaled(1, 4, 1, 3, 1, 1);
+}
+
 /* Grouped convs: 4 and 8 channels a group (the rotated packing, several
  * groups a vector) with group counts that fill whole vectors and leave a
  * part (2, 3, 5, 13 groups), 16 a group and unequal in/out (the
@@ -265,6 +310,7 @@ int main(void)
         cmocka_unit_test(test_conv_edges),
         cmocka_unit_test(test_grouped_edges),
         cmocka_unit_test(test_narrow_panels),
+        cmocka_unit_test(test_conv_scaled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
