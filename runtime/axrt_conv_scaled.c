@@ -26,21 +26,34 @@ typedef struct scale_job {
     size_t k, c, oc;
 } scale_job;
 
+/* One panel's kh * kw * c rows of nr weights times scale[row % c]; a full
+ * panel's rows have the constant width AXRT_PANEL, so that the compiler
+ * vectorises them (-O2 vectorises only loops of a known trip count). */
+static void scale_panel(const float *restrict from, const float *restrict scale, float *restrict to, size_t taps,
+                        size_t c, size_t nr)
+{
+    size_t t, ci, col;
+    for (t = 0; t < taps; t++)
+        for (ci = 0; ci < c; ci++, from += nr, to += nr) {
+            const float s = scale[ci];
+            if (nr == AXRT_PANEL)
+                for (col = 0; col < AXRT_PANEL; col++)
+                    to[col] = from[col] * s;
+            else
+                for (col = 0; col < nr; col++)
+                    to[col] = from[col] * s;
+        }
+}
+
 /* Panels [begin, end) of the packed weight, scaled into out. */
 static void scale_panels(void *ctx, size_t begin, size_t end)
 {
     const scale_job *j = (const scale_job *)ctx;
-    size_t panel, kk, col;
+    size_t panel;
     for (panel = begin; panel < end; panel++) {
         const size_t j0 = panel * AXRT_PANEL;
         const size_t nr = j->oc - j0 < AXRT_PANEL ? j->oc - j0 : AXRT_PANEL;
-        const float *from = j->packed + j0 * j->k;
-        float *to = j->out + j0 * j->k;
-        for (kk = 0; kk < j->k; kk++) {
-            const float s = j->scale[kk % j->c];
-            for (col = 0; col < nr; col++)
-                to[kk * nr + col] = from[kk * nr + col] * s;
-        }
+        scale_panel(j->packed + j0 * j->k, j->scale, j->out + j0 * j->k, j->k / j->c, j->c, nr);
     }
 }
 
