@@ -7,7 +7,9 @@
  * followed by a narrow panel; a second column block of a dense layer (more
  * than 128 outputs); bias, residual and ReLU in the epilogue; grouped
  * convs (axrt_gconv.inc), both packings; last panels of every width, also
- * bit for bit against a whole panel's lanes.  Bound: the max error relative to
+ * bit for bit against a whole panel's lanes; convs on few channels whose
+ * output rows take several pixel tiles (a tile stepping on from the one
+ * before it), strided, padded, rectangular.  Bound: the max error relative to
  * the largest output magnitude, 1e-5. */
 #include <stdarg.h>
 #include <stddef.h>
