@@ -8,7 +8,9 @@
  * than 128 outputs); bias, residual and ReLU in the epilogue; grouped
  * convs (axrt_gconv.inc), both packings; last panels of every width, also
  * bit for bit against a whole panel's lanes; the conv of an input scaled per
- * channel (axrt_conv_scaled.c).  Bound: the max error relative to
+ * channel (axrt_conv_scaled.c); convs on few channels whose output rows take
+ * several pixel tiles (a tile stepping on from the one before it), strided,
+ * padded, rectangular.  Bound: the max error relative to
  * the largest output magnitude, 1e-5. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -100,18 +102,15 @@ static void test_dense_edges(void **state)
                 if (rows[r] * ins[i] * outs[o] <= 2000000) check_dense(rows[r], ins[i], outs[o]);
 }
 
-/* One conv of `groups` groups: n images of h x w x c to oc outputs, k x k
- * taps, stride, padding. */
-static void check_conv_groups(int n, int hw, int c, int oc, int k, int stride, int pad, int groups)
+/* One conv of p's shape (dilation 1), with and without bias, residual and
+ * ReLU, on every instruction set. */
+static void check_conv_params(const axrt_conv2d_params *pp)
 {
-    axrt_conv2d_params p = {0};
-    p.n = n, p.h = p.w = hw, p.c = c, p.oc = oc, p.kh = p.kw = k;
-    p.oh = p.ow = (hw + 2 * pad - k) / stride + 1;
-    p.stride_h = p.stride_w = stride, p.dilation_h = p.dilation_w = 1, p.pad_top = p.pad_left = pad;
-    p.groups = groups;
-    const size_t nx = (size_t)n * hw * hw * c, nw = (size_t)oc * (c / groups) * k * k;
-    const size_t ny = (size_t)n * p.oh * p.ow * oc;
-    float *x = floats(nx, -1, 1, 7), *w = floats(nw, -1, 1, 8), *bias = floats((size_t)oc, -1, 1, 9);
+    const axrt_conv2d_params p = *pp;
+    const int groups = p.groups > 1 ? p.groups : 1;
+    const size_t nx = (size_t)p.n * p.h * p.w * p.c, nw = (size_t)p.oc * (p.c / groups) * p.kh * p.kw;
+    const size_t ny = (size_t)p.n * p.oh * p.ow * p.oc;
+    float *x = floats(nx, -1, 1, 7), *w = floats(nw, -1, 1, 8), *bias = floats((size_t)p.oc, -1, 1, 9);
     float *res = floats(ny, -2, 2, 10), *packed = floats(nw, 0, 0, 11), *y = floats(ny, 0, 0, 12);
     double *ref = malloc(ny * sizeof *ref);
     assert_non_null(ref);
@@ -127,12 +126,38 @@ static void check_conv_groups(int n, int hw, int c, int oc, int k, int stride, i
             else axrt_conv2d_packed_ep_f32(x, packed, with ? bias : NULL, with ? res : NULL, act, y, &p);
             err = rel_error(y, ref, ny);
             if (!(err <= BOUND))
-                fail_msg("conv %s %dx%dx%dx%d->%d k%d/%d pad %d groups %d%s: error %.3g over %.0e", isas[i], n, hw,
-                         hw, c, oc, k, stride, pad, groups, with ? " bias+residual+relu" : "", err, BOUND);
+                fail_msg("conv %s %dx%dx%dx%d->%d k%dx%d/%dx%d pad %d,%d groups %d%s: error %.3g over %.0e", isas[i],
+                         p.n, p.h, p.w, p.c, p.oc, p.kh, p.kw, p.stride_h, p.stride_w, p.pad_top, p.pad_left, groups,
+                         with ? " bias+residual+relu" : "", err, BOUND);
         }
     }
     axrt_set_isa(NULL);
     free(x), free(w), free(bias), free(res), free(packed), free(y), free(ref);
+}
+
+/* One conv of `groups` groups: n images of h x w x c to oc outputs, k x k
+ * taps, stride, padding. */
+static void check_conv_groups(int n, int hw, int c, int oc, int k, int stride, int pad, int groups)
+{
+    axrt_conv2d_params p = {0};
+    p.n = n, p.h = p.w = hw, p.c = c, p.oc = oc, p.kh = p.kw = k;
+    p.oh = p.ow = (hw + 2 * pad - k) / stride + 1;
+    p.stride_h = p.stride_w = stride, p.dilation_h = p.dilation_w = 1, p.pad_top = p.pad_left = pad;
+    p.groups = groups;
+    check_conv_params(&p);
+}
+
+/* A conv of n images of h x w x c to oc outputs, kh x kw taps, strides sy,
+ * sx, padding top/left py, px and as much bottom/right (the output as far
+ * as the padded input allows). */
+static void check_conv_rect(int n, int h, int w, int c, int oc, int kh, int kw, int sy, int sx, int py, int px)
+{
+    axrt_conv2d_params p = {0};
+    p.n = n, p.h = h, p.w = w, p.c = c, p.oc = oc, p.kh = kh, p.kw = kw;
+    p.oh = (h + 2 * py - kh) / sy + 1, p.ow = (w + 2 * px - kw) / sx + 1;
+    p.stride_h = sy, p.stride_w = sx, p.dilation_h = p.dilation_w = 1, p.pad_top = py, p.pad_left = px;
+    p.groups = 1;
+    check_conv_params(&p);
 }
 
 static void check_conv(int n, int hw, int c, int oc, int k, int stride, int pad)
@@ -199,6 +224,26 @@ static void test_conv_scaled(void **state)
     check_conv_scaled(1, 9, 32, 16, 1, 0);
     check_conv_scaled(2, 6, 5, 20, 3, 5);
     check_conv_scaled(1, 4, 1, 3, 1, 1);
+}
+
+/* Convs on few channels whose output rows take several pixel tiles, so
+ * that a tile steps on from the one before it in its row
+ * (axrt_fast.inc conv_pixels_step) through the middle, to a right edge
+ * whose windows cross into the padding (or end before it), and a new row
+ * (or image) starts afresh: MobileNetV2's and ResNet's stems on wide odd
+ * inputs, one and two images, tile heights that vary (balanced_start),
+ * strides 1 to 3 and unequal, rectangular kernels and padding, 1 to 3
+ * channels, output channels 24 to 64. */
+static void test_conv_stepped_rows(void **state)
+{
+    (void)state;
+    check_conv_rect(1, 37, 37, 3, 32, 3, 3, 2, 2, 1, 1);
+    check_conv_rect(2, 9, 67, 3, 40, 3, 3, 2, 2, 1, 1);
+    check_conv_rect(2, 13, 61, 3, 64, 7, 7, 2, 2, 3, 3);
+    check_conv_rect(1, 11, 50, 2, 24, 5, 5, 3, 3, 2, 2);
+    check_conv_rect(2, 5, 40, 1, 16, 3, 3, 1, 1, 1, 1);
+    check_conv_rect(1, 8, 45, 3, 48, 3, 5, 1, 2, 1, 2);
+    check_conv_rect(1, 6, 53, 3, 32, 3, 3, 2, 2, 0, 0);
 }
 
 /* Grouped convs: 4 and 8 channels a group (the rotated packing, several
@@ -308,6 +353,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dense_edges),
         cmocka_unit_test(test_conv_edges),
+        cmocka_unit_test(test_conv_stepped_rows),
         cmocka_unit_test(test_grouped_edges),
         cmocka_unit_test(test_narrow_panels),
         cmocka_unit_test(test_conv_scaled),
