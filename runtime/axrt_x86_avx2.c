@@ -16,9 +16,6 @@
 /* 32 or 128 rows (R2, BERT) end in 4 + 4 rows rather than 6 + 2: a 2-row
    tile has 4 accumulators, half the 8 that FMA latency x 2 ports needs */
 #define SIMD_EVEN_TAIL 1
-/* the sigmoid/swish loop in three stages: the scheduler's window bounds it
-   (axrt_x86_logistic.inc) */
-#define SIMD_LOGISTIC_STAGES 3
 #define SIMD_NAME "avx2"
 #define SIMD_ACCESSOR axrt_cpu_ops_avx2
 #define SIMD_SUPPORTED() (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))

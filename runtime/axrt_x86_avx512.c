@@ -15,7 +15,6 @@
 #define SIMD_INLINE static inline __attribute__((target("avx512f,avx512dq"), always_inline))
 #define SIMD_TILE_M 8
 #define SIMD_EVEN_TAIL 0
-#define SIMD_LOGISTIC_STAGES 1
 #define SIMD_NAME "avx512"
 #define SIMD_ACCESSOR axrt_cpu_ops_avx512
 #define SIMD_SUPPORTED() (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
