@@ -79,7 +79,7 @@ static void run_dense(const shape *s)
 
 static void run_conv(const shape *s)
 {
-    axrt_conv2d_packed_ep_f32(s->x, s->w, s->bias, NULL, AXRT_ACT_RELU, s->y, &s->conv);
+    axrt_conv2d_packed_ep_f32(s->x, s->w, s->bias, NULL, s->act, s->y, &s->conv);
 }
 
 static void run_mha(const shape *s)
@@ -132,13 +132,29 @@ static shape conv(const char *name, int hw, int c, int oc, int k, int stride, in
     p->stride_h = p->stride_w = stride, p->dilation_h = p->dilation_w = 1;
     p->pad_top = p->pad_left = pad, p->groups = 1;
     weights = (size_t)oc * (size_t)c * (size_t)k * (size_t)k;
-    s.name = name, s.run = run_conv;
+    s.name = name, s.run = run_conv, s.act = AXRT_ACT_RELU;
     s.flop = 2.0 * p->oh * p->ow * (double)weights;
     s.x = bench_floats((size_t)hw * (size_t)hw * (size_t)c), s.w = bench_floats(weights);
     s.bias = bench_floats((size_t)oc), s.y = bench_floats((size_t)p->oh * (size_t)p->ow * (size_t)oc);
     w = bench_floats(weights);
     axrt_pack_conv2d_f32(w, s.w, p);
     free(w);
+    return s;
+}
+
+static void run_swish(const shape *s) { axrt_swish_f32(s->x, s->y, s->rows); }
+
+/* axrt_swish_f32 over n elements, in [-8, 8) as activations before it are
+   (bench_floats' [-0.5, 0.5) scaled): "GFLOP/s" counts one an element, so
+   1 / it is ns an element. */
+static shape swish(const char *name, size_t n)
+{
+    shape s;
+    size_t i;
+    memset(&s, 0, sizeof s);
+    s.name = name, s.run = run_swish, s.rows = n, s.flop = (double)n;
+    s.x = bench_floats(n), s.y = bench_floats(n);
+    for (i = 0; i < n; i++) s.x[i] *= 16.0f;
     return s;
 }
 
@@ -325,6 +341,8 @@ static int narrow_panel_shapes(shape *shapes, int n)
 static int mobile_shapes(shape *shapes, int n)
 {
     shapes[n++] = conv("M2 stem 3x3/2 224x224x3->32", 224, 3, 32, 3, 2, 1);
+    shapes[n] = conv("M3 stem 3x3/2 +swish", 224, 3, 32, 3, 2, 1), shapes[n++].act = AXRT_ACT_SWISH;
+    shapes[n] = conv("M3 1x1 56x56x24->144 +swish", 56, 24, 144, 1, 1, 0), shapes[n++].act = AXRT_ACT_SWISH;
     shapes[n++] = conv("M2 1x1 112x112x32->16", 112, 32, 16, 1, 1, 0);
     shapes[n++] = dense("  as dense 12544x32->16", 12544, 32, 16);
     shapes[n++] = conv("M2 1x1 56x56x24->144", 56, 24, 144, 1, 1, 0);
@@ -340,6 +358,11 @@ static int mobile_shapes(shape *shapes, int n)
     shapes[n++] = depthwise("MV2 dw 3x3 56x56x144", 56, 144, 3, 1, AXRT_ACT_RELU6);
     shapes[n++] = depthwise("MV2 dw 3x3/2 28x28x192", 28, 192, 3, 2, AXRT_ACT_RELU6);
     shapes[n++] = depthwise("MV2 dw 3x3 7x7x960", 7, 960, 3, 1, AXRT_ACT_RELU6);
+    shapes[n++] = depthwise("EB0 dw 3x3 112x112x32", 112, 32, 3, 1, AXRT_ACT_NONE);
+    shapes[n++] = depthwise("  +relu6 (MV2 dw 3x3 112x112x32)", 112, 32, 3, 1, AXRT_ACT_RELU6);
+    shapes[n++] = depthwise("  +swish", 112, 32, 3, 1, AXRT_ACT_SWISH);
+    shapes[n++] = swish("swish 3584 (L1), Gelem/s", 3584);
+    shapes[n++] = swish("swish 112x112x32, Gelem/s", 112 * 112 * 32);
     shapes[n++] = depthwise("EB0 dw 5x5/2 56x56x144", 56, 144, 5, 2, AXRT_ACT_NONE);
     shapes[n++] = depthwise("EB0 dw 5x5 28x28x240", 28, 240, 5, 1, AXRT_ACT_NONE);
     shapes[n++] = depthwise("EB0 dw 5x5 14x14x672", 14, 672, 5, 1, AXRT_ACT_NONE);

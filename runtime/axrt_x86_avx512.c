@@ -71,6 +71,8 @@ SIMD_INLINE __mmask16 lane_mask(long count)
 #define VI_SLLI _mm512_slli_epi32
 #define V_LT(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ)
 #define V_SELECT(m, t, f) _mm512_mask_blend_ps(m, f, t)
+/* a comparison's lanes, as the low VW bits */
+#define V_MASK_BITS(m) ((unsigned)(m))
 #define V_UNORD(x) _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q)
 #define V_SIGNM(x) _mm512_movepi32_mask(_mm512_castps_si512(x))
 /* the lanes of x that are not 0 (NaN included), as the low VW bits */
