@@ -49,6 +49,7 @@ PASS_STEP(pass_fold_batchnorm)
 PASS_STEP(pass_fold_scale_shift)
 PASS_STEP(pass_fuse_residual)
 PASS_STEP(pass_fuse_residual_int8)
+PASS_STEP(pass_fuse_gelu)
 PASS_STEP(pass_fuse_activation)
 PASS_STEP(pass_fuse_spatial_mean)
 PASS_STEP(pass_fuse_elementwise)
@@ -133,6 +134,7 @@ static const pipeline_row rows[] = {
     {"fuse_residual", GRAPH, 2, 3, 0, WHEN_QUANTIZE, true, step_pass_fuse_residual},
     /* the adds int8 runs apart are not fused (instead of fused and split again) */
     {"fuse_residual", GRAPH, 2, 3, WHEN_QUANTIZE, 0, true, step_pass_fuse_residual_int8},
+    {"fuse_gelu", GRAPH, 1, 3, 0, 0, true, step_pass_fuse_gelu},
     {"fuse_activation", GRAPH, 1, 3, 0, 0, true, step_pass_fuse_activation},
     {"fuse_activation", GRAPH, 0, 0, WHEN_INT8, WHEN_EMIT_AX, true, step_pass_fuse_activation},
     {"fuse_spatial_mean", GRAPH, 2, 3, 0, 0, true, step_pass_fuse_spatial_mean},

@@ -8,8 +8,8 @@
  *                 rejects integer inputs anywhere but Embedding indices
  *   the optimising passes (compiler/pipeline_table.c's table, by -O level):
  *   fuse_matmul_transposed (pass_fuse_matmul.c), fold_batchnorm,
- *                 fold_scale_shift, fuse_residual, fuse_activation
- *                 (pass_fuse.c), fuse_elementwise (pass_fuse_elementwise.c),
+ *                 fold_scale_shift, fuse_residual (pass_fuse.c), fuse_gelu
+ *                 (pass_fuse_gelu.c), fuse_activation (pass_fuse.c), fuse_elementwise (pass_fuse_elementwise.c),
  *                 schedule (pass_schedule.c)
  *   pass_memplan  gives every arena-resident node an offset; sets
  *                 g->arena_bytes
@@ -173,6 +173,9 @@ int pass_fuse_residual(ir_graph *g);
  * would be a ReLU/ReLU6 or none, which int8 runs as nodes of their own
  * (ir_node.int8_apart); an epilogue with any other activation is fused. */
 int pass_fuse_residual_int8(ir_graph *g);
+/* GELU written out with erf (x · ½ (1 + erf(x / √2)), PyTorch's ONNX
+ * export) -> gelu(x) (pass_fuse_gelu.c); returns 0. */
+int pass_fuse_gelu(ir_graph *g);
 int pass_fuse_activation(ir_graph *g);
 int pass_fuse_spatial_mean(ir_graph *g);
 /* Marks each 1x1 conv the target computes row by row inside the depthwise

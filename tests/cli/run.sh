@@ -119,7 +119,7 @@ expect_rows() {
     [ "$got" = "$1" ] || { echo "rows: '$got'"; echo "want: '$1'"; false; }
 }
 check_print_after_all() {
-    local fuse="fuse_matmul_transposed fold_batchnorm fold_scale_shift fuse_residual fuse_activation"
+    local fuse="fuse_matmul_transposed fold_batchnorm fold_scale_shift fuse_residual fuse_gelu fuse_activation"
     fuse="$fuse fuse_spatial_mean fuse_elementwise schedule"
     cp "$here/../ir/cases/expand_depthwise.ax" ed.ax
     run_axc ed.ax --seed=1 --print-after-all -o pa.c && expect_rc 0 || return 1
@@ -138,7 +138,7 @@ check_print_after_all_int8() {
     cp "$here/../quant/qres.ax" qres.ax
     "$PYTHON" -c "import numpy as np; np.save('qres_x.npy', np.random.default_rng(1).standard_normal((2, 1, 8, 8, 4)).astype(np.float32))" || return 1
     run_axc qres.ax --quantize=int8 --calibrate x=qres_x.npy --print-after-all -o pq.c && expect_rc 0 || return 1
-    expect_rows "lower shape dtype fuse_matmul_transposed fold_batchnorm fold_scale_shift fuse_residual fuse_activation fuse_spatial_mean fuse_elementwise schedule memplan quantize select " || return 1
+    expect_rows "lower shape dtype fuse_matmul_transposed fold_batchnorm fold_scale_shift fuse_residual fuse_gelu fuse_activation fuse_spatial_mean fuse_elementwise schedule memplan quantize select " || return 1
     sed -n '/^\*\*\* IR after fuse_residual/,/^\*\*\* IR after fuse_activation/p' err | grep -q ' = add %' ||
         { echo "the residual add of int8 conv 'b' was fused"; return 1; }
     run_axc qres.ax -O0 --quantize=int8 --calibrate x=qres_x.npy --print-after-all -o pq.c && expect_rc 0 || return 1

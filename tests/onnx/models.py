@@ -26,6 +26,14 @@ def transformer():
     return torch.nn.TransformerEncoder(layer, num_layers=2), torch.randn(2, 8, 32)
 
 
+def transformer_gelu():
+    """GELU layers, which opsets before 20 export as Div, Erf, Add, Mul, Mul
+    (axc's fuse_gelu makes them the dense layers' epilogue)."""
+    layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.0,
+                                             activation="gelu", batch_first=True)
+    return torch.nn.TransformerEncoder(layer, num_layers=1), 3 * torch.randn(2, 8, 32)
+
+
 def resnet18():
     return torchvision.models.resnet18(num_classes=10), torch.randn(1, 3, 32, 32)
 
@@ -128,7 +136,7 @@ def lstm_states():
 
 MODELS = [("densenet121", densenet121, (13,)), ("gru", gru, (13, 17)), ("lstm", lstm, (13, 17)), ("lstm_states", lstm_states, (13,)), ("rnn", rnn, (14,)), ("pads", pads, (13,)), ("conv_transpose", conv_transpose, (13,)), ("upsample", upsample, (11, 13)), ("efficientnet_b0", efficientnet_b0, (13,)), ("shufflenet_v2", shufflenet_v2, (13,)),
           ("squeezenet1_1", squeezenet, (13,)), ("resnet18", resnet18, (13,)), ("mobilenet_v2", mobilenet_v2, (13, 17)),
-          ("transformer_encoder", transformer, (13, 17))]
+          ("transformer_encoder", transformer, (13, 17)), ("transformer_gelu", transformer_gelu, (17,))]
 
 
 def check(name, build, opset, tmp):
@@ -164,6 +172,11 @@ def check(name, build, opset, tmp):
     if err > TOL:
         print(f"FAIL: {label}\n  max abs error {err:.3g}, shape {got.shape} vs {want.shape}")
         return 1
+    if "gelu" in name:   # the Erf chain became the dense layers' epilogue (fuse_gelu)
+        ir = subprocess.run([os.environ.get("AXC", "axc"), path, "--emit=ir"], capture_output=True, text=True).stdout
+        if "act=gelu" not in ir or " erf " in ir:
+            print(f"FAIL: {label}\n  the Erf GELU is not a dense layer's gelu epilogue in --emit=ir")
+            return 1
     concat = f", a Concat of {widest} inputs" if widest > 16 else ""
     print(f"PASS: {label} (max abs error {err:.2g}{concat})")
     return 0

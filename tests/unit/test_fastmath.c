@@ -1247,6 +1247,7 @@ static void test_logistic_lanes_independent(void **state)
 }
 
 #include "test_fastmath_train.inc"
+#include "test_fastmath_transpose.inc"
 
 /* Threads (axrt_set_threads): every kernel that splits its work over
  * threads gives bit-identical results for 1, 2, 3, 4 and 7 threads, every
@@ -1445,6 +1446,7 @@ int main(void)
         cmocka_unit_test(test_globalmeanpool_exact),
         cmocka_unit_test(test_training_kernels),
         cmocka_unit_test(test_threads_identical),
+        cmocka_unit_test(test_transpose_exact),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -7,7 +7,11 @@
  *   - a fused loop's operand strides for a transposed and a reshaped read,
  *     and which of them the memory plan may overwrite in place;
  *   - the loop program the plan makes of such a loop (ir_loop);
- *   - a reshape of a broadcast read stays opaque (no strided view). */
+ *   - a reshape of a broadcast read stays opaque (no strided view);
+ *   - GELU written out with erf (pass_fuse_gelu.c), in PyTorch's ONNX form
+ *     after a dense, becomes the dense's gelu epilogue (no erff loop left);
+ *     in Hugging Face's form (x · (1/√2), ½ on x) one gelu node; a chain
+ *     whose erf is also an output, or whose ½ is 0.4, stays. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -250,6 +254,62 @@ static void test_broadcast_reshape_stays_opaque(void **state)
     ax_ctx_free(m.ctx);
 }
 
+/* x · ½ (1 + erf(x / √2)) of node x: PyTorch's ONNX order (torch: Div, Erf,
+ * Add, Mul by x, Mul by ½), else Hugging Face's (x · (1/√2); (x · ½) · (1 +
+ * erf)), with half as the ½; *erf_id gets the erf node. */
+static int gelu_chain_of(model *m, int x, int torch_order, double half, int *erf_id)
+{
+    const int scaled = torch_order ? node(m, IR_OP_div, x, scalar(m, 1.4142135623730951))
+                                   : node(m, IR_OP_mul, scalar(m, 0.7071067811865476), x);
+    const int e = *erf_id = node(m, IR_OP_erf, scaled, IR_NONE);
+    const int one = torch_order ? node(m, IR_OP_add, e, scalar(m, 1.0)) : node(m, IR_OP_add, scalar(m, 1.0), e);
+    if (torch_order) return node(m, IR_OP_mul, node(m, IR_OP_mul, x, one), scalar(m, half));
+    return node(m, IR_OP_mul, node(m, IR_OP_mul, scalar(m, half), x), one);
+}
+
+static void test_gelu_chain_becomes_epilogue(void **state)
+{
+    (void)state;
+    model m = model_new();
+    int e;
+    const int x = leaf(&m, IR_OP_input, 2, (int64_t[]){3, 5});
+    const int w = leaf(&m, IR_OP_param, 2, (int64_t[]){7, 5});
+    output(&m, gelu_chain_of(&m, node(&m, IR_OP_matmul, x, transpose2(&m, w)), 1, 0.5, &e));
+    optimise(&m);
+    assert_int_equal(live_node(&m, IR_OP_dense)->attrs.act, IR_OP_gelu);
+    assert_int_equal(live_count(&m, IR_OP_erf) + live_count(&m, IR_OP_mul) + live_count(&m, IR_OP_div), 0);
+    assert_int_equal(live_count(&m, IR_OP_fused_elementwise) + live_count(&m, IR_OP_scalar), 0);
+    const char *c = emit_c(&m);
+    assert_non_null(strstr(c, "AXRT_ACT_GELU"));
+    assert_null(strstr(c, "erff"));
+    ax_ctx_free(m.ctx);
+}
+
+/* Hugging Face's form becomes gelu(x); a chain whose erf is an output too,
+ * or whose ½ is not ½, stays (pass_fuse_gelu alone). */
+static void test_gelu_chain_forms(void **state)
+{
+    (void)state;
+    for (int variant = 0; variant < 3; variant++) {
+        model m = model_new();
+        int e;
+        const int x = leaf(&m, IR_OP_input, 2, (int64_t[]){4, 6});
+        const int y = gelu_chain_of(&m, x, 0, variant == 2 ? 0.4 : 0.5, &e);
+        output(&m, y);
+        if (variant == 1) output(&m, e);
+        assert_int_equal(pass_shape(m.g), 0);
+        assert_int_equal(pass_fuse_gelu(m.g), 0);
+        assert_int_equal(live_count(&m, IR_OP_gelu), variant == 0);
+        assert_int_equal(live_count(&m, IR_OP_erf), variant != 0);
+        if (variant == 0) {
+            assert_int_equal(m.g->nodes[y].op, IR_OP_gelu);
+            assert_int_equal(m.g->nodes[y].src[0], x);
+            assert_int_equal(live_count(&m, IR_OP_mul) + live_count(&m, IR_OP_add) + live_count(&m, IR_OP_scalar), 0);
+        }
+        ax_ctx_free(m.ctx);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -258,6 +318,8 @@ int main(void)
         cmocka_unit_test(test_transposed_read_strides),
         cmocka_unit_test(test_reshaped_read_in_order),
         cmocka_unit_test(test_broadcast_reshape_stays_opaque),
+        cmocka_unit_test(test_gelu_chain_becomes_epilogue),
+        cmocka_unit_test(test_gelu_chain_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
