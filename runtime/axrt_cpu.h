@@ -94,14 +94,13 @@ typedef struct axrt_cpu_ops {
        p < k of a[p] * W[i][p] + residual[i]); NULL where a table has none */
     void (*row_panels)(const float *a, const float *packed, size_t k, size_t panels, const float *bias,
                        const float *residual, axrt_act act, float *y);
-    /* channels [c_lo, c_hi) (0 <= c_lo < c_hi <= c) of one output row of a
-       depthwise conv on packed weights [kh * kw, c], with its epilogue:
-       rows[ky] is the input row (its first pixel) that tap row ky reads,
-       NULL for padding; y and residual are the row's ow * c outputs, of
-       which only the slice's are read and written.  kh <= AXRT_DWCONV_MAX_KH. */
+    /* one output row of a depthwise conv on packed weights [kh * kw, c],
+       with its epilogue: rows[ky] is the input row (its first pixel) that
+       tap row ky reads, NULL for padding; y and residual are the row's
+       ow * c outputs.  kh <= AXRT_DWCONV_MAX_KH. */
     void (*depthwise_row)(const float *const *rows, const float *packed, const float *bias,
                           const float *residual, axrt_act act, float *y,
-                          const axrt_conv2d_params *p, size_t c_lo, size_t c_hi);
+                          const axrt_conv2d_params *p);
     /* softmax of one contiguous line of n > 0 elements */
     void (*softmax_line)(const float *x, float *y, size_t n);
     void (*layernorm)(const float *x, const float *w, const float *bias, float *y, size_t rows,
