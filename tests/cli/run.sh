@@ -123,7 +123,7 @@ check_print_after_all() {
     fuse="$fuse fuse_spatial_mean fuse_elementwise schedule"
     cp "$here/../ir/cases/expand_depthwise.ax" ed.ax
     run_axc ed.ax --seed=1 --print-after-all -o pa.c && expect_rc 0 || return 1
-    expect_rows "lower shape dtype $fuse fuse_expand_depthwise memplan select " || return 1
+    expect_rows "lower shape dtype $fuse fuse_expand_depthwise fuse_input_scale memplan select " || return 1
     grep -q rows_fused err || { echo "no rows_fused in the IR printed"; return 1; }
     run_axc ed.ax --seed=1 -O0 --print-after-all -o pa.c && expect_rc 0 || return 1
     expect_rows "lower shape dtype memplan select " || return 1
