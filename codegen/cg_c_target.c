@@ -149,15 +149,18 @@ static bool fuse_project(const ir_node *d, const ir_node *p, const ir_graph *g)
            pointwise(p) && p->attrs.residual != 0 && ir_value_bytes(w) <= FUSE_PROJECT_MAX_WEIGHT;
 }
 
-/* axrt_expand_depthwise_f32's contract: a 1x1, stride 1, unpadded groups=1
- * conv feeding a depthwise conv (groups == channels, one filter each) at
- * most AXRT_DWCONV_MAX_KH tall; or (fuse_project) that depthwise conv
- * feeding its projection. */
+/* axrt_expand_depthwise_f32's contract: a groups=1 conv of any kernel,
+ * stride, padding and dilation (a 1x1 expansion, or a stem: MobileNetV2's
+ * and EfficientNet's 3x3/2 on 3 channels) feeding a depthwise conv
+ * (groups == channels, one filter each) at most AXRT_DWCONV_MAX_KH tall;
+ * not one that runs Winograd (its weight is then transformed, not packed);
+ * or (fuse_project) that depthwise conv feeding its projection. */
 bool cg_c_fuse_rows(const ir_node *e, const ir_node *d, const ir_graph *g)
 {
     if (e->attrs.groups > 1)   /* a depthwise conv: cg_c_fuse_rows(expansion, e) said yes before */
         return fuse_project(e, d, g);
-    return packed_conv(e, g, 1, 1) && pointwise(e) &&
+    const ir_node *ew = &g->nodes[e->src[1]];
+    return packed_conv(e, g, ew->shape[2], ew->shape[3]) && !cg_conv_winograd(g, e) &&
            packed_conv(d, g, g->nodes[d->src[1]].shape[2], g->nodes[d->src[1]].shape[3]) &&
            d->attrs.groups == d->shape[3] && d->shape[3] == e->shape[3] &&
            g->nodes[d->src[1]].shape[1] == 1 && d->attrs.kernel[0] <= AXRT_DWCONV_MAX_KH &&
