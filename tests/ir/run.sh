@@ -245,12 +245,13 @@ check_remat() {
 # cases/inverted_residual.ax: three whole blocks band by band (residuals,
 # stride 2, a 5x5 kernel), the squeeze-and-excitation block's expansion
 # only; cases/stem_depthwise.ax: 3x3 stride-2 stems as the expansion, one
-# band by band to its projection, one only with its depthwise conv.  The
+# band by band to its projection, one only with its depthwise conv;
+# cases/stem_unfused.ax: none (a Winograd conv, a weight over 1 MiB).  The
 # outputs are bit-identical to the unfused -O2 build's (--ram above the plan
 # clears the fusion) on every kernel path (AXRT_ISA) and for 1 to 3 threads.
 check_rows_fused_exact() {
     check_rows_fused_case expand_depthwise 0 2 && check_rows_fused_case inverted_residual 1 3 &&
-        check_rows_fused_case stem_depthwise 1 1
+        check_rows_fused_case stem_depthwise 1 1 && check_rows_fused_case stem_unfused 0 0
 }
 
 # check_rows_fused_case NAME PAIRS BLOCKS: NAME's C has PAIRS expansion +
