@@ -35,8 +35,9 @@
  * epilogue y = act(y + residual) (residual laid out as y, ldy apart) follows.
  * mr is at most the table's tile_rows, nr at most AXRT_PANEL.  A hint that
  * changes no result: where ahead is not NULL, the ahead_lines 64-byte lines
- * from it will be read soon (a large conv's next weight block), and the
- * tile prefetches them spread over its steps.  Where panels > 1 (0 counts
+ * from it will be read soon (a large conv's or a dense call's next weight
+ * block), and the tile prefetches them spread over its steps (those of all
+ * its panels, in order).  Where panels > 1 (0 counts
  * as 1), the tile repeats for that many consecutive panels, all
  * AXRT_PANEL wide (nr), panel i reading b + i * b_panel and writing
  * y + i * AXRT_PANEL (bias and residual likewise): one call, so that a
