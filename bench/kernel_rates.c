@@ -72,6 +72,7 @@ typedef struct shape {
     size_t rows, in, out;
     axrt_act act;
     float *x, *w, *bias, *y, *scratch, *w_dw, *w_project;
+    float *mid, *dw_out; /* a stem chain's tensors between its kernels, unfused (stem_chain) */
 } shape;
 
 
@@ -241,6 +242,52 @@ static shape block(const char *name, int hw, int c, int e, int oc, int stride)
     return s;
 }
 
+/* A stem chain one kernel after the other through whole tensors (mid
+ * NULL: fused, axrt_expand_depthwise_f32 or, with a projection,
+ * axrt_expand_dw_project_f32). */
+static void run_stem_chain(const shape *s)
+{
+    const int project = s->w_project != NULL;
+    if (!s->mid && project)
+        axrt_expand_dw_project_f32(s->x, s->w, s->bias, s->act, s->w_dw, s->bias, s->act, s->w_project, s->bias,
+                                   NULL, AXRT_ACT_NONE, s->y, s->scratch, &s->conv, &s->dw, &s->project);
+    else if (!s->mid)
+        axrt_expand_depthwise_f32(s->x, s->w, s->bias, s->act, s->w_dw, s->bias, s->act, s->y, s->scratch, &s->conv,
+                                  &s->dw);
+    if (!s->mid)
+        return;
+    axrt_conv2d_packed_ep_f32(s->x, s->w, s->bias, NULL, s->act, s->mid, &s->conv);
+    axrt_conv2d_depthwise_f32(s->mid, s->w_dw, s->bias, NULL, s->act, project ? s->dw_out : s->y, &s->dw);
+    if (project)
+        axrt_conv2d_packed_ep_f32(s->dw_out, s->w_project, s->bias, NULL, AXRT_ACT_NONE, s->y, &s->project);
+}
+
+/* MobileNetV2's first layers (stem 3x3/2 224x224x3->32, depthwise 3x3
+ * 112x112x32, projection 1x1 ->oc; act ReLU6) or EfficientNet-B0's (the
+ * stem and the depthwise conv with swish; oc 0: no projection), fused or
+ * one kernel after the other. */
+static shape stem_chain(const char *name, axrt_act act, int oc, int fused)
+{
+    shape s = conv(name, 224, 3, 32, 3, 2, 1);
+    axrt_conv2d_params *d = &s.dw, *q = &s.project;
+    const size_t pixels = 112 * 112;
+    s.run = run_stem_chain, s.act = act;
+    *d = s.conv, d->h = d->w = 112, d->c = d->groups = 32, d->stride_h = d->stride_w = 1;
+    *q = *d, q->kh = q->kw = 1, q->pad_top = q->pad_left = 0, q->groups = 1, q->oc = oc;
+    s.flop += 2.0 * pixels * 32 * (9.0 + oc);
+    s.w_dw = bench_floats(32 * 9); /* (weights as bench_floats fills them: only the time counts) */
+    if (oc) {
+        s.w_project = bench_floats(32 * (size_t)oc);
+        free(s.y), s.y = bench_floats(pixels * (size_t)oc);
+    }
+    free(s.bias), s.bias = bench_floats(32);
+    if (fused)
+        s.scratch = bench_floats(oc ? axrt_expand_dw_project_scratch_elems(d) : axrt_expand_depthwise_scratch_elems(d));
+    else
+        s.mid = bench_floats(pixels * 32), s.dw_out = bench_floats(pixels * 32);
+    return s;
+}
+
 static shape mha(const char *name, int l, int d, int heads)
 {
     shape s;
@@ -366,6 +413,10 @@ static int mobile_shapes(shape *shapes, int n)
     shapes[n++] = dense("  as dense 12544x32->16", 12544, 32, 16);
     shapes[n++] = conv("M2 1x1 56x56x24->144", 56, 24, 144, 1, 1, 0);
     shapes[n++] = dense("  as dense 3136x24->144", 3136, 24, 144);
+    shapes[n++] = stem_chain("M2 stem+dw+1x1, 3 kernels", AXRT_ACT_RELU6, 16, 0);
+    shapes[n++] = stem_chain("M2 stem+dw+1x1 fused", AXRT_ACT_RELU6, 16, 1);
+    shapes[n++] = stem_chain("M3 stem+dw +swish, 2 kernels", AXRT_ACT_SWISH, 0, 0);
+    shapes[n++] = stem_chain("M3 stem+dw +swish fused", AXRT_ACT_SWISH, 0, 1);
     shapes[n++] = block("M2 block 112x112x16 96 /2 24", 112, 16, 96, 24, 2);
     shapes[n++] = block("M2 block 56x56x24 144 24", 56, 24, 144, 24, 1);
     shapes[n++] = block("M2 block 28x28x32 192 32", 28, 32, 192, 32, 1);

@@ -130,10 +130,11 @@ static bool pointwise(const ir_node *n)
            !a->pad[3];
 }
 
-/* The projection's packed weight the banded kernel sweeps for every pixel
- * tile: as the whole-image conv keeps it in L2 (axrt_fast.inc
- * CONV_WEIGHT_CACHED), beyond which that kernel blocks columns instead. */
-#define FUSE_PROJECT_MAX_WEIGHT (1u << 20)
+/* The expansion's or the projection's packed weight the banded kernels
+ * sweep for every pixel tile: as the whole-image conv keeps it in L2
+ * (axrt_fast.inc CONV_WEIGHT_CACHED), beyond which that kernel blocks
+ * columns instead. */
+#define FUSE_ROWS_MAX_WEIGHT (1u << 20)
 
 /* axrt_expand_dw_project_f32's contract: the depthwise conv d of a fused
  * expansion read by a 1x1 projection p (bias, residual and act allowed).
@@ -146,18 +147,25 @@ static bool fuse_project(const ir_node *d, const ir_node *p, const ir_graph *g)
     return g->nodes[d->src[0]].rows_fused && packed_conv(d, g, d->attrs.kernel[0], d->attrs.kernel[1]) &&
            p->op == IR_OP_conv && p->rank == 4 && p->dtype == AXRT_F32 &&
            !p->quant && w->op == IR_OP_param && w->shape[2] == 1 && w->shape[3] == 1 && cg_kernel_act(p) >= 0 &&
-           pointwise(p) && p->attrs.residual != 0 && ir_value_bytes(w) <= FUSE_PROJECT_MAX_WEIGHT;
+           pointwise(p) && p->attrs.residual != 0 && ir_value_bytes(w) <= FUSE_ROWS_MAX_WEIGHT;
 }
 
-/* axrt_expand_depthwise_f32's contract: a 1x1, stride 1, unpadded groups=1
- * conv feeding a depthwise conv (groups == channels, one filter each) at
- * most AXRT_DWCONV_MAX_KH tall; or (fuse_project) that depthwise conv
- * feeding its projection. */
+/* axrt_expand_depthwise_f32's contract: a groups=1 conv of any kernel,
+ * stride, padding and dilation (a 1x1 expansion, or a stem: MobileNetV2's
+ * and EfficientNet's 3x3/2 on 3 channels) feeding a depthwise conv
+ * (groups == channels, one filter each) at most AXRT_DWCONV_MAX_KH tall;
+ * not one that runs Winograd (its weight is then transformed, not packed),
+ * nor one whose packed weight the whole-image kernel would sweep in column
+ * blocks (over FUSE_ROWS_MAX_WEIGHT: each ring row's tiles would read it
+ * all from beyond L2); or (fuse_project) that depthwise conv feeding its
+ * projection. */
 bool cg_c_fuse_rows(const ir_node *e, const ir_node *d, const ir_graph *g)
 {
     if (e->attrs.groups > 1)   /* a depthwise conv: cg_c_fuse_rows(expansion, e) said yes before */
         return fuse_project(e, d, g);
-    return packed_conv(e, g, 1, 1) && pointwise(e) &&
+    const ir_node *ew = &g->nodes[e->src[1]];
+    return packed_conv(e, g, ew->shape[2], ew->shape[3]) && !cg_conv_winograd(g, e) &&
+           ir_value_bytes(ew) <= FUSE_ROWS_MAX_WEIGHT &&
            packed_conv(d, g, g->nodes[d->src[1]].shape[2], g->nodes[d->src[1]].shape[3]) &&
            d->attrs.groups == d->shape[3] && d->shape[3] == e->shape[3] &&
            g->nodes[d->src[1]].shape[1] == 1 && d->attrs.kernel[0] <= AXRT_DWCONV_MAX_KH &&

@@ -431,13 +431,14 @@ void axrt_mha_flash_f32(const float *q, const float *k, const float *v, const fl
                         const float *in_w, const float *in_b, const float *out_w, const float *out_b,
                         float *y, float *scratch, const axrt_mha_params *p, int packed);
 
-/* A 1x1 conv (groups 1, stride 1, no padding: pe, weight packed as
-   axrt_pack_conv2d_f32) whose result only a depthwise conv (pd, kh <=
-   AXRT_DWCONV_MAX_KH, weight packed as axrt_pack_depthwise_f32) reads, the
-   pair computed without the expanded tensor: its rows are made a few at a
-   time into rings in scratch (axrt_expand_depthwise_scratch_elems(pd)
-   floats; one ring per band of output rows, AXRT_EXPAND_DW_BANDS bands split
-   over the threads).  y is bit for bit what axrt_conv2d_packed_ep_f32 then
+/* A groups=1 conv (pe: a 1x1 expansion, or any kernel, stride, padding
+   and dilation, as a stem's 3x3/2; weight packed as axrt_pack_conv2d_f32)
+   whose result only a depthwise conv (pd, kh <= AXRT_DWCONV_MAX_KH, weight
+   packed as axrt_pack_depthwise_f32) reads, the pair computed without the
+   expanded tensor: its output rows are made a few at a time, each with
+   the conv tiles of axrt_conv2d_packed_ep_f32, into rings in scratch
+   (axrt_expand_depthwise_scratch_elems(pd) floats; one ring per band of
+   output rows, AXRT_EXPAND_DW_BANDS bands split over the threads).  y is bit for bit what axrt_conv2d_packed_ep_f32 then
    axrt_conv2d_depthwise_f32 give, for every thread count. */
 #define AXRT_EXPAND_DW_BANDS 4
 size_t axrt_expand_depthwise_scratch_elems(const axrt_conv2d_params *pd);

@@ -244,21 +244,26 @@ check_remat() {
 # depthwise convs, and those band by band inside their projections;
 # cases/inverted_residual.ax: three whole blocks band by band (residuals,
 # stride 2, a 5x5 kernel), the squeeze-and-excitation block's expansion
-# only.  The outputs are bit-identical to the unfused -O2 build's (--ram
-# above the plan clears the fusion) on every kernel path (AXRT_ISA) and for
-# 1 to 3 threads.
+# only; cases/stem_depthwise.ax: 3x3 stride-2 stems as the expansion, one
+# band by band to its projection, one only with its depthwise conv;
+# cases/stem_unfused.ax: none (a Winograd conv, a weight over 1 MiB).  The
+# outputs are bit-identical to the unfused -O2 build's (--ram above the plan
+# clears the fusion) on every kernel path (AXRT_ISA) and for 1 to 3 threads
+# (where something is fused: --ram also plans a Winograd conv as direct).
 check_rows_fused_exact() {
-    check_rows_fused_case expand_depthwise 0 2 && check_rows_fused_case inverted_residual 1 3
+    check_rows_fused_case expand_depthwise 0 2 && check_rows_fused_case inverted_residual 1 3 &&
+        check_rows_fused_case stem_depthwise 1 1 && check_rows_fused_case stem_unfused 0 0
 }
 
 # check_rows_fused_case NAME PAIRS BLOCKS: NAME's C has PAIRS expansion +
-# depthwise calls and BLOCKS whole-block calls, and its outputs are the
-# unfused build's, bit for bit.
+# depthwise calls and BLOCKS whole-block calls, and (if either is not 0)
+# its outputs are the unfused build's, bit for bit.
 check_rows_fused_case() {
     local file=$here/cases/$1.ax isa threads
     "$AXC" "$file" -o "$tmp/rows.c" || return 1
     [ "$(grep -c 'axrt_expand_depthwise_f32(' "$tmp/rows.c")" -eq "$2" ] || { echo "$1: not $2 pairs fused"; return 1; }
     [ "$(grep -c 'axrt_expand_dw_project_f32(' "$tmp/rows.c")" -eq "$3" ] || { echo "$1: not $3 blocks fused"; return 1; }
+    [ "$2$3" != 00 ] || return 0
     for isa in portable avx2 avx512; do
         for threads in 1 2 3; do
             AXRT_ISA=$isa "$AXC" run --seed 3 --threads $threads "$file" --output "$tmp/fused.npy" >/dev/null || return 1

@@ -1449,6 +1449,7 @@ int main(void)
         cmocka_unit_test(test_depthwise_blocks),
         cmocka_unit_test(test_expand_depthwise),
         cmocka_unit_test(test_expand_dw_project),
+        cmocka_unit_test(test_expand_kxk),
         cmocka_unit_test(test_softmax_edges),
         cmocka_unit_test(test_softmax_long_lines),
         cmocka_unit_test(test_matmul_shapes),
