@@ -453,6 +453,7 @@ static int mobile_shapes(shape *shapes, int n)
 static int all_shapes(shape *shapes)
 {
     int n = 0;
+    shapes[n++] = dense("R1 dense 1x784->256", 1, 784, 256);
     shapes[n++] = dense("R2 dense 32x784->256", 32, 784, 256);
     shapes[n++] = dense("R2 dense 32x256->10", 32, 256, 10);
     shapes[n++] = dense("R4 q/k/v/out 128x768->768", 128, 768, 768);

@@ -108,7 +108,7 @@ static void emit_param_data(emitter *em, int id)
                   : kind == IR_LAYOUT_WINOGRAD2 ? ", Winograd F(2x2,3x3)-transformed, in AXRT_PANEL-wide panels"
                                                : ", packed in AXRT_PANEL-wide panels");
     ax_buf_printf(em->out,
-                  "static const union { unsigned char bytes[%zu + 1]; %s values[%zu]; } %s_p%d = {\n",
+                  "static const union { unsigned char bytes[%zu + 1]; %s values[%zu]; } %s_p%d AXC_WEIGHT_ALIGN = {\n",
                   count * esize, ctype(n->dtype), count, cgc_prefix(em), id);
     const void *data = kind == IR_LAYOUT_PLAIN ? n->data : (const void *)cg_packed_data(arena_of(em), n);
     cg_bytes_literal(em->out, data, count, esize);
@@ -706,7 +706,11 @@ void cg_c_emit_preamble(const cg_request *req, ax_buf *c)
                   "#if AXRT_PANEL != %d\n"
                   "#error \"weights are packed for AXRT_PANEL %d: rebuild with the axc matching this axrt.h\"\n"
                   "#endif\n"
-                  "#if defined(__GNUC__)\n#pragma GCC diagnostic ignored \"-Woverlength-strings\"\n#endif\n",
+                  "#if defined(__GNUC__)\n#pragma GCC diagnostic ignored \"-Woverlength-strings\"\n#endif\n"
+                  "/* weights on cache lines where vector loads read them (a load across two\n"
+                  "   lines costs two on x86-64); packed tight on 32-bit microcontrollers */\n"
+                  "#if defined(__GNUC__) && (defined(__x86_64__) || defined(__aarch64__))\n"
+                  "#define AXC_WEIGHT_ALIGN __attribute__((aligned(64)))\n#else\n#define AXC_WEIGHT_ALIGN\n#endif\n",
                   literal_text(req->models[0]->ctx->arena, req->source_name), req->header_name,
                   AXRT_PANEL, AXRT_PANEL);
 }

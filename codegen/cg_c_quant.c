@@ -32,7 +32,7 @@ bool cg_param_only_quantised(const ir_graph *g, int id)
 static void emit_q_array(emitter *em, const char *ctype_name, const char *what, int id, const void *v,
                          int64_t count, size_t esize)
 {
-    ax_buf_printf(em->out, "static const union { unsigned char bytes[%lld + 1]; %s values[%lld]; } %s_q%d_%s = {\n",
+    ax_buf_printf(em->out, "static const union { unsigned char bytes[%lld + 1]; %s values[%lld]; } %s_q%d_%s AXC_WEIGHT_ALIGN = {\n",
                   (long long)(count * (int64_t)esize), ctype_name, (long long)count, em->g->name, id, what);
     cg_bytes_literal(em->out, v, (size_t)count, esize);
     ax_buf_puts(em->out, "};\n");
