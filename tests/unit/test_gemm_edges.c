@@ -7,7 +7,8 @@
  * followed by a narrow panel; a second column block of a dense layer (more
  * than 128 outputs); bias, residual and ReLU in the epilogue; grouped
  * convs (axrt_gconv.inc), both packings; last panels of every width, also
- * bit for bit against a whole panel's lanes; the conv of an input scaled per
+ * bit for bit against a whole panel's lanes; runs of whole panels bit for
+ * bit against each panel alone; the conv of an input scaled per
  * channel (axrt_conv_scaled.c); convs on few channels whose output rows take
  * several pixel tiles (a tile stepping on from the one before it), strided,
  * padded, rectangular.  Bound: the max error relative to
@@ -269,12 +270,12 @@ static void test_grouped_edges(void **state)
 /* y [rows, out] of a packed dense call (bias, residual, ReLU) on ISA isa;
  * w [out, in]. */
 static float *dense_on(const char *isa, const float *x, const float *w, const float *bias, const float *res,
-                       size_t rows, size_t in, size_t out)
+                       size_t rows, size_t in, size_t out, axrt_act act)
 {
     float *packed = floats(out * in, 0, 0, 13), *y = floats(rows * out, 0, 0, 14);
     axrt_pack_dense_f32(w, packed, in, out);
     assert_int_equal(axrt_set_isa(isa), 0);
-    axrt_dense_packed_ep_f32(x, packed, bias, res, AXRT_ACT_RELU, y, rows, in, out);
+    axrt_dense_packed_ep_f32(x, packed, bias, res, act, y, rows, in, out);
     free(packed);
     return y;
 }
@@ -293,8 +294,8 @@ static void check_narrow_bits(size_t rows, size_t in, size_t width)
     for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
         float *narrow, *whole;
         if (axrt_set_isa(isas[i]) != 0) continue;
-        narrow = dense_on(isas[i], x, w, bias, res_narrow, rows, in, out);
-        whole = dense_on(isas[i], x, w, bias, res, rows, in, 32);
+        narrow = dense_on(isas[i], x, w, bias, res_narrow, rows, in, out, AXRT_ACT_RELU);
+        whole = dense_on(isas[i], x, w, bias, res, rows, in, 32, AXRT_ACT_RELU);
         for (size_t r = 0; r < rows; r++)
             for (size_t o = 0; o < out; o++)
                 if (memcmp(&narrow[r * out + o], &whole[r * 32 + o], sizeof(float)) != 0)
@@ -304,6 +305,47 @@ static void check_narrow_bits(size_t rows, size_t in, size_t width)
     }
     axrt_set_isa(NULL);
     free(x), free(w), free(bias), free(res), free(res_narrow);
+}
+
+/* A tile call's run of whole panels (axrt_cpu.h panels), which AVX-512
+ * takes up to three at a time (axrt_x86_simd.inc tile_panels_body): each
+ * panel's outputs are bit for bit those of a layer of that panel alone,
+ * with bias, residual and act, over two reduction blocks (in > 768). */
+static void check_group_bits(size_t rows, size_t in, size_t panels, axrt_act act)
+{
+    const size_t out = 16 * panels;
+    float *x = floats(rows * in, -1, 1, 23), *w = floats(out * in, -1, 1, 24), *bias = floats(out, -1, 1, 25);
+    float *res = floats(rows * out, -2, 2, 26), *res_one = floats(rows * 16, 0, 0, 27);
+    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+        float *all;
+        if (axrt_set_isa(isas[i]) != 0) continue;
+        all = dense_on(isas[i], x, w, bias, res, rows, in, out, act);
+        for (size_t j = 0; j < panels; j++) {
+            float *one;
+            for (size_t r = 0; r < rows; r++) memcpy(&res_one[r * 16], &res[r * out + j * 16], 16 * sizeof(float));
+            one = dense_on(isas[i], x, w + j * 16 * in, bias + j * 16, res_one, rows, in, 16, act);
+            for (size_t r = 0; r < rows; r++)
+                if (memcmp(&one[r * 16], &all[r * out + j * 16], 16 * sizeof(float)) != 0)
+                    fail_msg("dense %s %zux%zu->%zu act %d: panel %zu row %zu differs from the panel alone", isas[i],
+                             rows, in, out, (int)act, j, r);
+            free(one);
+        }
+        free(all);
+    }
+    axrt_set_isa(NULL);
+    free(x), free(w), free(bias), free(res), free(res_one);
+}
+
+/* Runs of 1 to 9 panels (groups of three, two and one; 9 crosses a column
+ * block), every epilogue whose form depends on the vectors taken together. */
+static void test_panel_groups(void **state)
+{
+    (void)state;
+    for (size_t panels = 1; panels <= 9; panels++) {
+        check_group_bits(13, 800, panels, AXRT_ACT_RELU);
+        check_group_bits(13, 800, panels, AXRT_ACT_GELU);
+        check_group_bits(13, 800, panels, AXRT_ACT_SWISH);
+    }
 }
 
 /* y [m, n] = a [m, k] . b [k, n], row-major (the wide tile's panels of 32
@@ -356,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_conv_stepped_rows),
         cmocka_unit_test(test_grouped_edges),
         cmocka_unit_test(test_narrow_panels),
+        cmocka_unit_test(test_panel_groups),
         cmocka_unit_test(test_conv_scaled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
