@@ -932,6 +932,44 @@ static void test_unary_special_values(void **state)
             }
 }
 
+/* Short softmax rows (n = 1 to 17: AVX-512's one-vector rows, AVX2's one
+ * and two, and a tail past them), every variant: against a float64
+ * reference, and bit for bit against the same rows in place (which the
+ * vectorised line takes by its general path, in chunks, so a row that fits
+ * a vector must give exactly what that path gives); -inf and far-below
+ * logits give 0, a row with NaN or +inf, and a row of -inf only, NaN. */
+static void test_softmax_short_rows(void **state)
+{
+    enum { ROWS = 6, MAXN = 17 };
+    float x[ROWS * MAXN], y[ROWS * MAXN], inplace[ROWS * MAXN];
+    (void)state;
+    for (int n = 1; n <= MAXN; n++) {
+        fill(x, ROWS * n, -6, 6, 90 + n);
+        x[n / 2] = -INFINITY, x[n - 1] = -95.0f; /* row 0 (of one logit: -95) */
+        x[n + n / 3] = 40.0f;                    /* row 1: a far larger max */
+        x[2 * n + n - 1] = NAN;                  /* row 2 */
+        x[3 * n] = INFINITY;                     /* row 3 */
+        for (int i = 4 * n; i < 5 * n; i++) x[i] = -INFINITY; /* row 4; row 5 plain */
+        for (int v = 0; v < n_variants; v++) {
+            ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(x, y, ROWS, (size_t)n, 1);
+            memcpy(inplace, x, sizeof(float) * ROWS * (size_t)n);
+            ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(inplace, inplace, ROWS, (size_t)n, 1);
+            for (int row = 0; row < ROWS; row++) {
+                const int nan_row = row >= 2 && row <= 4;
+                if (!nan_row)
+                    check_softmax_line(x + row * n, y + row * n, n, "short row", v, row);
+                for (int i = row * n; i < (row + 1) * n; i++) {
+                    if (nan_row && !isnan(y[i]))
+                        fail_msg("variant %d n %d row %d: element %d not NaN: %g", v, n, row, i, y[i]);
+                    if (memcmp(&y[i], &inplace[i], sizeof y[i]) && !(isnan(y[i]) && isnan(inplace[i])))
+                        fail_msg("variant %d n %d row %d element %d: %.9g apart, %.9g in place", v, n, row,
+                                 i, y[i], inplace[i]);
+                }
+            }
+        }
+    }
+}
+
 /* Softmax rows (n = 21: vectors and a tail): -inf logits and logits more
  * than 88 below the max give 0 (or their subnormal exp), a NaN or +inf
  * logit makes the row NaN; LayerNorm rows with NaN or inf are NaN. */
@@ -1458,6 +1496,7 @@ int main(void)
         cmocka_unit_test(test_matmul_softmax_layernorm),
         cmocka_unit_test(test_layernorm_groups),
         cmocka_unit_test(test_unary_special_values),
+        cmocka_unit_test(test_softmax_short_rows),
         cmocka_unit_test(test_softmax_layernorm_special),
         cmocka_unit_test(test_epilogue_nan),
         cmocka_unit_test(test_elementwise_exact),
