@@ -35,14 +35,21 @@
 /* Polls before sleeping: some tens of microseconds, long enough for the
  * next layer's call, short enough not to hold a core that an
  * oversubscribed machine needs.  The first PAUSE_POLLS pause (40 to 150
- * cycles each on current x86 cores); the later ones yield the core (a
- * system call, well under a microsecond when no other thread wants it).
- * When the machine has more runnable threads than cores, the caller and a
- * worker can share one core: a pure spin held it for the whole spin (some
- * 60 us per call on a loaded 2-core machine: R1 took 65 us on 2 threads
- * instead of 9 on one) while the thread it waited for could not run. */
+ * cycles each on current x86 cores: some 2-5 us in all); the later ones
+ * yield the core (a system call, well under a microsecond when no other
+ * thread wants it).  When the machine has more runnable threads than
+ * cores, the caller and a worker can share one core: a pure spin held it
+ * for the whole spin (some 60 us per call on a loaded 2-core machine: R1
+ * took 65 us on 2 threads instead of 9 on one) while the thread it waited
+ * for could not run.  A yield, though, lets any other runnable thread of
+ * its core (a system daemon) run first, for up to a time slice, and the
+ * caller then runs the worker's range itself: with 20 pauses, R7's 10 us
+ * depthwise conv on 2 threads of an idle Xeon VM took 13-15 us at the
+ * median (its minimum 8), with 100 it takes 9; on both cores loaded by
+ * other work, R1's, R2's and R7's times on 2 threads are the same with 20
+ * or 100. */
 #define SPIN_POLLS 300
-#define PAUSE_POLLS 20
+#define PAUSE_POLLS 100
 
 static int thread_count = 1;
 
