@@ -715,95 +715,8 @@ static void test_depthwise_shapes(void **state)
 }
 
 #include "test_fastmath_blocks.inc"
+#include "test_fastmath_softmax.inc"
 
-/* Softmax over a wide line (many vectors and a tail): arguments far below
- * the max underflow to (almost) 0, and one NaN makes the whole line NaN. */
-static void test_softmax_edges(void **state)
-{
-    enum { N = 1003 };
-    static float x[2 * N], y[2 * N];
-    (void)state;
-    fill(x, 2 * N, -120, 30, 51);
-    x[N + 500] = NAN;
-    for (int v = 0; v < n_variants; v++) {
-        double max = x[0], sum = 0;
-        ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(x, y, 2, N, 1);
-        for (int i = 0; i < N; i++) max = x[i] > max ? x[i] : max;
-        for (int i = 0; i < N; i++) sum += exp(x[i] - max);
-        for (int i = 0; i < N; i++) {
-            const double ref = exp(x[i] - max) / sum;
-            if (fabs(y[i] - ref) > 1e-6 * ref + 1e-12)
-                fail_msg("element %d: %.9g, reference %.9g", i, y[i], ref);
-        }
-        for (int i = N; i < 2 * N; i++) assert_true(isnan(y[i]));
-    }
-}
-
-/* Softmax line out [0, n) of logits xi against a float64 reference: -inf
- * logits give 0, others within 1e-6 relative plus the rounding of x - max
- * (each float subtraction, x - r and r - max, can be off by 2^-24 of
- * |x - max|, an error exp turns into a relative one), plus 2^-126 absolute:
- * the AVX2 softmax exp (axrt_x86_simd.inc v_exp_softmax) flushes terms
- * below 2^-126 of the reference to 0 instead of rounding them to
- * subnormals. */
-static void check_softmax_line(const float *xi, const float *out, int n, const char *what, int v, int line)
-{
-    double max = -INFINITY, sum = 0;
-    for (int i = 0; i < n; i++) max = xi[i] > max ? xi[i] : max;
-    for (int i = 0; i < n; i++) sum += exp(xi[i] - max);
-    for (int i = 0; i < n; i++) {
-        const double ref = exp(xi[i] - max) / sum, rel = 1e-6 + 3 * fabs(xi[i] - max) / 16777216.0;
-        if (isinf(xi[i]) ? out[i] != 0.0f : fabs(out[i] - ref) > rel * ref + FLT_MIN)
-            fail_msg("variant %d %s line %d element %d: %.9g, reference %.9g", v, what, line, i, out[i], ref);
-    }
-}
-
-/* Long softmax lines (12325 floats, more than L1 holds), every variant,
- * against a float64 reference: the max late in the line, a first stretch
- * of -inf, in place and not; a line of -inf only is NaN (as PyTorch); a
- * NaN at the end makes its line NaN; and a line of 263144 (more than 64
- * of the vectorised lines' chunks of 4096; the portable line sums in
- * blocks of 256). */
-static void test_softmax_long_lines(void **state)
-{
-    enum { N = 3 * 4096 + 37, LONG = 64 * 4096 + 1000 };
-    static float x[4 * N], y[4 * N], xl[LONG], yl[LONG];
-    (void)state;
-    fill(x, 4 * N, -40, 10, 81), fill(xl, LONG, -5, 5, 82);
-    x[2 * 4096 + 17] = 25.0f;                                          /* line 0: max in chunk 2 */
-    for (int i = N; i < N + 4096; i++) x[i] = -INFINITY;               /* line 1: chunk 0 all -inf */
-    for (int i = 2 * N; i < 3 * N; i++) x[i] = -INFINITY;              /* line 2: all -inf */
-    x[4 * N - 5] = NAN;                                                /* line 3: NaN at the end */
-    xl[LONG - 3] = 9.0f;
-    for (int v = 0; v < n_variants; v++)
-        for (int inplace = 0; inplace < 2; inplace++) {
-            const float *out = y;
-            memcpy(y, x, sizeof x); /* in place: y holds the input */
-            ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(inplace ? y : x, y, 4, N, 1);
-            for (int line = 0; line < 2; line++)
-                check_softmax_line(x + line * N, out + line * N, N, inplace ? "in place" : "apart", v, line);
-            for (int i = 2 * N; i < 4 * N; i++)
-                if (!isnan(out[i])) fail_msg("variant %d: element %d not NaN: %g", v, i, out[i]);
-        }
-    for (int v = 0; v < n_variants; v++) {
-        double sum = 0;
-        ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(xl, yl, 1, LONG, 1);
-        for (int i = 0; i < LONG; i++) sum += exp((double)xl[i] - 9.0);
-        for (int i = 0; i < LONG; i += 997) {
-            const double ref = exp((double)xl[i] - 9.0) / sum, rel = 1e-6 + 3 * fabs(xl[i] - 9.0) / 16777216.0;
-            if (fabs(yl[i] - ref) > rel * ref)
-                fail_msg("variant %d long line element %d: %.9g, reference %.9g", v, i, yl[i], ref);
-        }
-    }
-}
-
-/* Softmax lines whose max rises far in later chunks (the vectorised lines
- * take a later chunk's exp against the max so far, axrt_x86_simd.inc):
- * line 0 jumps by 95 in chunk 1 (exp against the old max would overflow),
- * line 1 by 55 in chunk 1 and 40 more in chunk 2 (chunk 1's factor
- * exp(5 - 100) / sum would be subnormal while its outputs reach exp(-40)),
- * line 2 by 1000 in chunk 2, line 3 by 95 in chunk 0 after its first 64
- * floats (the first chunk's reference is their max); in place and not. */
 /* Attention without the scores (axrt_mha_flash_f32, runtime/axrt_flash.inc)
  * against the kernel that keeps them (axrt_mha_packed_masked_f32) in the
  * same variant: several blocks of query rows (24) and of keys (128),
@@ -868,25 +781,6 @@ static void test_mha_flash(void **state)
     }
 }
 
-static void test_softmax_rising_max(void **state)
-{
-    enum { N = 3 * 4096 + 37 };
-    static float x[4 * N], y[4 * N];
-    (void)state;
-    fill(x, 4 * N, -5, 5, 83);
-    x[4096 + 10] = 100.0f;
-    x[N + 4096 + 10] = 60.0f, x[N + 2 * 4096 + 10] = 100.0f;
-    x[2 * N + 2 * 4096 + 99] = 1000.0f;
-    x[3 * N + 500] = 100.0f;
-    for (int v = 0; v < n_variants; v++)
-        for (int inplace = 0; inplace < 2; inplace++) {
-            memcpy(y, x, sizeof x);
-            ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(inplace ? y : x, y, 4, N, 1);
-            for (int line = 0; line < 4; line++)
-                check_softmax_line(x + line * N, y + line * N, N, inplace ? "in place" : "apart", v, line);
-        }
-}
-
 /* ---- NaN and infinities, as PyTorch gives them -------------------------------- */
 
 static double exp_ref(double x) { return exp(x); }
@@ -930,44 +824,6 @@ static void test_unary_special_values(void **state)
                         fail_msg("%s variant %d: f(%g) = %.9g at %d, expected %.9g", names[f], v,
                                  x[i], y[i], i, refs[f](x[i]));
             }
-}
-
-/* Short softmax rows (n = 1 to 17: AVX-512's one-vector rows, AVX2's one
- * and two, and a tail past them), every variant: against a float64
- * reference, and bit for bit against the same rows in place (which the
- * vectorised line takes by its general path, in chunks, so a row that fits
- * a vector must give exactly what that path gives); -inf and far-below
- * logits give 0, a row with NaN or +inf, and a row of -inf only, NaN. */
-static void test_softmax_short_rows(void **state)
-{
-    enum { ROWS = 6, MAXN = 17 };
-    float x[ROWS * MAXN], y[ROWS * MAXN], inplace[ROWS * MAXN];
-    (void)state;
-    for (int n = 1; n <= MAXN; n++) {
-        fill(x, ROWS * n, -6, 6, 90 + n);
-        x[n / 2] = -INFINITY, x[n - 1] = -95.0f; /* row 0 (of one logit: -95) */
-        x[n + n / 3] = 40.0f;                    /* row 1: a far larger max */
-        x[2 * n + n - 1] = NAN;                  /* row 2 */
-        x[3 * n] = INFINITY;                     /* row 3 */
-        for (int i = 4 * n; i < 5 * n; i++) x[i] = -INFINITY; /* row 4; row 5 plain */
-        for (int v = 0; v < n_variants; v++) {
-            ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(x, y, ROWS, (size_t)n, 1);
-            memcpy(inplace, x, sizeof(float) * ROWS * (size_t)n);
-            ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(inplace, inplace, ROWS, (size_t)n, 1);
-            for (int row = 0; row < ROWS; row++) {
-                const int nan_row = row >= 2 && row <= 4;
-                if (!nan_row)
-                    check_softmax_line(x + row * n, y + row * n, n, "short row", v, row);
-                for (int i = row * n; i < (row + 1) * n; i++) {
-                    if (nan_row && !isnan(y[i]))
-                        fail_msg("variant %d n %d row %d: element %d not NaN: %g", v, n, row, i, y[i]);
-                    if (memcmp(&y[i], &inplace[i], sizeof y[i]) && !(isnan(y[i]) && isnan(inplace[i])))
-                        fail_msg("variant %d n %d row %d element %d: %.9g apart, %.9g in place", v, n, row,
-                                 i, y[i], inplace[i]);
-                }
-            }
-        }
-    }
 }
 
 /* Softmax rows (n = 21: vectors and a tail): -inf logits and logits more
