@@ -5,7 +5,8 @@
  * plain conv kernel they ran on before axrt_conv2d_grouped_f32, then
  * ResNeXt's 1x1 convs (most of its time), then the depthwise convs of R7,
  * MobileNetV2 and EfficientNet-B0, then projections whose last panel is
- * narrow (24 and 40 outputs), one thread, each as a share of the FMA peak that
+ * narrow (24 and 40 outputs), and bare reads of two matrix-vector products'
+ * weights (their bound, in GB/s), one thread, each as a share of the FMA peak that
  * limits.c measures (AXRT_ISA=avx2: the AVX2 kernels against AVX2's peak,
  * on any machine).  Times are wall time, the best of many runs (a run: one
  * call, or a batch of calls of at least 200 us for short ones): on a shared
@@ -121,6 +122,42 @@ static shape dense(const char *name, size_t rows, size_t in, size_t out)
     s.y = bench_floats(rows * out);
     axrt_pack_dense_f32(w, s.w, in, out);
     free(w);
+    return s;
+}
+
+/* OR of n 32-bit words, READ_BLOCK at a time (a constant trip count, so
+   that -O2's cheap vectoriser takes it, one clone per vector width): a
+   bare read, the bound of a matrix-vector product streaming its weight. */
+enum { READ_BLOCK = 1024 };
+#if defined(__x86_64__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+__attribute__((noinline)) static unsigned read_block(const unsigned *restrict p)
+{
+    unsigned acc = 0;
+    for (size_t i = 0; i < READ_BLOCK; i++) acc |= p[i];
+    return acc;
+}
+
+static void run_read(const shape *s)
+{
+    const size_t words = s->in * s->out;
+    const unsigned *p = (const unsigned *)(const void *)s->w;
+    unsigned acc = 0;
+    size_t i;
+    for (i = 0; i + READ_BLOCK <= words; i += READ_BLOCK) acc |= read_block(p + i);
+    for (; i < words; i++) acc |= p[i];
+    *(volatile unsigned *)(void *)s->y = acc;
+}
+
+/* The bytes of a dense in -> out layer's weight read and nothing else
+   (flop 0: printed as GB/s). */
+static shape weight_read(const char *name, size_t in, size_t out)
+{
+    shape s;
+    memset(&s, 0, sizeof s);
+    s.name = name, s.run = run_read, s.in = in, s.out = out;
+    s.w = bench_floats(in * out), s.y = bench_floats(1);
     return s;
 }
 
@@ -400,6 +437,7 @@ static int narrow_panel_shapes(shape *shapes, int n)
     shapes[n++] = conv("tail conv 3x3 28x28x64->24", 28, 64, 24, 3, 1, 1);
     shapes[n++] = conv("tail conv 3x3 28x28x64->32", 28, 64, 32, 3, 1, 1);
     shapes[n++] = dense("tail dense 1x1280->1000", 1, 1280, 1000);
+    shapes[n++] = weight_read("  its weight read (5.1 MB)", 1280, 1000);
     shapes[n++] = dense("tail dense 1x1280->992", 1, 1280, 992);
     return n;
 }
@@ -454,6 +492,7 @@ static int all_shapes(shape *shapes)
 {
     int n = 0;
     shapes[n++] = dense("R1 dense 1x784->256", 1, 784, 256);
+    shapes[n++] = weight_read("  its weight read (802 KB)", 784, 256);
     shapes[n++] = dense("R2 dense 32x784->256", 32, 784, 256);
     shapes[n++] = dense("R2 dense 32x256->10", 32, 256, 10);
     shapes[n++] = dense("R4 q/k/v/out 128x768->768", 128, 768, 768);
@@ -505,7 +544,7 @@ int main(int argc, char **argv)
     const double seconds = argc > 1 ? atof(argv[1]) : 1.0;
     const char *filter = argc > 2 ? argv[2] : "";
     cold = argc > 3 && !strcmp(argv[3], "cold");
-    static shape shapes[96];
+    static shape shapes[128];
     const int n = all_shapes(shapes);
     const double peak = bench_fma_peak_gflops();
     int i;
@@ -518,8 +557,12 @@ int main(int argc, char **argv)
         if (!strstr(shapes[i].name, filter))
             continue;
         time_shape(&shapes[i], seconds, &best, &top, &median);
-        printf("%-28s %10.1f %10.1f %7.1f%% %7.1f%%\n", shapes[i].name, best / 1e3, shapes[i].flop / best,
-               100.0 * top, 100.0 * median);
+        if (shapes[i].flop == 0) /* a bare read */
+            printf("%-28s %10.1f %10.1f GB/s\n", shapes[i].name, best / 1e3,
+                   4.0 * (double)(shapes[i].in * shapes[i].out) / best);
+        else
+            printf("%-28s %10.1f %10.1f %7.1f%% %7.1f%%\n", shapes[i].name, best / 1e3, shapes[i].flop / best,
+                   100.0 * top, 100.0 * median);
         fflush(stdout);
     }
     return 0;
