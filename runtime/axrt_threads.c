@@ -7,8 +7,9 @@
  * count changes: creating threads per call cost more than a small layer's
  * work (R2, a batch-32 MLP, ran slower on 2 threads than on 1).  A call
  * publishes its job and wakes the workers with a new generation number;
- * workers spin briefly after each job (the next layer's call usually comes
- * within microseconds), then sleep on a condition variable.  The ranges
+ * workers poll for up to a millisecond of their own CPU time after each
+ * job (the next layer's call comes within microseconds, or some tens of
+ * them), then sleep on a condition variable.  The ranges
  * are claimed, one at a time, by whichever thread comes first, the caller
  * included, so a worker that has no core to run on (a loaded machine)
  * leaves its range to the caller instead of keeping it waiting; the caller
@@ -30,11 +31,10 @@
 #if defined(__unix__) && !defined(AXRT_NO_THREADS)
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 
 #define MAX_THREADS 256
-/* Polls before sleeping: some tens of microseconds, long enough for the
- * next layer's call, short enough not to hold a core that an
- * oversubscribed machine needs.  The first PAUSE_POLLS pause (40 to 150
+/* How a thread waits.  The first PAUSE_POLLS polls pause (40 to 150
  * cycles each on current x86 cores: some 2-5 us in all); the later ones
  * yield the core (a system call, well under a microsecond when no other
  * thread wants it).  When the machine has more runnable threads than
@@ -47,9 +47,24 @@
  * depthwise conv on 2 threads of an idle Xeon VM took 13-15 us at the
  * median (its minimum 8), with 100 it takes 9; on both cores loaded by
  * other work, R1's, R2's and R7's times on 2 threads are the same with 20
- * or 100. */
+ * or 100.
+ *
+ * The caller waiting for its job's ranges polls SPIN_POLLS times, then
+ * sleeps.  A worker waiting for the next job polls until it has spent
+ * WORKER_SPIN_NS of its own CPU time so, then sleeps: a model's layers that
+ * run on one thread (EfficientNet's squeeze-excitation: a pool, two small
+ * dense layers, a scale, some 20 us) outlast a few hundred polls, and a
+ * worker woken from sleep on a Xeon VM started its range some 60 us late,
+ * later than the caller would have finished both ranges (the 7x7x1152->192
+ * conv after such layers: 78 us on 2 threads, 140 us after a 40 us gap;
+ * EfficientNet-B0 on 2 threads 5.0 -> 4.7 ms).  Counting its own CPU time,
+ * not the clock, a worker on a loaded core, whose yields hand the core
+ * over for a time slice, keeps polling while it costs the others little:
+ * sleeping after 1 ms of the clock there took EfficientNet-B0 on 2
+ * threads, both cores busy with other work, from 16 to 27 ms. */
 #define SPIN_POLLS 300
 #define PAUSE_POLLS 100
+#define WORKER_SPIN_NS 1000000LL
 
 static int thread_count = 1;
 
@@ -82,6 +97,14 @@ static void cpu_relax(int poll)
 #endif
 }
 
+/* The calling thread's CPU time in nanoseconds (CLOCK_THREAD_CPUTIME_ID). */
+static long long thread_cpu_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
 /* Claims and runs ranges of the current job until none is left; the
  * thread finishing the last one wakes the caller. */
 static void run_claims(pool *p)
@@ -100,13 +123,17 @@ static void run_claims(pool *p)
     }
 }
 
-/* Waits for a generation other than seen; returns it (quit: 0). */
+/* Waits for a generation other than seen, polling until WORKER_SPIN_NS of
+ * this thread's CPU time has passed (the clock read every 16 yields), then
+ * sleeping; returns it (quit: 0). */
 static unsigned long next_job(pool *p, unsigned long seen)
 {
-    for (int i = 0; i < SPIN_POLLS; i++) {
+    const long long start = thread_cpu_ns();
+    for (int i = 0;; i++) {
         unsigned long g = __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE);
         if (g != seen) return g;
         cpu_relax(i);
+        if (i >= PAUSE_POLLS && i % 16 == 0 && thread_cpu_ns() - start > WORKER_SPIN_NS) break;
     }
     pthread_mutex_lock(&p->lock);
     while (!p->quit && __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE) == seen)
