@@ -39,7 +39,15 @@ static size_t rnn_scratch_bytes(const ir_node *n)
 
 /* The runtime's contract (axrt.h, axrt_dwconv.c): a depthwise conv
  * (groups == channels, one filter each), stride 1, output shaped as the
- * input, no residual, computed over its operand 0. */
+ * input, no residual, computed over its operand 0; and an image of at least
+ * DWCONV_INPLACE_RING_SHARE times the ring's rows.  The in-place kernel runs
+ * on one thread (its rows in order), where the other splits its rows over
+ * threads; on the small images of a network's last stages the memory it
+ * saves is small, and its ring of pad_top + 1 rows takes most of it back
+ * (EfficientNet-B0's 7x7x1152 5x5: a ring of 3 rows of 7, the arena no
+ * larger without it; out of place on a Xeon 37 us on 1 thread and 30 on 2,
+ * in place 40 and 42). */
+#define DWCONV_INPLACE_RING_SHARE 4
 bool cg_c_can_inplace(const ir_node *n, const ir_graph *g, int k)
 {
     if (k != 0 || n->op != IR_OP_conv || n->rank != 4 || n->attrs.residual != IR_NONE || n->quant ||
@@ -52,7 +60,7 @@ bool cg_c_can_inplace(const ir_node *n, const ir_graph *g, int k)
             return false;
     return x->dtype == n->dtype && a->groups == n->shape[3] && w->shape[1] == 1 &&
            a->stride[0] == 1 && a->stride[1] == 1 && a->kernel[0] <= AXRT_DWCONV_MAX_KH &&
-           a->pad[0] >= 0 && a->pad[1] >= 0;
+           a->pad[0] >= 0 && a->pad[1] >= 0 && n->shape[1] >= DWCONV_INPLACE_RING_SHARE * (a->pad[0] + 1);
 }
 
 /* ---- Winograd (the choice cg_select.c records as the weight's layout) ---- */

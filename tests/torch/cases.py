@@ -299,8 +299,8 @@ def dwconv_inplace_cases():
         layers = lambda kw=kw, kernel=kernel: {"0": T.ConvNHWC(3, 7, (1, 1), activation="relu"),
                                                "1": T.ConvNHWC(7, 7, kernel, groups=7, **kw),
                                                "2": T.ConvNHWC(7, 2, (1, 1))}
-        cases.append(layer(name, "x::Float32[2, 9, 11, 3]", body, layers,
-                           lambda m, x: m["2"](m["1"](m["0"](x))), {"x": ((2, 9, 11, 3), "normal")}))
+        cases.append(layer(name, "x::Float32[2, 13, 11, 3]", body, layers,
+                           lambda m, x: m["2"](m["1"](m["0"](x))), {"x": ((2, 13, 11, 3), "normal")}))
     name, args, kw, kernel = DWCONV_INPLACE[0]
     body = f"Conv((1, 1), 3 => 7, activation=relu)\nConv(({kernel[0]}, {kernel[1]}), 7 => 7, groups=7, {args})\nConv((1, 1), 7 => 2)"
     cases.append(layer("dwconv_inplace_f64", "x::Float64[2, 9, 11, 3]", body,
