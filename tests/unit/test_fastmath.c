@@ -1180,7 +1180,7 @@ typedef void mha_masked_fn(const float *, const float *, const float *, const fl
                            const float *, const float *, const float *, float *, float *,
                            const axrt_mha_params *);
 typedef size_t mha_scratch_fn(const axrt_mha_params *);
-enum { THREAD_KERNELS = 20, THREAD_X = 2 * 32 * 32 * 64 };
+enum { THREAD_KERNELS = 21, THREAD_X = 2 * 32 * 32 * 64 };
 
 enum { THREAD_W = 2000 * 600 };
 static float th_x[THREAD_X], th_w[THREAD_W], th_packed[THREAD_W], th_scratch[THREAD_X];   /* the threads test's operands */
@@ -1230,6 +1230,8 @@ static size_t threads_conv(int v, int kernel, float *y)
     const axrt_conv2d_params dp = {2, 32, 32, 64, 32, 32, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64};
     const axrt_conv2d_params big = {1, kernel == 16 ? 7 : 14, kernel == 16 ? 7 : 14, 256,
                                     kernel == 16 ? 7 : 14, kernel == 16 ? 7 : 14, 160, 3, 3, 1, 1, 1, 1, 1, 1, 1};
+    /* a weight in L2 of 10 panels over 7 pixel tiles: split in two halves */
+    const axrt_conv2d_params halves = {1, 7, 7, 64, 7, 7, 160, 1, 1, 1, 1, 1, 1, 0, 0, 1};
     switch (kernel) {
     case 2:
         ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &cp);
@@ -1239,6 +1241,10 @@ static size_t threads_conv(int v, int kernel, float *y)
         ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &big);
         ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, w, NULL, AXRT_ACT_NONE, y, &big);
         return (size_t)big.oh * big.ow * 160;
+    case 20:
+        ((pack_conv_fn *)symbol(v, "axrt_pack_conv2d_f32"))(w, packed, &halves);
+        ((conv_ep_fn *)symbol(v, "axrt_conv2d_packed_ep_f32"))(x, packed, w, x, AXRT_ACT_SWISH, y, &halves);
+        return 7 * 7 * 160;
     case 3:
         ((pack_conv_fn *)symbol(v, "axrt_pack_depthwise_f32"))(w, packed, &dp);
         ((conv_ep_fn *)symbol(v, "axrt_conv2d_depthwise_f32"))(x, packed, w, NULL, AXRT_ACT_RELU6, y, &dp);
@@ -1264,7 +1270,7 @@ static size_t threads_kernel(int v, int kernel, float *y)
         return rows * out;
     }
     switch (kernel) {
-    case 2: case 3: case 16: case 17: return threads_conv(v, kernel, y);
+    case 2: case 3: case 16: case 17: case 20: return threads_conv(v, kernel, y);
     case 4: /* 16 * 64 * 1024 exceeds the threads' threshold */
         fill(x, THREAD_X, -30, 30, 98);
         ((softmax_fn *)symbol(v, "axrt_softmax_f32"))(x, y, 64, 1024, 1);

@@ -169,7 +169,8 @@ static void check_conv(int n, int hw, int c, int oc, int k, int stride, int pad)
 /* 1x1 stride 2 on one channel (K = 1) and on 64; output channels 1, 16,
  * 40 (two full panels and a narrow one) and 64; a 3x3 and a stem-like 7x7
  * stride 2 on 3 channels (a tap row a segment, clipped pixels patched);
- * two images; pixel counts that leave short last tiles. */
+ * two images; pixel counts that leave short last tiles; 80 outputs over 36
+ * pixels, the columns in two blocks of 48 and 32 (conv_column_block). */
 static void test_conv_edges(void **state)
 {
     (void)state;
@@ -181,6 +182,7 @@ static void test_conv_edges(void **state)
     check_conv(2, 6, 2, 48, 3, 2, 1);
     check_conv(1, 23, 3, 64, 7, 2, 3);
     check_conv(1, 13, 3, 40, 7, 2, 3);
+    check_conv(1, 6, 16, 80, 3, 1, 1);
 }
 
 /* axrt_conv2d_scaled_f32 (runtime/axrt_conv_scaled.c) against conv_ref of
