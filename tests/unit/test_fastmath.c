@@ -1082,25 +1082,35 @@ static void test_conv_padding_exact(void **state)
  * each channel summed over the pixels in order from 0.0f, then divided by
  * their count (none when there is one), bit-identical; 37 channels (a
  * block and a tail) and 133 (more than one pass of registers holds), NaN,
- * infinities and signed zeros, and one pixel. */
+ * infinities and signed zeros, and one pixel; and 2500 pixels, which
+ * pool_chunks (axrt_kernels.inc) folds in three runs of pixels, each summed
+ * so, the runs' sums added in order. */
 typedef void globalpool_fn(const float *, float *, size_t, size_t, size_t);
 
 static void test_globalmeanpool_exact(void **state)
 {
-    enum { N = 2, HW = 29, CMAX = 133 };
+    enum { N = 2, HW = 2500, CMAX = 133 };
+    static const int hws[3] = {1, 29, HW}; /* 2500: 3 runs of 834, 833, 833 pixels */
     static float x[N * HW * CMAX], y[N * CMAX], want[N * CMAX];
     (void)state;
     for (int C = 37; C <= CMAX; C += CMAX - 37)
-        for (int hw = 1; hw <= HW; hw += HW - 1)
+        for (int h = 0; h < 3; h++)
             for (int v = 0; v < n_variants; v++) {
+                const int hw = hws[h], runs = hw == HW ? 3 : 1;
+                const int bounds[4] = {0, hw == HW ? 834 : hw, 1667, 2500};
                 fill(x, N * HW * C, -3, 3, 63);
-                for (int i = 0; i < N * HW * C; i += 17)
+                for (int i = 0; i < N * HW * C; i++) x[i] *= 0.70710678f; /* full mantissas: sums round */
+                for (int i = 0; i < 29 * C; i += 17) /* in the first image's first 29 pixels */
                     x[i] = (i / 17) % 3 == 0 ? NAN : (i / 17) % 3 == 1 ? -0.0f : INFINITY;
                 for (int n = 0; n < N; n++)
                     for (int c = 0; c < C; c++) {
-                        float sum = 0.0f;
-                        for (int px = 0; px < hw; px++) sum += x[((size_t)n * hw + px) * C + c];
-                        want[n * C + c] = hw == 1 ? sum : sum / (float)hw;
+                        float total = 0.0f;
+                        for (int r = 0; r < runs; r++) {
+                            float sum = 0.0f;
+                            for (int px = bounds[r]; px < bounds[r + 1]; px++) sum += x[((size_t)n * hw + px) * C + c];
+                            total = r ? total + sum : sum;
+                        }
+                        want[n * C + c] = hw == 1 ? total : total / (float)hw;
                     }
                 ((globalpool_fn *)symbol(v, "axrt_globalmeanpool_f32"))(x, y, N, hw, C);
                 assert_same_bits(y, want, N * C, "globalmeanpool", v);
@@ -1300,8 +1310,8 @@ static size_t threads_kernel(int v, int kernel, float *y)
         ((bcast_fn *)symbol(v, "axrt_mul_bcast_f32"))(x, sa, w, sb, y, shape, 4);
         return 2 * 30 * 35 * 37;
     }
-    default:
-        ((globalpool_fn *)symbol(v, "axrt_globalmeanpool_f32"))(x, y, 2, 1000, 40);
+    default: /* two images of two runs of pixels (pool_chunks) */
+        ((globalpool_fn *)symbol(v, "axrt_globalmeanpool_f32"))(x, y, 2, 1500, 40);
         return 2 * 40;
     }
 }
