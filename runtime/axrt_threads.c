@@ -97,11 +97,13 @@ static void cpu_relax(int poll)
 #endif
 }
 
-/* The calling thread's CPU time in nanoseconds (CLOCK_THREAD_CPUTIME_ID). */
+/* The calling thread's CPU time in nanoseconds (CLOCK_THREAD_CPUTIME_ID),
+ * or -1 where that clock is unavailable. */
 static long long thread_cpu_ns(void)
 {
     struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0)
+        return -1;
     return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
@@ -124,16 +126,19 @@ static void run_claims(pool *p)
 }
 
 /* Waits for a generation other than seen, polling until WORKER_SPIN_NS of
- * this thread's CPU time has passed (the clock read every 16 yields), then
- * sleeping; returns it (quit: 0). */
+ * this thread's CPU time has passed (the clock read every 16 yields; without
+ * that clock, SPIN_POLLS polls), then sleeping; returns it (quit: 0). */
 static unsigned long next_job(pool *p, unsigned long seen)
 {
     const long long start = thread_cpu_ns();
-    for (int i = 0;; i++) {
+    for (long i = 0;; i++) {
         unsigned long g = __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE);
         if (g != seen) return g;
-        cpu_relax(i);
-        if (i >= PAUSE_POLLS && i % 16 == 0 && thread_cpu_ns() - start > WORKER_SPIN_NS) break;
+        cpu_relax(i < PAUSE_POLLS ? (int)i : PAUSE_POLLS);
+        if (i >= PAUSE_POLLS && i % 16 == 0) {
+            const long long now = start < 0 ? -1 : thread_cpu_ns();
+            if (now < 0 ? i >= SPIN_POLLS : now - start > WORKER_SPIN_NS) break;
+        }
     }
     pthread_mutex_lock(&p->lock);
     while (!p->quit && __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE) == seen)
