@@ -86,17 +86,6 @@ typedef struct pool {
 static pool the_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
                         PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, NULL, NULL, 0, {0}};
 
-static void cpu_relax(int poll)
-{
-    if (poll >= PAUSE_POLLS) {
-        sched_yield();
-        return;
-    }
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 /* The calling thread's CPU time in nanoseconds (CLOCK_THREAD_CPUTIME_ID),
  * or -1 where that clock is unavailable. */
 static long long thread_cpu_ns(void)
@@ -105,6 +94,40 @@ static long long thread_cpu_ns(void)
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0)
         return -1;
     return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* One wait's polls so far, and the waiting thread's CPU time at its start
+ * (-1: the wait counts SPIN_POLLS polls). */
+typedef struct spin {
+    long polls;
+    long long start;
+} spin;
+
+static spin spin_start(int by_cpu_time)
+{
+    spin s = {0, by_cpu_time ? thread_cpu_ns() : -1};
+    return s;
+}
+
+/* Pauses or yields once (see above); whether to poll again, else sleep:
+ * until WORKER_SPIN_NS of the thread's CPU time have passed (the clock read
+ * every 16 yields), or SPIN_POLLS polls where the wait counts them. */
+static int spin_again(spin *s)
+{
+    long long now;
+    if (s->polls++ < PAUSE_POLLS) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        return 1;
+    }
+    sched_yield();
+    if (s->start < 0)
+        return s->polls < SPIN_POLLS;
+    if (s->polls % 16)
+        return 1;
+    now = thread_cpu_ns();
+    return now < 0 ? s->polls < SPIN_POLLS : now - s->start <= WORKER_SPIN_NS;
 }
 
 /* Claims and runs ranges of the current job until none is left; the
@@ -125,21 +148,15 @@ static void run_claims(pool *p)
     }
 }
 
-/* Waits for a generation other than seen, polling until WORKER_SPIN_NS of
- * this thread's CPU time has passed (the clock read every 16 yields; without
- * that clock, SPIN_POLLS polls), then sleeping; returns it (quit: 0). */
+/* Waits for a generation other than seen, polling by its CPU time
+ * (spin_again), then sleeping; returns it (quit: 0). */
 static unsigned long next_job(pool *p, unsigned long seen)
 {
-    const long long start = thread_cpu_ns();
-    for (long i = 0;; i++) {
+    spin s = spin_start(1);
+    do {
         unsigned long g = __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE);
         if (g != seen) return g;
-        cpu_relax(i < PAUSE_POLLS ? (int)i : PAUSE_POLLS);
-        if (i >= PAUSE_POLLS && i % 16 == 0) {
-            const long long now = start < 0 ? -1 : thread_cpu_ns();
-            if (now < 0 ? i >= SPIN_POLLS : now - start > WORKER_SPIN_NS) break;
-        }
-    }
+    } while (spin_again(&s));
     pthread_mutex_lock(&p->lock);
     while (!p->quit && __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE) == seen)
         pthread_cond_wait(&p->wake, &p->lock);
@@ -157,13 +174,14 @@ static void *worker(void *arg)
     return NULL;
 }
 
-/* Waits until all parts ranges of the job have run. */
+/* Waits until all parts ranges of the job have run, polling SPIN_POLLS
+ * times (spin_again), then sleeping. */
 static void wait_done(pool *p, size_t parts)
 {
-    for (int i = 0; i < SPIN_POLLS; i++) {
+    spin s = spin_start(0);
+    do {
         if (__atomic_load_n(&p->finished, __ATOMIC_ACQUIRE) == parts) return;
-        cpu_relax(i);
-    }
+    } while (spin_again(&s));
     pthread_mutex_lock(&p->lock);
     while (__atomic_load_n(&p->finished, __ATOMIC_ACQUIRE) != parts)
         pthread_cond_wait(&p->done, &p->lock);
