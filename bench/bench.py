@@ -74,6 +74,11 @@ ROW_INFO = {
 # Elementwise rows whose FLOP the hooks in torch_rows.count_flop do not see.
 ELEMENTWISE_FLOP = {"R5": 8 * 32 * 768, "R6": 4 * 32 * 10000}
 GEMM_BOUND = ("R2", "R3", "R4", "M1", "M4")
+# Rows whose FLOP are matrix products only, the same for every algorithm a
+# peer may choose (no convolution, where Winograd does fewer): a peer faster
+# than the measured FMA peak on one of them did not run float32 FMAs of the
+# probed instruction set alone.
+MATMUL_ROWS = ("R1", "R2", "R4", "M4")
 # --isa avx2: each system's own switch that holds it to AVX2 (on an AVX-512
 # machine: the AVX2 table of every system that has one): the environment every
 # worker inherits, XLA's flag, and what the report says was held and not.
@@ -444,6 +449,19 @@ def efficiency_table(medians, flop, peak, triad, gen_dir):
     return lines
 
 
+def above_peak(medians, flop, peak, threads):
+    """A line naming each peer that ran a MATMUL_ROWS row faster than
+    `threads` cores at the measured FMA peak allow, or [] when none did."""
+    if not peak:
+        return []
+    faster = [f"{TITLES[s]} on {row} ({flop[row] / t[s]:.0f} GFLOP/s)" for row, t in medians.items()
+              if row in MATMUL_ROWS for s in PEERS if s in t and flop[row] / t[s] > peak * threads]
+    if not faster:
+        return []
+    return [f"Faster than {threads} x the measured FMA peak ({peak * threads:.0f} GFLOP/s), so not float32 "
+            f"FMAs of the probed instruction set alone: {'; '.join(faster)}.", ""]
+
+
 def report(head, checks, medians_by_threads, flop, peak, triad, gen_dir):
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"# axc benchmark, {now}", "", *head, "",
@@ -454,7 +472,7 @@ def report(head, checks, medians_by_threads, flop, peak, triad, gen_dir):
         lines += [f"## {threads} thread{'s' if threads > 1 else ''}: median time per run; "
                   "a wrong result is marked", "", *time_table(checks[threads], medians), "",
                   f"Ratio peer time / axc time ({threads} thread{'s' if threads > 1 else ''}; > 1: axc is faster):",
-                  "", *ratio_table(medians, checks[threads]), ""]
+                  "", *ratio_table(medians, checks[threads]), "", *above_peak(medians, flop, peak, threads)]
     if 1 in medians_by_threads:
         lines += ["## axc efficiency, 1 thread (FLOP: multiply-adds x 2 of matrix products and convolutions; "
                   "bytes: parameters + input + output for the memory-bound rows R1, R5, R6, R7)", "",

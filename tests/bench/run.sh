@@ -17,6 +17,21 @@ trap 'rm -rf "$work"' EXIT
 "$PYTHON" "$root/bench/precision.py" --smoke --axc "$build/bin/axc" 2>"$work/precision.log" ||
     { echo "FAIL: bench precision --smoke"; tail -n 15 "$work/precision.log" | sed 's/^/  /'; }
 
+# The report's above-peak line: a peer faster than threads x the FMA peak on
+# a matrix-product row is named, one at the peak or on a conv row is not.
+if "$PYTHON" - "$root/bench" <<'EOF' >"$work/peak.log" 2>&1
+import sys
+sys.path.insert(0, sys.argv[1])
+import bench
+medians = {"R4": {"axc": 20e6, "openvino": 10e6, "onnxruntime": 20e6}, "R3": {"axc": 1e6, "onednn": 1e3}}
+flop = {"R4": 2e9, "R3": 1e9}  # R4: OpenVINO 200 GFLOP/s, ONNX Runtime 100; R3 a conv row
+line = bench.above_peak(medians, flop, 150.0, 1)
+assert len(line) == 2 and "OpenVINO on R4 (200 GFLOP/s)" in line[0] and "ONNX Runtime" not in line[0], line
+assert bench.above_peak(medians, flop, 100.0, 2) == [] and bench.above_peak(medians, flop, 0.0, 1) == []
+EOF
+then echo "PASS: bench report names peers above the FMA peak"
+else echo "FAIL: bench report names peers above the FMA peak"; sed 's/^/  /' "$work/peak.log"; fi
+
 if ! "$PYTHON" -c "import torch, torchvision" >/dev/null 2>&1; then
     echo "SKIP: bench smoke (needs $PYTHON with torch and torchvision)"
     exit 0
