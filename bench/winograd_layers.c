@@ -24,16 +24,28 @@ static void fill(float *v, size_t n)
     for (size_t i = 0; i < n; i++) v[i] = (float)((int)(i * 7919 % 2001) - 1000) / 1000.0f;
 }
 
+/* n floats on a 64-byte boundary, as a model's weights and arena are
+   (malloc's 16 split every 512-bit load of a packed weight in two lines) */
+static float *floats(size_t n)
+{
+    float *v = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    if (!v) {
+        fprintf(stderr, "winograd_layers: out of memory\n");
+        exit(1);
+    }
+    return v;
+}
+
 /* best seconds a call of kind (0 direct, 2 / 4 Winograd F(m,3)) */
 static double best_of(int kind, const float *x, const float *wt, const float *bias, float *y, const axrt_conv2d_params *p)
 {
     float *packed, *scratch = NULL;
     if (kind) {
-        packed = malloc(axrt_winograd_packed_elems(p, kind) * sizeof *packed);
-        scratch = malloc(axrt_winograd_scratch_elems(p, kind) * sizeof *scratch);
+        packed = floats(axrt_winograd_packed_elems(p, kind));
+        scratch = floats(axrt_winograd_scratch_elems(p, kind));
         axrt_pack_winograd_f32(wt, packed, p, kind);
     } else {
-        packed = malloc((size_t)p->oc * p->c * 9 * sizeof *packed);
+        packed = floats((size_t)p->oc * p->c * 9);
         axrt_pack_conv2d_f32(wt, packed, p);
     }
     double best = 1e9;
@@ -62,7 +74,7 @@ int main(void)
         const int hw = shapes[s][0], c = shapes[s][1];
         const axrt_conv2d_params p = {1, hw, hw, c, hw, hw, c, 3, 3, 1, 1, 1, 1, 1, 1, 1};
         const size_t nx = (size_t)hw * hw * c, nw = (size_t)c * c * 9;
-        float *x = malloc(nx * sizeof *x), *y = malloc(nx * sizeof *y), *w = malloc(nw * sizeof *w);
+        float *x = floats(nx), *y = floats(nx), *w = floats(nw);
         float *bias = calloc((size_t)c, sizeof *bias);
         fill(x, nx), fill(w, nw);
         const double d = best_of(0, x, w, bias, y, &p), w2 = best_of(2, x, w, bias, y, &p), w4 = best_of(4, x, w, bias, y, &p);
