@@ -72,13 +72,15 @@ bool cg_c_can_inplace(const ir_node *n, const ir_graph *g, int k)
  * channels and enough tiles (bench/winograd_layers.c measured the thresholds, docs/performance.md).
  * Each call reads all of U (alpha^2 c oc floats, from memory in a whole
  * model) for tiles x alpha^2 c oc multiply-adds: under 16 tiles a weight
- * element serves too few of them.  Where F(4,3) has under 16 tiles and
- * F(2,3) (16 multiply-adds per 4 outputs, a weight 16/9 of direct's) has 16
- * or more (7x7 and 8x8 images), F(2,3) wins at 256 channels and more: 7x7x512
- * 2.3 ms against direct's 3.4 and F(4,3)'s 3.6 (AVX-512 Zen 4); at 64 it lost. */
+ * element serves too few of them.  F(2,3) (16 multiply-adds per 4 outputs, a
+ * weight 16/9 of direct's) is not taken: at 7x7x512 (16 tiles), a whole
+ * ResNet-18 on one thread of an AVX-512 Xeon, its 16.8 MB from memory took
+ * 1.9-2.2 ms a layer where direct's 9.4 MB take 1.3-1.6 (direct's column
+ * blocks of three panels, runtime CONV_MIN_BLOCK_PANELS); on AVX2, bound by
+ * its multiply-adds, F(2,3) is 3 % ahead (2.37 against 2.45 ms).  At 64 and
+ * 256 channels direct was ahead on both.  --conv-algo=winograd2 forces it. */
 #define WINOGRAD_MIN_CHANNELS 32
 #define WINOGRAD_MIN_TILES 16   /* 14x14 images and up for F(4,3) */
-#define WINOGRAD2_MIN_CHANNELS 256
 static int64_t winograd_tiles(const ir_node *n, int m)
 {
     return n->shape[0] * ((n->shape[1] + m - 1) / m) * ((n->shape[2] + m - 1) / m);
@@ -86,11 +88,8 @@ static int64_t winograd_tiles(const ir_node *n, int m)
 static int winograd_choice(const ir_node *x, const ir_node *n)
 {
     const int64_t c = x->shape[3], oc = n->shape[3];
-    if (c >= WINOGRAD_MIN_CHANNELS && oc >= WINOGRAD_MIN_CHANNELS && winograd_tiles(n, 4) >= WINOGRAD_MIN_TILES)
-        return 4;
-    if (c >= WINOGRAD2_MIN_CHANNELS && oc >= WINOGRAD2_MIN_CHANNELS && winograd_tiles(n, 2) >= WINOGRAD_MIN_TILES)
-        return 2;
-    return 0;
+    return c >= WINOGRAD_MIN_CHANNELS && oc >= WINOGRAD_MIN_CHANNELS && winograd_tiles(n, 4) >= WINOGRAD_MIN_TILES
+               ? 4 : 0;
 }
 
 int cg_winograd_m(ir_layout layout)
@@ -110,7 +109,7 @@ int cg_conv_winograd(const ir_graph *g, const ir_node *n)
         a->pad[0] < 0 || a->pad[1] < 0 || a->pad[2] < 0 || a->pad[3] < 0 || x->rank != 4 || x->rows_fused ||
         cg_c_can_inplace(n, g, 0))   /* one channel: the depthwise kernels' */
         return 0;
-    return g->conv_algo == IR_CONV_WINOGRAD ? 4 : winograd_choice(x, n);
+    return g->conv_algo == IR_CONV_WINOGRAD ? 4 : g->conv_algo == IR_CONV_WINOGRAD2 ? 2 : winograd_choice(x, n);
 }
 
 /* A float32 conv on a param weight of kh x kw, no residual, whose fused

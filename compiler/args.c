@@ -59,7 +59,8 @@ static const char usage_text[] =
     "  --blas=openblas         float32 dense and matmul call OpenBLAS's cblas_sgemm\n"
     "                          (the generated code then links -lopenblas; axc --train too)\n"
     "  --conv-algo=ALGO        3x3 stride-1 float32 convs: direct, winograd (F(4x4,3x3)\n"
-    "                          wherever it applies) or auto (default: where it is faster)\n"
+    "                          wherever it applies), winograd2 (F(2x2,3x3), the smaller\n"
+    "                          error) or auto (default: F(4x4,3x3) where it is faster)\n"
     "  --quantize=int8         int8 post-training quantisation of dense and conv layers,\n"
     "  --calibrate NAME=FILE.npy  with ranges observed on these inputs (samples along dim 0)\n"
     "\n"
@@ -390,8 +391,9 @@ static int set_conv_algo(axc_opts *o, const char *v)
     if (!strcmp(v, "auto")) o->conv_algo = IR_CONV_AUTO;
     else if (!strcmp(v, "direct")) o->conv_algo = IR_CONV_DIRECT;
     else if (!strcmp(v, "winograd")) o->conv_algo = IR_CONV_WINOGRAD;
+    else if (!strcmp(v, "winograd2")) o->conv_algo = IR_CONV_WINOGRAD2;
     else {
-        axc_fail("unknown convolution algorithm '%s' (expected direct, winograd or auto)", v);
+        axc_fail("unknown convolution algorithm '%s' (expected direct, winograd, winograd2 or auto)", v);
         return -1;
     }
     return 0;

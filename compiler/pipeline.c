@@ -163,9 +163,9 @@ static ir_conv_algo conv_algo_of(ax_ctx *ctx, const axc_opts *o, const ir_graph 
 {
     if (!o->ram_budget)
         return o->conv_algo;
-    if (o->conv_algo == IR_CONV_WINOGRAD)
-        ax_warning(ctx, g->loc, "--conv-algo=winograd is not applied under --ram: model '%s' runs its "
-                   "convolutions direct", g->name);
+    if (o->conv_algo == IR_CONV_WINOGRAD || o->conv_algo == IR_CONV_WINOGRAD2)
+        ax_warning(ctx, g->loc, "--conv-algo=%s is not applied under --ram: model '%s' runs its "
+                   "convolutions direct", o->conv_algo == IR_CONV_WINOGRAD ? "winograd" : "winograd2", g->name);
     return IR_CONV_DIRECT;
 }
 

@@ -122,15 +122,17 @@ check_ram_budget() {
 }
 
 # --conv-algo (docs/performance.md#winograd-convolution): auto takes Winograd on
-# R3's 64-channel layers and not on 16 channels, F(2x2,3x3) on a 7x7x256
-# image (F(4,3) would have 4 tiles) and direct on a 7x7x64 one; direct and
-# winograd force it (winograd: F(4x4,3x3)).
+# R3's 64-channel layers and not on 16 channels, nor on 7x7 images (F(4,3)
+# would have 4 tiles; F(2x2,3x3) only where forced); direct, winograd
+# (F(4x4,3x3)) and winograd2 (F(2x2,3x3)) force it.
 check_conv_algo() {
     local r3=$root/examples/r3_resnet_block.ax narrow=$tmp/narrow.ax small=$tmp/small.ax thin=$tmp/thin.ax
     printf '@axiom narrow(x::Float32[1, 28, 28, 16]) begin\n    Conv((3, 3), 16 => 16, pad=1)\nend\n' >"$narrow"
     printf '@axiom small(x::Float32[1, 7, 7, 256]) begin\n    Conv((3, 3), 256 => 256, pad=1)\nend\n' >"$small"
     printf '@axiom thin(x::Float32[1, 7, 7, 64]) begin\n    Conv((3, 3), 64 => 64, pad=1)\nend\n' >"$thin"
-    "$AXC" "$small" --emit=ir | grep -q 'layout=winograd_f2x2_panels' || { echo "auto: 7x7x256 not on F(2,3)"; return 1; }
+    ! "$AXC" "$small" --emit=ir | grep -q winograd || { echo "auto: Winograd on a 7x7x256 image"; return 1; }
+    "$AXC" "$small" --emit=ir --conv-algo=winograd2 | grep -q 'layout=winograd_f2x2_panels' ||
+        { echo "--conv-algo=winograd2: 7x7x256 not on F(2,3)"; return 1; }
     "$AXC" "$small" --emit=ir --conv-algo=winograd | grep -q 'layout=winograd_f4x4_panels' ||
         { echo "--conv-algo=winograd: 7x7x256 not on F(4,3)"; return 1; }
     ! "$AXC" "$thin" --emit=ir | grep -q winograd || { echo "auto: Winograd on a 7x7x64 image"; return 1; }

@@ -652,15 +652,15 @@ WINOGRAD = [  # (name, input NHWC, cout, pad, activation, residual, --conv-algo)
     ("winograd_odd_channels_residual", (1, 9, 14, 19), 19, 1, "relu", True, "winograd"),
     ("winograd_wide_relu6", (1, 28, 28, 64), 48, 1, "relu6", False, "winograd"),
     ("winograd_tiny", (1, 3, 5, 4), 6, 0, "identity", False, "winograd"),
-    # F(2x2,3x3), which auto takes where F(4,3) has under 16 tiles (ResNet-18's 7x7x512 layers)
-    ("winograd_f2_auto_residual", (1, 7, 7, 256), 256, 1, "relu", True, "auto"),
-    ("winograd_f2_auto_partial", (1, 10, 9, 256), 264, 0, "identity", False, "auto"),
+    # F(2x2,3x3), forced (--conv-algo=winograd2; auto takes direct on these few-tile images)
+    ("winograd_f2_residual", (1, 7, 7, 256), 256, 1, "relu", True, "winograd2"),
+    ("winograd_f2_partial", (1, 10, 9, 256), 264, 0, "identity", False, "winograd2"),
 ]
 
 
 def winograd_cases(root):
     """3x3 stride-1 convs forced through Winograd F(4x4,3x3)
-    (--conv-algo=winograd), or on F(2x2,3x3) under auto: partial tiles,
+    (--conv-algo=winograd), or F(2x2,3x3) (--conv-algo=winograd2): partial tiles,
     padding 0 and 1, channel counts off the vector width, the
     bias/activation/residual epilogue; then the
     ResNet block forced both ways.  (torchvision_resnet18 runs its 64-channel
