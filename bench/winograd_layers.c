@@ -2,15 +2,18 @@
  * F(4x4,3x3) and F(2x2,3x3) (axrt_conv2d_winograd_f32) on the 3x3 stride-1
  * layers of ResNet-18 at 224x224 and smaller images of the same channel
  * counts: the figures behind the cost model of --conv-algo=auto
- * (codegen/cg_select.c winograd_wins).  One thread, the ISA the runtime
+ * (codegen/cg_c_target.c winograd_choice).  One thread, the ISA the runtime
  * picks (AXRT_ISA forces one); best of 5 rounds of process CPU time.  Not a test.
- *   cc -O2 -Iruntime bench/winograd_layers.c build/lib/libaxrt.a -lm -lpthread */
+ * Tensors from the harness's bench_floats (64-byte boundaries, as a model's
+ * weights and arena are: malloc's 16 split every 512-bit weight load).
+ *   cc -O2 -Iruntime -Ibench bench/winograd_layers.c bench/safetensors.c build/lib/libaxrt.a -lm -lpthread */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "axrt.h"
+#include "harness.h"
 
 static double now(void)
 {
@@ -24,28 +27,16 @@ static void fill(float *v, size_t n)
     for (size_t i = 0; i < n; i++) v[i] = (float)((int)(i * 7919 % 2001) - 1000) / 1000.0f;
 }
 
-/* n floats on a 64-byte boundary, as a model's weights and arena are
-   (malloc's 16 split every 512-bit load of a packed weight in two lines) */
-static float *floats(size_t n)
-{
-    float *v = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
-    if (!v) {
-        fprintf(stderr, "winograd_layers: out of memory\n");
-        exit(1);
-    }
-    return v;
-}
-
 /* best seconds a call of kind (0 direct, 2 / 4 Winograd F(m,3)) */
 static double best_of(int kind, const float *x, const float *wt, const float *bias, float *y, const axrt_conv2d_params *p)
 {
     float *packed, *scratch = NULL;
     if (kind) {
-        packed = floats(axrt_winograd_packed_elems(p, kind));
-        scratch = floats(axrt_winograd_scratch_elems(p, kind));
+        packed = bench_floats(axrt_winograd_packed_elems(p, kind));
+        scratch = bench_floats(axrt_winograd_scratch_elems(p, kind));
         axrt_pack_winograd_f32(wt, packed, p, kind);
     } else {
-        packed = floats((size_t)p->oc * p->c * 9);
+        packed = bench_floats((size_t)p->oc * p->c * 9);
         axrt_pack_conv2d_f32(wt, packed, p);
     }
     double best = 1e9;
@@ -74,7 +65,7 @@ int main(void)
         const int hw = shapes[s][0], c = shapes[s][1];
         const axrt_conv2d_params p = {1, hw, hw, c, hw, hw, c, 3, 3, 1, 1, 1, 1, 1, 1, 1};
         const size_t nx = (size_t)hw * hw * c, nw = (size_t)c * c * 9;
-        float *x = floats(nx), *y = floats(nx), *w = floats(nw);
+        float *x = bench_floats(nx), *y = bench_floats(nx), *w = bench_floats(nw);
         float *bias = calloc((size_t)c, sizeof *bias);
         fill(x, nx), fill(w, nw);
         const double d = best_of(0, x, w, bias, y, &p), w2 = best_of(2, x, w, bias, y, &p), w4 = best_of(4, x, w, bias, y, &p);
