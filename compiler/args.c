@@ -388,15 +388,13 @@ static const struct { value_opt id; size_t field; } string_values[] = {
 
 static int set_conv_algo(axc_opts *o, const char *v)
 {
-    if (!strcmp(v, "auto")) o->conv_algo = IR_CONV_AUTO;
-    else if (!strcmp(v, "direct")) o->conv_algo = IR_CONV_DIRECT;
-    else if (!strcmp(v, "winograd")) o->conv_algo = IR_CONV_WINOGRAD;
-    else if (!strcmp(v, "winograd2")) o->conv_algo = IR_CONV_WINOGRAD2;
-    else {
-        axc_fail("unknown convolution algorithm '%s' (expected direct, winograd, winograd2 or auto)", v);
-        return -1;
-    }
-    return 0;
+    for (int a = 0; a < IR_CONV_ALGO_COUNT; a++)
+        if (!strcmp(v, ir_conv_algo_names[a])) {
+            o->conv_algo = (ir_conv_algo)a;
+            return 0;
+        }
+    axc_fail("unknown convolution algorithm '%s' (expected direct, winograd, winograd2 or auto)", v);
+    return -1;
 }
 
 static int set_value(axc_opts *o, value_opt id, const char *v)

@@ -165,7 +165,7 @@ static ir_conv_algo conv_algo_of(ax_ctx *ctx, const axc_opts *o, const ir_graph 
         return o->conv_algo;
     if (o->conv_algo == IR_CONV_WINOGRAD || o->conv_algo == IR_CONV_WINOGRAD2)
         ax_warning(ctx, g->loc, "--conv-algo=%s is not applied under --ram: model '%s' runs its "
-                   "convolutions direct", o->conv_algo == IR_CONV_WINOGRAD ? "winograd" : "winograd2", g->name);
+                   "convolutions direct", ir_conv_algo_names[o->conv_algo], g->name);
     return IR_CONV_DIRECT;
 }
 

@@ -27,6 +27,11 @@ const char *const ir_layout_names[IR_LAYOUT_COUNT] = {
     [IR_LAYOUT_WINOGRAD2] = "winograd_f2x2_panels",
 };
 
+const char *const ir_conv_algo_names[IR_CONV_ALGO_COUNT] = {
+    [IR_CONV_AUTO] = "auto", [IR_CONV_DIRECT] = "direct", [IR_CONV_WINOGRAD] = "winograd",
+    [IR_CONV_WINOGRAD2] = "winograd2",
+};
+
 const ir_target_info ir_targets[IR_TARGET_COUNT] = {
 #define TARGET(name) [IR_TARGET_##name] = {#name},
 #include "targets.def"

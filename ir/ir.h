@@ -127,7 +127,10 @@ extern const char *const ir_layout_names[IR_LAYOUT_COUNT];
 /* --conv-algo: AUTO (the default) lets a cost model pick Winograd F(4x4,3x3)
  * for the 3x3 stride-1 convs where it wins; DIRECT never, WINOGRAD F(4x4,3x3)
  * and WINOGRAD2 F(2x2,3x3) (the smaller error) wherever they apply. */
-typedef enum ir_conv_algo { IR_CONV_AUTO, IR_CONV_DIRECT, IR_CONV_WINOGRAD, IR_CONV_WINOGRAD2 } ir_conv_algo;
+typedef enum ir_conv_algo {
+    IR_CONV_AUTO, IR_CONV_DIRECT, IR_CONV_WINOGRAD, IR_CONV_WINOGRAD2, IR_CONV_ALGO_COUNT
+} ir_conv_algo;
+extern const char *const ir_conv_algo_names[IR_CONV_ALGO_COUNT]; /* as --conv-algo spells them */
 
 /* How messages of the middle end name a node the way the user wrote it.
  * The front end that built the graph hangs its own on it (the .ax one:
