@@ -182,6 +182,25 @@ int ox_param(ox_state *s, const double *values, int rank, const int64_t *shape, 
     return id;
 }
 
+/* Whether perm keeps x's dimensions longer than 1 in their order: it then
+ * moves no element, and the transpose is a reshape (which the IR aliases
+ * to x's buffer instead of copying: BERT's [1, 128, 768] <-> [128, 1, 768]
+ * around PyTorch's exported attention). */
+static bool moves_only_unit_dims(const ir_node *x, const int *perm, int rank)
+{
+    int last = -1;
+    if (x->rank != rank)
+        return false;
+    for (int i = 0; i < rank; i++) {
+        if (x->shape[perm[i]] == 1)
+            continue;
+        if (perm[i] < last)
+            return false;
+        last = perm[i];
+    }
+    return true;
+}
+
 int ox_transpose(ox_state *s, int x, const int *perm, int rank)
 {
     const ir_node *in = ir_at(s->g, x);
@@ -194,6 +213,13 @@ int ox_transpose(ox_state *s, int x, const int *perm, int rank)
     bool identity = true;
     for (int i = 0; i < rank; i++) identity &= perm[i] == i;
     if (identity) return x;
+    const ir_node *xn = ir_at(s->g, x);
+    if (moves_only_unit_dims(xn, perm, rank)) {
+        ir_attrs r = ir_attrs_unset();
+        r.nnewshape = rank;
+        for (int i = 0; i < rank; i++) r.newshape[i] = xn->shape[perm[i]];
+        return ox_add(s, IR_OP_reshape, &x, 1, &r);
+    }
     ir_attrs a = ir_attrs_unset();
     a.nperm = rank;
     memcpy(a.perm, perm, sizeof *perm * (size_t)rank);

@@ -1,6 +1,6 @@
 """ONNX ops imported onto the IR's own ops (frontend/onnx_ops.c): ConvTranspose
 -> conv_transpose, Resize/Upsample -> upsample, InstanceNormalization ->
-groupnorm, Clip/Max/Min -> max/min; and the importer's checks of Mod and
+groupnorm, Clip/Max/Min -> max/min, a Transpose of unit dims -> reshape; and the importer's checks of Mod and
 Split.  Then `--emit=ax` (docs/onnx.md): each model written back as .ax
 plus its --save-weights file must compute the same through `axc run` on the
 .ax, or be refused with a located error and no output file (constant tensors
@@ -109,6 +109,14 @@ def specials(shape):
     x = rand(*shape) * 4
     x.flat[:4] = [np.inf, -np.inf, 1e30, -1e30]
     return x
+
+
+def transpose_unit_dims():
+    """A Transpose that only moves dims of size 1 ([1, 4, 6] -> [4, 1, 6]) is a reshape: no copy."""
+    x = rand(1, 4, 6)
+    node = helper.make_node("Transpose", ["x"], ["y"], name="unit", perm=[1, 0, 2])
+    want = np.transpose(x, (1, 0, 2))
+    return model([node], [("x", x.shape)], [("y", want.shape)]), {"x": x}, want, "reshape"
 
 
 def clip():
@@ -238,7 +246,7 @@ GOOD = [concat_200, torch_cnn, conv_transpose_2d, conv_transpose_1d_output_shape
         resize("linear", "align_corners", scales=[1, 1, 3, 2], torch_mode="bilinear", corners=True),
         resize("cubic", "half_pixel", scales=[1, 1, 2, 1.5], torch_mode="bicubic", corners=False, ir_op=None),
         resize("nearest", "asymmetric", scales=[1, 1, 1.5, 2.5], torch_mode="nearest", ir_op=None),
-        upsample_opset9, instancenorm((2, 3, 4, 5)), instancenorm((2, 3, 7)), clip, maximum, mod_integers,
+        upsample_opset9, transpose_unit_dims, instancenorm((2, 3, 4, 5)), instancenorm((2, 3, 7)), clip, maximum, mod_integers,
         argmax("ArgMax", 1, 1), argmax("ArgMax", -1, 0), argmax("ArgMin", 0, 0),
         cumsum(1, 0, 0), cumsum(-1, 1, 0), cumsum(1, 1, 1), cumsum(0, 0, 1), trilu(1, 0), trilu(0, -1), trilu(1, 2),
         lp_normalization(2, -1), lp_normalization(1, 1), compare_folded]
