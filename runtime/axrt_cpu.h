@@ -150,13 +150,14 @@ typedef struct axrt_cpu_ops {
        FMA latency x throughput and waits on the latency */
     int even_tail;
     /* ---- attention without the scores (axrt_flash.inc) ----
-       one query row's block of n > 0 raw scores s, online softmax with
-       scale > 0: m' = max(*max, scale * the block's max); s = exp(scale s -
-       m') in place; *sum = *sum exp(*max - m') + the sum of s; *max = m';
-       returns exp(*max - m'), the factor for what the row has gathered so
-       far.  While m' is -inf (every score so far -inf), s = 0 and 1 is
-       returned, *sum staying 0. */
-    float (*softmax_block)(float *s, size_t n, float scale, float *max, float *sum);
+       rows query rows' blocks of n > 0 raw scores s (rows n apart), online
+       softmax with scale > 0, for each row i: m' = max(max[i], scale *
+       the block's max); s = exp(scale s - m') in place; sum[i] = sum[i]
+       exp(max[i] - m') + the sum of s; max[i] = m'; alpha[i] = exp(max[i]
+       - m'), the factor for what the row has gathered so far.  While m' is
+       -inf (every score so far -inf), s = 0 and alpha[i] = 1, sum[i]
+       staying 0. */
+    void (*softmax_block)(float *s, size_t rows, size_t n, float scale, float *max, float *sum, float *alpha);
     /* ---- a grouped conv of k = 4 or 8 input and output channels a group
        on the rotated packing (axrt_gconv.inc) ----
        nr / k <= grouped_lanes / k groups at once (nr a multiple of k): for

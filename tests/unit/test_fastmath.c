@@ -198,13 +198,14 @@ static void test_exp_softmax_exhaustive(void **state)
         ops = ((cpu_in_use_fn *)symbol(v, "axrt_cpu_in_use"))();
         for (uint32_t at = first; at <= last; at += CHUNK) {
             const uint32_t n = last - at + 1 < CHUNK ? last - at + 1 : CHUNK;
-            float max = 0.0f, sum = 0.0f;
+            float max = 0.0f, sum = 0.0f, alpha = 0.0f;
             for (uint32_t i = 0; i < n; i++) {
                 const uint32_t bits = at + i;
                 memcpy(&x[i], &bits, sizeof bits);
             }
             memcpy(s, x, n * sizeof *s);
-            if (ops->softmax_block(s, n, 1.0f, &max, &sum) != 1.0f || max != 0.0f)
+            ops->softmax_block(s, 1, n, 1.0f, &max, &sum, &alpha);
+            if (alpha != 1.0f || max != 0.0f)
                 fail_msg("%s softmax_block: max 0 moved", variant_name(v));
             for (uint32_t i = 0; i < n; i++) {
                 const double ref = exp((double)x[i]);
@@ -220,15 +221,43 @@ static void test_exp_softmax_exhaustive(void **state)
                       avx512 ? " beyond 0.047 |x|" : "");
         assert_true(worst <= 2.0);
         {
-            float max = 0.0f, sum = 0.0f;
+            float max = 0.0f, sum = 0.0f, alpha;
             s[0] = -0.0f, s[1] = -1e-30f, s[2] = -0x1p-27f, s[3] = -INFINITY, s[4] = -1000.0f;
-            ops->softmax_block(s, 5, 1.0f, &max, &sum);
+            ops->softmax_block(s, 1, 5, 1.0f, &max, &sum, &alpha);
             assert_true(s[0] == 1.0f && s[1] == 1.0f && (s[2] == 1.0f || s[2] == 1.0f - 0x1p-24f));
             assert_true(s[3] == 0.0f && s[4] == 0.0f && sum >= 2.0f && sum <= 3.0f);
             s[0] = -1.0f, s[1] = NAN, max = 0.0f, sum = 0.0f; /* a NaN score: the row's sum NaN */
-            ops->softmax_block(s, 2, 1.0f, &max, &sum);
+            ops->softmax_block(s, 1, 2, 1.0f, &max, &sum, &alpha);
             assert_true(isnan(sum));
         }
+    }
+}
+
+/* softmax_block over 7 rows at once (the SIMD tables take them in groups,
+ * the rest one by one) gives each row the bits of that row alone: rows of
+ * 37 scores (vectors and a tail), one all -inf, one with a NaN, one whose
+ * running max is already above its block's, one whose max grows. */
+static void test_softmax_block_rows(void **state)
+{
+    typedef const axrt_cpu_ops *cpu_in_use_fn(void);
+    enum { ROWS = 7, N = 37 };
+    static float s[ROWS * N], one[ROWS * N];
+    (void)state;
+    for (int v = 0; v < n_variants; v++) {
+        const axrt_cpu_ops *ops = ((cpu_in_use_fn *)symbol(v, "axrt_cpu_in_use"))();
+        float max[ROWS], sum[ROWS], alpha[ROWS], max1[ROWS], sum1[ROWS], alpha1[ROWS];
+        for (int i = 0; i < ROWS * N; i++) s[i] = (float)((i * 37) % 101) / 13.0f - 3.0f;
+        for (int j = 0; j < N; j++) s[2 * N + j] = -INFINITY;
+        s[4 * N + 5] = NAN;
+        for (int r = 0; r < ROWS; r++) max[r] = r == 5 ? 50.0f : r == 6 ? 1.0f : -INFINITY, sum[r] = r >= 5 ? 2.0f : 0.0f;
+        memcpy(one, s, sizeof s), memcpy(max1, max, sizeof max), memcpy(sum1, sum, sizeof sum);
+        ops->softmax_block(s, ROWS, N, 0.7f, max, sum, alpha);
+        for (int r = 0; r < ROWS; r++) ops->softmax_block(one + r * N, 1, N, 0.7f, &max1[r], &sum1[r], &alpha1[r]);
+        if (memcmp(s, one, sizeof s) || memcmp(max, max1, sizeof max) || memcmp(sum, sum1, sizeof sum) ||
+            memcmp(alpha, alpha1, sizeof alpha))
+            fail_msg("%s softmax_block: 7 rows at once differ from one at a time", variant_name(v));
+        assert_true(alpha[2] == 1.0f && s[2 * N] == 0.0f && sum[2] == 0.0f && isnan(sum[4]));
+        assert_true(max[5] == 50.0f && alpha[5] == 1.0f && alpha[6] < 1.0f && alpha[0] == 0.0f);
     }
 }
 
@@ -1344,6 +1373,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exp_ulp),
         cmocka_unit_test(test_exp_softmax_exhaustive),
+        cmocka_unit_test(test_softmax_block_rows),
         cmocka_unit_test(test_erf_gelu),
         cmocka_unit_test(test_tanh_sigmoid_swish),
         cmocka_unit_test(test_tanh_sigmoid_swish_special),
