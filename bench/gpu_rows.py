@@ -10,10 +10,16 @@ after warm-up.  With no GPU (torch.cuda.is_available() false) it says so and
 exits 0: the figures then wait for a machine with a device.
 
 Usage: python3 bench/gpu_rows.py [--build DIR] [--runs N] [--rows R1,R2,...]
+       python3 bench/gpu_rows.py --generate DIR [--build DIR]   (no GPU needed)
+       python3 bench/gpu_rows.py --generated DIR --build BUNDLE
+--generate writes each row's and batch's .ax and cuda-target C into DIR/ROW.BATCH
+(make gpu-bundle does), so that --generated can time them on a device machine
+without axc; BUNDLE then holds include/ and lib/ as a build folder does.
 R4 (BERT layer) is timed for axc only (its PyTorch twin is the BERT rows of
 bench/torch_rows.py, on the CPU)."""
 import argparse
 import ctypes
+import glob
 import os
 import re
 import subprocess
@@ -36,18 +42,37 @@ def with_batch(text, batch):
     return re.sub(r"(::Float32\[)(\d+)", lambda m: m.group(1) + str(batch), text, count=1)
 
 
-def build_model(build, ax_text, work):
+def generate_model(build, ax_text, work):
+    """Writes work/m.ax and axc's cuda-target C for it (work/m.c, work/m.h)."""
     ax = os.path.join(work, "m.ax")
     open(ax, "w").write(ax_text)
     axc = os.path.join(build, "bin", "axc")
     subprocess.run([axc, "--seed=0", "--target=cuda", ax, "-o", os.path.join(work, "m.c")], check=True,
                    capture_output=True)
+
+
+def build_model(build, work):
+    """work/m.c built into a shared object against build's libaxrt_gpu."""
     so = os.path.join(work, "m.so")
     subprocess.run(["cc", "-std=c99", "-O2", "-fPIC", "-shared", os.path.join(work, "m.c"),
                     "-I" + os.path.join(build, "include"), os.path.join(build, "lib", "libaxrt_gpu.a"),
                     "-ldl", "-o", so], check=True)
     name = re.search(r"extern const axrt_gpu_model (\w+)_gpu_model;", open(os.path.join(work, "m.h")).read())
     return ctypes.CDLL(so), name.group(1)
+
+
+def row_cases(rows, generated=None):
+    """(row, batch, .ax text at that batch) for each row: its own batch and
+    256; with generated, the rows and texts that --generate wrote there."""
+    for row in rows.split(","):
+        if generated:
+            for work in sorted(glob.glob(os.path.join(generated, row + ".*")), key=lambda w: int(w.rsplit(".", 1)[1])):
+                yield row, int(work.rsplit(".", 1)[1]), open(os.path.join(work, "m.ax")).read()
+            continue
+        text = open(os.path.join(ROOT, ROWS[row][0])).read()
+        first = int(re.search(r"::Float32\[(\d+)", text).group(1))
+        for batch in sorted({first, 256}):
+            yield row, batch, with_batch(text, batch)
 
 
 def torch_module(kind, shape, torch):
@@ -116,7 +141,15 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--rows", default="R1,R2,R3,R4,R5,R6")
+    ap.add_argument("--generate", metavar="DIR", help="only write each row's C into DIR")
+    ap.add_argument("--generated", metavar="DIR", help="time the C that --generate wrote")
     args = ap.parse_args()
+    if args.generate:
+        for row, batch, text in row_cases(args.rows):
+            work = os.path.join(args.generate, f"{row}.{batch}")
+            os.makedirs(work, exist_ok=True)
+            generate_model(args.build, text, work)
+        return 0
     try:
         import torch
     except ImportError:
@@ -127,46 +160,44 @@ def main():
               "the GPU figures wait for a machine with a device")
         return 0
     bandwidth = print_head(torch)
-    for row in args.rows.split(","):
-        path, kind = ROWS[row]
-        text = open(os.path.join(ROOT, path)).read()
-        first = int(re.search(r"::Float32\[(\d+)", text).group(1))
-        for batch in sorted({first, 256}):
-            with tempfile.TemporaryDirectory() as work:
-                if kind == "bert":
-                    lib, name = build_model(args.build, with_batch(text, batch), work)
-                    shape = [int(d) for d in re.search(r"::Float32\[([\d, ]+)\]", with_batch(text, batch)).group(1).split(",")]
-                    t_axc = axc_row(lib, name, shape, shape, args.runs, torch)
-                    print(f"| {row} | {batch} | {t_axc:.4f} | - | - | - | axc only |")
-                    continue
-                lib, name = build_model(args.build, with_batch(text, batch), work)
-                shape = [int(d) for d in re.search(r"::Float32\[([\d, ]+)\]", with_batch(text, batch)).group(1).split(",")]
-                tshape = [shape[0], shape[3], shape[1], shape[2]] if kind == "block" else shape
-                m = torch_module(kind, tshape, torch).cuda().eval()
-                x = torch.randn(*tshape, device="cuda")
-                with torch.no_grad():
-                    y = m(x)
-                    out_shape = list(y.shape) if kind != "block" else shape
-                    t_axc = axc_row(lib, name, shape, out_shape, args.runs, torch)
-                    t_eager = time_ms(lambda: m(x), args.runs, torch)
-                    try:
-                        mc = torch.compile(m)
-                        t_comp = time_ms(lambda: mc(x), args.runs, torch)
-                    except Exception as e:  # no Triton, say
-                        t_comp, why = float("nan"), f"torch.compile: {type(e).__name__}"
-                    else:
-                        why = ""
-                note = why
-                if kind == "mlp":
-                    flop = 2 * batch * (784 * 256 + 256 * 10)
-                    w1 = torch.randn(784, 256, device="cuda")
-                    a = torch.randn(batch, 784, device="cuda")
-                    t_blas = time_ms(lambda: a @ w1, args.runs, torch)
-                    note += f" GEMM {flop / t_axc / 1e9:.2f} TFLOP/s; cuBLAS first GEMM {2 * batch * 784 * 256 / t_blas / 1e9:.2f}"
-                if kind in ("layernorm", "softmax"):
-                    note += f" {2 * 4 * x.numel() / (t_axc * 1e-3) / 1e9 / bandwidth:.0%} of bandwidth"
-                print(f"| {row} | {batch} | {t_axc:.4f} | {t_eager:.4f} | {t_comp:.4f} | "
-                      f"{t_eager / t_axc:.2f}x | {note.strip()} |")
+    for row, batch, text in row_cases(args.rows, args.generated):
+        kind = ROWS[row][1]
+        with tempfile.TemporaryDirectory() as tmp:
+            work = os.path.join(args.generated, f"{row}.{batch}") if args.generated else tmp
+            if not args.generated:
+                generate_model(args.build, text, work)
+            lib, name = build_model(args.build, work)
+            shape = [int(d) for d in re.search(r"::Float32\[([\d, ]+)\]", text).group(1).split(",")]
+            if kind == "bert":
+                t_axc = axc_row(lib, name, shape, shape, args.runs, torch)
+                print(f"| {row} | {batch} | {t_axc:.4f} | - | - | - | axc only |")
+                continue
+            tshape = [shape[0], shape[3], shape[1], shape[2]] if kind == "block" else shape
+            m = torch_module(kind, tshape, torch).cuda().eval()
+            x = torch.randn(*tshape, device="cuda")
+            with torch.no_grad():
+                y = m(x)
+                out_shape = list(y.shape) if kind != "block" else shape
+                t_axc = axc_row(lib, name, shape, out_shape, args.runs, torch)
+                t_eager = time_ms(lambda: m(x), args.runs, torch)
+                try:
+                    mc = torch.compile(m)
+                    t_comp = time_ms(lambda: mc(x), args.runs, torch)
+                except Exception as e:  # no Triton, say
+                    t_comp, why = float("nan"), f"torch.compile: {type(e).__name__}"
+                else:
+                    why = ""
+            note = why
+            if kind == "mlp":
+                flop = 2 * batch * (784 * 256 + 256 * 10)
+                w1 = torch.randn(784, 256, device="cuda")
+                a = torch.randn(batch, 784, device="cuda")
+                t_blas = time_ms(lambda: a @ w1, args.runs, torch)
+                note += f" GEMM {flop / t_axc / 1e9:.2f} TFLOP/s; cuBLAS first GEMM {2 * batch * 784 * 256 / t_blas / 1e9:.2f}"
+            if kind in ("layernorm", "softmax"):
+                note += f" {2 * 4 * x.numel() / (t_axc * 1e-3) / 1e9 / bandwidth:.0%} of bandwidth"
+            print(f"| {row} | {batch} | {t_axc:.4f} | {t_eager:.4f} | {t_comp:.4f} | "
+                  f"{t_eager / t_axc:.2f}x | {note.strip()} |")
     return 0
 
 

@@ -4,7 +4,9 @@
 # the device through the cuda target (libaxrt_gpu, the real driver and
 # NVRTC) against the C target on the CPU: Float32 (1e-4 relative), Float16
 # and BFloat16 (lib.sh's half tolerance) and Float32 with the GEMMs on the
-# BFloat16 tensor-core path (AXRT_GPU_MATH=bf16: 3e-2); the kernel cache
+# BFloat16 tensor-core path (AXRT_GPU_MATH=bf16: 3e-2 of the output's scale:
+# an operand rounded to BFloat16 errs by a share of the sum's terms, not of an
+# element of the output that a near-cancelling sum left small); the kernel cache
 # (a second start compiles nothing); a forward that allocates nothing (the
 # driver behind count_driver.c: 10 forwards after the first, no allocation,
 # free or module load); and the GPU rows of the benchmark (bench/gpu_rows.py:
@@ -17,7 +19,8 @@
 #        bash DIR/gpu_check.sh --run DIR [REPORT]
 # --bundle writes every case's generated C with libaxrt, libaxrt_gpu and this
 # script's helpers into DIR, for a device machine that cannot build axc
-# itself (no LLVM, flex or protobuf-c there): --run then needs only cc.
+# itself (no LLVM, flex or protobuf-c there): --run then needs only cc (and
+# PyTorch for the benchmark rows, whose C the bundle holds too).
 # Cases whose generated C is over AXC_GPU_BUNDLE_MAX bytes (8 MB) stay out
 # of a bundle (SKIP, named).  Environment: AXRT_NVRTC_LIB (else searched:
 # the toolkit, PyTorch's nvidia-cuda-nvrtc wheel), GPU_CHECK_JOBS (nproc),
@@ -47,7 +50,7 @@ prepare_case() {
     fi
     echo "$name" >"$d/name"
     input_specs "$f" >"$d/inputs"
-    if [ "$dt" = Float32 ]; then echo 1e-4 >"$d/tol"; echo 3e-2 >"$d/tol-mma"
+    if [ "$dt" = Float32 ]; then echo 1e-4 >"$d/tol"; echo scale:3e-2 >"$d/tol-mma"
     else half_tol "$b" "$dt" >"$d/tol"
          awk -v h="$(half_tol "$b" "$dt")" 'BEGIN { sub("scale:", "", h); print "scale:" 3e-2 + h }' >"$d/tol-mma"; fi
     local max=${AXC_GPU_BUNDLE_MAX:-8000000}
@@ -168,11 +171,14 @@ run_all() {
     local np nf ns
     np=$(grep -c '^PASS' "$cases/results"); nf=$(grep -c '^FAIL' "$cases/results"); ns=$(grep -c '^SKIP' "$cases/results")
     echo "cases: $np passed, $nf failed, $ns skipped in $((SECONDS - t0)) s" | tee -a "$report"
-    if [ -n "$build" ] && [ -x "$build/bin/axc" ]; then
+    local rows=
+    if [ -n "$build" ] && [ -x "$build/bin/axc" ]; then rows="$root/bench/gpu_rows.py --build $build"
+    elif [ -d "$cases/../rows" ]; then rows="$cases/../gpu_rows.py --generated $cases/../rows --build $cases/.."; fi
+    if [ -n "$rows" ]; then
         { echo; echo "## Benchmark rows (bench/gpu_rows.py)"; echo; echo '```'
-          timeout 240 "${PYTHON:-python3}" "$root/bench/gpu_rows.py" --build "$build" 2>&1 | tail -n 60
+          timeout 240 "${PYTHON:-python3}" $rows 2>&1 | tail -n 60
           echo '```'; } >>"$report"
-    else echo "(no axc on this machine: the benchmark rows need make all)" >>"$report"; fi
+    else echo "(no axc on this machine and no rows in the bundle: the benchmark rows need make all)" >>"$report"; fi
     echo "report: $report ($((SECONDS - t0)) s)"
 }
 
@@ -183,7 +189,14 @@ case ${1:-} in
     rm -rf "$dir"; mkdir -p "$dir/cases" "$dir/lib" "$dir/include"
     bundling=1 prepare_all "$build" "$dir/cases"
     cp "$build"/lib/libaxrt.a "$build"/lib/libaxrt_gpu.a "$dir/lib/"; cp "$build"/include/*.h "$dir/include/"
+    strip --strip-debug "$dir"/lib/*.a 2>/dev/null   # a bundle travels: no debug sections
     cp "$here"/gpu_check.sh "$here"/lib.sh "$here"/compare.c "$here"/host_main.c "$here"/count_driver.c "$here"/alloc_main.c "$dir/"
+    cp "$root"/bench/gpu_rows.py "$dir/"
+    "${PYTHON:-python3}" "$root"/bench/gpu_rows.py --generate "$dir/rows" --build "$build" || echo "bundle: the benchmark rows could not be generated"
+    for r in "$dir"/rows/*/; do
+        [ "$(wc -c <"$r/m.c")" -le "${AXC_GPU_BUNDLE_MAX:-8000000}" ] && continue
+        echo "bundle: benchmark row $(basename "$r") left out (its generated C is over ${AXC_GPU_BUNDLE_MAX:-8000000} bytes)"; rm -rf "$r"
+    done
     echo "bundle: $dir ($(du -sh "$dir" | cut -f1)); on the device: bash $dir/gpu_check.sh --run $dir [REPORT]" ;;
 --run)
     dir=$(cd "${2:?--run DIR}" && pwd); report=${3:-$dir/gpu-check.md}

@@ -24,8 +24,11 @@ input_specs() {
 # 2^-8 for BFloat16), carried to the output.  So, as tests/half/run.py
 # argues, the difference measured against the output's scale (compare.c
 # scale:) stays below 2u(L+1), L the rounding stages on the longest path:
-# tests/half/run.py's STAGES for the examples, 3 for an op case (input
-# cast, the op, output cast).  half_rounding's single-step kernels round as
+# tests/half/run.py's STAGES for the examples, and for the large examples
+# that only gpu_check.sh runs, their blocks times a block's stages plus the
+# stem and head (all_minilm_l6_v2: 6 of r4_bert_layer's 16, +2; resmlp50:
+# 25 of dense-relu, dense, add, +2); 3 for an op case (input cast, the op,
+# output cast).  half_rounding's single-step kernels round as
 # the C runtime does, bit for bit: tolerance 0.  The models (the small
 # examples, this suite's models/ and the op cases of each family: dense and
 # matmul, conv/batchnorm/pooling, normalisation, softmax and attention,
@@ -33,8 +36,9 @@ input_specs() {
 # time within reach of the two CPUs CI has (run.sh's half_models).
 half_stages() {
     case $1 in
-    mlp|r1_mlp_b1) echo 4 ;; r5_layernorm|r6_softmax) echo 2 ;; lenet5) echo 12 ;;
-    mobilenetv2_block) echo 9 ;; gpt_block) echo 14 ;; gru_kws) echo 101 ;; *) echo 3 ;;
+    mlp|r1_mlp_b1|r2_mlp_b32) echo 4 ;; r5_layernorm|r6_softmax|r7_depthwise) echo 2 ;; lenet5) echo 12 ;;
+    r3_resnet_block) echo 8 ;; r4_bert_layer) echo 16 ;; mobilenetv2_block) echo 9 ;; gpt_block) echo 14 ;;
+    gru_kws) echo 101 ;; all_minilm_l6_v2) echo 98 ;; resmlp50) echo 77 ;; *) echo 3 ;;
     esac
 }
 half_tol() { # MODEL DTYPE: scale:2u(L+1)

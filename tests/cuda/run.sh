@@ -267,10 +267,11 @@ emu_batch() { # DTYPE
 
 # the same with the GEMMs on the tensor-core path (AXRT_GPU_MATH=bf16, sm_80),
 # each mma.sync emulated (emu.h AXK_EMU_MMA): BFloat16 operands, so within 3e-2
-# (a half model's tiles are its half values widened, then rounded to
-# BFloat16: 3e-2 of the output's scale, its storage's rounding on top)
+# of the output's scale (gpu_check.sh says why the scale; a half model's tiles
+# are its half values widened, then rounded to BFloat16: its storage's
+# rounding on top)
 emulate_mma() { # MODEL [DTYPE]
-    local f=$1 dt=${2:-} b d t=emu-mma tol=3e-2
+    local f=$1 dt=${2:-} b d t=emu-mma tol=scale:3e-2
     b=$(basename "$f" .ax); d=$work/$b
     [ -n "$dt" ] && { d=$d/$dt; t=emu-mma-$dt; tol=scale:$(awk -v h="$(half_tol "$b" "$dt")" 'BEGIN { sub("scale:", "", h); print 3e-2 + h }'); }
     if ! { g++ -O1 -w -std=c++17 -DAXK_EMU_MMA -include "$here/emu.h" -c "$d/kt.cpp" -o "$d/ktm.o" &&
