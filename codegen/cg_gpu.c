@@ -730,8 +730,53 @@ typedef struct gemm_shape {
     "        }\n"                                                                                  \
     "#else\n"
 
+/* A GEMM of at most GEMV_ROWS rows whose B is read along kk (dense, the
+ * attention projections, conv): the 64x64 tiles would give [1, 784] x
+ * [784, 256] 4 blocks, each walking K in 49 steps between barriers (an
+ * H200 ran a 784-256-10 MLP in 90 us at any batch up to 256).  Here a
+ * block's 8 warps take a column each, their 32 lanes strided over the
+ * reduction (B's rows read coalesced), every row's sum in a register; the
+ * lanes' sums meet in a shared-memory tree (barriers only, which the CPU
+ * emulator runs).  Float32 arithmetic, whatever AXRT_GPU_MATH says. */
+#define GEMV_ROWS 32
+
+static void emit_gemv(gk *k, const ir_node *n, const gemm_shape *s)
+{
+    const long long M = s->M, N = s->N, K = s->K, ldc = s->ldc ? s->ldc : s->N;
+    ax_buf_printf(k->src,
+                  "    __shared__ float red[%lld][256];\n"
+                  "    const int lane = threadIdx.x %% 32;\n"
+                  "    const long long n = (long long)blockIdx.x * 8 + threadIdx.x / 32;\n"
+                  "    float acc[%lld];\n"
+                  "    for (int r = 0; r < %lld; r++) acc[r] = 0.0f;\n"
+                  "    if (n < %lldLL)\n"
+                  "        for (long long kk = lane; kk < %lldLL; kk += 32) {\n"
+                  "            const float b = %s;\n"
+                  "            for (long long m = 0; m < %lldLL; m++) acc[m] = fmaf(%s, b, acc[m]);\n"
+                  "        }\n"
+                  "    for (int r = 0; r < %lld; r++) red[r][threadIdx.x] = acc[r];\n"
+                  "    for (int half_ = 16; half_ > 0; half_ /= 2) {\n"
+                  "        __syncthreads();\n"
+                  "        if (lane < half_)\n"
+                  "            for (int r = 0; r < %lld; r++) red[r][threadIdx.x] += red[r][threadIdx.x + half_];\n"
+                  "    }\n"
+                  "    __syncthreads();\n"
+                  "    for (long long m = lane; m < %lldLL && n < %lldLL; m += 32) {\n"
+                  "        const long long o = cbase + m * %lldLL + n;\n"
+                  "        float v = red[m][threadIdx.x - lane]%s%s%s;\n",
+                  M, M, M, N, K, s->b_at, M, s->a_at, M, M, M, N, ldc,
+                  s->bias ? " + " : "", s->bias ? s->bias : "", s->bias ? "[n]" : "");
+    epilogue(k, n, "o");
+    ax_buf_printf(k->src, "        %s[o] = v;\n    }\n}\n", s->out);
+    launch(k, (N + 7) / 8, 1, s->batch, BLOCK);
+}
+
 static void emit_gemm(gk *k, const ir_node *n, const gemm_shape *s)
 {
+    if (s->M <= GEMV_ROWS && s->b_k_major) {
+        emit_gemv(k, n, s);
+        return;
+    }
     const int64_t M = s->M, N = s->N, K = s->K, ldc = s->ldc ? s->ldc : N;
     const char *a_at = s->a_at, *b_at = s->b_at, *bias = s->bias;
     const bool b_k_major = s->b_k_major;

@@ -345,9 +345,10 @@ done
 
 # the tensor-core path's PTX (not run: no GPU here): AXRT_GPU_MATH=bf16 puts
 # mma.sync into every GEMM and implicit-GEMM conv kernel for sm_80 and sm_90 (and ptxas takes it);
-# below sm_80, or without it, the GEMMs stay exact Float32 with no mma
-mma_ptx() { # ARCH MATH [MODEL]: the count of bf16 mma.sync in MODEL's (the mlp's) PTX, or "failed"
-    AXRT_GPU_MATH=$2 "$axc" --seed=0 --target=cuda --emit=ptx --arch=$1 "${3:-$root/examples/mlp.ax}" -o "$work/mma-$1-$2.ptx" 2>"$work/mma.err" || { echo failed; return; }
+# below sm_80, or without it, the GEMMs stay exact Float32 with no mma (a GEMM
+# of at most 32 rows takes cg_gpu.c's emit_gemv, Float32 always: the mlp has none)
+mma_ptx() { # ARCH MATH [MODEL]: the count of bf16 mma.sync in MODEL's (the BERT layer's) PTX, or "failed"
+    AXRT_GPU_MATH=$2 "$axc" --seed=0 --target=cuda --emit=ptx --arch=$1 "${3:-$root/examples/r4_bert_layer.ax}" -o "$work/mma-$1-$2.ptx" 2>"$work/mma.err" || { echo failed; return; }
     if [ -n "$ptxas" ] && ! "$ptxas" -arch=$1 "$work/mma-$1-$2.ptx" -o "$work/mma.cubin" 2>>"$work/mma.err"; then echo failed; return; fi
     grep -c 'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32' "$work/mma-$1-$2.ptx"
 }
@@ -359,9 +360,13 @@ elif [ $# -gt 0 ] || [ -z "$have_nvrtc" ]; then skip "mma-ptx (no NVRTC, or a ru
 else
     for arch in sm_80 sm_90; do
         got=$(mma_ptx $arch bf16)
-        # the mlp's two dense layers: four m16n8k16 per K step each, unrolled
-        if [ "$got" = 8 ]; then pass "mma-ptx/$arch (8 mma.sync ... bf16; compiled, not run: no GPU here)"
-        else fail "mma-ptx/$arch" "want 8 bf16 mma.sync in the PTX, got '$got'"; sed 's/^/  /' "$work/mma.err"; fi
+        # the BERT layer's six GEMMs of 128 rows (q, k, v and out projections, the two
+        # linears): four m16n8k16 per K step each, unrolled
+        if [ "$got" = 24 ]; then pass "mma-ptx/$arch (24 mma.sync ... bf16; compiled, not run: no GPU here)"
+        else fail "mma-ptx/$arch" "want 24 bf16 mma.sync in the PTX, got '$got'"; sed 's/^/  /' "$work/mma.err"; fi
+        got=$(mma_ptx $arch bf16 "$root/examples/mlp.ax")
+        if [ "$got" = 0 ]; then pass "mma-ptx/gemv-$arch (the mlp's one-row dense layers: Float32 GEMV kernels)"
+        else fail "mma-ptx/gemv-$arch" "want no mma.sync in the mlp's PTX, got '$got'"; sed 's/^/  /' "$work/mma.err"; fi
         # the op corpus's conv (one implicit-GEMM kernel): four per K step
         got=$(mma_ptx $arch bf16 "$root/tests/ops/conv.ax")
         if [ "$got" = 4 ]; then pass "mma-ptx/conv-$arch (4 mma.sync ... bf16 in the implicit-GEMM conv)"
