@@ -136,6 +136,48 @@ def print_head(torch):
     return bandwidth
 
 
+def time_row(args, torch, bandwidth, row, batch, text):
+    """Builds one row at one batch (or takes --generated's C), times axc and
+    PyTorch on it and prints its table line."""
+    kind = ROWS[row][1]
+    with tempfile.TemporaryDirectory() as tmp:
+        work = os.path.join(args.generated, f"{row}.{batch}") if args.generated else tmp
+        if not args.generated:
+            generate_model(args.build, text, work)
+        lib, name = build_model(args.build, work)
+        shape = [int(d) for d in re.search(r"::Float32\[([\d, ]+)\]", text).group(1).split(",")]
+        if kind == "bert":
+            t_axc = axc_row(lib, name, shape, shape, args.runs, torch)
+            print(f"| {row} | {batch} | {t_axc:.4f} | - | - | - | axc only |")
+            return
+        tshape = [shape[0], shape[3], shape[1], shape[2]] if kind == "block" else shape
+        m = torch_module(kind, tshape, torch).cuda().eval()
+        x = torch.randn(*tshape, device="cuda")
+        with torch.no_grad():
+            y = m(x)
+            out_shape = list(y.shape) if kind != "block" else shape
+            t_axc = axc_row(lib, name, shape, out_shape, args.runs, torch)
+            t_eager = time_ms(lambda: m(x), args.runs, torch)
+            try:
+                mc = torch.compile(m)
+                t_comp = time_ms(lambda: mc(x), args.runs, torch)
+            except Exception as e:  # no Triton, say
+                t_comp, why = float("nan"), f"torch.compile: {type(e).__name__}"
+            else:
+                why = ""
+        note = why
+        if kind == "mlp":
+            flop = 2 * batch * (784 * 256 + 256 * 10)
+            w1 = torch.randn(784, 256, device="cuda")
+            a = torch.randn(batch, 784, device="cuda")
+            t_blas = time_ms(lambda: a @ w1, args.runs, torch)
+            note += f" GEMM {flop / t_axc / 1e9:.2f} TFLOP/s; cuBLAS first GEMM {2 * batch * 784 * 256 / t_blas / 1e9:.2f}"
+        if kind in ("layernorm", "softmax"):
+            note += f" {2 * 4 * x.numel() / (t_axc * 1e-3) / 1e9 / bandwidth:.0%} of bandwidth"
+        print(f"| {row} | {batch} | {t_axc:.4f} | {t_eager:.4f} | {t_comp:.4f} | "
+              f"{t_eager / t_axc:.2f}x | {note.strip()} |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -161,43 +203,7 @@ def main():
         return 0
     bandwidth = print_head(torch)
     for row, batch, text in row_cases(args.rows, args.generated):
-        kind = ROWS[row][1]
-        with tempfile.TemporaryDirectory() as tmp:
-            work = os.path.join(args.generated, f"{row}.{batch}") if args.generated else tmp
-            if not args.generated:
-                generate_model(args.build, text, work)
-            lib, name = build_model(args.build, work)
-            shape = [int(d) for d in re.search(r"::Float32\[([\d, ]+)\]", text).group(1).split(",")]
-            if kind == "bert":
-                t_axc = axc_row(lib, name, shape, shape, args.runs, torch)
-                print(f"| {row} | {batch} | {t_axc:.4f} | - | - | - | axc only |")
-                continue
-            tshape = [shape[0], shape[3], shape[1], shape[2]] if kind == "block" else shape
-            m = torch_module(kind, tshape, torch).cuda().eval()
-            x = torch.randn(*tshape, device="cuda")
-            with torch.no_grad():
-                y = m(x)
-                out_shape = list(y.shape) if kind != "block" else shape
-                t_axc = axc_row(lib, name, shape, out_shape, args.runs, torch)
-                t_eager = time_ms(lambda: m(x), args.runs, torch)
-                try:
-                    mc = torch.compile(m)
-                    t_comp = time_ms(lambda: mc(x), args.runs, torch)
-                except Exception as e:  # no Triton, say
-                    t_comp, why = float("nan"), f"torch.compile: {type(e).__name__}"
-                else:
-                    why = ""
-            note = why
-            if kind == "mlp":
-                flop = 2 * batch * (784 * 256 + 256 * 10)
-                w1 = torch.randn(784, 256, device="cuda")
-                a = torch.randn(batch, 784, device="cuda")
-                t_blas = time_ms(lambda: a @ w1, args.runs, torch)
-                note += f" GEMM {flop / t_axc / 1e9:.2f} TFLOP/s; cuBLAS first GEMM {2 * batch * 784 * 256 / t_blas / 1e9:.2f}"
-            if kind in ("layernorm", "softmax"):
-                note += f" {2 * 4 * x.numel() / (t_axc * 1e-3) / 1e9 / bandwidth:.0%} of bandwidth"
-            print(f"| {row} | {batch} | {t_axc:.4f} | {t_eager:.4f} | {t_comp:.4f} | "
-                  f"{t_eager / t_axc:.2f}x | {note.strip()} |")
+        time_row(args, torch, bandwidth, row, batch, text)
     return 0
 
 
