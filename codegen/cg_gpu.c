@@ -744,9 +744,9 @@ static void emit_gemv(gk *k, const ir_node *n, const gemm_shape *s)
 {
     const long long M = s->M, N = s->N, K = s->K, ldc = s->ldc ? s->ldc : s->N;
     ax_buf_printf(k->src,
-                  "    __shared__ float red[%lld][256];\n"
+                  "    __shared__ float red[%lld][%d];\n"
                   "    const int lane = threadIdx.x %% 32;\n"
-                  "    const long long n = (long long)blockIdx.x * 8 + threadIdx.x / 32;\n"
+                  "    const long long n = (long long)blockIdx.x * %d + threadIdx.x / 32;\n"
                   "    float acc[%lld];\n"
                   "    for (int r = 0; r < %lld; r++) acc[r] = 0.0f;\n"
                   "    if (n < %lldLL)\n"
@@ -764,11 +764,11 @@ static void emit_gemv(gk *k, const ir_node *n, const gemm_shape *s)
                   "    for (long long m = lane; m < %lldLL && n < %lldLL; m += 32) {\n"
                   "        const long long o = cbase + m * %lldLL + n;\n"
                   "        float v = red[m][threadIdx.x - lane]%s%s%s;\n",
-                  M, M, M, N, K, s->b_at, M, s->a_at, M, M, M, N, ldc,
+                  M, BLOCK, BLOCK / 32, M, M, N, K, s->b_at, M, s->a_at, M, M, M, N, ldc,
                   s->bias ? " + " : "", s->bias ? s->bias : "", s->bias ? "[n]" : "");
     epilogue(k, n, "o");
     ax_buf_printf(k->src, "        %s[o] = v;\n    }\n}\n", s->out);
-    launch(k, (N + 7) / 8, 1, s->batch, BLOCK);
+    launch(k, (N + BLOCK / 32 - 1) / (BLOCK / 32), 1, s->batch, BLOCK);
 }
 
 static void emit_gemm(gk *k, const ir_node *n, const gemm_shape *s)
