@@ -31,6 +31,7 @@ root=$(cd "$here/../.." 2>/dev/null && pwd)
 cc=${CC:-cc}
 jobs=${GPU_CHECK_JOBS:-$(nproc 2>/dev/null || echo 4)}
 work=$(mktemp -d)
+bundle_max=${AXC_GPU_BUNDLE_MAX:-8000000}  # bytes of generated C a bundled case or row may have
 trap '[ -n "${GPU_CHECK_KEEP:-}" ] || rm -rf "$work"' EXIT
 
 # ---- preparing the cases (needs axc) ----------------------------------------
@@ -53,9 +54,8 @@ prepare_case() {
     if [ "$dt" = Float32 ]; then echo 1e-4 >"$d/tol"; echo scale:3e-2 >"$d/tol-mma"
     else half_tol "$b" "$dt" >"$d/tol"
          awk -v h="$(half_tol "$b" "$dt")" 'BEGIN { sub("scale:", "", h); print "scale:" 3e-2 + h }' >"$d/tol-mma"; fi
-    local max=${AXC_GPU_BUNDLE_MAX:-8000000}
-    if [ -n "${bundling:-}" ] && [ "$(cat "$d/gpu.c" "$d/ref.c" | wc -c)" -gt "$max" ]; then
-        rm -f "$d"/*.c; echo "SKIP: gpu $dt/$b (its generated C is over $max bytes: left out of the bundle)" >"$d/skip"
+    if [ -n "${bundling:-}" ] && [ "$(cat "$d/gpu.c" "$d/ref.c" | wc -c)" -gt "$bundle_max" ]; then
+        rm -f "$d"/*.c; echo "SKIP: gpu $dt/$b (its generated C is over $bundle_max bytes: left out of the bundle)" >"$d/skip"
     fi
 }
 
@@ -72,7 +72,7 @@ models() {
 prepare_all() {
     local build=$1 cases=$2; shift 2
     axc=$build/bin/axc
-    export -f prepare_case input_specs half_tol half_stages; export axc bundling
+    export -f prepare_case input_specs half_tol half_stages; export axc bundling bundle_max
     [ $# -gt 0 ] || set -- $(models)
     for f in "$@"; do
         for dt in Float32 Float16 BFloat16; do echo "$f $dt $cases/$(basename "$f" .ax).$dt"; done
@@ -194,8 +194,8 @@ case ${1:-} in
     cp "$root"/bench/gpu_rows.py "$dir/"
     "${PYTHON:-python3}" "$root"/bench/gpu_rows.py --generate "$dir/rows" --build "$build" || echo "bundle: the benchmark rows could not be generated"
     for r in "$dir"/rows/*/; do
-        [ "$(wc -c <"$r/m.c")" -le "${AXC_GPU_BUNDLE_MAX:-8000000}" ] && continue
-        echo "bundle: benchmark row $(basename "$r") left out (its generated C is over ${AXC_GPU_BUNDLE_MAX:-8000000} bytes)"; rm -rf "$r"
+        [ "$(wc -c <"$r/m.c")" -le "$bundle_max" ] && continue
+        echo "bundle: benchmark row $(basename "$r") left out (its generated C is over $bundle_max bytes)"; rm -rf "$r"
     done
     echo "bundle: $dir ($(du -sh "$dir" | cut -f1)); on the device: bash $dir/gpu_check.sh --run $dir [REPORT]" ;;
 --run)
