@@ -404,6 +404,24 @@ def ratio_table(medians, checks):
     return lines
 
 
+def quietest_table(medians, fastest, checks):
+    """Each row's best peer / axc on every system's fastest round, and the
+    spread (median / fastest round) of axc and of that peer: on a machine
+    shared with other tenants the median carries their load, which does not
+    slow every system alike, and the fastest round is the nearest to a quiet
+    machine (the medians stay the figures of record)."""
+    lines = ["| row | best peer / axc, fastest rounds | axc: median / fastest | that peer: median / fastest |",
+             "|---" * 4 + "|"]
+    for row, t in fastest.items():
+        peers = [s for s in PEERS if s in t and checks[row][s][0] == "ok"]
+        if "axc" not in t or not peers:
+            continue
+        best = min(peers, key=lambda s: t[s])
+        lines.append(f"| {row} | {t[best] / t['axc']:.2f} ({TITLES[best]}) | {medians[row]['axc'] / t['axc']:.2f} | "
+                     f"{medians[row][best] / t[best]:.2f} |")
+    return lines
+
+
 # The convolution kernels of the generated C, by what they compute.
 CONV_KERNELS = {"axrt_conv2d_packed_f32": "direct", "axrt_conv2d_packed_ep_f32": "direct",
                 "axrt_conv2d_depthwise_f32": "depthwise", "axrt_dwconv_inplace_f32": "depthwise",
@@ -462,7 +480,7 @@ def above_peak(medians, flop, peak, threads):
             f"FMAs of the probed instruction set alone: {'; '.join(faster)}.", ""]
 
 
-def report(head, checks, medians_by_threads, flop, peak, triad, gen_dir):
+def report(head, checks, medians_by_threads, fastest_by_threads, flop, peak, triad, gen_dir):
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"# axc benchmark, {now}", "", *head, "",
              f"## Correctness: max |y - ref| / max |ref| against PyTorch in float64 (tolerance {TOLERANCE:g})", ""]
@@ -472,7 +490,10 @@ def report(head, checks, medians_by_threads, flop, peak, triad, gen_dir):
         lines += [f"## {threads} thread{'s' if threads > 1 else ''}: median time per run; "
                   "a wrong result is marked", "", *time_table(checks[threads], medians), "",
                   f"Ratio peer time / axc time ({threads} thread{'s' if threads > 1 else ''}; > 1: axc is faster):",
-                  "", *ratio_table(medians, checks[threads]), "", *above_peak(medians, flop, peak, threads)]
+                  "", *ratio_table(medians, checks[threads]), "", *above_peak(medians, flop, peak, threads),
+                  f"Fastest rounds ({threads} thread{'s' if threads > 1 else ''}): the ratio on each system's "
+                  "fastest round, and how far each one's median is from it:", "",
+                  *quietest_table(medians, fastest_by_threads[threads], checks[threads]), ""]
     if 1 in medians_by_threads:
         lines += ["## axc efficiency, 1 thread (FLOP: multiply-adds x 2 of matrix products and convolutions; "
                   "bytes: parameters + input + output for the memory-bound rows R1, R5, R6, R7)", "",
@@ -533,7 +554,7 @@ def main():
     write_axc_rows(gen_blas, names_blas, "axc+openblas")
     harness_blas = build_harness(args.cc, gen_blas, obj_blas, stage, rows, blas=True)
     allowed = sorted(os.sched_getaffinity(0))
-    checks, medians, head, peak, triad = {}, {}, [], 0.0, 0.0
+    checks, medians, fastest, head, peak, triad = {}, {}, {}, [], 0.0, 0.0
     for threads in thread_counts:
         if threads > len(allowed):
             log(f"bench: {threads} threads skipped: only {len(allowed)} CPUs allowed")
@@ -551,12 +572,13 @@ def main():
             for w in workers.values():
                 w.close()
         medians[threads] = {row: {s: median(v) for s, v in per.items()} for row, per in samples.items()}
+        fastest[threads] = {row: {s: min(v) for s, v in per.items()} for row, per in samples.items()}
         head.append(f"{threads} thread{'s' if threads > 1 else ''}: processes pinned to CPU "
                     f"{','.join(map(str, sorted(cpus)))}"
                     + (f"; each timed block starts after {SETTLE_S} s idle, once the system timed before has "
                        "parked its spinning threads." if threads > 1 else "."))
     flop = {row: row_flop(data_dir, row) for row in rows}
-    text = report(head, checks, medians, flop, peak, triad, gen_dir)
+    text = report(head, checks, medians, fastest, flop, peak, triad, gen_dir)
     print(text)
     svg = chart.ratio_chart(medians, checks, [TITLES[s] for s in PEERS], PEERS, ROW_INFO)
     outputs = [("results.md", text), ("results.svg", svg)]
