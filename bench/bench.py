@@ -380,6 +380,12 @@ def ratios(medians):
     return {row: {s: t[s] / t["axc"] for s in PEERS if s in t} for row, t in medians.items() if "axc" in t}
 
 
+def best_peer(times, checks_row):
+    """The peer with the least time among those whose output checked ok, or None."""
+    ok = [s for s in PEERS if s in times and checks_row[s][0] == "ok"]
+    return min(ok, key=lambda s: times[s]) if ok else None
+
+
 def time_table(checks, medians):
     lines = ["| row | model | " + " | ".join(TITLES[s] for s in SYSTEMS) + " | best peer / axc |",
              "|---" * (3 + len(SYSTEMS)) + "|"]
@@ -387,8 +393,7 @@ def time_table(checks, medians):
     for row, t in medians.items():
         cells = [fmt_time(t[s]) + ("" if checks[row][s][0] == "ok" else " (wrong)") if s in t else "n/a"
                  for s in SYSTEMS]
-        best = [s for s in PEERS if s in t and checks[row][s][0] == "ok"]
-        best = min(best, key=lambda s: t[s]) if best else None
+        best = best_peer(t, checks[row])
         cells.append(f"{r[row][best]:.2f} ({TITLES[best]})" if best and row in r else "n/a")
         lines.append(f"| {row} | {ROW_INFO[row][0]} | " + " | ".join(cells) + " |")
     return lines
@@ -404,7 +409,7 @@ def ratio_table(medians, checks):
     return lines
 
 
-def quietest_table(medians, fastest, checks):
+def fastest_table(medians, fastest, checks):
     """Each row's best peer / axc on every system's fastest round, and the
     spread (median / fastest round) of axc and of that peer: on a machine
     shared with other tenants the median carries their load, which does not
@@ -413,10 +418,9 @@ def quietest_table(medians, fastest, checks):
     lines = ["| row | best peer / axc, fastest rounds | axc: median / fastest | that peer: median / fastest |",
              "|---" * 4 + "|"]
     for row, t in fastest.items():
-        peers = [s for s in PEERS if s in t and checks[row][s][0] == "ok"]
-        if "axc" not in t or not peers:
+        best = best_peer(t, checks[row])
+        if "axc" not in t or not best:
             continue
-        best = min(peers, key=lambda s: t[s])
         lines.append(f"| {row} | {t[best] / t['axc']:.2f} ({TITLES[best]}) | {medians[row]['axc'] / t['axc']:.2f} | "
                      f"{medians[row][best] / t[best]:.2f} |")
     return lines
@@ -493,7 +497,7 @@ def report(head, checks, medians_by_threads, fastest_by_threads, flop, peak, tri
                   "", *ratio_table(medians, checks[threads]), "", *above_peak(medians, flop, peak, threads),
                   f"Fastest rounds ({threads} thread{'s' if threads > 1 else ''}): the ratio on each system's "
                   "fastest round, and how far each one's median is from it:", "",
-                  *quietest_table(medians, fastest_by_threads[threads], checks[threads]), ""]
+                  *fastest_table(medians, fastest_by_threads[threads], checks[threads]), ""]
     if 1 in medians_by_threads:
         lines += ["## axc efficiency, 1 thread (FLOP: multiply-adds x 2 of matrix products and convolutions; "
                   "bytes: parameters + input + output for the memory-bound rows R1, R5, R6, R7)", "",

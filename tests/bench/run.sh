@@ -32,6 +32,25 @@ EOF
 then echo "PASS: bench report names peers above the FMA peak"
 else echo "FAIL: bench report names peers above the FMA peak"; sed 's/^/  /' "$work/peak.log"; fi
 
+# The fastest-rounds table: the best peer is the fastest of those whose output
+# checked ok on its fastest round (a wrong one is passed over), and each
+# spread is that system's median / fastest round.
+if "$PYTHON" - "$root/bench" <<'EOF' >"$work/fastest.log" 2>&1
+import sys
+sys.path.insert(0, sys.argv[1])
+import bench
+fastest = {"R4": {"axc": 20.0, "onnxruntime": 25.0, "openvino": 22.0, "xla": 10.0}}
+medians = {"R4": {"axc": 30.0, "onnxruntime": 27.5, "openvino": 33.0, "xla": 11.0}}
+checks = {"R4": {"axc": ("ok", ""), "onnxruntime": ("ok", ""), "openvino": ("ok", ""), "xla": ("fail", "1")}}
+rows = bench.fastest_table(medians, fastest, checks)
+assert rows[2] == "| R4 | 1.10 (OpenVINO) | 1.50 | 1.50 |", rows
+checks["R4"]["openvino"] = ("fail", "1")
+rows = bench.fastest_table(medians, fastest, checks)
+assert rows[2] == "| R4 | 1.25 (ONNX Runtime) | 1.50 | 1.10 |", rows
+EOF
+then echo "PASS: bench report's fastest-rounds table"
+else echo "FAIL: bench report's fastest-rounds table"; sed 's/^/  /' "$work/fastest.log"; fi
+
 if ! "$PYTHON" -c "import torch, torchvision" >/dev/null 2>&1; then
     echo "SKIP: bench smoke (needs $PYTHON with torch and torchvision)"
     exit 0
