@@ -9,15 +9,15 @@
  * publishes its job and wakes the workers with a new generation number;
  * workers poll for up to a millisecond of their own CPU time after each
  * job (the next layer's call comes within microseconds, or some tens of
- * them), then sleep on a condition variable.  The ranges
- * are claimed, one at a time, by whichever thread comes first, the caller
- * included, so a worker that has no core to run on (a loaded machine)
- * leaves its range to the caller instead of keeping it waiting; the caller
- * then waits for the ranges others claimed, the same way.  A claim names
- * its job: the range counter and the range count of the job are one
- * atomic word, so a worker that wakes after its job is over claims nothing
- * of it, or a range of the next job, whose fields it then reads.  One call
- * at a time owns the pool; a
+ * them), then sleep on a condition variable.  Range i is thread i's (the
+ * caller is 0), sized by that thread's share of the work (split_shares:
+ * shares follow each thread's measured speed), and claimed by whichever
+ * thread comes first, its own thread first, so a worker that has no core to
+ * run on (a loaded machine) leaves its range to the caller instead of
+ * keeping it waiting; the caller then waits for the ranges others claimed,
+ * the same way.  A claim names its job: each range's flag holds the job's
+ * generation, so a worker that wakes after its job is over claims nothing
+ * of it.  One call at a time owns the pool; a
  * call that finds it busy (another application thread, or a range function
  * that itself splits work) runs all of its work on the calling thread.
  * Results do not depend on the split, so they are the same either way.
@@ -25,6 +25,7 @@
  * accepted and the core stays single-threaded. */
 #define _POSIX_C_SOURCE 200809L
 #include <stddef.h>
+#include <string.h>
 
 #include "axrt.h"
 
@@ -68,23 +69,64 @@
 
 static int thread_count = 1;
 
+/* Sizing the ranges by speed.  On a shared machine one core can run at
+ * half the other's speed for seconds (another tenant on its SMT sibling, or
+ * a process on its vCPU), and equal ranges then make the faster thread wait
+ * for the slower one at every layer: ResNet-18 and EfficientNet-B0 on 2
+ * threads took 1.8 and 2.1 times their quiet time, longer than on 1 thread.
+ * Cutting the work into more, smaller ranges to balance it costs each range
+ * a pass over the layer's weights (BERT's layer 4-22 % slower with 2 or 4
+ * ranges a thread); so each thread keeps one range, sized by its share.
+ * Shares are kept per job shape (range function and item count: a layer of
+ * a model, called again at every inference), as items differ in cost by
+ * layer (a partial last tile, padding rows): one set of shares for all jobs
+ * followed each layer's imbalance into the next and split MiniLM's layers
+ * 58 : 42 on a quiet machine.  After a job whose ranges all ran on their own
+ * threads for SHARE_MIN_NS or longer, each share moves SHARE_STEP of the
+ * way to its thread's part of the summed speed (items per ns), within
+ * SHARE_CLAMP times the equal share either way.  Jobs of more than
+ * SPLIT_MAX_PARTS ranges, and shapes not (or no longer) in the table of
+ * SPLIT_SHAPES, split equally. */
+#define SHARE_MIN_NS 10000LL
+#define SHARE_STEP 0.25
+#define SHARE_CLAMP 2.0
+#define SPLIT_MAX_PARTS 8
+#define SPLIT_SHAPES 256
+
+/* a job shape's shares (all 0: not measured yet) */
+typedef struct split_shape {
+    axrt_range_fn *fn;
+    size_t count;
+    double share[SPLIT_MAX_PARTS];
+} split_shape;
+
+/* what one thread ran of the current job */
+typedef struct slot_run {
+    size_t items;
+    long long ns;
+} slot_run;
+
 typedef struct pool {
     pthread_mutex_t lock;      /* guards sleeping and waking */
     pthread_cond_t wake, done;
     pthread_mutex_t owner;     /* held by the call using the pool */
     unsigned long generation;  /* bumped per job (atomic) */
-    unsigned long long claim;  /* the job's ranges << 32 | the next range to claim (atomic) */
+    unsigned long claimed[MAX_THREADS]; /* range i: 2 * generation open, + 1 claimed (atomic) */
     size_t finished;           /* ranges of the job run to the end (atomic) */
     int quit;                  /* workers leave (set under lock) */
     int workers;               /* started */
-    axrt_range_fn *fn;         /* the job: written before claim opens it */
+    axrt_range_fn *fn;         /* the job: written before generation opens it */
     void *ctx;
-    size_t count;
+    size_t parts;              /* the job's ranges (atomic) */
+    size_t bounds[MAX_THREADS + 1]; /* range i is [bounds[i], bounds[i + 1]) */
+    split_shape shapes[SPLIT_SHAPES]; /* by job shape, direct-mapped (job_shape) */
+    slot_run ran[MAX_THREADS]; /* written by thread i before it counts its range finished */
+    unsigned long started_at[MAX_THREADS]; /* worker i's generation when started */
     pthread_t threads[MAX_THREADS];
 } pool;
 
 static pool the_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-                        PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, NULL, NULL, 0, {0}};
+                        PTHREAD_MUTEX_INITIALIZER, 0, {0}, 0, 0, 0, NULL, NULL, 0, {0}, {{NULL, 0, {0}}}, {{0, 0}}, {0}, {0}};
 
 /* The calling thread's CPU time in nanoseconds (CLOCK_THREAD_CPUTIME_ID),
  * or -1 where that clock is unavailable. */
@@ -130,16 +172,35 @@ static int spin_again(spin *s)
     return now < 0 ? s->polls < SPIN_POLLS : now - s->start <= WORKER_SPIN_NS;
 }
 
-/* Claims and runs ranges of the current job until none is left; the
- * thread finishing the last one wakes the caller. */
-static void run_claims(pool *p)
+static long long clock_ns(void)
 {
-    for (;;) {
-        const unsigned long long c = __atomic_fetch_add(&p->claim, 1, __ATOMIC_ACQ_REL);
-        const size_t parts = (size_t)(c >> 32), i = (size_t)(c & 0xffffffffu);
-        if (i >= parts) return;
-        const size_t begin = p->count * i / parts, end = p->count * (i + 1) / parts;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* Claims range i of job generation g, if still open. */
+static int claim_range(pool *p, size_t i, unsigned long g)
+{
+    unsigned long open = 2 * g;
+    return __atomic_compare_exchange_n(&p->claimed[i], &open, open + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+/* Thread `self` claims and runs ranges of job generation g, its own first,
+ * until none is left; the thread finishing the last one wakes the caller.
+ * A thread that read an earlier generation claims nothing. */
+static void run_claims(pool *p, size_t self, unsigned long g)
+{
+    /* parts is read atomically: a thread late for job g may read it as the
+       caller writes the next job's (its claims then fail) */
+    const size_t parts = __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE) == g ? __atomic_load_n(&p->parts, __ATOMIC_RELAXED) : 0;
+    for (size_t k = 0; k < parts; k++) {
+        const size_t i = (self + k) % parts;
+        if (!claim_range(p, i, g)) continue;
+        const size_t begin = p->bounds[i], end = p->bounds[i + 1];
+        const long long t0 = clock_ns();
         if (begin < end) p->fn(p->ctx, begin, end);
+        p->ran[self].items += end - begin, p->ran[self].ns += clock_ns() - t0;
         if (__atomic_add_fetch(&p->finished, 1, __ATOMIC_ACQ_REL) == parts) {
             pthread_mutex_lock(&p->lock);
             pthread_cond_signal(&p->done);
@@ -165,12 +226,13 @@ static unsigned long next_job(pool *p, unsigned long seen)
     return g;
 }
 
-/* arg: the generation current when the worker was started. */
+/* arg: the worker's index (thread index + 1). */
 static void *worker(void *arg)
 {
     pool *p = &the_pool;
-    unsigned long seen = (unsigned long)(size_t)arg;
-    while ((seen = next_job(p, seen)) != 0) run_claims(p);
+    const size_t self = (size_t)arg;
+    unsigned long seen = p->started_at[self];
+    while ((seen = next_job(p, seen)) != 0) run_claims(p, self, seen);
     return NULL;
 }
 
@@ -191,9 +253,12 @@ static void wait_done(pool *p, size_t parts)
 /* Starts workers 1 .. thread_count - 1 (fewer if the system refuses). */
 static void start_workers(pool *p)
 {
-    while (p->workers < thread_count - 1 &&
-           pthread_create(&p->threads[p->workers], NULL, worker, (void *)(size_t)p->generation) == 0)
+    while (p->workers < thread_count - 1) {
+        p->started_at[p->workers + 1] = p->generation;
+        if (pthread_create(&p->threads[p->workers], NULL, worker, (void *)(size_t)(p->workers + 1)) != 0)
+            break;
         p->workers++;
+    }
 }
 
 static void stop_workers(pool *p)
@@ -205,38 +270,102 @@ static void stop_workers(pool *p)
     pthread_mutex_unlock(&p->lock);
     for (int i = 0; i < p->workers; i++) pthread_join(p->threads[i], NULL);
     p->workers = 0, p->quit = 0;
+    memset(p->shapes, 0, sizeof p->shapes); /* other threads, other speeds */
     pthread_mutex_unlock(&p->owner);
 }
 
-/* Ranges of near-equal length, one per thread (fewer when count is
- * smaller), each run by the thread that claims it (run_claims).  The job's
- * fields and the finished count are written while no range of any job is
- * open (the last call waited for all of its ranges), then claim opens the
- * job (release: a claim that reads it sees them). */
+/* The shares of job shape (fn, count) for parts ranges, taken over (and
+ * reset) if another shape had its slot; NULL: split equally. */
+static split_shape *job_shape(pool *p, axrt_range_fn *fn, size_t count, size_t parts)
+{
+    split_shape *s;
+    if (parts > SPLIT_MAX_PARTS) return NULL;
+    s = &p->shapes[((size_t)fn / 16 ^ count * 2654435761u) % SPLIT_SHAPES];
+    if (s->fn != fn || s->count != count) {
+        memset(s, 0, sizeof *s);
+        s->fn = fn, s->count = count;
+    }
+    return s;
+}
+
+/* Range i's share of parts by shape (equal where not measured yet). */
+static double share_of(const split_shape *shape, size_t i, size_t parts)
+{
+    return shape && shape->share[i] > 0 ? shape->share[i] : 1.0 / (double)parts;
+}
+
+/* Range bounds for parts ranges of count items, by shape's shares. */
+static void split_bounds(pool *p, const split_shape *shape, size_t parts, size_t count)
+{
+    double sum = 0, at = 0;
+    size_t i;
+    for (i = 0; i < parts; i++) sum += share_of(shape, i, parts);
+    p->bounds[0] = 0;
+    for (i = 0; i < parts; i++) {
+        at += share_of(shape, i, parts) / sum;
+        p->bounds[i + 1] = i + 1 == parts ? count : (size_t)(at * (double)count + 0.5);
+        if (p->bounds[i + 1] < p->bounds[i]) p->bounds[i + 1] = p->bounds[i];
+    }
+}
+
+/* After a job: moves shape's shares toward each thread's part of the
+ * summed speed, where every range ran SHARE_MIN_NS or longer on its own
+ * thread. */
+static void split_shares(pool *p, split_shape *shape, size_t parts)
+{
+    const double equal = 1.0 / (double)parts;
+    double speed[SPLIT_MAX_PARTS], sum = 0;
+    size_t i;
+    if (!shape) return;
+    for (i = 0; i < parts; i++) {
+        const slot_run r = p->ran[i];
+        if (r.ns < SHARE_MIN_NS || r.items != p->bounds[i + 1] - p->bounds[i]) return;
+        speed[i] = (double)r.items / (double)r.ns, sum += speed[i];
+    }
+    for (i = 0; i < parts; i++) {
+        const double was = share_of(shape, i, parts), s = was + SHARE_STEP * (speed[i] / sum - was);
+        shape->share[i] = s < equal / SHARE_CLAMP ? equal / SHARE_CLAMP : s > equal * SHARE_CLAMP ? equal * SHARE_CLAMP : s;
+    }
+}
+
+/* One range per thread (fewer when count is smaller; split_bounds), each
+ * run by the thread that claims it (run_claims).  The job's fields, the
+ * range flags and the finished count are written while no range of any job
+ * is open (the last call waited for all of its ranges), then the new
+ * generation opens the job (release: a worker that reads it sees them). */
 static void parallel_threads(axrt_range_fn *fn, void *ctx, size_t count)
 {
     pool *p = &the_pool;
+    size_t i;
     if (pthread_mutex_trylock(&p->owner) != 0) {
         fn(ctx, 0, count);
         return;
     }
     start_workers(p);
-    size_t parts = (size_t)p->workers + 1 < count ? (size_t)p->workers + 1 : count;
+    const size_t parts = (size_t)p->workers + 1 < count ? (size_t)p->workers + 1 : count;
     if (parts <= 1) {
         if (count) fn(ctx, 0, count);
         pthread_mutex_unlock(&p->owner);
         return;
     }
-    p->fn = fn, p->ctx = ctx, p->count = count;
-    __atomic_store_n(&p->finished, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&p->claim, (unsigned long long)parts << 32, __ATOMIC_RELEASE);
-    pthread_mutex_lock(&p->lock);
     unsigned long g = p->generation + 1;
-    __atomic_store_n(&p->generation, g ? g : 1, __ATOMIC_RELEASE);
+    g = g ? g : 1;
+    p->fn = fn, p->ctx = ctx;
+    __atomic_store_n(&p->parts, parts, __ATOMIC_RELAXED);
+    split_shape *shape = job_shape(p, fn, count, parts);
+    split_bounds(p, shape, parts, count);
+    for (i = 0; i < parts; i++) {
+        p->ran[i].items = 0, p->ran[i].ns = 0;
+        __atomic_store_n(&p->claimed[i], 2 * g, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&p->finished, 0, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&p->lock);
+    __atomic_store_n(&p->generation, g, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
-    run_claims(p);
+    run_claims(p, 0, g);
     wait_done(p, parts);
+    split_shares(p, shape, parts);
     pthread_mutex_unlock(&p->owner);
 }
 

@@ -1,0 +1,83 @@
+/* test_threads.c — the thread pool's split (runtime/axrt_threads.c) through
+ * axrt_parallel_for: every item of every job runs once, and a thread that
+ * runs slower gets a smaller range, its ranges sized by the speed measured
+ * on earlier jobs; a new thread count starts from equal ranges again.  The
+ * slowness is made here: each item spins for a fixed time of the clock,
+ * three times as long on the worker as on the caller, so the split the pool
+ * measures does not depend on how loaded the machine is. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "axrt.h"
+#include "axrt_cpu.h"
+
+#define ITEMS 60
+#define ITEM_NS 2000L /* on the caller; three times that on the worker */
+
+typedef struct job {
+    pthread_t caller;
+    unsigned char runs[ITEMS]; /* how often each item ran */
+    size_t first_end;          /* end of the range that starts at 0 */
+} job;
+
+static long long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static void spin_items(void *ctx, size_t begin, size_t end)
+{
+    job *j = ctx;
+    const long long per_item = pthread_equal(pthread_self(), j->caller) ? ITEM_NS : 3 * ITEM_NS;
+    const long long until = now_ns() + per_item * (long long)(end - begin);
+    for (size_t i = begin; i < end; i++) __atomic_add_fetch(&j->runs[i], 1, __ATOMIC_RELAXED);
+    if (begin == 0) j->first_end = end;
+    while (now_ns() < until) {
+    }
+}
+
+/* One job of ITEMS items, each run once; the end of its first range. */
+static size_t run_job(void)
+{
+    job j;
+    memset(&j, 0, sizeof j);
+    j.caller = pthread_self();
+    axrt_parallel_for(spin_items, &j, ITEMS, 1e9);
+    for (size_t i = 0; i < ITEMS; i++)
+        if (j.runs[i] != 1) fail_msg("item %zu ran %d times", i, j.runs[i]);
+    return j.first_end;
+}
+
+static void test_slow_thread_gets_less(void **state)
+{
+    (void)state;
+    size_t first = 0;
+    assert_int_equal(axrt_set_threads(2), 0);
+    assert_int_equal(run_job(), ITEMS / 2); /* no speed measured yet: equal */
+    for (int k = 0; k < 150; k++) first = run_job();
+    /* speeds 3 : 1 put the caller's share at 3/4; it must at least have
+       moved well past equal */
+    if (first < ITEMS * 6 / 10) fail_msg("caller's range %zu of %d items after 150 jobs", first, ITEMS);
+    assert_int_equal(axrt_set_threads(1), 0);
+    assert_int_equal(axrt_set_threads(2), 0);
+    assert_int_equal(run_job(), ITEMS / 2); /* a new pool measures afresh */
+    assert_int_equal(axrt_set_threads(1), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_slow_thread_gets_less),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
