@@ -1,7 +1,7 @@
 /* axrt_threads.c — the host part of libaxrt that runs kernels on several
  * threads (axrt.h: axrt_set_threads): installs a parallel-for hook in the
- * core that splits [0, count) into one contiguous range per thread, the
- * calling thread taking the first.
+ * core that splits [0, count) into one contiguous range per thread, sized
+ * by the threads' measured speeds (below), the calling thread's first.
  *
  * The other threads are a pool started on first use and kept until the
  * count changes: creating threads per call cost more than a small layer's
@@ -73,15 +73,16 @@ static int thread_count = 1;
  * half the other's speed for seconds (another tenant on its SMT sibling, or
  * a process on its vCPU), and equal ranges then make the faster thread wait
  * for the slower one at every layer: ResNet-18 and EfficientNet-B0 on 2
- * threads took 1.8 and 2.1 times their quiet time, longer than on 1 thread.
+ * threads had medians 1.8 and 2.1 times their fastest runs in one `make
+ * bench`, slower than on 1 thread.
  * Cutting the work into more, smaller ranges to balance it costs each range
  * a pass over the layer's weights (BERT's layer 4-22 % slower with 2 or 4
  * ranges a thread); so each thread keeps one range, sized by its share.
  * Shares are kept per job shape (range function and item count: a layer of
  * a model, called again at every inference), as items differ in cost by
- * layer (a partial last tile, padding rows): one set of shares for all jobs
- * followed each layer's imbalance into the next and split MiniLM's layers
- * 58 : 42 on a quiet machine.  After a job whose ranges all ran on their own
+ * layer (a partial last tile, padding rows): with one set of shares for all
+ * jobs each layer's imbalance moved the next layer's split (a quiet run of
+ * MiniLM ended at 58 : 42).  After a job whose ranges all ran on their own
  * threads for SHARE_MIN_NS or longer, each share moves SHARE_STEP of the
  * way to its thread's part of the summed speed (items per ns), within
  * SHARE_CLAMP times the equal share either way.  Jobs of more than
@@ -121,7 +122,7 @@ typedef struct pool {
     size_t bounds[MAX_THREADS + 1]; /* range i is [bounds[i], bounds[i + 1]) */
     split_shape shapes[SPLIT_SHAPES]; /* by job shape, direct-mapped (job_shape) */
     slot_run ran[MAX_THREADS]; /* written by thread i before it counts its range finished */
-    unsigned long started_at[MAX_THREADS]; /* worker i's generation when started */
+    unsigned long started_at[MAX_THREADS]; /* thread i's (from 1) generation when started */
     pthread_t threads[MAX_THREADS];
 } pool;
 
