@@ -84,8 +84,8 @@ static int thread_count = 1;
  * jobs each layer's imbalance moved the next layer's split (a quiet run of
  * MiniLM ended at 58 : 42).  After a job whose ranges all ran on their own
  * threads for SHARE_MIN_NS or longer, each share moves SHARE_STEP of the
- * way to its thread's part of the summed speed (items per ns), within
- * SHARE_CLAMP times the equal share either way.  Jobs of more than
+ * way to its thread's part of the summed speed (items per ns), that part
+ * taken within SHARE_CLAMP times the equal share either way.  Jobs of more than
  * SPLIT_MAX_PARTS ranges, and shapes not (or no longer) in the table of
  * SPLIT_SHAPES, split equally. */
 #define SHARE_MIN_NS 10000LL
@@ -309,6 +309,12 @@ static void split_bounds(pool *p, const split_shape *shape, size_t parts, size_t
     }
 }
 
+/* x within SHARE_CLAMP times equal either way */
+static double share_clamp(double x, double equal)
+{
+    return x < equal / SHARE_CLAMP ? equal / SHARE_CLAMP : x > equal * SHARE_CLAMP ? equal * SHARE_CLAMP : x;
+}
+
 /* After a job: moves shape's shares toward each thread's part of the
  * summed speed, where every range ran SHARE_MIN_NS or longer on its own
  * thread. */
@@ -323,9 +329,9 @@ static void split_shares(pool *p, split_shape *shape, size_t parts)
         if (r.ns < SHARE_MIN_NS || r.items != p->bounds[i + 1] - p->bounds[i]) return;
         speed[i] = (double)r.items / (double)r.ns, sum += speed[i];
     }
-    for (i = 0; i < parts; i++) {
-        const double was = share_of(shape, i, parts), s = was + SHARE_STEP * (speed[i] / sum - was);
-        shape->share[i] = s < equal / SHARE_CLAMP ? equal / SHARE_CLAMP : s > equal * SHARE_CLAMP ? equal * SHARE_CLAMP : s;
+    for (i = 0; i < parts; i++) { /* a range that lost its core for a time slice: a bounded step */
+        const double was = share_of(shape, i, parts);
+        shape->share[i] = was + SHARE_STEP * (share_clamp(speed[i] / sum, equal) - was);
     }
 }
 

@@ -3,8 +3,13 @@
  * runs slower gets a smaller range, its ranges sized by the speed measured
  * on earlier jobs; a new thread count starts from equal ranges again.  The
  * slowness is made here: each item spins for a fixed time of the clock,
- * three times as long on the worker as on the caller, so the split the pool
- * measures does not depend on how loaded the machine is. */
+ * three times as long on the worker as on the caller.  On a loaded machine
+ * (the suites run two at a time) a thread can lose its core for a time
+ * slice mid-range, or the caller can run both ranges while the worker
+ * waits for a core (a job that measures nothing), so the split is only
+ * required to give the faster thread 60 % within MAX_JOBS jobs: 3 : 1
+ * speeds take it there in two or three jobs on an idle machine (towards
+ * 45 : 15), and equal ranges never. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,7 +25,8 @@
 #include "axrt_cpu.h"
 
 #define ITEMS 60
-#define ITEM_NS 2000L /* on the caller; three times that on the worker */
+#define ITEM_NS 20000L /* on the caller; three times that on the worker */
+#define MAX_JOBS 400
 
 typedef struct job {
     pthread_t caller;
@@ -62,12 +68,11 @@ static void test_slow_thread_gets_less(void **state)
 {
     (void)state;
     size_t first = 0;
+    int jobs = 0;
     assert_int_equal(axrt_set_threads(2), 0);
     assert_int_equal(run_job(), ITEMS / 2); /* no speed measured yet: equal */
-    for (int k = 0; k < 150; k++) first = run_job();
-    /* speeds 3 : 1 put the caller's share at 3/4; it must at least have
-       moved well past equal */
-    if (first < ITEMS * 6 / 10) fail_msg("caller's range %zu of %d items after 150 jobs", first, ITEMS);
+    while (first < ITEMS * 6 / 10 && jobs++ < MAX_JOBS) first = run_job();
+    if (first < ITEMS * 6 / 10) fail_msg("caller's range %zu of %d items after %d jobs", first, ITEMS, MAX_JOBS);
     assert_int_equal(axrt_set_threads(1), 0);
     assert_int_equal(axrt_set_threads(2), 0);
     assert_int_equal(run_job(), ITEMS / 2); /* a new pool measures afresh */
