@@ -393,10 +393,7 @@ static int set_conv_algo(axc_opts *o, const char *v)
             o->conv_algo = (ir_conv_algo)a;
             return 0;
         }
-    ax_buf names = {0};
-    ax_buf_join(&names, ir_conv_algo_names, IR_CONV_ALGO_COUNT, ", ", " or ");
-    axc_fail("unknown convolution algorithm '%s' (expected %s)", v, names.data);
-    ax_buf_free(&names);
+    axc_fail("unknown convolution algorithm '%s' (expected direct, winograd, winograd2 or auto)", v);
     return -1;
 }
 
