@@ -129,15 +129,17 @@ typedef struct pool {
 static pool the_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
                         PTHREAD_MUTEX_INITIALIZER, 0, {0}, 0, 0, 0, NULL, NULL, 0, {0}, {{NULL, 0, {0}}}, {{0, 0}}, {0}, {0}};
 
-/* The calling thread's CPU time in nanoseconds (CLOCK_THREAD_CPUTIME_ID),
- * or -1 where that clock is unavailable. */
-static long long thread_cpu_ns(void)
+/* Clock id in nanoseconds, or -1 where that clock is unavailable. */
+static long long clock_ns(clockid_t id)
 {
     struct timespec t;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0)
+    if (clock_gettime(id, &t) != 0)
         return -1;
     return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
+
+/* The calling thread's CPU time in nanoseconds, or -1 (clock_ns). */
+static long long thread_cpu_ns(void) { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
 
 /* One wait's polls so far, and the waiting thread's CPU time at its start
  * (-1: the wait counts SPIN_POLLS polls). */
@@ -173,13 +175,6 @@ static int spin_again(spin *s)
     return now < 0 ? s->polls < SPIN_POLLS : now - s->start <= WORKER_SPIN_NS;
 }
 
-static long long clock_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
 /* Claims range i of job generation g, if still open. */
 static int claim_range(pool *p, size_t i, unsigned long g)
 {
@@ -199,9 +194,9 @@ static void run_claims(pool *p, size_t self, unsigned long g)
         const size_t i = (self + k) % parts;
         if (!claim_range(p, i, g)) continue;
         const size_t begin = p->bounds[i], end = p->bounds[i + 1];
-        const long long t0 = clock_ns();
+        const long long t0 = clock_ns(CLOCK_MONOTONIC);
         if (begin < end) p->fn(p->ctx, begin, end);
-        p->ran[self].items += end - begin, p->ran[self].ns += clock_ns() - t0;
+        p->ran[self].items += end - begin, p->ran[self].ns += clock_ns(CLOCK_MONOTONIC) - t0;
         if (__atomic_add_fetch(&p->finished, 1, __ATOMIC_ACQ_REL) == parts) {
             pthread_mutex_lock(&p->lock);
             pthread_cond_signal(&p->done);
