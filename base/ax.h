@@ -36,6 +36,9 @@ void ax_buf_puts(ax_buf *b, const char *s);
 void ax_buf_printf(ax_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ax_buf_vprintf(ax_buf *b, const char *fmt, va_list ap);
 void ax_buf_free(ax_buf *b);
+/* Appends names[0 .. count) separated by sep, the last by last (", " and
+   " or ": "a, b or c"), for messages that list every accepted value. */
+void ax_buf_join(ax_buf *b, const char *const *names, int count, const char *sep, const char *last);
 
 /* ---- diagnostics (docs/language.md#diagnostics) --------------------------------------
  * Format:  FILE:LINE:COL: error: MESSAGE

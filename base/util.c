@@ -186,6 +186,12 @@ void ax_buf_printf(ax_buf *b, const char *fmt, ...)
     va_end(ap);
 }
 
+void ax_buf_join(ax_buf *b, const char *const *names, int count, const char *sep, const char *last)
+{
+    for (int i = 0; i < count; i++)
+        ax_buf_printf(b, "%s%s", i == 0 ? "" : i == count - 1 ? last : sep, names[i]);
+}
+
 void ax_buf_free(ax_buf *b)
 {
     free(b->data);

@@ -393,7 +393,13 @@ static int set_conv_algo(axc_opts *o, const char *v)
             o->conv_algo = (ir_conv_algo)a;
             return 0;
         }
-    axc_fail("unknown convolution algorithm '%s' (expected direct, winograd, winograd2 or auto)", v);
+    /* the algorithms, then auto, as docs/errors.md and the spec list them */
+    _Static_assert(IR_CONV_AUTO == 0, "auto is first in ir_conv_algo_names");
+    ax_buf names = {0};
+    ax_buf_join(&names, ir_conv_algo_names + IR_CONV_AUTO + 1, IR_CONV_ALGO_COUNT - 1, ", ", ", ");
+    axc_fail("unknown convolution algorithm '%s' (expected %s or %s)", v, names.data,
+             ir_conv_algo_names[IR_CONV_AUTO]);
+    ax_buf_free(&names);
     return -1;
 }
 

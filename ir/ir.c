@@ -48,10 +48,10 @@ ir_target_id ir_target_parse(const char *name)
 
 const char *ir_target_list(ax_arena *a, const char *sep, const char *last)
 {
+    const char *names[IR_TARGET_COUNT];
     ax_buf b = {0};
-    for (int t = 0; t < IR_TARGET_COUNT; t++)
-        ax_buf_printf(&b, "%s%s", t == 0 ? "" : t == IR_TARGET_COUNT - 1 ? last : sep,
-                      ir_targets[t].name);
+    for (int t = 0; t < IR_TARGET_COUNT; t++) names[t] = ir_targets[t].name;
+    ax_buf_join(&b, names, IR_TARGET_COUNT, sep, last);
     const char *text = ax_strdup(a, b.data);
     ax_buf_free(&b);
     return text;

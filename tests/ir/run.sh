@@ -143,6 +143,10 @@ check_conv_algo() {
     ! "$AXC" "$narrow" --emit=ir | grep -q winograd || { echo "auto: Winograd on 16 channels"; return 1; }
     "$AXC" "$narrow" --emit=ir --conv-algo=winograd | grep -q 'layout=winograd_f4x4_panels' ||
         { echo "--conv-algo=winograd: no transformed weight"; return 1; }
+    local refused
+    refused=$("$AXC" "$narrow" --emit=ir --conv-algo=fast 2>&1) && { echo "--conv-algo=fast accepted"; return 1; }
+    [[ $refused == *"'fast' (expected direct, winograd, winograd2 or auto)"* ]] ||
+        { echo "--conv-algo=fast: $refused"; return 1; }
 }
 
 check_remat_set() {
