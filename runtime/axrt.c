@@ -22,7 +22,7 @@
 #ifdef AXRT_X86_SIMD
 #include <stdio.h>  /* fprintf, for an AXRT_ISA not honoured: x86-64 hosts only */
 #include <stdlib.h> /* getenv, for AXRT_ISA: x86-64 hosts only */
-#include <cpuid.h>  /* the L2 cache's size (axrt_fast.inc l2_cache_bytes): x86-64 hosts only */
+#include <cpuid.h>  /* the L2 cache's size (axrt_fast.inc conv_weight_block): x86-64 hosts only */
 #endif
 
 size_t axrt_dtype_size(axrt_dtype dtype)
