@@ -72,6 +72,7 @@ typedef struct shape {
     axrt_mha_params mha;
     size_t rows, in, out;
     axrt_act act;
+    void (*unary)(const float *x, float *y, size_t n); /* an elementwise shape's function */
     float *x, *w, *bias, *y, *scratch, *w_dw, *w_project;
     float *mid, *dw_out; /* a stem chain's tensors between its kernels, unfused (stem_chain) */
 } shape;
@@ -79,7 +80,7 @@ typedef struct shape {
 
 static void run_dense(const shape *s)
 {
-    axrt_dense_packed_ep_f32(s->x, s->w, s->bias, NULL, AXRT_ACT_RELU, s->y, s->rows, s->in, s->out);
+    axrt_dense_packed_ep_f32(s->x, s->w, s->bias, NULL, s->act, s->y, s->rows, s->in, s->out);
 }
 
 static void run_conv(const shape *s)
@@ -111,18 +112,24 @@ static shape matmul(const char *name, size_t rows, size_t in, size_t out)
     return s;
 }
 
-static shape dense(const char *name, size_t rows, size_t in, size_t out)
+/* A packed dense layer with activation act (the GEMM epilogue's). */
+static shape dense_act(const char *name, size_t rows, size_t in, size_t out, axrt_act act)
 {
     shape s;
     float *w = bench_floats(in * out);
     memset(&s, 0, sizeof s);
-    s.name = name, s.run = run_dense, s.rows = rows, s.in = in, s.out = out;
+    s.name = name, s.run = run_dense, s.rows = rows, s.in = in, s.out = out, s.act = act;
     s.flop = 2.0 * (double)rows * (double)in * (double)out;
     s.x = bench_floats(rows * in), s.w = bench_floats(in * out), s.bias = bench_floats(out);
     s.y = bench_floats(rows * out);
     axrt_pack_dense_f32(w, s.w, in, out);
     free(w);
     return s;
+}
+
+static shape dense(const char *name, size_t rows, size_t in, size_t out)
+{
+    return dense_act(name, rows, in, out, AXRT_ACT_RELU);
 }
 
 /* OR of n 32-bit words, READ_BLOCK at a time (a constant trip count, so
@@ -183,17 +190,17 @@ static shape conv(const char *name, int hw, int c, int oc, int k, int stride, in
     return s;
 }
 
-static void run_swish(const shape *s) { axrt_swish_f32(s->x, s->y, s->rows); }
+static void run_unary(const shape *s) { s->unary(s->x, s->y, s->rows); }
 
-/* axrt_swish_f32 over n elements, in [-8, 8) as activations before it are
-   (bench_floats' [-0.5, 0.5) scaled): "GFLOP/s" counts one an element, so
-   1 / it is ns an element. */
-static shape swish(const char *name, size_t n)
+/* An elementwise function (axrt_swish_f32, axrt_gelu_f32) over n elements,
+   in [-8, 8) as activations before it are (bench_floats' [-0.5, 0.5)
+   scaled): "GFLOP/s" counts one an element, so 1 / it is ns an element. */
+static shape unary(const char *name, size_t n, void (*fn)(const float *x, float *y, size_t n))
 {
     shape s;
     size_t i;
     memset(&s, 0, sizeof s);
-    s.name = name, s.run = run_swish, s.rows = n, s.flop = (double)n;
+    s.name = name, s.run = run_unary, s.unary = fn, s.rows = n, s.flop = (double)n;
     s.x = bench_floats(n), s.y = bench_floats(n);
     for (i = 0; i < n; i++) s.x[i] *= 16.0f;
     return s;
@@ -474,8 +481,8 @@ static int mobile_shapes(shape *shapes, int n)
     shapes[n++] = depthwise("EB0 dw 3x3 112x112x32", 112, 32, 3, 1, AXRT_ACT_NONE);
     shapes[n++] = depthwise("  +relu6 (MV2 dw 3x3 112x112x32)", 112, 32, 3, 1, AXRT_ACT_RELU6);
     shapes[n++] = depthwise("  +swish", 112, 32, 3, 1, AXRT_ACT_SWISH);
-    shapes[n++] = swish("swish 3584 (L1), Gelem/s", 3584);
-    shapes[n++] = swish("swish 112x112x32, Gelem/s", 112 * 112 * 32);
+    shapes[n++] = unary("swish 3584 (L1), Gelem/s", 3584, axrt_swish_f32);
+    shapes[n++] = unary("swish 112x112x32, Gelem/s", 112 * 112 * 32, axrt_swish_f32);
     shapes[n++] = depthwise("EB0 dw 5x5/2 56x56x144", 56, 144, 5, 2, AXRT_ACT_NONE);
     shapes[n++] = depthwise("EB0 dw 5x5 28x28x240", 28, 240, 5, 1, AXRT_ACT_NONE);
     shapes[n++] = depthwise("EB0 dw 5x5 14x14x672", 14, 672, 5, 1, AXRT_ACT_NONE);
@@ -500,6 +507,8 @@ static int all_shapes(shape *shapes)
     shapes[n++] = dense("R4 linear2 128x3072->768", 128, 3072, 768);
     shapes[n++] = dense("M4 q/k/v/out 128x384->384", 128, 384, 384);
     shapes[n++] = dense("M4 linear1 128x384->1536", 128, 384, 1536);
+    shapes[n++] = dense_act("  +gelu (M4 linear1)", 128, 384, 1536, AXRT_ACT_GELU);
+    shapes[n++] = unary("gelu 3584 (L1), Gelem/s", 3584, axrt_gelu_f32);
     shapes[n++] = dense("M4 linear2 128x1536->384", 128, 1536, 384);
     shapes[n++] = matmul("R4 scores 128x64.64x128", 128, 64, 128);
     shapes[n++] = matmul("R4 probs.v 128x128.128x64", 128, 128, 64);
