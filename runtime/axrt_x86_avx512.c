@@ -15,6 +15,8 @@
 #define SIMD_FN __attribute__((target("avx512f,avx512dq,avx512vl,fma")))
 #define SIMD_INLINE static inline __attribute__((target("avx512f,avx512dq,avx512vl,fma"), always_inline))
 #define SIMD_TILE_M 8
+/* depthwise blocks of 14 pixels at stride 1 (axrt_x86_depthwise.inc) */
+#define DW_WIDE_PIXELS 14
 #define SIMD_EVEN_TAIL 0
 #define SIMD_NAME "avx512"
 #define SIMD_ACCESSOR axrt_cpu_ops_avx512

@@ -736,7 +736,8 @@ static void test_depthwise(void **state)
 }
 
 /* Depthwise shapes through each row kernel: 3x3 and 5x5 (the unrolled
- * ones, interior and edge pixels, 40 and 48 channels), a 3x7 dilated one
+ * ones, interior and edge pixels, 40 and 48 channels; a 14-pixel row, one
+ * block on AVX-512), a 3x7 dilated one
  * and a 17x1 one taller than AXRT_DWCONV_MAX_KH (the generic loops); with
  * stride 1 and the output the input's size, the in-place kernel too. */
 typedef void dw_inplace_fn(float *, const float *, int, const float *, axrt_act, float *,
@@ -745,6 +746,7 @@ static void test_depthwise_shapes(void **state)
 {
     static const axrt_conv2d_params shapes[] = {
         {1, 9, 20, 40, 9, 20, 40, 3, 3, 1, 1, 1, 1, 1, 1, 40},
+        {1, 5, 14, 40, 5, 14, 40, 3, 3, 1, 1, 1, 1, 1, 1, 40},
         {2, 12, 11, 48, 6, 6, 48, 5, 5, 2, 2, 1, 1, 2, 2, 48},
         {1, 7, 30, 24, 7, 30, 24, 3, 7, 1, 1, 1, 2, 1, 6, 24},
         {1, 20, 6, 16, 4, 6, 16, 17, 1, 1, 1, 1, 1, 0, 0, 16},
