@@ -695,6 +695,48 @@ static void test_dense_one_row(void **state)
     }
 }
 
+/* The last full panels and the narrow one after them, one tile call where
+ * the table has tile_tail (AVX-512): the results of layers of 24, 40 and
+ * 88 outputs (1, 2 and 5 full panels) bit for bit those of the same weight
+ * rows as the first outputs of a 96-output layer (full panels only), and
+ * within 1e-5 of the double reference; each activation, with residual,
+ * row counts from one tile to several. */
+static void assert_same_bits(const float *got, const float *want, size_t n, const char *what, int v);
+static void test_dense_tail_panel(void **state)
+{
+    enum { ROWS = 21, IN = 70, WIDE = 96 };
+    static const size_t row_counts[] = {2, 8, ROWS}, outs[] = {24, 40, 88};
+    static float x[ROWS * IN], w[WIDE * IN], packed[WIDE * IN], bias[WIDE], res[ROWS * WIDE];
+    static float res_n[ROWS * WIDE], y_n[ROWS * WIDE], y_wide[ROWS * WIDE], first[ROWS * WIDE];
+    static double ref[ROWS * WIDE];
+    (void)state;
+    fill(x, ROWS * IN, -1, 1, 91), fill(w, WIDE * IN, -0.3f, 0.3f, 92), fill(bias, WIDE, -1, 1, 93);
+    fill(res, ROWS * WIDE, -2, 2, 94);
+    for (int v = 0; v < n_variants; v++)
+        for (int act = AXRT_ACT_NONE; act <= AXRT_ACT_SWISH; act++)
+            for (size_t o = 0; o < sizeof outs / sizeof outs[0]; o++)
+                for (size_t c = 0; c < sizeof row_counts / sizeof row_counts[0]; c++) {
+                    const size_t rows = row_counts[c], out = outs[o];
+                    for (size_t r = 0; r < rows; r++) {
+                        memcpy(res_n + r * out, res + r * WIDE, out * sizeof *res);
+                        for (size_t j = 0; j < out; j++) {
+                            double acc = bias[j] + res_n[r * out + j];
+                            for (int i = 0; i < IN; i++) acc += (double)x[r * IN + i] * w[j * IN + i];
+                            ref[r * out + j] = act_ref(acc, (axrt_act)act);
+                        }
+                    }
+                    ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, IN, out);
+                    ((dense_ep_fn *)symbol(v, "axrt_dense_packed_ep_f32"))(x, packed, bias, res_n, (axrt_act)act,
+                                                                           y_n, rows, IN, out);
+                    assert_close(y_n, ref, rows * out, 1e-5);
+                    ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, IN, WIDE);
+                    ((dense_ep_fn *)symbol(v, "axrt_dense_packed_ep_f32"))(x, packed, bias, res, (axrt_act)act,
+                                                                           y_wide, rows, IN, WIDE);
+                    for (size_t r = 0; r < rows; r++) memcpy(first + r * out, y_wide + r * WIDE, out * sizeof *y_wide);
+                    assert_same_bits(y_n, first, rows * out, "narrow-ended layer against a wider one's first", v);
+                }
+}
+
 /* 7x7 taps (more than one tile call accumulates in registers) over 600
  * channels (more than one channel chunk: 512 a chunk), stride 2, dilation
  * 2, residual and ReLU6 in the epilogue. */
@@ -1417,6 +1459,7 @@ int main(void)
         cmocka_unit_test(test_conv_packed),
         cmocka_unit_test(test_dense_epilogue),
         cmocka_unit_test(test_dense_one_row),
+        cmocka_unit_test(test_dense_tail_panel),
         cmocka_unit_test(test_conv_epilogue),
         cmocka_unit_test(test_swish_epilogue_bits),
         cmocka_unit_test(test_logistic_lanes_independent),
