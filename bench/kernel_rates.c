@@ -429,14 +429,16 @@ static void time_shape(const shape *s, double seconds, double *best, double *top
  * the stem and 1x1 convs on few channels, whose tile set-up is a large share,
  * fused inverted-residual blocks, and depthwise convs.  Returns the count. */
 /* Projections whose outputs end in a narrow panel (24 = 16 + 8, 40 = 2 x 16
- * + 8: the AVX-512 tile's 8-wide last panel) next to whole panels (32, 48)
- * on the same pixels and channels, EfficientNet-B0's 56x56x96->24 and
+ * + 8: the AVX-512 tile's 8-wide last panel) next to whole panels (16, 32,
+ * 48) on the same pixels and channels, EfficientNet-B0's 56x56x96->24 and
  * 28x28x144->40 as dense calls, and a one-row dense call with such a tail
  * (MobileNetV2's classifier, 1000 = 62 x 16 + 8). */
 static int narrow_panel_shapes(shape *shapes, int n)
 {
+    shapes[n++] = dense("tail dense 3136x144->16", 3136, 144, 16);
     shapes[n++] = dense("tail dense 3136x144->24", 3136, 144, 24);
     shapes[n++] = dense("tail dense 3136x144->32", 3136, 144, 32);
+    shapes[n++] = dense("tail dense 3136x144->40", 3136, 144, 40);
     shapes[n++] = dense("tail dense 784x240->40", 784, 240, 40);
     shapes[n++] = dense("tail dense 784x240->48", 784, 240, 48);
     shapes[n++] = dense("tail dense 3136x96->24", 3136, 96, 24);
