@@ -172,8 +172,10 @@ typedef struct axrt_cpu_ops {
        as the packed layout's last: AXRT_PANEL < nr < 3 * AXRT_PANEL, not a
        multiple of AXRT_PANEL; full panel i at b + i * b_panel (steps ldb =
        AXRT_PANEL apart), then the narrow one's nr % AXRT_PANEL outputs,
-       steps nr % AXRT_PANEL apart; one segment, panels 1, ahead ignored;
-       each output's sums and epilogue as tile's, bit for bit.  NULL where
+       steps nr % AXRT_PANEL apart; one segment, panels 1, ahead ignored,
+       accumulate 0 (a reduction's first block: the narrow panel of a later
+       one lies elsewhere); each output's sums and epilogue as tile's, bit
+       for bit.  NULL where
        tile is as fast (the callers then take the panels apart). */
     void (*tile_tail)(const axrt_tile_args *t);
 } axrt_cpu_ops;

@@ -94,6 +94,11 @@ SIMD_INLINE __mmask16 lane_mask(long count)
 #define VH_LOADT(p, t) _mm256_maskz_loadu_ps((__mmask8)(t), p)
 #define VH_BROADCAST(p) _mm256_set1_ps(*(p))
 #define VH_FMA _mm256_fmadd_ps
+/* tile_tail's narrow panels of 8 (axrt_x86_simd.inc): 8 floats in both
+   halves; lanes 8-15 moved to 0-7; the mask of lanes 8-15 */
+#define V_HALF_TWICE(p) _mm512_broadcast_f32x8(_mm256_loadu_ps(p))
+#define V_HIGH_HALF(v) _mm512_shuffle_f32x4(v, v, 0xee)
+#define V_HIGH_LANES ((__mmask16)0xff00u)
 
 #include "axrt_x86_simd.inc"
 
