@@ -178,6 +178,10 @@ typedef struct axrt_cpu_ops {
        for bit.  NULL where
        tile is as fast (the callers then take the panels apart). */
     void (*tile_tail)(const axrt_tile_args *t);
+    /* the longest reduction a dense layer of more than one row takes in
+       one block (axrt_fast.inc DENSE_K); longer ones go in blocks of at
+       most TILE_K steps */
+    size_t dense_k;
 } axrt_cpu_ops;
 
 /* The table in use (axrt_fast.inc), for the kernels outside axrt.c. */

@@ -15,6 +15,7 @@
 #define SIMD_TILE_M 6
 /* 32 or 128 rows (R2, BERT) end in 4 + 4 rows rather than 6 + 2: a 2-row
    tile has 4 accumulators, half the 8 that FMA latency x 2 ports needs */
+#define SIMD_DENSE_K 4096 /* axrt_cpu.h dense_k (axrt_fast.inc DENSE_K) */
 #define SIMD_EVEN_TAIL 1
 #define SIMD_NAME "avx2"
 #define SIMD_ACCESSOR axrt_cpu_ops_avx2

@@ -18,6 +18,12 @@
 /* depthwise blocks of 14 pixels at stride 1 (axrt_x86_depthwise.inc) */
 #define DW_WIDE_PIXELS 14
 #define SIMD_EVEN_TAIL 0
+/* a dense layer's reduction taken whole up to 1024 steps, not 4096 (axrt_cpu.h
+   dense_k): on a Zen 5 (1 MiB L2) BERT's 128x3072->768 ran at 90-92 % of
+   the FMA peak whole, its weight's 128-column block (1.5 MB) past L2, 96-97 %
+   in blocks of 768; MiniLM's 128x1536->384 93 -> 97 % (kernel_rates).  AVX2
+   on the same core: level either way. */
+#define SIMD_DENSE_K 1024
 #define SIMD_NAME "avx512"
 #define SIMD_ACCESSOR axrt_cpu_ops_avx512
 #define SIMD_SUPPORTED()                                                                    \
