@@ -515,6 +515,9 @@ static int all_shapes(shape *shapes)
     shapes[n++] = matmul("R4 scores 128x64.64x128", 128, 64, 128);
     shapes[n++] = matmul("R4 probs.v 128x128.128x64", 128, 128, 64);
     shapes[n++] = mha("R4 attention 128x768/12", 128, 768, 12);
+    shapes[n++] = matmul("M4 scores 128x32.32x128", 128, 32, 128);
+    shapes[n++] = matmul("M4 probs.v 128x128.128x32", 128, 128, 32);
+    shapes[n++] = mha("M4 attention 128x384/12", 128, 384, 12);
     shapes[n++] = conv("R3 conv 3x3 56x56x64", 56, 64, 64, 3, 1, 1);
     shapes[n++] = conv("M1 stem 7x7/2 224x224x3", 224, 3, 64, 7, 2, 3);
     shapes[n++] = conv("M1 3x3/2 56x56x64->128", 56, 64, 128, 3, 2, 1);
