@@ -27,6 +27,12 @@
 #define AXRT_TILE_M_MAX 6
 #endif
 
+/* Full panels a tile call takes together where a panel is one vector
+ * (AVX-512: axrt_x86_simd.inc tile_panels_body instantiates groups of 3, 2
+ * and 1); the dense and conv drivers cut their panels to match
+ * (axrt_fast.inc dense_panels, CONV_MIN_BLOCK_PANELS). */
+#define AXRT_PANEL_GROUP 3
+
 /* One register tile: for r < mr, j < nr,
  *   y[r][j] = init + sum over segments s, p < k of a[s][r][p] * b[s * b_seg + p * ldb + j]
  * where init is y itself when accumulate, else bias[j] (or 0 without bias),
