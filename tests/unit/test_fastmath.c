@@ -1294,7 +1294,8 @@ static void test_logistic_lanes_independent(void **state)
  * tiles; fused self-attention, and causal with a key mask; the same
  * without the scores, by blocks of query rows), LayerNorm
  * (rows), the elementwise table kernels (blocks), broadcasting multiply
- * (rows), max pooling (rows), global mean pooling (channel blocks) and two
+ * (rows), max pooling (rows), global mean pooling (channel blocks), a
+ * batched matmul (elements, one broadcast over a batch dimension) and two
  * convs whose weight exceeds 1 MiB, in column blocks: on 7x7 pixels (split
  * by blocks times pixel tiles, inside a block by 3 threads) and on 14x14
  * (by pixel tiles).  Each size is above the threads'
@@ -1304,7 +1305,7 @@ typedef void mha_masked_fn(const float *, const float *, const float *, const fl
                            const float *, const float *, const float *, float *, float *,
                            const axrt_mha_params *);
 typedef size_t mha_scratch_fn(const axrt_mha_params *);
-enum { THREAD_KERNELS = 21, THREAD_X = 2 * 32 * 32 * 64 };
+enum { THREAD_KERNELS = 22, THREAD_X = 2 * 32 * 32 * 64 };
 
 enum { THREAD_W = 2000 * 600 };
 static float th_x[THREAD_X], th_w[THREAD_W], th_packed[THREAD_W], th_scratch[THREAD_X];   /* the threads test's operands */
@@ -1419,6 +1420,11 @@ static size_t threads_kernel(int v, int kernel, float *y)
     case 12:
         ((pool_fn *)symbol(v, "axrt_maxpool_f32"))(x, y, &pp);
         return 20 * 20 * 64;
+    case 21: { /* batched matmul by elements: [2, 6] of [40, 64] x [64, 50], b broadcast over the first */
+        const int64_t shape[2] = {2, 6}, sa[2] = {6 * 40 * 64, 40 * 64}, sb[2] = {0, 64 * 50};
+        ((matmul_fn *)symbol(v, "axrt_matmul_f32"))(x, sa, w, sb, y, shape, 2, 40, 64, 50);
+        return 12 * 40 * 50;
+    }
     case 15: { /* a squeeze-and-excitation scale, [2, 30, 35, 37] * [2, 1, 1, 37] */
         const int64_t shape[4] = {2, 30, 35, 37}, sa[4] = {30 * 35 * 37, 35 * 37, 37, 1}, sb[4] = {37, 0, 0, 1};
         ((bcast_fn *)symbol(v, "axrt_mul_bcast_f32"))(x, sa, w, sb, y, shape, 4);
