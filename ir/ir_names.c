@@ -154,8 +154,13 @@ const char *ir_identifier(ax_arena *a, const char *name, const char *lead, const
     /* ends: once more 'v's lead than a prefix is long, it cannot match */
     while (prefix_reserved(id, own_prefix))
         id = ax_sprintf(a, "v%s", id);
-    /* ends: the names taken are finitely many */
-    while (clash(id, user))
+    /* ends: the names taken are finitely many, and each turn lengthens id;
+     * an appended '_' can make a reserved spelling ("_" -> "__"), which a
+     * lead 'v' lifts again */
+    while (clash(id, user)) {
         id = ax_sprintf(a, "%s_", id);
+        while (prefix_reserved(id, own_prefix))
+            id = ax_sprintf(a, "v%s", id);
+    }
     return id;
 }

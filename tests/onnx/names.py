@@ -8,7 +8,8 @@ computes what the reference interpreter computes.
        model's own constants m_p3): mangled by ir_names.c's one rule.  A .ax
        model named axrt_layer (compiled with --profile) is refused, located.
   G18  --emit=ax of inputs whose names differ only in punctuation (a-b,
-       a_b, a.b): distinct names, and the printed .ax compiles.
+       a_b, a.b): distinct names, and the printed .ax compiles; inputs and
+       outputs named '+', '-', '*' give distinct C arguments.
   G22  NaN and infinite ONNX scalars (LeakyRelu/Elu/Selu/HardSigmoid
        attributes, Clip bounds, a rank-0 constant operand, BatchNorm and
        LayerNorm epsilon): spelled as C99 can spell them."""
@@ -131,6 +132,11 @@ def punctuation(d):
     report("G18 --emit=ax gives a-b, a_b, a.b three distinct names", len(set(params)) == 3, header)
     r = axc("p.ax", "-o", "p.c", cwd=d)
     report("G18 the printed .ax compiles", r.returncode == 0, r.stderr)
+    # '+', '-' and '*' all become '_': the second one's "__" is a spelling C
+    # reserves, so appending alone never ended (a fuzzer finding)
+    nodes = [helper.make_node("Sub", ["+", "-"], ["*"])]
+    onnx.save(model(nodes, ["+", "-"], ["*"]), f"{d}/u.onnx")
+    compiles_and_matches(d, "G18 inputs '+', '-' and output '*' (each '_' once mangled)", "u.onnx", ["+", "-"])
 
 
 def nonfinite(d):
