@@ -242,9 +242,12 @@ void cgc_emit_loop(emitter *em, const ir_loop *l)
     ax_buf_puts(em->out, ";\n");
     char indent[64];
     snprintf(indent, sizeof indent, "%*s", 8 + 4 * l->nloops, "");
-    for (int d = 0; d < l->nloops; d++)
+    for (int d = 0; d < l->nloops; d++) {
+        if (d == l->nloops - 1) /* the preamble's: the innermost loop's iterations are independent */
+            ax_buf_printf(em->out, "%*sAXC_IVDEP\n", 8 + 4 * d, "");
         ax_buf_printf(em->out, "%*sfor (i%d = 0; i%d < %lld; i%d++%s)%s\n", 8 + 4 * d, "", d, d,
                       (long long)l->dims[d], d, d == l->nloops - 1 ? ", o++" : "", d == l->nloops - 1 ? " {" : "");
+    }
     for (int v = 0; v < l->nops; v++)
         emit_loop_op(em, l, v, indent);
     ax_buf_printf(em->out, "%sy_[o] = %s;\n%*s}\n    }\n", indent, loop_temp(em, l, l->store), 4 + 4 * l->nloops, "");

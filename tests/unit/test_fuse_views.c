@@ -6,7 +6,8 @@
  *   - a transpose with another user stays for it;
  *   - a fused loop's operand strides for a transposed and a reshaped read,
  *     and which of them the memory plan may overwrite in place;
- *   - the loop program the plan makes of such a loop (ir_loop);
+ *   - the loop program the plan makes of such a loop (ir_loop), and its
+ *     innermost loop marked independent in the C (AXC_IVDEP);
  *   - a reshape of a broadcast read stays opaque (no strided view);
  *   - GELU written out with erf (pass_fuse_gelu.c), in PyTorch's ONNX form
  *     after a dense, becomes the dense's gelu epilogue (no erff loop left);
@@ -212,6 +213,11 @@ static void test_transposed_read_strides(void **state)
     assert_int_equal(f->attrs.strides[0][1], 3);
     assert_false(ir_fused_in_order(m.g, f, 0));
     check_transposed_loop_program(&m, f);
+    /* the innermost loop marked independent (GCC -O2 vectorizes it so), the outer one not */
+    const char *c = emit_c(&m);
+    assert_non_null(strstr(c, "#define AXC_IVDEP _Pragma(\"GCC ivdep\")"));
+    assert_non_null(strstr(c, "            AXC_IVDEP\n            for (i1 = 0; i1 < 2; i1++, o++) {"));
+    assert_null(strstr(c, "AXC_IVDEP\n        for (i0"));
     ax_ctx_free(m.ctx);
 }
 
