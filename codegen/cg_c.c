@@ -714,7 +714,7 @@ void cg_c_emit_preamble(const cg_request *req, ax_buf *c)
                   "#define AXC_WEIGHT_ALIGN __attribute__((aligned(64)))\n#else\n#define AXC_WEIGHT_ALIGN\n#endif\n"
                   "/* before a fused loop's innermost loop, whose iterations are independent (it\n"
                   "   reads an operand it writes only at the element it writes): GCC at -O2 then\n"
-                  "   vectorizes loops nested over strided reads (a transposed operand: 4x faster) */\n"
+                  "   vectorizes loops nested over strided reads (through a transpose: 3-4x faster) */\n"
                   "#if defined(__GNUC__) && !defined(__clang__)\n#define AXC_IVDEP _Pragma(\"GCC ivdep\")\n#else\n"
                   "#define AXC_IVDEP\n#endif\n",
                   literal_text(req->models[0]->ctx->arena, req->source_name), req->header_name,
