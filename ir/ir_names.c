@@ -151,16 +151,15 @@ const char *ir_identifier(ax_arena *a, const char *name, const char *lead, const
     char *id = ax_sprintf(a, "%s%s", needs_lead ? lead : "", name);
     for (char *c = id; *c; c++)
         if (!isalnum((unsigned char)*c) && *c != '_') *c = '_';
-    /* ends: once more 'v's lead than a prefix is long, it cannot match */
-    while (prefix_reserved(id, own_prefix))
-        id = ax_sprintf(a, "v%s", id);
-    /* ends: the names taken are finitely many, and each turn lengthens id;
-     * an appended '_' can make a reserved spelling ("_" -> "__"), which a
-     * lead 'v' lifts again */
-    while (clash(id, user)) {
-        id = ax_sprintf(a, "%s_", id);
+    /* ends: once more 'v's lead than a prefix is long, a prefix cannot
+     * match; the names taken are finitely many, and each turn lengthens id.
+     * An appended '_' can make a reserved spelling ("_" -> "__"), so the
+     * leads are checked again after each. */
+    for (;;) {
         while (prefix_reserved(id, own_prefix))
             id = ax_sprintf(a, "v%s", id);
+        if (!clash(id, user))
+            return id;
+        id = ax_sprintf(a, "%s_", id);
     }
-    return id;
 }
