@@ -188,6 +188,10 @@ typedef struct axrt_cpu_ops {
        one block (axrt_fast.inc DENSE_K); longer ones go in blocks of at
        most TILE_K steps */
     size_t dense_k;
+    /* unary functions that only some tables vectorise (NULL: the portable
+       loop, which the portable table leaves out of firmware builds that do
+       not call it) */
+    axrt_unary_fn *softplus, *mish, *hardswish, *hardsigmoid;
 } axrt_cpu_ops;
 
 /* The table in use (axrt_fast.inc), for the kernels outside axrt.c. */

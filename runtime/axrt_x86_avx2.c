@@ -83,6 +83,7 @@ SIMD_INLINE float hmax8(__m256 v)
 #define VI_SRAI _mm256_srai_epi32
 #define VI_SLLI _mm256_slli_epi32
 #define V_LT(a, b) _mm256_cmp_ps(a, b, _CMP_LT_OQ)
+#define V_LE(a, b) _mm256_cmp_ps(a, b, _CMP_LE_OQ)
 /* a comparison's lanes, as the low VW bits */
 #define V_MASK_BITS(m) ((unsigned)_mm256_movemask_ps(m))
 #define V_SELECT(m, t, f) _mm256_blendv_ps(f, t, m)

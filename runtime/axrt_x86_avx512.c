@@ -78,6 +78,7 @@ SIMD_INLINE __mmask16 lane_mask(long count)
 #define VI_SRAI _mm512_srai_epi32
 #define VI_SLLI _mm512_slli_epi32
 #define V_LT(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ)
+#define V_LE(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ)
 #define V_SELECT(m, t, f) _mm512_mask_blend_ps(m, f, t)
 /* a comparison's lanes, as the low VW bits */
 #define V_MASK_BITS(m) ((unsigned)(m))

@@ -122,6 +122,14 @@ static void *symbol(int v, const char *name)
 /* Whether variant v runs vectorised kernels (AVX2 or AVX-512). */
 static int is_simd(int v) { return variants[v].isa && strcmp(variants[v].isa, "portable") != 0; }
 
+/* A variant that runs the portable loops. */
+static int portable_variant(void)
+{
+    int v = 0;
+    while (v < n_variants - 1 && is_simd(v)) v++;
+    return v;
+}
+
 /* Printable name of variant v. */
 static const char *variant_name(int v)
 {
@@ -320,6 +328,65 @@ static void test_erf_gelu(void **state)
         }
     }
     free(x), free(y);
+}
+
+static double softplus_ref(double x) { return x > 20 ? x : log1p(exp(x)); }
+static double mish_ref(double x) { return x * tanh(softplus_ref(x)); }
+
+/* The largest relative error of variant v's function f on n points from lo
+   to hi against ref (where |ref| is a normal float), and the largest absolute
+   one below; fails on a subnormal result (the SIMD forms clamp so that no
+   step is: a microcode assist each). */
+static double unary_error(int v, const char *f, double (*ref)(double), float lo, float hi, double *abs_below,
+                          float below)
+{
+    enum { N = 200003 };
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    double worst = 0;
+    for (size_t i = 0; i < N; i++) x[i] = lo + (float)i * (hi - lo) / (N - 1);
+    for (size_t i = 0; i < N; i += 100) x[i] = below - (float)i; /* down to below - 2e5 */
+    ((unary_fn *)symbol(v, f))(x, y, N);
+    *abs_below = 0;
+    for (size_t i = 0; i < N; i++) {
+        const double r = ref(x[i]);
+        if (fpclassify(y[i]) == FP_SUBNORMAL && is_simd(v))
+            fail_msg("%s %s(%g) = %g: subnormal", variant_name(v), f, x[i], y[i]);
+        if (x[i] < below) *abs_below = fmax(*abs_below, fabs(y[i] - r));
+        else if (fabs(r) >= FLT_MIN) worst = fmax(worst, fabs(y[i] - r) / fabs(r));
+    }
+    free(x), free(y);
+    return worst;
+}
+
+/* Softplus and Mish within 2e-7 and 4e-7 relative above -87 (SIMD: below,
+   within 1.7e-38 and 1.5e-36 absolute, never subnormal), PyTorch's
+   threshold of 20 included; the SIMD hardswish and hardsigmoid the portable
+   loop's bits, NaN, infinities, +-3 and -0 included. */
+static void test_softplus_mish_hard(void **state)
+{
+    static const float specials[] = {NAN, INFINITY, -INFINITY, 3.0f, -3.0f, -0.0f, 0.0f, 2.9999998f, -2.9999998f};
+    enum { N = 4003, S = sizeof specials / sizeof specials[0] };
+    float x[N + S], y[N + S], want[N + S];
+    (void)state;
+    for (int v = 0; v < n_variants; v++) {
+        double soft_below, mish_below;
+        const double soft = unary_error(v, "axrt_softplus_f32", softplus_ref, -87, 90, &soft_below, -87);
+        const double mish = unary_error(v, "axrt_mish_f32", mish_ref, -87, 90, &mish_below, -87);
+        print_message("%s: softplus max rel %.3g (below -87 %.3g), mish %.3g (%.3g)\n", variant_name(v), soft,
+                      soft_below, mish, mish_below);
+        assert_true(soft <= 2e-7 && mish <= 4e-7 && soft_below <= 1.7e-38 && mish_below <= 1.5e-36);
+        for (int i = 0; i < N; i++) x[i] = -10.0f + 20.0f * (float)i / (N - 1);
+        memcpy(x + N, specials, sizeof specials);
+        for (int f = 0; f < 2; f++) {
+            const char *name = f ? "axrt_hardsigmoid_f32" : "axrt_hardswish_f32";
+            ((unary_fn *)symbol(v, name))(x, y, N + S);
+            ((unary_fn *)symbol(portable_variant(), name))(x, want, N + S);
+            for (int i = 0; i < N + S; i++)
+                if (memcmp(&y[i], &want[i], sizeof y[i]) && !(isnan(y[i]) && isnan(want[i])))
+                    fail_msg("%s %s(%g) = %.9g, the portable loop's %.9g", variant_name(v), name, x[i], y[i],
+                             want[i]);
+        }
+    }
 }
 
 /* The logistic family in double: sigmoid in the form that cannot overflow. */
@@ -923,7 +990,6 @@ static double sigmoid_plain(double x) { return 1 / (1 + exp(-x)); }
 static double swish_plain(double x) { return x / (1 + exp(-x)); }
 static double relu_ref(double x) { return x < 0 ? 0 : x; }
 static double relu6_ref(double x) { return x < 0 ? 0 : x > 6 ? 6 : x; }
-static double softplus_ref(double x) { return x > 20 ? x : log1p(exp(x)); }
 
 /* Whether got is ref: both NaN, or equal within rel (exactly, for infinities). */
 static int same_special(float got, double ref, double rel)
@@ -941,9 +1007,10 @@ static void test_unary_special_values(void **state)
     enum { N = 19 };
     static const char *const names[] = {"axrt_exp_f32", "axrt_erf_f32", "axrt_gelu_f32",
                                         "axrt_tanh_f32", "axrt_sigmoid_f32", "axrt_swish_f32",
-                                        "axrt_relu_f32", "axrt_relu6_f32", "axrt_softplus_f32"};
+                                        "axrt_relu_f32", "axrt_relu6_f32", "axrt_softplus_f32",
+                                        "axrt_mish_f32"};
     static ref_fn *const refs[] = {exp_ref, erf_ref, gelu_ref, tanh, sigmoid_plain,
-                                   swish_plain, relu_ref, relu6_ref, softplus_ref};
+                                   swish_plain, relu_ref, relu6_ref, softplus_ref, mish_ref};
     const float specials[5] = {NAN, -NAN, INFINITY, -INFINITY, 0.75f};
     float x[N], y[N];
     (void)state;
@@ -1314,6 +1381,7 @@ int main(void)
         cmocka_unit_test(test_exp_softmax_exhaustive),
         cmocka_unit_test(test_softmax_block_rows),
         cmocka_unit_test(test_erf_gelu),
+        cmocka_unit_test(test_softplus_mish_hard),
         cmocka_unit_test(test_tanh_sigmoid_swish),
         cmocka_unit_test(test_tanh_sigmoid_swish_special),
         cmocka_unit_test(test_dense_packed),
