@@ -191,7 +191,8 @@ typedef struct axrt_cpu_ops {
     /* unary functions that only some tables vectorise (NULL: the portable
        loop, which the portable table leaves out of firmware builds that do
        not call it) */
-    axrt_unary_fn *softplus, *mish, *hardswish, *hardsigmoid;
+    axrt_unary_fn *softplus, *mish, *hardswish, *hardsigmoid, *selu, *reciprocal, *log;
+    void (*elu)(const float *x, float *y, size_t n, float alpha);
 } axrt_cpu_ops;
 
 /* The table in use (axrt_fast.inc), for the kernels outside axrt.c. */

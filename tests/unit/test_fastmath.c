@@ -9,7 +9,9 @@
  * ones alike, but AVX2's swish within 4: its cheaper exp puts it at 3.87 ulp
  * at x = -3.2320812, in the band of every float swept below); erf within 3e-7 relative; the SIMD GELU within 1.5e-6
  * relative for x >= -5 and 5e-6 down to -13 (the exponent -x^2 / 2 rounds
- * in float: its error grows with x^2);
+ * in float: its error grows with x^2); softplus, mish, ELU, SELU and log
+ * within 2e-7, 4e-7, 1.5e-7, 2.5e-7 and 1e-7 relative, the SIMD forms never
+ * subnormal;
  * GEMM-based kernels within 1e-5 relative to the largest magnitude of
  * their output. */
 #include <stdarg.h>
@@ -358,11 +360,54 @@ static double unary_error(int v, const char *f, double (*ref)(double), float lo,
     return worst;
 }
 
+/* torch.nn.SELU's and ELU's (alpha 0.3) negative side in double. */
+static double selu_ref(double x)
+{
+    return (double)1.0507009873554804934f * (x > 0 ? x : (double)1.6732632423543772848f * expm1(x));
+}
+static double elu_ref(double x) { return x > 0 ? x : (double)0.3f * expm1(x); }
+
+typedef void elu_fn(const float *, float *, size_t, float);
+
+/* ELU (alpha 0.3, through a copy of the points as unary_error's) within
+   1.5e-7 relative, never subnormal. */
+static void check_elu(int v)
+{
+    enum { N = 100003 };
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    for (size_t i = 0; i < N; i++) x[i] = -120.0f + (float)i * 130.0f / (N - 1);
+    ((elu_fn *)symbol(v, "axrt_elu_f32"))(x, y, N, 0.3f);
+    for (size_t i = 0; i < N; i++)
+        if (fabs(y[i] - elu_ref(x[i])) > 1.5e-7 * fabs(elu_ref(x[i])) || fpclassify(y[i]) == FP_SUBNORMAL)
+            fail_msg("%s elu(%g, 0.3) = %.9g, expected %.9g", variant_name(v), x[i], y[i], elu_ref(x[i]));
+    free(x), free(y);
+}
+
+/* log within 1e-7 relative on 1 << 20 positive floats spread over every
+   binade, subnormals included, and exactly 0 at 1. */
+static void check_log(int v)
+{
+    enum { N = 1 << 20 };
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    for (size_t i = 0; i < N; i++) {
+        const uint32_t bits = (uint32_t)((uint64_t)i * 0x7F800000u / N) + 1;
+        memcpy(&x[i], &bits, sizeof bits);
+    }
+    x[0] = 1.0f;
+    ((unary_fn *)symbol(v, "axrt_log_f32"))(x, y, N);
+    for (size_t i = 0; i < N; i++)
+        if (fabs(y[i] - log(x[i])) > 1e-7 * fabs(log(x[i])))
+            fail_msg("%s log(%g) = %.9g, expected %.9g", variant_name(v), x[i], y[i], log(x[i]));
+    free(x), free(y);
+}
+
 /* Softplus and Mish within 2e-7 and 4e-7 relative above -87 (SIMD: below,
    within 1.7e-38 and 1.5e-36 absolute, never subnormal), PyTorch's
-   threshold of 20 included; the SIMD hardswish and hardsigmoid the portable
-   loop's bits, NaN, infinities, +-3 and -0 included. */
-static void test_softplus_mish_hard(void **state)
+   threshold of 20 included; SELU within 2.5e-7, ELU and log (check_elu,
+   check_log); the
+   SIMD hardswish, hardsigmoid and reciprocal the portable loop's bits,
+   NaN, infinities, +-3 and +-0 included. */
+static void test_more_activations(void **state)
 {
     static const float specials[] = {NAN, INFINITY, -INFINITY, 3.0f, -3.0f, -0.0f, 0.0f, 2.9999998f, -2.9999998f};
     enum { N = 4003, S = sizeof specials / sizeof specials[0] };
@@ -374,11 +419,16 @@ static void test_softplus_mish_hard(void **state)
         const double mish = unary_error(v, "axrt_mish_f32", mish_ref, -87, 90, &mish_below, -87);
         print_message("%s: softplus max rel %.3g (below -87 %.3g), mish %.3g (%.3g)\n", variant_name(v), soft,
                       soft_below, mish, mish_below);
+        double selu_below; /* below -120: -1.758..., within an ulp */
+        const double selu = unary_error(v, "axrt_selu_f32", selu_ref, -120, 10, &selu_below, -120);
+        print_message("%s: selu max rel %.3g\n", variant_name(v), selu);
         assert_true(soft <= 2e-7 && mish <= 4e-7 && soft_below <= 1.7e-38 && mish_below <= 1.5e-36);
+        assert_true(selu <= 2.5e-7 && selu_below <= 1.2e-7);
+        check_elu(v), check_log(v);
         for (int i = 0; i < N; i++) x[i] = -10.0f + 20.0f * (float)i / (N - 1);
         memcpy(x + N, specials, sizeof specials);
-        for (int f = 0; f < 2; f++) {
-            const char *name = f ? "axrt_hardsigmoid_f32" : "axrt_hardswish_f32";
+        for (int f = 0; f < 3; f++) {
+            const char *name = f == 2 ? "axrt_reciprocal_f32" : f ? "axrt_hardsigmoid_f32" : "axrt_hardswish_f32";
             ((unary_fn *)symbol(v, name))(x, y, N + S);
             ((unary_fn *)symbol(portable_variant(), name))(x, want, N + S);
             for (int i = 0; i < N + S; i++)
@@ -1008,9 +1058,9 @@ static void test_unary_special_values(void **state)
     static const char *const names[] = {"axrt_exp_f32", "axrt_erf_f32", "axrt_gelu_f32",
                                         "axrt_tanh_f32", "axrt_sigmoid_f32", "axrt_swish_f32",
                                         "axrt_relu_f32", "axrt_relu6_f32", "axrt_softplus_f32",
-                                        "axrt_mish_f32"};
+                                        "axrt_mish_f32", "axrt_log_f32"};
     static ref_fn *const refs[] = {exp_ref, erf_ref, gelu_ref, tanh, sigmoid_plain,
-                                   swish_plain, relu_ref, relu6_ref, softplus_ref, mish_ref};
+                                   swish_plain, relu_ref, relu6_ref, softplus_ref, mish_ref, log};
     const float specials[5] = {NAN, -NAN, INFINITY, -INFINITY, 0.75f};
     float x[N], y[N];
     (void)state;
@@ -1381,7 +1431,7 @@ int main(void)
         cmocka_unit_test(test_exp_softmax_exhaustive),
         cmocka_unit_test(test_softmax_block_rows),
         cmocka_unit_test(test_erf_gelu),
-        cmocka_unit_test(test_softplus_mish_hard),
+        cmocka_unit_test(test_more_activations),
         cmocka_unit_test(test_tanh_sigmoid_swish),
         cmocka_unit_test(test_tanh_sigmoid_swish_special),
         cmocka_unit_test(test_dense_packed),
