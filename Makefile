@@ -262,7 +262,7 @@ clean:
 	rm -rf $(B)
 
 # The benchmark (bench/bench.py; docs/performance.md): rows R1-R7
-# (examples/r1..r7) and the whole models M1-M4 (bench/gen_models.py), compiled
+# (examples/r1..r7) and the whole models M1-M5 (bench/gen_models.py), compiled
 # by axc as installed by `make install` into $(BENCH_STAGE) and built the way
 # docs/cli.md tells users (pkg-config, -O3), timed against PyTorch, C +
 # OpenBLAS, oneDNN and, from a bench-local venv (bench/venv.sh), ONNX Runtime,

@@ -70,6 +70,7 @@ ROW_INFO = {
     "M2": ("MobileNetV2 (torchvision), 224x224", None),
     "M3": ("EfficientNet-B0 (torchvision), 224x224", None),
     "M4": ("MiniLM-L6-shaped encoder, seq 128", None),
+    "M5": ("MobileNetV3-Large (torchvision), 224x224", None),
 }
 # Elementwise rows whose FLOP the hooks in torch_rows.count_flop do not see.
 ELEMENTWISE_FLOP = {"R5": 8 * 32 * 768, "R6": 4 * 32 * 10000}

@@ -1,6 +1,6 @@
-"""Whole-model rows of `make bench`: torchvision's ResNet-18, MobileNetV2 and
-EfficientNet-B0, and a MiniLM-sized Transformer encoder, written out as flat
-.ax files.
+"""Whole-model rows of `make bench`: torchvision's ResNet-18, MobileNetV2,
+EfficientNet-B0 and MobileNetV3-Large, and a MiniLM-sized Transformer
+encoder, written out as flat .ax files.
 
 The .ax language had no blocks or loops when this was written (it has them now:
 docs/language.md#composition), so this script walks the PyTorch module and writes one labelled
@@ -54,6 +54,7 @@ def models():
         "mobilenet_v2": (_torchvision(tvm.mobilenet_v2), (1, 224, 224, 3)),
         "efficientnet_b0": (_torchvision(tvm.efficientnet_b0), (1, 224, 224, 3)),
         "minilm_encoder": (encoder, (1, ENCODER_SEQ, ENCODER_D)),
+        "mobilenet_v3_large": (_torchvision(tvm.mobilenet_v3_large), (1, 224, 224, 3)),
     }
 
 
@@ -81,7 +82,8 @@ class Emitter:
         return name
 
 
-ACTIVATIONS = {nn.ReLU: "relu", nn.ReLU6: "relu6", nn.SiLU: "swish", nn.Sigmoid: "sigmoid", nn.GELU: "gelu"}
+ACTIVATIONS = {nn.ReLU: "relu", nn.ReLU6: "relu6", nn.SiLU: "swish", nn.Sigmoid: "sigmoid", nn.GELU: "gelu",
+               nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid"}
 
 
 def pair(v):
@@ -100,6 +102,7 @@ def emit(e, path, m, x):
     result's value name."""
     from torchvision.models.efficientnet import MBConv
     from torchvision.models.mobilenetv2 import InvertedResidual
+    from torchvision.models.mobilenetv3 import InvertedResidual as InvertedResidualV3
     from torchvision.models.resnet import BasicBlock
     from torchvision.ops.misc import SqueezeExcitation
     sub = (lambda name: f"{path}.{name}") if path else (lambda name: name)
@@ -120,9 +123,9 @@ def emit(e, path, m, x):
         for name, child in m.named_children():
             x = emit(e, sub(name), child, x)
         return x
-    if isinstance(m, (InvertedResidual, MBConv)):
-        body = m.conv if isinstance(m, InvertedResidual) else m.block
-        y = emit(e, sub("conv" if isinstance(m, InvertedResidual) else "block"), body, x)
+    if isinstance(m, (InvertedResidual, InvertedResidualV3, MBConv)):
+        body = "conv" if isinstance(m, InvertedResidual) else "block"
+        y = emit(e, sub(body), getattr(m, body), x)
         return e.value(f"{x} + {y}") if m.use_res_connect else y
     if isinstance(m, SqueezeExcitation):
         return squeeze_excitation(e, path, m, x)

@@ -220,6 +220,8 @@ def _jax_ops():
         "Relu": lambda ins, a: jnp.maximum(ins[0], 0),
         "Clip": _clip,
         "Sigmoid": lambda ins, a: jax.nn.sigmoid(ins[0]),
+        "HardSigmoid": lambda ins, a: jnp.clip(a.get("alpha", 0.2) * ins[0] + a.get("beta", 0.5), 0, 1),
+        "HardSwish": lambda ins, a: ins[0] * jnp.clip(ins[0] / 6 + 0.5, 0, 1),
         "Erf": lambda ins, a: jax.lax.erf(ins[0]),
         "Softmax": lambda ins, a: jax.nn.softmax(ins[0], axis=a.get("axis", -1)),
         "LayerNormalization": _layernorm,

@@ -3,7 +3,7 @@
 Each row's module uses the parameter names axc gives the same model
 (docs/language.md#models), so one safetensors file feeds every system.
 
-The whole-model rows M1-M4 come from gen_models.py (torchvision networks
+The whole-model rows M1-M5 come from gen_models.py (torchvision networks
 and a Transformer encoder), whose .ax is generated and whose parameter names
 axc gets renamed.
 
@@ -110,7 +110,8 @@ ROWS = {
     "R6": ("r6_softmax", Softmax, (32, 10000)),
     "R7": ("r7_depthwise", Depthwise, (1, 14, 14, 384)),
 }
-for _row, _name in (("M1", "resnet18"), ("M2", "mobilenet_v2"), ("M3", "efficientnet_b0"), ("M4", "minilm_encoder")):
+for _row, _name in (("M1", "resnet18"), ("M2", "mobilenet_v2"), ("M3", "efficientnet_b0"), ("M4", "minilm_encoder"),
+                    ("M5", "mobilenet_v3_large")):
     ROWS[_row] = (_name, *gen_models.models()[_name])
 
 
