@@ -146,7 +146,8 @@ static const ir_plan *plan_of(const emitter *em, int id)
 }
 
 static const char *const act_names[] = {"AXRT_ACT_NONE", "AXRT_ACT_RELU", "AXRT_ACT_RELU6", "AXRT_ACT_GELU",
-                                        "AXRT_ACT_SWISH"};
+                                        "AXRT_ACT_SWISH", "AXRT_ACT_HARDSWISH"};
+_Static_assert(sizeof act_names / sizeof act_names[0] == AXRT_ACT_HARDSWISH + 1, "act_names follows axrt_act");
 
 /* Argument a of a call of node n's plan as a C expression. */
 static const char *plan_arg_text(const emitter *em, const ir_node *n, const ir_arg *a)

@@ -20,6 +20,7 @@ int cg_kernel_act(const ir_node *n)
     case IR_OP_relu6: return AXRT_ACT_RELU6;
     case IR_OP_gelu: return AXRT_ACT_GELU;
     case IR_OP_swish: return AXRT_ACT_SWISH;
+    case IR_OP_hardswish: return AXRT_ACT_HARDSWISH;
     default: return -1;
     }
 }

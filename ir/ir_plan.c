@@ -11,7 +11,8 @@ ir_arg *ir_call_arg(ir_call *c, ir_arg_kind kind)
     return a;
 }
 
-static const char *const act_names[] = {"none", "relu", "relu6", "gelu", "swish"};
+/* axrt_act's names, in its order (runtime/axrt.h) */
+static const char *const act_names[] = {"none", "relu", "relu6", "gelu", "swish", "hardswish"};
 
 static void put_arg(ax_buf *out, const ir_arg *a)
 {
@@ -26,7 +27,9 @@ static void put_arg(ax_buf *out, const ir_arg *a)
     case IR_ARG_INT64:
     case IR_ARG_INT: ax_buf_printf(out, "%lld", (long long)a->value); return;
     case IR_ARG_ACT:
-        ax_buf_puts(out, a->value >= 0 && a->value < 5 ? act_names[a->value] : "?");
+        ax_buf_puts(out, a->value >= 0 && a->value < (long long)(sizeof act_names / sizeof act_names[0])
+                             ? act_names[a->value]
+                             : "?");
         return;
     case IR_ARG_DTYPE: ax_buf_puts(out, ir_dtype_name(a->dtype)); return;
     case IR_ARG_REAL:

@@ -355,8 +355,15 @@ void axrt_conv2d_packed_f32(const float *x, const float *packed, const float *bi
 /* The epilogue the packed dense and conv kernels can apply while the result
    is still in registers: y = act(op(...) + residual), residual (or NULL)
    laid out as y and distinct from it.  Swish gives the bits axrt_swish_f32
-   gives on the result. */
-typedef enum axrt_act { AXRT_ACT_NONE = 0, AXRT_ACT_RELU, AXRT_ACT_RELU6, AXRT_ACT_GELU, AXRT_ACT_SWISH } axrt_act;
+   gives on the result, hardswish (MobileNetV3's) axrt_hardswish_f32's. */
+typedef enum axrt_act {
+    AXRT_ACT_NONE = 0,
+    AXRT_ACT_RELU,
+    AXRT_ACT_RELU6,
+    AXRT_ACT_GELU,
+    AXRT_ACT_SWISH,
+    AXRT_ACT_HARDSWISH
+} axrt_act;
 void axrt_dense_packed_ep_f32(const float *x, const float *packed, const float *bias,
                               const float *residual, axrt_act act, float *y, size_t rows,
                               size_t in, size_t out);

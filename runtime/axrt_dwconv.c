@@ -20,6 +20,7 @@
 
 #include "axrt.h"
 #include "axrt_cpu.h"
+#include "axrt_unary.h"
 
 size_t axrt_dwconv_inplace_ring_elems(const axrt_conv2d_params *p)
 {
@@ -54,6 +55,7 @@ static int dwconv_table_row_f64(const double *const *rows, const double *w, int 
         case AXRT_ACT_RELU6: return v < (T)0 ? (T)0 : (v > (T)6 ? (T)6 : v);                   \
         case AXRT_ACT_GELU: return (T)0.5 * v * ((T)1 + ERF(v * (T)0.70710678118654752440));   \
         case AXRT_ACT_SWISH: return v / ((T)1 + EXP(-v));                                      \
+        case AXRT_ACT_HARDSWISH: return AXRT_UNARY_hardswish(v, T, 0);                         \
         default: return v;                                                                     \
         }                                                                                      \
     }                                                                                          \

@@ -56,7 +56,11 @@ AXRT_ADAM_COEF(adam_coef_f64_of, double, axrt_adam_coef_f64)
 static void adam_f32_dispatch(const axrt_adam_coef *c, float *p, const float *g, float *m, float *v,
                               size_t n)
 {
+#ifdef AXRT_X86_SIMD
     axrt_cpu_in_use()->adam(c, p, g, m, v, n);
+#else /* (the portable table names no adam there: firmware that never trains links none) */
+    axrt_adam_f32_portable(c, p, g, m, v, n);
+#endif
 }
 
 /* One loop per optimizer (no branch on the kind inside: the loops vectorise). */

@@ -42,6 +42,12 @@ def mobilenet_v2():
     return torchvision.models.mobilenet_v2(num_classes=10, width_mult=0.5), torch.randn(1, 3, 32, 32)
 
 
+def mobilenet_v3_small():
+    """HardSwish and HardSigmoid (opset 17): the conv, depthwise and dense
+    layers' hardswish epilogue, the squeeze-excitation's gate."""
+    return torchvision.models.mobilenet_v3_small(num_classes=10), torch.randn(1, 3, 32, 32)
+
+
 def efficientnet_b0():
     return torchvision.models.efficientnet_b0(num_classes=10), torch.randn(1, 3, 32, 32)
 
@@ -136,6 +142,7 @@ def lstm_states():
 
 MODELS = [("densenet121", densenet121, (13,)), ("gru", gru, (13, 17)), ("lstm", lstm, (13, 17)), ("lstm_states", lstm_states, (13,)), ("rnn", rnn, (14,)), ("pads", pads, (13,)), ("conv_transpose", conv_transpose, (13,)), ("upsample", upsample, (11, 13)), ("efficientnet_b0", efficientnet_b0, (13,)), ("shufflenet_v2", shufflenet_v2, (13,)),
           ("squeezenet1_1", squeezenet, (13,)), ("resnet18", resnet18, (13,)), ("mobilenet_v2", mobilenet_v2, (13, 17)),
+          ("mobilenet_v3_small", mobilenet_v3_small, (17,)),
           ("transformer_encoder", transformer, (13, 17)), ("transformer_gelu", transformer_gelu, (17,))]
 
 

@@ -652,6 +652,7 @@ WINOGRAD = [  # (name, input NHWC, cout, pad, activation, residual, --conv-algo)
     ("winograd_odd_channels_residual", (1, 9, 14, 19), 19, 1, "relu", True, "winograd"),
     ("winograd_wide_relu6", (1, 28, 28, 64), 48, 1, "relu6", False, "winograd"),
     ("winograd_tiny", (1, 3, 5, 4), 6, 0, "identity", False, "winograd"),
+    ("winograd_hardswish", (1, 10, 9, 8), 12, 1, "hardswish", False, "winograd"),
     # F(2x2,3x3), forced (--conv-algo=winograd2; auto takes direct on these few-tile images)
     ("winograd_f2_residual", (1, 7, 7, 256), 256, 1, "relu", True, "winograd2"),
     ("winograd_f2_partial", (1, 10, 9, 256), 264, 0, "identity", False, "winograd2"),

@@ -135,6 +135,52 @@ end
 """
 
 
+MBV3_AX = """
+@axiom function mbv3_block(x::Float32[1, 32, 30, 3])
+    stem = Conv((3, 3), 3 => 16, stride=2, pad=1, activation=hardswish)
+    expand = Conv((1, 1), 16 => 48, activation=hardswish)
+    dw = Conv((5, 5), 48 => 48, pad=2, groups=48, activation=hardswish)
+    fca = Dense(48 => 12)
+    fcb = Dense(12 => 48)
+    project = Conv((1, 1), 48 => 16)
+    expand2 = Conv((1, 1), 16 => 32, activation=hardswish)
+    dw2 = Conv((3, 3), 32 => 32, stride=2, pad=1, groups=32, activation=hardswish)
+    project2 = Conv((1, 1), 32 => 8)
+    pool = GlobalMeanPool()
+    h0 = stem(4.0 * x)
+    h = dw(expand(h0))
+    s = hardsigmoid(4.0 * fcb(relu(fca(pool(h)))))
+    y = project(h .* reshape(s, (1, 1, 1, 48))) + h0
+    return project2(dw2(expand2(y)))
+end
+"""
+
+
+class Mbv3Block(nn.Module):
+    """A MobileNetV3 stem and two blocks: hardswish as the epilogue of a
+    strided 3x3 conv, 1x1 expansions, a 5x5 depthwise conv (in place) and a
+    strided 3x3 one after its expansion (the kernels' AXRT_ACT_HARDSWISH), a
+    hardsigmoid-gated squeeze-excitation, a residual."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = T.ConvNHWC(3, 16, 3, stride=2, pad=1, activation="hardswish")
+        self.expand = T.ConvNHWC(16, 48, 1, activation="hardswish")
+        self.dw = T.ConvNHWC(48, 48, 5, pad=2, groups=48, activation="hardswish")
+        self.fca, self.fcb = nn.Linear(48, 12), nn.Linear(12, 48)
+        self.project = T.ConvNHWC(48, 16, 1)
+        self.expand2 = T.ConvNHWC(16, 32, 1, activation="hardswish")
+        self.dw2 = T.ConvNHWC(32, 32, 3, stride=2, pad=1, groups=32, activation="hardswish")
+        self.project2 = T.ConvNHWC(32, 8, 1)
+
+    def forward(self, x):
+        h0 = self.stem(4.0 * x)
+        h = self.dw(self.expand(h0))
+        s = F.hardsigmoid(4.0 * self.fcb(F.relu(self.fca(h.mean((1, 2))))))
+        y = self.project(h * s.reshape(1, 1, 1, 48)) + h0
+        return self.project2(self.dw2(self.expand2(y)))
+
+
 class SeBlocks(nn.Module):
     """Two squeeze-and-excitation blocks on a batch of two (one scale per
     image and channel): the first projection (36 pixels, 16 outputs, a
@@ -166,6 +212,7 @@ def compose_cases():
         Case("compose_blocks_chain_list_for", NET_AX,
              lambda: Net(4), {"x": ((1, 7, 9, 4), "normal")}, tol=DEEP),
         Case("se_blocks_scale_folded", SE_AX, SeBlocks, {"x": ((2, 6, 6, 16), "normal")}, tol=DEEP),
+        Case("mbv3_block_hardswish_epilogues", MBV3_AX, Mbv3Block, {"x": ((1, 32, 30, 3), "normal")}, tol=DEEP),
         Case("compose_nested_blocks", NESTED_AX,
              _Encoder,
              {"x": ((2, 5, 6), "normal")}, tol=DEEP),

@@ -23,6 +23,7 @@ ACTIVATIONS = {
     "gelu": F.gelu,
     "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
     "softplus": F.softplus,
+    "hardswish": F.hardswish,
     "elu": F.elu,
     "leaky_relu": F.leaky_relu,
     "softmax": lambda x: torch.softmax(x, dim=-1),

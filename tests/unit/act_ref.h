@@ -12,6 +12,7 @@ static double act_ref(double v, axrt_act act)
     case AXRT_ACT_RELU6: return v < 0 ? 0 : v > 6 ? 6 : v;
     case AXRT_ACT_GELU: return 0.5 * v * erfc(-v / sqrt(2.0));
     case AXRT_ACT_SWISH: return v / (1 + exp(-v));
+    case AXRT_ACT_HARDSWISH: return v <= -3 ? 0 : v >= 3 ? v : v * (v + 3) / 6;
     default: return v;
     }
 }

@@ -788,7 +788,7 @@ static void test_dense_epilogue(void **state)
     fill(res, ROWS * OUT, -4, 4, 24);
     for (int v = 0; v < n_variants; v++) {
         ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, IN, OUT);
-        for (int act = AXRT_ACT_NONE; act <= AXRT_ACT_SWISH; act++) {
+        for (int act = AXRT_ACT_NONE; act <= AXRT_ACT_HARDSWISH; act++) {
             for (int r = 0; r < ROWS; r++)
                 for (int o = 0; o < OUT; o++) {
                     double acc = bias[o];
@@ -856,7 +856,7 @@ static void test_dense_tail_panel(void **state)
     fill(x, ROWS * IN, -1, 1, 91), fill(w, WIDE * IN, -0.3f, 0.3f, 92), fill(bias, WIDE, -1, 1, 93);
     fill(res, ROWS * WIDE, -2, 2, 94);
     for (int v = 0; v < n_variants; v++)
-        for (int act = AXRT_ACT_NONE; act <= AXRT_ACT_SWISH; act++)
+        for (int act = AXRT_ACT_NONE; act <= AXRT_ACT_HARDSWISH; act++)
             for (size_t o = 0; o < sizeof outs / sizeof outs[0]; o++)
                 for (size_t c = 0; c < sizeof row_counts / sizeof row_counts[0]; c++) {
                     const size_t rows = row_counts[c], out = outs[o];
@@ -1117,7 +1117,7 @@ static void test_epilogue_nan(void **state)
     fill(x, ROWS * IN, -1, 1, 71), fill(w, OUT * IN, -1, 1, 72), fill(xd, 3 * 19, -1, 1, 73);
     x[IN + 2] = NAN, xd[19 + 2] = NAN;
     for (int v = 0; v < n_variants; v++)
-        for (int act = AXRT_ACT_RELU; act <= AXRT_ACT_SWISH; act++) {
+        for (int act = AXRT_ACT_RELU; act <= AXRT_ACT_HARDSWISH; act++) {
             ((pack_dense_fn *)symbol(v, "axrt_pack_dense_f32"))(w, packed, IN, OUT);
             ((dense_ep_fn *)symbol(v, "axrt_dense_packed_ep_f32"))(x, packed, NULL, NULL,
                                                                    (axrt_act)act, y, ROWS, IN, OUT);

@@ -95,12 +95,14 @@ static void test_channels(void **state)
     check_shape(1, 28, 28, 64, 48, 1, AXRT_ACT_RELU, 1);
 }
 
-/* GELU and swish (applied after the output transform). */
+/* GELU, swish and hardswish (applied after the output transform; the
+   portable table's hardswish a loop of winograd's own). */
 static void test_activations(void **state)
 {
     (void)state;
     check_shape(1, 9, 10, 24, 20, 1, AXRT_ACT_GELU, 1);
     check_shape(1, 9, 10, 24, 20, 0, AXRT_ACT_SWISH, 0);
+    check_shape(1, 9, 10, 24, 20, 1, AXRT_ACT_HARDSWISH, 1);
 }
 
 /* The same bits on 1, 2 and 3 threads: one block (16 tiles, its three
