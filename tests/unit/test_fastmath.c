@@ -346,7 +346,8 @@ static double unary_error(int v, const char *f, double (*ref)(double), float lo,
     float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
     double worst = 0;
     for (size_t i = 0; i < N; i++) x[i] = lo + (float)i * (hi - lo) / (N - 1);
-    for (size_t i = 0; i < N; i += 100) x[i] = below - (float)i; /* down to below - 2e5 */
+    for (size_t i = 0; i < N; i += 100) /* 20 below `below` in steps of 0.01, every tenth to 2e6 below */
+        x[i] = below - (i % 1000 ? 0.01f * (float)(i / 100) : 10.0f * (float)i);
     ((unary_fn *)symbol(v, f))(x, y, N);
     *abs_below = 0;
     for (size_t i = 0; i < N; i++) {
