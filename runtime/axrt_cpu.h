@@ -203,6 +203,9 @@ const axrt_cpu_ops *axrt_cpu_in_use(void);
 void axrt_parallel_for(axrt_range_fn *fn, void *ctx, size_t count, double work);
 /* The portable Adam loop (axrt_adam.c), the portable table's, and the
  * same in double (axrt_optim.c's axrt_optim_step_f64). */
+/* The portable hardswish loop (axrt_kernels.inc), for tables without a
+   vector form of it (Winograd's epilogue on the portable table). */
+void axrt_hardswish_f32_portable(const float *x, float *y, size_t n);
 void axrt_adam_f32_portable(const axrt_adam_coef *c, float *p, const float *g, float *m, float *v,
                             size_t n);
 void axrt_adam_f64(const axrt_adam_coef_f64 *c, double *p, const double *g, double *m, double *v, size_t n);

@@ -23,7 +23,6 @@
 
 #include "axrt.h"
 #include "axrt_cpu.h"
-#include "axrt_unary.h"
 
 #define WINO_MAX_ALPHA 6
 #define WINO_MAX_M 4
@@ -252,12 +251,6 @@ static void block_products(const wino_job *j, size_t slot, size_t b, size_t lo, 
         }
 }
 
-/* Hardswish where the table has no vector form (the portable table). */
-static void hardswish_loop(const float *x, float *y, size_t n)
-{
-    for (size_t i = 0; i < n; i++) y[i] = AXRT_UNARY_hardswish(x[i], float, 0);
-}
-
 /* Step 3: the output transforms of block b's tiles [lo, hi), with the epilogue. */
 static void block_outputs(const wino_job *j, size_t slot, size_t b, size_t lo, size_t hi)
 {
@@ -266,7 +259,7 @@ static void block_outputs(const wino_job *j, size_t slot, size_t b, size_t lo, s
     const axrt_act inline_act = j->act == AXRT_ACT_RELU || j->act == AXRT_ACT_RELU6 ? j->act : AXRT_ACT_NONE;
     axrt_unary_fn *late_act = j->act == AXRT_ACT_GELU        ? j->cpu->gelu
                               : j->act == AXRT_ACT_SWISH     ? j->cpu->swish
-                              : j->act == AXRT_ACT_HARDSWISH ? (j->cpu->hardswish ? j->cpu->hardswish : hardswish_loop)
+                              : j->act == AXRT_ACT_HARDSWISH ? (j->cpu->hardswish ? j->cpu->hardswish : axrt_hardswish_f32_portable)
                                                              : NULL;
     const float *mt = block_m(j, slot);
     for (size_t i = lo; i < hi; i++) {
