@@ -27,6 +27,15 @@
 #define AXRT_TILE_M_MAX 6
 #endif
 
+/* A short reduction's conv (small_k below): the most pixels one call
+ * takes, and the longest reduction (taps x channels) it takes: the 3x3
+ * stems on 3 channels have 27. */
+#define AXRT_SMALL_K_ROWS 24
+#define AXRT_SMALL_K_MAX 32
+/* The most floats a small_k call's pixel takes gathered: each of its
+   segments rounded up to whole vectors of 16 (so of 8 too). */
+#define AXRT_SMALL_K_LD 64
+
 /* Full panels a tile call takes together where a panel is one vector
  * (AVX-512: axrt_x86_simd.inc tile_panels_body instantiates groups of 3, 2
  * and 1); the dense and conv drivers cut their panels to match
@@ -193,6 +202,18 @@ typedef struct axrt_cpu_ops {
        not call it) */
     axrt_unary_fn *softplus, *mish, *hardswish, *hardsigmoid, *selu, *reciprocal, *log;
     void (*elu)(const float *x, float *y, size_t n, float alpha);
+    /* a conv of k = nseg * seg_len <= AXRT_SMALL_K_MAX products an output
+       (an image model's stem) on mr <= AXRT_SMALL_K_ROWS pixels, pixel r's
+       inputs the nseg segments (its tap rows) of seg_len floats at
+       rows[s * AXRT_SMALL_K_ROWS + r] where step is 0, else at rows[s] +
+       r * step, mr then AXRT_SMALL_K_ROWS (pixels read in place, up to the
+       last row's); times `panels` full panels of the packed weight (axrt.h:
+       k x AXRT_PANEL each, one after the other) into y (pixels ldy apart),
+       with bias and act; each output's sums and epilogue as tile's, bit
+       for bit.  The conv tile's set-up per 8 pixels cost more than its
+       multiply-adds there.  NULL where a table has none. */
+    void (*small_k)(const float *const *rows, size_t mr, size_t nseg, size_t seg_len, size_t step, const float *b,
+                    size_t panels, const float *bias, axrt_act act, float *y, size_t ldy);
 } axrt_cpu_ops;
 
 /* The table in use (axrt_fast.inc), for the kernels outside axrt.c. */

@@ -249,6 +249,66 @@ static void test_conv_stepped_rows(void **state)
     check_conv_rect(1, 6, 53, 3, 32, 3, 3, 2, 2, 0, 0);
 }
 
+/* A conv's outputs bit for bit as one float multiply-add a term from the
+ * bias, taps in order (ky, kx, channel), padding's zeros included: the
+ * SIMD tables' sums (axrt_cpu.h tile and small_k), on avx2 and avx512. */
+static void check_conv_bits(int n, int h, int w, int c, int oc, int k, int stride, int pad, int dil_h, int dil_w)
+{
+    axrt_conv2d_params p = {0};
+    p.n = n, p.h = h, p.w = w, p.c = c, p.oc = oc, p.kh = p.kw = k, p.stride_h = p.stride_w = stride;
+    p.dilation_h = dil_h, p.dilation_w = dil_w, p.pad_top = p.pad_left = pad, p.groups = 1;
+    p.oh = (h + 2 * pad - dil_h * (k - 1) - 1) / stride + 1, p.ow = (w + 2 * pad - dil_w * (k - 1) - 1) / stride + 1;
+    const size_t nx = (size_t)n * h * w * c, nw = (size_t)oc * c * k * k, ny = (size_t)n * p.oh * p.ow * oc;
+    float *x = floats(nx, -1, 1, 21), *wt = floats(nw, -1, 1, 22), *bias = floats((size_t)oc, -1, 1, 23);
+    float *packed = floats(nw, 0, 0, 24), *y = floats(ny, 0, 0, 25), *want = floats(ny, 0, 0, 26);
+    axrt_pack_conv2d_f32(wt, packed, &p);
+    for (int with = 0; with < 2; with++) {
+        for (size_t at = 0; at < ny; at++) {
+            const size_t o = at % (size_t)oc, pixel = at / (size_t)oc, ox = pixel % (size_t)p.ow;
+            const size_t oy = pixel / (size_t)p.ow % (size_t)p.oh, im = pixel / ((size_t)p.ow * (size_t)p.oh);
+            float acc = with ? bias[o] : 0.0f;
+            for (int ky = 0; ky < k; ky++)
+                for (int kx = 0; kx < k; kx++)
+                    for (int ci = 0; ci < c; ci++) {
+                        const int iy = (int)oy * stride - pad + ky * dil_h, ix = (int)ox * stride - pad + kx * dil_w;
+                        const float xv = iy < 0 || iy >= h || ix < 0 || ix >= w
+                                             ? 0.0f : x[((im * (size_t)h + (size_t)iy) * (size_t)w + (size_t)ix) * (size_t)c + (size_t)ci];
+                        acc = fmaf(xv, wt[((o * (size_t)c + (size_t)ci) * (size_t)k + (size_t)ky) * (size_t)k + (size_t)kx], acc);
+                    }
+            want[at] = with && acc < 0 ? 0.0f : acc; /* ReLU as max(0, v) */
+        }
+        for (size_t i = 1; i < sizeof isas / sizeof isas[0]; i++) {
+            if (axrt_set_isa(isas[i]) != 0) continue;
+            axrt_conv2d_packed_ep_f32(x, packed, with ? bias : NULL, NULL, with ? AXRT_ACT_RELU : AXRT_ACT_NONE, y, &p);
+            for (size_t at = 0; at < ny; at++)
+                if (memcmp(&y[at], &want[at], sizeof(float)) != 0)
+                    fail_msg("conv %s %dx%dx%dx%d->%d k%d/%d pad %d dilation %d,%d%s: output %zu is %.9g, "
+                             "the ordered sum %.9g", isas[i], n, h, w, c, oc, k, stride, pad, dil_h, dil_w,
+                             with ? " bias+relu" : "", at, y[at], want[at]);
+        }
+    }
+    axrt_set_isa(NULL);
+    free(x), free(wt), free(bias), free(packed), free(y), free(want);
+}
+
+/* Convs of few products an output (small_k: rows of 31 and 100 pixels,
+ * some read in place in blocks of 24, the rest gathered, padding rows and
+ * columns; stride 1, 2 and 3 on 1-3 channels; 16, 32 and 48 outputs, a
+ * 2 + 1 panel split on AVX-512; two images; an output of one pixel) and a
+ * dilated one (per-tap segments, the conv tile), bit for bit. */
+static void test_small_k_bits(void **state)
+{
+    (void)state;
+    check_conv_bits(2, 9, 62, 3, 16, 3, 2, 1, 1, 1);
+    check_conv_bits(1, 5, 61, 3, 16, 3, 2, 1, 1, 1);
+    check_conv_bits(1, 7, 100, 3, 32, 3, 1, 1, 1, 1);
+    check_conv_bits(1, 6, 60, 2, 48, 3, 2, 1, 1, 1);
+    check_conv_bits(1, 8, 90, 1, 16, 5, 3, 2, 1, 1);
+    check_conv_bits(1, 9, 30, 3, 16, 3, 1, 2, 2, 2);
+    check_conv_bits(1, 12, 40, 3, 32, 3, 2, 1, 2, 1);
+    check_conv_bits(1, 3, 3, 3, 16, 3, 2, 0, 1, 1);
+}
+
 /* Grouped convs: 4 and 8 channels a group (the rotated packing, several
  * groups a vector) with group counts that fill whole vectors and leave a
  * part (2, 3, 5, 13 groups), 16 a group and unequal in/out (the
@@ -398,6 +458,7 @@ int main(void)
         cmocka_unit_test(test_dense_edges),
         cmocka_unit_test(test_conv_edges),
         cmocka_unit_test(test_conv_stepped_rows),
+        cmocka_unit_test(test_small_k_bits),
         cmocka_unit_test(test_grouped_edges),
         cmocka_unit_test(test_narrow_panels),
         cmocka_unit_test(test_panel_groups),
