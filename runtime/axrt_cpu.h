@@ -209,11 +209,12 @@ typedef struct axrt_cpu_ops {
        r * step, mr then AXRT_SMALL_K_ROWS (pixels read in place, up to the
        last row's); times `panels` full panels of the packed weight (axrt.h:
        k x AXRT_PANEL each, one after the other) into y (pixels ldy apart),
-       with bias and act; each output's sums and epilogue as tile's, bit
-       for bit.  The conv tile's set-up per 8 pixels cost more than its
-       multiply-adds there.  NULL where a table has none. */
+       with bias, residual (laid out as y, or NULL) and act; each output's
+       sums and epilogue as tile's, bit for bit.  The conv tile's set-up per
+       8 pixels cost more than its multiply-adds there.  NULL where a table
+       has none. */
     void (*small_k)(const float *const *rows, size_t mr, size_t nseg, size_t seg_len, size_t step, const float *b,
-                    size_t panels, const float *bias, axrt_act act, float *y, size_t ldy);
+                    size_t panels, const float *bias, const float *residual, axrt_act act, float *y, size_t ldy);
 } axrt_cpu_ops;
 
 /* The table in use (axrt_fast.inc), for the kernels outside axrt.c. */

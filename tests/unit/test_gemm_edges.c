@@ -250,8 +250,9 @@ static void test_conv_stepped_rows(void **state)
 }
 
 /* A conv's outputs bit for bit as one float multiply-add a term from the
- * bias, taps in order (ky, kx, channel), padding's zeros included: the
- * SIMD tables' sums (axrt_cpu.h tile and small_k), on avx2 and avx512. */
+ * bias, taps in order (ky, kx, channel), padding's zeros included, then
+ * the residual added: the SIMD tables' sums (axrt_cpu.h tile and
+ * small_k), on avx2 and avx512. */
 static void check_conv_bits(int n, int h, int w, int c, int oc, int k, int stride, int pad, int dil_h, int dil_w)
 {
     axrt_conv2d_params p = {0};
@@ -261,6 +262,7 @@ static void check_conv_bits(int n, int h, int w, int c, int oc, int k, int strid
     const size_t nx = (size_t)n * h * w * c, nw = (size_t)oc * c * k * k, ny = (size_t)n * p.oh * p.ow * oc;
     float *x = floats(nx, -1, 1, 21), *wt = floats(nw, -1, 1, 22), *bias = floats((size_t)oc, -1, 1, 23);
     float *packed = floats(nw, 0, 0, 24), *y = floats(ny, 0, 0, 25), *want = floats(ny, 0, 0, 26);
+    float *res = floats(ny, -1, 1, 27);
     axrt_pack_conv2d_f32(wt, packed, &p);
     for (int with = 0; with < 2; with++) {
         for (size_t at = 0; at < ny; at++) {
@@ -275,27 +277,30 @@ static void check_conv_bits(int n, int h, int w, int c, int oc, int k, int strid
                                              ? 0.0f : x[((im * (size_t)h + (size_t)iy) * (size_t)w + (size_t)ix) * (size_t)c + (size_t)ci];
                         acc = fmaf(xv, wt[((o * (size_t)c + (size_t)ci) * (size_t)k + (size_t)ky) * (size_t)k + (size_t)kx], acc);
                     }
+            if (with) acc += res[at];
             want[at] = with && acc < 0 ? 0.0f : acc; /* ReLU as max(0, v) */
         }
         for (size_t i = 1; i < sizeof isas / sizeof isas[0]; i++) {
             if (axrt_set_isa(isas[i]) != 0) continue;
-            axrt_conv2d_packed_ep_f32(x, packed, with ? bias : NULL, NULL, with ? AXRT_ACT_RELU : AXRT_ACT_NONE, y, &p);
+            axrt_conv2d_packed_ep_f32(x, packed, with ? bias : NULL, with ? res : NULL,
+                                      with ? AXRT_ACT_RELU : AXRT_ACT_NONE, y, &p);
             for (size_t at = 0; at < ny; at++)
                 if (memcmp(&y[at], &want[at], sizeof(float)) != 0)
                     fail_msg("conv %s %dx%dx%dx%d->%d k%d/%d pad %d dilation %d,%d%s: output %zu is %.9g, "
                              "the ordered sum %.9g", isas[i], n, h, w, c, oc, k, stride, pad, dil_h, dil_w,
-                             with ? " bias+relu" : "", at, y[at], want[at]);
+                             with ? " bias+residual+relu" : "", at, y[at], want[at]);
         }
     }
     axrt_set_isa(NULL);
-    free(x), free(wt), free(bias), free(packed), free(y), free(want);
+    free(x), free(wt), free(bias), free(packed), free(y), free(want), free(res);
 }
 
 /* Convs of few products an output (small_k: rows of 31 and 100 pixels,
  * some read in place in blocks of 24, the rest gathered, padding rows and
  * columns; stride 1, 2 and 3 on 1-3 channels; 16, 32 and 48 outputs, a
- * 2 + 1 panel split on AVX-512; two images; an output of one pixel) and a
- * dilated one (per-tap segments, the conv tile), bit for bit. */
+ * 2 + 1 panel split on AVX-512; two images; an output of one pixel; 1x1
+ * on 16 and 32 channels, blocks across rows, and on 24, a dense call) and
+ * a dilated one (per-tap segments, the conv tile), bit for bit. */
 static void test_small_k_bits(void **state)
 {
     (void)state;
@@ -307,6 +312,9 @@ static void test_small_k_bits(void **state)
     check_conv_bits(1, 9, 30, 3, 16, 3, 1, 2, 2, 2);
     check_conv_bits(1, 12, 40, 3, 32, 3, 2, 1, 2, 1);
     check_conv_bits(1, 3, 3, 3, 16, 3, 2, 0, 1, 1);
+    check_conv_bits(1, 5, 31, 16, 16, 1, 1, 0, 1, 1);
+    check_conv_bits(2, 4, 13, 32, 32, 1, 1, 0, 1, 1);
+    check_conv_bits(1, 4, 13, 24, 16, 1, 1, 0, 1, 1);
 }
 
 /* Grouped convs: 4 and 8 channels a group (the rotated packing, several
