@@ -299,7 +299,8 @@ static void check_conv_bits(int n, int h, int w, int c, int oc, int k, int strid
  * some read in place in blocks of 24, the rest gathered, padding rows and
  * columns; stride 1, 2 and 3 on 1-3 channels; 16, 32 and 48 outputs, a
  * 2 + 1 panel split on AVX-512; two images; an output of one pixel; 1x1
- * on 16 and 32 channels, blocks across rows, and on 24, a dense call) and
+ * on 16 and 32 channels to 1, 2 and 4 panels, blocks across rows, and on
+ * 24, a dense call) and
  * a dilated one (per-tap segments, the conv tile), bit for bit. */
 static void test_small_k_bits(void **state)
 {
@@ -314,6 +315,7 @@ static void test_small_k_bits(void **state)
     check_conv_bits(1, 3, 3, 3, 16, 3, 2, 0, 1, 1);
     check_conv_bits(1, 5, 31, 16, 16, 1, 1, 0, 1, 1);
     check_conv_bits(2, 4, 13, 32, 32, 1, 1, 0, 1, 1);
+    check_conv_bits(1, 3, 20, 16, 64, 1, 1, 0, 1, 1);
     check_conv_bits(1, 4, 13, 24, 16, 1, 1, 0, 1, 1);
 }
 
