@@ -11,8 +11,9 @@
  * bit against each panel alone; the conv of an input scaled per
  * channel (axrt_conv_scaled.c); convs on few channels whose output rows take
  * several pixel tiles (a tile stepping on from the one before it), strided,
- * padded, rectangular.  Bound: the max error relative to
- * the largest output magnitude, 1e-5. */
+ * padded, rectangular; convs of few products an output (small_k) bit for
+ * bit against the ordered float sum.  Bound otherwise: the max error
+ * relative to the largest output magnitude, 1e-5. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -300,23 +301,22 @@ static void check_conv_bits(int n, int h, int w, int c, int oc, int k, int strid
  * columns; stride 1, 2 and 3 on 1-3 channels; 16, 32 and 48 outputs, a
  * 2 + 1 panel split on AVX-512; two images; an output of one pixel; 1x1
  * on 16 and 32 channels to 1, 2 and 4 panels, blocks across rows, and on
- * 24, a dense call) and
- * a dilated one (per-tap segments, the conv tile), bit for bit. */
+ * 24, a dense call) and a dilated one (per-tap segments, the conv tile),
+ * bit for bit. */
 static void test_small_k_bits(void **state)
 {
+    /* n, h, w, c, oc, k, stride, pad, dilation h, w */
+    static const int convs[][10] = {
+        {2, 9, 62, 3, 16, 3, 2, 1, 1, 1},  {1, 5, 61, 3, 16, 3, 2, 1, 1, 1},  {1, 7, 100, 3, 32, 3, 1, 1, 1, 1},
+        {1, 6, 60, 2, 48, 3, 2, 1, 1, 1},  {1, 8, 90, 1, 16, 5, 3, 2, 1, 1},  {1, 9, 30, 3, 16, 3, 1, 2, 2, 2},
+        {1, 12, 40, 3, 32, 3, 2, 1, 2, 1}, {1, 3, 3, 3, 16, 3, 2, 0, 1, 1},   {1, 5, 31, 16, 16, 1, 1, 0, 1, 1},
+        {2, 4, 13, 32, 32, 1, 1, 0, 1, 1}, {1, 3, 20, 16, 64, 1, 1, 0, 1, 1}, {1, 4, 13, 24, 16, 1, 1, 0, 1, 1},
+    };
     (void)state;
-    check_conv_bits(2, 9, 62, 3, 16, 3, 2, 1, 1, 1);
-    check_conv_bits(1, 5, 61, 3, 16, 3, 2, 1, 1, 1);
-    check_conv_bits(1, 7, 100, 3, 32, 3, 1, 1, 1, 1);
-    check_conv_bits(1, 6, 60, 2, 48, 3, 2, 1, 1, 1);
-    check_conv_bits(1, 8, 90, 1, 16, 5, 3, 2, 1, 1);
-    check_conv_bits(1, 9, 30, 3, 16, 3, 1, 2, 2, 2);
-    check_conv_bits(1, 12, 40, 3, 32, 3, 2, 1, 2, 1);
-    check_conv_bits(1, 3, 3, 3, 16, 3, 2, 0, 1, 1);
-    check_conv_bits(1, 5, 31, 16, 16, 1, 1, 0, 1, 1);
-    check_conv_bits(2, 4, 13, 32, 32, 1, 1, 0, 1, 1);
-    check_conv_bits(1, 3, 20, 16, 64, 1, 1, 0, 1, 1);
-    check_conv_bits(1, 4, 13, 24, 16, 1, 1, 0, 1, 1);
+    for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++) {
+        const int *v = convs[i];
+        check_conv_bits(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]);
+    }
 }
 
 /* Grouped convs: 4 and 8 channels a group (the rotated packing, several
