@@ -148,7 +148,7 @@ static void fill(float *x, size_t n, float lo, float hi, unsigned seed)
 }
 
 /* One float ulp at v: 2^-149 for subnormal results and 0. */
-static double ulp_of(double v) { return fmax(ldexp(1.0, ilogb(v) - 23), ldexp(1.0, -149)); }
+static double ulp_of(double v) { return v == 0 ? ldexp(1.0, -149) : fmax(ldexp(1.0, ilogb(v) - 23), ldexp(1.0, -149)); }
 
 static void test_exp_ulp(void **state)
 {
