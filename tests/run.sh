@@ -33,19 +33,29 @@ trap 'rm -rf "$logs"' EXIT
 : >"$log"
 
 # One unit binary: cmocka's TAP output ("ok N - name" / "not ok N - name";
-# its per-group "# ok - GROUP" summaries are not results: dropped).
+# its per-group "# ok - GROUP" summaries are not results: dropped).  A
+# binary that exits non-zero without a failed test to show for it (a
+# sanitizer's halt or leak report, an exit mid-run: the tests after it never
+# ran) fails too.
 run_unit_binary() {
-    local t=$1
+    local t=$1 out status
     if [ ! -x "$t" ]; then  # a test source whose binary did not build (make test-unit stopped)
         echo "FAIL: unit $(basename "$t"): no binary; build it with make test-unit"
         return
     fi
-    CMOCKA_MESSAGE_OUTPUT=TAP "$t" 2>&1 | sed -n \
+    out=$(CMOCKA_MESSAGE_OUTPUT=TAP "$t" 2>&1)
+    status=$?
+    printf '%s\n' "$out" | sed -n \
         -e '/^# *ok - /d' \
         -e "s/^ok [0-9]* - \(.*\)/PASS: unit $(basename "$t"):\1/p" \
         -e "s/^not ok [0-9]* - \(.*\)/FAIL: unit $(basename "$t"):\1/p" \
         -e 's/^#\(.*\)/  \1/p'
-    if [ "${PIPESTATUS[0]}" -gt 127 ]; then echo "FAIL: unit $(basename "$t") crashed"; fi
+    if [ "$status" -gt 127 ]; then
+        echo "FAIL: unit $(basename "$t") crashed"
+    elif [ "$status" -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
+        echo "FAIL: unit $(basename "$t") exited with status $status and no failed test; its last lines:"
+        printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
+    fi
 }
 
 # run_job WORD: one job of the list below.

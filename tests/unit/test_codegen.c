@@ -416,6 +416,7 @@ static void release(model *m, built *b)
 {
     dlclose(b->so);
     shell("rm -rf %s", b->dir);
+    ir_graph_free_nodes(m->g);
     ax_ctx_free(m->ctx);
 }
 
@@ -878,6 +879,7 @@ static void test_emitted_text(void **state)
     assert_null(strstr(c.data, "malloc"));
     ax_buf_free(&c);
     ax_buf_free(&h);
+    ir_graph_free_nodes(m.g);
     ax_ctx_free(m.ctx);
 }
 

@@ -151,6 +151,7 @@ static void test_transposed_param_becomes_packed_dense(void **state)
     const char *c = emit_c(&m);
     assert_non_null(strstr(c, "axrt_dense_packed"));
     assert_null(strstr(c, "axrt_transpose"));
+    ir_graph_free_nodes(m.g);
     ax_ctx_free(m.ctx);
 }
 
@@ -167,6 +168,7 @@ static void test_transpose_with_another_user_stays(void **state)
     optimise(&m);
     assert_int_equal(live_count(&m, IR_OP_dense), 1);
     assert_int_equal(live_count(&m, IR_OP_transpose), 1);
+    ir_graph_free_nodes(m.g);
     ax_ctx_free(m.ctx);
 }
 
@@ -218,6 +220,7 @@ static void test_transposed_read_strides(void **state)
     assert_non_null(strstr(c, "#define AXC_IVDEP _Pragma(\"GCC ivdep\")"));
     assert_non_null(strstr(c, "            AXC_IVDEP\n            for (i1 = 0; i1 < 2; i1++, o++) {"));
     assert_null(strstr(c, "AXC_IVDEP\n        for (i0"));
+    ir_graph_free_nodes(m.g);
     ax_ctx_free(m.ctx);
 }
 
@@ -237,6 +240,7 @@ static void test_reshaped_read_in_order(void **state)
     assert_int_equal(f->attrs.strides[0][0], 4);
     assert_int_equal(f->attrs.strides[0][1], 1);
     assert_true(ir_fused_in_order(m.g, f, 0));
+    ir_graph_free_nodes(m.g);
     ax_ctx_free(m.ctx);
 }
 
@@ -257,6 +261,7 @@ static void test_broadcast_reshape_stays_opaque(void **state)
     const ir_node *f = live_node(&m, IR_OP_fused_elementwise);
     assert_int_equal(f->rank, 2);
     assert_int_equal(f->attrs.nsteps, 2);
+    ir_graph_free_nodes(m.g);
     ax_ctx_free(m.ctx);
 }
 
@@ -288,6 +293,7 @@ static void test_gelu_chain_becomes_epilogue(void **state)
     const char *c = emit_c(&m);
     assert_non_null(strstr(c, "AXRT_ACT_GELU"));
     assert_null(strstr(c, "erff"));
+    ir_graph_free_nodes(m.g);
     ax_ctx_free(m.ctx);
 }
 
@@ -312,6 +318,7 @@ static void test_gelu_chain_forms(void **state)
             assert_int_equal(m.g->nodes[y].src[0], x);
             assert_int_equal(live_count(&m, IR_OP_mul) + live_count(&m, IR_OP_add) + live_count(&m, IR_OP_scalar), 0);
         }
+        ir_graph_free_nodes(m.g);
         ax_ctx_free(m.ctx);
     }
 }

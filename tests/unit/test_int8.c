@@ -38,7 +38,7 @@ static void test_requantize(void **state)
 {
     (void)state;
     for (int i = 0; i < 100000; i++) {
-        const int32_t acc = (int32_t)(next_random() * 257u) - (int32_t)(1u << 30);
+        const int32_t acc = (int32_t)(next_random() * 257u - (1u << 30)); /* wraps, as unsigned */
         const int32_t mult = (int32_t)((1u << 30) + next_random() % (1u << 30));
         const int s = 1 + (int)(next_random() % 62);
         assert_int_equal(axrt_requantize(acc, mult, s), reference_requantize(acc, mult, s));

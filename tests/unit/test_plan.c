@@ -78,6 +78,7 @@ static void test_packed_epilogue_in_the_kernel(void **state)
     ax_buf_put(&out, "", 1);
     assert_non_null(strstr(out.data, "      call axrt_dense_packed_ep_f32(%0, %1, %2, null, relu, %3, 2, 8, 4)\n"));
     ax_buf_free(&out);
+    ir_graph_free_nodes(g);
     ax_ctx_free(ctx);
 }
 
@@ -97,6 +98,7 @@ static void test_activation_after_the_kernel(void **state)
     assert_int_equal(act->args[1].node, d);
     assert_int_equal(act->args[3].kind, IR_ARG_REAL);
     assert_true(act->args[3].real == 0.25);
+    ir_graph_free_nodes(g);
     ax_ctx_free(ctx);
 }
 
@@ -111,6 +113,7 @@ static void test_blas_helper(void **state)
     assert_int_equal(p->ncalls, 2);
     assert_string_equal(p->calls[0].kernel, "axc_blas_dense");
     assert_string_equal(p->calls[1].kernel, "axrt_relu_f32");
+    ir_graph_free_nodes(g);
     ax_ctx_free(ctx);
 }
 
@@ -147,7 +150,9 @@ static char *unary_grad_plan(ax_ctx *ctx, ir_op f, axrt_dtype dtype)
     const int src[] = {node_of(g, IR_OP_input, NULL, 0, dtype, shape, 2), node_of(g, IR_OP_input, NULL, 0, dtype, shape, 2)};
     const int d = node_of(g, IR_OP_unary_grad, src, 2, dtype, shape, 2);
     ir_at(g, d)->attrs.of_op = f;
-    return plan_text(g, d);
+    char *text = plan_text(g, d);
+    ir_graph_free_nodes(g);
+    return text;
 }
 
 static void test_unary_grad(void **state)
@@ -183,6 +188,7 @@ static void test_embedding_grad_and_dropout(void **state)
     const int without[] = {src[1], IR_NONE};   /* not a training graph: a copy */
     const int c = node_of(g, IR_OP_dropout, without, 2, AXRT_F32, dy_shape, 2);
     assert_string_equal(plan_text(g, c), "      call memcpy(%5, %1, 60) unless aliased\n");
+    ir_graph_free_nodes(g);
     ax_ctx_free(ctx);
 }
 
@@ -247,6 +253,7 @@ static void test_step_updates_and_split(void **state)
     assert_int_equal(p->init.ops[1].call.args[0].kind, IR_ARG_STATE_BYTES);
     assert_int_equal(p->init.ops[1].call.args[0].value, 448);
     assert_int_equal(p->init.ops[1].call.args[1].kind, IR_ARG_EMBEDDED);
+    ir_graph_free_nodes(k.g);
     ax_ctx_free(k.ctx);
 }
 
@@ -277,6 +284,7 @@ static void test_step_clip_norm_and_loss_scale(void **state)
     assert_string_equal(p->after[d].ops[1].call.args[9].name, "inv_scale");
     assert_string_equal(p->after[d].ops[2].call.kernel, "axrt_optim_step_f32");
     assert_string_equal(p->init.ops[1].call.kernel, "axrt_cast_f32");
+    ir_graph_free_nodes(k.g);
     ax_ctx_free(k.ctx);
 }
 
