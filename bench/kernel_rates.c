@@ -458,6 +458,7 @@ static int mobile_shapes(shape *shapes, int n)
     shapes[n] = conv("M5 stem 3x3/2 ->16 +hardswish", 224, 3, 16, 3, 2, 1), shapes[n++].act = AXRT_ACT_HARDSWISH;
     shapes[n] = conv("M5 1x1 112x112x16->16", 112, 16, 16, 1, 1, 0), shapes[n++].act = AXRT_ACT_NONE;
     shapes[n++] = conv("M5 1x1 112x112x16->64", 112, 16, 64, 1, 1, 0);
+    shapes[n] = conv("M5 1x1 56x56x24->72 +hardswish", 56, 24, 72, 1, 1, 0), shapes[n++].act = AXRT_ACT_HARDSWISH;
     shapes[n++] = conv("M2 1x1 112x112x16->96", 112, 16, 96, 1, 1, 0);
     shapes[n++] = conv("M3 1x1 56x56x32->192", 56, 32, 192, 1, 1, 0);
     shapes[n] = conv("M3 1x1 56x56x24->144 +swish", 56, 24, 144, 1, 1, 0), shapes[n++].act = AXRT_ACT_SWISH;

@@ -281,7 +281,7 @@ static void check_conv_bits(int n, int h, int w, int c, int oc, int k, int strid
             if (with) acc += res[at];
             want[at] = with && acc < 0 ? 0.0f : acc; /* ReLU as max(0, v) */
         }
-        for (size_t i = 1; i < sizeof isas / sizeof isas[0]; i++) {
+        for (size_t i = 1; i < sizeof isas / sizeof isas[0]; i++) { /* isas[0], portable, sums otherwise */
             if (axrt_set_isa(isas[i]) != 0) continue;
             axrt_conv2d_packed_ep_f32(x, packed, with ? bias : NULL, with ? res : NULL,
                                       with ? AXRT_ACT_RELU : AXRT_ACT_NONE, y, &p);
