@@ -17,6 +17,8 @@
 #define SIMD_TILE_M 8
 /* depthwise blocks of 14 pixels at stride 1 (axrt_x86_depthwise.inc) */
 #define DW_WIDE_PIXELS 14
+/* and of 7 pixels of two rows (depthwise_row_pair): 14 accumulators too */
+#define DW_PAIR_PIXELS 7
 #define SIMD_EVEN_TAIL 0
 /* a dense layer's reduction taken whole up to 1024 steps, not 4096 (axrt_cpu.h
    dense_k): on a Zen 5 (1 MiB L2) BERT's 128x3072->768 ran at 90-92 % of
