@@ -215,11 +215,11 @@ typedef struct axrt_cpu_ops {
        has none. */
     void (*small_k)(const float *const *rows, size_t mr, size_t nseg, size_t seg_len, size_t step, const float *b,
                     size_t panels, const float *bias, const float *residual, axrt_act act, float *y, size_t ldy);
-    /* depthwise_row for output rows oy and oy + 1 of a conv of stride_h and
-       dilation_h 1: rows: the kh + 1 input rows they read (NULL: padding);
-       y and residual: the two rows' 2 ow c outputs.  Each output's bits as
+    /* depthwise_row for output rows oy and oy + 1 of a conv of dilation_h
+       1: rows: the kh + stride_h input rows they read (NULL: padding); y
+       and residual: the two rows' 2 ow c outputs.  Each output's bits as
        depthwise_row's.  Made together, the rows read each input row once
-       where one at a time read the middle ones twice (the input rows of a
+       where one at a time read the shared ones twice (the input rows of a
        wide layer leave L1 between rows: AVX-512's 3x3 rows ran at 81 % of
        the FMA peak from L1, 50 % from L2).  NULL where a table has none. */
     void (*depthwise_row_pair)(const float *const *rows, const float *packed, const float *bias,
