@@ -206,8 +206,7 @@ typedef struct axrt_cpu_ops {
        (an image model's stem) on mr <= AXRT_SMALL_K_ROWS pixels, pixel r's
        inputs the nseg segments (its tap rows) of seg_len floats at
        rows[s * AXRT_SMALL_K_ROWS + r] where step is 0, else at rows[s] +
-       r * step, mr then AXRT_SMALL_K_ROWS (pixels read in place, up to the
-       last row's); times `panels` full panels of the packed weight (axrt.h:
+       r * step (pixels read in place, none past pixel mr - 1); times `panels` full panels of the packed weight (axrt.h:
        k x AXRT_PANEL each, one after the other) into y (pixels ldy apart),
        with bias, residual (laid out as y, or NULL) and act; each output's
        sums and epilogue as tile's, bit for bit.  The conv tile's set-up per
