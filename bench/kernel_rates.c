@@ -482,6 +482,9 @@ static int mobile_shapes(shape *shapes, int n)
     shapes[n++] = conv("M2 1x1 7x7x320->1280", 7, 320, 1280, 1, 1, 0);
     shapes[n++] = conv("M3 1x1 7x7x192->1152", 7, 192, 1152, 1, 1, 0);
     shapes[n++] = depthwise("R7 dw 3x3 14x14x384", 14, 384, 3, 1, AXRT_ACT_RELU6);
+    /* rows that stay in L1 between output rows: the row kernel's own rate */
+    shapes[n++] = depthwise("L1 dw 3x3 56x56x16", 56, 16, 3, 1, AXRT_ACT_RELU6);
+    shapes[n++] = depthwise("L1 dw 3x3 28x28x32", 28, 32, 3, 1, AXRT_ACT_RELU6);
     shapes[n++] = depthwise("MV2 dw 3x3/2 112x112x96", 112, 96, 3, 2, AXRT_ACT_RELU6);
     shapes[n++] = depthwise("MV2 dw 3x3 56x56x144", 56, 144, 3, 1, AXRT_ACT_RELU6);
     shapes[n++] = depthwise("MV2 dw 3x3/2 28x28x192", 28, 192, 3, 2, AXRT_ACT_RELU6);
