@@ -202,13 +202,9 @@ static size_t expand_rings_bytes(const ir_node *n, const ir_graph *g)
 {
     const ir_node *d = g->nodes[n->src[0]].rows_fused && g->nodes[g->nodes[n->src[0]].src[0]].rows_fused
                            ? &g->nodes[n->src[0]] : n;
-    const ir_node *x = &g->nodes[d->src[0]];
-    axrt_conv2d_params p = {0};
-    p.kh = d->attrs.kernel[0];
-    p.dilation_h = d->attrs.dilation[0];
-    p.w = (int)x->shape[2];
-    p.c = (int)x->shape[3];
-    p.ow = (int)d->shape[2];
+    /* the whole of the conv's params, as the call passes them: the rings
+       depend on its stride (depthwise rows in pairs) as well as its size */
+    const axrt_conv2d_params p = cg_conv_params(g, d);
     return (d == n ? axrt_expand_depthwise_scratch_elems(&p) : axrt_expand_dw_project_scratch_elems(&p)) *
            sizeof(float);
 }
