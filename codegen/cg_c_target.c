@@ -228,10 +228,7 @@ static size_t dwconv_ring_bytes(const ir_node *n, const ir_graph *g)
     if (!g->share_buffers || !cg_c_can_inplace(n, g, 0) ||
         ir_ops[g->nodes[x].op].kind == IR_SOURCE || !dies_at(g, x, at))
         return 0;
-    axrt_conv2d_params p = {0};
-    p.pad_top = n->attrs.pad[0];
-    p.w = (int)n->shape[2];
-    p.c = (int)n->shape[3];
+    const axrt_conv2d_params p = cg_conv_params(g, n); /* as the call's (expand_rings_bytes) */
     return axrt_dwconv_inplace_ring_elems(&p) * axrt_dtype_size(n->dtype);
 }
 
