@@ -223,6 +223,12 @@ typedef struct axrt_cpu_ops {
        the FMA peak from L1, 50 % from L2).  NULL where a table has none. */
     void (*depthwise_row_pair)(const float *const *rows, const float *packed, const float *bias,
                                const float *residual, axrt_act act, float *y, const axrt_conv2d_params *p);
+    /* A matrix unit's packed dense product (axrt_x86_amx.c): y rows [r0, r1)
+       x outputs [j0, j1) (j0 a multiple of AXRT_PANEL) = x . W^T + bias (or
+       without bias), W packed (axrt.h), no epilogue; returns 0, having done
+       nothing, where it cannot run now.  NULL where a table has none. */
+    int (*dense_engine)(const float *x, const float *packed, const float *bias, float *y, size_t in, size_t out,
+                        size_t r0, size_t r1, size_t j0, size_t j1);
 } axrt_cpu_ops;
 
 /* The table in use (axrt_fast.inc), for the kernels outside axrt.c. */
@@ -244,7 +250,18 @@ void axrt_adam_f64(const axrt_adam_coef_f64 *c, double *p, const double *g, doub
 /* The table, or NULL when this CPU lacks its instructions. */
 const axrt_cpu_ops *axrt_cpu_ops_avx2(void);
 const axrt_cpu_ops *axrt_cpu_ops_avx512(void);
+/* AVX-512's table with the dense products on AMX (axrt_x86_amx.c); NULL
+   without AMX-BF16 or the OS's leave to use it. */
+const axrt_cpu_ops *axrt_cpu_ops_avx512_amx(void);
 #endif
+
+/* The vector instruction set of the table named `name`: the amx table's is
+   AVX-512's.  For the kernels outside the tables that pick their own by it
+   (Winograd's transforms, Float16/BFloat16, int8). */
+static inline const char *axrt_vector_isa(const char *name)
+{
+    return name[0] == 'a' && name[1] == 'm' && name[2] == 'x' && !name[3] ? "avx512" : name;
+}
 
 /* The table's depthwise_row (axrt_fast.inc), for the in-place kernel. */
 void axrt_depthwise_row_f32(const float *const *rows, const float *packed, const float *bias,

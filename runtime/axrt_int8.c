@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "axrt.h"
+#include "axrt_cpu.h"
 #include "axrt_q8.h"
 #include "axrt_q8_arith.h"
 
@@ -182,7 +183,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void dot4_vnni(con
 
 static dot_impl pick_dot(void)
 {
-    const char *isa = axrt_isa_name();
+    const char *isa = axrt_vector_isa(axrt_isa_name());
     if (!strcmp(isa, "avx512") && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw"))
         return (dot_impl){dot_vnni, dot4_vnni};
     if (!strcmp(isa, "avx512") || !strcmp(isa, "avx2"))
@@ -214,7 +215,7 @@ __attribute__((target("avx512f"))) static void quantize_avx512(const float *x, u
 
 static bool quantize_wide(void)
 {
-    return !strcmp(axrt_isa_name(), "avx512");
+    return !strcmp(axrt_vector_isa(axrt_isa_name()), "avx512");
 }
 #else
 static dot_impl pick_dot(void) { return (dot_impl){dot_portable, dot4_portable}; }
@@ -461,7 +462,7 @@ static const axrt_q8_gemm_ops gemm_portable = {"portable", 1, 16, tile_portable,
 static const axrt_q8_gemm_ops *pick_gemm(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(AXRT_NO_SIMD)
-    const char *isa = axrt_isa_name();
+    const char *isa = axrt_vector_isa(axrt_isa_name());
     const axrt_q8_gemm_ops *g;
     if (!strcmp(isa, "avx512") && (g = axrt_q8_gemm_vnni()) != NULL)
         return g;

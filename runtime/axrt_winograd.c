@@ -309,10 +309,10 @@ void axrt_conv2d_winograd_f32(const float *x, const float *u, const float *bias,
     j.input_tile = four ? input_tile4_portable : input_tile_portable;
     j.output_tile = four ? output_tile4_portable : output_tile_portable;
 #ifdef AXRT_X86_SIMD
-    if (!strcmp(j.cpu->name, "avx2")) {
+    if (!strcmp(axrt_vector_isa(j.cpu->name), "avx2")) {
         j.input_tile = four ? input_tile4_avx2 : input_tile_avx2;
         j.output_tile = four ? output_tile4_avx2 : output_tile_avx2;
-    } else if (!strcmp(j.cpu->name, "avx512")) {
+    } else if (!strcmp(axrt_vector_isa(j.cpu->name), "avx512")) {
         j.input_tile = four ? input_tile4_avx512 : input_tile_avx512;
         j.output_tile = four ? output_tile4_avx512 : output_tile_avx512;
     }

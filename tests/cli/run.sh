@@ -697,7 +697,7 @@ check_onnx_as_weights() {
 # holds its own and the model's, so at most two, the same); the run succeeds.
 check_isa_not_honoured() {
     AXRT_ISA=avx51 "$AXC" run mlp.ax --bench 1 >out 2>err || { echo "run failed"; show; return 1; }
-    local n; n=$(grep -c 'AXRT_ISA=avx51 is unknown (portable, avx2 or avx512); the kernels use [a-z0-9]*$' err)
+    local n; n=$(grep -c 'AXRT_ISA=avx51 is unknown (portable, avx2, avx512 or amx); the kernels use [a-z0-9]*$' err)
     [ "$n" -ge 1 ] && [ "$n" -le 2 ] && [ "$(grep 'AXRT_ISA=' err | sort -u | wc -l)" -eq 1 ] \
         || { echo "no line naming AXRT_ISA=avx51 and the set used (or more than one per runtime copy)"; show; return 1; }
     if ! grep -qw avx512f /proc/cpuinfo 2>/dev/null; then

@@ -30,7 +30,7 @@
 
 #define BOUND 1e-5
 
-static const char *const isas[] = {"portable", "avx2", "avx512"};
+static const char *const isas[] = {"portable", "avx2", "avx512", "amx"};
 
 static void fill(float *v, size_t n, float lo, float hi, unsigned seed)
 {
@@ -102,6 +102,20 @@ static void test_dense_edges(void **state)
         for (size_t o = 0; o < sizeof outs / sizeof outs[0]; o++)
             for (size_t i = 0; i < sizeof ins / sizeof ins[0]; i++)
                 if (rows[r] * ins[i] * outs[o] <= 2000000) check_dense(rows[r], ins[i], outs[o]);
+}
+
+/* Dense calls of the rows that go to a matrix unit (amx: from 64):
+ * row blocks of 32 and 128 with a partial last one, column blocks of 32
+ * with a narrow panel or a lone one, reductions of 1, 31 (a partial
+ * 32-step tile), 769 and 1600 (one and two blocks past 768). */
+static void test_dense_engine_edges(void **state)
+{
+    static const size_t rows[] = {64, 97, 130}, outs[] = {1, 17, 48, 70}, ins[] = {1, 31, 769, 1600};
+    (void)state;
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+        for (size_t o = 0; o < sizeof outs / sizeof outs[0]; o++)
+            for (size_t i = 0; i < sizeof ins / sizeof ins[0]; i++)
+                if (rows[r] * ins[i] * outs[o] <= 8000000) check_dense(rows[r], ins[i], outs[o]);
 }
 
 /* One conv of p's shape (dilation 1), with and without bias, residual and
@@ -466,6 +480,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dense_edges),
+        cmocka_unit_test(test_dense_engine_edges),
         cmocka_unit_test(test_conv_edges),
         cmocka_unit_test(test_conv_stepped_rows),
         cmocka_unit_test(test_small_k_bits),
