@@ -80,6 +80,10 @@ GEMM_BOUND = ("R2", "R3", "R4", "M1", "M4")
 # than the measured FMA peak on one of them did not run float32 FMAs of the
 # probed instruction set alone.
 MATMUL_ROWS = ("R1", "R2", "R4", "M4")
+# What axc's "amx" table does beyond AVX-512's (the report's head).
+AMX_NOTE = (" (AVX-512's kernels, with dense layers of 64 rows or more on the AMX tile unit, each float split "
+            "into three BFloat16 parts, six products for one in Float32 accuracy: their rate is not bound by "
+            "the FMA peak below)")
 # --isa avx2: each system's own switch that holds it to AVX2 (on an AVX-512
 # machine: the AVX2 table of every system that has one): the environment every
 # worker inherits, XLA's flag, and what the report says was held and not.
@@ -627,12 +631,13 @@ def machine_head(args, workers):
     compiler = subprocess.run([*shlex.split(args.cc), "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     versions = "; ".join(workers[g].ask("info") for g in ("c", "pytorch", "onnxruntime", "openvino", "xla"))
     peak, triad = float(workers["c"].ask("peak")), float(workers["c"].ask("triad"))
+    isa = workers["c"].ask("isa")
     load = os.getloadavg()
     return [f"Machine: {cpu_line()}; load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} at the start.",
             f"Compiler: {compiler}. Peers: {versions}.",
             f"axc: generated C built as `{args.cc} {' '.join(USER_CFLAGS)} $(pkg-config --cflags axrt)`, linked with "
             f"`pkg-config --libs axrt` from `make install PREFIX=...`; kernel path libaxrt chose: "
-            f"**{workers['c'].ask('isa')}**.",
+            f"**{isa}**{AMX_NOTE if isa == 'amx' else ''}.",
             f"Measured on one core: FMA peak {peak:.1f} GFLOP/s"
             f"{' (AVX2 probe, AXRT_ISA=avx2)' if os.environ.get('AXRT_ISA') == 'avx2' else ''}, L2 triad {triad:.1f} GB/s "
             f"(anchors.md: {ANCHOR_PEAK_GFLOPS:.0f} GFLOP/s, {ANCHOR_L2_TRIAD_GBS:.0f} GB/s on a Xeon).",
