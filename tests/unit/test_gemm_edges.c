@@ -118,6 +118,35 @@ static void test_dense_engine_edges(void **state)
                 if (rows[r] * ins[i] * outs[o] <= 8000000) check_dense(rows[r], ins[i], outs[o]);
 }
 
+/* A dense call on the matrix unit (amx) gives the same bits at 1, 2 and 3
+ * threads: split by columns (as many panels as row tiles) and by rows (a
+ * many-row call on one panel), with bias, residual and ReLU.  Skipped
+ * where this CPU or OS has no unit. */
+static void test_dense_engine_threads(void **state)
+{
+    static const size_t shapes[][3] = {{130, 1600, 70}, {128, 96, 384}, {1000, 64, 16}};
+    (void)state;
+    if (axrt_set_isa("amx") != 0) skip();
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const size_t rows = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
+        float *x = floats(rows * in, -1, 1, 21), *w = floats(out * in, -1, 1, 22), *bias = floats(out, -1, 1, 23);
+        float *res = floats(rows * out, -2, 2, 24), *packed = floats(out * in, 0, 0, 25);
+        float *y[3];
+        axrt_pack_dense_f32(w, packed, in, out);
+        for (int t = 0; t < 3; t++) {
+            y[t] = floats(rows * out, 0, 0, 26);
+            assert_int_equal(axrt_set_threads(t + 1), 0);
+            axrt_dense_packed_ep_f32(x, packed, bias, res, AXRT_ACT_RELU, y[t], rows, in, out);
+        }
+        for (int t = 1; t < 3; t++)
+            if (memcmp(y[0], y[t], rows * out * sizeof(float)))
+                fail_msg("amx dense %zux%zu->%zu: %d threads differ from 1", rows, in, out, t + 1);
+        free(x), free(w), free(bias), free(res), free(packed), free(y[0]), free(y[1]), free(y[2]);
+    }
+    axrt_set_threads(1);
+    axrt_set_isa(NULL);
+}
+
 /* One conv of p's shape (dilation 1), with and without bias, residual and
  * ReLU, on every instruction set. */
 static void check_conv_params(const axrt_conv2d_params *pp)
@@ -481,6 +510,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dense_edges),
         cmocka_unit_test(test_dense_engine_edges),
+        cmocka_unit_test(test_dense_engine_threads),
         cmocka_unit_test(test_conv_edges),
         cmocka_unit_test(test_conv_stepped_rows),
         cmocka_unit_test(test_small_k_bits),
