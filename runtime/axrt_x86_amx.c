@@ -244,15 +244,15 @@ static int amx_usable(void)
 {
     static int state; /* 0 unknown, 1 yes, -1 no */
     if (!state) {
-        const int cpu = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+        /* (AVX-512's table checks F, DQ and VL; the conversions use BW too) */
+        const int vector = axrt_cpu_ops_avx512() && __builtin_cpu_supports("avx512bw");
         unsigned eax, ebx, ecx, edx;
         int amx = 0;
-        if (cpu && __get_cpuid_max(0, NULL) >= 7) {
+        if (vector && __get_cpuid_max(0, NULL) >= 7) {
             __cpuid_count(7, 0, eax, ebx, ecx, edx);
             amx = (edx >> 22 & 1) && (edx >> 24 & 1); /* AMX-BF16, AMX-TILE */
         }
-        state = amx && axrt_cpu_ops_avx512() && syscall(SYS_arch_prctl, 0x1023, 18) == 0 ? 1 : -1;
+        state = amx && syscall(SYS_arch_prctl, 0x1023, 18) == 0 ? 1 : -1;
     }
     return state > 0;
 }

@@ -93,15 +93,22 @@ static void check_dense(size_t rows, size_t in, size_t out)
 /* Rows 1..13 (every tile height and tail), outputs 1, 15, 16, 17, 40 and
  * 144 (two column blocks, the second 16 wide), reductions 1, 3, 64 and 769
  * (two reduction blocks of unequal length). */
+/* check_dense on every (rows, in, out) of the three lists (each ended by
+ * 0) whose rows x in x out is at most `most`. */
+static void check_dense_grid(const size_t *rows, const size_t *ins, const size_t *outs, size_t most)
+{
+    for (size_t r = 0; rows[r]; r++)
+        for (size_t o = 0; outs[o]; o++)
+            for (size_t i = 0; ins[i]; i++)
+                if (rows[r] * ins[i] * outs[o] <= most) check_dense(rows[r], ins[i], outs[o]);
+}
+
 static void test_dense_edges(void **state)
 {
-    static const size_t rows[] = {1, 2, 3, 5, 6, 7, 11, 13}, outs[] = {1, 15, 16, 17, 40, 144};
-    static const size_t ins[] = {1, 3, 64, 769};
+    static const size_t rows[] = {1, 2, 3, 5, 6, 7, 11, 13, 0}, outs[] = {1, 15, 16, 17, 40, 144, 0};
+    static const size_t ins[] = {1, 3, 64, 769, 0};
     (void)state;
-    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
-        for (size_t o = 0; o < sizeof outs / sizeof outs[0]; o++)
-            for (size_t i = 0; i < sizeof ins / sizeof ins[0]; i++)
-                if (rows[r] * ins[i] * outs[o] <= 2000000) check_dense(rows[r], ins[i], outs[o]);
+    check_dense_grid(rows, ins, outs, 2000000);
 }
 
 /* Dense calls of the rows that go to a matrix unit (amx: from 64):
@@ -110,12 +117,9 @@ static void test_dense_edges(void **state)
  * 32-step tile), 769 and 1600 (one and two blocks past 768). */
 static void test_dense_engine_edges(void **state)
 {
-    static const size_t rows[] = {64, 97, 130}, outs[] = {1, 17, 48, 70}, ins[] = {1, 31, 769, 1600};
+    static const size_t rows[] = {64, 97, 130, 0}, outs[] = {1, 17, 48, 70, 0}, ins[] = {1, 31, 769, 1600, 0};
     (void)state;
-    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
-        for (size_t o = 0; o < sizeof outs / sizeof outs[0]; o++)
-            for (size_t i = 0; i < sizeof ins / sizeof ins[0]; i++)
-                if (rows[r] * ins[i] * outs[o] <= 8000000) check_dense(rows[r], ins[i], outs[o]);
+    check_dense_grid(rows, ins, outs, 8000000);
 }
 
 /* A dense call on the matrix unit (amx) gives the same bits at 1, 2 and 3
