@@ -80,7 +80,7 @@ typedef struct shape {
 
 static void run_dense(const shape *s)
 {
-    axrt_dense_packed_ep_f32(s->x, s->w, s->bias, NULL, s->act, s->y, s->rows, s->in, s->out);
+    axrt_dense_packed_const_ep_f32(s->x, s->w, s->bias, NULL, s->act, s->y, s->rows, s->in, s->out);
 }
 
 static void run_conv(const shape *s)

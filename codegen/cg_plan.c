@@ -174,7 +174,7 @@ static void plan_dense(planner *P)
     ir_call *c = P->ctx->blas && n->dtype == AXRT_F32 && !packed ? kernel_call(P, CG_K_blas_dense, n->dtype)
                  : unpacked  ? kernel_call(P, CG_K_dense_unpacked, n->dtype)
                  : from_state ? kernel_call(P, CG_K_dense_packed, n->dtype)
-                 : ep         ? kernel_call(P, CG_K_dense_packed_ep, n->dtype)
+                 : ep         ? kernel_call(P, CG_K_dense_packed_const_ep, n->dtype)
                               : kernel_call(P, packed ? CG_K_dense_packed : CG_K_dense, n->dtype);
     arg_operand(P, c, 0);
     if (from_state && !unpacked) arg_arena(c, AXRT_F32, P->ctx->pack_offset);
@@ -425,7 +425,8 @@ static void mha_params(const ir_graph *g, const ir_node *n, int64_t p[6])
 }
 
 /* axrt_mha_flash_f32(q, k, v, key_mask or NULL, in_w, in_b, out_w, out_b,
- * y, scratch, params, packed) */
+ * y, scratch, params, packed): packed weights are the compiled model's
+ * constants (AXRT_MHA_PACKED_CONST). */
 static void plan_mha_flash(planner *P, bool masked, bool packed)
 {
     const ir_node *n = P->n;
@@ -440,7 +441,7 @@ static void plan_mha_flash(planner *P, bool masked, bool packed)
     arg_arena(c, n->dtype, n->scratch_offset);
     mha_params(P->g, n, p);
     arg_array(P, c, IR_ARG_INTS, "params", "axrt_mha_params", p, 6);
-    arg_int(c, packed);
+    arg_int(c, packed ? AXRT_MHA_PACKED_CONST : 0);
 }
 
 /* ---- end of attention without the scores ---- */

@@ -367,6 +367,14 @@ typedef enum axrt_act {
 void axrt_dense_packed_ep_f32(const float *x, const float *packed, const float *bias,
                               const float *residual, axrt_act act, float *y, size_t rows,
                               size_t in, size_t out);
+/* axrt_dense_packed_ep_f32 for a constant weight, the same bits at the same
+   address for the life of the process (a compiled model's: the generated
+   code's dense layers call this): a table with a matrix unit (amx) keeps
+   the weight in the unit's form from its first call on (1.5 times its
+   bytes, up to 1 GiB in all). */
+void axrt_dense_packed_const_ep_f32(const float *x, const float *packed, const float *bias,
+                                    const float *residual, axrt_act act, float *y, size_t rows,
+                                    size_t in, size_t out);
 void axrt_conv2d_packed_ep_f32(const float *x, const float *packed, const float *bias,
                                const float *residual, axrt_act act, float *y,
                                const axrt_conv2d_params *p);
@@ -430,7 +438,10 @@ void axrt_mha_packed_masked_f32(const float *q, const float *k, const float *v,
  * scores per block of query rows instead of all lq x lk of them.  Rows in
  * blocks of at most AXRT_FLASH_ROWS (split over the threads; results do not depend
  * on their number), keys in blocks of AXRT_FLASH_KEYS.  packed: in_w and
- * out_w packed as for axrt_mha_packed_f32; 0: as stored (as axrt_mha_f32). */
+ * out_w packed as for axrt_mha_packed_f32; AXRT_MHA_PACKED_CONST: packed,
+ * and constant as for axrt_dense_packed_const_ep_f32 (a compiled model's);
+ * 0: as stored (as axrt_mha_f32). */
+#define AXRT_MHA_PACKED_CONST 2
 #define AXRT_FLASH_ROWS 24
 #define AXRT_FLASH_KEYS 128
 size_t axrt_mha_flash_scratch_elems(const axrt_mha_params *p);

@@ -225,10 +225,12 @@ typedef struct axrt_cpu_ops {
                                const float *residual, axrt_act act, float *y, const axrt_conv2d_params *p);
     /* A matrix unit's packed dense product (axrt_x86_amx.c): y rows [r0, r1)
        x outputs [j0, j1) (j0 a multiple of AXRT_PANEL) = x . W^T + bias (or
-       without bias), W packed (axrt.h), no epilogue; returns 0, having done
-       nothing, where it cannot run now.  NULL where a table has none. */
+       without bias), W packed (axrt.h), no epilogue; W kept in the unit's
+       form from its first call where constant (axrt_dense_packed_const_ep_f32's
+       contract); returns 0, having done nothing, where it cannot run now.
+       NULL where a table has none. */
     int (*dense_engine)(const float *x, const float *packed, const float *bias, float *y, size_t in, size_t out,
-                        size_t r0, size_t r1, size_t j0, size_t j1);
+                        size_t r0, size_t r1, size_t j0, size_t j1, int constant);
 } axrt_cpu_ops;
 
 /* The table in use (axrt_fast.inc), for the kernels outside axrt.c. */

@@ -126,10 +126,11 @@ AMX_FN static void convert_a(amx_scratch *s, const float *x, size_t ld, size_t m
 }
 
 /* The panel of `width` outputs (a weight packed for axrt_pack_dense_f32:
-   reduction step k's outputs at panel + k * width) into column tile t of
-   s->b, pairs of steps interleaved per output (AMX's B layout); steps
-   past kc and outputs past width 0. */
-AMX_FN static void convert_b(amx_scratch *s, const float *panel, size_t width, size_t kc, size_t kp, size_t t)
+   reduction step k's outputs at panel + k * width) into three B tiles'
+   worth of parts, part p at b + p * part_stride, pairs of steps interleaved
+   per output (AMX's B layout: [kp / 2][16 columns][2]); steps past kc and
+   outputs past width 0. */
+AMX_FN static void convert_b(uint16_t *b, size_t part_stride, const float *panel, size_t width, size_t kc, size_t kp)
 {
     const __mmask16 cols = (__mmask16)(width >= 16 ? 0xffffu : (1u << width) - 1u);
     for (size_t k = 0; k < kp; k += 2) {
@@ -140,20 +141,25 @@ AMX_FN static void convert_b(amx_scratch *s, const float *panel, size_t width, s
             const __m512i pair = _mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(odd[p]),
                                                                   _mm512_set1_epi32((int)0xffff0000u)),
                                                  _mm512_srli_epi32(_mm512_castps_si512(even[p]), 16));
-            _mm512_store_si512(s->b + (((size_t)p * 2 + t) * kp + k) * 16, pair);
+            _mm512_store_si512(b + p * part_stride + k * 16, pair);
         }
     }
 }
+
+/* B's tiles for one 32-column block and reduction block: part p of
+   column tile t (0 or 1) at b + p * part + t * tile, kp steps. */
+typedef struct b_block {
+    const uint16_t *b;
+    size_t part, tile;
+} b_block;
 
 /* out (32 x 32, rows ld_out floats apart) = in (likewise, ld_in; NULL:
    0) + A's rows [32 g, 32 g + 32) times both column tiles of B, over kp
    steps: tiles 0-3 the sums, 4-5 A's, 6-7 B's.  ld_in 0 repeats in's
    first row (a bias). */
-AMX_FN static void block_products(amx_scratch *s, const float *in, size_t ld_in, float *out, size_t ld_out,
-                                  size_t g, size_t mp, size_t kp)
+AMX_FN static void block_products(amx_scratch *s, b_block B, const float *in, size_t ld_in, float *out,
+                                  size_t ld_out, size_t g, size_t mp, size_t kp)
 {
-    const uint16_t *b = s->b;
-    const size_t b_part = 2 * kp * 16, b_tile = kp * 16;
     if (in) {
         _tile_loadd(0, in, ld_in * 4);
         _tile_loadd(1, in + 16, ld_in * 4);
@@ -171,8 +177,8 @@ AMX_FN static void block_products(amx_scratch *s, const float *in, size_t ld_in,
             _tile_loadd(4, a_tile(s, i, 2 * g, k / 32, mp, kp), 64);
             _tile_loadd(5, a_tile(s, i, 2 * g + 1, k / 32, mp, kp), 64);
             for (size_t j = 0; i + j < PARTS; j++) {
-                _tile_loadd(6, b + j * b_part + k * 16, 64);
-                _tile_loadd(7, b + j * b_part + b_tile + k * 16, 64);
+                _tile_loadd(6, B.b + j * B.part + k * 16, 64);
+                _tile_loadd(7, B.b + j * B.part + B.tile + k * 16, 64);
                 _tile_dpbf16ps(0, 4, 6);
                 _tile_dpbf16ps(1, 4, 7);
                 _tile_dpbf16ps(2, 5, 6);
@@ -196,13 +202,109 @@ AMX_FN static void configure_tiles(void)
     __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
 }
 
+/* ---- constant weights, converted once ----
+ * A weight the caller declares constant (axrt_dense_packed_const_ep_f32: the same
+ * bits at the same address for the life of the process) is converted on
+ * its first call and kept: per reduction block of AMX_KC steps, its 16-
+ * column tiles in order, each tile's three parts (B's layout), and one
+ * tile of zeros after the last (a 32-column block may start at the last
+ * tile).  1.5 times the weight's bytes, up to KEPT_MAX in all; past that a
+ * weight is converted every call.  A weight's size and KEPT_SAMPLES of its
+ * floats, checked every call, catch another weight later loaded at a freed
+ * one's address (a model unloaded and another loaded), which is then
+ * converted again. */
+#define KEPT_MAX ((size_t)1 << 30)
+#define KEPT_SAMPLES 32
+
+typedef struct kept_weight {
+    struct kept_weight *next;
+    const float *packed;
+    size_t in, out, bytes;
+    float sample[KEPT_SAMPLES];
+    uint16_t *tiles;
+} kept_weight;
+
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static kept_weight *kept_list;
+static size_t kept_bytes;
+
+static size_t tile_count(size_t out) { return (out + 15) / 16 + 1; }
+
+/* The reduction steps of a kept weight's blocks: whole blocks, then the
+   last padded to 32. */
+static size_t kept_steps(size_t in) { return in / AMX_KC * AMX_KC + round_up(in % AMX_KC, 32); }
+
+/* Where block (k0, column tile t)'s parts start in w's kept tiles, and
+   the distance between its parts. */
+static b_block kept_block(const kept_weight *w, size_t k0, size_t t)
+{
+    const size_t kp = round_up(smaller(AMX_KC, w->in - k0), 32);
+    const b_block B = {w->tiles + k0 * tile_count(w->out) * PARTS * 16 + t * PARTS * kp * 16, kp * 16, PARTS * kp * 16};
+    return B;
+}
+
+static void take_samples(const float *packed, size_t n, float sample[KEPT_SAMPLES])
+{
+    for (size_t i = 0; i < KEPT_SAMPLES; i++) sample[i] = packed[i * (n - 1) / (KEPT_SAMPLES - 1)];
+}
+
+AMX_FN static void convert_weight(kept_weight *w)
+{
+    for (size_t k0 = 0; k0 < w->in; k0 += AMX_KC) {
+        const size_t kc = smaller(AMX_KC, w->in - k0), kp = round_up(kc, 32);
+        for (size_t t = 0; t < tile_count(w->out); t++) {
+            const size_t at = t * 16, width = at < w->out ? smaller(AXRT_PANEL, w->out - at) : 0;
+            const b_block B = kept_block(w, k0, t);
+            convert_b((uint16_t *)B.b, B.part, width ? w->packed + at * w->in + k0 * width : w->packed, width,
+                      width ? kc : 0, kp);
+        }
+    }
+}
+
+/* The kept form of a constant packed weight, converted now if it is not
+   kept yet; NULL where it cannot be kept. */
+AMX_FN static const kept_weight *kept_weight_of(const float *packed, size_t in, size_t out)
+{
+    float sample[KEPT_SAMPLES];
+    kept_weight *w, **link;
+    take_samples(packed, in * out, sample);
+    pthread_mutex_lock(&kept_lock);
+    for (link = &kept_list; (w = *link) != NULL; link = &w->next)
+        if (w->packed == packed) {
+            if (w->in == in && w->out == out && !memcmp(w->sample, sample, sizeof sample))
+                goto done;
+            *link = w->next, kept_bytes -= w->bytes; /* another weight at a freed one's address */
+            free(w->tiles), free(w);
+            break;
+        }
+    w = NULL;
+    const size_t bytes = kept_steps(in) * tile_count(out) * PARTS * 16 * sizeof(uint16_t);
+    if (kept_bytes + bytes <= KEPT_MAX && (w = calloc(1, sizeof *w)) != NULL) {
+        void *tiles = NULL;
+        if (posix_memalign(&tiles, 64, bytes) != 0) {
+            free(w);
+            w = NULL;
+            goto done;
+        }
+        w->packed = packed, w->in = in, w->out = out, w->bytes = bytes, w->tiles = tiles;
+        memcpy(w->sample, sample, sizeof sample);
+        convert_weight(w);
+        w->next = kept_list, kept_list = w, kept_bytes += bytes;
+    }
+done:
+    pthread_mutex_unlock(&kept_lock);
+    return w;
+}
+
 /* y rows [r0, r1) x outputs [j0, j1) (j0 a multiple of AXRT_PANEL) of
-   x . W^T + bias, W packed (axrt_pack_dense_f32); no epilogue.  Returns 0,
-   having done nothing, where this thread's scratch cannot be had. */
+   x . W^T + bias, W packed (axrt_pack_dense_f32), kept converted where
+   constant; no epilogue.  Returns 0, having done nothing, where this
+   thread's scratch cannot be had. */
 AMX_FN static int amx_dense(const float *x, const float *packed, const float *bias, float *y, size_t in,
-                            size_t out, size_t r0, size_t r1, size_t j0, size_t j1)
+                            size_t out, size_t r0, size_t r1, size_t j0, size_t j1, int constant)
 {
     amx_scratch *s = thread_scratch();
+    const kept_weight *kept = s && constant ? kept_weight_of(packed, in, out) : NULL;
     if (!s)
         return 0;
     configure_tiles();
@@ -213,22 +315,27 @@ AMX_FN static int amx_dense(const float *x, const float *packed, const float *bi
             convert_a(s, x + m0 * in + k0, in, mb, mp, kc, kp);
             for (size_t n0 = j0; n0 < j1; n0 += 32) {
                 const size_t nb = smaller(32, j1 - n0);
-                for (size_t t = 0; t < 2; t++) {
-                    const size_t at = n0 + 16 * t, width = at < out ? smaller(AXRT_PANEL, out - at) : 0;
-                    convert_b(s, width ? packed + at * in + k0 * width : packed, width, t * 16 < nb ? kc : 0, kp, t);
-                }
+                b_block B = {s->b, 2 * kp * 16, kp * 16};
+                if (kept)
+                    B = kept_block(kept, k0, n0 / 16);
+                else
+                    for (size_t t = 0; t < 2; t++) {
+                        const size_t at = n0 + 16 * t, width = at < out ? smaller(AXRT_PANEL, out - at) : 0;
+                        convert_b(s->b + t * kp * 16, B.part, width ? packed + at * in + k0 * width : packed, width,
+                                  t * 16 < nb ? kc : 0, kp);
+                    }
                 for (size_t g = 0; g * 32 < mb; g++) {
                     const size_t rows = smaller(32, mb - g * 32);
                     float *yb = y + (m0 + g * 32) * out + n0;
                     if (rows == 32 && nb == 32) { /* in place */
-                        block_products(s, k0 ? yb : bias ? bias + n0 : NULL, k0 ? out : 0, yb, out, g, mp, kp);
+                        block_products(s, B, k0 ? yb : bias ? bias + n0 : NULL, k0 ? out : 0, yb, out, g, mp, kp);
                         continue;
                     }
                     memset(s->c, 0, sizeof s->c);
                     for (size_t r = 0; r < rows; r++)
                         for (size_t j = 0; j < nb; j++)
                             s->c[r * 32 + j] = k0 ? yb[r * out + j] : bias ? bias[n0 + j] : 0.0f;
-                    block_products(s, s->c, 32, s->c, 32, g, mp, kp);
+                    block_products(s, B, s->c, 32, s->c, 32, g, mp, kp);
                     for (size_t r = 0; r < rows; r++) memcpy(yb + r * out, s->c + r * 32, nb * sizeof(float));
                 }
             }

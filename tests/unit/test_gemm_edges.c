@@ -60,8 +60,12 @@ static double rel_error(const float *y, const double *ref, size_t n)
     return err / (top > 0 ? top : 1);
 }
 
-/* One dense shape, with and without bias, residual and ReLU. */
-static void check_dense(size_t rows, size_t in, size_t out)
+typedef void dense_ep_fn(const float *, const float *, const float *, const float *, axrt_act, float *, size_t,
+                         size_t, size_t);
+
+/* One dense shape through fn (axrt_dense_packed_ep_f32 or _const_), with
+   and without bias, residual and ReLU. */
+static void check_dense_with(dense_ep_fn *fn, size_t rows, size_t in, size_t out)
 {
     float *x = floats(rows * in, -1, 1, 1), *w = floats(out * in, -1, 1, 2), *bias = floats(out, -1, 1, 3);
     float *res = floats(rows * out, -2, 2, 4), *packed = floats(out * in, 0, 0, 5), *y = floats(rows * out, 0, 0, 6);
@@ -79,76 +83,116 @@ static void check_dense(size_t rows, size_t in, size_t out)
         for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
             double err;
             if (axrt_set_isa(isas[i]) != 0) continue; /* not on this CPU */
-            axrt_dense_packed_ep_f32(x, packed, with ? bias : NULL, with ? res : NULL, act, y, rows, in, out);
+            fn(x, packed, with ? bias : NULL, with ? res : NULL, act, y, rows, in, out);
             err = rel_error(y, ref, rows * out);
             if (!(err <= BOUND))
-                fail_msg("dense %s %zux%zu->%zu%s: error %.3g over %.0e", isas[i], rows, in, out,
-                         with ? " bias+residual+relu" : "", err, BOUND);
+                fail_msg("dense%s %s %zux%zu->%zu%s: error %.3g over %.0e", fn == axrt_dense_packed_const_ep_f32 ? " const" : "",
+                         isas[i], rows, in, out, with ? " bias+residual+relu" : "", err, BOUND);
         }
     }
     axrt_set_isa(NULL);
     free(x), free(w), free(bias), free(res), free(packed), free(y), free(ref);
 }
 
-/* Rows 1..13 (every tile height and tail), outputs 1, 15, 16, 17, 40 and
- * 144 (two column blocks, the second 16 wide), reductions 1, 3, 64 and 769
- * (two reduction blocks of unequal length). */
-/* check_dense on every (rows, in, out) of the three lists (each ended by
- * 0) whose rows x in x out is at most `most`. */
-static void check_dense_grid(const size_t *rows, const size_t *ins, const size_t *outs, size_t most)
+static void check_dense(size_t rows, size_t in, size_t out) { check_dense_with(axrt_dense_packed_ep_f32, rows, in, out); }
+
+/* check_dense_with(fn) on every (rows, in, out) of the three lists (each
+ * ended by 0) whose rows x in x out is at most `most`. */
+static void check_dense_grid(dense_ep_fn *fn, const size_t *rows, const size_t *ins, const size_t *outs, size_t most)
 {
     for (size_t r = 0; rows[r]; r++)
         for (size_t o = 0; outs[o]; o++)
             for (size_t i = 0; ins[i]; i++)
-                if (rows[r] * ins[i] * outs[o] <= most) check_dense(rows[r], ins[i], outs[o]);
+                if (rows[r] * ins[i] * outs[o] <= most) check_dense_with(fn, rows[r], ins[i], outs[o]);
 }
 
+/* Rows 1..13 (every tile height and tail), outputs 1, 15, 16, 17, 40 and
+ * 144 (two column blocks, the second 16 wide), reductions 1, 3, 64 and 769
+ * (two reduction blocks of unequal length). */
 static void test_dense_edges(void **state)
 {
     static const size_t rows[] = {1, 2, 3, 5, 6, 7, 11, 13, 0}, outs[] = {1, 15, 16, 17, 40, 144, 0};
     static const size_t ins[] = {1, 3, 64, 769, 0};
     (void)state;
-    check_dense_grid(rows, ins, outs, 2000000);
+    check_dense_grid(axrt_dense_packed_ep_f32, rows, ins, outs, 2000000);
 }
 
-/* Dense calls of the rows that go to a matrix unit (amx: from 64):
- * row blocks of 32 and 128 with a partial last one, column blocks of 32
- * with a narrow panel or a lone one, reductions of 1, 31 (a partial
- * 32-step tile), 769 and 1600 (one and two blocks past 768). */
+/* Dense calls of the shapes that go to a matrix unit (amx: from 64 rows,
+ * 32 with a constant weight, 128 inputs and outputs), the weight converted
+ * every call and kept (axrt_dense_packed_const_ep_f32): row blocks of 32 and 128
+ * with a partial last one; column blocks of 32 ending in a lone narrow
+ * panel (129, 200), a narrow panel (145) or a lone whole one (176: the kept
+ * form's tile of zeros); reductions of 143 (a partial 32-step tile), 769
+ * and 1600 (one and two blocks past 768). */
 static void test_dense_engine_edges(void **state)
 {
-    static const size_t rows[] = {64, 97, 130, 0}, outs[] = {1, 17, 48, 70, 0}, ins[] = {1, 31, 769, 1600, 0};
+    static const size_t rows[] = {32, 97, 130, 0}, outs[] = {129, 145, 176, 200, 0}, ins[] = {143, 769, 1600, 0};
     (void)state;
-    check_dense_grid(rows, ins, outs, 8000000);
+    check_dense_grid(axrt_dense_packed_ep_f32, rows + 1, ins, outs, 12000000);
+    check_dense_grid(axrt_dense_packed_const_ep_f32, rows, ins, outs, 12000000);
 }
 
 /* A dense call on the matrix unit (amx) gives the same bits at 1, 2 and 3
  * threads: split by columns (as many panels as row tiles) and by rows (a
- * many-row call on one panel), with bias, residual and ReLU.  Skipped
- * where this CPU or OS has no unit. */
+ * many-row call on few panels), with bias, residual and ReLU; the same
+ * bits with the weight kept (axrt_dense_packed_const_ep_f32), and not AVX-512's
+ * (the unit ran).  Skipped where this CPU or OS has no unit. */
 static void test_dense_engine_threads(void **state)
 {
-    static const size_t shapes[][3] = {{130, 1600, 70}, {128, 96, 384}, {1000, 64, 16}};
+    static const size_t shapes[][3] = {{130, 1600, 145}, {128, 128, 384}, {1000, 128, 128}};
     (void)state;
     if (axrt_set_isa("amx") != 0) skip();
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const size_t rows = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
         float *x = floats(rows * in, -1, 1, 21), *w = floats(out * in, -1, 1, 22), *bias = floats(out, -1, 1, 23);
         float *res = floats(rows * out, -2, 2, 24), *packed = floats(out * in, 0, 0, 25);
-        float *y[3];
+        float *y[5];
         axrt_pack_dense_f32(w, packed, in, out);
-        for (int t = 0; t < 3; t++) {
+        for (int t = 0; t < 5; t++) {
             y[t] = floats(rows * out, 0, 0, 26);
-            assert_int_equal(axrt_set_threads(t + 1), 0);
-            axrt_dense_packed_ep_f32(x, packed, bias, res, AXRT_ACT_RELU, y[t], rows, in, out);
+            assert_int_equal(axrt_set_isa(t < 4 ? "amx" : "avx512"), 0);
+            assert_int_equal(axrt_set_threads(t < 3 ? t + 1 : 2), 0);
+            (t == 3 ? axrt_dense_packed_const_ep_f32 : axrt_dense_packed_ep_f32)(x, packed, bias, res, AXRT_ACT_RELU, y[t],
+                                                                          rows, in, out);
         }
-        for (int t = 1; t < 3; t++)
+        for (int t = 1; t < 4; t++)
             if (memcmp(y[0], y[t], rows * out * sizeof(float)))
-                fail_msg("amx dense %zux%zu->%zu: %d threads differ from 1", rows, in, out, t + 1);
-        free(x), free(w), free(bias), free(res), free(packed), free(y[0]), free(y[1]), free(y[2]);
+                fail_msg("amx dense %zux%zu->%zu: %s differ from 1 thread's", rows, in, out,
+                         t < 3 ? (t == 1 ? "2 threads" : "3 threads") : "the kept weight's bits");
+        if (!memcmp(y[0], y[4], rows * out * sizeof(float)))
+            fail_msg("amx dense %zux%zu->%zu: AVX-512's bits (the unit did not run)", rows, in, out);
+        free(x), free(w), free(bias), free(res), free(packed);
+        for (int t = 0; t < 5; t++) free(y[t]);
     }
     axrt_set_threads(1);
     axrt_set_isa(NULL);
+}
+
+/* A kept weight (axrt_dense_packed_const_ep_f32 on amx) whose memory then holds
+ * another weight, of the same shape and of another (a model unloaded and
+ * another loaded at its address), is converted again: the kept path's
+ * bits stay those of the weight converted every call.  Skipped where
+ * this CPU or OS has no unit. */
+static void test_dense_kept_weight_replaced(void **state)
+{
+    static const size_t shapes[][2] = {{256, 512}, {256, 512}, {512, 256}}; /* in, out */
+    const size_t rows = 64, most = 512 * 256;
+    float *x = floats(rows * 512, -1, 1, 31), *w = floats(most, 0, 0, 32), *packed = floats(most, 0, 0, 33);
+    float *kept = floats(rows * 512, 0, 0, 34), *fresh = floats(rows * 512, 0, 0, 35);
+    (void)state;
+    if (axrt_set_isa("amx") != 0) skip();
+    for (unsigned s = 0; s < 3; s++) {
+        const size_t in = shapes[s][0], out = shapes[s][1];
+        fill(w, most, -1, 1, 40 + s);
+        axrt_pack_dense_f32(w, packed, in, out);
+        axrt_dense_packed_const_ep_f32(x, packed, NULL, NULL, AXRT_ACT_NONE, kept, rows, in, out);
+        axrt_dense_packed_ep_f32(x, packed, NULL, NULL, AXRT_ACT_NONE, fresh, rows, in, out);
+        if (memcmp(kept, fresh, rows * out * sizeof(float)))
+            fail_msg("weight %u (%zux%zu->%zu) at a kept weight's address: the old one's products", s, rows, in,
+                     out);
+    }
+    axrt_set_isa(NULL);
+    free(x), free(w), free(packed), free(kept), free(fresh);
 }
 
 /* One conv of p's shape (dilation 1), with and without bias, residual and
@@ -515,6 +559,7 @@ int main(void)
         cmocka_unit_test(test_dense_edges),
         cmocka_unit_test(test_dense_engine_edges),
         cmocka_unit_test(test_dense_engine_threads),
+        cmocka_unit_test(test_dense_kept_weight_replaced),
         cmocka_unit_test(test_conv_edges),
         cmocka_unit_test(test_conv_stepped_rows),
         cmocka_unit_test(test_small_k_bits),

@@ -64,7 +64,7 @@ static void test_packed_epilogue_in_the_kernel(void **state)
     const ir_plan *p = ir_at(g, d)->plan;
     assert_non_null(p);
     assert_int_equal(p->ncalls, 1);   /* no separate activation call */
-    assert_string_equal(p->calls[0].kernel, "axrt_dense_packed_ep_f32");
+    assert_string_equal(p->calls[0].kernel, "axrt_dense_packed_const_ep_f32");
     const ir_call *c = &p->calls[0];
     assert_int_equal(c->nargs, 9);
     assert_int_equal(c->args[3].kind, IR_ARG_VALUE);
@@ -76,7 +76,7 @@ static void test_packed_epilogue_in_the_kernel(void **state)
     ax_buf out = {0};
     ir_dump(g, &out);
     ax_buf_put(&out, "", 1);
-    assert_non_null(strstr(out.data, "      call axrt_dense_packed_ep_f32(%0, %1, %2, null, relu, %3, 2, 8, 4)\n"));
+    assert_non_null(strstr(out.data, "      call axrt_dense_packed_const_ep_f32(%0, %1, %2, null, relu, %3, 2, 8, 4)\n"));
     ax_buf_free(&out);
     ir_graph_free_nodes(g);
     ax_ctx_free(ctx);
