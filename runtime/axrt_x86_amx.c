@@ -110,19 +110,42 @@ static uint16_t *a_tile(amx_scratch *s, size_t p, size_t h, size_t q, size_t mp,
     return s->a + ((p * (mp / 16) + h) * (kp / 32) + q) * 512;
 }
 
+/* The lanes of 16 floats from k that lie below kc. */
+static __mmask16 lanes_below(size_t k, size_t kc)
+{
+    return (__mmask16)(k >= kc ? 0 : kc - k >= 16 ? 0xffffu : (1u << (kc - k)) - 1u);
+}
+
+/* The high halves of lo's and hi's 32-bit lanes, in order: a part's 32
+   BFloat16 (each part's low 16 bits are 0). */
+AMX_FN static inline __m512i bf16_halves(__m512 lo, __m512 hi)
+{
+    const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27,
+                                         25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    return _mm512_permutex2var_epi16(_mm512_castps_si512(lo), odd, _mm512_castps_si512(hi));
+}
+
 /* Rows [0, mb) of x (ld apart), reduction [0, kc), into s->a's tiles,
-   zeros to mp rows and kp steps. */
+   zeros to mp rows and kp steps: a tile row (32 steps) at a time, each
+   part one 64-byte store.  (Converting x takes as long as a third of the
+   unit's products on a 32-row call: 16 floats at a time, each part
+   narrowed and stored alone, it took half as long as they did.) */
 AMX_FN static void convert_a(amx_scratch *s, const float *x, size_t ld, size_t mb, size_t mp, size_t kc, size_t kp)
 {
-    for (size_t r = 0; r < mp; r++)
-        for (size_t k = 0; k < kp; k += 16) {
-            const __mmask16 live = r < mb && k < kc ? (__mmask16)(kc - k >= 16 ? 0xffffu : (1u << (kc - k)) - 1u) : 0;
-            __m512 part[PARTS];
-            split3(_mm512_maskz_loadu_ps(live, x + r * ld + k), part);
-            for (size_t p = 0; p < PARTS; p++)
-                _mm256_store_si256((__m256i *)(a_tile(s, p, r / 16, k / 32, mp, kp) + r % 16 * 32 + k % 32),
-                                   _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(part[p]), 16)));
+    for (size_t r = 0; r < mp; r++) {
+        const float *row = x + r * ld;
+        uint16_t *t0 = a_tile(s, 0, r / 16, 0, mp, kp) + r % 16 * 32;
+        const size_t part = (mp / 16) * (kp / 32) * 512; /* between one part's tiles and the next's */
+        for (size_t k = 0; k < kp; k += 32, t0 += 512) {
+            const __mmask16 lo_live = r < mb ? lanes_below(k, kc) : 0, hi_live = r < mb ? lanes_below(k + 16, kc) : 0;
+            __m512 lo[PARTS], hi[PARTS];
+            split3(_mm512_maskz_loadu_ps(lo_live, row + k), lo);
+            split3(_mm512_maskz_loadu_ps(hi_live, row + k + 16), hi);
+            _mm512_store_si512(t0, bf16_halves(lo[0], hi[0]));
+            _mm512_store_si512(t0 + part, bf16_halves(lo[1], hi[1]));
+            _mm512_store_si512(t0 + 2 * part, bf16_halves(lo[2], hi[2]));
         }
+    }
 }
 
 /* The panel of `width` outputs (a weight packed for axrt_pack_dense_f32:
