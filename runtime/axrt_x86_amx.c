@@ -176,6 +176,27 @@ typedef struct b_block {
     size_t part, tile;
 } b_block;
 
+/* Tiles 4-5: A's part i for rows [32 g, 32 g + 32), steps [k, k + 32);
+   tiles 6-7: B's part j, both column tiles, from b (at step k); the four
+   products into sums 0-3. */
+#define LOAD_A(s, i, g, k, mp, kp)                                       \
+    do {                                                                 \
+        _tile_loadd(4, a_tile(s, i, 2 * (g), (k) / 32, mp, kp), 64);     \
+        _tile_loadd(5, a_tile(s, i, 2 * (g) + 1, (k) / 32, mp, kp), 64); \
+    } while (0)
+#define LOAD_B(b, j, B)                                            \
+    do {                                                           \
+        _tile_loadd(6, (b) + (j) * (B).part, 64);                  \
+        _tile_loadd(7, (b) + (j) * (B).part + (B).tile, 64);       \
+    } while (0)
+#define PRODUCTS()                  \
+    do {                            \
+        _tile_dpbf16ps(0, 4, 6);    \
+        _tile_dpbf16ps(1, 4, 7);    \
+        _tile_dpbf16ps(2, 5, 6);    \
+        _tile_dpbf16ps(3, 5, 7);    \
+    } while (0)
+
 /* out (32 x 32, rows ld_out floats apart) = in (likewise, ld_in; NULL:
    0) + A's rows [32 g, 32 g + 32) times both column tiles of B, over kp
    steps: tiles 0-3 the sums, 4-5 A's, 6-7 B's.  ld_in 0 repeats in's
@@ -194,20 +215,26 @@ AMX_FN static void block_products(amx_scratch *s, b_block B, const float *in, si
         _tile_zero(2);
         _tile_zero(3);
     }
+    /* per 32 steps the products (i, j) with i + j <= 2 in the order
+       (0,0) (0,1) (0,2) (1,2)... as a snake, B's part held across A's:
+       A0 with B0 B1 B2, A1 with B1 B0, A2 with B0: 8 pairs of tiles
+       loaded, not 9 */
     for (size_t k = 0; k < kp; k += 32) {
-        /* (i, j) with i + j <= 2, A's part i held while B's run */
-        for (size_t i = 0; i < PARTS; i++) {
-            _tile_loadd(4, a_tile(s, i, 2 * g, k / 32, mp, kp), 64);
-            _tile_loadd(5, a_tile(s, i, 2 * g + 1, k / 32, mp, kp), 64);
-            for (size_t j = 0; i + j < PARTS; j++) {
-                _tile_loadd(6, B.b + j * B.part + k * 16, 64);
-                _tile_loadd(7, B.b + j * B.part + B.tile + k * 16, 64);
-                _tile_dpbf16ps(0, 4, 6);
-                _tile_dpbf16ps(1, 4, 7);
-                _tile_dpbf16ps(2, 5, 6);
-                _tile_dpbf16ps(3, 5, 7);
-            }
-        }
+        const uint16_t *b = B.b + k * 16;
+        LOAD_A(s, 0, g, k, mp, kp);
+        LOAD_B(b, 0, B);
+        PRODUCTS();
+        LOAD_B(b, 1, B);
+        PRODUCTS();
+        LOAD_B(b, 2, B);
+        PRODUCTS();
+        LOAD_A(s, 1, g, k, mp, kp);
+        LOAD_B(b, 1, B);
+        PRODUCTS();
+        LOAD_B(b, 0, B);
+        PRODUCTS();
+        LOAD_A(s, 2, g, k, mp, kp);
+        PRODUCTS();
     }
     _tile_stored(0, out, ld_out * 4);
     _tile_stored(1, out + 16, ld_out * 4);
