@@ -127,9 +127,8 @@ AMX_FN static inline __m512i bf16_halves(__m512 lo, __m512 hi)
 
 /* Rows [0, mb) of x (ld apart), reduction [0, kc), into s->a's tiles,
    zeros to mp rows and kp steps: a tile row (32 steps) at a time, each
-   part one 64-byte store.  (Converting x takes as long as a third of the
-   unit's products on a 32-row call: 16 floats at a time, each part
-   narrowed and stored alone, it took half as long as they did.) */
+   part one 64-byte store (16 floats at a time, each part narrowed and
+   stored alone, R2's 32x784->256 took 51-56 us, now 50-52). */
 AMX_FN static void convert_a(amx_scratch *s, const float *x, size_t ld, size_t mb, size_t mp, size_t kc, size_t kp)
 {
     for (size_t r = 0; r < mp; r++) {
@@ -215,10 +214,9 @@ AMX_FN static void block_products(amx_scratch *s, b_block B, const float *in, si
         _tile_zero(2);
         _tile_zero(3);
     }
-    /* per 32 steps the products (i, j) with i + j <= 2 in the order
-       (0,0) (0,1) (0,2) (1,2)... as a snake, B's part held across A's:
-       A0 with B0 B1 B2, A1 with B1 B0, A2 with B0: 8 pairs of tiles
-       loaded, not 9 */
+    /* per 32 steps the products (i, j) with i + j <= 2 as a snake, B's
+       part held from one of A's parts to the next: A0 with B0 B1 B2, A1
+       with B1 B0, A2 with B0: 8 pairs of tiles loaded, not 9 */
     for (size_t k = 0; k < kp; k += 32) {
         const uint16_t *b = B.b + k * 16;
         LOAD_A(s, 0, g, k, mp, kp);
@@ -311,37 +309,51 @@ AMX_FN static void convert_weight(kept_weight *w)
     }
 }
 
+/* The kept weight at packed of this size and samples, dropping one kept
+   there for another weight; NULL where none.  Under kept_lock. */
+static kept_weight *kept_lookup(const float *packed, size_t in, size_t out, const float sample[KEPT_SAMPLES])
+{
+    kept_weight *w, **link;
+    for (link = &kept_list; (w = *link) != NULL; link = &w->next)
+        if (w->packed == packed) {
+            if (w->in == in && w->out == out && !memcmp(w->sample, sample, KEPT_SAMPLES * sizeof *sample))
+                return w;
+            *link = w->next, kept_bytes -= w->bytes; /* another weight at a freed one's address */
+            free(w->tiles), free(w);
+            return NULL;
+        }
+    return NULL;
+}
+
+/* The weight at packed converted and kept; NULL past KEPT_MAX or where
+   memory cannot be had.  Under kept_lock. */
+AMX_FN static kept_weight *kept_add(const float *packed, size_t in, size_t out, const float sample[KEPT_SAMPLES])
+{
+    const size_t bytes = kept_steps(in) * tile_count(out) * PARTS * 16 * sizeof(uint16_t);
+    kept_weight *w = kept_bytes + bytes <= KEPT_MAX ? calloc(1, sizeof *w) : NULL;
+    void *tiles = NULL;
+    if (!w || posix_memalign(&tiles, 64, bytes) != 0) {
+        free(w);
+        return NULL;
+    }
+    w->packed = packed, w->in = in, w->out = out, w->bytes = bytes, w->tiles = tiles;
+    memcpy(w->sample, sample, sizeof w->sample);
+    convert_weight(w);
+    w->next = kept_list, kept_list = w, kept_bytes += bytes;
+    return w;
+}
+
 /* The kept form of a constant packed weight, converted now if it is not
    kept yet; NULL where it cannot be kept. */
 AMX_FN static const kept_weight *kept_weight_of(const float *packed, size_t in, size_t out)
 {
     float sample[KEPT_SAMPLES];
-    kept_weight *w, **link;
+    kept_weight *w;
     take_samples(packed, in * out, sample);
     pthread_mutex_lock(&kept_lock);
-    for (link = &kept_list; (w = *link) != NULL; link = &w->next)
-        if (w->packed == packed) {
-            if (w->in == in && w->out == out && !memcmp(w->sample, sample, sizeof sample))
-                goto done;
-            *link = w->next, kept_bytes -= w->bytes; /* another weight at a freed one's address */
-            free(w->tiles), free(w);
-            break;
-        }
-    w = NULL;
-    const size_t bytes = kept_steps(in) * tile_count(out) * PARTS * 16 * sizeof(uint16_t);
-    if (kept_bytes + bytes <= KEPT_MAX && (w = calloc(1, sizeof *w)) != NULL) {
-        void *tiles = NULL;
-        if (posix_memalign(&tiles, 64, bytes) != 0) {
-            free(w);
-            w = NULL;
-            goto done;
-        }
-        w->packed = packed, w->in = in, w->out = out, w->bytes = bytes, w->tiles = tiles;
-        memcpy(w->sample, sample, sizeof sample);
-        convert_weight(w);
-        w->next = kept_list, kept_list = w, kept_bytes += bytes;
-    }
-done:
+    w = kept_lookup(packed, in, out, sample);
+    if (!w)
+        w = kept_add(packed, in, out, sample);
     pthread_mutex_unlock(&kept_lock);
     return w;
 }
