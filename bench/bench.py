@@ -81,9 +81,9 @@ GEMM_BOUND = ("R2", "R3", "R4", "M1", "M4")
 # probed instruction set alone.
 MATMUL_ROWS = ("R1", "R2", "R4", "M4")
 # What axc's "amx" table does beyond AVX-512's (the report's head).
-AMX_NOTE = (" (AVX-512's kernels, with dense layers of 64 rows or more on the AMX tile unit, each float split "
-            "into three BFloat16 parts, six products for one in Float32 accuracy: their rate is not bound by "
-            "the FMA peak below)")
+AMX_NOTE = (" (AVX-512's kernels, with dense layers of 32 rows or more (128 inputs and outputs) on the AMX "
+            "tile unit, each float split into three BFloat16 parts, six products for one in Float32 accuracy, "
+            "the model's weights kept converted: their rate is not bound by the FMA peak below)")
 # --isa avx2: each system's own switch that holds it to AVX2 (on an AVX-512
 # machine: the AVX2 table of every system that has one): the environment every
 # worker inherits, XLA's flag, and what the report says was held and not.
