@@ -513,6 +513,11 @@ static int all_shapes(shape *shapes)
     shapes[n++] = weight_read("  its weight read (802 KB)", 784, 256);
     shapes[n++] = dense("R2 dense 32x784->256", 32, 784, 256);
     shapes[n++] = dense("R2 dense 32x256->10", 32, 256, 10);
+    /* where the matrix unit starts to pay (axrt_fast.inc ENGINE_MIN_*:
+       AXRT_ISA=avx512 against amx) */
+    shapes[n++] = dense("unit edge 32x512->256", 32, 512, 256);
+    shapes[n++] = dense("unit edge 32x256->128", 32, 256, 128);
+    shapes[n++] = dense("unit edge 64x128->128", 64, 128, 128);
     shapes[n++] = dense("R4 q/k/v/out 128x768->768", 128, 768, 768);
     shapes[n++] = dense("R4 linear1 128x768->3072", 128, 768, 3072);
     shapes[n++] = dense("R4 linear2 128x3072->768", 128, 3072, 768);

@@ -134,8 +134,8 @@ AMX_FN static void convert_a(amx_scratch *s, const float *x, size_t ld, size_t m
     for (size_t r = 0; r < mp; r++) {
         const float *row = x + r * ld;
         uint16_t *t0 = a_tile(s, 0, r / 16, 0, mp, kp) + r % 16 * 32;
-        const size_t part = (mp / 16) * (kp / 32) * 512; /* between one part's tiles and the next's */
-        for (size_t k = 0; k < kp; k += 32, t0 += 512) {
+        const size_t part = (size_t)(a_tile(s, 1, 0, 0, mp, kp) - s->a), step = (size_t)(a_tile(s, 0, 0, 1, mp, kp) - s->a);
+        for (size_t k = 0; k < kp; k += 32, t0 += step) {
             const __mmask16 lo_live = r < mb ? lanes_below(k, kc) : 0, hi_live = r < mb ? lanes_below(k + 16, kc) : 0;
             __m512 lo[PARTS], hi[PARTS];
             split3(_mm512_maskz_loadu_ps(lo_live, row + k), lo);
@@ -147,14 +147,17 @@ AMX_FN static void convert_a(amx_scratch *s, const float *x, size_t ld, size_t m
     }
 }
 
-/* The panel of `width` outputs (a weight packed for axrt_pack_dense_f32:
-   reduction step k's outputs at panel + k * width) into three B tiles'
-   worth of parts, part p at b + p * part_stride, pairs of steps interleaved
-   per output (AMX's B layout: [kp / 2][16 columns][2]); steps past kc and
-   outputs past width 0. */
-AMX_FN static void convert_b(uint16_t *b, size_t part_stride, const float *panel, size_t width, size_t kc, size_t kp)
+/* Outputs [at, at + 16) of a weight packed for axrt_pack_dense_f32 (in x
+   out; a panel of width outputs holds reduction step k's at panel + k *
+   width), steps [k0, k0 + kc), into three B tiles' worth of parts, part p
+   at b + p * part_stride, pairs of steps interleaved per output (AMX's B
+   layout: [kp / 2][16 columns][2]); steps past kc and outputs past out 0. */
+AMX_FN static void convert_b(uint16_t *b, size_t part_stride, const float *packed, size_t in, size_t out, size_t at,
+                             size_t k0, size_t kc, size_t kp)
 {
-    const __mmask16 cols = (__mmask16)(width >= 16 ? 0xffffu : (1u << width) - 1u);
+    const size_t width = at < out ? smaller(AXRT_PANEL, out - at) : 0;
+    const float *panel = width ? packed + at * in + k0 * width : packed;
+    const __mmask16 cols = lanes_below(0, width);
     for (size_t k = 0; k < kp; k += 2) {
         __m512 even[PARTS], odd[PARTS];
         split3(_mm512_maskz_loadu_ps(k < kc ? cols : 0, panel + k * width), even);
@@ -301,10 +304,8 @@ AMX_FN static void convert_weight(kept_weight *w)
     for (size_t k0 = 0; k0 < w->in; k0 += AMX_KC) {
         const size_t kc = smaller(AMX_KC, w->in - k0), kp = round_up(kc, 32);
         for (size_t t = 0; t < tile_count(w->out); t++) {
-            const size_t at = t * 16, width = at < w->out ? smaller(AXRT_PANEL, w->out - at) : 0;
             const b_block B = kept_block(w, k0, t);
-            convert_b((uint16_t *)B.b, B.part, width ? w->packed + at * w->in + k0 * width : w->packed, width,
-                      width ? kc : 0, kp);
+            convert_b((uint16_t *)B.b, B.part, w->packed, w->in, w->out, t * 16, k0, kc, kp);
         }
     }
 }
@@ -381,11 +382,8 @@ AMX_FN static int amx_dense(const float *x, const float *packed, const float *bi
                 if (kept)
                     B = kept_block(kept, k0, n0 / 16);
                 else
-                    for (size_t t = 0; t < 2; t++) {
-                        const size_t at = n0 + 16 * t, width = at < out ? smaller(AXRT_PANEL, out - at) : 0;
-                        convert_b(s->b + t * kp * 16, B.part, width ? packed + at * in + k0 * width : packed, width,
-                                  t * 16 < nb ? kc : 0, kp);
-                    }
+                    for (size_t t = 0; t < 2; t++)
+                        convert_b(s->b + t * kp * 16, B.part, packed, in, out, n0 + 16 * t, k0, t * 16 < nb ? kc : 0, kp);
                 for (size_t g = 0; g * 32 < mb; g++) {
                     const size_t rows = smaller(32, mb - g * 32);
                     float *yb = y + (m0 + g * 32) * out + n0;
