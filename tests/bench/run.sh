@@ -34,7 +34,8 @@ else echo "FAIL: bench report names peers above the FMA peak"; sed 's/^/  /' "$w
 
 # The fastest-rounds table: the best peer is the fastest of those whose output
 # checked ok on its fastest round (a wrong one is passed over), and each
-# spread is that system's median / fastest round.
+# spread is that system's median / fastest round; under --isa, a peer it
+# could not hold (ONNX Runtime, XLA) is shown but never the best.
 if "$PYTHON" - "$root/bench" <<'EOF' >"$work/fastest.log" 2>&1
 import sys
 sys.path.insert(0, sys.argv[1])
@@ -47,8 +48,14 @@ assert rows[2] == "| R4 | 1.10 (OpenVINO) | 1.50 | 1.50 |", rows
 checks["R4"]["openvino"] = ("fail", "1")
 rows = bench.fastest_table(medians, fastest, checks)
 assert rows[2] == "| R4 | 1.25 (ONNX Runtime) | 1.50 | 1.10 |", rows
+bench.UNHELD.update(bench.ISA_HOLD["avx2"]["unheld"])  # --isa avx2: ONNX Runtime and XLA not held
+checks["R4"]["openvino"] = checks["R4"]["xla"] = ("ok", "")
+rows = bench.fastest_table(medians, fastest, checks)
+assert rows[2] == "| R4 | 1.10 (OpenVINO) | 1.50 | 1.50 |", rows
+time_rows = bench.time_table(checks, medians)
+assert "(not held)" in time_rows[2] and time_rows[2].endswith("| 1.10 (OpenVINO) |"), time_rows
 EOF
-then echo "PASS: bench report's fastest-rounds table"
+then echo "PASS: bench report's fastest-rounds table (peers not held to --isa never best)"
 else echo "FAIL: bench report's fastest-rounds table"; sed 's/^/  /' "$work/fastest.log"; fi
 
 if ! "$PYTHON" -c "import torch, torchvision" >/dev/null 2>&1; then
