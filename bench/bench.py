@@ -95,7 +95,7 @@ ISA_HOLD = {"avx2": {
              "(ONEDNN_MAX_CPU_ISA=AVX2), PyTorch (ATEN_CPU_CAPABILITY=avx2 and its oneDNN)"),
     "not_held": ("ONNX Runtime (MLAS picks its kernels from CPUID; no switch found) and XLA (jax 0.10 takes "
                  "XLA_FLAGS=--xla_cpu_max_isa=AVX2, yet its matrix products ran YNNPACK's AVX-512 kernel, and "
-                 "with YNNPACK off its generated code multiplied on zmm registers: 125-185 GFLOP/s on one "
+                 "with YNNPACK off its generated code multiplied on zmm registers: 124-186 GFLOP/s on one "
                  "core of a Sapphire Rapids Xeon whose AVX2 probe gives 116); their times are shown but "
                  "neither is anyone's best peer"),
     "unheld": ("onnxruntime", "xla")}}
