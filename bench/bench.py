@@ -98,9 +98,21 @@ ISA_HOLD = {"avx2": {
                  "with YNNPACK off its generated code multiplied on zmm registers: 124-186 GFLOP/s on one "
                  "core of a Sapphire Rapids Xeon whose AVX2 probe gives 116); their times are shown but "
                  "neither is anyone's best peer"),
-    "unheld": ("onnxruntime", "xla")}}
+    "unheld": ("onnxruntime", "xla"),
+    # peers asked, row by row, which kernels ran their matrix products
+    # (py_peers.py "kernels"), and the kernel names the hold does not cover:
+    # OpenVINO's CPU plugin runs some FullyConnected nodes on MLAS
+    # (gemm_mlas_f32), which picks AVX-512 from CPUID whatever
+    # ONEDNN_MAX_CPU_ISA says (vfmadd231ps on zmm in its plugin library)
+    "audited": ("openvino",),
+    "unheld_kernels": r"mlas|avx512|amx"}}
 # The peers the run's --isa could not hold (ISA_HOLD unheld): never a row's best peer.
 UNHELD = set()
+# row -> {peer: why}: a peer held to --isa in general whose matrix products,
+# on this row, ran at least UNHELD_SHARE of the row's FLOP on kernels the
+# hold does not cover (audit_kernels): not this row's best peer either.
+UNHELD_IN_ROW = {}
+UNHELD_SHARE = 0.1
 
 def log(message):
     print(message, file=sys.stderr, flush=True)
@@ -292,9 +304,10 @@ def start_workers(harness, harness_blas, data_dir, venv_python, cpus, threads):
     return workers
 
 
-def check_all(workers, rows):
+def check_all(workers, rows, hold=None, flop=None):
     """row -> system -> (status, detail): "ok"/"fail" with the relative
-    error, or "n/a" with the reason (such a system is not timed)."""
+    error, or "n/a" with the reason (such a system is not timed); under an
+    --isa hold, its audited peers' rows too (audit_row_holds)."""
     checks = {}
     for row in rows:
         checks[row] = {}
@@ -306,6 +319,8 @@ def check_all(workers, rows):
             status, _, detail = reply.partition(" ")
             checks[row][system] = (status, detail)
             log(f"bench: check {row} {system}: {status} {detail}")
+    if hold:
+        audit_row_holds(workers, rows, hold, flop)
     return checks
 
 
@@ -391,11 +406,54 @@ def ratios(medians):
     return {row: {s: t[s] / t["axc"] for s in PEERS if s in t} for row, t in medians.items() if "axc" in t}
 
 
-def best_peer(times, checks_row):
+def held(system, row):
+    """Whether the run's --isa held system on row (UNHELD, UNHELD_IN_ROW)."""
+    return system not in UNHELD and system not in UNHELD_IN_ROW.get(row, {})
+
+
+def best_peer(row, times, checks_row):
     """The peer with the least time among those whose output checked ok and
-    that the run's --isa held (UNHELD), or None."""
-    ok = [s for s in PEERS if s in times and checks_row[s][0] == "ok" and s not in UNHELD]
+    that the run's --isa held on the row, or None."""
+    ok = [s for s in PEERS if s in times and checks_row[s][0] == "ok" and held(s, row)]
     return min(ok, key=lambda s: times[s]) if ok else None
+
+
+def audit_kernels(reply, pattern, flop):
+    """Why a peer's "kernels" reply ("KIND=FLOP ...") shows it not held on a
+    row of flop FLOP: the kinds matching pattern and their share of the row,
+    where at least UNHELD_SHARE; else None (also for "n/a")."""
+    if reply.startswith("n/a") or not flop:
+        return None
+    unheld = {}
+    for word in reply.split():
+        kind, _, n = word.partition("=")
+        if re.search(pattern, kind):
+            unheld[kind] = int(n)
+    share = sum(unheld.values()) / flop
+    return f"{', '.join(sorted(unheld))}: {share * 100:.0f} % of its FLOP" if share >= UNHELD_SHARE else None
+
+
+def audit_row_holds(workers, rows, hold, flop):
+    """UNHELD_IN_ROW from each audited peer's kernels, row by row."""
+    for row in rows:
+        for peer in hold["audited"]:
+            try:
+                reply = workers[GROUP[peer]].ask(f"kernels {row} {peer}")
+            except (RuntimeError, BrokenPipeError) as e:
+                reply = f"n/a {e}"
+            why = audit_kernels(reply, hold["unheld_kernels"], flop[row])
+            log(f"bench: kernels {row} {peer}: {reply}{' -> not held' if why else ''}")
+            if why:
+                UNHELD_IN_ROW.setdefault(row, {})[peer] = why
+
+
+def unheld_rows_line():
+    """The report's line naming the rows a peer was not held on, or []."""
+    parts = [f"{TITLES[peer]} on {row} ({why})" for row, per in UNHELD_IN_ROW.items() for peer, why in per.items()]
+    if not parts:
+        return []
+    return [f"Not held on single rows (matrix products on kernels the hold does not cover, as the peer names "
+            f"them, {UNHELD_SHARE * 100:.0f} % of the row's FLOP or more; shown, never best): {'; '.join(parts)}."]
 
 
 def time_table(checks, medians):
@@ -404,8 +462,8 @@ def time_table(checks, medians):
     r = ratios(medians)
     for row, t in medians.items():
         cells = [fmt_time(t[s]) + ("" if checks[row][s][0] == "ok" else " (wrong)") +
-                 (" (not held)" if s in UNHELD else "") if s in t else "n/a" for s in SYSTEMS]
-        best = best_peer(t, checks[row])
+                 ("" if held(s, row) else " (not held)") if s in t else "n/a" for s in SYSTEMS]
+        best = best_peer(row, t, checks[row])
         cells.append(f"{r[row][best]:.2f} ({TITLES[best]})" if best and row in r else "n/a")
         lines.append(f"| {row} | {ROW_INFO[row][0]} | " + " | ".join(cells) + " |")
     return lines
@@ -430,7 +488,7 @@ def fastest_table(medians, fastest, checks):
     lines = ["| row | best peer / axc, fastest rounds | axc: median / fastest | that peer: median / fastest |",
              "|---" * 4 + "|"]
     for row, t in fastest.items():
-        best = best_peer(t, checks[row])
+        best = best_peer(row, t, checks[row])
         if "axc" not in t or not best:
             continue
         lines.append(f"| {row} | {t[best] / t['axc']:.2f} ({TITLES[best]}) | {medians[row]['axc'] / t['axc']:.2f} | "
@@ -572,6 +630,7 @@ def main():
     harness_blas = build_harness(args.cc, gen_blas, obj_blas, stage, rows, blas=True)
     allowed = sorted(os.sched_getaffinity(0))
     checks, medians, fastest, head, peak, triad = {}, {}, {}, [], 0.0, 0.0
+    flop = {row: row_flop(data_dir, row) for row in rows}
     for threads in thread_counts:
         if threads > len(allowed):
             log(f"bench: {threads} threads skipped: only {len(allowed)} CPUs allowed")
@@ -583,7 +642,7 @@ def main():
                 return 0 if smoke(workers, rows) else 1
             if not head:
                 head, peak, triad = machine_head(args, workers)
-            checks[threads] = check_all(workers, rows)
+            checks[threads] = check_all(workers, rows, ISA_HOLD.get(args.isa), flop)
             samples = time_all(workers, checks[threads], args.rounds, SETTLE_S if threads > 1 else 0.0)
         finally:
             for w in workers.values():
@@ -594,7 +653,7 @@ def main():
                     f"{','.join(map(str, sorted(cpus)))}"
                     + (f"; each timed block starts after {SETTLE_S} s idle, once the system timed before has "
                        "parked its spinning threads." if threads > 1 else "."))
-    flop = {row: row_flop(data_dir, row) for row in rows}
+    head += unheld_rows_line()
     text = report(head, checks, medians, fastest, flop, peak, triad, gen_dir)
     print(text)
     svg = chart.ratio_chart(medians, checks, [TITLES[s] for s in PEERS], PEERS, ROW_INFO)

@@ -13,6 +13,9 @@ constants.  Matrix products and convolutions ask for full float32 precision.
       harness.c ("info", "check ROW SYSTEM", "time ROW SYSTEM ITERS").  Runs
       in the bench-local virtual environment (bench/venv.sh); a peer that
       cannot be imported or cannot load a row answers "n/a REASON".
+      "kernels ROW SYSTEM": OpenVINO answers "TYPE=FLOP ..." (its matrix
+      products' FLOP by the kernel each ran; "none" without any), the
+      others "n/a".
 """
 import json
 import os
@@ -65,13 +68,31 @@ def openvino_setup(threads):
                               "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1})
 
     def load(path):
-        request = core.compile_model(path, "CPU").create_infer_request()
+        compiled = core.compile_model(path, "CPU")
+        request = compiled.create_infer_request()
 
         def run(x):
             request.infer({0: x})
             return request.get_output_tensor(0).data
+        run.kernels = lambda: openvino_matrix_kernels(compiled)
         return run
     return f"OpenVINO {ov.__version__}", load
+
+
+def openvino_matrix_kernels(compiled):
+    """{primitive type: FLOP} of the compiled model's FullyConnected nodes
+    (2 x outputs x the input's last dimension), the kernel each ran as the
+    runtime model names it (e.g. brgemm_avx2_f32, or gemm_mlas_f32: MLAS,
+    which picks its kernels from CPUID whatever ONEDNN_MAX_CPU_ISA says)."""
+    flop = {}
+    for op in compiled.get_runtime_model().get_ordered_ops():
+        info = op.get_rt_info()
+        if info["layerType"].astype(str) != "FullyConnected":
+            continue
+        kind = info["primitiveType"].astype(str)
+        k = op.input(0).get_partial_shape().to_shape()[-1]
+        flop[kind] = flop.get(kind, 0) + 2 * int(np.prod(op.output(0).get_partial_shape().to_shape())) * int(k)
+    return flop
 
 
 # ---- XLA through jax ------------------------------------------------------
@@ -256,6 +277,11 @@ def worker(system, data_dir, threads):
         run, x, ref, why = rows[row]
         if why:
             print(f"n/a {why}", flush=True)
+        elif cmd == "kernels":  # FLOP of the matrix products by the kernel that ran them
+            kernels = getattr(run, "kernels", None)
+            flop = kernels() if kernels else None
+            print(("n/a no kernel list" if flop is None else " ".join(f"{kind}={n}" for kind, n in sorted(flop.items()))
+                   or "none"), flush=True)
         elif cmd == "check":
             y = np.asarray(run(x), dtype=np.float64).reshape(ref.shape)
             rel = np.abs(y - ref).max() / np.abs(ref).max()
