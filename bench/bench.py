@@ -372,16 +372,24 @@ def median(values):
     return (v[n // 2] + v[(n - 1) // 2]) / 2
 
 
-def cpu_line():
-    cpu, flags = platform.processor() or platform.machine(), []
+def cpu_info(field):
+    """The first CPU's /proc/cpuinfo field, or None where there is none."""
     try:
         with open("/proc/cpuinfo") as f:
-            info = f.read()
-        cpu = re.search(r"^model name\s*:\s*(.*)$", info, re.M).group(1).strip()
-        have = set(re.search(r"^flags\s*:\s*(.*)$", info, re.M).group(1).split())
-        flags = [f for f in ("avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "amx_tile") if f in have]
-    except (OSError, AttributeError):
-        pass
+            found = re.search(rf"^{field}\s*:\s*(.*)$", f.read(), re.M)
+    except OSError:
+        return None
+    return found.group(1).strip() if found else None
+
+
+def cpu_flags():
+    return set((cpu_info("flags") or "").split())
+
+
+def cpu_line():
+    cpu = cpu_info("model name") or platform.processor() or platform.machine()
+    have = cpu_flags()
+    flags = [f for f in ("avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "amx_tile") if f in have]
     return f"{cpu}, {os.cpu_count()} CPUs, ISA flags: {' '.join(flags) or 'unknown'}"
 
 
@@ -616,18 +624,8 @@ def main():
         UNHELD.update(hold["unheld"])
     rows = ["R1"] if args.smoke else args.rows.split(",")
     thread_counts = [1] if args.smoke else [int(t) for t in args.threads.split(",")]
-    stage = os.path.abspath(args.stage)
-    data_dir, gen_dir, obj_dir, gen_blas, obj_blas = (f"{args.build_dir}/{d}" for d in
-                                                      ("data", "gen", "obj", "gen-blas", "obj-blas"))
-    for d in (data_dir, gen_dir, obj_dir, gen_blas, obj_blas):
-        os.makedirs(d, exist_ok=True)
-    prepare_data(data_dir, rows)
-    names = generate_models(f"{stage}/bin/axc", data_dir, gen_dir, rows)
-    write_axc_rows(gen_dir, names)
-    harness = build_harness(args.cc, gen_dir, obj_dir, stage, rows)
-    names_blas = generate_models(f"{stage}/bin/axc", data_dir, gen_blas, rows, ["--blas=openblas"])
-    write_axc_rows(gen_blas, names_blas, "axc+openblas")
-    harness_blas = build_harness(args.cc, gen_blas, obj_blas, stage, rows, blas=True)
+    data_dir, gen_dir, harness, harness_blas = build_all(args, rows)
+    blas_note = openblas_nearest_core(harness, data_dir)
     allowed = sorted(os.sched_getaffinity(0))
     checks, medians, fastest, head, peak, triad = {}, {}, {}, [], 0.0, 0.0
     flop = {row: row_flop(data_dir, row) for row in rows}
@@ -642,6 +640,7 @@ def main():
                 return 0 if smoke(workers, rows) else 1
             if not head:
                 head, peak, triad = machine_head(args, workers)
+                head += blas_note
             checks[threads] = check_all(workers, rows, ISA_HOLD.get(args.isa), flop)
             samples = time_all(workers, checks[threads], args.rounds, SETTLE_S if threads > 1 else 0.0)
         finally:
@@ -666,6 +665,50 @@ def main():
     if args.record:
         update_readme(f"{HERE}/../docs/performance.md", text)
     return 0
+
+
+def build_all(args, rows):
+    """Writes the rows' data, compiles their models with axc (and again with
+    --blas=openblas) and builds the two C harnesses: returns the data folder,
+    the generated code's folder and the harnesses."""
+    stage = os.path.abspath(args.stage)
+    data_dir, gen_dir, obj_dir, gen_blas, obj_blas = (f"{args.build_dir}/{d}" for d in
+                                                      ("data", "gen", "obj", "gen-blas", "obj-blas"))
+    for d in (data_dir, gen_dir, obj_dir, gen_blas, obj_blas):
+        os.makedirs(d, exist_ok=True)
+    prepare_data(data_dir, rows)
+    write_axc_rows(gen_dir, generate_models(f"{stage}/bin/axc", data_dir, gen_dir, rows))
+    harness = build_harness(args.cc, gen_dir, obj_dir, stage, rows)
+    names_blas = generate_models(f"{stage}/bin/axc", data_dir, gen_blas, rows, ["--blas=openblas"])
+    write_axc_rows(gen_blas, names_blas, "axc+openblas")
+    return data_dir, gen_dir, harness, build_harness(args.cc, gen_blas, obj_blas, stage, rows, blas=True)
+
+
+# OpenBLAS's DYNAMIC_ARCH build picks its kernels from the CPU's family and
+# model; a build older than the CPU falls back to Prescott's SSE3 kernels
+# (Debian's 0.3.21 on an Emerald Rapids Xeon, model 207: R2 at a quarter of
+# the speed its SkylakeX kernels reach). OpenBLAS, axc+openblas and PyTorch
+# (which multiplies through OpenBLAS) would then be timed on a fallback: the
+# bench names the newest core this build has for the CPU's vector unit.
+OPENBLAS_NEAREST_CORE = (("avx512f", "SkylakeX"), ("avx2", "Haswell"))
+
+
+def openblas_nearest_core(harness, data_dir):
+    """Sets OPENBLAS_CORETYPE for every worker where OpenBLAS chose Prescott on
+    a CPU with AVX2 or AVX-512 and nobody set it: returns the report's line
+    saying so (a list, empty where nothing was set)."""
+    if "OPENBLAS_CORETYPE" in os.environ:
+        return []
+    info = subprocess.run([harness, data_dir, "1"], input="info\n", capture_output=True, text=True).stdout
+    if "core Prescott" not in info:
+        return []
+    for flag, core in OPENBLAS_NEAREST_CORE:
+        if flag in cpu_flags():
+            os.environ["OPENBLAS_CORETYPE"] = core
+            return [f"OpenBLAS did not know this CPU and chose its Prescott (SSE3) kernels: every worker ran with "
+                    f"OPENBLAS_CORETYPE={core}, the newest core of this build for the CPU's {flag} (OpenBLAS, "
+                    "axc+openblas, and PyTorch, whose matrix products run on OpenBLAS)."]
+    return []
 
 
 README_BEGIN, README_END = "<!-- bench:last-run -->\n", "<!-- /bench:last-run -->"

@@ -75,6 +75,37 @@ EOF
 then echo "PASS: bench report's fastest-rounds table (peers not held to --isa never best)"
 else echo "FAIL: bench report's fastest-rounds table"; sed 's/^/  /' "$work/fastest.log"; fi
 
+# OpenBLAS on a CPU newer than its build falls back to Prescott: the bench
+# names the nearest core it has (SkylakeX with AVX-512, Haswell with AVX2)
+# for every worker, says so, and leaves a core someone set, or one OpenBLAS
+# knew, alone.
+if "$PYTHON" - "$root/bench" "$work" <<'EOF' >"$work/blas.log" 2>&1
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import bench
+fake = f"{sys.argv[2]}/fake-harness"
+def harness_saying(core):
+    with open(fake, "w") as f:
+        f.write(f"#!/bin/sh\nread line && echo 'OpenBLAS 0.3.21 DYNAMIC_ARCH, core {core} | oneDNN 2.6.3'\n")
+    os.chmod(fake, 0o755)
+    return fake
+os.environ.pop("OPENBLAS_CORETYPE", None)
+bench.cpu_flags = lambda: {"avx2", "fma", "avx512f"}
+assert bench.openblas_nearest_core(harness_saying("Haswell"), ".") == [] and "OPENBLAS_CORETYPE" not in os.environ
+line = bench.openblas_nearest_core(harness_saying("Prescott"), ".")
+assert os.environ["OPENBLAS_CORETYPE"] == "SkylakeX" and "OPENBLAS_CORETYPE=SkylakeX" in line[0], line
+os.environ["OPENBLAS_CORETYPE"] = "Haswell"  # --isa avx2 set it: kept
+assert bench.openblas_nearest_core(fake, ".") == [] and os.environ["OPENBLAS_CORETYPE"] == "Haswell"
+del os.environ["OPENBLAS_CORETYPE"]
+bench.cpu_flags = lambda: {"avx2", "fma"}
+assert "OPENBLAS_CORETYPE=Haswell" in bench.openblas_nearest_core(fake, ".")[0]
+del os.environ["OPENBLAS_CORETYPE"]
+bench.cpu_flags = lambda: {"sse3"}
+assert bench.openblas_nearest_core(fake, ".") == [] and "OPENBLAS_CORETYPE" not in os.environ
+EOF
+then echo "PASS: bench names OpenBLAS's nearest core where it fell back to Prescott"
+else echo "FAIL: bench names OpenBLAS's nearest core"; sed 's/^/  /' "$work/blas.log"; fi
+
 if ! "$PYTHON" -c "import torch, torchvision" >/dev/null 2>&1; then
     echo "SKIP: bench smoke (needs $PYTHON with torch and torchvision)"
     exit 0
