@@ -702,8 +702,9 @@ def openblas_nearest_core(harness, data_dir):
     info = subprocess.run([harness, data_dir, "1"], input="info\n", capture_output=True, text=True).stdout
     if "core Prescott" not in info:
         return []
+    have = cpu_flags()
     for flag, core in OPENBLAS_NEAREST_CORE:
-        if flag in cpu_flags():
+        if flag in have:
             os.environ["OPENBLAS_CORETYPE"] = core
             return [f"OpenBLAS did not know this CPU and chose its Prescott (SSE3) kernels: every worker ran with "
                     f"OPENBLAS_CORETYPE={core}, the newest core of this build for the CPU's {flag} (OpenBLAS, "
