@@ -51,16 +51,27 @@ static double thread_ns(void)
    timed alike. */
 double bench_now_ns(void) { return thread_ns(); }
 
+/* count floats in [-0.5, 0.5) (and PAD_FLOATS more), 64-byte aligned,
+ * from a linear congruential generator: a hash of the index, period 1000,
+ * made rows of x and of a weight repeat each other (768 r and 768 j alike
+ * mod 1000), and attention's scores came out in the hundreds, most of
+ * softmax's exps subnormal, a microcode assist each: the attention rows
+ * rated the assists (R4's at 66 % of the peak, 15 % of it in its softmax;
+ * in the model 0.3 %). */
 float *bench_floats(size_t count)
 {
     const size_t bytes = ((count + PAD_FLOATS) * sizeof(float) + 63) / 64 * 64;
     float *p = aligned_alloc(64, bytes);
+    static unsigned seed = 12345u; /* one sequence over all calls: no two buffers alike */
     size_t i;
     if (!p) {
         fprintf(stderr, "kernel_rates: out of memory\n");
         exit(1);
     }
-    for (i = 0; i < count + PAD_FLOATS; i++) p[i] = (float)((i * 2654435761u) % 1000u) / 1000.0f - 0.5f;
+    for (i = 0; i < count + PAD_FLOATS; i++) {
+        seed = seed * 1103515245u + 12345u;
+        p[i] = (float)((seed >> 8) & 0xffffu) / 65536.0f - 0.5f;
+    }
     return p;
 }
 
@@ -334,31 +345,16 @@ static shape stem_chain(const char *name, axrt_act act, int oc, int fused)
 }
 
 /* Self-attention as a compiled model runs it (axrt_mha_flash_f32, weights
- * packed and constant), its x and weights drawn from a generator without
- * bench_floats' period of 1000 and scaled to a trained layer's size (the
- * weights' standard deviation about 1 / sqrt(d)).  With bench_floats' values,
- * x's rows and the weights' rows repeat each other's runs (768 r and 768 j
- * alike mod 1000), some scores came out in the hundreds, most of softmax's
- * exps were subnormal, a microcode assist each, and the row rated the
- * assists: R4's attention at 66 % of the peak, 15 % of it in its softmax
- * (in the model 0.3 %). */
-static void attention_floats(float *p, size_t count, float scale)
-{
-    unsigned seed = 12345u;
-    size_t i;
-    for (i = 0; i < count; i++) {
-        seed = seed * 1103515245u + 12345u;
-        p[i] = scale * ((float)((seed >> 8) & 0xffffu) / 65536.0f - 0.5f);
-    }
-}
-
+ * packed and constant), x at unit variance (a layer norm's output) and the
+ * weights at a trained layer's scale (standard deviation 1 / sqrt(d)):
+ * bench_floats' values have a standard deviation of 0.29. */
 static shape mha(const char *name, int l, int d, int heads)
 {
     shape s;
     const size_t dd = (size_t)d * (size_t)d;
     float *w = bench_floats(4 * dd);
+    size_t j;
     int i;
-    attention_floats(w, 4 * dd, 3.4f / sqrtf((float)d));
     memset(&s, 0, sizeof s);
     s.mha.n = 1, s.mha.lq = s.mha.lk = l, s.mha.d = d, s.mha.heads = heads, s.mha.causal = 0;
     s.name = name, s.run = run_mha;
@@ -366,7 +362,8 @@ static shape mha(const char *name, int l, int d, int heads)
     s.flop = 2.0 * l * 4.0 * (double)dd + 2.0 * 2.0 * l * (double)l * d;
     s.x = bench_floats((size_t)l * (size_t)d), s.w = bench_floats(4 * dd), s.bias = bench_floats(4 * (size_t)d);
     s.y = bench_floats((size_t)l * (size_t)d), s.scratch = bench_floats(axrt_mha_flash_scratch_elems(&s.mha));
-    attention_floats(s.x, (size_t)l * (size_t)d, 3.4f); /* about unit variance, as a layernorm's output */
+    for (j = 0; j < 4 * dd; j++) w[j] *= 3.46f / sqrtf((float)d);
+    for (j = 0; j < (size_t)l * (size_t)d; j++) s.x[j] *= 3.46f;
     for (i = 0; i < 4; i++) axrt_pack_dense_f32(w + i * dd, s.w + i * dd, (size_t)d, (size_t)d);
     free(w);
     return s;
