@@ -22,9 +22,18 @@
  * that itself splits work) runs all of its work on the calling thread.
  * Results do not depend on the split, so they are the same either way.
  * With no POSIX threads (firmware, or -DAXRT_NO_THREADS) only n <= 1 is
- * accepted and the core stays single-threaded. */
+ * accepted and the core stays single-threaded.
+ *
+ * Where the calling thread may run on exactly as many CPUs as there are
+ * threads (taskset, a container's cpuset, a VM of that many vCPUs) each
+ * worker is bound to one of them, never the caller's (bind_workers); the
+ * environment's AXRT_BIND=0 leaves them unbound. */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* sched_getcpu, CPU_SET, pthread_setaffinity_np */
+#endif
 #define _POSIX_C_SOURCE 200809L
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "axrt.h"
@@ -124,10 +133,75 @@ typedef struct pool {
     slot_run ran[MAX_THREADS]; /* written by thread i before it counts its range finished */
     unsigned long started_at[MAX_THREADS]; /* thread i's (from 1) generation when started */
     pthread_t threads[MAX_THREADS];
+    int bound;                 /* workers bound to cpu[] (bind_workers) */
+    int spare;                 /* the bound set's CPU no worker has */
+    int cpu[MAX_THREADS];      /* worker i's CPU (from 0) */
 } pool;
 
 static pool the_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-                        PTHREAD_MUTEX_INITIALIZER, 0, {0}, 0, 0, 0, NULL, NULL, 0, {0}, {{NULL, 0, {0}}}, {{0, 0}}, {0}, {0}};
+                        PTHREAD_MUTEX_INITIALIZER, 0, {0}, 0, 0, 0, NULL, NULL, 0, {0}, {{NULL, 0, {0}}}, {{0, 0}}, {0}, {0},
+                        0, 0, {0}};
+
+/* Binding the workers.  A worker asleep (after WORKER_SPIN_NS without a
+ * job) is woken by the caller, and Linux may queue it on the caller's own
+ * CPU: under KVM a halted vCPU does not count as idle to the waker's
+ * search for one (it reads as preempted), so the wakee lands on the
+ * waker's.  The caller, having run its own range, then claims the worker's
+ * too and never leaves its core, and the worker waits there until the
+ * load balancer moves one of them: BERT's layer at 2 threads (taskset -c
+ * 0,1, Emerald Rapids VM) ran its first 7 to 17 jobs of 123 on one core,
+ * 2 to 5 whole runs of 41 at one thread's speed; a bench block, which
+ * starts after 0.25 s idle, began so every time.  Bound, a worker wakes on
+ * its own CPU.  Only where the caller may run on exactly as many CPUs as
+ * there are threads: there one thread a CPU is the only placement, where
+ * binding on a larger machine would put every process's workers on the
+ * same CPUs.  The caller is the application's thread and stays unbound; a
+ * caller found on a worker's CPU at a job's start trades places with it
+ * (keep_off_caller). */
+#if defined(__linux__) && defined(CPU_SET)
+#define CAN_BIND 1
+
+static void bind_thread(pthread_t t, int cpu)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    pthread_setaffinity_np(t, sizeof one, &one); /* refused: the worker stays where it is */
+}
+
+/* Whether workers 1 .. thread_count - 1 are to be bound: then p->cpu and
+ * p->spare hold their CPUs and the caller's. */
+static int bind_workers(pool *p)
+{
+    const char *env = getenv("AXRT_BIND");
+    cpu_set_t set;
+    int n = 0;
+    p->spare = sched_getcpu();
+    if ((env && !strcmp(env, "0")) || p->spare < 0 || sched_getaffinity(0, sizeof set, &set) != 0 ||
+        CPU_COUNT(&set) != thread_count || !CPU_ISSET(p->spare, &set))
+        return 0;
+    for (int c = 0; c < CPU_SETSIZE && n < thread_count - 1; c++)
+        if (CPU_ISSET(c, &set) && c != p->spare) p->cpu[n++] = c;
+    return n == thread_count - 1;
+}
+
+/* A caller that moved onto a bound worker's CPU gives it the CPU it left. */
+static void keep_off_caller(pool *p)
+{
+    const int here = p->bound ? sched_getcpu() : -1;
+    if (here < 0 || here == p->spare) return;
+    for (int i = 0; i < p->workers; i++)
+        if (p->cpu[i] == here) {
+            p->cpu[i] = p->spare, p->spare = here;
+            bind_thread(p->threads[i], p->cpu[i]);
+            return;
+        }
+}
+#else
+#define CAN_BIND 0
+#define bind_workers(p) 0
+#define keep_off_caller(p) ((void)(p))
+#endif
 
 /* Clock id in nanoseconds, or -1 where that clock is unavailable. */
 static long long clock_ns(clockid_t id)
@@ -246,13 +320,18 @@ static void wait_done(pool *p, size_t parts)
     pthread_mutex_unlock(&p->lock);
 }
 
-/* Starts workers 1 .. thread_count - 1 (fewer if the system refuses). */
+/* Starts workers 1 .. thread_count - 1 (fewer if the system refuses),
+ * bound where bind_workers says so. */
 static void start_workers(pool *p)
 {
+    if (p->workers == 0 && thread_count > 1) p->bound = bind_workers(p);
     while (p->workers < thread_count - 1) {
         p->started_at[p->workers + 1] = p->generation;
         if (pthread_create(&p->threads[p->workers], NULL, worker, (void *)(size_t)(p->workers + 1)) != 0)
             break;
+#if CAN_BIND
+        if (p->bound) bind_thread(p->threads[p->workers], p->cpu[p->workers]);
+#endif
         p->workers++;
     }
 }
@@ -265,7 +344,7 @@ static void stop_workers(pool *p)
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
     for (int i = 0; i < p->workers; i++) pthread_join(p->threads[i], NULL);
-    p->workers = 0, p->quit = 0;
+    p->workers = 0, p->quit = 0, p->bound = 0;
     memset(p->shapes, 0, sizeof p->shapes); /* other threads, other speeds */
     pthread_mutex_unlock(&p->owner);
 }
@@ -344,6 +423,7 @@ static void parallel_threads(axrt_range_fn *fn, void *ctx, size_t count)
         return;
     }
     start_workers(p);
+    keep_off_caller(p);
     const size_t parts = (size_t)p->workers + 1 < count ? (size_t)p->workers + 1 : count;
     if (parts <= 1) {
         if (count) fn(ctx, 0, count);

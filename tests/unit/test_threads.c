@@ -11,7 +11,14 @@
  * and the split is only required to give the faster thread 60 % within
  * MAX_JOBS jobs: 3 : 1 speeds take it there in two or three jobs on an idle
  * machine (towards 45 : 15), and equal ranges never (items of 20 us failed
- * this one time in two with both cores busy). */
+ * this one time in two with both cores busy).
+ *
+ * Binding (Linux): where the caller may run on exactly as many CPUs as
+ * there are threads, the worker runs bound to one CPU, not the caller's,
+ * and moves off a CPU the caller came to; AXRT_BIND=0 leaves it unbound. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getcpu, CPU_SET, pthread_getaffinity_np */
+#endif
 #define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,7 +26,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -54,6 +65,8 @@ static void spin_items(void *ctx, size_t begin, size_t end)
     }
 }
 
+static void spin_nothing(void *ctx, size_t begin, size_t end) { (void)ctx, (void)begin, (void)end; }
+
 /* One job of ITEMS items, each run once; the end of its first range. */
 static size_t run_job(void)
 {
@@ -81,10 +94,74 @@ static void test_slow_thread_gets_less(void **state)
     assert_int_equal(axrt_set_threads(1), 0);
 }
 
+#if defined(__linux__) && defined(CPU_SET)
+/* The CPUs the pool's one worker may run on (read from the kernel; the
+ * process has no other thread), after a job has started it. */
+static cpu_set_t worker_cpus(void)
+{
+    cpu_set_t set;
+    struct dirent *e;
+    DIR *tasks = opendir("/proc/self/task");
+    int found = 0;
+    CPU_ZERO(&set);
+    axrt_parallel_for(spin_nothing, NULL, 2, 1e9);
+    assert_non_null(tasks);
+    while ((e = readdir(tasks)) != NULL) {
+        const pid_t tid = (pid_t)atoi(e->d_name);
+        if (tid <= 0 || tid == gettid()) continue;
+        assert_int_equal(sched_getaffinity(tid, sizeof set, &set), 0);
+        found++;
+    }
+    closedir(tasks);
+    assert_int_equal(found, 1);
+    return set;
+}
+
+static void test_worker_bound_off_callers_cpu(void **state)
+{
+    cpu_set_t all, two, one, w;
+    int cpus[2], n = 0;
+    (void)state;
+    assert_int_equal(sched_getaffinity(0, sizeof all, &all), 0);
+    for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+        if (CPU_ISSET(c, &all)) cpus[n++] = c;
+    if (n < 2) skip();
+    CPU_ZERO(&two);
+    CPU_SET(cpus[0], &two), CPU_SET(cpus[1], &two);
+    assert_int_equal(sched_setaffinity(0, sizeof two, &two), 0);
+
+    assert_int_equal(axrt_set_threads(2), 0);
+    w = worker_cpus(); /* one of the two (the one the caller was not on) */
+    assert_int_equal(CPU_COUNT(&w), 1);
+    const int bound = CPU_ISSET(cpus[0], &w) ? cpus[0] : cpus[1];
+    assert_true(CPU_ISSET(bound, &w));
+
+    CPU_ZERO(&one); /* the caller comes to the worker's CPU: the worker leaves it */
+    CPU_SET(bound, &one);
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+    w = worker_cpus();
+    assert_int_equal(CPU_COUNT(&w), 1);
+    assert_true(CPU_ISSET(bound == cpus[0] ? cpus[1] : cpus[0], &w));
+
+    assert_int_equal(sched_setaffinity(0, sizeof two, &two), 0);
+    assert_int_equal(setenv("AXRT_BIND", "0", 1), 0);
+    assert_int_equal(axrt_set_threads(1), 0);
+    assert_int_equal(axrt_set_threads(2), 0);
+    w = worker_cpus();
+    assert_true(CPU_EQUAL(&w, &two));
+    unsetenv("AXRT_BIND");
+    assert_int_equal(axrt_set_threads(1), 0);
+    assert_int_equal(sched_setaffinity(0, sizeof all, &all), 0);
+}
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_slow_thread_gets_less),
+#if defined(__linux__) && defined(CPU_SET)
+        cmocka_unit_test(test_worker_bound_off_callers_cpu),
+#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
