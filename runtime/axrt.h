@@ -316,10 +316,14 @@ const char *axrt_half_isa_name(void);
  * The float32 dense, convolution and depthwise kernels split their work
  * through a parallel-for hook: fn(ctx, begin, end) over consecutive ranges
  * covering [0, count), possibly at once on several threads, all done when
- * the hook returns.  Without a hook (the default, and on firmware) they run
- * on the calling thread.  Results do not depend on the split. */
+ * the hook returns.  grain, where not 0, is a run of items the kernel can
+ * start anywhere at little cost (a range may then be cut into runs of that
+ * many, so that a thread done early can take over the rest of another's);
+ * 0: cut the items into as few ranges as there are threads.  Without a hook
+ * (the default, and on firmware) they run on the calling thread.  Results
+ * do not depend on the split. */
 typedef void axrt_range_fn(void *ctx, size_t begin, size_t end);
-typedef void axrt_parallel_fn(axrt_range_fn *fn, void *ctx, size_t count);
+typedef void axrt_parallel_fn(axrt_range_fn *fn, void *ctx, size_t count, size_t grain);
 void axrt_set_parallel(axrt_parallel_fn *parallel); /* NULL: the calling thread */
 /* Host part (axrt_threads.c, POSIX threads; the freestanding core needs no
  * threads): run the kernels on n threads, the caller's included (n <= 1:

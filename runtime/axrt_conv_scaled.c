@@ -68,7 +68,7 @@ void axrt_scale_packed_conv2d_f32(const float *packed, const float *scale, float
     j.c = (size_t)p->c;
     j.k = (size_t)p->kh * (size_t)p->kw * j.c;
     j.oc = (size_t)p->oc;
-    axrt_parallel_for(scale_panels, &j, panels, (double)j.k * (double)j.oc * SCALED_STREAM_COST);
+    axrt_parallel_for(scale_panels, &j, panels, (double)j.k * (double)j.oc * SCALED_STREAM_COST, 0);
 }
 
 void axrt_conv2d_scaled_f32(const float *x, const float *packed, const float *scale, size_t scale_stride,

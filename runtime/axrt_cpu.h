@@ -236,9 +236,9 @@ typedef struct axrt_cpu_ops {
 /* The table in use (axrt_fast.inc), for the kernels outside axrt.c. */
 const axrt_cpu_ops *axrt_cpu_in_use(void);
 /* fn over [0, count) through the parallel-for hook (axrt_set_parallel)
- * when the work (multiply-adds) is worth threads, else on this thread: for
- * the kernels outside axrt.c (axrt_winograd.c). */
-void axrt_parallel_for(axrt_range_fn *fn, void *ctx, size_t count, double work);
+ * when the work (multiply-adds) is worth threads, else on this thread; grain
+ * as the hook's (axrt.h; 0: one range a thread). */
+void axrt_parallel_for(axrt_range_fn *fn, void *ctx, size_t count, double work, size_t grain);
 /* The portable Adam loop (axrt_adam.c), the portable table's, and the
  * same in double (axrt_optim.c's axrt_optim_step_f64). */
 /* The portable hardswish loop (axrt_kernels.inc), for tables without a

@@ -1,7 +1,9 @@
 /* axrt_threads.c — the host part of libaxrt that runs kernels on several
  * threads (axrt.h: axrt_set_threads): installs a parallel-for hook in the
  * core that splits [0, count) into one contiguous range per thread, sized
- * by the threads' measured speeds (below), the calling thread's first.
+ * by the threads' measured speeds (below), the calling thread's first;
+ * where the kernel names a grain, a thread done early takes the tail of
+ * another's range a grain at a time (stealing, below).
  *
  * The other threads are a pool started on first use and kept until the
  * count changes: creating threads per call cost more than a small layer's
@@ -11,13 +13,18 @@
  * job (the next layer's call comes within microseconds, or some tens of
  * them), then sleep on a condition variable.  Range i is thread i's (the
  * caller is 0), sized by that thread's share of the work (split_shares:
- * shares follow each thread's measured speed), and claimed by whichever
- * thread comes first, its own thread first, so a worker that has no core to
- * run on (a loaded machine) leaves its range to the caller instead of
- * keeping it waiting; the caller then waits for the ranges others claimed,
- * the same way.  A claim names its job: each range's flag holds the job's
- * generation, so a worker that wakes after its job is over claims nothing
- * of it.  One call at a time owns the pool; a
+ * shares follow each thread's measured speed).  Its thread takes it from
+ * the front and any other thread, its own done, from the back: whole
+ * (grain 0) or a grain at a time, so a worker that has no core to run on
+ * (a loaded machine) leaves its range to the caller instead of keeping it
+ * waiting, and where the kernel names a grain (a run of items it can start
+ * anywhere at little cost: a dense layer's block of columns) a thread that
+ * lost its core for part of a job leaves the rest of its range to the
+ * other.  The caller then waits until every item has run.  A range is one
+ * atomic word, its begin and end (take_run): a thread late for its job
+ * takes nothing of it once it is over, and what it takes of a later job is
+ * that job's (the job's fields are read after the take, and the job cannot
+ * end before the run is counted).  One call at a time owns the pool; a
  * call that finds it busy (another application thread, or a range function
  * that itself splits work) runs all of its work on the calling thread.
  * Results do not depend on the split, so they are the same either way.
@@ -118,19 +125,21 @@ typedef struct slot_run {
 
 typedef struct pool {
     pthread_mutex_t lock;      /* guards sleeping and waking */
-    pthread_cond_t wake, done;
+    pthread_cond_t wake, done_cond;
     pthread_mutex_t owner;     /* held by the call using the pool */
     unsigned long generation;  /* bumped per job (atomic) */
-    unsigned long claimed[MAX_THREADS]; /* range i: 2 * generation open, + 1 claimed (atomic) */
-    size_t finished;           /* ranges of the job run to the end (atomic) */
+    unsigned long long span[MAX_THREADS]; /* range i's items not taken: begin << 32 | end (atomic) */
+    size_t done;               /* items of the job run (atomic) */
     int quit;                  /* workers leave (set under lock) */
     int workers;               /* started */
-    axrt_range_fn *fn;         /* the job: written before generation opens it */
+    axrt_range_fn *fn;         /* the job: written before its spans open it */
     void *ctx;
+    size_t count;
+    size_t grain;              /* items a take (0: the whole range) (atomic) */
     size_t parts;              /* the job's ranges (atomic) */
     size_t bounds[MAX_THREADS + 1]; /* range i is [bounds[i], bounds[i + 1]) */
     split_shape shapes[SPLIT_SHAPES]; /* by job shape, direct-mapped (job_shape) */
-    slot_run ran[MAX_THREADS]; /* written by thread i before it counts its range finished */
+    slot_run ran[MAX_THREADS]; /* written by thread i before it counts its items done */
     unsigned long started_at[MAX_THREADS]; /* thread i's (from 1) generation when started */
     pthread_t threads[MAX_THREADS];
     int bound;                 /* workers bound to cpu[] (bind_workers) */
@@ -139,7 +148,7 @@ typedef struct pool {
 } pool;
 
 static pool the_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-                        PTHREAD_MUTEX_INITIALIZER, 0, {0}, 0, 0, 0, NULL, NULL, 0, {0}, {{NULL, 0, {0}}}, {{0, 0}}, {0}, {0},
+                        PTHREAD_MUTEX_INITIALIZER, 0, {0}, 0, 0, 0, NULL, NULL, 0, 0, 0, {0}, {{NULL, 0, {0}}}, {{0, 0}}, {0}, {0},
                         0, 0, {0}};
 
 /* Binding the workers.  A worker asleep (after WORKER_SPIN_NS without a
@@ -249,32 +258,64 @@ static int spin_again(spin *s)
     return now < 0 ? s->polls < SPIN_POLLS : now - s->start <= WORKER_SPIN_NS;
 }
 
-/* Claims range i of job generation g, if still open. */
-static int claim_range(pool *p, size_t i, unsigned long g)
+#define SPAN(begin, end) ((unsigned long long)(begin) << 32 | (unsigned long long)(end))
+#define SPAN_MAX 0xffffffffu /* items a job may have (more: the caller runs it) */
+
+/* Items a take of rest open items: all of them with no grain; from the
+ * front (a range's own thread) half of them in whole grains, at least one;
+ * from the back (another thread) one grain.  A dense layer's range in
+ * blocks of columns run one call each cost 2-2.5 % (a block's weight is
+ * prefetched by the block before it in the same call, BERT's 768 -> 3072
+ * and 2304 at one thread, a hook running each call's takes in turn); taken
+ * by halves, the calls are few and the tail is still cut fine. */
+static size_t take_size(size_t rest, size_t grain, int front)
 {
-    unsigned long open = 2 * g;
-    return __atomic_compare_exchange_n(&p->claimed[i], &open, open + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    size_t n = grain;
+    if (grain && front && rest / 2 > grain) n = rest / 2 - rest / 2 % grain;
+    return grain && n < rest ? n : rest;
 }
 
-/* Thread `self` claims and runs ranges of job generation g, its own first,
- * until none is left; the thread finishing the last one wakes the caller.
- * A thread that read an earlier generation claims nothing. */
+/* Takes a run of range i's open items (take_size), from its front (its own
+ * thread) or its back (another).  Whether it took any; [*begin, *end) are
+ * then this thread's to run. */
+static int take_run(pool *p, size_t i, int front, size_t *begin, size_t *end)
+{
+    unsigned long long span = __atomic_load_n(&p->span[i], __ATOMIC_ACQUIRE), rest;
+    const size_t grain = __atomic_load_n(&p->grain, __ATOMIC_RELAXED);
+    size_t lo, hi, n;
+    do {
+        lo = (size_t)(span >> 32), hi = (size_t)(span & SPAN_MAX);
+        if (lo >= hi) return 0;
+        n = take_size(hi - lo, grain, front);
+        rest = front ? SPAN(lo + n, hi) : SPAN(lo, hi - n);
+    } while (!__atomic_compare_exchange_n(&p->span[i], &span, rest, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+    *begin = front ? lo : hi - n, *end = front ? lo + n : hi;
+    return 1;
+}
+
+/* Thread `self` runs what it can take of job generation g: its own range
+ * from the front, then the others' from the back, until nothing is left;
+ * the thread counting the last item wakes the caller.  A thread that read
+ * an earlier generation takes nothing (its parts 0); one that read g late
+ * takes only what the job then current has open. */
 static void run_claims(pool *p, size_t self, unsigned long g)
 {
     /* parts is read atomically: a thread late for job g may read it as the
-       caller writes the next job's (its claims then fail) */
+       caller writes the next job's */
     const size_t parts = __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE) == g ? __atomic_load_n(&p->parts, __ATOMIC_RELAXED) : 0;
+    size_t begin, end;
     for (size_t k = 0; k < parts; k++) {
         const size_t i = (self + k) % parts;
-        if (!claim_range(p, i, g)) continue;
-        const size_t begin = p->bounds[i], end = p->bounds[i + 1];
-        const long long t0 = clock_ns(CLOCK_MONOTONIC);
-        if (begin < end) p->fn(p->ctx, begin, end);
-        p->ran[self].items += end - begin, p->ran[self].ns += clock_ns(CLOCK_MONOTONIC) - t0;
-        if (__atomic_add_fetch(&p->finished, 1, __ATOMIC_ACQ_REL) == parts) {
-            pthread_mutex_lock(&p->lock);
-            pthread_cond_signal(&p->done);
-            pthread_mutex_unlock(&p->lock);
+        while (take_run(p, i, k == 0, &begin, &end)) {
+            const size_t count = p->count; /* the job's: it cannot end before this run counts */
+            const long long t0 = clock_ns(CLOCK_MONOTONIC);
+            p->fn(p->ctx, begin, end);
+            p->ran[self].items += end - begin, p->ran[self].ns += clock_ns(CLOCK_MONOTONIC) - t0;
+            if (__atomic_add_fetch(&p->done, end - begin, __ATOMIC_ACQ_REL) == count) {
+                pthread_mutex_lock(&p->lock);
+                pthread_cond_signal(&p->done_cond);
+                pthread_mutex_unlock(&p->lock);
+            }
         }
     }
 }
@@ -306,17 +347,17 @@ static void *worker(void *arg)
     return NULL;
 }
 
-/* Waits until all parts ranges of the job have run, polling SPIN_POLLS
+/* Waits until all count items of the job have run, polling SPIN_POLLS
  * times (spin_again), then sleeping. */
-static void wait_done(pool *p, size_t parts)
+static void wait_done(pool *p, size_t count)
 {
     spin s = spin_start(0);
     do {
-        if (__atomic_load_n(&p->finished, __ATOMIC_ACQUIRE) == parts) return;
+        if (__atomic_load_n(&p->done, __ATOMIC_ACQUIRE) == count) return;
     } while (spin_again(&s));
     pthread_mutex_lock(&p->lock);
-    while (__atomic_load_n(&p->finished, __ATOMIC_ACQUIRE) != parts)
-        pthread_cond_wait(&p->done, &p->lock);
+    while (__atomic_load_n(&p->done, __ATOMIC_ACQUIRE) != count)
+        pthread_cond_wait(&p->done_cond, &p->lock);
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -390,8 +431,8 @@ static double share_clamp(double x, double equal)
 }
 
 /* After a job: moves shape's shares toward each thread's part of the
- * summed speed, where every range ran SHARE_MIN_NS or longer on its own
- * thread. */
+ * summed speed (items per ns of what it ran, its own range or others'),
+ * where every thread ran items for SHARE_MIN_NS or longer. */
 static void split_shares(pool *p, split_shape *shape, size_t parts)
 {
     const double equal = 1.0 / (double)parts;
@@ -400,7 +441,7 @@ static void split_shares(pool *p, split_shape *shape, size_t parts)
     if (!shape) return;
     for (i = 0; i < parts; i++) {
         const slot_run r = p->ran[i];
-        if (r.ns < SHARE_MIN_NS || r.items != p->bounds[i + 1] - p->bounds[i]) return;
+        if (r.ns < SHARE_MIN_NS || r.items == 0) return;
         speed[i] = (double)r.items / (double)r.ns, sum += speed[i];
     }
     for (i = 0; i < parts; i++) { /* a range that lost its core for a time slice: a bounded step */
@@ -409,16 +450,17 @@ static void split_shares(pool *p, split_shape *shape, size_t parts)
     }
 }
 
-/* One range per thread (fewer when count is smaller; split_bounds), each
- * run by the thread that claims it (run_claims).  The job's fields, the
- * range flags and the finished count are written while no range of any job
- * is open (the last call waited for all of its ranges), then the new
- * generation opens the job (release: a worker that reads it sees them). */
-static void parallel_threads(axrt_range_fn *fn, void *ctx, size_t count)
+/* One range per thread (fewer when count is smaller; split_bounds), run
+ * by the threads that take it (run_claims).  The job's fields and the done
+ * count are written while no item of any job is open (the last call waited
+ * for all of its items), then the spans open the job (release: a thread
+ * that takes from one sees them) and the new generation wakes the
+ * workers. */
+static void parallel_threads(axrt_range_fn *fn, void *ctx, size_t count, size_t grain)
 {
     pool *p = &the_pool;
     size_t i;
-    if (pthread_mutex_trylock(&p->owner) != 0) {
+    if (count > SPAN_MAX || pthread_mutex_trylock(&p->owner) != 0) {
         fn(ctx, 0, count);
         return;
     }
@@ -432,21 +474,20 @@ static void parallel_threads(axrt_range_fn *fn, void *ctx, size_t count)
     }
     unsigned long g = p->generation + 1;
     g = g ? g : 1;
-    p->fn = fn, p->ctx = ctx;
+    p->fn = fn, p->ctx = ctx, p->count = count;
+    __atomic_store_n(&p->grain, grain, __ATOMIC_RELAXED);
     __atomic_store_n(&p->parts, parts, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->done, 0, __ATOMIC_RELAXED);
     split_shape *shape = job_shape(p, fn, count, parts);
     split_bounds(p, shape, parts, count);
-    for (i = 0; i < parts; i++) {
-        p->ran[i].items = 0, p->ran[i].ns = 0;
-        __atomic_store_n(&p->claimed[i], 2 * g, __ATOMIC_RELAXED);
-    }
-    __atomic_store_n(&p->finished, 0, __ATOMIC_RELAXED);
+    for (i = 0; i < parts; i++) p->ran[i].items = 0, p->ran[i].ns = 0;
+    for (i = 0; i < parts; i++) __atomic_store_n(&p->span[i], SPAN(p->bounds[i], p->bounds[i + 1]), __ATOMIC_RELEASE);
     pthread_mutex_lock(&p->lock);
     __atomic_store_n(&p->generation, g, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
     run_claims(p, 0, g);
-    wait_done(p, parts);
+    wait_done(p, count);
     split_shares(p, shape, parts);
     pthread_mutex_unlock(&p->owner);
 }

@@ -294,9 +294,9 @@ static void wino_one_block(wino_job *j)
 {
     const size_t a2 = (size_t)(j->w.alpha * j->w.alpha), c = (size_t)j->p->c, oc = (size_t)j->p->oc;
     const double tile_work = (double)a2 * (double)(c + oc) * 4.0;   /* a transform: about 4 a2 adds per channel */
-    axrt_parallel_for(one_inputs, j, j->tiles, (double)j->tiles * tile_work);
-    axrt_parallel_for(one_products, j, a2, (double)j->tiles * (double)a2 * (double)c * (double)oc);
-    axrt_parallel_for(one_outputs, j, j->tiles, (double)j->tiles * tile_work);
+    axrt_parallel_for(one_inputs, j, j->tiles, (double)j->tiles * tile_work, 0);
+    axrt_parallel_for(one_products, j, a2, (double)j->tiles * (double)a2 * (double)c * (double)oc, 0);
+    axrt_parallel_for(one_outputs, j, j->tiles, (double)j->tiles * tile_work, 0);
 }
 
 void axrt_conv2d_winograd_f32(const float *x, const float *u, const float *bias, const float *residual,
@@ -326,5 +326,5 @@ void axrt_conv2d_winograd_f32(const float *x, const float *u, const float *bias,
     j.slots = slots_of(p, j.w.m);
     const double alpha = j.w.alpha;
     if (j.blocks == 1) wino_one_block(&j);
-    else axrt_parallel_for(wino_range, &j, j.slots, (double)j.tiles * alpha * alpha * p->c * p->oc);
+    else axrt_parallel_for(wino_range, &j, j.slots, (double)j.tiles * alpha * alpha * p->c * p->oc, 0);
 }

@@ -13,6 +13,11 @@
  * machine (towards 45 : 15), and equal ranges never (items of 20 us failed
  * this one time in two with both cores busy).
  *
+ * Stealing: where a job names a grain, a thread done early takes the rest
+ * of another's range from its back, a grain at a time: a worker stopped
+ * for 100 ms in its first call leaves the caller most of its range (with no
+ * grain the caller runs only its own).
+ *
  * Binding (Linux): where the caller may run on exactly as many CPUs as
  * there are threads, the worker runs bound to one CPU, not the caller's,
  * and moves off a CPU the caller came to; AXRT_BIND=0 leaves it unbound. */
@@ -73,7 +78,7 @@ static size_t run_job(void)
     job j;
     memset(&j, 0, sizeof j);
     j.caller = pthread_self();
-    axrt_parallel_for(spin_items, &j, ITEMS, 1e9);
+    axrt_parallel_for(spin_items, &j, ITEMS, 1e9, 0);
     for (size_t i = 0; i < ITEMS; i++)
         if (j.runs[i] != 1) fail_msg("item %zu ran %d times", i, j.runs[i]);
     return j.first_end;
@@ -94,6 +99,55 @@ static void test_slow_thread_gets_less(void **state)
     assert_int_equal(axrt_set_threads(1), 0);
 }
 
+/* Items of a job in which the worker's first call stops for STALL_NS. */
+#define STALL_NS 100000000LL
+typedef struct stall_job {
+    pthread_t caller;
+    unsigned char runs[ITEMS];
+    size_t by_caller; /* items the caller ran */
+    int stalled;      /* the worker's first call has begun */
+} stall_job;
+
+static void stall_items(void *ctx, size_t begin, size_t end)
+{
+    stall_job *j = ctx;
+    const int caller = pthread_equal(pthread_self(), j->caller);
+    long long until = now_ns() + ITEM_NS * (long long)(end - begin);
+    for (size_t i = begin; i < end; i++) __atomic_add_fetch(&j->runs[i], 1, __ATOMIC_RELAXED);
+    if (caller) __atomic_add_fetch(&j->by_caller, end - begin, __ATOMIC_RELAXED);
+    else if (!__atomic_exchange_n(&j->stalled, 1, __ATOMIC_RELAXED)) until += STALL_NS;
+    while (now_ns() < until) {
+    }
+}
+
+/* Items the caller ran of one job of ITEMS items split in grains of grain
+ * (each item run once). */
+static size_t caller_items(size_t grain)
+{
+    stall_job j;
+    memset(&j, 0, sizeof j);
+    j.caller = pthread_self();
+    axrt_parallel_for(stall_items, &j, ITEMS, 1e9, grain);
+    for (size_t i = 0; i < ITEMS; i++)
+        if (j.runs[i] != 1) fail_msg("item %zu ran %d times", i, j.runs[i]);
+    return j.by_caller;
+}
+
+static void test_idle_thread_takes_the_rest(void **state)
+{
+    (void)state;
+    assert_int_equal(axrt_set_threads(2), 0);
+    /* the worker's first take is half its range (15 items of 30); the
+       caller runs its 30 in 6 ms, then the worker's other 15 while it stalls */
+    size_t n = caller_items(1);
+    if (n < ITEMS * 3 / 4) fail_msg("the caller ran %zu of %d items with grain 1", n, ITEMS);
+    assert_int_equal(axrt_set_threads(1), 0);
+    assert_int_equal(axrt_set_threads(2), 0);
+    n = caller_items(0);
+    if (n != ITEMS / 2 && n != ITEMS) fail_msg("the caller ran %zu of %d items with no grain", n, ITEMS);
+    assert_int_equal(axrt_set_threads(1), 0);
+}
+
 #if defined(__linux__) && defined(CPU_SET)
 /* The CPUs the pool's one worker may run on (read from the kernel; the
  * process has no other thread), after a job has started it. */
@@ -104,7 +158,7 @@ static cpu_set_t worker_cpus(void)
     DIR *tasks = opendir("/proc/self/task");
     int found = 0;
     CPU_ZERO(&set);
-    axrt_parallel_for(spin_nothing, NULL, 2, 1e9);
+    axrt_parallel_for(spin_nothing, NULL, 2, 1e9, 0);
     assert_non_null(tasks);
     while ((e = readdir(tasks)) != NULL) {
         const pid_t tid = (pid_t)atoi(e->d_name);
@@ -159,6 +213,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_slow_thread_gets_less),
+        cmocka_unit_test(test_idle_thread_takes_the_rest),
 #if defined(__linux__) && defined(CPU_SET)
         cmocka_unit_test(test_worker_bound_off_callers_cpu),
 #endif
