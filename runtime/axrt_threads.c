@@ -137,7 +137,6 @@ typedef struct pool {
     size_t count;
     size_t grain;              /* items a take (0: the whole range) (atomic) */
     size_t parts;              /* the job's ranges (atomic) */
-    size_t bounds[MAX_THREADS + 1]; /* range i is [bounds[i], bounds[i + 1]) */
     split_shape shapes[SPLIT_SHAPES]; /* by job shape, direct-mapped (job_shape) */
     slot_run ran[MAX_THREADS]; /* written by thread i before it counts its items done */
     unsigned long started_at[MAX_THREADS]; /* thread i's (from 1) generation when started */
@@ -148,7 +147,7 @@ typedef struct pool {
 } pool;
 
 static pool the_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-                        PTHREAD_MUTEX_INITIALIZER, 0, {0}, 0, 0, 0, NULL, NULL, 0, 0, 0, {0}, {{NULL, 0, {0}}}, {{0, 0}}, {0}, {0},
+                        PTHREAD_MUTEX_INITIALIZER, 0, {0}, 0, 0, 0, NULL, NULL, 0, 0, 0, {{NULL, 0, {0}}}, {{0, 0}}, {0}, {0},
                         0, 0, {0}};
 
 /* Binding the workers.  A worker asleep (after WORKER_SPIN_NS without a
@@ -168,8 +167,6 @@ static pool the_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTH
  * caller found on a worker's CPU at a job's start trades places with it
  * (keep_off_caller). */
 #if defined(__linux__) && defined(CPU_SET)
-#define CAN_BIND 1
-
 static void bind_thread(pthread_t t, int cpu)
 {
     cpu_set_t one;
@@ -207,7 +204,7 @@ static void keep_off_caller(pool *p)
         }
 }
 #else
-#define CAN_BIND 0
+#define bind_thread(t, cpu) ((void)(t), (void)(cpu))
 #define bind_workers(p) 0
 #define keep_off_caller(p) ((void)(p))
 #endif
@@ -370,9 +367,7 @@ static void start_workers(pool *p)
         p->started_at[p->workers + 1] = p->generation;
         if (pthread_create(&p->threads[p->workers], NULL, worker, (void *)(size_t)(p->workers + 1)) != 0)
             break;
-#if CAN_BIND
         if (p->bound) bind_thread(p->threads[p->workers], p->cpu[p->workers]);
-#endif
         p->workers++;
     }
 }
@@ -410,17 +405,18 @@ static double share_of(const split_shape *shape, size_t i, size_t parts)
     return shape && shape->share[i] > 0 ? shape->share[i] : 1.0 / (double)parts;
 }
 
-/* Range bounds for parts ranges of count items, by shape's shares. */
-static void split_bounds(pool *p, const split_shape *shape, size_t parts, size_t count)
+/* Opens parts ranges of count items, sized by shape's shares (release: a
+ * thread that takes from one sees the job's fields written before). */
+static void split_spans(pool *p, const split_shape *shape, size_t parts, size_t count)
 {
     double sum = 0, at = 0;
-    size_t i;
+    size_t i, begin = 0, end;
     for (i = 0; i < parts; i++) sum += share_of(shape, i, parts);
-    p->bounds[0] = 0;
-    for (i = 0; i < parts; i++) {
+    for (i = 0; i < parts; i++, begin = end) {
         at += share_of(shape, i, parts) / sum;
-        p->bounds[i + 1] = i + 1 == parts ? count : (size_t)(at * (double)count + 0.5);
-        if (p->bounds[i + 1] < p->bounds[i]) p->bounds[i + 1] = p->bounds[i];
+        end = i + 1 == parts ? count : (size_t)(at * (double)count + 0.5);
+        if (end < begin) end = begin;
+        __atomic_store_n(&p->span[i], SPAN(begin, end), __ATOMIC_RELEASE);
     }
 }
 
@@ -450,7 +446,7 @@ static void split_shares(pool *p, split_shape *shape, size_t parts)
     }
 }
 
-/* One range per thread (fewer when count is smaller; split_bounds), run
+/* One range per thread (fewer when count is smaller; split_spans), run
  * by the threads that take it (run_claims).  The job's fields and the done
  * count are written while no item of any job is open (the last call waited
  * for all of its items), then the spans open the job (release: a thread
@@ -479,9 +475,8 @@ static void parallel_threads(axrt_range_fn *fn, void *ctx, size_t count, size_t 
     __atomic_store_n(&p->parts, parts, __ATOMIC_RELAXED);
     __atomic_store_n(&p->done, 0, __ATOMIC_RELAXED);
     split_shape *shape = job_shape(p, fn, count, parts);
-    split_bounds(p, shape, parts, count);
     for (i = 0; i < parts; i++) p->ran[i].items = 0, p->ran[i].ns = 0;
-    for (i = 0; i < parts; i++) __atomic_store_n(&p->span[i], SPAN(p->bounds[i], p->bounds[i + 1]), __ATOMIC_RELEASE);
+    split_spans(p, shape, parts, count);
     pthread_mutex_lock(&p->lock);
     __atomic_store_n(&p->generation, g, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&p->wake);
