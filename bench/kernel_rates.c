@@ -5,8 +5,9 @@
  * plain conv kernel they ran on before axrt_conv2d_grouped_f32, then
  * ResNeXt's 1x1 convs (most of its time), then the depthwise convs of R7,
  * MobileNetV2 and EfficientNet-B0, then projections whose last panel is
- * narrow (24 and 40 outputs), and bare reads of two matrix-vector products'
- * weights (their bound, in GB/s), one thread, each as a share of the FMA peak that
+ * narrow (24 and 40 outputs), R5's LayerNorm and a few elementwise shapes
+ * (in Gelem/s: an element counted as a flop), and bare reads of two
+ * matrix-vector products' weights (their bound, in GB/s), one thread, each as a share of the FMA peak that
  * limits.c measures (AXRT_ISA=avx2: the AVX2 kernels against AVX2's peak,
  * on any machine).  Times are wall time, the best of many runs (a run: one
  * call, or a batch of calls of at least 200 us for short ones): on a shared
@@ -215,6 +216,25 @@ static shape unary(const char *name, size_t n, void (*fn)(const float *x, float 
     s.name = name, s.run = run_unary, s.unary = fn, s.rows = n, s.flop = (double)n;
     s.x = bench_floats(n), s.y = bench_floats(n);
     for (i = 0; i < n; i++) s.x[i] *= 16.0f;
+    return s;
+}
+
+static void run_layernorm(const shape *s)
+{
+    axrt_layernorm_f32(s->x, s->w, s->bias, s->y, s->rows, s->in, 1e-5f);
+}
+
+/* R5's LayerNorm of rows x d, rated like the elementwise shapes (an element
+   a flop: Gelem/s), into its own y or, in_place, back into x, whose lines the
+   statistics pass has just brought to L1 (the cost of storing to lines not in
+   L1, which AVX2's loop prefetches). */
+static shape layernorm(const char *name, size_t rows, size_t d, int in_place)
+{
+    shape s;
+    memset(&s, 0, sizeof s);
+    s.name = name, s.run = run_layernorm, s.rows = rows, s.in = d, s.flop = (double)(rows * d);
+    s.x = bench_floats(rows * d), s.w = bench_floats(d), s.bias = bench_floats(d);
+    s.y = in_place ? s.x : bench_floats(rows * d);
     return s;
 }
 
@@ -532,6 +552,8 @@ static int all_shapes(shape *shapes)
     shapes[n++] = weight_read("  its weight read (802 KB)", 784, 256);
     shapes[n++] = dense("R2 dense 32x784->256", 32, 784, 256);
     shapes[n++] = dense("R2 dense 32x256->10", 32, 256, 10);
+    shapes[n++] = layernorm("R5 layernorm 32x768, Gelem/s", 32, 768, 0);
+    shapes[n++] = layernorm("  in place, Gelem/s", 32, 768, 1);
     /* where the matrix unit starts to pay (axrt_fast.inc ENGINE_MIN_*:
        AXRT_ISA=avx512 against amx) */
     shapes[n++] = dense("unit edge 32x512->256", 32, 512, 256);
