@@ -541,7 +541,28 @@ static int mobile_shapes(shape *shapes, int n)
     return narrow_panel_shapes(shapes, n);
 }
 
-/* The shapes of rows R2, R4 and R3, then ResNet-18's convolutions at 224 x 224
+/* The grouped convs of RegNet-Y-400MF and ResNeXt-50 (each also through the
+   plain kernel) and ResNeXt's 1x1 convs, from shapes[n]; returns the count. */
+static int grouped_shapes(shape *shapes, int n)
+{
+    shapes[n++] = gconv("RegNetY 3x3 28x28x104/8", 28, 104, 8, 0);
+    shapes[n++] = gconv("  plain kernel", 28, 104, 8, 1);
+    shapes[n++] = gconv("RegNetY 3x3 7x7x440/8", 7, 440, 8, 0);
+    shapes[n++] = gconv("  plain kernel", 7, 440, 8, 1);
+    shapes[n++] = gconv("ResNeXt 3x3 56x56x128/4", 56, 128, 4, 0);
+    shapes[n++] = gconv("  plain kernel", 56, 128, 4, 1);
+    shapes[n++] = gconv("ResNeXt 3x3 28x28x256/8", 28, 256, 8, 0);
+    shapes[n++] = gconv("ResNeXt 3x3 14x14x512/16", 14, 512, 16, 0);
+    shapes[n++] = gconv("ResNeXt 3x3 7x7x1024/32", 7, 1024, 32, 0);
+    shapes[n++] = conv("ResNeXt 1x1 56x56x256->128", 56, 256, 128, 1, 1, 0);
+    shapes[n++] = conv("ResNeXt 1x1 56x56x128->256", 56, 128, 256, 1, 1, 0);
+    shapes[n++] = conv("ResNeXt 1x1 28x28x512->256", 28, 512, 256, 1, 1, 0);
+    shapes[n++] = conv("ResNeXt 1x1 14x14x1024->512", 14, 1024, 512, 1, 1, 0);
+    shapes[n++] = conv("ResNeXt 1x1 7x7x1024->2048", 7, 1024, 2048, 1, 1, 0);
+    return n;
+}
+
+/* The shapes of rows R1, R2, R5, R4 and R3, then ResNet-18's convolutions at 224 x 224
  * (bench/gen_models.py's M1: each distinct layer once) and at 64 x 64
  * (examples/resnet18.ax), then grouped convs, then mobile_shapes.  Returns
  * the count. */
@@ -591,21 +612,7 @@ static int all_shapes(shape *shapes)
     shapes[n++] = conv("RN18 3x3 8x8x128", 8, 128, 128, 3, 1, 1);
     shapes[n++] = conv("RN18 3x3 4x4x256", 4, 256, 256, 3, 1, 1);
     shapes[n++] = conv("RN18 3x3 2x2x512", 2, 512, 512, 3, 1, 1);
-    shapes[n++] = gconv("RegNetY 3x3 28x28x104/8", 28, 104, 8, 0);
-    shapes[n++] = gconv("  plain kernel", 28, 104, 8, 1);
-    shapes[n++] = gconv("RegNetY 3x3 7x7x440/8", 7, 440, 8, 0);
-    shapes[n++] = gconv("  plain kernel", 7, 440, 8, 1);
-    shapes[n++] = gconv("ResNeXt 3x3 56x56x128/4", 56, 128, 4, 0);
-    shapes[n++] = gconv("  plain kernel", 56, 128, 4, 1);
-    shapes[n++] = gconv("ResNeXt 3x3 28x28x256/8", 28, 256, 8, 0);
-    shapes[n++] = gconv("ResNeXt 3x3 14x14x512/16", 14, 512, 16, 0);
-    shapes[n++] = gconv("ResNeXt 3x3 7x7x1024/32", 7, 1024, 32, 0);
-    shapes[n++] = conv("ResNeXt 1x1 56x56x256->128", 56, 256, 128, 1, 1, 0);
-    shapes[n++] = conv("ResNeXt 1x1 56x56x128->256", 56, 128, 256, 1, 1, 0);
-    shapes[n++] = conv("ResNeXt 1x1 28x28x512->256", 28, 512, 256, 1, 1, 0);
-    shapes[n++] = conv("ResNeXt 1x1 14x14x1024->512", 14, 1024, 512, 1, 1, 0);
-    shapes[n++] = conv("ResNeXt 1x1 7x7x1024->2048", 7, 1024, 2048, 1, 1, 0);
-    return mobile_shapes(shapes, n);
+    return mobile_shapes(shapes, grouped_shapes(shapes, n));
 }
 
 int main(int argc, char **argv)
